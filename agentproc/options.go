@@ -1,0 +1,45 @@
+package agentproc
+
+import "time"
+
+// Config is how every agent process of this cc-connect is started; it comes
+// from the `[agent]` section of the config.
+type Config struct {
+	// Command is the claude executable (a name looked up in PATH, or a path).
+	Command string
+	// Args are extra CLI arguments appended after the ones agentproc sets.
+	Args []string
+	// Env is extra environment for the agent, added to (and overriding)
+	// cc-connect's own environment. Keys keep their case.
+	Env map[string]string
+	// Model is passed as --model when not empty.
+	Model string
+	// PermissionMode is passed as --permission-mode when not empty.
+	PermissionMode string
+	// AppendSystemPrompt is passed as --append-system-prompt when not empty,
+	// always together with --system-prompt-snapshot off so that a change
+	// takes effect on resumed sessions too.
+	AppendSystemPrompt string
+	// CloseGrace is how long Close waits after stdin EOF before SIGTERM, and
+	// again before SIGKILL. Zero means 5s.
+	CloseGrace time.Duration
+	// StderrTailBytes bounds the stderr kept for diagnostics. Zero means 8 KiB.
+	StderrTailBytes int
+}
+
+// StartOptions say which session a process runs and where.
+type StartOptions struct {
+	// Dir is the working directory: the workspace's normalized real path.
+	Dir string
+	// ResumeID resumes that session (--resume) when not empty.
+	ResumeID string
+	// Fork, with ResumeID, starts a new session from a copy of its history
+	// (--fork-session); the original transcript is left untouched.
+	Fork bool
+	// SessionID, when not empty, fixes the new session's id (--session-id).
+	SessionID string
+	// Model overrides Config.Model for this process when not empty.
+	Model string
+	// PermissionMode overrides Config.PermissionMode when not empty.
+	PermissionMode string
+}

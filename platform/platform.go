@@ -1,0 +1,135 @@
+// Package platform defines the normalized message and the contracts between
+// chat platform adapters (platform/slack, platform/discord, platform/telegram,
+// platform/local) and the engine. It owns no network code and knows nothing
+// about Claude Code: adapters turn wire events into Message values and render
+// replies; the engine decides what to do with them.
+package platform
+
+import (
+	"context"
+	"time"
+)
+
+// Target says where a reply goes, or which posted message an edit, reaction
+// or button refers to. Platform is the adapter instance name from the config
+// (`[[platforms]] name`), not the platform type.
+type Target struct {
+	Platform  string // adapter instance name, e.g. "slack-main"
+	Channel   string // channel, chat or DM id; "local" for the terminal
+	Thread    string // thread ts, Discord thread id, Telegram forum topic id; "" when none
+	MessageID string // a specific message (for edits, reactions, replies); "" when not about one
+}
+
+// Attachment is a file a user shared with a message, already downloaded by
+// the adapter into the workspace's private attachments folder.
+type Attachment struct {
+	Name string // original file name as the user sent it
+	Path string // absolute path of the downloaded copy
+	Size int64
+	Mime string
+}
+
+// Message is one normalized inbound chat message.
+type Message struct {
+	// ID is the platform's identity for this message (Slack channel+ts,
+	// Discord message id, Telegram update id). The engine dedupes on it, so
+	// a redelivery must carry the same ID.
+	ID string
+	// Target is where the message was posted; replies go to Target with
+	// MessageID cleared. Target.Thread is set by the adapter to the
+	// conversation the message belongs to (for Slack, the thread a top-level
+	// message starts).
+	Target Target
+	// Type is the platform type ("slack", "discord", "telegram", "local").
+	Type        string
+	UserID      string
+	UserName    string
+	Text        string
+	IsDM        bool // a direct/private conversation with the bot
+	Mentioned   bool // the bot was mentioned (or the message replies to the bot)
+	IsBot       bool // sent by a bot (adapters drop these; the engine re-checks)
+	Attachments []Attachment
+	Received    time.Time
+}
+
+// Choice is a user's answer to a permission request.
+type Choice string
+
+const (
+	ChoiceAllow       Choice = "allow"
+	ChoiceAlwaysAllow Choice = "always"
+	ChoiceDeny        Choice = "deny"
+)
+
+// Action is a button press (or equivalent) on a permission prompt.
+type Action struct {
+	// Target is the prompt message the button belongs to.
+	Target    Target
+	UserID    string
+	UserName  string
+	RequestID string // the PermissionPrompt.RequestID the prompt carried
+	Choice    Choice
+}
+
+// Handler receives normalized input from an adapter. HandleMessage returns
+// once the engine has accepted (or refused) the message; an adapter that
+// must acknowledge a platform event does so after it returns.
+type Handler interface {
+	HandleMessage(ctx context.Context, m Message) error
+	HandleAction(ctx context.Context, a Action) error
+}
+
+// Adapter is what every platform must provide. Run blocks until ctx is
+// cancelled or a fatal error occurs; connection trouble is retried inside Run
+// and reported through logs and Status, not returned.
+type Adapter interface {
+	// Name is the instance name from the config.
+	Name() string
+	Run(ctx context.Context, h Handler) error
+	// Send posts text to the target, split to the platform's size limits
+	// (never breaking a code block), and returns the last posted message.
+	Send(ctx context.Context, to Target, text string) (Target, error)
+}
+
+// Editor is implemented by platforms that can edit a posted message in place
+// (progress and status messages). Without it the engine posts new messages
+// sparingly instead.
+type Editor interface {
+	Edit(ctx context.Context, msg Target, text string) error
+}
+
+// Reactor is implemented by platforms with emoji reactions. Names are
+// neutral: "eyes", "white_check_mark", "x".
+type Reactor interface {
+	React(ctx context.Context, msg Target, name string) error
+	Unreact(ctx context.Context, msg Target, name string) error
+}
+
+// Typer is implemented by platforms that show a typing indicator.
+type Typer interface {
+	Typing(ctx context.Context, to Target) error
+}
+
+// PermissionPrompt is a tool permission request rendered for the chat.
+type PermissionPrompt struct {
+	RequestID string
+	Tool      string
+	Summary   string // short, human summary of the input ("Bash: go test ./...")
+	Path      string // blocked path, when the agent gave one
+}
+
+// Prompter is implemented by platforms with interactive buttons. Presses
+// come back through Handler.HandleAction. Without it the engine posts the
+// prompt as text and users answer with !allow / !deny.
+type Prompter interface {
+	AskPermission(ctx context.Context, to Target, p PermissionPrompt) (Target, error)
+	// ResolvePermission edits the prompt to show who decided what and
+	// removes the buttons.
+	ResolvePermission(ctx context.Context, prompt Target, outcome string) error
+}
+
+// Statuser is implemented by adapters that report connection state for
+// !status and the logs ("connected", "reconnecting: ...").
+type Statuser interface {
+	Status() string
+}
