@@ -1,0 +1,58 @@
+// Package testenv finds the tools that integration tests need and decides
+// whether a missing one skips the test (a developer's machine) or fails it
+// (CI, where .ci/run installs everything).
+package testenv
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"testing"
+)
+
+// ClaudeVersion is the Claude Code CLI version the integration tier pins and
+// .ci/run installs.
+const ClaudeVersion = "2.1.328"
+
+// InCI reports whether the tests run under CI (CI=true), where a missing
+// tool is a failure, not a skip.
+func InCI() bool {
+	v := os.Getenv("CI")
+	return v == "true" || v == "1"
+}
+
+// RepoRoot returns the module root, found from this source file.
+func RepoRoot() string {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		return "."
+	}
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+// ClaudeBinary returns the real claude CLI for integration tests: the
+// CC_CONNECT_CLAUDE_BIN environment variable, else the copy that `make
+// tools` installs under .tools/, else `claude` on PATH. When none is found
+// it skips the test, or fails it under CI.
+func ClaudeBinary(t testing.TB) string {
+	t.Helper()
+	if p := os.Getenv("CC_CONNECT_CLAUDE_BIN"); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			t.Fatalf("CC_CONNECT_CLAUDE_BIN=%s: %v", p, err)
+		}
+		return p
+	}
+	local := filepath.Join(RepoRoot(), ".tools", "claude-code", "node_modules", ".bin", "claude")
+	if _, err := os.Stat(local); err == nil {
+		return local
+	}
+	if p, err := exec.LookPath("claude"); err == nil {
+		return p
+	}
+	if InCI() {
+		t.Fatalf("the real claude CLI is missing under CI: .ci/run must install @anthropic-ai/claude-code@%s into .tools/claude-code", ClaudeVersion)
+	}
+	t.Skipf("real claude CLI not found; run `make tools` (installs @anthropic-ai/claude-code@%s into .tools/) or set CC_CONNECT_CLAUDE_BIN", ClaudeVersion)
+	return ""
+}
