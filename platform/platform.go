@@ -7,6 +7,7 @@ package platform
 
 import (
 	"context"
+	"io"
 	"time"
 )
 
@@ -20,13 +21,17 @@ type Target struct {
 	MessageID string // a specific message (for edits, reactions, replies); "" when not about one
 }
 
-// Attachment is a file a user shared with a message, already downloaded by
-// the adapter into the workspace's private attachments folder.
+// Attachment is a file a user shared with a message. The adapter knows how
+// to fetch it (with its token); the engine, which knows the workspace,
+// decides whether to download it (size limit) and where (the workspace's
+// private attachments folder).
 type Attachment struct {
 	Name string // original file name as the user sent it
-	Path string // absolute path of the downloaded copy
-	Size int64
+	Size int64  // as the platform reports it; -1 when unknown
 	Mime string
+	// Open streams the file's content. The caller closes the reader and
+	// enforces its own size limit while reading.
+	Open func(ctx context.Context) (io.ReadCloser, error)
 }
 
 // Message is one normalized inbound chat message.
