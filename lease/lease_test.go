@@ -1,0 +1,127 @@
+package lease
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+func TestAcquireIsExclusiveAndNamesHolder(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		name    string
+		acquire func() (*Lock, error)
+		what    string
+	}{
+		{"state dir", func() (*Lock, error) { return StateDir(dir) }, "state dir " + dir},
+		{"token", func() (*Lock, error) { return Token(dir, "slack-main", "xoxb-secret") }, "bot token of platform slack-main"},
+		{"session", func() (*Lock, error) { return Session(dir, "0b3c6c1e-2f7e-4a53-9b7e-2f1d0a9c1234") }, "claude session 0b3c6c1e"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l, err := tt.acquire()
+			if err != nil {
+				t.Fatalf("first acquire: %v", err)
+			}
+			_, err = tt.acquire()
+			var held *HeldError
+			if !errors.As(err, &held) || !errors.Is(err, ErrHeld) {
+				t.Fatalf("second acquire: got %v, want a HeldError", err)
+			}
+			if held.PID != os.Getpid() {
+				t.Errorf("holder pid %d, want %d", held.PID, os.Getpid())
+			}
+			if !strings.Contains(err.Error(), tt.what) || !strings.Contains(err.Error(), l.Path()) || !strings.Contains(err.Error(), strconv.Itoa(os.Getpid())) {
+				t.Errorf("message %q should name %q, the lock file and the pid", err, tt.what)
+			}
+			if strings.Contains(err.Error(), "xoxb-secret") {
+				t.Errorf("message leaks the token: %q", err)
+			}
+			if err := l.Release(); err != nil {
+				t.Fatal(err)
+			}
+			l2, err := tt.acquire()
+			if err != nil {
+				t.Fatalf("acquire after release: %v", err)
+			}
+			_ = l2.Release()
+		})
+	}
+}
+
+func TestLockFilesArePrivate(t *testing.T) {
+	dir := t.TempDir()
+	l, err := StateDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	fi, err := os.Stat(l.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Errorf("lock file mode %v, want 0600", fi.Mode().Perm())
+	}
+	di, _ := os.Stat(filepath.Dir(l.Path()))
+	if di.Mode().Perm() != 0o700 {
+		t.Errorf("lock dir mode %v, want 0700", di.Mode().Perm())
+	}
+	if b, _ := os.ReadFile(l.Path()); strings.TrimSpace(string(b)) != strconv.Itoa(os.Getpid()) {
+		t.Errorf("lock file holds %q, want our pid", b)
+	}
+}
+
+func TestSessionRejectsPathLikeIDs(t *testing.T) {
+	for _, id := range []string{"", "..", "a/b", `a\b`} {
+		if _, err := Session(t.TempDir(), id); err == nil || errors.Is(err, ErrHeld) {
+			t.Errorf("Session(%q) = %v, want an invalid id error", id, err)
+		}
+	}
+}
+
+// TestLockDiesWithKilledHolder runs a child process that takes the lock and
+// is then SIGKILLed: the next acquire must succeed.
+func TestLockDiesWithKilledHolder(t *testing.T) {
+	if os.Getenv("LEASE_TEST_CHILD") != "" {
+		l, err := Acquire(os.Getenv("LEASE_TEST_CHILD"), "test lock")
+		if err != nil {
+			os.Exit(3)
+		}
+		_ = l
+		os.Stdout.WriteString("locked\n")
+		select {} // hold until killed
+	}
+	path := filepath.Join(t.TempDir(), "locks", "x.lock")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestLockDiesWithKilledHolder$")
+	cmd.Env = append(os.Environ(), "LEASE_TEST_CHILD="+path)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 7)
+	if _, err := out.Read(buf); err != nil || string(buf) != "locked\n" {
+		t.Fatalf("child did not lock: %q %v", buf, err)
+	}
+	_, err = Acquire(path, "test lock")
+	var held *HeldError
+	if !errors.As(err, &held) || held.PID != cmd.Process.Pid {
+		t.Fatalf("while the child holds it: got %v, want HeldError naming pid %d", err, cmd.Process.Pid)
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	l, err := Acquire(path, "test lock")
+	if err != nil {
+		t.Fatalf("after the holder was killed: %v", err)
+	}
+	_ = l.Release()
+}
