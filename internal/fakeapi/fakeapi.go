@@ -1,0 +1,438 @@
+// Package fakeapi is a fake Anthropic Messages API for tests: it lets the
+// real claude CLI run offline against 127.0.0.1, answers with replies chosen
+// by markers in the prompt (or by the test), and records every request so a
+// test can assert what reached the API. It owns no production code path and
+// must stay standard-library only.
+//
+// Markers in the last user message:
+//
+//	[[TOOL:cmd]]   a Bash tool_use running cmd; the follow-up carrying the
+//	               tool_result gets a text reply ("[[TOOL]]" runs "echo hi")
+//	[[TOOLONG]]    HTTP 400 "prompt is too long: 250000 tokens > 200000 maximum"
+//	[[BIG]]        a normal reply reporting input_tokens 120000
+//	[[SLOW]]       a reply that keeps streaming until the client disconnects
+//	               or the test calls ReleaseSlow
+//	[[OVERLOADED]] HTTP 529 overloaded_error
+//	[[ERR500]]     HTTP 500 api_error
+//
+// Anything else gets "echo: <last user text>".
+package fakeapi
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// Mode forces an answer regardless of the prompt, for requests whose text a
+// test cannot mark (a resumed history, a compaction request).
+type Mode string
+
+// Modes. ModeNormal answers by the markers in the prompt.
+const (
+	ModeNormal     Mode = ""
+	ModeTooLong    Mode = "toolong"
+	ModeOverloaded Mode = "overloaded"
+	ModeErr500     Mode = "err500"
+	ModeBig        Mode = "big"
+	ModeSlow       Mode = "slow"
+)
+
+// Outcomes recorded in Request.Outcome: what the fake answered.
+const (
+	OutcomeText       = "text"
+	OutcomeToolUse    = "tool_use"
+	OutcomeTooLong    = "toolong"
+	OutcomeOverloaded = "overloaded"
+	OutcomeErr500     = "err500"
+	OutcomeSlow       = "slow"
+	OutcomeBadRequest = "bad_request"
+	OutcomeNotFound   = "not_found"
+	OutcomeCount      = "count_tokens"
+)
+
+// TooLongMessage is the API error text the fake sends for [[TOOLONG]].
+const TooLongMessage = "prompt is too long: 250000 tokens > 200000 maximum"
+
+// BigInputTokens is the input_tokens reported for [[BIG]].
+const BigInputTokens = 120000
+
+// DefaultModel is the model named in replies when a request names none.
+const DefaultModel = "claude-opus-5-5"
+
+// Usage is the usage the fake reports in message_start (and in the
+// non-streaming reply). The CLI takes the input and cache fields from there.
+type Usage struct {
+	InputTokens              int64 `json:"input_tokens"`
+	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
+	OutputTokens             int64 `json:"output_tokens"`
+}
+
+// ContextTokens is what a call with this usage put into the context window.
+func (u Usage) ContextTokens() int64 {
+	return u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens
+}
+
+// Option configures a Server.
+type Option func(*Server)
+
+// WithUsage fixes the usage of every reply (instead of the default, whose
+// cache_read grows with each request).
+func WithUsage(u Usage) Option { return func(s *Server) { s.usage = &u } }
+
+// WithReply makes every text reply say text instead of echoing the prompt.
+func WithReply(text string) Option { return func(s *Server) { s.reply = text } }
+
+// WithMode starts the server in a forced mode.
+func WithMode(m Mode) Option { return func(s *Server) { s.mode = m } }
+
+// Server is a running fake API. Its methods are safe for concurrent use.
+type Server struct {
+	srv *httptest.Server
+
+	// closing is closed on cleanup so that [[SLOW]] streams end and the
+	// HTTP server can shut down without waiting on them.
+	closing   chan struct{}
+	closeOnce sync.Once
+
+	mu sync.Mutex // guards everything below
+	// requests holds /v1/messages calls; others holds everything else.
+	requests []Request
+	others   []Request
+	// changed is closed and replaced whenever requests grows, waking
+	// WaitRequest callers.
+	changed  chan struct{}
+	seq      int
+	mode     Mode
+	modeOnce Mode
+	usage    *Usage
+	reply    string
+	// release is closed by ReleaseSlow; streams started before keep the
+	// channel they saw.
+	release chan struct{}
+}
+
+// Start starts a fake API on 127.0.0.1 and stops it when the test ends.
+func Start(t testing.TB, opts ...Option) *Server {
+	t.Helper()
+	s := &Server{
+		closing: make(chan struct{}),
+		changed: make(chan struct{}),
+		release: make(chan struct{}),
+	}
+	for _, o := range opts {
+		o(s)
+	}
+	s.srv = httptest.NewServer(http.HandlerFunc(s.serveHTTP))
+	t.Cleanup(s.Close)
+	return s
+}
+
+// URL is the base URL to put in ANTHROPIC_BASE_URL.
+func (s *Server) URL() string { return s.srv.URL }
+
+// Close ends slow streams and stops the server. Start registers it with
+// t.Cleanup; calling it again is harmless.
+func (s *Server) Close() {
+	s.closeOnce.Do(func() {
+		close(s.closing)
+		s.srv.CloseClientConnections()
+		s.srv.Close()
+	})
+}
+
+// SetMode forces every following request into m; ModeNormal goes back to
+// the markers.
+func (s *Server) SetMode(m Mode) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.mode = m
+}
+
+// SetModeOnce forces only the next /v1/messages request into m (the
+// "toolong-once" case: a resume whose first call fails, then recovers).
+func (s *Server) SetModeOnce(m Mode) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.modeOnce = m
+}
+
+// SetUsage fixes the usage of following replies; the zero Usage restores the
+// default.
+func (s *Server) SetUsage(u Usage) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if u == (Usage{}) {
+		s.usage = nil
+		return
+	}
+	s.usage = &u
+}
+
+// SetReply makes following text replies say text; "" restores the echo.
+func (s *Server) SetReply(text string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reply = text
+}
+
+// ReleaseSlow lets every [[SLOW]] stream in progress finish its reply.
+// Slow requests that arrive later block again.
+func (s *Server) ReleaseSlow() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	close(s.release)
+	s.release = make(chan struct{})
+}
+
+// Requests returns the /v1/messages requests received so far, in order.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Request(nil), s.requests...)
+}
+
+// OtherRequests returns the requests to any other path (count_tokens,
+// unknown endpoints), in order.
+func (s *Server) OtherRequests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Request(nil), s.others...)
+}
+
+// WaitRequest waits until the n-th (1-based) /v1/messages request has
+// arrived and returns it, or returns ctx's error.
+func (s *Server) WaitRequest(ctx context.Context, n int) (Request, error) {
+	if n < 1 {
+		return Request{}, fmt.Errorf("waiting for request %d: n must be at least 1", n)
+	}
+	for {
+		s.mu.Lock()
+		if len(s.requests) >= n {
+			r := s.requests[n-1]
+			s.mu.Unlock()
+			return r, nil
+		}
+		ch, got := s.changed, len(s.requests)
+		s.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return Request{}, fmt.Errorf("waiting for request %d (have %d): %w", n, got, ctx.Err())
+		}
+	}
+}
+
+func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	switch {
+	case r.Method == http.MethodPost && r.URL.Path == "/v1/messages":
+		s.handleMessages(w, r)
+	case r.Method == http.MethodPost && r.URL.Path == "/v1/messages/count_tokens":
+		s.handleCountTokens(w, r)
+	default:
+		s.recordOther(newRequest(r, nil), OutcomeNotFound)
+		writeError(w, http.StatusNotFound, "not_found_error", "no fake for "+r.Method+" "+r.URL.Path, "")
+	}
+}
+
+// plan is what the fake decided to answer to one request.
+type plan struct {
+	outcome string
+	usage   Usage
+	text    string // reply text (text and tool_use outcomes)
+	command string // Bash command for tool_use
+	release chan struct{}
+	id      int
+}
+
+func (s *Server) handleMessages(w http.ResponseWriter, r *http.Request) {
+	body, err := readBody(r)
+	req := newRequest(r, body)
+	var in apiRequest
+	if err == nil {
+		err = json.Unmarshal(body, &in)
+	}
+	if err != nil {
+		req.Outcome = OutcomeBadRequest
+		s.record(&req)
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "decoding request: "+err.Error(), "")
+		return
+	}
+	req.fill(in)
+
+	s.mu.Lock()
+	p := s.planLocked(&req)
+	s.mu.Unlock()
+	s.record(&req)
+
+	reqID := fmt.Sprintf("req_fake%06d", p.id)
+	switch p.outcome {
+	case OutcomeTooLong:
+		writeError(w, http.StatusBadRequest, "invalid_request_error", TooLongMessage, reqID)
+		return
+	case OutcomeOverloaded:
+		writeError(w, 529, "overloaded_error", "Overloaded", reqID)
+		return
+	case OutcomeErr500:
+		writeError(w, http.StatusInternalServerError, "api_error", "Internal server error", reqID)
+		return
+	}
+	model := in.Model
+	if model == "" {
+		model = DefaultModel
+	}
+	m := reply{
+		msgID:   fmt.Sprintf("msg_fake%06d", p.id),
+		toolID:  fmt.Sprintf("toolu_fake%06d", p.id),
+		model:   model,
+		usage:   p.usage,
+		text:    p.text,
+		command: p.command,
+		slow:    p.outcome == OutcomeSlow,
+	}
+	w.Header().Set("request-id", reqID)
+	if !in.Stream {
+		writeJSON(w, http.StatusOK, m.message())
+		return
+	}
+	m.stream(r.Context(), w, p.release, s.closing)
+}
+
+// planLocked decides the answer and fills req's Seq, Outcome and Usage.
+// Called with s.mu held.
+func (s *Server) planLocked(req *Request) plan {
+	s.seq++
+	req.Seq = len(s.requests) + 1
+	p := plan{id: s.seq, release: s.release}
+
+	mode := s.mode
+	if s.modeOnce != ModeNormal {
+		mode, s.modeOnce = s.modeOnce, ModeNormal
+	}
+	text := req.LastUserText
+	has := func(marker string) bool { return strings.Contains(text, marker) }
+	cmd, isTool := toolCommand(text)
+	followUp := len(req.ToolResults) > 0
+
+	switch {
+	case mode == ModeTooLong || mode == ModeNormal && !followUp && has("[[TOOLONG]]"):
+		p.outcome = OutcomeTooLong
+	case mode == ModeOverloaded || mode == ModeNormal && !followUp && has("[[OVERLOADED]]"):
+		p.outcome = OutcomeOverloaded
+	case mode == ModeErr500 || mode == ModeNormal && !followUp && has("[[ERR500]]"):
+		p.outcome = OutcomeErr500
+	case mode == ModeSlow || mode == ModeNormal && !followUp && has("[[SLOW]]"):
+		p.outcome = OutcomeSlow
+		p.text = "slow reply "
+	case followUp:
+		p.outcome = OutcomeText
+		p.text = "tool said: " + req.ToolResults[len(req.ToolResults)-1].Content
+	case isTool && mode == ModeNormal:
+		p.outcome = OutcomeToolUse
+		p.text = "I'll run a command."
+		p.command = cmd
+	default:
+		p.outcome = OutcomeText
+		p.text = "echo: " + text
+	}
+	if s.reply != "" && p.outcome == OutcomeText {
+		p.text = s.reply
+	}
+
+	switch p.outcome {
+	case OutcomeText, OutcomeToolUse, OutcomeSlow:
+		if s.usage != nil {
+			p.usage = *s.usage
+		} else {
+			// cache_read grows per request so that a turn's summed usage
+			// and its last call's usage differ, as in real sessions.
+			p.usage = Usage{InputTokens: 7, CacheCreationInputTokens: 1500,
+				CacheReadInputTokens: 2500 + 100*int64(s.seq-1), OutputTokens: 1}
+		}
+		if mode == ModeBig || mode == ModeNormal && has("[[BIG]]") {
+			p.usage.InputTokens = BigInputTokens
+		}
+		req.Usage = p.usage
+	}
+	req.Outcome = p.outcome
+	return p
+}
+
+func (s *Server) handleCountTokens(w http.ResponseWriter, r *http.Request) {
+	body, err := readBody(r)
+	req := newRequest(r, body)
+	var in apiRequest
+	if err == nil {
+		err = json.Unmarshal(body, &in)
+	}
+	if err != nil {
+		s.recordOther(req, OutcomeBadRequest)
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "decoding request: "+err.Error(), "")
+		return
+	}
+	req.fill(in)
+	s.recordOther(req, OutcomeCount)
+	// A rough, deterministic estimate: about four bytes per token.
+	writeJSON(w, http.StatusOK, map[string]int{"input_tokens": len(body)/4 + 1})
+}
+
+func (s *Server) record(req *Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if req.Seq == 0 {
+		req.Seq = len(s.requests) + 1
+	}
+	s.requests = append(s.requests, *req)
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+func (s *Server) recordOther(req Request, outcome string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	req.Outcome = outcome
+	req.Seq = len(s.others) + 1
+	s.others = append(s.others, req)
+}
+
+// toolCommand finds [[TOOL]] or [[TOOL:cmd]] in text.
+func toolCommand(text string) (string, bool) {
+	if strings.Contains(text, "[[TOOL]]") {
+		return "echo hi", true
+	}
+	const open = "[[TOOL:"
+	i := strings.Index(text, open)
+	if i < 0 {
+		return "", false
+	}
+	rest := text[i+len(open):]
+	j := strings.Index(rest, "]]")
+	if j < 0 {
+		return "", false
+	}
+	return rest[:j], true
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, typ, msg, reqID string) {
+	body := map[string]any{
+		"type":  "error",
+		"error": map[string]string{"type": typ, "message": msg},
+	}
+	if reqID != "" {
+		body["request_id"] = reqID
+		w.Header().Set("request-id", reqID)
+	}
+	writeJSON(w, status, body)
+}

@@ -1,0 +1,335 @@
+package fakeapi
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// sseEvent is one decoded Server-Sent Event.
+type sseEvent struct {
+	Name string
+	Data map[string]any
+}
+
+// post sends a Messages API request whose last user message is text.
+func post(t *testing.T, ctx context.Context, s *Server, stream bool, messages ...map[string]any) *http.Response {
+	t.Helper()
+	body, err := json.Marshal(map[string]any{
+		"model": "claude-test-1", "max_tokens": 100, "stream": stream,
+		"system":   []any{map[string]any{"type": "text", "text": "SYSTEM-A"}},
+		"messages": messages,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.URL()+"/v1/messages?beta=true", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("X-Api-Key", "test")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	return resp
+}
+
+func user(text string) map[string]any {
+	return map[string]any{"role": "user", "content": []any{map[string]any{"type": "text", "text": text}}}
+}
+
+// readEvents decodes an SSE body until EOF or until stop returns true.
+func readEvents(t *testing.T, r io.Reader, stop func(sseEvent) bool) []sseEvent {
+	t.Helper()
+	var out []sseEvent
+	sc := bufio.NewScanner(r)
+	var name string
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "event: "):
+			name = strings.TrimPrefix(line, "event: ")
+		case strings.HasPrefix(line, "data: "):
+			ev := sseEvent{Name: name}
+			if err := json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &ev.Data); err != nil {
+				t.Fatalf("event %s: bad data %q: %v", name, line, err)
+			}
+			if ev.Data["type"] != name {
+				t.Errorf("event %s carries data type %v", name, ev.Data["type"])
+			}
+			out = append(out, ev)
+			if stop != nil && stop(ev) {
+				return out
+			}
+		}
+	}
+	return out
+}
+
+func names(evs []sseEvent) string {
+	var n []string
+	for _, e := range evs {
+		n = append(n, e.Name)
+	}
+	return strings.Join(n, ",")
+}
+
+// text concatenates the text deltas of a stream.
+func text(evs []sseEvent) string {
+	var b strings.Builder
+	for _, e := range evs {
+		if d, ok := e.Data["delta"].(map[string]any); ok && d["type"] == "text_delta" {
+			b.WriteString(d["text"].(string))
+		}
+	}
+	return b.String()
+}
+
+func TestStreamReplies(t *testing.T) {
+	t.Parallel()
+	const textSeq = "message_start,ping,content_block_start,content_block_delta,content_block_stop,message_delta,message_stop"
+	const toolSeq = "message_start,ping,content_block_start,content_block_delta,content_block_stop," +
+		"content_block_start,content_block_delta,content_block_stop,message_delta,message_stop"
+	toolUse := map[string]any{"role": "assistant", "content": []any{map[string]any{
+		"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": map[string]any{"command": "echo hi"}}}}
+	toolResult := map[string]any{"role": "user", "content": []any{map[string]any{
+		"type": "tool_result", "tool_use_id": "toolu_1", "content": "hi there"}}}
+	tests := []struct {
+		name     string
+		messages []map[string]any
+		events   string
+		text     string
+		stop     string
+		input    float64
+		outcome  string
+	}{
+		{"echo", []map[string]any{user("hello")}, textSeq, "echo: hello", "end_turn", 7, OutcomeText},
+		{"reminder stripped", []map[string]any{user("<system-reminder>\nx\n</system-reminder>\n\nhi")}, textSeq, "echo: hi", "end_turn", 7, OutcomeText},
+		{"system role after user", []map[string]any{user("hey"), {"role": "system", "content": "env info"}}, textSeq, "echo: hey", "end_turn", 7, OutcomeText},
+		{"big", []map[string]any{user("[[BIG]] x")}, textSeq, "echo: [[BIG]] x", "end_turn", BigInputTokens, OutcomeText},
+		{"tool", []map[string]any{user("[[TOOL:touch x]]")}, toolSeq, "I'll run a command.", "tool_use", 7, OutcomeToolUse},
+		{"tool follow-up", []map[string]any{user("[[TOOL:echo hi]]"), toolUse, toolResult}, textSeq, "tool said: hi there", "end_turn", 7, OutcomeText},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s := Start(t)
+			resp := post(t, t.Context(), s, true, tt.messages...)
+			if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" {
+				t.Fatalf("status %d, content type %q", resp.StatusCode, resp.Header.Get("Content-Type"))
+			}
+			evs := readEvents(t, resp.Body, nil)
+			if got := names(evs); got != tt.events {
+				t.Errorf("events\n got %s\nwant %s", got, tt.events)
+			}
+			if got := text(evs); got != tt.text {
+				t.Errorf("text %q, want %q", got, tt.text)
+			}
+			start := evs[0].Data["message"].(map[string]any)
+			if u := start["usage"].(map[string]any); u["input_tokens"] != tt.input || u["cache_read_input_tokens"] != 2500.0 {
+				t.Errorf("message_start usage %v, want input_tokens %v, cache_read 2500", u, tt.input)
+			}
+			if start["model"] != "claude-test-1" {
+				t.Errorf("model %v, want the requested one", start["model"])
+			}
+			delta := evs[len(evs)-2].Data["delta"].(map[string]any)
+			if delta["stop_reason"] != tt.stop {
+				t.Errorf("stop_reason %v, want %s", delta["stop_reason"], tt.stop)
+			}
+			reqs := s.Requests()
+			if len(reqs) != 1 || reqs[0].Outcome != tt.outcome || reqs[0].Model != "claude-test-1" ||
+				len(reqs[0].System) != 1 || reqs[0].System[0] != "SYSTEM-A" || reqs[0].Header.Get("X-Api-Key") != "test" {
+				t.Errorf("recorded %+v", reqs)
+			}
+		})
+	}
+}
+
+func TestToolUseInput(t *testing.T) {
+	t.Parallel()
+	s := Start(t)
+	evs := readEvents(t, post(t, t.Context(), s, true, user("please [[TOOL:touch a b]] now")).Body, nil)
+	var partial string
+	for _, e := range evs {
+		if cb, ok := e.Data["content_block"].(map[string]any); ok && cb["type"] == "tool_use" && cb["name"] != "Bash" {
+			t.Errorf("tool %v, want Bash", cb["name"])
+		}
+		if d, ok := e.Data["delta"].(map[string]any); ok && d["type"] == "input_json_delta" {
+			partial += d["partial_json"].(string)
+		}
+	}
+	var in map[string]string
+	if err := json.Unmarshal([]byte(partial), &in); err != nil || in["command"] != "touch a b" {
+		t.Errorf("tool input %q (%v), want command \"touch a b\"", partial, err)
+	}
+}
+
+func TestErrorReplies(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		marker  string
+		status  int
+		errType string
+		message string
+	}{
+		{"[[TOOLONG]]", 400, "invalid_request_error", TooLongMessage},
+		{"[[OVERLOADED]]", 529, "overloaded_error", "Overloaded"},
+		{"[[ERR500]]", 500, "api_error", "Internal server error"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.marker, func(t *testing.T) {
+			t.Parallel()
+			s := Start(t)
+			resp := post(t, t.Context(), s, true, user("x "+tt.marker))
+			var body struct {
+				Type  string
+				Error struct{ Type, Message string }
+			}
+			if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+				t.Fatal(err)
+			}
+			if resp.StatusCode != tt.status || body.Type != "error" || body.Error.Type != tt.errType || body.Error.Message != tt.message {
+				t.Errorf("got %d %+v, want %d %s %q", resp.StatusCode, body, tt.status, tt.errType, tt.message)
+			}
+		})
+	}
+}
+
+func TestNonStreaming(t *testing.T) {
+	t.Parallel()
+	s := Start(t)
+	resp := post(t, t.Context(), s, false, user("[[TOOL]]"))
+	var msg struct {
+		StopReason string `json:"stop_reason"`
+		Content    []struct{ Type, Text, Name string }
+		Usage      Usage
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&msg); err != nil {
+		t.Fatal(err)
+	}
+	if msg.StopReason != "tool_use" || len(msg.Content) != 2 || msg.Content[1].Name != "Bash" || msg.Usage.InputTokens != 7 {
+		t.Errorf("non-streaming reply %+v", msg)
+	}
+}
+
+func TestOverrides(t *testing.T) {
+	t.Parallel()
+	s := Start(t, WithReply("fixed"))
+	ctx := t.Context()
+	if got := text(readEvents(t, post(t, ctx, s, true, user("a")).Body, nil)); got != "fixed" {
+		t.Errorf("WithReply: %q", got)
+	}
+	s.SetReply("")
+	s.SetModeOnce(ModeTooLong)
+	if resp := post(t, ctx, s, true, user("b")); resp.StatusCode != 400 {
+		t.Errorf("once mode: status %d, want 400", resp.StatusCode)
+	}
+	s.SetUsage(Usage{InputTokens: 11, CacheReadInputTokens: 22, CacheCreationInputTokens: 33})
+	evs := readEvents(t, post(t, ctx, s, true, user("c")).Body, nil)
+	if got := text(evs); got != "echo: c" {
+		t.Errorf("after one forced request: %q", got)
+	}
+	s.SetMode(ModeOverloaded)
+	for range 2 {
+		if resp := post(t, ctx, s, true, user("d")); resp.StatusCode != 529 {
+			t.Errorf("sticky mode: status %d, want 529", resp.StatusCode)
+		}
+	}
+	reqs := s.Requests()
+	want := []string{OutcomeText, OutcomeTooLong, OutcomeText, OutcomeOverloaded, OutcomeOverloaded}
+	for i, r := range reqs {
+		if i >= len(want) || r.Outcome != want[i] || r.Seq != i+1 {
+			t.Errorf("request %d: seq %d outcome %s, want %v", i, r.Seq, r.Outcome, want)
+		}
+	}
+	if u := reqs[2].Usage; u.ContextTokens() != 66 {
+		t.Errorf("SetUsage: recorded %+v", u)
+	}
+}
+
+func TestSlowRelease(t *testing.T) {
+	t.Parallel()
+	s := Start(t)
+	resp := post(t, t.Context(), s, true, user("[[SLOW]]"))
+	first := readEvents(t, resp.Body, func(e sseEvent) bool { return e.Name == "content_block_delta" })
+	if got := text(first); got != "slow reply " {
+		t.Fatalf("first chunk %q", got)
+	}
+	s.ReleaseSlow()
+	rest := readEvents(t, resp.Body, nil)
+	if n := names(rest); !strings.HasSuffix(n, "content_block_stop,message_delta,message_stop") {
+		t.Errorf("after release: %s", n)
+	}
+	if got := text(rest); !strings.HasSuffix(got, " done") {
+		t.Errorf("after release text %q", got)
+	}
+}
+
+func TestSlowClientDisconnect(t *testing.T) {
+	t.Parallel()
+	s := Start(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	resp := post(t, ctx, s, true, user("[[SLOW]]"))
+	readEvents(t, resp.Body, func(e sseEvent) bool { return e.Name == "content_block_delta" })
+	cancel()
+	// The handler must give up on the stream by itself: httptest's Close
+	// waits for every handler, and the slow stream is not released here.
+	done := make(chan struct{})
+	go func() { s.srv.Close(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("slow handler still running after the client went away")
+	}
+}
+
+func TestWaitRequest(t *testing.T) {
+	t.Parallel()
+	s := Start(t)
+	got := make(chan Request, 1)
+	go func() {
+		r, err := s.WaitRequest(t.Context(), 2)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- r
+	}()
+	post(t, t.Context(), s, true, user("one"))
+	post(t, t.Context(), s, true, user("two"))
+	if r := <-got; r.LastUserText != "two" || r.Seq != 2 {
+		t.Errorf("second request %q seq %d", r.LastUserText, r.Seq)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := s.WaitRequest(ctx, 3); err == nil {
+		t.Error("WaitRequest for a request that never comes returned no error")
+	}
+}
+
+func TestCountTokens(t *testing.T) {
+	t.Parallel()
+	s := Start(t)
+	resp, err := http.Post(s.URL()+"/v1/messages/count_tokens?beta=true", "application/json",
+		strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out struct {
+		InputTokens int `json:"input_tokens"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || out.InputTokens <= 0 {
+		t.Errorf("count_tokens: %+v %v", out, err)
+	}
+	if o := s.OtherRequests(); len(o) != 1 || o[0].Outcome != OutcomeCount || len(s.Requests()) != 0 {
+		t.Errorf("recorded others %+v, messages %d", o, len(s.Requests()))
+	}
+}

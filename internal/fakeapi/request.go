@@ -1,0 +1,204 @@
+package fakeapi
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+)
+
+// maxBody bounds a request body; the CLI's requests are about 50 KB, a
+// long history a few MB.
+const maxBody = 64 << 20
+
+// Request is one recorded request, as the fake understood it.
+type Request struct {
+	Seq    int // 1-based, per list (Requests or OtherRequests)
+	Method string
+	Path   string
+	Query  string
+	Header http.Header
+	Body   []byte
+
+	Model    string
+	Stream   bool
+	System   []string // the text of each system block
+	Messages []Message
+	// LastUserText is the text of the last role "user" message without the
+	// CLI's <system-reminder> sections: where markers are looked for, and
+	// what the default reply echoes.
+	LastUserText string
+	// ToolResults are the tool_result blocks of the last user message; not
+	// empty on the follow-up of a tool call.
+	ToolResults []ToolResult
+
+	// Outcome is what the fake answered (one of the Outcome constants).
+	Outcome string
+	// Usage is the usage the fake reported (zero for error answers).
+	Usage Usage
+}
+
+// Message is one entry of the request's messages. Role may be "system": the
+// CLI sends those inside messages.
+type Message struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
+// ToolResult is a tool_result content block.
+type ToolResult struct {
+	ToolUseID string
+	Content   string
+	IsError   bool
+}
+
+// Contains reports whether any message or system block holds s: the way to
+// assert that a history reached the API.
+func (r Request) Contains(s string) bool {
+	for _, m := range r.Messages {
+		if strings.Contains(m.Text(), s) {
+			return true
+		}
+		for _, tr := range m.ToolResults() {
+			if strings.Contains(tr.Content, s) {
+				return true
+			}
+		}
+	}
+	for _, sys := range r.System {
+		if strings.Contains(sys, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// Text joins the message's text blocks (or returns its string content).
+func (m Message) Text() string {
+	var parts []string
+	for _, b := range m.blocks() {
+		if b.Type == "text" {
+			parts = append(parts, b.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// ToolResults returns the message's tool_result blocks.
+func (m Message) ToolResults() []ToolResult {
+	var out []ToolResult
+	for _, b := range m.blocks() {
+		if b.Type == "tool_result" {
+			out = append(out, ToolResult{ToolUseID: b.ToolUseID, Content: blockText(b.Content), IsError: b.IsError})
+		}
+	}
+	return out
+}
+
+// block is the subset of a content block the fake reads.
+type block struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text"`
+	ToolUseID string          `json:"tool_use_id"`
+	Content   json.RawMessage `json:"content"`
+	IsError   bool            `json:"is_error"`
+}
+
+// blocks decodes content that is either a string or a list of blocks.
+func (m Message) blocks() []block {
+	return decodeBlocks(m.Content)
+}
+
+func decodeBlocks(raw json.RawMessage) []block {
+	if len(raw) == 0 {
+		return nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return []block{{Type: "text", Text: s}}
+	}
+	var bs []block
+	if json.Unmarshal(raw, &bs) == nil {
+		return bs
+	}
+	return nil
+}
+
+// blockText flattens a tool_result's content (a string or text blocks).
+func blockText(raw json.RawMessage) string {
+	var parts []string
+	for _, b := range decodeBlocks(raw) {
+		if b.Type == "text" {
+			parts = append(parts, b.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// apiRequest is the subset of a Messages API request body the fake reads.
+type apiRequest struct {
+	Model    string          `json:"model"`
+	Stream   bool            `json:"stream"`
+	System   json.RawMessage `json:"system"`
+	Messages []Message       `json:"messages"`
+}
+
+func readBody(r *http.Request) ([]byte, error) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+	if err != nil {
+		return body, fmt.Errorf("reading body: %w", err)
+	}
+	if len(body) > maxBody {
+		return body[:maxBody], fmt.Errorf("body over %d bytes", maxBody)
+	}
+	return body, nil
+}
+
+func newRequest(r *http.Request, body []byte) Request {
+	return Request{
+		Method: r.Method,
+		Path:   r.URL.Path,
+		Query:  r.URL.RawQuery,
+		Header: r.Header.Clone(),
+		Body:   body,
+	}
+}
+
+// fill copies the decoded body into the record.
+func (r *Request) fill(in apiRequest) {
+	r.Model = in.Model
+	r.Stream = in.Stream
+	r.Messages = in.Messages
+	for _, b := range decodeBlocks(in.System) {
+		if b.Type == "text" {
+			r.System = append(r.System, b.Text)
+		}
+	}
+	for i := len(in.Messages) - 1; i >= 0; i-- {
+		if in.Messages[i].Role == "user" {
+			r.LastUserText = stripReminders(in.Messages[i].Text())
+			r.ToolResults = in.Messages[i].ToolResults()
+			break
+		}
+	}
+}
+
+// stripReminders drops the <system-reminder> sections the CLI puts in front
+// of the user's text, so that echoes and markers see only what was typed.
+func stripReminders(text string) string {
+	const open, closing = "<system-reminder>", "</system-reminder>"
+	for {
+		i := strings.Index(text, open)
+		if i < 0 {
+			break
+		}
+		j := strings.Index(text[i:], closing)
+		if j < 0 {
+			text = text[:i]
+			break
+		}
+		text = text[:i] + text[i+j+len(closing):]
+	}
+	return strings.TrimSpace(text)
+}
