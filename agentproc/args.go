@@ -1,0 +1,98 @@
+package agentproc
+
+import (
+	"sort"
+	"strings"
+)
+
+// defaultEnv is set for every agent unless the admin's environment or
+// Config.Env already sets the key: it keeps the CLI from phoning home or
+// updating itself under a running bridge (PROTOCOL.md §1).
+var defaultEnv = [][2]string{
+	{"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"},
+	{"DISABLE_AUTOUPDATER", "1"},
+}
+
+// BuildArgs returns the CLI arguments (without the command itself) for one
+// long-lived stream-json agent process. StartOptions.Model and
+// StartOptions.PermissionMode override the Config values; Config.Args come
+// last so an admin can add flags agentproc does not know about.
+func BuildArgs(cfg Config, opts StartOptions) []string {
+	args := []string{
+		"-p",
+		"--input-format", "stream-json",
+		"--output-format", "stream-json",
+		"--verbose",
+		"--permission-prompt-tool", "stdio",
+	}
+	if opts.ResumeID != "" {
+		args = append(args, "--resume", opts.ResumeID)
+		if opts.Fork {
+			args = append(args, "--fork-session")
+		}
+	}
+	if opts.SessionID != "" {
+		args = append(args, "--session-id", opts.SessionID)
+	}
+	if m := firstNonEmpty(opts.Model, cfg.Model); m != "" {
+		args = append(args, "--model", m)
+	}
+	if pm := firstNonEmpty(opts.PermissionMode, cfg.PermissionMode); pm != "" {
+		args = append(args, "--permission-mode", pm)
+	}
+	if cfg.AppendSystemPrompt != "" {
+		// Without "snapshot off" a resumed session keeps the appended
+		// prompt it was created with and silently ignores a new one (§8).
+		args = append(args, "--append-system-prompt", cfg.AppendSystemPrompt,
+			"--system-prompt-snapshot", "off")
+	}
+	return append(args, cfg.Args...)
+}
+
+// BuildEnv returns the agent's environment: base (normally os.Environ()),
+// then the defaults that base does not set, then cfg.Env, which wins over
+// both. Keys keep their case; a later entry replaces an earlier one with the
+// same key, so the result never holds a key twice.
+func BuildEnv(base []string, cfg Config) []string {
+	out := make([]string, 0, len(base)+len(defaultEnv)+len(cfg.Env))
+	index := make(map[string]int, cap(out))
+	set := func(kv string) {
+		key, _, _ := strings.Cut(kv, "=")
+		if i, ok := index[key]; ok {
+			out[i] = kv
+			return
+		}
+		index[key] = len(out)
+		out = append(out, kv)
+	}
+	for _, kv := range base {
+		set(kv)
+	}
+	for _, d := range defaultEnv {
+		if _, ok := index[d[0]]; ok {
+			continue
+		}
+		if _, ok := cfg.Env[d[0]]; ok {
+			continue
+		}
+		set(d[0] + "=" + d[1])
+	}
+	keys := make([]string, 0, len(cfg.Env))
+	for k := range cfg.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys) // deterministic order for tests and logs
+	for _, k := range keys {
+		set(k + "=" + cfg.Env[k])
+	}
+	return out
+}
+
+func firstNonEmpty(vals ...string) string {
+	for _, v := range vals {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}

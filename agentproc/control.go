@@ -1,0 +1,263 @@
+package agentproc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// Behavior is how a permission request is answered. The zero value is not a
+// valid answer, so a forgotten field can never allow a tool.
+type Behavior int
+
+const (
+	// Allow runs the tool once, with the original input unless
+	// PermissionDecision.Input replaces it.
+	Allow Behavior = iota + 1
+	// AlwaysAllow runs the tool and adds the CLI's suggested allow rules,
+	// so the same call is not asked again.
+	AlwaysAllow
+	// Deny refuses the tool; the model sees Message and the turn goes on.
+	Deny
+	// DenyAndStop refuses the tool and ends the turn (aborted_tools).
+	DenyAndStop
+)
+
+func (b Behavior) String() string {
+	switch b {
+	case Allow:
+		return "allow"
+	case AlwaysAllow:
+		return "always_allow"
+	case Deny:
+		return "deny"
+	case DenyAndStop:
+		return "deny_and_stop"
+	}
+	return fmt.Sprintf("Behavior(%d)", int(b))
+}
+
+// PermissionDecision answers one PermissionRequest.
+type PermissionDecision struct {
+	Behavior Behavior
+	// Message is what the model is told on Deny and DenyAndStop.
+	Message string
+	// Input, when set with Allow or AlwaysAllow, replaces the tool input.
+	Input json.RawMessage
+}
+
+// ErrNoPendingPermission is returned by RespondPermission when the request is
+// not waiting for an answer: the CLI cancelled it (after an interrupt), it
+// was answered already, or it never existed. Callers drop their prompt.
+var ErrNoPendingPermission = errors.New("no pending permission request")
+
+// defaultDenyMessage is what the model sees when a deny carries no text.
+const defaultDenyMessage = "The user denied this tool use."
+
+// ControlError is the CLI's error answer to one of our control requests.
+type ControlError struct {
+	Subtype string // the request's subtype, e.g. "set_model"
+	Message string // the CLI's error text
+}
+
+func (e *ControlError) Error() string {
+	return fmt.Sprintf("control request %s failed: %s", e.Subtype, e.Message)
+}
+
+// pendingPerm is a can_use_tool request waiting for RespondPermission.
+type pendingPerm struct {
+	input       json.RawMessage
+	suggestions []json.RawMessage
+}
+
+// Interrupt stops the running turn (control_request interrupt) and waits for
+// the CLI's acknowledgement. The turn then ends with an error_during_execution
+// result, which Turn returns; the process stays alive. Interrupting an idle
+// process is harmless.
+func (p *Process) Interrupt(ctx context.Context) error {
+	_, err := p.control(ctx, "interrupt", nil)
+	return err
+}
+
+// SetModel switches the model for the following turns (control set_model).
+func (p *Process) SetModel(ctx context.Context, model string) error {
+	_, err := p.control(ctx, "set_model", map[string]any{"model": model})
+	return err
+}
+
+// SetPermissionMode switches the permission mode (control
+// set_permission_mode), e.g. "default" or "acceptEdits".
+func (p *Process) SetPermissionMode(ctx context.Context, mode string) error {
+	_, err := p.control(ctx, "set_permission_mode", map[string]any{"mode": mode})
+	return err
+}
+
+// RespondPermission answers a PermissionRequest. Answering a request the CLI
+// cancelled or that was already answered returns ErrNoPendingPermission and
+// writes nothing.
+func (p *Process) RespondPermission(ctx context.Context, requestID string, d PermissionDecision) error {
+	var resp map[string]any
+	p.mu.Lock()
+	pp, ok := p.perms[requestID]
+	if ok {
+		var err error
+		resp, err = permissionResponse(pp, d)
+		if err != nil {
+			p.mu.Unlock()
+			return err
+		}
+		// Forget it before writing: a second answer must fail even if
+		// this write is still in flight.
+		delete(p.perms, requestID)
+	}
+	p.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("answering permission request %s: %w", requestID, ErrNoPendingPermission)
+	}
+	msg := map[string]any{
+		"type": "control_response",
+		"response": map[string]any{
+			"subtype":    "success",
+			"request_id": requestID,
+			"response":   resp,
+		},
+	}
+	if err := p.writeJSON(ctx, msg); err != nil {
+		return fmt.Errorf("answering permission request %s: %w", requestID, err)
+	}
+	p.log.Debug("Permission answered", "request_id", requestID, "behavior", d.Behavior.String(),
+		"session_id", p.SessionID())
+	return nil
+}
+
+// permissionResponse builds the can_use_tool answer (PROTOCOL.md §4).
+func permissionResponse(pp *pendingPerm, d PermissionDecision) (map[string]any, error) {
+	switch d.Behavior {
+	case Allow, AlwaysAllow:
+		input := pp.input
+		if len(d.Input) > 0 {
+			input = d.Input
+		}
+		if len(input) == 0 {
+			input = json.RawMessage("{}")
+		}
+		resp := map[string]any{"behavior": "allow", "updatedInput": input}
+		if d.Behavior == AlwaysAllow {
+			if perms := alwaysAllowRules(pp.suggestions); len(perms) > 0 {
+				resp["updatedPermissions"] = perms
+			}
+		}
+		return resp, nil
+	case Deny, DenyAndStop:
+		msg := d.Message
+		if msg == "" {
+			msg = defaultDenyMessage
+		}
+		resp := map[string]any{"behavior": "deny", "message": msg}
+		if d.Behavior == DenyAndStop {
+			resp["interrupt"] = true
+		}
+		return resp, nil
+	}
+	return nil, fmt.Errorf("answering permission request: invalid behavior %v", d.Behavior)
+}
+
+// alwaysAllowRules picks the suggestions that allow this call from now on.
+// The CLI also suggests widening directories and switching the whole session
+// to acceptEdits; "always allow this" must not silently grant those, so only
+// addRules suggestions are passed back, or the first suggestion when there
+// is no rule to add.
+func alwaysAllowRules(suggestions []json.RawMessage) []json.RawMessage {
+	var rules []json.RawMessage
+	for _, s := range suggestions {
+		var head struct {
+			Type string `json:"type"`
+		}
+		if json.Unmarshal(s, &head) == nil && head.Type == "addRules" {
+			rules = append(rules, s)
+		}
+	}
+	if len(rules) == 0 && len(suggestions) > 0 {
+		rules = suggestions[:1]
+	}
+	return rules
+}
+
+// control sends one control request and waits for its control_response.
+func (p *Process) control(ctx context.Context, subtype string, fields map[string]any) (json.RawMessage, error) {
+	id := fmt.Sprintf("ccc_%d_%s", p.nextID.Add(1), subtype)
+	req := map[string]any{"subtype": subtype}
+	for k, v := range fields {
+		req[k] = v
+	}
+	ch := make(chan controlReply, 1)
+	p.mu.Lock()
+	if p.exited {
+		p.mu.Unlock()
+		return nil, fmt.Errorf("control request %s: %w", subtype, ErrClosed)
+	}
+	p.pending[id] = ch
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		delete(p.pending, id)
+		p.mu.Unlock()
+	}()
+
+	msg := map[string]any{"type": "control_request", "request_id": id, "request": req}
+	if err := p.writeJSON(ctx, msg); err != nil {
+		return nil, fmt.Errorf("control request %s: %w", subtype, err)
+	}
+	select {
+	case r := <-ch:
+		if !r.ok {
+			return nil, &ControlError{Subtype: subtype, Message: r.err}
+		}
+		return r.response, nil
+	case <-p.done:
+		return nil, fmt.Errorf("control request %s: %w", subtype, ErrClosed)
+	case <-ctx.Done():
+		return nil, fmt.Errorf("control request %s: %w", subtype, ctx.Err())
+	}
+}
+
+// handleControl routes the control traffic of one decoded line. It runs on
+// the reader goroutine and never blocks on the CLI.
+func (p *Process) handleControl(d *decoded) {
+	switch {
+	case d.replyID != "":
+		p.mu.Lock()
+		ch, ok := p.pending[d.replyID]
+		p.mu.Unlock()
+		if ok {
+			ch <- d.reply // buffered, one reply per id
+		}
+	case d.perm != nil:
+		p.mu.Lock()
+		p.perms[d.perm.RequestID] = &pendingPerm{input: d.perm.Input, suggestions: d.perm.Suggestions}
+		p.mu.Unlock()
+	case d.cancelID != "":
+		p.mu.Lock()
+		delete(p.perms, d.cancelID)
+		p.mu.Unlock()
+	case d.unsupported != "":
+		// The CLI waits for an answer to every request it sends; say no
+		// rather than leave it hanging. Written from its own goroutine so
+		// a full stdin pipe can never stall stdout reading.
+		msg := map[string]any{
+			"type": "control_response",
+			"response": map[string]any{
+				"subtype":    "error",
+				"request_id": d.unsupported,
+				"error":      "Unsupported control request subtype: " + d.unsupportedType,
+			},
+		}
+		p.log.Debug("Refusing agent control request", "subtype", d.unsupportedType, "session_id", p.SessionID())
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			_ = p.writeJSON(context.Background(), msg)
+		}()
+	}
+}

@@ -1,0 +1,541 @@
+// Package agentproc owns one Claude Code CLI process per session: it spawns
+// `claude -p` in long-lived stream-json mode, writes user messages and
+// control requests to its stdin, and turns its stdout into typed events
+// (PROTOCOL.md §3-§5). It knows nothing about chat platforms or the engine's
+// sessions; it must not touch the CLI's transcripts except to read them
+// (transcript*.go).
+package agentproc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+const (
+	defaultCloseGrace      = 5 * time.Second
+	defaultStderrTailBytes = 8 << 10
+	// eventBuffer lets the reader run ahead of a slow consumer for a while;
+	// past it the reader blocks (backpressure) rather than drop events.
+	eventBuffer = 256
+	// stderrDrainWait bounds how long the exit path waits for stderr to
+	// close after the process ended: a grandchild (a tool's background
+	// job) may keep the pipe open.
+	stderrDrainWait = 2 * time.Second
+)
+
+// ErrTurnInProgress is returned by Turn while another Turn runs on the same
+// process. Callers queue messages and run one turn at a time.
+var ErrTurnInProgress = errors.New("a turn is already running")
+
+// sessionNotFoundText is what the CLI says on --resume of an unknown id.
+const sessionNotFoundText = "No conversation found with session ID"
+
+// Process is one running claude CLI. Its methods are safe for concurrent
+// use, but only one Turn runs at a time and Turn is the only consumer of
+// Events while it runs.
+type Process struct {
+	cfg  Config
+	opts StartOptions
+	log  *slog.Logger
+	cmd  *exec.Cmd
+	pid  int
+
+	stdin  *os.File
+	wmu    sync.Mutex // serializes whole lines on stdin
+	stderr *tailBuffer
+
+	events chan Event
+	done   chan struct{} // closed after the process is reaped
+	err    error         // set before done is closed
+
+	mu       sync.Mutex // guards the fields below
+	pending  map[string]chan controlReply
+	perms    map[string]*pendingPerm
+	exited   bool
+	session  string
+	unending int // turns whose Turn call gave up before their result
+
+	nextID    atomic.Uint64
+	turnBusy  atomic.Bool
+	closeOnce sync.Once
+	closing   atomic.Bool
+	wg        sync.WaitGroup // stray writers started by the reader
+}
+
+// Start spawns the agent process for opts in opts.Dir. ctx bounds only the
+// spawn: the process lives until Close or its own exit. No shell is ever
+// involved: arguments go to the executable as they are.
+func Start(ctx context.Context, cfg Config, opts StartOptions, log *slog.Logger) (*Process, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("starting agent: %w", err)
+	}
+	command := cfg.Command
+	if command == "" {
+		command = "claude"
+	}
+	path, err := exec.LookPath(command)
+	if err != nil {
+		return nil, fmt.Errorf("starting agent %q: %w", command, err)
+	}
+	cmd := exec.Command(path, BuildArgs(cfg, opts)...)
+	cmd.Dir = opts.Dir
+	cmd.Env = BuildEnv(os.Environ(), cfg)
+	// Its own process group, so Close can signal the tools it spawned too.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+
+	// Plain pipes rather than cmd.StdoutPipe: cmd.Wait must reap the
+	// process even while nobody drains the events (backpressure), and the
+	// stdin end supports write deadlines.
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("starting agent: %w", err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		closeAll(inR, inW)
+		return nil, fmt.Errorf("starting agent: %w", err)
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		closeAll(inR, inW, outR, outW)
+		return nil, fmt.Errorf("starting agent: %w", err)
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
+	if err := cmd.Start(); err != nil {
+		closeAll(inR, inW, outR, outW, errR, errW)
+		return nil, fmt.Errorf("starting agent %s in %s: %w", path, opts.Dir, err)
+	}
+	closeAll(inR, outW, errW) // the child holds its own copies
+
+	tail := cfg.StderrTailBytes
+	if tail <= 0 {
+		tail = defaultStderrTailBytes
+	}
+	p := &Process{
+		cfg:     cfg,
+		opts:    opts,
+		log:     log,
+		cmd:     cmd,
+		pid:     cmd.Process.Pid,
+		stdin:   inW,
+		stderr:  &tailBuffer{max: tail},
+		events:  make(chan Event, eventBuffer),
+		done:    make(chan struct{}),
+		pending: make(map[string]chan controlReply),
+		perms:   make(map[string]*pendingPerm),
+	}
+	resume := opts.ResumeID
+	if resume == "" {
+		resume = "new"
+	}
+	log.Info("Agent process started", "pid", p.pid, "cwd", opts.Dir, "resume", resume,
+		"fork", opts.Fork, "model", firstNonEmpty(opts.Model, cfg.Model))
+
+	readerDone := make(chan struct{})
+	stderrDone := make(chan struct{})
+	go func() {
+		defer close(stderrDone)
+		_, _ = io.Copy(p.stderr, errR)
+		_ = errR.Close()
+	}()
+	go func() {
+		defer close(readerDone)
+		p.readLoop(outR)
+		_ = outR.Close()
+	}()
+	go p.wait(readerDone, stderrDone)
+	return p, nil
+}
+
+// wait reaps the process, records how it ended, and closes Events once the
+// reader has delivered everything.
+func (p *Process) wait(readerDone, stderrDone <-chan struct{}) {
+	waitErr := p.cmd.Wait()
+	select {
+	case <-stderrDone:
+	case <-time.After(stderrDrainWait):
+	}
+	var err error
+	if waitErr != nil {
+		err = p.exitError(waitErr)
+	}
+	p.mu.Lock()
+	p.exited = true
+	p.perms = map[string]*pendingPerm{}
+	p.mu.Unlock()
+	p.err = err
+	_ = p.stdin.Close()
+	close(p.done)
+	if err != nil {
+		p.log.Warn("Agent process exited", "pid", p.pid, "session_id", p.SessionID(), "err", err)
+	} else {
+		p.log.Info("Agent process exited", "pid", p.pid, "session_id", p.SessionID())
+	}
+	<-readerDone
+	p.wg.Wait()
+	close(p.events)
+}
+
+func (p *Process) exitError(waitErr error) error {
+	ee := &ExitError{Code: -1, StderrTail: strings.TrimSpace(p.stderr.String())}
+	var xe *exec.ExitError
+	if !errors.As(waitErr, &xe) {
+		ee.StderrTail = strings.TrimSpace(waitErr.Error() + "\n" + ee.StderrTail)
+		return ee
+	}
+	ee.Code = xe.ExitCode()
+	if ws, ok := xe.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		ee.Signal = signalName(ws.Signal())
+	}
+	return ee
+}
+
+// readLoop decodes stdout until EOF. Events are sent in order; when the
+// channel is full the loop blocks, which in turn blocks the CLI's stdout.
+func (p *Process) readLoop(r io.Reader) {
+	lr := newLineReader(r, MaxLineBytes)
+	var dec decoder
+	for {
+		line, err := lr.next()
+		if errors.Is(err, errLineTooLong) {
+			p.log.Warn("Agent output line too long", "limit", MaxLineBytes, "session_id", p.SessionID())
+			p.events <- Malformed{Line: "(line too long)", Err: fmt.Errorf("%w: %w", ErrMalformedOutput, err)}
+			continue
+		}
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrClosed) {
+				p.log.Warn("Reading agent output failed", "err", err, "session_id", p.SessionID())
+			}
+			return
+		}
+		d := dec.decodeLine(line)
+		p.handleControl(&d)
+		for _, ev := range d.events {
+			switch e := ev.(type) {
+			case Init:
+				p.mu.Lock()
+				p.session = e.SessionID
+				p.mu.Unlock()
+			case Malformed:
+				p.log.Warn("Agent wrote a malformed line", "line", e.Line, "err", e.Err, "session_id", p.SessionID())
+			}
+			p.events <- ev
+		}
+	}
+}
+
+// Pid is the agent's process id (also its process group id).
+func (p *Process) Pid() int { return p.pid }
+
+// SessionID is the session id from the latest system/init (with Fork, the
+// new session's id); "" before the first turn started.
+func (p *Process) SessionID() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.session
+}
+
+// Events delivers the typed events in order. It is closed after the process
+// exited and every event was delivered. While a Turn runs, Turn consumes it.
+func (p *Process) Events() <-chan Event { return p.events }
+
+// Done is closed once the process has exited and been reaped.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// Err reports how the process ended, after Done: nil on exit 0, else an
+// *ExitError.
+func (p *Process) Err() error {
+	select {
+	case <-p.done:
+		return p.err
+	default:
+		return nil
+	}
+}
+
+// StderrTail is the last part of the agent's stderr (Config.StderrTailBytes).
+func (p *Process) StderrTail() string { return p.stderr.String() }
+
+// Send writes one user message and returns the uuid it carries; the CLI
+// records that uuid in the transcript (PROTOCOL.md §14). Send does not wait
+// for the turn; see Turn.
+func (p *Process) Send(ctx context.Context, text string) (string, error) {
+	id := uuid.NewString()
+	msg := userLine{Type: "user", Message: userMessage{Role: "user", Content: text}, UUID: id}
+	if err := p.writeJSON(ctx, msg); err != nil {
+		return "", fmt.Errorf("sending message: %w", err)
+	}
+	return id, nil
+}
+
+type userLine struct {
+	Type    string      `json:"type"`
+	Message userMessage `json:"message"`
+	UUID    string      `json:"uuid"`
+}
+
+type userMessage struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// Turn sends text and consumes Events until the turn's result, calling on
+// (which must not block long) for every other event. The result is returned
+// even with ErrPromptTooLong and ErrSessionNotFound. An *ExitError means the
+// process ended before a result; ErrMalformedOutput that the result was lost.
+// If ctx ends first, the turn keeps running in the CLI: Interrupt or Close
+// it; the next Turn first waits out that turn's result.
+func (p *Process) Turn(ctx context.Context, text string, on func(Event)) (*Result, error) {
+	if !p.turnBusy.CompareAndSwap(false, true) {
+		return nil, ErrTurnInProgress
+	}
+	defer p.turnBusy.Store(false)
+	if on == nil {
+		on = func(Event) {}
+	}
+
+	// Results of turns abandoned earlier come first on the stream; letting
+	// them end this turn would pair the reply with the wrong message.
+	p.mu.Lock()
+	stale := p.unending
+	p.mu.Unlock()
+	for stale > 0 {
+		res, err := p.nextResult(ctx, func(Event) {})
+		if err != nil {
+			return res, err
+		}
+		stale--
+		p.mu.Lock()
+		p.unending = stale
+		p.mu.Unlock()
+	}
+
+	_, sendErr := p.Send(ctx, text)
+	if sendErr != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		// The process may have died already (an unknown --resume id
+		// exits without reading stdin); its result or exit status says
+		// more than the broken pipe does.
+		select {
+		case <-p.done:
+		default:
+			return nil, sendErr
+		}
+	}
+	res, err := p.nextResult(ctx, on)
+	if err != nil && ctx.Err() != nil && res == nil {
+		p.mu.Lock()
+		p.unending++
+		p.mu.Unlock()
+	}
+	return res, err
+}
+
+// nextResult consumes events until a result, the end of the stream or ctx.
+func (p *Process) nextResult(ctx context.Context, on func(Event)) (*Result, error) {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case ev, ok := <-p.events:
+			if !ok {
+				return nil, p.endedError()
+			}
+			switch e := ev.(type) {
+			case *Result:
+				return e, resultError(e)
+			case Malformed:
+				on(ev)
+				if errors.Is(e.Err, ErrMalformedOutput) {
+					return nil, e.Err
+				}
+			default:
+				on(ev)
+			}
+		}
+	}
+}
+
+// resultError maps a result to the sentinel errors callers branch on.
+func resultError(r *Result) error {
+	if !r.IsError {
+		return nil
+	}
+	if r.TerminalReason == "prompt_too_long" || strings.HasPrefix(r.Text, "Prompt is too long") {
+		return fmt.Errorf("turn failed: %w: %s", ErrPromptTooLong, r.Text)
+	}
+	for _, e := range r.Errors {
+		if strings.Contains(e, sessionNotFoundText) {
+			return fmt.Errorf("resuming session %s: %w", r.SessionID, ErrSessionNotFound)
+		}
+	}
+	return nil
+}
+
+// endedError explains a stream that ended without a result.
+func (p *Process) endedError() error {
+	<-p.done // events close only after done; this never blocks long
+	var ee *ExitError
+	if !errors.As(p.err, &ee) {
+		ee = &ExitError{Code: 0, StderrTail: strings.TrimSpace(p.stderr.String())}
+	}
+	if strings.Contains(ee.StderrTail, sessionNotFoundText) {
+		return fmt.Errorf("resuming session %s: %w: %w", p.opts.ResumeID, ErrSessionNotFound, ee)
+	}
+	return ee
+}
+
+// writeJSON writes v as one line on stdin. ctx cancels a write the CLI is not
+// reading.
+func (p *Process) writeJSON(ctx context.Context, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b = append(b, '\n')
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	select {
+	case <-p.done:
+		return ErrClosed
+	default:
+	}
+	p.wmu.Lock()
+	defer p.wmu.Unlock()
+	if p.closing.Load() {
+		return ErrClosed
+	}
+	stop := context.AfterFunc(ctx, func() { _ = p.stdin.SetWriteDeadline(time.Now()) })
+	_, err = p.stdin.Write(b)
+	if !stop() {
+		// The deadline fired (or is firing): clear it for the next write.
+		_ = p.stdin.SetWriteDeadline(time.Time{})
+		if err != nil && ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	if err != nil {
+		if errors.Is(err, os.ErrClosed) || errors.Is(err, syscall.EPIPE) {
+			return fmt.Errorf("%w: %w", ErrClosed, err)
+		}
+		return err
+	}
+	return nil
+}
+
+// Close ends the process: stdin EOF (the CLI finishes its turn and exits),
+// then after CloseGrace SIGTERM to its process group, then after CloseGrace
+// again SIGKILL. It returns once the process is reaped; when ctx ends first
+// it goes straight to SIGKILL. Close is idempotent.
+func (p *Process) Close(ctx context.Context) error {
+	p.closeOnce.Do(func() {
+		grace := p.cfg.CloseGrace
+		if grace <= 0 {
+			grace = defaultCloseGrace
+		}
+		p.wmu.Lock()
+		p.closing.Store(true)
+		_ = p.stdin.Close()
+		p.wmu.Unlock()
+
+		if p.waitDone(ctx, grace) {
+			return
+		}
+		p.log.Info("Agent process did not exit, terminating", "pid", p.pid, "session_id", p.SessionID())
+		_ = syscall.Kill(-p.pid, syscall.SIGTERM)
+		if p.waitDone(ctx, grace) {
+			return
+		}
+		p.log.Warn("Agent process ignored SIGTERM, killing", "pid", p.pid, "session_id", p.SessionID())
+		_ = syscall.Kill(-p.pid, syscall.SIGKILL)
+	})
+	<-p.done
+	return nil
+}
+
+// waitDone waits up to d for the exit; false when it did not come in time or
+// ctx ended.
+func (p *Process) waitDone(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-p.done:
+		return true
+	case <-t.C:
+		return false
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+func (t *tailBuffer) Write(b []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, b...)
+	if len(t.buf) > 2*t.max {
+		t.buf = append(t.buf[:0], t.buf[len(t.buf)-t.max:]...)
+	}
+	return len(b), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	b := t.buf
+	if len(b) > t.max {
+		b = b[len(b)-t.max:]
+	}
+	return string(b)
+}
+
+func signalName(s syscall.Signal) string {
+	switch s {
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	case syscall.SIGKILL:
+		return "SIGKILL"
+	case syscall.SIGINT:
+		return "SIGINT"
+	case syscall.SIGHUP:
+		return "SIGHUP"
+	case syscall.SIGSEGV:
+		return "SIGSEGV"
+	case syscall.SIGABRT:
+		return "SIGABRT"
+	case syscall.SIGPIPE:
+		return "SIGPIPE"
+	}
+	return s.String()
+}
+
+func closeAll(fs ...*os.File) {
+	for _, f := range fs {
+		_ = f.Close()
+	}
+}
