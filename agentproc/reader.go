@@ -78,9 +78,9 @@ type compactMetadata struct {
 }
 
 type wireMessage struct {
-	ID      string `json:"id"`
-	Model   string `json:"model"`
-	Usage   Usage  `json:"usage"`
+	ID      string          `json:"id"`
+	Model   string          `json:"model"`
+	Usage   Usage           `json:"usage"`
 	Content json.RawMessage `json:"content"`
 }
 
