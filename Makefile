@@ -1,0 +1,67 @@
+# cc-connect build, test and tooling entry points. .ci/run calls `tools`
+# then `test`; developers use the same targets.
+
+SHELL := /bin/bash
+GO ?= go
+NPM ?= npm
+
+# The version stamped into the binary: the nearest tag, else the commit.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X main.version=$(VERSION)
+
+# The Claude Code CLI the integration tier pins (internal/testenv finds it
+# under .tools/, which .gitignore keeps out of commits).
+CLAUDE_VERSION := 2.1.328
+TOOLS_DIR := .tools/claude-code
+CLAUDE_BIN := $(TOOLS_DIR)/node_modules/.bin/claude
+
+# Config for `make run`.
+CONFIG ?= config.example.toml
+
+.DEFAULT_GOAL := build
+.PHONY: build test lint fmt-check vet tools bench bench-smoke run clean
+
+build:
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/cc-connect ./cmd/cc-connect
+
+# test runs the whole suite under the race detector, then every benchmark
+# once so that benchmarks keep compiling and working.
+test: lint
+	$(GO) test -race -count=1 -timeout 15m ./...
+	$(MAKE) --no-print-directory bench-smoke
+
+lint: fmt-check vet
+
+fmt-check:
+	@out="$$(find . -name '*.go' -not -path './.tools/*' -not -path '*/node_modules/*' -not -path './.git/*' -print0 | xargs -0 gofmt -l)"; \
+	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet ./...
+
+# tools installs the pinned CLI once; a matching copy is left alone.
+tools:
+	@if [ -x $(CLAUDE_BIN) ] && $(CLAUDE_BIN) --version 2>/dev/null | grep -q '^$(CLAUDE_VERSION) '; then \
+		echo "claude $(CLAUDE_VERSION) already installed in $(TOOLS_DIR)"; \
+	else \
+		mkdir -p $(TOOLS_DIR) && \
+		$(NPM) install --prefix $(TOOLS_DIR) --no-audit --no-fund --no-save --no-package-lock \
+			--loglevel=error @anthropic-ai/claude-code@$(CLAUDE_VERSION); \
+	fi
+	@v="$$($(CLAUDE_BIN) --version)"; echo "$(CLAUDE_BIN): $$v"; \
+	case "$$v" in "$(CLAUDE_VERSION) "*) ;; *) echo "want claude $(CLAUDE_VERSION)"; exit 1;; esac
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+bench-smoke:
+	$(GO) test -run '^$$' -bench . -benchtime=1x -benchmem ./...
+
+run:
+	$(GO) run ./cmd/cc-connect run --config $(CONFIG)
+
+# clean removes build outputs; the installed CLI in .tools/ stays, since
+# reinstalling it needs the network.
+clean:
+	rm -rf bin/ dist/
+	rm -f coverage.* *.out *.prof
