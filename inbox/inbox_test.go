@@ -1,0 +1,275 @@
+package inbox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cc-connect/cc-connect/platform"
+)
+
+func entry(id string) Entry {
+	return Entry{
+		ID:       id,
+		Target:   platform.Target{Platform: "local", Channel: "c", Thread: "t"},
+		UserID:   "u1",
+		Text:     "message " + id,
+		Received: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC),
+	}
+}
+
+func ids(es []Entry) []string {
+	var out []string
+	for _, e := range es {
+		out = append(out, e.ID)
+	}
+	return out
+}
+
+func openT(t *testing.T, path string, l Limits) *Inbox {
+	t.Helper()
+	in, err := Open(path, l)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { in.Close() })
+	return in
+}
+
+func TestInboxSurvivesReopenInOrder(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "inbox", "s.jsonl")
+	in := openT(t, path, Limits{})
+	for _, id := range []string{"a", "b", "c"} {
+		if err := in.Append(entry(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := in.MarkStarted("a", "uuid-a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := in.Ack("a", AckResult); err != nil {
+		t.Fatal(err)
+	}
+	if err := in.MarkStarted("b", "uuid-b"); err != nil {
+		t.Fatal(err)
+	}
+	in.Close()
+
+	again := openT(t, path, Limits{})
+	got := again.Pending()
+	if strings.Join(ids(got), ",") != "b,c" {
+		t.Fatalf("pending after reopen = %v, want [b c]", ids(got))
+	}
+	if !got[0].Started() || got[0].UUID != "uuid-b" || got[1].Started() {
+		t.Errorf("start marks lost: %+v", got)
+	}
+	if got[1].Text != "message c" || got[1].Target.Thread != "t" {
+		t.Errorf("entry content lost: %+v", got[1])
+	}
+	fi, _ := os.Stat(path)
+	if fi.Mode().Perm() != 0o600 {
+		t.Errorf("journal mode %v, want 0600", fi.Mode().Perm())
+	}
+}
+
+func TestInboxTruncatesWhenEmpty(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.jsonl")
+	in := openT(t, path, Limits{})
+	for i := 0; i < 3; i++ {
+		id := fmt.Sprint(i)
+		if err := in.Append(entry(id)); err != nil {
+			t.Fatal(err)
+		}
+		if err := in.Ack(id, AckCancel); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if fi, _ := os.Stat(path); fi.Size() != 0 {
+		t.Errorf("journal is %d bytes with nothing pending, want 0", fi.Size())
+	}
+	if err := in.Append(entry("next")); err != nil {
+		t.Fatal(err)
+	}
+	in.Close()
+	if got := ids(openT(t, path, Limits{}).Pending()); strings.Join(got, ",") != "next" {
+		t.Errorf("pending = %v, want [next]", got)
+	}
+}
+
+func TestInboxLimits(t *testing.T) {
+	t.Run("pending count", func(t *testing.T) {
+		in := openT(t, filepath.Join(t.TempDir(), "s.jsonl"), Limits{MaxPending: 2})
+		for _, id := range []string{"a", "b"} {
+			if err := in.Append(entry(id)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := in.Append(entry("c")); !errors.Is(err, ErrFull) {
+			t.Fatalf("third append: %v, want ErrFull", err)
+		}
+		if got := ids(in.Pending()); strings.Join(got, ",") != "a,b" {
+			t.Errorf("accepted messages changed: %v", got)
+		}
+		if err := in.Ack("a", AckResult); err != nil {
+			t.Fatal(err)
+		}
+		if err := in.Append(entry("c")); err != nil {
+			t.Errorf("append after an ack: %v", err)
+		}
+	})
+	t.Run("bytes", func(t *testing.T) {
+		in := openT(t, filepath.Join(t.TempDir(), "s.jsonl"), Limits{MaxBytes: 600})
+		big := entry("big")
+		big.Text = strings.Repeat("x", 400)
+		if err := in.Append(big); err != nil {
+			t.Fatal(err)
+		}
+		if err := in.Append(big); !errors.Is(err, ErrDuplicate) {
+			t.Fatalf("same id again: %v, want ErrDuplicate", err)
+		}
+		big.ID = "big2"
+		if err := in.Append(big); !errors.Is(err, ErrFull) {
+			t.Fatalf("over the byte limit: %v, want ErrFull", err)
+		}
+		if in.Len() != 1 {
+			t.Errorf("Len = %d, want 1", in.Len())
+		}
+	})
+}
+
+func TestInboxFailsClosed(t *testing.T) {
+	good := `{"op":"add","entry":{"id":"a","target":{"Platform":"p","Channel":"c","Thread":"","MessageID":""},"user_id":"u","text":"x","received":"2026-11-30T12:00:00Z"}}` + "\n"
+	tests := []struct {
+		name    string
+		content string
+		limits  Limits
+		want    error
+	}{
+		{"garbage line", good + "not json\n" + good, Limits{}, ErrCorrupt},
+		{"ack of unknown id", `{"op":"ack","id":"zzz"}` + "\n", Limits{}, ErrCorrupt},
+		{"unknown op", `{"op":"explode"}` + "\n", Limits{}, ErrCorrupt},
+		{"duplicate add", good + good, Limits{}, ErrCorrupt},
+		{"oversized", good + strings.Repeat(" ", 2000) + "\n", Limits{MaxBytes: 1000}, ErrTooLarge},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "s.jsonl")
+			if err := os.WriteFile(path, []byte(tt.content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, err := Open(path, tt.limits)
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("Open = %v, want %v", err, tt.want)
+			}
+			if !strings.Contains(err.Error(), path) {
+				t.Errorf("error %q should name the file", err)
+			}
+			if b, _ := os.ReadFile(path); string(b) != tt.content {
+				t.Errorf("the file was changed; it must be kept for inspection")
+			}
+		})
+	}
+}
+
+func TestInboxDropsTornTail(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.jsonl")
+	in := openT(t, path, Limits{})
+	if err := in.Append(entry("a")); err != nil {
+		t.Fatal(err)
+	}
+	in.Close()
+	f, _ := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0o600)
+	f.WriteString(`{"op":"add","entry":{"id":"b","te`)
+	f.Close()
+	again := openT(t, path, Limits{})
+	if got := ids(again.Pending()); strings.Join(got, ",") != "a" {
+		t.Fatalf("pending = %v, want [a]", got)
+	}
+	if err := again.Append(entry("b")); err != nil {
+		t.Fatal(err)
+	}
+	again.Close()
+	if got := ids(openT(t, path, Limits{}).Pending()); strings.Join(got, ",") != "a,b" {
+		t.Fatalf("after re-append: %v, want [a b]", got)
+	}
+}
+
+func TestSeenRemembersAcrossReopenWithinWindow(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "seen", "slack.jsonl")
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	s, err := OpenSeen(path, time.Hour, clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Has("C1:1.0") {
+		t.Fatal("new set claims to have an id")
+	}
+	if err := s.Add("C1:1.0"); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(30 * time.Minute)
+	if err := s.Add("C1:2.0"); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+
+	s, err = OpenSeen(path, time.Hour, clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.Has("C1:1.0") || !s.Has("C1:2.0") {
+		t.Fatal("ids forgotten across reopen")
+	}
+	now = now.Add(45 * time.Minute) // 75 min after the first, 45 after the second
+	if s.Has("C1:1.0") {
+		t.Error("id older than the window still remembered")
+	}
+	if !s.Has("C1:2.0") {
+		t.Error("id within the window forgotten")
+	}
+	s.Close()
+	s, err = OpenSeen(path, time.Hour, clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if b, _ := os.ReadFile(path); strings.Contains(string(b), "C1:1.0") {
+		t.Errorf("expired id not compacted away: %s", b)
+	}
+}
+
+func TestSeenCompactsWhileRunning(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "seen.jsonl")
+	now := time.Unix(1_800_000_000, 0)
+	s, err := OpenSeen(path, time.Minute, func() time.Time { return now })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for i := 0; i < 3000; i++ {
+		now = now.Add(time.Second)
+		if err := s.Add(fmt.Sprint("id-", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, _ := os.ReadFile(path)
+	if lines := strings.Count(string(b), "\n"); lines > 2*60+1024+1 {
+		t.Errorf("file holds %d records with a 1-minute window; compaction did not run", lines)
+	}
+	if !s.Has("id-2999") {
+		t.Error("latest id lost by compaction")
+	}
+}
+
+func TestSeenCorruptFailsClosed(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "seen.jsonl")
+	os.WriteFile(path, []byte("{\"id\":\"a\",\"at\":1}\nnonsense\n"), 0o600)
+	if _, err := OpenSeen(path, time.Hour, nil); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("OpenSeen = %v, want ErrCorrupt", err)
+	}
+}
