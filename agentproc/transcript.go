@@ -5,10 +5,15 @@ package agentproc
 // second writer would corrupt the parentUuid chain the CLI walks on resume.
 
 import (
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"unicode/utf16"
+
+	"github.com/cc-connect/cc-connect/workspace"
 )
 
 // slugMaxLen is where the CLI stops keeping the sanitized path verbatim and
@@ -79,4 +84,81 @@ func ConfigDir(env map[string]string) string {
 		home, _ = os.UserHomeDir()
 	}
 	return filepath.Join(home, ".claude")
+}
+
+// ProjectsDir is where the CLI keeps one folder of transcripts per project.
+func ProjectsDir(configDir string) string {
+	return filepath.Join(configDir, "projects")
+}
+
+// ProjectDir is the folder holding the transcripts of sessions started in
+// cwd. cwd is made absolute and its symlinks resolved when it exists,
+// because the CLI names a project by the real path of its working directory.
+func ProjectDir(configDir, cwd string) string {
+	return filepath.Join(ProjectsDir(configDir), ProjectSlug(workspace.Normalize(cwd, nil)))
+}
+
+// TranscriptPath is where the CLI writes the transcript of a session it
+// started in cwd. A session resumed from another directory keeps writing to
+// this first file, so use FindTranscript when cwd may have changed.
+func TranscriptPath(configDir, cwd, sessionID string) string {
+	return filepath.Join(ProjectDir(configDir, cwd), sessionID+".jsonl")
+}
+
+// FindTranscript locates the transcript of sessionID and returns its path
+// and size. The paths expected for the given working directories (in
+// order) are tried first; then every project folder is searched for
+// <sessionID>.jsonl, since a session resumed from another cwd keeps its
+// original project's file. When several folders hold one (a copied config
+// dir), the most recently written wins.
+//
+// A missing transcript gives an error wrapping fs.ErrNotExist whose text
+// names where it looked, and the path first expected (empty without a cwd),
+// so callers can log the lookup.
+func FindTranscript(configDir, sessionID string, cwds ...string) (path string, size int64, err error) {
+	if !validSessionID(sessionID) {
+		return "", 0, fmt.Errorf("finding transcript: invalid session id %q", sessionID)
+	}
+	var expected string
+	for _, cwd := range cwds {
+		p := TranscriptPath(configDir, cwd, sessionID)
+		if expected == "" {
+			expected = p
+		}
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+			return p, fi.Size(), nil
+		}
+	}
+
+	projects := ProjectsDir(configDir)
+	entries, err := os.ReadDir(projects)
+	if err != nil {
+		return expected, 0, fmt.Errorf("finding transcript of session %s in %s: %w", sessionID, projects, err)
+	}
+	name := sessionID + ".jsonl"
+	var best os.FileInfo
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		p := filepath.Join(projects, e.Name(), name)
+		fi, err := os.Stat(p)
+		if err != nil || !fi.Mode().IsRegular() {
+			continue
+		}
+		if best == nil || fi.ModTime().After(best.ModTime()) {
+			best, path = fi, p
+		}
+	}
+	if best == nil {
+		return expected, 0, fmt.Errorf("finding transcript of session %s: no %s under %s: %w", sessionID, name, projects, fs.ErrNotExist)
+	}
+	return path, best.Size(), nil
+}
+
+// validSessionID rejects ids that would escape the project folder once
+// used as a file name. The CLI's ids are UUIDs; anything without a path
+// separator is accepted so that odd ids still fail as "not found".
+func validSessionID(id string) bool {
+	return id != "" && id != "." && id != ".." && !strings.ContainsAny(id, `/\`+"\x00")
 }
