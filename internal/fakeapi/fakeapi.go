@@ -15,7 +15,7 @@
 //	[[OVERLOADED]] HTTP 529 overloaded_error
 //	[[ERR500]]     HTTP 500 api_error
 //
-// Anything else gets "echo: <last user text>".
+// Anything else gets "echo: <last text block of the last user message>".
 package fakeapi
 
 import (
@@ -318,7 +318,7 @@ func (s *Server) planLocked(req *Request) plan {
 	text := req.LastUserText
 	has := func(marker string) bool { return strings.Contains(text, marker) }
 	cmd, isTool := toolCommand(text)
-	followUp := len(req.ToolResults) > 0
+	followUp := req.FollowUp
 
 	switch {
 	case mode == ModeTooLong || mode == ModeNormal && !followUp && has("[[TOOLONG]]"):
@@ -339,7 +339,7 @@ func (s *Server) planLocked(req *Request) plan {
 		p.command = cmd
 	default:
 		p.outcome = OutcomeText
-		p.text = "echo: " + text
+		p.text = "echo: " + req.Prompt
 	}
 	if s.reply != "" && p.outcome == OutcomeText {
 		p.text = s.reply

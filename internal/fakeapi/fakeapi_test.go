@@ -116,6 +116,13 @@ func TestStreamReplies(t *testing.T) {
 		{"system role after user", []map[string]any{user("hey"), {"role": "system", "content": "env info"}}, textSeq, "echo: hey", "end_turn", 7, OutcomeText},
 		{"big", []map[string]any{user("[[BIG]] x")}, textSeq, "echo: [[BIG]] x", "end_turn", BigInputTokens, OutcomeText},
 		{"tool", []map[string]any{user("[[TOOL:touch x]]")}, toolSeq, "I'll run a command.", "tool_use", 7, OutcomeToolUse},
+		{"merged inputs echo the last", []map[string]any{{"role": "user", "content": []any{
+			map[string]any{"type": "text", "text": "[Request interrupted by user]\n"},
+			map[string]any{"type": "text", "text": "<system-reminder>r</system-reminder>"},
+			map[string]any{"type": "text", "text": "after"}}}}, textSeq, "echo: after", "end_turn", 7, OutcomeText},
+		{"prompt after a rejected tool", []map[string]any{user("[[TOOL:x]]"), toolUse, {"role": "user", "content": []any{
+			map[string]any{"type": "tool_result", "tool_use_id": "toolu_1", "content": "rejected", "is_error": true},
+			map[string]any{"type": "text", "text": "next"}}}}, textSeq, "echo: next", "end_turn", 7, OutcomeText},
 		{"tool follow-up", []map[string]any{user("[[TOOL:echo hi]]"), toolUse, toolResult}, textSeq, "tool said: hi there", "end_turn", 7, OutcomeText},
 	}
 	for _, tt := range tests {

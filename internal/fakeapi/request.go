@@ -25,13 +25,19 @@ type Request struct {
 	Stream   bool
 	System   []string // the text of each system block
 	Messages []Message
-	// LastUserText is the text of the last role "user" message without the
-	// CLI's <system-reminder> sections: where markers are looked for, and
-	// what the default reply echoes.
+	// LastUserText is all the text of the last role "user" message without
+	// the CLI's <system-reminder> sections: where markers are looked for.
+	// The CLI merges consecutive user inputs into one message, so a failed
+	// prompt's marker is seen again on the next turn, as with the real API.
 	LastUserText string
-	// ToolResults are the tool_result blocks of the last user message; not
-	// empty on the follow-up of a tool call.
+	// Prompt is the last text block of that message (reminders dropped):
+	// what was typed last, and what the default reply echoes.
+	Prompt string
+	// ToolResults are the tool_result blocks of the last user message.
 	ToolResults []ToolResult
+	// FollowUp is true when that message ends with a tool_result: the
+	// request that carries a tool's output back, not a new prompt.
+	FollowUp bool
 
 	// Outcome is what the fake answered (one of the Outcome constants).
 	Outcome string
@@ -177,11 +183,30 @@ func (r *Request) fill(in apiRequest) {
 	}
 	for i := len(in.Messages) - 1; i >= 0; i-- {
 		if in.Messages[i].Role == "user" {
-			r.LastUserText = stripReminders(in.Messages[i].Text())
-			r.ToolResults = in.Messages[i].ToolResults()
+			r.fillLastUser(in.Messages[i])
 			break
 		}
 	}
+}
+
+func (r *Request) fillLastUser(m Message) {
+	var texts []string
+	for _, b := range m.blocks() {
+		switch b.Type {
+		case "text":
+			t := stripReminders(b.Text)
+			if t == "" {
+				continue // reminders only: not something the user sent
+			}
+			texts = append(texts, t)
+			r.Prompt = t
+			r.FollowUp = false
+		case "tool_result":
+			r.ToolResults = append(r.ToolResults, ToolResult{ToolUseID: b.ToolUseID, Content: blockText(b.Content), IsError: b.IsError})
+			r.FollowUp = true
+		}
+	}
+	r.LastUserText = strings.Join(texts, "\n")
 }
 
 // stripReminders drops the <system-reminder> sections the CLI puts in front
