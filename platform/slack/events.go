@@ -1,0 +1,431 @@
+package slack
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/slack-go/slack"
+	"github.com/slack-go/slack/socketmode"
+
+	"github.com/cc-connect/cc-connect/platform"
+)
+
+// pump reads the Socket Mode client's events: it acks every envelope
+// before anything else (Slack redelivers an event whose ack is late, and
+// handling may take a while), keeps the connection status, filters and
+// dedupes, and queues the survivors for the dispatcher so a slow handler
+// never delays an ack.
+func (a *Adapter) pump(ctx context.Context, smc *socketmode.Client, h platform.Handler, queue chan<- func(context.Context), runErr <-chan error) error {
+	lastTrouble := ""
+	for {
+		var evt socketmode.Event
+		select {
+		case <-ctx.Done():
+			return nil
+		case err := <-runErr:
+			return err
+		case evt = <-smc.Events:
+		}
+		switch evt.Type {
+		case socketmode.EventTypeConnecting:
+			if ev, ok := evt.Data.(*slack.ConnectingEvent); ok && (ev.ConnectionCount > 0 || ev.Attempt > 1) {
+				a.setStatus("reconnecting: " + orDefault(lastTrouble, "connection closed"))
+				a.log.Info("Slack reconnecting", "attempt", ev.Attempt, "reason", orDefault(lastTrouble, "connection closed"))
+			} else {
+				a.setStatus("connecting")
+			}
+		case socketmode.EventTypeConnectionError:
+			if ev, ok := evt.Data.(*slack.ConnectionErrorEvent); ok {
+				lastTrouble = errText(ev.ErrorObj)
+				a.setStatus("reconnecting: " + lastTrouble)
+				a.log.Warn("Slack connection failed", "err", ev.ErrorObj, "attempt", ev.Attempt, "backoff", ev.Backoff)
+			}
+		case socketmode.EventTypeIncomingError:
+			if ev, ok := evt.Data.(*slack.IncomingEventError); ok && ctx.Err() == nil {
+				lastTrouble = "connection lost: " + errText(ev.ErrorObj)
+				a.setStatus("reconnecting: " + lastTrouble)
+				a.log.Warn("Slack connection lost", "err", ev.ErrorObj)
+			}
+		case socketmode.EventTypeInvalidAuth:
+			a.log.Error("Slack refused the app token")
+		case socketmode.EventTypeConnected:
+			lastTrouble = ""
+			a.setStatus("connected")
+			a.log.Info("Slack connected")
+		case socketmode.EventTypeHello:
+			a.log.Debug("Slack said hello")
+		case socketmode.EventTypeErrorWriteFailed:
+			a.log.Warn("Slack socket write failed", "err", evt.Data.(*socketmode.ErrorWriteFailed).Cause)
+		case socketmode.EventTypeErrorBadMessage:
+			// The client could not parse the envelope. Ack it anyway so
+			// Slack does not redeliver it, and still try to read it: our
+			// own decoding is more forgiving than the client's.
+			bad := evt.Data.(*socketmode.ErrorBadMessage)
+			var req socketmode.Request
+			if err := json.Unmarshal(bad.Message, &req); err != nil {
+				a.log.Warn("Slack sent an unreadable frame", "err", bad.Cause)
+				continue
+			}
+			a.ack(ctx, smc, req.EnvelopeID)
+			if req.Type == socketmode.RequestTypeEventsAPI {
+				a.onEventsAPI(ctx, h, queue, &req)
+			} else {
+				a.log.Warn("Slack sent an unreadable envelope", "type", req.Type, "err", bad.Cause)
+			}
+		case socketmode.EventTypeEventsAPI:
+			a.ack(ctx, smc, evt.Request.EnvelopeID)
+			a.onEventsAPI(ctx, h, queue, evt.Request)
+		case socketmode.EventTypeInteractive:
+			a.ack(ctx, smc, evt.Request.EnvelopeID)
+			if cb, ok := evt.Data.(slack.InteractionCallback); ok {
+				a.onInteraction(ctx, h, queue, cb)
+			}
+		default:
+			// Slash commands and whatever Slack adds later: acked so Slack
+			// does not retry them, otherwise unused.
+			if evt.Request != nil {
+				a.ack(ctx, smc, evt.Request.EnvelopeID)
+			}
+		}
+	}
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func (a *Adapter) ack(ctx context.Context, smc *socketmode.Client, envelopeID string) {
+	if envelopeID == "" {
+		return
+	}
+	if err := smc.AckCtx(ctx, envelopeID, nil); err != nil && ctx.Err() == nil {
+		a.log.Warn("Acking Slack envelope failed", "err", err)
+	}
+}
+
+// dispatch runs queued work in order. One goroutine keeps the order in
+// which Slack delivered messages, which is the order of a conversation.
+func dispatch(ctx context.Context, queue <-chan func(context.Context)) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case work := <-queue:
+			work(ctx)
+		}
+	}
+}
+
+func enqueue(ctx context.Context, queue chan<- func(context.Context), work func(context.Context)) {
+	select {
+	case queue <- work:
+	case <-ctx.Done():
+	}
+}
+
+// eventsAPIPayload is the part of an events_api envelope's payload we read.
+type eventsAPIPayload struct {
+	EventID string          `json:"event_id"`
+	Event   json.RawMessage `json:"event"`
+}
+
+// inEvent is a message or app_mention event as Slack sends it. Both kinds
+// are decoded into this one struct so the two copies of a mention are
+// judged by the same rules.
+type inEvent struct {
+	Type         string   `json:"type"`
+	Subtype      string   `json:"subtype"`
+	Channel      string   `json:"channel"`
+	ChannelType  string   `json:"channel_type"`
+	User         string   `json:"user"`
+	BotID        string   `json:"bot_id"`
+	Text         string   `json:"text"`
+	TS           string   `json:"ts"`
+	ThreadTS     string   `json:"thread_ts"`
+	ParentUserID string   `json:"parent_user_id"`
+	Hidden       bool     `json:"hidden"`
+	Files        []inFile `json:"files"`
+}
+
+type inFile struct {
+	ID                 string `json:"id"`
+	Name               string `json:"name"`
+	Title              string `json:"title"`
+	Mimetype           string `json:"mimetype"`
+	Size               int64  `json:"size"`
+	Mode               string `json:"mode"`
+	URLPrivate         string `json:"url_private"`
+	URLPrivateDownload string `json:"url_private_download"`
+}
+
+func (a *Adapter) onEventsAPI(ctx context.Context, h platform.Handler, queue chan<- func(context.Context), req *socketmode.Request) {
+	var p eventsAPIPayload
+	if err := json.Unmarshal(req.Payload, &p); err != nil || len(p.Event) == 0 {
+		a.log.Warn("Slack event without a readable payload", "err", err)
+		return
+	}
+	if p.EventID != "" && !a.seen.add("event:"+p.EventID) {
+		a.log.Debug("Dropping redelivered Slack event", "event_id", p.EventID, "retry_attempt", req.RetryAttempt, "retry_reason", req.RetryReason)
+		return
+	}
+	var ev inEvent
+	if err := json.Unmarshal(p.Event, &ev); err != nil {
+		a.log.Warn("Slack event not readable", "event_id", p.EventID, "err", err)
+		return
+	}
+	m, why := a.toMessage(ev)
+	if why != "" {
+		a.log.Debug("Ignoring Slack event", "type", ev.Type, "subtype", ev.Subtype, "channel", ev.Channel, "reason", why)
+		return
+	}
+	// A mention arrives twice (message and app_mention, either first) and
+	// both carry the same channel and ts.
+	if !a.seen.add("msg:" + m.ID) {
+		a.log.Debug("Dropping second copy of a Slack message", "channel", m.Target.Channel, "thread", m.Target.Thread, "type", ev.Type)
+		return
+	}
+	enqueue(ctx, queue, func(ctx context.Context) {
+		m.UserName = a.userName(ctx, m.UserID)
+		if err := h.HandleMessage(ctx, m); err != nil && ctx.Err() == nil {
+			a.log.Warn("Handling Slack message failed", "channel", m.Target.Channel, "thread", m.Target.Thread, "err", err)
+		}
+	})
+}
+
+// toMessage normalizes a message or app_mention event, or says why it is
+// not one the engine should see.
+func (a *Adapter) toMessage(ev inEvent) (platform.Message, string) {
+	botUser, botID := a.identity()
+	switch {
+	case ev.Type != "message" && ev.Type != "app_mention":
+		return platform.Message{}, "not a message"
+	case !userSubtype(ev.Subtype):
+		return platform.Message{}, "subtype " + ev.Subtype
+	case ev.Hidden:
+		return platform.Message{}, "hidden"
+	case ev.Channel == "" || ev.TS == "":
+		return platform.Message{}, "no channel or ts"
+	case (botUser != "" && ev.User == botUser) || (botID != "" && ev.BotID == botID):
+		return platform.Message{}, "own message"
+	case ev.BotID != "":
+		return platform.Message{}, "bot message"
+	case ev.User == "":
+		return platform.Message{}, "no user"
+	}
+	isDM := ev.ChannelType == "im" || (ev.ChannelType == "" && strings.HasPrefix(ev.Channel, "D"))
+	thread := ev.TS
+	switch {
+	case ev.ThreadTS != "" && ev.ThreadTS != ev.TS:
+		thread = ev.ThreadTS
+	case isDM:
+		// A DM is one conversation; a user who starts a thread in it
+		// gets a separate conversation for that thread (case above).
+		thread = ""
+	}
+	mentioned := ev.Type == "app_mention" ||
+		(botUser != "" && (strings.Contains(ev.Text, "<@"+botUser+">") || strings.Contains(ev.Text, "<@"+botUser+"|"))) ||
+		(botUser != "" && ev.ParentUserID == botUser)
+	m := platform.Message{
+		ID: ev.Channel + ":" + ev.TS,
+		Target: platform.Target{
+			Platform:  a.cfg.Name,
+			Channel:   ev.Channel,
+			Thread:    thread,
+			MessageID: ev.TS,
+		},
+		Type:      Type,
+		UserID:    ev.User,
+		Text:      plainText(ev.Text, botUser),
+		IsDM:      isDM,
+		Mentioned: mentioned,
+		Received:  tsTime(ev.TS),
+	}
+	for _, f := range ev.Files {
+		if att, ok := a.attachment(f); ok {
+			m.Attachments = append(m.Attachments, att)
+		}
+	}
+	return m, ""
+}
+
+// userSubtype reports whether a message subtype is something a person
+// wrote: plain, with files, or a thread reply also sent to the channel.
+// Edits, deletions, joins, bot posts and the rest are not.
+func userSubtype(s string) bool {
+	switch s {
+	case "", "file_share", "thread_broadcast":
+		return true
+	}
+	return false
+}
+
+// tsTime turns a Slack ts ("1700000000.000100") into a time.
+func tsTime(ts string) time.Time {
+	sec, frac, _ := strings.Cut(ts, ".")
+	s, err := strconv.ParseInt(sec, 10, 64)
+	if err != nil {
+		return time.Now()
+	}
+	var us int64
+	if frac != "" {
+		frac = (frac + "000000")[:6]
+		us, _ = strconv.ParseInt(frac, 10, 64)
+	}
+	return time.Unix(s, us*1000)
+}
+
+func (a *Adapter) attachment(f inFile) (platform.Attachment, bool) {
+	u := f.URLPrivateDownload
+	if u == "" {
+		u = f.URLPrivate
+	}
+	if u == "" || f.Mode == "tombstone" || f.Mode == "hidden_by_limit" || f.Mode == "external" {
+		return platform.Attachment{}, false
+	}
+	name := f.Name
+	if name == "" {
+		name = f.Title
+	}
+	if name == "" {
+		name = f.ID
+	}
+	size := f.Size
+	if size <= 0 {
+		size = -1
+	}
+	mime := f.Mimetype
+	return platform.Attachment{
+		Name: name,
+		Size: size,
+		Mime: mime,
+		Open: func(ctx context.Context) (io.ReadCloser, error) { return a.openFile(ctx, u, mime) },
+	}, true
+}
+
+// openFile downloads a shared file with the bot token. The token goes only
+// to Slack's own hosts (or the configured API host), never to whatever URL
+// an event names.
+func (a *Adapter) openFile(ctx context.Context, rawURL, mime string) (io.ReadCloser, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil || !a.trustedFileHost(u) {
+		return nil, fmt.Errorf("downloading slack file: %w", ErrUntrustedFileURL)
+	}
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+		if err != nil {
+			return nil, fmt.Errorf("downloading slack file: %w", err)
+		}
+		req.Header.Set("Authorization", "Bearer "+a.cfg.BotToken)
+		resp, err := a.http.Do(req)
+		if err != nil {
+			return nil, fmt.Errorf("downloading slack file: %w", err)
+		}
+		if resp.StatusCode == http.StatusTooManyRequests {
+			resp.Body.Close()
+			wait, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
+			if err := a.sleep(ctx, time.Duration(max(wait, 1))*time.Second); err != nil {
+				return nil, fmt.Errorf("downloading slack file: waiting out a rate limit: %w", err)
+			}
+			continue
+		}
+		if resp.StatusCode != http.StatusOK {
+			resp.Body.Close()
+			return nil, fmt.Errorf("downloading slack file: HTTP %d", resp.StatusCode)
+		}
+		// Without files:read Slack answers 200 with its sign-in page.
+		if ct := resp.Header.Get("Content-Type"); strings.HasPrefix(ct, "text/html") && !strings.HasPrefix(mime, "text/html") {
+			resp.Body.Close()
+			return nil, fmt.Errorf("downloading slack file: got a web page instead of the file (does the app have the files:read scope?)")
+		}
+		return resp.Body, nil
+	}
+}
+
+func (a *Adapter) trustedFileHost(u *url.URL) bool {
+	host := strings.ToLower(u.Hostname())
+	if strings.EqualFold(u.Host, a.apiBase.Host) && u.Scheme == a.apiBase.Scheme {
+		return true
+	}
+	if u.Scheme != "https" {
+		return false
+	}
+	for _, d := range []string{"slack.com", "slack-gov.com", "slack-edge.com"} {
+		if host == d || strings.HasSuffix(host, "."+d) {
+			return true
+		}
+	}
+	return false
+}
+
+// userName returns a display name for a user, from a cache of users.info.
+// A failed lookup leaves the name empty; the engine falls back to the id.
+func (a *Adapter) userName(ctx context.Context, userID string) string {
+	if name, ok := a.users.get(userID); ok {
+		return name
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	var u *slack.User
+	err := a.call(ctx, "users.info", true, func(ctx context.Context) error {
+		var err error
+		u, err = a.api.GetUserInfoContext(ctx, userID)
+		return err
+	})
+	if err != nil {
+		a.log.Debug("Looking up Slack user failed", "user", userID, "err", err)
+		a.users.put(userID, "", 5*time.Minute)
+		return ""
+	}
+	name := u.Profile.DisplayName
+	if name == "" {
+		name = u.RealName
+	}
+	if name == "" {
+		name = u.Name
+	}
+	a.users.put(userID, name, time.Hour)
+	return name
+}
+
+// onInteraction turns permission button presses into actions.
+func (a *Adapter) onInteraction(ctx context.Context, h platform.Handler, queue chan<- func(context.Context), cb slack.InteractionCallback) {
+	if cb.Type != slack.InteractionTypeBlockActions {
+		return
+	}
+	channel := orDefault(cb.Container.ChannelID, cb.Channel.ID)
+	msgTS := orDefault(cb.Container.MessageTs, cb.Message.Timestamp)
+	thread := orDefault(cb.Container.ThreadTs, cb.Message.ThreadTimestamp)
+	for _, act := range cb.ActionCallback.BlockActions {
+		choice, ok := choiceForAction(act.ActionID)
+		if !ok || act.Value == "" {
+			continue
+		}
+		action := platform.Action{
+			Target: platform.Target{
+				Platform:  a.cfg.Name,
+				Channel:   channel,
+				Thread:    thread,
+				MessageID: msgTS,
+			},
+			UserID:    cb.User.ID,
+			UserName:  orDefault(cb.User.Name, cb.User.ID),
+			RequestID: act.Value,
+			Choice:    choice,
+		}
+		enqueue(ctx, queue, func(ctx context.Context) {
+			if err := h.HandleAction(ctx, action); err != nil && ctx.Err() == nil {
+				a.log.Warn("Handling Slack button failed", "channel", channel, "thread", thread, "err", err)
+			}
+		})
+	}
+}

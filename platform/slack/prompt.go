@@ -1,0 +1,132 @@
+package slack
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/slack-go/slack"
+
+	"github.com/cc-connect/cc-connect/platform"
+)
+
+// Action ids of the permission buttons. The button value is the request id.
+const (
+	actionAllow       = "cc_perm_allow"
+	actionAlwaysAllow = "cc_perm_always"
+	actionDeny        = "cc_perm_deny"
+)
+
+func choiceForAction(actionID string) (platform.Choice, bool) {
+	switch actionID {
+	case actionAllow:
+		return platform.ChoiceAllow, true
+	case actionAlwaysAllow:
+		return platform.ChoiceAlwaysAllow, true
+	case actionDeny:
+		return platform.ChoiceDeny, true
+	}
+	return "", false
+}
+
+// AskPermission posts a Block Kit prompt with Allow / Always allow / Deny
+// buttons. Presses come back through Handler.HandleAction.
+func (a *Adapter) AskPermission(ctx context.Context, to platform.Target, p platform.PermissionPrompt) (platform.Target, error) {
+	if p.RequestID == "" {
+		return platform.Target{}, fmt.Errorf("asking permission in slack channel %s: empty request id", to.Channel)
+	}
+	text := promptText(p)
+	button := func(id, label string, style slack.Style) *slack.ButtonBlockElement {
+		b := slack.NewButtonBlockElement(id, p.RequestID, slack.NewTextBlockObject(slack.PlainTextType, label, false, false))
+		b.Style = style
+		return b
+	}
+	blocks := []slack.Block{
+		slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, text, false, false), nil, nil),
+		slack.NewActionBlock("cc_perm:"+p.RequestID,
+			button(actionAllow, "Allow", slack.StylePrimary),
+			button(actionAlwaysAllow, "Always allow", slack.StyleDefault),
+			button(actionDeny, "Deny", slack.StyleDanger),
+		),
+	}
+	// The text is what notifications and clients without blocks show.
+	ts, err := a.post(ctx, to, slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...))
+	if err != nil {
+		return platform.Target{}, fmt.Errorf("asking permission in slack channel %s: %w", to.Channel, err)
+	}
+	a.prompts.put(to.Channel+":"+ts, text)
+	return platform.Target{Platform: a.cfg.Name, Channel: to.Channel, Thread: to.Thread, MessageID: ts}, nil
+}
+
+// promptText renders the request in mrkdwn; the summary and path are
+// Claude's and are escaped.
+func promptText(p platform.PermissionPrompt) string {
+	var b strings.Builder
+	b.WriteString(":lock: *Permission needed*")
+	if p.Tool != "" {
+		b.WriteString(": `" + strings.ReplaceAll(escapeText(p.Tool), "`", "'") + "`")
+	}
+	if p.Summary != "" {
+		b.WriteString("\n" + escapeText(p.Summary))
+	}
+	if p.Path != "" {
+		b.WriteString("\nPath: `" + strings.ReplaceAll(escapeText(p.Path), "`", "'") + "`")
+	}
+	return b.String()
+}
+
+// ResolvePermission edits the prompt to show the outcome (e.g. "Allowed
+// by Ann") in place of the buttons, so nobody presses them again.
+func (a *Adapter) ResolvePermission(ctx context.Context, prompt platform.Target, outcome string) error {
+	ts := messageTS(prompt.MessageID)
+	text, ok := a.prompts.take(prompt.Channel + ":" + ts)
+	if !ok {
+		text = ":lock: *Permission request*"
+	}
+	result := escapeText(outcome)
+	blocks := []slack.Block{
+		slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, text, false, false), nil, nil),
+		slack.NewContextBlock("cc_perm_outcome", slack.NewTextBlockObject(slack.MarkdownType, result, false, false)),
+	}
+	err := a.update(ctx, prompt, slack.MsgOptionText(text+"\n"+result, false), slack.MsgOptionBlocks(blocks...))
+	if err != nil {
+		return fmt.Errorf("resolving permission prompt: %w", err)
+	}
+	return nil
+}
+
+// promptStore remembers the text of open prompts so the resolved message
+// can keep showing what was asked. It is bounded: after a restart or once
+// full, a resolution shows the outcome under a generic title.
+type promptStore struct {
+	mu    sync.Mutex // guards texts and order
+	max   int
+	texts map[string]string
+	order []string
+}
+
+func newPromptStore(max int) *promptStore {
+	return &promptStore{max: max, texts: map[string]string{}}
+}
+
+func (s *promptStore) put(key, text string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.texts[key]; !ok {
+		s.order = append(s.order, key)
+	}
+	s.texts[key] = text
+	for len(s.order) > s.max {
+		delete(s.texts, s.order[0])
+		s.order = s.order[1:]
+	}
+}
+
+func (s *promptStore) take(key string) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.texts[key]
+	delete(s.texts, key) // order keeps the key until it ages out; harmless
+	return t, ok
+}

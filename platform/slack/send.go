@@ -1,0 +1,127 @@
+package slack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/slack-go/slack"
+
+	"github.com/cc-connect/cc-connect/platform"
+)
+
+// ErrEmptyMessage is returned by Send and Edit for text with nothing to
+// show; Slack refuses such messages.
+var ErrEmptyMessage = errors.New("empty message")
+
+// Send converts Claude's Markdown to mrkdwn, posts it to the target
+// (in its thread, if any) in parts under MessageLimit, and returns the last
+// part's Target.
+func (a *Adapter) Send(ctx context.Context, to platform.Target, text string) (platform.Target, error) {
+	if strings.TrimSpace(text) == "" {
+		return platform.Target{}, fmt.Errorf("sending to slack channel %s: %w", to.Channel, ErrEmptyMessage)
+	}
+	last := platform.Target{Platform: a.cfg.Name, Channel: to.Channel, Thread: to.Thread}
+	parts := splitMrkdwn(text, MessageLimit)
+	for i, part := range parts {
+		ts, err := a.post(ctx, to, slack.MsgOptionText(part, false))
+		if err != nil {
+			return platform.Target{}, fmt.Errorf("sending part %d of %d to slack channel %s: %w", i+1, len(parts), to.Channel, err)
+		}
+		last.MessageID = ts
+	}
+	return last, nil
+}
+
+// post sends one chat.postMessage, in to.Thread when set.
+func (a *Adapter) post(ctx context.Context, to platform.Target, opts ...slack.MsgOption) (string, error) {
+	if to.Thread != "" {
+		opts = append(opts, slack.MsgOptionTS(to.Thread))
+	}
+	var ts string
+	err := a.call(ctx, "chat.postMessage", false, func(ctx context.Context) error {
+		var err error
+		_, ts, err = a.api.PostMessageContext(ctx, to.Channel, opts...)
+		return err
+	})
+	return ts, err
+}
+
+// Edit replaces the text of a posted message. Edits are paced (a budget
+// for the workspace, an interval per channel); while an edit of the same
+// message waits, a newer text replaces it and the older call returns nil,
+// so the latest text always lands and the last edit is never dropped.
+// Text longer than one message is cut with an ellipsis.
+func (a *Adapter) Edit(ctx context.Context, msg platform.Target, text string) error {
+	if strings.TrimSpace(text) == "" {
+		return fmt.Errorf("editing slack message %s: %w", msg.MessageID, ErrEmptyMessage)
+	}
+	parts := splitMrkdwn(text, MessageLimit-2)
+	body := parts[0]
+	if len(parts) > 1 {
+		body += "\n…"
+	}
+	return a.update(ctx, msg, slack.MsgOptionText(body, false))
+}
+
+// update runs chat.update through the edit throttle.
+func (a *Adapter) update(ctx context.Context, msg platform.Target, opts ...slack.MsgOption) error {
+	ts := messageTS(msg.MessageID)
+	if msg.Channel == "" || ts == "" {
+		return fmt.Errorf("editing slack message: target has no channel or message id")
+	}
+	err := a.edits.do(ctx, msg.Channel+":"+ts, msg.Channel, func(ctx context.Context) error {
+		return a.call(ctx, "chat.update", true, func(ctx context.Context) error {
+			_, _, _, err := a.api.UpdateMessageContext(ctx, msg.Channel, ts, opts...)
+			return err
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("editing slack message %s in %s: %w", ts, msg.Channel, err)
+	}
+	return nil
+}
+
+// messageTS accepts a bare ts or a Message.ID ("<channel>:<ts>").
+func messageTS(id string) string {
+	if _, ts, ok := strings.Cut(id, ":"); ok {
+		return ts
+	}
+	return id
+}
+
+// React adds an emoji reaction; adding one that is already there is fine.
+func (a *Adapter) React(ctx context.Context, msg platform.Target, name string) error {
+	ref := slack.NewRefToMessage(msg.Channel, messageTS(msg.MessageID))
+	err := a.call(ctx, "reactions.add", true, func(ctx context.Context) error {
+		return a.api.AddReactionContext(ctx, reactionName(name), ref)
+	})
+	if err != nil && !isSlackError(err, "already_reacted") {
+		return fmt.Errorf("reacting %s in slack channel %s: %w", name, msg.Channel, err)
+	}
+	return nil
+}
+
+// Unreact removes the bot's reaction; removing a missing one is fine.
+func (a *Adapter) Unreact(ctx context.Context, msg platform.Target, name string) error {
+	ref := slack.NewRefToMessage(msg.Channel, messageTS(msg.MessageID))
+	err := a.call(ctx, "reactions.remove", true, func(ctx context.Context) error {
+		return a.api.RemoveReactionContext(ctx, reactionName(name), ref)
+	})
+	if err != nil && !isSlackError(err, "no_reaction") {
+		return fmt.Errorf("removing reaction %s in slack channel %s: %w", name, msg.Channel, err)
+	}
+	return nil
+}
+
+// reactionName maps the engine's neutral names to Slack emoji names. The
+// three the engine uses are already Slack's; colons are tolerated.
+func reactionName(name string) string {
+	return strings.Trim(name, ":")
+}
+
+func isSlackError(err error, code string) bool {
+	var se slack.SlackErrorResponse
+	return errors.As(err, &se) && se.Err == code
+}

@@ -1,0 +1,397 @@
+// Package slack is the Slack adapter: it receives messages and button
+// presses over Socket Mode, turns them into platform.Message and
+// platform.Action values, and posts, edits and reacts through the Web API.
+// It owns Slack's wire details (envelopes, acks, redeliveries, mrkdwn, Block
+// Kit, rate limits) and nothing else: who may talk to the bot and what a
+// message means is the engine's business.
+package slack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/slack-go/slack"
+	"github.com/slack-go/slack/socketmode"
+
+	"github.com/cc-connect/cc-connect/platform"
+)
+
+// Type is the platform type this adapter reports in Message.Type.
+const Type = "slack"
+
+// DefaultAPIURL is the Web API base used when Config.APIURL is empty.
+const DefaultAPIURL = slack.APIURL
+
+// Config configures one Slack adapter instance (one Slack app in one
+// workspace).
+type Config struct {
+	// Name is the instance name from the config (`[[platforms]] name`);
+	// it is the Platform of every Target this adapter produces.
+	Name string
+	// BotToken is the bot user OAuth token (xoxb-…) for the Web API.
+	BotToken string
+	// AppToken is the app-level token (xapp-…, scope connections:write)
+	// that opens Socket Mode connections.
+	AppToken string
+	// APIURL is the Web API base URL, e.g. https://slack-gov.com/api/ for
+	// GovSlack, a proxy, or a test server. Empty means
+	// https://slack.com/api/. The Socket Mode URL comes from
+	// apps.connections.open on this base.
+	APIURL string
+	// EditsPerMinute is the budget for chat.update across the workspace
+	// (Slack's Tier 3 allows about 50 a minute). Zero means 50.
+	EditsPerMinute int
+	// EditBurst is how many edits may go out back to back before
+	// EditsPerMinute applies. Zero means 3.
+	EditBurst int
+	// EditInterval is the least time between two edits in one channel.
+	// Zero means one second.
+	EditInterval time.Duration
+	// ReconnectMin and ReconnectMax bound the exponential backoff (with
+	// jitter) between attempts to reach Slack when the first auth.test or
+	// a Socket Mode session fails. Zero means 1s and 2m. Drops of an
+	// established connection are redialled at once by the Socket Mode
+	// client, then with its own backoff.
+	ReconnectMin time.Duration
+	ReconnectMax time.Duration
+	// HTTPClient carries Web API calls and file downloads. Nil means a
+	// client with a 60 second timeout.
+	HTTPClient *http.Client
+}
+
+// Sentinel errors callers can branch on.
+var (
+	// ErrInvalidConfig wraps every configuration problem New reports; the
+	// config loader shows it to the admin.
+	ErrInvalidConfig = errors.New("invalid slack config")
+	// ErrUntrustedFileURL is returned by Attachment.Open when Slack handed
+	// us a download URL on a host the bot token must not be sent to.
+	ErrUntrustedFileURL = errors.New("file URL is not on a Slack host")
+)
+
+// Adapter is one Slack app connected to one workspace.
+type Adapter struct {
+	cfg     Config
+	log     *slog.Logger
+	api     *slack.Client
+	apiBase *url.URL
+	http    *http.Client
+
+	// sleep waits out rate limits and backoff; tests scale it down.
+	sleep func(ctx context.Context, d time.Duration) error
+
+	mu        sync.Mutex // guards the fields below
+	status    string
+	botUserID string
+	botID     string
+
+	seen    *seenSet
+	users   *userCache
+	edits   *editThrottle
+	prompts *promptStore
+}
+
+var (
+	_ platform.Adapter  = (*Adapter)(nil)
+	_ platform.Editor   = (*Adapter)(nil)
+	_ platform.Reactor  = (*Adapter)(nil)
+	_ platform.Prompter = (*Adapter)(nil)
+	_ platform.Statuser = (*Adapter)(nil)
+)
+
+// New validates cfg and returns an adapter. It does no I/O: Run connects.
+func New(cfg Config, log *slog.Logger) (*Adapter, error) {
+	if log == nil {
+		log = slog.Default()
+	}
+	if strings.TrimSpace(cfg.Name) == "" {
+		return nil, fmt.Errorf("%w: name is empty", ErrInvalidConfig)
+	}
+	if !strings.HasPrefix(cfg.BotToken, "xoxb-") {
+		return nil, fmt.Errorf("%w: %s: bot_token must be a bot token (xoxb-…)", ErrInvalidConfig, cfg.Name)
+	}
+	if !strings.HasPrefix(cfg.AppToken, "xapp-") {
+		return nil, fmt.Errorf("%w: %s: app_token must be an app-level token (xapp-…) with connections:write", ErrInvalidConfig, cfg.Name)
+	}
+	if cfg.APIURL == "" {
+		cfg.APIURL = DefaultAPIURL
+	}
+	base, err := url.Parse(cfg.APIURL)
+	if err != nil || (base.Scheme != "https" && base.Scheme != "http") || base.Host == "" {
+		return nil, fmt.Errorf("%w: %s: api_url %q is not an http(s) URL", ErrInvalidConfig, cfg.Name, cfg.APIURL)
+	}
+	if !strings.HasSuffix(cfg.APIURL, "/") {
+		// slack-go appends method names to the base as is.
+		cfg.APIURL += "/"
+	}
+	if cfg.EditsPerMinute < 0 || cfg.EditBurst < 0 || cfg.EditInterval < 0 || cfg.ReconnectMin < 0 || cfg.ReconnectMax < 0 {
+		return nil, fmt.Errorf("%w: %s: edit and reconnect settings must not be negative", ErrInvalidConfig, cfg.Name)
+	}
+	if cfg.EditsPerMinute == 0 {
+		cfg.EditsPerMinute = 50
+	}
+	if cfg.EditBurst == 0 {
+		cfg.EditBurst = 3
+	}
+	if cfg.EditInterval == 0 {
+		cfg.EditInterval = time.Second
+	}
+	if cfg.ReconnectMin == 0 {
+		cfg.ReconnectMin = time.Second
+	}
+	if cfg.ReconnectMax == 0 {
+		cfg.ReconnectMax = 2 * time.Minute
+	}
+	if cfg.ReconnectMax < cfg.ReconnectMin {
+		cfg.ReconnectMax = cfg.ReconnectMin
+	}
+	hc := cfg.HTTPClient
+	if hc == nil {
+		hc = &http.Client{Timeout: 60 * time.Second}
+	}
+	log = log.With("platform", cfg.Name)
+	a := &Adapter{
+		cfg:     cfg,
+		log:     log,
+		apiBase: base,
+		http:    hc,
+		sleep:   sleepCtx,
+		status:  "not started",
+		seen:    newSeenSet(8192, 30*time.Minute),
+		users:   newUserCache(),
+		edits:   newEditThrottle(cfg.EditsPerMinute, cfg.EditBurst, cfg.EditInterval),
+		prompts: newPromptStore(1024),
+	}
+	a.api = slack.New(cfg.BotToken,
+		slack.OptionAppLevelToken(cfg.AppToken),
+		slack.OptionAPIURL(cfg.APIURL),
+		slack.OptionHTTPClient(hc),
+		slack.OptionLog(slogOutput{log}),
+	)
+	return a, nil
+}
+
+// Name returns the instance name.
+func (a *Adapter) Name() string { return a.cfg.Name }
+
+// Status reports the connection state: "connected", "connecting",
+// "reconnecting: <why>", or "stopped…".
+func (a *Adapter) Status() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.status
+}
+
+func (a *Adapter) setStatus(s string) {
+	a.mu.Lock()
+	a.status = s
+	a.mu.Unlock()
+}
+
+func (a *Adapter) identity() (userID, botID string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.botUserID, a.botID
+}
+
+// Run connects to Slack and delivers events to h until ctx is cancelled
+// (then it returns nil) or Slack rejects the tokens (then it returns the
+// error). Connection trouble is retried inside and shown by Status.
+func (a *Adapter) Run(ctx context.Context, h platform.Handler) error {
+	if h == nil {
+		return errors.New("running slack adapter: nil handler")
+	}
+	a.setStatus("connecting")
+	err := a.runLoop(ctx, h)
+	switch {
+	case err == nil || ctx.Err() != nil:
+		a.setStatus("stopped")
+		a.log.Info("Slack adapter stopped")
+		return nil
+	default:
+		a.setStatus("stopped: " + err.Error())
+		a.log.Error("Slack adapter stopped", "err", err)
+		return err
+	}
+}
+
+func (a *Adapter) runLoop(ctx context.Context, h platform.Handler) error {
+	if err := a.identify(ctx); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	smc := socketmode.New(a.api, socketmode.OptionLog(slogOutput{a.log}))
+	queue := make(chan func(context.Context), 256)
+	runErr := make(chan error, 1)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel() // runs before wg.Wait: stop the goroutines, then wait
+	wg.Go(func() { dispatch(ctx, queue) })
+	wg.Go(func() { runErr <- a.runSocket(ctx, smc) })
+	return a.pump(ctx, smc, h, queue, runErr)
+}
+
+// identify learns the bot's own user and bot ids, retrying network trouble
+// with backoff; Slack refusing the token is final.
+func (a *Adapter) identify(ctx context.Context) error {
+	bo := a.newBackoff()
+	for {
+		var resp *slack.AuthTestResponse
+		err := a.call(ctx, "auth.test", true, func(ctx context.Context) error {
+			var err error
+			resp, err = a.api.AuthTestContext(ctx)
+			return err
+		})
+		if err == nil {
+			a.mu.Lock()
+			a.botUserID, a.botID = resp.UserID, resp.BotID
+			a.mu.Unlock()
+			a.log.Info("Slack bot identified", "bot_user", resp.UserID, "bot_id", resp.BotID, "team", resp.Team)
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		var apiErr slack.SlackErrorResponse
+		if errors.As(err, &apiErr) {
+			return fmt.Errorf("checking the bot token: %w", err)
+		}
+		d := bo.next()
+		a.setStatus("reconnecting: " + err.Error())
+		a.log.Warn("Slack unreachable, retrying", "err", err, "backoff", d)
+		if err := a.sleep(ctx, d); err != nil {
+			return err
+		}
+	}
+}
+
+// runSocket runs the Socket Mode client, which redials dropped connections
+// itself. It returns nil when ctx ends and an error when Slack refuses the
+// app token; anything else is retried with backoff.
+func (a *Adapter) runSocket(ctx context.Context, smc *socketmode.Client) error {
+	bo := a.newBackoff()
+	for {
+		err := smc.RunContext(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if isAuthError(err) {
+			return fmt.Errorf("opening socket mode connection: %w", err)
+		}
+		d := bo.next()
+		a.setStatus("reconnecting: " + errText(err))
+		a.log.Warn("Slack socket mode stopped, retrying", "err", err, "backoff", d)
+		if a.sleep(ctx, d) != nil {
+			return nil
+		}
+	}
+}
+
+func isAuthError(err error) bool {
+	if err == nil {
+		return false
+	}
+	var sc slack.StatusCodeError
+	if errors.As(err, &sc) && sc.Code == http.StatusNotFound {
+		return true
+	}
+	switch err.Error() {
+	case "invalid_auth", "account_inactive", "not_authed", "token_revoked", "not_allowed_token_type":
+		return true
+	}
+	return false
+}
+
+func errText(err error) string {
+	if err == nil {
+		return "connection closed"
+	}
+	return err.Error()
+}
+
+// call runs one Web API call, waiting out 429s for as long as ctx allows so
+// no reply is ever dropped. Server errors (5xx) are retried a few times only
+// for idempotent calls: a failed chat.postMessage may still have posted.
+func (a *Adapter) call(ctx context.Context, method string, idempotent bool, f func(context.Context) error) error {
+	serverErrors := 0
+	for {
+		err := f(ctx)
+		if err == nil {
+			return nil
+		}
+		var rl *slack.RateLimitedError
+		if errors.As(err, &rl) {
+			wait := rl.RetryAfter
+			if wait <= 0 {
+				wait = time.Second
+			}
+			a.log.Warn("Slack rate limit hit, waiting", "method", method, "retry_after", wait)
+			if err := a.sleep(ctx, wait); err != nil {
+				return fmt.Errorf("%s: waiting out a rate limit: %w", method, err)
+			}
+			continue
+		}
+		var sc slack.StatusCodeError
+		if idempotent && errors.As(err, &sc) && sc.Code >= 500 && serverErrors < 3 {
+			serverErrors++
+			if err := a.sleep(ctx, time.Duration(serverErrors)*time.Second); err != nil {
+				return fmt.Errorf("%s: %w", method, err)
+			}
+			continue
+		}
+		return fmt.Errorf("%s: %w", method, err)
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// backoff is exponential with full jitter in [d/2, d], capped.
+type backoff struct {
+	min, max, cur time.Duration
+}
+
+func (a *Adapter) newBackoff() *backoff {
+	return &backoff{min: a.cfg.ReconnectMin, max: a.cfg.ReconnectMax}
+}
+
+func (b *backoff) next() time.Duration {
+	if b.cur == 0 {
+		b.cur = b.min
+	} else {
+		b.cur = min(b.cur*2, b.max)
+	}
+	half := b.cur / 2
+	return half + rand.N(half+1)
+}
+
+// slogOutput lets slack-go's debug logger write through slog. slack-go
+// only logs when its debug option is on, which this adapter never sets, so
+// this only catches its rare unconditional messages.
+type slogOutput struct{ log *slog.Logger }
+
+func (s slogOutput) Output(_ int, msg string) error {
+	s.log.Debug("slack-go: " + strings.TrimSpace(msg))
+	return nil
+}
