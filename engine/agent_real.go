@@ -1,0 +1,48 @@
+package engine
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/cc-connect/cc-connect/agentproc"
+)
+
+var _ agentProcess = (*agentproc.Process)(nil)
+
+// startAgent is the production spawnFunc: a real claude CLI process.
+func startAgent(ctx context.Context, cfg agentproc.Config, opts agentproc.StartOptions, log *slog.Logger) (agentProcess, error) {
+	p, err := agentproc.Start(ctx, cfg, opts, log)
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// diskTranscripts reads the transcripts the CLI writes under its config
+// directory (the one the agent's environment selects).
+type diskTranscripts struct {
+	configDir string
+}
+
+var _ transcripts = diskTranscripts{}
+
+func newDiskTranscripts(env map[string]string) diskTranscripts {
+	return diskTranscripts{configDir: agentproc.ConfigDir(env)}
+}
+
+func (d diskTranscripts) Find(sessionID string) (string, int64, error) {
+	return agentproc.FindTranscript(d.configDir, sessionID)
+}
+
+func (d diskTranscripts) List(cwd string) ([]sessionInfo, error) {
+	lites, err := agentproc.ListSessions(d.configDir, cwd)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]sessionInfo, 0, len(lites))
+	for _, l := range lites {
+		out = append(out, sessionInfo{SessionID: l.SessionID, Size: l.Size, ModTime: l.ModTime,
+			FirstPrompt: orDefault(l.FirstPrompt, l.Title)})
+	}
+	return out, nil
+}

@@ -1,0 +1,88 @@
+package engine
+
+import (
+	"log/slog"
+	"slices"
+	"sync"
+
+	"github.com/cc-connect/cc-connect/platform"
+	"github.com/cc-connect/cc-connect/workspace"
+)
+
+// resolve finds the binding of a platform channel: an exact channel beats
+// "*". The returned copy's Workspace is normalized, so every spelling of a
+// folder (trailing slash, symlink, "..") becomes one key.
+func (e *Engine) resolve(plat, channel string) (Binding, bool) {
+	var wildcard *Binding
+	for i := range e.opts.Bindings {
+		b := &e.opts.Bindings[i]
+		if b.Platform != plat {
+			continue
+		}
+		if b.Channel == channel {
+			return e.normalized(*b), true
+		}
+		if b.Channel == "*" && wildcard == nil {
+			wildcard = b
+		}
+	}
+	if wildcard != nil {
+		return e.normalized(*wildcard), true
+	}
+	return Binding{}, false
+}
+
+func (e *Engine) normalized(b Binding) Binding {
+	b.Workspace = workspace.Normalize(b.Workspace, e.log)
+	return b
+}
+
+func listed(list []string, id string) bool {
+	return id != "" && (slices.Contains(list, "*") || slices.Contains(list, id))
+}
+
+// allowed says whether a user may reach the agent through b.
+func (b Binding) allowed(userID string) bool { return listed(b.AllowUsers, userID) }
+
+// admin says whether a user may run admin-only commands through b.
+func (b Binding) admin(userID string) bool { return listed(b.Admins, userID) }
+
+// needsMention says whether messages in this conversation must mention the
+// bot to start a session: by default in channels, not in DMs.
+func (b Binding) needsMention(m platform.Message) bool {
+	if b.RequireMention != nil {
+		return *b.RequireMention && !m.IsDM
+	}
+	return !m.IsDM
+}
+
+// pool holds one entry per workspace folder, keyed on the normalized path,
+// so two spellings of one folder can never get two entries.
+type pool struct {
+	log *slog.Logger
+
+	mu         sync.Mutex // guards workspaces
+	workspaces map[string]*workspaceEntry
+}
+
+// workspaceEntry is one workspace folder shared by all sessions bound to it.
+type workspaceEntry struct {
+	Path string // normalized real path
+}
+
+func newPool(log *slog.Logger) *pool {
+	return &pool{log: log, workspaces: map[string]*workspaceEntry{}}
+}
+
+// GetOrCreate returns the entry of the folder path names.
+func (p *pool) GetOrCreate(path string) *workspaceEntry {
+	key := workspace.Normalize(path, p.log)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	w, ok := p.workspaces[key]
+	if !ok {
+		w = &workspaceEntry{Path: key}
+		p.workspaces[key] = w
+	}
+	return w
+}

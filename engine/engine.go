@@ -1,0 +1,275 @@
+// Package engine routes normalized chat messages to Claude Code sessions. It
+// owns bindings (which chat reaches which workspace and who may use it),
+// sessions (one per platform, channel and thread, each with one goroutine,
+// one bounded FIFO and at most one live agent process), the process caps,
+// permission prompts, chat commands and the fallbacks that keep a session
+// usable when resuming fails. It imports platform, agentproc and workspace
+// and never a platform library; it never parses the CLI's wire format.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/cc-connect/cc-connect/agentproc"
+	"github.com/cc-connect/cc-connect/ctxindicator"
+	"github.com/cc-connect/cc-connect/platform"
+)
+
+// Binding connects a platform channel to a workspace and says who may use it.
+type Binding struct {
+	Platform   string   // adapter instance name
+	Channel    string   // channel/chat id, or "*" for any
+	Workspace  string   // normalized with workspace.Normalize at resolution
+	AllowUsers []string // empty = nobody; "*" = everyone
+	Admins     []string
+	// RequireMention: nil = default (on in channels, off in DMs).
+	RequireMention *bool
+}
+
+// Options configure an Engine.
+type Options struct {
+	Agent                    agentproc.Config // base agent config (command, args, env, model, mode)
+	Bindings                 []Binding
+	StateDir                 string        // sessions state lives under StateDir/sessions (0700/0600)
+	IdleTimeout              time.Duration // reap idle processes after this (0 = never)
+	PermissionTimeout        time.Duration // deny a pending permission request after this (0 = never)
+	MaxProcesses             int           // global cap on live claude processes (0 = unlimited)
+	MaxProcessesPerWorkspace int           // per workspace cap (0 = unlimited)
+	QueueLimit               int           // per session FIFO (default 20)
+	ContextWindow            int64         // fallback window (default 200000)
+	SelfReport               bool          // ctx track B: add the self-report instruction
+	ShutdownGrace            time.Duration // let running turns finish this long on shutdown
+	Logger                   *slog.Logger
+	Now                      func() time.Time // for tests; nil = time.Now
+}
+
+// Defaults applied by New.
+const (
+	DefaultQueueLimit    = 20
+	DefaultContextWindow = 200000
+	DefaultShutdownGrace = 30 * time.Second
+)
+
+// ErrStopped is returned by HandleMessage and HandleAction once the engine
+// has shut down.
+var ErrStopped = errors.New("engine stopped")
+
+// Engine routes chat messages to Claude Code sessions. Create it with New,
+// add adapters, then Run it.
+type Engine struct {
+	opts  Options
+	log   *slog.Logger
+	now   func() time.Time
+	spawn spawnFunc
+	tx    transcripts
+	store *store
+	pool  *pool
+	slots *slots
+	seen  *recentIDs
+
+	// bg outlives every agent process and platform call made by sessions;
+	// Run cancels it only after all sessions ended.
+	bg       context.Context
+	cancelBg context.CancelFunc
+	stopping chan struct{} // closed when Run's ctx is cancelled
+	wg       sync.WaitGroup
+
+	mu         sync.Mutex // guards the fields below
+	adapters   map[string]platform.Adapter
+	sessions   map[string]*session
+	refused    map[string]bool   // session keys that got the access refusal
+	requests   map[string]string // pending permission request id -> session key
+	shutting   bool
+	busy       int           // queued items + running turns + side questions
+	idleSignal chan struct{} // closed and replaced whenever busy drops to 0
+}
+
+var _ platform.Handler = (*Engine)(nil)
+
+// New checks opts and builds an Engine. It has no side effects: no files are
+// read and no process starts before Run or the first message.
+func New(opts Options) (*Engine, error) {
+	if opts.StateDir == "" {
+		return nil, errors.New("engine: StateDir is required")
+	}
+	if opts.QueueLimit <= 0 {
+		opts.QueueLimit = DefaultQueueLimit
+	}
+	if opts.ContextWindow <= 0 {
+		opts.ContextWindow = DefaultContextWindow
+	}
+	if opts.ShutdownGrace <= 0 {
+		opts.ShutdownGrace = DefaultShutdownGrace
+	}
+	if opts.MaxProcesses < 0 || opts.MaxProcessesPerWorkspace < 0 {
+		return nil, errors.New("engine: process caps must not be negative")
+	}
+	for i, b := range opts.Bindings {
+		if b.Platform == "" || b.Channel == "" || b.Workspace == "" {
+			return nil, fmt.Errorf("engine: bindings[%d]: platform, channel and workspace are required", i)
+		}
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	if opts.SelfReport {
+		opts.Agent.AppendSystemPrompt = joinPrompt(opts.Agent.AppendSystemPrompt, ctxindicator.SelfReportInstruction)
+	}
+	bg, cancel := context.WithCancel(context.Background())
+	e := &Engine{
+		opts:       opts,
+		log:        log,
+		now:        now,
+		spawn:      startAgent,
+		tx:         newDiskTranscripts(opts.Agent.Env),
+		store:      &store{dir: opts.StateDir},
+		pool:       newPool(log),
+		slots:      newSlots(opts.MaxProcesses, opts.MaxProcessesPerWorkspace),
+		seen:       newRecentIDs(4096),
+		bg:         bg,
+		cancelBg:   cancel,
+		stopping:   make(chan struct{}),
+		adapters:   map[string]platform.Adapter{},
+		sessions:   map[string]*session{},
+		refused:    map[string]bool{},
+		requests:   map[string]string{},
+		idleSignal: make(chan struct{}),
+	}
+	return e, nil
+}
+
+func joinPrompt(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "\n\n" + b
+}
+
+// AddAdapter registers a platform adapter; call it before Run.
+func (e *Engine) AddAdapter(a platform.Adapter) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.adapters[a.Name()] = a
+}
+
+func (e *Engine) adapter(name string) (platform.Adapter, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	a, ok := e.adapters[name]
+	return a, ok
+}
+
+// Run runs every adapter and the sessions until ctx is cancelled. Then it
+// stops admitting messages, lets running turns finish within ShutdownGrace,
+// interrupts and closes every agent process, and returns when all are gone.
+// An adapter that fails is logged; the others keep running.
+func (e *Engine) Run(ctx context.Context) error {
+	e.mu.Lock()
+	adapters := make([]platform.Adapter, 0, len(e.adapters))
+	for _, a := range e.adapters {
+		adapters = append(adapters, a)
+	}
+	e.mu.Unlock()
+
+	var awg sync.WaitGroup
+	for _, a := range adapters {
+		awg.Add(1)
+		go func() {
+			defer awg.Done()
+			if err := a.Run(ctx, e); err != nil && !errors.Is(err, context.Canceled) {
+				e.log.Error("Platform adapter stopped", "platform", a.Name(), "error", err)
+			}
+		}()
+	}
+	<-ctx.Done()
+	e.log.Info("Shutting down: finishing running turns", "grace", e.opts.ShutdownGrace)
+
+	e.mu.Lock()
+	e.shutting = true
+	e.mu.Unlock()
+	close(e.stopping)
+	e.wg.Wait() // every session loop and side question has closed its process
+	e.cancelBg()
+	awg.Wait()
+	e.log.Info("Shutdown complete")
+	return nil
+}
+
+// WaitIdle returns when no turn runs and no queue holds work, or when ctx
+// ends.
+func (e *Engine) WaitIdle(ctx context.Context) error {
+	for {
+		e.mu.Lock()
+		if e.busy == 0 {
+			e.mu.Unlock()
+			return nil
+		}
+		ch := e.idleSignal
+		e.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+func (e *Engine) addBusy(n int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.busy += n
+	if e.busy <= 0 {
+		e.busy = 0
+		close(e.idleSignal)
+		e.idleSignal = make(chan struct{})
+	}
+}
+
+func (e *Engine) isStopping() bool {
+	select {
+	case <-e.stopping:
+		return true
+	default:
+		return false
+	}
+}
+
+// recentIDs remembers the last n message ids so a redelivered message is
+// handled once.
+type recentIDs struct {
+	mu    sync.Mutex // guards ids and order
+	n     int
+	ids   map[string]bool
+	order []string
+}
+
+func newRecentIDs(n int) *recentIDs { return &recentIDs{n: n, ids: map[string]bool{}} }
+
+// add reports whether id is new, and remembers it.
+func (r *recentIDs) add(id string) bool {
+	if id == "" {
+		return true
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ids[id] {
+		return false
+	}
+	r.ids[id] = true
+	r.order = append(r.order, id)
+	if len(r.order) > r.n {
+		delete(r.ids, r.order[0])
+		r.order = r.order[1:]
+	}
+	return true
+}

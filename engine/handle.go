@@ -1,0 +1,115 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/cc-connect/cc-connect/platform"
+)
+
+const (
+	refusalText  = "Sorry, you are not allowed to use the agent here. Ask an admin of this cc-connect to add you."
+	shutdownText = "cc-connect is shutting down; this message was not processed. Please send it again later."
+)
+
+// HandleMessage accepts or refuses one chat message. It returns once the
+// message is queued for its session (or answered, or ignored); the turn
+// runs on the session's goroutine.
+func (e *Engine) HandleMessage(ctx context.Context, m platform.Message) error {
+	log := e.log.With("platform", m.Target.Platform, "channel", m.Target.Channel, "thread", m.Target.Thread)
+	if m.IsBot {
+		log.Debug("Ignoring a bot's message", "user", m.UserID)
+		return nil
+	}
+	if !e.seen.add(m.Target.Platform + "\x00" + m.ID) {
+		log.Debug("Ignoring a redelivered message", "message_id", m.ID)
+		return nil
+	}
+	b, ok := e.resolve(m.Target.Platform, m.Target.Channel)
+	if !ok {
+		log.Debug("Ignoring a message from an unbound channel")
+		return nil
+	}
+	a, ok := e.adapter(m.Target.Platform)
+	if !ok {
+		return fmt.Errorf("handling a message: no adapter named %q", m.Target.Platform)
+	}
+	key := keyOf(m.Target)
+	if b.needsMention(m) && !m.Mentioned && !e.hasSession(key) {
+		log.Debug("Ignoring a message that does not mention the bot", "session_key", key)
+		return nil
+	}
+	reply := m.Target
+	reply.MessageID = ""
+	if !b.allowed(m.UserID) {
+		e.refuseOnce(ctx, a, reply, m)
+		return nil
+	}
+	e.mu.Lock()
+	shutting := e.shutting
+	e.mu.Unlock()
+	if shutting {
+		if _, err := a.Send(ctx, reply, shutdownText); err != nil {
+			log.Warn("Posting the shutdown notice failed", "error", err)
+		}
+		return nil
+	}
+	s, err := e.session(ctx, b, m, a)
+	if err != nil {
+		if _, serr := a.Send(ctx, reply, shutdownText); serr != nil {
+			log.Warn("Posting the shutdown notice failed", "error", serr)
+		}
+		return nil
+	}
+	if name, args, isCmd := parseCommand(m.Text); isCmd {
+		e.command(ctx, s, m, name, args)
+		return nil
+	}
+	return s.enqueue(ctx, workItem{kind: itemTurn, msg: m})
+}
+
+// refuseOnce answers a user who may not use the agent, once per thread, so
+// that a busy channel is not flooded with refusals.
+func (e *Engine) refuseOnce(ctx context.Context, a platform.Adapter, to platform.Target, m platform.Message) {
+	key := keyOf(to)
+	e.mu.Lock()
+	first := !e.refused[key]
+	e.refused[key] = true
+	e.mu.Unlock()
+	e.log.Info("Refused a message from a user who is not allowed", "platform", to.Platform, "channel", to.Channel,
+		"thread", to.Thread, "session_key", key, "user", m.UserID, "user_name", m.UserName, "told", first)
+	if !first {
+		return
+	}
+	if _, err := a.Send(ctx, to, refusalText); err != nil {
+		e.log.Warn("Posting the refusal failed", "session_key", key, "error", err)
+	}
+}
+
+// HandleAction routes a button press on a permission prompt to the session
+// that asked. Only allowed users may answer.
+func (e *Engine) HandleAction(ctx context.Context, act platform.Action) error {
+	a, ok := e.adapter(act.Target.Platform)
+	if !ok {
+		return fmt.Errorf("handling an action: no adapter named %q", act.Target.Platform)
+	}
+	reply := act.Target
+	reply.MessageID = ""
+	e.mu.Lock()
+	key, pending := e.requests[act.RequestID]
+	s := e.sessions[key]
+	e.mu.Unlock()
+	if !pending || s == nil {
+		_, err := a.Send(ctx, reply, "That permission request is no longer pending.")
+		return err
+	}
+	if !s.binding.allowed(act.UserID) {
+		e.log.Info("Refused a permission answer from a user who is not allowed", "session_key", key,
+			"user", act.UserID, "request_id", act.RequestID)
+		_, err := a.Send(ctx, s.to, fmt.Sprintf("%s is not allowed to answer permission requests here.", orDefault(act.UserName, act.UserID)))
+		return err
+	}
+	s.control(ctx, control{kind: ctrlAnswer, requestID: act.RequestID, choice: act.Choice,
+		userName: orDefault(act.UserName, act.UserID), to: s.to})
+	return nil
+}

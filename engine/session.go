@@ -1,0 +1,350 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/cc-connect/cc-connect/platform"
+)
+
+// state is where a session is in its turn cycle.
+type state string
+
+const (
+	stateIdle           state = "idle"
+	stateRunning        state = "running"
+	stateRequiresAction state = "requires_action"
+)
+
+type itemKind int
+
+const (
+	itemTurn   itemKind = iota // a user message for the agent
+	itemNew                    // !new: ordered after the turns before it
+	itemResume                 // !resume: ordered after the turns before it
+)
+
+// workItem is one entry of a session's FIFO. The FIFO is the one place
+// where accepted work waits, so that it can later be made durable.
+type workItem struct {
+	kind     itemKind
+	msg      platform.Message
+	resumeID string
+}
+
+type ctrlKind int
+
+const (
+	ctrlAnswer ctrlKind = iota // a permission answer
+	ctrlStop                   // !stop
+	ctrlReap                   // close an idle process to free a slot
+)
+
+// control reaches a session's goroutine without queueing behind turns.
+type control struct {
+	kind      ctrlKind
+	requestID string // ctrlAnswer: "" means the pending one
+	choice    platform.Choice
+	userName  string
+	to        platform.Target // where to answer the sender
+}
+
+func keyOf(t platform.Target) string {
+	return t.Platform + "/" + t.Channel + "/" + t.Thread
+}
+
+// session is one conversation (platform, channel, thread) and its Claude
+// Code session. Its goroutine (loop) owns the agent process and runs the
+// FIFO in order; other goroutines only enqueue, send controls, and read the
+// snapshot fields under mu.
+type session struct {
+	e       *Engine
+	key     string
+	to      platform.Target // replies go here
+	adapter platform.Adapter
+	binding Binding
+	ws      *workspaceEntry
+	log     *slog.Logger
+	ctrl    chan control
+	wake    chan struct{} // capacity 1: the FIFO gained an item
+
+	mu      sync.Mutex // guards the fields below
+	queue   []workItem
+	rec     record
+	state   state
+	proc    agentProcess
+	idleAt  time.Time     // when the live process last finished a turn
+	listed  []sessionInfo // the last !sessions listing, for !resume <n>
+	pending string        // pending permission request id
+}
+
+// session returns the session of m's conversation, creating it (and
+// loading its stored state) on first use and starting its goroutine.
+func (e *Engine) session(ctx context.Context, b Binding, m platform.Message, a platform.Adapter) (*session, error) {
+	key := keyOf(m.Target)
+	e.mu.Lock()
+	if s, ok := e.sessions[key]; ok {
+		e.mu.Unlock()
+		return s, nil
+	}
+	if e.shutting {
+		e.mu.Unlock()
+		return nil, ErrStopped
+	}
+	to := m.Target
+	to.MessageID = ""
+	s := &session{
+		e:       e,
+		key:     key,
+		to:      to,
+		adapter: a,
+		binding: b,
+		ws:      e.pool.GetOrCreate(b.Workspace),
+		ctrl:    make(chan control, 16),
+		wake:    make(chan struct{}, 1),
+		state:   stateIdle,
+	}
+	s.log = e.log.With("platform", to.Platform, "channel", to.Channel, "thread", to.Thread,
+		"session_key", key, "workspace", s.ws.Path)
+	rec, ok, lerr := e.store.load(key, e.now())
+	if ok {
+		if rec.Workspace != s.ws.Path {
+			s.log.Warn("Stored session belongs to another workspace; keeping its id",
+				"session_id", rec.SessionID, "stored_workspace", rec.Workspace)
+		}
+		rec.Workspace = s.ws.Path
+	} else {
+		rec = record{Key: key, Platform: to.Platform, Channel: to.Channel, Thread: to.Thread, Workspace: s.ws.Path}
+	}
+	s.rec = rec
+	e.sessions[key] = s
+	e.wg.Add(1)
+	e.mu.Unlock()
+
+	if lerr != nil {
+		s.log.Error("Session state unreadable; starting without it", "error", lerr)
+		s.send(ctx, "Stored state for this conversation was unreadable and has been moved aside; starting a new session. ("+lerr.Error()+")")
+	}
+	go s.loop()
+	return s, nil
+}
+
+// hasSession reports whether the conversation already has a session, in
+// memory or on disk.
+func (e *Engine) hasSession(key string) bool {
+	e.mu.Lock()
+	_, ok := e.sessions[key]
+	e.mu.Unlock()
+	return ok || e.store.exists(key)
+}
+
+// enqueue adds an item to the FIFO, or refuses it when the FIFO is full.
+// It tells the user when the item has to wait, and at which position.
+func (s *session) enqueue(ctx context.Context, it workItem) error {
+	s.mu.Lock()
+	if len(s.queue) >= s.e.opts.QueueLimit {
+		n := len(s.queue)
+		s.mu.Unlock()
+		s.log.Warn("Queue full; message refused", "queue_len", n)
+		s.send(ctx, fmt.Sprintf("Queue full (%d messages waiting): this message was not queued. Please send it again once the current turn is done.", n))
+		return nil
+	}
+	busy := s.state != stateIdle || len(s.queue) > 0
+	s.queue = append(s.queue, it)
+	pos := len(s.queue)
+	s.mu.Unlock()
+	s.e.addBusy(1)
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+	if busy && it.kind == itemTurn {
+		s.send(ctx, fmt.Sprintf("Queued (position %d): it runs after the current turn.", pos))
+	}
+	return nil
+}
+
+// next blocks until the FIFO has an item, handling controls, idle reaping
+// and a process that dies while idle meanwhile. It returns false when the
+// engine stops; items still queued then are refused.
+func (s *session) next() (workItem, bool) {
+	for {
+		if s.e.isStopping() {
+			s.refuseQueued()
+			return workItem{}, false
+		}
+		s.mu.Lock()
+		if len(s.queue) > 0 {
+			it := s.queue[0]
+			s.queue = s.queue[1:]
+			s.mu.Unlock()
+			return it, true
+		}
+		proc, idleAt := s.proc, s.idleAt
+		s.mu.Unlock()
+
+		var reapC <-chan time.Time
+		var procDone <-chan struct{}
+		var timer *time.Timer
+		if proc != nil {
+			procDone = proc.Done()
+			if t := s.e.opts.IdleTimeout; t > 0 {
+				timer = time.NewTimer(max(0, t-s.e.now().Sub(idleAt)))
+				reapC = timer.C
+			}
+		}
+		select {
+		case <-s.wake:
+		case c := <-s.ctrl:
+			s.idleControl(c)
+		case <-reapC:
+			s.reap("idle timeout")
+		case <-procDone:
+			s.log.Warn("Agent process ended while idle; the next message resumes", "session_id", s.sessionID(), "stderr", lastLine(proc.StderrTail()))
+			s.closeProc()
+		case <-s.e.stopping:
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+	}
+}
+
+func (s *session) loop() {
+	defer s.e.wg.Done()
+	for {
+		it, ok := s.next()
+		if !ok {
+			s.closeProc()
+			return
+		}
+		switch it.kind {
+		case itemTurn:
+			s.runTurn(it)
+		case itemNew:
+			s.doNew()
+		case itemResume:
+			s.doResume(it.resumeID)
+		}
+		s.e.addBusy(-1)
+	}
+}
+
+func (s *session) refuseQueued() {
+	s.mu.Lock()
+	q := s.queue
+	s.queue = nil
+	s.mu.Unlock()
+	for _, it := range q {
+		if it.kind == itemTurn {
+			s.sendTo(s.e.bg, s.to, "cc-connect is shutting down; this message was not processed. Please send it again later: "+quote(it.msg.Text, 80))
+		}
+		s.e.addBusy(-1)
+	}
+}
+
+func (s *session) idleControl(c control) {
+	switch c.kind {
+	case ctrlAnswer:
+		s.sendTo(s.e.bg, c.to, "No permission request is pending.")
+	case ctrlStop:
+		s.sendTo(s.e.bg, c.to, "Nothing is running.")
+	case ctrlReap:
+		s.reap("slot needed by another session")
+	}
+}
+
+// reap closes an idle live process and keeps the session id, so the next
+// message resumes.
+func (s *session) reap(why string) {
+	s.mu.Lock()
+	proc, idleAt, rec := s.proc, s.idleAt, s.rec
+	s.mu.Unlock()
+	if proc == nil {
+		return
+	}
+	s.log.Info("Reaping idle agent process", "reason", why, "session_id", rec.SessionID,
+		"idle", s.e.now().Sub(idleAt).Round(time.Millisecond), "context_tokens", rec.ContextTokens)
+	s.closeProc()
+}
+
+// closeProc closes the live process, if any, and frees its slot.
+func (s *session) closeProc() {
+	s.mu.Lock()
+	proc := s.proc
+	s.proc = nil
+	s.mu.Unlock()
+	if proc == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(s.e.bg, 2*s.e.opts.ShutdownGrace)
+	defer cancel()
+	if err := proc.Close(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		s.log.Debug("Agent process closed with error", "error", err)
+	}
+	s.e.slots.release(s.ws.Path)
+}
+
+// procLive reports whether the session has a live process.
+func (s *session) procLive() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.proc != nil
+}
+
+// idleLiveSince returns when the live process went idle, as a sortable
+// number, and false when there is no idle live process.
+func (s *session) idleLiveSince() (int64, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.proc == nil || s.state != stateIdle || len(s.queue) > 0 {
+		return 0, false
+	}
+	return s.idleAt.UnixNano(), true
+}
+
+func (s *session) sessionID() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.rec.SessionID
+}
+
+func (s *session) setState(st state) {
+	s.mu.Lock()
+	s.state = st
+	s.mu.Unlock()
+}
+
+// update changes the record under the lock and saves it when changed.
+func (s *session) update(f func(r *record)) {
+	s.mu.Lock()
+	before := s.rec
+	f(&s.rec)
+	changed := s.rec != before
+	rec := s.rec
+	s.mu.Unlock()
+	if !changed {
+		return
+	}
+	if err := s.e.store.save(rec); err != nil {
+		s.log.Error("Saving session state failed", "session_id", rec.SessionID, "error", err)
+	}
+}
+
+// send posts text to the conversation.
+func (s *session) send(ctx context.Context, text string) platform.Target {
+	return s.sendTo(ctx, s.to, text)
+}
+
+func (s *session) sendTo(ctx context.Context, to platform.Target, text string) platform.Target {
+	to.MessageID = ""
+	posted, err := s.adapter.Send(ctx, to, text)
+	if err != nil {
+		s.log.Error("Posting to the chat failed", "error", err)
+	}
+	return posted
+}

@@ -1,0 +1,100 @@
+package engine
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/cc-connect/cc-connect/ctxindicator"
+	"github.com/cc-connect/cc-connect/workspace"
+)
+
+// record is what survives a restart about one session. It is written
+// whenever the Claude session id or the context figures change.
+type record struct {
+	Key           string    `json:"key"`
+	Platform      string    `json:"platform"`
+	Channel       string    `json:"channel"`
+	Thread        string    `json:"thread,omitempty"`
+	Workspace     string    `json:"workspace"`
+	SessionID     string    `json:"session_id,omitempty"`
+	Model         string    `json:"model,omitempty"`
+	LastActivity  time.Time `json:"last_activity"`
+	// Context figures of the last turn (ctxindicator track A and B).
+	ContextTokens  int64   `json:"context_tokens,omitempty"`
+	ContextWindow  int64   `json:"context_window,omitempty"`
+	WindowReported bool    `json:"window_reported,omitempty"`
+	ContextPct     int     `json:"context_pct,omitempty"`
+	SelfPct        int     `json:"self_pct,omitempty"`
+	HasSelfPct     bool    `json:"has_self_pct,omitempty"`
+	TotalCostUSD   float64 `json:"total_cost_usd,omitempty"`
+}
+
+// figures are the record's context figures for ctxindicator.
+func (r record) figures() ctxindicator.Figures {
+	return ctxindicator.Figures{Tokens: r.ContextTokens, Window: r.ContextWindow,
+		WindowReported: r.WindowReported, SelfPct: r.SelfPct, HasSelf: r.HasSelfPct}
+}
+
+// errCorruptState means a session file could not be parsed; load moved it
+// aside (the error names where) and the session starts without state.
+var errCorruptState = errors.New("corrupt session state")
+
+// store keeps one JSON file per session under dir/sessions, 0600 in 0700.
+type store struct {
+	dir string
+}
+
+func (st *store) path(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return filepath.Join(st.dir, "sessions", hex.EncodeToString(sum[:16])+".json")
+}
+
+// exists reports whether a session file for key is on disk.
+func (st *store) exists(key string) bool {
+	_, err := os.Stat(st.path(key))
+	return err == nil
+}
+
+// load reads the record of key. A missing file gives ok=false and no error.
+// A file that does not parse (or belongs to another key) is moved aside
+// with workspace.QuarantineCorrupt and reported as errCorruptState.
+func (st *store) load(key string, now time.Time) (rec record, ok bool, err error) {
+	p := st.path(key)
+	data, err := os.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return record{}, false, nil
+	}
+	if err != nil {
+		return record{}, false, fmt.Errorf("reading session state %s: %w", p, err)
+	}
+	perr := json.Unmarshal(data, &rec)
+	if perr == nil && rec.Key != key {
+		perr = fmt.Errorf("file holds key %q", rec.Key)
+	}
+	if perr != nil {
+		moved, qerr := workspace.QuarantineCorrupt(p, now)
+		if qerr != nil {
+			return record{}, false, fmt.Errorf("%w: %s: %v; and %w", errCorruptState, p, perr, qerr)
+		}
+		return record{}, false, fmt.Errorf("%w: %s (%v) was moved to %s", errCorruptState, p, perr, moved)
+	}
+	return rec, true, nil
+}
+
+func (st *store) save(rec record) error {
+	data, err := json.MarshalIndent(rec, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encoding session state: %w", err)
+	}
+	if err := workspace.WriteFileAtomic(st.path(rec.Key), data); err != nil {
+		return fmt.Errorf("saving session state: %w", err)
+	}
+	return nil
+}

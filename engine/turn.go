@@ -1,0 +1,542 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/cc-connect/cc-connect/agentproc"
+	"github.com/cc-connect/cc-connect/ctxindicator"
+	"github.com/cc-connect/cc-connect/platform"
+)
+
+// Notices posted when a session cannot continue and a fresh one starts.
+const (
+	noticeTooLong  = "Session context was too large to resume — starting fresh. Project context is preserved in CLAUDE.md."
+	noticeNotFound = "Previous session could not be found — starting fresh."
+	noticeWaiting  = "All agent slots are busy — waiting for a free slot."
+)
+
+// turnMsg carries one event of a running turn, or its end, from the
+// goroutine blocked in Turn to the session's goroutine, in order.
+type turnMsg struct {
+	ev   agentproc.Event
+	done bool
+	res  *agentproc.Result
+	err  error
+}
+
+// outcome is how one attempt at a turn ended.
+type outcome struct {
+	res    *agentproc.Result
+	err    error
+	text   string // the turn's assistant text (for results without text)
+	model  string
+	stderr string
+}
+
+// turn is the state of the running turn, owned by the session goroutine.
+type turn struct {
+	msg      platform.Message
+	text     strings.Builder
+	model    string
+	perms    []*pendingPerm
+	permT    *time.Timer
+	progress progress
+	stopped  bool // !stop was sent
+}
+
+// runTurn runs one user message as a turn, with the fallbacks that keep the
+// session usable, and posts the reply.
+func (s *session) runTurn(it workItem) {
+	s.setState(stateRunning)
+	s.turnStarted(it.msg)
+	hadHistory := s.sessionID() != ""
+	out := s.attempt(it)
+	ok := s.finish(it, out, hadHistory)
+	s.turnEnded(it.msg, ok)
+	s.mu.Lock()
+	s.state = stateIdle
+	s.idleAt = s.e.now()
+	s.mu.Unlock()
+	s.e.slots.signal() // this process may now be reaped for a waiter
+}
+
+// finish posts what the attempt produced and repairs the session when the
+// attempt failed. It reports whether the turn succeeded.
+func (s *session) finish(it workItem, out outcome, hadHistory bool) bool {
+	var exitErr *agentproc.ExitError
+	switch {
+	case out.err == nil:
+		s.relay(out)
+		return !out.res.IsError
+	case errors.Is(out.err, ErrStopped):
+		s.send(s.e.bg, "cc-connect is shutting down; this message was not processed. Please send it again later.")
+		return false
+	case errors.Is(out.err, agentproc.ErrSessionNotFound),
+		errors.Is(out.err, agentproc.ErrPromptTooLong) && hadHistory:
+		return s.fallback(it, out)
+	case errors.Is(out.err, agentproc.ErrPromptTooLong):
+		// A brand-new session failed on its first message: the message
+		// itself does not fit, and resending it would fail the same way.
+		s.log.Error("Message too long for a fresh session", "session_id", s.sessionID(), "error", out.err, "cwd", s.ws.Path)
+		s.forgetSession()
+		s.closeProc()
+		s.send(s.e.bg, "This message does not fit in the model's context even in a fresh session"+resultDetail(out)+". Nothing was kept; please send something shorter.")
+		return false
+	case errors.As(out.err, &exitErr):
+		s.log.Error("Agent process exited mid-turn; keeping the session", "session_id", s.sessionID(),
+			"exit_code", exitErr.Code, "signal", exitErr.Signal, "stderr", exitErr.StderrTail, "cwd", s.ws.Path)
+		s.closeProc()
+		s.send(s.e.bg, fmt.Sprintf("The agent process %s: %s\nThe session is kept: your next message resumes it.",
+			exitDescription(exitErr), orNone(lastLine(exitErr.StderrTail))))
+		return false
+	default:
+		s.log.Error("Turn failed; keeping the session", "session_id", s.sessionID(), "error", out.err,
+			"stderr", out.stderr, "cwd", s.ws.Path)
+		s.closeProc()
+		s.send(s.e.bg, fmt.Sprintf("The agent failed: %v\nThe session is kept: send your message again to retry.", out.err))
+		return false
+	}
+}
+
+// fallback handles a session that cannot continue (resume refused, or the
+// context too large): it forgets the session id, starts a fresh session and
+// resends the user's message once.
+func (s *session) fallback(it workItem, out outcome) bool {
+	oldID := s.sessionID()
+	tooLong := errors.Is(out.err, agentproc.ErrPromptTooLong)
+	path, size, ferr := s.e.tx.Find(oldID)
+	s.log.Error("Agent session cannot continue; starting fresh", "session_id", oldID, "error", out.err,
+		"stderr", out.stderr, "cwd", s.ws.Path, "transcript", path, "transcript_size", size, "transcript_lookup_error", errString(ferr))
+	s.forgetSession()
+	s.closeProc()
+	if tooLong {
+		s.send(s.e.bg, noticeTooLong)
+	} else {
+		s.send(s.e.bg, noticeNotFound)
+	}
+
+	out2 := s.attempt(it)
+	if out2.err == nil {
+		s.log.Warn("Started a fresh agent session in place of a failed one", "old_session_id", oldID,
+			"session_id", s.sessionID(), "cwd", s.ws.Path)
+		s.relay(out2)
+		return !out2.res.IsError
+	}
+	s.log.Error("Fresh agent session failed too", "old_session_id", oldID, "error", out2.err,
+		"stderr", out2.stderr, "cwd", s.ws.Path)
+	if errors.Is(out2.err, agentproc.ErrPromptTooLong) || errors.Is(out2.err, agentproc.ErrSessionNotFound) {
+		s.forgetSession()
+	}
+	s.closeProc()
+	reason := out2.err.Error()
+	var exitErr *agentproc.ExitError
+	if errors.As(out2.err, &exitErr) {
+		reason = fmt.Sprintf("the agent process %s: %s", exitDescription(exitErr), orNone(lastLine(exitErr.StderrTail)))
+	} else if errors.Is(out2.err, agentproc.ErrPromptTooLong) {
+		reason = "this message alone does not fit in the model's context" + resultDetail(out2)
+	}
+	s.send(s.e.bg, "Starting a fresh session failed too: "+reason+"\nThe session stays usable: your next message tries again.")
+	return false
+}
+
+// forgetSession clears the stored Claude session id and its figures.
+func (s *session) forgetSession() {
+	s.update(func(r *record) {
+		r.SessionID = ""
+		r.ContextTokens, r.ContextWindow, r.WindowReported, r.ContextPct = 0, 0, false, 0
+		r.SelfPct, r.HasSelfPct = 0, false
+	})
+}
+
+// ensureProcess makes sure the session has a live process: it takes a slot
+// (waiting at the cap) and spawns one, resuming the stored session id.
+func (s *session) ensureProcess() error {
+	s.mu.Lock()
+	proc := s.proc
+	s.mu.Unlock()
+	if proc != nil {
+		select {
+		case <-proc.Done():
+			s.log.Warn("Agent process had ended; starting it again", "session_id", s.sessionID(), "stderr", lastLine(proc.StderrTail()))
+			s.closeProc()
+		default:
+			return nil
+		}
+	}
+	if err := s.e.acquireSlot(s.e.bg, s.ws.Path, s, func() { s.send(s.e.bg, noticeWaiting) }); err != nil {
+		return err
+	}
+	id := s.sessionID()
+	model := s.e.opts.Agent.Model
+	if id != "" {
+		path, size, err := s.e.tx.Find(id)
+		s.log.Info("Resuming agent session", "session_id", id, "transcript", path, "transcript_size", size,
+			"transcript_lookup_error", errString(err))
+	}
+	s.log.Info("Starting agent process", "cwd", s.ws.Path, "session_id", orDefault(id, "new"), "model", orDefault(model, "default"))
+	p, err := s.e.spawn(s.e.bg, s.e.opts.Agent, agentproc.StartOptions{Dir: s.ws.Path, ResumeID: id}, s.log)
+	if err != nil {
+		s.e.slots.release(s.ws.Path)
+		return fmt.Errorf("starting agent in %s: %w", s.ws.Path, err)
+	}
+	s.mu.Lock()
+	s.proc = p
+	s.idleAt = s.e.now()
+	s.mu.Unlock()
+	return nil
+}
+
+// attempt runs the message as one turn of the session's process, serving
+// permission prompts, !stop and progress while it runs.
+func (s *session) attempt(it workItem) outcome {
+	if err := s.ensureProcess(); err != nil {
+		return outcome{err: err}
+	}
+	s.mu.Lock()
+	proc := s.proc
+	s.mu.Unlock()
+
+	msgs := make(chan turnMsg)
+	quit := make(chan struct{})
+	defer close(quit)
+	go func() {
+		res, err := proc.Turn(s.e.bg, it.msg.Text, func(ev agentproc.Event) {
+			select {
+			case msgs <- turnMsg{ev: ev}:
+			case <-quit:
+			}
+		})
+		select {
+		case msgs <- turnMsg{done: true, res: res, err: err}:
+		case <-quit:
+		}
+	}()
+
+	t := &turn{msg: it.msg}
+	stopping := s.e.stopping
+	var graceC, killC <-chan time.Time
+	var closed chan struct{}
+	for {
+		select {
+		case m := <-msgs:
+			if !m.done {
+				s.onEvent(t, proc, m.ev)
+				continue
+			}
+			s.endPermissions(t, "the turn ended")
+			t.progress.stop()
+			if closed != nil {
+				<-closed
+			}
+			out := outcome{res: m.res, err: m.err, text: t.text.String(), model: t.model, stderr: proc.StderrTail()}
+			if m.res != nil {
+				s.noteResult(m.res, t.model)
+			}
+			if m.err == nil && m.res == nil {
+				out.err = errors.New("turn ended without a result")
+			}
+			return out
+		case c := <-s.ctrl:
+			s.turnControl(t, proc, c)
+		case <-timerC(t.permT):
+			s.permissionTimeout(t, proc)
+		case <-timerC(t.progress.timer):
+			s.flushProgress(t)
+		case <-stopping:
+			stopping = nil
+			graceC = time.After(s.e.opts.ShutdownGrace)
+		case <-graceC:
+			graceC = nil
+			s.log.Warn("Shutdown grace over; interrupting the running turn", "session_id", s.sessionID())
+			if err := proc.Interrupt(s.e.bg); err != nil {
+				s.log.Debug("Interrupt failed", "error", err)
+			}
+			killC = time.After(s.e.opts.ShutdownGrace)
+		case <-killC:
+			killC = nil
+			s.log.Warn("Turn did not end after the interrupt; closing the agent process", "session_id", s.sessionID())
+			closed = make(chan struct{})
+			go func() {
+				defer close(closed)
+				_ = proc.Close(s.e.bg)
+			}()
+		}
+	}
+}
+
+func timerC(t *time.Timer) <-chan time.Time {
+	if t == nil {
+		return nil
+	}
+	return t.C
+}
+
+func (s *session) onEvent(t *turn, proc agentProcess, ev agentproc.Event) {
+	switch ev := ev.(type) {
+	case agentproc.Init:
+		t.model = ev.Model
+		if ev.SessionID != "" {
+			s.update(func(r *record) {
+				r.SessionID = ev.SessionID
+				if ev.Model != "" {
+					r.Model = ev.Model
+				}
+			})
+		}
+	case agentproc.AssistantText:
+		if ev.Synthetic || strings.TrimSpace(ev.Text) == "" {
+			return
+		}
+		if t.text.Len() > 0 {
+			t.text.WriteString("\n\n")
+		}
+		t.text.WriteString(ev.Text)
+	case agentproc.ToolUse:
+		s.showProgress(t, "Running: "+toolSummary(ev.Name, ev.Input))
+	case agentproc.Compaction:
+		if ev.Active {
+			s.showProgress(t, "Compacting the conversation…")
+		}
+	case agentproc.APIRetry:
+		s.showProgress(t, fmt.Sprintf("API error %d, retrying (%d/%d)…", ev.ErrorStatus, ev.Attempt, ev.MaxRetries))
+	case agentproc.PermissionRequest:
+		s.askPermission(t, ev)
+	case agentproc.PermissionCancel:
+		s.cancelPermission(t, ev.RequestID)
+	case agentproc.Malformed:
+		s.log.Warn("Agent wrote a malformed line", "line", ev.Line, "error", ev.Err)
+	}
+}
+
+func (s *session) turnControl(t *turn, proc agentProcess, c control) {
+	switch c.kind {
+	case ctrlAnswer:
+		s.answerPermission(t, proc, c)
+	case ctrlStop:
+		t.stopped = true
+		if err := proc.Interrupt(s.e.bg); err != nil {
+			s.sendTo(s.e.bg, c.to, "Could not stop the turn: "+err.Error())
+			return
+		}
+		s.mu.Lock()
+		n := len(s.queue)
+		s.mu.Unlock()
+		msg := "Stopping the current turn. The session is kept."
+		switch n {
+		case 0:
+			msg += " Nothing else is queued."
+		case 1:
+			msg += " 1 queued message stays queued and runs next."
+		default:
+			msg += fmt.Sprintf(" %d queued messages stay queued and run next.", n)
+		}
+		s.sendTo(s.e.bg, c.to, msg)
+	case ctrlReap:
+		// busy: not idle, nothing to reap
+	}
+}
+
+// noteResult stores the figures of a result: session id, context, cost.
+func (s *session) noteResult(res *agentproc.Result, initModel string) {
+	model := orDefault(res.Model, initModel)
+	s.update(func(r *record) {
+		if res.SessionID != "" {
+			r.SessionID = res.SessionID
+		}
+		if model != "" {
+			r.Model = model
+		}
+		if res.TotalCostUSD > 0 {
+			r.TotalCostUSD = res.TotalCostUSD
+		}
+		if res.ContextTokens > 0 {
+			f := ctxindicator.FromResult(res, s.e.opts.ContextWindow)
+			r.ContextTokens, r.ContextWindow, r.WindowReported = f.Tokens, f.Window, f.WindowReported
+			r.ContextPct, _ = f.SDK()
+		}
+		r.LastActivity = s.e.now()
+	})
+}
+
+// relay posts the turn's reply: the result text (or the turn's assistant
+// text), the self-report marker stripped, the context indicator appended.
+func (s *session) relay(out outcome) {
+	res := out.res
+	text := res.Text
+	if text == "" {
+		text = out.text
+	}
+	if res.IsError && text == "" && len(res.Errors) > 0 {
+		text = "Agent error: " + strings.Join(res.Errors, "; ")
+	}
+	if strings.HasPrefix(res.TerminalReason, "aborted") {
+		text = "Stopped."
+	}
+	clean, self, hasSelf := ctxindicator.StripSelfReport(text)
+	s.update(func(r *record) {
+		// A turn without a marker clears track B: an old estimate would
+		// show a drift that no longer exists.
+		r.SelfPct, r.HasSelfPct = self, hasSelf
+	})
+	s.mu.Lock()
+	f := s.rec.figures()
+	id := s.rec.SessionID
+	s.mu.Unlock()
+	if strings.TrimSpace(clean) == "" {
+		clean = "(no reply text)"
+	}
+	pct, ok := f.SDK()
+	if res.ContextTokens == 0 {
+		ok = false // no usage this turn: never show a stale figure as new
+	}
+	s.send(s.e.bg, ctxindicator.Append(clean, pct, ok))
+
+	if res.ContextTokens > 0 {
+		// s.log already carries session_key, which LogArgs adds too.
+		args := append(f.LogArgs(s.key), "session_id", id, "workspace", s.ws.Path)
+		level := slog.LevelInfo
+		if f.Overflow() {
+			level = slog.LevelWarn // the shown figure is clamped: the window is wrong
+		}
+		s.e.log.Log(s.e.bg, level, ctxindicator.LogMessage, args...)
+	}
+}
+
+// turnStarted shows that the agent is on it: typing and an "eyes" reaction.
+func (s *session) turnStarted(m platform.Message) {
+	if ty, ok := s.adapter.(platform.Typer); ok {
+		if err := ty.Typing(s.e.bg, s.to); err != nil {
+			s.log.Debug("Typing indicator failed", "error", err)
+		}
+	}
+	if r, ok := s.adapter.(platform.Reactor); ok && m.Target.MessageID != "" {
+		if err := r.React(s.e.bg, m.Target, "eyes"); err != nil {
+			s.log.Debug("Reaction failed", "error", err)
+		}
+	}
+}
+
+func (s *session) turnEnded(m platform.Message, ok bool) {
+	r, isReactor := s.adapter.(platform.Reactor)
+	if !isReactor || m.Target.MessageID == "" {
+		return
+	}
+	_ = r.Unreact(s.e.bg, m.Target, "eyes")
+	name := "white_check_mark"
+	if !ok {
+		name = "x"
+	}
+	if err := r.React(s.e.bg, m.Target, name); err != nil {
+		s.log.Debug("Reaction failed", "error", err)
+	}
+}
+
+// progress is the status message of a running turn, edited in place at
+// most once a second.
+type progress struct {
+	msg      platform.Target
+	posted   bool
+	lastEdit time.Time
+	pending  string
+	timer    *time.Timer
+}
+
+func (p *progress) stop() {
+	if p.timer != nil {
+		p.timer.Stop()
+		p.timer = nil
+	}
+}
+
+func (s *session) showProgress(t *turn, text string) {
+	ed, ok := s.adapter.(platform.Editor)
+	if !ok {
+		return // without edits, progress would flood the chat
+	}
+	p := &t.progress
+	if !p.posted {
+		p.msg = s.send(s.e.bg, text)
+		p.posted, p.lastEdit = true, time.Now()
+		return
+	}
+	if wait := time.Second - time.Since(p.lastEdit); wait > 0 {
+		p.pending = text
+		if p.timer == nil {
+			p.timer = time.NewTimer(wait)
+		}
+		return
+	}
+	p.lastEdit = time.Now()
+	if err := ed.Edit(s.e.bg, p.msg, text); err != nil {
+		s.log.Debug("Editing the progress message failed", "error", err)
+	}
+}
+
+func (s *session) flushProgress(t *turn) {
+	p := &t.progress
+	p.timer = nil
+	if p.pending == "" {
+		return
+	}
+	text := p.pending
+	p.pending = ""
+	p.lastEdit = time.Now()
+	if ed, ok := s.adapter.(platform.Editor); ok {
+		if err := ed.Edit(s.e.bg, p.msg, text); err != nil {
+			s.log.Debug("Editing the progress message failed", "error", err)
+		}
+	}
+}
+
+func exitDescription(e *agentproc.ExitError) string {
+	if e.Signal != "" {
+		return "was killed by " + e.Signal
+	}
+	return fmt.Sprintf("exited (code %d)", e.Code)
+}
+
+func resultDetail(out outcome) string {
+	if out.res != nil && out.res.Text != "" {
+		return " (" + quote(out.res.Text, 200) + ")"
+	}
+	return ""
+}
+
+// lastLine is the last non-empty line of s, trimmed and bounded.
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if l := strings.TrimSpace(lines[i]); l != "" {
+			return quote(l, 300)
+		}
+	}
+	return ""
+}
+
+func quote(s string, n int) string {
+	r := []rune(strings.TrimSpace(s))
+	if len(r) > n {
+		return string(r[:n]) + "…"
+	}
+	return string(r)
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+func orNone(s string) string { return orDefault(s, "no error output") }
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
