@@ -18,14 +18,14 @@ import (
 // record is what survives a restart about one session. It is written
 // whenever the Claude session id or the context figures change.
 type record struct {
-	Key           string    `json:"key"`
-	Platform      string    `json:"platform"`
-	Channel       string    `json:"channel"`
-	Thread        string    `json:"thread,omitempty"`
-	Workspace     string    `json:"workspace"`
-	SessionID     string    `json:"session_id,omitempty"`
-	Model         string    `json:"model,omitempty"`
-	LastActivity  time.Time `json:"last_activity"`
+	Key          string    `json:"key"`
+	Platform     string    `json:"platform"`
+	Channel      string    `json:"channel"`
+	Thread       string    `json:"thread,omitempty"`
+	Workspace    string    `json:"workspace"`
+	SessionID    string    `json:"session_id,omitempty"`
+	Model        string    `json:"model,omitempty"`
+	LastActivity time.Time `json:"last_activity"`
 	// Context figures of the last turn (ctxindicator track A and B).
 	ContextTokens  int64   `json:"context_tokens,omitempty"`
 	ContextWindow  int64   `json:"context_window,omitempty"`
