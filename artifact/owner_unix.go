@@ -1,0 +1,17 @@
+//go:build unix
+
+package artifact
+
+import (
+	"io/fs"
+	"os"
+	"syscall"
+)
+
+// ownedBySelf reports whether fi (from Lstat) belongs to the user
+// cc-connect runs as. Without owner data it says no: refusing is the safe
+// side.
+func ownedBySelf(fi fs.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && int(st.Uid) == os.Geteuid()
+}

@@ -1,0 +1,287 @@
+package artifact
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"unicode/utf8"
+)
+
+const (
+	dirPerm  fs.FileMode = 0o700
+	filePerm fs.FileMode = 0o600
+
+	gitignoreName    = ".gitignore"
+	gitignoreContent = "*\n"
+)
+
+// Put stores content whole and returns where it is. The file is named by
+// the SHA-256 of the content, so the same content is stored once: a second
+// Put finds the file, checks its hash, and writes nothing. The extension is
+// .md for UTF-8 text (the engine's message with its attachments is
+// Markdown) and .txt otherwise.
+//
+// Every folder and file on the path inside the workspace is checked with
+// Lstat and refused (ErrUnsafePath) when it is a symbolic link, of the wrong
+// kind, or owned by another user; the opened folder is compared with the
+// checked one so a swap in between is refused too. Past the quota, Put
+// refuses with ErrQuotaExceeded and deletes nothing.
+func (s *Store) Put(content []byte) (Artifact, error) {
+	sum := sha256.Sum256(content)
+	hexSum := hex.EncodeToString(sum[:])
+	name := hexSum + extension(content)
+	a := Artifact{RelPath: relArtifactsDir + "/" + name, Size: int64(len(content)), SHA256: hexSum}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+
+	ws, err := os.OpenRoot(s.workspace)
+	if err != nil {
+		return Artifact{}, &Error{Reason: "opening the workspace", Err: err}
+	}
+	defer ws.Close()
+	state, err := openPrivateDir(ws, StateDirName, StateDirName)
+	if err != nil {
+		return Artifact{}, err
+	}
+	defer state.Close()
+	if err := ensureGitignore(state); err != nil {
+		return Artifact{}, err
+	}
+	arts, err := openPrivateDir(state, ArtifactsDirName, relArtifactsDir)
+	if err != nil {
+		return Artifact{}, err
+	}
+	defer arts.Close()
+
+	same, oldSize, err := checkExisting(arts, name, a.RelPath, sum)
+	if err != nil || same {
+		return a, err
+	}
+	used, err := folderBytes(arts)
+	if err != nil {
+		return Artifact{}, &Error{RelPath: relArtifactsDir, Reason: "measuring the folder", Err: err}
+	}
+	// A corrupt file of the same name is replaced, so only the growth counts.
+	need := a.Size - oldSize
+	if used+need > s.opts.Quota {
+		return Artifact{}, &Error{Kind: ErrQuotaExceeded, RelPath: relArtifactsDir, Reason: "quota exceeded",
+			Used: used, Need: need, Quota: s.opts.Quota}
+	}
+	if err := writeAtomic(arts, name, a.RelPath, content); err != nil {
+		return Artifact{}, err
+	}
+	return a, nil
+}
+
+func extension(content []byte) string {
+	if utf8.Valid(content) {
+		return ".md"
+	}
+	return ".txt"
+}
+
+func unsafePath(rel, reason string) error {
+	return &Error{Kind: ErrUnsafePath, RelPath: rel, Reason: reason}
+}
+
+// checkEntry refuses what cc-connect must not write through or into.
+func checkEntry(fi fs.FileInfo, rel string, wantDir bool) error {
+	switch {
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return unsafePath(rel, "is a symbolic link")
+	case wantDir && !fi.IsDir():
+		return unsafePath(rel, "is not a folder")
+	case !wantDir && !fi.Mode().IsRegular():
+		return unsafePath(rel, "is not a regular file")
+	case !ownedBySelf(fi):
+		return unsafePath(rel, "belongs to another user")
+	}
+	return nil
+}
+
+// openPrivateDir opens parent/name as a root of its own, creating it 0700
+// when missing, refusing it when checkEntry does, and tightening it to 0700
+// when it is looser.
+func openPrivateDir(parent *os.Root, name, rel string) (*os.Root, error) {
+	fi, err := parent.Lstat(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err := parent.Mkdir(name, dirPerm); err != nil && !errors.Is(err, fs.ErrExist) {
+			return nil, &Error{RelPath: rel, Reason: "creating the folder", Err: err}
+		}
+		fi, err = parent.Lstat(name)
+	}
+	if err != nil {
+		return nil, &Error{RelPath: rel, Reason: "checking the folder", Err: err}
+	}
+	if err := checkEntry(fi, rel, true); err != nil {
+		return nil, err
+	}
+	sub, err := parent.OpenRoot(name)
+	if err != nil {
+		return nil, &Error{RelPath: rel, Reason: "opening the folder", Err: err}
+	}
+	if err := checkOpenedDir(sub, fi, rel); err != nil {
+		sub.Close()
+		return nil, err
+	}
+	return sub, nil
+}
+
+// checkOpenedDir makes sure the folder opened is the one Lstat checked
+// (not a symlink swapped in between) and makes it private. The chmod goes
+// through the open descriptor, so it cannot land on a link's target.
+func checkOpenedDir(dir *os.Root, checked fs.FileInfo, rel string) error {
+	d, err := dir.Open(".")
+	if err != nil {
+		return &Error{RelPath: rel, Reason: "opening the folder", Err: err}
+	}
+	defer d.Close()
+	fi, err := d.Stat()
+	if err != nil {
+		return &Error{RelPath: rel, Reason: "checking the folder", Err: err}
+	}
+	if !os.SameFile(checked, fi) {
+		return unsafePath(rel, "changed while it was being checked")
+	}
+	if fi.Mode().Perm() != dirPerm {
+		if err := d.Chmod(dirPerm); err != nil {
+			return &Error{RelPath: rel, Reason: "making the folder private", Err: err}
+		}
+	}
+	return nil
+}
+
+// ensureGitignore writes .cc-connect/.gitignore ("*") when it is missing,
+// so nothing cc-connect keeps in the workspace is ever committed. An
+// existing one is left as it is, unless it is unsafe.
+func ensureGitignore(state *os.Root) error {
+	rel := StateDirName + "/" + gitignoreName
+	fi, err := state.Lstat(gitignoreName)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return writeAtomic(state, gitignoreName, rel, []byte(gitignoreContent))
+	case err != nil:
+		return &Error{RelPath: rel, Reason: "checking the file", Err: err}
+	}
+	return checkEntry(fi, rel, false)
+}
+
+// checkExisting looks for an artifact already stored under name. same is
+// true when it holds exactly the content with that hash (it is then made
+// 0600 if it was looser); otherwise oldSize is the size of a damaged file
+// that the write will replace.
+func checkExisting(dir *os.Root, name, rel string, want [sha256.Size]byte) (same bool, oldSize int64, err error) {
+	fi, err := dir.Lstat(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, 0, nil
+	}
+	if err != nil {
+		return false, 0, &Error{RelPath: rel, Reason: "checking the file", Err: err}
+	}
+	if err := checkEntry(fi, rel, false); err != nil {
+		return false, 0, err
+	}
+	f, err := dir.Open(name)
+	if err != nil {
+		return false, 0, &Error{RelPath: rel, Reason: "opening the file", Err: err}
+	}
+	defer f.Close()
+	ofi, err := f.Stat()
+	if err != nil {
+		return false, 0, &Error{RelPath: rel, Reason: "checking the file", Err: err}
+	}
+	if !os.SameFile(fi, ofi) {
+		return false, 0, unsafePath(rel, "changed while it was being checked")
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return false, 0, &Error{RelPath: rel, Reason: "reading the file", Err: err}
+	}
+	if [sha256.Size]byte(h.Sum(nil)) != want {
+		return false, ofi.Size(), nil
+	}
+	if ofi.Mode().Perm() != filePerm {
+		if err := f.Chmod(filePerm); err != nil {
+			return false, 0, &Error{RelPath: rel, Reason: "making the file private", Err: err}
+		}
+	}
+	return true, 0, nil
+}
+
+// folderBytes is the size of the regular files directly in dir: what the
+// quota bounds. Lstat sizes, so a symlink counts as itself, not its target.
+func folderBytes(dir *os.Root) (int64, error) {
+	d, err := dir.Open(".")
+	if err != nil {
+		return 0, err
+	}
+	defer d.Close()
+	entries, err := d.ReadDir(-1)
+	if err != nil {
+		return 0, err
+	}
+	var total int64
+	for _, e := range entries {
+		info, err := e.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // removed since the listing
+		}
+		if err != nil {
+			return 0, err
+		}
+		if info.Mode().IsRegular() {
+			total += info.Size()
+		}
+	}
+	return total, nil
+}
+
+// writeAtomic writes data to dir/name so that a reader or a crash sees the
+// whole file or none: a new temp file (O_EXCL, so a planted link is not
+// followed), fsync, rename over name (which replaces a link rather than
+// following it), fsync of the folder.
+func writeAtomic(dir *os.Root, name, rel string, data []byte) (err error) {
+	var rnd [8]byte
+	_, _ = rand.Read(rnd[:])
+	tmp := "." + name + ".tmp-" + hex.EncodeToString(rnd[:])
+	f, err := dir.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
+	if err != nil {
+		return &Error{RelPath: rel, Reason: "creating the file", Err: err}
+	}
+	defer func() {
+		if err != nil {
+			_ = f.Close()
+			_ = dir.Remove(tmp)
+		}
+	}()
+	// The umask may have narrowed the mode; set it exactly.
+	if err := f.Chmod(filePerm); err != nil {
+		return &Error{RelPath: rel, Reason: "making the file private", Err: err}
+	}
+	if _, err := f.Write(data); err != nil {
+		return &Error{RelPath: rel, Reason: "writing the file", Err: err}
+	}
+	if err := f.Sync(); err != nil {
+		return &Error{RelPath: rel, Reason: "syncing the file", Err: err}
+	}
+	if err := f.Close(); err != nil {
+		return &Error{RelPath: rel, Reason: "writing the file", Err: err}
+	}
+	if err := dir.Rename(tmp, name); err != nil {
+		return &Error{RelPath: rel, Reason: "renaming the file into place", Err: err}
+	}
+	d, err := dir.Open(".")
+	if err != nil {
+		return &Error{RelPath: rel, Reason: "syncing the folder", Err: err}
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !errors.Is(err, os.ErrInvalid) {
+		return &Error{RelPath: rel, Reason: "syncing the folder", Err: err}
+	}
+	return nil
+}
