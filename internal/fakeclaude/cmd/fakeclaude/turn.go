@@ -1,0 +1,658 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// turnState is the running turn, as the stdin reader sees it.
+type turnState struct {
+	msg       userMsg
+	model     string
+	interrupt chan struct{} // closed by an interrupt control request
+	stopped   bool          // interrupt seen; guarded by fake.mu
+	askID     string        // our pending control request id; guarded by fake.mu
+	answer    chan permAnswer
+	folding   bool     // user lines join this turn (a tool is running); guarded by fake.mu
+	injected  []string // folded user texts; guarded by fake.mu
+
+	usage    usage
+	apiCalls int
+	denials  []any
+	seenMsg  map[string]bool
+}
+
+type permAnswer struct {
+	ok       bool
+	response json.RawMessage
+	err      string
+}
+
+// resultLine puts "type" late on purpose: real results are not type-first,
+// and a reader that matches on a prefix must fail against the fake too.
+type resultLine struct {
+	DurationAPIMs     int64                  `json:"duration_api_ms"`
+	StopReason        *string                `json:"stop_reason"`
+	SessionID         string                 `json:"session_id"`
+	TotalCostUSD      float64                `json:"total_cost_usd"`
+	Usage             *usage                 `json:"usage"`
+	ModelUsage        map[string]*modelUsage `json:"modelUsage"`
+	PermissionDenials []any                  `json:"permission_denials"`
+	TerminalReason    string                 `json:"terminal_reason,omitempty"`
+	IsError           bool                   `json:"is_error"`
+	NumTurns          int                    `json:"num_turns"`
+	Subtype           string                 `json:"subtype"`
+	APIErrorStatus    *int                   `json:"api_error_status"`
+	APIErrorType      string                 `json:"api_error_type,omitempty"`
+	Result            *string                `json:"result,omitempty"`
+	Errors            []string               `json:"errors,omitempty"`
+	Type              string                 `json:"type"`
+	DurationMs        int64                  `json:"duration_ms"`
+	UUID              string                 `json:"uuid"`
+	ResultIndex       int                    `json:"result_index"`
+}
+
+var (
+	reTool = regexp.MustCompile(`\[\[TOOL(?::([^\]]*))?\]\]`)
+	reSlow = regexp.MustCompile(`\[\[SLOW(?::(\d+))?\]\]`)
+	reHuge = regexp.MustCompile(`\[\[HUGE:(\d+)\]\]`)
+)
+
+const (
+	interruptedText  = "[Request interrupted by user]"
+	interruptedTool  = "[Request interrupted by user for tool use]"
+	rejectedToolText = "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file edit, the new_string was NOT written to the file). STOP what you are doing and wait for the user to tell you how to proceed."
+	freshTooLong     = "Prompt is too long · the request is ~250000 tokens (limit 200000) but this conversation is only ~2502 tokens — the rest is system prompt, tool definitions, and attachment content. A single-exchange conversation cannot be compacted; reduce attached files/tools or start with less context."
+)
+
+func (f *fake) runTurn(m userMsg) {
+	t := &turnState{msg: m, interrupt: make(chan struct{}), answer: make(chan permAnswer, 1)}
+	f.mu.Lock()
+	f.cur = t
+	t.model = f.model
+	f.mu.Unlock()
+	start := time.Now()
+	f.emitInit(t.model)
+	f.appendTranscript(f.userTranscriptLine(m.uuid, m.text))
+	f.exchanges++
+
+	text := m.text
+	var res resultLine
+	switch {
+	case f.tooLong(text):
+		res = f.turnTooLong(t)
+	case strings.Contains(text, "[[CRASH]]"):
+		u := f.apiCall(false)
+		f.emitAssistant(t, f.newMsgID(), textBlock("partial reply before a crash"), u)
+		f.out.flush()
+		fmt.Fprintln(os.Stderr, "fakeclaude: simulated crash ([[CRASH]])")
+		os.Exit(2)
+	case strings.Contains(text, "[[HANG]]"):
+		<-t.interrupt
+		res = f.aborted(t, interruptedText, "aborted_streaming")
+	case reSlow.MatchString(text):
+		res = f.turnSlow(t, reSlow.FindStringSubmatch(text)[1])
+	case reTool.MatchString(text):
+		cmd := reTool.FindStringSubmatch(text)[1]
+		if cmd == "" {
+			cmd = "echo hi"
+		}
+		res = f.turnTool(t, cmd)
+	case strings.Contains(text, "[[ASKHOST]]"):
+		res = f.turnAskHost(t)
+	default:
+		if strings.Contains(text, "[[MALFORMED]]") {
+			f.out.raw([]byte("fakeclaude: this stdout line is not JSON {"))
+		}
+		reply := "echo: " + text
+		if mm := reHuge.FindStringSubmatch(text); mm != nil {
+			n, _ := strconv.Atoi(mm[1])
+			reply = strings.Repeat("x", n)
+		}
+		if f.checkStopped(t) {
+			res = f.aborted(t, interruptedText, "aborted_streaming")
+			break
+		}
+		f.reply(t, reply, strings.Contains(text, "[[BIG]]"))
+		res = success(reply)
+	}
+	res.DurationMs = time.Since(start).Milliseconds()
+	f.finish(t, res)
+}
+
+// tooLong says whether this turn fails with prompt-too-long: the marker, a
+// session already poisoned by one (the CLI folds the failed prompt into the
+// next), or FAKECLAUDE_TOOLONG_ON_RESUME=1 on a resumed process.
+func (f *fake) tooLong(text string) bool {
+	return strings.Contains(text, "[[TOOLONG]]") ||
+		(f.sticky && os.Getenv("FAKECLAUDE_TOOLONG_STICKY") != "0") ||
+		(f.resumed && os.Getenv("FAKECLAUDE_TOOLONG_ON_RESUME") == "1")
+}
+
+func (f *fake) turnTooLong(t *turnState) resultLine {
+	text := "Prompt is too long"
+	if f.exchanges > 1 {
+		// With history to shrink, the CLI tries a reactive compaction
+		// first; every request fails, so it gives up.
+		f.out.line(map[string]any{"type": "system", "subtype": "status", "status": "compacting",
+			"session_id": f.sessionID, "uuid": uuid.NewString()})
+		f.out.line(map[string]any{"type": "system", "subtype": "status", "status": nil,
+			"compact_result": "failed", "compact_error": "exhausted", "session_id": f.sessionID, "uuid": uuid.NewString()})
+	} else {
+		text = freshTooLong
+	}
+	id := uuid.NewString()
+	f.out.line(map[string]any{
+		"type": "assistant",
+		"message": map[string]any{
+			"id": id, "model": "<synthetic>", "role": "assistant", "type": "message",
+			"stop_reason": "stop_sequence", "stop_sequence": "", "usage": usage{},
+			"content": []any{textBlock(text)},
+		},
+		"parent_tool_use_id": nil, "session_id": f.sessionID, "uuid": uuid.NewString(),
+		"timestamp": now(), "error": "invalid_request", "is_api_error_message": true,
+		"api_error_status": 400, "api_error_type": "invalid_request_error",
+	})
+	f.appendTranscript(f.assistantTranscriptLine(id, "<synthetic>", textBlock(text), usage{}, true))
+	f.sticky = true
+	status := 400
+	stop := "stop_sequence"
+	return resultLine{
+		Subtype: "success", IsError: true, Result: &text, TerminalReason: "prompt_too_long",
+		APIErrorStatus: &status, APIErrorType: "invalid_request_error", StopReason: &stop, NumTurns: 1,
+	}
+}
+
+// turnSlow streams chunks every 10 ms until an interrupt, N chunks
+// ([[SLOW:N]]), or the file named by FAKECLAUDE_RELEASE appearing.
+func (f *fake) turnSlow(t *turnState, limit string) resultLine {
+	n, _ := strconv.Atoi(limit)
+	release := os.Getenv("FAKECLAUDE_RELEASE")
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	var sb strings.Builder
+	msgID := f.newMsgID()
+	for i := 0; ; {
+		select {
+		case <-t.interrupt:
+			f.sync()
+			u := f.apiCall(false)
+			f.emitAssistantExtra(t, msgID, textBlock(sb.String()), u, map[string]any{"aborted": true})
+			return f.aborted(t, interruptedText, "aborted_streaming")
+		case <-tick.C:
+			fmt.Fprintf(&sb, "[chunk %d] ", i)
+			i++
+			if n > 0 && i >= n {
+				return f.slowDone(t, msgID, sb.String())
+			}
+			if release != "" {
+				if _, err := os.Stat(release); err == nil {
+					return f.slowDone(t, msgID, sb.String())
+				}
+			}
+		}
+	}
+}
+
+func (f *fake) slowDone(t *turnState, msgID, text string) resultLine {
+	u := f.apiCall(false)
+	f.emitAssistant(t, msgID, textBlock(text), u)
+	return success(text)
+}
+
+// turnTool asks permission for a Bash command (unless auto-approved), then
+// reports a fake run of it. The command is never executed.
+func (f *fake) turnTool(t *turnState, cmd string) resultLine {
+	f.toolSeq++
+	toolID := fmt.Sprintf("toolu_fake%06d", f.toolSeq)
+	input := map[string]any{"command": cmd, "description": "Run a command"}
+	msgID := f.newMsgID()
+	u := f.apiCall(strings.Contains(t.msg.text, "[[BIG]]"))
+	f.emitAssistant(t, msgID, textBlock("I'll run a command."), u)
+	f.emitAssistant(t, msgID, map[string]any{"type": "tool_use", "id": toolID, "name": "Bash", "input": input}, u)
+	f.mu.Lock()
+	t.folding = true // a message now joins this turn (PROTOCOL.md §3)
+	mode := f.permissionMode
+	f.mu.Unlock()
+
+	denial := map[string]any{"tool_name": "Bash", "tool_use_id": toolID, "tool_input": input}
+	var content string
+	isError := false
+	switch {
+	case autoApproved(cmd) || f.allowRules[cmd] || mode == "acceptEdits" || mode == "bypassPermissions":
+		content = "(fake) ran: " + cmd
+	case mode == "dontAsk":
+		content = "Permission to use Bash has been denied because Claude Code is running in don't ask mode."
+		isError = true
+		t.denials = append(t.denials, denial)
+	default:
+		ans, how := f.ask(t, map[string]any{
+			"subtype": "can_use_tool", "tool_name": "Bash", "display_name": "Bash",
+			"input": input, "description": "Run a command",
+			"permission_suggestions": []any{
+				map[string]any{"type": "addRules", "rules": []any{map[string]any{"toolName": "Bash", "ruleContent": cmd}}, "behavior": "allow", "destination": "localSettings"},
+				map[string]any{"type": "addDirectories", "directories": []any{f.cwd}, "destination": "session"},
+				map[string]any{"type": "setMode", "mode": "acceptEdits", "destination": "session"},
+			},
+			"blocked_path": blockedPath(f.cwd, cmd), "tool_use_id": toolID,
+		})
+		switch how {
+		case askInterrupted:
+			f.emitToolResult(t, toolID, rejectedToolText, true)
+			return f.aborted(t, interruptedTool, "aborted_tools")
+		case askEOF:
+			content, isError = "Tool permission request failed: AbortError: Stream closed", true
+		default:
+			var d struct {
+				Behavior           string          `json:"behavior"`
+				Message            string          `json:"message"`
+				Interrupt          bool            `json:"interrupt"`
+				UpdatedInput       json.RawMessage `json:"updatedInput"`
+				UpdatedPermissions []struct {
+					Type  string `json:"type"`
+					Rules []struct {
+						RuleContent string `json:"ruleContent"`
+					} `json:"rules"`
+				} `json:"updatedPermissions"`
+			}
+			_ = json.Unmarshal(ans.response, &d)
+			switch {
+			case !ans.ok:
+				content, isError = "Tool permission request failed: Error: "+ans.err, true
+			case d.Behavior == "allow":
+				var upd struct {
+					Command string `json:"command"`
+				}
+				if json.Unmarshal(d.UpdatedInput, &upd) == nil && upd.Command != "" {
+					cmd = upd.Command
+				}
+				for _, p := range d.UpdatedPermissions {
+					for _, r := range p.Rules {
+						if p.Type == "addRules" {
+							f.allowRules[r.RuleContent] = true
+						}
+					}
+				}
+				content = "(fake) ran: " + cmd
+			case d.Interrupt:
+				t.denials = append(t.denials, denial)
+				f.emitToolResult(t, toolID, rejectedToolText, true)
+				return f.aborted(t, interruptedTool, "aborted_tools")
+			default:
+				content, isError = d.Message, true
+				t.denials = append(t.denials, denial)
+			}
+		}
+	}
+	f.emitToolResult(t, toolID, content, isError)
+	if f.checkStopped(t) {
+		return f.aborted(t, interruptedText, "aborted_streaming")
+	}
+	reply := "tool said: " + content
+	f.mu.Lock()
+	t.folding = false
+	for _, in := range t.injected {
+		reply += "\n(also read while working: " + in + ")"
+	}
+	f.mu.Unlock()
+	f.reply(t, reply, false)
+	return success(reply)
+}
+
+// turnAskHost sends the host a control request agentproc does not handle
+// and waits for its answer: the CLI must never be left hanging.
+func (f *fake) turnAskHost(t *turnState) resultLine {
+	ans, how := f.ask(t, map[string]any{"subtype": "elicitation", "mcp_server_name": "fake", "message": "pick one"})
+	var reply string
+	switch {
+	case how == askInterrupted:
+		return f.aborted(t, interruptedText, "aborted_streaming")
+	case how == askEOF:
+		reply = "host gone"
+	case ans.ok:
+		reply = "host answered: " + string(ans.response)
+	default:
+		reply = "host refused: " + ans.err
+	}
+	f.reply(t, reply, false)
+	return success(reply)
+}
+
+type askOutcome int
+
+const (
+	askAnswered askOutcome = iota
+	askInterrupted
+	askEOF
+)
+
+// ask sends a control request to the host and waits for its answer, an
+// interrupt (which cancels the request) or stdin EOF.
+func (f *fake) ask(t *turnState, request map[string]any) (permAnswer, askOutcome) {
+	id := uuid.NewString()
+	f.mu.Lock()
+	if t.stopped {
+		f.mu.Unlock()
+		return permAnswer{}, askInterrupted
+	}
+	t.askID = id
+	f.out.line(map[string]any{"type": "control_request", "request_id": id, "request": request})
+	f.mu.Unlock()
+	select {
+	case a := <-t.answer:
+		return a, askAnswered
+	case <-t.interrupt:
+		f.sync()
+		return permAnswer{}, askInterrupted
+	case <-f.stdinEOF:
+		f.mu.Lock()
+		t.askID = ""
+		f.mu.Unlock()
+		return permAnswer{}, askEOF
+	}
+}
+
+// handleAnswer routes a control_response to the request waiting for it. A
+// late answer (to a cancelled or unknown request) is ignored, as the CLI
+// does.
+func (f *fake) handleAnswer(id string, a permAnswer) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if t := f.cur; t != nil && id != "" && t.askID == id {
+		t.askID = ""
+		t.answer <- a
+	}
+}
+
+// foldIntoTurn adds a user line to the running turn while a tool runs.
+func (f *fake) foldIntoTurn(m userMsg) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if t := f.cur; t != nil && t.folding {
+		t.injected = append(t.injected, m.text)
+		return true
+	}
+	return false
+}
+
+// handleControl answers a control request from the host.
+func (f *fake) handleControl(id string, raw json.RawMessage) {
+	var rq struct {
+		Subtype string `json:"subtype"`
+		Model   string `json:"model"`
+		Mode    string `json:"mode"`
+	}
+	_ = json.Unmarshal(raw, &rq)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ok := func(resp any) {
+		f.out.line(map[string]any{"type": "control_response", "response": map[string]any{
+			"subtype": "success", "request_id": id, "response": resp}})
+	}
+	fail := func(msg, code string) {
+		r := map[string]any{"subtype": "error", "request_id": id, "error": msg}
+		if code != "" {
+			r["error_code"] = code
+		}
+		f.out.line(map[string]any{"type": "control_response", "response": r})
+	}
+	switch rq.Subtype {
+	case "interrupt":
+		if t := f.cur; t != nil && !t.stopped {
+			if t.askID != "" {
+				f.out.line(map[string]any{"type": "control_cancel_request", "request_id": t.askID})
+				t.askID = ""
+			}
+			t.stopped = true
+			close(t.interrupt)
+		}
+		ok(map[string]any{"still_queued": []any{}})
+	case "set_model":
+		f.model = rq.Model
+		if f.model == "" || f.model == "default" {
+			f.model = defaultModel
+		}
+		f.out.line(map[string]any{"type": "user", "message": map[string]any{"role": "user",
+			"content": "<local-command-stdout>Set model to `" + f.model + "`</local-command-stdout>"},
+			"session_id": f.sessionID, "parent_tool_use_id": nil, "uuid": uuid.NewString(), "timestamp": now(), "isReplay": true})
+		ok(map[string]any{"model": rq.Model})
+	case "set_permission_mode":
+		switch rq.Mode {
+		case "default", "acceptEdits", "auto", "bypassPermissions", "dontAsk", "plan", "manual":
+		default:
+			fail("Invalid permission mode: "+rq.Mode, "")
+			return
+		}
+		f.permissionMode = rq.Mode
+		f.out.line(map[string]any{"type": "system", "subtype": "status", "status": nil,
+			"permissionMode": rq.Mode, "uuid": uuid.NewString(), "session_id": f.sessionID})
+		ok(map[string]any{"mode": rq.Mode})
+	case "initialize":
+		ok(map[string]any{"commands": []any{}, "agents": []any{}, "output_style": "default",
+			"models": []any{map[string]any{"value": "default", "resolvedModel": defaultModel}},
+			"pid":    os.Getpid(), "claude_code_version": version,
+			"current_permission_mode": f.permissionMode, "session_state": "idle"})
+	case "get_context_usage":
+		window := contextWindow(f.model)
+		var api any
+		var total int64
+		if f.lastUsage != nil {
+			api = f.lastUsage
+			total = f.lastUsage.InputTokens + f.lastUsage.CacheReadInputTokens + f.lastUsage.CacheCreationInputTokens
+		}
+		ok(map[string]any{"categories": []any{}, "totalTokens": total, "maxTokens": window,
+			"rawMaxTokens": window, "percentage": float64(total) * 100 / float64(window),
+			"apiUsage": api, "model": f.model})
+	default:
+		fail("Unsupported control request subtype: "+rq.Subtype, "unsupported_request")
+	}
+}
+
+// checkStopped reports an interrupt that came while the turn was busy.
+func (f *fake) checkStopped(t *turnState) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return t.stopped
+}
+
+// sync waits until the interrupt's handler has written its answer, so the
+// control_response precedes the aborted turn's events, as with the CLI.
+func (f *fake) sync() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+}
+
+// reply is one API call answering with text.
+func (f *fake) reply(t *turnState, text string, big bool) {
+	u := f.apiCall(big)
+	f.emitAssistant(t, f.newMsgID(), textBlock(text), u)
+}
+
+func (f *fake) newMsgID() string {
+	f.msgSeq++
+	return fmt.Sprintf("msg_fake%06d", f.msgSeq)
+}
+
+func (f *fake) emitInit(model string) {
+	tools := []string{"Task", "Bash", "Edit", "Read", "Write", "WebFetch", "WebSearch"}
+	if f.opts.permissionPrompt == "stdio" {
+		tools = append(tools, "AskUserQuestion", "EnterPlanMode")
+	}
+	f.mu.Lock()
+	mode := f.permissionMode
+	f.mu.Unlock()
+	f.out.line(map[string]any{
+		"type": "system", "subtype": "init", "cwd": f.cwd, "session_id": f.sessionID,
+		"tools": tools, "mcp_servers": []any{}, "model": model, "permissionMode": mode,
+		"slash_commands": []any{"compact", "context"}, "apiKeySource": "none",
+		"claude_code_version": version, "output_style": "default", "agents": []any{},
+		"skills": []any{}, "plugins": []any{}, "capabilities": []any{"interrupt_receipt_v1"},
+		"uuid": uuid.NewString(), "original_cwd": f.cwd, "additional_directories": []any{},
+	})
+}
+
+// emitAssistant writes one assistant event (one block, stop_reason null, as
+// streamed) and its transcript line, and accounts the call once per message.
+func (f *fake) emitAssistant(t *turnState, msgID string, block map[string]any, u usage) {
+	f.emitAssistantExtra(t, msgID, block, u, nil)
+}
+
+func (f *fake) emitAssistantExtra(t *turnState, msgID string, block map[string]any, u usage, extra map[string]any) {
+	line := map[string]any{
+		"type": "assistant",
+		"message": map[string]any{
+			"content": []any{block}, "id": msgID, "model": t.model, "role": "assistant",
+			"stop_reason": nil, "stop_sequence": nil, "type": "message", "usage": u,
+			"context_management": nil,
+		},
+		"parent_tool_use_id": nil, "session_id": f.sessionID, "uuid": uuid.NewString(),
+		"timestamp": now(), "request_id": "req_" + msgID,
+	}
+	for k, v := range extra {
+		line[k] = v
+	}
+	f.out.line(line)
+	f.appendTranscript(f.assistantTranscriptLine(msgID, t.model, block, u, false))
+	if t.firstOfMessage(msgID) {
+		// The event shows message_start's stale output_tokens (1); the
+		// totals count the reply's real length, as message_delta would.
+		billed := u
+		billed.OutputTokens = 1 + int64(len(blockText(block)))/4
+		t.usage.add(billed)
+		t.apiCalls++
+		f.charge(t.model, billed)
+	}
+}
+
+// firstOfMessage is true the first time a message id is seen in this turn:
+// the blocks of one API message share its usage, which counts once.
+func (t *turnState) firstOfMessage(msgID string) bool {
+	if t.seenMsg == nil {
+		t.seenMsg = map[string]bool{}
+	}
+	if t.seenMsg[msgID] {
+		return false
+	}
+	t.seenMsg[msgID] = true
+	return true
+}
+
+func (f *fake) emitToolResult(t *turnState, toolID, content string, isError bool) {
+	id := uuid.NewString()
+	block := map[string]any{"tool_use_id": toolID, "type": "tool_result", "content": content, "is_error": isError}
+	f.out.line(map[string]any{
+		"type": "user", "message": map[string]any{"role": "user", "content": []any{block}},
+		"parent_tool_use_id": nil, "session_id": f.sessionID, "uuid": id, "timestamp": now(),
+		"tool_use_result": map[string]any{"stdout": content, "stderr": "", "interrupted": false},
+	})
+	f.appendTranscript(f.userTranscriptLine(id, []any{block}))
+}
+
+// aborted ends an interrupted turn: the interruption notice, then an
+// error_during_execution result with no "result" key.
+func (f *fake) aborted(t *turnState, notice, reason string) resultLine {
+	id := uuid.NewString()
+	block := textBlock(notice)
+	f.out.line(map[string]any{
+		"type": "user", "message": map[string]any{"role": "user", "content": []any{block}},
+		"parent_tool_use_id": nil, "session_id": f.sessionID, "uuid": id, "timestamp": now(),
+	})
+	f.appendTranscript(f.userTranscriptLine(id, []any{block}))
+	return resultLine{
+		Subtype: "error_during_execution", IsError: true, TerminalReason: reason,
+		Errors: []string{"[ede_diagnostic] result_type=user last_content_type=text stop_reason=null"},
+	}
+}
+
+// finish writes the turn's result with the session's cumulative figures,
+// and the transcript's bookkeeping lines.
+func (f *fake) finish(t *turnState, r resultLine) {
+	r.Type = "result"
+	r.SessionID = f.sessionID
+	r.UUID = uuid.NewString()
+	if r.Usage == nil {
+		u := t.usage
+		r.Usage = &u
+	}
+	if r.NumTurns == 0 {
+		r.NumTurns = max(t.apiCalls, 1)
+	}
+	if r.PermissionDenials == nil {
+		r.PermissionDenials = t.denials
+		if r.PermissionDenials == nil {
+			r.PermissionDenials = []any{}
+		}
+	}
+	f.mu.Lock()
+	r.TotalCostUSD = f.totalCost
+	r.ModelUsage = make(map[string]*modelUsage, len(f.modelUsage))
+	for k, v := range f.modelUsage {
+		c := *v
+		r.ModelUsage[k] = &c
+	}
+	r.ResultIndex = f.resultIndex
+	f.resultIndex++
+	f.lastIsError = r.IsError
+	f.out.line(r)
+	f.cur = nil
+	f.mu.Unlock()
+	f.bookkeeping(t.msg.text)
+
+	switch f.opts.outputFormat {
+	case "text":
+		text := ""
+		if r.Result != nil {
+			text = *r.Result
+		} else if len(r.Errors) > 0 {
+			text = strings.Join(r.Errors, "\n")
+		}
+		fmt.Println(text)
+	case "json":
+		b, _ := json.Marshal(r)
+		fmt.Println(string(b))
+	}
+}
+
+func success(text string) resultLine {
+	stop := "end_turn"
+	return resultLine{Subtype: "success", Result: &text, TerminalReason: "completed", StopReason: &stop}
+}
+
+func textBlock(s string) map[string]any { return map[string]any{"type": "text", "text": s} }
+
+func blockText(b map[string]any) string {
+	s, _ := b["text"].(string)
+	return s
+}
+
+// autoApproved mirrors the CLI's read-only auto-approval of commands like
+// `echo hi` (PROTOCOL.md §4).
+func autoApproved(cmd string) bool {
+	first, _, _ := strings.Cut(strings.TrimSpace(cmd), " ")
+	switch first {
+	case "echo", "pwd", "ls", "cat":
+		return true
+	}
+	return false
+}
+
+// blockedPath is the path a command would touch: its last word, resolved in
+// cwd.
+func blockedPath(cwd, cmd string) string {
+	fields := strings.Fields(cmd)
+	if len(fields) == 0 {
+		return cwd
+	}
+	last := fields[len(fields)-1]
+	if strings.HasPrefix(last, "/") {
+		return last
+	}
+	return cwd + "/" + last
+}

@@ -1,0 +1,132 @@
+// Package fakeclaude builds a fake `claude` CLI for unit tests
+// (cmd/fakeclaude). The fake imitates Claude Code 2.1.328 in `-p` mode as
+// PROTOCOL.md §11 describes, offline and in milliseconds, so the driver
+// (agentproc) and the engine can be tested without the real CLI. The real
+// CLI is tested separately (agentproc/integration_test.go).
+//
+// What it imitates: the flags the driver passes and their errors (exit 1
+// with the CLI's stderr text); no output before the first user line; per
+// turn system/init, assistant events with one block each (stop_reason null,
+// usage with input and cache fields), exactly one result whose keys are not
+// type-first, with cumulative total_cost_usd and modelUsage (contextWindow),
+// result_index counting from 0; the control protocol (can_use_tool
+// permission prompts with suggestions and blocked_path, interrupt with
+// control_cancel_request for a pending prompt, set_model,
+// set_permission_mode, initialize, get_context_usage, and an error answer
+// for unknown subtypes); malformed input lines (exit 1); stdin EOF (finish
+// the turn, exit 1 if the last result was an error); SIGTERM (exit 143, no
+// result). Sessions persist as transcripts in the real format at
+// $CLAUDE_CONFIG_DIR (else $HOME/.claude) + /projects/<slug>/<id>.jsonl, so
+// --resume (unknown id: stderr "No conversation found with session ID: <id>",
+// a result with errors and exit 1 without reading stdin), --fork-session (a
+// new id; the original file is left byte-identical), --session-id, the
+// transcript helpers and crash classification work against it.
+//
+// Markers in the prompt choose a scenario (default: reply "echo: <prompt>"):
+//
+//	[[TOOL:cmd]]  a Bash tool_use for cmd. Read-only commands (echo, pwd, ls,
+//	              cat) run without asking; others send can_use_tool and wait:
+//	              allow -> tool_result "(fake) ran: <cmd>" (updatedInput's
+//	              command wins; updatedPermissions addRules skip later prompts
+//	              for that command), deny -> is_error tool_result with the
+//	              message, the turn goes on and permission_denials lists it,
+//	              deny+interrupt -> error_during_execution/aborted_tools, an
+//	              interrupt -> control_cancel_request then aborted_tools, a
+//	              control_response error -> deny with "Tool permission request
+//	              failed: Error: <text>", stdin EOF -> deny "AbortError: Stream
+//	              closed". The command is never executed. [[TOOL]] alone means
+//	              `echo hi`. User lines arriving while the tool is pending are
+//	              folded into the same turn (one result; the reply names them).
+//	              Permission modes acceptEdits and bypassPermissions allow,
+//	              dontAsk denies, without asking.
+//	[[TOOLONG]]   prompt too long: a synthetic assistant and a result
+//	              success/is_error/prompt_too_long/400 (with the compacting and
+//	              failed status pair when the session has earlier prompts). The
+//	              session stays poisoned: later turns, also after --resume, fail
+//	              the same way unless FAKECLAUDE_TOOLONG_STICKY=0.
+//	[[CRASH]]     one assistant event, a stderr line, then exit 2 mid-turn.
+//	[[HANG]]      no output after init until an interrupt (aborted_streaming
+//	              result) or a signal; stdin EOF does not end it.
+//	[[SLOW]]      stream chunks every 10 ms (not shown until the end, as
+//	              without --include-partial-messages) until an interrupt
+//	              (partial assistant, aborted_streaming), or until the file named
+//	              by FAKECLAUDE_RELEASE exists; [[SLOW:N]] ends after N chunks.
+//	[[MALFORMED]] write a non-JSON stdout line, then reply normally.
+//	[[BIG]]       the call reports input_tokens 120000.
+//	[[HUGE:N]]    the reply text is N bytes long (one stdout line of N+ bytes).
+//	[[ASKHOST]]   send the host a control_request of a subtype agentproc does
+//	              not handle ("elicitation") and wait for its answer; reply
+//	              "host refused: <error>" or "host answered: <response>".
+//
+// Environment:
+//
+//	FAKECLAUDE_CONTEXT_WINDOW=N     modelUsage contextWindow (default 1000000;
+//	                                200000 for *-sonnet-4-5 and *-haiku-4-5)
+//	FAKECLAUDE_INPUT_TOKENS=N       input_tokens of every call (default 7)
+//	FAKECLAUDE_RECORD=<file>        append every received user line as JSON
+//	                                {pid, session_id, uuid, text}, for
+//	                                exactly-once checks
+//	FAKECLAUDE_TOOLONG_ON_RESUME=1  every turn of a resumed process fails as
+//	                                prompt too long
+//	FAKECLAUDE_TOOLONG_STICKY=0     a too-long failure does not poison later turns
+//	FAKECLAUDE_RELEASE=<file>       ends [[SLOW]] turns once the file exists
+//	FAKECLAUDE_IGNORE_SIGTERM=1     ignore SIGTERM (to test SIGKILL escalation)
+//
+// Usage per call: input_tokens as above, cache_creation 1500, cache_read
+// 2500 + 100 per earlier call of the session, so the context grows.
+package fakeclaude
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+)
+
+var (
+	buildOnce sync.Once
+	buildPath string
+	buildErr  string
+)
+
+// Build compiles the fake claude once per test process and returns the
+// binary's path. Each test process builds into its own private temp dir, so
+// packages whose tests run in parallel never share a half-written binary;
+// the go build cache makes the repeat builds cheap.
+func Build(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "fakeclaude-")
+		if err != nil {
+			buildErr = "creating build dir: " + err.Error()
+			return
+		}
+		bin := filepath.Join(dir, "claude")
+		goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
+		if _, err := os.Stat(goBin); err != nil {
+			goBin = "go"
+		}
+		cmd := exec.Command(goBin, "build", "-o", bin, "./internal/fakeclaude/cmd/fakeclaude")
+		cmd.Dir = repoRoot()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = "go build fakeclaude: " + err.Error() + "\n" + string(out)
+			return
+		}
+		buildPath = bin
+	})
+	if buildErr != "" {
+		t.Fatal(buildErr)
+	}
+	return buildPath
+}
+
+// repoRoot is the module root, found from this source file.
+func repoRoot() string {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		return "."
+	}
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
