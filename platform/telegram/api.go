@@ -1,0 +1,213 @@
+package telegram
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
+)
+
+// Sentinel errors callers (and Run) branch on.
+var (
+	// ErrConflict means another process is polling (or a webhook is set on)
+	// the same bot token. Run reports it as status and keeps retrying: the
+	// admin must stop the other poller.
+	ErrConflict = errors.New("another process is polling this bot token")
+	// ErrWebhookActive means the bot has a webhook set, which makes
+	// getUpdates fail. The admin must delete the webhook.
+	ErrWebhookActive = errors.New("a webhook is set for this bot token; delete it (deleteWebhook) to use long polling")
+	// ErrUnauthorized means Telegram refused the token. Run returns it: no
+	// retry can fix a wrong token.
+	ErrUnauthorized = errors.New("telegram refused the bot token (check platforms token)")
+)
+
+// ctxDoer gives every request the library makes the caller's context, so a
+// long poll or a send stops as soon as ctx is cancelled, and strips the
+// token from transport errors (the token is part of every Bot API URL).
+type ctxDoer struct {
+	ctx    context.Context
+	client *http.Client
+	token  string
+}
+
+func (d ctxDoer) Do(req *http.Request) (*http.Response, error) {
+	resp, err := d.client.Do(req.WithContext(d.ctx))
+	if err != nil {
+		return nil, redactErr(err, d.token)
+	}
+	return resp, nil
+}
+
+// redactedError keeps the chain (errors.Is(err, context.Canceled) still
+// works) while its text never shows the token.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
+
+func redactErr(err error, token string) error {
+	if err == nil {
+		return nil
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		// Replace the URL (which holds the token) with the method name.
+		method := ue.URL
+		if i := strings.LastIndex(method, "/"); i >= 0 {
+			method = method[i+1:]
+		}
+		err = &url.Error{Op: ue.Op, URL: method, Err: ue.Err}
+	}
+	msg := err.Error()
+	if token != "" {
+		msg = strings.ReplaceAll(msg, token, "<token>")
+	}
+	return &redactedError{msg: msg, err: err}
+}
+
+// bot returns a copy of the shared BotAPI whose requests carry ctx. The
+// library has no context support; a copy per call is cheap and keeps calls
+// independent.
+func (a *Adapter) bot(ctx context.Context) *tgbotapi.BotAPI {
+	b := *a.base
+	b.Client = ctxDoer{ctx: ctx, client: a.httpClient, token: a.cfg.Token}
+	return &b
+}
+
+// call makes one Bot API request, waiting out flood control (429
+// retry_after) and retrying transient failures, so no reply is dropped.
+// Errors never contain the token.
+func (a *Adapter) call(ctx context.Context, method string, params tgbotapi.Params) (json.RawMessage, error) {
+	return a.request(ctx, method, params, a.requestTimeout, a.maxTransientRetries)
+}
+
+// request is call with an explicit per-attempt timeout and retry budget for
+// transient failures (the poll loop has its own backoff and passes 0).
+func (a *Adapter) request(ctx context.Context, method string, params tgbotapi.Params, timeout time.Duration, retries int) (json.RawMessage, error) {
+	transient := 0
+	for {
+		rctx, cancel := context.WithTimeout(ctx, timeout)
+		resp, err := a.bot(rctx).MakeRequest(method, params)
+		cancel()
+		if err == nil {
+			return resp.Result, nil
+		}
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("telegram %s: %w", method, ctx.Err())
+		}
+		var apiErr *tgbotapi.Error
+		if errors.As(err, &apiErr) {
+			if apiErr.RetryAfter > 0 || apiErr.Code == http.StatusTooManyRequests {
+				wait := time.Duration(max(apiErr.RetryAfter, 1)) * a.retryAfterUnit
+				a.log.Warn("Telegram flood control, waiting", "platform", a.cfg.Name, "method", method, "retry_after", wait)
+				if err := sleepCtx(ctx, wait); err != nil {
+					return nil, fmt.Errorf("telegram %s: waiting out flood control: %w", method, err)
+				}
+				continue
+			}
+			if apiErr.Code >= 500 && transient < retries {
+				transient++
+				if err := sleepCtx(ctx, a.backoff(transient)); err != nil {
+					return nil, fmt.Errorf("telegram %s: %w", method, err)
+				}
+				continue
+			}
+			return nil, &APIError{Method: method, Code: apiErr.Code, Description: redact(apiErr.Message, a.cfg.Token), MigrateToChatID: apiErr.MigrateToChatID}
+		}
+		// Transport or decoding trouble: retry a few times, then give up.
+		if transient < retries {
+			transient++
+			if err := sleepCtx(ctx, a.backoff(transient)); err != nil {
+				return nil, fmt.Errorf("telegram %s: %w", method, err)
+			}
+			continue
+		}
+		return nil, fmt.Errorf("telegram %s: %w", method, redactErr(err, a.cfg.Token))
+	}
+}
+
+// APIError is a refusal from the Bot API (ok: false), without the token.
+type APIError struct {
+	Method          string
+	Code            int
+	Description     string
+	MigrateToChatID int64 // set when a group became a supergroup
+}
+
+func (e *APIError) Error() string {
+	return fmt.Sprintf("telegram %s: %d %s", e.Method, e.Code, e.Description)
+}
+
+// Is maps Bot API refusals to the package's sentinel errors.
+func (e *APIError) Is(target error) bool {
+	switch target {
+	case ErrConflict:
+		return e.Code == http.StatusConflict && !strings.Contains(e.Description, "webhook")
+	case ErrWebhookActive:
+		return e.Code == http.StatusConflict && strings.Contains(e.Description, "webhook")
+	case ErrUnauthorized:
+		return e.Code == http.StatusUnauthorized || (e.Code == http.StatusNotFound && e.Method == "getMe")
+	}
+	return false
+}
+
+// isParseError reports Telegram's refusal of our HTML entities; the caller
+// resends the part as plain text.
+func isParseError(err error) bool {
+	var ae *APIError
+	return errors.As(err, &ae) && ae.Code == http.StatusBadRequest &&
+		strings.Contains(strings.ToLower(ae.Description), "can't parse entities")
+}
+
+// isNotModified reports an edit whose text equals the current one, which
+// is not a failure for us.
+func isNotModified(err error) bool {
+	var ae *APIError
+	return errors.As(err, &ae) && ae.Code == http.StatusBadRequest &&
+		strings.Contains(ae.Description, "message is not modified")
+}
+
+func redact(s, token string) string {
+	if token == "" {
+		return s
+	}
+	return strings.ReplaceAll(s, token, "<token>")
+}
+
+// backoff is exponential from backoffMin, capped at backoffMax, with up to
+// 50% jitter so restarted pollers don't synchronise.
+func (a *Adapter) backoff(attempt int) time.Duration {
+	d := a.backoffMin
+	for i := 1; i < attempt && d < a.backoffMax; i++ {
+		d *= 2
+	}
+	d = min(d, a.backoffMax)
+	if d <= 0 {
+		return 0
+	}
+	return d/2 + rand.N(d/2+1)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

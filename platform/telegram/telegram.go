@@ -1,0 +1,259 @@
+// Package telegram is the Telegram adapter: it long-polls the Bot API,
+// turns private, group, supergroup and forum-topic messages into
+// platform.Message values, and renders replies (Telegram HTML, split under
+// 4,096 characters), progress edits, typing and permission buttons. It owns
+// nothing but the Telegram wire: routing, access control and Claude Code
+// belong to the engine.
+package telegram
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
+
+	"github.com/cc-connect/cc-connect/platform"
+)
+
+// Type is the platform type name used in config and in platform.Message.
+const Type = "telegram"
+
+// DefaultAPIURL is Telegram's hosted Bot API.
+const DefaultAPIURL = "https://api.telegram.org"
+
+// Config configures one Telegram bot.
+type Config struct {
+	// Name is the instance name from `[[platforms]] name`; it becomes
+	// Target.Platform.
+	Name string
+	// Token is the bot token from @BotFather ("123456:ABC-..."). Secret: it
+	// is part of every Bot API URL and is never logged.
+	Token string
+	// APIURL is the Bot API base URL. Empty means https://api.telegram.org;
+	// set it to use a local Bot API server (e.g. "http://127.0.0.1:8081").
+	APIURL string
+	// PollTimeout is the long-poll timeout of getUpdates. Zero means 30s.
+	PollTimeout time.Duration
+	// EditInterval is the least time between two edits of one message
+	// (progress updates); edits in between are coalesced, latest wins. Zero
+	// means 1s.
+	EditInterval time.Duration
+}
+
+// Adapter is a running (or ready to run) Telegram bot.
+type Adapter struct {
+	cfg        Config
+	log        *slog.Logger
+	apiURL     string
+	httpClient *http.Client
+	base       *tgbotapi.BotAPI
+
+	// Durations kept in fields so tests can shrink them.
+	requestTimeout      time.Duration
+	retryAfterUnit      time.Duration
+	backoffMin          time.Duration
+	backoffMax          time.Duration
+	maxTransientRetries int
+
+	edits   *editThrottle
+	seen    *dedupe
+	prompts *promptStore
+
+	mu     sync.Mutex // guards status and self
+	status string
+	self   tgbotapi.User
+}
+
+var (
+	_ platform.Adapter  = (*Adapter)(nil)
+	_ platform.Editor   = (*Adapter)(nil)
+	_ platform.Typer    = (*Adapter)(nil)
+	_ platform.Prompter = (*Adapter)(nil)
+	_ platform.Statuser = (*Adapter)(nil)
+)
+
+// New validates cfg and returns an adapter. It makes no network call: the
+// token is checked when Run starts.
+func New(cfg Config, log *slog.Logger) (*Adapter, error) {
+	if cfg.Name == "" {
+		return nil, errors.New("telegram: name is required")
+	}
+	if cfg.Token == "" {
+		return nil, fmt.Errorf("telegram %s: token is required", cfg.Name)
+	}
+	if !strings.Contains(cfg.Token, ":") || strings.ContainsAny(cfg.Token, "/ \t\n") {
+		return nil, fmt.Errorf("telegram %s: token does not look like a BotFather token (\"<bot id>:<secret>\")", cfg.Name)
+	}
+	apiURL := strings.TrimRight(cfg.APIURL, "/")
+	if apiURL == "" {
+		apiURL = DefaultAPIURL
+	}
+	u, err := url.Parse(apiURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("telegram %s: api_url %q is not an http(s) URL", cfg.Name, cfg.APIURL)
+	}
+	if cfg.PollTimeout <= 0 {
+		cfg.PollTimeout = 30 * time.Second
+	}
+	if cfg.EditInterval <= 0 {
+		cfg.EditInterval = time.Second
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	client := &http.Client{}
+	// Built by hand rather than with tgbotapi.NewBotAPI, which calls getMe:
+	// a constructor must not touch the network.
+	base := &tgbotapi.BotAPI{Token: cfg.Token, Client: client}
+	base.SetAPIEndpoint(apiURL + "/bot%s/%s")
+	return &Adapter{
+		cfg:                 cfg,
+		log:                 log.With("platform", cfg.Name),
+		apiURL:              apiURL,
+		httpClient:          client,
+		base:                base,
+		requestTimeout:      60 * time.Second,
+		retryAfterUnit:      time.Second,
+		backoffMin:          time.Second,
+		backoffMax:          time.Minute,
+		maxTransientRetries: 3,
+		edits:               newEditThrottle(cfg.EditInterval),
+		seen:                newDedupe(4096, time.Hour),
+		prompts:             newPromptStore(1024),
+		status:              "not started",
+	}, nil
+}
+
+// Name returns the instance name.
+func (a *Adapter) Name() string { return a.cfg.Name }
+
+// Status reports the polling state for !status.
+func (a *Adapter) Status() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.status
+}
+
+func (a *Adapter) setStatus(s string) {
+	a.mu.Lock()
+	a.status = s
+	a.mu.Unlock()
+}
+
+func (a *Adapter) botUser() tgbotapi.User {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.self
+}
+
+// Run checks the token (getMe), then long-polls getUpdates until ctx is
+// cancelled, handing messages and button presses to h in order. Polling
+// trouble is retried with capped, jittered backoff and reported through
+// Status and the log; only a refused token ends Run with an error.
+func (a *Adapter) Run(ctx context.Context, h platform.Handler) error {
+	a.setStatus("connecting")
+	if err := a.identify(ctx); err != nil {
+		if ctx.Err() != nil {
+			a.setStatus("stopped")
+			return nil
+		}
+		a.setStatus("error: " + err.Error())
+		return err
+	}
+	a.setStatus("connected")
+	a.log.Info("Telegram bot connected", "bot", "@"+a.botUser().UserName)
+
+	offset := 0
+	failures := 0
+	for ctx.Err() == nil {
+		raw, err := a.request(ctx, "getUpdates", tgbotapi.Params{
+			"offset":          strconv.Itoa(offset),
+			"timeout":         strconv.Itoa(int(a.cfg.PollTimeout / time.Second)),
+			"allowed_updates": `["message","callback_query"]`,
+		}, a.cfg.PollTimeout+a.requestTimeout, 0)
+		if err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			failures++
+			a.reportPollError(err, failures)
+			if err := sleepCtx(ctx, a.backoff(failures)); err != nil {
+				break
+			}
+			continue
+		}
+		if failures > 0 {
+			a.log.Info("Telegram polling recovered", "after_failures", failures)
+			failures = 0
+			a.setStatus("connected")
+		}
+		var updates []json.RawMessage
+		if err := json.Unmarshal(raw, &updates); err != nil {
+			a.log.Warn("Telegram getUpdates answer not understood", "err", err)
+			continue
+		}
+		for _, u := range updates {
+			id, ok := a.handleUpdate(ctx, h, u)
+			if ok && id >= offset {
+				offset = id + 1
+			}
+		}
+	}
+	a.setStatus("stopped")
+	return nil
+}
+
+// identify calls getMe until it succeeds, the token is refused, or ctx ends.
+func (a *Adapter) identify(ctx context.Context) error {
+	for attempt := 1; ; attempt++ {
+		raw, err := a.request(ctx, "getMe", nil, a.requestTimeout, 0)
+		if err == nil {
+			var me tgbotapi.User
+			if err := json.Unmarshal(raw, &me); err != nil {
+				return fmt.Errorf("telegram getMe: decoding: %w", err)
+			}
+			a.mu.Lock()
+			a.self = me
+			a.mu.Unlock()
+			return nil
+		}
+		if errors.Is(err, ErrUnauthorized) {
+			return fmt.Errorf("telegram %s: %w", a.cfg.Name, ErrUnauthorized)
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		a.setStatus("reconnecting: " + err.Error())
+		a.log.Warn("Telegram getMe failed, retrying", "err", err, "attempt", attempt)
+		if err := sleepCtx(ctx, a.backoff(attempt)); err != nil {
+			return err
+		}
+	}
+}
+
+func (a *Adapter) reportPollError(err error, failures int) {
+	switch {
+	case errors.Is(err, ErrConflict):
+		a.setStatus("error: " + ErrConflict.Error())
+		if failures == 1 {
+			a.log.Error("Telegram polling conflict: another process is polling this bot token; stop it or use another bot", "err", err)
+		}
+	case errors.Is(err, ErrWebhookActive):
+		a.setStatus("error: " + ErrWebhookActive.Error())
+		if failures == 1 {
+			a.log.Error("Telegram polling refused: a webhook is set for this bot token", "err", err)
+		}
+	default:
+		a.setStatus("reconnecting: " + err.Error())
+		a.log.Warn("Telegram polling failed, retrying", "err", err, "attempt", failures)
+	}
+}

@@ -1,0 +1,517 @@
+package telegram
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"html"
+	"io"
+	"regexp"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+	"unicode/utf16"
+
+	"github.com/cc-connect/cc-connect/platform"
+)
+
+func TestNewValidates(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  Config
+		want string
+	}{
+		{"ok", Config{Name: "tg", Token: "1:abc"}, ""},
+		{"no name", Config{Token: "1:abc"}, "name is required"},
+		{"no token", Config{Name: "tg"}, "token is required"},
+		{"bad token", Config{Name: "tg", Token: "abc"}, "does not look like"},
+		{"bad url", Config{Name: "tg", Token: "1:abc", APIURL: "ftp://x"}, "api_url"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := New(tt.cfg, nil)
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("New: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("New error = %v, want it to contain %q", err, tt.want)
+			}
+			if strings.Contains(err.Error(), "abc") {
+				t.Fatalf("error leaks the token: %v", err)
+			}
+		})
+	}
+}
+
+func TestRouting(t *testing.T) {
+	private := map[string]any{"id": 42, "type": "private"}
+	group := map[string]any{"id": -100, "type": "group"}
+	forum := map[string]any{"id": -1001, "type": "supergroup", "is_forum": true}
+	alice := user(7, "alice", false)
+	botMsg := map[string]any{"message_id": 50, "date": 1, "chat": group, "from": user(999, "cc_bot", true), "text": "earlier answer"}
+
+	tests := []struct {
+		name string
+		msg  map[string]any
+		want *platform.Message // nil: filtered out
+	}{
+		{
+			name: "private chat",
+			msg:  map[string]any{"message_id": 1, "date": 1, "chat": private, "from": alice, "text": "hello"},
+			want: &platform.Message{ID: "42:1", Target: platform.Target{Channel: "42", MessageID: "1"}, Text: "hello", IsDM: true, UserID: "7", UserName: "alice"},
+		},
+		{
+			name: "group mention stripped",
+			msg: map[string]any{"message_id": 2, "date": 1, "chat": group, "from": alice, "text": "@cc_bot run the tests",
+				"entities": []map[string]any{{"type": "mention", "offset": 0, "length": 7}}},
+			want: &platform.Message{ID: "-100:2", Target: platform.Target{Channel: "-100", MessageID: "2"}, Text: "run the tests", Mentioned: true, UserID: "7", UserName: "alice"},
+		},
+		{
+			name: "mention after emoji uses UTF-16 offsets",
+			msg: map[string]any{"message_id": 3, "date": 1, "chat": group, "from": alice, "text": "🚀 @cc_bot go",
+				"entities": []map[string]any{{"type": "mention", "offset": 3, "length": 7}}},
+			want: &platform.Message{ID: "-100:3", Target: platform.Target{Channel: "-100", MessageID: "3"}, Text: "🚀 go", Mentioned: true, UserID: "7", UserName: "alice"},
+		},
+		{
+			name: "group without mention",
+			msg:  map[string]any{"message_id": 4, "date": 1, "chat": group, "from": alice, "text": "just chatting"},
+			want: &platform.Message{ID: "-100:4", Target: platform.Target{Channel: "-100", MessageID: "4"}, Text: "just chatting", UserID: "7", UserName: "alice"},
+		},
+		{
+			name: "reply to the bot",
+			msg:  map[string]any{"message_id": 5, "date": 1, "chat": group, "from": alice, "text": "and then?", "reply_to_message": botMsg},
+			want: &platform.Message{ID: "-100:5", Target: platform.Target{Channel: "-100", MessageID: "5"}, Text: "and then?", Mentioned: true, UserID: "7", UserName: "alice"},
+		},
+		{
+			name: "command for the bot",
+			msg: map[string]any{"message_id": 6, "date": 1, "chat": group, "from": alice, "text": "/status@cc_bot",
+				"entities": []map[string]any{{"type": "bot_command", "offset": 0, "length": 14}}},
+			want: &platform.Message{ID: "-100:6", Target: platform.Target{Channel: "-100", MessageID: "6"}, Text: "/status", Mentioned: true, UserID: "7", UserName: "alice"},
+		},
+		{
+			name: "command for another bot",
+			msg: map[string]any{"message_id": 7, "date": 1, "chat": group, "from": alice, "text": "/status@other_bot",
+				"entities": []map[string]any{{"type": "bot_command", "offset": 0, "length": 17}}},
+		},
+		{
+			name: "forum topic is its own thread",
+			msg: map[string]any{"message_id": 8, "date": 1, "chat": forum, "from": alice, "text": "in a topic",
+				"message_thread_id": 77, "is_topic_message": true,
+				"reply_to_message": map[string]any{"message_id": 77, "date": 1, "chat": forum, "from": user(999, "cc_bot", true)}},
+			want: &platform.Message{ID: "-1001:8", Target: platform.Target{Channel: "-1001", Thread: "77", MessageID: "8"}, Text: "in a topic", UserID: "7", UserName: "alice"},
+		},
+		{
+			name: "other bot ignored",
+			msg:  map[string]any{"message_id": 9, "date": 1, "chat": group, "from": user(5, "spam_bot", true), "text": "beep"},
+		},
+		{
+			name: "own message ignored",
+			msg:  map[string]any{"message_id": 10, "date": 1, "chat": group, "from": user(999, "cc_bot", true), "text": "mine"},
+		},
+		{
+			name: "service message ignored",
+			msg:  map[string]any{"message_id": 11, "date": 1, "chat": group, "from": alice, "new_chat_members": []any{user(8, "bob", false)}},
+		},
+		{
+			name: "user without username",
+			msg:  map[string]any{"message_id": 12, "date": 1, "chat": private, "from": map[string]any{"id": 8, "is_bot": false, "first_name": "Bob", "last_name": "Builder"}, "text": "hi"},
+			want: &platform.Message{ID: "42:12", Target: platform.Target{Channel: "42", MessageID: "12"}, Text: "hi", IsDM: true, UserID: "8", UserName: "Bob Builder"},
+		},
+	}
+
+	f := newFakeAPI(t)
+	a := newTestAdapter(t, f, nil)
+	h := newFakeHandler()
+	var batch []string
+	for i, tt := range tests {
+		batch = append(batch, update(1000+i, tt.msg))
+	}
+	// A sentinel after the table proves every filtered message was seen.
+	batch = append(batch, update(2000, map[string]any{"message_id": 999, "date": 1, "chat": private, "from": alice, "text": "sentinel"}))
+	f.feed(batch...)
+	runAdapter(t, a, h)
+
+	for _, tt := range tests {
+		if tt.want == nil {
+			continue
+		}
+		got := h.message(t)
+		w := *tt.want
+		w.Type = "telegram"
+		w.Target.Platform = "tg-test"
+		w.Received = time.Unix(1, 0)
+		if got.ID != w.ID || got.Target != w.Target || got.Text != w.Text || got.IsDM != w.IsDM ||
+			got.Mentioned != w.Mentioned || got.UserID != w.UserID || got.UserName != w.UserName ||
+			got.Type != w.Type || got.IsBot || !got.Received.Equal(w.Received) {
+			t.Errorf("%s:\n got %+v\nwant %+v", tt.name, got, w)
+		}
+	}
+	if got := h.message(t); got.Text != "sentinel" {
+		t.Fatalf("a filtered message reached the handler: %+v", got)
+	}
+	// The offset acknowledges everything handled.
+	for {
+		c := f.next("getUpdates")
+		if c.Form.Get("offset") == "2001" {
+			break
+		}
+	}
+}
+
+func TestDuplicateUpdatesRunOnce(t *testing.T) {
+	f := newFakeAPI(t)
+	a := newTestAdapter(t, f, nil)
+	h := newFakeHandler()
+	chat := map[string]any{"id": 42, "type": "private"}
+	u := update(5, map[string]any{"message_id": 1, "date": 1, "chat": chat, "from": user(7, "alice", false), "text": "once"})
+	f.feed(u, u)
+	f.feed(u)
+	f.feed(update(6, map[string]any{"message_id": 2, "date": 1, "chat": chat, "from": user(7, "alice", false), "text": "next"}))
+	runAdapter(t, a, h)
+	if m := h.message(t); m.Text != "once" {
+		t.Fatalf("first message = %q", m.Text)
+	}
+	if m := h.message(t); m.Text != "next" {
+		t.Fatalf("a duplicate update ran again: %q", m.Text)
+	}
+}
+
+func TestSendSplitsIntoTopic(t *testing.T) {
+	f := newFakeAPI(t)
+	a := newTestAdapter(t, f, nil)
+	var b strings.Builder
+	b.WriteString("Here is **the** code:\n\n```go\n")
+	for b.Len() < 9000 {
+		b.WriteString("fmt.Println(\"a < b && c > d\")\n")
+	}
+	b.WriteString("```\nDone.")
+	to := platform.Target{Platform: "tg-test", Channel: "-1001", Thread: "77"}
+	got, err := a.Send(context.Background(), to, b.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	nparts := len(splitForTelegram(b.String()))
+	if nparts < 3 {
+		t.Fatalf("only %d parts", nparts)
+	}
+	var texts []string
+	for len(texts) < nparts {
+		c := f.next("sendMessage")
+		if c.Form.Get("message_thread_id") != "77" || c.Form.Get("chat_id") != "-1001" || c.Form.Get("parse_mode") != "HTML" {
+			t.Fatalf("part sent with %v", c.Form)
+		}
+		texts = append(texts, c.Form.Get("text"))
+	}
+	for i, tx := range texts {
+		// Telegram's limit applies to the text after entity parsing.
+		visible := html.UnescapeString(tagRE.ReplaceAllString(tx, ""))
+		if n := len(utf16.Encode([]rune(visible))); n > messageLimit {
+			t.Errorf("part %d is %d long", i, n)
+		}
+		if strings.Count(tx, "<pre") != 1 || strings.Count(tx, "</pre>") != 1 {
+			t.Errorf("part %d has unbalanced pre: %q", i, tx[:100])
+		}
+		if i > 0 && !strings.HasPrefix(tx, `<pre><code class="language-go">`) {
+			t.Errorf("part %d does not reopen the code block: %q", i, tx[:60])
+		}
+		if strings.Contains(tx, " < b") {
+			t.Errorf("part %d is not escaped", i)
+		}
+	}
+	if !strings.HasPrefix(texts[0], "Here is <b>the</b> code:") || !strings.HasSuffix(texts[nparts-1], "Done.") {
+		t.Errorf("unexpected first/last parts: %q ... %q", texts[0][:40], texts[nparts-1])
+	}
+	if got.MessageID != strconv.Itoa(100+nparts) || got.Thread != "77" || got.Channel != "-1001" {
+		t.Errorf("Send returned %+v, want the last part (103) in the topic", got)
+	}
+}
+
+func TestSendFallsBackToPlainText(t *testing.T) {
+	f := newFakeAPI(t)
+	a := newTestAdapter(t, f, nil)
+	f.override("sendMessage", 400, `{"ok":false,"error_code":400,"description":"Bad Request: can't parse entities: unsupported start tag"}`)
+	if _, err := a.Send(context.Background(), platform.Target{Channel: "42"}, "a **b** <c>"); err != nil {
+		t.Fatal(err)
+	}
+	first, second := f.next("sendMessage"), f.next("sendMessage")
+	if first.Form.Get("parse_mode") != "HTML" {
+		t.Fatalf("first try not HTML: %v", first.Form)
+	}
+	if second.Form.Get("parse_mode") != "" || second.Form.Get("text") != "a **b** <c>" {
+		t.Fatalf("fallback = %v, want the plain text without parse_mode", second.Form)
+	}
+}
+
+func TestFloodControlWaitsRetryAfter(t *testing.T) {
+	f := newFakeAPI(t)
+	a := newTestAdapter(t, f, nil)
+	a.retryAfterUnit = 20 * time.Millisecond
+	f.override("sendMessage", 429, `{"ok":false,"error_code":429,"description":"Too Many Requests: retry after 3","parameters":{"retry_after":3}}`)
+	start := time.Now()
+	got, err := a.Send(context.Background(), platform.Target{Channel: "42"}, "hello")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.next("sendMessage")
+	f.next("sendMessage")
+	if waited := time.Since(start); waited < 60*time.Millisecond {
+		t.Errorf("retried after %v, before retry_after (3 units of 20ms)", waited)
+	}
+	if got.MessageID == "" {
+		t.Error("no message id after retry")
+	}
+
+	// A cancelled context ends the wait instead of blocking.
+	f.override("sendMessage", 429, `{"ok":false,"error_code":429,"description":"Too Many Requests","parameters":{"retry_after":3600}}`)
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { _, err := a.Send(ctx, platform.Target{Channel: "42"}, "x"); errc <- err }()
+	f.next("sendMessage")
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Send during flood wait after cancel = %v", err)
+	}
+}
+
+func TestConflictIsReported(t *testing.T) {
+	f := newFakeAPI(t)
+	a := newTestAdapter(t, f, nil)
+	f.override("getUpdates", 409, `{"ok":false,"error_code":409,"description":"Conflict: terminated by other getUpdates request; make sure that only one bot instance is running"}`)
+	h := newFakeHandler()
+	runAdapter(t, a, h)
+	f.next("getUpdates") // the refused poll
+	f.next("getUpdates") // the retry, after the status was set
+	if s := a.Status(); !strings.Contains(s, "another process is polling this bot token") {
+		t.Fatalf("status = %q", s)
+	}
+	// Once the other poller is gone, polling recovers.
+	f.feed(update(1, map[string]any{"message_id": 1, "date": 1, "chat": map[string]any{"id": 42, "type": "private"}, "from": user(7, "alice", false), "text": "back"}))
+	if m := h.message(t); m.Text != "back" {
+		t.Fatalf("got %q", m.Text)
+	}
+	f.next("getUpdates")
+	if s := a.Status(); s != "connected" {
+		t.Fatalf("status after recovery = %q", s)
+	}
+}
+
+func TestUnauthorizedEndsRun(t *testing.T) {
+	f := newFakeAPI(t)
+	cfg := Config{Name: "tg", Token: "42:wrong-secret", APIURL: f.srv.URL}
+	a, err := New(cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = a.Run(context.Background(), newFakeHandler())
+	if !errors.Is(err, ErrUnauthorized) {
+		t.Fatalf("Run = %v, want ErrUnauthorized", err)
+	}
+	if strings.Contains(err.Error(), "wrong-secret") || strings.Contains(a.Status(), "wrong-secret") {
+		t.Fatalf("token leaked: %v / %s", err, a.Status())
+	}
+}
+
+func TestTransportErrorsHideToken(t *testing.T) {
+	f := newFakeAPI(t)
+	a := newTestAdapter(t, f, nil)
+	a.maxTransientRetries = 1
+	f.srv.Close()
+	_, err := a.Send(context.Background(), platform.Target{Channel: "42"}, "hi")
+	if err == nil {
+		t.Fatal("send to a closed server succeeded")
+	}
+	if strings.Contains(err.Error(), "secret") {
+		t.Fatalf("error leaks the token: %v", err)
+	}
+}
+
+func TestRunStopsOnCancel(t *testing.T) {
+	f := newFakeAPI(t)
+	a := newTestAdapter(t, f, func(c *Config) { c.PollTimeout = time.Hour })
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx, newFakeHandler()) }()
+	f.next("getUpdates") // the long poll is open and would last an hour
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run = %v, want nil on cancel", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not stop while a long poll was open")
+	}
+	if a.Status() != "stopped" {
+		t.Errorf("status = %q", a.Status())
+	}
+}
+
+func TestPermissionButtons(t *testing.T) {
+	f := newFakeAPI(t)
+	a := newTestAdapter(t, f, nil)
+	h := newFakeHandler()
+	runAdapter(t, a, h)
+	f.next("getUpdates")
+
+	longID := strings.Repeat("r", 80) // too long for callback_data: mapped to a short ref
+	for _, reqID := range []string{"6088ef75-df8e-4e17-9492-87e166cd0d56", longID} {
+		to := platform.Target{Platform: "tg-test", Channel: "-1001", Thread: "77"}
+		posted, err := a.AskPermission(context.Background(), to, platform.PermissionPrompt{RequestID: reqID, Tool: "Bash", Summary: "Bash: rm -rf <tmp>"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := f.next("sendMessage")
+		if c.Form.Get("message_thread_id") != "77" || !strings.Contains(c.Form.Get("text"), "rm -rf &lt;tmp&gt;") {
+			t.Fatalf("prompt sent as %v", c.Form)
+		}
+		var kb struct {
+			InlineKeyboard [][]struct {
+				Text         string `json:"text"`
+				CallbackData string `json:"callback_data"`
+			} `json:"inline_keyboard"`
+		}
+		if err := json.Unmarshal([]byte(c.Form.Get("reply_markup")), &kb); err != nil {
+			t.Fatal(err)
+		}
+		if len(kb.InlineKeyboard) != 1 || len(kb.InlineKeyboard[0]) != 3 {
+			t.Fatalf("keyboard = %+v", kb)
+		}
+		for _, btn := range kb.InlineKeyboard[0] {
+			if len(btn.CallbackData) > maxCallbackData {
+				t.Fatalf("callback_data %q too long", btn.CallbackData)
+			}
+		}
+		always := kb.InlineKeyboard[0][1].CallbackData
+		cb, _ := json.Marshal(map[string]any{"update_id": 3000 + len(reqID), "callback_query": map[string]any{
+			"id": "cbq1", "from": user(7, "alice", false), "chat_instance": "x", "data": always,
+			"message": map[string]any{"message_id": atoi(t, posted.MessageID), "date": 1, "message_thread_id": 77, "is_topic_message": true,
+				"chat": map[string]any{"id": -1001, "type": "supergroup"}},
+		}})
+		f.feed(string(cb))
+		if ans := f.next("answerCallbackQuery"); ans.Form.Get("callback_query_id") != "cbq1" {
+			t.Fatalf("answered %v", ans.Form)
+		}
+		var act platform.Action
+		select {
+		case act = <-h.actions:
+		case <-time.After(10 * time.Second):
+			t.Fatal("no action")
+		}
+		want := platform.Action{Target: platform.Target{Platform: "tg-test", Channel: "-1001", Thread: "77", MessageID: posted.MessageID},
+			UserID: "7", UserName: "alice", RequestID: reqID, Choice: platform.ChoiceAlwaysAllow}
+		if act != want {
+			t.Fatalf("action = %+v, want %+v", act, want)
+		}
+
+		if err := a.ResolvePermission(context.Background(), posted, "Always allowed by alice"); err != nil {
+			t.Fatal(err)
+		}
+		e := f.next("editMessageText")
+		if e.Form.Get("message_id") != posted.MessageID || e.Form.Get("reply_markup") != `{"inline_keyboard":[]}` ||
+			!strings.Contains(e.Form.Get("text"), "Always allowed by alice") || !strings.Contains(e.Form.Get("text"), "Permission needed") {
+			t.Fatalf("resolve edit = %v", e.Form)
+		}
+	}
+}
+
+func TestTypingAndEdit(t *testing.T) {
+	f := newFakeAPI(t)
+	a := newTestAdapter(t, f, nil)
+	ctx := context.Background()
+	if err := a.Typing(ctx, platform.Target{Channel: "-1001", Thread: "77"}); err != nil {
+		t.Fatal(err)
+	}
+	c := f.next("sendChatAction")
+	if c.Form.Get("action") != "typing" || c.Form.Get("message_thread_id") != "77" {
+		t.Fatalf("typing = %v", c.Form)
+	}
+	if err := a.Edit(ctx, platform.Target{Channel: "42", MessageID: "42:9"}, "Running: `go test`"); err != nil {
+		t.Fatal(err)
+	}
+	e := f.next("editMessageText")
+	if e.Form.Get("message_id") != "9" || e.Form.Get("text") != "Running: <code>go test</code>" {
+		t.Fatalf("edit = %v", e.Form)
+	}
+	f.override("editMessageText", 400, `{"ok":false,"error_code":400,"description":"Bad Request: message is not modified"}`)
+	if err := a.Edit(ctx, platform.Target{Channel: "42", MessageID: "10"}, "same"); err != nil {
+		t.Fatalf("unchanged edit = %v, want nil", err)
+	}
+}
+
+func TestEditThrottleLatestWins(t *testing.T) {
+	th := newEditThrottle(300 * time.Millisecond)
+	queued := make(chan string, 10)
+	th.waiting = func(string) { queued <- "" }
+	var mu sync.Mutex
+	var sent []string
+	edit := func(text string) error {
+		return th.do(context.Background(), "m", func(context.Context) error {
+			mu.Lock()
+			sent = append(sent, text)
+			mu.Unlock()
+			return nil
+		})
+	}
+	if err := edit("first"); err != nil {
+		t.Fatal(err)
+	}
+	<-queued
+	var wg sync.WaitGroup
+	for _, text := range []string{"second", "third", "final"} {
+		wg.Add(1)
+		go func() { defer wg.Done(); _ = edit(text) }()
+		<-queued // in line before the next one starts
+	}
+	wg.Wait()
+	if strings.Join(sent, ",") != "first,final" {
+		t.Fatalf("sent %v, want first then only the final text", sent)
+	}
+}
+
+func TestAttachmentOpen(t *testing.T) {
+	f := newFakeAPI(t)
+	f.files["documents/file_1.txt"] = "hello"
+	a := newTestAdapter(t, f, nil)
+	h := newFakeHandler()
+	f.feed(update(1, map[string]any{"message_id": 1, "date": 1, "chat": map[string]any{"id": 42, "type": "private"},
+		"from": user(7, "alice", false), "caption": "look",
+		"document": map[string]any{"file_id": "F1", "file_unique_id": "u1", "file_name": "notes.txt", "mime_type": "text/plain", "file_size": 5}}))
+	runAdapter(t, a, h)
+	m := h.message(t)
+	if m.Text != "look" || len(m.Attachments) != 1 {
+		t.Fatalf("message = %+v", m)
+	}
+	att := m.Attachments[0]
+	if att.Name != "notes.txt" || att.Size != 5 || att.Mime != "text/plain" {
+		t.Fatalf("attachment = %+v", att)
+	}
+	rc, err := att.Open(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	body, _ := io.ReadAll(rc)
+	if string(body) != "hello" {
+		t.Fatalf("content = %q", body)
+	}
+	if c := f.next("getFile"); c.Form.Get("file_id") != "F1" {
+		t.Fatalf("getFile = %v", c.Form)
+	}
+}
+
+var tagRE = regexp.MustCompile(`<[^>]+>`)
+
+func atoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
