@@ -1,0 +1,288 @@
+// Package config loads cc-connect's TOML configuration: it reads the file
+// with viper, expands ${ENV_VAR} references (secrets live in the
+// environment), applies defaults and validates everything, naming the key of
+// every problem. It owns the file format and nothing else: it builds no
+// adapters, starts nothing and does not import the engine.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/cc-connect/cc-connect/agentproc"
+)
+
+// ErrNotFound means the config file does not exist. The caller points the
+// user at config.example.toml.
+var ErrNotFound = errors.New("config file not found")
+
+// Platform types cc-connect knows about. Whether a build can run one is the
+// binary's business (its adapter registry), not the loader's.
+const (
+	TypeSlack    = "slack"
+	TypeDiscord  = "discord"
+	TypeTelegram = "telegram"
+	TypeLocal    = "local"
+)
+
+// Config is a loaded, validated configuration. Paths in it are absolute.
+// The toml tags are the keys of the file; a field without one is not a key.
+type Config struct {
+	// Path is the absolute path of the file this config came from.
+	Path string
+
+	State     State      `toml:"state"`
+	Log       Log        `toml:"log"`
+	Agent     Agent      `toml:"agent"`
+	Platforms []Platform `toml:"platforms"`
+	Bindings  []Binding  `toml:"bindings"`
+
+	// Warnings are things that load but probably do not do what the admin
+	// meant (a binding nobody may use, a platform no binding names). The
+	// binary logs them at start.
+	Warnings []string
+}
+
+// State says where cc-connect keeps its own files.
+type State struct {
+	// Dir holds sessions, inboxes and locks (created 0700). "~" is
+	// expanded; a relative path is taken from the config file's folder.
+	Dir string `toml:"dir"`
+}
+
+// Log configures the process log on stderr.
+type Log struct {
+	Level  string `toml:"level"`  // debug|info|warn|error
+	Format string `toml:"format"` // text|json
+}
+
+// Agent is how the Claude Code processes are started and limited.
+type Agent struct {
+	Command string   `toml:"command"`
+	Args    []string `toml:"args"`
+	// Env is extra environment for the agent. Keys keep the case they have
+	// in the file (viper would lowercase them).
+	Env                      map[string]Secret `toml:"env"`
+	Model                    string            `toml:"model"`
+	PermissionMode           string            `toml:"permission_mode"`
+	AppendSystemPrompt       string            `toml:"append_system_prompt"`
+	IdleTimeout              Duration          `toml:"idle_timeout"`
+	PermissionTimeout        Duration          `toml:"permission_timeout"`
+	ContextWindow            int64             `toml:"context_window"`
+	SelfReport               bool              `toml:"self_report"`
+	MaxProcesses             int               `toml:"max_processes"`
+	MaxProcessesPerWorkspace int               `toml:"max_processes_per_workspace"`
+	QueueLimit               int               `toml:"queue_limit"`
+	ShutdownGrace            Duration          `toml:"shutdown_grace"`
+	CloseGrace               Duration          `toml:"close_grace"`
+}
+
+// Platform is one chat connection ([[platforms]]). Which token fields apply
+// depends on Type; a field set for a type that does not use it is an error.
+type Platform struct {
+	Name     string `toml:"name"`
+	Type     string `toml:"type"`
+	BotToken Secret `toml:"bot_token"` // slack: xoxb-…
+	AppToken Secret `toml:"app_token"` // slack: xapp-… (Socket Mode)
+	Token    Secret `toml:"token"`     // discord, telegram
+	// APIURL points the platform client at another API base (a proxy,
+	// GovSlack, a local Telegram Bot API server, a test server).
+	APIURL string `toml:"api_url"`
+	// ThreadPerMessage (discord) opens a thread for each top-level message
+	// in a bound channel.
+	ThreadPerMessage bool `toml:"thread_per_message"`
+}
+
+// Binding connects a platform's channel to a workspace ([[bindings]]).
+type Binding struct {
+	Platform string `toml:"platform"`
+	Channel  string `toml:"channel"`
+	// Workspace is absolute and normalized (workspace.Normalize) after Load.
+	Workspace  string   `toml:"workspace"`
+	AllowUsers []string `toml:"allow_users"`
+	Admins     []string `toml:"admins"`
+	// RequireMention is nil when the file does not say: the engine then
+	// requires a mention in channels and not in DMs.
+	RequireMention *bool `toml:"require_mention"`
+}
+
+// Duration is a time.Duration written as a Go duration string ("30m").
+type Duration time.Duration
+
+// D returns the value as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+func (d Duration) String() string { return time.Duration(d).String() }
+
+// Default returns the configuration used for every key the file leaves out.
+func Default() Config {
+	return Config{
+		State: State{Dir: "~/.cc-connect"},
+		Log:   Log{Level: "info", Format: "text"},
+		Agent: Agent{
+			Command:                  "claude",
+			PermissionMode:           "default",
+			IdleTimeout:              Duration(30 * time.Minute),
+			PermissionTimeout:        Duration(10 * time.Minute),
+			ContextWindow:            200000,
+			SelfReport:               true,
+			MaxProcesses:             8,
+			MaxProcessesPerWorkspace: 4,
+			QueueLimit:               20,
+			ShutdownGrace:            Duration(30 * time.Second),
+			CloseGrace:               Duration(5 * time.Second),
+		},
+	}
+}
+
+// defaultBinding is the starting point of every [[bindings]] entry.
+func defaultBinding() Binding { return Binding{Channel: "*"} }
+
+// AgentConfig returns the agent process configuration for agentproc.
+func (c *Config) AgentConfig() agentproc.Config {
+	var env map[string]string
+	if len(c.Agent.Env) > 0 {
+		env = make(map[string]string, len(c.Agent.Env))
+		for k, v := range c.Agent.Env {
+			env[k] = v.Reveal()
+		}
+	}
+	return agentproc.Config{
+		Command:            c.Agent.Command,
+		Args:               append([]string(nil), c.Agent.Args...),
+		Env:                env,
+		Model:              c.Agent.Model,
+		PermissionMode:     c.Agent.PermissionMode,
+		AppendSystemPrompt: c.Agent.AppendSystemPrompt,
+		CloseGrace:         c.Agent.CloseGrace.D(),
+	}
+}
+
+// SlogLevel returns the configured log level.
+func (l Log) SlogLevel() slog.Level {
+	switch l.Level {
+	case "debug":
+		return slog.LevelDebug
+	case "warn":
+		return slog.LevelWarn
+	case "error":
+		return slog.LevelError
+	}
+	return slog.LevelInfo
+}
+
+// LogValue summarizes the config for a log line; secrets appear only as
+// Redacted.
+func (c *Config) LogValue() slog.Value {
+	platforms := make([]string, len(c.Platforms))
+	for i, p := range c.Platforms {
+		platforms[i] = p.Name + "(" + p.Type + ")"
+	}
+	return slog.GroupValue(
+		slog.String("path", c.Path),
+		slog.String("state_dir", c.State.Dir),
+		slog.String("agent_command", c.Agent.Command),
+		slog.String("model", c.Agent.Model),
+		slog.String("permission_mode", c.Agent.PermissionMode),
+		slog.Any("agent_env_keys", c.Agent.envKeys()),
+		slog.Any("platforms", platforms),
+		slog.Int("bindings", len(c.Bindings)),
+	)
+}
+
+// LogValue describes a platform without its tokens.
+func (p Platform) LogValue() slog.Value {
+	return slog.GroupValue(
+		slog.String("name", p.Name),
+		slog.String("type", p.Type),
+		slog.String("bot_token", p.BotToken.String()),
+		slog.String("app_token", p.AppToken.String()),
+		slog.String("token", p.Token.String()),
+		slog.String("api_url", redactURL(p.APIURL)),
+	)
+}
+
+// String describes a platform without its tokens, so that printing a
+// Config with %v or %+v does not leak them either.
+func (p Platform) String() string {
+	return fmt.Sprintf("{name:%s type:%s bot_token:%s app_token:%s token:%s api_url:%s thread_per_message:%t}",
+		p.Name, p.Type, p.BotToken, p.AppToken, p.Token, redactURL(p.APIURL), p.ThreadPerMessage)
+}
+
+// GoString is String, for %#v.
+func (p Platform) GoString() string { return "config.Platform" + p.String() }
+
+// GoString is String, for %#v.
+func (c *Config) GoString() string { return c.String() }
+
+// String renders the config as TOML with every secret replaced by
+// Redacted, for `--check`-style output and debugging.
+func (c *Config) String() string {
+	var b strings.Builder
+	q := func(s string) string { return fmt.Sprintf("%q", s) }
+	list := func(xs []string) string {
+		parts := make([]string, len(xs))
+		for i, x := range xs {
+			parts[i] = q(x)
+		}
+		return "[" + strings.Join(parts, ", ") + "]"
+	}
+	fmt.Fprintf(&b, "# %s\n[state]\ndir = %s\n\n", c.Path, q(c.State.Dir))
+	fmt.Fprintf(&b, "[log]\nlevel = %s\nformat = %s\n\n", q(c.Log.Level), q(c.Log.Format))
+	a := c.Agent
+	fmt.Fprintf(&b, "[agent]\ncommand = %s\nargs = %s\n", q(a.Command), list(a.Args))
+	env := make([]string, 0, len(a.Env))
+	for _, k := range a.envKeys() {
+		env = append(env, fmt.Sprintf("%q = %q", k, a.Env[k].String()))
+	}
+	fmt.Fprintf(&b, "env = { %s }\n", strings.Join(env, ", "))
+	fmt.Fprintf(&b, "model = %s\npermission_mode = %s\nappend_system_prompt = %s\n", q(a.Model), q(a.PermissionMode), q(a.AppendSystemPrompt))
+	fmt.Fprintf(&b, "idle_timeout = %s\npermission_timeout = %s\ncontext_window = %d\nself_report = %t\n",
+		q(a.IdleTimeout.String()), q(a.PermissionTimeout.String()), a.ContextWindow, a.SelfReport)
+	fmt.Fprintf(&b, "max_processes = %d\nmax_processes_per_workspace = %d\nqueue_limit = %d\nshutdown_grace = %s\nclose_grace = %s\n",
+		a.MaxProcesses, a.MaxProcessesPerWorkspace, a.QueueLimit, q(a.ShutdownGrace.String()), q(a.CloseGrace.String()))
+	for _, p := range c.Platforms {
+		fmt.Fprintf(&b, "\n[[platforms]]\nname = %s\ntype = %s\n", q(p.Name), q(p.Type))
+		for _, s := range []struct {
+			key string
+			val Secret
+		}{{"bot_token", p.BotToken}, {"app_token", p.AppToken}, {"token", p.Token}} {
+			if s.val != "" {
+				fmt.Fprintf(&b, "%s = %s\n", s.key, q(s.val.String()))
+			}
+		}
+		if p.APIURL != "" {
+			fmt.Fprintf(&b, "api_url = %s\n", q(redactURL(p.APIURL)))
+		}
+		if p.ThreadPerMessage {
+			b.WriteString("thread_per_message = true\n")
+		}
+	}
+	for _, bd := range c.Bindings {
+		fmt.Fprintf(&b, "\n[[bindings]]\nplatform = %s\nchannel = %s\nworkspace = %s\nallow_users = %s\nadmins = %s\n",
+			q(bd.Platform), q(bd.Channel), q(bd.Workspace), list(bd.AllowUsers), list(bd.Admins))
+		if bd.RequireMention != nil {
+			fmt.Fprintf(&b, "require_mention = %t\n", *bd.RequireMention)
+		}
+	}
+	return b.String()
+}
+
+func (a Agent) envKeys() []string {
+	keys := make([]string, 0, len(a.Env))
+	for k := range a.Env {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+var (
+	_ slog.LogValuer = (*Config)(nil)
+	_ slog.LogValuer = Platform{}
+	_ fmt.Stringer   = (*Config)(nil)
+)

@@ -1,0 +1,548 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cc-connect/cc-connect/workspace"
+)
+
+// minimal is the smallest valid config; tests append to or replace it.
+const minimal = `
+[[platforms]]
+name = "local"
+type = "local"
+
+[[bindings]]
+platform = "local"
+workspace = "ws"
+allow_users = ["*"]
+`
+
+// writeConfig writes text as config.toml in a fresh folder that also holds
+// a workspace folder "ws" and a file "afile", and returns the config path.
+func writeConfig(t *testing.T, text string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "ws"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "afile"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "config.toml")
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func envMap(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) {
+		v, ok := m[k]
+		return v, ok
+	}
+}
+
+func TestLoadDefaults(t *testing.T) {
+	t.Parallel()
+	path := writeConfig(t, minimal)
+	cfg, err := load(path, envMap(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Default()
+	want.Path = path
+	want.State.Dir = filepath.Join(home, ".cc-connect")
+	want.Platforms = []Platform{{Name: "local", Type: "local"}}
+	want.Bindings = []Binding{{
+		Platform:   "local",
+		Channel:    "*",
+		Workspace:  workspace.Normalize(filepath.Join(filepath.Dir(path), "ws"), nil),
+		AllowUsers: []string{"*"},
+	}}
+	if !reflect.DeepEqual(*cfg, want) {
+		t.Errorf("loaded config differs from defaults:\n got %#v\nwant %#v", *cfg, want)
+	}
+	if cfg.Agent.IdleTimeout.D() != 30*time.Minute || cfg.Agent.QueueLimit != 20 || cfg.Agent.ContextWindow != 200000 {
+		t.Errorf("agent defaults: %+v", cfg.Agent)
+	}
+}
+
+func TestLoadFullConfig(t *testing.T) {
+	t.Parallel()
+	path := writeConfig(t, `
+[state]
+dir = "state"
+[log]
+level = "debug"
+format = "json"
+[agent]
+command = "/opt/claude/bin/claude"
+args = ["--allowedTools", "Bash(go test:*)"]
+model = "sonnet"
+permission_mode = "acceptEdits"
+append_system_prompt = "Be brief."
+idle_timeout = "1h30m"
+permission_timeout = "90s"
+context_window = 1000000
+self_report = false
+max_processes = 0
+max_processes_per_workspace = 2
+queue_limit = 5
+shutdown_grace = "10s"
+close_grace = "2s"
+
+[[platforms]]
+name = "slack-main"
+type = "slack"
+bot_token = "xoxb-1"
+app_token = "xapp-1"
+api_url = "http://127.0.0.1:9000/api/"
+
+[[platforms]]
+name = "dc"
+type = "discord"
+token = "abc"
+thread_per_message = true
+
+[[platforms]]
+name = "tg"
+type = "telegram"
+token = "123:abc"
+
+[[bindings]]
+platform = "slack-main"
+channel = "C123"
+workspace = "ws/"
+allow_users = ["U1", "U2"]
+admins = ["U1"]
+require_mention = false
+
+[[bindings]]
+platform = "dc"
+workspace = "ws"
+allow_users = ["*"]
+
+[[bindings]]
+platform = "tg"
+channel = "-100"
+workspace = "ws"
+allow_users = ["*"]
+`)
+	cfg, err := load(path, envMap(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Dir(path)
+	if got, want := cfg.State.Dir, filepath.Join(dir, "state"); got != want {
+		t.Errorf("state.dir = %q, want %q", got, want)
+	}
+	if cfg.Log.SlogLevel().String() != "DEBUG" || cfg.Log.Format != "json" {
+		t.Errorf("log = %+v", cfg.Log)
+	}
+	a := cfg.Agent
+	if a.IdleTimeout.D() != 90*time.Minute || a.PermissionTimeout.D() != 90*time.Second ||
+		a.ShutdownGrace.D() != 10*time.Second || a.CloseGrace.D() != 2*time.Second {
+		t.Errorf("durations: %+v", a)
+	}
+	if a.ContextWindow != 1000000 || a.SelfReport || a.MaxProcesses != 0 || a.MaxProcessesPerWorkspace != 2 || a.QueueLimit != 5 {
+		t.Errorf("numbers: %+v", a)
+	}
+	ac := cfg.AgentConfig()
+	if ac.Command != "/opt/claude/bin/claude" || ac.Model != "sonnet" || ac.PermissionMode != "acceptEdits" ||
+		ac.AppendSystemPrompt != "Be brief." || ac.CloseGrace != 2*time.Second ||
+		!reflect.DeepEqual(ac.Args, []string{"--allowedTools", "Bash(go test:*)"}) {
+		t.Errorf("AgentConfig() = %+v", ac)
+	}
+	if p := cfg.Platforms[0]; p.BotToken.Reveal() != "xoxb-1" || p.AppToken.Reveal() != "xapp-1" || p.APIURL != "http://127.0.0.1:9000/api/" {
+		t.Errorf("slack platform = %#v", p)
+	}
+	if !cfg.Platforms[1].ThreadPerMessage {
+		t.Error("discord thread_per_message not set")
+	}
+	b := cfg.Bindings[0]
+	ws := workspace.Normalize(filepath.Join(dir, "ws"), nil)
+	if b.Workspace != ws || b.Channel != "C123" || b.RequireMention == nil || *b.RequireMention ||
+		!reflect.DeepEqual(b.AllowUsers, []string{"U1", "U2"}) || !reflect.DeepEqual(b.Admins, []string{"U1"}) {
+		t.Errorf("bindings[0] = %+v", b)
+	}
+	if cfg.Bindings[1].Channel != "*" || cfg.Bindings[1].RequireMention != nil {
+		t.Errorf("bindings[1] defaults = %+v", cfg.Bindings[1])
+	}
+	if len(cfg.Warnings) != 0 {
+		t.Errorf("warnings = %q", cfg.Warnings)
+	}
+}
+
+// TestLoadErrors feeds broken configs; every expected fragment (usually
+// "key: problem") must appear in the error, and with several problems all
+// of them are reported.
+func TestLoadErrors(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		text string
+		env  map[string]string
+		want []string
+	}{
+		{"bad duration", minimal + "[agent]\nidle_timeout = \"3x\"\n",
+			nil, []string{`agent.idle_timeout: "3x" is not a duration`}},
+		{"zero duration", minimal + "[agent]\npermission_timeout = \"0s\"\n",
+			nil, []string{"agent.permission_timeout: must be greater than zero"}},
+		{"negative duration", minimal + "[agent]\nshutdown_grace = \"-1s\"\n",
+			nil, []string{"agent.shutdown_grace: must be greater than zero"}},
+		{"duration as number", minimal + "[agent]\nidle_timeout = 30\n",
+			nil, []string{"agent.idle_timeout: expected a duration string"}},
+		{"wrong type", minimal + "[agent]\nmax_processes = \"8\"\n",
+			nil, []string{`agent.max_processes: expected an integer, got a string ("8")`}},
+		{"bool type", minimal + "[agent]\nself_report = \"yes\"\n",
+			nil, []string{"agent.self_report: expected true or false"}},
+		{"negative cap", minimal + "[agent]\nmax_processes = -1\nmax_processes_per_workspace = -2\nqueue_limit = 0\ncontext_window = 0\n",
+			nil, []string{"agent.max_processes: must be 0 (unlimited) or more", "agent.max_processes_per_workspace: must be 0",
+				"agent.queue_limit: must be at least 1", "agent.context_window: must be greater than zero"}},
+		{"log level and format", minimal + "[log]\nlevel = \"loud\"\nformat = \"xml\"\n",
+			nil, []string{`log.level: "loud" is not one of debug, info, warn, error`, `log.format: "xml" is not one of text, json`}},
+		{"permission mode", minimal + "[agent]\npermission_mode = \"yolo\"\n",
+			nil, []string{`agent.permission_mode: "yolo" is not one of`}},
+		{"empty command", minimal + "[agent]\ncommand = \"\"\n",
+			nil, []string{"agent.command: must not be empty"}},
+		{"bad env name", minimal + "[agent]\nenv = { \"A-B\" = \"x\" }\n",
+			nil, []string{`agent.env: "A-B" is not a valid environment variable name`}},
+		{"unknown top-level key", minimal + "[agnet]\n",
+			nil, []string{"agnet: unknown key (did you mean agent?)"}},
+		{"unknown nested key", minimal + "[agent]\nidle_timout = \"1m\"\n",
+			nil, []string{"agent.idle_timout: unknown key (did you mean agent.idle_timeout?)"}},
+		{"unknown key in array entry", minimal + "[[bindings]]\nplatform = \"local\"\nchannel = \"x\"\nworkspace = \"ws\"\nallow_user = [\"a\"]\n",
+			nil, []string{"bindings[1].allow_user: unknown key (did you mean bindings[1].allow_users?)"}},
+		{"upper-case key", minimal + "[agent]\nCommand = \"claude\"\n",
+			nil, []string{"agent.Command: unknown key (did you mean agent.command?)"}},
+		{"unknown key without suggestion", minimal + "[log]\nfrobnicate = 1\n",
+			nil, []string{"log.frobnicate: unknown key"}},
+		{"no platforms or bindings", "[log]\nlevel = \"info\"\n",
+			nil, []string{"platforms: at least one [[platforms]] entry is required", "bindings: at least one [[bindings]] entry is required"}},
+		{"duplicate platform name", minimal + "[[platforms]]\nname = \"local\"\ntype = \"discord\"\ntoken = \"t\"\n",
+			nil, []string{`platforms[1].name: "local" is already used by platforms[0]`}},
+		{"unknown platform type", minimal + "[[platforms]]\nname = \"irc\"\ntype = \"irc\"\n",
+			nil, []string{`platforms[1].type: "irc" is not one of slack, discord, telegram, local`}},
+		{"missing platform name", minimal + "[[platforms]]\ntype = \"discord\"\ntoken = \"t\"\n",
+			nil, []string{"platforms[1].name: is required"}},
+		{"second local", minimal + "[[platforms]]\nname = \"tty2\"\ntype = \"local\"\n",
+			nil, []string{"platforms[1].type: only one local platform can read the terminal"}},
+		{"slack tokens missing", minimal + "[[platforms]]\nname = \"s\"\ntype = \"slack\"\n",
+			nil, []string{"platforms[1].bot_token: is required", "platforms[1].app_token: is required"}},
+		{"slack tokens swapped", minimal + "[[platforms]]\nname = \"s\"\ntype = \"slack\"\nbot_token = \"xapp-1\"\napp_token = \"xoxb-1\"\n",
+			nil, []string{"platforms[1].bot_token: must start with xoxb-", "platforms[1].app_token: must start with xapp-"}},
+		{"discord token missing", minimal + "[[platforms]]\nname = \"d\"\ntype = \"discord\"\n",
+			nil, []string{"platforms[1].token: is required"}},
+		{"telegram token shape", minimal + "[[platforms]]\nname = \"t\"\ntype = \"telegram\"\ntoken = \"nocolon\"\n",
+			nil, []string{"platforms[1].token: does not look like a Telegram bot token"}},
+		{"key for another type", minimal + "[[platforms]]\nname = \"d\"\ntype = \"discord\"\ntoken = \"t\"\nbot_token = \"xoxb-1\"\n",
+			nil, []string{"platforms[1].bot_token: is not used by type discord"}},
+		{"api_url on local", "[[platforms]]\nname = \"local\"\ntype = \"local\"\napi_url = \"http://x\"\n[[bindings]]\nplatform = \"local\"\nworkspace = \"ws\"\n",
+			nil, []string{"platforms[0].api_url: is not used by type local"}},
+		{"api_url not http", minimal + "[[platforms]]\nname = \"d\"\ntype = \"discord\"\ntoken = \"t\"\napi_url = \"ftp://x\"\n",
+			nil, []string{`platforms[1].api_url: "ftp://x" is not an http(s) URL`}},
+		{"api_url no host", minimal + "[[platforms]]\nname = \"d\"\ntype = \"discord\"\ntoken = \"t\"\napi_url = \"localhost:8080\"\n",
+			nil, []string{"platforms[1].api_url:", "is not an http(s) URL"}},
+		{"binding to unknown platform", minimal + "[[bindings]]\nplatform = \"slack\"\nworkspace = \"ws\"\n",
+			nil, []string{`bindings[1].platform: "slack" is not the name of any [[platforms]] entry`}},
+		{"binding without platform", minimal + "[[bindings]]\nworkspace = \"ws\"\n",
+			nil, []string{"bindings[1].platform: is required"}},
+		{"workspace missing", minimal + "[[bindings]]\nplatform = \"local\"\nchannel = \"c\"\nworkspace = \"/nonexistent/srv/app\"\n",
+			nil, []string{"bindings[1].workspace: /nonexistent/srv/app does not exist"}},
+		{"workspace is a file", minimal + "[[bindings]]\nplatform = \"local\"\nchannel = \"c\"\nworkspace = \"afile\"\n",
+			nil, []string{"bindings[1].workspace:", "afile is not a folder"}},
+		{"workspace empty", minimal + "[[bindings]]\nplatform = \"local\"\nchannel = \"c\"\n",
+			nil, []string{"bindings[1].workspace: is required"}},
+		{"duplicate binding", minimal + "[[bindings]]\nplatform = \"local\"\nworkspace = \"ws\"\n",
+			nil, []string{`bindings[1].channel: "*" on platform "local" is already bound by bindings[0]`}},
+		{"empty channel", minimal + "[[bindings]]\nplatform = \"local\"\nchannel = \"\"\nworkspace = \"ws\"\n",
+			nil, []string{"bindings[1].channel: must not be empty"}},
+		{"empty user id", minimal + "[[bindings]]\nplatform = \"local\"\nchannel = \"c\"\nworkspace = \"ws\"\nallow_users = [\"\"]\nadmins = [\" \"]\n",
+			nil, []string{"bindings[1].allow_users[0]: must not be empty", "bindings[1].admins[0]: must not be empty"}},
+		{"require_mention type", minimal + "[[bindings]]\nplatform = \"local\"\nchannel = \"c\"\nworkspace = \"ws\"\nrequire_mention = \"yes\"\n",
+			nil, []string{"bindings[1].require_mention: expected true or false"}},
+		{"bindings not an array of tables", "bindings = \"x\"\n[[platforms]]\nname = \"local\"\ntype = \"local\"\n",
+			nil, []string{"bindings: expected an array, got a string"}},
+		{"unset variable", minimal + "[[platforms]]\nname = \"s\"\ntype = \"slack\"\nbot_token = \"${SLACK_BOT_TOKEN}\"\napp_token = \"xapp-1\"\n",
+			nil, []string{"platforms[1].bot_token: environment variable SLACK_BOT_TOKEN is not set"}},
+		{"unset variable in env table", minimal + "[agent]\nenv = { ANTHROPIC_API_KEY = \"${KEY}\" }\n",
+			nil, []string{"agent.env.ANTHROPIC_API_KEY: environment variable KEY is not set"}},
+		{"unset variable in list", minimal + "[agent]\nargs = [\"--x\", \"${NOPE}\"]\n",
+			nil, []string{"agent.args[1]: environment variable NOPE is not set"}},
+		{"shell-style variable", minimal + "[agent]\nmodel = \"$MODEL\"\n",
+			nil, []string{`agent.model: a "$" must start ${NAME}`}},
+		{"variable in a duration", minimal + "[agent]\nidle_timeout = \"${IDLE}\"\n",
+			map[string]string{"IDLE": "forever"}, []string{`agent.idle_timeout: "forever" is not a duration`}},
+		{"syntax error has a position", minimal + "[agent\n",
+			nil, []string{"config.toml:10:"}},
+		{"many problems at once", minimal + "[agent]\nidle_timeout = \"3x\"\nqueue_limit = 0\n[log]\nlevel = \"loud\"\n[[bindings]]\nplatform = \"nope\"\nworkspace = \"missing\"\n",
+			nil, []string{"agent.idle_timeout", "agent.queue_limit", "log.level", "bindings[1].platform", "bindings[1].workspace"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			path := writeConfig(t, tt.text)
+			cfg, err := load(path, envMap(tt.env))
+			if err == nil {
+				t.Fatalf("loaded without error: %+v", cfg)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error does not contain %q:\n%v", w, err)
+				}
+			}
+		})
+	}
+}
+
+func TestLoadReportsOnlyOneErrorPerKey(t *testing.T) {
+	t.Parallel()
+	// A workspace whose variable is unset must not also be reported as
+	// "is required": the decode error already names the key.
+	path := writeConfig(t, minimal+"[[bindings]]\nplatform = \"local\"\nchannel = \"c\"\nworkspace = \"${WS}\"\n")
+	_, err := load(path, envMap(nil))
+	if err == nil {
+		t.Fatal("loaded without error")
+	}
+	if n := strings.Count(err.Error(), "bindings[1].workspace"); n != 1 {
+		t.Errorf("bindings[1].workspace reported %d times:\n%v", n, err)
+	}
+}
+
+func TestLoadMissingFile(t *testing.T) {
+	t.Parallel()
+	_, err := Load(filepath.Join(t.TempDir(), "config.toml"))
+	if !errors.Is(err, ErrNotFound) {
+		t.Fatalf("err = %v, want ErrNotFound", err)
+	}
+}
+
+func TestEnvExpansion(t *testing.T) {
+	t.Parallel()
+	path := writeConfig(t, `
+[agent]
+model = "${MODEL}"
+args = ["--append", "cost $$5 ${EMPTY}end"]
+env = { ANTHROPIC_BASE_URL = "${BASE}/v1" }
+
+[[platforms]]
+name = "local"
+type = "local"
+
+[[platforms]]
+name = "slack"
+type = "slack"
+bot_token = "${SLACK_BOT_TOKEN}"
+app_token = "xapp-${SUFFIX}"
+
+[[bindings]]
+platform = "local"
+workspace = "${WS_DIR}"
+allow_users = ["${ME}"]
+
+[[bindings]]
+platform = "slack"
+workspace = "ws"
+allow_users = ["*"]
+`)
+	env := map[string]string{
+		"MODEL": "sonnet", "EMPTY": "", "BASE": "http://127.0.0.1:8080",
+		"SLACK_BOT_TOKEN": "xoxb-secret", "SUFFIX": "abc", "WS_DIR": "ws", "ME": "alice",
+	}
+	cfg, err := load(path, envMap(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checks := []struct{ name, got, want string }{
+		{"agent.model", cfg.Agent.Model, "sonnet"},
+		{"agent.args[1]", cfg.Agent.Args[1], "cost $5 end"},
+		{"agent.env", cfg.Agent.Env["ANTHROPIC_BASE_URL"].Reveal(), "http://127.0.0.1:8080/v1"},
+		{"bot_token", cfg.Platforms[1].BotToken.Reveal(), "xoxb-secret"},
+		{"app_token", cfg.Platforms[1].AppToken.Reveal(), "xapp-abc"},
+		{"workspace", cfg.Bindings[0].Workspace, workspace.Normalize(filepath.Join(filepath.Dir(path), "ws"), nil)},
+		{"allow_users", cfg.Bindings[0].AllowUsers[0], "alice"},
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("%s = %q, want %q", c.name, c.got, c.want)
+		}
+	}
+}
+
+func TestExpandEnv(t *testing.T) {
+	t.Parallel()
+	lookup := envMap(map[string]string{"A": "1", "B_2": "two", "E": "", "D": "${A}"})
+	tests := []struct {
+		in, want, err string
+	}{
+		{in: "plain", want: "plain"},
+		{in: "${A}", want: "1"},
+		{in: "x${A}y${B_2}z", want: "x1ytwoz"},
+		{in: "${E}", want: ""},
+		{in: "$$", want: "$"},
+		{in: "$${A}", want: "${A}"},
+		{in: "$$$${A}", want: "$${A}"},
+		{in: "${D}", want: "${A}"}, // values are not expanded again
+		{in: "${MISSING}", err: "environment variable MISSING is not set"},
+		{in: "$A", err: `a "$" must start ${NAME}`},
+		{in: "end$", err: `a "$" must start ${NAME}`},
+		{in: "${A", err: `"${" without a closing "}"`},
+		{in: "${}", err: "${} is not a valid environment variable reference"},
+		{in: "${1A}", err: "${1A} is not a valid"},
+		{in: "${A-B}", err: "${A-B} is not a valid"},
+	}
+	for _, tt := range tests {
+		got, err := expandEnv(tt.in, lookup)
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("expandEnv(%q) error = %v, want %q", tt.in, err, tt.err)
+			}
+			continue
+		}
+		if err != nil || got != tt.want {
+			t.Errorf("expandEnv(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
+		}
+	}
+}
+
+// TestEnvKeysKeepCase guards against viper's lowercasing: the agent's
+// environment must reach claude exactly as written.
+func TestEnvKeysKeepCase(t *testing.T) {
+	t.Parallel()
+	path := writeConfig(t, minimal+`
+[agent]
+env = { ANTHROPIC_BASE_URL = "http://127.0.0.1:1", MixedCase_Var = "m", lower = "l", "DOTTED.NAME_OK" = "x" }
+`)
+	_, err := load(path, envMap(nil))
+	if err == nil || !strings.Contains(err.Error(), `"DOTTED.NAME_OK" is not a valid environment variable name`) {
+		t.Fatalf("dotted env name: err = %v", err)
+	}
+
+	path = writeConfig(t, minimal+`
+[agent]
+env = { ANTHROPIC_BASE_URL = "http://127.0.0.1:1", MixedCase_Var = "m", lower = "l" }
+`)
+	cfg, err := load(path, envMap(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"ANTHROPIC_BASE_URL": "http://127.0.0.1:1", "MixedCase_Var": "m", "lower": "l"}
+	if got := cfg.AgentConfig().Env; !reflect.DeepEqual(got, want) {
+		t.Errorf("AgentConfig().Env = %v, want %v", got, want)
+	}
+
+	// The [agent.env] table form too.
+	path = writeConfig(t, minimal+"\n[agent.env]\nCLAUDE_CONFIG_DIR = \"/tmp/x\"\n")
+	cfg, err = load(path, envMap(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.AgentConfig().Env; !reflect.DeepEqual(got, map[string]string{"CLAUDE_CONFIG_DIR": "/tmp/x"}) {
+		t.Errorf("[agent.env] table: Env = %v", got)
+	}
+}
+
+func TestTildeExpansion(t *testing.T) {
+	// Not parallel: HOME is swapped for a temporary folder.
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	if err := os.Mkdir(filepath.Join(home, "project"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := writeConfig(t, `
+[state]
+dir = "~/.cc-connect-state"
+[[platforms]]
+name = "local"
+type = "local"
+[[bindings]]
+platform = "local"
+workspace = "~/project"
+allow_users = ["*"]
+`)
+	cfg, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(home, ".cc-connect-state"); cfg.State.Dir != want {
+		t.Errorf("state.dir = %q, want %q", cfg.State.Dir, want)
+	}
+	if want := workspace.Normalize(filepath.Join(home, "project"), nil); cfg.Bindings[0].Workspace != want {
+		t.Errorf("workspace = %q, want %q", cfg.Bindings[0].Workspace, want)
+	}
+}
+
+func TestWorkspaceSymlinkNormalized(t *testing.T) {
+	t.Parallel()
+	path := writeConfig(t, minimal)
+	dir := filepath.Dir(path)
+	if err := os.Symlink(filepath.Join(dir, "ws"), filepath.Join(dir, "link")); err != nil {
+		t.Skipf("symlinks unavailable: %v", err)
+	}
+	if err := os.WriteFile(path, []byte(minimal+"[[bindings]]\nplatform = \"local\"\nchannel = \"c\"\nworkspace = \"./link/\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := load(path, envMap(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Bindings[0].Workspace != cfg.Bindings[1].Workspace {
+		t.Errorf("symlinked workspace %q differs from %q", cfg.Bindings[1].Workspace, cfg.Bindings[0].Workspace)
+	}
+}
+
+func TestWarnings(t *testing.T) {
+	t.Parallel()
+	path := writeConfig(t, `
+[[platforms]]
+name = "local"
+type = "local"
+[[platforms]]
+name = "d"
+type = "discord"
+token = "t"
+[[bindings]]
+platform = "local"
+workspace = "ws"
+`)
+	cfg, err := load(path, envMap(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(cfg.Warnings, "\n")
+	for _, w := range []string{"bindings[0].allow_users is empty: nobody may use this binding", `platform "d" has no [[bindings]] entry`} {
+		if !strings.Contains(got, w) {
+			t.Errorf("warnings lack %q:\n%s", w, got)
+		}
+	}
+}
+
+func TestKnownKeys(t *testing.T) {
+	t.Parallel()
+	keys := KnownKeys()
+	for _, k := range []string{"state.dir", "log.level", "agent.env", "agent.idle_timeout", "platforms[].bot_token", "bindings[].require_mention"} {
+		if !containsString(keys, k) {
+			t.Errorf("KnownKeys() lacks %s: %v", k, keys)
+		}
+	}
+}
+
+func containsString(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,77 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+
+	"github.com/pelletier/go-toml/v2"
+	"github.com/spf13/viper"
+)
+
+// Load reads, expands, defaults and validates the config file at path. On
+// failure the error lists every problem found, each naming its key; a
+// missing file wraps ErrNotFound.
+func Load(path string) (*Config, error) {
+	return load(path, os.LookupEnv)
+}
+
+func load(path string, lookup func(string) (string, bool)) (*Config, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("loading config %s: %w", path, err)
+	}
+	data, err := os.ReadFile(abs)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w: %s", ErrNotFound, abs)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("loading config: %w", err)
+	}
+
+	// The raw tree keeps the keys' case: viper lowercases them. It is the
+	// source for unknown-key checks (so an empty misspelt table, which
+	// viper drops, is still reported) and for the agent environment.
+	var raw map[string]any
+	if err := toml.Unmarshal(data, &raw); err != nil {
+		var de *toml.DecodeError
+		if errors.As(err, &de) {
+			row, col := de.Position()
+			return nil, fmt.Errorf("parsing config %s:%d:%d: %s", abs, row, col, de.Error())
+		}
+		return nil, fmt.Errorf("parsing config %s: %w", abs, err)
+	}
+
+	// A delimiter that cannot appear in our keys, so viper never splits a
+	// quoted key containing a dot.
+	v := viper.NewWithOptions(viper.KeyDelimiter("::"))
+	v.SetConfigType("toml")
+	if err := v.ReadConfig(bytes.NewReader(data)); err != nil {
+		return nil, fmt.Errorf("parsing config %s: %w", abs, err)
+	}
+	settings := v.AllSettings()
+	if agent, ok := settings["agent"].(map[string]any); ok {
+		delete(agent, "env") // decoded from the raw tree below
+	}
+
+	cfg := Default()
+	cfg.Path = abs
+	d := &decoder{lookup: lookup}
+	d.checkKeys("", raw, reflect.TypeFor[Config]())
+	d.decodeStruct("", settings, reflect.ValueOf(&cfg).Elem())
+	if agent, ok := raw["agent"].(map[string]any); ok {
+		if env, ok := agent["env"]; ok {
+			d.decodeValue("agent.env", env, reflect.ValueOf(&cfg.Agent.Env).Elem())
+		}
+	}
+
+	cfg.Warnings = cfg.validate(filepath.Dir(abs), d)
+	if len(d.errs) > 0 {
+		return nil, fmt.Errorf("invalid config %s:\n%w", abs, errors.Join(d.errs...))
+	}
+	return &cfg, nil
+}

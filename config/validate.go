@@ -1,0 +1,307 @@
+package config
+
+import (
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/cc-connect/cc-connect/workspace"
+)
+
+var (
+	logLevels       = []string{"debug", "info", "warn", "error"}
+	logFormats      = []string{"text", "json"}
+	permissionModes = []string{"default", "acceptEdits", "plan", "dontAsk", "bypassPermissions", "auto", "manual"}
+	platformTypes   = []string{TypeSlack, TypeDiscord, TypeTelegram, TypeLocal}
+)
+
+// platformKeys says which type-specific keys each platform type uses; a key
+// set for a type that ignores it is reported, since it usually means the
+// entry's type or the key is wrong.
+var platformKeys = map[string][]string{
+	TypeSlack:    {"bot_token", "app_token", "api_url"},
+	TypeDiscord:  {"token", "api_url", "thread_per_message"},
+	TypeTelegram: {"token", "api_url"},
+	TypeLocal:    {},
+}
+
+// validate resolves paths and checks every value, reporting problems
+// through d (skipping keys whose decoding already failed). It returns
+// warnings: settings that are valid but probably not meant.
+func (c *Config) validate(dir string, d *decoder) (warnings []string) {
+	bad := func(key string) bool { return d.failed[key] }
+
+	if !bad("state.dir") {
+		if c.State.Dir == "" {
+			d.failf("state.dir", "must not be empty")
+		} else if p, err := resolvePath(c.State.Dir, dir); err != nil {
+			d.failf("state.dir", "%v", err)
+		} else {
+			c.State.Dir = p
+		}
+	}
+
+	if !bad("log.level") && !slices.Contains(logLevels, c.Log.Level) {
+		d.failf("log.level", "%q is not one of %s", c.Log.Level, strings.Join(logLevels, ", "))
+	}
+	if !bad("log.format") && !slices.Contains(logFormats, c.Log.Format) {
+		d.failf("log.format", "%q is not one of %s", c.Log.Format, strings.Join(logFormats, ", "))
+	}
+
+	c.validateAgent(d)
+	warnings = append(warnings, c.validatePlatforms(d)...)
+	warnings = append(warnings, c.validateBindings(dir, d)...)
+	return warnings
+}
+
+func (c *Config) validateAgent(d *decoder) {
+	a := &c.Agent
+	bad := func(key string) bool { return d.failed["agent."+key] }
+	if !bad("command") && strings.TrimSpace(a.Command) == "" {
+		d.failf("agent.command", "must not be empty (the claude executable: a name in PATH or a path)")
+	}
+	if !bad("permission_mode") && !slices.Contains(permissionModes, a.PermissionMode) {
+		d.failf("agent.permission_mode", "%q is not one of %s", a.PermissionMode, strings.Join(permissionModes, ", "))
+	}
+	for k := range a.Env {
+		if !validEnvName(k) {
+			d.failf("agent.env", "%q is not a valid environment variable name", k)
+		}
+	}
+	for _, dur := range []struct {
+		key string
+		val Duration
+	}{
+		{"idle_timeout", a.IdleTimeout},
+		{"permission_timeout", a.PermissionTimeout},
+		{"shutdown_grace", a.ShutdownGrace},
+		{"close_grace", a.CloseGrace},
+	} {
+		if !bad(dur.key) && dur.val <= 0 {
+			d.failf("agent."+dur.key, "must be greater than zero, got %s", dur.val)
+		}
+	}
+	if !bad("context_window") && a.ContextWindow <= 0 {
+		d.failf("agent.context_window", "must be greater than zero, got %d", a.ContextWindow)
+	}
+	if !bad("max_processes") && a.MaxProcesses < 0 {
+		d.failf("agent.max_processes", "must be 0 (unlimited) or more, got %d", a.MaxProcesses)
+	}
+	if !bad("max_processes_per_workspace") && a.MaxProcessesPerWorkspace < 0 {
+		d.failf("agent.max_processes_per_workspace", "must be 0 (unlimited) or more, got %d", a.MaxProcessesPerWorkspace)
+	}
+	if !bad("queue_limit") && a.QueueLimit < 1 {
+		d.failf("agent.queue_limit", "must be at least 1, got %d", a.QueueLimit)
+	}
+}
+
+func (c *Config) validatePlatforms(d *decoder) (warnings []string) {
+	if len(c.Platforms) == 0 && !d.failed["platforms"] {
+		d.failf("platforms", "at least one [[platforms]] entry is required")
+	}
+	names := map[string]int{}
+	local := -1
+	for i, p := range c.Platforms {
+		key := fmt.Sprintf("platforms[%d]", i)
+		bad := func(k string) bool { return d.failed[key+"."+k] }
+		switch {
+		case bad("name"):
+		case p.Name == "":
+			d.failf(key+".name", "is required")
+		default:
+			if j, dup := names[p.Name]; dup {
+				d.failf(key+".name", "%q is already used by platforms[%d]", p.Name, j)
+			} else {
+				names[p.Name] = i
+			}
+		}
+		if bad("type") {
+			continue
+		}
+		used, known := platformKeys[p.Type]
+		if !known {
+			d.failf(key+".type", "%q is not one of %s", p.Type, strings.Join(platformTypes, ", "))
+			continue
+		}
+		set := map[string]bool{
+			"bot_token":          p.BotToken != "",
+			"app_token":          p.AppToken != "",
+			"token":              p.Token != "",
+			"api_url":            p.APIURL != "",
+			"thread_per_message": p.ThreadPerMessage,
+		}
+		for _, k := range []string{"bot_token", "app_token", "token", "api_url", "thread_per_message"} {
+			if set[k] && !slices.Contains(used, k) {
+				d.failf(key+"."+k, "is not used by type %s", p.Type)
+			}
+		}
+		switch p.Type {
+		case TypeSlack:
+			checkToken(d, key+".bot_token", p.BotToken, "xoxb-", "the Slack bot token (OAuth & Permissions, starts with xoxb-)")
+			checkToken(d, key+".app_token", p.AppToken, "xapp-", "the Slack app-level token with connections:write (Basic Information, starts with xapp-)")
+		case TypeDiscord:
+			checkToken(d, key+".token", p.Token, "", "the Discord bot token (Developer Portal, Bot tab)")
+		case TypeTelegram:
+			if checkToken(d, key+".token", p.Token, "", "the Telegram bot token from @BotFather") && !telegramTokenShape(p.Token.Reveal()) {
+				d.failf(key+".token", "does not look like a Telegram bot token (expected <bot id>:<secret> as @BotFather gives it)")
+			}
+		case TypeLocal:
+			if local >= 0 {
+				d.failf(key+".type", "only one local platform can read the terminal (platforms[%d] already does)", local)
+			}
+			local = i
+		}
+		if p.APIURL != "" && !bad("api_url") {
+			if err := checkHTTPURL(p.APIURL); err != nil {
+				d.failf(key+".api_url", "%v", err)
+			}
+		}
+	}
+	for _, p := range c.Platforms {
+		if p.Name == "" {
+			continue
+		}
+		if !slices.ContainsFunc(c.Bindings, func(b Binding) bool { return b.Platform == p.Name }) {
+			warnings = append(warnings, fmt.Sprintf("platform %q has no [[bindings]] entry: its messages will be ignored", p.Name))
+		}
+	}
+	return warnings
+}
+
+// checkToken reports a missing token or one with the wrong prefix, and says
+// whether the token is present and well formed. The value is never printed.
+func checkToken(d *decoder, key string, tok Secret, prefix, what string) bool {
+	if d.failed[key] {
+		return false
+	}
+	if tok == "" {
+		d.failf(key, "is required: %s; keep it in the environment and write ${VAR}", what)
+		return false
+	}
+	if prefix != "" && !strings.HasPrefix(tok.Reveal(), prefix) {
+		d.failf(key, "must start with %s: expected %s", prefix, what)
+		return false
+	}
+	return true
+}
+
+func telegramTokenShape(tok string) bool {
+	id, secret, ok := strings.Cut(tok, ":")
+	if !ok || id == "" || secret == "" {
+		return false
+	}
+	for _, r := range id {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+func checkHTTPURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%q is not an http(s) URL", redactURL(raw))
+	}
+	return nil
+}
+
+// redactURL hides credentials a URL may carry (user info, query).
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return Redacted
+	}
+	if u.User != nil {
+		u.User = url.User(Redacted)
+	}
+	if u.RawQuery != "" {
+		u.RawQuery = Redacted
+	}
+	return u.String()
+}
+
+func (c *Config) validateBindings(dir string, d *decoder) (warnings []string) {
+	if len(c.Bindings) == 0 && !d.failed["bindings"] {
+		d.failf("bindings", "at least one [[bindings]] entry is required (which channel drives which workspace)")
+	}
+	seen := map[[2]string]int{}
+	for i := range c.Bindings {
+		b := &c.Bindings[i]
+		key := fmt.Sprintf("bindings[%d]", i)
+		bad := func(k string) bool { return d.failed[key+"."+k] }
+		if !bad("platform") {
+			switch {
+			case b.Platform == "":
+				d.failf(key+".platform", "is required (the name of a [[platforms]] entry)")
+			case !slices.ContainsFunc(c.Platforms, func(p Platform) bool { return p.Name == b.Platform }):
+				d.failf(key+".platform", "%q is not the name of any [[platforms]] entry", b.Platform)
+			}
+		}
+		if !bad("channel") {
+			if b.Channel == "" {
+				d.failf(key+".channel", `must not be empty (a channel or chat id, or "*" for any)`)
+			} else if j, dup := seen[[2]string{b.Platform, b.Channel}]; dup {
+				d.failf(key+".channel", "%q on platform %q is already bound by bindings[%d]", b.Channel, b.Platform, j)
+			} else {
+				seen[[2]string{b.Platform, b.Channel}] = i
+			}
+		}
+		if !bad("workspace") {
+			if ws, err := resolveWorkspace(b.Workspace, dir); err != nil {
+				d.failf(key+".workspace", "%v", err)
+			} else {
+				b.Workspace = ws
+			}
+		}
+		for _, list := range []struct {
+			name  string
+			users []string
+		}{{"allow_users", b.AllowUsers}, {"admins", b.Admins}} {
+			for j, u := range list.users {
+				if strings.TrimSpace(u) == "" {
+					d.failf(fmt.Sprintf("%s.%s[%d]", key, list.name, j), "must not be empty")
+				}
+			}
+		}
+		if len(b.AllowUsers) == 0 && !bad("allow_users") {
+			warnings = append(warnings, fmt.Sprintf(`%s.allow_users is empty: nobody may use this binding (write ["*"] for everyone in the channel)`, key))
+		}
+	}
+	return warnings
+}
+
+// resolvePath expands "~" and makes p absolute from dir.
+func resolvePath(p, dir string) (string, error) {
+	p, err := workspace.ExpandHome(p)
+	if err != nil {
+		return "", err
+	}
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(dir, p)
+	}
+	return filepath.Clean(p), nil
+}
+
+func resolveWorkspace(p, dir string) (string, error) {
+	if p == "" {
+		return "", fmt.Errorf("is required (the folder Claude Code works in)")
+	}
+	abs, err := resolvePath(p, dir)
+	if err != nil {
+		return "", err
+	}
+	info, err := os.Stat(abs)
+	switch {
+	case os.IsNotExist(err):
+		return "", fmt.Errorf("%s does not exist", abs)
+	case err != nil:
+		return "", fmt.Errorf("checking %s: %w", abs, err)
+	case !info.IsDir():
+		return "", fmt.Errorf("%s is not a folder", abs)
+	}
+	return workspace.Normalize(abs, nil), nil
+}
