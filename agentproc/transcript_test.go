@@ -1,9 +1,13 @@
 package agentproc
 
 import (
+	"errors"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Vectors from PROTOCOL.md §6, seen from the real CLI 2.1.328.
@@ -103,3 +107,113 @@ func TestConfigDir(t *testing.T) {
 		})
 	}
 }
+
+func TestTranscriptPathResolvesSymlinks(t *testing.T) {
+	root := t.TempDir()
+	real := filepath.Join(root, "real_target")
+	if err := os.Mkdir(real, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(root, "link_to_real")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	realRoot, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := "/cfg"
+	want := filepath.Join("/cfg", "projects", ProjectSlug(filepath.Join(realRoot, "real_target")), "abc.jsonl")
+	for _, cwd := range []string{real, link, link + "/", filepath.Join(link, ".")} {
+		if got := TranscriptPath(cfg, cwd, "abc"); got != want {
+			t.Errorf("TranscriptPath(%q) = %q, want %q", cwd, got, want)
+		}
+	}
+	// A directory that does not exist keeps its cleaned path.
+	if got, want := TranscriptPath(cfg, "/no/such/dir/", "x"), "/cfg/projects/-no-such-dir/x.jsonl"; got != want {
+		t.Errorf("TranscriptPath(missing dir) = %q, want %q", got, want)
+	}
+	if got := ProjectsDir(cfg); got != "/cfg/projects" {
+		t.Errorf("ProjectsDir = %q", got)
+	}
+}
+
+func TestFindTranscript(t *testing.T) {
+	cfg := t.TempDir()
+	origCwd := "/home/dev/work/resume_proj"
+	otherCwd := "/home/dev/work/other_dir"
+	const sid = "37c6a0e1-0000-4000-8000-000000000001"
+	origDir := filepath.Join(ProjectsDir(cfg), ProjectSlug(origCwd))
+	if err := os.MkdirAll(filepath.Join(ProjectsDir(cfg), ProjectSlug(otherCwd), "memory"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	p := newTranscript(sid, origCwd).turn("hi", "hi", "hello").writeTo(t, origDir)
+	fi, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	tests := []struct {
+		name     string
+		id       string
+		cwds     []string
+		wantPath string
+		wantErr  error
+		wantExp  string // the path returned with an error
+	}{
+		{"expected path", sid, []string{origCwd}, p, nil, ""},
+		{"resumed from another cwd", sid, []string{otherCwd}, p, nil, ""},
+		{"no cwd hint", sid, nil, p, nil, ""},
+		{"missing", "99999999-0000-4000-8000-000000000009", []string{otherCwd}, "", fs.ErrNotExist,
+			filepath.Join(ProjectsDir(cfg), ProjectSlug(otherCwd), "99999999-0000-4000-8000-000000000009.jsonl")},
+		{"path escape", "../x", nil, "", errInvalid, ""},
+		{"empty id", "", nil, "", errInvalid, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, size, err := FindTranscript(cfg, tt.id, tt.cwds...)
+			switch {
+			case tt.wantErr == errInvalid:
+				if err == nil || errors.Is(err, fs.ErrNotExist) {
+					t.Fatalf("err = %v, want an invalid id error", err)
+				}
+				return
+			case tt.wantErr != nil:
+				if !errors.Is(err, tt.wantErr) {
+					t.Fatalf("err = %v, want %v", err, tt.wantErr)
+				}
+				if got != tt.wantExp {
+					t.Errorf("path with error = %q, want %q", got, tt.wantExp)
+				}
+				return
+			case err != nil:
+				t.Fatal(err)
+			}
+			if got != tt.wantPath || size != fi.Size() {
+				t.Errorf("FindTranscript = %q, %d; want %q, %d", got, size, tt.wantPath, fi.Size())
+			}
+		})
+	}
+
+	t.Run("no projects dir", func(t *testing.T) {
+		_, _, err := FindTranscript(filepath.Join(cfg, "nope"), sid)
+		if !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("err = %v, want fs.ErrNotExist", err)
+		}
+	})
+
+	t.Run("newest copy wins", func(t *testing.T) {
+		copyDir := filepath.Join(ProjectsDir(cfg), "-copied")
+		cp := newTranscript(sid, origCwd).turn("hi", "hi", "hello").turn("more", "x", "y").writeTo(t, copyDir)
+		old := fi.ModTime().Add(-time.Hour)
+		if err := os.Chtimes(p, old, old); err != nil {
+			t.Fatal(err)
+		}
+		got, _, err := FindTranscript(cfg, sid)
+		if err != nil || got != cp {
+			t.Fatalf("FindTranscript = %q, %v; want %q", got, err, cp)
+		}
+	})
+}
+
+var errInvalid = errors.New("invalid")
