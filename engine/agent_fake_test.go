@@ -1,0 +1,350 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cc-connect/cc-connect/agentproc"
+)
+
+// fakeAgents is an in-memory stand-in for the claude CLI behind spawnFunc,
+// for cases the fake claude binary cannot express (gated turns, poisoned
+// sessions, exact counts of live processes). Markers in the prompt choose
+// what a turn does:
+//
+//	[[TOOL:cmd]]  Bash tool use needing permission; replies "ran: cmd" or "denied: msg"
+//	[[TOOLONG]]   prompt too long (and the session stays poisoned)
+//	[[CRASH]]     the process exits mid-turn, "Not logged in · Please run /login" on stderr
+//	[[HANG]]      runs until interrupted
+//	[[WAIT]]      runs until the test calls release (or an interrupt)
+//	[[SELF:NN]]   the reply ends with the self-report marker [ctx: ~NN%]
+//	[[EMPTY]]     no reply text at all
+//	[[HISTORY]]   replies with the session's history
+//
+// Otherwise the reply is "echo: <text>", with 50,000 context tokens of a
+// 200,000 window (25%).
+type fakeAgents struct {
+	mu        sync.Mutex // guards everything below
+	sessions  map[string][]string
+	poisoned  map[string]bool
+	spawns    []agentproc.StartOptions
+	procs     []*fakeProc
+	live      int
+	maxLive   int
+	waiting   int
+	nextID    int
+	failFresh error // the first turn of a fresh (not resumed) process fails with this
+	gate      chan struct{}
+	changed   chan struct{}
+}
+
+func newFakeAgents() *fakeAgents {
+	return &fakeAgents{
+		sessions: map[string][]string{},
+		poisoned: map[string]bool{},
+		gate:     make(chan struct{}),
+		changed:  make(chan struct{}),
+	}
+}
+
+func (fa *fakeAgents) notifyLocked() {
+	close(fa.changed)
+	fa.changed = make(chan struct{})
+}
+
+// waitFor waits until pred holds for the fake's state.
+func (fa *fakeAgents) waitFor(t *testing.T, what string, pred func(fa *fakeAgents) bool) {
+	t.Helper()
+	deadline := time.NewTimer(15 * time.Second)
+	defer deadline.Stop()
+	for {
+		fa.mu.Lock()
+		ok := pred(fa)
+		ch := fa.changed
+		fa.mu.Unlock()
+		if ok {
+			return
+		}
+		select {
+		case <-ch:
+		case <-deadline.C:
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+// release lets one [[WAIT]] turn finish.
+func (fa *fakeAgents) release(t *testing.T) {
+	t.Helper()
+	select {
+	case fa.gate <- struct{}{}:
+	case <-time.After(15 * time.Second):
+		t.Fatal("no [[WAIT]] turn to release")
+	}
+}
+
+func (fa *fakeAgents) spawnsSnapshot() []agentproc.StartOptions {
+	fa.mu.Lock()
+	defer fa.mu.Unlock()
+	return append([]agentproc.StartOptions(nil), fa.spawns...)
+}
+
+func (fa *fakeAgents) history(id string) []string {
+	fa.mu.Lock()
+	defer fa.mu.Unlock()
+	return append([]string(nil), fa.sessions[id]...)
+}
+
+func (fa *fakeAgents) spawn(ctx context.Context, cfg agentproc.Config, opts agentproc.StartOptions, log *slog.Logger) (agentProcess, error) {
+	fa.mu.Lock()
+	defer fa.mu.Unlock()
+	fa.spawns = append(fa.spawns, opts)
+	fa.live++
+	fa.maxLive = max(fa.maxLive, fa.live)
+	p := &fakeProc{
+		fa:      fa,
+		opts:    opts,
+		pid:     4000 + len(fa.spawns),
+		done:    make(chan struct{}),
+		perm:    make(chan agentproc.PermissionDecision, 1),
+		intr:    make(chan struct{}, 1),
+		resumed: opts.ResumeID != "",
+	}
+	if opts.ResumeID != "" {
+		hist, ok := fa.sessions[opts.ResumeID]
+		switch {
+		case !ok:
+			p.notFound = true
+		case opts.Fork:
+			fa.nextID++
+			p.id = fmt.Sprintf("fork-%d", fa.nextID)
+			fa.sessions[p.id] = append([]string(nil), hist...)
+		default:
+			p.id = opts.ResumeID
+		}
+	} else {
+		fa.nextID++
+		p.id = fmt.Sprintf("sess-%d", fa.nextID)
+	}
+	fa.procs = append(fa.procs, p)
+	fa.notifyLocked()
+	return p, nil
+}
+
+type fakeProc struct {
+	fa       *fakeAgents
+	opts     agentproc.StartOptions
+	pid      int
+	id       string
+	resumed  bool
+	notFound bool
+	turns    int
+
+	done    chan struct{}
+	once    sync.Once
+	perm    chan agentproc.PermissionDecision
+	intr    chan struct{}
+	mu      sync.Mutex // guards pending
+	pending string
+}
+
+var _ agentProcess = (*fakeProc)(nil)
+
+var (
+	toolRe = regexp.MustCompile(`\[\[TOOL:([^\]]*)\]\]`)
+	selfRe = regexp.MustCompile(`\[\[SELF:(\d+)\]\]`)
+)
+
+func (p *fakeProc) exit() {
+	p.once.Do(func() {
+		close(p.done)
+		p.fa.mu.Lock()
+		p.fa.live--
+		p.fa.notifyLocked()
+		p.fa.mu.Unlock()
+	})
+}
+
+func (p *fakeProc) alive() bool {
+	select {
+	case <-p.done:
+		return false
+	default:
+		return true
+	}
+}
+
+func (p *fakeProc) result(text string) *agentproc.Result {
+	p.fa.mu.Lock()
+	cost := 0.01 * float64(len(p.fa.sessions[p.id]))
+	p.fa.mu.Unlock()
+	return &agentproc.Result{
+		SessionID: p.id, Subtype: "success", Text: text, TerminalReason: "completed",
+		TotalCostUSD: cost, ContextTokens: 50000, Model: "claude-test",
+		ModelUsage: map[string]agentproc.ModelUsage{"claude-test": {ContextWindow: 200000}},
+	}
+}
+
+func (p *fakeProc) Turn(ctx context.Context, text string, on func(agentproc.Event)) (*agentproc.Result, error) {
+	if !p.alive() {
+		return nil, agentproc.ErrClosed
+	}
+	if p.notFound {
+		p.exit()
+		msg := "No conversation found with session ID: " + p.opts.ResumeID
+		return &agentproc.Result{IsError: true, Subtype: "error_during_execution", Errors: []string{msg}}, agentproc.ErrSessionNotFound
+	}
+	fa := p.fa
+	p.turns++
+	fa.mu.Lock()
+	fresh := !p.resumed && p.turns == 1
+	failFresh := fa.failFresh
+	if strings.Contains(text, "[[TOOLONG]]") {
+		fa.poisoned[p.id] = true
+	}
+	poisoned := fa.poisoned[p.id]
+	fa.sessions[p.id] = append(fa.sessions[p.id], text)
+	fa.notifyLocked()
+	fa.mu.Unlock()
+
+	on(agentproc.Init{SessionID: p.id, Model: "claude-test", Cwd: p.opts.Dir})
+	if fresh && failFresh != nil {
+		p.exit()
+		return nil, failFresh
+	}
+	if poisoned {
+		on(agentproc.AssistantText{Text: "Prompt is too long", Synthetic: true})
+		res := p.result("Prompt is too long")
+		res.IsError, res.TerminalReason, res.ContextTokens = true, "prompt_too_long", 0
+		return res, agentproc.ErrPromptTooLong
+	}
+	if strings.Contains(text, "[[CRASH]]") {
+		p.exit()
+		return nil, &agentproc.ExitError{Code: 1, StderrTail: "starting\nNot logged in · Please run /login\n"}
+	}
+	aborted := func(reason string) (*agentproc.Result, error) {
+		on(agentproc.AssistantText{Text: "partial"})
+		res := p.result("")
+		res.IsError, res.Subtype, res.TerminalReason = true, "error_during_execution", reason
+		return res, nil
+	}
+	wait := func(gate chan struct{}) bool {
+		fa.mu.Lock()
+		fa.waiting++
+		fa.notifyLocked()
+		fa.mu.Unlock()
+		defer func() {
+			fa.mu.Lock()
+			fa.waiting--
+			fa.notifyLocked()
+			fa.mu.Unlock()
+		}()
+		select {
+		case <-gate:
+			return true
+		case <-p.intr:
+			return false
+		case <-p.done:
+			return false
+		}
+	}
+	switch {
+	case strings.Contains(text, "[[HANG]]"):
+		wait(nil)
+		return aborted("aborted_streaming")
+	case strings.Contains(text, "[[WAIT]]"):
+		if !wait(fa.gate) {
+			return aborted("aborted_streaming")
+		}
+	}
+	reply := "echo: " + text
+	if m := toolRe.FindStringSubmatch(text); m != nil {
+		input, _ := json.Marshal(map[string]string{"command": m[1]})
+		on(agentproc.ToolUse{ID: "toolu_1", Name: "Bash", Input: input})
+		reqID := fmt.Sprintf("req-%d-%d", p.pid, p.turns)
+		p.mu.Lock()
+		p.pending = reqID
+		p.mu.Unlock()
+		on(agentproc.PermissionRequest{RequestID: reqID, ToolName: "Bash", DisplayName: "Bash", Input: input, BlockedPath: p.opts.Dir + "/x"})
+		select {
+		case d := <-p.perm:
+			switch d.Behavior {
+			case agentproc.Allow, agentproc.AlwaysAllow:
+				reply = "ran: " + m[1]
+			default:
+				reply = "denied: " + d.Message
+			}
+		case <-p.intr:
+			on(agentproc.PermissionCancel{RequestID: reqID})
+			return aborted("aborted_tools")
+		case <-p.done:
+			return nil, &agentproc.ExitError{Code: -1, Signal: "killed"}
+		}
+	}
+	if strings.Contains(text, "[[HISTORY]]") {
+		reply = "history: " + strings.Join(p.fa.history(p.id), " | ")
+	}
+	if m := selfRe.FindStringSubmatch(text); m != nil {
+		reply += "\n[ctx: ~" + m[1] + "%]"
+	}
+	if strings.Contains(text, "[[EMPTY]]") {
+		reply = ""
+	}
+	if reply != "" {
+		on(agentproc.AssistantText{Text: reply})
+	}
+	return p.result(reply), nil
+}
+
+func (p *fakeProc) Interrupt(ctx context.Context) error {
+	select {
+	case p.intr <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+func (p *fakeProc) RespondPermission(ctx context.Context, requestID string, d agentproc.PermissionDecision) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.pending != requestID {
+		return agentproc.ErrNoPendingPermission
+	}
+	p.pending = ""
+	p.perm <- d
+	return nil
+}
+
+func (p *fakeProc) Close(ctx context.Context) error {
+	p.exit()
+	return nil
+}
+
+func (p *fakeProc) Done() <-chan struct{} { return p.done }
+func (p *fakeProc) SessionID() string     { return p.id }
+func (p *fakeProc) StderrTail() string    { return "" }
+func (p *fakeProc) Pid() int              { return p.pid }
+
+// fakeTranscripts lists the fake's sessions for !sessions.
+type fakeTranscripts struct {
+	fa   *fakeAgents
+	list []sessionInfo
+}
+
+func (ft *fakeTranscripts) Find(id string) (string, int64, error) {
+	ft.fa.mu.Lock()
+	defer ft.fa.mu.Unlock()
+	if _, ok := ft.fa.sessions[id]; !ok {
+		return "/nowhere/" + id + ".jsonl", 0, fmt.Errorf("transcript of %s: not found", id)
+	}
+	return "/projects/" + id + ".jsonl", 1234, nil
+}
+
+func (ft *fakeTranscripts) List(cwd string) ([]sessionInfo, error) { return ft.list, nil }

@@ -1,0 +1,271 @@
+package engine
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cc-connect/cc-connect/platform"
+)
+
+func TestReplyCarriesContextIndicator(t *testing.T) {
+	h := newHarness(t, nil)
+	h.say("alice", "T1", "hello")
+	got := h.rec.waitSend(t, "echo: hello")
+	h.waitIdle()
+	if got.Text != "echo: hello\n[ctx: 25%]" {
+		t.Errorf("reply = %q, want the text then [ctx: 25%%] on its own line", got.Text)
+	}
+	if got.To.Channel != "C1" || got.To.Thread != "T1" || got.To.MessageID != "" {
+		t.Errorf("reply target = %+v, want channel C1 thread T1", got.To)
+	}
+	recs := h.logs.records("context_usage")
+	if len(recs) != 1 {
+		t.Fatalf("context_usage logged %d times, want 1", len(recs))
+	}
+	r := recs[0]
+	if r["sdk_pct"] != float64(25) || r["input_tokens"] != float64(50000) || r["context_window"] != float64(200000) ||
+		r["session_key"] != "fake/C1/T1" || r["level"] != "INFO" {
+		t.Errorf("context_usage record = %v", r)
+	}
+}
+
+func TestReplyShapes(t *testing.T) {
+	tests := []struct {
+		name, text, want string
+	}{
+		{"self-report stripped", "hi [[SELF:30]]", "echo: hi [[SELF:30]]\n[ctx: 25%]"},
+		{"empty reply", "[[EMPTY]]", "(no reply text)\n[ctx: 25%]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, func(o *Options, _ *harnessConfig) { o.SelfReport = true })
+			h.say("alice", "T1", tt.text)
+			h.waitIdle()
+			sends := h.rec.sends("")
+			if len(sends) != 1 || sends[0] != tt.want {
+				t.Errorf("sent %q, want [%q]", sends, tt.want)
+			}
+		})
+	}
+}
+
+func TestSelfReportReachesStatusAndLog(t *testing.T) {
+	h := newHarness(t, func(o *Options, _ *harnessConfig) { o.SelfReport = true })
+	if !strings.Contains(h.e.opts.Agent.AppendSystemPrompt, "[ctx: ~XX%]") {
+		t.Fatalf("AppendSystemPrompt = %q, want the self-report instruction", h.e.opts.Agent.AppendSystemPrompt)
+	}
+	h.say("alice", "T1", "hi [[SELF:31]]")
+	h.waitIdle()
+	recs := h.logs.records("context_usage")
+	if len(recs) != 1 || recs[0]["self_reported_pct"] != float64(31) || recs[0]["drift"] != float64(6) {
+		t.Fatalf("context_usage = %v, want self_reported_pct 31 and drift 6", recs)
+	}
+	h.say("alice", "T1", "!status")
+	st := h.rec.waitSend(t, "State:")
+	if !strings.Contains(st.Text, "25%") || !strings.Contains(st.Text, "31%") {
+		t.Errorf("status = %q, want both tracks", st.Text)
+	}
+}
+
+func TestQueueOrderAndLimit(t *testing.T) {
+	h := newHarness(t, func(o *Options, _ *harnessConfig) { o.QueueLimit = 2 })
+	h.say("alice", "T1", "one [[WAIT]]")
+	h.fa.waitFor(t, "the first turn to run", func(fa *fakeAgents) bool { return fa.waiting == 1 })
+	h.say("alice", "T1", "two")
+	h.rec.waitSend(t, "Queued (position 1)")
+	h.say("bob", "T1", "three")
+	h.rec.waitSend(t, "Queued (position 2)")
+	h.say("alice", "T1", "four")
+	h.rec.waitSend(t, "Queue full")
+	h.fa.release(t)
+	h.waitIdle()
+
+	var replies []string
+	for _, s := range h.rec.sends("echo:") {
+		replies = append(replies, strings.SplitN(s, "\n", 2)[0])
+	}
+	want := []string{"echo: one [[WAIT]]", "echo: two", "echo: three"}
+	if strings.Join(replies, "|") != strings.Join(want, "|") {
+		t.Errorf("replies in order %q, want %q", replies, want)
+	}
+	// One process served all turns: nothing was sent into a running turn
+	// and nothing was dropped silently.
+	if n := len(h.fa.spawnsSnapshot()); n != 1 {
+		t.Errorf("%d spawns, want 1", n)
+	}
+}
+
+func TestSessionsRunConcurrently(t *testing.T) {
+	h := newHarness(t, nil)
+	h.say("alice", "T1", "a [[WAIT]]")
+	h.say("bob", "T2", "b [[WAIT]]")
+	h.fa.waitFor(t, "both turns running at once", func(fa *fakeAgents) bool { return fa.waiting == 2 })
+	h.fa.release(t)
+	h.fa.release(t)
+	h.rec.waitSend(t, "echo: a")
+	h.rec.waitSend(t, "echo: b")
+}
+
+func TestProcessCapWaitsForFreeSlot(t *testing.T) {
+	tests := []struct {
+		name   string
+		global int
+		perWS  int
+	}{
+		{"global cap", 1, 0},
+		{"workspace cap", 0, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, func(o *Options, _ *harnessConfig) {
+				o.MaxProcesses, o.MaxProcessesPerWorkspace = tt.global, tt.perWS
+			})
+			h.say("alice", "T1", "a [[WAIT]]")
+			h.fa.waitFor(t, "the first turn", func(fa *fakeAgents) bool { return fa.waiting == 1 })
+			h.say("bob", "T2", "b")
+			h.rec.waitSend(t, noticeWaiting)
+			h.fa.release(t)
+			h.rec.waitSend(t, "echo: b")
+			h.waitIdle()
+			if got := h.rec.sends(noticeWaiting); len(got) != 1 {
+				t.Errorf("waiting notice posted %d times, want once", len(got))
+			}
+			h.fa.mu.Lock()
+			maxLive := h.fa.maxLive
+			h.fa.mu.Unlock()
+			if maxLive != 1 {
+				t.Errorf("max live processes = %d, want 1", maxLive)
+			}
+			if recs := h.logs.records("Reaping idle agent process"); len(recs) != 1 {
+				t.Errorf("reaped %d processes early, want 1 (the idle one of T1)", len(recs))
+			}
+		})
+	}
+}
+
+func TestIdleReapThenResume(t *testing.T) {
+	h := newHarness(t, func(o *Options, _ *harnessConfig) { o.IdleTimeout = 10 * time.Millisecond })
+	h.say("alice", "T1", "first")
+	h.rec.waitSend(t, "echo: first")
+	h.fa.waitFor(t, "the idle process to be reaped", func(fa *fakeAgents) bool { return fa.live == 0 })
+	h.say("alice", "T1", "second")
+	h.rec.waitSend(t, "echo: second")
+	spawns := h.fa.spawnsSnapshot()
+	if len(spawns) != 2 || spawns[0].ResumeID != "" || spawns[1].ResumeID != "sess-1" {
+		t.Fatalf("spawns = %+v, want a fresh one then --resume sess-1", spawns)
+	}
+	if got := h.fa.history("sess-1"); strings.Join(got, "|") != "first|second" {
+		t.Errorf("history = %q, want both turns in one session", got)
+	}
+	reaps := h.logs.records("Reaping idle agent process")
+	if len(reaps) == 0 || reaps[0]["session_key"] != "fake/C1/T1" || reaps[0]["context_tokens"] != float64(50000) ||
+		reaps[0]["workspace"] == nil || reaps[0]["idle"] == nil {
+		t.Errorf("reap log = %v", reaps)
+	}
+	resumes := h.logs.records("Resuming agent session")
+	if len(resumes) != 1 || resumes[0]["session_id"] != "sess-1" || resumes[0]["transcript_size"] != float64(1234) {
+		t.Errorf("resume log = %v", resumes)
+	}
+}
+
+func TestAccessRefusedOncePerThread(t *testing.T) {
+	h := newHarness(t, nil)
+	h.say("mallory", "T1", "hi")
+	h.say("mallory", "T1", "hi again")
+	h.say("mallory", "T2", "hi")
+	h.say("alice", "T3", "allowed")
+	h.rec.waitSend(t, "echo: allowed")
+	refusals := 0
+	threads := map[string]bool{}
+	for _, c := range h.rec.kinds("send") {
+		if c.Text == refusalText {
+			refusals++
+			threads[c.To.Thread] = true
+		}
+	}
+	if refusals != 2 || !threads["T1"] || !threads["T2"] {
+		t.Errorf("refusals = %d in %v, want one in T1 and one in T2", refusals, threads)
+	}
+	if n := len(h.fa.spawnsSnapshot()); n != 1 {
+		t.Errorf("%d agent spawns, want only the allowed user's", n)
+	}
+	if recs := h.logs.records("Refused a message from a user who is not allowed"); len(recs) != 3 {
+		t.Errorf("refusal logged %d times, want each of the 3 messages", len(recs))
+	}
+}
+
+func TestIgnoredMessages(t *testing.T) {
+	yes := true
+	tests := []struct {
+		name string
+		msg  func(h *harness) platform.Message
+	}{
+		{"bot", func(h *harness) platform.Message {
+			m := h.message("alice", "T1", "hi")
+			m.IsBot = true
+			return m
+		}},
+		{"unbound channel", func(h *harness) platform.Message {
+			m := h.message("alice", "T1", "hi")
+			m.Target.Platform = "other"
+			return m
+		}},
+		{"no mention in a channel", func(h *harness) platform.Message {
+			return h.message("alice", "T1", "hi")
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, func(o *Options, _ *harnessConfig) { o.Bindings[0].RequireMention = &yes })
+			other := newFakePlatform("other")
+			h.e.AddAdapter(other)
+			h.deliver(tt.msg(h))
+			// A later message that is handled proves the first was
+			// processed (and ignored) before it.
+			m := h.message("alice", "T9", "marker")
+			m.Mentioned = true
+			h.deliver(m)
+			h.rec.waitSend(t, "echo: marker")
+			h.waitIdle()
+			if sends := h.rec.sends(""); len(sends) != 1 {
+				t.Errorf("sent %q, want only the marker's reply", sends)
+			}
+			if sends := other.sends(""); len(sends) != 0 {
+				t.Errorf("sent %q on the unbound platform", sends)
+			}
+		})
+	}
+}
+
+func TestRequireMention(t *testing.T) {
+	h := newHarness(t, func(o *Options, _ *harnessConfig) { o.Bindings[0].RequireMention = nil })
+	// Default: DMs need no mention.
+	dm := h.message("alice", "", "in a dm")
+	dm.Target.Channel = "D1"
+	dm.IsDM = true
+	h.deliver(dm)
+	h.rec.waitSend(t, "echo: in a dm")
+	// Channels do, until the thread has a session.
+	h.say("alice", "T1", "not mentioned")
+	m := h.message("alice", "T1", "mentioned")
+	m.Mentioned = true
+	h.deliver(m)
+	h.rec.waitSend(t, "echo: mentioned")
+	h.say("alice", "T1", "follow-up")
+	h.rec.waitSend(t, "echo: follow-up")
+	if got := h.rec.sends("not mentioned"); len(got) != 0 {
+		t.Errorf("unmentioned first message was answered: %q", got)
+	}
+}
+
+func TestDuplicateDeliveryHandledOnce(t *testing.T) {
+	h := newHarness(t, nil)
+	m := h.message("alice", "T1", "once")
+	h.deliver(m)
+	h.deliver(m)
+	h.waitIdle()
+	if got := h.rec.sends("echo: once"); len(got) != 1 {
+		t.Errorf("replies = %q, want one", got)
+	}
+}

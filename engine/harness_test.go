@@ -1,0 +1,169 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cc-connect/cc-connect/platform"
+)
+
+// harness runs an Engine against a fake platform and an agent spawner
+// (the in-memory fake unless a test swaps it).
+type harness struct {
+	t       *testing.T
+	e       *Engine
+	fa      *fakeAgents
+	rec     *fakePlatform
+	ft      *fakeTranscripts
+	ws      string
+	logs    *logBuffer
+	cancel  context.CancelFunc
+	runDone chan error
+	ids     atomic.Int64
+}
+
+type harnessConfig struct {
+	plain   bool // a platform without optional interfaces
+	spawn   spawnFunc
+	fa      *fakeAgents
+	noStart bool
+}
+
+func newHarness(t *testing.T, mutate func(*Options, *harnessConfig)) *harness {
+	t.Helper()
+	cfg := &harnessConfig{}
+	ws := t.TempDir()
+	no := false
+	opts := Options{
+		Bindings: []Binding{{Platform: "fake", Channel: "*", Workspace: ws,
+			AllowUsers: []string{"alice", "bob"}, Admins: []string{"alice"}, RequireMention: &no}},
+		StateDir:      t.TempDir(),
+		ShutdownGrace: 2 * time.Second,
+	}
+	logs := &logBuffer{}
+	opts.Logger = slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	if mutate != nil {
+		mutate(&opts, cfg)
+	}
+	return startHarness(t, opts, cfg, logs)
+}
+
+func startHarness(t *testing.T, opts Options, cfg *harnessConfig, logs *logBuffer) *harness {
+	t.Helper()
+	e, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fa := cfg.fa
+	if fa == nil {
+		fa = newFakeAgents()
+	}
+	ft := &fakeTranscripts{fa: fa}
+	if cfg.spawn != nil {
+		e.spawn = cfg.spawn
+	} else {
+		e.spawn = fa.spawn
+		e.tx = ft
+	}
+	rec := newFakePlatform("fake")
+	if cfg.plain {
+		e.AddAdapter(rec)
+	} else {
+		e.AddAdapter(richPlatform{rec})
+	}
+	ws := ""
+	if len(opts.Bindings) > 0 {
+		ws = opts.Bindings[0].Workspace
+	}
+	h := &harness{t: t, e: e, fa: fa, rec: rec, ft: ft, ws: ws, logs: logs, runDone: make(chan error, 1)}
+	ctx, cancel := context.WithCancel(context.Background())
+	h.cancel = cancel
+	go func() { h.runDone <- e.Run(ctx) }()
+	t.Cleanup(h.stop)
+	return h
+}
+
+// stop cancels Run and waits for it; it fails the test if Run hangs.
+func (h *harness) stop() {
+	h.t.Helper()
+	h.cancel()
+	select {
+	case <-h.runDone:
+	case <-time.After(30 * time.Second):
+		h.t.Fatal("Run did not return after cancel")
+	}
+}
+
+// message builds a message from user in channel C1, thread thread.
+func (h *harness) message(user, thread, text string) platform.Message {
+	n := h.ids.Add(1)
+	return platform.Message{
+		ID:       fmt.Sprintf("m%d", n),
+		Target:   platform.Target{Platform: "fake", Channel: "C1", Thread: thread, MessageID: fmt.Sprintf("in-%d", n)},
+		Type:     "fake",
+		UserID:   user,
+		UserName: user,
+		Text:     text,
+		Received: time.Now(),
+	}
+}
+
+func (h *harness) say(user, thread, text string) {
+	h.t.Helper()
+	h.deliver(h.message(user, thread, text))
+}
+
+func (h *harness) deliver(m platform.Message) {
+	h.t.Helper()
+	if err := h.e.HandleMessage(context.Background(), m); err != nil {
+		h.t.Fatalf("HandleMessage(%q): %v", m.Text, err)
+	}
+}
+
+// waitIdle waits until the engine has no work.
+func (h *harness) waitIdle() {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := h.e.WaitIdle(ctx); err != nil {
+		h.t.Fatalf("WaitIdle: %v", err)
+	}
+}
+
+// logBuffer collects JSON log lines for assertions.
+type logBuffer struct {
+	mu  sync.Mutex // guards buf
+	buf bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+// records returns the decoded log records whose msg is msg.
+func (l *logBuffer) records(msg string) []map[string]any {
+	l.mu.Lock()
+	data := l.buf.String()
+	l.mu.Unlock()
+	var out []map[string]any
+	for _, line := range strings.Split(data, "\n") {
+		if line == "" {
+			continue
+		}
+		var r map[string]any
+		if json.Unmarshal([]byte(line), &r) == nil && r["msg"] == msg {
+			out = append(out, r)
+		}
+	}
+	return out
+}
