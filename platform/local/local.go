@@ -1,0 +1,252 @@
+// Package local is the terminal chat: each line typed on stdin is a message,
+// replies are printed on stdout, and status goes to stderr. It lets a user
+// try cc-connect without any chat platform, and lets scripts pipe a prompt
+// through the whole engine (`echo "explain main.go" | cc-connect run`). It
+// implements only platform.Adapter: no edits, buttons or typing, so the
+// engine posts permission requests as text with the !allow / !deny hint.
+// It knows nothing about Claude Code.
+package local
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cc-connect/cc-connect/platform"
+)
+
+// Type is the platform type of every message this adapter produces.
+const Type = "local"
+
+// Channel is the channel id of the terminal; bindings name it (or "*").
+const Channel = "local"
+
+// Config configures the terminal chat.
+type Config struct {
+	// Name is the instance name from the config (`[[platforms]] name`).
+	Name string
+	// In is read line by line; the binary passes os.Stdin.
+	In io.Reader
+	// Out receives replies, each followed by a blank line; os.Stdout.
+	Out io.Writer
+	// Status receives status lines (start hint, refused input, end of
+	// input); os.Stderr. Nil discards them.
+	Status io.Writer
+	// User is the user id and name on every message; the binary passes
+	// $USER. Empty means "local".
+	User string
+	// OnEOF is called once when In ends, on Run's goroutine and with Run's
+	// context. The binary waits there for the engine to finish the work it
+	// accepted and then cancels the root context. Nil: Run just waits for
+	// its context to end.
+	OnEOF func(ctx context.Context)
+	// Interactive says In is a terminal a person types at: Run then prints
+	// a short usage hint on Status.
+	Interactive bool
+	// Now is the clock for Message.Received and message ids; nil is
+	// time.Now.
+	Now func() time.Time
+}
+
+// Adapter is the terminal chat.
+type Adapter struct {
+	cfg Config
+	log *slog.Logger
+
+	running atomic.Bool
+	state   atomic.Value // string, for Status
+	seq     atomic.Int64 // inbound message counter
+	outSeq  atomic.Int64 // outbound message counter
+	runID   string       // "local-<unix nanos>", unique per process run
+
+	readDone chan struct{} // closed when the reader goroutine has ended
+
+	outMu    sync.Mutex // serializes writes to Out so replies never interleave
+	statusMu sync.Mutex // serializes writes to Status
+}
+
+var (
+	_ platform.Adapter  = (*Adapter)(nil)
+	_ platform.Statuser = (*Adapter)(nil)
+)
+
+// New checks cfg and returns an Adapter; nothing is read or written before
+// Run.
+func New(cfg Config, log *slog.Logger) (*Adapter, error) {
+	if cfg.Name == "" {
+		return nil, errors.New("local: name is required")
+	}
+	if cfg.In == nil || cfg.Out == nil {
+		return nil, fmt.Errorf("local %s: input and output are required", cfg.Name)
+	}
+	if cfg.Status == nil {
+		cfg.Status = io.Discard
+	}
+	if cfg.User == "" {
+		cfg.User = "local"
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	a := &Adapter{
+		cfg:      cfg,
+		log:      log.With("platform", cfg.Name),
+		runID:    fmt.Sprintf("local-%d", cfg.Now().UnixNano()),
+		readDone: make(chan struct{}),
+	}
+	a.state.Store("not started")
+	return a, nil
+}
+
+// Name returns the instance name.
+func (a *Adapter) Name() string { return a.cfg.Name }
+
+// Status reports whether input is still being read.
+func (a *Adapter) Status() string { return a.state.Load().(string) }
+
+// Run reads messages from In and hands them to h until ctx ends. At the end
+// of input it calls OnEOF, then waits for ctx. It returns nil when ctx ends.
+//
+// A read from a terminal cannot be interrupted, so on cancellation Run
+// returns without waiting for the reader goroutine: that goroutine ends at
+// the next line or end of input and never delivers a message after Run has
+// returned.
+func (a *Adapter) Run(ctx context.Context, h platform.Handler) error {
+	if !a.running.CompareAndSwap(false, true) {
+		return fmt.Errorf("local %s: Run called twice", a.cfg.Name)
+	}
+	lines := make(chan string)
+	readErr := make(chan error, 1)
+	go a.read(ctx, lines, readErr)
+
+	a.state.Store("reading input")
+	if a.cfg.Interactive {
+		a.statusf("cc-connect: type a message and press Enter (end a line with \\ to continue it); Ctrl-D to finish")
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			a.state.Store("stopped")
+			return nil
+		case line, ok := <-lines:
+			if ok {
+				a.handle(ctx, h, line)
+				continue
+			}
+			if err := <-readErr; err != nil {
+				a.log.Error("Reading the terminal failed", "error", err)
+				a.statusf("cc-connect: reading input failed: %v", err)
+			}
+			a.state.Store("input closed")
+			if a.cfg.OnEOF != nil {
+				a.statusf("cc-connect: end of input; finishing the work already sent")
+				a.cfg.OnEOF(ctx)
+			}
+			<-ctx.Done()
+			a.state.Store("stopped")
+			return nil
+		}
+	}
+}
+
+// read sends each message (one line, or several joined by a trailing
+// backslash) on lines, skipping blank ones, and closes lines at the end of
+// input.
+func (a *Adapter) read(ctx context.Context, lines chan<- string, readErr chan<- error) {
+	defer close(a.readDone)
+	defer close(lines)
+	r := bufio.NewReader(a.cfg.In)
+	var pending []string
+	send := func(text string) bool {
+		if strings.TrimSpace(text) == "" {
+			return true
+		}
+		select {
+		case lines <- text:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	for {
+		line, err := r.ReadString('\n')
+		atEOF := err != nil
+		line = strings.TrimRight(line, "\r\n")
+		if cont, ok := strings.CutSuffix(line, `\`); ok && !atEOF {
+			pending = append(pending, cont)
+			continue
+		}
+		if line != "" || len(pending) > 0 {
+			text := strings.Join(append(pending, line), "\n")
+			pending = pending[:0]
+			if !send(text) {
+				readErr <- nil
+				return
+			}
+		}
+		if atEOF {
+			if errors.Is(err, io.EOF) {
+				err = nil
+			}
+			readErr <- err
+			return
+		}
+	}
+}
+
+func (a *Adapter) handle(ctx context.Context, h platform.Handler, text string) {
+	n := a.seq.Add(1)
+	msg := platform.Message{
+		ID:        fmt.Sprintf("%s-%d", a.runID, n),
+		Target:    platform.Target{Platform: a.cfg.Name, Channel: Channel},
+		Type:      Type,
+		UserID:    a.cfg.User,
+		UserName:  a.cfg.User,
+		Text:      strings.TrimSpace(text),
+		IsDM:      true, // a terminal is a private conversation with the bot
+		Mentioned: true,
+		Received:  a.cfg.Now(),
+	}
+	if err := h.HandleMessage(ctx, msg); err != nil {
+		if ctx.Err() != nil {
+			return
+		}
+		a.log.Warn("Message not accepted", "channel", Channel, "error", err)
+		a.statusf("cc-connect: message not accepted: %v", err)
+	}
+}
+
+// Send prints text followed by a blank line. Multi-line text is printed as
+// it is: a terminal has no size limit to split at.
+func (a *Adapter) Send(ctx context.Context, to platform.Target, text string) (platform.Target, error) {
+	if err := ctx.Err(); err != nil {
+		return platform.Target{}, err
+	}
+	text = strings.TrimRight(text, "\n")
+	a.outMu.Lock()
+	_, err := io.WriteString(a.cfg.Out, text+"\n\n")
+	a.outMu.Unlock()
+	if err != nil {
+		return platform.Target{}, fmt.Errorf("writing a reply to the terminal: %w", err)
+	}
+	posted := to
+	posted.Platform = a.cfg.Name
+	posted.MessageID = fmt.Sprintf("%s-out-%d", a.runID, a.outSeq.Add(1))
+	return posted, nil
+}
+
+func (a *Adapter) statusf(format string, args ...any) {
+	a.statusMu.Lock()
+	defer a.statusMu.Unlock()
+	fmt.Fprintf(a.cfg.Status, format+"\n", args...)
+}
