@@ -28,6 +28,9 @@ type harness struct {
 	cancel  context.CancelFunc
 	runDone chan error
 	ids     atomic.Int64
+	opts     Options
+	cfg      *harnessConfig
+	stopOnce sync.Once
 }
 
 type harnessConfig struct {
@@ -83,7 +86,8 @@ func startHarness(t *testing.T, opts Options, cfg *harnessConfig, logs *logBuffe
 	if len(opts.Bindings) > 0 {
 		ws = opts.Bindings[0].Workspace
 	}
-	h := &harness{t: t, e: e, fa: fa, rec: rec, ft: ft, ws: ws, logs: logs, runDone: make(chan error, 1)}
+	cfg.fa = fa
+	h := &harness{t: t, e: e, fa: fa, rec: rec, ft: ft, ws: ws, logs: logs, runDone: make(chan error, 1), opts: opts, cfg: cfg}
 	ctx, cancel := context.WithCancel(context.Background())
 	h.cancel = cancel
 	go func() { h.runDone <- e.Run(ctx) }()
@@ -91,15 +95,26 @@ func startHarness(t *testing.T, opts Options, cfg *harnessConfig, logs *logBuffe
 	return h
 }
 
+// restart stops the engine and starts a new one on the same state dir and
+// fake agents, as a restart of cc-connect would.
+func (h *harness) restart() *harness {
+	h.t.Helper()
+	h.stop()
+	cfg := *h.cfg
+	return startHarness(h.t, h.opts, &cfg, h.logs)
+}
+
 // stop cancels Run and waits for it; it fails the test if Run hangs.
 func (h *harness) stop() {
 	h.t.Helper()
-	h.cancel()
-	select {
-	case <-h.runDone:
-	case <-time.After(30 * time.Second):
-		h.t.Fatal("Run did not return after cancel")
-	}
+	h.stopOnce.Do(func() {
+		h.cancel()
+		select {
+		case <-h.runDone:
+		case <-time.After(30 * time.Second):
+			h.t.Error("Run did not return after cancel")
+		}
+	})
 }
 
 // message builds a message from user in channel C1, thread thread.
