@@ -89,7 +89,7 @@ func (a *Adapter) ResolvePermission(ctx context.Context, prompt platform.Target,
 		slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, text, false, false), nil, nil),
 		slack.NewContextBlock("cc_perm_outcome", slack.NewTextBlockObject(slack.MarkdownType, result, false, false)),
 	}
-	err := a.update(ctx, prompt, slack.MsgOptionText(text+"\n"+result, false), slack.MsgOptionBlocks(blocks...))
+	err := a.update(ctx, prompt, result, slack.MsgOptionText(text+"\n"+result, false), slack.MsgOptionBlocks(blocks...))
 	if err != nil {
 		return fmt.Errorf("resolving permission prompt: %w", err)
 	}

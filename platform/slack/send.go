@@ -62,16 +62,16 @@ func (a *Adapter) Edit(ctx context.Context, msg platform.Target, text string) er
 	if len(parts) > 1 {
 		body += "\n…"
 	}
-	return a.update(ctx, msg, slack.MsgOptionText(body, false))
+	return a.update(ctx, msg, body, slack.MsgOptionText(body, false))
 }
 
 // update runs chat.update through the edit throttle.
-func (a *Adapter) update(ctx context.Context, msg platform.Target, opts ...slack.MsgOption) error {
+func (a *Adapter) update(ctx context.Context, msg platform.Target, desc string, opts ...slack.MsgOption) error {
 	ts := messageTS(msg.MessageID)
 	if msg.Channel == "" || ts == "" {
 		return fmt.Errorf("editing slack message: target has no channel or message id")
 	}
-	err := a.edits.do(ctx, msg.Channel+":"+ts, msg.Channel, func(ctx context.Context) error {
+	err := a.edits.do(ctx, msg.Channel+":"+ts, msg.Channel, desc, func(ctx context.Context) error {
 		return a.call(ctx, "chat.update", true, func(ctx context.Context) error {
 			_, _, _, err := a.api.UpdateMessageContext(ctx, msg.Channel, ts, opts...)
 			return err

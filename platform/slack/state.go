@@ -28,16 +28,16 @@ func (s *seenSet) add(key string) bool {
 	defer s.mu.Unlock()
 	now := s.now()
 	// Expire from the front: order is also age order.
-	for len(s.order) > 0 {
-		k := s.order[0]
-		if len(s.order) < s.max && now.Sub(s.at[k]) < s.ttl {
-			break
-		}
-		delete(s.at, k)
+	for len(s.order) > 0 && now.Sub(s.at[s.order[0]]) >= s.ttl {
+		delete(s.at, s.order[0])
 		s.order = s.order[1:]
 	}
 	if _, ok := s.at[key]; ok {
 		return false
+	}
+	for len(s.order) >= s.max {
+		delete(s.at, s.order[0])
+		s.order = s.order[1:]
 	}
 	s.at[key] = now
 	s.order = append(s.order, key)

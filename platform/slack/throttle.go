@@ -35,6 +35,7 @@ type editState struct {
 }
 
 type editReq struct {
+	desc  string // what the edit shows, for logs and tests
 	apply func(context.Context) error
 	done  chan error // capacity 1; gets the outcome at most once
 }
@@ -52,9 +53,9 @@ func newEditThrottle(perMinute, burst int, interval time.Duration) *editThrottle
 }
 
 // do runs apply for the message key in channel, or returns nil early when
-// a newer edit of the same message supersedes it.
-func (t *editThrottle) do(ctx context.Context, key, channel string, apply func(context.Context) error) error {
-	r := &editReq{apply: apply, done: make(chan error, 1)}
+// a newer edit of the same message supersedes it. desc describes the edit.
+func (t *editThrottle) do(ctx context.Context, key, channel, desc string, apply func(context.Context) error) error {
+	r := &editReq{desc: desc, apply: apply, done: make(chan error, 1)}
 	t.mu.Lock()
 	st := t.states[key]
 	if st == nil {

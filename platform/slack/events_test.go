@@ -1,0 +1,430 @@
+package slack
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cc-connect/cc-connect/platform"
+)
+
+func TestRoutingAndMentions(t *testing.T) {
+	e := startEnv(t)
+	tests := []struct {
+		name       string
+		event      map[string]any
+		wantThread string
+		wantDM     bool
+		wantMent   bool
+		wantText   string
+	}{
+		{
+			name:       "top-level channel message starts a thread",
+			event:      msgEvent("C1", "1700000001.000100", "U1", "hello", nil),
+			wantThread: "1700000001.000100", wantText: "hello",
+		},
+		{
+			name:       "reply in a thread continues it",
+			event:      msgEvent("C1", "1700000002.000100", "U1", "more", map[string]any{"thread_ts": "1700000001.000100"}),
+			wantThread: "1700000001.000100", wantText: "more",
+		},
+		{
+			name:       "thread reply also sent to the channel stays in the thread",
+			event:      msgEvent("C1", "1700000002.000200", "U1", "bcast", map[string]any{"thread_ts": "1700000001.000100", "subtype": "thread_broadcast"}),
+			wantThread: "1700000001.000100", wantText: "bcast",
+		},
+		{
+			name:   "direct message is one conversation",
+			event:  msgEvent("D1", "1700000003.000100", "U1", "hi bot", map[string]any{"channel_type": "im"}),
+			wantDM: true, wantThread: "", wantText: "hi bot",
+		},
+		{
+			name:   "threaded direct message is its own conversation",
+			event:  msgEvent("D1", "1700000004.000100", "U1", "in thread", map[string]any{"channel_type": "im", "thread_ts": "1700000003.000100"}),
+			wantDM: true, wantThread: "1700000003.000100", wantText: "in thread",
+		},
+		{
+			name:       "group DM is a channel, not a DM",
+			event:      msgEvent("G1", "1700000005.000100", "U1", "group", map[string]any{"channel_type": "mpim"}),
+			wantThread: "1700000005.000100", wantText: "group",
+		},
+		{
+			name:       "message mentioning the bot is Mentioned, mention stripped",
+			event:      msgEvent("C1", "1700000006.000100", "U1", "<@UBOT> run the tests", nil),
+			wantThread: "1700000006.000100", wantMent: true, wantText: "run the tests",
+		},
+		{
+			name:       "app_mention is Mentioned",
+			event:      msgEvent("C2", "1700000007.000100", "U1", "hey <@UBOT|ccbot> look", map[string]any{"type": "app_mention", "channel_type": nil}),
+			wantThread: "1700000007.000100", wantMent: true, wantText: "hey look",
+		},
+		{
+			name:       "reply in a thread the bot started counts as a mention",
+			event:      msgEvent("C1", "1700000008.000100", "U1", "thanks", map[string]any{"thread_ts": "1700000000.000001", "parent_user_id": "UBOT"}),
+			wantThread: "1700000000.000001", wantMent: true, wantText: "thanks",
+		},
+		{
+			name:       "other users' mentions stay, escapes are undone",
+			event:      msgEvent("C1", "1700000009.000100", "U1", "ask <@U2> if a &lt; b &amp;&amp; <https://x.io/a?b=1&amp;c=2|the doc>", nil),
+			wantThread: "1700000009.000100", wantText: "ask <@U2> if a < b && the doc (https://x.io/a?b=1&c=2)",
+		},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e.t = t
+			e.deliver("EvRoute"+string(rune('A'+i)), 0, tt.event)
+			m := e.rec.nextMsg(t)
+			ch, ts := tt.event["channel"].(string), tt.event["ts"].(string)
+			want := platform.Target{Platform: "slack-test", Channel: ch, Thread: tt.wantThread, MessageID: ts}
+			if m.Target != want {
+				t.Errorf("Target = %+v, want %+v", m.Target, want)
+			}
+			if m.ID != ch+":"+ts {
+				t.Errorf("ID = %q, want %q", m.ID, ch+":"+ts)
+			}
+			if m.IsDM != tt.wantDM || m.Mentioned != tt.wantMent {
+				t.Errorf("IsDM, Mentioned = %v, %v; want %v, %v", m.IsDM, m.Mentioned, tt.wantDM, tt.wantMent)
+			}
+			if m.Text != tt.wantText {
+				t.Errorf("Text = %q, want %q", m.Text, tt.wantText)
+			}
+			if m.Type != "slack" || m.UserID != "U1" || m.UserName != "Display U1" || m.IsBot {
+				t.Errorf("Type, UserID, UserName, IsBot = %q, %q, %q, %v", m.Type, m.UserID, m.UserName, m.IsBot)
+			}
+			if sec := ts[:strings.Index(ts, ".")]; m.Received.UTC().Format("20060102") != "20231114" || m.Received.Unix() < 1700000000 || sec != strconv.FormatInt(m.Received.Unix(), 10) {
+				t.Errorf("Received = %v, want the time of ts %s", m.Received, ts)
+			}
+		})
+	}
+	// users.info is asked once and cached.
+	if n := len(e.f.callsOf("users.info")); n != 1 {
+		t.Errorf("users.info called %d times, want 1", n)
+	}
+}
+
+func TestDedupe(t *testing.T) {
+	e := startEnv(t)
+	mention := "<@UBOT> deploy"
+
+	// A redelivery (same event_id, retry_attempt 1) runs once.
+	ev := msgEvent("C1", "1700000010.000100", "U1", "once", nil)
+	e.deliver("EvRetry", 0, ev)
+	e.deliver("EvRetry", 1, ev)
+	if m := e.rec.nextMsg(t); m.Text != "once" {
+		t.Fatalf("got %q", m.Text)
+	}
+	e.sentinel("1700000010.900000")
+
+	orders := []struct {
+		name  string
+		first string
+	}{
+		{"message first", "message"},
+		{"app_mention first", "app_mention"},
+	}
+	for i, o := range orders {
+		t.Run(o.name, func(t *testing.T) {
+			e.t = t
+			ts := "17000000" + string(rune('2'+i)) + "0.000100"
+			msg := msgEvent("C1", ts, "U1", mention, nil)
+			app := msgEvent("C1", ts, "U1", mention, map[string]any{"type": "app_mention", "channel_type": nil})
+			pair := []map[string]any{msg, app}
+			if o.first == "app_mention" {
+				pair = []map[string]any{app, msg}
+			}
+			e.deliver("EvPairA"+ts, 0, pair[0])
+			e.deliver("EvPairB"+ts, 0, pair[1])
+			m := e.rec.nextMsg(t)
+			if !m.Mentioned || m.Text != "deploy" || m.ID != "C1:"+ts {
+				t.Errorf("got %+v, want one mentioned message C1:%s", m, ts)
+			}
+			e.sentinel(ts + "9")
+		})
+	}
+}
+
+func TestFiltering(t *testing.T) {
+	e := startEnv(t)
+	dropped := []struct {
+		name  string
+		extra map[string]any
+		user  string
+	}{
+		{"own message by user id", nil, "UBOT"},
+		{"own message by bot id", map[string]any{"bot_id": "BBOT"}, "UOTHER"},
+		{"other bot", map[string]any{"bot_id": "B2"}, "U9"},
+		{"bot_message subtype", map[string]any{"subtype": "bot_message", "bot_id": "B2"}, ""},
+		{"edit", map[string]any{"subtype": "message_changed"}, "U1"},
+		{"delete", map[string]any{"subtype": "message_deleted"}, "U1"},
+		{"join", map[string]any{"subtype": "channel_join"}, "U1"},
+		{"topic", map[string]any{"subtype": "channel_topic"}, "U1"},
+		{"hidden", map[string]any{"hidden": true}, "U1"},
+		{"not a message", map[string]any{"type": "reaction_added"}, "U1"},
+	}
+	for i, d := range dropped {
+		e.deliver("EvDrop"+string(rune('A'+i)), 0, msgEvent("C1", "1700000100.00010"+string(rune('0'+i)), d.user, d.name, d.extra))
+	}
+	// Everything above was acked (deliver waits for it) and none reached
+	// the engine: the next message is the sentinel.
+	e.sentinel("1700000199.000000")
+
+	// A file_share message is a user message.
+	e.deliver("EvFile", 0, msgEvent("C1", "1700000200.000100", "U1", "see file", map[string]any{
+		"subtype": "file_share",
+		"files":   []any{map[string]any{"id": "F1", "name": "a.txt", "mimetype": "text/plain", "size": 3, "url_private_download": e.f.srv.URL + "/files/F1/a.txt"}},
+	}))
+	m := e.rec.nextMsg(t)
+	if m.Text != "see file" || len(m.Attachments) != 1 {
+		t.Fatalf("file_share message = %+v", m)
+	}
+}
+
+func TestAcksEveryEnvelope(t *testing.T) {
+	e := startEnv(t)
+	envelopes := map[string]map[string]any{
+		"env-slash": {"envelope_id": "env-slash", "type": "slash_commands", "payload": map[string]any{"command": "/x", "text": "y"}},
+		"env-unknown-type": {"envelope_id": "env-unknown-type", "type": "something_new", "payload": map[string]any{}},
+		"env-unparsable-event": {"envelope_id": "env-unparsable-event", "type": "events_api",
+			"payload": map[string]any{"type": "event_callback", "event_id": "EvOdd", "event": map[string]any{"type": "message", "channel": 5}}},
+		"env-view": {"envelope_id": "env-view", "type": "interactive", "payload": map[string]any{"type": "view_closed", "user": map[string]any{"id": "U1"}}},
+	}
+	for id, env := range envelopes {
+		if err := e.conn.send(env); err != nil {
+			t.Fatal(err)
+		}
+		e.f.waitAck(id)
+	}
+	e.sentinel("1700000300.000000")
+}
+
+func TestFileDownload(t *testing.T) {
+	e := startEnv(t)
+	e.f.mu.Lock()
+	e.f.files["/files/F1/report.txt"] = "quarterly numbers"
+	e.f.mu.Unlock()
+	e.deliver("EvFile1", 0, msgEvent("D1", "1700000400.000100", "U1", "", map[string]any{
+		"subtype": "file_share", "channel_type": "im",
+		"files": []any{
+			map[string]any{"id": "F1", "name": "report.txt", "mimetype": "text/plain", "size": 17, "url_private_download": e.f.srv.URL + "/files/F1/report.txt"},
+			map[string]any{"id": "F2", "name": "gone.txt", "mode": "tombstone"},
+			map[string]any{"id": "F3", "name": "evil.txt", "mimetype": "text/plain", "url_private_download": "https://attacker.example/steal"},
+		},
+	}))
+	m := e.rec.nextMsg(t)
+	if len(m.Attachments) != 2 {
+		t.Fatalf("got %d attachments, want 2 (tombstone skipped)", len(m.Attachments))
+	}
+	att := m.Attachments[0]
+	if att.Name != "report.txt" || att.Size != 17 || att.Mime != "text/plain" {
+		t.Errorf("attachment = %+v", att)
+	}
+	rc, err := att.Open(context.Background())
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	body, _ := io.ReadAll(rc)
+	rc.Close()
+	if string(body) != "quarterly numbers" {
+		t.Errorf("body = %q", body)
+	}
+	e.f.mu.Lock()
+	auth := e.f.downloads[0]
+	e.f.mu.Unlock()
+	if auth != "Bearer "+testBotToken {
+		t.Errorf("download Authorization = %q, want the bot token", auth)
+	}
+
+	// The token never goes to a host that is not Slack's.
+	if _, err := m.Attachments[1].Open(context.Background()); !errors.Is(err, ErrUntrustedFileURL) {
+		t.Errorf("Open of a foreign URL = %v, want ErrUntrustedFileURL", err)
+	}
+	if strings.Contains(e.logs.all(), testBotToken) {
+		t.Error("bot token appears in the logs")
+	}
+}
+
+func TestFileDownloadSignInPage(t *testing.T) {
+	f := newFakeSlack(t)
+	a, _, _ := newAdapter(t, testConfig(f))
+	a.cfg.BotToken = "xoxb-wrong"
+	rc, err := a.openFile(context.Background(), f.srv.URL+"/files/F1/x.bin", "application/octet-stream")
+	if err == nil {
+		rc.Close()
+		t.Fatal("want an error when Slack serves its sign-in page")
+	}
+	if !strings.Contains(err.Error(), "files:read") || strings.Contains(err.Error(), "xoxb-wrong") {
+		t.Errorf("error = %v", err)
+	}
+}
+
+func TestButtonsToActionAndResolution(t *testing.T) {
+	e := startEnv(t)
+	ctx := context.Background()
+	to := platform.Target{Platform: "slack-test", Channel: "C1", Thread: "1700000500.000100"}
+	prompt, err := e.a.AskPermission(ctx, to, platform.PermissionPrompt{RequestID: "req-7", Tool: "Bash", Summary: "go test ./... && rm -rf <tmp>"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	post := e.f.callsOf("chat.postMessage")[0]
+	if post.Form["thread_ts"] != to.Thread || prompt.MessageID == "" || prompt.Thread != to.Thread {
+		t.Errorf("prompt posted with %v, returned %+v", post.Form, prompt)
+	}
+	for _, want := range []string{`"cc_perm_allow"`, `"cc_perm_always"`, `"cc_perm_deny"`, `"value":"req-7"`, "&amp;&amp; rm -rf &lt;tmp&gt;"} {
+		if !strings.Contains(unJSON(post.Form["blocks"]), want) {
+			t.Errorf("blocks lack %s: %s", want, post.Form["blocks"])
+		}
+	}
+
+	press := func(envID, actionID string) {
+		env := map[string]any{
+			"envelope_id": envID, "type": "interactive",
+			"payload": map[string]any{
+				"type":      "block_actions",
+				"user":      map[string]any{"id": "U1", "username": "ann", "name": "ann"},
+				"channel":   map[string]any{"id": "C1", "name": "dev"},
+				"container": map[string]any{"type": "message", "message_ts": prompt.MessageID, "channel_id": "C1", "thread_ts": to.Thread},
+				"message":   map[string]any{"type": "message", "ts": prompt.MessageID, "thread_ts": to.Thread},
+				"actions":   []any{map[string]any{"action_id": actionID, "block_id": "cc_perm:req-7", "value": "req-7", "type": "button", "action_ts": "1"}},
+			},
+		}
+		if err := e.conn.send(env); err != nil {
+			t.Fatal(err)
+		}
+		e.f.waitAck(envID)
+	}
+	for _, c := range []struct {
+		action string
+		want   platform.Choice
+	}{{"cc_perm_allow", platform.ChoiceAllow}, {"cc_perm_always", platform.ChoiceAlwaysAllow}, {"cc_perm_deny", platform.ChoiceDeny}} {
+		press("env-"+c.action, c.action)
+		got := e.rec.nextAction(t)
+		want := platform.Action{Target: prompt, UserID: "U1", UserName: "ann", RequestID: "req-7", Choice: c.want}
+		if got != want {
+			t.Errorf("action = %+v, want %+v", got, want)
+		}
+	}
+
+	if err := e.a.ResolvePermission(ctx, prompt, "Allowed by ann"); err != nil {
+		t.Fatal(err)
+	}
+	upd := e.f.callsOf("chat.update")[0]
+	if upd.Form["ts"] != prompt.MessageID || upd.Form["channel"] != "C1" {
+		t.Errorf("update = %v", upd.Form)
+	}
+	if strings.Contains(upd.Form["blocks"], "cc_perm_allow") || !strings.Contains(upd.Form["blocks"], "Allowed by ann") || !strings.Contains(upd.Form["blocks"], "Permission needed") {
+		t.Errorf("resolved blocks = %s", upd.Form["blocks"])
+	}
+}
+
+func TestReconnectAfterDrop(t *testing.T) {
+	e := startEnv(t)
+	if got := e.a.Status(); got != "connected" {
+		t.Errorf("Status = %q, want connected", got)
+	}
+	e.conn.close()
+	e.conn = e.f.waitConn(2)
+	e.logs.waitFor(t, "Slack reconnecting")
+	e.deliver("EvAfter", 0, msgEvent("C1", "1700000600.000100", "U1", "after reconnect", nil))
+	if m := e.rec.nextMsg(t); m.Text != "after reconnect" {
+		t.Errorf("got %q", m.Text)
+	}
+	e.logs.waitFor(t, "Slack connected")
+	if got := e.a.Status(); got != "connected" {
+		t.Errorf("Status after reconnect = %q, want connected", got)
+	}
+}
+
+func TestBadTokenStopsRun(t *testing.T) {
+	f := newFakeSlack(t)
+	f.mu.Lock()
+	f.fail["auth.test"] = "invalid_auth"
+	f.mu.Unlock()
+	a, _, _ := newAdapter(t, testConfig(f))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := a.Run(ctx, newRecorder())
+	if err == nil || !strings.Contains(err.Error(), "invalid_auth") {
+		t.Fatalf("Run = %v, want invalid_auth", err)
+	}
+	if !strings.HasPrefix(a.Status(), "stopped: ") {
+		t.Errorf("Status = %q", a.Status())
+	}
+	if strings.Contains(err.Error(), testBotToken) {
+		t.Error("error carries the token")
+	}
+}
+
+func TestBadAppTokenStopsRun(t *testing.T) {
+	f := newFakeSlack(t)
+	f.mu.Lock()
+	f.fail["apps.connections.open"] = "invalid_auth"
+	f.mu.Unlock()
+	a, _, _ := newAdapter(t, testConfig(f))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := a.Run(ctx, newRecorder()); err == nil || !strings.Contains(err.Error(), "invalid_auth") {
+		t.Fatalf("Run = %v, want invalid_auth", err)
+	}
+}
+
+func TestUnreachableSlackRetriesUntilCancel(t *testing.T) {
+	f := newFakeSlack(t)
+	cfg := testConfig(f)
+	f.srv.Close() // nothing listens any more
+	a, _, sleeps := newAdapter(t, cfg)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx, newRecorder()) }()
+	// Three backoff waits prove it keeps trying, within its bounds.
+	for range 3 {
+		select {
+		case d := <-sleeps:
+			if d < cfg.ReconnectMin/2 || d > cfg.ReconnectMax {
+				t.Errorf("backoff %v outside [%v, %v]", d, cfg.ReconnectMin/2, cfg.ReconnectMax)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("no retry")
+		}
+	}
+	if s := a.Status(); !strings.HasPrefix(s, "reconnecting: ") {
+		t.Errorf("Status = %q, want reconnecting", s)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Run after cancel = %v", err)
+	}
+}
+
+func TestSeenSetBounds(t *testing.T) {
+	s := newSeenSet(3, time.Minute)
+	now := time.Unix(0, 0)
+	s.now = func() time.Time { return now }
+	for _, k := range []string{"a", "b", "c"} {
+		if !s.add(k) {
+			t.Fatalf("%s not new", k)
+		}
+	}
+	if s.add("a") {
+		t.Error("a seen twice")
+	}
+	s.add("d") // evicts the oldest, a
+	if !s.add("a") {
+		t.Error("a should have been evicted by size")
+	}
+	now = now.Add(2 * time.Minute)
+	if !s.add("d") {
+		t.Error("d should have expired")
+	}
+	if len(s.order) > 3 {
+		t.Errorf("holds %d keys, max 3", len(s.order))
+	}
+}
+
+// unJSON undoes the HTML-safe escapes encoding/json applies to &, < and >.
+func unJSON(s string) string {
+	return strings.NewReplacer(`\u0026`, "&", `\u003c`, "<", `\u003e`, ">").Replace(s)
+}

@@ -1,0 +1,206 @@
+package slack
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cc-connect/cc-connect/platform"
+)
+
+// recorder is the engine side: it records what the adapter hands over.
+type recorder struct {
+	msgs    chan platform.Message
+	actions chan platform.Action
+}
+
+func newRecorder() *recorder {
+	return &recorder{msgs: make(chan platform.Message, 100), actions: make(chan platform.Action, 100)}
+}
+
+func (r *recorder) HandleMessage(_ context.Context, m platform.Message) error {
+	r.msgs <- m
+	return nil
+}
+
+func (r *recorder) HandleAction(_ context.Context, a platform.Action) error {
+	r.actions <- a
+	return nil
+}
+
+func (r *recorder) nextMsg(t *testing.T) platform.Message {
+	t.Helper()
+	select {
+	case m := <-r.msgs:
+		return m
+	case <-time.After(10 * time.Second):
+		t.Fatal("timed out waiting for a message")
+		return platform.Message{}
+	}
+}
+
+func (r *recorder) nextAction(t *testing.T) platform.Action {
+	t.Helper()
+	select {
+	case a := <-r.actions:
+		return a
+	case <-time.After(10 * time.Second):
+		t.Fatal("timed out waiting for an action")
+		return platform.Action{}
+	}
+}
+
+// logSink collects log messages so tests can wait for one.
+type logSink struct {
+	mu      sync.Mutex // guards lines and changed
+	lines   []string
+	changed chan struct{}
+}
+
+func (s *logSink) Enabled(context.Context, slog.Level) bool { return true }
+func (s *logSink) Handle(_ context.Context, r slog.Record) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var b strings.Builder
+	b.WriteString(r.Message)
+	r.Attrs(func(a slog.Attr) bool {
+		b.WriteString(" " + a.Key + "=" + a.Value.String())
+		return true
+	})
+	s.lines = append(s.lines, b.String())
+	close(s.changed)
+	s.changed = make(chan struct{})
+	return nil
+}
+func (s *logSink) WithAttrs([]slog.Attr) slog.Handler { return s }
+func (s *logSink) WithGroup(string) slog.Handler      { return s }
+
+func (s *logSink) all() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return strings.Join(s.lines, "\n")
+}
+
+func (s *logSink) waitFor(t *testing.T, substr string) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		s.mu.Lock()
+		found := strings.Contains(strings.Join(s.lines, "\n"), substr)
+		ch := s.changed
+		s.mu.Unlock()
+		if found {
+			return
+		}
+		select {
+		case <-ch:
+		case <-deadline:
+			t.Fatalf("timed out waiting for log %q; logs:\n%s", substr, s.all())
+		}
+	}
+}
+
+// env is a running adapter wired to a fake Slack.
+type env struct {
+	t      *testing.T
+	a      *Adapter
+	f      *fakeSlack
+	rec    *recorder
+	logs   *logSink
+	conn   *fakeConn
+	sleeps chan time.Duration // every wait the adapter asked for
+	n      int                // envelope counter
+}
+
+func testConfig(f *fakeSlack) Config {
+	return Config{
+		Name:           "slack-test",
+		BotToken:       testBotToken,
+		AppToken:       testAppToken,
+		APIURL:         f.apiURL(),
+		EditsPerMinute: 60000,
+		EditBurst:      100,
+		EditInterval:   time.Microsecond,
+		ReconnectMin:   time.Millisecond,
+		ReconnectMax:   10 * time.Millisecond,
+	}
+}
+
+// newAdapter builds an adapter whose waits are recorded and shortened a
+// thousandfold, so a one-second Retry-After costs a millisecond.
+func newAdapter(t *testing.T, cfg Config) (*Adapter, *logSink, chan time.Duration) {
+	t.Helper()
+	logs := &logSink{changed: make(chan struct{})}
+	a, err := New(cfg, slog.New(logs))
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	sleeps := make(chan time.Duration, 1000)
+	a.sleep = func(ctx context.Context, d time.Duration) error {
+		select {
+		case sleeps <- d:
+		default:
+		}
+		return sleepCtx(ctx, d/1000)
+	}
+	return a, logs, sleeps
+}
+
+// startEnv runs an adapter against a fresh fake and waits for the socket.
+func startEnv(t *testing.T) *env {
+	t.Helper()
+	f := newFakeSlack(t)
+	return startEnvWith(t, f, testConfig(f))
+}
+
+func startEnvWith(t *testing.T, f *fakeSlack, cfg Config) *env {
+	t.Helper()
+	a, logs, sleeps := newAdapter(t, cfg)
+	e := &env{t: t, a: a, f: f, rec: newRecorder(), logs: logs, sleeps: sleeps}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx, e.rec) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Run returned %v after cancel, want nil", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Error("Run did not return after cancel")
+		}
+		if got := a.Status(); got != "stopped" {
+			t.Errorf("Status after stop = %q, want stopped", got)
+		}
+	})
+	e.conn = f.waitConn(1)
+	logs.waitFor(t, "Slack connected")
+	return e
+}
+
+// deliver sends an event over the current socket and waits for its ack.
+func (e *env) deliver(eventID string, retry int, event map[string]any) {
+	e.t.Helper()
+	e.n++
+	envID := "env-" + eventID + "-" + string(rune('a'+e.n%26)) + strings.Repeat("x", e.n/26)
+	if err := e.conn.send(eventEnvelope(envID, eventID, retry, event)); err != nil {
+		e.t.Fatalf("sending envelope: %v", err)
+	}
+	e.f.waitAck(envID)
+}
+
+// sentinel delivers a plain message and returns it, proving that anything
+// delivered before it and not yet received was dropped (delivery is in
+// order).
+func (e *env) sentinel(ts string) {
+	e.t.Helper()
+	e.deliver("EvSentinel"+ts, 0, msgEvent("CSENT", ts, "U1", "sentinel", nil))
+	m := e.rec.nextMsg(e.t)
+	if m.Text != "sentinel" || m.Target.Channel != "CSENT" {
+		e.t.Fatalf("got unexpected message before the sentinel: %+v", m)
+	}
+}

@@ -1,0 +1,301 @@
+package slack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/cc-connect/cc-connect/platform"
+)
+
+func TestSendSplitsFormatsAndThreads(t *testing.T) {
+	e := startEnv(t)
+	var md strings.Builder
+	md.WriteString("## Result\n\n**Done**: see [the PR](https://example.com/pr?a=1&b=2).\n\n")
+	for i := range 120 {
+		fmt.Fprintf(&md, "- item %d with a < b & c > d\n", i)
+	}
+	md.WriteString("\n```go\n")
+	for i := range 150 {
+		fmt.Fprintf(&md, "fmt.Println(%d) // a < b && c > d\n", i)
+	}
+	md.WriteString("```\n\nThe end.")
+	to := platform.Target{Platform: "slack-test", Channel: "C1", Thread: "1700000001.000100"}
+
+	last, err := e.a.Send(context.Background(), to, md.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	posts := e.f.callsOf("chat.postMessage")
+	if len(posts) < 3 {
+		t.Fatalf("%d posts, want the long reply split in several", len(posts))
+	}
+	if last.MessageID != fmt.Sprintf("1700000100.%06d", len(posts)) || last.Channel != "C1" || last.Thread != to.Thread || last.Platform != "slack-test" {
+		t.Errorf("Send returned %+v, want the last post", last)
+	}
+	var all strings.Builder
+	for i, p := range posts {
+		text := p.Form["text"]
+		if n := utf8.RuneCountInString(text); n > MessageLimit {
+			t.Errorf("part %d has %d runes, limit %d", i, n, MessageLimit)
+		}
+		if p.Form["thread_ts"] != to.Thread || p.Form["channel"] != "C1" {
+			t.Errorf("part %d posted to %s/%s", i, p.Form["channel"], p.Form["thread_ts"])
+		}
+		if strings.Count(text, "```")%2 != 0 {
+			t.Errorf("part %d leaves a code block open:\n%s", i, text)
+		}
+		if p.Auth != "Bearer "+testBotToken {
+			t.Errorf("part %d sent with %q", i, p.Auth)
+		}
+		all.WriteString(text + "\n")
+	}
+	got := all.String()
+	for _, want := range []string{
+		"*Result*",
+		"*Done*: see <https://example.com/pr?a=1&amp;b=2|the PR>.",
+		"• item 0 with a &lt; b &amp; c &gt; d",
+		"• item 119 ",
+		"fmt.Println(0) // a < b && c > d",
+		"fmt.Println(149) // a < b && c > d",
+		"The end.",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("posted text lacks %q", want)
+		}
+	}
+	if strings.Contains(got, "```go") {
+		t.Error("language tag left on a code fence")
+	}
+}
+
+func TestSendTopLevelHasNoThread(t *testing.T) {
+	e := startEnv(t)
+	if _, err := e.a.Send(context.Background(), platform.Target{Channel: "D1"}, "hi"); err != nil {
+		t.Fatal(err)
+	}
+	p := e.f.callsOf("chat.postMessage")[0]
+	if _, ok := p.Form["thread_ts"]; ok {
+		t.Errorf("top-level DM reply carries thread_ts %q", p.Form["thread_ts"])
+	}
+	if _, err := e.a.Send(context.Background(), platform.Target{Channel: "D1"}, " \n"); !errors.Is(err, ErrEmptyMessage) {
+		t.Errorf("empty Send = %v, want ErrEmptyMessage", err)
+	}
+}
+
+func TestRateLimitedSendWaitsAndRetries(t *testing.T) {
+	e := startEnv(t)
+	for len(e.sleeps) > 0 {
+		<-e.sleeps
+	}
+	e.f.mu.Lock()
+	e.f.limitOnce["chat.postMessage"] = true
+	e.f.mu.Unlock()
+	last, err := e.a.Send(context.Background(), platform.Target{Channel: "C1", Thread: "1.2"}, "must arrive")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(e.f.callsOf("chat.postMessage:429")); n != 1 {
+		t.Errorf("%d rate-limited answers, want 1", n)
+	}
+	posts := e.f.callsOf("chat.postMessage")
+	if len(posts) != 1 || posts[0].Form["text"] != "must arrive" || last.MessageID == "" {
+		t.Errorf("posts = %+v, last = %+v", posts, last)
+	}
+	select {
+	case d := <-e.sleeps:
+		if d != time.Second {
+			t.Errorf("waited %v, want Retry-After 1s", d)
+		}
+	default:
+		t.Error("no wait before the retry")
+	}
+}
+
+func TestRateLimitWaitBoundedByContext(t *testing.T) {
+	f := newFakeSlack(t)
+	a, _, _ := newAdapter(t, testConfig(f))
+	a.sleep = sleepCtx // real waits: the ctx must cut them short
+	f.mu.Lock()
+	f.limitOnce["chat.postMessage"] = true
+	f.mu.Unlock()
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		f.waitCalls("chat.postMessage:429", 1)
+		cancel()
+	}()
+	_, err := a.Send(ctx, platform.Target{Channel: "C1"}, "x")
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("Send = %v, want context.Canceled", err)
+	}
+}
+
+func TestReactions(t *testing.T) {
+	e := startEnv(t)
+	ctx := context.Background()
+	msg := platform.Target{Platform: "slack-test", Channel: "C1", Thread: "1.1", MessageID: "1700000001.000100"}
+	for _, step := range []struct {
+		name string
+		do   func() error
+	}{
+		{"add eyes", func() error { return e.a.React(ctx, msg, "eyes") }},
+		{"add eyes again is fine", func() error { return e.a.React(ctx, msg, "eyes") }},
+		{"remove eyes", func() error { return e.a.Unreact(ctx, msg, "eyes") }},
+		{"remove missing is fine", func() error { return e.a.Unreact(ctx, msg, "eyes") }},
+		{"add check by message ID form", func() error {
+			return e.a.React(ctx, platform.Target{Channel: "C1", MessageID: "C1:1700000001.000100"}, ":white_check_mark:")
+		}},
+	} {
+		if err := step.do(); err != nil {
+			t.Errorf("%s: %v", step.name, err)
+		}
+	}
+	adds := e.f.callsOf("reactions.add")
+	if len(adds) != 3 {
+		t.Fatalf("%d reactions.add calls, want 3", len(adds))
+	}
+	if f := adds[0].Form; f["name"] != "eyes" || f["channel"] != "C1" || f["timestamp"] != msg.MessageID {
+		t.Errorf("reactions.add form = %v", f)
+	}
+	if f := adds[2].Form; f["name"] != "white_check_mark" || f["timestamp"] != msg.MessageID {
+		t.Errorf("reactions.add form = %v", f)
+	}
+	e.f.mu.Lock()
+	e.f.fail["reactions.add"] = "channel_not_found"
+	e.f.mu.Unlock()
+	if err := e.a.React(ctx, msg, "x"); err == nil || !strings.Contains(err.Error(), "channel_not_found") {
+		t.Errorf("React on a missing channel = %v", err)
+	}
+}
+
+// TestEditsCoalesceLatestWins holds the first chat.update in the fake while
+// nine more edits of the same message arrive: the superseded ones return
+// at once, and only the first and the final text reach Slack.
+func TestEditsCoalesceLatestWins(t *testing.T) {
+	e := startEnv(t)
+	ctx := context.Background()
+	msg := platform.Target{Channel: "C1", MessageID: "1700000001.000100"}
+	release := e.f.holdMethod("chat.update")
+
+	errs := make(chan error, 10)
+	go func() { errs <- e.a.Edit(ctx, msg, "step 1") }()
+	e.f.waitCalls("chat.update:held", 1)
+
+	var wg sync.WaitGroup
+	for i := 2; i <= 10; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- e.a.Edit(ctx, msg, fmt.Sprintf("step %d", i))
+		}()
+		// Wait until this edit is the pending one before sending the next,
+		// so "latest" is well defined.
+		want := fmt.Sprintf("step %d", i)
+		waitPending(t, e.a.edits, "C1:"+msg.MessageID, want)
+	}
+	// Steps 2..9 were superseded and have returned nil already.
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Errorf("superseded edit returned %v", err)
+		}
+	}
+	release()
+	wg.Wait()
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Errorf("edit returned %v", err)
+		}
+	}
+	ups := e.f.callsOf("chat.update")
+	if len(ups) != 2 || ups[0].Form["text"] != "step 1" || ups[1].Form["text"] != "step 10" {
+		var texts []string
+		for _, u := range ups {
+			texts = append(texts, u.Form["text"])
+		}
+		t.Errorf("updates = %q, want [step 1, step 10]", texts)
+	}
+}
+
+// waitPending waits until the throttle's pending edit for key is want.
+// The throttle has no event for this, so it polls with a deadline.
+func waitPending(t *testing.T, th *editThrottle, key, want string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		th.mu.Lock()
+		st := th.states[key]
+		var got string
+		if st != nil && st.pending != nil {
+			got = st.pending.desc
+		}
+		th.mu.Unlock()
+		if got == want {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+	t.Fatalf("edit %q never became pending", want)
+}
+
+func TestEditLongTextIsCut(t *testing.T) {
+	e := startEnv(t)
+	long := strings.Repeat("word ", 2000)
+	if err := e.a.Edit(context.Background(), platform.Target{Channel: "C1", MessageID: "1.1"}, long); err != nil {
+		t.Fatal(err)
+	}
+	text := e.f.callsOf("chat.update")[0].Form["text"]
+	if n := utf8.RuneCountInString(text); n > MessageLimit || !strings.HasSuffix(text, "…") {
+		t.Errorf("edit of %d runes ends %q", n, text[len(text)-10:])
+	}
+}
+
+func TestThrottlePacing(t *testing.T) {
+	// 60 a minute with a burst of 2, and 500ms between edits of a channel.
+	th := newEditThrottle(60, 2, 500*time.Millisecond)
+	now := time.Unix(1000, 0)
+	th.now = func() time.Time { return now }
+	steps := []struct {
+		advance time.Duration
+		channel string
+		want    time.Duration
+	}{
+		{0, "A", 0},                      // burst token 1
+		{0, "B", 0},                      // burst token 2, other channel
+		{0, "C", time.Second},            // bucket empty: one token a second
+		{0, "A", 2 * time.Second},        // next token after that
+		{10 * time.Second, "D", 0},       // refilled, but only to the burst
+		{0, "D", 500 * time.Millisecond}, // channel interval dominates
+		{0, "E", time.Second},            // the burst is spent again
+	}
+	for i, s := range steps {
+		now = now.Add(s.advance)
+		if got := th.reserve(s.channel); got != s.want {
+			t.Errorf("step %d (%s): wait %v, want %v", i, s.channel, got, s.want)
+		}
+	}
+}
+
+func TestEditCancelledWhileWaiting(t *testing.T) {
+	th := newEditThrottle(1, 1, time.Millisecond)
+	ctx := context.Background()
+	sent := 0
+	apply := func(context.Context) error { sent++; return nil }
+	if err := th.do(ctx, "k", "C", "a", apply); err != nil || sent != 1 {
+		t.Fatalf("first edit: %v, sent %d", err, sent)
+	}
+	// The bucket is empty for a minute: a cancelled caller gives up and
+	// leaves nothing behind.
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := th.do(cctx, "k", "C", "b", apply); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled edit = %v", err)
+	}
+	if sent != 1 || len(th.states) != 0 {
+		t.Errorf("sent %d, %d states left", sent, len(th.states))
+	}
+}
