@@ -1,0 +1,119 @@
+package agentproc
+
+import (
+	"slices"
+	"testing"
+)
+
+var baseArgs = []string{
+	"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
+	"--permission-prompt-tool", "stdio",
+}
+
+func TestBuildArgs(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  Config
+		opts StartOptions
+		want []string
+	}{
+		{name: "new session", want: baseArgs},
+		{
+			name: "resume",
+			opts: StartOptions{ResumeID: "abc"},
+			want: append(slices.Clone(baseArgs), "--resume", "abc"),
+		},
+		{
+			name: "fork with fixed id",
+			opts: StartOptions{ResumeID: "abc", Fork: true, SessionID: "def"},
+			want: append(slices.Clone(baseArgs), "--resume", "abc", "--fork-session", "--session-id", "def"),
+		},
+		{
+			name: "fork ignored without resume",
+			opts: StartOptions{Fork: true},
+			want: baseArgs,
+		},
+		{
+			name: "config model and mode",
+			cfg:  Config{Model: "m1", PermissionMode: "acceptEdits"},
+			want: append(slices.Clone(baseArgs), "--model", "m1", "--permission-mode", "acceptEdits"),
+		},
+		{
+			name: "start options override config",
+			cfg:  Config{Model: "m1", PermissionMode: "acceptEdits"},
+			opts: StartOptions{Model: "m2", PermissionMode: "plan"},
+			want: append(slices.Clone(baseArgs), "--model", "m2", "--permission-mode", "plan"),
+		},
+		{
+			name: "append system prompt turns snapshot off",
+			cfg:  Config{AppendSystemPrompt: "be brief; don't $(rm -rf)"},
+			want: append(slices.Clone(baseArgs), "--append-system-prompt", "be brief; don't $(rm -rf)",
+				"--system-prompt-snapshot", "off"),
+		},
+		{
+			name: "extra args last",
+			cfg:  Config{Args: []string{"--add-dir", "/x"}, Model: "m"},
+			opts: StartOptions{SessionID: "id"},
+			want: append(slices.Clone(baseArgs), "--session-id", "id", "--model", "m", "--add-dir", "/x"),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := BuildArgs(tt.cfg, tt.opts)
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("BuildArgs =\n %q\nwant\n %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestBuildEnv(t *testing.T) {
+	tests := []struct {
+		name string
+		base []string
+		env  map[string]string
+		want []string
+	}{
+		{
+			name: "defaults added",
+			base: []string{"HOME=/h"},
+			want: []string{"HOME=/h", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1"},
+		},
+		{
+			name: "base keeps its own default values",
+			base: []string{"DISABLE_AUTOUPDATER=0"},
+			want: []string{"DISABLE_AUTOUPDATER=0", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1"},
+		},
+		{
+			name: "config env wins over base and defaults",
+			base: []string{"HOME=/h", "PATH=/bin"},
+			env:  map[string]string{"HOME": "/other", "DISABLE_AUTOUPDATER": "0", "ANTHROPIC_API_KEY": "k"},
+			want: []string{"HOME=/other", "PATH=/bin", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+				"ANTHROPIC_API_KEY=k", "DISABLE_AUTOUPDATER=0"},
+		},
+		{
+			name: "keys keep their case",
+			base: []string{"Path=/a"},
+			env:  map[string]string{"PATH": "/b"},
+			want: []string{"Path=/a", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1", "PATH=/b"},
+		},
+		{
+			name: "duplicate base keys collapse to the last",
+			base: []string{"A=1", "A=2"},
+			want: []string{"A=2", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1"},
+		},
+		{
+			name: "values with equals signs survive",
+			env:  map[string]string{"X": "a=b"},
+			want: []string{"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1", "X=a=b"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := BuildEnv(tt.base, Config{Env: tt.env})
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("BuildEnv =\n %q\nwant\n %q", got, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,762 @@
+package agentproc
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cc-connect/cc-connect/internal/fakeclaude"
+)
+
+// fakeEnv is one isolated fake-claude world: a config dir (transcripts) and
+// a workspace, shared by the processes of one test.
+type fakeEnv struct {
+	t         *testing.T
+	bin       string
+	configDir string
+	dir       string
+	env       map[string]string
+	grace     time.Duration
+}
+
+func newFakeEnv(t *testing.T) *fakeEnv {
+	t.Helper()
+	root := t.TempDir()
+	e := &fakeEnv{
+		t:         t,
+		bin:       fakeclaude.Build(t),
+		configDir: filepath.Join(root, "config"),
+		dir:       filepath.Join(root, "work", "proj.v2"),
+		grace:     2 * time.Second,
+	}
+	if err := os.MkdirAll(e.dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if real, err := filepath.EvalSymlinks(e.dir); err == nil {
+		e.dir = real
+	}
+	e.env = map[string]string{"HOME": root, "CLAUDE_CONFIG_DIR": e.configDir}
+	return e
+}
+
+func (e *fakeEnv) start(opts StartOptions) *Process {
+	e.t.Helper()
+	if opts.Dir == "" {
+		opts.Dir = e.dir
+	}
+	cfg := Config{Command: e.bin, Env: e.env, CloseGrace: e.grace}
+	p, err := Start(context.Background(), cfg, opts, nil)
+	if err != nil {
+		e.t.Fatalf("Start: %v", err)
+	}
+	e.t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = p.Close(ctx)
+	})
+	return p
+}
+
+func (e *fakeEnv) transcript(id string) string {
+	return filepath.Join(e.configDir, "projects", ProjectSlug(e.dir), id+".jsonl")
+}
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// collect records the events a Turn passes to on.
+type collect struct{ evs []Event }
+
+func (c *collect) on(ev Event) { c.evs = append(c.evs, ev) }
+
+func (c *collect) texts() []string {
+	var out []string
+	for _, ev := range c.evs {
+		if a, ok := ev.(AssistantText); ok {
+			out = append(out, a.Text)
+		}
+	}
+	return out
+}
+
+func mustTurn(t *testing.T, p *Process, text string) (*Result, *collect) {
+	t.Helper()
+	var c collect
+	res, err := p.Turn(testCtx(t), text, c.on)
+	if err != nil {
+		t.Fatalf("Turn(%q): %v (stderr %q)", text, err, p.StderrTail())
+	}
+	return res, &c
+}
+
+func TestTurnOne(t *testing.T) {
+	e := newFakeEnv(t)
+	p := e.start(StartOptions{})
+	if p.Pid() <= 0 {
+		t.Fatalf("Pid = %d", p.Pid())
+	}
+	if id := p.SessionID(); id != "" {
+		t.Fatalf("SessionID before the first turn = %q, want empty", id)
+	}
+	res, c := mustTurn(t, p, "hello")
+	if res.Text != "echo: hello" || res.IsError || res.Subtype != "success" {
+		t.Fatalf("result = %+v", res)
+	}
+	init, ok := c.evs[0].(Init)
+	if !ok {
+		t.Fatalf("first event = %T, want Init", c.evs[0])
+	}
+	if init.SessionID == "" || init.SessionID != p.SessionID() || res.SessionID != init.SessionID {
+		t.Errorf("session ids: init %q, process %q, result %q", init.SessionID, p.SessionID(), res.SessionID)
+	}
+	if init.Cwd != e.dir {
+		t.Errorf("init cwd = %q, want %q", init.Cwd, e.dir)
+	}
+	if got := c.texts(); len(got) != 1 || got[0] != "echo: hello" {
+		t.Errorf("assistant texts = %q", got)
+	}
+	if res.ContextTokens != 7+1500+2500 {
+		t.Errorf("ContextTokens = %d, want %d", res.ContextTokens, 7+1500+2500)
+	}
+	if res.Model != "claude-opus-5-5" || res.ContextWindow() != 1000000 {
+		t.Errorf("model %q window %d", res.Model, res.ContextWindow())
+	}
+	if _, err := os.Stat(e.transcript(res.SessionID)); err != nil {
+		t.Errorf("transcript: %v", err)
+	}
+}
+
+func TestTurnMany(t *testing.T) {
+	e := newFakeEnv(t)
+	p := e.start(StartOptions{})
+	var prevCost float64
+	var session string
+	for i, text := range []string{"one", "two", "three"} {
+		res, _ := mustTurn(t, p, text)
+		if res.Text != "echo: "+text {
+			t.Fatalf("turn %d text = %q", i, res.Text)
+		}
+		if res.TotalCostUSD <= prevCost {
+			t.Errorf("turn %d: total cost %v not above %v (it is cumulative)", i, res.TotalCostUSD, prevCost)
+		}
+		prevCost = res.TotalCostUSD
+		if session == "" {
+			session = res.SessionID
+		} else if res.SessionID != session {
+			t.Errorf("turn %d session %q, want %q", i, res.SessionID, session)
+		}
+		// The context grows with every call (cache_read +100).
+		if want := int64(7 + 1500 + 2500 + 100*i); res.ContextTokens != want {
+			t.Errorf("turn %d ContextTokens = %d, want %d", i, res.ContextTokens, want)
+		}
+	}
+	ctx := testCtx(t)
+	if err := p.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Err(); err != nil {
+		t.Errorf("Err after clean close = %v", err)
+	}
+	if err := p.Close(ctx); err != nil {
+		t.Errorf("second Close = %v", err)
+	}
+	if _, ok := <-p.Events(); ok {
+		t.Error("Events still open after Close")
+	}
+}
+
+func TestResume(t *testing.T) {
+	e := newFakeEnv(t)
+	a := e.start(StartOptions{})
+	r1, _ := mustTurn(t, a, "first")
+	if err := a.Close(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+
+	b := e.start(StartOptions{ResumeID: r1.SessionID})
+	r2, _ := mustTurn(t, b, "second")
+	if b.SessionID() != r1.SessionID || r2.SessionID != r1.SessionID {
+		t.Fatalf("resumed session id %q / %q, want %q", b.SessionID(), r2.SessionID, r1.SessionID)
+	}
+	if r2.TotalCostUSD <= r1.TotalCostUSD {
+		t.Errorf("cost not carried over: %v then %v", r1.TotalCostUSD, r2.TotalCostUSD)
+	}
+	data, err := os.ReadFile(e.transcript(r1.SessionID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), `"content":"first"`) || !strings.Contains(string(data), `"content":"second"`) {
+		t.Errorf("transcript lacks one of the prompts:\n%s", data)
+	}
+}
+
+func TestFork(t *testing.T) {
+	e := newFakeEnv(t)
+	a := e.start(StartOptions{})
+	r1, _ := mustTurn(t, a, "original")
+	if err := a.Close(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	orig := e.transcript(r1.SessionID)
+	before := fileSum(t, orig)
+
+	b := e.start(StartOptions{ResumeID: r1.SessionID, Fork: true})
+	r2, _ := mustTurn(t, b, "forked")
+	if r2.SessionID == r1.SessionID || b.SessionID() != r2.SessionID {
+		t.Fatalf("fork session %q (process %q), original %q", r2.SessionID, b.SessionID(), r1.SessionID)
+	}
+	if after := fileSum(t, orig); after != before {
+		t.Error("fork changed the original transcript")
+	}
+	data, err := os.ReadFile(e.transcript(r2.SessionID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), `"content":"original"`) {
+		t.Error("fork transcript lacks the copied history")
+	}
+}
+
+func fileSum(t *testing.T, path string) [32]byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sha256.Sum256(b)
+}
+
+func TestResumeUnknownSession(t *testing.T) {
+	e := newFakeEnv(t)
+	const id = "11111111-2222-3333-4444-555555555555"
+	p := e.start(StartOptions{ResumeID: id})
+	res, err := p.Turn(testCtx(t), "hello", nil)
+	if !errors.Is(err, ErrSessionNotFound) {
+		t.Fatalf("Turn error = %v, want ErrSessionNotFound", err)
+	}
+	if res == nil || !res.IsError || len(res.Errors) == 0 {
+		t.Fatalf("result = %+v, want the CLI's error result", res)
+	}
+	<-p.Done()
+	var ee *ExitError
+	if !errors.As(p.Err(), &ee) || ee.Code != 1 {
+		t.Fatalf("Err = %v, want exit code 1", p.Err())
+	}
+	if !strings.Contains(p.StderrTail(), "No conversation found with session ID: "+id) {
+		t.Errorf("stderr = %q", p.StderrTail())
+	}
+}
+
+func TestPromptTooLong(t *testing.T) {
+	e := newFakeEnv(t)
+	p := e.start(StartOptions{})
+	var c collect
+	res, err := p.Turn(testCtx(t), "[[TOOLONG]] big", c.on)
+	if !errors.Is(err, ErrPromptTooLong) {
+		t.Fatalf("Turn error = %v, want ErrPromptTooLong", err)
+	}
+	if res == nil || res.TerminalReason != "prompt_too_long" || res.APIErrorStatus != 400 || !strings.HasPrefix(res.Text, "Prompt is too long") {
+		t.Fatalf("result = %+v", res)
+	}
+	var synthetic bool
+	for _, ev := range c.evs {
+		if a, ok := ev.(AssistantText); ok && a.Synthetic {
+			synthetic = true
+		}
+	}
+	if !synthetic {
+		t.Error("no synthetic assistant event seen")
+	}
+	if res.ContextTokens != 0 {
+		t.Errorf("ContextTokens = %d; a synthetic message is no API call", res.ContextTokens)
+	}
+	// The session is poisoned: the next turn fails too.
+	if _, err := p.Turn(testCtx(t), "small", nil); !errors.Is(err, ErrPromptTooLong) {
+		t.Errorf("next turn error = %v, want ErrPromptTooLong", err)
+	}
+}
+
+func TestCrashMidTurn(t *testing.T) {
+	e := newFakeEnv(t)
+	p := e.start(StartOptions{})
+	var c collect
+	res, err := p.Turn(testCtx(t), "[[CRASH]]", c.on)
+	var ee *ExitError
+	if !errors.As(err, &ee) {
+		t.Fatalf("Turn = %v, %v; want *ExitError", res, err)
+	}
+	if ee.Code != 2 || !strings.Contains(ee.StderrTail, "simulated crash") {
+		t.Errorf("ExitError = %+v", ee)
+	}
+	if got := c.texts(); len(got) != 1 {
+		t.Errorf("events before the crash: %q", got)
+	}
+	if _, err := p.Send(testCtx(t), "again"); !errors.Is(err, ErrClosed) {
+		t.Errorf("Send after exit = %v, want ErrClosed", err)
+	}
+}
+
+func TestCloseEscalates(t *testing.T) {
+	tests := []struct {
+		name       string
+		env        map[string]string
+		wantCode   int
+		wantSignal string
+	}{
+		{name: "SIGTERM", wantCode: 143},
+		{name: "SIGKILL", env: map[string]string{"FAKECLAUDE_IGNORE_SIGTERM": "1"}, wantCode: -1, wantSignal: "SIGKILL"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newFakeEnv(t)
+			e.grace = 50 * time.Millisecond
+			for k, v := range tt.env {
+				e.env[k] = v
+			}
+			p := e.start(StartOptions{})
+			waitHanging(t, p)
+			if err := p.Close(testCtx(t)); err != nil {
+				t.Fatal(err)
+			}
+			var ee *ExitError
+			if !errors.As(p.Err(), &ee) {
+				t.Fatalf("Err = %v, want *ExitError", p.Err())
+			}
+			if ee.Code != tt.wantCode || ee.Signal != tt.wantSignal {
+				t.Errorf("ExitError = %+v, want code %d signal %q", ee, tt.wantCode, tt.wantSignal)
+			}
+		})
+	}
+}
+
+// waitHanging starts a [[HANG]] turn and returns once it runs.
+func waitHanging(t *testing.T, p *Process) {
+	t.Helper()
+	if _, err := p.Send(testCtx(t), "[[HANG]]"); err != nil {
+		t.Fatal(err)
+	}
+	waitEvent[Init](t, p)
+}
+
+// waitEvent reads Events until one of type T.
+func waitEvent[T Event](t *testing.T, p *Process) T {
+	t.Helper()
+	ctx := testCtx(t)
+	for {
+		select {
+		case ev, ok := <-p.Events():
+			if !ok {
+				t.Fatalf("events closed while waiting (err %v)", p.Err())
+			}
+			if e, ok := ev.(T); ok {
+				return e
+			}
+		case <-ctx.Done():
+			t.Fatal("timed out waiting for an event")
+		}
+	}
+}
+
+func TestMalformedLineTolerated(t *testing.T) {
+	e := newFakeEnv(t)
+	p := e.start(StartOptions{})
+	res, c := mustTurn(t, p, "[[MALFORMED]] hi")
+	if res.Text != "echo: [[MALFORMED]] hi" {
+		t.Errorf("result text = %q", res.Text)
+	}
+	var m *Malformed
+	for _, ev := range c.evs {
+		if mm, ok := ev.(Malformed); ok {
+			m = &mm
+		}
+	}
+	if m == nil || !strings.Contains(m.Line, "not JSON") || errors.Is(m.Err, ErrMalformedOutput) {
+		t.Errorf("Malformed event = %+v", m)
+	}
+}
+
+func TestPermissions(t *testing.T) {
+	tests := []struct {
+		name         string
+		decision     PermissionDecision
+		wantResult   string // result text, "" for an error result
+		wantTerminal string
+		wantToolErr  bool
+		wantDenials  int
+	}{
+		{name: "allow", decision: PermissionDecision{Behavior: Allow},
+			wantResult: "tool said: (fake) ran: touch a.txt", wantTerminal: "completed"},
+		{name: "allow with changed input", decision: PermissionDecision{Behavior: Allow, Input: json.RawMessage(`{"command":"touch b.txt"}`)},
+			wantResult: "tool said: (fake) ran: touch b.txt", wantTerminal: "completed"},
+		{name: "deny", decision: PermissionDecision{Behavior: Deny, Message: "not now"},
+			wantResult: "tool said: not now", wantTerminal: "completed", wantToolErr: true, wantDenials: 1},
+		{name: "deny and stop", decision: PermissionDecision{Behavior: DenyAndStop, Message: "stop"},
+			wantTerminal: "aborted_tools", wantToolErr: true, wantDenials: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newFakeEnv(t)
+			p := e.start(StartOptions{})
+			ctx := testCtx(t)
+			var req *PermissionRequest
+			var tr *ToolResult
+			res, err := p.Turn(ctx, "[[TOOL:touch a.txt]]", func(ev Event) {
+				switch ev := ev.(type) {
+				case PermissionRequest:
+					req = &ev
+					if err := p.RespondPermission(ctx, ev.RequestID, tt.decision); err != nil {
+						t.Errorf("RespondPermission: %v", err)
+					}
+				case ToolResult:
+					tr = &ev
+				}
+			})
+			if err != nil {
+				t.Fatalf("Turn: %v", err)
+			}
+			if req == nil {
+				t.Fatal("no PermissionRequest")
+			}
+			if req.ToolName != "Bash" || req.ToolUseID == "" || !strings.HasSuffix(req.BlockedPath, "/a.txt") ||
+				len(req.Suggestions) != 3 || !strings.Contains(string(req.Input), "touch a.txt") {
+				t.Errorf("request = %+v", req)
+			}
+			if tr == nil || tr.IsError != tt.wantToolErr || tr.ToolUseID != req.ToolUseID {
+				t.Errorf("tool result = %+v", tr)
+			}
+			if res.Text != tt.wantResult || res.TerminalReason != tt.wantTerminal || res.IsError != (tt.wantResult == "") {
+				t.Errorf("result text %q terminal %q is_error %v", res.Text, res.TerminalReason, res.IsError)
+			}
+			if len(res.PermissionDenials) != tt.wantDenials {
+				t.Errorf("denials = %q", res.PermissionDenials)
+			}
+			err = p.RespondPermission(ctx, req.RequestID, tt.decision)
+			if !errors.Is(err, ErrNoPendingPermission) {
+				t.Errorf("second answer = %v, want ErrNoPendingPermission", err)
+			}
+		})
+	}
+}
+
+func TestPermissionAlwaysAllow(t *testing.T) {
+	e := newFakeEnv(t)
+	p := e.start(StartOptions{})
+	ctx := testCtx(t)
+	asked := 0
+	on := func(ev Event) {
+		if r, ok := ev.(PermissionRequest); ok {
+			asked++
+			if err := p.RespondPermission(ctx, r.RequestID, PermissionDecision{Behavior: AlwaysAllow}); err != nil {
+				t.Errorf("RespondPermission: %v", err)
+			}
+		}
+	}
+	for i := range 2 {
+		res, err := p.Turn(ctx, "[[TOOL:touch c.txt]]", on)
+		if err != nil || res.Text != "tool said: (fake) ran: touch c.txt" {
+			t.Fatalf("turn %d: %+v, %v", i, res, err)
+		}
+	}
+	if asked != 1 {
+		t.Errorf("asked %d times, want 1: the rule was not passed back", asked)
+	}
+}
+
+func TestPermissionInvalidBehavior(t *testing.T) {
+	e := newFakeEnv(t)
+	p := e.start(StartOptions{})
+	ctx := testCtx(t)
+	res, err := p.Turn(ctx, "[[TOOL:touch d.txt]]", func(ev Event) {
+		if r, ok := ev.(PermissionRequest); ok {
+			if err := p.RespondPermission(ctx, r.RequestID, PermissionDecision{}); err == nil {
+				t.Error("zero Behavior accepted")
+			}
+			// Still pending: a valid answer goes through.
+			if err := p.RespondPermission(ctx, r.RequestID, PermissionDecision{Behavior: Deny}); err != nil {
+				t.Errorf("deny after invalid answer: %v", err)
+			}
+		}
+	})
+	if err != nil || res.Text != "tool said: "+defaultDenyMessage {
+		t.Fatalf("Turn = %+v, %v", res, err)
+	}
+}
+
+func TestPermissionCancelledByInterrupt(t *testing.T) {
+	e := newFakeEnv(t)
+	p := e.start(StartOptions{})
+	ctx := testCtx(t)
+	var reqID string
+	var cancel *PermissionCancel
+	interrupted := make(chan error, 1)
+	res, err := p.Turn(ctx, "[[TOOL:touch e.txt]]", func(ev Event) {
+		switch ev := ev.(type) {
+		case PermissionRequest:
+			reqID = ev.RequestID
+			go func() { interrupted <- p.Interrupt(ctx) }()
+		case PermissionCancel:
+			cancel = &ev
+		}
+	})
+	if err != nil {
+		t.Fatalf("Turn: %v", err)
+	}
+	if err := <-interrupted; err != nil {
+		t.Errorf("Interrupt: %v", err)
+	}
+	if cancel == nil || cancel.RequestID != reqID {
+		t.Errorf("cancel = %+v, want request %q", cancel, reqID)
+	}
+	if !res.IsError || res.TerminalReason != "aborted_tools" {
+		t.Errorf("result = %+v", res)
+	}
+	if err := p.RespondPermission(ctx, reqID, PermissionDecision{Behavior: Allow}); !errors.Is(err, ErrNoPendingPermission) {
+		t.Errorf("answer after cancel = %v, want ErrNoPendingPermission", err)
+	}
+}
+
+func TestInterrupt(t *testing.T) {
+	e := newFakeEnv(t)
+	p := e.start(StartOptions{})
+	ctx := testCtx(t)
+	interrupted := make(chan error, 1)
+	var c collect
+	res, err := p.Turn(ctx, "[[SLOW]] go", func(ev Event) {
+		c.on(ev)
+		if _, ok := ev.(Init); ok {
+			go func() { interrupted <- p.Interrupt(ctx) }()
+		}
+	})
+	if err != nil {
+		t.Fatalf("Turn: %v", err)
+	}
+	if err := <-interrupted; err != nil {
+		t.Errorf("Interrupt: %v", err)
+	}
+	if !res.IsError || res.Subtype != "error_during_execution" || res.TerminalReason != "aborted_streaming" || res.Text != "" {
+		t.Errorf("result = %+v", res)
+	}
+	// The process stays alive for the next turn.
+	res, _ = mustTurn(t, p, "after")
+	if res.Text != "echo: after" {
+		t.Errorf("next turn = %q", res.Text)
+	}
+	// Interrupting an idle process is harmless.
+	if err := p.Interrupt(ctx); err != nil {
+		t.Errorf("idle Interrupt: %v", err)
+	}
+}
+
+func TestSetModel(t *testing.T) {
+	e := newFakeEnv(t)
+	p := e.start(StartOptions{})
+	ctx := testCtx(t)
+	if err := p.SetModel(ctx, "claude-sonnet-4-5"); err != nil {
+		t.Fatal(err)
+	}
+	res, c := mustTurn(t, p, "hi")
+	if init := c.evs[0].(Init); init.Model != "claude-sonnet-4-5" {
+		t.Errorf("init model = %q", init.Model)
+	}
+	if res.Model != "claude-sonnet-4-5" || res.ContextWindow() != 200000 {
+		t.Errorf("model %q window %d", res.Model, res.ContextWindow())
+	}
+}
+
+func TestSetPermissionMode(t *testing.T) {
+	e := newFakeEnv(t)
+	p := e.start(StartOptions{})
+	ctx := testCtx(t)
+	if err := p.SetPermissionMode(ctx, "acceptEdits"); err != nil {
+		t.Fatal(err)
+	}
+	res, c := mustTurn(t, p, "[[TOOL:touch f.txt]]")
+	for _, ev := range c.evs {
+		if _, ok := ev.(PermissionRequest); ok {
+			t.Error("asked for permission in acceptEdits mode")
+		}
+	}
+	if res.Text != "tool said: (fake) ran: touch f.txt" {
+		t.Errorf("result = %q", res.Text)
+	}
+	var ce *ControlError
+	if err := p.SetPermissionMode(ctx, "bogus"); !errors.As(err, &ce) || ce.Subtype != "set_permission_mode" {
+		t.Errorf("bad mode error = %v, want *ControlError", err)
+	}
+}
+
+func TestUnsupportedControlRequestAnswered(t *testing.T) {
+	e := newFakeEnv(t)
+	p := e.start(StartOptions{})
+	res, _ := mustTurn(t, p, "[[ASKHOST]]")
+	if res.Text != "host refused: Unsupported control request subtype: elicitation" {
+		t.Errorf("result = %q", res.Text)
+	}
+}
+
+func TestHugeLine(t *testing.T) {
+	e := newFakeEnv(t)
+	p := e.start(StartOptions{})
+	const n = 10 << 20
+	res, c := mustTurn(t, p, "[[HUGE:10485760]]")
+	texts := c.texts()
+	if len(texts) != 1 || len(texts[0]) != n || len(res.Text) != n {
+		t.Fatalf("got %d texts, first %d bytes, result %d bytes; want one of %d", len(texts), lenFirst(texts), len(res.Text), n)
+	}
+}
+
+func lenFirst(s []string) int {
+	if len(s) == 0 {
+		return -1
+	}
+	return len(s[0])
+}
+
+func TestTurnBusy(t *testing.T) {
+	e := newFakeEnv(t)
+	p := e.start(StartOptions{})
+	ctx := testCtx(t)
+	running := make(chan struct{})
+	type turnOut struct {
+		res *Result
+		err error
+	}
+	first := make(chan turnOut, 1)
+	go func() {
+		res, err := p.Turn(ctx, "[[HANG]]", func(ev Event) {
+			if _, ok := ev.(Init); ok {
+				close(running)
+			}
+		})
+		first <- turnOut{res, err}
+	}()
+	<-running
+	if _, err := p.Turn(ctx, "second", nil); !errors.Is(err, ErrTurnInProgress) {
+		t.Errorf("concurrent Turn = %v, want ErrTurnInProgress", err)
+	}
+	if err := p.Interrupt(ctx); err != nil {
+		t.Fatal(err)
+	}
+	out := <-first
+	if out.err != nil || out.res.TerminalReason != "aborted_streaming" {
+		t.Errorf("first turn = %+v, %v", out.res, out.err)
+	}
+}
+
+func TestTurnAfterAbandonedTurn(t *testing.T) {
+	e := newFakeEnv(t)
+	p := e.start(StartOptions{})
+	ctx := testCtx(t)
+	short, cancel := context.WithCancel(ctx)
+	_, err := p.Turn(short, "[[HANG]]", func(ev Event) {
+		if _, ok := ev.(Init); ok {
+			cancel()
+		}
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Turn = %v, want context.Canceled", err)
+	}
+	if err := p.Interrupt(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The abandoned turn's aborted result must not answer this one.
+	res, _ := mustTurn(t, p, "next")
+	if res.Text != "echo: next" {
+		t.Errorf("next turn = %+v", res)
+	}
+}
+
+func TestEventsBackpressure(t *testing.T) {
+	e := newFakeEnv(t)
+	p := e.start(StartOptions{})
+	ctx := testCtx(t)
+	const n = 200 // about 600 events: more than the buffer holds
+	for i := range n {
+		if _, err := p.Send(ctx, "m"+strconv.Itoa(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range n {
+		res := waitEvent[*Result](t, p)
+		if want := "echo: m" + strconv.Itoa(i); res.Text != want {
+			t.Fatalf("result %d = %q, want %q", i, res.Text, want)
+		}
+	}
+}
+
+func TestSendUUIDRecorded(t *testing.T) {
+	e := newFakeEnv(t)
+	record := filepath.Join(t.TempDir(), "record.jsonl")
+	e.env["FAKECLAUDE_RECORD"] = record
+	p := e.start(StartOptions{})
+	ctx := testCtx(t)
+	id, err := p.Send(ctx, "tracked")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := waitEvent[*Result](t, p)
+	if err := p.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(record)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var lines []map[string]any
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, m)
+	}
+	if len(lines) != 1 || lines[0]["uuid"] != id || lines[0]["text"] != "tracked" ||
+		lines[0]["session_id"] != res.SessionID || int(lines[0]["pid"].(float64)) != p.Pid() {
+		t.Errorf("record = %v, want uuid %s pid %d", lines, id, p.Pid())
+	}
+	data, err := os.ReadFile(e.transcript(res.SessionID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), `"uuid":"`+id+`"`) {
+		t.Error("the message uuid is not in the transcript")
+	}
+}
+
+func TestStartErrors(t *testing.T) {
+	e := newFakeEnv(t)
+	cfg := Config{Command: filepath.Join(t.TempDir(), "missing-claude")}
+	if _, err := Start(context.Background(), cfg, StartOptions{Dir: e.dir}, nil); err == nil {
+		t.Error("Start with a missing command succeeded")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := Start(ctx, Config{Command: e.bin}, StartOptions{Dir: e.dir}, nil); !errors.Is(err, context.Canceled) {
+		t.Errorf("Start with a cancelled ctx = %v", err)
+	}
+}
+
+func TestFlagErrorIsExitError(t *testing.T) {
+	e := newFakeEnv(t)
+	// --session-id with --resume needs --fork-session: the CLI refuses
+	// before reading stdin.
+	p := e.start(StartOptions{ResumeID: "11111111-2222-3333-4444-555555555555", SessionID: "aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee"})
+	_, err := p.Turn(testCtx(t), "hi", nil)
+	var ee *ExitError
+	if !errors.As(err, &ee) || ee.Code != 1 || !strings.Contains(ee.StderrTail, "also needs --fork-session") {
+		t.Errorf("Turn = %v, want *ExitError with the CLI's text", err)
+	}
+}
