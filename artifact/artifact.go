@@ -15,7 +15,6 @@ package artifact
 import (
 	"fmt"
 	"strings"
-	"sync"
 	"unicode/utf8"
 )
 
@@ -58,13 +57,12 @@ type Artifact struct {
 	SHA256  string // hex
 }
 
-// Store writes artifacts into one workspace. It is safe for concurrent use;
-// one Store per workspace keeps the quota check and the write together.
+// Store writes artifacts into one workspace. It is safe for concurrent
+// use, and Puts into the same workspace path are serialized across Stores
+// of this process so that two writes cannot both pass the quota.
 type Store struct {
 	workspace string
 	opts      Options
-
-	mu sync.Mutex // serializes Put so two writes cannot both pass the quota
 }
 
 // NewStore returns a Store for the workspace folder (already normalized by

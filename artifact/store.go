@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -36,8 +37,9 @@ func (s *Store) Put(content []byte) (Artifact, error) {
 	name := hexSum + extension(content)
 	a := Artifact{RelPath: relArtifactsDir + "/" + name, Size: int64(len(content)), SHA256: hexSum}
 
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	mu := workspaceLock(s.workspace)
+	mu.Lock()
+	defer mu.Unlock()
 
 	ws, err := os.OpenRoot(s.workspace)
 	if err != nil {
@@ -76,6 +78,16 @@ func (s *Store) Put(content []byte) (Artifact, error) {
 		return Artifact{}, err
 	}
 	return a, nil
+}
+
+// workspaceLocks holds one mutex per workspace path (*sync.Mutex), so
+// that the quota check and the write of one Put cannot interleave with
+// another Put into the same workspace, however many Stores point at it.
+var workspaceLocks sync.Map
+
+func workspaceLock(workspace string) *sync.Mutex {
+	mu, _ := workspaceLocks.LoadOrStore(workspace, new(sync.Mutex))
+	return mu.(*sync.Mutex)
 }
 
 func extension(content []byte) string {
@@ -221,13 +233,14 @@ func folderBytes(dir *os.Root) (int64, error) {
 		return 0, err
 	}
 	defer d.Close()
-	entries, err := d.ReadDir(-1)
+	names, err := d.Readdirnames(-1)
 	if err != nil {
 		return 0, err
 	}
 	var total int64
-	for _, e := range entries {
-		info, err := e.Info()
+	for _, name := range names {
+		// Through the root, not by host path, like every other access.
+		info, err := dir.Lstat(name)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue // removed since the listing
 		}

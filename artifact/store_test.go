@@ -358,14 +358,14 @@ func TestPutQuota(t *testing.T) {
 
 func TestPutQuotaHoldsUnderConcurrency(t *testing.T) {
 	ws := newWorkspace(t)
-	s := NewStore(ws, Options{Quota: 1000})
 	var wg sync.WaitGroup
 	errs := make([]error, 20)
 	for i := range errs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, errs[i] = s.Put([]byte(fmt.Sprintf("%03d%s", i, strings.Repeat("x", 97))))
+			// A Store each: the quota must hold per workspace, not per Store.
+			_, errs[i] = NewStore(ws, Options{Quota: 1000}).Put([]byte(fmt.Sprintf("%03d%s", i, strings.Repeat("x", 97))))
 		}()
 	}
 	wg.Wait()
