@@ -1,0 +1,256 @@
+package engine
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseCommand(t *testing.T) {
+	tests := []struct {
+		in, name, args string
+		ok             bool
+	}{
+		{"!new", "new", "", true},
+		{"  !BTW what is   this? ", "btw", "what is   this?", true},
+		{"/status", "status", "", true},
+		{"/compact", "", "", false}, // Claude Code's own command goes to the agent
+		{"!bogus x", "bogus", "x", true},
+		{"!", "", "", false},
+		{"hello !new", "", "", false},
+		{"/home/me/file.go explain", "", "", false},
+	}
+	for _, tt := range tests {
+		name, args, ok := parseCommand(tt.in)
+		if name != tt.name || args != tt.args || ok != tt.ok {
+			t.Errorf("parseCommand(%q) = %q, %q, %v; want %q, %q, %v", tt.in, name, args, ok, tt.name, tt.args, tt.ok)
+		}
+	}
+}
+
+func TestHelpAndUnknownCommands(t *testing.T) {
+	h := newHarness(t, nil)
+	h.say("alice", "T1", "!help")
+	help := h.rec.waitSend(t, "Commands")
+	for _, c := range []string{"!new", "!btw", "!stop", "!status", "!sessions", "!resume", "!allow", "!deny"} {
+		if !strings.Contains(help.Text, c) {
+			t.Errorf("help lacks %s", c)
+		}
+	}
+	h.say("alice", "T1", "!frobnicate")
+	h.rec.waitSend(t, "Unknown command !frobnicate. Send !help")
+	h.say("alice", "T1", "/compact")
+	h.rec.waitSend(t, "echo: /compact")
+	if n := len(h.fa.spawnsSnapshot()); n != 1 {
+		t.Errorf("%d spawns, want only /compact to reach the agent", n)
+	}
+}
+
+func TestNewStartsFreshSession(t *testing.T) {
+	h := newHarness(t, nil)
+	h.say("alice", "T1", "first")
+	h.waitIdle()
+	h.say("alice", "T1", "!new")
+	h.rec.waitSend(t, "Started a new session")
+	h.fa.waitFor(t, "the process to close", func(fa *fakeAgents) bool { return fa.live == 0 })
+	h.say("alice", "T1", "second")
+	h.rec.waitSend(t, "echo: second")
+	spawns := h.fa.spawnsSnapshot()
+	if len(spawns) != 2 || spawns[1].ResumeID != "" {
+		t.Errorf("spawns = %+v, want a fresh second session", spawns)
+	}
+	if got := h.fa.history("sess-2"); strings.Join(got, "|") != "second" {
+		t.Errorf("new session history = %q", got)
+	}
+}
+
+func TestBtwAnswersFromForkWithoutTouchingHistory(t *testing.T) {
+	h := newHarness(t, nil)
+	h.say("alice", "T1", "!btw anyone there?")
+	h.rec.waitSend(t, "There is no session to ask about yet")
+
+	h.say("alice", "T1", "first")
+	h.waitIdle()
+	// The side question is answered while a main turn runs.
+	h.say("alice", "T1", "long [[WAIT]]")
+	h.fa.waitFor(t, "the main turn", func(fa *fakeAgents) bool { return fa.waiting == 1 })
+	h.say("bob", "T1", "!btw what did I say?")
+	side := h.rec.waitSend(t, sidePrefix)
+	if side.Text != sidePrefix+"echo: what did I say?" {
+		t.Errorf("side answer = %q", side.Text)
+	}
+	h.fa.release(t)
+	h.waitIdle()
+	h.say("alice", "T1", "[[HISTORY]]")
+	hist := h.rec.waitSend(t, "history:")
+	if !strings.HasPrefix(hist.Text, "history: first | long [[WAIT]] | [[HISTORY]]\n") {
+		t.Errorf("main history = %q, want it without the side question", hist.Text)
+	}
+	var fork *struct{ resume string }
+	for _, s := range h.fa.spawnsSnapshot() {
+		if s.Fork {
+			fork = &struct{ resume string }{s.ResumeID}
+		}
+	}
+	if fork == nil || fork.resume != "sess-1" {
+		t.Errorf("no fork of sess-1 among spawns %+v", h.fa.spawnsSnapshot())
+	}
+	h.fa.waitFor(t, "the side process to close", func(fa *fakeAgents) bool { return fa.live == 1 })
+}
+
+func TestStopInterruptsAndKeepsQueue(t *testing.T) {
+	h := newHarness(t, nil)
+	h.say("alice", "T1", "!stop")
+	h.rec.waitSend(t, "Nothing is running.")
+	h.say("alice", "T1", "forever [[HANG]]")
+	h.fa.waitFor(t, "the turn to run", func(fa *fakeAgents) bool { return fa.waiting == 1 })
+	h.say("alice", "T1", "next one")
+	h.rec.waitSend(t, "Queued (position 1)")
+	h.say("alice", "T1", "!stop")
+	h.rec.waitSend(t, "1 queued message stays queued")
+	h.rec.waitSend(t, "Stopped.")
+	h.rec.waitSend(t, "echo: next one")
+	if spawns := h.fa.spawnsSnapshot(); len(spawns) != 1 {
+		t.Errorf("spawns = %+v, want the session kept in one process", spawns)
+	}
+}
+
+func TestStatus(t *testing.T) {
+	h := newHarness(t, nil)
+	h.say("alice", "T1", "!status")
+	before := h.rec.waitSend(t, "State:")
+	for _, want := range []string{"State: idle", "Session: none yet", "Context: no figures yet", "Process: not running"} {
+		if !strings.Contains(before.Text, want) {
+			t.Errorf("status before a turn lacks %q:\n%s", want, before.Text)
+		}
+	}
+	h.say("alice", "T1", "hello")
+	h.waitIdle()
+	h.say("alice", "T1", "!status")
+	h.rec.waitFor(t, "a second status", func(calls []recorded) bool { return len(h.rec.sends("State:")) == 2 })
+	st := h.rec.sends("State:")[1]
+	ws := h.e.pool.GetOrCreate(h.ws).Path
+	for _, want := range []string{"State: idle", "Workspace: " + ws, "Session: sess-1", "Context: 25%",
+		"Queue: 0 waiting", "Process: alive, pid 4001", "Idle:", "Model: claude-test", "Cost: $0.0100", "Platform: connected"} {
+		if !strings.Contains(st, want) {
+			t.Errorf("status lacks %q:\n%s", want, st)
+		}
+	}
+}
+
+func TestSessionsAndResume(t *testing.T) {
+	h := newHarness(t, nil)
+	h.fa.mu.Lock()
+	h.fa.sessions["old-2"] = []string{"earlier"}
+	h.fa.mu.Unlock()
+	h.ft.list = []sessionInfo{
+		{SessionID: "old-1", Size: 2048, ModTime: time.Now().Add(-time.Hour), FirstPrompt: "fix the login bug"},
+		{SessionID: "old-2", Size: 3 << 20, ModTime: time.Now().Add(-49 * time.Hour), FirstPrompt: "write docs"},
+	}
+	h.say("bob", "T1", "!sessions")
+	list := h.rec.waitSend(t, "Sessions in")
+	for _, want := range []string{"1. old-1", "2 KB", "fix the login bug", "2. old-2", "3.0 MB", "2d ago", "write docs", "!resume <n>"} {
+		if !strings.Contains(list.Text, want) {
+			t.Errorf("listing lacks %q:\n%s", want, list.Text)
+		}
+	}
+	if i, j := strings.Index(list.Text, "old-1"), strings.Index(list.Text, "old-2"); i > j {
+		t.Errorf("listing is not in the lister's newest-first order")
+	}
+	h.say("bob", "T1", "!resume 2")
+	h.rec.waitSend(t, "Switched to session old-2")
+	h.say("bob", "T1", "continue")
+	h.rec.waitSend(t, "echo: continue")
+	if spawns := h.fa.spawnsSnapshot(); len(spawns) != 1 || spawns[0].ResumeID != "old-2" {
+		t.Errorf("spawns = %+v, want --resume old-2", spawns)
+	}
+	h.say("bob", "T1", "!resume 7")
+	h.rec.waitSend(t, "There is no session 7")
+}
+
+func TestResumeOfUnlistedIDIsAdminOnly(t *testing.T) {
+	h := newHarness(t, nil)
+	h.say("bob", "T1", "!resume elsewhere-1")
+	h.rec.waitSend(t, "Only an admin can resume")
+	h.say("alice", "T1", "!resume elsewhere-1")
+	h.rec.waitSend(t, "Switched to session elsewhere-1")
+}
+
+func TestBindingPathsNormalizeToOneWorkspace(t *testing.T) {
+	root := t.TempDir()
+	real := filepath.Join(root, "proj")
+	if err := os.Mkdir(real, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(root, "link")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	realResolved, err := filepath.EvalSymlinks(real)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, func(o *Options, _ *harnessConfig) {
+		o.Bindings = []Binding{
+			{Platform: "fake", Channel: "C1", Workspace: real + "/", AllowUsers: []string{"*"}, RequireMention: new(bool)},
+			{Platform: "fake", Channel: "C2", Workspace: link, AllowUsers: []string{"*"}, RequireMention: new(bool)},
+			{Platform: "fake", Channel: "*", Workspace: filepath.Join(real, "..", "proj"), AllowUsers: []string{"*"}, RequireMention: new(bool)},
+		}
+		o.MaxProcessesPerWorkspace = 1
+	})
+	for i, ch := range []string{"C1", "C2", "C3"} {
+		m := h.message("anyone", "", fmt.Sprintf("hello %d", i))
+		m.Target.Channel = ch
+		h.deliver(m)
+		h.rec.waitSend(t, fmt.Sprintf("echo: hello %d", i))
+	}
+	for _, s := range h.fa.spawnsSnapshot() {
+		if s.Dir != realResolved {
+			t.Errorf("spawn dir = %q, want %q", s.Dir, realResolved)
+		}
+	}
+	h.e.pool.mu.Lock()
+	n := len(h.e.pool.workspaces)
+	h.e.pool.mu.Unlock()
+	if n != 1 {
+		t.Errorf("pool holds %d workspaces, want 1", n)
+	}
+	// One workspace, one cap: the later channels reaped the earlier idle
+	// process rather than run a second one beside it.
+	h.fa.mu.Lock()
+	maxLive := h.fa.maxLive
+	h.fa.mu.Unlock()
+	if maxLive != 1 {
+		t.Errorf("max live = %d, want 1 under a per-workspace cap of 1", maxLive)
+	}
+}
+
+func TestResolveExactChannelBeatsWildcard(t *testing.T) {
+	e, err := New(Options{StateDir: t.TempDir(), Bindings: []Binding{
+		{Platform: "p", Channel: "*", Workspace: "/w/any"},
+		{Platform: "p", Channel: "C1", Workspace: "/w/one/"},
+		{Platform: "q", Channel: "C1", Workspace: "/w/q"},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		plat, ch, want string
+		ok             bool
+	}{
+		{"p", "C1", "/w/one", true},
+		{"p", "C9", "/w/any", true},
+		{"q", "C1", "/w/q", true},
+		{"q", "C2", "", false},
+		{"r", "C1", "", false},
+	}
+	for _, tt := range tests {
+		b, ok := e.resolve(tt.plat, tt.ch)
+		if ok != tt.ok || b.Workspace != tt.want {
+			t.Errorf("resolve(%s, %s) = %q, %v; want %q, %v", tt.plat, tt.ch, b.Workspace, ok, tt.want, tt.ok)
+		}
+	}
+}
