@@ -194,6 +194,8 @@ func (a *Adapter) onEventsAPI(ctx context.Context, h platform.Handler, queue cha
 		a.log.Debug("Dropping second copy of a Slack message", "channel", m.Target.Channel, "thread", m.Target.Thread, "type", ev.Type)
 		return
 	}
+	a.log.Debug("Slack message received", "channel", m.Target.Channel, "thread", m.Target.Thread,
+		"user_id", m.UserID, "dm", m.IsDM, "mentioned", m.Mentioned, "files", len(m.Attachments))
 	enqueue(ctx, queue, func(ctx context.Context) {
 		m.UserName = a.userName(ctx, m.UserID)
 		if err := h.HandleMessage(ctx, m); err != nil && ctx.Err() == nil {

@@ -186,7 +186,7 @@ func TestFiltering(t *testing.T) {
 func TestAcksEveryEnvelope(t *testing.T) {
 	e := startEnv(t)
 	envelopes := map[string]map[string]any{
-		"env-slash": {"envelope_id": "env-slash", "type": "slash_commands", "payload": map[string]any{"command": "/x", "text": "y"}},
+		"env-slash":        {"envelope_id": "env-slash", "type": "slash_commands", "payload": map[string]any{"command": "/x", "text": "y"}},
 		"env-unknown-type": {"envelope_id": "env-unknown-type", "type": "something_new", "payload": map[string]any{}},
 		"env-unparsable-event": {"envelope_id": "env-unparsable-event", "type": "events_api",
 			"payload": map[string]any{"type": "event_callback", "event_id": "EvOdd", "event": map[string]any{"type": "message", "channel": 5}}},
@@ -335,6 +335,16 @@ func TestReconnectAfterDrop(t *testing.T) {
 	e.logs.waitFor(t, "Slack connected")
 	if got := e.a.Status(); got != "connected" {
 		t.Errorf("Status after reconnect = %q, want connected", got)
+	}
+
+	// Slack asks clients to reconnect from time to time.
+	if err := e.conn.send(map[string]any{"type": "disconnect", "reason": "refresh_requested"}); err != nil {
+		t.Fatal(err)
+	}
+	e.conn = e.f.waitConn(3)
+	e.deliver("EvAfterRefresh", 0, msgEvent("C1", "1700000601.000100", "U1", "after refresh", nil))
+	if m := e.rec.nextMsg(t); m.Text != "after refresh" {
+		t.Errorf("got %q", m.Text)
 	}
 }
 
