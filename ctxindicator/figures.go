@@ -122,14 +122,15 @@ func (f Figures) StatusLine() string {
 	var b strings.Builder
 	b.WriteString("Context: ")
 	if pct, ok := f.SDK(); ok {
-		window := groupDigits(f.Window)
+		assumed := ""
 		if !f.WindowReported {
-			window += " assumed"
+			// Claude Code did not say; the configured fallback may be wrong.
+			assumed = ", window assumed"
 		}
 		if f.Overflow() {
-			fmt.Fprintf(&b, "%d%% (%s tokens, past the %s window)", pct, groupDigits(f.Tokens), window)
+			fmt.Fprintf(&b, "%d%% (%s tokens, past the %s window%s)", pct, groupDigits(f.Tokens), groupDigits(f.Window), assumed)
 		} else {
-			fmt.Fprintf(&b, "%d%% (%s of %s tokens)", pct, groupDigits(f.Tokens), window)
+			fmt.Fprintf(&b, "%d%% (%s of %s tokens%s)", pct, groupDigits(f.Tokens), groupDigits(f.Window), assumed)
 		}
 	} else {
 		b.WriteString("no token data yet")

@@ -49,7 +49,7 @@ func TestFiguresComparison(t *testing.T) {
 			wantAttrs: map[string]any{
 				"session_key": "k", "sdk_pct": int64(2), "input_tokens": int64(4_207), "context_window": int64(200_000),
 			},
-			wantStatus: "Context: 2% (4,207 of 200,000 assumed tokens); Claude's estimate: none",
+			wantStatus: "Context: 2% (4,207 of 200,000 tokens, window assumed); Claude's estimate: none",
 		},
 		{
 			name:       "track B alone",
