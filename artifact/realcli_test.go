@@ -41,11 +41,11 @@ func TestRealCLIReadsTheArtifactByItsRelativePath(t *testing.T) {
 	cfg := agentproc.Config{
 		Command: bin,
 		Env: map[string]string{
-			"HOME":                                     home,
-			"CLAUDE_CONFIG_DIR":                        filepath.Join(home, ".claude"),
-			"ANTHROPIC_BASE_URL":                       api.URL(),
-			"ANTHROPIC_API_KEY":                        "test",
-			"DISABLE_TELEMETRY":                        "1",
+			"HOME":               home,
+			"CLAUDE_CONFIG_DIR":  filepath.Join(home, ".claude"),
+			"ANTHROPIC_BASE_URL": api.URL(),
+			"ANTHROPIC_API_KEY":  "test",
+			"DISABLE_TELEMETRY":  "1",
 			"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
 			"DISABLE_AUTOUPDATER":                      "1",
 		},
