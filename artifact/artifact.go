@@ -109,10 +109,13 @@ func BoundedPrompt(text string, a Artifact, headBytes int) string {
 	fmt.Fprintf(&b, "The user's message is too long to include here (%s), so cc-connect saved it whole in the workspace:\n\n", humanBytes(a.Size))
 	fmt.Fprintf(&b, "  path: %s\n  size: %d bytes\n  sha256: %s\n\n", a.RelPath, a.Size, a.SHA256)
 	b.WriteString("Read that file in full before you answer: it is the user's actual message, including any attached text files. " +
-		"If it is long, read it in several parts until you reach the end. Do not answer from the excerpt below alone.\n")
-	if head := cutUTF8(text, headBytes); head != "" {
-		fmt.Fprintf(&b, "\nIts first %d bytes, for orientation:\n\n<excerpt>\n%s\n</excerpt>\n", len(head), head)
+		"If it is long, read it in several parts until you reach the end.")
+	head := cutUTF8(text, headBytes)
+	if head == "" {
+		b.WriteString("\n")
+		return b.String()
 	}
+	fmt.Fprintf(&b, " Do not answer from the excerpt below alone.\n\nIts first %d bytes, for orientation:\n\n<excerpt>\n%s\n</excerpt>\n", len(head), head)
 	return b.String()
 }
 

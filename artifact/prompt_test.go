@@ -60,7 +60,7 @@ func TestPrepareHeadBytesOption(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(prompt, "HEAD") || strings.Contains(prompt, "<excerpt>") {
+	if strings.Contains(prompt, "HEAD") || strings.Contains(prompt, "excerpt") {
 		t.Errorf("negative HeadBytes still shows an excerpt: %q", prompt)
 	}
 	prompt, _, _, err = NewStore(ws, Options{Threshold: 10, HeadBytes: 6}).Prepare(text)
