@@ -62,12 +62,17 @@ func (a *Adapter) pump(ctx context.Context, smc *socketmode.Client, h platform.H
 		case socketmode.EventTypeHello:
 			a.log.Debug("Slack said hello")
 		case socketmode.EventTypeErrorWriteFailed:
-			a.log.Warn("Slack socket write failed", "err", evt.Data.(*socketmode.ErrorWriteFailed).Cause)
+			if ev, ok := evt.Data.(*socketmode.ErrorWriteFailed); ok {
+				a.log.Warn("Slack socket write failed", "err", ev.Cause)
+			}
 		case socketmode.EventTypeErrorBadMessage:
 			// The client could not parse the envelope. Ack it anyway so
 			// Slack does not redeliver it, and still try to read it: our
 			// own decoding is more forgiving than the client's.
-			bad := evt.Data.(*socketmode.ErrorBadMessage)
+			bad, ok := evt.Data.(*socketmode.ErrorBadMessage)
+			if !ok {
+				continue
+			}
 			var req socketmode.Request
 			if err := json.Unmarshal(bad.Message, &req); err != nil {
 				a.log.Warn("Slack sent an unreadable frame", "err", bad.Cause)

@@ -288,7 +288,7 @@ func TestButtonsToActionAndResolution(t *testing.T) {
 				"channel":   map[string]any{"id": "C1", "name": "dev"},
 				"container": map[string]any{"type": "message", "message_ts": prompt.MessageID, "channel_id": "C1", "thread_ts": to.Thread},
 				"message":   map[string]any{"type": "message", "ts": prompt.MessageID, "thread_ts": to.Thread},
-				"actions":   []any{map[string]any{"action_id": actionID, "block_id": "cc_perm:req-7", "value": "req-7", "type": "button", "action_ts": "1"}},
+				"actions":   []any{map[string]any{"action_id": actionID, "block_id": "cc_perm", "value": "req-7", "type": "button", "action_ts": "1"}},
 			},
 		}
 		if err := e.conn.send(env); err != nil {

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/cc-connect/cc-connect/platform"
 )
 
 func TestToMrkdwn(t *testing.T) {
@@ -127,5 +129,32 @@ func BenchmarkToMrkdwn(b *testing.B) {
 	b.SetBytes(int64(len(md)))
 	for b.Loop() {
 		ToMrkdwn(md)
+	}
+}
+
+func TestPromptTextFitsASection(t *testing.T) {
+	tests := []struct {
+		name string
+		p    platform.PermissionPrompt
+	}{
+		{"long ampersands", platform.PermissionPrompt{Tool: "Bash", Summary: strings.Repeat("&", 5000), Path: strings.Repeat("<", 900)}},
+		{"long text", platform.PermissionPrompt{Tool: strings.Repeat("T", 300), Summary: strings.Repeat("word ", 2000)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := promptText(tt.p)
+			if n := utf8.RuneCountInString(got); n > 3000 {
+				t.Errorf("prompt text has %d runes, Block Kit allows 3000", n)
+			}
+			if strings.Contains(got, "&amp…") || strings.Contains(got, "&am…") || strings.Contains(got, "&a…") || strings.Contains(got, "&…") {
+				t.Errorf("half an entity left at a cut: …%s", got[len(got)-20:])
+			}
+		})
+	}
+	if got := cut("abc &amp; def", 7); got != "abc …" {
+		t.Errorf("cut = %q", got)
+	}
+	if got := cut("abc &amp; def", 11); got != "abc &amp; …" {
+		t.Errorf("cut = %q", got)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/slack-go/slack"
 
@@ -44,7 +45,7 @@ func (a *Adapter) AskPermission(ctx context.Context, to platform.Target, p platf
 	}
 	blocks := []slack.Block{
 		slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, text, false, false), nil, nil),
-		slack.NewActionBlock("cc_perm:"+p.RequestID,
+		slack.NewActionBlock("cc_perm",
 			button(actionAllow, "Allow", slack.StylePrimary),
 			button(actionAlwaysAllow, "Always allow", slack.StyleDefault),
 			button(actionDeny, "Deny", slack.StyleDanger),
@@ -60,20 +61,43 @@ func (a *Adapter) AskPermission(ctx context.Context, to platform.Target, p platf
 }
 
 // promptText renders the request in mrkdwn; the summary and path are
-// Claude's and are escaped.
+// Claude's and are escaped. Block Kit refuses a section over 3,000
+// characters, so the parts are cut to fit.
 func promptText(p platform.PermissionPrompt) string {
 	var b strings.Builder
 	b.WriteString(":lock: *Permission needed*")
 	if p.Tool != "" {
-		b.WriteString(": `" + strings.ReplaceAll(escapeText(p.Tool), "`", "'") + "`")
+		b.WriteString(": `" + strings.ReplaceAll(cut(escapeText(p.Tool), 100), "`", "'") + "`")
 	}
 	if p.Summary != "" {
-		b.WriteString("\n" + escapeText(p.Summary))
+		b.WriteString("\n" + cut(escapeText(p.Summary), 2000))
 	}
 	if p.Path != "" {
-		b.WriteString("\nPath: `" + strings.ReplaceAll(escapeText(p.Path), "`", "'") + "`")
+		b.WriteString("\nPath: `" + strings.ReplaceAll(cut(escapeText(p.Path), 500), "`", "'") + "`")
 	}
 	return b.String()
+}
+
+// cut shortens escaped text to at most n runes, marking the cut with an
+// ellipsis and never leaving half an entity (&am…) behind.
+func cut(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)[:n-1]
+	if i := lastIndexRune(r, '&'); i >= 0 && i >= len(r)-4 && lastIndexRune(r[i:], ';') < 0 {
+		r = r[:i]
+	}
+	return string(r) + "…"
+}
+
+func lastIndexRune(r []rune, c rune) int {
+	for i := len(r) - 1; i >= 0; i-- {
+		if r[i] == c {
+			return i
+		}
+	}
+	return -1
 }
 
 // ResolvePermission edits the prompt to show the outcome (e.g. "Allowed
@@ -84,7 +108,7 @@ func (a *Adapter) ResolvePermission(ctx context.Context, prompt platform.Target,
 	if !ok {
 		text = ":lock: *Permission request*"
 	}
-	result := escapeText(outcome)
+	result := cut(escapeText(outcome), 1000)
 	blocks := []slack.Block{
 		slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, text, false, false), nil, nil),
 		slack.NewContextBlock("cc_perm_outcome", slack.NewTextBlockObject(slack.MarkdownType, result, false, false)),
