@@ -1,0 +1,537 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cc-connect/cc-connect/config"
+	"github.com/cc-connect/cc-connect/internal/fakeclaude"
+	"github.com/cc-connect/cc-connect/internal/testenv"
+)
+
+const testVersion = "v9.9.9-test"
+
+var (
+	binOnce sync.Once
+	binPath string
+	binErr  error
+)
+
+// buildBinary compiles cc-connect once per test process, stamping
+// testVersion the way the Makefile stamps releases.
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	binOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "cc-connect-bin-")
+		if err != nil {
+			binErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "cc-connect")
+		goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
+		cmd := exec.Command(goBin, "build", "-ldflags", "-X main.version="+testVersion, "-o", binPath, ".")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			binErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if binErr != nil {
+		t.Fatal(binErr)
+	}
+	return binPath
+}
+
+// setup writes a config running the local chat against the fake claude in
+// a fresh folder, and returns the config path. extraAgent is appended to
+// the [agent] table; extraEnv to its env table.
+func setup(t *testing.T, extraAgent string, extraEnv ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	env := fmt.Sprintf("CLAUDE_CONFIG_DIR = %q", filepath.Join(dir, "claude-config"))
+	for _, e := range extraEnv {
+		env += ", " + e
+	}
+	if err := os.Mkdir(filepath.Join(dir, "ws"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := fmt.Sprintf(`
+[state]
+dir = "state"
+[log]
+level = "debug"
+[agent]
+command = %q
+env = { %s }
+%s
+[[platforms]]
+name = "tty"
+type = "local"
+[[bindings]]
+platform = "tty"
+workspace = "ws"
+allow_users = ["*"]
+`, fakeclaude.Build(t), env, extraAgent)
+	path := filepath.Join(dir, "config.toml")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// process is a running cc-connect binary whose output the test reads line
+// by line.
+type process struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	out    chan string // stdout lines
+	stderr *lockedBuffer
+	errLn  chan string // stderr lines
+	exited chan struct{}
+	err    error // Wait's result, valid after exited is closed
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) add(s string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.b.WriteString(s + "\n")
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func startBinary(t *testing.T, args ...string) *process {
+	t.Helper()
+	cmd := exec.Command(buildBinary(t), args...)
+	cmd.Env = append(os.Environ(), "USER=tester")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &process{cmd: cmd, stdin: stdin, out: make(chan string, 1024), errLn: make(chan string, 1024),
+		stderr: &lockedBuffer{}, exited: make(chan struct{})}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var readers sync.WaitGroup
+	readers.Go(func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			p.out <- sc.Text()
+		}
+		close(p.out)
+	})
+	readers.Go(func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			p.stderr.add(sc.Text())
+			select {
+			case p.errLn <- sc.Text():
+			default:
+			}
+		}
+	})
+	go func() {
+		readers.Wait() // Wait must not close the pipes before they are drained
+		p.err = cmd.Wait()
+		close(p.exited)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-p.exited:
+		default:
+			_ = cmd.Process.Kill()
+			<-p.exited
+		}
+		if t.Failed() {
+			t.Logf("stderr of cc-connect:\n%s", p.stderr.String())
+		}
+	})
+	return p
+}
+
+// waitOut reads stdout until a line contains want, and returns the lines
+// read.
+func (p *process) waitOut(t *testing.T, want string) []string {
+	t.Helper()
+	var lines []string
+	deadline := time.After(30 * time.Second)
+	for {
+		select {
+		case line, ok := <-p.out:
+			if !ok {
+				t.Fatalf("stdout ended before %q; got %q", want, lines)
+			}
+			lines = append(lines, line)
+			if strings.Contains(line, want) {
+				return lines
+			}
+		case <-deadline:
+			t.Fatalf("no %q on stdout; got %q", want, lines)
+		}
+	}
+}
+
+func (p *process) waitErr(t *testing.T, want string) {
+	t.Helper()
+	deadline := time.After(30 * time.Second)
+	for {
+		if strings.Contains(p.stderr.String(), want) {
+			return
+		}
+		select {
+		case <-p.errLn:
+		case <-p.exited:
+			if !strings.Contains(p.stderr.String(), want) {
+				t.Fatalf("exited without %q on stderr", want)
+			}
+			return
+		case <-deadline:
+			t.Fatalf("no %q on stderr", want)
+		}
+	}
+}
+
+func (p *process) exitCode(t *testing.T) int {
+	t.Helper()
+	select {
+	case <-p.exited:
+	case <-time.After(60 * time.Second):
+		t.Fatal("cc-connect did not exit")
+	}
+	var exitErr *exec.ExitError
+	if errors.As(p.err, &exitErr) {
+		return exitErr.ExitCode()
+	}
+	if p.err != nil {
+		t.Fatalf("waiting for cc-connect: %v", p.err)
+	}
+	return 0
+}
+
+func (p *process) write(t *testing.T, s string) {
+	t.Helper()
+	if _, err := io.WriteString(p.stdin, s); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRunLocalChatEndToEnd: a message on stdin reaches the (fake) claude
+// through the engine and the reply comes back on stdout; at the end of input
+// cc-connect finishes the work and exits 0.
+func TestRunLocalChatEndToEnd(t *testing.T) {
+	t.Parallel()
+	path := setup(t, "")
+	p := startBinary(t, "run", "--config", path)
+	p.write(t, "hello from the terminal\n")
+	p.stdin.Close()
+	lines := p.waitOut(t, "echo: hello from the terminal")
+	lines = append(lines, p.waitOut(t, "[ctx:")...)
+	if code := p.exitCode(t); code != 0 {
+		t.Fatalf("exit code %d, want 0", code)
+	}
+	for line := range p.out {
+		lines = append(lines, line)
+	}
+	out := strings.Join(lines, "\n")
+	if !strings.HasSuffix(strings.TrimRight(out, "\n"), "]") || strings.Count(out, "echo: hello") != 1 {
+		t.Errorf("stdout = %q", out)
+	}
+	stderr := p.stderr.String()
+	for _, want := range []string{"cc-connect started", "version=" + testVersion, "End of input and no work left", "cc-connect stopped"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q", want)
+		}
+	}
+	if strings.Contains(out, "level=") {
+		t.Error("log lines reached stdout")
+	}
+	info, err := os.Stat(filepath.Join(filepath.Dir(path), "state"))
+	if err != nil || info.Mode().Perm() != 0o700 {
+		t.Errorf("state dir: %v, mode %v", err, info.Mode().Perm())
+	}
+}
+
+// TestRunPermissionPromptInTerminal: a tool that needs approval is asked
+// as text with the !allow hint, and !allow typed on stdin answers it.
+func TestRunPermissionPromptInTerminal(t *testing.T) {
+	t.Parallel()
+	p := startBinary(t, "--config", setup(t, ""))
+	p.write(t, "please [[TOOL:touch made.txt]]\n")
+	p.waitOut(t, "!allow")
+	p.write(t, "!allow\n")
+	p.waitOut(t, "ran: touch made.txt")
+	p.stdin.Close()
+	if code := p.exitCode(t); code != 0 {
+		t.Fatalf("exit code %d, want 0", code)
+	}
+}
+
+// TestRunSignals: SIGTERM shuts down gracefully (exit 0) even with stdin
+// still open; a second signal during a hanging turn exits at once.
+func TestRunSignals(t *testing.T) {
+	t.Parallel()
+	t.Run("one signal", func(t *testing.T) {
+		t.Parallel()
+		p := startBinary(t, "run", "--config", setup(t, ""))
+		p.write(t, "hi\n")
+		p.waitOut(t, "echo: hi")
+		if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		if code := p.exitCode(t); code != 0 {
+			t.Fatalf("exit code %d, want 0", code)
+		}
+		if s := p.stderr.String(); !strings.Contains(s, "shutting down gracefully") || !strings.Contains(s, "Shutdown complete") {
+			t.Errorf("stderr lacks the shutdown messages:\n%s", s)
+		}
+	})
+	t.Run("two signals", func(t *testing.T) {
+		t.Parallel()
+		// A slow turn that ends only when the release file appears: exiting
+		// at once leaves the agent to finish on its own, and the test must
+		// not leave it running.
+		release := filepath.Join(t.TempDir(), "release")
+		t.Cleanup(func() { os.WriteFile(release, nil, 0o600) })
+		p := startBinary(t, "run", "--config", setup(t, `shutdown_grace = "1h"`, fmt.Sprintf("FAKECLAUDE_RELEASE = %q", release)))
+		p.write(t, "wait [[SLOW]]\n")
+		p.waitErr(t, "Agent process started")
+		if err := p.cmd.Process.Signal(syscall.SIGINT); err != nil {
+			t.Fatal(err)
+		}
+		p.waitErr(t, "Shutting down")
+		if err := p.cmd.Process.Signal(syscall.SIGINT); err != nil {
+			t.Fatal(err)
+		}
+		if code := p.exitCode(t); code != exitInterrupted {
+			t.Fatalf("exit code %d, want %d", code, exitInterrupted)
+		}
+	})
+}
+
+// TestRunRefusesSecondInstance: two cc-connects on one state dir would
+// both drive the same sessions.
+func TestRunRefusesSecondInstance(t *testing.T) {
+	t.Parallel()
+	path := setup(t, "")
+	first := startBinary(t, "run", "--config", path)
+	first.waitErr(t, "cc-connect started")
+	second := startBinary(t, "run", "--config", path)
+	if code := second.exitCode(t); code != exitFailure {
+		t.Fatalf("second instance exit code %d, want %d", code, exitFailure)
+	}
+	if s := second.stderr.String(); !strings.Contains(s, "is in use by pid") {
+		t.Errorf("second instance stderr:\n%s", s)
+	}
+	first.stdin.Close()
+	if code := first.exitCode(t); code != 0 {
+		t.Errorf("first instance exit code %d", code)
+	}
+}
+
+func TestBinaryExitCodes(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.toml")
+	if err := os.WriteFile(bad, []byte("[agent]\nidle_timeout = \"3x\"\n[[platforms]]\nname = \"l\"\ntype = \"local\"\n[[bindings]]\nplatform = \"l\"\nworkspace = \"/nonexistent/srv/app\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	noClaude := filepath.Join(dir, "noclaude.toml")
+	if err := os.MkdirAll(filepath.Join(dir, "ws"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(noClaude, []byte("[agent]\ncommand = \"/nonexistent/claude\"\n[[platforms]]\nname = \"l\"\ntype = \"local\"\n[[bindings]]\nplatform = \"l\"\nworkspace = \"ws\"\nallow_users = [\"*\"]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		args   []string
+		code   int
+		stdout []string
+		stderr []string
+	}{
+		{"version", []string{"version"}, 0, []string{"cc-connect " + testVersion, "tested with Claude Code " + testenv.ClaudeVersion}, nil},
+		{"help", []string{"help"}, 0, []string{"cc-connect run [--config FILE]"}, nil},
+		{"bad config", []string{"run", "--config", bad}, 2, nil,
+			[]string{`agent.idle_timeout: "3x" is not a duration`, "bindings[0].workspace: /nonexistent/srv/app does not exist"}},
+		{"bad config, global flag", []string{"--config", bad}, 2, nil, []string{"agent.idle_timeout"}},
+		{"missing config", []string{"--config", filepath.Join(dir, "config.toml")}, 2, nil,
+			[]string{"config file not found", "config.example.toml"}},
+		{"claude missing", []string{"run", "--config", noClaude}, 2, nil, []string{`agent.command: "/nonexistent/claude" not found`}},
+		{"unknown command", []string{"serve"}, 2, nil, []string{`unknown command "serve"`}},
+		{"unknown flag", []string{"run", "--confg", bad}, 2, nil, []string{"flag provided but not defined: -confg"}},
+		{"extra argument", []string{"run", "--config", bad, "extra"}, 2, nil, []string{`unexpected argument "extra"`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			cmd := exec.Command(buildBinary(t), tt.args...)
+			cmd.Dir = dir
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			code := 0
+			var exitErr *exec.ExitError
+			if errors.As(err, &exitErr) {
+				code = exitErr.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if code != tt.code {
+				t.Errorf("exit code %d, want %d\nstderr: %s", code, tt.code, stderr.String())
+			}
+			for _, w := range tt.stdout {
+				if !strings.Contains(stdout.String(), w) {
+					t.Errorf("stdout lacks %q:\n%s", w, stdout.String())
+				}
+			}
+			for _, w := range tt.stderr {
+				if !strings.Contains(stderr.String(), w) {
+					t.Errorf("stderr lacks %q:\n%s", w, stderr.String())
+				}
+			}
+		})
+	}
+}
+
+func TestCheckCommand(t *testing.T) {
+	t.Parallel()
+	path := setup(t, "")
+	var out, errOut bytes.Buffer
+	code := cli(context.Background(), []string{"check", "--config", path}, stdio{In: strings.NewReader(""), Out: &out, Err: &errOut})
+	if code != 0 {
+		t.Fatalf("check exit code %d: %s", code, errOut.String())
+	}
+	if !strings.Contains(out.String(), `type = "local"`) || !strings.Contains(errOut.String(), "OK") {
+		t.Errorf("check output:\n%s\n%s", out.String(), errOut.String())
+	}
+}
+
+func TestClaudeVersionMatchesTestTier(t *testing.T) {
+	if claudeCodeVersion != testenv.ClaudeVersion {
+		t.Errorf("cc-connect version says Claude Code %s, the test tier pins %s", claudeCodeVersion, testenv.ClaudeVersion)
+	}
+}
+
+func TestUnavailablePlatformType(t *testing.T) {
+	t.Parallel()
+	cfg := &config.Config{Platforms: []config.Platform{{Name: "l", Type: "local"}, {Name: "s", Type: "slack"}}}
+	registry := map[string]adapterFactory{config.TypeLocal: newLocalAdapter}
+	err := checkAvailable(cfg, registry)
+	if err == nil || !strings.Contains(err.Error(), "platforms[1].type: platform type slack is not available in this build") {
+		t.Errorf("checkAvailable = %v", err)
+	}
+	if err := checkAvailable(&config.Config{Platforms: cfg.Platforms[:1]}, registry); err != nil {
+		t.Errorf("local only: %v", err)
+	}
+	// Every type the config accepts either has an adapter or is refused
+	// with that message; none falls through to a silent no-op.
+	for _, typ := range []string{config.TypeLocal, config.TypeSlack, config.TypeDiscord, config.TypeTelegram} {
+		c := &config.Config{Platforms: []config.Platform{{Name: "x", Type: typ}}}
+		_, inBuild := adapterFactories[typ]
+		err := checkAvailable(c, adapterFactories)
+		if inBuild != (err == nil) {
+			t.Errorf("type %s: in registry %t, checkAvailable = %v", typ, inBuild, err)
+		}
+	}
+}
+
+// TestEngineOptionsCoverEveryField fails when the engine grows an option
+// the binary does not set from the config.
+func TestEngineOptionsCoverEveryField(t *testing.T) {
+	t.Parallel()
+	path := setup(t, `
+model = "sonnet"
+max_processes = 3
+self_report = true
+`)
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	no := false
+	cfg.Bindings[0].RequireMention = &no
+	cfg.Bindings[0].Admins = []string{"root"}
+	opts := engineOptions(cfg, newLogger(cfg.Log, io.Discard))
+	v := reflect.ValueOf(opts)
+	for i := range v.NumField() {
+		name := v.Type().Field(i).Name
+		if name == "Now" { // a test seam, not configuration
+			continue
+		}
+		if v.Field(i).IsZero() {
+			t.Errorf("engine.Options.%s is not set from the config", name)
+		}
+	}
+	b := opts.Bindings[0]
+	if b.Platform != "tty" || b.Channel != "*" || b.Workspace != cfg.Bindings[0].Workspace ||
+		b.RequireMention == nil || *b.RequireMention || b.Admins[0] != "root" || b.AllowUsers[0] != "*" {
+		t.Errorf("binding = %+v", b)
+	}
+	if opts.Agent.Model != "sonnet" || opts.MaxProcesses != 3 || opts.IdleTimeout != 30*time.Minute || opts.StateDir != cfg.State.Dir {
+		t.Errorf("options = %+v", opts)
+	}
+}
+
+func TestSignalContext(t *testing.T) {
+	t.Parallel()
+	sigs := make(chan os.Signal, 2)
+	second := make(chan struct{})
+	var errOut lockedBuffer
+	w := writerFunc(func(p []byte) (int, error) { errOut.add(string(p)); return len(p), nil })
+	ctx, cancel := signalContext(context.Background(), sigs, w, func() { close(second) })
+	defer cancel()
+	sigs <- syscall.SIGTERM
+	select {
+	case <-ctx.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("first signal did not cancel the context")
+	}
+	select {
+	case <-second:
+		t.Fatal("second-signal action ran after one signal")
+	default:
+	}
+	sigs <- syscall.SIGINT
+	select {
+	case <-second:
+	case <-time.After(10 * time.Second):
+		t.Fatal("second signal did not exit")
+	}
+	if !strings.Contains(errOut.String(), "terminated received, shutting down gracefully") {
+		t.Errorf("message = %q", errOut.String())
+	}
+	cancel() // idempotent
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

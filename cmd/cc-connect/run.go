@@ -1,0 +1,228 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os/exec"
+	"strings"
+
+	"github.com/cc-connect/cc-connect/config"
+	"github.com/cc-connect/cc-connect/engine"
+	"github.com/cc-connect/cc-connect/lease"
+	"github.com/cc-connect/cc-connect/workspace"
+)
+
+// loadConfig loads and checks the config, printing what is wrong; it
+// returns nil on failure (a usage error: exit code 2).
+func loadConfig(path string, errOut io.Writer) *config.Config {
+	cfg, err := config.Load(path)
+	if errors.Is(err, config.ErrNotFound) {
+		fmt.Fprintf(errOut, "cc-connect: %v\n"+
+			"Start from the example: copy config.example.toml to %s and edit it (every key is\n"+
+			"described in docs/configuration.md), or point at another file with --config FILE.\n", err, path)
+		return nil
+	}
+	if err != nil {
+		fmt.Fprintf(errOut, "cc-connect: %v\n", err)
+		return nil
+	}
+	if err := checkAvailable(cfg, adapterFactories); err != nil {
+		fmt.Fprintf(errOut, "cc-connect: invalid config %s:\n%v\n", cfg.Path, err)
+		return nil
+	}
+	return cfg
+}
+
+// checkAgentCommand fails early, naming the key, when the claude executable
+// cannot be found: otherwise the first chat message would be the first to
+// notice.
+func checkAgentCommand(command string) error {
+	if _, err := exec.LookPath(command); err != nil {
+		where := "in PATH"
+		if strings.ContainsRune(command, '/') {
+			where = "or not executable"
+		}
+		return fmt.Errorf("agent.command: %q not found %s: install Claude Code %s "+
+			"(npm install -g @anthropic-ai/claude-code@%s) or set agent.command to its path",
+			command, where, claudeCodeVersion, claudeCodeVersion)
+	}
+	return nil
+}
+
+// newLogger builds the process logger from [log], writing to w.
+func newLogger(l config.Log, w io.Writer) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: l.SlogLevel()}
+	if l.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// engineOptions turns the config into the engine's options.
+func engineOptions(cfg *config.Config, log *slog.Logger) engine.Options {
+	bindings := make([]engine.Binding, len(cfg.Bindings))
+	for i, b := range cfg.Bindings {
+		bindings[i] = engine.Binding{
+			Platform:       b.Platform,
+			Channel:        b.Channel,
+			Workspace:      b.Workspace,
+			AllowUsers:     append([]string(nil), b.AllowUsers...),
+			Admins:         append([]string(nil), b.Admins...),
+			RequireMention: b.RequireMention,
+		}
+	}
+	a := cfg.Agent
+	return engine.Options{
+		Agent:                    cfg.AgentConfig(),
+		Bindings:                 bindings,
+		StateDir:                 cfg.State.Dir,
+		IdleTimeout:              a.IdleTimeout.D(),
+		PermissionTimeout:        a.PermissionTimeout.D(),
+		MaxProcesses:             a.MaxProcesses,
+		MaxProcessesPerWorkspace: a.MaxProcessesPerWorkspace,
+		QueueLimit:               a.QueueLimit,
+		ContextWindow:            a.ContextWindow,
+		SelfReport:               a.SelfReport,
+		ShutdownGrace:            a.ShutdownGrace.D(),
+		Logger:                   log,
+	}
+}
+
+// platformToken is the credential that identifies a platform's bot: two
+// cc-connects polling one token steal each other's events.
+func platformToken(p config.Platform) string {
+	switch p.Type {
+	case config.TypeSlack:
+		return p.AppToken.Reveal()
+	case config.TypeDiscord, config.TypeTelegram:
+		return p.Token.Reveal()
+	}
+	return ""
+}
+
+// acquireLocks takes the state dir lock and one lock per bot token, so a
+// second cc-connect on the same state or the same bot refuses to start.
+// release frees what was taken.
+func acquireLocks(cfg *config.Config) (release func(), err error) {
+	var locks []*lease.Lock
+	release = func() {
+		for i := len(locks) - 1; i >= 0; i-- {
+			_ = locks[i].Release()
+		}
+	}
+	l, err := lease.StateDir(cfg.State.Dir)
+	if err != nil {
+		return release, err
+	}
+	locks = append(locks, l)
+	for _, p := range cfg.Platforms {
+		tok := platformToken(p)
+		if tok == "" {
+			continue
+		}
+		l, err := lease.Token(lease.HostLockDir(), p.Name, tok)
+		if err != nil {
+			return release, err
+		}
+		locks = append(locks, l)
+	}
+	return release, nil
+}
+
+// runCommand is `cc-connect run`: it returns when the engine has shut down.
+func runCommand(ctx context.Context, path string, std stdio) int {
+	cfg := loadConfig(path, std.Err)
+	if cfg == nil {
+		return exitUsage
+	}
+	if err := checkAgentCommand(cfg.Agent.Command); err != nil {
+		fmt.Fprintf(std.Err, "cc-connect: %v\n", err)
+		return exitUsage
+	}
+	log := newLogger(cfg.Log, std.Err)
+	for _, w := range cfg.Warnings {
+		log.Warn("Config warning", "warning", w)
+	}
+
+	if err := workspace.EnsurePrivateDir(cfg.State.Dir); err != nil {
+		log.Error("Preparing the state dir failed", "error", err)
+		return exitFailure
+	}
+	release, err := acquireLocks(cfg)
+	defer release()
+	if err != nil {
+		log.Error("Another cc-connect is running", "error", err)
+		return exitFailure
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	eng, err := engine.New(engineOptions(cfg, log))
+	if err != nil {
+		log.Error("Creating the engine failed", "error", err)
+		return exitFailure
+	}
+	adapters, err := buildAdapters(cfg, adapterDeps{
+		Stdin:       std.In,
+		Stdout:      std.Out,
+		Stderr:      std.Err,
+		Interactive: isTerminal(std.In),
+		User:        currentUser(),
+		Log:         log,
+		OnEOF: func(ctx context.Context) {
+			// The terminal's input ended: finish what was accepted, then
+			// shut down as a signal would.
+			if err := eng.WaitIdle(ctx); err == nil {
+				log.Info("End of input and no work left: shutting down")
+			}
+			cancel()
+		},
+	})
+	if err != nil {
+		fmt.Fprintf(std.Err, "cc-connect: invalid config %s:\n%v\n", cfg.Path, err)
+		return exitUsage
+	}
+	names := make([]string, len(adapters))
+	for i, a := range adapters {
+		eng.AddAdapter(a)
+		names[i] = a.Name()
+	}
+	log.Info("cc-connect started", "version", version, "config", cfg.Path, "state_dir", cfg.State.Dir,
+		"platforms", names, "bindings", len(cfg.Bindings))
+	if err := eng.Run(ctx); err != nil {
+		log.Error("cc-connect stopped with an error", "error", err)
+		return exitFailure
+	}
+	log.Info("cc-connect stopped")
+	return exitOK
+}
+
+// checkCommand is `cc-connect check`: load, validate (adapters included),
+// and print the effective config with secrets redacted.
+func checkCommand(path string, std stdio) int {
+	cfg := loadConfig(path, std.Err)
+	if cfg == nil {
+		return exitUsage
+	}
+	code := exitOK
+	if _, err := buildAdapters(cfg, adapterDeps{Stdin: std.In, Stdout: io.Discard, Stderr: io.Discard, Log: slog.New(slog.DiscardHandler)}); err != nil {
+		fmt.Fprintf(std.Err, "cc-connect: invalid config %s:\n%v\n", cfg.Path, err)
+		code = exitUsage
+	}
+	if err := checkAgentCommand(cfg.Agent.Command); err != nil {
+		fmt.Fprintf(std.Err, "cc-connect: %v\n", err)
+		code = exitUsage
+	}
+	for _, w := range cfg.Warnings {
+		fmt.Fprintf(std.Err, "warning: %s\n", w)
+	}
+	if code != exitOK {
+		return code
+	}
+	fmt.Fprint(std.Out, cfg.String())
+	fmt.Fprintf(std.Err, "%s: OK\n", cfg.Path)
+	return exitOK
+}
