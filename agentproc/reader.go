@@ -414,8 +414,12 @@ func (lr *lineReader) next() ([]byte, error) {
 	tooLong := false
 	for {
 		chunk, err := lr.br.ReadSlice('\n')
+		n := len(chunk)
+		if err == nil {
+			n-- // the newline does not count
+		}
 		if !tooLong {
-			if len(lr.buf)+len(chunk) > lr.max+1 {
+			if len(lr.buf)+n > lr.max {
 				tooLong = true
 				lr.buf = lr.buf[:0]
 			} else if err == nil && len(lr.buf) == 0 {

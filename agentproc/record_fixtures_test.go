@@ -1,0 +1,239 @@
+package agentproc
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/cc-connect/cc-connect/internal/fakeapi"
+	"github.com/cc-connect/cc-connect/internal/testenv"
+)
+
+// TestRecordFixtures regenerates testdata/full/*.jsonl: the complete stdout
+// of the real claude CLI (the shared captures cut lines at 700 chars) for
+// the scenarios the parser tests read. It talks to the CLI directly, not
+// through the driver, so the fixtures do not inherit the driver's bugs.
+// Run it on purpose:
+//
+//	CC_CONNECT_RECORD_FIXTURES=1 CC_CONNECT_CLAUDE_BIN=/path/to/claude \
+//	    go test ./agentproc -run TestRecordFixtures
+func TestRecordFixtures(t *testing.T) {
+	if os.Getenv("CC_CONNECT_RECORD_FIXTURES") != "1" {
+		t.Skip("set CC_CONNECT_RECORD_FIXTURES=1 to re-record testdata/full from the real CLI")
+	}
+	bin := testenv.ClaudeBinary(t)
+	scenarios := []struct {
+		name string
+		args []string
+		run  func(r *recorder)
+	}{
+		{name: "turn_hi", run: func(r *recorder) {
+			r.user("hi")
+			r.waitType("result")
+		}},
+		{name: "multi", run: func(r *recorder) {
+			for _, s := range []string{"turn one", "turn two", "turn three"} {
+				r.user(s)
+				r.waitType("result")
+			}
+		}},
+		{name: "tool_auto", run: func(r *recorder) {
+			r.user("[[TOOL:echo hi]] run it")
+			r.waitType("result")
+		}},
+		{name: "perm_allow", run: func(r *recorder) {
+			r.user("[[TOOL:touch allowed.txt]] please")
+			req := r.waitType("control_request")
+			r.answer(req, map[string]any{"behavior": "allow", "updatedInput": req.Request["input"]})
+			r.waitType("result")
+		}},
+		{name: "perm_deny", run: func(r *recorder) {
+			r.user("[[TOOL:touch denied.txt]] please")
+			req := r.waitType("control_request")
+			r.answer(req, map[string]any{"behavior": "deny", "message": "User said no via chat"})
+			r.waitType("result")
+		}},
+		{name: "perm_deny_interrupt", run: func(r *recorder) {
+			r.user("[[TOOL:touch stopped.txt]] please")
+			req := r.waitType("control_request")
+			r.answer(req, map[string]any{"behavior": "deny", "message": "stop", "interrupt": true})
+			r.waitType("result")
+		}},
+		{name: "perm_cancel", run: func(r *recorder) {
+			r.user("[[TOOL:touch cancelled.txt]] please")
+			r.waitType("control_request")
+			r.control("int_1", map[string]any{"subtype": "interrupt"})
+			r.waitType("result")
+		}},
+		{name: "interrupt_slow", run: func(r *recorder) {
+			r.user("[[SLOW]] go slowly")
+			r.waitRequests(1)
+			r.control("int_1", map[string]any{"subtype": "interrupt"})
+			r.waitType("result")
+			r.user("after interrupt")
+			r.waitType("result")
+		}},
+		{name: "toolong", run: func(r *recorder) {
+			r.user("[[TOOLONG]] first")
+			r.waitType("result")
+			r.user("normal two")
+			r.waitType("result")
+		}},
+		{name: "control", run: func(r *recorder) {
+			r.control("req_bogus", map[string]any{"subtype": "bogus_thing"})
+			r.waitType("control_response")
+			r.control("req_spm", map[string]any{"subtype": "set_permission_mode", "mode": "acceptEdits"})
+			r.waitType("control_response")
+			r.control("req_model", map[string]any{"subtype": "set_model", "model": "claude-sonnet-4-5"})
+			r.waitType("control_response")
+			r.user("on the new model")
+			r.waitType("result")
+		}},
+		{name: "resume_unknown", args: []string{"--resume", "11111111-2222-3333-4444-555555555555"}, run: func(r *recorder) {
+			r.waitType("result")
+		}},
+	}
+	outDir := filepath.Join("testdata", "full")
+	if err := os.MkdirAll(outDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, sc := range scenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			api := fakeapi.Start(t)
+			r := startRecorder(t, bin, api, sc.args)
+			sc.run(r)
+			out := r.finish()
+			if err := os.WriteFile(filepath.Join(outDir, sc.name+".jsonl"), out, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// recorder drives one real CLI process by script and keeps its raw stdout.
+type recorder struct {
+	t     *testing.T
+	api   *fakeapi.Server
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	lines chan []byte
+	raw   bytes.Buffer
+	ctx   context.Context
+}
+
+type recLine struct {
+	Type      string         `json:"type"`
+	RequestID string         `json:"request_id"`
+	Request   map[string]any `json:"request"`
+}
+
+func startRecorder(t *testing.T, bin string, api *fakeapi.Server, extra []string) *recorder {
+	home := t.TempDir()
+	dir := filepath.Join(home, "work", "fixture")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	args := append([]string{"-p", "--input-format", "stream-json", "--output-format", "stream-json",
+		"--verbose", "--permission-prompt-tool", "stdio"}, extra...)
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "HOME="+home, "ANTHROPIC_BASE_URL="+api.URL(), "ANTHROPIC_API_KEY=test",
+		"DISABLE_TELEMETRY=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1",
+		"CLAUDE_CONFIG_DIR=")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	r := &recorder{t: t, api: api, cmd: cmd, stdin: stdin, lines: make(chan []byte, 1024), ctx: ctx}
+	go func() {
+		defer close(r.lines)
+		br := bufio.NewReaderSize(stdout, 1<<20)
+		for {
+			line, err := br.ReadBytes('\n')
+			if len(line) > 0 {
+				r.lines <- line
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return r
+}
+
+func (r *recorder) write(v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	if _, err := r.stdin.Write(append(b, '\n')); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+func (r *recorder) user(text string) {
+	r.write(map[string]any{"type": "user", "message": map[string]any{"role": "user", "content": text}})
+}
+
+func (r *recorder) control(id string, req map[string]any) {
+	r.write(map[string]any{"type": "control_request", "request_id": id, "request": req})
+}
+
+func (r *recorder) answer(req recLine, resp map[string]any) {
+	r.write(map[string]any{"type": "control_response", "response": map[string]any{
+		"subtype": "success", "request_id": req.RequestID, "response": resp}})
+}
+
+func (r *recorder) waitRequests(n int) {
+	if _, err := r.api.WaitRequest(r.ctx, n); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// waitType reads stdout until a line of type typ and returns it.
+func (r *recorder) waitType(typ string) recLine {
+	for {
+		select {
+		case line, ok := <-r.lines:
+			if !ok {
+				r.t.Fatalf("stdout ended waiting for %s", typ)
+			}
+			r.raw.Write(line)
+			var l recLine
+			if json.Unmarshal(line, &l) == nil && l.Type == typ {
+				return l
+			}
+		case <-r.ctx.Done():
+			r.t.Fatalf("timed out waiting for %s", typ)
+		}
+	}
+}
+
+// finish closes stdin, keeps the rest of stdout and waits for the exit.
+func (r *recorder) finish() []byte {
+	_ = r.stdin.Close()
+	for line := range r.lines {
+		r.raw.Write(line)
+	}
+	err := r.cmd.Wait()
+	fmt.Fprintf(os.Stderr, "recorded %d bytes, exit %v\n", r.raw.Len(), err)
+	return r.raw.Bytes()
+}
