@@ -122,8 +122,15 @@ func (l *lockedBuffer) String() string {
 
 func startBinary(t *testing.T, args ...string) *process {
 	t.Helper()
+	return startBinaryEnv(t, nil, args...)
+}
+
+// startBinaryEnv starts cc-connect with env added to the test's own
+// environment.
+func startBinaryEnv(t *testing.T, env []string, args ...string) *process {
+	t.Helper()
 	cmd := exec.Command(buildBinary(t), args...)
-	cmd.Env = append(os.Environ(), "USER=tester")
+	cmd.Env = append(append(os.Environ(), "USER=tester"), env...)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
