@@ -22,7 +22,7 @@ import (
 // handling may take a while), keeps the connection status, filters and
 // dedupes, and queues the survivors for the dispatcher so a slow handler
 // never delays an ack.
-func (a *Adapter) pump(ctx context.Context, smc *socketmode.Client, h platform.Handler, queue chan<- func(context.Context), runErr <-chan error) error {
+func (a *Adapter) pump(ctx context.Context, smc *socketmode.Client, h platform.Handler, queue chan<- func(context.Context), runErr <-chan error, sig socketSignals) error {
 	lastTrouble := ""
 	for {
 		var evt socketmode.Event
@@ -45,7 +45,8 @@ func (a *Adapter) pump(ctx context.Context, smc *socketmode.Client, h platform.H
 			if ev, ok := evt.Data.(*slack.ConnectionErrorEvent); ok {
 				lastTrouble = errText(ev.ErrorObj)
 				a.setStatus("reconnecting: " + lastTrouble)
-				a.log.Warn("Slack connection failed", "err", ev.ErrorObj, "attempt", ev.Attempt, "backoff", ev.Backoff)
+				a.log.Warn("Slack connection failed", "err", ev.ErrorObj, "attempt", ev.Attempt)
+				signal(sig.failed)
 			}
 		case socketmode.EventTypeIncomingError:
 			if ev, ok := evt.Data.(*slack.IncomingEventError); ok && ctx.Err() == nil {
@@ -56,6 +57,7 @@ func (a *Adapter) pump(ctx context.Context, smc *socketmode.Client, h platform.H
 		case socketmode.EventTypeInvalidAuth:
 			a.log.Error("Slack refused the app token")
 		case socketmode.EventTypeConnected:
+			signal(sig.connected)
 			lastTrouble = ""
 			a.setStatus("connected")
 			a.log.Info("Slack connected")

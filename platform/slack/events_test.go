@@ -409,6 +409,42 @@ func TestUnreachableSlackRetriesUntilCancel(t *testing.T) {
 	}
 }
 
+func TestConnectFailuresBackOffWithJitter(t *testing.T) {
+	f := newFakeSlack(t)
+	f.mu.Lock()
+	f.down["apps.connections.open"] = 4
+	f.mu.Unlock()
+	cfg := testConfig(f)
+	cfg.ReconnectMin, cfg.ReconnectMax = 100*time.Millisecond, 400*time.Millisecond
+	e := startEnvWith(t, f, cfg)
+	if n := len(f.callsOf("apps.connections.open:503")); n != 4 {
+		t.Errorf("%d failed attempts, want 4", n)
+	}
+	// One backoff per failure, growing and capped, each within [d/2, d].
+	ceilings := []time.Duration{100, 200, 400, 400}
+	for i, ceil := range ceilings {
+		ceil *= time.Millisecond
+		select {
+		case d := <-e.sleeps:
+			if d < ceil/2 || d > ceil {
+				t.Errorf("backoff %d = %v, want within [%v, %v]", i, d, ceil/2, ceil)
+			}
+		default:
+			t.Fatalf("only %d backoffs recorded, want %d", i, len(ceilings))
+		}
+	}
+	if s := e.a.Status(); s != "connected" {
+		t.Errorf("Status = %q, want connected", s)
+	}
+	if !strings.Contains(e.logs.all(), "503") {
+		t.Errorf("the failure reason is not logged:\n%s", e.logs.all())
+	}
+	e.deliver("EvAfterOutage", 0, msgEvent("C1", "1700000700.000100", "U1", "back", nil))
+	if m := e.rec.nextMsg(t); m.Text != "back" {
+		t.Errorf("got %q", m.Text)
+	}
+}
+
 func TestSeenSetBounds(t *testing.T) {
 	s := newSeenSet(3, time.Minute)
 	now := time.Unix(0, 0)

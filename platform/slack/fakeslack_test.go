@@ -37,7 +37,9 @@ type fakeSlack struct {
 	// gate, when set for a method, holds its calls until the channel closes.
 	gate map[string]chan struct{}
 	// fail answers a method with {"ok":false,"error":...}.
-	fail      map[string]string
+	fail map[string]string
+	// down answers this many calls of a method with HTTP 503.
+	down      map[string]int
 	reactions map[string]bool // channel:ts:name
 	files     map[string]string
 	downloads []string // Authorization headers of file downloads
@@ -57,6 +59,7 @@ func newFakeSlack(t *testing.T) *fakeSlack {
 		limitOnce: map[string]bool{},
 		gate:      map[string]chan struct{}{},
 		fail:      map[string]string{},
+		down:      map[string]int{},
 		reactions: map[string]bool{},
 		files:     map[string]string{},
 	}
@@ -189,6 +192,14 @@ func (f *fakeSlack) serveAPI(w http.ResponseWriter, r *http.Request) {
 		f.mu.Unlock()
 		w.Header().Set("Retry-After", "1")
 		w.WriteHeader(http.StatusTooManyRequests)
+		return
+	}
+	if f.down[method] > 0 {
+		f.down[method]--
+		f.calls = append(f.calls, apiCall{Method: method + ":503", Auth: auth, Form: form})
+		f.notify()
+		f.mu.Unlock()
+		w.WriteHeader(http.StatusServiceUnavailable)
 		return
 	}
 	gate := f.gate[method]

@@ -237,8 +237,9 @@ func (a *Adapter) runLoop(ctx context.Context, h platform.Handler) error {
 	defer wg.Wait()
 	defer cancel() // runs before wg.Wait: stop the goroutines, then wait
 	wg.Go(func() { dispatch(ctx, queue) })
-	wg.Go(func() { runErr <- a.runSocket(ctx, smc) })
-	return a.pump(ctx, smc, h, queue, runErr)
+	sig := newSocketSignals()
+	wg.Go(func() { runErr <- a.runSocket(ctx, smc, sig) })
+	return a.pump(ctx, smc, h, queue, runErr, sig)
 }
 
 // identify learns the bot's own user and bot ids, retrying network trouble
@@ -275,25 +276,76 @@ func (a *Adapter) identify(ctx context.Context) error {
 	}
 }
 
-// runSocket runs the Socket Mode client, which redials dropped connections
-// itself. It returns nil when ctx ends and an error when Slack refuses the
-// app token; anything else is retried with backoff.
-func (a *Adapter) runSocket(ctx context.Context, smc *socketmode.Client) error {
+// socketSignals carry what the event pump learns about connection
+// attempts to runSocket, which owns the retry policy.
+type socketSignals struct {
+	failed    chan struct{} // an attempt to connect failed
+	connected chan struct{} // a connection is up
+}
+
+func newSocketSignals() socketSignals {
+	return socketSignals{failed: make(chan struct{}, 1), connected: make(chan struct{}, 1)}
+}
+
+func signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+// runSocket runs the Socket Mode client. A dropped connection is redialled
+// by the client at once; when an attempt to connect fails, runSocket stops
+// the client and waits with its own capped, jittered backoff (the client's
+// own has no jitter and waits up to five minutes), so many instances do not
+// hammer Slack in step after an outage. It returns nil when ctx ends and an
+// error when Slack refuses the app token.
+func (a *Adapter) runSocket(ctx context.Context, smc *socketmode.Client, sig socketSignals) error {
 	bo := a.newBackoff()
 	for {
-		err := smc.RunContext(ctx)
+		drain(sig.failed)
+		runCtx, cancelRun := context.WithCancel(ctx)
+		errc := make(chan error, 1)
+		go func() { errc <- smc.RunContext(runCtx) }()
+		var err error
+		attemptFailed := false
+	wait:
+		for {
+			select {
+			case err = <-errc:
+				break wait
+			case <-sig.connected:
+				bo.reset()
+			case <-sig.failed:
+				attemptFailed = true
+				cancelRun()
+			}
+		}
+		cancelRun()
 		if ctx.Err() != nil {
 			return nil
 		}
-		if isAuthError(err) {
+		if !attemptFailed && isAuthError(err) {
 			return fmt.Errorf("opening socket mode connection: %w", err)
 		}
 		d := bo.next()
-		a.setStatus("reconnecting: " + errText(err))
-		a.log.Warn("Slack socket mode stopped, retrying", "err", err, "backoff", d)
+		if attemptFailed {
+			// The pump has logged the failure and set the status.
+			a.log.Info("Slack backing off before reconnecting", "backoff", d)
+		} else {
+			a.setStatus("reconnecting: " + errText(err))
+			a.log.Warn("Slack socket mode stopped, backing off", "err", errText(err), "backoff", d)
+		}
 		if a.sleep(ctx, d) != nil {
 			return nil
 		}
+	}
+}
+
+func drain(c chan struct{}) {
+	select {
+	case <-c:
+	default:
 	}
 }
 
@@ -375,6 +427,8 @@ type backoff struct {
 func (a *Adapter) newBackoff() *backoff {
 	return &backoff{min: a.cfg.ReconnectMin, max: a.cfg.ReconnectMax}
 }
+
+func (b *backoff) reset() { b.cur = 0 }
 
 func (b *backoff) next() time.Duration {
 	if b.cur == 0 {
