@@ -205,6 +205,10 @@ func TestLoadErrors(t *testing.T) {
 			nil, []string{"agent.idle_timeout: expected a duration string"}},
 		{"wrong type", minimal + "[agent]\nmax_processes = \"8\"\n",
 			nil, []string{`agent.max_processes: expected an integer, got a string ("8")`}},
+		{"numeric id", minimal + "[[bindings]]\nplatform = \"local\"\nchannel = -100123\nworkspace = \"ws\"\n",
+			nil, []string{`bindings[1].channel: expected a string, got an integer: write ids in quotes ("-100123")`}},
+		{"numeric user id", minimal + "[[bindings]]\nplatform = \"local\"\nchannel = \"c\"\nworkspace = \"ws\"\nallow_users = [42]\n",
+			nil, []string{`bindings[1].allow_users[0]: expected a string, got an integer: write ids in quotes ("42")`}},
 		{"bool type", minimal + "[agent]\nself_report = \"yes\"\n",
 			nil, []string{"agent.self_report: expected true or false"}},
 		{"negative cap", minimal + "[agent]\nmax_processes = -1\nmax_processes_per_workspace = -2\nqueue_limit = 0\ncontext_window = 0\n",
@@ -545,4 +549,28 @@ func containsString(xs []string, x string) bool {
 		}
 	}
 	return false
+}
+
+func TestBypassPermissionsAsRootWarns(t *testing.T) {
+	t.Parallel()
+	if os.Getuid() != 0 || os.Getenv("IS_SANDBOX") == "1" {
+		t.Skip("the warning concerns root without IS_SANDBOX=1")
+	}
+	for _, tt := range []struct {
+		env  string
+		warn bool
+	}{
+		{"", true},
+		{`env = { IS_SANDBOX = "1" }`, false},
+	} {
+		path := writeConfig(t, minimal+"[agent]\npermission_mode = \"bypassPermissions\"\n"+tt.env+"\n")
+		cfg, err := load(path, envMap(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := strings.Contains(strings.Join(cfg.Warnings, "\n"), "IS_SANDBOX=1")
+		if got != tt.warn {
+			t.Errorf("env %q: warning %t, want %t (%q)", tt.env, got, tt.warn, cfg.Warnings)
+		}
+	}
 }

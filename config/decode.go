@@ -93,6 +93,11 @@ func (d *decoder) decodeValue(path string, val any, v reflect.Value) {
 	case reflect.String:
 		s, ok := val.(string)
 		if !ok {
+			if n, isInt := toInt64(val); isInt {
+				// Chat and user ids are numbers on Telegram and Discord.
+				d.failf(path, "expected a string, got an integer: write ids in quotes (\"%d\")", n)
+				return
+			}
 			d.failf(path, "expected a string, got %s", describe(val))
 			return
 		}
