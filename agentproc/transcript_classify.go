@@ -155,8 +155,12 @@ func classifyAssistantEnd(r *transcriptLine) Interruption {
 	return InterruptionTurn
 }
 
-// containsChunk is the step of ContainsUUID's backward search.
-const containsChunk = 1 << 20
+// ContainsUUID's backward search reads 64 KB first (a message sent just
+// before a crash is near the end), then doubles its step up to 1 MB.
+const (
+	containsFirstStep = 64 << 10
+	containsMaxStep   = 1 << 20
+)
 
 // maxVerifiedLine bounds the line ContainsUUID decodes to confirm a match.
 const maxVerifiedLine = 64 << 20
@@ -166,8 +170,8 @@ const maxVerifiedLine = 64 << 20
 // uuid it was sent with, so after a crash this tells whether the CLI had
 // received a message (resume the turn) or not (send it again).
 //
-// The file is searched from the end backwards in 1 MB steps with a byte
-// search, and only lines holding `"uuid":"<uuid>"` are decoded, so a
+// The file is searched from the end backwards, in steps growing from 64 KB
+// to 1 MB, with a byte search, and only lines holding `"uuid":"<uuid>"` are decoded, so a
 // message sent recently is found after reading little. A uuid that is not
 // there costs one pass over the whole file.
 func ContainsUUID(path, uuid string) (bool, error) {
@@ -186,9 +190,10 @@ func ContainsUUID(path, uuid string) (bool, error) {
 	size := fi.Size()
 	pat := []byte(`"uuid":"` + uuid + `"`)
 
-	buf := make([]byte, containsChunk+len(pat))
+	step := int64(containsFirstStep)
+	buf := make([]byte, step+int64(len(pat)))
 	for end := size; end > 0; {
-		start := max(0, end-containsChunk)
+		start := max(0, end-step)
 		// Read a little past end so a match that straddles two chunks is
 		// seen; a match starting at or after end was seen in the last round.
 		n, err := f.ReadAt(buf[:min(size, end+int64(len(pat))-1)-start], start)
@@ -211,6 +216,10 @@ func ContainsUUID(path, uuid string) (bool, error) {
 			hi = i + len(pat) - 1
 		}
 		end = start
+		if step < containsMaxStep {
+			step *= 2
+			buf = make([]byte, step+int64(len(pat)))
+		}
 	}
 	return false, nil
 }

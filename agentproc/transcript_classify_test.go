@@ -169,32 +169,34 @@ func TestContainsUUID(t *testing.T) {
 }
 
 // A match that straddles two backward read steps: the boundary at the
-// pattern's first byte, inside it, and at its last byte and just past it.
-func TestContainsUUIDAcrossChunks(t *testing.T) {
+// pattern's first byte, inside it, and at its last byte and just past it;
+// at the first step boundary and at a later one.
+func TestContainsUUIDAcrossSteps(t *testing.T) {
 	const ours = "11111111-2222-4333-8444-555555555555"
 	pat := `"uuid":"` + ours + `"`
-	prefix := newTranscript(classifySID, "/p").userUUID("hello", ours)
-	line := prefix.bytes()
+	line := newTranscript(classifySID, "/p").userUUID("hello", ours).bytes()
 	at := strings.Index(string(line), pat)
 	dir := t.TempDir()
-	for _, shift := range []int{0, 1, len(`"uuid":"`), len(pat) - 1, len(pat)} {
-		// Pad after the line so that the chunk boundary (size - 1 MB)
-		// falls shift bytes into the pattern.
-		b := newTranscript(classifySID, "/p")
-		b.buf.Write(line)
-		pad := containsChunk - (len(line) - at - shift)
-		filler := `{"type":"api-request-blob","blob":"` + strings.Repeat("f", pad-len(`{"type":"api-request-blob","blob":""}`)-1) + `"}`
-		b.line(filler)
-		p := filepath.Join(dir, "t.jsonl")
-		if err := os.WriteFile(p, b.bytes(), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if boundary := int64(b.buf.Len()) - containsChunk; boundary != int64(at+shift) {
-			t.Fatalf("setup: boundary at %d, pattern at %d+%d", boundary, at, shift)
-		}
-		got, err := ContainsUUID(p, ours)
-		if err != nil || !got {
-			t.Errorf("shift %d: ContainsUUID = %v, %v; want true", shift, got, err)
+	// Boundaries sit at size-64K, size-(64K+128K), … from the end.
+	for _, fromEnd := range []int{containsFirstStep, containsFirstStep + 2*containsFirstStep} {
+		for _, shift := range []int{0, 1, len(`"uuid":"`), len(pat) - 1, len(pat)} {
+			// Pad after the line so that the boundary falls shift bytes
+			// into the pattern.
+			b := newTranscript(classifySID, "/p")
+			b.buf.Write(line)
+			pad := fromEnd - (len(line) - at - shift)
+			b.line(`{"type":"api-request-blob","blob":"` + strings.Repeat("f", pad-len(`{"type":"api-request-blob","blob":""}`)-1) + `"}`)
+			p := filepath.Join(dir, "t.jsonl")
+			if err := os.WriteFile(p, b.bytes(), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if boundary := b.buf.Len() - fromEnd; boundary != at+shift {
+				t.Fatalf("setup: boundary at %d, pattern at %d+%d", boundary, at, shift)
+			}
+			got, err := ContainsUUID(p, ours)
+			if err != nil || !got {
+				t.Errorf("boundary %d from the end, shift %d: ContainsUUID = %v, %v; want true", fromEnd, shift, got, err)
+			}
 		}
 	}
 }

@@ -7,9 +7,9 @@ import (
 	"unicode/utf8"
 )
 
-// transcriptLine is the part of one transcript line these helpers look at. Lines
-// are decoded tolerantly: unknown fields and types are ignored, and a line
-// that does not decode is skipped by the callers.
+// transcriptLine is the part of one transcript line these helpers look at.
+// Lines are decoded tolerantly: unknown fields and types are ignored, and a
+// line that does not decode is skipped by the callers.
 type transcriptLine struct {
 	Type             string             `json:"type"`
 	UUID             string             `json:"uuid"`
@@ -130,8 +130,9 @@ func classifyUserText(s string) (userLineKind, string) {
 	return userPrompt, t
 }
 
-// lines calls fn for each line of buf from the last to the first, until fn
-// returns false. Empty lines are skipped; a trailing '\r' is dropped.
+// transcriptLinesBackward calls fn for each line of buf from the last to the
+// first, until fn returns false. Empty lines are skipped; a trailing '\r'
+// is dropped.
 func transcriptLinesBackward(buf []byte, fn func(line []byte) bool) {
 	for end := len(buf); end > 0; {
 		start := bytes.LastIndexByte(buf[:end], '\n') + 1
@@ -143,8 +144,8 @@ func transcriptLinesBackward(buf []byte, fn func(line []byte) bool) {
 	}
 }
 
-// transcriptLinesForward calls fn for each non-empty line of buf in order, until fn
-// returns false.
+// transcriptLinesForward calls fn for each non-empty line of buf in order,
+// until fn returns false.
 func transcriptLinesForward(buf []byte, fn func(line []byte) bool) {
 	for len(buf) > 0 {
 		i := bytes.IndexByte(buf, '\n')
