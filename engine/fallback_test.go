@@ -147,6 +147,7 @@ func TestCrashMidTurnKeepsSession(t *testing.T) {
 	h.waitIdle()
 	h.say("alice", "T1", "after")
 	h.rec.waitSend(t, "echo: after")
+	h.waitIdle()
 	spawns := h.fa.spawnsSnapshot()
 	if len(spawns) != 2 || spawns[1].ResumeID != "sess-1" {
 		t.Errorf("spawns = %+v, want the second to resume sess-1", spawns)

@@ -18,26 +18,25 @@ import (
 // harness runs an Engine against a fake platform and an agent spawner
 // (the in-memory fake unless a test swaps it).
 type harness struct {
-	t       *testing.T
-	e       *Engine
-	fa      *fakeAgents
-	rec     *fakePlatform
-	ft      *fakeTranscripts
-	ws      string
-	logs    *logBuffer
-	cancel  context.CancelFunc
-	runDone chan error
-	ids     atomic.Int64
+	t        *testing.T
+	e        *Engine
+	fa       *fakeAgents
+	rec      *fakePlatform
+	ft       *fakeTranscripts
+	ws       string
+	logs     *logBuffer
+	cancel   context.CancelFunc
+	runDone  chan error
+	ids      atomic.Int64
 	opts     Options
 	cfg      *harnessConfig
 	stopOnce sync.Once
 }
 
 type harnessConfig struct {
-	plain   bool // a platform without optional interfaces
-	spawn   spawnFunc
-	fa      *fakeAgents
-	noStart bool
+	plain bool // a platform without optional interfaces
+	real  bool // run the real agentproc driver (against the fake claude binary)
+	fa    *fakeAgents
 }
 
 func newHarness(t *testing.T, mutate func(*Options, *harnessConfig)) *harness {
@@ -70,9 +69,7 @@ func startHarness(t *testing.T, opts Options, cfg *harnessConfig, logs *logBuffe
 		fa = newFakeAgents()
 	}
 	ft := &fakeTranscripts{fa: fa}
-	if cfg.spawn != nil {
-		e.spawn = cfg.spawn
-	} else {
+	if !cfg.real {
 		e.spawn = fa.spawn
 		e.tx = ft
 	}
@@ -155,14 +152,58 @@ func (h *harness) waitIdle() {
 
 // logBuffer collects JSON log lines for assertions.
 type logBuffer struct {
-	mu  sync.Mutex // guards buf
-	buf bytes.Buffer
+	mu      sync.Mutex // guards buf and changed
+	buf     bytes.Buffer
+	changed chan struct{}
 }
 
 func (l *logBuffer) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.changed != nil {
+		close(l.changed)
+		l.changed = nil
+	}
 	return l.buf.Write(p)
+}
+
+// waitRecords waits until msg was logged at least n times; it wakes on
+// every log write.
+func (l *logBuffer) waitRecords(t *testing.T, msg string, n int) []map[string]any {
+	t.Helper()
+	deadline := time.NewTimer(15 * time.Second)
+	defer deadline.Stop()
+	for {
+		l.mu.Lock()
+		if l.changed == nil {
+			l.changed = make(chan struct{})
+		}
+		ch := l.changed
+		l.mu.Unlock()
+		if recs := l.records(msg); len(recs) >= n {
+			return recs
+		}
+		select {
+		case <-ch:
+		case <-deadline.C:
+			t.Fatalf("timed out waiting for %d log records %q", n, msg)
+		}
+	}
+}
+
+// pollFor checks cond until it holds or a deadline passes. Only for state
+// that has no event to wait on (files written by other processes).
+func pollFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		<-tick.C
+	}
 }
 
 // records returns the decoded log records whose msg is msg.

@@ -45,7 +45,8 @@ type turn struct {
 	perms    []*pendingPerm
 	permT    *time.Timer
 	progress progress
-	stopped  bool // !stop was sent
+	started  bool // the CLI began the turn (system/init seen)
+	stopped  bool // !stop was asked for
 }
 
 // runTurn runs one user message as a turn, with the fallbacks that keep the
@@ -56,11 +57,11 @@ func (s *session) runTurn(it workItem) {
 	hadHistory := s.sessionID() != ""
 	out := s.attempt(it)
 	ok := s.finish(it, out, hadHistory)
-	s.turnEnded(it.msg, ok)
 	s.mu.Lock()
 	s.state = stateIdle
 	s.idleAt = s.e.now()
 	s.mu.Unlock()
+	s.turnEnded(it.msg, ok)
 	s.e.slots.signal() // this process may now be reaped for a waiter
 }
 
@@ -278,7 +279,16 @@ func timerC(t *time.Timer) <-chan time.Time {
 func (s *session) onEvent(t *turn, proc agentProcess, ev agentproc.Event) {
 	switch ev := ev.(type) {
 	case agentproc.Init:
+		t.started = true
 		t.model = ev.Model
+		if t.stopped {
+			// An interrupt that reaches the CLI before it starts the
+			// turn is a no-op there, so a !stop that came that early is
+			// sent now.
+			if err := proc.Interrupt(s.e.bg); err != nil {
+				s.log.Debug("Interrupt failed", "error", err)
+			}
+		}
 		if ev.SessionID != "" {
 			s.update(func(r *record) {
 				r.SessionID = ev.SessionID
@@ -318,9 +328,11 @@ func (s *session) turnControl(t *turn, proc agentProcess, c control) {
 		s.answerPermission(t, proc, c)
 	case ctrlStop:
 		t.stopped = true
-		if err := proc.Interrupt(s.e.bg); err != nil {
-			s.sendTo(s.e.bg, c.to, "Could not stop the turn: "+err.Error())
-			return
+		if t.started {
+			if err := proc.Interrupt(s.e.bg); err != nil {
+				s.sendTo(s.e.bg, c.to, "Could not stop the turn: "+err.Error())
+				return
+			}
 		}
 		s.mu.Lock()
 		n := len(s.queue)

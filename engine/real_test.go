@@ -1,0 +1,263 @@
+package engine
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cc-connect/cc-connect/agentproc"
+	"github.com/cc-connect/cc-connect/internal/fakeclaude"
+	"github.com/cc-connect/cc-connect/platform"
+)
+
+// The tests in this file run the real agentproc driver against the fake
+// claude binary, end to end: engine -> agentproc -> process -> stream-json.
+
+type realEnv struct {
+	record    string // FAKECLAUDE_RECORD
+	configDir string
+}
+
+// newRealHarness runs an engine whose agents are fake claude processes with
+// an isolated config dir. The context is 50,000 tokens of a 200,000 window
+// on every call's first turn (46000 input + 1500 cache creation + 2500
+// cache read), so replies show 25%.
+func newRealHarness(t *testing.T, env map[string]string, mutate func(*Options)) (*harness, realEnv) {
+	t.Helper()
+	bin := fakeclaude.Build(t)
+	home := t.TempDir()
+	re := realEnv{record: filepath.Join(home, "record.jsonl"), configDir: filepath.Join(home, ".claude")}
+	agentEnv := map[string]string{
+		"HOME":                      home,
+		"CLAUDE_CONFIG_DIR":         re.configDir,
+		"FAKECLAUDE_RECORD":         re.record,
+		"FAKECLAUDE_CONTEXT_WINDOW": "200000",
+		"FAKECLAUDE_INPUT_TOKENS":   "46000",
+	}
+	for k, v := range env {
+		agentEnv[k] = v
+	}
+	h := newHarness(t, func(o *Options, c *harnessConfig) {
+		c.real = true
+		o.Agent = agentproc.Config{Command: bin, Env: agentEnv, CloseGrace: 2 * time.Second}
+		if mutate != nil {
+			mutate(o)
+		}
+	})
+	return h, re
+}
+
+type recordedLine struct {
+	Pid       int    `json:"pid"`
+	SessionID string `json:"session_id"`
+	Text      string `json:"text"`
+}
+
+func readRecord(t *testing.T, path string) []recordedLine {
+	t.Helper()
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []recordedLine
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var l recordedLine
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+			t.Fatalf("record line %q: %v", sc.Text(), err)
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+func linesWith(lines []recordedLine, text string) []recordedLine {
+	var out []recordedLine
+	for _, l := range lines {
+		if l.Text == text {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func TestRealReplyAndIdleResume(t *testing.T) {
+	h, re := newRealHarness(t, nil, func(o *Options) { o.IdleTimeout = 20 * time.Millisecond })
+	h.say("alice", "T1", "hello")
+	got := h.rec.waitSend(t, "echo: hello")
+	if got.Text != "echo: hello\n[ctx: 25%]" {
+		t.Errorf("reply = %q", got.Text)
+	}
+	h.logs.waitRecords(t, "Reaping idle agent process", 1)
+	h.say("alice", "T1", "again")
+	h.rec.waitSend(t, "echo: again")
+	lines := readRecord(t, re.record)
+	if len(lines) != 2 {
+		t.Fatalf("record = %+v, want two user lines", lines)
+	}
+	if lines[0].SessionID == "" || lines[0].SessionID != lines[1].SessionID || lines[0].Pid == lines[1].Pid {
+		t.Errorf("record = %+v, want one session resumed in a second process", lines)
+	}
+	resumes := h.logs.records("Resuming agent session")
+	if len(resumes) != 1 || resumes[0]["session_id"] != lines[0].SessionID ||
+		!strings.HasSuffix(resumes[0]["transcript"].(string), lines[0].SessionID+".jsonl") || resumes[0]["transcript_size"].(float64) <= 0 {
+		t.Errorf("resume log = %v", resumes)
+	}
+}
+
+func TestRealNotFoundFallback(t *testing.T) {
+	h, re := newRealHarness(t, nil, nil)
+	// A stored id the CLI does not know (its transcript is gone).
+	h.stop()
+	const lost = "11111111-2222-4333-8444-555555555555"
+	if err := h.e.store.save(record{Key: "fake/C1/T1", Platform: "fake", Channel: "C1", Thread: "T1",
+		Workspace: h.e.pool.GetOrCreate(h.ws).Path, SessionID: lost}); err != nil {
+		t.Fatal(err)
+	}
+	h = h.restart()
+	h.say("alice", "T1", "are you there")
+	h.rec.waitSend(t, "echo: are you there")
+	h.waitIdle()
+	if got := h.rec.sends(noticeNotFound); len(got) != 1 {
+		t.Errorf("not-found notice posted %d times, want once", len(got))
+	}
+	lines := linesWith(readRecord(t, re.record), "are you there")
+	if len(lines) != 1 || lines[0].SessionID == lost {
+		t.Errorf("record = %+v, want the message sent once, to a fresh session", lines)
+	}
+	lookups := h.logs.records("Resuming agent session")
+	if len(lookups) != 1 || lookups[0]["transcript_lookup_error"] == "" {
+		t.Errorf("resume lookup log = %v, want the missing transcript logged", lookups)
+	}
+}
+
+func TestRealTooLongOnResumeFallback(t *testing.T) {
+	h, re := newRealHarness(t, map[string]string{"FAKECLAUDE_TOOLONG_ON_RESUME": "1"},
+		func(o *Options) { o.IdleTimeout = 20 * time.Millisecond })
+	h.say("alice", "T1", "first")
+	h.rec.waitSend(t, "echo: first")
+	h.logs.waitRecords(t, "Reaping idle agent process", 1)
+	h.say("alice", "T1", "second")
+	h.rec.waitSend(t, "echo: second")
+	h.waitIdle()
+	if got := h.rec.sends(noticeTooLong); len(got) != 1 {
+		t.Errorf("too-long notice posted %d times, want once", len(got))
+	}
+	first := linesWith(readRecord(t, re.record), "first")
+	second := linesWith(readRecord(t, re.record), "second")
+	if len(first) != 1 || len(second) != 2 || second[0].SessionID != first[0].SessionID || second[1].SessionID == first[0].SessionID {
+		t.Errorf("record: first %+v second %+v; want the resumed try, then one resend to a new session", first, second)
+	}
+}
+
+func TestRealTooLongLaterTurnThenFreshFailsThenRecovers(t *testing.T) {
+	h, re := newRealHarness(t, nil, nil)
+	h.say("alice", "T1", "ok")
+	h.rec.waitSend(t, "echo: ok")
+	h.say("alice", "T1", "paste [[TOOLONG]]")
+	h.rec.waitSend(t, "Starting a fresh session failed too")
+	h.say("alice", "T1", "small")
+	h.rec.waitSend(t, "echo: small")
+	h.waitIdle()
+	if got := h.rec.sends(noticeTooLong); len(got) != 1 {
+		t.Errorf("notice posted %d times, want once", len(got))
+	}
+	if got := linesWith(readRecord(t, re.record), "paste [[TOOLONG]]"); len(got) != 2 {
+		t.Errorf("too-long message sent %d times, want the try and one resend", len(got))
+	}
+}
+
+func TestRealCrashMidTurn(t *testing.T) {
+	h, re := newRealHarness(t, nil, nil)
+	h.say("alice", "T1", "first")
+	h.rec.waitSend(t, "echo: first")
+	h.say("alice", "T1", "boom [[CRASH]]")
+	crash := h.rec.waitSend(t, "The agent process exited")
+	if !strings.Contains(crash.Text, "code 2") || !strings.Contains(crash.Text, "simulated crash") {
+		t.Errorf("crash message = %q", crash.Text)
+	}
+	h.say("alice", "T1", "after")
+	h.rec.waitSend(t, "echo: after")
+	lines := readRecord(t, re.record)
+	if len(lines) != 3 || lines[2].SessionID != lines[0].SessionID || lines[2].Pid == lines[0].Pid {
+		t.Errorf("record = %+v, want the next message to resume the same session", lines)
+	}
+}
+
+func TestRealPermissionAndStop(t *testing.T) {
+	h, _ := newRealHarness(t, nil, nil)
+	h.say("alice", "T1", "build it [[TOOL:make build]]")
+	ask := waitAsk(t, h)
+	if ask.Prompt.Summary != "Bash `make build`" {
+		t.Errorf("prompt = %+v", ask.Prompt)
+	}
+	h.press("bob", ask.Prompt.RequestID, platform.ChoiceAllow)
+	h.rec.waitSend(t, "tool said: (fake) ran: make build")
+
+	h.say("alice", "T1", "wait [[HANG]]")
+	h.rec.waitFor(t, "the hanging turn", func([]recorded) bool {
+		return len(h.rec.kinds("react")) >= 3 // eyes, check, eyes
+	})
+	h.say("alice", "T1", "!stop")
+	h.rec.waitSend(t, "Stopped.")
+	h.say("alice", "T1", "still here?")
+	h.rec.waitSend(t, "echo: still here?")
+}
+
+func TestRealBtwLeavesMainTranscript(t *testing.T) {
+	h, re := newRealHarness(t, nil, nil)
+	h.say("alice", "T1", "main one")
+	h.rec.waitSend(t, "echo: main one")
+	h.say("alice", "T1", "!btw side q")
+	h.rec.waitSend(t, sidePrefix+"echo: side q")
+	h.waitIdle()
+	lines := readRecord(t, re.record)
+	main := linesWith(lines, "main one")[0].SessionID
+	side := linesWith(lines, "side q")
+	if len(side) != 1 || side[0].SessionID == main {
+		t.Fatalf("side question record = %+v, want one line in a forked session", side)
+	}
+	path, _, err := agentproc.FindTranscript(re.configDir, main)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(data), "side q") {
+		t.Error("the side question reached the main transcript")
+	}
+	// !sessions lists both from the real transcripts.
+	h.say("alice", "T1", "!sessions")
+	list := h.rec.waitSend(t, "Sessions in")
+	if !strings.Contains(list.Text, main) || !strings.Contains(list.Text, side[0].SessionID) {
+		t.Errorf("listing = %q", list.Text)
+	}
+}
+
+func TestRealShutdownLeavesNoProcess(t *testing.T) {
+	h, re := newRealHarness(t, nil, func(o *Options) { o.ShutdownGrace = 50 * time.Millisecond })
+	h.say("alice", "T1", "idle")
+	h.rec.waitSend(t, "echo: idle")
+	h.say("bob", "T2", "forever [[HANG]]")
+	pollFor(t, "the hanging turn to start", func() bool {
+		return len(linesWith(readRecord(t, re.record), "forever [[HANG]]")) == 1
+	})
+	h.stop()
+	for _, l := range readRecord(t, re.record) {
+		if err := syscall.Kill(l.Pid, 0); !errors.Is(err, syscall.ESRCH) {
+			t.Errorf("claude process %d still exists after Run returned (kill 0: %v)", l.Pid, err)
+		}
+	}
+}
