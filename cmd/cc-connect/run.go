@@ -153,8 +153,12 @@ func runCommand(ctx context.Context, path string, std stdio) int {
 	}
 	release, err := acquireLocks(cfg)
 	defer release()
-	if err != nil {
+	if errors.Is(err, lease.ErrHeld) {
 		log.Error("Another cc-connect is running", "error", err)
+		return exitFailure
+	}
+	if err != nil {
+		log.Error("Taking the instance locks failed", "error", err)
 		return exitFailure
 	}
 
