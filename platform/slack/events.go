@@ -45,14 +45,14 @@ func (a *Adapter) pump(ctx context.Context, smc *socketmode.Client, h platform.H
 			if ev, ok := evt.Data.(*slack.ConnectionErrorEvent); ok {
 				lastTrouble = errText(ev.ErrorObj)
 				a.setStatus("reconnecting: " + lastTrouble)
-				a.log.Warn("Slack connection failed", "err", ev.ErrorObj, "attempt", ev.Attempt)
+				a.log.Warn("Slack connection failed", "error", ev.ErrorObj, "attempt", ev.Attempt)
 				signal(sig.failed)
 			}
 		case socketmode.EventTypeIncomingError:
 			if ev, ok := evt.Data.(*slack.IncomingEventError); ok && ctx.Err() == nil {
 				lastTrouble = "connection lost: " + errText(ev.ErrorObj)
 				a.setStatus("reconnecting: " + lastTrouble)
-				a.log.Warn("Slack connection lost", "err", ev.ErrorObj)
+				a.log.Warn("Slack connection lost", "error", ev.ErrorObj)
 			}
 		case socketmode.EventTypeInvalidAuth:
 			a.log.Error("Slack refused the app token")
@@ -65,7 +65,7 @@ func (a *Adapter) pump(ctx context.Context, smc *socketmode.Client, h platform.H
 			a.log.Debug("Slack said hello")
 		case socketmode.EventTypeErrorWriteFailed:
 			if ev, ok := evt.Data.(*socketmode.ErrorWriteFailed); ok {
-				a.log.Warn("Slack socket write failed", "err", ev.Cause)
+				a.log.Warn("Slack socket write failed", "error", ev.Cause)
 			}
 		case socketmode.EventTypeErrorBadMessage:
 			// The client could not parse the envelope. Ack it anyway so
@@ -77,14 +77,14 @@ func (a *Adapter) pump(ctx context.Context, smc *socketmode.Client, h platform.H
 			}
 			var req socketmode.Request
 			if err := json.Unmarshal(bad.Message, &req); err != nil {
-				a.log.Warn("Slack sent an unreadable frame", "err", bad.Cause)
+				a.log.Warn("Slack sent an unreadable frame", "error", bad.Cause)
 				continue
 			}
 			a.ack(ctx, smc, req.EnvelopeID)
 			if req.Type == socketmode.RequestTypeEventsAPI {
 				a.onEventsAPI(ctx, h, queue, &req)
 			} else {
-				a.log.Warn("Slack sent an unreadable envelope", "type", req.Type, "err", bad.Cause)
+				a.log.Warn("Slack sent an unreadable envelope", "type", req.Type, "error", bad.Cause)
 			}
 		case socketmode.EventTypeEventsAPI:
 			a.ack(ctx, smc, evt.Request.EnvelopeID)
@@ -116,7 +116,7 @@ func (a *Adapter) ack(ctx context.Context, smc *socketmode.Client, envelopeID st
 		return
 	}
 	if err := smc.AckCtx(ctx, envelopeID, nil); err != nil && ctx.Err() == nil {
-		a.log.Warn("Acking Slack envelope failed", "err", err)
+		a.log.Warn("Acking Slack envelope failed", "error", err)
 	}
 }
 
@@ -178,7 +178,7 @@ type inFile struct {
 func (a *Adapter) onEventsAPI(ctx context.Context, h platform.Handler, queue chan<- func(context.Context), req *socketmode.Request) {
 	var p eventsAPIPayload
 	if err := json.Unmarshal(req.Payload, &p); err != nil || len(p.Event) == 0 {
-		a.log.Warn("Slack event without a readable payload", "err", err)
+		a.log.Warn("Slack event without a readable payload", "error", err)
 		return
 	}
 	if p.EventID != "" && !a.seen.add("event:"+p.EventID) {
@@ -187,7 +187,7 @@ func (a *Adapter) onEventsAPI(ctx context.Context, h platform.Handler, queue cha
 	}
 	var ev inEvent
 	if err := json.Unmarshal(p.Event, &ev); err != nil {
-		a.log.Warn("Slack event not readable", "event_id", p.EventID, "err", err)
+		a.log.Warn("Slack event not readable", "event_id", p.EventID, "error", err)
 		return
 	}
 	m, why := a.toMessage(ev)
@@ -206,7 +206,7 @@ func (a *Adapter) onEventsAPI(ctx context.Context, h platform.Handler, queue cha
 	enqueue(ctx, queue, func(ctx context.Context) {
 		m.UserName = a.userName(ctx, m.UserID)
 		if err := h.HandleMessage(ctx, m); err != nil && ctx.Err() == nil {
-			a.log.Warn("Handling Slack message failed", "channel", m.Target.Channel, "thread", m.Target.Thread, "err", err)
+			a.log.Warn("Handling Slack message failed", "channel", m.Target.Channel, "thread", m.Target.Thread, "error", err)
 		}
 	})
 }
@@ -391,7 +391,7 @@ func (a *Adapter) userName(ctx context.Context, userID string) string {
 		return err
 	})
 	if err != nil {
-		a.log.Debug("Looking up Slack user failed", "user", userID, "err", err)
+		a.log.Debug("Looking up Slack user failed", "user", userID, "error", err)
 		a.users.put(userID, "", 5*time.Minute)
 		return ""
 	}
@@ -433,7 +433,7 @@ func (a *Adapter) onInteraction(ctx context.Context, h platform.Handler, queue c
 		}
 		enqueue(ctx, queue, func(ctx context.Context) {
 			if err := h.HandleAction(ctx, action); err != nil && ctx.Err() == nil {
-				a.log.Warn("Handling Slack button failed", "channel", channel, "thread", thread, "err", err)
+				a.log.Warn("Handling Slack button failed", "channel", channel, "thread", thread, "error", err)
 			}
 		})
 	}

@@ -36,8 +36,10 @@ func splitMrkdwn(md string, limit int) []string {
 // ToMrkdwn converts the Markdown Claude writes into Slack mrkdwn: bold,
 // italics, strike-through, links, lists and headings in Slack's syntax;
 // tables as aligned code blocks (Slack has no tables); code blocks and
-// inline code kept verbatim; &, < and > escaped everywhere else so Claude's
-// text can never form a Slack control sequence such as <!channel>.
+// inline code free of any formatting. &, < and > are escaped everywhere,
+// code included: Slack applies the same escaping to all message text (its
+// own clients send code as &lt; too, and show it as <), and unescaped they
+// could form a control sequence such as <!channel> or a link.
 func ToMrkdwn(md string) string {
 	lines := strings.Split(md, "\n")
 	out := make([]string, 0, len(lines))
@@ -51,7 +53,7 @@ func ToMrkdwn(md string) string {
 				fence = ""
 				continue
 			}
-			out = append(out, l)
+			out = append(out, escapeText(l))
 			continue
 		}
 		if m := fenceOpenRE.FindStringSubmatch(t); m != nil {
@@ -224,7 +226,7 @@ func liftCodeSpans(s string, hold func(string) string) string {
 				run = "`"
 			}
 		}
-		b.WriteString(hold(run + content + run))
+		b.WriteString(hold(run + escapeText(content) + run))
 		i += n + end + n
 	}
 	return b.String()
@@ -314,14 +316,14 @@ func renderTable(lines []string) []string {
 		}
 		return strings.TrimRight(b.String(), " ")
 	}
-	out := []string{"```", render(rows[0])}
+	out := []string{"```", escapeText(render(rows[0]))}
 	var sep []string
 	for _, w := range widths {
 		sep = append(sep, strings.Repeat("-", w))
 	}
 	out = append(out, strings.Join(sep, "-|-"))
 	for _, r := range rows[1:] {
-		out = append(out, render(r))
+		out = append(out, escapeText(render(r)))
 	}
 	return append(out, "```")
 }

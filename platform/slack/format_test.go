@@ -30,9 +30,9 @@ func TestToMrkdwn(t *testing.T) {
 		{"autolink", "<https://x.io/?a=1&b=2>", "<https://x.io/?a=1&amp;b=2>"},
 		{"escapes", "a < b && c > d", "a &lt; b &amp;&amp; c &gt; d"},
 		{"no pings from text", "<!channel> hi <@U1>", "&lt;!channel&gt; hi &lt;@U1&gt;"},
-		{"inline code kept verbatim", "run `a < b && **c**` now", "run `a < b && **c**` now"},
+		{"inline code unformatted, escaped", "run `a < b && **c**` now", "run `a &lt; b &amp;&amp; **c**` now"},
 		{"double backtick span", "``a `b` c``", "``a `b` c``"},
-		{"double backtick simple", "``x < y``", "`x < y`"},
+		{"double backtick simple", "``x < y``", "`x &lt; y`"},
 		{"unmatched backtick", "a ` b **c**", "a ` b *c*"},
 		{"heading", "## Summary of **changes**", "*Summary of changes*"},
 		{"heading with closing hashes", "# Title #", "*Title*"},
@@ -41,12 +41,12 @@ func TestToMrkdwn(t *testing.T) {
 		{"ordered list", "1. first **b**\n2) second", "1. first *b*\n2) second"},
 		{"quote", "> quoted **text**", "> quoted *text*"},
 		{"rule", "---", "──────────"},
-		{"code block", "```go\nif a < b && c {\n\t**x**\n}\n```", "```\nif a < b && c {\n\t**x**\n}\n```"},
-		{"tilde fence", "~~~\n<x>\n~~~", "```\n<x>\n```"},
+		{"code block", "```go\nif a < b && c {\n\t**x** // [l](u)\n}\n```", "```\nif a &lt; b &amp;&amp; c {\n\t**x** // [l](u)\n}\n```"},
+		{"tilde fence", "~~~\n<x>\n~~~", "```\n&lt;x&gt;\n```"},
 		{"longer fence holds shorter", "````\n```\ninner\n```\n````", "```\n```\ninner\n```\n```"},
 		{"unterminated fence closed", "```\ncode", "```\ncode\n```"},
-		{"table", "| Name | Size |\n|---|---:|\n| a.go | 12 |\n| **b**.go | 3 |",
-			"```\nName | Size\n-----|-----\na.go | 12\nb.go | 3\n```"},
+		{"table", "| Name | Size |\n|---|---:|\n| a.go | 12 |\n| **b**.go | 3 |\n| `x<y` | a \\| b |",
+			"```\nName | Size\n-----|------\na.go | 12\nb.go | 3\nx&lt;y  | a | b\n```"},
 		{"pipe text is not a table", "a | b", "a | b"},
 		{"blank lines kept", "a\n\nb", "a\n\nb"},
 	}
@@ -84,12 +84,12 @@ func TestSplitMrkdwn(t *testing.T) {
 		}
 	}
 	for i := range 400 {
-		if !strings.Contains(joined, fmt.Sprintf("print(%d)  # x < y & z\n", i)) {
-			t.Fatalf("line %d lost or escaped inside code", i)
+		if !strings.Contains(joined, fmt.Sprintf("print(%d)  # x &lt; y &amp; z\n", i)) {
+			t.Fatalf("code line %d lost or not escaped", i)
 		}
 	}
-	if got := strings.Count(joined, "&amp;"); got != 3001 {
-		t.Errorf("%d escaped ampersands outside code, want 3001", got)
+	if got := strings.Count(joined, "&amp;"); got != 3401 {
+		t.Errorf("%d escaped ampersands, want 3401", got)
 	}
 	if !strings.HasPrefix(parts[0], "Intro with *bold* &amp; &lt;angles&gt;.") {
 		t.Errorf("first part starts %q", parts[0][:40])

@@ -61,8 +61,8 @@ func TestSendSplitsFormatsAndThreads(t *testing.T) {
 		"*Done*: see <https://example.com/pr?a=1&amp;b=2|the PR>.",
 		"• item 0 with a &lt; b &amp; c &gt; d",
 		"• item 119 ",
-		"fmt.Println(0) // a < b && c > d",
-		"fmt.Println(149) // a < b && c > d",
+		"fmt.Println(0) // a &lt; b &amp;&amp; c &gt; d",
+		"fmt.Println(149) // a &lt; b &amp;&amp; c &gt; d",
 		"The end.",
 	} {
 		if !strings.Contains(got, want) {

@@ -218,7 +218,7 @@ func (a *Adapter) Run(ctx context.Context, h platform.Handler) error {
 		return nil
 	default:
 		a.setStatus("stopped: " + err.Error())
-		a.log.Error("Slack adapter stopped", "err", err)
+		a.log.Error("Slack adapter stopped", "error", err)
 		return err
 	}
 }
@@ -269,7 +269,7 @@ func (a *Adapter) identify(ctx context.Context) error {
 		}
 		d := bo.next()
 		a.setStatus("reconnecting: " + err.Error())
-		a.log.Warn("Slack unreachable, retrying", "err", err, "backoff", d)
+		a.log.Warn("Slack unreachable, retrying", "error", err, "backoff", d)
 		if err := a.sleep(ctx, d); err != nil {
 			return err
 		}
@@ -334,7 +334,7 @@ func (a *Adapter) runSocket(ctx context.Context, smc *socketmode.Client, sig soc
 			a.log.Info("Slack backing off before reconnecting", "backoff", d)
 		} else {
 			a.setStatus("reconnecting: " + errText(err))
-			a.log.Warn("Slack socket mode stopped, backing off", "err", errText(err), "backoff", d)
+			a.log.Warn("Slack socket mode stopped, backing off", "error", errText(err), "backoff", d)
 		}
 		if a.sleep(ctx, d) != nil {
 			return nil
