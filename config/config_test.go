@@ -207,7 +207,7 @@ func TestLoadErrors(t *testing.T) {
 			nil, []string{`agent.max_processes: expected an integer, got a string ("8")`}},
 		{"numeric id", minimal + "[[bindings]]\nplatform = \"local\"\nchannel = -100123\nworkspace = \"ws\"\n",
 			nil, []string{`bindings[1].channel: expected a string, got an integer: write ids in quotes ("-100123")`}},
-		{"numeric user id", minimal + "[[bindings]]\nplatform = \"local\"\nchannel = \"c\"\nworkspace = \"ws\"\nallow_users = [42]\n",
+		{"numeric user id", minimal + "[[bindings]]\nplatform = \"local\"\nchannel = \"local\"\nworkspace = \"ws\"\nallow_users = [42]\n",
 			nil, []string{`bindings[1].allow_users[0]: expected a string, got an integer: write ids in quotes ("42")`}},
 		{"bool type", minimal + "[agent]\nself_report = \"yes\"\n",
 			nil, []string{"agent.self_report: expected true or false"}},
@@ -262,19 +262,21 @@ func TestLoadErrors(t *testing.T) {
 			nil, []string{`bindings[1].platform: "slack" is not the name of any [[platforms]] entry`}},
 		{"binding without platform", minimal + "[[bindings]]\nworkspace = \"ws\"\n",
 			nil, []string{"bindings[1].platform: is required"}},
-		{"workspace missing", minimal + "[[bindings]]\nplatform = \"local\"\nchannel = \"c\"\nworkspace = \"/nonexistent/srv/app\"\n",
+		{"workspace missing", minimal + "[[bindings]]\nplatform = \"local\"\nchannel = \"local\"\nworkspace = \"/nonexistent/srv/app\"\n",
 			nil, []string{"bindings[1].workspace: /nonexistent/srv/app does not exist"}},
-		{"workspace is a file", minimal + "[[bindings]]\nplatform = \"local\"\nchannel = \"c\"\nworkspace = \"afile\"\n",
+		{"workspace is a file", minimal + "[[bindings]]\nplatform = \"local\"\nchannel = \"local\"\nworkspace = \"afile\"\n",
 			nil, []string{"bindings[1].workspace:", "afile is not a folder"}},
-		{"workspace empty", minimal + "[[bindings]]\nplatform = \"local\"\nchannel = \"c\"\n",
+		{"workspace empty", minimal + "[[bindings]]\nplatform = \"local\"\nchannel = \"local\"\n",
 			nil, []string{"bindings[1].workspace: is required"}},
 		{"duplicate binding", minimal + "[[bindings]]\nplatform = \"local\"\nworkspace = \"ws\"\n",
 			nil, []string{`bindings[1].channel: "*" on platform "local" is already bound by bindings[0]`}},
+		{"local channel that never matches", minimal + "[[bindings]]\nplatform = \"local\"\nchannel = \"general\"\nworkspace = \"ws\"\n",
+			nil, []string{`bindings[1].channel: "general" never matches: the local platform's only channel is "local"`}},
 		{"empty channel", minimal + "[[bindings]]\nplatform = \"local\"\nchannel = \"\"\nworkspace = \"ws\"\n",
 			nil, []string{"bindings[1].channel: must not be empty"}},
-		{"empty user id", minimal + "[[bindings]]\nplatform = \"local\"\nchannel = \"c\"\nworkspace = \"ws\"\nallow_users = [\"\"]\nadmins = [\" \"]\n",
+		{"empty user id", minimal + "[[bindings]]\nplatform = \"local\"\nchannel = \"local\"\nworkspace = \"ws\"\nallow_users = [\"\"]\nadmins = [\" \"]\n",
 			nil, []string{"bindings[1].allow_users[0]: must not be empty", "bindings[1].admins[0]: must not be empty"}},
-		{"require_mention type", minimal + "[[bindings]]\nplatform = \"local\"\nchannel = \"c\"\nworkspace = \"ws\"\nrequire_mention = \"yes\"\n",
+		{"require_mention type", minimal + "[[bindings]]\nplatform = \"local\"\nchannel = \"local\"\nworkspace = \"ws\"\nrequire_mention = \"yes\"\n",
 			nil, []string{"bindings[1].require_mention: expected true or false"}},
 		{"bindings not an array of tables", "bindings = \"x\"\n[[platforms]]\nname = \"local\"\ntype = \"local\"\n",
 			nil, []string{"bindings: expected an array, got a string"}},
@@ -314,7 +316,7 @@ func TestLoadReportsOnlyOneErrorPerKey(t *testing.T) {
 	t.Parallel()
 	// A workspace whose variable is unset must not also be reported as
 	// "is required": the decode error already names the key.
-	path := writeConfig(t, minimal+"[[bindings]]\nplatform = \"local\"\nchannel = \"c\"\nworkspace = \"${WS}\"\n")
+	path := writeConfig(t, minimal+"[[bindings]]\nplatform = \"local\"\nchannel = \"local\"\nworkspace = \"${WS}\"\n")
 	_, err := load(path, envMap(nil))
 	if err == nil {
 		t.Fatal("loaded without error")
@@ -494,7 +496,7 @@ func TestWorkspaceSymlinkNormalized(t *testing.T) {
 	if err := os.Symlink(filepath.Join(dir, "ws"), filepath.Join(dir, "link")); err != nil {
 		t.Skipf("symlinks unavailable: %v", err)
 	}
-	if err := os.WriteFile(path, []byte(minimal+"[[bindings]]\nplatform = \"local\"\nchannel = \"c\"\nworkspace = \"./link/\"\n"), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte(minimal+"[[bindings]]\nplatform = \"local\"\nchannel = \"local\"\nworkspace = \"./link/\"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cfg, err := load(path, envMap(nil))
@@ -519,13 +521,26 @@ token = "t"
 [[bindings]]
 platform = "local"
 workspace = "ws"
+[[bindings]]
+platform = "local"
+channel = "local"
+workspace = "ws"
+allow_users = ["alice"]
+admins = ["alice", "bob"]
 `)
 	cfg, err := load(path, envMap(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := strings.Join(cfg.Warnings, "\n")
-	for _, w := range []string{"bindings[0].allow_users is empty: nobody may use this binding", `platform "d" has no [[bindings]] entry`} {
+	if strings.Contains(got, `"alice" is not in allow_users`) {
+		t.Errorf("warned about an allowed admin:\n%s", got)
+	}
+	for _, w := range []string{
+		"bindings[0].allow_users is empty: nobody may use this binding",
+		`platform "d" has no [[bindings]] entry`,
+		`bindings[1].admins: "bob" is not in allow_users`,
+	} {
 		if !strings.Contains(got, w) {
 			t.Errorf("warnings lack %q:\n%s", w, got)
 		}

@@ -270,11 +270,31 @@ func (c *Config) validateBindings(dir string, d *decoder) (warnings []string) {
 				}
 			}
 		}
+		if !bad("channel") && b.Channel != "*" && b.Channel != "" && c.platformType(b.Platform) == TypeLocal && b.Channel != "local" {
+			d.failf(key+".channel", `%q never matches: the local platform's only channel is "local" (or write "*")`, b.Channel)
+		}
+		if !slices.Contains(b.AllowUsers, "*") {
+			for _, admin := range b.Admins {
+				if admin != "" && !slices.Contains(b.AllowUsers, admin) {
+					warnings = append(warnings, fmt.Sprintf("%s.admins: %q is not in allow_users, so cannot use this binding at all", key, admin))
+				}
+			}
+		}
 		if len(b.AllowUsers) == 0 && !bad("allow_users") {
 			warnings = append(warnings, fmt.Sprintf(`%s.allow_users is empty: nobody may use this binding (write ["*"] for everyone in the channel)`, key))
 		}
 	}
 	return warnings
+}
+
+// platformType returns the type of the platform named name, or "".
+func (c *Config) platformType(name string) string {
+	for _, p := range c.Platforms {
+		if p.Name == name {
+			return p.Type
+		}
+	}
+	return ""
 }
 
 // resolvePath expands "~" and makes p absolute from dir.
