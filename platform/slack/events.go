@@ -35,7 +35,7 @@ func (a *Adapter) pump(ctx context.Context, smc *socketmode.Client, h platform.H
 		}
 		switch evt.Type {
 		case socketmode.EventTypeConnecting:
-			if ev, ok := evt.Data.(*slack.ConnectingEvent); ok && (ev.ConnectionCount > 0 || ev.Attempt > 1) {
+			if ev, ok := evt.Data.(*slack.ConnectingEvent); ok && (ev.ConnectionCount > 0 || ev.Attempt > 1 || lastTrouble != "") {
 				a.setStatus("reconnecting: " + orDefault(lastTrouble, "connection closed"))
 				a.log.Info("Slack reconnecting", "attempt", ev.Attempt, "reason", orDefault(lastTrouble, "connection closed"))
 			} else {
@@ -87,9 +87,15 @@ func (a *Adapter) pump(ctx context.Context, smc *socketmode.Client, h platform.H
 				a.log.Warn("Slack sent an unreadable envelope", "type", req.Type, "error", bad.Cause)
 			}
 		case socketmode.EventTypeEventsAPI:
+			if evt.Request == nil {
+				continue
+			}
 			a.ack(ctx, smc, evt.Request.EnvelopeID)
 			a.onEventsAPI(ctx, h, queue, evt.Request)
 		case socketmode.EventTypeInteractive:
+			if evt.Request == nil {
+				continue
+			}
 			a.ack(ctx, smc, evt.Request.EnvelopeID)
 			if cb, ok := evt.Data.(slack.InteractionCallback); ok {
 				a.onInteraction(ctx, h, queue, cb)

@@ -445,6 +445,41 @@ func TestConnectFailuresBackOffWithJitter(t *testing.T) {
 	}
 }
 
+func TestStatusDuringOutage(t *testing.T) {
+	f := newFakeSlack(t)
+	f.mu.Lock()
+	f.down["apps.connections.open"] = 1 << 30
+	f.mu.Unlock()
+	a, logs, sleeps := newAdapter(t, testConfig(f))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx, newRecorder()) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run = %v", err)
+		}
+	}()
+	for range 3 {
+		select {
+		case <-sleeps:
+		case <-time.After(10 * time.Second):
+			t.Fatal("no backoff")
+		}
+	}
+	if s := a.Status(); !strings.HasPrefix(s, "reconnecting: ") || !strings.Contains(s, "503") {
+		t.Errorf("Status during outage = %q, want reconnecting with the reason", s)
+	}
+	f.mu.Lock()
+	f.down["apps.connections.open"] = 0
+	f.mu.Unlock()
+	f.waitConn(1)
+	logs.waitFor(t, "Slack connected")
+	if s := a.Status(); s != "connected" {
+		t.Errorf("Status after the outage = %q", s)
+	}
+}
+
 func TestSeenSetBounds(t *testing.T) {
 	s := newSeenSet(3, time.Minute)
 	now := time.Unix(0, 0)
