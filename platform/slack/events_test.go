@@ -3,6 +3,7 @@ package slack
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"strconv"
 	"strings"
@@ -508,4 +509,50 @@ func TestSeenSetBounds(t *testing.T) {
 // unJSON undoes the HTML-safe escapes encoding/json applies to &, < and >.
 func unJSON(s string) string {
 	return strings.NewReplacer(`\u0026`, "&", `\u003c`, "<", `\u003e`, ">").Replace(s)
+}
+
+// blockingHandler holds every message until release is closed.
+type blockingHandler struct {
+	*recorder
+	release chan struct{}
+}
+
+func (b blockingHandler) HandleMessage(ctx context.Context, m platform.Message) error {
+	b.msgs <- m
+	select {
+	case <-b.release:
+	case <-ctx.Done():
+	}
+	return nil
+}
+
+func TestAckDoesNotWaitForHandling(t *testing.T) {
+	f := newFakeSlack(t)
+	a, logs, _ := newAdapter(t, testConfig(f))
+	h := blockingHandler{recorder: newRecorder(), release: make(chan struct{})}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx, h) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run = %v", err)
+		}
+	}()
+	e := &env{t: t, a: a, f: f, rec: h.recorder, logs: logs, conn: f.waitConn(1)}
+	e.deliver("EvSlow1", 0, msgEvent("C1", "1700000800.000100", "U1", "slow", nil))
+	if m := h.nextMsg(t); m.Text != "slow" {
+		t.Fatalf("got %q", m.Text)
+	}
+	// The engine is still busy with the first message; the next envelopes
+	// are acked all the same (deliver waits for each ack).
+	for i := range 5 {
+		e.deliver(fmt.Sprintf("EvSlow%d", i+2), 0, msgEvent("C1", fmt.Sprintf("1700000801.00010%d", i), "U1", "queued", nil))
+	}
+	close(h.release)
+	for range 5 {
+		if m := h.nextMsg(t); m.Text != "queued" {
+			t.Errorf("got %q", m.Text)
+		}
+	}
 }

@@ -299,3 +299,48 @@ func TestEditCancelledWhileWaiting(t *testing.T) {
 		t.Errorf("sent %d, %d states left", sent, len(th.states))
 	}
 }
+
+// TestThrottleConcurrentEdits hammers the throttle from many goroutines
+// (run it with -race): every call returns, nothing is left behind, and the
+// last text sent for each message is the last one any caller asked for.
+func TestThrottleConcurrentEdits(t *testing.T) {
+	th := newEditThrottle(600000, 1000, 0)
+	var mu sync.Mutex
+	applied := map[string][]string{}
+	var wg sync.WaitGroup
+	for k := range 8 {
+		key := fmt.Sprintf("C%d:1.1", k)
+		for g := range 4 {
+			wg.Go(func() {
+				for i := range 25 {
+					text := fmt.Sprintf("g%d-%d", g, i)
+					err := th.do(context.Background(), key, key[:2], text, func(context.Context) error {
+						mu.Lock()
+						applied[key] = append(applied[key], text)
+						mu.Unlock()
+						return nil
+					})
+					if err != nil {
+						t.Errorf("edit %s %s: %v", key, text, err)
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	if n := len(th.states); n != 0 {
+		t.Errorf("%d message states left behind", n)
+	}
+	for k := range 8 {
+		key := fmt.Sprintf("C%d:1.1", k)
+		got := applied[key]
+		if len(got) == 0 || len(got) > 100 {
+			t.Fatalf("%s: %d edits applied for 100 calls", key, len(got))
+		}
+		// Each goroutine's final call either ran or was superseded by a
+		// later call, so the last applied text is some goroutine's final.
+		if last := got[len(got)-1]; !strings.HasSuffix(last, "-24") {
+			t.Errorf("%s: last applied %q is not a final edit", key, last)
+		}
+	}
+}
