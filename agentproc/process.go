@@ -331,13 +331,13 @@ func (p *Process) Turn(ctx context.Context, text string, on func(Event)) (*Resul
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		// The process may have died already (an unknown --resume id
-		// exits without reading stdin); its result or exit status says
-		// more than the broken pipe does.
+		// A write fails only when the process is gone or going (an
+		// unknown --resume id exits without reading stdin); its result
+		// or exit status says more than the broken pipe does.
 		select {
 		case <-p.done:
-		default:
-			return nil, sendErr
+		case <-ctx.Done():
+			return nil, ctx.Err()
 		}
 	}
 	res, err := p.nextResult(ctx, on)

@@ -77,11 +77,16 @@ type compactMetadata struct {
 	PostTokens int64  `json:"post_tokens"`
 }
 
+// wireMessage is an assistant or user message. Content is decoded straight
+// into blocks in the line's single pass: assistant content is always an
+// array. A user message whose content is a plain string (a replayed prompt)
+// fails that field with a type error, which decodeLine tolerates; agentproc
+// surfaces nothing from such lines anyway.
 type wireMessage struct {
-	ID      string          `json:"id"`
-	Model   string          `json:"model"`
-	Usage   Usage           `json:"usage"`
-	Content json.RawMessage `json:"content"`
+	ID      string      `json:"id"`
+	Model   string      `json:"model"`
+	Usage   Usage       `json:"usage"`
+	Content []wireBlock `json:"content"`
 }
 
 // wireBlock is one content block of an assistant or user message.
@@ -247,10 +252,9 @@ func (d *decoder) assistant(w *wireLine) []Event {
 	if !synthetic {
 		d.lastUsage, d.lastModel, d.sawCall = m.Usage, m.Model, true
 	}
-	blocks := decodeBlocks(m.Content)
-	evs := make([]Event, 0, len(blocks))
-	for i := range blocks {
-		b := &blocks[i]
+	evs := make([]Event, 0, len(m.Content))
+	for i := range m.Content {
+		b := &m.Content[i]
 		switch b.Type {
 		case "text":
 			evs = append(evs, AssistantText{
@@ -268,8 +272,8 @@ func userEvents(w *wireLine) []Event {
 		return nil
 	}
 	var evs []Event
-	for _, b := range decodeBlocks(w.Message.Content) {
-		if b.Type == "tool_result" {
+	for i := range w.Message.Content {
+		if b := &w.Message.Content[i]; b.Type == "tool_result" {
 			evs = append(evs, ToolResult{ToolUseID: b.ToolUseID, Content: contentText(b.Content), IsError: b.IsError})
 		}
 	}

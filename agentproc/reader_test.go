@@ -6,10 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // decodeFixture decodes every line of a fixture with one decoder, as the
@@ -487,5 +490,95 @@ func TestTailBuffer(t *testing.T) {
 	}
 	if got := tb.String(); got != " the end" {
 		t.Errorf("tail = %q, want the last 8 bytes", got)
+	}
+}
+
+// relayLine is an assistant event of about 1 KB, shaped as the CLI writes it.
+func relayLine() []byte {
+	text := strings.Repeat("word ", 120)
+	line := `{"type":"assistant","message":{"content":[{"text":"` + text + `","type":"text"}],"id":"msg_` +
+		strings.Repeat("0", 6) + `","model":"claude-opus-5-5","role":"assistant","stop_reason":null,"stop_sequence":null,` +
+		`"type":"message","usage":{"cache_creation_input_tokens":1500,"cache_read_input_tokens":2500,"input_tokens":7,"output_tokens":1},` +
+		`"context_management":null},"parent_tool_use_id":null,"session_id":"f19453d4-a3af-4ad0-b18d-6c99aec3f823",` +
+		`"uuid":"11af93ec-b7b2-4326-9629-1d12e34fd00d","timestamp":"2026-11-30T11:02:56.942Z","request_id":"req_fake000024"}`
+
+	return []byte(line + "\n")
+}
+
+// BenchmarkRelay measures the whole stdout path of one process (line
+// splitting, decoding, control routing, channel send) for ~1 KB assistant
+// lines; the events/s metric is the relay throughput on one core.
+func BenchmarkRelay(b *testing.B) {
+	line := relayLine()
+	data := bytes.Repeat(line, 1000)
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	var events int
+	cpu0 := cpuTime()
+	for b.Loop() {
+		p := &Process{
+			log:     slog.New(slog.DiscardHandler),
+			events:  make(chan Event, eventBuffer),
+			pending: map[string]chan controlReply{},
+			perms:   map[string]*pendingPerm{},
+		}
+		done := make(chan int)
+		go func() {
+			n := 0
+			for range p.events {
+				n++
+			}
+			done <- n
+		}()
+		p.readLoop(bytes.NewReader(data))
+		close(p.events)
+		events += <-done
+	}
+	b.ReportMetric(float64(events)/b.Elapsed().Seconds(), "events/s")
+	// On a shared machine wall time swings with the neighbours' load; the
+	// process's CPU time (all goroutines, GC included) is the steadier cost.
+	if cpu := cpuTime() - cpu0; cpu > 0 {
+		b.ReportMetric(float64(events)/cpu.Seconds(), "events/cpu-s")
+	}
+}
+
+// cpuTime is the user+system CPU time of this process so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkDecodeLine is the decoder alone, per line kind.
+func BenchmarkDecodeLine(b *testing.B) {
+	fixtures := map[string]string{"assistant": "full/turn_hi.jsonl", "result": "full/turn_hi.jsonl", "init": "full/turn_hi.jsonl"}
+	lines := map[string][]byte{}
+	for kind, file := range fixtures {
+		data, err := os.ReadFile(filepath.Join("testdata", file))
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, l := range bytes.Split(data, []byte("\n")) {
+			var head struct{ Type, Subtype string }
+			if json.Unmarshal(l, &head) == nil && (head.Type == kind || head.Subtype == kind) {
+				lines[kind] = l
+			}
+		}
+	}
+	for _, kind := range []string{"init", "assistant", "result"} {
+		line := lines[kind]
+		if line == nil {
+			b.Fatalf("no %s line in the fixture", kind)
+		}
+		b.Run(kind, func(b *testing.B) {
+			b.SetBytes(int64(len(line)))
+			b.ReportAllocs()
+			var dec decoder
+			for b.Loop() {
+				dec.decodeLine(line)
+			}
+		})
 	}
 }

@@ -1,0 +1,76 @@
+package agentproc
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// FuzzDecodeLine checks the decoder never panics and keeps its promise on
+// any input: a line that is not JSON is exactly one Malformed event; a JSON
+// line is never Malformed, except a result that does not decode, which is
+// flagged ErrMalformedOutput so the turn fails instead of hanging. Every
+// line of the fixtures seeds the corpus.
+func FuzzDecodeLine(f *testing.F) {
+	for _, dir := range []string{"captures", "full"} {
+		files, _ := filepath.Glob(filepath.Join("testdata", dir, "*.jsonl"))
+		for _, file := range files {
+			data, err := os.ReadFile(file)
+			if err != nil {
+				f.Fatal(err)
+			}
+			sc := bufio.NewScanner(bytes.NewReader(data))
+			sc.Buffer(nil, 1<<20)
+			for sc.Scan() {
+				f.Add(append([]byte(nil), sc.Bytes()...))
+			}
+		}
+	}
+	f.Add([]byte(`{"type":"result","num_turns":"x"}`))
+	f.Add([]byte(`{"type":"control_request","request_id":"r","request":null}`))
+	f.Add([]byte(`{"type":"assistant","message":{"content":"text"}}`))
+
+	f.Fuzz(func(t *testing.T, line []byte) {
+		var dec decoder
+		d := dec.decodeLine(line)
+		trimmed := bytes.TrimSpace(line)
+		var malformed []Malformed
+		for _, ev := range d.events {
+			if ev == nil {
+				t.Fatal("nil event")
+			}
+			if m, ok := ev.(Malformed); ok {
+				malformed = append(malformed, m)
+			}
+		}
+		switch {
+		case len(trimmed) == 0:
+			if len(d.events) != 0 {
+				t.Fatalf("blank line gave %d events", len(d.events))
+			}
+		case !json.Valid(trimmed):
+			if len(d.events) != 1 || len(malformed) != 1 || d.replyID != "" || d.perm != nil || d.unsupported != "" {
+				t.Fatalf("invalid JSON gave %+v", d)
+			}
+			if len(malformed[0].Line) > malformedSnippet+len("…") {
+				t.Fatalf("snippet of %d bytes", len(malformed[0].Line))
+			}
+		default:
+			for _, m := range malformed {
+				if !errors.Is(m.Err, ErrMalformedOutput) {
+					t.Fatalf("valid JSON decoded as Malformed: %v", m.Err)
+				}
+			}
+		}
+		// The result side of the decoder state resets after every result.
+		for _, ev := range d.events {
+			if _, ok := ev.(*Result); ok && (dec.sawCall || dec.lastModel != "") {
+				t.Fatal("decoder kept the turn's usage after a result")
+			}
+		}
+	})
+}
