@@ -60,7 +60,7 @@ func (e *Engine) command(ctx context.Context, s *session, m platform.Message, na
 		if s.busy() {
 			reply("A new session starts after the current turn and the messages queued before this command.")
 		}
-		_ = s.enqueue(ctx, workItem{kind: itemNew, msg: m})
+		s.enqueueCommand(ctx, workItem{kind: itemNew, msg: m})
 	case "resume":
 		e.resumeCommand(ctx, s, m, args)
 	case "btw":
@@ -82,6 +82,17 @@ func (e *Engine) command(ctx context.Context, s *session, m platform.Message, na
 		s.control(ctx, control{kind: ctrlAnswer, choice: choice, userName: orDefault(m.UserName, m.UserID), to: s.to})
 	default:
 		reply(fmt.Sprintf("Unknown command !%s. Send !help for the list.", name))
+	}
+}
+
+// enqueueCommand queues a command that must order with turns.
+func (s *session) enqueueCommand(ctx context.Context, it workItem) {
+	if err := s.enqueue(ctx, it); err != nil {
+		if s.e.isStopping() {
+			s.send(ctx, shutdownText)
+			return
+		}
+		s.send(ctx, "This conversation's session was just closed; please send the command again.")
 	}
 }
 
@@ -166,7 +177,7 @@ func (e *Engine) resumeCommand(ctx context.Context, s *session, m platform.Messa
 	if s.busy() {
 		s.send(ctx, "Switching after the current turn and the messages queued before this command.")
 	}
-	_ = s.enqueue(ctx, workItem{kind: itemResume, msg: m, resumeID: id})
+	s.enqueueCommand(ctx, workItem{kind: itemResume, msg: m, resumeID: id})
 }
 
 func (e *Engine) listSessions(s *session) string {

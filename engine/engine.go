@@ -55,9 +55,9 @@ const (
 	DefaultShutdownGrace = 30 * time.Second
 )
 
-// ErrStopped is returned by HandleMessage and HandleAction once the engine
-// has shut down.
-var ErrStopped = errors.New("engine stopped")
+// errStopped means work was not started because the engine is shutting
+// down; the user is told to send the message again later.
+var errStopped = errors.New("engine stopped")
 
 // Engine routes chat messages to Claude Code sessions. Create it with New,
 // add adapters, then Run it.
@@ -71,6 +71,8 @@ type Engine struct {
 	pool  *pool
 	slots *slots
 	seen  *recentIDs
+
+	retireAfter time.Duration // see defaultRetireAfter; tests shorten it
 
 	// bg outlives every agent process and platform call made by sessions;
 	// Run cancels it only after all sessions ended.
@@ -127,23 +129,24 @@ func New(opts Options) (*Engine, error) {
 	}
 	bg, cancel := context.WithCancel(context.Background())
 	e := &Engine{
-		opts:       opts,
-		log:        log,
-		now:        now,
-		spawn:      startAgent,
-		tx:         newDiskTranscripts(opts.Agent.Env),
-		store:      &store{dir: opts.StateDir},
-		pool:       newPool(log),
-		slots:      newSlots(opts.MaxProcesses, opts.MaxProcessesPerWorkspace),
-		seen:       newRecentIDs(4096),
-		bg:         bg,
-		cancelBg:   cancel,
-		stopping:   make(chan struct{}),
-		adapters:   map[string]platform.Adapter{},
-		sessions:   map[string]*session{},
-		refused:    map[string]bool{},
-		requests:   map[string]string{},
-		idleSignal: make(chan struct{}),
+		opts:        opts,
+		log:         log,
+		now:         now,
+		spawn:       startAgent,
+		tx:          newDiskTranscripts(opts.Agent.Env),
+		store:       &store{dir: opts.StateDir},
+		pool:        newPool(log),
+		slots:       newSlots(opts.MaxProcesses, opts.MaxProcessesPerWorkspace),
+		seen:        newRecentIDs(4096),
+		retireAfter: defaultRetireAfter,
+		bg:          bg,
+		cancelBg:    cancel,
+		stopping:    make(chan struct{}),
+		adapters:    map[string]platform.Adapter{},
+		sessions:    map[string]*session{},
+		refused:     map[string]bool{},
+		requests:    map[string]string{},
+		idleSignal:  make(chan struct{}),
 	}
 	return e, nil
 }

@@ -269,3 +269,42 @@ func TestDuplicateDeliveryHandledOnce(t *testing.T) {
 		t.Errorf("replies = %q, want one", got)
 	}
 }
+
+func TestRetiredSessionReloadsFromDisk(t *testing.T) {
+	h := newHarness(t, func(o *Options, _ *harnessConfig) { o.IdleTimeout = 5 * time.Millisecond })
+	h.e.retireAfter = 5 * time.Millisecond
+	h.say("alice", "T1", "first")
+	h.rec.waitSend(t, "echo: first")
+	h.logs.waitRecords(t, "Session retired after inactivity", 1)
+	h.e.mu.Lock()
+	n := len(h.e.sessions)
+	h.e.mu.Unlock()
+	if n != 0 {
+		t.Fatalf("%d sessions in memory after retiring, want 0", n)
+	}
+	h.say("alice", "T1", "second")
+	h.rec.waitSend(t, "echo: second")
+	if spawns := h.fa.spawnsSnapshot(); len(spawns) != 2 || spawns[1].ResumeID != "sess-1" {
+		t.Errorf("spawns = %+v, want the retired session resumed from its stored id", spawns)
+	}
+}
+
+func TestAttachmentsAndEmptyMessages(t *testing.T) {
+	h := newHarness(t, nil)
+	h.say("alice", "T1", "   ")
+	m := h.message("alice", "T1", "")
+	m.Attachments = []platform.Attachment{{Name: "log.txt", Size: 10}}
+	h.deliver(m)
+	h.rec.waitSend(t, "Attachments are not passed to the agent yet (log.txt)")
+	m = h.message("alice", "T1", "look at this")
+	m.Attachments = []platform.Attachment{{Name: "a.png", Size: 10}}
+	h.deliver(m)
+	h.rec.waitSend(t, "echo: look at this")
+	h.waitIdle()
+	if sends := h.rec.sends(""); len(sends) != 3 {
+		t.Errorf("sent %q, want two attachment notes and one reply", sends)
+	}
+	if spawns := h.fa.spawnsSnapshot(); len(spawns) != 1 {
+		t.Errorf("%d spawns, want only the message with text to reach the agent", len(spawns))
+	}
+}

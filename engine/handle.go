@@ -2,7 +2,9 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/cc-connect/cc-connect/platform"
 )
@@ -34,6 +36,10 @@ func (e *Engine) HandleMessage(ctx context.Context, m platform.Message) error {
 	if !ok {
 		return fmt.Errorf("handling a message: no adapter named %q", m.Target.Platform)
 	}
+	if strings.TrimSpace(m.Text) == "" && len(m.Attachments) == 0 {
+		log.Debug("Ignoring an empty message")
+		return nil
+	}
 	key := keyOf(m.Target)
 	if b.needsMention(m) && !m.Mentioned && !e.hasSession(key) {
 		log.Debug("Ignoring a message that does not mention the bot", "session_key", key)
@@ -54,18 +60,40 @@ func (e *Engine) HandleMessage(ctx context.Context, m platform.Message) error {
 		}
 		return nil
 	}
-	s, err := e.session(ctx, b, m, a)
-	if err != nil {
-		if _, serr := a.Send(ctx, reply, shutdownText); serr != nil {
-			log.Warn("Posting the shutdown notice failed", "error", serr)
+	// A session that retired between lookup and enqueue is created again.
+	for {
+		s, err := e.session(ctx, b, m, a)
+		if err != nil {
+			if _, serr := a.Send(ctx, reply, shutdownText); serr != nil {
+				log.Warn("Posting the shutdown notice failed", "error", serr)
+			}
+			return nil
 		}
-		return nil
+		if name, args, isCmd := parseCommand(m.Text); isCmd {
+			e.command(ctx, s, m, name, args)
+			return nil
+		}
+		if len(m.Attachments) > 0 {
+			names := make([]string, len(m.Attachments))
+			for i, at := range m.Attachments {
+				names[i] = at.Name
+			}
+			s.send(ctx, "Attachments are not passed to the agent yet ("+strings.Join(names, ", ")+"); paste the text instead.")
+			if strings.TrimSpace(m.Text) == "" {
+				return nil
+			}
+		}
+		err = s.enqueue(ctx, workItem{kind: itemTurn, msg: m})
+		if !errors.Is(err, errSessionClosed) {
+			return err
+		}
+		if e.isStopping() {
+			if _, serr := a.Send(ctx, reply, shutdownText); serr != nil {
+				log.Warn("Posting the shutdown notice failed", "error", serr)
+			}
+			return nil
+		}
 	}
-	if name, args, isCmd := parseCommand(m.Text); isCmd {
-		e.command(ctx, s, m, name, args)
-		return nil
-	}
-	return s.enqueue(ctx, workItem{kind: itemTurn, msg: m})
 }
 
 // refuseOnce answers a user who may not use the agent, once per thread, so

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -132,7 +133,7 @@ func (s *session) answerPermission(t *turn, proc agentProcess, c control) {
 	case platform.ChoiceAlwaysAllow:
 		d = agentproc.PermissionDecision{Behavior: agentproc.AlwaysAllow}
 	}
-	if err := proc.RespondPermission(s.e.bg, p.req.RequestID, d); err != nil {
+	if err := s.respond(proc, p.req.RequestID, d); err != nil {
 		if errors.Is(err, agentproc.ErrNoPendingPermission) {
 			s.resolvePermission(t, p, "cancelled before the answer arrived")
 			return
@@ -154,7 +155,7 @@ func (s *session) permissionTimeout(t *turn, proc agentProcess) {
 		}
 		after := s.e.opts.PermissionTimeout
 		msg := fmt.Sprintf("No answer in chat within %s; the request was denied.", after)
-		if err := proc.RespondPermission(s.e.bg, p.req.RequestID, agentproc.PermissionDecision{Behavior: agentproc.Deny, Message: msg}); err != nil {
+		if err := s.respond(proc, p.req.RequestID, agentproc.PermissionDecision{Behavior: agentproc.Deny, Message: msg}); err != nil {
 			s.log.Error("Denying the timed-out permission request failed", "request_id", p.req.RequestID, "error", err)
 		}
 		s.log.Info("Permission request timed out", "request_id", p.req.RequestID, "tool", p.req.ToolName, "timeout", after)
@@ -211,4 +212,10 @@ func describe(b agentproc.Behavior) string {
 	default:
 		return "denied"
 	}
+}
+
+func (s *session) respond(proc agentProcess, requestID string, d agentproc.PermissionDecision) error {
+	ctx, cancel := context.WithTimeout(s.e.bg, controlTimeout)
+	defer cancel()
+	return proc.RespondPermission(ctx, requestID, d)
 }

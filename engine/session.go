@@ -80,7 +80,18 @@ type session struct {
 	idleAt  time.Time     // when the live process last finished a turn
 	listed  []sessionInfo // the last !sessions listing, for !resume <n>
 	pending string        // pending permission request id
+	closed  bool          // the goroutine ended; enqueue must not add work
 }
+
+// errSessionClosed means the session's goroutine ended (retired or shut
+// down) before the item could be queued.
+var errSessionClosed = errors.New("session closed")
+
+// defaultRetireAfter is how long a session without a live process and
+// without work keeps its goroutine. Its state stays on disk, and the next
+// message loads it again, so a long-running daemon does not keep one
+// goroutine per thread it ever saw.
+const defaultRetireAfter = 30 * time.Minute
 
 // session returns the session of m's conversation, creating it (and
 // loading its stored state) on first use and starting its goroutine.
@@ -93,7 +104,7 @@ func (e *Engine) session(ctx context.Context, b Binding, m platform.Message, a p
 	}
 	if e.shutting {
 		e.mu.Unlock()
-		return nil, ErrStopped
+		return nil, errStopped
 	}
 	to := m.Target
 	to.MessageID = ""
@@ -146,6 +157,10 @@ func (e *Engine) hasSession(key string) bool {
 // It tells the user when the item has to wait, and at which position.
 func (s *session) enqueue(ctx context.Context, it workItem) error {
 	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return errSessionClosed
+	}
 	if len(s.queue) >= s.e.opts.QueueLimit {
 		n := len(s.queue)
 		s.mu.Unlock()
@@ -187,7 +202,7 @@ func (s *session) next() (workItem, bool) {
 		proc, idleAt := s.proc, s.idleAt
 		s.mu.Unlock()
 
-		var reapC <-chan time.Time
+		var reapC, retireC <-chan time.Time
 		var procDone <-chan struct{}
 		var timer *time.Timer
 		if proc != nil {
@@ -196,9 +211,16 @@ func (s *session) next() (workItem, bool) {
 				timer = time.NewTimer(max(0, t-s.e.now().Sub(idleAt)))
 				reapC = timer.C
 			}
+		} else if s.e.retireAfter > 0 {
+			timer = time.NewTimer(s.e.retireAfter)
+			retireC = timer.C
 		}
 		select {
 		case <-s.wake:
+		case <-retireC:
+			if s.retire() {
+				return workItem{}, false
+			}
 		case c := <-s.ctrl:
 			s.idleControl(c)
 		case <-reapC:
@@ -234,10 +256,27 @@ func (s *session) loop() {
 	}
 }
 
+// retire ends an idle session without a process: it leaves the engine's
+// map, and the next message creates it again from its stored state.
+func (s *session) retire() bool {
+	s.e.mu.Lock()
+	defer s.e.mu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.queue) > 0 || s.proc != nil {
+		return false
+	}
+	s.closed = true
+	delete(s.e.sessions, s.key)
+	s.log.Debug("Session retired after inactivity", "session_id", s.rec.SessionID)
+	return true
+}
+
 func (s *session) refuseQueued() {
 	s.mu.Lock()
 	q := s.queue
 	s.queue = nil
+	s.closed = true
 	s.mu.Unlock()
 	for _, it := range q {
 		if it.kind == itemTurn {

@@ -91,7 +91,7 @@ func (e *Engine) acquireSlot(ctx context.Context, ws string, requester *session,
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-e.stopping:
-			return ErrStopped
+			return errStopped
 		}
 	}
 }

@@ -1,10 +1,12 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cc-connect/cc-connect/agentproc"
@@ -73,7 +75,7 @@ func (s *session) finish(it workItem, out outcome, hadHistory bool) bool {
 	case out.err == nil:
 		s.relay(out)
 		return !out.res.IsError
-	case errors.Is(out.err, ErrStopped):
+	case errors.Is(out.err, errStopped):
 		s.send(s.e.bg, "cc-connect is shutting down; this message was not processed. Please send it again later.")
 		return false
 	case errors.Is(out.err, agentproc.ErrSessionNotFound),
@@ -201,20 +203,13 @@ func (s *session) attempt(it workItem) outcome {
 	proc := s.proc
 	s.mu.Unlock()
 
-	msgs := make(chan turnMsg)
-	quit := make(chan struct{})
-	defer close(quit)
+	// The callback must not block agentproc's reader (it also reads the
+	// answers to our control requests), so events go through an unbounded
+	// queue that this goroutine drains.
+	q := newTurnQueue()
 	go func() {
-		res, err := proc.Turn(s.e.bg, it.msg.Text, func(ev agentproc.Event) {
-			select {
-			case msgs <- turnMsg{ev: ev}:
-			case <-quit:
-			}
-		})
-		select {
-		case msgs <- turnMsg{done: true, res: res, err: err}:
-		case <-quit:
-		}
+		res, err := proc.Turn(s.e.bg, it.msg.Text, func(ev agentproc.Event) { q.push(turnMsg{ev: ev}) })
+		q.push(turnMsg{done: true, res: res, err: err})
 	}()
 
 	t := &turn{msg: it.msg}
@@ -223,9 +218,15 @@ func (s *session) attempt(it workItem) outcome {
 	var closed chan struct{}
 	for {
 		select {
-		case m := <-msgs:
-			if !m.done {
+		case <-q.signal:
+			var m turnMsg
+			for _, m = range q.drain() {
+				if m.done {
+					break
+				}
 				s.onEvent(t, proc, m.ev)
+			}
+			if !m.done {
 				continue
 			}
 			s.endPermissions(t, "the turn ended")
@@ -253,9 +254,7 @@ func (s *session) attempt(it workItem) outcome {
 		case <-graceC:
 			graceC = nil
 			s.log.Warn("Shutdown grace over; interrupting the running turn", "session_id", s.sessionID())
-			if err := proc.Interrupt(s.e.bg); err != nil {
-				s.log.Debug("Interrupt failed", "error", err)
-			}
+			s.interrupt(proc)
 			killC = time.After(s.e.opts.ShutdownGrace)
 		case <-killC:
 			killC = nil
@@ -267,6 +266,48 @@ func (s *session) attempt(it workItem) outcome {
 			}()
 		}
 	}
+}
+
+// controlTimeout bounds a control request to the CLI, so a wedged process
+// cannot stall its session.
+const controlTimeout = 10 * time.Second
+
+func (s *session) interrupt(proc agentProcess) error {
+	ctx, cancel := context.WithTimeout(s.e.bg, controlTimeout)
+	defer cancel()
+	err := proc.Interrupt(ctx)
+	if err != nil {
+		s.log.Warn("Interrupting the agent failed", "session_id", s.sessionID(), "error", err)
+	}
+	return err
+}
+
+// turnQueue hands a turn's events from the goroutine blocked in Turn to the
+// session goroutine without ever blocking the sender.
+type turnQueue struct {
+	mu     sync.Mutex // guards items
+	items  []turnMsg
+	signal chan struct{} // capacity 1: items is not empty
+}
+
+func newTurnQueue() *turnQueue { return &turnQueue{signal: make(chan struct{}, 1)} }
+
+func (q *turnQueue) push(m turnMsg) {
+	q.mu.Lock()
+	q.items = append(q.items, m)
+	q.mu.Unlock()
+	select {
+	case q.signal <- struct{}{}:
+	default:
+	}
+}
+
+func (q *turnQueue) drain() []turnMsg {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	items := q.items
+	q.items = nil
+	return items
 }
 
 func timerC(t *time.Timer) <-chan time.Time {
@@ -285,9 +326,7 @@ func (s *session) onEvent(t *turn, proc agentProcess, ev agentproc.Event) {
 			// An interrupt that reaches the CLI before it starts the
 			// turn is a no-op there, so a !stop that came that early is
 			// sent now.
-			if err := proc.Interrupt(s.e.bg); err != nil {
-				s.log.Debug("Interrupt failed", "error", err)
-			}
+			s.interrupt(proc)
 		}
 		if ev.SessionID != "" {
 			s.update(func(r *record) {
@@ -329,7 +368,7 @@ func (s *session) turnControl(t *turn, proc agentProcess, c control) {
 	case ctrlStop:
 		t.stopped = true
 		if t.started {
-			if err := proc.Interrupt(s.e.bg); err != nil {
+			if err := s.interrupt(proc); err != nil {
 				s.sendTo(s.e.bg, c.to, "Could not stop the turn: "+err.Error())
 				return
 			}
