@@ -4,7 +4,8 @@
 // test can assert what reached the API. It owns no production code path and
 // must stay standard-library only.
 //
-// Markers in the last user message:
+// Markers in the last user message (the size markers [[TOOLONG]] and [[BIG]]
+// anywhere in it, the others in its last text block, see Request.Prompt):
 //
 //	[[TOOL:cmd]]   a Bash tool_use running cmd; the follow-up carrying the
 //	               tool_result gets a text reply ("[[TOOL]]" runs "echo hi")
@@ -315,19 +316,24 @@ func (s *Server) planLocked(req *Request) plan {
 	if s.modeOnce != ModeNormal {
 		mode, s.modeOnce = s.modeOnce, ModeNormal
 	}
-	text := req.LastUserText
-	has := func(marker string) bool { return strings.Contains(text, marker) }
-	cmd, isTool := toolCommand(text)
+	// Size markers look at the whole merged user message: a prompt that was
+	// too big stays in the history and fails again, as with the real API.
+	// Behaviour markers look only at the block typed last, so that a
+	// prompt left in the history (after an interrupt or an error) does not
+	// act again when the next one is merged after it.
+	inMessage := func(marker string) bool { return strings.Contains(req.LastUserText, marker) }
+	inPrompt := func(marker string) bool { return strings.Contains(req.Prompt, marker) }
+	cmd, isTool := toolCommand(req.Prompt)
 	followUp := req.FollowUp
 
 	switch {
-	case mode == ModeTooLong || mode == ModeNormal && !followUp && has("[[TOOLONG]]"):
+	case mode == ModeTooLong || mode == ModeNormal && !followUp && inMessage("[[TOOLONG]]"):
 		p.outcome = OutcomeTooLong
-	case mode == ModeOverloaded || mode == ModeNormal && !followUp && has("[[OVERLOADED]]"):
+	case mode == ModeOverloaded || mode == ModeNormal && !followUp && inPrompt("[[OVERLOADED]]"):
 		p.outcome = OutcomeOverloaded
-	case mode == ModeErr500 || mode == ModeNormal && !followUp && has("[[ERR500]]"):
+	case mode == ModeErr500 || mode == ModeNormal && !followUp && inPrompt("[[ERR500]]"):
 		p.outcome = OutcomeErr500
-	case mode == ModeSlow || mode == ModeNormal && !followUp && has("[[SLOW]]"):
+	case mode == ModeSlow || mode == ModeNormal && !followUp && inPrompt("[[SLOW]]"):
 		p.outcome = OutcomeSlow
 		p.text = "slow reply "
 	case followUp:
@@ -355,7 +361,7 @@ func (s *Server) planLocked(req *Request) plan {
 			p.usage = Usage{InputTokens: 7, CacheCreationInputTokens: 1500,
 				CacheReadInputTokens: 2500 + 100*int64(s.seq-1), OutputTokens: 1}
 		}
-		if mode == ModeBig || mode == ModeNormal && has("[[BIG]]") {
+		if mode == ModeBig || mode == ModeNormal && inMessage("[[BIG]]") {
 			p.usage.InputTokens = BigInputTokens
 		}
 		req.Usage = p.usage

@@ -123,6 +123,13 @@ func TestStreamReplies(t *testing.T) {
 		{"prompt after a rejected tool", []map[string]any{user("[[TOOL:x]]"), toolUse, {"role": "user", "content": []any{
 			map[string]any{"type": "tool_result", "tool_use_id": "toolu_1", "content": "rejected", "is_error": true},
 			map[string]any{"type": "text", "text": "next"}}}}, textSeq, "echo: next", "end_turn", 7, OutcomeText},
+		{"merged slow prompt acts once", []map[string]any{{"role": "user", "content": []any{
+			map[string]any{"type": "text", "text": "[[SLOW]] x"},
+			map[string]any{"type": "text", "text": "[Request interrupted by user]\n"},
+			map[string]any{"type": "text", "text": "again"}}}}, textSeq, "echo: again", "end_turn", 7, OutcomeText},
+		{"merged size marker sticks", []map[string]any{{"role": "user", "content": []any{
+			map[string]any{"type": "text", "text": "[[BIG]] x"},
+			map[string]any{"type": "text", "text": "again"}}}}, textSeq, "echo: again", "end_turn", BigInputTokens, OutcomeText},
 		{"tool follow-up", []map[string]any{user("[[TOOL:echo hi]]"), toolUse, toolResult}, textSeq, "tool said: hi there", "end_turn", 7, OutcomeText},
 	}
 	for _, tt := range tests {
