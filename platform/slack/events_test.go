@@ -481,6 +481,22 @@ func TestStatusDuringOutage(t *testing.T) {
 	}
 }
 
+func TestUserNameLookupFailureIsRememberedBriefly(t *testing.T) {
+	e := startEnv(t)
+	e.f.mu.Lock()
+	e.f.fail["users.info"] = "missing_scope"
+	e.f.mu.Unlock()
+	for i := range 2 {
+		e.deliver(fmt.Sprintf("EvNoName%d", i), 0, msgEvent("C1", fmt.Sprintf("1700000900.00010%d", i), "U7", "hi", nil))
+		if m := e.rec.nextMsg(t); m.UserName != "" || m.UserID != "U7" {
+			t.Errorf("UserID, UserName = %q, %q", m.UserID, m.UserName)
+		}
+	}
+	if n := len(e.f.callsOf("users.info")); n != 1 {
+		t.Errorf("users.info called %d times, want 1 (failure cached)", n)
+	}
+}
+
 func TestSeenSetBounds(t *testing.T) {
 	s := newSeenSet(3, time.Minute)
 	now := time.Unix(0, 0)

@@ -280,7 +280,7 @@ func TestThrottlePacing(t *testing.T) {
 	}
 }
 
-func TestEditCancelledWhileWaiting(t *testing.T) {
+func TestEditGivesUpWhenCallerDoes(t *testing.T) {
 	th := newEditThrottle(1, 1, time.Millisecond)
 	ctx := context.Background()
 	sent := 0
@@ -288,15 +288,46 @@ func TestEditCancelledWhileWaiting(t *testing.T) {
 	if err := th.do(ctx, "k", "C", "a", apply); err != nil || sent != 1 {
 		t.Fatalf("first edit: %v, sent %d", err, sent)
 	}
-	// The bucket is empty for a minute: a cancelled caller gives up and
-	// leaves nothing behind.
-	cctx, cancel := context.WithCancel(ctx)
-	cancel()
-	if err := th.do(cctx, "k", "C", "b", apply); !errors.Is(err, context.Canceled) {
-		t.Errorf("cancelled edit = %v", err)
+	// The bucket is empty for a minute: a caller whose deadline comes
+	// first gives up, returns its token and leaves nothing behind.
+	dctx, cancel := context.WithTimeout(ctx, 10*time.Millisecond)
+	defer cancel()
+	if err := th.do(dctx, "k", "C", "b", apply); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("edit past its deadline = %v", err)
 	}
 	if sent != 1 || len(th.states) != 0 {
 		t.Errorf("sent %d, %d states left", sent, len(th.states))
+	}
+	if th.tokens < -0.01 {
+		t.Errorf("tokens = %v: the unsent edit kept its token", th.tokens)
+	}
+}
+
+func TestServerErrorsRetriedOnlyWhenSafe(t *testing.T) {
+	e := startEnv(t)
+	ctx := context.Background()
+	for len(e.sleeps) > 0 {
+		<-e.sleeps
+	}
+	e.f.mu.Lock()
+	e.f.down["reactions.add"] = 2
+	e.f.down["chat.postMessage"] = 1
+	e.f.mu.Unlock()
+
+	// A reaction is idempotent: retried after 1s and 2s.
+	if err := e.a.React(ctx, platform.Target{Channel: "C1", MessageID: "1.1"}, "eyes"); err != nil {
+		t.Fatalf("React: %v", err)
+	}
+	if got := []time.Duration{<-e.sleeps, <-e.sleeps}; got[0] != time.Second || got[1] != 2*time.Second {
+		t.Errorf("waits %v, want [1s 2s]", got)
+	}
+	// A post that failed with 5xx may have been posted: not retried, so a
+	// reply is never doubled; the caller sees the error.
+	if _, err := e.a.Send(ctx, platform.Target{Channel: "C1"}, "hello"); err == nil || !strings.Contains(err.Error(), "503") {
+		t.Errorf("Send during a 5xx = %v, want the error", err)
+	}
+	if n := len(e.f.callsOf("chat.postMessage")); n != 0 {
+		t.Errorf("%d posts went through", n)
 	}
 }
 
