@@ -760,3 +760,36 @@ func TestFlagErrorIsExitError(t *testing.T) {
 		t.Errorf("Turn = %v, want *ExitError with the CLI's text", err)
 	}
 }
+
+// TestMessageDuringToolFolds pins the CLI behaviour the engine must plan
+// for: a message sent while a tool waits joins the running turn, and only
+// one result covers both (PROTOCOL.md §3).
+func TestMessageDuringToolFolds(t *testing.T) {
+	e := newFakeEnv(t)
+	p := e.start(StartOptions{})
+	ctx := testCtx(t)
+	res, err := p.Turn(ctx, "[[TOOL:touch g.txt]]", func(ev Event) {
+		if r, ok := ev.(PermissionRequest); ok {
+			if _, err := p.Send(ctx, "by the way"); err != nil {
+				t.Errorf("Send: %v", err)
+			}
+			if err := p.RespondPermission(ctx, r.RequestID, PermissionDecision{Behavior: Allow}); err != nil {
+				t.Errorf("RespondPermission: %v", err)
+			}
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(res.Text, "(also read while working: by the way)") {
+		t.Errorf("result = %q", res.Text)
+	}
+	if err := p.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for ev := range p.Events() {
+		if r, ok := ev.(*Result); ok {
+			t.Errorf("a second result: %+v", r)
+		}
+	}
+}
