@@ -372,7 +372,11 @@ var (
 // mentions spelled out, and Slack's escapes undone. Other users' mentions
 // stay as <@U…> so the reader can still tell who was meant.
 func plainText(s, botUserID string) string {
+	leading := false
 	if botUserID != "" {
+		if loc := mentionRE.FindStringSubmatchIndex(s); loc != nil && strings.TrimSpace(s[:loc[0]]) == "" && s[loc[2]:loc[3]] == botUserID {
+			leading = true
+		}
 		s = mentionRE.ReplaceAllStringFunc(s, func(m string) string {
 			if mentionRE.FindStringSubmatch(m)[1] == botUserID {
 				return ""
@@ -403,5 +407,11 @@ func plainText(s, botUserID string) string {
 		}
 		return label + " (" + target + ")"
 	})
-	return strings.TrimSpace(unescaper.Replace(s))
+	s = strings.TrimSpace(unescaper.Replace(s))
+	if leading {
+		// "@bot: do this" and "@bot, do this" address the bot; the
+		// punctuation belonged to the mention.
+		s = strings.TrimLeft(s, ",:; ")
+	}
+	return s
 }
