@@ -40,6 +40,7 @@ type Config struct {
 	Agent     Agent      `toml:"agent"`
 	Platforms []Platform `toml:"platforms"`
 	Bindings  []Binding  `toml:"bindings"`
+	Metrics   Metrics    `toml:"metrics"`
 
 	// Warnings are things that load but probably do not do what the admin
 	// meant (a binding nobody may use, a platform no binding names). The
@@ -108,6 +109,17 @@ type Binding struct {
 	// RequireMention is nil when the file does not say: the engine then
 	// requires a mention in channels and not in DMs.
 	RequireMention *bool `toml:"require_mention"`
+}
+
+// Metrics configures the Prometheus endpoint ([metrics]); off unless Addr
+// is set.
+type Metrics struct {
+	// Addr is host:port for /metrics and /healthz; "" turns them off.
+	Addr string `toml:"addr"`
+	// AllowRemote permits an Addr reachable from other hosts. Without it
+	// only loopback addresses are accepted: the metrics name platforms and
+	// show activity.
+	AllowRemote bool `toml:"allow_remote"`
 }
 
 // Duration is a time.Duration written as a Go duration string ("30m").
@@ -261,6 +273,9 @@ func (c *Config) String() string {
 		if p.ThreadPerMessage {
 			b.WriteString("thread_per_message = true\n")
 		}
+	}
+	if c.Metrics.Addr != "" {
+		fmt.Fprintf(&b, "\n[metrics]\naddr = %s\nallow_remote = %t\n", q(c.Metrics.Addr), c.Metrics.AllowRemote)
 	}
 	for _, bd := range c.Bindings {
 		fmt.Fprintf(&b, "\n[[bindings]]\nplatform = %s\nchannel = %s\nworkspace = %s\nallow_users = %s\nadmins = %s\n",
