@@ -62,7 +62,7 @@ func (fa *fakeAgents) notifyLocked() {
 // waitFor waits until pred holds for the fake's state.
 func (fa *fakeAgents) waitFor(t *testing.T, what string, pred func(fa *fakeAgents) bool) {
 	t.Helper()
-	deadline := time.NewTimer(15 * time.Second)
+	deadline := time.NewTimer(waitLimit)
 	defer deadline.Stop()
 	for {
 		fa.mu.Lock()
@@ -85,7 +85,7 @@ func (fa *fakeAgents) release(t *testing.T) {
 	t.Helper()
 	select {
 	case fa.gate <- struct{}{}:
-	case <-time.After(15 * time.Second):
+	case <-time.After(waitLimit):
 		t.Fatal("no [[WAIT]] turn to release")
 	}
 }

@@ -15,6 +15,11 @@ import (
 	"github.com/cc-connect/cc-connect/platform"
 )
 
+// waitLimit bounds every wait in these tests. Waits end on events long
+// before it; it only decides how long a broken test takes to fail, and the
+// real CLI on a loaded machine needs seconds per turn.
+const waitLimit = 60 * time.Second
+
 // harness runs an Engine against a fake platform and an agent spawner
 // (the in-memory fake unless a test swaps it).
 type harness struct {
@@ -143,7 +148,7 @@ func (h *harness) deliver(m platform.Message) {
 // waitIdle waits until the engine has no work.
 func (h *harness) waitIdle() {
 	h.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
 	if err := h.e.WaitIdle(ctx); err != nil {
 		h.t.Fatalf("WaitIdle: %v", err)
@@ -171,7 +176,7 @@ func (l *logBuffer) Write(p []byte) (int, error) {
 // every log write.
 func (l *logBuffer) waitRecords(t *testing.T, msg string, n int) []map[string]any {
 	t.Helper()
-	deadline := time.NewTimer(15 * time.Second)
+	deadline := time.NewTimer(waitLimit)
 	defer deadline.Stop()
 	for {
 		l.mu.Lock()
@@ -195,7 +200,7 @@ func (l *logBuffer) waitRecords(t *testing.T, msg string, n int) []map[string]an
 // that has no event to wait on (files written by other processes).
 func pollFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(waitLimit)
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
 	for !cond() {

@@ -72,7 +72,7 @@ func (f *fakePlatform) snapshot() []recorded {
 // after a deadline. It never sleeps: it wakes on every new call.
 func (f *fakePlatform) waitFor(t *testing.T, what string, pred func([]recorded) bool) []recorded {
 	t.Helper()
-	deadline := time.NewTimer(15 * time.Second)
+	deadline := time.NewTimer(waitLimit)
 	defer deadline.Stop()
 	for {
 		f.mu.Lock()
