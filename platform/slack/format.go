@@ -143,30 +143,44 @@ func convertInline(s string) string {
 		return string(rune(placeholderBase + len(held) - 1))
 	}
 
+	// The guards skip patterns that cannot match: most lines have no
+	// markup at all, and regexp passes are the cost of conversion.
 	s = liftCodeSpans(s, hold)
-	s = linkRE.ReplaceAllStringFunc(s, func(m string) string {
-		sub := linkRE.FindStringSubmatch(m)
-		label := strings.TrimSpace(emphMarkersRE.ReplaceAllString(sub[1], ""))
-		url := escapeURL(sub[2])
-		if label == "" || label == sub[2] {
-			return hold("<" + url + ">")
-		}
-		return hold("<" + url + "|" + escapeText(label) + ">")
-	})
-	s = autolinkRE.ReplaceAllStringFunc(s, func(m string) string {
-		return hold("<" + escapeURL(m[1:len(m)-1]) + ">")
-	})
+	if strings.Contains(s, "](") {
+		s = linkRE.ReplaceAllStringFunc(s, func(m string) string {
+			sub := linkRE.FindStringSubmatch(m)
+			label := strings.TrimSpace(emphMarkersRE.ReplaceAllString(sub[1], ""))
+			url := escapeURL(sub[2])
+			if label == "" || label == sub[2] {
+				return hold("<" + url + ">")
+			}
+			return hold("<" + url + "|" + escapeText(label) + ">")
+		})
+	}
+	if strings.Contains(s, "<") {
+		s = autolinkRE.ReplaceAllStringFunc(s, func(m string) string {
+			return hold("<" + escapeURL(m[1:len(m)-1]) + ">")
+		})
+	}
 
 	s = escapeText(s)
-	s = boldItalicRE.ReplaceAllString(s, boldMark+"_${1}_"+boldMark)
-	s = boldStarRE.ReplaceAllString(s, boldMark+"${1}"+boldMark)
+	if strings.Contains(s, "**") {
+		s = boldItalicRE.ReplaceAllString(s, boldMark+"_${1}_"+boldMark)
+		s = boldStarRE.ReplaceAllString(s, boldMark+"${1}"+boldMark)
+	}
 	// These two patterns consume the character on each side of a match, so
 	// a second pass catches neighbours that shared it ("*a* *b*").
 	for range 2 {
-		s = boldUnderRE.ReplaceAllString(s, "${1}"+boldMark+"${2}"+boldMark+"${3}")
-		s = italicStarRE.ReplaceAllString(s, "${1}_${2}_${3}")
+		if strings.Contains(s, "__") {
+			s = boldUnderRE.ReplaceAllString(s, "${1}"+boldMark+"${2}"+boldMark+"${3}")
+		}
+		if strings.Contains(s, "*") {
+			s = italicStarRE.ReplaceAllString(s, "${1}_${2}_${3}")
+		}
 	}
-	s = strikeRE.ReplaceAllString(s, "~${1}~")
+	if strings.Contains(s, "~~") {
+		s = strikeRE.ReplaceAllString(s, "~${1}~")
+	}
 	s = strings.ReplaceAll(s, boldMark, "*")
 
 	if len(held) == 0 {
