@@ -196,6 +196,12 @@ func (s *session) next() (workItem, bool) {
 		if len(s.queue) > 0 {
 			it := s.queue[0]
 			s.queue = s.queue[1:]
+			if it.kind == itemTurn {
+				// Running from the moment it leaves the FIFO: a message
+				// arriving now is told it waits, and the process is not
+				// reaped for another session.
+				s.state = stateRunning
+			}
 			s.mu.Unlock()
 			return it, true
 		}
@@ -350,12 +356,6 @@ func (s *session) sessionID() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.rec.SessionID
-}
-
-func (s *session) setState(st state) {
-	s.mu.Lock()
-	s.state = st
-	s.mu.Unlock()
 }
 
 // update changes the record under the lock and saves it when changed.

@@ -22,7 +22,7 @@ func TestShutdownInterruptsAfterGraceAndClosesAll(t *testing.T) {
 	if live != 0 {
 		t.Errorf("%d agent processes outlived Run", live)
 	}
-	h.rec.waitSend(t, "Stopped.")
+	h.rec.waitSend(t, "Stopped: cc-connect is shutting down")
 	if got := h.rec.sends("shutting down; this message was not processed"); len(got) != 1 {
 		t.Errorf("queued message notices = %q, want one", got)
 	}
@@ -51,7 +51,7 @@ func TestShutdownLetsRunningTurnFinishWithinGrace(t *testing.T) {
 	if got := h.rec.sends("echo: almost done"); len(got) != 1 {
 		t.Errorf("reply = %q, want the turn to finish within the grace", got)
 	}
-	if got := h.rec.sends("Stopped."); len(got) != 0 {
+	if got := h.rec.sends("Stopped"); len(got) != 0 {
 		t.Errorf("the turn was interrupted within the grace")
 	}
 	h.fa.mu.Lock()

@@ -54,7 +54,6 @@ type turn struct {
 // runTurn runs one user message as a turn, with the fallbacks that keep the
 // session usable, and posts the reply.
 func (s *session) runTurn(it workItem) {
-	s.setState(stateRunning)
 	s.turnStarted(it.msg)
 	hadHistory := s.sessionID() != ""
 	out := s.attempt(it)
@@ -76,7 +75,7 @@ func (s *session) finish(it workItem, out outcome, hadHistory bool) bool {
 		s.relay(out)
 		return !out.res.IsError
 	case errors.Is(out.err, errStopped):
-		s.send(s.e.bg, "cc-connect is shutting down; this message was not processed. Please send it again later.")
+		s.send(s.e.bg, shutdownText)
 		return false
 	case errors.Is(out.err, agentproc.ErrSessionNotFound),
 		errors.Is(out.err, agentproc.ErrPromptTooLong) && hadHistory:
@@ -426,6 +425,9 @@ func (s *session) relay(out outcome) {
 	}
 	if strings.HasPrefix(res.TerminalReason, "aborted") {
 		text = "Stopped."
+		if s.e.isStopping() {
+			text = "Stopped: cc-connect is shutting down. Send the message again once it is back."
+		}
 	}
 	clean, self, hasSelf := ctxindicator.StripSelfReport(text)
 	s.update(func(r *record) {
