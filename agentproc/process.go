@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -92,6 +93,11 @@ func Start(ctx context.Context, cfg Config, opts StartOptions, log *slog.Logger)
 	path, err := exec.LookPath(command)
 	if err != nil {
 		return nil, fmt.Errorf("starting agent %q: %w", command, err)
+	}
+	// exec resolves a relative path against cmd.Dir, not our cwd where
+	// LookPath found it.
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
 	}
 	cmd := exec.Command(path, BuildArgs(cfg, opts)...)
 	cmd.Dir = opts.Dir
@@ -300,7 +306,10 @@ type userMessage struct {
 // even with ErrPromptTooLong and ErrSessionNotFound. An *ExitError means the
 // process ended before a result; ErrMalformedOutput that the result was lost.
 // If ctx ends first, the turn keeps running in the CLI: Interrupt or Close
-// it; the next Turn first waits out that turn's result.
+// it; the next Turn first waits out that turn's result. on runs on Turn's
+// goroutine, which is the one draining Events: calls that wait for the CLI
+// (Interrupt, SetModel) must be made from another goroutine, while
+// RespondPermission and Send only write and are fine from on.
 func (p *Process) Turn(ctx context.Context, text string, on func(Event)) (*Result, error) {
 	if !p.turnBusy.CompareAndSwap(false, true) {
 		return nil, ErrTurnInProgress
@@ -452,10 +461,18 @@ func (p *Process) Close(ctx context.Context) error {
 		if grace <= 0 {
 			grace = defaultCloseGrace
 		}
-		p.wmu.Lock()
+		// Close stdin between whole lines (half a line is a malformed
+		// input that makes the CLI exit 1), but never wait for a writer
+		// stuck on a CLI that stopped reading: the signals below free it.
 		p.closing.Store(true)
-		_ = p.stdin.Close()
-		p.wmu.Unlock()
+		closed := make(chan struct{})
+		go func() {
+			defer close(closed)
+			p.wmu.Lock()
+			defer p.wmu.Unlock()
+			_ = p.stdin.Close()
+		}()
+		defer func() { <-closed }() // after the reap, wait closed stdin: the lock is free
 
 		if p.waitDone(ctx, grace) {
 			return

@@ -793,3 +793,28 @@ func TestMessageDuringToolFolds(t *testing.T) {
 		}
 	}
 }
+
+func TestStartRelativeCommand(t *testing.T) {
+	e := newFakeEnv(t)
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel, err := filepath.Rel(wd, e.bin)
+	if err != nil {
+		t.Skipf("no relative path to the fake: %v", err)
+	}
+	if !strings.Contains(rel, string(filepath.Separator)) {
+		rel = "." + string(filepath.Separator) + rel
+	}
+	// The workspace differs from the test's cwd: the path must still
+	// resolve against the cwd it was given in.
+	p, err := Start(context.Background(), Config{Command: rel, Env: e.env}, StartOptions{Dir: e.dir}, nil)
+	if err != nil {
+		t.Fatalf("Start(%q): %v", rel, err)
+	}
+	defer p.Close(context.Background())
+	if res, _ := mustTurn(t, p, "rel"); res.Text != "echo: rel" {
+		t.Errorf("result = %q", res.Text)
+	}
+}
