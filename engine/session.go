@@ -374,6 +374,8 @@ func (s *session) update(f func(r *record)) {
 	}
 }
 
+const sendTimeout = 2 * time.Minute
+
 // send posts text to the conversation.
 func (s *session) send(ctx context.Context, text string) platform.Target {
 	return s.sendTo(ctx, s.to, text)
@@ -381,6 +383,10 @@ func (s *session) send(ctx context.Context, text string) platform.Target {
 
 func (s *session) sendTo(ctx context.Context, to platform.Target, text string) platform.Target {
 	to.MessageID = ""
+	// Bounded so that an adapter that stopped answering cannot hold a
+	// session (and so shutdown) forever; generous for rate-limited splits.
+	ctx, cancel := context.WithTimeout(ctx, sendTimeout)
+	defer cancel()
 	posted, err := s.adapter.Send(ctx, to, text)
 	if err != nil {
 		s.log.Error("Posting to the chat failed", "error", err)
