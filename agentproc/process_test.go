@@ -818,3 +818,43 @@ func TestStartRelativeCommand(t *testing.T) {
 		t.Errorf("result = %q", res.Text)
 	}
 }
+
+// TestTranscriptAfterCrash checks the fake leaves transcripts the recovery
+// classification reads as the real CLI's would.
+func TestTranscriptAfterCrash(t *testing.T) {
+	tests := []struct {
+		prompt string
+		want   Interruption
+	}{
+		{"plain", InterruptionNone},
+		{"[[CRASH]]", InterruptionPrompt},
+		{"[[TOOL:touch h.txt]] [[CRASH]]", InterruptionTurn},
+	}
+	for _, tt := range tests {
+		t.Run(tt.prompt, func(t *testing.T) {
+			e := newFakeEnv(t)
+			p := e.start(StartOptions{})
+			ctx := testCtx(t)
+			id, err := p.Send(ctx, tt.prompt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			init := waitEvent[Init](t, p)
+			if err := p.Close(ctx); err != nil {
+				t.Fatal(err)
+			}
+			path := e.transcript(init.SessionID)
+			got, err := ClassifyEnd(path)
+			if err != nil || got != tt.want {
+				t.Errorf("ClassifyEnd = %v, %v; want %v", got, err, tt.want)
+			}
+			if ok, err := ContainsUUID(path, id); !ok || err != nil {
+				t.Errorf("ContainsUUID(%s) = %v, %v", id, ok, err)
+			}
+			lite, err := ReadLite(path)
+			if err != nil || lite.SessionID != init.SessionID || lite.FirstPrompt != tt.prompt || lite.Cwd != e.dir {
+				t.Errorf("ReadLite = %+v, %v", lite, err)
+			}
+		})
+	}
+}

@@ -44,7 +44,11 @@
 //	              failed status pair when the session has earlier prompts). The
 //	              session stays poisoned: later turns, also after --resume, fail
 //	              the same way unless FAKECLAUDE_TOOLONG_STICKY=0.
-//	[[CRASH]]     one assistant event, a stderr line, then exit 2 mid-turn.
+//	[[CRASH]]     one assistant event (streamed but, as an unfinished message,
+//	              not in the transcript, which ends on the prompt), a stderr
+//	              line, then exit 2 mid-turn without a result. With
+//	              [[TOOL:cmd]] the crash comes right after the tool_use, so the
+//	              transcript ends on a tool call without its result.
 //	[[HANG]]      no output after init until an interrupt (aborted_streaming
 //	              result) or a signal; stdin EOF does not end it.
 //	[[SLOW]]      stream chunks every 10 ms (not shown until the end, as

@@ -88,12 +88,12 @@ func (f *fake) runTurn(m userMsg) {
 	switch {
 	case f.tooLong(text):
 		res = f.turnTooLong(t)
-	case strings.Contains(text, "[[CRASH]]"):
+	case strings.Contains(text, "[[CRASH]]") && !reTool.MatchString(text):
+		// The reply streams to stdout but, like an unfinished message,
+		// never reaches the transcript: it ends on the prompt.
 		u := f.apiCall(false)
-		f.emitAssistant(t, f.newMsgID(), textBlock("partial reply before a crash"), u)
-		f.out.flush()
-		fmt.Fprintln(os.Stderr, "fakeclaude: simulated crash ([[CRASH]])")
-		os.Exit(2)
+		f.emitAssistantExtra(t, f.newMsgID(), textBlock("partial reply before a crash"), u, nil, false)
+		crash()
 	case strings.Contains(text, "[[HANG]]"):
 		<-t.interrupt
 		res = f.aborted(t, interruptedText, "aborted_streaming")
@@ -184,7 +184,7 @@ func (f *fake) turnSlow(t *turnState, limit string) resultLine {
 		case <-t.interrupt:
 			f.sync()
 			u := f.apiCall(false)
-			f.emitAssistantExtra(t, msgID, textBlock(sb.String()), u, map[string]any{"aborted": true})
+			f.emitAssistantExtra(t, msgID, textBlock(sb.String()), u, map[string]any{"aborted": true}, true)
 			return f.aborted(t, interruptedText, "aborted_streaming")
 		case <-tick.C:
 			fmt.Fprintf(&sb, "[chunk %d] ", i)
@@ -217,6 +217,9 @@ func (f *fake) turnTool(t *turnState, cmd string) resultLine {
 	u := f.apiCall(strings.Contains(t.msg.text, "[[BIG]]"))
 	f.emitAssistant(t, msgID, textBlock("I'll run a command."), u)
 	f.emitAssistant(t, msgID, map[string]any{"type": "tool_use", "id": toolID, "name": "Bash", "input": input}, u)
+	if strings.Contains(t.msg.text, "[[CRASH]]") {
+		crash() // the transcript ends on a tool_use without its result
+	}
 	f.mu.Lock()
 	t.folding = true // a message now joins this turn (PROTOCOL.md §3)
 	mode := f.permissionMode
@@ -455,6 +458,13 @@ func (f *fake) handleControl(id string, raw json.RawMessage) {
 	}
 }
 
+// crash ends the process mid-turn as a crashing CLI would: output so far
+// flushed, a line on stderr, exit 2, no result.
+func crash() {
+	fmt.Fprintln(os.Stderr, "fakeclaude: simulated crash ([[CRASH]])")
+	os.Exit(2)
+}
+
 // checkStopped reports an interrupt that came while the turn was busy.
 func (f *fake) checkStopped(t *turnState) bool {
 	f.mu.Lock()
@@ -501,10 +511,10 @@ func (f *fake) emitInit(model string) {
 // emitAssistant writes one assistant event (one block, stop_reason null, as
 // streamed) and its transcript line, and accounts the call once per message.
 func (f *fake) emitAssistant(t *turnState, msgID string, block map[string]any, u usage) {
-	f.emitAssistantExtra(t, msgID, block, u, nil)
+	f.emitAssistantExtra(t, msgID, block, u, nil, true)
 }
 
-func (f *fake) emitAssistantExtra(t *turnState, msgID string, block map[string]any, u usage, extra map[string]any) {
+func (f *fake) emitAssistantExtra(t *turnState, msgID string, block map[string]any, u usage, extra map[string]any, persist bool) {
 	line := map[string]any{
 		"type": "assistant",
 		"message": map[string]any{
@@ -519,7 +529,9 @@ func (f *fake) emitAssistantExtra(t *turnState, msgID string, block map[string]a
 		line[k] = v
 	}
 	f.out.line(line)
-	f.appendTranscript(f.assistantTranscriptLine(msgID, t.model, block, u, false))
+	if persist {
+		f.appendTranscript(f.assistantTranscriptLine(msgID, t.model, block, u, false))
+	}
 	if t.firstOfMessage(msgID) {
 		// The event shows message_start's stale output_tokens (1); the
 		// totals count the reply's real length, as message_delta would.
