@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -259,5 +260,114 @@ func TestRealShutdownLeavesNoProcess(t *testing.T) {
 		if err := syscall.Kill(l.Pid, 0); !errors.Is(err, syscall.ESRCH) {
 			t.Errorf("claude process %d still exists after Run returned (kill 0: %v)", l.Pid, err)
 		}
+	}
+}
+
+func (h *harness) waitTurnStarts(t *testing.T, n int) {
+	t.Helper()
+	h.rec.waitFor(t, "a turn to start", func([]recorded) bool { return len(h.rec.kinds("typing")) >= n })
+}
+
+func TestRealQueueOrderAndLimit(t *testing.T) {
+	release := filepath.Join(t.TempDir(), "release")
+	h, re := newRealHarness(t, map[string]string{"FAKECLAUDE_RELEASE": release}, func(o *Options) { o.QueueLimit = 1 })
+	h.say("alice", "T1", "one [[SLOW]]")
+	h.waitTurnStarts(t, 1)
+	h.say("alice", "T1", "two")
+	h.rec.waitSend(t, "Queued (position 1)")
+	h.say("alice", "T1", "three")
+	h.rec.waitSend(t, "Queue full")
+	if err := os.WriteFile(release, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h.rec.waitSend(t, "echo: two")
+	h.waitIdle()
+	var texts []string
+	for _, l := range readRecord(t, re.record) {
+		texts = append(texts, l.Text)
+	}
+	if strings.Join(texts, "|") != "one [[SLOW]]|two" {
+		t.Errorf("the CLI received %q, want one then two, one at a time, and not the refused third", texts)
+	}
+	var replies []string
+	for _, s := range h.rec.sends("") {
+		if strings.HasPrefix(s, "[chunk") || strings.HasPrefix(s, "echo:") {
+			replies = append(replies, s[:5])
+		}
+	}
+	if strings.Join(replies, ",") != "[chun,echo:" {
+		t.Errorf("replies in order %q, want the slow turn's, then two's", replies)
+	}
+}
+
+func TestRealProcessCap(t *testing.T) {
+	release := filepath.Join(t.TempDir(), "release")
+	h, re := newRealHarness(t, map[string]string{"FAKECLAUDE_RELEASE": release}, func(o *Options) { o.MaxProcesses = 1 })
+	h.say("alice", "T1", "a [[SLOW]]")
+	h.waitTurnStarts(t, 1)
+	h.say("bob", "T2", "b")
+	h.rec.waitSend(t, noticeWaiting)
+	if err := os.WriteFile(release, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h.rec.waitSend(t, "echo: b")
+	h.waitIdle()
+	if got := h.rec.sends(noticeWaiting); len(got) != 1 {
+		t.Errorf("waiting notice posted %d times, want once", len(got))
+	}
+	lines := readRecord(t, re.record)
+	if len(lines) != 2 || lines[0].Pid == lines[1].Pid {
+		t.Fatalf("record = %+v", lines)
+	}
+	// The first process was closed before the second started.
+	if err := syscall.Kill(lines[0].Pid, 0); !errors.Is(err, syscall.ESRCH) {
+		t.Errorf("the first process %d is still alive beside the second under a cap of 1", lines[0].Pid)
+	}
+}
+
+func TestRealPermissionDenyAndTimeout(t *testing.T) {
+	tests := []struct {
+		name    string
+		timeout time.Duration
+		press   bool
+		reply   string
+	}{
+		{"deny", 0, true, "tool said: Denied by alice in chat."},
+		{"timeout", 30 * time.Millisecond, false, "tool said: No answer in chat within 30ms; the request was denied."},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h, _ := newRealHarness(t, nil, func(o *Options) { o.PermissionTimeout = tt.timeout })
+			h.say("alice", "T1", "[[TOOL:rm -rf build]]")
+			ask := waitAsk(t, h)
+			if tt.press {
+				h.press("alice", ask.Prompt.RequestID, platform.ChoiceDeny)
+			}
+			h.rec.waitSend(t, tt.reply)
+		})
+	}
+}
+
+func TestRealStatusAndNew(t *testing.T) {
+	h, re := newRealHarness(t, nil, nil)
+	h.say("alice", "T1", "hello")
+	h.rec.waitSend(t, "echo: hello")
+	h.waitIdle()
+	first := readRecord(t, re.record)[0]
+	h.say("alice", "T1", "!status")
+	st := h.rec.waitSend(t, "State:")
+	for _, want := range []string{"State: idle", "Session: " + first.SessionID, "Context: 25%",
+		"Process: alive, pid " + strconv.Itoa(first.Pid)} {
+		if !strings.Contains(st.Text, want) {
+			t.Errorf("status lacks %q:\n%s", want, st.Text)
+		}
+	}
+	h.say("alice", "T1", "!new")
+	h.rec.waitSend(t, "Started a new session")
+	h.say("alice", "T1", "fresh")
+	h.rec.waitSend(t, "echo: fresh")
+	lines := readRecord(t, re.record)
+	if len(lines) != 2 || lines[1].SessionID == first.SessionID {
+		t.Errorf("record = %+v, want the message after !new in a new session", lines)
 	}
 }
