@@ -27,6 +27,7 @@ import (
 //	[[SELF:NN]]   the reply ends with the self-report marker [ctx: ~NN%]
 //	[[EMPTY]]     no reply text at all
 //	[[HISTORY]]   replies with the session's history
+//	[[OVER]]      reports 300,000 context tokens of the 200,000 window
 //
 // Otherwise the reply is "echo: <text>", with 50,000 context tokens of a
 // 200,000 window (25%).
@@ -300,7 +301,11 @@ func (p *fakeProc) Turn(ctx context.Context, text string, on func(agentproc.Even
 	if reply != "" {
 		on(agentproc.AssistantText{Text: reply})
 	}
-	return p.result(reply), nil
+	res := p.result(reply)
+	if strings.Contains(text, "[[OVER]]") {
+		res.ContextTokens = 300000
+	}
+	return res, nil
 }
 
 func (p *fakeProc) Interrupt(ctx context.Context) error {

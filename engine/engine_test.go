@@ -340,3 +340,17 @@ func TestProgressEditsAreThrottled(t *testing.T) {
 		t.Errorf("%d calls on a platform without edits, want 0", n)
 	}
 }
+
+func TestContextOverflowIsClampedAndWarned(t *testing.T) {
+	h := newHarness(t, nil)
+	h.say("alice", "T1", "[[OVER]]")
+	got := h.rec.waitSend(t, "echo: [[OVER]]")
+	h.waitIdle()
+	if !strings.HasSuffix(got.Text, "\n[ctx: 100%]") {
+		t.Errorf("reply = %q, want the indicator clamped to 100%%", got.Text)
+	}
+	recs := h.logs.records("context_usage")
+	if len(recs) != 1 || recs[0]["level"] != "WARN" || recs[0]["input_tokens"] != float64(300000) {
+		t.Errorf("context_usage = %v, want a warning with the raw tokens", recs)
+	}
+}
