@@ -238,7 +238,7 @@ func BenchmarkListSessions1000(b *testing.B) {
 	cwd := "/home/dev/work/bench"
 	dir := ProjectDir(cfg, cwd)
 	// Sizes cycle from a few KB (head and tail overlap) to 300 KB (they
-	// do not); about 100 MB in all.
+	// do not); about 120 MB in all.
 	sizes := []int64{8 << 10, 60 << 10, 120 << 10, 300 << 10}
 	base := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
 	for i := range 1000 {
