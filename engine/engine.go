@@ -3,8 +3,9 @@
 // sessions (one per platform, channel and thread, each with one goroutine,
 // one bounded FIFO and at most one live agent process), the process caps,
 // permission prompts, chat commands and the fallbacks that keep a session
-// usable when resuming fails. It imports platform, agentproc and workspace
-// and never a platform library; it never parses the CLI's wire format.
+// usable when resuming fails. It imports platform, agentproc, workspace and
+// ctxindicator, never a platform library; it never parses the CLI's wire
+// format (agentproc does) nor writes Claude Code's transcripts.
 package engine
 
 import (
@@ -172,7 +173,8 @@ func (e *Engine) adapter(name string) (platform.Adapter, bool) {
 	return a, ok
 }
 
-// Run runs every adapter and the sessions until ctx is cancelled. Then it
+// Run runs every adapter and the sessions until ctx is cancelled; call it
+// once. Then it
 // stops admitting messages, lets running turns finish within ShutdownGrace,
 // interrupts and closes every agent process, and returns when all are gone.
 // An adapter that fails is logged; the others keep running.
