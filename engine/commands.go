@@ -101,8 +101,12 @@ func (s *session) enqueueCommand(ctx context.Context, it workItem) {
 func (s *session) control(ctx context.Context, c control) {
 	select {
 	case s.ctrl <- c:
-	case <-ctx.Done():
 	case <-s.e.stopping:
+	default:
+		// The session goroutine reads controls at every step, so a full
+		// buffer means it is stuck; never stall the adapter on it.
+		s.log.Warn("Session control buffer full; control dropped", "kind", int(c.kind))
+		s.sendTo(ctx, c.to, "The session is busy right now; please try again in a moment.")
 	}
 }
 
@@ -281,7 +285,7 @@ const sidePrefix = "(side answer) "
 
 func (s *session) sideQuestion(id, question string) {
 	e := s.e
-	if err := e.acquireSlot(e.bg, s.ws.Path, s, func() { s.send(e.bg, sidePrefix+noticeWaiting) }); err != nil {
+	if err := e.acquireSlot(e.bg, s.ws.Path, s, func() { s.send(e.bg, sidePrefix+noticeWaiting) }, nil, nil); err != nil {
 		s.send(e.bg, sidePrefix+"not answered: cc-connect is shutting down.")
 		return
 	}

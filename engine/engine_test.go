@@ -354,3 +354,22 @@ func TestContextOverflowIsClampedAndWarned(t *testing.T) {
 		t.Errorf("context_usage = %v, want a warning with the raw tokens", recs)
 	}
 }
+
+func TestStopWhileWaitingForSlot(t *testing.T) {
+	h := newHarness(t, func(o *Options, _ *harnessConfig) { o.MaxProcesses = 1 })
+	h.say("alice", "T1", "a [[WAIT]]")
+	h.fa.waitFor(t, "the first turn", func(fa *fakeAgents) bool { return fa.waiting == 1 })
+	h.say("bob", "T2", "b")
+	h.rec.waitSend(t, noticeWaiting)
+	h.say("bob", "T2", "!stop")
+	h.rec.waitSend(t, "Stopped before the turn started")
+	h.fa.release(t)
+	h.rec.waitSend(t, "echo: a")
+	h.waitIdle()
+	if got := h.rec.sends("echo: b"); len(got) != 0 {
+		t.Errorf("the stopped message ran: %q", got)
+	}
+	if n := len(h.fa.spawnsSnapshot()); n != 1 {
+		t.Errorf("%d spawns, want 1", n)
+	}
+}

@@ -70,8 +70,10 @@ func (s *slots) live() int {
 // acquireSlot waits for a process slot in ws. At the cap it posts "waiting
 // for a free slot" once (through notify) and asks the oldest idle process of
 // another holder to close early. It fails only when ctx ends or the engine
-// stops.
-func (e *Engine) acquireSlot(ctx context.Context, ws string, requester *session, notify func()) error {
+// stops, or when onCtrl (given, it handles the requester's controls while
+// it waits) returns an error.
+func (e *Engine) acquireSlot(ctx context.Context, ws string, requester *session, notify func(),
+	ctrl <-chan control, onCtrl func(control) error) error {
 	notified := false
 	for {
 		ok, wait, wsFull := e.slots.tryAcquire(ws)
@@ -88,6 +90,10 @@ func (e *Engine) acquireSlot(ctx context.Context, ws string, requester *session,
 		}
 		select {
 		case <-wait:
+		case c := <-ctrl:
+			if err := onCtrl(c); err != nil {
+				return err
+			}
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-e.stopping:

@@ -21,6 +21,10 @@ const (
 	noticeWaiting  = "All agent slots are busy — waiting for a free slot."
 )
 
+// errStoppedWaiting means !stop came while the turn waited for a process
+// slot: the message is dropped and the session kept.
+var errStoppedWaiting = errors.New("stopped while waiting for a process slot")
+
 // turnMsg carries one event of a running turn, or its end, from the
 // goroutine blocked in Turn to the session's goroutine, in order.
 type turnMsg struct {
@@ -76,6 +80,9 @@ func (s *session) finish(it workItem, out outcome, hadHistory bool) bool {
 		return !out.res.IsError
 	case errors.Is(out.err, errStopped):
 		s.send(s.e.bg, shutdownText)
+		return false
+	case errors.Is(out.err, errStoppedWaiting):
+		s.send(s.e.bg, "Stopped before the turn started: the message was dropped. The session is kept.")
 		return false
 	case errors.Is(out.err, agentproc.ErrSessionNotFound),
 		errors.Is(out.err, agentproc.ErrPromptTooLong) && hadHistory:
@@ -169,7 +176,16 @@ func (s *session) ensureProcess() error {
 			return nil
 		}
 	}
-	if err := s.e.acquireSlot(s.e.bg, s.ws.Path, s, func() { s.send(s.e.bg, noticeWaiting) }); err != nil {
+	onCtrl := func(c control) error {
+		switch c.kind {
+		case ctrlStop:
+			return errStoppedWaiting
+		case ctrlAnswer:
+			s.sendTo(s.e.bg, c.to, "No permission request is pending.")
+		}
+		return nil // ctrlReap: there is no process to reap
+	}
+	if err := s.e.acquireSlot(s.e.bg, s.ws.Path, s, func() { s.send(s.e.bg, noticeWaiting) }, s.ctrl, onCtrl); err != nil {
 		return err
 	}
 	id := s.sessionID()
