@@ -5,8 +5,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -71,6 +73,49 @@ func FuzzDecodeLine(f *testing.F) {
 			if _, ok := ev.(*Result); ok && (dec.sawCall || dec.lastModel != "") {
 				t.Fatal("decoder kept the turn's usage after a result")
 			}
+		}
+	})
+}
+
+// FuzzLineReader compares the line splitter, run with bufio's smallest
+// buffer so long lines span many fills, against a plain split: same lines,
+// too-long ones reported and skipped, nothing lost after them.
+func FuzzLineReader(f *testing.F) {
+	f.Add([]byte("a\nbb\n"), uint8(1))
+	f.Add([]byte("0123456789abcdefghij\nshort\nlast"), uint8(5))
+	f.Add([]byte("\n\n\n"), uint8(0))
+	f.Fuzz(func(t *testing.T, data []byte, max uint8) {
+		var want []string
+		if len(data) > 0 {
+			parts := strings.Split(string(data), "\n")
+			if strings.HasSuffix(string(data), "\n") {
+				parts = parts[:len(parts)-1]
+			}
+			for _, p := range parts {
+				if len(p) > int(max) {
+					p = "!"
+				}
+				want = append(want, p)
+			}
+		}
+		lr := newLineReaderSize(bytes.NewReader(data), int(max), 16)
+		var got []string
+		for {
+			line, err := lr.next()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if errors.Is(err, errLineTooLong) {
+				got = append(got, "!")
+				continue
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, string(line))
+		}
+		if strings.Join(got, "\x00") != strings.Join(want, "\x00") || len(got) != len(want) {
+			t.Fatalf("lines %q, want %q", got, want)
 		}
 	})
 }

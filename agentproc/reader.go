@@ -404,7 +404,13 @@ type lineReader struct {
 }
 
 func newLineReader(r io.Reader, max int) *lineReader {
-	return &lineReader{br: bufio.NewReaderSize(r, 64<<10), max: max}
+	return newLineReaderSize(r, max, 64<<10)
+}
+
+// newLineReaderSize lets tests use a tiny buffer, so that lines spanning
+// many buffer fills are exercised with small inputs.
+func newLineReaderSize(r io.Reader, max, size int) *lineReader {
+	return &lineReader{br: bufio.NewReaderSize(r, size), max: max}
 }
 
 // errLineTooLong reports a line past the limit; the reader has skipped it.
