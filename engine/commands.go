@@ -48,6 +48,11 @@ func parseCommand(text string) (name, args string, ok bool) {
 	return name, args, true
 }
 
+func parseCommandName(text string) (string, bool) {
+	name, _, ok := parseCommand(text)
+	return name, ok
+}
+
 // command runs a chat command. Commands that change which agent session a
 // conversation uses (!new, !resume) go through the FIFO so that they apply
 // after the turns sent before them; the others act at once.
