@@ -336,8 +336,13 @@ func TestRealPromptTooLong(t *testing.T) {
 		if !errors.Is(err, agentproc.ErrPromptTooLong) {
 			t.Fatalf("err %v, want ErrPromptTooLong (driver/CLI mismatch)", err)
 		}
-		if res == nil || !res.IsError || res.TerminalReason != "prompt_too_long" {
-			t.Errorf("result %+v, want is_error with terminal_reason prompt_too_long", res)
+		if res == nil || !res.IsError || res.TerminalReason != "prompt_too_long" || res.ContextTokens != 0 {
+			t.Errorf("result %+v, want is_error, terminal_reason prompt_too_long and no context figure", res)
+		}
+		// The session is poisoned (errors.go): the failed prompt stays in
+		// the history and the next, harmless one fails with it.
+		if _, _, err := turn(t, p, "harmless"); !errors.Is(err, agentproc.ErrPromptTooLong) {
+			t.Errorf("next turn in the same session: %v, want ErrPromptTooLong again", err)
 		}
 	})
 	t.Run("later turn", func(t *testing.T) {
