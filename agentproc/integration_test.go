@@ -10,6 +10,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -670,4 +671,40 @@ func TestRealClose(t *testing.T) {
 			t.Errorf("exit after an error result: %v, want code 1", err)
 		}
 	})
+}
+
+func TestRealReactiveCompaction(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	p := r.start(t, agentproc.StartOptions{})
+	mustTurn(t, p, "one", "echo: one")
+	mustTurn(t, p, "two", "echo: two")
+	// Only the next call fails: the CLI compacts the history, retries the
+	// prompt and the turn succeeds in the same session (PROTOCOL.md §7).
+	r.api.SetModeOnce(fakeapi.ModeTooLong)
+	res, evs := mustTurn(t, p, "three", "echo: three")
+
+	var got []string
+	for _, e := range evs {
+		switch e := e.(type) {
+		case agentproc.Compaction:
+			got = append(got, fmt.Sprintf("compaction active=%v result=%s", e.Active, e.Result))
+		case agentproc.CompactBoundary:
+			got = append(got, "boundary "+e.Trigger)
+			if e.PreTokens <= 0 {
+				t.Errorf("compact boundary pre_tokens %d", e.PreTokens)
+			}
+		}
+	}
+	want := []string{"compaction active=true result=", "compaction active=false result=success", "boundary auto"}
+	if !slices.Equal(got, want) {
+		t.Errorf("compaction events %q, want %q (driver/CLI mismatch on system/status or compact_boundary)", got, want)
+	}
+	reqs := r.api.Requests()
+	if res.ContextTokens != reqs[len(reqs)-1].Usage.ContextTokens() {
+		t.Errorf("ContextTokens %d after compaction, want the retried call's %d", res.ContextTokens, reqs[len(reqs)-1].Usage.ContextTokens())
+	}
+	if res.SessionID != p.SessionID() {
+		t.Errorf("session changed by compaction: %s vs %s", res.SessionID, p.SessionID())
+	}
 }
