@@ -67,6 +67,9 @@ func writeBenchTranscript(tb testing.TB, path, sid string, size int64) {
 			prompt = "first: explain this repository"
 		}
 		b.turn(prompt, outputs[i%len(outputs)], fmt.Sprintf("done with step %d", i))
+		if i == 0 {
+			b.shape(43 << 10) // the first request's shape, as the CLI writes it
+		}
 		n, err := w.Write(b.buf.Bytes())
 		if err != nil {
 			tb.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -116,6 +117,22 @@ func (b *transcriptBuilder) apiRequest(blob string) *transcriptBuilder {
 	return b.line(fmt.Sprintf(`{"type":"api-request","sessionId":%s,"requestId":"req_fake%06d"}`, q(b.sid), b.n))
 }
 
+// request writes the api-request line the CLI writes before each API call
+// (about 1.2 KB in 2.1.328).
+func (b *transcriptBuilder) request() *transcriptBuilder {
+	return b.line(fmt.Sprintf(`{"type":"api-request","sessionId":%s,"id":%s,"timestamp":%s,"version":"2.1.328","querySource":"sdk","shapeHash":"bb6efe5d9eee498d1b3793e5669012ce987ef4e1f202170fa6b24871d0a8e21f","params":{"model":"claude-opus-5-5","betas":["claude-code-20250219","interleaved-thinking-2025-05-14","context-management-2025-06-27"],"max_tokens":128000,"thinking":{"type":"adaptive","display":"updates"},"context_management":{"edits":[{"type":"clear_thinking_20251015","keep":"all"}]},"output_config":{"effort":"medium"}},"keep":2,"tail":["736ed1d4c4aa23bbfc4c6da9f04b55a690281d83c895f692f3897f81ed1caaba","eccf74e2cbc042d9b087a55adc2b4f27b9eb60dfcb70fdc6ead2e5967862289c"],"cacheControl":[{"path":["system",0],"value":{"type":"ephemeral"}},{"path":["messages",3,"content",0],"value":{"type":"ephemeral"}}],"requestDigest":"b0364918cc0526d35a7b345fec9e1a5a416a6ee6a82fb65d7e2fa7f57161af79"}`,
+		q(b.sid), q(b.nextUUID()), b.ts()))
+}
+
+// shape writes an api-request-shape line of about n bytes; the CLI writes
+// one (some 43 KB: the system prompt and tool list) when the request shape
+// changes, e.g. on a session's first request.
+func (b *transcriptBuilder) shape(n int) *transcriptBuilder {
+	text := strings.Repeat("You are an agent working with the user toward their goals. ", max(1, n/60))
+	return b.line(fmt.Sprintf(`{"type":"api-request-shape","sessionId":%s,"timestamp":%s,"version":"2.1.328","shape":{"system":[{"type":"text","text":%s}]}}`,
+		q(b.sid), b.ts(), q(text)))
+}
+
 // assistant writes an assistant line with content blocks as raw JSON; stop
 // "" is written as null.
 func (b *transcriptBuilder) assistant(content, stop, extra string) *transcriptBuilder {
@@ -149,6 +166,10 @@ func (b *transcriptBuilder) lastPrompt(p string) *transcriptBuilder {
 	return b.line(fmt.Sprintf(`{"type":"last-prompt","lastPrompt":%s,"leafUuid":%s,"sessionId":%s}`, q(p), b.parentJSON(), q(b.sid)))
 }
 
+func (b *transcriptBuilder) atisLatch() *transcriptBuilder {
+	return b.line(fmt.Sprintf(`{"type":"atis-latch","atis":"","sessionId":%s}`, q(b.sid)))
+}
+
 func (b *transcriptBuilder) costState() *transcriptBuilder {
 	return b.line(fmt.Sprintf(`{"type":"cost-state","sessionId":%s,"totalCostUSD":0.008088,"modelUsage":{"claude-opus-5-5":{"inputTokens":7,"outputTokens":3}}}`, q(b.sid)))
 }
@@ -165,16 +186,16 @@ func (b *transcriptBuilder) summary(t string) *transcriptBuilder {
 	return b.line(fmt.Sprintf(`{"type":"summary","summary":%s,"leafUuid":%s}`, q(t), b.parentJSON()))
 }
 
-// turn writes one whole turn as the CLI does: queue, prompt, attachments,
-// request bookkeeping, a tool call and its result, the final answer, then
-// last-prompt and cost-state.
+// turn writes one whole turn as the CLI 2.1.328 does: queue, prompt,
+// attachments, request bookkeeping, a tool call and its result, the final
+// answer, then last-prompt, atis-latch and cost-state.
 func (b *transcriptBuilder) turn(prompt, toolOut, answer string) *transcriptBuilder {
 	tool := fmt.Sprintf("toolu_fake%06d", b.n)
-	b.queue(prompt).user(prompt).attachment().attachment().apiRequest("{}")
+	b.queue(prompt).user(prompt).attachment().attachment().request()
 	b.text("I'll run a command.", "tool_use").toolUse(tool, "echo hi", "tool_use")
-	b.toolResult(tool, toolOut).apiRequest("{}")
+	b.toolResult(tool, toolOut).request()
 	b.text(answer, "end_turn")
-	return b.lastPrompt(prompt).costState()
+	return b.lastPrompt(prompt).atisLatch().costState()
 }
 
 func (b *transcriptBuilder) bytes() []byte { return b.buf.Bytes() }
