@@ -35,6 +35,9 @@ Usage:
   cc-connect [--config FILE]             same as "run"
   cc-connect run [--config FILE]         run until SIGINT/SIGTERM (or end of input for the local chat)
   cc-connect check [--config FILE]       validate the config and print it with secrets redacted
+  cc-connect doctor [--config FILE]      check offline that everything "run" needs is in place
+  cc-connect sessions [--config FILE] [--json]
+                                         list cc-connect's sessions and each workspace's Claude Code transcripts
   cc-connect version                     print the version and the Claude Code version it is tested with
   cc-connect help                        print this help
 
@@ -78,6 +81,10 @@ func cli(ctx context.Context, args []string, std stdio) int {
 			return checkCommand(*path, std)
 		}
 		return runCommand(ctx, *path, std)
+	case "doctor":
+		return doctorMain(ctx, *configPath, rest, std)
+	case "sessions":
+		return sessionsMain(ctx, *configPath, rest, std)
 	case "version":
 		if len(rest) > 0 {
 			fmt.Fprintf(std.Err, "cc-connect version: unexpected argument %q\n", rest[0])
