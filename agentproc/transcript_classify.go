@@ -46,9 +46,10 @@ const classifyWindow = 64 << 10
 //   - assistant with a tool_use block (its result was never written), or
 //     whose stop_reason is missing or not final: InterruptionTurn;
 //   - assistant with a final stop_reason (end_turn, stop_sequence,
-//     max_tokens, refusal…) or an API error line: InterruptionNone. The CLI
-//     itself retries after an API error, but its errors (prompt too long,
-//     overload) would fail again, so the caller decides.
+//     max_tokens, refusal…) or an API error line: InterruptionNone. An API
+//     error ended the turn (the CLI reported it as the turn's result), and
+//     the same prompt would likely fail again (prompt too long), so
+//     retrying is the caller's decision, not a recovery.
 func ClassifyEnd(path string) (Interruption, error) {
 	f, err := os.Open(path)
 	if err != nil {
