@@ -708,3 +708,70 @@ func TestRealReactiveCompaction(t *testing.T) {
 		t.Errorf("session changed by compaction: %s vs %s", res.SessionID, p.SessionID())
 	}
 }
+
+func TestRealTranscriptPath(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		dir     string
+		symlink bool // start the CLI through a symlink to dir
+	}{
+		{"punctuation", "My Proj@v2+x~y#z", false},
+		{"non-ascii", "ünï_cødé emoji😀x", false},
+		{"over 200 chars", strings.Repeat("L", 230), false},
+		{"through a symlink", "real_target", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			r := newRig(t)
+			dir := filepath.Join(filepath.Dir(r.dir), tt.dir)
+			if err := os.Mkdir(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			cwd := dir
+			if tt.symlink {
+				cwd = filepath.Join(filepath.Dir(r.dir), "link_to_real")
+				if err := os.Symlink(dir, cwd); err != nil {
+					t.Fatal(err)
+				}
+			}
+			p := r.start(t, agentproc.StartOptions{Dir: cwd})
+			res, _ := mustTurn(t, p, "where", "echo: where")
+			want := agentproc.TranscriptPath(r.configDir, cwd, res.SessionID)
+			if _, err := os.Stat(want); err != nil {
+				entries, _ := filepath.Glob(filepath.Join(agentproc.ProjectsDir(r.configDir), "*", res.SessionID+".jsonl"))
+				t.Errorf("transcript not at %s (%v); the CLI wrote %q", want, err, entries)
+			}
+		})
+	}
+}
+
+func TestRealResumeFromOtherDir(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	first := r.start(t, agentproc.StartOptions{})
+	mustTurn(t, first, "started here", "echo: started here")
+	id := first.SessionID()
+	closeProc(t, first)
+
+	other := filepath.Join(filepath.Dir(r.dir), "other_dir")
+	if err := os.Mkdir(other, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	second := r.start(t, agentproc.StartOptions{Dir: other, ResumeID: id})
+	res, _ := mustTurn(t, second, "moved", "echo: moved")
+	closeProc(t, second)
+	if res.SessionID != id {
+		t.Errorf("session id %s after resuming elsewhere, want %s", res.SessionID, id)
+	}
+	// The CLI keeps writing to the first project's file (§5), so the
+	// lookup from the new cwd must fall back to searching.
+	path, _, err := agentproc.FindTranscript(r.configDir, id, other)
+	if err != nil || path != agentproc.TranscriptPath(r.configDir, r.dir, id) {
+		t.Errorf("FindTranscript from the new cwd: %s, %v; want the original project's file", path, err)
+	}
+	if b, err := os.ReadFile(path); err != nil || !strings.Contains(string(b), "moved") {
+		t.Errorf("original transcript lacks the resumed turn (%v)", err)
+	}
+}
