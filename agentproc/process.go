@@ -31,10 +31,13 @@ const (
 	// eventBuffer lets the reader run ahead of a slow consumer for a while;
 	// past it the reader blocks (backpressure) rather than drop events.
 	eventBuffer = 256
-	// stderrDrainWait bounds how long the exit path waits for stderr to
-	// close after the process ended: a grandchild (a tool's background
-	// job) may keep the pipe open.
-	stderrDrainWait = 2 * time.Second
+	// pipeDrainWait bounds how long the pipes are read after the process
+	// ended without reaching EOF: a grandchild (a tool's background job)
+	// may keep them open.
+	pipeDrainWait = 2 * time.Second
+	// pipeIdleWait is how long stdout must stay silent, after
+	// pipeDrainWait, to count as ended.
+	pipeIdleWait = 50 * time.Millisecond
 )
 
 // ErrTurnInProgress is returned by Turn while another Turn runs on the same
@@ -57,6 +60,10 @@ type Process struct {
 	stdin  *os.File
 	wmu    sync.Mutex // serializes whole lines on stdin
 	stderr *tailBuffer
+	// outR and errR are read by their goroutines; wait sets deadlines on
+	// them once the process is gone, so that a grandchild still holding
+	// the pipes (a tool's background job) cannot keep them open forever.
+	outR, errR *os.File
 
 	events chan Event
 	done   chan struct{} // closed after the process is reaped
@@ -140,6 +147,8 @@ func Start(ctx context.Context, cfg Config, opts StartOptions, log *slog.Logger)
 		cmd:     cmd,
 		pid:     cmd.Process.Pid,
 		stdin:   inW,
+		outR:    outR,
+		errR:    errR,
 		stderr:  &tailBuffer{max: tail},
 		events:  make(chan Event, eventBuffer),
 		done:    make(chan struct{}),
@@ -162,7 +171,7 @@ func Start(ctx context.Context, cfg Config, opts StartOptions, log *slog.Logger)
 	}()
 	go func() {
 		defer close(readerDone)
-		p.readLoop(outR)
+		p.readLoop(&afterExitReader{f: outR})
 		_ = outR.Close()
 	}()
 	go p.wait(readerDone, stderrDone)
@@ -173,10 +182,12 @@ func Start(ctx context.Context, cfg Config, opts StartOptions, log *slog.Logger)
 // reader has delivered everything.
 func (p *Process) wait(readerDone, stderrDone <-chan struct{}) {
 	waitErr := p.cmd.Wait()
-	select {
-	case <-stderrDone:
-	case <-time.After(stderrDrainWait):
-	}
+	// Whatever the process wrote is in the pipes now. Reads that block
+	// past the drain wait mean someone else holds the write end.
+	deadline := time.Now().Add(pipeDrainWait)
+	_ = p.errR.SetReadDeadline(deadline)
+	_ = p.outR.SetReadDeadline(deadline)
+	<-stderrDone
 	var err error
 	if waitErr != nil {
 		err = p.exitError(waitErr)
@@ -244,6 +255,26 @@ func (p *Process) readLoop(r io.Reader) {
 			p.events <- ev
 		}
 	}
+}
+
+// afterExitReader reads stdout until EOF, or, once wait set a deadline
+// after the exit, until the pipe stays idle for pipeIdleWait. The deadline
+// alone would lose lines still in the pipe while a slow consumer holds the
+// reader up (backpressure), so on expiry it reads on with short deadlines
+// as long as data comes.
+type afterExitReader struct{ f *os.File }
+
+func (r *afterExitReader) Read(b []byte) (int, error) {
+	n, err := r.f.Read(b)
+	if !errors.Is(err, os.ErrDeadlineExceeded) {
+		return n, err
+	}
+	_ = r.f.SetReadDeadline(time.Now().Add(pipeIdleWait))
+	n, err = r.f.Read(b)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return n, io.EOF
+	}
+	return n, err
 }
 
 // Pid is the agent's process id (also its process group id).

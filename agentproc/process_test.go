@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -856,5 +857,21 @@ func TestTranscriptAfterCrash(t *testing.T) {
 				t.Errorf("ReadLite = %+v, %v", lite, err)
 			}
 		})
+	}
+}
+
+// TestCrashWithOrphanHoldingPipes: a tool's background job that outlives
+// the CLI keeps stdout open; the turn must still end with the exit status.
+func TestCrashWithOrphanHoldingPipes(t *testing.T) {
+	e := newFakeEnv(t)
+	p := e.start(StartOptions{})
+	t.Cleanup(func() { _ = syscall.Kill(-p.Pid(), syscall.SIGKILL) }) // the orphan
+	res, err := p.Turn(testCtx(t), "[[ORPHAN]]", nil)
+	var ee *ExitError
+	if !errors.As(err, &ee) || ee.Code != 2 {
+		t.Fatalf("Turn = %+v, %v; want *ExitError code 2", res, err)
+	}
+	if _, ok := <-p.Events(); ok {
+		t.Error("events still open")
 	}
 }

@@ -49,6 +49,10 @@
 //	              line, then exit 2 mid-turn without a result. With
 //	              [[TOOL:cmd]] the crash comes right after the tool_use, so the
 //	              transcript ends on a tool call without its result.
+//	[[ORPHAN]]    start a background child (sleeping 60 s) that inherits
+//	              stdout and stderr, then crash (exit 2): the pipes stay open
+//	              after the fake is gone. The child is in the fake's process
+//	              group; kill the group to clean up.
 //	[[HANG]]      no output after init until an interrupt (aborted_streaming
 //	              result) or a signal; stdin EOF does not end it.
 //	[[SLOW]]      stream chunks every 10 ms (not shown until the end, as

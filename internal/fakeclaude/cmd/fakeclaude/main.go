@@ -19,6 +19,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/google/uuid"
 )
@@ -121,6 +122,10 @@ func fail(msg string) {
 }
 
 func main() {
+	if d, err := time.ParseDuration(os.Getenv("FAKECLAUDE_SLEEPER")); err == nil {
+		time.Sleep(d) // the [[ORPHAN]] background job
+		return
+	}
 	o, err := parseArgs(os.Args[1:])
 	if err != nil {
 		fail(err.Error())

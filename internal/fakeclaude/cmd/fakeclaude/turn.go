@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
@@ -93,6 +94,18 @@ func (f *fake) runTurn(m userMsg) {
 		// never reaches the transcript: it ends on the prompt.
 		u := f.apiCall(false)
 		f.emitAssistantExtra(t, f.newMsgID(), textBlock("partial reply before a crash"), u, nil, false)
+		crash()
+	case strings.Contains(text, "[[ORPHAN]]"):
+		// A background job outlives the CLI and keeps its stdout and
+		// stderr open: the host must not wait for EOF forever.
+		orphan := exec.Command(os.Args[0])
+		orphan.Env = append(os.Environ(), "FAKECLAUDE_SLEEPER=60s")
+		orphan.Stdout, orphan.Stderr = os.Stdout, os.Stderr
+		if err := orphan.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, "fakeclaude: starting the orphan:", err)
+		}
+		u := f.apiCall(false)
+		f.emitAssistantExtra(t, f.newMsgID(), textBlock("started a background job"), u, nil, false)
 		crash()
 	case strings.Contains(text, "[[HANG]]"):
 		<-t.interrupt
