@@ -146,7 +146,7 @@ func checkLogin(cfg *config.Config, opts Options) Check {
 		return c
 	}
 	c.Status = Warn
-	c.Detail = fmt.Sprintf("no %s and no %s: claude will exit with \"Not logged in · Please run /login\". "+
+	c.Detail = fmt.Sprintf("none of %s is set and %s does not exist: claude will exit with \"Not logged in · Please run /login\". "+
 		"Run `claude` once as the user cc-connect runs as and type /login, or set ANTHROPIC_API_KEY in agent.env",
 		strings.Join(credentialVars, ", "), creds)
 	if runtime.GOOS == "darwin" {

@@ -72,13 +72,16 @@ func (r Report) Count(s Status) int {
 	return n
 }
 
-// Write prints one line per check and a summary line.
+// Write prints one line per check (its detail's further lines indented)
+// and a summary line.
 func (r Report) Write(w io.Writer) error {
 	var b strings.Builder
 	for _, c := range r.Checks {
 		fmt.Fprintf(&b, "%s %s", c.Status.Symbol(), c.Name)
 		if c.Detail != "" {
-			fmt.Fprintf(&b, ": %s", c.Detail)
+			// A detail of several lines (every problem of a config)
+			// is indented under its check.
+			fmt.Fprintf(&b, ": %s", strings.ReplaceAll(c.Detail, "\n", "\n    "))
 		}
 		b.WriteByte('\n')
 	}
@@ -140,11 +143,7 @@ func (o Options) withDefaults() Options {
 func LoadConfig(path string) (*config.Config, []Check) {
 	cfg, err := config.Load(path)
 	if err != nil {
-		detail := err.Error()
-		if strings.Contains(detail, "\n") {
-			detail = strings.ReplaceAll(detail, "\n", "\n    ")
-		}
-		return nil, []Check{{Name: "config", Status: Fail, Detail: detail}}
+		return nil, []Check{{Name: "config", Status: Fail, Detail: err.Error()}}
 	}
 	checks := []Check{{Name: "config", Status: OK, Detail: fmt.Sprintf("%s (%d %s, %d %s)",
 		cfg.Path, len(cfg.Platforms), plural(len(cfg.Platforms), "platform"), len(cfg.Bindings), plural(len(cfg.Bindings), "binding"))}}

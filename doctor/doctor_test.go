@@ -22,15 +22,34 @@ const (
 	tgToken  = "123456:SECRETTG"
 )
 
-// fakeClaude writes an executable script that prints out (and exits with
-// code) when run, and returns its path.
-func fakeClaude(t *testing.T, script string) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "claude")
-	if err := os.WriteFile(path, []byte("#!/bin/sh\n"+script+"\n"), 0o755); err != nil {
-		t.Fatal(err)
+// fakeClaudes are executable scripts standing in for claude, by name. They
+// are all written in TestMain, before any test runs: writing an executable
+// while a parallel test forks can leak its write fd into the child and make
+// exec fail with "text file busy".
+var fakeClaudes = map[string]string{
+	"tested":  `echo "` + agentproc.TestedClaudeVersion + ` (Claude Code)"`,
+	"older":   `echo "2.0.1 (Claude Code)"`,
+	"env":     `echo "$FAKE_VERSION (Claude Code)"`,
+	"offline": `echo "$DISABLE_AUTOUPDATER.$CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC.0"`,
+	"fails":   `echo "node: bad option" >&2; exit 3`,
+	"hello":   `echo hello`,
+}
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "doctor-fake-claude-")
+	if err != nil {
+		panic(err)
 	}
-	return path
+	for name, script := range fakeClaudes {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte("#!/bin/sh\n"+script+"\n"), 0o755); err != nil {
+			panic(err)
+		}
+		fakeClaudes[name] = path
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
 }
 
 // noEnv is a process environment with nothing in it but HOME, pointing at
@@ -55,7 +74,7 @@ func goodConfig(t *testing.T) (*config.Config, Options) {
 	state := filepath.Join(t.TempDir(), "state")
 	cfg := config.Default()
 	cfg.State.Dir = state
-	cfg.Agent.Command = fakeClaude(t, `echo "`+agentproc.TestedClaudeVersion+` (Claude Code)"`)
+	cfg.Agent.Command = fakeClaudes["tested"]
 	cfg.Agent.Env = map[string]config.Secret{"ANTHROPIC_API_KEY": "sk-SECRETKEY"}
 	cfg.Platforms = []config.Platform{
 		{Name: "local", Type: config.TypeLocal},
@@ -120,18 +139,18 @@ func TestClaudeCheck(t *testing.T) {
 	tested := agentproc.TestedClaudeVersion
 	for _, tt := range []struct {
 		name   string
-		script string // "" = command not found
+		script string // a fakeClaudes name; "" = command not found
 		env    map[string]config.Secret
 		status Status
 		detail string
 	}{
 		{"missing", "", nil, Fail, `agent.command "claude-missing" not found in PATH: install Claude Code ` + tested},
-		{"tested version", `echo "` + tested + ` (Claude Code)"`, nil, OK, tested + " at "},
-		{"other version", `echo "2.0.1 (Claude Code)"`, nil, Warn, "2.0.1 at "},
-		{"agent env reaches it", `echo "$FAKE_VERSION (Claude Code)"`, map[string]config.Secret{"FAKE_VERSION": "9.9.9"}, Warn, "9.9.9 at "},
-		{"offline switches", `echo "$DISABLE_AUTOUPDATER.$CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC.0"`, nil, Warn, "1.1.0 at "},
-		{"fails", `echo "node: bad option" >&2; exit 3`, nil, Fail, "--version failed: exit status 3: node: bad option"},
-		{"not claude", `echo hello`, nil, Fail, `printed no version ("hello")`},
+		{"tested version", "tested", nil, OK, tested + " at "},
+		{"other version", "older", nil, Warn, "2.0.1 at "},
+		{"agent env reaches it", "env", map[string]config.Secret{"FAKE_VERSION": "9.9.9"}, Warn, "9.9.9 at "},
+		{"offline switches", "offline", nil, Warn, "1.1.0 at "},
+		{"fails", "fails", nil, Fail, "--version failed: exit status 3: node: bad option"},
+		{"not claude", "hello", nil, Fail, `printed no version ("hello")`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -139,7 +158,7 @@ func TestClaudeCheck(t *testing.T) {
 			cfg.Agent.Env = tt.env
 			cfg.Agent.Command = "claude-missing"
 			if tt.script != "" {
-				cfg.Agent.Command = fakeClaude(t, tt.script)
+				cfg.Agent.Command = fakeClaudes[tt.script]
 			}
 			c := checkClaude(context.Background(), &cfg, Options{}.withDefaults())
 			wantCheck(t, c, tt.status, tt.detail)
@@ -472,7 +491,7 @@ func TestLoadConfig(t *testing.T) {
 		t.Fatalf("bad config: cfg %v, checks %+v", cfg, checks)
 	}
 	wantCheck(t, checks[0], Fail, "agent.idle_timeout")
-	wantCheck(t, checks[0], Fail, "\n    agent.queue_limit") // every problem, indented under the check
+	wantCheck(t, checks[0], Fail, "\nagent.queue_limit") // every problem
 
 	_, checks = LoadConfig(filepath.Join(dir, "none.toml"))
 	wantCheck(t, checks[0], Fail, "config file not found")
@@ -484,12 +503,13 @@ func TestReportWrite(t *testing.T) {
 		{Name: "claude", Status: OK, Detail: "2.1.328"},
 		{Name: "claude login", Status: Warn, Detail: "not logged in"},
 		{Name: "state dir", Status: Fail, Detail: "mode 0755"},
+		{Name: "config", Status: Fail, Detail: "invalid config:\na: bad\nb: bad"},
 	}}
 	var b strings.Builder
 	if err := r.Write(&b); err != nil {
 		t.Fatal(err)
 	}
-	want := "✓ claude: 2.1.328\n! claude login: not logged in\n✗ state dir: mode 0755\n\n1 ok, 1 warning, 1 failure: fix the failures above before running\n"
+	want := "✓ claude: 2.1.328\n! claude login: not logged in\n✗ state dir: mode 0755\n✗ config: invalid config:\n    a: bad\n    b: bad\n\n1 ok, 1 warning, 2 failures: fix the failures above before running\n"
 	if b.String() != want {
 		t.Errorf("Write:\n%s\nwant:\n%s", b.String(), want)
 	}
