@@ -285,7 +285,7 @@ func writeSessions(w io.Writer, rep sessionsReport, now time.Time) error {
 		fmt.Fprintln(tw, "PLATFORM\tCHANNEL\tTHREAD\tWORKSPACE\tSTATE\tCLAUDE SESSION\tLAST ACTIVITY\tCTX")
 		for _, s := range rep.Sessions {
 			if s.State == stateCorruptRecord {
-				fmt.Fprintf(tw, "-\t-\t-\t-\t%s\t-\t-\t-\t(%s: %s)\n", s.State, s.File, s.Problem)
+				fmt.Fprintf(tw, "-\t-\t-\t%s\t%s\t-\t-\t-\n", s.File, s.State)
 				continue
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d%%\n", s.Platform, s.Channel, orDash(s.Thread),
@@ -294,6 +294,7 @@ func writeSessions(w io.Writer, rep sessionsReport, now time.Time) error {
 		if err := tw.Flush(); err != nil {
 			return err
 		}
+		writeStateNotes(&b, rep.Sessions)
 	}
 
 	fmt.Fprintf(&b, "\nClaude Code transcripts in %s, newest first:\n", rep.ClaudeConfigDir)
@@ -320,6 +321,23 @@ func writeSessions(w io.Writer, rep sessionsReport, now time.Time) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeStateNotes says, under the table, what the states that need a
+// look mean for the next message.
+func writeStateNotes(b *strings.Builder, rows []sessionRow) {
+	missing := false
+	for _, s := range rows {
+		switch s.State {
+		case stateCorruptRecord:
+			fmt.Fprintf(b, "corrupt: %s: %s; the engine moves it aside and starts that conversation fresh\n", s.File, s.Problem)
+		case stateNoTranscript:
+			missing = true
+		}
+	}
+	if missing {
+		b.WriteString("transcript missing: Claude Code no longer has that session; the next message starts a fresh one and says so\n")
+	}
 }
 
 func orDash(s string) string {
