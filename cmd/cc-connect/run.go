@@ -12,6 +12,7 @@ import (
 	"github.com/cc-connect/cc-connect/config"
 	"github.com/cc-connect/cc-connect/engine"
 	"github.com/cc-connect/cc-connect/lease"
+	"github.com/cc-connect/cc-connect/metrics"
 	"github.com/cc-connect/cc-connect/workspace"
 )
 
@@ -164,6 +165,24 @@ func runCommand(ctx context.Context, path string, std stdio) int {
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	if cfg.Metrics.Addr != "" {
+		// Listen before starting so that a taken port fails the start.
+		ln, err := metrics.Listen(cfg.Metrics.Addr, cfg.Metrics.AllowRemote)
+		if err != nil {
+			log.Error("Serving metrics failed", "error", err)
+			return exitFailure
+		}
+		m := metrics.New()
+		served := make(chan struct{})
+		go func() {
+			defer close(served)
+			if err := m.ServeListener(ctx, ln); err != nil {
+				log.Error("Serving metrics stopped", "error", err)
+			}
+		}()
+		defer func() { cancel(); <-served }()
+		log.Info("Serving metrics", "addr", ln.Addr().String())
+	}
 	eng, err := engine.New(engineOptions(cfg, log))
 	if err != nil {
 		log.Error("Creating the engine failed", "error", err)
