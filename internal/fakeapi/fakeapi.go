@@ -261,16 +261,21 @@ func (s *Server) handleMessages(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		req.Outcome = OutcomeBadRequest
-		s.record(&req)
+		s.mu.Lock()
+		req.Seq = len(s.requests) + 1
+		s.appendLocked(req)
+		s.mu.Unlock()
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "decoding request: "+err.Error(), "")
 		return
 	}
 	req.fill(in)
 
+	// Planning and recording under one lock keeps Seq equal to the
+	// request's place in Requests when requests arrive concurrently.
 	s.mu.Lock()
 	p := s.planLocked(&req)
+	s.appendLocked(req)
 	s.mu.Unlock()
-	s.record(&req)
 
 	reqID := fmt.Sprintf("req_fake%06d", p.id)
 	switch p.outcome {
@@ -388,13 +393,10 @@ func (s *Server) handleCountTokens(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]int{"input_tokens": len(body)/4 + 1})
 }
 
-func (s *Server) record(req *Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if req.Seq == 0 {
-		req.Seq = len(s.requests) + 1
-	}
-	s.requests = append(s.requests, *req)
+// appendLocked records a /v1/messages request and wakes WaitRequest.
+// Called with s.mu held.
+func (s *Server) appendLocked(req Request) {
+	s.requests = append(s.requests, req)
 	close(s.changed)
 	s.changed = make(chan struct{})
 }
