@@ -5,9 +5,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -345,5 +347,28 @@ func TestCountTokens(t *testing.T) {
 	}
 	if o := s.OtherRequests(); len(o) != 1 || o[0].Outcome != OutcomeCount || len(s.Requests()) != 0 {
 		t.Errorf("recorded others %+v, messages %d", o, len(s.Requests()))
+	}
+}
+
+func TestConcurrentRequests(t *testing.T) {
+	t.Parallel()
+	s := Start(t)
+	const n = 8
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			readEvents(t, post(t, t.Context(), s, true, user(fmt.Sprint("c", i))).Body, nil)
+		})
+	}
+	wg.Wait()
+	seen := map[string]bool{}
+	for i, r := range s.Requests() {
+		if r.Seq != i+1 {
+			t.Errorf("request at %d has Seq %d", i, r.Seq)
+		}
+		seen[r.Prompt] = true
+	}
+	if len(seen) != n {
+		t.Errorf("recorded %d distinct prompts, want %d", len(seen), n)
 	}
 }
