@@ -357,7 +357,17 @@ func TestConcurrentRequests(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			readEvents(t, post(t, t.Context(), s, true, user(fmt.Sprint("c", i))).Body, nil)
+			// Not post(): t.Fatal must not run off the test goroutine.
+			body := fmt.Sprintf(`{"model":"m","stream":true,"messages":[{"role":"user","content":"c%d"}]}`, i)
+			resp, err := http.Post(s.URL()+"/v1/messages", "application/json", strings.NewReader(body))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer resp.Body.Close()
+			if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+				t.Error(err)
+			}
 		})
 	}
 	wg.Wait()
