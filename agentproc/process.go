@@ -464,13 +464,23 @@ func (p *Process) writeJSON(ctx context.Context, v any) error {
 	if p.closing.Load() {
 		return ErrClosed
 	}
-	stop := context.AfterFunc(ctx, func() { _ = p.stdin.SetWriteDeadline(time.Now()) })
-	_, err = p.stdin.Write(b)
+	fired := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		_ = p.stdin.SetWriteDeadline(time.Now())
+		close(fired)
+	})
+	n, err := p.stdin.Write(b)
 	if !stop() {
-		// The deadline fired (or is firing): clear it for the next write.
+		// ctx ended during the write: clear the deadline for the next one.
+		<-fired
 		_ = p.stdin.SetWriteDeadline(time.Time{})
-		if err != nil && ctx.Err() != nil {
-			return ctx.Err()
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			if n == 0 {
+				return ctx.Err()
+			}
+			// Half a line is malformed input the CLI exits on: the
+			// line has begun, so it is finished, ctx or not.
+			_, err = p.stdin.Write(b[n:])
 		}
 	}
 	if err != nil {

@@ -875,3 +875,49 @@ func TestCrashWithOrphanHoldingPipes(t *testing.T) {
 		t.Error("events still open")
 	}
 }
+
+// TestSendHonoursCtxOnAFullPipe: a CLI that stopped reading stdin must not
+// hold Send past its ctx when nothing of the line went out yet.
+func TestSendHonoursCtxOnAFullPipe(t *testing.T) {
+	e := newFakeEnv(t)
+	e.grace = 50 * time.Millisecond
+	p := e.start(StartOptions{})
+	ctx := testCtx(t)
+	if _, err := p.Send(ctx, "[[DEAF]]"); err != nil {
+		t.Fatal(err)
+	}
+	waitEvent[Init](t, p) // the fake has read the line and stopped reading
+	// Fill the pipe exactly: the line (with its JSON envelope) is as long
+	// as the pipe holds.
+	capacity := pipeCapacity(t, p.stdin)
+	envelope := len(`{"type":"user","message":{"role":"user","content":""},"uuid":"00000000-0000-0000-0000-000000000000"}` + "\n")
+	if _, err := p.Send(ctx, strings.Repeat("f", capacity-envelope)); err != nil {
+		t.Fatal(err)
+	}
+	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	if _, err := p.Send(short, "blocked"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Send to a full pipe = %v, want context.DeadlineExceeded", err)
+	}
+	// The deadline was cleared: Close's own path still works.
+	if err := p.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func pipeCapacity(t *testing.T, f *os.File) int {
+	t.Helper()
+	rc, err := f.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const fGetPipeSz = 1032 // F_GETPIPE_SZ
+	var size uintptr
+	var errno syscall.Errno
+	if err := rc.Control(func(fd uintptr) {
+		size, _, errno = syscall.Syscall(syscall.SYS_FCNTL, fd, fGetPipeSz, 0)
+	}); err != nil || errno != 0 {
+		t.Skipf("F_GETPIPE_SZ: %v %v", err, errno)
+	}
+	return int(size)
+}

@@ -55,6 +55,9 @@
 //	              group; kill the group to clean up.
 //	[[HANG]]      no output after init until an interrupt (aborted_streaming
 //	              result) or a signal; stdin EOF does not end it.
+//	[[DEAF]]      like [[HANG]], and stdin is no longer read at all (not
+//	              even control requests): writes to the fake block once the
+//	              pipe is full.
 //	[[SLOW]]      stream chunks every 10 ms (not shown until the end, as
 //	              without --include-partial-messages) until an interrupt
 //	              (partial assistant, aborted_streaming), or until the file named

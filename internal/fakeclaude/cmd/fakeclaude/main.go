@@ -311,6 +311,9 @@ func (f *fake) handleInput(line []byte, queue chan<- userMsg) {
 			return
 		}
 		queue <- m
+		if strings.Contains(m.text, "[[DEAF]]") {
+			select {} // stop reading stdin for good; the turn hangs
+		}
 	case "control_request":
 		f.handleControl(in.RequestID, in.Request)
 	case "control_response":

@@ -107,7 +107,7 @@ func (f *fake) runTurn(m userMsg) {
 		u := f.apiCall(false)
 		f.emitAssistantExtra(t, f.newMsgID(), textBlock("started a background job"), u, nil, false)
 		crash()
-	case strings.Contains(text, "[[HANG]]"):
+	case strings.Contains(text, "[[HANG]]") || strings.Contains(text, "[[DEAF]]"):
 		<-t.interrupt
 		res = f.aborted(t, interruptedText, "aborted_streaming")
 	case reSlow.MatchString(text):
