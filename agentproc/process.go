@@ -371,6 +371,9 @@ func (p *Process) Turn(ctx context.Context, text string, on func(Event)) (*Resul
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
+		if p.closing.Load() {
+			return nil, sendErr // Close was called: nothing went out
+		}
 		// A write fails only when the process is gone or going (an
 		// unknown --resume id exits without reading stdin); its result
 		// or exit status says more than the broken pipe does.

@@ -921,3 +921,25 @@ func pipeCapacity(t *testing.T, f *os.File) int {
 	}
 	return int(size)
 }
+
+func TestTurnAfterClose(t *testing.T) {
+	e := newFakeEnv(t)
+	p := e.start(StartOptions{})
+	ctx := testCtx(t)
+	mustTurn(t, p, "one")
+	if err := p.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Turn(ctx, "two", nil); !errors.Is(err, ErrClosed) {
+		t.Errorf("Turn after Close = %v, want ErrClosed", err)
+	}
+	for _, f := range []func() error{
+		func() error { return p.Interrupt(ctx) },
+		func() error { return p.SetModel(ctx, "m") },
+		func() error { _, err := p.Send(ctx, "x"); return err },
+	} {
+		if err := f(); !errors.Is(err, ErrClosed) {
+			t.Errorf("call after Close = %v, want ErrClosed", err)
+		}
+	}
+}
