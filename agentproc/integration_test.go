@@ -41,7 +41,7 @@ type rig struct {
 	configDir string // where the CLI keeps projects/ and sessions/
 }
 
-func newRig(t *testing.T) *rig {
+func newRig(t testing.TB) *rig {
 	t.Helper()
 	bin := testenv.ClaudeBinary(t)
 	api := fakeapi.Start(t)
@@ -79,7 +79,7 @@ func newRig(t *testing.T) *rig {
 
 // start starts a process in the rig's workspace and closes it when the test
 // ends.
-func (r *rig) start(t *testing.T, opts agentproc.StartOptions) *agentproc.Process {
+func (r *rig) start(t testing.TB, opts agentproc.StartOptions) *agentproc.Process {
 	t.Helper()
 	if opts.Dir == "" {
 		opts.Dir = r.dir
@@ -94,7 +94,7 @@ func (r *rig) start(t *testing.T, opts agentproc.StartOptions) *agentproc.Proces
 	return p
 }
 
-func closeProc(t *testing.T, p *agentproc.Process) {
+func closeProc(t testing.TB, p *agentproc.Process) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -104,7 +104,7 @@ func closeProc(t *testing.T, p *agentproc.Process) {
 }
 
 // turn runs one turn and returns its result and every event before it.
-func turn(t *testing.T, p *agentproc.Process, text string) (*agentproc.Result, []agentproc.Event, error) {
+func turn(t testing.TB, p *agentproc.Process, text string) (*agentproc.Result, []agentproc.Event, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), turnTimeout)
 	defer cancel()
@@ -114,7 +114,7 @@ func turn(t *testing.T, p *agentproc.Process, text string) (*agentproc.Result, [
 }
 
 // mustTurn runs a turn that must succeed with the given reply text.
-func mustTurn(t *testing.T, p *agentproc.Process, text, want string) (*agentproc.Result, []agentproc.Event) {
+func mustTurn(t testing.TB, p *agentproc.Process, text, want string) (*agentproc.Result, []agentproc.Event) {
 	t.Helper()
 	res, evs, err := turn(t, p, text)
 	if err != nil {
@@ -773,5 +773,16 @@ func TestRealResumeFromOtherDir(t *testing.T) {
 	}
 	if b, err := os.ReadFile(path); err != nil || !strings.Contains(string(b), "moved") {
 		t.Errorf("original transcript lacks the resumed turn (%v)", err)
+	}
+}
+
+// BenchmarkRealTurn measures one text turn on a warm process: the driver's
+// write, the CLI's request to the fake API and the decoding of its output.
+func BenchmarkRealTurn(b *testing.B) {
+	r := newRig(b)
+	p := r.start(b, agentproc.StartOptions{})
+	mustTurn(b, p, "warm up", "echo: warm up")
+	for b.Loop() {
+		mustTurn(b, p, "bench", "echo: bench")
 	}
 }
