@@ -1,0 +1,364 @@
+// Package discord is the Discord adapter: it holds a gateway connection
+// (guild messages, direct messages, message content), turns messages in
+// channels, threads and DMs into platform.Message values, and renders
+// replies (split under 2,000 characters), progress edits, typing, reactions
+// and permission buttons through the REST API. It owns nothing but the
+// Discord wire: routing, access control and Claude Code belong to the
+// engine.
+package discord
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/bwmarrin/discordgo"
+	"github.com/gorilla/websocket"
+
+	"github.com/cc-connect/cc-connect/platform"
+)
+
+// Type is the platform type name used in config and in platform.Message.
+const Type = "discord"
+
+// Intents are the gateway intents cc-connect asks for. MessageContent is
+// privileged: it must be enabled for the bot in the developer portal, or
+// Discord closes the gateway with 4014.
+const Intents = discordgo.IntentsGuilds | discordgo.IntentsGuildMessages |
+	discordgo.IntentsDirectMessages | discordgo.IntentsMessageContent
+
+// Sentinel errors Run returns: no retry can fix them, the admin must.
+var (
+	// ErrUnauthorized means Discord refused the token.
+	ErrUnauthorized = errors.New("discord refused the bot token (check platforms token)")
+	// ErrIntentsDisallowed means the MESSAGE_CONTENT intent is not enabled
+	// for the bot in the developer portal (gateway close code 4014).
+	ErrIntentsDisallowed = errors.New("discord refused the gateway intents: enable MESSAGE CONTENT INTENT for the bot in the developer portal")
+)
+
+// Config configures one Discord bot.
+type Config struct {
+	// Name is the instance name from `[[platforms]] name`; it becomes
+	// Target.Platform.
+	Name string
+	// Token is the bot token from the developer portal (without "Bot ").
+	// Secret: never logged.
+	Token string
+	// APIURL replaces https://discord.com for REST calls and gateway
+	// discovery (a proxy or a test server). Empty means Discord itself.
+	APIURL string
+	// ThreadPerMessage opens a thread for each top-level channel message the
+	// bot answers, so each becomes its own session; without it a channel
+	// is one session and existing threads are sessions of their own.
+	ThreadPerMessage bool
+	// EditInterval is the least time between two edits of one message;
+	// edits in between are coalesced, latest wins. Zero means 1s.
+	EditInterval time.Duration
+}
+
+// Adapter is a running (or ready to run) Discord bot.
+type Adapter struct {
+	cfg        Config
+	log        *slog.Logger
+	httpClient *http.Client
+	conns      *connTracker
+	session    *discordgo.Session
+
+	// Durations kept in fields so tests can shrink them.
+	requestTimeout time.Duration
+	backoffMin     time.Duration
+	backoffMax     time.Duration
+
+	edits   *editThrottle
+	seen    *dedupe
+	prompts *promptStore
+	threads *threadBook
+
+	events       chan func(context.Context, platform.Handler) // gateway events, handled in order by Run
+	disconnected chan struct{}
+	runCtx       context.Context // set by Run; event handlers stop with it
+
+	mu     sync.Mutex // guards status and selfID
+	status string
+	selfID string
+}
+
+var (
+	_ platform.Adapter  = (*Adapter)(nil)
+	_ platform.Editor   = (*Adapter)(nil)
+	_ platform.Reactor  = (*Adapter)(nil)
+	_ platform.Typer    = (*Adapter)(nil)
+	_ platform.Prompter = (*Adapter)(nil)
+	_ platform.Statuser = (*Adapter)(nil)
+)
+
+// New validates cfg and prepares a session. It makes no network call.
+func New(cfg Config, log *slog.Logger) (*Adapter, error) {
+	if cfg.Name == "" {
+		return nil, errors.New("discord: name is required")
+	}
+	token := strings.TrimSpace(strings.TrimPrefix(cfg.Token, "Bot "))
+	if token == "" {
+		return nil, fmt.Errorf("discord %s: token is required", cfg.Name)
+	}
+	cfg.Token = token
+	var base *url.URL
+	if cfg.APIURL != "" {
+		u, err := url.Parse(strings.TrimRight(cfg.APIURL, "/"))
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("discord %s: api_url %q is not an http(s) URL", cfg.Name, cfg.APIURL)
+		}
+		base = u
+	}
+	if cfg.EditInterval <= 0 {
+		cfg.EditInterval = time.Second
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	a := &Adapter{
+		cfg:            cfg,
+		log:            log.With("platform", cfg.Name),
+		httpClient:     &http.Client{Transport: &rewriteTransport{base: base, next: http.DefaultTransport}},
+		conns:          newConnTracker(),
+		requestTimeout: 30 * time.Second,
+		backoffMin:     time.Second,
+		backoffMax:     2 * time.Minute,
+		edits:          newEditThrottle(cfg.EditInterval),
+		seen:           newDedupe(4096, time.Hour),
+		prompts:        newPromptStore(1024),
+		threads:        newThreadBook(4096),
+		events:         make(chan func(context.Context, platform.Handler), 256),
+		disconnected:   make(chan struct{}, 1),
+		runCtx:         context.Background(),
+		status:         "not started",
+	}
+	s, err := discordgo.New("Bot " + token)
+	if err != nil {
+		return nil, fmt.Errorf("discord %s: %w", cfg.Name, err)
+	}
+	s.Client = a.httpClient
+	s.Dialer = &websocket.Dialer{NetDialContext: a.conns.dial, HandshakeTimeout: 30 * time.Second, Proxy: http.ProxyFromEnvironment}
+	s.Identify.Intents = Intents
+	// Rate limits come back as errors that rest() waits out under ctx;
+	// the library's own retry sleeps without any way to cancel it.
+	s.ShouldRetryOnRateLimit = false
+	// Reconnecting is Run's job, with capped backoff and status reporting;
+	// the library's loop would outlive Run.
+	s.ShouldReconnectOnError = false
+	// Handlers run on the gateway reader, in order; they only queue work.
+	s.SyncEvents = true
+	s.LogLevel = -1 // the library logs gateway URLs and payloads; we log ourselves
+	s.AddHandler(a.onReady)
+	s.AddHandler(a.onMessageCreate)
+	s.AddHandler(a.onInteractionCreate)
+	s.AddHandler(a.onDisconnect)
+	a.session = s
+	return a, nil
+}
+
+// Name returns the instance name.
+func (a *Adapter) Name() string { return a.cfg.Name }
+
+// Status reports the gateway state for !status.
+func (a *Adapter) Status() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.status
+}
+
+func (a *Adapter) setStatus(s string) {
+	a.mu.Lock()
+	a.status = s
+	a.mu.Unlock()
+}
+
+func (a *Adapter) self() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.selfID
+}
+
+// Run connects to the gateway and hands messages and button presses to h
+// in order until ctx is cancelled. A dropped connection is reopened
+// (resuming the session when Discord allows) with capped, jittered backoff
+// and reported through Status and the log; a refused token or intents end
+// Run with an error.
+func (a *Adapter) Run(ctx context.Context, h platform.Handler) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	a.mu.Lock()
+	a.runCtx = ctx
+	a.mu.Unlock()
+	a.conns.reset()
+	stopConns := context.AfterFunc(ctx, a.conns.closeAll)
+	defer stopConns()
+
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		a.dispatch(ctx, h)
+	}()
+	defer func() {
+		cancel()
+		wg.Wait()
+	}()
+
+	a.setStatus("connecting")
+	if err := a.checkToken(ctx); err != nil {
+		if ctx.Err() != nil {
+			a.setStatus("stopped")
+			return nil
+		}
+		a.setStatus("error: " + err.Error())
+		return err
+	}
+
+	failures := 0
+	for ctx.Err() == nil {
+		err := a.session.Open()
+		if errors.Is(err, discordgo.ErrWSAlreadyOpen) {
+			err = nil
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		if err != nil {
+			if fatal := gatewayFatal(err); fatal != nil {
+				a.setStatus("error: " + fatal.Error())
+				a.log.Error("Discord gateway refused the bot", "err", fatal)
+				return fmt.Errorf("discord %s: %w", a.cfg.Name, fatal)
+			}
+			failures++
+			a.setStatus("reconnecting: " + err.Error())
+			a.log.Warn("Discord gateway connection failed, retrying", "err", err, "attempt", failures)
+			_ = sleepCtx(ctx, backoff(failures, a.backoffMin, a.backoffMax))
+			continue
+		}
+		if failures > 0 {
+			a.log.Info("Discord gateway reconnected", "after_failures", failures)
+		}
+		failures = 0
+		a.setStatus("connected")
+		select {
+		case <-ctx.Done():
+		case <-a.disconnected:
+			// The library dropped the connection (read error, missed
+			// heartbeat ACKs, op 7). Close makes sure it is down and emits
+			// one more disconnect event, drained so it cannot cut the next
+			// connection short.
+			a.session.Close()
+			drain(a.disconnected)
+			a.setStatus("reconnecting: connection lost")
+			a.log.Warn("Discord gateway connection lost, reconnecting")
+			failures = 1
+			_ = sleepCtx(ctx, backoff(failures, a.backoffMin, a.backoffMax))
+		}
+	}
+	a.session.Close()
+	a.setStatus("stopped")
+	return nil
+}
+
+// checkToken asks /gateway/bot once: it is the one discovery call that
+// needs the token, so a wrong token fails here with a clear error instead
+// of as a closed gateway.
+func (a *Adapter) checkToken(ctx context.Context) error {
+	for attempt := 1; ; attempt++ {
+		var gb *discordgo.GatewayBotResponse
+		err := a.rest(ctx, func(opts ...discordgo.RequestOption) error {
+			var err error
+			gb, err = a.session.GatewayBot(opts...)
+			return err
+		})
+		if err == nil {
+			a.log.Debug("Discord gateway discovered", "shards", gb.Shards, "session_starts_left", gb.SessionStartLimit.Remaining)
+			return nil
+		}
+		var re *discordgo.RESTError
+		if errors.As(err, &re) && re.Response != nil && re.Response.StatusCode == http.StatusUnauthorized {
+			return fmt.Errorf("discord %s: %w", a.cfg.Name, ErrUnauthorized)
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		a.setStatus("reconnecting: " + err.Error())
+		a.log.Warn("Discord gateway discovery failed, retrying", "err", err, "attempt", attempt)
+		if err := sleepCtx(ctx, backoff(attempt, a.backoffMin, a.backoffMax)); err != nil {
+			return err
+		}
+	}
+}
+
+// gatewayFatal maps the gateway close codes that no reconnect can fix.
+func gatewayFatal(err error) error {
+	var ce *websocket.CloseError
+	if !errors.As(err, &ce) {
+		return nil
+	}
+	switch ce.Code {
+	case 4004:
+		return ErrUnauthorized
+	case 4013, 4014:
+		return ErrIntentsDisallowed
+	}
+	return nil
+}
+
+// dispatch runs queued gateway events in arrival order until ctx ends.
+func (a *Adapter) dispatch(ctx context.Context, h platform.Handler) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev := <-a.events:
+			ev(ctx, h)
+		}
+	}
+}
+
+// enqueue hands an event to the dispatcher; it gives up when Run ends so
+// the gateway reader never blocks on a stopped adapter.
+func (a *Adapter) enqueue(ev func(context.Context, platform.Handler)) {
+	a.mu.Lock()
+	ctx := a.runCtx
+	a.mu.Unlock()
+	select {
+	case a.events <- ev:
+	case <-ctx.Done():
+	}
+}
+
+func (a *Adapter) onReady(_ *discordgo.Session, r *discordgo.Ready) {
+	if r.User == nil {
+		return
+	}
+	a.mu.Lock()
+	a.selfID = r.User.ID
+	a.mu.Unlock()
+	a.log.Info("Discord bot connected", "bot", r.User.Username, "guilds", len(r.Guilds))
+}
+
+func (a *Adapter) onDisconnect(_ *discordgo.Session, _ *discordgo.Disconnect) {
+	select {
+	case a.disconnected <- struct{}{}:
+	default:
+	}
+}
+
+func drain(c chan struct{}) {
+	for {
+		select {
+		case <-c:
+		default:
+			return
+		}
+	}
+}

@@ -1,0 +1,439 @@
+package discord
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf16"
+
+	"github.com/cc-connect/cc-connect/platform"
+)
+
+func TestNewValidates(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  Config
+		want string
+	}{
+		{"ok", Config{Name: "dc", Token: "abc"}, ""},
+		{"bot prefix accepted", Config{Name: "dc", Token: "Bot abc"}, ""},
+		{"no name", Config{Token: "abc"}, "name is required"},
+		{"no token", Config{Name: "dc"}, "token is required"},
+		{"bad url", Config{Name: "dc", Token: "abc", APIURL: "discord.com"}, "api_url"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := New(tt.cfg, nil)
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("New: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("New error = %v, want it to contain %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestIdentifyAndRouting(t *testing.T) {
+	f := newFakeDiscord(t)
+	f.channels["C1"] = `{"id":"C1","type":0,"guild_id":"G1"}`
+	f.channels["T1"] = `{"id":"T1","type":11,"guild_id":"G1","parent_id":"C1"}`
+	a := newTestAdapter(t, f, nil)
+	h := newFakeHandler()
+	runConnected(t, f, a, h)
+
+	id := f.frame()
+	if id.Op != 2 || id.D["token"] != "Bot "+testToken || int(id.D["intents"].(float64)) != int(Intents) {
+		t.Fatalf("IDENTIFY = %+v, want the bot token and intents %d", id, Intents)
+	}
+
+	botUser := map[string]any{"id": botID, "username": "ccbot", "bot": true}
+	tests := []struct {
+		name string
+		ev   map[string]any
+		want *platform.Message
+	}{
+		{
+			name: "channel mention stripped",
+			ev:   msgEvent("1", "C1", "G1", "7", "<@900> run  the tests", map[string]any{"mentions": []any{botUser}}),
+			want: &platform.Message{ID: "C1:1", Target: platform.Target{Channel: "C1", MessageID: "1"}, Text: "run the tests", Mentioned: true, UserID: "7"},
+		},
+		{
+			name: "nickname mention form",
+			ev:   msgEvent("2", "C1", "G1", "7", "hey <@!900>\nsecond line", map[string]any{"mentions": []any{botUser}}),
+			want: &platform.Message{ID: "C1:2", Target: platform.Target{Channel: "C1", MessageID: "2"}, Text: "hey\nsecond line", Mentioned: true, UserID: "7"},
+		},
+		{
+			name: "thread message belongs to the thread",
+			ev:   msgEvent("3", "T1", "G1", "7", "in the thread", nil),
+			want: &platform.Message{ID: "T1:3", Target: platform.Target{Channel: "C1", Thread: "T1", MessageID: "3"}, Text: "in the thread", UserID: "7"},
+		},
+		{
+			name: "direct message",
+			ev:   msgEvent("4", "D1", "", "8", "hello", nil),
+			want: &platform.Message{ID: "D1:4", Target: platform.Target{Channel: "D1", MessageID: "4"}, Text: "hello", IsDM: true, UserID: "8"},
+		},
+		{
+			name: "reply to the bot",
+			ev: msgEvent("5", "C1", "G1", "7", "and then?", map[string]any{"type": 19,
+				"referenced_message": map[string]any{"id": "0", "channel_id": "C1", "content": "x", "author": botUser}}),
+			want: &platform.Message{ID: "C1:5", Target: platform.Target{Channel: "C1", MessageID: "5"}, Text: "and then?", Mentioned: true, UserID: "7"},
+		},
+		{name: "other bot ignored", ev: msgEvent("6", "C1", "G1", "55", "beep", map[string]any{"author": map[string]any{"id": "55", "username": "b", "bot": true}})},
+		{name: "own message ignored", ev: msgEvent("7", "C1", "G1", botID, "mine", nil)},
+		{name: "join notice ignored", ev: msgEvent("8", "C1", "G1", "7", "", map[string]any{"type": 7})},
+		{name: "webhook ignored", ev: msgEvent("9", "C1", "G1", "7", "hook", map[string]any{"webhook_id": "W"})},
+		{name: "redelivery ignored", ev: msgEvent("1", "C1", "G1", "7", "<@900> run the tests", nil)},
+	}
+	for _, tt := range tests {
+		f.dispatch("MESSAGE_CREATE", tt.ev)
+	}
+	f.dispatch("MESSAGE_CREATE", msgEvent("99", "D1", "", "8", "sentinel", nil))
+
+	for _, tt := range tests {
+		if tt.want == nil {
+			continue
+		}
+		got := h.message(t)
+		w := *tt.want
+		w.Type, w.Target.Platform = "discord", "dc-test"
+		if got.ID != w.ID || got.Target != w.Target || got.Text != w.Text || got.IsDM != w.IsDM ||
+			got.Mentioned != w.Mentioned || got.UserID != w.UserID || got.Type != w.Type || got.IsBot ||
+			got.UserName != "user"+w.UserID || got.Received.IsZero() {
+			t.Errorf("%s:\n got %+v\nwant %+v", tt.name, got, w)
+		}
+	}
+	if got := h.message(t); got.Text != "sentinel" {
+		t.Fatalf("a filtered message reached the handler: %+v", got)
+	}
+	if s := a.Status(); s != "connected" {
+		t.Errorf("status = %q", s)
+	}
+}
+
+func TestThreadPerMessage(t *testing.T) {
+	f := newFakeDiscord(t)
+	f.channels["C1"] = `{"id":"C1","type":0,"guild_id":"G1"}`
+	a := newTestAdapter(t, f, func(c *Config) { c.ThreadPerMessage = true })
+	h := newFakeHandler()
+	runConnected(t, f, a, h)
+
+	f.dispatch("MESSAGE_CREATE", msgEvent("42", "C1", "G1", "7", "Fix the flaky test\nin pkg/x", nil))
+	m := h.message(t)
+	if m.Target != (platform.Target{Platform: "dc-test", Channel: "C1", Thread: "42", MessageID: "42"}) {
+		t.Fatalf("target = %+v, want a thread named after the message", m.Target)
+	}
+	reply := platform.Target{Platform: "dc-test", Channel: "C1", Thread: "42"}
+	if _, err := a.Send(context.Background(), reply, "on it"); err != nil {
+		t.Fatal(err)
+	}
+	th := f.next("POST", "/channels/")
+	if th.Path != "/channels/C1/messages/42/threads" || th.Body["name"] != "Fix the flaky test" {
+		t.Fatalf("thread start = %+v", th)
+	}
+	if c := f.next("POST", "/channels/"); c.Path != "/channels/42/messages" || c.Body["content"] != "on it" {
+		t.Fatalf("reply = %+v", c)
+	}
+	if _, err := a.Send(context.Background(), reply, "done"); err != nil {
+		t.Fatal(err)
+	}
+	if c := f.next("POST", "/channels/"); c.Path != "/channels/42/messages" {
+		t.Fatalf("second reply opened another thread: %+v", c)
+	}
+	// The reaction on the starter message goes to the parent channel.
+	if err := a.React(context.Background(), m.Target, "eyes"); err != nil {
+		t.Fatal(err)
+	}
+	if c := f.next("PUT", "/channels/"); c.Path != "/channels/C1/messages/42/reactions/👀/@me" {
+		t.Fatalf("reaction = %+v", c)
+	}
+}
+
+func TestSendSplitsAndWaitsOutRateLimit(t *testing.T) {
+	f := newFakeDiscord(t)
+	a := newTestAdapter(t, f, nil)
+	f.override("POST /channels/C1/messages", 429, `{"message":"You are being rate limited.","retry_after":0.05,"global":false}`)
+	var b strings.Builder
+	b.WriteString("Result:\n```go\n")
+	for b.Len() < 4500 {
+		b.WriteString("x := compute(a, b) // @everyone\n")
+	}
+	b.WriteString("```\nAll good.")
+	text := b.String()
+	start := time.Now()
+	got, err := a.Send(context.Background(), platform.Target{Platform: "dc-test", Channel: "C1"}, text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := splitForDiscord(text)
+	if len(parts) < 3 {
+		t.Fatalf("only %d parts", len(parts))
+	}
+	limited := f.next("POST", "/channels/C1/messages")
+	var sent []string
+	for range parts {
+		c := f.next("POST", "/channels/C1/messages")
+		am, _ := c.Body["allowed_mentions"].(map[string]any)
+		if p, ok := am["parse"].([]any); !ok || len(p) != 0 {
+			t.Errorf("allowed_mentions = %v, want no pings", c.Body["allowed_mentions"])
+		}
+		sent = append(sent, c.Body["content"].(string))
+	}
+	if time.Since(start) < 50*time.Millisecond {
+		t.Error("retried before retry_after")
+	}
+	if limited.Body["content"] != sent[0] {
+		t.Error("the rate-limited part was not the one retried")
+	}
+	for i, s := range sent {
+		if n := len(utf16.Encode([]rune(s))); n > messageLimit {
+			t.Errorf("part %d is %d long", i, n)
+		}
+		if strings.Count(s, "```")%2 != 0 {
+			t.Errorf("part %d breaks a code block", i)
+		}
+	}
+	if !strings.HasSuffix(sent[len(sent)-1], "All good.") || got.MessageID == "" || got.Channel != "C1" {
+		t.Errorf("last part %q, returned %+v", sent[len(sent)-1], got)
+	}
+
+	// A rate limit longer than the caller will wait ends with ctx.
+	f.override("POST /channels/C1/messages", 429, `{"message":"slow down","retry_after":3600,"global":false}`)
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { _, err := a.Send(ctx, platform.Target{Channel: "C1"}, "x"); errc <- err }()
+	f.next("POST", "/channels/C1/messages")
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Send during a rate limit after cancel = %v", err)
+	}
+}
+
+func TestPermissionButtons(t *testing.T) {
+	f := newFakeDiscord(t)
+	a := newTestAdapter(t, f, nil)
+	h := newFakeHandler()
+	runConnected(t, f, a, h)
+
+	for _, reqID := range []string{"6088ef75-df8e-4e17-9492-87e166cd0d56", strings.Repeat("r", 120)} {
+		to := platform.Target{Platform: "dc-test", Channel: "C1"}
+		posted, err := a.AskPermission(context.Background(), to, platform.PermissionPrompt{RequestID: reqID, Tool: "Bash", Summary: "Bash: go test ./..."})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := f.next("POST", "/channels/C1/messages")
+		rows, _ := c.Body["components"].([]any)
+		if len(rows) != 1 {
+			t.Fatalf("components = %v", c.Body["components"])
+		}
+		buttons := rows[0].(map[string]any)["components"].([]any)
+		if len(buttons) != 3 {
+			t.Fatalf("buttons = %v", buttons)
+		}
+		var customIDs []string
+		for _, b := range buttons {
+			id := b.(map[string]any)["custom_id"].(string)
+			if len(id) > maxCustomID {
+				t.Fatalf("custom_id %q too long", id)
+			}
+			customIDs = append(customIDs, id)
+		}
+		f.dispatch("INTERACTION_CREATE", map[string]any{
+			"id": "I" + posted.MessageID, "application_id": "A", "type": 3, "token": "itok", "channel_id": "C1", "guild_id": "G1",
+			"data":    map[string]any{"custom_id": customIDs[2], "component_type": 2},
+			"member":  map[string]any{"user": map[string]any{"id": "7", "username": "alice"}},
+			"message": map[string]any{"id": posted.MessageID, "channel_id": "C1", "content": "x"},
+		})
+		cb := f.next("POST", "/interactions/")
+		if cb.Path != "/interactions/I"+posted.MessageID+"/itok/callback" || cb.Body["type"] != float64(6) {
+			t.Fatalf("interaction answer = %+v, want a deferred update", cb)
+		}
+		var act platform.Action
+		select {
+		case act = <-h.actions:
+		case <-time.After(10 * time.Second):
+			t.Fatal("no action")
+		}
+		want := platform.Action{Target: posted, UserID: "7", UserName: "alice", RequestID: reqID, Choice: platform.ChoiceDeny}
+		if act != want {
+			t.Fatalf("action = %+v, want %+v", act, want)
+		}
+		if err := a.ResolvePermission(context.Background(), posted, "Denied by alice"); err != nil {
+			t.Fatal(err)
+		}
+		e := f.next("PATCH", "/channels/C1/messages/"+posted.MessageID)
+		comps, ok := e.Body["components"].([]any)
+		content, _ := e.Body["content"].(string)
+		if !ok || len(comps) != 0 || !strings.Contains(content, "Denied by alice") || !strings.Contains(content, "go test ./...") {
+			t.Fatalf("resolve = %+v", e.Body)
+		}
+	}
+}
+
+func TestReconnectResumes(t *testing.T) {
+	f := newFakeDiscord(t)
+	a := newTestAdapter(t, f, nil)
+	h := newFakeHandler()
+	runConnected(t, f, a, h)
+	if fr := f.frame(); fr.Op != 2 {
+		t.Fatalf("first frame op %d", fr.Op)
+	}
+	f.dispatch("MESSAGE_CREATE", msgEvent("1", "D1", "", "8", "before", nil))
+	if m := h.message(t); m.Text != "before" {
+		t.Fatal(m.Text)
+	}
+
+	f.drop()
+	fr := f.frame()
+	if fr.Op != 6 || fr.D["session_id"] != "sess-1" || fr.D["token"] != "Bot "+testToken || fr.D["seq"].(float64) < 2 {
+		t.Fatalf("after a drop the client sent %+v, want RESUME of sess-1", fr)
+	}
+	f.waitConnected()
+	f.dispatch("MESSAGE_CREATE", msgEvent("2", "D1", "", "8", "after", nil))
+	if m := h.message(t); m.Text != "after" {
+		t.Fatal(m.Text)
+	}
+	// Status has no event of its own; poll it briefly.
+	deadline := time.Now().Add(10 * time.Second)
+	for a.Status() != "connected" {
+		if time.Now().After(deadline) {
+			t.Fatalf("status after reconnect = %q", a.Status())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestGatewayRefusals(t *testing.T) {
+	tests := []struct {
+		name      string
+		token     string
+		closeCode int
+		want      error
+	}{
+		{"wrong token", "wrong.secret", 0, ErrUnauthorized},
+		{"intent not enabled", testToken, 4014, ErrIntentsDisallowed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFakeDiscord(t)
+			f.closeCode = tt.closeCode
+			a := newTestAdapter(t, f, func(c *Config) { c.Token = tt.token })
+			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+			defer cancel()
+			err := a.Run(ctx, newFakeHandler())
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("Run = %v, want %v", err, tt.want)
+			}
+			if strings.Contains(err.Error(), "secret") || strings.Contains(a.Status(), "secret") {
+				t.Fatalf("token leaked: %v", err)
+			}
+			if !strings.HasPrefix(a.Status(), "error: ") {
+				t.Errorf("status = %q", a.Status())
+			}
+		})
+	}
+}
+
+func TestTypingEditAttachments(t *testing.T) {
+	f := newFakeDiscord(t)
+	f.channels["T1"] = `{"id":"T1","type":11,"guild_id":"G1","parent_id":"C1"}`
+	f.files["/files/notes.txt"] = "hello"
+	a := newTestAdapter(t, f, nil)
+	a.edits = newEditThrottle(time.Millisecond)
+	h := newFakeHandler()
+	runConnected(t, f, a, h)
+	ctx := context.Background()
+
+	f.dispatch("MESSAGE_CREATE", msgEvent("3", "T1", "G1", "7", "see file", map[string]any{"attachments": []any{
+		map[string]any{"id": "att1", "filename": "notes.txt", "size": 5, "content_type": "text/plain", "url": f.srv.URL + "/files/notes.txt"},
+	}}))
+	m := h.message(t)
+	if len(m.Attachments) != 1 || m.Attachments[0].Name != "notes.txt" || m.Attachments[0].Size != 5 {
+		t.Fatalf("attachments = %+v", m.Attachments)
+	}
+	rc, err := m.Attachments[0].Open(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(rc)
+	rc.Close()
+	if string(body) != "hello" {
+		t.Fatalf("content = %q", body)
+	}
+
+	to := platform.Target{Platform: "dc-test", Channel: "C1", Thread: "T1"}
+	if err := a.Typing(ctx, to); err != nil {
+		t.Fatal(err)
+	}
+	if c := f.next("POST", "/channels/"); c.Path != "/channels/T1/typing" {
+		t.Fatalf("typing = %+v", c)
+	}
+	if err := a.Edit(ctx, platform.Target{Channel: "C1", Thread: "T1", MessageID: "77"}, "Running: `go test`"); err != nil {
+		t.Fatal(err)
+	}
+	if c := f.next("PATCH", "/channels/"); c.Path != "/channels/T1/messages/77" || c.Body["content"] != "Running: `go test`" {
+		t.Fatalf("edit = %+v", c)
+	}
+	if err := a.Unreact(ctx, m.Target, "eyes"); err != nil {
+		t.Fatal(err)
+	}
+	if c := f.next("DELETE", "/channels/"); c.Path != "/channels/T1/messages/3/reactions/👀/@me" {
+		t.Fatalf("unreact = %+v", c)
+	}
+}
+
+func TestRewriteTransport(t *testing.T) {
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = append(got, r.Host+r.URL.Path)
+	}))
+	defer srv.Close()
+	base, _ := url.Parse(srv.URL + "/proxy")
+	tr := &rewriteTransport{base: base, next: http.DefaultTransport}
+	c := &http.Client{Transport: tr}
+	resp, err := c.Get("https://discord.com/api/v9/gateway/bot")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if want := base.Host + "/proxy/api/v9/gateway/bot"; len(got) != 1 || got[0] != want {
+		t.Fatalf("rewritten to %v, want %s", got, want)
+	}
+	// Other hosts (the CDN) are not rewritten.
+	req, _ := http.NewRequest("GET", srv.URL+"/cdn/file", nil)
+	resp, err = c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if got[1] != base.Host+"/cdn/file" {
+		t.Fatalf("CDN request went to %s", got[1])
+	}
+}
+
+func TestStripMention(t *testing.T) {
+	tests := []struct {
+		in, want string
+		found    bool
+	}{
+		{"<@900> hi", "hi", true},
+		{"hi <@!900>  there", "hi there", true},
+		{"<@901> hi", "<@901> hi", false},
+		{"  plain  ", "plain", false},
+	}
+	for _, tt := range tests {
+		got, found := stripMention(tt.in, "900")
+		if got != tt.want || found != tt.found {
+			t.Errorf("stripMention(%q) = %q, %v; want %q, %v", tt.in, got, found, tt.want, tt.found)
+		}
+	}
+}

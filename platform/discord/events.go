@@ -1,0 +1,320 @@
+package discord
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/bwmarrin/discordgo"
+
+	"github.com/cc-connect/cc-connect/platform"
+)
+
+// onMessageCreate filters what the engine must not see and queues the rest;
+// it runs on the gateway reader, so anything slow (channel lookups, the
+// engine) happens in the dispatcher.
+func (a *Adapter) onMessageCreate(_ *discordgo.Session, ev *discordgo.MessageCreate) {
+	m := ev.Message
+	if m == nil || m.Author == nil || m.Author.Bot || m.Author.ID == a.self() || m.WebhookID != "" {
+		return
+	}
+	if m.Type != discordgo.MessageTypeDefault && m.Type != discordgo.MessageTypeReply {
+		return // joins, pins, thread notices and other system messages
+	}
+	if !a.seen.first("m:" + m.ID) {
+		a.log.Debug("Discord message redelivered, ignored", "channel", m.ChannelID, "message", m.ID)
+		return
+	}
+	a.enqueue(func(ctx context.Context, h platform.Handler) {
+		msg, ok := a.toMessage(ctx, m)
+		if !ok {
+			return
+		}
+		a.log.Debug("Discord message received", "channel", msg.Target.Channel, "thread", msg.Target.Thread, "user_id", msg.UserID, "user", msg.UserName, "mentioned", msg.Mentioned)
+		if err := h.HandleMessage(ctx, msg); err != nil && ctx.Err() == nil {
+			a.log.Warn("Engine did not accept Discord message", "channel", msg.Target.Channel, "thread", msg.Target.Thread, "err", err)
+		}
+	})
+}
+
+// toMessage normalizes a user message. Routing: a DM is its own channel; a
+// message in a thread belongs to that thread (Channel is the parent); a
+// top-level channel message belongs to the channel, or with
+// ThreadPerMessage to a thread opened from it on the first reply (a thread
+// started from a message has the message's id).
+func (a *Adapter) toMessage(ctx context.Context, m *discordgo.Message) (platform.Message, bool) {
+	self := a.self()
+	text, mentioned := stripMention(m.Content, self)
+	for _, u := range m.Mentions {
+		if u != nil && u.ID == self {
+			mentioned = true
+		}
+	}
+	if r := m.ReferencedMessage; r != nil && r.Author != nil && r.Author.ID == self {
+		mentioned = true
+	}
+	atts := a.attachments(m.Attachments)
+	if text == "" && len(atts) == 0 {
+		return platform.Message{}, false
+	}
+	target := platform.Target{Platform: a.cfg.Name, Channel: m.ChannelID, MessageID: m.ID}
+	isDM := m.GuildID == ""
+	if !isDM {
+		info, err := a.channelInfo(ctx, m.ChannelID)
+		switch {
+		case err != nil:
+			a.log.Warn("Discord channel lookup failed; treating it as a plain channel", "channel", m.ChannelID, "err", err)
+		case info.isThread:
+			target.Channel, target.Thread = info.parent, m.ChannelID
+			a.threads.markKnown(m.ChannelID)
+		case a.cfg.ThreadPerMessage:
+			target.Thread = m.ID
+			a.threads.plan(m.ID, threadName(text))
+		}
+	}
+	name := m.Author.Username
+	return platform.Message{
+		ID:          m.ChannelID + ":" + m.ID,
+		Target:      target,
+		Type:        Type,
+		UserID:      m.Author.ID,
+		UserName:    name,
+		Text:        text,
+		IsDM:        isDM,
+		Mentioned:   mentioned,
+		IsBot:       m.Author.Bot,
+		Attachments: atts,
+		Received:    m.Timestamp,
+	}, true
+}
+
+// stripMention removes the bot's user mention (<@id> or <@!id>) and
+// reports whether it was there.
+func stripMention(content, self string) (string, bool) {
+	if self == "" {
+		return strings.TrimSpace(content), false
+	}
+	found := false
+	for _, tag := range []string{"<@" + self + ">", "<@!" + self + ">"} {
+		if strings.Contains(content, tag) {
+			found = true
+			content = strings.ReplaceAll(content, tag, "")
+		}
+	}
+	if !found {
+		return strings.TrimSpace(content), false
+	}
+	lines := strings.Split(content, "\n")
+	for i, l := range lines {
+		lines[i] = strings.Join(strings.Fields(l), " ")
+	}
+	return strings.TrimSpace(strings.Join(lines, "\n")), true
+}
+
+func threadName(text string) string {
+	line := strings.TrimSpace(strings.SplitN(text, "\n", 2)[0])
+	r := []rune(line)
+	if len(r) > 80 {
+		line = string(r[:79]) + "…"
+	}
+	if line == "" {
+		return "Claude Code"
+	}
+	return line
+}
+
+// attachments lists a message's files; Open downloads from Discord's CDN
+// through the adapter's HTTP client.
+func (a *Adapter) attachments(in []*discordgo.MessageAttachment) []platform.Attachment {
+	var out []platform.Attachment
+	for _, at := range in {
+		if at == nil || at.URL == "" {
+			continue
+		}
+		u := at.URL
+		size := int64(at.Size)
+		if at.Size <= 0 {
+			size = -1
+		}
+		out = append(out, platform.Attachment{
+			Name: at.Filename,
+			Size: size,
+			Mime: at.ContentType,
+			Open: func(ctx context.Context) (io.ReadCloser, error) { return a.download(ctx, u) },
+		})
+	}
+	return out
+}
+
+func (a *Adapter) download(ctx context.Context, u string) (io.ReadCloser, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, fmt.Errorf("downloading discord attachment: %w", err)
+	}
+	resp, err := a.httpClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("downloading discord attachment: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		return nil, fmt.Errorf("downloading discord attachment: HTTP %d", resp.StatusCode)
+	}
+	return resp.Body, nil
+}
+
+// channelInfo says whether a channel is a thread, and its parent. The
+// gateway state knows channels of guilds the bot is in; others are asked
+// for once over REST and remembered.
+type chanInfo struct {
+	isThread bool
+	parent   string
+}
+
+func (a *Adapter) channelInfo(ctx context.Context, id string) (chanInfo, error) {
+	if ch, err := a.session.State.Channel(id); err == nil {
+		return chanInfo{isThread: ch.IsThread(), parent: ch.ParentID}, nil
+	}
+	if info, ok := a.threads.info(id); ok {
+		return info, nil
+	}
+	var ch *discordgo.Channel
+	err := a.rest(ctx, func(opts ...discordgo.RequestOption) error {
+		var err error
+		ch, err = a.session.Channel(id, opts...)
+		return err
+	})
+	if err != nil {
+		return chanInfo{}, fmt.Errorf("looking up channel %s: %w", id, err)
+	}
+	info := chanInfo{isThread: ch.IsThread(), parent: ch.ParentID}
+	a.threads.remember(id, info)
+	return info, nil
+}
+
+// threadBook remembers channel kinds looked up over REST, threads known to
+// exist, and the names planned for threads not yet opened. Bounded.
+type threadBook struct {
+	mu      sync.Mutex // guards the maps and order
+	max     int
+	infos   map[string]chanInfo
+	known   map[string]bool
+	planned map[string]string
+	order   []string
+}
+
+func newThreadBook(max int) *threadBook {
+	return &threadBook{max: max, infos: make(map[string]chanInfo), known: make(map[string]bool), planned: make(map[string]string)}
+}
+
+func (b *threadBook) touch(id string) {
+	b.order = append(b.order, id)
+	for len(b.order) > 3*b.max {
+		old := b.order[0]
+		b.order = b.order[1:]
+		delete(b.infos, old)
+		delete(b.known, old)
+		delete(b.planned, old)
+	}
+}
+
+func (b *threadBook) info(id string) (chanInfo, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	i, ok := b.infos[id]
+	return i, ok
+}
+
+func (b *threadBook) remember(id string, i chanInfo) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.infos[id] = i
+	b.touch(id)
+}
+
+func (b *threadBook) markKnown(id string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.known[id] {
+		b.known[id] = true
+		b.touch(id)
+	}
+}
+
+func (b *threadBook) isKnown(id string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.known[id]
+}
+
+func (b *threadBook) plan(id, name string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.planned[id] = name
+	b.touch(id)
+}
+
+func (b *threadBook) plannedName(id string) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.planned[id]
+}
+
+// onInteractionCreate answers a button press at once with a deferred
+// update (Discord allows 3 seconds and shows "interaction failed" after),
+// then queues it for the engine.
+func (a *Adapter) onInteractionCreate(_ *discordgo.Session, ev *discordgo.InteractionCreate) {
+	i := ev.Interaction
+	if i == nil || i.Type != discordgo.InteractionMessageComponent {
+		return
+	}
+	if !a.seen.first("i:" + i.ID) {
+		return
+	}
+	a.mu.Lock()
+	runCtx := a.runCtx
+	a.mu.Unlock()
+	ctx, cancel := context.WithTimeout(runCtx, 3*time.Second)
+	err := a.rest(ctx, func(opts ...discordgo.RequestOption) error {
+		return a.session.InteractionRespond(i, &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredMessageUpdate}, opts...)
+	})
+	cancel()
+	if err != nil {
+		a.log.Warn("Answering Discord button press failed", "channel", i.ChannelID, "err", err)
+	}
+	data := i.MessageComponentData()
+	choice, ref, ok := parseCustomID(data.CustomID)
+	if !ok {
+		return
+	}
+	reqID, ok := a.prompts.requestID(ref)
+	if !ok {
+		a.log.Warn("Discord button press for an unknown prompt", "channel", i.ChannelID)
+		return
+	}
+	u := i.User
+	if i.Member != nil && i.Member.User != nil {
+		u = i.Member.User
+	}
+	if u == nil || i.Message == nil {
+		return
+	}
+	msgID := i.Message.ID
+	user := u
+	a.enqueue(func(ctx context.Context, h platform.Handler) {
+		target, ok := a.prompts.target(msgID)
+		if !ok {
+			target = platform.Target{Platform: a.cfg.Name, Channel: i.ChannelID, MessageID: msgID}
+			if info, err := a.channelInfo(ctx, i.ChannelID); err == nil && info.isThread {
+				target.Channel, target.Thread = info.parent, i.ChannelID
+			}
+		}
+		act := platform.Action{Target: target, UserID: user.ID, UserName: user.Username, RequestID: reqID, Choice: choice}
+		if err := h.HandleAction(ctx, act); err != nil && ctx.Err() == nil {
+			a.log.Warn("Engine did not accept Discord button press", "channel", target.Channel, "thread", target.Thread, "err", err)
+		}
+	})
+}
