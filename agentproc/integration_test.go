@@ -657,6 +657,40 @@ func TestRealClose(t *testing.T) {
 			}
 		}
 	})
+	t.Run("mid-turn", func(t *testing.T) {
+		t.Parallel()
+		r := newRig(t)
+		p := r.start(t, agentproc.StartOptions{})
+		ctx, cancel := context.WithTimeout(t.Context(), turnTimeout)
+		defer cancel()
+		type outcome struct {
+			res *agentproc.Result
+			err error
+		}
+		turnDone := make(chan outcome, 1)
+		go func() {
+			res, err := p.Turn(ctx, "[[SLOW]] finish me", nil)
+			turnDone <- outcome{res, err}
+		}()
+		if _, err := r.api.WaitRequest(ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+		closed := make(chan error, 1)
+		go func() { closed <- p.Close(ctx) }()
+		// Stdin EOF lets the running turn finish (§3), whether the CLI
+		// sees it before or after the reply completes.
+		r.api.ReleaseSlow()
+		o := <-turnDone
+		if o.err != nil || o.res == nil || o.res.IsError || !strings.HasSuffix(o.res.Text, " done") {
+			t.Errorf("turn during Close: result %+v, err %v; want the whole slow reply", o.res, o.err)
+		}
+		if err := <-closed; err != nil {
+			t.Errorf("Close: %v", err)
+		}
+		if err := p.Err(); err != nil {
+			t.Errorf("exit after finishing the turn: %v, want 0 (the CLI should not need SIGTERM)", err)
+		}
+	})
 	t.Run("after an error result", func(t *testing.T) {
 		t.Parallel()
 		r := newRig(t)
