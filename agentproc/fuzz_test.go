@@ -70,7 +70,9 @@ func FuzzDecodeLine(f *testing.F) {
 		}
 		// The result side of the decoder state resets after every result.
 		for _, ev := range d.events {
-			if _, ok := ev.(*Result); ok && (dec.sawCall || dec.lastModel != "") {
+			_, isResult := ev.(*Result)
+			m, isMalformed := ev.(Malformed)
+			if (isResult || isMalformed && errors.Is(m.Err, errResultDecode)) && (dec.sawCall || dec.lastModel != "") {
 				t.Fatal("decoder kept the turn's usage after a result")
 			}
 		}

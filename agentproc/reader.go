@@ -177,6 +177,7 @@ func (d *decoder) decodeLine(line []byte) decoded {
 		// everything else, which is good enough for every line but a
 		// result, whose figures callers act on.
 		if w.Type == "result" {
+			d.lastUsage, d.lastModel, d.sawCall = Usage{}, "", false // the turn ended all the same
 			return decoded{events: []Event{Malformed{Line: snippet(line), Err: fmt.Errorf("%w: %w", errResultDecode, err)}}}
 		}
 	}
