@@ -36,8 +36,15 @@ func FuzzDecodeLine(f *testing.F) {
 	f.Add([]byte(`{"type":"control_request","request_id":"r","request":null}`))
 	f.Add([]byte(`{"type":"assistant","message":{"content":"text"}}`))
 
+	// A real call first, so the decoder holds turn state the fuzzed line
+	// may have to reset.
+	call := []byte(`{"type":"assistant","message":{"id":"m","model":"x","usage":{"input_tokens":1},"content":[{"type":"text","text":"t"}]}}`)
 	f.Fuzz(func(t *testing.T, line []byte) {
 		var dec decoder
+		dec.decodeLine(call)
+		if !dec.sawCall {
+			t.Fatal("the seed call did not register")
+		}
 		d := dec.decodeLine(line)
 		trimmed := bytes.TrimSpace(line)
 		var malformed []Malformed
