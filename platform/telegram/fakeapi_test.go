@@ -126,7 +126,7 @@ func (f *fakeAPI) serve(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 200, fmt.Sprintf(`{"ok":true,"result":{"message_id":%d,"date":1,"chat":{"id":%d,"type":"supergroup"},"text":%q}}`, id, chat, r.PostForm.Get("text")))
 	case "editMessageText":
 		writeJSON(w, 200, `{"ok":true,"result":true}`)
-	case "sendChatAction", "answerCallbackQuery":
+	case "sendChatAction", "answerCallbackQuery", "setMessageReaction":
 		writeJSON(w, 200, `{"ok":true,"result":true}`)
 	case "getFile":
 		writeJSON(w, 200, fmt.Sprintf(`{"ok":true,"result":{"file_id":%q,"file_unique_id":"u1","file_size":5,"file_path":"documents/file_1.txt"}}`, r.PostForm.Get("file_id")))

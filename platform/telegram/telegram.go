@@ -64,9 +64,10 @@ type Adapter struct {
 	backoffMax          time.Duration
 	maxTransientRetries int
 
-	edits   *editThrottle
-	seen    *dedupe
-	prompts *promptStore
+	edits     *editThrottle
+	seen      *dedupe
+	prompts   *promptStore
+	reactions *reactions
 
 	mu     sync.Mutex // guards status and self
 	status string
@@ -76,6 +77,7 @@ type Adapter struct {
 var (
 	_ platform.Adapter  = (*Adapter)(nil)
 	_ platform.Editor   = (*Adapter)(nil)
+	_ platform.Reactor  = (*Adapter)(nil)
 	_ platform.Typer    = (*Adapter)(nil)
 	_ platform.Prompter = (*Adapter)(nil)
 	_ platform.Statuser = (*Adapter)(nil)
@@ -129,6 +131,7 @@ func New(cfg Config, log *slog.Logger) (*Adapter, error) {
 		edits:               newEditThrottle(cfg.EditInterval),
 		seen:                newDedupe(4096, time.Hour),
 		prompts:             newPromptStore(1024),
+		reactions:           newReactions(4096),
 		status:              "not started",
 	}, nil
 }
@@ -183,6 +186,11 @@ func (a *Adapter) Run(ctx context.Context, h platform.Handler) error {
 		if err != nil {
 			if ctx.Err() != nil {
 				break
+			}
+			if errors.Is(err, ErrUnauthorized) {
+				// The token was revoked while running: no retry helps.
+				a.setStatus("error: " + ErrUnauthorized.Error())
+				return fmt.Errorf("telegram %s: %w", a.cfg.Name, ErrUnauthorized)
 			}
 			failures++
 			a.reportPollError(err, failures)

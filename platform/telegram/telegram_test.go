@@ -317,6 +317,19 @@ func TestUnauthorizedEndsRun(t *testing.T) {
 	}
 }
 
+func TestRevokedTokenEndsRun(t *testing.T) {
+	f := newFakeAPI(t)
+	a := newTestAdapter(t, f, nil)
+	f.override("getUpdates", 401, `{"ok":false,"error_code":401,"description":"Unauthorized"}`)
+	err := a.Run(context.Background(), newFakeHandler())
+	if !errors.Is(err, ErrUnauthorized) {
+		t.Fatalf("Run = %v, want ErrUnauthorized", err)
+	}
+	if !strings.HasPrefix(a.Status(), "error: ") {
+		t.Fatalf("status = %q", a.Status())
+	}
+}
+
 func TestTransportErrorsHideToken(t *testing.T) {
 	f := newFakeAPI(t)
 	a := newTestAdapter(t, f, nil)
@@ -514,4 +527,44 @@ func atoi(t *testing.T, s string) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+func TestReactionsReplaceEachOther(t *testing.T) {
+	f := newFakeAPI(t)
+	a := newTestAdapter(t, f, nil)
+	ctx := context.Background()
+	msg := platform.Target{Channel: "42", MessageID: "42:7"}
+	reaction := func() string {
+		t.Helper()
+		c := f.next("setMessageReaction")
+		if c.Form.Get("chat_id") != "42" || c.Form.Get("message_id") != "7" {
+			t.Fatalf("reaction on %v", c.Form)
+		}
+		return c.Form.Get("reaction")
+	}
+	if err := a.React(ctx, msg, "eyes"); err != nil {
+		t.Fatal(err)
+	}
+	if r := reaction(); r != `[{"emoji":"👀","type":"emoji"}]` {
+		t.Fatalf("reaction = %s", r)
+	}
+	if err := a.React(ctx, msg, "white_check_mark"); err != nil {
+		t.Fatal(err)
+	}
+	if r := reaction(); r != `[{"emoji":"👍","type":"emoji"}]` {
+		t.Fatalf("reaction = %s", r)
+	}
+	// 👀 was replaced by 👍: removing it must leave 👍 alone.
+	if err := a.Unreact(ctx, msg, "eyes"); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Unreact(ctx, msg, "white_check_mark"); err != nil {
+		t.Fatal(err)
+	}
+	if r := reaction(); r != "[]" {
+		t.Fatalf("unreact sent %s, want the one held reaction cleared", r)
+	}
+	if err := a.React(ctx, msg, "no_such_reaction"); err == nil {
+		t.Fatal("an unknown reaction was accepted")
+	}
 }
