@@ -314,11 +314,19 @@ func (p *Process) StderrTail() string { return p.stderr.String() }
 // for the turn; see Turn.
 func (p *Process) Send(ctx context.Context, text string) (string, error) {
 	id := uuid.NewString()
-	msg := userLine{Type: "user", Message: userMessage{Role: "user", Content: text}, UUID: id}
-	if err := p.writeJSON(ctx, msg); err != nil {
-		return "", fmt.Errorf("sending message: %w", err)
+	if err := p.sendUUID(ctx, id, text); err != nil {
+		return "", err
 	}
 	return id, nil
+}
+
+// sendUUID writes one user message carrying id.
+func (p *Process) sendUUID(ctx context.Context, id, text string) error {
+	msg := userLine{Type: "user", Message: userMessage{Role: "user", Content: text}, UUID: id}
+	if err := p.writeJSON(ctx, msg); err != nil {
+		return fmt.Errorf("sending message: %w", err)
+	}
+	return nil
 }
 
 type userLine struct {
@@ -342,6 +350,14 @@ type userMessage struct {
 // (Interrupt, SetModel) must be made from another goroutine, while
 // RespondPermission and Send only write and are fine from on.
 func (p *Process) Turn(ctx context.Context, text string, on func(Event)) (*Result, error) {
+	return p.TurnWithUUID(ctx, uuid.NewString(), text, on)
+}
+
+// TurnWithUUID is Turn with the uuid the user message carries chosen by the
+// caller. The CLI stores the message under that uuid in the transcript
+// (PROTOCOL.md §14), so a caller that records the uuid durably before the
+// turn can tell after a crash whether the CLI had received the message.
+func (p *Process) TurnWithUUID(ctx context.Context, id, text string, on func(Event)) (*Result, error) {
 	if !p.turnBusy.CompareAndSwap(false, true) {
 		return nil, ErrTurnInProgress
 	}
@@ -366,7 +382,7 @@ func (p *Process) Turn(ctx context.Context, text string, on func(Event)) (*Resul
 		p.mu.Unlock()
 	}
 
-	_, sendErr := p.Send(ctx, text)
+	sendErr := p.sendUUID(ctx, id, text)
 	if sendErr != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
