@@ -17,7 +17,7 @@
 // the turn, exit 1 if the last result was an error); SIGTERM (exit 143, no
 // result). Sessions persist as transcripts in the real format at
 // $CLAUDE_CONFIG_DIR (else $HOME/.claude) + /projects/<slug>/<id>.jsonl, so
-// --resume (unknown id: stderr "No conversation found with session ID: <id>",
+// --continue, --resume (unknown id: stderr "No conversation found with session ID: <id>",
 // a result with errors and exit 1 without reading stdin), --fork-session (a
 // new id; the original file is left byte-identical), --session-id, the
 // transcript helpers and crash classification work against it.

@@ -243,6 +243,19 @@ func TestSessionsPersist(t *testing.T) {
 	}
 }
 
+func TestContinue(t *testing.T) {
+	w := newWorld(t)
+	r := w.exec(t, append(streamArgs, "--continue"), nil, user("first"))
+	first := results(t, r)
+	if len(first) != 1 || first[0]["is_error"] != false {
+		t.Fatalf("new session via --continue: %v (stderr %q)", first, r.stderr)
+	}
+	r = w.exec(t, append(streamArgs, "-c"), nil, user("second"))
+	if rs := results(t, r); len(rs) != 1 || rs[0]["session_id"] != first[0]["session_id"] {
+		t.Errorf("--continue picked %v, want session %v", rs, first[0]["session_id"])
+	}
+}
+
 func TestResumeNotAUUID(t *testing.T) {
 	w := newWorld(t)
 	r := w.exec(t, append(streamArgs, "--resume", "not-a-session"), nil)

@@ -36,6 +36,7 @@ type options struct {
 	resume             string
 	sessionID          string
 	fork               bool
+	cont               bool // --continue: the newest session of this cwd
 	model              string
 	permissionMode     string
 	appendSystemPrompt string
@@ -46,6 +47,7 @@ var boolFlags = map[string]bool{
 	"-p": true, "--print": true, "--verbose": true, "--fork-session": true,
 	"--include-partial-messages": true, "--replay-user-messages": true,
 	"--dangerously-skip-permissions": true, "--bare": true, "--strict-mcp-config": true,
+	"--continue": true, "-c": true,
 }
 
 var valueFlags = map[string]bool{
@@ -80,6 +82,8 @@ func parseArgs(args []string) (options, error) {
 				o.verbose = true
 			case "--fork-session":
 				o.fork = true
+			case "--continue", "-c":
+				o.cont = true
 			}
 		case valueFlags[name]:
 			if !hasVal {

@@ -104,6 +104,10 @@ var (
 // openSession picks the session id and transcript: new, resumed or forked.
 func (f *fake) openSession() error {
 	projects := filepath.Join(f.configDir, "projects")
+	if f.opts.cont && f.opts.resume == "" {
+		// As the CLI: the newest session of this cwd, else a new one.
+		f.opts.resume = newestSession(filepath.Join(projects, agentproc.ProjectSlug(f.cwd)))
+	}
 	if f.opts.resume == "" {
 		f.sessionID = f.opts.sessionID
 		if f.sessionID == "" {
@@ -163,6 +167,23 @@ func (f *fake) sessionError(err error) {
 	})
 	f.out.flush()
 	os.Exit(1)
+}
+
+// newestSession is the id of the most recently written transcript in dir.
+func newestSession(dir string) string {
+	matches, _ := filepath.Glob(filepath.Join(dir, "*.jsonl"))
+	var best string
+	var bestTime time.Time
+	for _, m := range matches {
+		st, err := os.Stat(m)
+		if err == nil && st.ModTime().After(bestTime) {
+			best, bestTime = m, st.ModTime()
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return strings.TrimSuffix(filepath.Base(best), ".jsonl")
 }
 
 func findTranscript(projects, id string) string {
