@@ -63,6 +63,8 @@
 //	              (partial assistant, aborted_streaming), or until the file named
 //	              by FAKECLAUDE_RELEASE exists; [[SLOW:N]] ends after N chunks.
 //	[[MALFORMED]] write a non-JSON stdout line, then reply normally.
+//	[[SELF:NN]]   the echo reply ends with the model's self-report line
+//	              "[ctx: ~NN%]".
 //	[[BIG]]       the call reports input_tokens 120000.
 //	[[HUGE:N]]    the reply text is N bytes long (one stdout line of N+ bytes).
 //	[[ASKHOST]]   send the host a control_request of a subtype agentproc does

@@ -281,6 +281,14 @@ func TestSlow(t *testing.T) {
 	}
 }
 
+func TestSelfReport(t *testing.T) {
+	w := newWorld(t)
+	r := w.exec(t, streamArgs, nil, user("hi [[SELF:42]]"))
+	if rs := results(t, r); len(rs) != 1 || rs[0]["result"] != "echo: hi [[SELF:42]]\n[ctx: ~42%]" {
+		t.Errorf("results = %v", rs)
+	}
+}
+
 func TestContextEnv(t *testing.T) {
 	w := newWorld(t)
 	r := w.exec(t, streamArgs, []string{"FAKECLAUDE_CONTEXT_WINDOW=5000", "FAKECLAUDE_INPUT_TOKENS=11"}, user("x"), user("[[BIG]]"))

@@ -64,6 +64,7 @@ var (
 	reTool = regexp.MustCompile(`\[\[TOOL(?::([^\]]*))?\]\]`)
 	reSlow = regexp.MustCompile(`\[\[SLOW(?::(\d+))?\]\]`)
 	reHuge = regexp.MustCompile(`\[\[HUGE:(\d+)\]\]`)
+	reSelf = regexp.MustCompile(`\[\[SELF:(\d+)\]\]`)
 )
 
 const (
@@ -128,6 +129,9 @@ func (f *fake) runTurn(m userMsg) {
 		if mm := reHuge.FindStringSubmatch(text); mm != nil {
 			n, _ := strconv.Atoi(mm[1])
 			reply = strings.Repeat("x", n)
+		}
+		if mm := reSelf.FindStringSubmatch(text); mm != nil {
+			reply += "\n[ctx: ~" + mm[1] + "%]" // the model's self-report
 		}
 		if f.checkStopped(t) {
 			res = f.aborted(t, interruptedText, "aborted_streaming")
