@@ -30,6 +30,8 @@ type Binding struct {
 	Admins     []string
 	// RequireMention: nil = default (on in channels, off in DMs).
 	RequireMention *bool
+	// AllowShell lets this binding's Admins run !sh in the workspace.
+	AllowShell bool
 }
 
 // Options configure an Engine.
@@ -45,6 +47,11 @@ type Options struct {
 	ContextWindow            int64         // fallback window (default 200000)
 	SelfReport               bool          // ctx track B: add the self-report instruction
 	ShutdownGrace            time.Duration // let running turns finish this long on shutdown
+	ShellTimeout             time.Duration // kill a !sh command after this (default 2m)
+	ArtifactThreshold        int           // bytes of message above which it becomes an artifact (default 16 KiB)
+	ArtifactQuota            int64         // bytes per workspace folder of artifacts or attachments (default 64 MiB)
+	AttachmentMaxBytes       int64         // largest attachment passed on (default 10 MiB)
+	AllowedModes             []string      // permission modes !mode may set (default: default, acceptEdits, plan)
 	Logger                   *slog.Logger
 	Now                      func() time.Time // for tests; nil = time.Now
 }
