@@ -34,6 +34,14 @@ type record struct {
 	SelfPct        int     `json:"self_pct,omitempty"`
 	HasSelfPct     bool    `json:"has_self_pct,omitempty"`
 	TotalCostUSD   float64 `json:"total_cost_usd,omitempty"`
+	// ModelOverride and ModeOverride are what !model and !mode set for this
+	// conversation; every later spawn passes them (--model,
+	// --permission-mode), so they survive reaps, resumes and restarts.
+	ModelOverride string `json:"model_override,omitempty"`
+	ModeOverride  string `json:"mode_override,omitempty"`
+	// ShellNotes are the notes of !sh commands run since the last turn;
+	// the next turn's prompt carries them to Claude once.
+	ShellNotes string `json:"shell_notes,omitempty"`
 }
 
 // figures are the record's context figures for ctxindicator.
