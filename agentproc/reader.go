@@ -7,6 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"sync"
+	"time"
 	"unicode/utf8"
 )
 
@@ -456,4 +459,51 @@ func (lr *lineReader) next() ([]byte, error) {
 			return nil, err
 		}
 	}
+}
+
+// afterExitReader reads stdout until EOF, or, once wait set a deadline
+// after the exit, until the pipe stays idle for pipeIdleWait. The deadline
+// alone would lose lines still in the pipe while a slow consumer holds the
+// reader up (backpressure), so on expiry it reads on with short deadlines
+// as long as data comes.
+type afterExitReader struct{ f *os.File }
+
+func (r *afterExitReader) Read(b []byte) (int, error) {
+	n, err := r.f.Read(b)
+	if !errors.Is(err, os.ErrDeadlineExceeded) {
+		return n, err
+	}
+	_ = r.f.SetReadDeadline(time.Now().Add(pipeIdleWait))
+	n, err = r.f.Read(b)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return n, io.EOF
+	}
+	return n, err
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+func (t *tailBuffer) Write(b []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, b...)
+	if len(t.buf) > 2*t.max {
+		t.buf = append(t.buf[:0], t.buf[len(t.buf)-t.max:]...)
+	}
+	return len(b), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	b := t.buf
+	if len(b) > t.max {
+		b = b[len(b)-t.max:]
+	}
+	return string(b)
 }
