@@ -122,10 +122,11 @@ func New(cfg Config, log *slog.Logger) (*Adapter, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	transport := &rewriteTransport{base: base, next: http.DefaultTransport}
 	a := &Adapter{
 		cfg:            cfg,
 		log:            log.With("platform", cfg.Name),
-		httpClient:     &http.Client{Transport: &rewriteTransport{base: base, next: http.DefaultTransport}},
+		httpClient:     &http.Client{Transport: transport},
 		conns:          newConnTracker(),
 		requestTimeout: 30 * time.Second,
 		backoffMin:     time.Second,
@@ -143,7 +144,10 @@ func New(cfg Config, log *slog.Logger) (*Adapter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("discord %s: %w", cfg.Name, err)
 	}
-	s.Client = a.httpClient
+	// REST calls carry ctx; the timeout bounds the few the library makes
+	// without one (gateway discovery inside Open). Downloads use
+	// httpClient, bounded by their ctx only.
+	s.Client = &http.Client{Transport: transport, Timeout: time.Minute}
 	s.Dialer = &websocket.Dialer{NetDialContext: a.conns.dial, HandshakeTimeout: 30 * time.Second, Proxy: http.ProxyFromEnvironment}
 	s.Identify.Intents = Intents
 	// Rate limits come back as errors that rest() waits out under ctx;
@@ -242,6 +246,7 @@ func (a *Adapter) Run(ctx context.Context, h platform.Handler) error {
 			_ = sleepCtx(ctx, backoff(failures, a.backoffMin, a.backoffMax))
 			continue
 		}
+		a.conns.opened()
 		if failures > 0 {
 			a.log.Info("Discord gateway reconnected", "after_failures", failures)
 		}

@@ -312,6 +312,17 @@ func TestReconnectResumes(t *testing.T) {
 	}
 }
 
+func TestSilentGatewayIsRetried(t *testing.T) {
+	f := newFakeDiscord(t)
+	f.silent = 1
+	a := newTestAdapter(t, f, nil)
+	a.conns.openTimeout = 200 * time.Millisecond
+	runConnected(t, f, a, newFakeHandler())
+	if fr := f.frame(); fr.Op != 2 {
+		t.Fatalf("after a silent gateway the client sent op %d, want IDENTIFY", fr.Op)
+	}
+}
+
 func TestGatewayRefusals(t *testing.T) {
 	tests := []struct {
 		name      string

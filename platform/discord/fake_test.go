@@ -44,6 +44,7 @@ type fakeDiscord struct {
 	files     map[string]string
 	connected chan struct{} // signalled after each READY or RESUMED
 	closeCode int           // when set, the gateway closes with it after IDENTIFY
+	silent    int           // this many connections get no HELLO
 }
 
 type restCall struct {
@@ -196,6 +197,16 @@ func (f *fakeDiscord) serveGateway(w http.ResponseWriter, r *http.Request) {
 	f.mu.Unlock()
 	defer c.Close()
 
+	f.mu.Lock()
+	silent := f.silent > 0
+	if silent {
+		f.silent--
+	}
+	f.mu.Unlock()
+	if silent {
+		_, _, _ = c.ReadMessage() // until the client gives up
+		return
+	}
 	if write(map[string]any{"op": 10, "d": map[string]any{"heartbeat_interval": 100}}) != nil {
 		return
 	}

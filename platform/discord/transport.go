@@ -47,10 +47,12 @@ type connTracker struct {
 	conns  map[net.Conn]struct{}
 	closed bool
 	dialer net.Dialer
+
+	openTimeout time.Duration
 }
 
 func newConnTracker() *connTracker {
-	return &connTracker{conns: make(map[net.Conn]struct{}), dialer: net.Dialer{Timeout: 30 * time.Second}}
+	return &connTracker{conns: make(map[net.Conn]struct{}), dialer: net.Dialer{Timeout: 30 * time.Second}, openTimeout: time.Minute}
 }
 
 func (t *connTracker) dial(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -64,7 +66,11 @@ func (t *connTracker) dial(ctx context.Context, network, addr string) (net.Conn,
 		c.Close()
 		return nil, net.ErrClosed
 	}
+	// Open waits for HELLO and READY with no timeout of its own (and the
+	// websocket library clears conn deadlines after its handshake), so a
+	// timer closes a connection that is not up in time; opened stops it.
 	tc := &trackedConn{Conn: c, t: t}
+	tc.openTimer = time.AfterFunc(t.openTimeout, func() { c.Close() })
 	t.conns[tc] = struct{}{}
 	return tc, nil
 }
@@ -81,6 +87,16 @@ func (t *connTracker) closeAll() {
 	clear(t.conns)
 }
 
+// opened stops the open timers of the live connections; from then on
+// heartbeats detect a dead gateway.
+func (t *connTracker) opened() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for c := range t.conns {
+		c.(*trackedConn).openTimer.Stop()
+	}
+}
+
 func (t *connTracker) reset() {
 	t.mu.Lock()
 	t.closed = false
@@ -89,12 +105,14 @@ func (t *connTracker) reset() {
 
 type trackedConn struct {
 	net.Conn
-	t    *connTracker
-	once sync.Once
+	t         *connTracker
+	once      sync.Once
+	openTimer *time.Timer
 }
 
 func (c *trackedConn) Close() error {
 	c.once.Do(func() {
+		c.openTimer.Stop()
 		c.t.mu.Lock()
 		delete(c.t.conns, c)
 		c.t.mu.Unlock()
