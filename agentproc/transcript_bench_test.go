@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -126,9 +127,28 @@ func runSizes(b *testing.B, fn func(b *testing.B, path string, size int64)) {
 	}
 }
 
+// transcriptCPUTime is the CPU time (user and system, all threads) this process has
+// used. On a shared machine wall time per op swings with other load; CPU
+// time per op much less, so the benchmarks report both.
+func transcriptCPUTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// reportTranscriptCPU adds a cpu-ns/op metric for the loop that started at start.
+func reportTranscriptCPU(b *testing.B, start time.Duration) {
+	if b.N > 0 {
+		b.ReportMetric(float64(transcriptCPUTime()-start)/float64(b.N), "cpu-ns/op")
+	}
+}
+
 func BenchmarkReadLite(b *testing.B) {
 	runSizes(b, func(b *testing.B, path string, _ int64) {
 		b.ReportAllocs()
+		defer reportTranscriptCPU(b, transcriptCPUTime())
 		for b.Loop() {
 			l, err := ReadLite(path)
 			if err != nil {
@@ -145,6 +165,7 @@ func BenchmarkFullParse(b *testing.B) {
 	runSizes(b, func(b *testing.B, path string, size int64) {
 		b.SetBytes(size)
 		b.ReportAllocs()
+		defer reportTranscriptCPU(b, transcriptCPUTime())
 		for b.Loop() {
 			l, err := fullParseLite(path)
 			if err != nil {
@@ -204,6 +225,7 @@ func fullParseLite(path string) (Lite, error) {
 func BenchmarkClassifyEnd(b *testing.B) {
 	runSizes(b, func(b *testing.B, path string, _ int64) {
 		b.ReportAllocs()
+		defer reportTranscriptCPU(b, transcriptCPUTime())
 		for b.Loop() {
 			got, err := ClassifyEnd(path)
 			if err != nil || got != InterruptionNone {
@@ -226,6 +248,7 @@ func BenchmarkContainsUUID(b *testing.B) {
 		{"absent", "99999999-2222-4333-8444-555555555555", false},
 	} {
 		b.Run(c.name, func(b *testing.B) {
+			defer reportTranscriptCPU(b, transcriptCPUTime())
 			for b.Loop() {
 				got, err := ContainsUUID(p, c.uuid)
 				if err != nil || got != c.want {
@@ -255,6 +278,7 @@ func BenchmarkListSessions1000(b *testing.B) {
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
+	defer reportTranscriptCPU(b, transcriptCPUTime())
 	for b.Loop() {
 		ls, err := ListSessions(cfg, cwd)
 		if err != nil {
