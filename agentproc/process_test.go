@@ -691,3 +691,22 @@ func TestTurnAfterClose(t *testing.T) {
 		}
 	}
 }
+
+func TestStderrTailBounded(t *testing.T) {
+	e := newFakeEnv(t)
+	cfg := Config{Command: e.bin, Env: e.env, StderrTailBytes: 16}
+	p, err := Start(context.Background(), cfg, StartOptions{Dir: e.dir}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(context.Background())
+	_, err = p.Turn(testCtx(t), "[[CRASH]]", nil)
+	var ee *ExitError
+	if !errors.As(err, &ee) {
+		t.Fatalf("Turn = %v", err)
+	}
+	// The fake's stderr is longer than 16 bytes; only its end is kept.
+	if !strings.HasSuffix("fakeclaude: simulated crash ([[CRASH]])\n", p.StderrTail()) || len(p.StderrTail()) != 16 {
+		t.Errorf("StderrTail = %q", p.StderrTail())
+	}
+}
