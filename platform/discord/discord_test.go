@@ -312,6 +312,39 @@ func TestReconnectResumes(t *testing.T) {
 	}
 }
 
+func TestHeartbeats(t *testing.T) {
+	// Acknowledged heartbeats keep the session; unacknowledged ones make
+	// the client drop the connection and resume.
+	f := newFakeDiscord(t)
+	f.noAck = 1
+	a := newTestAdapter(t, f, nil)
+	runConnected(t, f, a, newFakeHandler())
+	if fr := f.frame(); fr.Op != 2 {
+		t.Fatalf("first frame op %d", fr.Op)
+	}
+	if fr := f.frame(); fr.Op != 6 || fr.D["session_id"] != "sess-1" {
+		t.Fatalf("after missed ACKs the client sent %+v, want RESUME", fr)
+	}
+	f.waitConnected()
+	// Heartbeats so far may be the old connection's; then wait longer than
+	// the client's patience for ACKs (5 intervals).
+	for len(f.heartbeats) > 0 {
+		<-f.heartbeats
+	}
+	for range 8 {
+		select {
+		case <-f.heartbeats:
+		case <-time.After(10 * time.Second):
+			t.Fatal("no heartbeats on the resumed connection")
+		}
+	}
+	select {
+	case fr := <-f.gateway:
+		t.Fatalf("acknowledged heartbeats still led to op %d", fr.Op)
+	default:
+	}
+}
+
 func TestSilentGatewayIsRetried(t *testing.T) {
 	f := newFakeDiscord(t)
 	f.silent = 1

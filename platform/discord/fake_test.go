@@ -45,6 +45,9 @@ type fakeDiscord struct {
 	connected chan struct{} // signalled after each READY or RESUMED
 	closeCode int           // when set, the gateway closes with it after IDENTIFY
 	silent    int           // this many connections get no HELLO
+	noAck     int           // this many connections get no heartbeat ACKs
+
+	heartbeats chan struct{} // every heartbeat received
 }
 
 type restCall struct {
@@ -65,14 +68,15 @@ type fakeResp struct {
 
 func newFakeDiscord(t *testing.T) *fakeDiscord {
 	f := &fakeDiscord{
-		t:         t,
-		rest:      make(chan restCall, 1000),
-		gateway:   make(chan gwFrame, 100),
-		nextID:    5000,
-		overrides: make(map[string][]fakeResp),
-		channels:  make(map[string]string),
-		files:     make(map[string]string),
-		connected: make(chan struct{}, 10),
+		t:          t,
+		rest:       make(chan restCall, 1000),
+		gateway:    make(chan gwFrame, 100),
+		nextID:     5000,
+		overrides:  make(map[string][]fakeResp),
+		channels:   make(map[string]string),
+		files:      make(map[string]string),
+		connected:  make(chan struct{}, 10),
+		heartbeats: make(chan struct{}, 1000),
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/gw/", f.serveGateway) // discordgo adds a trailing slash
@@ -202,6 +206,10 @@ func (f *fakeDiscord) serveGateway(w http.ResponseWriter, r *http.Request) {
 	if silent {
 		f.silent--
 	}
+	ack := f.noAck == 0
+	if !ack {
+		f.noAck--
+	}
 	f.mu.Unlock()
 	if silent {
 		_, _, _ = c.ReadMessage() // until the client gives up
@@ -220,7 +228,13 @@ func (f *fakeDiscord) serveGateway(w http.ResponseWriter, r *http.Request) {
 		}
 		switch fr.Op {
 		case 1:
-			_ = write(map[string]any{"op": 11})
+			select {
+			case f.heartbeats <- struct{}{}:
+			default:
+			}
+			if ack {
+				_ = write(map[string]any{"op": 11})
+			}
 		case 2, 6:
 			var d map[string]any
 			_ = json.Unmarshal(fr.D, &d)
