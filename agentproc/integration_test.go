@@ -820,3 +820,76 @@ func BenchmarkRealTurn(b *testing.B) {
 		mustTurn(b, p, "bench", "echo: bench")
 	}
 }
+
+func TestRealMessageDuringToolFolds(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	// The tool must run without a prompt and block until the test opens
+	// the gate; as root the CLI allows bypassPermissions only in a sandbox.
+	r.cfg.Env["IS_SANDBOX"] = "1"
+	p := r.start(t, agentproc.StartOptions{PermissionMode: "bypassPermissions"})
+	gate := filepath.Join(r.dir, "gate")
+	// On a failure path, open the gate before the process is closed so
+	// Close does not wait out the blocked tool.
+	t.Cleanup(func() { _ = os.WriteFile(gate, nil, 0o600) })
+	ctx, cancel := context.WithTimeout(t.Context(), turnTimeout)
+	defer cancel()
+
+	toolRunning := make(chan struct{})
+	var once sync.Once
+	type outcome struct {
+		res *agentproc.Result
+		err error
+	}
+	turnDone := make(chan outcome, 1)
+	go func() {
+		res, err := p.Turn(ctx, "[[TOOL:while [ ! -f gate ]; do sleep 0.05; done; echo opened]]", func(e agentproc.Event) {
+			if _, ok := e.(agentproc.ToolUse); ok {
+				once.Do(func() { close(toolRunning) })
+			}
+		})
+		turnDone <- outcome{res, err}
+	}()
+	select {
+	case <-toolRunning:
+	case o := <-turnDone:
+		t.Fatalf("turn ended before its tool ran: %+v, %v", o.res, o.err)
+	}
+	if _, err := p.Send(ctx, "midway note"); err != nil {
+		t.Fatal(err)
+	}
+	// No event says the CLI has taken the message in (agentproc does not
+	// surface command_lifecycle), but its transcript records the enqueue
+	// soon (the file itself may not exist yet): poll for that, bounded by
+	// ctx, before letting the tool end.
+	path := agentproc.TranscriptPath(r.configDir, r.dir, p.SessionID())
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		b, _ := os.ReadFile(path)
+		if strings.Contains(string(b), `"content":"midway note"`) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("the CLI never enqueued the mid-turn message")
+		case <-tick.C:
+		}
+	}
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	o := <-turnDone
+	if o.err != nil || o.res == nil || o.res.Text != "tool said: opened" {
+		t.Fatalf("turn: result %+v, err %v", o.res, o.err)
+	}
+	// The message went into the running turn, as a role "system" note on
+	// the tool's follow-up request, and has no result of its own (§3).
+	reqs := r.api.Requests()
+	if len(reqs) != 2 || !reqs[1].Contains("The user sent a new message while you were working") || !reqs[1].Contains("midway note") {
+		t.Errorf("API requests %d; want the follow-up to carry the mid-turn message", len(reqs))
+	}
+	// So the next turn must get its own result, not a stale one.
+	mustTurn(t, p, "after", "echo: after")
+}
