@@ -3,6 +3,7 @@ package discord
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -64,7 +65,7 @@ func TestIdentifyAndRouting(t *testing.T) {
 	}{
 		{
 			name: "channel mention stripped",
-			ev:   msgEvent("1", "C1", "G1", "7", "<@900> run  the tests", map[string]any{"mentions": []any{botUser}}),
+			ev:   msgEvent("1", "C1", "G1", "7", "<@900> run the tests", map[string]any{"mentions": []any{botUser}}),
 			want: &platform.Message{ID: "C1:1", Target: platform.Target{Channel: "C1", MessageID: "1"}, Text: "run the tests", Mentioned: true, UserID: "7"},
 		},
 		{
@@ -117,6 +118,38 @@ func TestIdentifyAndRouting(t *testing.T) {
 	}
 	if s := a.Status(); s != "connected" {
 		t.Errorf("status = %q", s)
+	}
+}
+
+func TestOwnRoleMention(t *testing.T) {
+	f := newFakeDiscord(t)
+	f.channels["C1"] = `{"id":"C1","type":0,"guild_id":"G1"}`
+	a := newTestAdapter(t, f, nil)
+	h := newFakeHandler()
+	runConnected(t, f, a, h)
+	f.dispatch("GUILD_CREATE", map[string]any{
+		"id": "G1", "name": "team",
+		"roles": []any{
+			map[string]any{"id": "R1", "name": "ccbot", "managed": true},
+			map[string]any{"id": "R2", "name": "devs", "managed": false},
+		},
+		"members":  []any{map[string]any{"user": map[string]any{"id": botID, "username": "ccbot", "bot": true}, "roles": []any{"R1", "R2"}}},
+		"channels": []any{map[string]any{"id": "C1", "type": 0, "guild_id": "G1"}},
+	})
+	tests := []struct {
+		content, roles string
+		want           string
+		mentioned      bool
+	}{
+		{"<@&R1> deploy it", "R1", "deploy it", true},             // the bot's own managed role
+		{"<@&R2> standup now", "R2", "<@&R2> standup now", false}, // a human role the bot also has
+	}
+	for i, tt := range tests {
+		f.dispatch("MESSAGE_CREATE", msgEvent(fmt.Sprint(10+i), "C1", "G1", "7", tt.content, map[string]any{"mention_roles": []any{tt.roles}}))
+		m := h.message(t)
+		if m.Text != tt.want || m.Mentioned != tt.mentioned {
+			t.Errorf("%q: got text %q mentioned %v, want %q %v", tt.content, m.Text, m.Mentioned, tt.want, tt.mentioned)
+		}
 	}
 }
 
@@ -470,7 +503,8 @@ func TestStripMention(t *testing.T) {
 		found    bool
 	}{
 		{"<@900> hi", "hi", true},
-		{"hi <@!900>  there", "hi there", true},
+		{"hi <@!900> there", "hi there", true},
+		{"<@900> fix:\n```\n    indented\n```", "fix:\n```\n    indented\n```", true},
 		{"<@901> hi", "<@901> hi", false},
 		{"  plain  ", "plain", false},
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -57,6 +58,12 @@ func (a *Adapter) toMessage(ctx context.Context, m *discordgo.Message) (platform
 	if r := m.ReferencedMessage; r != nil && r.Author != nil && r.Author.ID == self {
 		mentioned = true
 	}
+	// Discord's autocomplete often offers the bot's own managed role for
+	// "@bot"; a mention of that role addresses the bot too.
+	if role := a.ownRoleMentioned(m.GuildID, m.MentionRoles); role != "" {
+		mentioned = true
+		text, _ = stripTag(text, "<@&"+role+">")
+	}
 	atts := a.attachments(m.Attachments)
 	if text == "" && len(atts) == 0 {
 		return platform.Message{}, false
@@ -98,21 +105,44 @@ func stripMention(content, self string) (string, bool) {
 	if self == "" {
 		return strings.TrimSpace(content), false
 	}
-	found := false
-	for _, tag := range []string{"<@" + self + ">", "<@!" + self + ">"} {
-		if strings.Contains(content, tag) {
-			found = true
-			content = strings.ReplaceAll(content, tag, "")
-		}
-	}
-	if !found {
+	c1, f1 := stripTag(content, "<@"+self+">")
+	c2, f2 := stripTag(c1, "<@!"+self+">")
+	return c2, f1 || f2
+}
+
+// stripTag removes every tag from content, tidying the spaces it leaves,
+// and reports whether there was one.
+func stripTag(content, tag string) (string, bool) {
+	if !strings.Contains(content, tag) {
 		return strings.TrimSpace(content), false
 	}
-	lines := strings.Split(content, "\n")
-	for i, l := range lines {
-		lines[i] = strings.Join(strings.Fields(l), " ")
+	// Only the space next to the tag goes; indentation and code elsewhere
+	// in the message stay as written.
+	for _, r := range [][2]string{{" " + tag + " ", " "}, {tag + " ", ""}, {" " + tag, ""}, {tag, ""}} {
+		content = strings.ReplaceAll(content, r[0], r[1])
 	}
-	return strings.TrimSpace(strings.Join(lines, "\n")), true
+	return strings.TrimSpace(content), true
+}
+
+// ownRoleMentioned returns the bot's managed role among roles, if any,
+// from the gateway state (GUILD_CREATE lists the bot's member and roles).
+func (a *Adapter) ownRoleMentioned(guildID string, roles []string) string {
+	if guildID == "" || len(roles) == 0 {
+		return ""
+	}
+	mem, err := a.session.State.Member(guildID, a.self())
+	if err != nil {
+		return ""
+	}
+	for _, r := range roles {
+		if !slices.Contains(mem.Roles, r) {
+			continue
+		}
+		if role, err := a.session.State.Role(guildID, r); err == nil && role.Managed {
+			return r
+		}
+	}
+	return ""
 }
 
 func threadName(text string) string {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -147,7 +148,10 @@ func displayName(u *tgbotapi.User) string {
 func stripMention(text string, entities []tgbotapi.MessageEntity, bot string) (clean string, mentioned, forOther bool) {
 	units := utf16.Encode([]rune(text))
 	at := "@" + strings.ToLower(bot)
-	type cut struct{ from, to int }
+	type cut struct {
+		from, to int
+		tidy     bool // also drop one space next to the cut
+	}
 	var cuts []cut
 	for _, e := range entities {
 		if e.Offset < 0 || e.Length <= 0 || e.Offset+e.Length > len(units) {
@@ -158,7 +162,7 @@ func stripMention(text string, entities []tgbotapi.MessageEntity, bot string) (c
 		case "mention":
 			if bot != "" && strings.ToLower(s) == at {
 				mentioned = true
-				cuts = append(cuts, cut{e.Offset, e.Offset + e.Length})
+				cuts = append(cuts, cut{e.Offset, e.Offset + e.Length, true})
 			}
 		case "bot_command":
 			if e.Offset != 0 {
@@ -172,7 +176,7 @@ func stripMention(text string, entities []tgbotapi.MessageEntity, bot string) (c
 			if bot != "" && strings.ToLower(s[i:]) == at {
 				mentioned = true
 				n := len(utf16.Encode([]rune(s[:i])))
-				cuts = append(cuts, cut{e.Offset + n, e.Offset + e.Length})
+				cuts = append(cuts, cut{e.Offset + n, e.Offset + e.Length, false})
 				continue
 			}
 			forOther = true
@@ -187,7 +191,7 @@ func stripMention(text string, entities []tgbotapi.MessageEntity, bot string) (c
 			if end == len(lower) || !isNameChar(lower[end]) {
 				mentioned = true
 				from := len(utf16.Encode([]rune(text[:i])))
-				cuts = append(cuts, cut{from, from + len(at)})
+				cuts = append(cuts, cut{from, from + len(at), true})
 			}
 			next := strings.Index(lower[end:], at)
 			if next < 0 {
@@ -199,21 +203,27 @@ func stripMention(text string, entities []tgbotapi.MessageEntity, bot string) (c
 	if len(cuts) == 0 {
 		return strings.TrimSpace(text), mentioned, forOther
 	}
+	slices.SortFunc(cuts, func(x, y cut) int { return x.from - y.from })
 	var out []uint16
 	prev := 0
 	for _, c := range cuts {
 		if c.from < prev {
 			continue
 		}
+		// Only the space next to a mention goes; indentation and code
+		// elsewhere in the message stay as written.
+		if c.tidy {
+			if c.to < len(units) && units[c.to] == ' ' {
+				c.to++
+			} else if c.from > prev && units[c.from-1] == ' ' {
+				c.from--
+			}
+		}
 		out = append(out, units[prev:c.from]...)
 		prev = c.to
 	}
 	out = append(out, units[prev:]...)
-	clean = string(utf16.Decode(out))
-	clean = strings.Join(strings.FieldsFunc(clean, func(r rune) bool { return r == ' ' || r == '\t' }), " ")
-	// FieldsFunc on spaces alone keeps newlines; tidy what a cut left.
-	clean = strings.TrimSpace(strings.ReplaceAll(clean, " \n", "\n"))
-	return clean, mentioned, forOther
+	return strings.TrimSpace(string(utf16.Decode(out))), mentioned, forOther
 }
 
 func isNameChar(c byte) bool {

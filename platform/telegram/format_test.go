@@ -92,6 +92,7 @@ func TestStripMention(t *testing.T) {
 		{"no entities fallback", "hey @cc_bot\nsecond line", nil, "hey\nsecond line", true, false},
 		{"no entities longer name", "hey @cc_botty", nil, "hey @cc_botty", false, false},
 		{"multiline kept", "@cc_bot line1\n\nline2", []tgbotapi.MessageEntity{ent("mention", 0, 7)}, "line1\n\nline2", true, false},
+		{"indentation kept", "@cc_bot fix:\n```\n    x  =  1\n```", []tgbotapi.MessageEntity{ent("mention", 0, 7)}, "fix:\n```\n    x  =  1\n```", true, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
