@@ -103,3 +103,17 @@ func TestStripMention(t *testing.T) {
 		})
 	}
 }
+
+func BenchmarkSendFormatting(b *testing.B) {
+	var sb strings.Builder
+	for sb.Len() < 20000 {
+		sb.WriteString("Some **bold** and `code` with a [link](https://example.com) & <tags>.\n\n```go\nfunc f() { return a < b }\n```\n")
+	}
+	text := sb.String()
+	b.ResetTimer()
+	for b.Loop() {
+		for _, p := range splitForTelegram(text) {
+			_ = toHTML(p)
+		}
+	}
+}

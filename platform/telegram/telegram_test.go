@@ -330,6 +330,25 @@ func TestRevokedTokenEndsRun(t *testing.T) {
 	}
 }
 
+func TestSendFollowsGroupMigration(t *testing.T) {
+	f := newFakeAPI(t)
+	a := newTestAdapter(t, f, nil)
+	f.override("sendMessage", 400, `{"ok":false,"error_code":400,"description":"Bad Request: group chat was upgraded to a supergroup chat","parameters":{"migrate_to_chat_id":-1009}}`)
+	got, err := a.Send(context.Background(), platform.Target{Channel: "-100"}, "hello")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := f.next("sendMessage"); c.Form.Get("chat_id") != "-100" {
+		t.Fatalf("first try to %v", c.Form.Get("chat_id"))
+	}
+	if c := f.next("sendMessage"); c.Form.Get("chat_id") != "-1009" {
+		t.Fatalf("retry to %v, want the supergroup", c.Form.Get("chat_id"))
+	}
+	if got.Channel != "-1009" {
+		t.Errorf("Send returned %+v, want the new chat", got)
+	}
+}
+
 func TestTransportErrorsHideToken(t *testing.T) {
 	f := newFakeAPI(t)
 	a := newTestAdapter(t, f, nil)
