@@ -477,23 +477,24 @@ func TestRewriteTransport(t *testing.T) {
 	base, _ := url.Parse(srv.URL + "/proxy")
 	tr := &rewriteTransport{base: base, next: http.DefaultTransport}
 	c := &http.Client{Transport: tr}
-	resp, err := c.Get("https://discord.com/api/v9/gateway/bot")
-	if err != nil {
-		t.Fatal(err)
+	for _, u := range []string{"https://discord.com/api/v9/channels/1/messages", "https://discord.com/api/v9/gateway"} {
+		resp, err := c.Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
 	}
-	resp.Body.Close()
-	if want := base.Host + "/proxy/api/v9/gateway/bot"; len(got) != 1 || got[0] != want {
-		t.Fatalf("rewritten to %v, want %s", got, want)
+	if len(got) != 2 || got[0] != base.Host+"/proxy/api/v9/channels/1/messages" || got[1] != base.Host+"/proxy/api/v9/gateway/bot" {
+		t.Fatalf("rewritten to %v", got)
 	}
 	// Other hosts (the CDN) are not rewritten.
-	req, _ := http.NewRequest("GET", srv.URL+"/cdn/file", nil)
-	resp, err = c.Do(req)
+	resp, err := c.Get(srv.URL + "/cdn/file")
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if got[1] != base.Host+"/cdn/file" {
-		t.Fatalf("CDN request went to %s", got[1])
+	if got[2] != base.Host+"/cdn/file" {
+		t.Fatalf("CDN request went to %s", got[2])
 	}
 }
 

@@ -142,8 +142,6 @@ func (f *fakeDiscord) serveREST(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case path == "/gateway/bot":
 		writeJSON(w, 200, fmt.Sprintf(`{"url":%q,"shards":1,"session_start_limit":{"total":1000,"remaining":999,"reset_after":0,"max_concurrency":1}}`, wsURL))
-	case path == "/gateway":
-		writeJSON(w, 200, fmt.Sprintf(`{"url":%q}`, wsURL))
 	case r.Method == "GET" && len(parts) == 2 && parts[0] == "channels":
 		f.mu.Lock()
 		c, ok := f.channels[parts[1]]

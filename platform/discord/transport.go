@@ -18,25 +18,47 @@ const discordOrigin = "https://discord.com"
 
 // rewriteTransport sends requests for https://discord.com/api/... to base
 // (scheme, host and path prefix), leaving every other URL (the CDN,
-// attachments) alone.
+// attachments) alone. It also turns the library's gateway discovery
+// (GET /gateway) into the bot form (GET /gateway/bot), which Discord
+// recommends for bots and which checks the token; the answer carries the
+// same "url" field.
 type rewriteTransport struct {
-	base *url.URL // nil: no rewriting
+	base *url.URL // nil: Discord itself
 	next http.RoundTripper
 }
 
 func (t *rewriteTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if t.base != nil && req.URL.Scheme == "https" && req.URL.Host == "discord.com" && strings.HasPrefix(req.URL.Path, "/api/") {
-		r := req.Clone(req.Context())
-		u := *req.URL
+	if req.URL.Scheme != "https" || req.URL.Host != "discord.com" || !strings.HasPrefix(req.URL.Path, "/api/") {
+		return t.next.RoundTrip(req)
+	}
+	u := *req.URL
+	if isGatewayDiscovery(u.Path) {
+		u.Path += "/bot"
+		u.RawPath = ""
+	}
+	if t.base != nil {
 		u.Scheme = t.base.Scheme
 		u.Host = t.base.Host
-		u.Path = strings.TrimRight(t.base.Path, "/") + req.URL.Path
+		u.Path = strings.TrimRight(t.base.Path, "/") + u.Path
 		u.RawPath = ""
-		r.URL = &u
-		r.Host = u.Host
-		req = r
 	}
-	return t.next.RoundTrip(req)
+	if u == *req.URL {
+		return t.next.RoundTrip(req)
+	}
+	r := req.Clone(req.Context())
+	r.URL = &u
+	r.Host = u.Host
+	return t.next.RoundTrip(r)
+}
+
+// isGatewayDiscovery matches /api/v<n>/gateway.
+func isGatewayDiscovery(path string) bool {
+	rest, ok := strings.CutPrefix(path, "/api/v")
+	if !ok {
+		return false
+	}
+	num, tail, ok := strings.Cut(rest, "/")
+	return ok && num != "" && strings.Trim(num, "0123456789") == "" && tail == "gateway"
 }
 
 // connTracker dials gateway connections and closes them all when Run ends,
