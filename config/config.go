@@ -38,6 +38,7 @@ type Config struct {
 	State     State      `toml:"state"`
 	Log       Log        `toml:"log"`
 	Agent     Agent      `toml:"agent"`
+	Files     Files      `toml:"files"`
 	Platforms []Platform `toml:"platforms"`
 	Bindings  []Binding  `toml:"bindings"`
 	Metrics   Metrics    `toml:"metrics"`
@@ -53,6 +54,20 @@ type State struct {
 	// Dir holds sessions, inboxes and locks (created 0700). "~" is
 	// expanded; a relative path is taken from the config file's folder.
 	Dir string `toml:"dir"`
+	// SeenWindow is how long accepted message ids are remembered, so a
+	// platform's redelivery after a restart is not answered twice.
+	SeenWindow Duration `toml:"seen_window"`
+}
+
+// Files limits what cc-connect writes into workspaces for Claude to read.
+type Files struct {
+	// ArtifactThreshold: a message longer than this is saved as a file in
+	// the workspace and Claude is given its path and an excerpt.
+	ArtifactThreshold Size `toml:"artifact_threshold"`
+	// ArtifactQuota bounds the saved messages and attachments per workspace.
+	ArtifactQuota Size `toml:"artifact_quota"`
+	// AttachmentMaxSize is the largest attachment passed on to Claude.
+	AttachmentMaxSize Size `toml:"attachment_max_size"`
 }
 
 // Log configures the process log on stderr.
@@ -80,6 +95,10 @@ type Agent struct {
 	QueueLimit               int               `toml:"queue_limit"`
 	ShutdownGrace            Duration          `toml:"shutdown_grace"`
 	CloseGrace               Duration          `toml:"close_grace"`
+	// AllowedModes are the permission modes users may switch to with !mode.
+	AllowedModes []string `toml:"allowed_modes"`
+	// ShellTimeout kills an admin's !sh command after this long.
+	ShellTimeout Duration `toml:"shell_timeout"`
 }
 
 // Platform is one chat connection ([[platforms]]). Which token fields apply
@@ -109,6 +128,8 @@ type Binding struct {
 	// RequireMention is nil when the file does not say: the engine then
 	// requires a mention in channels and not in DMs.
 	RequireMention *bool `toml:"require_mention"`
+	// AllowShell lets this binding's admins run !sh in the workspace.
+	AllowShell bool `toml:"allow_shell"`
 }
 
 // Metrics configures the Prometheus endpoint ([metrics]); off unless Addr
@@ -130,10 +151,32 @@ func (d Duration) D() time.Duration { return time.Duration(d) }
 
 func (d Duration) String() string { return time.Duration(d).String() }
 
+// Size is a number of bytes, written as an integer or with a unit
+// ("16KiB", "64MiB", "10MB").
+type Size int64
+
+// String writes the size with the largest binary unit that divides it.
+func (s Size) String() string {
+	for _, u := range []struct {
+		name string
+		n    Size
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if s != 0 && s%u.n == 0 {
+			return fmt.Sprintf("%d%s", s/u.n, u.name)
+		}
+	}
+	return fmt.Sprintf("%dB", int64(s))
+}
+
 // Default returns the configuration used for every key the file leaves out.
 func Default() Config {
 	return Config{
-		State: State{Dir: "~/.cc-connect"},
+		State: State{Dir: "~/.cc-connect", SeenWindow: Duration(24 * time.Hour)},
+		Files: Files{
+			ArtifactThreshold: 16 << 10,
+			ArtifactQuota:     64 << 20,
+			AttachmentMaxSize: 10 << 20,
+		},
 		Log:   Log{Level: "info", Format: "text"},
 		Agent: Agent{
 			Command:                  "claude",
@@ -147,6 +190,8 @@ func Default() Config {
 			QueueLimit:               20,
 			ShutdownGrace:            Duration(30 * time.Second),
 			CloseGrace:               Duration(5 * time.Second),
+			AllowedModes:             []string{"default", "acceptEdits", "plan"},
+			ShellTimeout:             Duration(2 * time.Minute),
 		},
 	}
 }
@@ -243,7 +288,7 @@ func (c *Config) String() string {
 		}
 		return "[" + strings.Join(parts, ", ") + "]"
 	}
-	fmt.Fprintf(&b, "# %s\n[state]\ndir = %s\n\n", c.Path, q(c.State.Dir))
+	fmt.Fprintf(&b, "# %s\n[state]\ndir = %s\nseen_window = %s\n\n", c.Path, q(c.State.Dir), q(c.State.SeenWindow.String()))
 	fmt.Fprintf(&b, "[log]\nlevel = %s\nformat = %s\n\n", q(c.Log.Level), q(c.Log.Format))
 	a := c.Agent
 	fmt.Fprintf(&b, "[agent]\ncommand = %s\nargs = %s\n", q(a.Command), list(a.Args))
@@ -257,6 +302,10 @@ func (c *Config) String() string {
 		q(a.IdleTimeout.String()), q(a.PermissionTimeout.String()), a.ContextWindow, a.SelfReport)
 	fmt.Fprintf(&b, "max_processes = %d\nmax_processes_per_workspace = %d\nqueue_limit = %d\nshutdown_grace = %s\nclose_grace = %s\n",
 		a.MaxProcesses, a.MaxProcessesPerWorkspace, a.QueueLimit, q(a.ShutdownGrace.String()), q(a.CloseGrace.String()))
+	fmt.Fprintf(&b, "allowed_modes = %s\nshell_timeout = %s\n", list(a.AllowedModes), q(a.ShellTimeout.String()))
+	f := c.Files
+	fmt.Fprintf(&b, "\n[files]\nartifact_threshold = %s\nartifact_quota = %s\nattachment_max_size = %s\n",
+		q(f.ArtifactThreshold.String()), q(f.ArtifactQuota.String()), q(f.AttachmentMaxSize.String()))
 	for _, p := range c.Platforms {
 		fmt.Fprintf(&b, "\n[[platforms]]\nname = %s\ntype = %s\n", q(p.Name), q(p.Type))
 		for _, s := range []struct {
@@ -282,6 +331,9 @@ func (c *Config) String() string {
 			q(bd.Platform), q(bd.Channel), q(bd.Workspace), list(bd.AllowUsers), list(bd.Admins))
 		if bd.RequireMention != nil {
 			fmt.Fprintf(&b, "require_mention = %t\n", *bd.RequireMention)
+		}
+		if bd.AllowShell {
+			b.WriteString("allow_shell = true\n")
 		}
 	}
 	return b.String()

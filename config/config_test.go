@@ -83,9 +83,14 @@ func TestLoadFullConfig(t *testing.T) {
 	path := writeConfig(t, `
 [state]
 dir = "state"
+seen_window = "1h"
 [log]
 level = "debug"
 format = "json"
+[files]
+artifact_threshold = 4096
+artifact_quota = "1MiB"
+attachment_max_size = "2 MB"
 [agent]
 command = "/opt/claude/bin/claude"
 args = ["--allowedTools", "Bash(go test:*)"]
@@ -101,6 +106,8 @@ max_processes_per_workspace = 2
 queue_limit = 5
 shutdown_grace = "10s"
 close_grace = "2s"
+allowed_modes = ["default", "bypassPermissions"]
+shell_timeout = "30s"
 
 [[platforms]]
 name = "slack-main"
@@ -127,6 +134,7 @@ workspace = "ws/"
 allow_users = ["U1", "U2"]
 admins = ["U1"]
 require_mention = false
+allow_shell = true
 
 [[bindings]]
 platform = "dc"
@@ -146,6 +154,18 @@ allow_users = ["*"]
 	dir := filepath.Dir(path)
 	if got, want := cfg.State.Dir, filepath.Join(dir, "state"); got != want {
 		t.Errorf("state.dir = %q, want %q", got, want)
+	}
+	if cfg.State.SeenWindow.D() != time.Hour {
+		t.Errorf("state.seen_window = %s", cfg.State.SeenWindow)
+	}
+	if f := cfg.Files; f.ArtifactThreshold != 4096 || f.ArtifactQuota != 1<<20 || f.AttachmentMaxSize != 2_000_000 {
+		t.Errorf("files = %+v", f)
+	}
+	if !reflect.DeepEqual(cfg.Agent.AllowedModes, []string{"default", "bypassPermissions"}) || cfg.Agent.ShellTimeout.D() != 30*time.Second {
+		t.Errorf("allowed_modes %q, shell_timeout %s", cfg.Agent.AllowedModes, cfg.Agent.ShellTimeout)
+	}
+	if !cfg.Bindings[0].AllowShell || cfg.Bindings[1].AllowShell {
+		t.Errorf("allow_shell: %t, %t", cfg.Bindings[0].AllowShell, cfg.Bindings[1].AllowShell)
 	}
 	if cfg.Log.SlogLevel().String() != "DEBUG" || cfg.Log.Format != "json" {
 		t.Errorf("log = %+v", cfg.Log)
@@ -214,6 +234,17 @@ func TestLoadErrors(t *testing.T) {
 		{"negative cap", minimal + "[agent]\nmax_processes = -1\nmax_processes_per_workspace = -2\nqueue_limit = 0\ncontext_window = 0\n",
 			nil, []string{"agent.max_processes: must be 0 (unlimited) or more", "agent.max_processes_per_workspace: must be 0",
 				"agent.queue_limit: must be at least 1", "agent.context_window: must be greater than zero"}},
+		{"bad size", minimal + "[files]\nartifact_quota = \"64 megs\"\nattachment_max_size = 0\nartifact_threshold = true\n",
+			nil, []string{`files.artifact_quota: "64 megs" is not a size`, "files.attachment_max_size: must be greater than zero",
+				"files.artifact_threshold: expected a size"}},
+		{"huge threshold", minimal + "[files]\nartifact_threshold = \"4GiB\"\n",
+			nil, []string{"files.artifact_threshold: 4GiB is too large"}},
+		{"seen window", minimal + "[state]\nseen_window = \"0s\"\n",
+			nil, []string{"state.seen_window: must be greater than zero"}},
+		{"allowed modes", minimal + "[agent]\nallowed_modes = [\"default\", \"yolo\", 3]\nshell_timeout = \"-1m\"\n",
+			nil, []string{`agent.allowed_modes[1]: "yolo" is not one of`, "agent.allowed_modes[2]: expected a string", "agent.shell_timeout: must be greater than zero"}},
+		{"no allowed modes", minimal + "[agent]\nallowed_modes = []\n",
+			nil, []string{"agent.allowed_modes: must list at least one mode"}},
 		{"log level and format", minimal + "[log]\nlevel = \"loud\"\nformat = \"xml\"\n",
 			nil, []string{`log.level: "loud" is not one of debug, info, warn, error`, `log.format: "xml" is not one of text, json`}},
 		{"permission mode", minimal + "[agent]\npermission_mode = \"yolo\"\n",
@@ -586,6 +617,42 @@ func TestBypassPermissionsAsRootWarns(t *testing.T) {
 		got := strings.Contains(strings.Join(cfg.Warnings, "\n"), "IS_SANDBOX=1")
 		if got != tt.warn {
 			t.Errorf("env %q: warning %t, want %t (%q)", tt.env, got, tt.warn, cfg.Warnings)
+		}
+	}
+}
+
+func TestParseSize(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		in   string
+		want int64
+		ok   bool
+	}{
+		{"0", 0, true},
+		{"4096", 4096, true},
+		{"4096B", 4096, true},
+		{"16KiB", 16 << 10, true},
+		{"16 KiB", 16 << 10, true},
+		{"10MB", 10_000_000, true},
+		{"64MiB", 64 << 20, true},
+		{"1GB", 1_000_000_000, true},
+		{"2GiB", 2 << 30, true},
+		{"", 0, false},
+		{"MiB", 0, false},
+		{"1.5MiB", 0, false},
+		{"10 megs", 0, false},
+		{"-1", 0, false},
+		{"99999999999GiB", 0, false},
+	}
+	for _, tt := range tests {
+		got, err := parseSize(tt.in)
+		if (err == nil) != tt.ok || (tt.ok && got != tt.want) {
+			t.Errorf("parseSize(%q) = %d, %v; want %d, ok %t", tt.in, got, err, tt.want, tt.ok)
+		}
+	}
+	for size, want := range map[Size]string{16 << 10: "16KiB", 64 << 20: "64MiB", 1 << 30: "1GiB", 1000: "1000B", 0: "0B"} {
+		if got := size.String(); got != want {
+			t.Errorf("Size(%d).String() = %q, want %q", int64(size), got, want)
 		}
 	}
 }

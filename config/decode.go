@@ -15,7 +15,10 @@ import (
 // driven by the toml struct tags, which are therefore the single list of
 // keys: unknown-key checks and KnownKeys read the same tags.
 
-var durationType = reflect.TypeFor[Duration]()
+var (
+	durationType = reflect.TypeFor[Duration]()
+	sizeType     = reflect.TypeFor[Size]()
+)
 
 type decoder struct {
 	lookup func(string) (string, bool) // environment, for ${VAR}
@@ -87,6 +90,27 @@ func (d *decoder) decodeValue(path string, val any, v reflect.Value) {
 			return
 		}
 		v.SetInt(int64(dur))
+		return
+	}
+	if v.Type() == sizeType {
+		if n, ok := toInt64(val); ok {
+			v.SetInt(n)
+			return
+		}
+		s, ok := val.(string)
+		if !ok {
+			d.failf(path, "expected a size such as \"16KiB\" or a number of bytes, got %s", describe(val))
+			return
+		}
+		if s, ok = d.expand(path, s); !ok {
+			return
+		}
+		n, err := parseSize(s)
+		if err != nil {
+			d.failf(path, "%q is not a size (write a number of bytes or one with a unit: \"16KiB\", \"64MiB\", \"10MB\")", s)
+			return
+		}
+		v.SetInt(n)
 		return
 	}
 	switch v.Kind() {
@@ -184,6 +208,38 @@ func (d *decoder) expand(path, s string) (string, bool) {
 		return "", false
 	}
 	return out, true
+}
+
+// sizeUnits are the units parseSize accepts: KB and friends are decimal,
+// KiB and friends binary, as everywhere else.
+var sizeUnits = map[string]int64{
+	"": 1, "B": 1,
+	"KB": 1e3, "MB": 1e6, "GB": 1e9,
+	"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30,
+}
+
+// parseSize reads "16KiB", "10 MB" or "4096".
+func parseSize(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	i := 0
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	if i == 0 {
+		return 0, fmt.Errorf("no number in %q", s)
+	}
+	n, err := strconv.ParseInt(s[:i], 10, 64)
+	if err != nil {
+		return 0, err
+	}
+	mult, ok := sizeUnits[strings.TrimSpace(s[i:])]
+	if !ok {
+		return 0, fmt.Errorf("unknown unit in %q", s)
+	}
+	if n > (1<<63-1)/mult {
+		return 0, fmt.Errorf("%q is too large", s)
+	}
+	return n * mult, nil
 }
 
 func toInt64(val any) (int64, bool) {

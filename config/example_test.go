@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -31,14 +32,18 @@ func TestExampleLoadsAsShipped(t *testing.T) {
 	// Its values are the defaults, so the comment "keys left out take the
 	// default shown here" stays true.
 	want := Default()
-	if cfg.Agent.IdleTimeout != want.Agent.IdleTimeout || cfg.Agent.QueueLimit != want.Agent.QueueLimit ||
-		cfg.Agent.MaxProcesses != want.Agent.MaxProcesses || cfg.Agent.CloseGrace != want.Agent.CloseGrace ||
-		cfg.Agent.ShutdownGrace != want.Agent.ShutdownGrace || cfg.Agent.PermissionTimeout != want.Agent.PermissionTimeout ||
-		cfg.Agent.ContextWindow != want.Agent.ContextWindow || cfg.Agent.SelfReport != want.Agent.SelfReport ||
-		cfg.Agent.MaxProcessesPerWorkspace != want.Agent.MaxProcessesPerWorkspace ||
-		cfg.Agent.PermissionMode != want.Agent.PermissionMode || cfg.Agent.Command != want.Agent.Command ||
-		cfg.Log != want.Log {
-		t.Errorf("config.example.toml values differ from Default():\n%s", cfg)
+	got := cfg.Agent
+	if len(got.Args) == 0 && len(got.Env) == 0 {
+		got.Args, got.Env = nil, nil // [] and {} in the file, nil by default
+	}
+	if !reflect.DeepEqual(got, want.Agent) {
+		t.Errorf("[agent] in config.example.toml differs from Default():\n got %+v\nwant %+v", got, want.Agent)
+	}
+	if cfg.Log != want.Log || cfg.Files != want.Files || cfg.State.SeenWindow != want.State.SeenWindow {
+		t.Errorf("config.example.toml differs from Default():\n%s", cfg)
+	}
+	if b := cfg.Bindings[0]; b.Channel != defaultBinding().Channel || b.AllowShell || b.RequireMention != nil {
+		t.Errorf("[[bindings]] in config.example.toml differs from the defaults: %+v", b)
 	}
 }
 

@@ -44,6 +44,25 @@ func (c *Config) validate(dir string, d *decoder) (warnings []string) {
 		}
 	}
 
+	if !bad("state.seen_window") && c.State.SeenWindow <= 0 {
+		d.failf("state.seen_window", "must be greater than zero, got %s", c.State.SeenWindow)
+	}
+	for _, f := range []struct {
+		key string
+		val Size
+	}{
+		{"artifact_threshold", c.Files.ArtifactThreshold},
+		{"artifact_quota", c.Files.ArtifactQuota},
+		{"attachment_max_size", c.Files.AttachmentMaxSize},
+	} {
+		if !bad("files."+f.key) && f.val <= 0 {
+			d.failf("files."+f.key, "must be greater than zero, got %d", int64(f.val))
+		}
+	}
+	if !bad("files.artifact_threshold") && c.Files.ArtifactThreshold > 1<<31-1 {
+		d.failf("files.artifact_threshold", "%s is too large (a message that long is not chat)", c.Files.ArtifactThreshold)
+	}
+
 	if !bad("log.level") && !slices.Contains(logLevels, c.Log.Level) {
 		d.failf("log.level", "%q is not one of %s", c.Log.Level, strings.Join(logLevels, ", "))
 	}
@@ -70,6 +89,17 @@ func (c *Config) validateAgent(d *decoder) {
 	if !bad("permission_mode") && !slices.Contains(permissionModes, a.PermissionMode) {
 		d.failf("agent.permission_mode", "%q is not one of %s", a.PermissionMode, strings.Join(permissionModes, ", "))
 	}
+	if !bad("allowed_modes") {
+		if len(a.AllowedModes) == 0 {
+			d.failf("agent.allowed_modes", `must list at least one mode (["default"] lets nobody change it)`)
+		}
+		for i, m := range a.AllowedModes {
+			key := fmt.Sprintf("allowed_modes[%d]", i)
+			if !bad(key) && !slices.Contains(permissionModes, m) {
+				d.failf("agent."+key, "%q is not one of %s", m, strings.Join(permissionModes, ", "))
+			}
+		}
+	}
 	for k := range a.Env {
 		if !validEnvName(k) {
 			d.failf("agent.env", "%q is not a valid environment variable name", k)
@@ -83,6 +113,7 @@ func (c *Config) validateAgent(d *decoder) {
 		{"permission_timeout", a.PermissionTimeout},
 		{"shutdown_grace", a.ShutdownGrace},
 		{"close_grace", a.CloseGrace},
+		{"shell_timeout", a.ShellTimeout},
 	} {
 		if !bad(dur.key) && dur.val <= 0 {
 			d.failf("agent."+dur.key, "must be greater than zero, got %s", dur.val)
