@@ -11,6 +11,7 @@ import (
 
 	"github.com/cc-connect/cc-connect/config"
 	"github.com/cc-connect/cc-connect/platform"
+	"github.com/cc-connect/cc-connect/platform/discord"
 	"github.com/cc-connect/cc-connect/platform/local"
 	"github.com/cc-connect/cc-connect/platform/slack"
 	"github.com/cc-connect/cc-connect/platform/telegram"
@@ -38,6 +39,7 @@ type adapterFactory func(p config.Platform, deps adapterDeps) (platform.Adapter,
 var adapterFactories = map[string]adapterFactory{
 	config.TypeLocal:    newLocalAdapter,
 	config.TypeSlack:    newSlackAdapter,
+	config.TypeDiscord:  newDiscordAdapter,
 	config.TypeTelegram: newTelegramAdapter,
 }
 
@@ -59,6 +61,15 @@ func newSlackAdapter(p config.Platform, deps adapterDeps) (platform.Adapter, err
 		BotToken: p.BotToken.Reveal(),
 		AppToken: p.AppToken.Reveal(),
 		APIURL:   p.APIURL,
+	}, deps.Log)
+}
+
+func newDiscordAdapter(p config.Platform, deps adapterDeps) (platform.Adapter, error) {
+	return discord.New(discord.Config{
+		Name:             p.Name,
+		Token:            p.Token.Reveal(),
+		APIURL:           p.APIURL,
+		ThreadPerMessage: p.ThreadPerMessage,
 	}, deps.Log)
 }
 

@@ -18,7 +18,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cc-connect/cc-connect/adminshell"
+	"github.com/cc-connect/cc-connect/artifact"
 	"github.com/cc-connect/cc-connect/config"
+	"github.com/cc-connect/cc-connect/engine"
+	"github.com/cc-connect/cc-connect/inbox"
 	"github.com/cc-connect/cc-connect/internal/fakeclaude"
 	"github.com/cc-connect/cc-connect/internal/testenv"
 )
@@ -487,20 +491,22 @@ self_report = true
 	no := false
 	cfg.Bindings[0].RequireMention = &no
 	cfg.Bindings[0].Admins = []string{"root"}
+	cfg.Bindings[0].AllowShell = true
 	opts := engineOptions(cfg, newLogger(cfg.Log, io.Discard))
-	v := reflect.ValueOf(opts)
-	for i := range v.NumField() {
-		name := v.Type().Field(i).Name
-		if name == "Now" { // a test seam, not configuration
-			continue
-		}
-		if v.Field(i).IsZero() {
-			t.Errorf("engine.Options.%s is not set from the config", name)
+	for _, v := range []reflect.Value{reflect.ValueOf(opts), reflect.ValueOf(opts.Bindings[0])} {
+		for i := range v.NumField() {
+			name := v.Type().Field(i).Name
+			if name == "Now" { // a test seam, not configuration
+				continue
+			}
+			if v.Field(i).IsZero() {
+				t.Errorf("%s.%s is not set from the config", v.Type(), name)
+			}
 		}
 	}
 	b := opts.Bindings[0]
 	if b.Platform != "tty" || b.Channel != "*" || b.Workspace != cfg.Bindings[0].Workspace ||
-		b.RequireMention == nil || *b.RequireMention || b.Admins[0] != "root" || b.AllowUsers[0] != "*" {
+		b.RequireMention == nil || *b.RequireMention || b.Admins[0] != "root" || b.AllowUsers[0] != "*" || !b.AllowShell {
 		t.Errorf("binding = %+v", b)
 	}
 	if opts.Agent.Model != "sonnet" || opts.MaxProcesses != 3 || opts.IdleTimeout != 30*time.Minute || opts.StateDir != cfg.State.Dir {
@@ -542,3 +548,32 @@ func TestSignalContext(t *testing.T) {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// TestConfigDefaultsMatchEngineDefaults: the config writes its defaults out
+// (config.example.toml shows them), so they must be the values the engine
+// and its helpers would pick by themselves.
+func TestConfigDefaultsMatchEngineDefaults(t *testing.T) {
+	t.Parallel()
+	def := config.Default()
+	cfg := &def
+	opts := engineOptions(cfg, nil)
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"queue_limit", opts.QueueLimit, engine.DefaultQueueLimit},
+		{"context_window", opts.ContextWindow, int64(engine.DefaultContextWindow)},
+		{"shutdown_grace", opts.ShutdownGrace, engine.DefaultShutdownGrace},
+		{"allowed_modes", opts.AllowedModes, engine.DefaultAllowedModes},
+		{"shell_timeout", opts.ShellTimeout, adminshell.DefaultTimeout},
+		{"seen_window", opts.SeenWindow, inbox.DefaultSeenWindow},
+		{"artifact_threshold", opts.ArtifactThreshold, artifact.DefaultThreshold},
+		{"artifact_quota", opts.ArtifactQuota, artifact.DefaultQuota},
+		{"attachment_max_size", opts.AttachmentMaxBytes, engine.DefaultAttachmentMaxBytes},
+	}
+	for _, c := range checks {
+		if !reflect.DeepEqual(c.got, c.want) {
+			t.Errorf("%s: config default %v, engine default %v", c.name, c.got, c.want)
+		}
+	}
+}

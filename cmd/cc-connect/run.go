@@ -73,6 +73,7 @@ func engineOptions(cfg *config.Config, log *slog.Logger) engine.Options {
 			AllowUsers:     append([]string(nil), b.AllowUsers...),
 			Admins:         append([]string(nil), b.Admins...),
 			RequireMention: b.RequireMention,
+			AllowShell:     b.AllowShell,
 		}
 	}
 	a := cfg.Agent
@@ -88,6 +89,12 @@ func engineOptions(cfg *config.Config, log *slog.Logger) engine.Options {
 		ContextWindow:            a.ContextWindow,
 		SelfReport:               a.SelfReport,
 		ShutdownGrace:            a.ShutdownGrace.D(),
+		SeenWindow:               cfg.State.SeenWindow.D(),
+		ShellTimeout:             a.ShellTimeout.D(),
+		ArtifactThreshold:        int(cfg.Files.ArtifactThreshold),
+		ArtifactQuota:            int64(cfg.Files.ArtifactQuota),
+		AttachmentMaxBytes:       int64(cfg.Files.AttachmentMaxSize),
+		AllowedModes:             append([]string(nil), a.AllowedModes...),
 		Logger:                   log,
 	}
 }
