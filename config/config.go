@@ -177,7 +177,7 @@ func Default() Config {
 			ArtifactQuota:     64 << 20,
 			AttachmentMaxSize: 10 << 20,
 		},
-		Log:   Log{Level: "info", Format: "text"},
+		Log: Log{Level: "info", Format: "text"},
 		Agent: Agent{
 			Command:                  "claude",
 			PermissionMode:           "default",
