@@ -577,3 +577,68 @@ func TestConfigDefaultsMatchEngineDefaults(t *testing.T) {
 		}
 	}
 }
+
+// TestBuildAdaptersForEveryType builds one adapter of each type from a
+// config, as `run` does, without starting any.
+func TestBuildAdaptersForEveryType(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "config.toml")
+	text := `
+[[platforms]]
+name = "tty"
+type = "local"
+[[platforms]]
+name = "sl"
+type = "slack"
+bot_token = "xoxb-1"
+app_token = "xapp-1"
+api_url = "http://127.0.0.1:1/api/"
+[[platforms]]
+name = "dc"
+type = "discord"
+token = "d"
+thread_per_message = true
+[[platforms]]
+name = "tg"
+type = "telegram"
+token = "1:t"
+api_url = "http://127.0.0.1:1"
+[[bindings]]
+platform = "tty"
+workspace = "."
+allow_users = ["*"]
+[[bindings]]
+platform = "sl"
+workspace = "."
+allow_users = ["*"]
+[[bindings]]
+platform = "dc"
+workspace = "."
+allow_users = ["*"]
+[[bindings]]
+platform = "tg"
+workspace = "."
+allow_users = ["*"]
+`
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	adapters, err := buildAdapters(cfg, adapterDeps{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"tty": "*local.Adapter", "sl": "*slack.Adapter", "dc": "*discord.Adapter", "tg": "*telegram.Adapter"}
+	if len(adapters) != len(want) {
+		t.Fatalf("%d adapters, want %d", len(adapters), len(want))
+	}
+	for _, a := range adapters {
+		if got := fmt.Sprintf("%T", a); got != want[a.Name()] {
+			t.Errorf("adapter %s is %s, want %s", a.Name(), got, want[a.Name()])
+		}
+	}
+}
