@@ -62,8 +62,12 @@ func ClassifyEnd(path string) (Interruption, error) {
 	}
 	size := fi.Size()
 
+	// The first window fits the lite read buffers; only a grown one is
+	// allocated.
+	bp := liteBufs.Get().(*[]byte)
+	defer liteBufs.Put(bp)
 	for window := int64(classifyWindow); ; window *= 2 {
-		buf, whole, err := readTailLines(f, size, window)
+		buf, whole, err := readTailLines(f, size, window, *bp)
 		if err != nil {
 			return InterruptionNone, fmt.Errorf("classifying transcript %s: %w", path, err)
 		}
@@ -76,11 +80,16 @@ func ClassifyEnd(path string) (Interruption, error) {
 
 // readTailLines reads the last window bytes of a file of the given size and
 // drops the first line when the window cut it. whole reports that the
-// window reached the start of the file.
-func readTailLines(r io.ReaderAt, size, window int64) (buf []byte, whole bool, err error) {
+// window reached the start of the file. scratch is used when it is large
+// enough.
+func readTailLines(r io.ReaderAt, size, window int64, scratch []byte) (buf []byte, whole bool, err error) {
 	start := max(0, size-window)
 	from := max(0, start-1) // one byte early, to see if the first line is whole
-	buf = make([]byte, size-from)
+	if int64(len(scratch)) >= size-from {
+		buf = scratch[:size-from]
+	} else {
+		buf = make([]byte, size-from)
+	}
 	n, err := r.ReadAt(buf, from)
 	if err != nil && !errors.Is(err, io.EOF) {
 		return nil, false, err
