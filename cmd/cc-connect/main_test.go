@@ -642,3 +642,22 @@ allow_users = ["*"]
 		}
 	}
 }
+
+func TestShutdownAtEOF(t *testing.T) {
+	t.Parallel()
+	local := config.Platform{Name: "tty", Type: config.TypeLocal}
+	slack := config.Platform{Name: "sl", Type: config.TypeSlack}
+	tests := []struct {
+		platforms []config.Platform
+		want      bool
+	}{
+		{[]config.Platform{local}, true},
+		{[]config.Platform{local, slack}, false},
+		{[]config.Platform{slack}, false},
+	}
+	for _, tt := range tests {
+		if got := shutdownAtEOF(&config.Config{Platforms: tt.platforms}); got != tt.want {
+			t.Errorf("platforms %v: shutdownAtEOF = %t, want %t", tt.platforms, got, tt.want)
+		}
+	}
+}

@@ -140,6 +140,13 @@ func acquireLocks(cfg *config.Config) (release func(), err error) {
 	return release, nil
 }
 
+// shutdownAtEOF says whether the end of the terminal's input ends the
+// process: only when the terminal is the only platform. A daemon that also
+// serves Slack keeps running when its stdin is /dev/null or closes.
+func shutdownAtEOF(cfg *config.Config) bool {
+	return len(cfg.Platforms) == 1 && cfg.Platforms[0].Type == config.TypeLocal
+}
+
 // runCommand is `cc-connect run`: it returns when the engine has shut down.
 func runCommand(ctx context.Context, path string, std stdio) int {
 	cfg := loadConfig(path, std.Err)
@@ -203,8 +210,12 @@ func runCommand(ctx context.Context, path string, std stdio) int {
 		User:        currentUser(),
 		Log:         log,
 		OnEOF: func(ctx context.Context) {
-			// The terminal's input ended: finish what was accepted, then
-			// shut down as a signal would.
+			if !shutdownAtEOF(cfg) {
+				log.Info("Terminal input ended; the other platforms keep running")
+				return
+			}
+			// The terminal was the only way in: finish what was accepted,
+			// then shut down as a signal would.
 			if err := eng.WaitIdle(ctx); err == nil {
 				log.Info("End of input and no work left: shutting down")
 			}

@@ -149,7 +149,7 @@ func (a *Adapter) Run(ctx context.Context, h platform.Handler) error {
 			}
 			a.state.Store("input closed")
 			if a.cfg.OnEOF != nil {
-				a.statusf("cc-connect: end of input; finishing the work already sent")
+				a.statusf("cc-connect: end of input")
 				a.cfg.OnEOF(ctx)
 			}
 			<-ctx.Done()
