@@ -30,6 +30,8 @@ func TestRunRealClaude(t *testing.T) {
 	cfg := fmt.Sprintf(`
 [state]
 dir = "state"
+[log]
+level = "debug"
 [agent]
 command = %q
 idle_timeout = "5m"
@@ -64,7 +66,11 @@ allow_users = ["tester"]
 	if len(reqs) == 0 {
 		t.Fatal("the fake API saw no request")
 	}
-	if s := p.stderr.String(); strings.Contains(s, "sk-cc-connect-test-key") {
+	s := p.stderr.String()
+	if strings.Contains(s, "sk-cc-connect-test-key") {
 		t.Errorf("the API key reached the log:\n%s", s)
+	}
+	if !strings.Contains(s, "Config loaded") || !strings.Contains(s, "ANTHROPIC_API_KEY") {
+		t.Errorf("the debug log does not show the config (with env keys, without values):\n%s", s)
 	}
 }

@@ -158,6 +158,7 @@ func runCommand(ctx context.Context, path string, std stdio) int {
 		return exitUsage
 	}
 	log := newLogger(cfg.Log, std.Err)
+	log.Debug("Config loaded", "config", cfg) // secrets redacted by Config.LogValue
 	for _, w := range cfg.Warnings {
 		log.Warn("Config warning", "warning", w)
 	}
