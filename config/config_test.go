@@ -656,3 +656,35 @@ func TestParseSize(t *testing.T) {
 		}
 	}
 }
+
+func TestLiteralTokenInReadableFileWarns(t *testing.T) {
+	t.Parallel()
+	text := minimal + `
+[[platforms]]
+name = "s"
+type = "slack"
+bot_token = "xoxb-literal"
+app_token = "${APP}"
+[[bindings]]
+platform = "s"
+workspace = "ws"
+allow_users = ["*"]
+`
+	for _, tt := range []struct {
+		mode os.FileMode
+		warn bool
+	}{{0o644, true}, {0o600, false}} {
+		path := writeConfig(t, text)
+		if err := os.Chmod(path, tt.mode); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := load(path, envMap(map[string]string{"APP": "xapp-1"}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := strings.Join(cfg.Warnings, "\n")
+		if strings.Contains(got, "platforms[1].bot_token is written in") != tt.warn || strings.Contains(got, "app_token") {
+			t.Errorf("mode %04o: warnings %q", tt.mode, cfg.Warnings)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 
 	"github.com/pelletier/go-toml/v2"
 	"github.com/spf13/viper"
@@ -70,8 +71,30 @@ func load(path string, lookup func(string) (string, bool)) (*Config, error) {
 	}
 
 	cfg.Warnings = cfg.validate(filepath.Dir(abs), d)
+	if info, err := os.Stat(abs); err == nil && info.Mode().Perm()&0o077 != 0 {
+		for _, key := range literalSecrets(raw) {
+			cfg.Warnings = append(cfg.Warnings, fmt.Sprintf(
+				"%s is written in %s, which others can read (mode %04o): use ${VAR} or chmod 600", key, abs, info.Mode().Perm()))
+		}
+	}
 	if len(d.errs) > 0 {
 		return nil, fmt.Errorf("invalid config %s:\n%w", abs, errors.Join(d.errs...))
 	}
 	return &cfg, nil
+}
+
+// literalSecrets lists the token keys whose value is written in the file
+// itself rather than taken from the environment.
+func literalSecrets(raw map[string]any) []string {
+	var keys []string
+	platforms, _ := raw["platforms"].([]any)
+	for i, item := range platforms {
+		p, _ := item.(map[string]any)
+		for _, k := range []string{"bot_token", "app_token", "token"} {
+			if v, ok := p[k].(string); ok && v != "" && !strings.Contains(v, "${") {
+				keys = append(keys, fmt.Sprintf("platforms[%d].%s", i, k))
+			}
+		}
+	}
+	return keys
 }
