@@ -31,7 +31,7 @@ func ProjectSlug(path string) string {
 	units := utf16.Encode([]rune(path))
 	slug := make([]byte, len(units))
 	for i, u := range units {
-		if u < 0x80 && isAlnum(byte(u)) {
+		if u < 0x80 && slugKeeps(byte(u)) {
 			slug[i] = byte(u)
 		} else {
 			slug[i] = '-'
@@ -63,7 +63,7 @@ func absInt32(h int32) int64 {
 	return v
 }
 
-func isAlnum(c byte) bool {
+func slugKeeps(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }
 
