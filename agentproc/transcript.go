@@ -63,6 +63,7 @@ func absInt32(h int32) int64 {
 	return v
 }
 
+// slugKeeps reports whether the CLI keeps c as it is in a slug.
 func slugKeeps(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }
