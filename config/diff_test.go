@@ -45,12 +45,16 @@ allow_users = ["*"]
 		},
 		{
 			"allow list changed",
-			func(s string) string { return strings.Replace(s, `allow_users = ["alice"]`, `allow_users = ["alice", "bob"]`, 1) },
+			func(s string) string {
+				return strings.Replace(s, `allow_users = ["alice"]`, `allow_users = ["alice", "bob"]`, 1)
+			},
 			Changes{Bindings: []BindingChange{{Platform: "tg", Channel: "C1", Kind: Changed, Keys: []string{"allow_users"}}}},
 		},
 		{
 			"workspace changed",
-			func(s string) string { return strings.Replace(s, "workspace = \"ws\"\nallow_users = [\"alice\"]", "workspace = \"ws2\"\nallow_users = [\"alice\"]", 1) },
+			func(s string) string {
+				return strings.Replace(s, "workspace = \"ws\"\nallow_users = [\"alice\"]", "workspace = \"ws2\"\nallow_users = [\"alice\"]", 1)
+			},
 			Changes{Bindings: []BindingChange{{Platform: "tg", Channel: "C1", Kind: Changed, Keys: []string{"workspace"}}}},
 		},
 		{
