@@ -310,18 +310,23 @@ func TestCrashMidTurn(t *testing.T) {
 
 func TestCloseEscalates(t *testing.T) {
 	tests := []struct {
-		name       string
-		env        map[string]string
+		name string
+		env  map[string]string
+		// grace must leave a loaded machine time to act on SIGTERM
+		// where the process honours it, or Close rightly goes on to
+		// SIGKILL.
+		grace      time.Duration
 		wantCode   int
 		wantSignal string
 	}{
-		{name: "SIGTERM", wantCode: 143},
-		{name: "SIGKILL", env: map[string]string{"FAKECLAUDE_IGNORE_SIGTERM": "1"}, wantCode: -1, wantSignal: "SIGKILL"},
+		{name: "SIGTERM", grace: time.Second, wantCode: 143},
+		{name: "SIGKILL", env: map[string]string{"FAKECLAUDE_IGNORE_SIGTERM": "1"}, grace: 50 * time.Millisecond,
+			wantCode: -1, wantSignal: "SIGKILL"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newFakeEnv(t)
-			e.grace = 50 * time.Millisecond
+			e.grace = tt.grace
 			for k, v := range tt.env {
 				e.env[k] = v
 			}
