@@ -256,6 +256,20 @@ func TestContinue(t *testing.T) {
 	}
 }
 
+func TestTooLongStaysAcrossResume(t *testing.T) {
+	w := newWorld(t)
+	const id = "bbbbbbbb-bbbb-4ccc-8ddd-eeeeeeeeeeee"
+	w.exec(t, append(streamArgs, "--session-id", id), nil, user("ok"), user("paste [[TOOLONG]]"))
+	r := w.exec(t, append(streamArgs, "--resume", id), nil, user("small"))
+	if rs := results(t, r); len(rs) != 1 || rs[0]["terminal_reason"] != "prompt_too_long" || rs[0]["result"] != "Prompt is too long" {
+		t.Errorf("resumed poisoned session: %v", rs)
+	}
+	r = w.exec(t, append(streamArgs, "--resume", id), []string{"FAKECLAUDE_TOOLONG_STICKY=0"}, user("small"))
+	if rs := results(t, r); len(rs) != 1 || rs[0]["is_error"] != false {
+		t.Errorf("with FAKECLAUDE_TOOLONG_STICKY=0: %v", rs)
+	}
+}
+
 func TestResumeNotAUUID(t *testing.T) {
 	w := newWorld(t)
 	r := w.exec(t, append(streamArgs, "--resume", "not-a-session"), nil)
