@@ -13,21 +13,30 @@ import (
 // "*". The returned copy's Workspace is normalized, so every spelling of a
 // folder (trailing slash, symlink, "..") becomes one key.
 func (e *Engine) resolve(plat, channel string) (Binding, bool) {
+	b, ok := resolveIn(e.bindings(), plat, channel)
+	if !ok {
+		return Binding{}, false
+	}
+	return e.normalized(b), true
+}
+
+// resolveIn finds the binding of a platform channel in bs.
+func resolveIn(bs []Binding, plat, channel string) (Binding, bool) {
 	var wildcard *Binding
-	for i := range e.opts.Bindings {
-		b := &e.opts.Bindings[i]
+	for i := range bs {
+		b := &bs[i]
 		if b.Platform != plat {
 			continue
 		}
 		if b.Channel == channel {
-			return e.normalized(*b), true
+			return *b, true
 		}
 		if b.Channel == "*" && wildcard == nil {
 			wildcard = b
 		}
 	}
 	if wildcard != nil {
-		return e.normalized(*wildcard), true
+		return *wildcard, true
 	}
 	return Binding{}, false
 }

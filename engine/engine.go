@@ -53,6 +53,7 @@ type Options struct {
 	AttachmentMaxBytes       int64         // largest attachment passed on (default 10 MiB)
 	AllowedModes             []string      // permission modes !mode may set (default: default, acceptEdits, plan)
 	Logger                   *slog.Logger
+	Metrics                  Metrics          // turns, permissions, queue, sessions…; nil = off
 	Now                      func() time.Time // for tests; nil = time.Now
 }
 
@@ -81,6 +82,9 @@ type Engine struct {
 	seen  *recentIDs
 
 	retireAfter time.Duration // see defaultRetireAfter; tests shorten it
+
+	metrics Metrics     // never nil (noMetrics when off)
+	reload  reloadState // live bindings, running adapters, conversations to rebind (reload.go)
 
 	// bg outlives every agent process and platform call made by sessions;
 	// Run cancels it only after all sessions ended.
@@ -155,7 +159,9 @@ func New(opts Options) (*Engine, error) {
 		refused:     map[string]bool{},
 		requests:    map[string]string{},
 		idleSignal:  make(chan struct{}),
+		metrics:     metricsOf(opts.Metrics),
 	}
+	e.wireMetrics()
 	return e, nil
 }
 
@@ -186,23 +192,7 @@ func (e *Engine) adapter(name string) (platform.Adapter, bool) {
 // interrupts and closes every agent process, and returns when all are gone.
 // An adapter that fails is logged; the others keep running.
 func (e *Engine) Run(ctx context.Context) error {
-	e.mu.Lock()
-	adapters := make([]platform.Adapter, 0, len(e.adapters))
-	for _, a := range e.adapters {
-		adapters = append(adapters, a)
-	}
-	e.mu.Unlock()
-
-	var awg sync.WaitGroup
-	for _, a := range adapters {
-		awg.Add(1)
-		go func() {
-			defer awg.Done()
-			if err := a.Run(ctx, e); err != nil && !errors.Is(err, context.Canceled) {
-				e.log.Error("Platform adapter stopped", "platform", a.Name(), "error", err)
-			}
-		}()
-	}
+	e.startAdapters(ctx) // each under a ctx of its own, so a reload can restart one
 	<-ctx.Done()
 	e.log.Info("Shutting down: finishing running turns", "grace", e.opts.ShutdownGrace)
 
@@ -212,7 +202,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	close(e.stopping)
 	e.wg.Wait() // every session loop and side question has closed its process
 	e.cancelBg()
-	awg.Wait()
+	e.reload.adapters.Wait()
 	e.log.Info("Shutdown complete")
 	return nil
 }

@@ -19,6 +19,7 @@ const (
 // runs on the session's goroutine.
 func (e *Engine) HandleMessage(ctx context.Context, m platform.Message) error {
 	log := e.log.With("platform", m.Target.Platform, "channel", m.Target.Channel, "thread", m.Target.Thread)
+	e.metrics.PlatformEvent(m.Target.Platform, "message")
 	if m.IsBot {
 		log.Debug("Ignoring a bot's message", "user", m.UserID)
 		return nil
@@ -121,6 +122,7 @@ func (e *Engine) refuseOnce(ctx context.Context, a platform.Adapter, to platform
 // HandleAction routes a button press on a permission prompt to the session
 // that asked. Only allowed users may answer.
 func (e *Engine) HandleAction(ctx context.Context, act platform.Action) error {
+	e.metrics.PlatformEvent(act.Target.Platform, "action")
 	a, ok := e.adapter(act.Target.Platform)
 	if !ok {
 		return fmt.Errorf("handling an action: no adapter named %q", act.Target.Platform)
@@ -135,7 +137,13 @@ func (e *Engine) HandleAction(ctx context.Context, act platform.Action) error {
 		_, err := a.Send(ctx, reply, "That permission request is no longer pending.")
 		return err
 	}
-	if !s.binding.allowed(act.UserID) {
+	// The allow list in force now, not the one the session started
+	// under; a binding removed meanwhile keeps its session answerable.
+	b, bound := e.resolve(s.to.Platform, s.to.Channel)
+	if !bound {
+		b = s.binding
+	}
+	if !b.allowed(act.UserID) {
 		e.log.Info("Refused a permission answer from a user who is not allowed", "session_key", key,
 			"user", act.UserID, "request_id", act.RequestID)
 		_, err := a.Send(ctx, s.to, fmt.Sprintf("%s is not allowed to answer permission requests here.", orDefault(act.UserName, act.UserID)))

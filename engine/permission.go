@@ -18,13 +18,16 @@ type pendingPerm struct {
 	prompt      platform.Target // the posted prompt
 	viaPrompter bool
 	deadline    time.Time
+	asked       time.Time // for the wait metric
+	choice      string    // how it ended, for the metrics; "" = cancelled
 }
 
 // askPermission posts a permission request (buttons when the platform has
 // them, else text with the !allow / !deny hint) and waits for an answer, a
 // cancel from the CLI or the timeout.
 func (s *session) askPermission(t *turn, req agentproc.PermissionRequest) {
-	p := &pendingPerm{req: req}
+	p := &pendingPerm{req: req, asked: time.Now()}
+	s.e.metrics.PermissionRequested()
 	if d := s.e.opts.PermissionTimeout; d > 0 {
 		p.deadline = time.Now().Add(d)
 	}
@@ -99,6 +102,7 @@ func (s *session) resolvePermission(t *turn, p *pendingPerm, outcome string) {
 	s.e.mu.Lock()
 	delete(s.e.requests, p.req.RequestID)
 	s.e.mu.Unlock()
+	s.e.metrics.PermissionAnswered(orDefault(p.choice, "cancelled"), time.Since(p.asked))
 	s.mu.Lock()
 	s.pending = ""
 	if len(t.perms) > 0 {
@@ -139,10 +143,12 @@ func (s *session) answerPermission(t *turn, proc agentProcess, c control) {
 			return
 		}
 		s.log.Error("Answering the permission request failed", "request_id", p.req.RequestID, "error", err)
+		p.choice = "error"
 		s.resolvePermission(t, p, fmt.Sprintf("%s by %s, but the answer could not be delivered (%v)", describe(d.Behavior), who, err))
 		return
 	}
 	s.log.Info("Permission answered", "request_id", p.req.RequestID, "tool", p.req.ToolName, "decision", d.Behavior.String(), "user", who)
+	p.choice = permissionChoice(d.Behavior)
 	s.resolvePermission(t, p, fmt.Sprintf("%s by %s", describe(d.Behavior), who))
 }
 
@@ -159,6 +165,7 @@ func (s *session) permissionTimeout(t *turn, proc agentProcess) {
 			s.log.Error("Denying the timed-out permission request failed", "request_id", p.req.RequestID, "error", err)
 		}
 		s.log.Info("Permission request timed out", "request_id", p.req.RequestID, "tool", p.req.ToolName, "timeout", after)
+		p.choice = "timeout"
 		s.resolvePermission(t, p, fmt.Sprintf("denied: no answer within %s", after))
 	}
 	s.armPermTimer(t)

@@ -172,6 +172,7 @@ func (s *session) enqueue(ctx context.Context, it workItem) error {
 	s.queue = append(s.queue, it)
 	pos := len(s.queue)
 	s.mu.Unlock()
+	s.e.noteQueue()
 	s.e.addBusy(1)
 	select {
 	case s.wake <- struct{}{}:
@@ -192,6 +193,9 @@ func (s *session) next() (workItem, bool) {
 			s.refuseQueued()
 			return workItem{}, false
 		}
+		if s.retireIfStale() { // reload.go
+			return workItem{}, false
+		}
 		s.mu.Lock()
 		if len(s.queue) > 0 {
 			it := s.queue[0]
@@ -203,6 +207,7 @@ func (s *session) next() (workItem, bool) {
 				s.state = stateRunning
 			}
 			s.mu.Unlock()
+			s.e.noteQueue()
 			return it, true
 		}
 		proc, idleAt := s.proc, s.idleAt
@@ -284,6 +289,7 @@ func (s *session) refuseQueued() {
 	s.queue = nil
 	s.closed = true
 	s.mu.Unlock()
+	s.e.noteQueue()
 	for _, it := range q {
 		if it.kind == itemTurn {
 			s.sendTo(s.e.bg, s.to, "cc-connect is shutting down; this message was not processed. Please send it again later: "+quote(it.msg.Text, 80))
@@ -389,6 +395,7 @@ func (s *session) sendTo(ctx context.Context, to platform.Target, text string) p
 	defer cancel()
 	posted, err := s.adapter.Send(ctx, to, text)
 	if err != nil {
+		s.e.metrics.PlatformError(to.Platform)
 		s.log.Error("Posting to the chat failed", "error", err)
 	}
 	return posted

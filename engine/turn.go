@@ -59,9 +59,11 @@ type turn struct {
 // session usable, and posts the reply.
 func (s *session) runTurn(it workItem) {
 	s.turnStarted(it.msg)
+	began := s.e.turnBegan()
 	hadHistory := s.sessionID() != ""
 	out := s.attempt(it)
 	ok := s.finish(it, out, hadHistory)
+	s.e.turnDone(out, ok, began)
 	s.mu.Lock()
 	s.state = stateIdle
 	s.idleAt = s.e.now()
@@ -117,6 +119,7 @@ func (s *session) finish(it workItem, out outcome, hadHistory bool) bool {
 func (s *session) fallback(it workItem, out outcome) bool {
 	oldID := s.sessionID()
 	tooLong := errors.Is(out.err, agentproc.ErrPromptTooLong)
+	s.e.metrics.Fallback(fallbackCause(out.err))
 	path, size, ferr := s.e.tx.Find(oldID)
 	s.log.Error("Agent session cannot continue; starting fresh", "session_id", oldID, "error", out.err,
 		"stderr", out.stderr, "cwd", s.ws.Path, "transcript", path, "transcript_size", size, "transcript_lookup_error", errString(ferr))
@@ -252,6 +255,7 @@ func (s *session) attempt(it workItem) outcome {
 			out := outcome{res: m.res, err: m.err, text: t.text.String(), model: t.model, stderr: proc.StderrTail()}
 			if m.res != nil {
 				s.noteResult(m.res, t.model)
+				s.noteContext(m.res)
 			}
 			if m.err == nil && m.res == nil {
 				out.err = errors.New("turn ended without a result")

@@ -1,0 +1,147 @@
+package engine
+
+import (
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/cc-connect/cc-connect/agentproc"
+)
+
+// Metrics is what the engine reports for monitoring; *metrics.Metrics
+// implements it. Options.Metrics nil turns reporting off. Outcomes, causes
+// and choices are short fixed words, so that label sets stay small.
+type Metrics interface {
+	TurnStarted()
+	TurnFinished(outcome string, d time.Duration)
+	Fallback(cause string)
+	PermissionRequested()
+	PermissionAnswered(choice string, wait time.Duration)
+	QueueDepth(n int)
+	ContextPercent(pct int)
+	PlatformEvent(platform, kind string)
+	PlatformError(platform string)
+	// The figures a scrape reads from the engine itself.
+	SetSessionsFunc(f func() map[string]int)
+	SetProcessesFunc(f func() int)
+}
+
+// noMetrics is the Metrics of an engine without any.
+type noMetrics struct{}
+
+func (noMetrics) TurnStarted()                             {}
+func (noMetrics) TurnFinished(string, time.Duration)       {}
+func (noMetrics) Fallback(string)                          {}
+func (noMetrics) PermissionRequested()                     {}
+func (noMetrics) PermissionAnswered(string, time.Duration) {}
+func (noMetrics) QueueDepth(int)                           {}
+func (noMetrics) ContextPercent(int)                       {}
+func (noMetrics) PlatformEvent(string, string)             {}
+func (noMetrics) PlatformError(string)                     {}
+func (noMetrics) SetSessionsFunc(func() map[string]int)    {}
+func (noMetrics) SetProcessesFunc(func() int)              {}
+
+var _ Metrics = noMetrics{}
+
+// metricsOf returns m, or a Metrics that drops everything.
+func metricsOf(m Metrics) Metrics {
+	if m == nil {
+		return noMetrics{}
+	}
+	return m
+}
+
+// wireMetrics hands the collector the funcs it reads at each scrape.
+func (e *Engine) wireMetrics() {
+	e.metrics.SetSessionsFunc(e.sessionsByState)
+	e.metrics.SetProcessesFunc(e.slots.live)
+}
+
+// sessionsByState counts the conversations in memory by state (idle,
+// running, requires_action). Retired ones live on disk and are not counted.
+func (e *Engine) sessionsByState() map[string]int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := map[string]int{}
+	for _, s := range e.sessions {
+		s.mu.Lock()
+		out[string(s.state)]++
+		s.mu.Unlock()
+	}
+	return out
+}
+
+// noteQueue reports the messages waiting over all conversations. Callers
+// hold neither e.mu nor a session's mu.
+func (e *Engine) noteQueue() {
+	n := 0
+	e.mu.Lock()
+	for _, s := range e.sessions {
+		s.mu.Lock()
+		for _, it := range s.queue {
+			if it.kind == itemTurn {
+				n++
+			}
+		}
+		s.mu.Unlock()
+	}
+	e.mu.Unlock()
+	e.metrics.QueueDepth(n)
+}
+
+// turnBegan counts a turn and returns when it began.
+func (e *Engine) turnBegan() time.Time {
+	e.metrics.TurnStarted()
+	return time.Now()
+}
+
+// turnDone counts a turn's end, by outcome.
+func (e *Engine) turnDone(out outcome, ok bool, began time.Time) {
+	e.metrics.TurnFinished(turnOutcome(out, ok), time.Since(began))
+}
+
+// turnOutcome names how a turn ended: ok, error, interrupted (!stop or
+// shutdown mid-turn), stopped (before it started), shutdown (never ran).
+func turnOutcome(out outcome, ok bool) string {
+	switch {
+	case out.err == nil && out.res != nil && strings.HasPrefix(out.res.TerminalReason, "aborted"):
+		return "interrupted"
+	case ok:
+		return "ok"
+	case errors.Is(out.err, errStopped):
+		return "shutdown"
+	case errors.Is(out.err, errStoppedWaiting):
+		return "stopped"
+	}
+	return "error"
+}
+
+// fallbackCause names why a session restarted fresh.
+func fallbackCause(err error) string {
+	if errors.Is(err, agentproc.ErrPromptTooLong) {
+		return "prompt_too_long"
+	}
+	return "session_not_found"
+}
+
+// noteContext reports the context use a result left, when it had usage.
+func (s *session) noteContext(res *agentproc.Result) {
+	if res == nil || res.ContextTokens == 0 {
+		return
+	}
+	s.mu.Lock()
+	pct := s.rec.ContextPct
+	s.mu.Unlock()
+	s.e.metrics.ContextPercent(pct)
+}
+
+// permissionChoice names a permission answer for the metrics.
+func permissionChoice(b agentproc.Behavior) string {
+	switch b {
+	case agentproc.Allow:
+		return "allow"
+	case agentproc.AlwaysAllow:
+		return "always"
+	}
+	return "deny"
+}
