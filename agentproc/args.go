@@ -24,6 +24,11 @@ func BuildArgs(cfg Config, opts StartOptions) []string {
 		"--output-format", "stream-json",
 		"--verbose",
 		"--permission-prompt-tool", "stdio",
+		// Always "snapshot off": otherwise a resumed session keeps the
+		// appended prompt it was created with and silently ignores a new
+		// one, or its absence (§8). Turning the self-report off must take
+		// effect on sessions created while it was on, even by hand.
+		"--system-prompt-snapshot", "off",
 	}
 	if opts.ResumeID != "" {
 		args = append(args, "--resume", opts.ResumeID)
@@ -41,10 +46,7 @@ func BuildArgs(cfg Config, opts StartOptions) []string {
 		args = append(args, "--permission-mode", pm)
 	}
 	if cfg.AppendSystemPrompt != "" {
-		// Without "snapshot off" a resumed session keeps the appended
-		// prompt it was created with and silently ignores a new one (§8).
-		args = append(args, "--append-system-prompt", cfg.AppendSystemPrompt,
-			"--system-prompt-snapshot", "off")
+		args = append(args, "--append-system-prompt", cfg.AppendSystemPrompt)
 	}
 	return append(args, cfg.Args...)
 }

@@ -7,7 +7,7 @@ import (
 
 var baseArgs = []string{
 	"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
-	"--permission-prompt-tool", "stdio",
+	"--permission-prompt-tool", "stdio", "--system-prompt-snapshot", "off",
 }
 
 func TestBuildArgs(t *testing.T) {
@@ -45,10 +45,9 @@ func TestBuildArgs(t *testing.T) {
 			want: append(slices.Clone(baseArgs), "--model", "m2", "--permission-mode", "plan"),
 		},
 		{
-			name: "append system prompt turns snapshot off",
+			name: "append system prompt, passed as one argument",
 			cfg:  Config{AppendSystemPrompt: "be brief; don't $(rm -rf)"},
-			want: append(slices.Clone(baseArgs), "--append-system-prompt", "be brief; don't $(rm -rf)",
-				"--system-prompt-snapshot", "off"),
+			want: append(slices.Clone(baseArgs), "--append-system-prompt", "be brief; don't $(rm -rf)"),
 		},
 		{
 			name: "extra args last",

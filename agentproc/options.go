@@ -16,9 +16,9 @@ type Config struct {
 	Model string
 	// PermissionMode is passed as --permission-mode when not empty.
 	PermissionMode string
-	// AppendSystemPrompt is passed as --append-system-prompt when not empty,
-	// always together with --system-prompt-snapshot off so that a change
-	// takes effect on resumed sessions too.
+	// AppendSystemPrompt is passed as --append-system-prompt when not empty.
+	// Every process also gets --system-prompt-snapshot off, so that adding,
+	// changing or dropping it takes effect on resumed sessions too.
 	AppendSystemPrompt string
 	// CloseGrace is how long Close waits after stdin EOF before SIGTERM, and
 	// again before SIGKILL. Zero means 5s.

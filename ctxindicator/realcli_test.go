@@ -97,7 +97,7 @@ func systemHas(req fakeapi.Request, s string) bool {
 }
 
 // step is one process of a session: self-report on or off through
-// agentproc (which adds --system-prompt-snapshot off with the instruction),
+// agentproc (which always adds --system-prompt-snapshot off),
 // or raw extra CLI args, and whether the instruction must reach the API.
 type step struct {
 	selfReport bool
@@ -119,14 +119,14 @@ func TestRealCLISelfReportFollowsResume(t *testing.T) {
 		{"on, still on", []step{on, on}},
 		{"off, on, off", []step{off, on, off}},
 		{"on, off, on", []step{on, off, on}},
-		// Control: a session begun with the instruction under the CLI's
-		// default snapshot keeps it on a resume without the instruction,
-		// unless that resume passes --system-prompt-snapshot off. This is
-		// why the flag must go with every change (PROTOCOL.md §8).
-		{"control: default snapshot keeps a stale instruction", []step{
+		// A session given the instruction some other way (extra args,
+		// or claude run by hand) loses it on a resume without it: the
+		// driver always passes --system-prompt-snapshot off, since under
+		// the CLI's default snapshot the stale instruction would stay
+		// (PROTOCOL.md §8).
+		{"instruction given by hand, then a plain resume", []step{
 			{args: []string{"--append-system-prompt", ctxindicator.SelfReportInstruction}, want: true},
-			{want: true},
-			{args: []string{"--system-prompt-snapshot", "off"}, want: false},
+			{want: false},
 		}},
 	}
 	for _, tt := range tests {
