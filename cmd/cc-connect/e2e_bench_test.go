@@ -26,7 +26,9 @@ import (
 // BenchmarkEndToEnd times one chat turn through the whole of cc-connect
 // (`cc-connect run`'s code, in this process) from the moment a line is
 // written to the local platform's input until the reply is written to its
-// output. Each op runs, back to back so that they share the machine's load:
+// output. Each op runs these back to back, so that they share the
+// machine's load, in an order that alternates from op to op, so that
+// neither side always follows the other:
 //
 //   - warm: a session whose claude process is live;
 //   - direct-warm: the same turn sent straight to a live claude by a
@@ -80,11 +82,27 @@ func benchEndToEnd(b *testing.B, claude, apiURL string) {
 	i := 0
 	for b.Loop() {
 		i++
-		w := warm.turn(b, fmt.Sprintf("warm %d", i))
-		dw := directWarm.turn(b, fmt.Sprintf("direct warm %d", i))
-		c := cold.turn(b, fmt.Sprintf("cold %d", i))
-		cold.waitExits(b, i+1)
-		dc, _ := direct.oneShot(b, coldID, fmt.Sprintf("direct cold %d", i))
+		var w, dw, c, dc time.Duration
+		ccWarm := func() { w = warm.turn(b, fmt.Sprintf("warm %d", i)) }
+		directWarmTurn := func() { dw = directWarm.turn(b, fmt.Sprintf("direct warm %d", i)) }
+		ccCold := func() {
+			c = cold.turn(b, fmt.Sprintf("cold %d", i))
+			cold.waitExits(b, i+1)
+		}
+		directCold := func() { dc, _ = direct.oneShot(b, coldID, fmt.Sprintf("direct cold %d", i)) }
+		// Alternate which goes first: a CLI still busy after its turn
+		// (writing its transcript) slows whatever runs next.
+		if i%2 == 1 {
+			ccWarm()
+			directWarmTurn()
+			ccCold()
+			directCold()
+		} else {
+			directWarmTurn()
+			ccWarm()
+			directCold()
+			ccCold()
+		}
 		warmD, directWarmD, coldD, directColdD = append(warmD, w), append(directWarmD, dw), append(coldD, c), append(directColdD, dc)
 		added, coldAdded = append(added, w-dw), append(coldAdded, c-dc)
 	}
