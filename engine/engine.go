@@ -18,6 +18,7 @@ import (
 
 	"github.com/cc-connect/cc-connect/agentproc"
 	"github.com/cc-connect/cc-connect/ctxindicator"
+	"github.com/cc-connect/cc-connect/inbox"
 	"github.com/cc-connect/cc-connect/platform"
 )
 
@@ -47,6 +48,7 @@ type Options struct {
 	ContextWindow            int64         // fallback window (default 200000)
 	SelfReport               bool          // ctx track B: add the self-report instruction
 	ShutdownGrace            time.Duration // let running turns finish this long on shutdown
+	SeenWindow               time.Duration // remember accepted message ids this long (default inbox.DefaultSeenWindow)
 	ShellTimeout             time.Duration // kill a !sh command after this (default 2m)
 	ArtifactThreshold        int           // bytes of message above which it becomes an artifact (default 16 KiB)
 	ArtifactQuota            int64         // bytes per workspace folder of artifacts or attachments (default 64 MiB)
@@ -80,6 +82,11 @@ type Engine struct {
 	pool  *pool
 	slots *slots
 	seen  *recentIDs
+
+	// seenSet persists accepted message ids across restarts (durable.go);
+	// seenOnce opens it on first use.
+	seenOnce sync.Once
+	seenSet  *inbox.Seen
 
 	retireAfter time.Duration // see defaultRetireAfter; tests shorten it
 
@@ -192,6 +199,9 @@ func (e *Engine) adapter(name string) (platform.Adapter, bool) {
 // interrupts and closes every agent process, and returns when all are gone.
 // An adapter that fails is logged; the others keep running.
 func (e *Engine) Run(ctx context.Context) error {
+	// Work accepted before a crash resumes before new input arrives.
+	e.recoverAll(ctx)
+
 	e.startAdapters(ctx) // each under a ctx of its own, so a reload can restart one
 	<-ctx.Done()
 	e.log.Info("Shutting down: finishing running turns", "grace", e.opts.ShutdownGrace)
@@ -203,6 +213,11 @@ func (e *Engine) Run(ctx context.Context) error {
 	e.wg.Wait() // every session loop and side question has closed its process
 	e.cancelBg()
 	e.reload.adapters.Wait()
+	if e.seenSet != nil {
+		if err := e.seenSet.Close(); err != nil {
+			e.log.Warn("Closing the seen message ids failed", "error", err)
+		}
+	}
 	e.log.Info("Shutdown complete")
 	return nil
 }

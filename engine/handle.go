@@ -28,6 +28,10 @@ func (e *Engine) HandleMessage(ctx context.Context, m platform.Message) error {
 		log.Debug("Ignoring a redelivered message", "message_id", m.ID)
 		return nil
 	}
+	if e.wasSeen(m) {
+		log.Debug("Ignoring a message accepted before a restart", "message_id", m.ID)
+		return nil
+	}
 	b, ok := e.resolve(m.Target.Platform, m.Target.Channel)
 	if !ok {
 		log.Debug("Ignoring a message from an unbound channel")
@@ -86,6 +90,7 @@ func (e *Engine) HandleMessage(ctx context.Context, m platform.Message) error {
 		}
 		if name, args, isCmd := parseCommand(m.Text); isCmd {
 			e.command(ctx, s, m, name, args)
+			e.markSeen(m)
 			return nil
 		}
 		err = s.enqueue(ctx, workItem{kind: itemTurn, msg: m})

@@ -103,7 +103,11 @@ func (h *harness) restart() *harness {
 	h.t.Helper()
 	h.stop()
 	cfg := *h.cfg
-	return startHarness(h.t, h.opts, &cfg, h.logs)
+	nh := startHarness(h.t, h.opts, &cfg, h.logs)
+	// Platform message ids are unique: a new message after a restart must
+	// not reuse an id the persisted seen set remembers.
+	nh.ids.Store(h.ids.Load())
+	return nh
 }
 
 // stop cancels Run and waits for it; it fails the test if Run hangs.

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cc-connect/cc-connect/inbox"
+	"github.com/cc-connect/cc-connect/lease"
 	"github.com/cc-connect/cc-connect/platform"
 )
 
@@ -34,6 +36,14 @@ type workItem struct {
 	kind     itemKind
 	msg      platform.Message
 	resumeID string
+	// Durability (durable.go, recovery.go): the message's inbox entry, the
+	// uuid it was started with before a restart, whether it is the first
+	// item of a session reopened by recovery, and whether it resumes a cut
+	// turn (so it is not marked started again).
+	inboxID      string
+	startedUUID  string
+	recovered    bool
+	continuation bool
 }
 
 type ctrlKind int
@@ -71,6 +81,14 @@ type session struct {
 	log     *slog.Logger
 	ctrl    chan control
 	wake    chan struct{} // capacity 1: the FIFO gained an item
+
+	// Guarded by mu too. inbox is the session's journal (nil while it
+	// cannot be read: inboxErr says why, and new input is refused); lease
+	// is held on leaseID while a process of ours runs on that session.
+	inbox    *inbox.Inbox
+	inboxErr error
+	lease    *lease.Lock
+	leaseID  string
 
 	mu      sync.Mutex // guards the fields below
 	queue   []workItem
@@ -132,9 +150,18 @@ func (e *Engine) session(ctx context.Context, b Binding, m platform.Message, a p
 		rec = record{Key: key, Platform: to.Platform, Channel: to.Channel, Thread: to.Thread, Workspace: s.ws.Path}
 	}
 	s.rec = rec
+	s.queue = s.openInboxLocked()
 	e.sessions[key] = s
 	e.wg.Add(1)
 	e.mu.Unlock()
+	if n := len(s.queue); n > 0 {
+		e.addBusy(n)
+	}
+	if s.inboxErr != nil {
+		s.log.Error("Inbox journal unreadable; the conversation refuses new input until an admin inspects it",
+			"path", e.inboxPath(key), "error", s.inboxErr, "admins", b.Admins)
+		s.send(ctx, s.failClosedText(s.inboxErr))
+	}
 
 	if lerr != nil {
 		s.log.Error("Session state unreadable; starting without it", "error", lerr)
@@ -169,19 +196,50 @@ func (s *session) enqueue(ctx context.Context, it workItem) error {
 		return nil
 	}
 	busy := s.state != stateIdle || len(s.queue) > 0
+	added := 1
+	if it.kind == itemTurn {
+		// On disk before the caller acknowledges the event or the user
+		// hears it is queued.
+		id, dup, refusal, reloaded := s.journalLocked(it.msg)
+		s.queue = append(s.queue, reloaded...)
+		added = len(reloaded)
+		if refusal != "" || dup {
+			s.mu.Unlock()
+			if added > 0 {
+				s.e.addBusy(added)
+				s.poke()
+			}
+			if refusal != "" {
+				s.send(ctx, refusal)
+			} else {
+				s.log.Debug("Ignoring a message already in the inbox", "message_id", id)
+			}
+			return nil
+		}
+		it.inboxID = id
+		added++
+	}
 	s.queue = append(s.queue, it)
 	pos := len(s.queue)
 	s.mu.Unlock()
 	s.e.noteQueue()
-	s.e.addBusy(1)
-	select {
-	case s.wake <- struct{}{}:
-	default:
+	s.e.addBusy(added)
+	if it.kind == itemTurn {
+		s.e.markSeen(it.msg)
 	}
+	s.poke()
 	if busy && it.kind == itemTurn {
 		s.send(ctx, fmt.Sprintf("Queued (position %d): it runs after the current turn.", pos))
 	}
 	return nil
+}
+
+// poke wakes the session goroutine: the FIFO gained an item.
+func (s *session) poke() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
 }
 
 // next blocks until the FIFO has an item, handling controls, idle reaping
@@ -253,14 +311,17 @@ func (s *session) loop() {
 		it, ok := s.next()
 		if !ok {
 			s.closeProc()
+			s.closeInbox()
 			return
 		}
-		switch it.kind {
-		case itemTurn:
+		switch {
+		case it.kind == itemTurn && it.recovered:
+			s.recoverTurn(it)
+		case it.kind == itemTurn:
 			s.runTurn(it)
-		case itemNew:
+		case it.kind == itemNew:
 			s.doNew()
-		case itemResume:
+		case it.kind == itemResume:
 			s.doResume(it.resumeID)
 		}
 		s.e.addBusy(-1)
@@ -291,7 +352,11 @@ func (s *session) refuseQueued() {
 	s.mu.Unlock()
 	s.e.noteQueue()
 	for _, it := range q {
-		if it.kind == itemTurn {
+		switch {
+		case it.kind == itemTurn && it.inboxID != "":
+			// It stays in the journal; the next start runs it.
+			s.sendTo(s.e.bg, s.to, restartQueuedText+quote(it.msg.Text, 80))
+		case it.kind == itemTurn:
 			s.sendTo(s.e.bg, s.to, "cc-connect is shutting down; this message was not processed. Please send it again later: "+quote(it.msg.Text, 80))
 		}
 		s.e.addBusy(-1)
@@ -336,6 +401,14 @@ func (s *session) closeProc() {
 	defer cancel()
 	if err := proc.Close(ctx); err != nil && !errors.Is(err, context.Canceled) {
 		s.log.Debug("Agent process closed with error", "error", err)
+	}
+	select {
+	case <-proc.Done():
+		s.releaseSession()
+	default:
+		// Close gave up on a process that still runs: keeping the lease
+		// (and its pid file) stops another process on its session.
+		s.log.Error("Agent process outlived Close; its session stays leased", "session_id", s.sessionID(), "pid", proc.Pid())
 	}
 	s.e.slots.release(s.ws.Path)
 }

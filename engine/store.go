@@ -42,6 +42,13 @@ type record struct {
 	// ShellNotes are the notes of !sh commands run since the last turn;
 	// the next turn's prompt carries them to Claude once.
 	ShellNotes string `json:"shell_notes,omitempty"`
+	// NewSessionID is the id chosen (--session-id) for a session being
+	// started, before the CLI confirms it; recovery reads its transcript
+	// when a crash came first.
+	NewSessionID string `json:"new_session_id,omitempty"`
+	// PendingPermission names the permission request the running turn
+	// waits on, so that a restart can say it was cancelled.
+	PendingPermission string `json:"pending_permission,omitempty"`
 }
 
 // figures are the record's context figures for ctxindicator.

@@ -63,6 +63,7 @@ func (s *session) runTurn(it workItem) {
 	hadHistory := s.sessionID() != ""
 	out := s.attempt(it)
 	ok := s.finish(it, out, hadHistory)
+	s.settle(it, out)
 	s.e.turnDone(out, ok, began)
 	s.mu.Lock()
 	s.state = stateIdle
@@ -80,6 +81,9 @@ func (s *session) finish(it workItem, out outcome, hadHistory bool) bool {
 	case out.err == nil:
 		s.relay(out)
 		return !out.res.IsError
+	case errors.Is(out.err, errStopped) && it.inboxID != "":
+		s.send(s.e.bg, restartQueuedText+quote(it.msg.Text, 80))
+		return false
 	case errors.Is(out.err, errStopped):
 		s.send(s.e.bg, shutdownText)
 		return false
@@ -158,7 +162,7 @@ func (s *session) fallback(it workItem, out outcome) bool {
 // forgetSession clears the stored Claude session id and its figures.
 func (s *session) forgetSession() {
 	s.update(func(r *record) {
-		r.SessionID = ""
+		r.SessionID, r.NewSessionID = "", ""
 		r.ContextTokens, r.ContextWindow, r.WindowReported, r.ContextPct = 0, 0, false, 0
 		r.SelfPct, r.HasSelfPct = 0, false
 	})
@@ -192,6 +196,14 @@ func (s *session) ensureProcess() error {
 		return err
 	}
 	id := s.sessionID()
+	start := agentproc.StartOptions{Dir: s.ws.Path, ResumeID: id}
+	if id == "" {
+		start = s.newSessionStart()
+	}
+	if err := s.claimSession(orDefault(start.ResumeID, start.SessionID)); err != nil {
+		s.e.slots.release(s.ws.Path)
+		return err
+	}
 	model := s.e.opts.Agent.Model
 	if id != "" {
 		path, size, err := s.e.tx.Find(id)
@@ -199,11 +211,13 @@ func (s *session) ensureProcess() error {
 			"transcript_lookup_error", errString(err))
 	}
 	s.log.Info("Starting agent process", "cwd", s.ws.Path, "session_id", orDefault(id, "new"), "model", orDefault(model, "default"))
-	p, err := s.e.spawn(s.e.bg, s.e.opts.Agent, agentproc.StartOptions{Dir: s.ws.Path, ResumeID: id}, s.log)
+	p, err := s.e.spawn(s.e.bg, s.e.opts.Agent, start, s.log)
 	if err != nil {
+		s.releaseSession()
 		s.e.slots.release(s.ws.Path)
 		return fmt.Errorf("starting agent in %s: %w", s.ws.Path, err)
 	}
+	s.markAgent(p.Pid())
 	s.mu.Lock()
 	s.proc = p
 	s.idleAt = s.e.now()
@@ -226,7 +240,7 @@ func (s *session) attempt(it workItem) outcome {
 	// queue that this goroutine drains.
 	q := newTurnQueue()
 	go func() {
-		res, err := proc.Turn(s.e.bg, it.msg.Text, func(ev agentproc.Event) { q.push(turnMsg{ev: ev}) })
+		res, err := s.sendTurn(proc, it, it.msg.Text, func(ev agentproc.Event) { q.push(turnMsg{ev: ev}) })
 		q.push(turnMsg{done: true, res: res, err: err})
 	}()
 
@@ -265,6 +279,7 @@ func (s *session) attempt(it workItem) outcome {
 			s.turnControl(t, proc, c)
 		case <-timerC(t.permT):
 			s.permissionTimeout(t, proc)
+			s.notePermissions(t)
 		case <-timerC(t.progress.timer):
 			s.flushProgress(t)
 		case <-stopping:
@@ -349,7 +364,7 @@ func (s *session) onEvent(t *turn, proc agentProcess, ev agentproc.Event) {
 		}
 		if ev.SessionID != "" {
 			s.update(func(r *record) {
-				r.SessionID = ev.SessionID
+				r.SessionID, r.NewSessionID = ev.SessionID, ""
 				if ev.Model != "" {
 					r.Model = ev.Model
 				}
@@ -373,8 +388,10 @@ func (s *session) onEvent(t *turn, proc agentProcess, ev agentproc.Event) {
 		s.showProgress(t, fmt.Sprintf("API error %d, retrying (%d/%d)…", ev.ErrorStatus, ev.Attempt, ev.MaxRetries))
 	case agentproc.PermissionRequest:
 		s.askPermission(t, ev)
+		s.notePermissions(t)
 	case agentproc.PermissionCancel:
 		s.cancelPermission(t, ev.RequestID)
+		s.notePermissions(t)
 	case agentproc.Malformed:
 		s.log.Warn("Agent wrote a malformed line", "line", ev.Line, "error", ev.Err)
 	}
@@ -384,6 +401,7 @@ func (s *session) turnControl(t *turn, proc agentProcess, c control) {
 	switch c.kind {
 	case ctrlAnswer:
 		s.answerPermission(t, proc, c)
+		s.notePermissions(t)
 	case ctrlStop:
 		t.stopped = true
 		if t.started {

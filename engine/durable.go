@@ -1,0 +1,306 @@
+package engine
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/cc-connect/cc-connect/agentproc"
+	"github.com/cc-connect/cc-connect/inbox"
+	"github.com/cc-connect/cc-connect/platform"
+)
+
+// Durability of accepted messages. A user message that passes the access
+// checks is appended to its session's inbox journal (fsynced) before
+// HandleMessage returns, so before the platform event is acknowledged and
+// before the user is told it is queued. It leaves the journal only when its
+// turn reaches a durable end: a result (or a failure the user was told
+// about), or an explicit cancel. Whatever is left when cc-connect dies is
+// replayed, in order, by the next start (recovery.go).
+//
+// What is journaled: user turns only. Commands act at once, except !new
+// and !resume, which wait in the FIFO but are not journaled: after a crash
+// the turns queued behind them run in the session they would have left.
+
+// Texts of the durable path.
+const (
+	inboxFullText = "This conversation already has %d messages waiting: this message was not accepted. " +
+		"Please send it again once the current turn is done."
+	inboxWriteText = "This message could not be saved (%v), so it was not accepted. Please send it again."
+	// restartQueuedText: queued work stays in the journal on shutdown.
+	restartQueuedText = "cc-connect is restarting; this message stays queued and runs when it is back: "
+)
+
+// inboxPath is the journal of a session key: one file per conversation,
+// named like its state file.
+func (e *Engine) inboxPath(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return filepath.Join(e.opts.StateDir, "inbox", hex.EncodeToString(sum[:16])+".jsonl")
+}
+
+// inboxLimits: QueueLimit messages may wait behind the running one, as in
+// the FIFO.
+func (e *Engine) inboxLimits() inbox.Limits {
+	return inbox.Limits{MaxPending: e.opts.QueueLimit + 1}
+}
+
+// seenKey is the platform's identity of a message, for redelivery checks.
+func seenKey(m platform.Message) string {
+	if m.ID == "" {
+		return ""
+	}
+	return m.Target.Platform + "\x00" + m.ID
+}
+
+// seenIDs opens the persisted set of seen message ids on first use. When
+// it cannot be opened, redeliveries are still caught in memory for this
+// run, and the failure is logged once.
+func (e *Engine) seenIDs() *inbox.Seen {
+	e.seenOnce.Do(func() {
+		path := filepath.Join(e.opts.StateDir, "inbox", "seen.jsonl")
+		s, err := inbox.OpenSeen(path, e.opts.SeenWindow, e.now)
+		if err != nil {
+			e.log.Error("Seen message ids unreadable; redeliveries across restarts are not caught", "path", path, "error", err)
+			return
+		}
+		e.seenSet = s
+	})
+	return e.seenSet
+}
+
+// wasSeen reports whether m was accepted before, in this run or an earlier
+// one within the seen window.
+func (e *Engine) wasSeen(m platform.Message) bool {
+	k := seenKey(m)
+	if k == "" {
+		return false
+	}
+	s := e.seenIDs()
+	return s != nil && s.Has(k)
+}
+
+// markSeen remembers m as accepted.
+func (e *Engine) markSeen(m platform.Message) {
+	k := seenKey(m)
+	if k == "" {
+		return
+	}
+	if s := e.seenIDs(); s != nil {
+		if err := s.Add(k); err != nil {
+			e.log.Warn("Remembering a message id failed", "message_id", m.ID, "error", err)
+		}
+	}
+}
+
+// openInboxLocked opens the session's journal (s.mu held, or s not yet
+// shared) and returns the pending entries as FIFO items. A journal that
+// cannot be read leaves the session failed closed (inboxErr set): it
+// refuses new input and the file stays for an admin to inspect.
+func (s *session) openInboxLocked() []workItem {
+	if s.inbox != nil {
+		return nil
+	}
+	in, err := inbox.Open(s.e.inboxPath(s.key), s.e.inboxLimits())
+	if err != nil {
+		s.inboxErr = err
+		return nil
+	}
+	s.inbox, s.inboxErr = in, nil
+	pending := in.Pending()
+	items := make([]workItem, 0, len(pending))
+	for i, en := range pending {
+		items = append(items, workItem{kind: itemTurn, msg: entryMessage(en), inboxID: en.ID, startedUUID: en.UUID,
+			recovered: i == 0})
+	}
+	return items
+}
+
+// entryMessage rebuilds the message a journal entry was made from.
+func entryMessage(en inbox.Entry) platform.Message {
+	return platform.Message{ID: en.ID, Target: en.Target, Type: en.Target.Platform, UserID: en.UserID,
+		UserName: en.UserName, Text: en.Text, Received: en.Received}
+}
+
+// failClosedText tells the user (and the admins, named) why this
+// conversation refuses new input.
+func (s *session) failClosedText(err error) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "This conversation's message journal could not be read, so new messages are refused until an admin inspects it (%v). ", err)
+	b.WriteString("The file is kept as it is; moving it aside lets the conversation continue.")
+	if len(s.binding.Admins) > 0 {
+		fmt.Fprintf(&b, " Admins: %s.", strings.Join(s.binding.Admins, ", "))
+	}
+	return b.String()
+}
+
+// journal appends a user turn to the inbox (s.mu held). It returns the
+// entry id, or the text to tell the user when the message is not accepted.
+// A duplicate (the same platform message already pending) is accepted as
+// that message: dup is true and nothing is queued again.
+//
+// When the journal had failed and now opens (an admin fixed it), the
+// entries it holds come back as reloaded, to be queued before m.
+func (s *session) journalLocked(m platform.Message) (id string, dup bool, refusal string, reloaded []workItem) {
+	if s.inbox == nil {
+		reloaded = s.openInboxLocked() // retry: an admin may have moved a bad file aside
+		if s.inbox == nil {
+			s.log.Error("Message refused: the inbox journal is unreadable", "path", s.e.inboxPath(s.key), "error", s.inboxErr,
+				"admins", s.binding.Admins)
+			return "", false, s.failClosedText(s.inboxErr), nil
+		}
+	}
+	id = m.ID
+	if id == "" {
+		// This platform cannot redeliver; any stable unique id will do.
+		id = "local-" + uuid.NewString()
+	}
+	err := s.inbox.Append(inbox.Entry{ID: id, Target: m.Target, UserID: m.UserID, UserName: m.UserName,
+		Text: m.Text, Received: m.Received})
+	switch {
+	case err == nil:
+		return id, false, "", reloaded
+	case errors.Is(err, inbox.ErrDuplicate):
+		return id, true, "", reloaded
+	case errors.Is(err, inbox.ErrFull):
+		s.log.Warn("Inbox full; message refused", "pending", s.inbox.Len(), "error", err)
+		return "", false, fmt.Sprintf(inboxFullText, s.inbox.Len()), reloaded
+	default:
+		s.log.Error("Journaling a message failed; message refused", "error", err)
+		return "", false, fmt.Sprintf(inboxWriteText, err), reloaded
+	}
+}
+
+// markStarted records, before the message is written to claude, the uuid
+// it will carry: after a crash the transcript then tells whether the CLI
+// had it.
+func (s *session) markStarted(it workItem, id string) error {
+	in := s.journalFile()
+	if it.inboxID == "" || in == nil {
+		return nil
+	}
+	if err := in.MarkStarted(it.inboxID, id); err != nil {
+		return fmt.Errorf("journaling the start of the turn: %w", err)
+	}
+	return nil
+}
+
+// ack removes a message whose turn reached a durable end.
+func (s *session) ack(it workItem, why inbox.AckReason) {
+	in := s.journalFile()
+	if it.inboxID == "" || in == nil {
+		return
+	}
+	if err := in.Ack(it.inboxID, why); err != nil {
+		s.log.Error("Acknowledging a message in the inbox failed; it may run again after a restart",
+			"message_id", it.inboxID, "error", err)
+	}
+}
+
+// journalFile is the open journal, or nil.
+func (s *session) journalFile() *inbox.Inbox {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.inbox
+}
+
+// closeInbox closes the journal; what is pending stays on disk.
+func (s *session) closeInbox() {
+	s.mu.Lock()
+	in := s.inbox
+	s.inbox = nil
+	s.mu.Unlock()
+	if in != nil {
+		if err := in.Close(); err != nil {
+			s.log.Warn("Closing the inbox failed", "error", err)
+		}
+	}
+}
+
+// uuidTurner is a process that lets the caller choose the uuid a turn's
+// message carries (*agentproc.Process does).
+type uuidTurner interface {
+	TurnWithUUID(ctx context.Context, id, text string, on func(agentproc.Event)) (*agentproc.Result, error)
+}
+
+var _ uuidTurner = (*agentproc.Process)(nil)
+
+// sendTurn runs one turn of it on proc. The uuid the message will carry is
+// journaled first, so that after a crash the transcript tells whether the
+// CLI had the message. A continuation (recovery resuming a cut turn) sends
+// continueText and keeps the original uuid, which is what is in the
+// transcript.
+func (s *session) sendTurn(proc agentProcess, it workItem, text string, on func(agentproc.Event)) (*agentproc.Result, error) {
+	if it.continuation {
+		text = continueText
+	}
+	ut, ok := proc.(uuidTurner)
+	if !ok {
+		return proc.Turn(s.e.bg, text, on)
+	}
+	id := uuid.NewString()
+	if !it.continuation {
+		if err := s.markStarted(it, id); err != nil {
+			// Sending now could not be told apart from not sending
+			// after a crash; refuse the turn instead.
+			return nil, err
+		}
+	}
+	return ut.TurnWithUUID(s.e.bg, id, text, on)
+}
+
+// settle acknowledges the message of a finished turn, or leaves it pending
+// when the turn did not reach a durable end because cc-connect is shutting
+// down (it never started, or its process was closed before a result): the
+// next start runs or resumes it. A result, a failure the user was told
+// about, and a !stop before the start all acknowledge it.
+func (s *session) settle(it workItem, out outcome) {
+	s.update(func(r *record) { r.PendingPermission = "" })
+	switch {
+	case errors.Is(out.err, errStopped):
+		return
+	case out.res == nil && out.err != nil && s.e.isStopping():
+		s.log.Info("Turn cut by shutdown; its message stays in the inbox for the next start", "session_id", s.sessionID())
+		return
+	case errors.Is(out.err, errStoppedWaiting):
+		s.ack(it, inbox.AckCancel)
+	default:
+		s.ack(it, inbox.AckResult)
+	}
+}
+
+// newSessionStart chooses the id of a new Claude session and records it
+// before the process starts (--session-id), so that a crash before the CLI
+// confirms it still leaves the transcript findable. When the CLI had
+// already created that session, it is resumed instead.
+func (s *session) newSessionStart() agentproc.StartOptions {
+	s.mu.Lock()
+	pre := s.rec.NewSessionID
+	s.mu.Unlock()
+	if pre != "" {
+		if _, _, err := s.e.tx.Find(pre); err == nil {
+			s.update(func(r *record) { r.SessionID, r.NewSessionID = pre, "" })
+			return agentproc.StartOptions{Dir: s.ws.Path, ResumeID: pre}
+		}
+	} else {
+		pre = uuid.NewString()
+		s.update(func(r *record) { r.NewSessionID = pre })
+	}
+	return agentproc.StartOptions{Dir: s.ws.Path, SessionID: pre}
+}
+
+// notePermissions records which permission request the turn waits on, so
+// that a restart can tell the thread it was cancelled.
+func (s *session) notePermissions(t *turn) {
+	name := ""
+	if len(t.perms) > 0 {
+		p := t.perms[0].req
+		name = toolSummary(p.ToolName, p.Input)
+	}
+	s.update(func(r *record) { r.PendingPermission = name })
+}

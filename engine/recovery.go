@@ -1,0 +1,195 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/cc-connect/cc-connect/agentproc"
+	"github.com/cc-connect/cc-connect/inbox"
+)
+
+// Crash recovery. Run reopens, before any adapter starts, every session
+// whose journal still holds messages, so that work accepted before a crash
+// or a kill resumes without waiting for a new message; sessions with
+// nothing pending are not touched and spawn nothing. Their turns then run
+// through the normal FIFO (and so the process caps), in order.
+//
+// The first pending message may have been started: the journal holds the
+// uuid it was (about to be) sent with. The session's transcript decides
+// what happens to it, so that it runs exactly once:
+//
+//   - the uuid is not in the transcript (or there is none): the CLI never
+//     got it; the message is sent;
+//   - it is there and the transcript ends interrupted (interrupted_prompt
+//     or interrupted_turn): the CLI had it and the turn was cut; the session
+//     is resumed with continueText, as the CLI's own recovery does;
+//   - it is there and the last turn ended (none): the reply was written but
+//     never posted. The message is not sent again (that would run it twice);
+//     the user is told the reply was lost and asked to ask again.
+//
+// Before the transcript is read the session lease is taken and a claude
+// process orphaned by the dead cc-connect is killed (lease.go), so the
+// transcript cannot change under the decision.
+
+// continueText is what the CLI itself sends to resume an interrupted turn.
+const continueText = "Continue from where you left off."
+
+// recovery is what to do with a started message after a restart.
+type recovery int
+
+const (
+	recoverSend     recovery = iota // the CLI never had it: send it
+	recoverContinue                 // the turn was cut: resume it
+	recoverLost                     // the turn ended; its reply was never posted
+)
+
+// recoverAll reopens the sessions whose journals hold pending messages.
+func (e *Engine) recoverAll(ctx context.Context) {
+	dir := filepath.Join(e.opts.StateDir, "inbox")
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		if !errors.Is(err, os.ErrNotExist) {
+			e.log.Error("Listing inboxes for recovery failed", "dir", dir, "error", err)
+		}
+		return
+	}
+	n := 0
+	for _, de := range des {
+		name := de.Name()
+		if de.IsDir() || !strings.HasSuffix(name, ".jsonl") || name == "seen.jsonl" {
+			continue
+		}
+		if fi, err := de.Info(); err != nil || fi.Size() == 0 {
+			continue // an empty journal: nothing pending
+		}
+		path := filepath.Join(dir, name)
+		in, err := inbox.Open(path, e.inboxLimits())
+		if err != nil {
+			// The conversation is not known from an unreadable file; its
+			// next message meets the same error and is refused.
+			e.log.Error("Inbox unreadable at start; its conversation refuses new input until an admin inspects the file",
+				"path", path, "error", err)
+			continue
+		}
+		pending := in.Pending()
+		_ = in.Close()
+		if len(pending) == 0 {
+			continue
+		}
+		m := entryMessage(pending[0])
+		key := keyOf(m.Target)
+		log := e.log.With("platform", m.Target.Platform, "channel", m.Target.Channel, "thread", m.Target.Thread, "session_key", key)
+		if e.inboxPath(key) != path {
+			log.Error("Inbox holds messages of another conversation; left alone", "path", path)
+			continue
+		}
+		b, ok := e.resolve(m.Target.Platform, m.Target.Channel)
+		if !ok {
+			log.Warn("Pending messages for a channel that is no longer bound are kept, not run", "path", path, "pending", len(pending))
+			continue
+		}
+		a, ok := e.adapter(m.Target.Platform)
+		if !ok {
+			log.Warn("Pending messages for a platform that is not configured are kept, not run", "path", path, "pending", len(pending))
+			continue
+		}
+		if _, err := e.session(ctx, b, m, a); err != nil {
+			log.Error("Recovering a session failed", "error", err)
+			continue
+		}
+		log.Info("Recovering pending messages", "pending", len(pending), "started", pending[0].Started())
+		n++
+	}
+	if n > 0 {
+		e.log.Info("Recovery: sessions with pending messages reopened", "sessions", n)
+	}
+}
+
+// decideRecovery looks at the transcript of the session's Claude session
+// to tell what became of a message started with uuid u.
+func (s *session) decideRecovery(u string) (recovery, error) {
+	sid := s.sessionID()
+	if sid == "" {
+		s.mu.Lock()
+		sid = s.rec.NewSessionID
+		s.mu.Unlock()
+	}
+	if sid == "" {
+		return recoverSend, nil // no session was ever started for it
+	}
+	if err := s.claimSession(sid); err != nil {
+		return recoverSend, err
+	}
+	path, _, err := s.e.tx.Find(sid)
+	if err != nil {
+		s.log.Info("No transcript for the interrupted turn; sending the message", "session_id", sid, "error", err)
+		return recoverSend, nil
+	}
+	has, err := agentproc.ContainsUUID(path, u)
+	if err != nil {
+		return recoverSend, fmt.Errorf("reading transcript %s: %w", path, err)
+	}
+	if !has {
+		return recoverSend, nil
+	}
+	end, err := agentproc.ClassifyEnd(path)
+	if err != nil {
+		return recoverSend, fmt.Errorf("reading transcript %s: %w", path, err)
+	}
+	s.log.Info("Interrupted turn found in the transcript", "session_id", sid, "transcript", path, "end", string(end))
+	if end == agentproc.InterruptionNone {
+		return recoverLost, nil
+	}
+	return recoverContinue, nil
+}
+
+// recoverTurn runs the first pending message of a session reopened after a
+// restart, posting one short notice that says what happens.
+func (s *session) recoverTurn(it workItem) {
+	s.mu.Lock()
+	perm := s.rec.PendingPermission
+	s.mu.Unlock()
+	var note strings.Builder
+	note.WriteString("cc-connect restarted. ")
+	if perm != "" {
+		fmt.Fprintf(&note, "The permission request (%s) was cancelled by the restart. ", perm)
+		s.update(func(r *record) { r.PendingPermission = "" })
+	}
+	q := quote(it.msg.Text, 80)
+	if it.startedUUID == "" {
+		fmt.Fprintf(&note, "Running the message that was waiting: “%s”", q)
+		s.send(s.e.bg, note.String())
+		s.runTurn(it)
+		return
+	}
+	what, err := s.decideRecovery(it.startedUUID)
+	if err != nil {
+		// Resending could run the message twice and resuming could run
+		// it on a session held elsewhere; tell the user instead.
+		s.log.Error("Recovering the interrupted turn failed", "error", err)
+		fmt.Fprintf(&note, "The turn for “%s” could not be recovered (%v). Please send it again if it is still needed.", q, err)
+		s.send(s.e.bg, note.String())
+		s.ack(it, inbox.AckCancel)
+		return
+	}
+	switch what {
+	case recoverSend:
+		fmt.Fprintf(&note, "Your message had not reached the agent yet; sending it now: “%s”", q)
+		s.send(s.e.bg, note.String())
+		s.runTurn(it)
+	case recoverContinue:
+		fmt.Fprintf(&note, "The turn for “%s” was cut off; resuming it (“%s”).", q, continueText)
+		s.send(s.e.bg, note.String())
+		it.continuation = true
+		s.runTurn(it)
+	case recoverLost:
+		s.log.Warn("Reply finished before the restart but never posted", "session_id", s.sessionID())
+		fmt.Fprintf(&note, "The agent finished the turn for “%s” before the restart, but its reply was not posted and is lost. Please ask again if you still need it.", q)
+		s.send(s.e.bg, note.String())
+		s.ack(it, inbox.AckResult)
+	}
+}
