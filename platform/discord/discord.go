@@ -22,6 +22,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/cc-connect/cc-connect/platform"
+	"github.com/cc-connect/cc-connect/platform/internal/dedupe"
 )
 
 // Type is the platform type name used in config and in platform.Message.
@@ -76,7 +77,7 @@ type Adapter struct {
 	backoffMax     time.Duration
 
 	edits   *editThrottle
-	seen    *dedupe
+	seen    *dedupe.Set
 	prompts *promptStore
 	threads *threadBook
 
@@ -132,7 +133,7 @@ func New(cfg Config, log *slog.Logger) (*Adapter, error) {
 		backoffMin:     time.Second,
 		backoffMax:     2 * time.Minute,
 		edits:          newEditThrottle(cfg.EditInterval),
-		seen:           newDedupe(4096, time.Hour),
+		seen:           dedupe.New(4096, time.Hour),
 		prompts:        newPromptStore(1024),
 		threads:        newThreadBook(4096),
 		events:         make(chan func(context.Context, platform.Handler), 256),

@@ -26,7 +26,7 @@ func (a *Adapter) onMessageCreate(_ *discordgo.Session, ev *discordgo.MessageCre
 	if m.Type != discordgo.MessageTypeDefault && m.Type != discordgo.MessageTypeReply {
 		return // joins, pins, thread notices and other system messages
 	}
-	if !a.seen.first("m:" + m.ID) {
+	if !a.seen.First("m:" + m.ID) {
 		a.log.Debug("Discord message redelivered, ignored", "channel", m.ChannelID, "message", m.ID)
 		return
 	}
@@ -301,7 +301,7 @@ func (a *Adapter) onInteractionCreate(_ *discordgo.Session, ev *discordgo.Intera
 	if i == nil || i.Type != discordgo.InteractionMessageComponent {
 		return
 	}
-	if !a.seen.first("i:" + i.ID) {
+	if !a.seen.First("i:" + i.ID) {
 		return
 	}
 	a.mu.Lock()

@@ -187,7 +187,7 @@ func (a *Adapter) onEventsAPI(ctx context.Context, h platform.Handler, queue cha
 		a.log.Warn("Slack event without a readable payload", "error", err)
 		return
 	}
-	if p.EventID != "" && !a.seen.add("event:"+p.EventID) {
+	if p.EventID != "" && !a.seen.First("event:"+p.EventID) {
 		a.log.Debug("Dropping redelivered Slack event", "event_id", p.EventID, "retry_attempt", req.RetryAttempt, "retry_reason", req.RetryReason)
 		return
 	}
@@ -203,7 +203,7 @@ func (a *Adapter) onEventsAPI(ctx context.Context, h platform.Handler, queue cha
 	}
 	// A mention arrives twice (message and app_mention, either first) and
 	// both carry the same channel and ts.
-	if !a.seen.add("msg:" + m.ID) {
+	if !a.seen.First("msg:" + m.ID) {
 		a.log.Debug("Dropping second copy of a Slack message", "channel", m.Target.Channel, "thread", m.Target.Thread, "type", ev.Type)
 		return
 	}

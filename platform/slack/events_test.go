@@ -497,31 +497,6 @@ func TestUserNameLookupFailureIsRememberedBriefly(t *testing.T) {
 	}
 }
 
-func TestSeenSetBounds(t *testing.T) {
-	s := newSeenSet(3, time.Minute)
-	now := time.Unix(0, 0)
-	s.now = func() time.Time { return now }
-	for _, k := range []string{"a", "b", "c"} {
-		if !s.add(k) {
-			t.Fatalf("%s not new", k)
-		}
-	}
-	if s.add("a") {
-		t.Error("a seen twice")
-	}
-	s.add("d") // evicts the oldest, a
-	if !s.add("a") {
-		t.Error("a should have been evicted by size")
-	}
-	now = now.Add(2 * time.Minute)
-	if !s.add("d") {
-		t.Error("d should have expired")
-	}
-	if len(s.order) > 3 {
-		t.Errorf("holds %d keys, max 3", len(s.order))
-	}
-}
-
 // unJSON undoes the HTML-safe escapes encoding/json applies to &, < and >.
 func unJSON(s string) string {
 	return strings.NewReplacer(`\u0026`, "&", `\u003c`, "<", `\u003e`, ">").Replace(s)

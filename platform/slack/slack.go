@@ -22,6 +22,7 @@ import (
 	"github.com/slack-go/slack/socketmode"
 
 	"github.com/cc-connect/cc-connect/platform"
+	"github.com/cc-connect/cc-connect/platform/internal/dedupe"
 )
 
 // Type is the platform type this adapter reports in Message.Type.
@@ -93,7 +94,7 @@ type Adapter struct {
 	botUserID string
 	botID     string
 
-	seen    *seenSet
+	seen    *dedupe.Set
 	users   *userCache
 	edits   *editThrottle
 	prompts *promptStore
@@ -165,7 +166,7 @@ func New(cfg Config, log *slog.Logger) (*Adapter, error) {
 		http:    hc,
 		sleep:   sleepCtx,
 		status:  "not started",
-		seen:    newSeenSet(8192, 30*time.Minute),
+		seen:    dedupe.New(8192, 30*time.Minute),
 		users:   newUserCache(),
 		edits:   newEditThrottle(cfg.EditsPerMinute, cfg.EditBurst, cfg.EditInterval),
 		prompts: newPromptStore(1024),

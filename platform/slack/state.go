@@ -5,45 +5,6 @@ import (
 	"time"
 )
 
-// seenSet remembers keys (event ids, channel:ts) for a while so that
-// Slack's redeliveries and the double delivery of mentions run once. It is
-// bounded in both size and age; the engine's durable dedupe on Message.ID
-// covers what falls out of it (restarts, very late retries).
-type seenSet struct {
-	mu    sync.Mutex // guards at and order
-	max   int
-	ttl   time.Duration
-	now   func() time.Time
-	at    map[string]time.Time
-	order []string // keys in insertion order, oldest first
-}
-
-func newSeenSet(max int, ttl time.Duration) *seenSet {
-	return &seenSet{max: max, ttl: ttl, now: time.Now, at: map[string]time.Time{}}
-}
-
-// add records key and reports whether it was new.
-func (s *seenSet) add(key string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := s.now()
-	// Expire from the front: order is also age order.
-	for len(s.order) > 0 && now.Sub(s.at[s.order[0]]) >= s.ttl {
-		delete(s.at, s.order[0])
-		s.order = s.order[1:]
-	}
-	if _, ok := s.at[key]; ok {
-		return false
-	}
-	for len(s.order) >= s.max {
-		delete(s.at, s.order[0])
-		s.order = s.order[1:]
-	}
-	s.at[key] = now
-	s.order = append(s.order, key)
-	return true
-}
-
 // userCache maps user ids to display names, remembering failures briefly
 // so a missing users:read scope costs one lookup per user per few minutes.
 type userCache struct {

@@ -48,7 +48,7 @@ func (a *Adapter) handleUpdate(ctx context.Context, h platform.Handler, raw json
 		a.log.Warn("Telegram update not understood", "update_id", ru.UpdateID, "err", err)
 		return ru.UpdateID, true
 	}
-	if !a.seen.first(strconv.Itoa(ru.UpdateID)) {
+	if !a.seen.First(strconv.Itoa(ru.UpdateID)) {
 		a.log.Debug("Telegram update redelivered, ignored", "update_id", ru.UpdateID)
 		return ru.UpdateID, true
 	}

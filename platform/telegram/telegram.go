@@ -22,6 +22,7 @@ import (
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 
 	"github.com/cc-connect/cc-connect/platform"
+	"github.com/cc-connect/cc-connect/platform/internal/dedupe"
 )
 
 // Type is the platform type name used in config and in platform.Message.
@@ -65,7 +66,7 @@ type Adapter struct {
 	maxTransientRetries int
 
 	edits     *editThrottle
-	seen      *dedupe
+	seen      *dedupe.Set
 	prompts   *promptStore
 	reactions *reactions
 
@@ -129,7 +130,7 @@ func New(cfg Config, log *slog.Logger) (*Adapter, error) {
 		backoffMax:          time.Minute,
 		maxTransientRetries: 3,
 		edits:               newEditThrottle(cfg.EditInterval),
-		seen:                newDedupe(4096, time.Hour),
+		seen:                dedupe.New(4096, time.Hour),
 		prompts:             newPromptStore(1024),
 		reactions:           newReactions(4096),
 		status:              "not started",
