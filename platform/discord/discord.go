@@ -22,6 +22,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/cc-connect/cc-connect/platform"
+	"github.com/cc-connect/cc-connect/platform/internal/backoff"
 	"github.com/cc-connect/cc-connect/platform/internal/dedupe"
 )
 
@@ -244,7 +245,7 @@ func (a *Adapter) Run(ctx context.Context, h platform.Handler) error {
 			failures++
 			a.setStatus("reconnecting: " + err.Error())
 			a.log.Warn("Discord gateway connection failed, retrying", "err", err, "attempt", failures)
-			_ = sleepCtx(ctx, backoff(failures, a.backoffMin, a.backoffMax))
+			_ = backoff.Sleep(ctx, backoff.Delay(failures, a.backoffMin, a.backoffMax))
 			continue
 		}
 		a.conns.opened()
@@ -265,7 +266,7 @@ func (a *Adapter) Run(ctx context.Context, h platform.Handler) error {
 			a.setStatus("reconnecting: connection lost")
 			a.log.Warn("Discord gateway connection lost, reconnecting")
 			failures = 1
-			_ = sleepCtx(ctx, backoff(failures, a.backoffMin, a.backoffMax))
+			_ = backoff.Sleep(ctx, backoff.Delay(failures, a.backoffMin, a.backoffMax))
 		}
 	}
 	a.session.Close()
@@ -297,7 +298,7 @@ func (a *Adapter) checkToken(ctx context.Context) error {
 		}
 		a.setStatus("reconnecting: " + err.Error())
 		a.log.Warn("Discord gateway discovery failed, retrying", "err", err, "attempt", attempt)
-		if err := sleepCtx(ctx, backoff(attempt, a.backoffMin, a.backoffMax)); err != nil {
+		if err := backoff.Sleep(ctx, backoff.Delay(attempt, a.backoffMin, a.backoffMax)); err != nil {
 			return err
 		}
 	}

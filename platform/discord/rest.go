@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/bwmarrin/discordgo"
+
+	"github.com/cc-connect/cc-connect/platform/internal/backoff"
 )
 
 // rest runs one REST call with ctx (bounded by requestTimeout per
@@ -30,7 +32,7 @@ func (a *Adapter) rest(ctx context.Context, call func(opts ...discordgo.RequestO
 			wait = rl.RetryAfter
 		}
 		a.log.Warn("Discord rate limit, waiting", "retry_after", wait, "url", rl.URL)
-		if err := sleepCtx(ctx, wait); err != nil {
+		if err := backoff.Sleep(ctx, wait); err != nil {
 			return fmt.Errorf("waiting out a discord rate limit: %w", err)
 		}
 	}

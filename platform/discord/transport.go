@@ -2,7 +2,6 @@ package discord
 
 import (
 	"context"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
@@ -140,33 +139,4 @@ func (c *trackedConn) Close() error {
 		c.t.mu.Unlock()
 	})
 	return c.Conn.Close()
-}
-
-// backoff is exponential from min, capped at max, with up to 50% jitter.
-func backoff(attempt int, min, max time.Duration) time.Duration {
-	d := min
-	for i := 1; i < attempt && d < max; i++ {
-		d *= 2
-	}
-	if d > max {
-		d = max
-	}
-	if d <= 0 {
-		return 0
-	}
-	return d/2 + rand.N(d/2+1)
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

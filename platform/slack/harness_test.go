@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cc-connect/cc-connect/platform"
+	"github.com/cc-connect/cc-connect/platform/internal/backoff"
 )
 
 // recorder is the engine side: it records what the adapter hands over.
@@ -144,7 +145,7 @@ func newAdapter(t *testing.T, cfg Config) (*Adapter, *logSink, chan time.Duratio
 		case sleeps <- d:
 		default:
 		}
-		return sleepCtx(ctx, d/1000)
+		return backoff.Sleep(ctx, d/1000)
 	}
 	return a, logs, sleeps
 }

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/cc-connect/cc-connect/platform"
+	"github.com/cc-connect/cc-connect/platform/internal/backoff"
 )
 
 func TestSendSplitsFormatsAndThreads(t *testing.T) {
@@ -120,7 +121,7 @@ func TestRateLimitedSendWaitsAndRetries(t *testing.T) {
 func TestRateLimitWaitBoundedByContext(t *testing.T) {
 	f := newFakeSlack(t)
 	a, _, _ := newAdapter(t, testConfig(f))
-	a.sleep = sleepCtx // real waits: the ctx must cut them short
+	a.sleep = backoff.Sleep // real waits: the ctx must cut them short
 	f.mu.Lock()
 	f.limitOnce["chat.postMessage"] = true
 	f.mu.Unlock()

@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"strings"
@@ -22,6 +21,7 @@ import (
 	"github.com/slack-go/slack/socketmode"
 
 	"github.com/cc-connect/cc-connect/platform"
+	"github.com/cc-connect/cc-connect/platform/internal/backoff"
 	"github.com/cc-connect/cc-connect/platform/internal/dedupe"
 )
 
@@ -164,7 +164,7 @@ func New(cfg Config, log *slog.Logger) (*Adapter, error) {
 		log:     log,
 		apiBase: base,
 		http:    hc,
-		sleep:   sleepCtx,
+		sleep:   backoff.Sleep,
 		status:  "not started",
 		seen:    dedupe.New(8192, 30*time.Minute),
 		users:   newUserCache(),
@@ -246,7 +246,7 @@ func (a *Adapter) runLoop(ctx context.Context, h platform.Handler) error {
 // identify learns the bot's own user and bot ids, retrying network trouble
 // with backoff; Slack refusing the token is final.
 func (a *Adapter) identify(ctx context.Context) error {
-	bo := a.newBackoff()
+	bo := &backoff.Backoff{Min: a.cfg.ReconnectMin, Max: a.cfg.ReconnectMax}
 	for {
 		var resp *slack.AuthTestResponse
 		err := a.call(ctx, "auth.test", true, func(ctx context.Context) error {
@@ -268,7 +268,7 @@ func (a *Adapter) identify(ctx context.Context) error {
 		if errors.As(err, &apiErr) {
 			return fmt.Errorf("checking the bot token: %w", err)
 		}
-		d := bo.next()
+		d := bo.Next()
 		a.setStatus("reconnecting: " + err.Error())
 		a.log.Warn("Slack unreachable, retrying", "error", err, "backoff", d)
 		if err := a.sleep(ctx, d); err != nil {
@@ -302,7 +302,7 @@ func signal(c chan struct{}) {
 // hammer Slack in step after an outage. It returns nil when ctx ends and an
 // error when Slack refuses the app token.
 func (a *Adapter) runSocket(ctx context.Context, smc *socketmode.Client, sig socketSignals) error {
-	bo := a.newBackoff()
+	bo := &backoff.Backoff{Min: a.cfg.ReconnectMin, Max: a.cfg.ReconnectMax}
 	for {
 		drain(sig.failed)
 		runCtx, cancelRun := context.WithCancel(ctx)
@@ -316,7 +316,7 @@ func (a *Adapter) runSocket(ctx context.Context, smc *socketmode.Client, sig soc
 			case err = <-errc:
 				break wait
 			case <-sig.connected:
-				bo.reset()
+				bo.Reset()
 			case <-sig.failed:
 				attemptFailed = true
 				cancelRun()
@@ -329,7 +329,7 @@ func (a *Adapter) runSocket(ctx context.Context, smc *socketmode.Client, sig soc
 		if !attemptFailed && isAuthError(err) {
 			return fmt.Errorf("opening socket mode connection: %w", err)
 		}
-		d := bo.next()
+		d := bo.Next()
 		if attemptFailed {
 			// The pump has logged the failure and set the status.
 			a.log.Info("Slack backing off before reconnecting", "backoff", d)
@@ -404,41 +404,6 @@ func (a *Adapter) call(ctx context.Context, method string, idempotent bool, f fu
 		}
 		return fmt.Errorf("%s: %w", method, err)
 	}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// backoff is exponential with full jitter in [d/2, d], capped.
-type backoff struct {
-	min, max, cur time.Duration
-}
-
-func (a *Adapter) newBackoff() *backoff {
-	return &backoff{min: a.cfg.ReconnectMin, max: a.cfg.ReconnectMax}
-}
-
-func (b *backoff) reset() { b.cur = 0 }
-
-func (b *backoff) next() time.Duration {
-	if b.cur == 0 {
-		b.cur = b.min
-	} else {
-		b.cur = min(b.cur*2, b.max)
-	}
-	half := b.cur / 2
-	return half + rand.N(half+1)
 }
 
 // slogOutput lets slack-go's debug logger write through slog. slack-go

@@ -58,14 +58,3 @@ func TestNewDefaults(t *testing.T) {
 		t.Errorf("defaults = %+v", c)
 	}
 }
-
-func TestBackoffGrowsWithJitterAndCap(t *testing.T) {
-	b := &backoff{min: 100 * time.Millisecond, max: time.Second}
-	for i, ceil := range []time.Duration{100, 200, 400, 800, 1000, 1000} {
-		ceil *= time.Millisecond
-		d := b.next()
-		if d < ceil/2 || d > ceil {
-			t.Errorf("attempt %d: %v outside [%v, %v]", i, d, ceil/2, ceil)
-		}
-	}
-}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"sync"
 	"time"
+
+	"github.com/cc-connect/cc-connect/platform/internal/backoff"
 )
 
 // editThrottle paces chat.update. Slack allows about 50 updates a minute
@@ -87,7 +89,7 @@ func (t *editThrottle) do(ctx context.Context, key, channel, desc string, apply 
 		default:
 		}
 		wait := t.reserve(channel)
-		if err := sleepCtx(ctx, wait); err != nil {
+		if err := backoff.Sleep(ctx, wait); err != nil {
 			t.unreserve()
 			t.withdraw(st, r)
 			return err

@@ -5,13 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
+
+	"github.com/cc-connect/cc-connect/platform/internal/backoff"
 )
 
 // Sentinel errors callers (and Run) branch on.
@@ -110,14 +111,14 @@ func (a *Adapter) request(ctx context.Context, method string, params tgbotapi.Pa
 			if apiErr.RetryAfter > 0 || apiErr.Code == http.StatusTooManyRequests {
 				wait := time.Duration(max(apiErr.RetryAfter, 1)) * a.retryAfterUnit
 				a.log.Warn("Telegram flood control, waiting", "platform", a.cfg.Name, "method", method, "retry_after", wait)
-				if err := sleepCtx(ctx, wait); err != nil {
+				if err := backoff.Sleep(ctx, wait); err != nil {
 					return nil, fmt.Errorf("telegram %s: waiting out flood control: %w", method, err)
 				}
 				continue
 			}
 			if apiErr.Code >= 500 && transient < retries {
 				transient++
-				if err := sleepCtx(ctx, a.backoff(transient)); err != nil {
+				if err := backoff.Sleep(ctx, backoff.Delay(transient, a.backoffMin, a.backoffMax)); err != nil {
 					return nil, fmt.Errorf("telegram %s: %w", method, err)
 				}
 				continue
@@ -127,7 +128,7 @@ func (a *Adapter) request(ctx context.Context, method string, params tgbotapi.Pa
 		// Transport or decoding trouble: retry a few times, then give up.
 		if transient < retries {
 			transient++
-			if err := sleepCtx(ctx, a.backoff(transient)); err != nil {
+			if err := backoff.Sleep(ctx, backoff.Delay(transient, a.backoffMin, a.backoffMax)); err != nil {
 				return nil, fmt.Errorf("telegram %s: %w", method, err)
 			}
 			continue
@@ -182,32 +183,4 @@ func redact(s, token string) string {
 		return s
 	}
 	return strings.ReplaceAll(s, token, "<token>")
-}
-
-// backoff is exponential from backoffMin, capped at backoffMax, with up to
-// 50% jitter so restarted pollers don't synchronise.
-func (a *Adapter) backoff(attempt int) time.Duration {
-	d := a.backoffMin
-	for i := 1; i < attempt && d < a.backoffMax; i++ {
-		d *= 2
-	}
-	d = min(d, a.backoffMax)
-	if d <= 0 {
-		return 0
-	}
-	return d/2 + rand.N(d/2+1)
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

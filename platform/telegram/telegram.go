@@ -22,6 +22,7 @@ import (
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 
 	"github.com/cc-connect/cc-connect/platform"
+	"github.com/cc-connect/cc-connect/platform/internal/backoff"
 	"github.com/cc-connect/cc-connect/platform/internal/dedupe"
 )
 
@@ -195,7 +196,7 @@ func (a *Adapter) Run(ctx context.Context, h platform.Handler) error {
 			}
 			failures++
 			a.reportPollError(err, failures)
-			if err := sleepCtx(ctx, a.backoff(failures)); err != nil {
+			if err := backoff.Sleep(ctx, backoff.Delay(failures, a.backoffMin, a.backoffMax)); err != nil {
 				break
 			}
 			continue
@@ -243,7 +244,7 @@ func (a *Adapter) identify(ctx context.Context) error {
 		}
 		a.setStatus("reconnecting: " + err.Error())
 		a.log.Warn("Telegram getMe failed, retrying", "err", err, "attempt", attempt)
-		if err := sleepCtx(ctx, a.backoff(attempt)); err != nil {
+		if err := backoff.Sleep(ctx, backoff.Delay(attempt, a.backoffMin, a.backoffMax)); err != nil {
 			return err
 		}
 	}

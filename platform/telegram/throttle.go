@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/cc-connect/cc-connect/platform/internal/backoff"
 )
 
 // editThrottle spaces edits of one message at least interval apart. A call
@@ -54,7 +56,7 @@ func (t *editThrottle) do(ctx context.Context, key string, send func(context.Con
 		t.waiting(key)
 	}
 
-	err := sleepCtx(ctx, wait)
+	err := backoff.Sleep(ctx, wait)
 
 	t.mu.Lock()
 	s.waiting--
