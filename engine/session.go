@@ -99,6 +99,8 @@ type session struct {
 	listed  []sessionInfo // the last !sessions listing, for !resume <n>
 	pending string        // pending permission request id
 	closed  bool          // the goroutine ended; enqueue must not add work
+
+	shell shellSlot // the running !sh command, if any (its own lock)
 }
 
 // errSessionClosed means the session's goroutine ended (retired or shut

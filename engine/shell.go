@@ -1,0 +1,191 @@
+package engine
+
+import (
+	"context"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cc-connect/cc-connect/adminshell"
+	"github.com/cc-connect/cc-connect/agentproc"
+	"github.com/cc-connect/cc-connect/platform"
+)
+
+// Replies to !sh that refuses.
+const (
+	shellOffText      = "!sh is off in this channel. An admin of this cc-connect can turn it on with allow_shell = true in the channel's binding."
+	shellNotAdminText = "Only an admin of this channel can run !sh."
+	shellBusyText     = "A shell command is already running in this conversation; wait for it or send !stop."
+	shellUsageText    = "Usage: !sh <command> — runs in this conversation's workspace; the output is posted here and told to Claude at the start of the next turn."
+)
+
+// maxShellNotes bounds the notes waiting for the next turn: each note is
+// already bounded, and past this the oldest are dropped whole.
+const maxShellNotes = 16 << 10
+
+// shellSlot is the session's running !sh command: at most one runs per
+// session, and !stop and shutdown cancel it.
+type shellSlot struct {
+	mu     sync.Mutex // guards cancel
+	cancel context.CancelFunc
+}
+
+// take claims the slot for a command; false when one is running.
+func (sl *shellSlot) take(cancel context.CancelFunc) bool {
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	if sl.cancel != nil {
+		return false
+	}
+	sl.cancel = cancel
+	return true
+}
+
+// free empties the slot once the command is over.
+func (sl *shellSlot) free() {
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	sl.cancel = nil
+}
+
+// stop cancels the running command and reports whether there was one.
+func (sl *shellSlot) stop() bool {
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	if sl.cancel == nil {
+		return false
+	}
+	sl.cancel()
+	return true
+}
+
+func (e *Engine) shellTimeout() (d time.Duration) {
+	if e.opts.ShellTimeout > 0 {
+		return e.opts.ShellTimeout
+	}
+	return adminshell.DefaultTimeout
+}
+
+// shellCommand runs an admin's !sh in the session's workspace on a
+// goroutine of its own, so that turns, !stop and other commands go on
+// meanwhile. Only a binding's admins may use it, and only where the
+// binding turns it on; the command never passes through Claude's
+// permission prompts, which is why it is this narrow.
+func (e *Engine) shellCommand(ctx context.Context, s *session, m platform.Message, command string) {
+	refuse := func(reason, text string) {
+		s.log.Warn("Refused a shell command", "reason", reason, "user", m.UserID, "user_name", m.UserName)
+		s.send(ctx, text)
+	}
+	switch {
+	case !s.binding.AllowShell:
+		refuse("shell is off for this binding", shellOffText)
+		return
+	case !s.binding.admin(m.UserID):
+		refuse("user is not an admin", shellNotAdminText)
+		return
+	case strings.TrimSpace(command) == "":
+		s.send(ctx, shellUsageText)
+		return
+	}
+	runCtx, cancel := context.WithCancel(e.bg)
+	if !s.shell.take(cancel) {
+		cancel()
+		s.send(ctx, shellBusyText)
+		return
+	}
+	e.mu.Lock()
+	if e.shutting {
+		e.mu.Unlock()
+		s.shell.free()
+		cancel()
+		s.send(ctx, shutdownText)
+		return
+	}
+	e.wg.Add(1)
+	e.busy++
+	e.mu.Unlock()
+	go func() {
+		defer e.wg.Done()
+		defer e.addBusy(-1)
+		defer s.shell.free()
+		defer cancel()
+		s.runShell(runCtx, cancel, m, command)
+	}()
+}
+
+// runShell runs the command to its end (or until ctx is cancelled by
+// !stop, or shutdown begins), posts the result and keeps its note for the
+// next turn.
+func (s *session) runShell(ctx context.Context, cancel context.CancelFunc, m platform.Message, command string) {
+	e := s.e
+	var watch sync.WaitGroup
+	watch.Add(1)
+	go func() {
+		// Shutdown kills the command at once: unlike a turn, it has no
+		// state worth a grace period.
+		defer watch.Done()
+		select {
+		case <-e.stopping:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	s.log.Info("Running an admin shell command", "user", m.UserID, "user_name", m.UserName,
+		"command", quote(command, 500), "timeout", e.shellTimeout())
+	res := adminshell.Run(ctx, command, adminshell.Options{
+		Dir:     s.ws.Path,
+		Env:     agentproc.BuildEnv(os.Environ(), e.opts.Agent),
+		Timeout: e.shellTimeout(),
+	})
+	cancel()
+	watch.Wait()
+	s.log.Info("Admin shell command ended", "user", m.UserID, "exit_code", res.ExitCode, "signal", res.Signal,
+		"duration", res.Duration, "timed_out", res.TimedOut, "cancelled", res.Cancelled,
+		"output_truncated", res.Truncated, "error", errString(res.Err))
+	s.send(e.bg, res.ChatReply())
+	if res.Err != nil {
+		return // nothing ran: nothing to tell Claude
+	}
+	note := res.Note()
+	s.update(func(r *record) { r.ShellNotes = appendNote(r.ShellNotes, note) })
+}
+
+// appendNote adds note after notes, keeping the last maxShellNotes bytes
+// (cut at a line start, and said so).
+func appendNote(notes, note string) string {
+	if notes != "" && note != "" {
+		notes += "\n\n"
+	}
+	notes += note
+	if over := len(notes) - maxShellNotes; over > 0 {
+		notes = notes[over:]
+		if i := strings.IndexByte(notes, '\n'); i >= 0 {
+			notes = notes[i+1:]
+		}
+		notes = "[Earlier shell command notes were cut.]\n" + notes
+	}
+	return notes
+}
+
+// takeShellNotes returns the notes waiting for the next turn and forgets
+// them, so Claude is told once.
+func (s *session) takeShellNotes() string {
+	var notes string
+	s.update(func(r *record) {
+		notes = r.ShellNotes
+		r.ShellNotes = ""
+	})
+	return notes
+}
+
+// putBackShellNotes keeps notes for a later turn when the message that
+// carried them never reached Claude.
+func (s *session) putBackShellNotes(notes string) {
+	if notes == "" {
+		return
+	}
+	s.update(func(r *record) {
+		r.ShellNotes = appendNote(notes, r.ShellNotes)
+	})
+}
