@@ -1,0 +1,362 @@
+package engine
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/cc-connect/cc-connect/agentproc"
+	"github.com/cc-connect/cc-connect/inbox"
+	"github.com/cc-connect/cc-connect/lease"
+)
+
+const t1Key = "fake/C1/T1"
+
+func recordTexts(lines []recordedLine) []string {
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		out[i] = l.Text
+	}
+	return out
+}
+
+// TestDurableRedeliveryAfterRestartRunsOnce: a platform that delivers the
+// same event again after a restart (the ack was lost with the process)
+// does not run it twice; a new message still runs.
+func TestDurableRedeliveryAfterRestartRunsOnce(t *testing.T) {
+	h, re := newRealHarness(t, nil, nil)
+	m := h.message("alice", "T1", "only once")
+	h.deliver(m)
+	h.rec.waitSend(t, "echo: only once")
+	h.waitIdle()
+	h = h.restart()
+	h.deliver(m) // the same platform id
+	h.say("alice", "T1", "a new one")
+	h.rec.waitSend(t, "echo: a new one")
+	h.waitIdle()
+	if got := recordTexts(readRecord(t, re.record)); strings.Join(got, "|") != "only once|a new one" {
+		t.Errorf("claude received %q, want each message once", got)
+	}
+	if got := h.rec.sends("echo: only once"); len(got) != 0 {
+		t.Errorf("the redelivered message ran again: %q", got)
+	}
+}
+
+// TestDurableQueuedSurviveShutdown: on shutdown the queued messages stay in
+// the inbox, and the next start runs them, in order, once, without a new
+// message to wake the session.
+func TestDurableQueuedSurviveShutdown(t *testing.T) {
+	h, re := newRealHarness(t, nil, func(o *Options) { o.ShutdownGrace = 50 * time.Millisecond })
+	h.say("alice", "T1", "long [[HANG]]")
+	pollFor(t, "the hanging turn to reach claude", func() bool { return len(readRecord(t, re.record)) == 1 })
+	h.say("alice", "T1", "second")
+	h.say("bob", "T1", "third")
+	h.rec.waitSend(t, "Queued (position 2)")
+	h.stop()
+	if got := h.rec.sends(restartQueuedText); len(got) != 2 {
+		t.Errorf("stay-queued notices = %q, want two", got)
+	}
+	in, err := inbox.Open(h.e.inboxPath(t1Key), inbox.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pending []string
+	for _, e := range in.Pending() {
+		pending = append(pending, e.Text)
+	}
+	in.Close()
+	if strings.Join(pending, "|") != "second|third" {
+		t.Fatalf("inbox after shutdown = %q, want the two queued messages", pending)
+	}
+
+	h = h.restart()
+	h.rec.waitSend(t, "echo: third")
+	h.waitIdle()
+	if got := recordTexts(readRecord(t, re.record)); strings.Join(got, "|") != "long [[HANG]]|second|third" {
+		t.Errorf("claude received %q, want each message once and in order", got)
+	}
+	if got := h.rec.sends("cc-connect restarted. Running the message that was waiting: “second”"); len(got) != 1 {
+		t.Errorf("recovery notice = %q, want one", got)
+	}
+	if fi, err := os.Stat(h.e.inboxPath(t1Key)); err != nil || fi.Size() != 0 {
+		t.Errorf("inbox after the replay: %v, %v; want empty", fi, err)
+	}
+}
+
+// startedTurn runs one turn of text directly on the fake claude with a
+// known uuid, in the harness's workspace and config dir, as a cc-connect
+// that then died would have; it returns the session id.
+func startedTurn(t *testing.T, h *harness, resumeID, id, text string) string {
+	t.Helper()
+	cfg := h.opts.Agent
+	p, err := agentproc.Start(context.Background(), cfg, agentproc.StartOptions{Dir: h.e.pool.GetOrCreate(h.ws).Path, ResumeID: resumeID}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(context.Background())
+	res, err := p.TurnWithUUID(context.Background(), id, text, nil)
+	if res == nil {
+		// A crash: the session id is in the process's init.
+		return p.SessionID()
+	}
+	_ = err
+	return res.SessionID
+}
+
+// TestRecoveryDecision: after a crash the first pending message, started
+// with uuid U, is sent, resumed with "Continue from where you left off." or
+// reported lost, depending on the transcript; never both, never neither.
+func TestRecoveryDecision(t *testing.T) {
+	tests := []struct {
+		name   string
+		setup  func(t *testing.T, h *harness, u string) (sessionID string)
+		text   string
+		notice string
+		want   []string // what claude receives after the restart
+		reply  string
+	}{
+		{"not in the transcript: sent", func(t *testing.T, h *harness, u string) string {
+			return startedTurn(t, h, "", uuid.NewString(), "earlier")
+		}, "the message", "had not reached the agent yet", []string{"the message"}, "echo: the message"},
+		{"cut off mid-turn: continued", func(t *testing.T, h *harness, u string) string {
+			return startedTurn(t, h, "", u, "cut [[CRASH]]")
+		}, "cut [[CRASH]]", "was cut off; resuming it", []string{continueText}, "echo: " + continueText},
+		{"finished, reply not posted: lost", func(t *testing.T, h *harness, u string) string {
+			return startedTurn(t, h, "", u, "done")
+		}, "done", "its reply was not posted and is lost", nil, ""},
+		{"no session yet: sent", func(t *testing.T, h *harness, u string) string {
+			return ""
+		}, "first words", "had not reached the agent yet", []string{"first words"}, "echo: first words"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h, re := newRealHarness(t, nil, nil)
+			h.stop()
+			u := uuid.NewString()
+			sid := tt.setup(t, h, u)
+			before := len(readRecord(t, re.record))
+			if err := h.e.store.save(record{Key: t1Key, Platform: "fake", Channel: "C1", Thread: "T1",
+				Workspace: h.e.pool.GetOrCreate(h.ws).Path, SessionID: sid}); err != nil {
+				t.Fatal(err)
+			}
+			in, err := inbox.Open(h.e.inboxPath(t1Key), inbox.Limits{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := h.message("alice", "T1", tt.text)
+			if err := in.Append(inbox.Entry{ID: m.ID, Target: m.Target, UserID: "alice", Text: tt.text}); err != nil {
+				t.Fatal(err)
+			}
+			if err := in.MarkStarted(m.ID, u); err != nil {
+				t.Fatal(err)
+			}
+			in.Close()
+
+			h = h.restart()
+			h.rec.waitSend(t, tt.notice)
+			if tt.reply != "" {
+				h.rec.waitSend(t, tt.reply)
+			}
+			h.waitIdle()
+			got := recordTexts(readRecord(t, re.record)[before:])
+			if strings.Join(got, "|") != strings.Join(tt.want, "|") {
+				t.Errorf("claude received %q after the restart, want %q", got, tt.want)
+			}
+			if got := h.rec.sends("cc-connect restarted"); len(got) != 1 {
+				t.Errorf("notices = %q, want one", got)
+			}
+			if fi, err := os.Stat(h.e.inboxPath(t1Key)); err != nil || fi.Size() != 0 {
+				t.Errorf("inbox after recovery: %v, %v; want empty", fi, err)
+			}
+			if sid != "" && len(tt.want) > 0 {
+				if lines := readRecord(t, re.record)[before:]; lines[0].SessionID != sid {
+					t.Errorf("recovered in session %s, want %s", lines[0].SessionID, sid)
+				}
+			}
+		})
+	}
+}
+
+// TestRecoveryTellsOfCancelledPermission: a permission request pending at
+// the crash is reported cancelled, and the turn continues.
+func TestRecoveryTellsOfCancelledPermission(t *testing.T) {
+	h, re := newRealHarness(t, nil, nil)
+	h.stop()
+	u := uuid.NewString()
+	sid := startedTurn(t, h, "", u, "tool [[TOOL:make build]] [[CRASH]]")
+	if err := h.e.store.save(record{Key: t1Key, Platform: "fake", Channel: "C1", Thread: "T1",
+		Workspace: h.e.pool.GetOrCreate(h.ws).Path, SessionID: sid, PendingPermission: "Bash `make build`"}); err != nil {
+		t.Fatal(err)
+	}
+	in, err := inbox.Open(h.e.inboxPath(t1Key), inbox.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := h.message("alice", "T1", "tool")
+	if err := in.Append(inbox.Entry{ID: m.ID, Target: m.Target, UserID: "alice", Text: "tool"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := in.MarkStarted(m.ID, u); err != nil {
+		t.Fatal(err)
+	}
+	in.Close()
+	before := len(readRecord(t, re.record))
+	h = h.restart()
+	note := h.rec.waitSend(t, "cc-connect restarted")
+	if !strings.Contains(note.Text, "The permission request (Bash `make build`) was cancelled by the restart") ||
+		!strings.Contains(note.Text, "resuming it") {
+		t.Errorf("notice = %q", note.Text)
+	}
+	h.rec.waitSend(t, "echo: "+continueText)
+	h.waitIdle()
+	if got := recordTexts(readRecord(t, re.record)[before:]); strings.Join(got, "|") != continueText {
+		t.Errorf("claude received %q, want only the continuation", got)
+	}
+	rec, _, _ := h.e.store.load(t1Key, time.Now())
+	if rec.PendingPermission != "" {
+		t.Errorf("pending permission still recorded: %q", rec.PendingPermission)
+	}
+}
+
+// TestCorruptInboxFailsClosed: an unreadable journal refuses new input with
+// a clear message, keeps the file as it is, and the conversation continues
+// once an admin moved the file aside.
+func TestCorruptInboxFailsClosed(t *testing.T) {
+	h, re := newRealHarness(t, nil, nil)
+	path := h.e.inboxPath(t1Key)
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	garbage := []byte("{\"op\":\"add\",\"entry\":{\"id\":\"x\"}}\nnot json at all\n")
+	if err := os.WriteFile(path, garbage, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h.say("alice", "T1", "hello")
+	refusal := h.rec.waitSend(t, "could not be read, so new messages are refused")
+	if !strings.Contains(refusal.Text, "Admins: alice") || !strings.Contains(refusal.Text, path) {
+		t.Errorf("refusal = %q, want the file and the admins named", refusal.Text)
+	}
+	h.say("alice", "T1", "still there?")
+	h.rec.waitFor(t, "the second refusal", func([]recorded) bool {
+		return len(h.rec.sends("could not be read, so new messages are refused")) >= 3 // on open, then per message
+	})
+	h.waitIdle()
+	if got := readRecord(t, re.record); len(got) != 0 {
+		t.Errorf("claude received %v from a failed-closed session", got)
+	}
+	if data, _ := os.ReadFile(path); string(data) != string(garbage) {
+		t.Errorf("journal changed to %q; it must be kept for inspection", data)
+	}
+	if err := os.Rename(path, path+".inspect"); err != nil {
+		t.Fatal(err)
+	}
+	h.say("alice", "T1", "after the fix")
+	h.rec.waitSend(t, "echo: after the fix")
+}
+
+// TestInboxFullKeepsAccepted: past the limit the user is told and nothing
+// accepted is dropped.
+func TestInboxFullKeepsAccepted(t *testing.T) {
+	h, re := newRealHarness(t, nil, func(o *Options) { o.QueueLimit = 1 })
+	h.say("alice", "T1", "running [[SLOW:20]]")
+	pollFor(t, "the turn to reach claude", func() bool { return len(readRecord(t, re.record)) == 1 })
+	h.say("alice", "T1", "waiting")
+	h.say("alice", "T1", "one too many")
+	h.rec.waitSend(t, "this message was not")
+	h.rec.waitSend(t, "echo: waiting")
+	h.waitIdle()
+	if got := recordTexts(readRecord(t, re.record)); strings.Join(got, "|") != "running [[SLOW:20]]|waiting" {
+		t.Errorf("claude received %q", got)
+	}
+}
+
+// TestSessionLeaseExcludesSecondProcess: while a process of one
+// conversation runs on a Claude session, nothing else may lock it; once it
+// is closed the lease is free again.
+func TestSessionLeaseExcludesSecondProcess(t *testing.T) {
+	h, _ := newRealHarness(t, nil, nil)
+	h.say("alice", "T1", "hello")
+	h.rec.waitSend(t, "echo: hello")
+	h.waitIdle()
+	sid := h.e.sessions[t1Key].sessionID()
+	if _, err := lease.Session(h.opts.StateDir, sid); err == nil {
+		t.Fatal("the session lease was free while its process lives")
+	}
+	mark, err := os.ReadFile(agentMarkPath(h.opts.StateDir, sid))
+	if err != nil || !strings.Contains(string(mark), strconv.Itoa(h.e.sessions[t1Key].proc.Pid())) {
+		t.Errorf("agent pid file = %q, %v", mark, err)
+	}
+	h.stop()
+	l, err := lease.Session(h.opts.StateDir, sid)
+	if err != nil {
+		t.Fatalf("session lease after shutdown: %v", err)
+	}
+	l.Release()
+}
+
+// TestKillOrphanAgent: the claude process a killed cc-connect left behind
+// is killed (with its process group) by the next holder of the session
+// lease; a pid file naming a process that is gone, or a pid now used by
+// another process, kills nothing.
+func TestKillOrphanAgent(t *testing.T) {
+	if _, ok := procStart(os.Getpid()); !ok {
+		t.Skip("no /proc: orphans are not detected here")
+	}
+	start := func() *exec.Cmd {
+		cmd := exec.Command("sleep", "60")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		return cmd
+	}
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	orphan := start()
+	st, _ := procStart(orphan.Process.Pid)
+	reaped := make(chan error, 1)
+	go func() { reaped <- orphan.Wait() }()
+	if err := killOrphanAgent(write("orphan.agent", strconv.Itoa(orphan.Process.Pid)+" "+st+"\n"), h0Log()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-reaped:
+		if ws, ok := err.(*exec.ExitError); !ok || ws.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+			t.Errorf("orphan ended with %v, want SIGKILL", err)
+		}
+	case <-time.After(waitLimit):
+		t.Fatal("the orphan was not killed")
+	}
+
+	bystander := start()
+	for name, content := range map[string]string{
+		"reused.agent": strconv.Itoa(bystander.Process.Pid) + " 1\n", // same pid, other start time
+		"gone.agent":   "999999999 1\n",
+		"empty.agent":  "",
+	} {
+		if err := killOrphanAgent(write(name, content), h0Log()); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	if !procAlive(bystander.Process.Pid) {
+		t.Error("a process that only reuses the pid was killed")
+	}
+}
+
+func h0Log() *slog.Logger { return slog.New(slog.DiscardHandler) }
