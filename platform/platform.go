@@ -138,3 +138,21 @@ type Prompter interface {
 type Statuser interface {
 	Status() string
 }
+
+// Observer counts what happens on a platform connection that only the
+// adapter sees; the binary passes its metrics. Methods may be called from
+// any goroutine. (The engine counts the messages, actions and failed sends
+// itself, so adapters do not report those.)
+type Observer interface {
+	// PlatformError counts a connection-level failure: a connect or
+	// read that failed, a session the platform closed.
+	PlatformError(platform string)
+	// Reconnect counts a new connection after a lost one.
+	Reconnect(platform string)
+}
+
+// Observed is implemented by adapters that report connection errors and
+// reconnects. SetObserver is called before Run.
+type Observed interface {
+	SetObserver(o Observer)
+}

@@ -28,6 +28,9 @@ type adapterDeps struct {
 	// OnEOF is called by the terminal chat at the end of input.
 	OnEOF func(ctx context.Context)
 	Log   *slog.Logger
+	// Observer, when set, is given to adapters that report connection
+	// errors and reconnects (platform.Observed): the metrics.
+	Observer platform.Observer
 }
 
 // adapterFactory builds one adapter from its [[platforms]] entry. It must
@@ -111,6 +114,7 @@ func buildAdapters(cfg *config.Config, deps adapterDeps) ([]platform.Adapter, er
 			errs = append(errs, fmt.Errorf("platforms[%d] (%s): %w", i, p.Name, err))
 			continue
 		}
+		observe(a, deps.Observer)
 		out = append(out, a)
 	}
 	return out, errors.Join(errs...)
@@ -136,4 +140,12 @@ func isTerminal(r io.Reader) bool {
 	}
 	info, err := f.Stat()
 	return err == nil && info.Mode()&os.ModeCharDevice != 0
+}
+
+// observe gives o to an adapter that reports connection errors and
+// reconnects; adapters that do not are counted by the engine alone.
+func observe(a platform.Adapter, o platform.Observer) {
+	if ob, ok := a.(platform.Observed); ok && o != nil {
+		ob.SetObserver(o)
+	}
 }

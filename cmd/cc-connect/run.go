@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"os/exec"
+	"os/signal"
 	"strings"
+	"syscall"
 
 	"github.com/cc-connect/cc-connect/config"
 	"github.com/cc-connect/cc-connect/engine"
@@ -55,31 +58,28 @@ func checkAgentCommand(command string) error {
 
 // newLogger builds the process logger from [log], writing to w.
 func newLogger(l config.Log, w io.Writer) *slog.Logger {
-	opts := &slog.HandlerOptions{Level: l.SlogLevel()}
+	log, _ := newLevelLogger(l, w)
+	return log
+}
+
+// newLevelLogger is newLogger with its level variable, which a reload of
+// log.level sets.
+func newLevelLogger(l config.Log, w io.Writer) (*slog.Logger, *slog.LevelVar) {
+	level := new(slog.LevelVar)
+	level.Set(l.SlogLevel())
+	opts := &slog.HandlerOptions{Level: level}
 	if l.Format == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts))
+		return slog.New(slog.NewJSONHandler(w, opts)), level
 	}
-	return slog.New(slog.NewTextHandler(w, opts))
+	return slog.New(slog.NewTextHandler(w, opts)), level
 }
 
 // engineOptions turns the config into the engine's options.
 func engineOptions(cfg *config.Config, log *slog.Logger) engine.Options {
-	bindings := make([]engine.Binding, len(cfg.Bindings))
-	for i, b := range cfg.Bindings {
-		bindings[i] = engine.Binding{
-			Platform:       b.Platform,
-			Channel:        b.Channel,
-			Workspace:      b.Workspace,
-			AllowUsers:     append([]string(nil), b.AllowUsers...),
-			Admins:         append([]string(nil), b.Admins...),
-			RequireMention: b.RequireMention,
-			AllowShell:     b.AllowShell,
-		}
-	}
 	a := cfg.Agent
 	return engine.Options{
 		Agent:                    cfg.AgentConfig(),
-		Bindings:                 bindings,
+		Bindings:                 engineBindings(cfg),
 		StateDir:                 cfg.State.Dir,
 		IdleTimeout:              a.IdleTimeout.D(),
 		PermissionTimeout:        a.PermissionTimeout.D(),
@@ -99,6 +99,23 @@ func engineOptions(cfg *config.Config, log *slog.Logger) engine.Options {
 	}
 }
 
+// engineBindings turns the [[bindings]] entries into the engine's.
+func engineBindings(cfg *config.Config) []engine.Binding {
+	bindings := make([]engine.Binding, len(cfg.Bindings))
+	for i, b := range cfg.Bindings {
+		bindings[i] = engine.Binding{
+			Platform:       b.Platform,
+			Channel:        b.Channel,
+			Workspace:      b.Workspace,
+			AllowUsers:     append([]string(nil), b.AllowUsers...),
+			Admins:         append([]string(nil), b.Admins...),
+			RequireMention: b.RequireMention,
+			AllowShell:     b.AllowShell,
+		}
+	}
+	return bindings
+}
+
 // platformToken is the credential that identifies a platform's bot: two
 // cc-connects polling one token steal each other's events.
 func platformToken(p config.Platform) string {
@@ -113,31 +130,20 @@ func platformToken(p config.Platform) string {
 
 // acquireLocks takes the state dir lock and one lock per bot token, so a
 // second cc-connect on the same state or the same bot refuses to start.
-// release frees what was taken.
-func acquireLocks(cfg *config.Config) (release func(), err error) {
-	var locks []*lease.Lock
-	release = func() {
-		for i := len(locks) - 1; i >= 0; i-- {
-			_ = locks[i].Release()
-		}
-	}
+// The caller releases them, also on error.
+func acquireLocks(cfg *config.Config) (*instanceLocks, error) {
+	locks := &instanceLocks{tokens: map[string]*lease.Lock{}}
 	l, err := lease.StateDir(cfg.State.Dir)
 	if err != nil {
-		return release, err
+		return locks, err
 	}
-	locks = append(locks, l)
-	for _, p := range cfg.Platforms {
-		tok := platformToken(p)
-		if tok == "" {
-			continue
-		}
-		l, err := lease.Token(lease.HostLockDir(), p.Name, tok)
-		if err != nil {
-			return release, err
-		}
-		locks = append(locks, l)
+	locks.state = l
+	taken, err := locks.take(cfg.Platforms)
+	if err != nil {
+		return locks, err
 	}
-	return release, nil
+	locks.swap(taken, nil)
+	return locks, nil
 }
 
 // shutdownAtEOF says whether the end of the terminal's input ends the
@@ -157,7 +163,7 @@ func runCommand(ctx context.Context, path string, std stdio) int {
 		fmt.Fprintf(std.Err, "cc-connect: %v\n", err)
 		return exitUsage
 	}
-	log := newLogger(cfg.Log, std.Err)
+	log, level := newLevelLogger(cfg.Log, std.Err)
 	log.Debug("Config loaded", "config", cfg) // secrets redacted by Config.LogValue
 	for _, w := range cfg.Warnings {
 		log.Warn("Config warning", "warning", w)
@@ -167,8 +173,8 @@ func runCommand(ctx context.Context, path string, std stdio) int {
 		log.Error("Preparing the state dir failed", "error", err)
 		return exitFailure
 	}
-	release, err := acquireLocks(cfg)
-	defer release()
+	locks, err := acquireLocks(cfg)
+	defer locks.release()
 	if errors.Is(err, lease.ErrHeld) {
 		log.Error("Another cc-connect is running", "error", err)
 		return exitFailure
@@ -180,6 +186,7 @@ func runCommand(ctx context.Context, path string, std stdio) int {
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	var m *metrics.Metrics // nil: [metrics] is off
 	if cfg.Metrics.Addr != "" {
 		// Listen before starting so that a taken port fails the start.
 		ln, err := metrics.Listen(cfg.Metrics.Addr, cfg.Metrics.AllowRemote)
@@ -187,7 +194,7 @@ func runCommand(ctx context.Context, path string, std stdio) int {
 			log.Error("Serving metrics failed", "error", err)
 			return exitFailure
 		}
-		m := metrics.New()
+		m = metrics.New()
 		served := make(chan struct{})
 		go func() {
 			defer close(served)
@@ -198,12 +205,16 @@ func runCommand(ctx context.Context, path string, std stdio) int {
 		defer func() { cancel(); <-served }()
 		log.Info("Serving metrics", "addr", ln.Addr().String())
 	}
-	eng, err := engine.New(engineOptions(cfg, log))
+	opts := engineOptions(cfg, log)
+	if m != nil {
+		opts.Metrics = m
+	}
+	eng, err := engine.New(opts)
 	if err != nil {
 		log.Error("Creating the engine failed", "error", err)
 		return exitFailure
 	}
-	adapters, err := buildAdapters(cfg, adapterDeps{
+	deps := adapterDeps{
 		Stdin:       std.In,
 		Stdout:      std.Out,
 		Stderr:      std.Err,
@@ -222,7 +233,11 @@ func runCommand(ctx context.Context, path string, std stdio) int {
 			}
 			cancel()
 		},
-	})
+	}
+	if m != nil {
+		deps.Observer = m
+	}
+	adapters, err := buildAdapters(cfg, deps)
 	if err != nil {
 		fmt.Fprintf(std.Err, "cc-connect: invalid config %s:\n%v\n", cfg.Path, err)
 		return exitUsage
@@ -232,6 +247,18 @@ func runCommand(ctx context.Context, path string, std stdio) int {
 		eng.AddAdapter(a)
 		names[i] = a.Name()
 	}
+	// Edits of the config file (and SIGHUP) apply while it runs.
+	rl := &reloader{log: log, level: level, eng: eng, deps: deps, locks: locks, running: cfg}
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		rl.watch(ctx, hup)
+	}()
+	defer func() { cancel(); <-watched }()
+
 	log.Info("cc-connect started", "version", version, "config", cfg.Path, "state_dir", cfg.State.Dir,
 		"platforms", names, "bindings", len(cfg.Bindings))
 	if err := eng.Run(ctx); err != nil {
