@@ -19,7 +19,7 @@ CLAUDE_BIN := $(TOOLS_DIR)/node_modules/.bin/claude
 CONFIG ?= config.example.toml
 
 .DEFAULT_GOAL := build
-.PHONY: build test lint fmt-check vet tools bench bench-smoke run clean
+.PHONY: build test lint fmt-check vet tools bench bench-smoke soak run clean
 
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/cc-connect ./cmd/cc-connect
@@ -56,6 +56,13 @@ bench:
 
 bench-smoke:
 	$(GO) test -run '^$$' -bench . -benchtime=1x -benchmem ./...
+
+# soak kills cc-connect at many random points with messages queued and
+# checks that each runs exactly once, in order (a few iterations run in
+# `test`). CC_SOAK_ITERATIONS and CC_SOAK_SEED override.
+CC_SOAK_ITERATIONS ?= 200
+soak:
+	CC_SOAK_ITERATIONS=$(CC_SOAK_ITERATIONS) $(GO) test -count=1 -timeout 60m -run '^TestSoakKillRestart$$' ./cmd/cc-connect/
 
 run:
 	$(GO) run ./cmd/cc-connect run --config $(CONFIG)

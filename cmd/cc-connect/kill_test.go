@@ -1,0 +1,251 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// continueText is what recovery sends to resume a turn that was cut off.
+const continueText = "Continue from where you left off."
+
+// soakIterations is how many kill points TestSoakKillRestart tries:
+// CC_SOAK_ITERATIONS (make soak sets 200), else a few for the normal run.
+func soakIterations(t *testing.T) int {
+	if v := os.Getenv("CC_SOAK_ITERATIONS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			t.Fatalf("CC_SOAK_ITERATIONS=%q: want a positive number", v)
+		}
+		return n
+	}
+	return 3
+}
+
+// TestSoakKillRestart runs the built binary against the fake claude,
+// feeds it messages through the terminal chat, SIGKILLs it at a random
+// point once they are all accepted (journaled) with follow-ups still
+// queued, sometimes kills the restarted one too, and finally lets a last
+// instance finish. Claude must have received every message exactly once
+// and in order (the fake records every user line), with only recovery's
+// "Continue from where you left off." in between. The restarted instances
+// read no stdin: what they run comes from the inbox.
+func TestSoakKillRestart(t *testing.T) {
+	n := soakIterations(t)
+	seed := uint64(time.Now().UnixNano())
+	if v := os.Getenv("CC_SOAK_SEED"); v != "" {
+		seed, _ = strconv.ParseUint(v, 10, 64)
+	}
+	t.Logf("seed %d (set CC_SOAK_SEED to replay), %d iterations", seed, n)
+	rng := rand.New(rand.NewPCG(seed, seed>>1|1))
+	var st soakStats
+	for i := range n {
+		if !t.Run(fmt.Sprintf("kill%d", i), func(t *testing.T) { killRestartOnce(t, rng, i, &st) }) {
+			break // the first failure says enough; its seed replays it
+		}
+	}
+	t.Logf("%d iterations: %d restarts found work pending, %d turns resumed with %q, %d kills after all work was done",
+		n, st.recovered, st.continued, continueText, st.late)
+	if n >= 20 && st.recovered == 0 {
+		t.Error("no kill landed while work was pending: the kill points do not exercise recovery")
+	}
+}
+
+// soakStats count what the kills hit, so a soak that never lands mid-turn
+// is noticed.
+type soakStats struct{ recovered, continued, late int }
+
+func killRestartOnce(t *testing.T, rng *rand.Rand, iter int, st *soakStats) {
+	dir := t.TempDir()
+	record := filepath.Join(dir, "record.jsonl")
+	path := setup(t, "", fmt.Sprintf("FAKECLAUDE_RECORD = %q", record))
+	stateDir := filepath.Join(filepath.Dir(path), "state")
+
+	// Messages of a few ms each, some with a tool call, so a kill lands
+	// before, during and between turns.
+	k := 2 + rng.IntN(4)
+	var sent []string
+	for j := range k {
+		text := fmt.Sprintf("it%d-m%d [[SLOW:%d]]", iter, j, 1+rng.IntN(8))
+		if rng.IntN(3) == 0 {
+			text = fmt.Sprintf("it%d-m%d [[TOOL:echo %d]]", iter, j, j)
+		}
+		sent = append(sent, text)
+	}
+
+	first := startBinary(t, "run", "--config", path)
+	first.waitErr(t, "cc-connect started")
+	first.write(t, strings.Join(sent, "\n")+"\n")
+	// Every line is accepted once its id is in the seen set, which is
+	// written right after the journal: no event reaches the test for it.
+	waitFile(t, "all messages accepted", func() bool { return countLines(filepath.Join(stateDir, "inbox", "seen.jsonl")) >= k })
+	if !kill(t, first, time.Duration(rng.IntN(120))*time.Millisecond) {
+		st.late++
+	}
+	var stderr []string
+
+	// Sometimes kill the instance that is recovering, too.
+	for rng.IntN(2) == 0 {
+		again := startBinary(t, "run", "--config", path)
+		again.waitErr(t, "cc-connect started")
+		kill(t, again, time.Duration(rng.IntN(80))*time.Millisecond)
+		stderr = append(stderr, again.stderr.String())
+	}
+
+	last := startBinary(t, "run", "--config", path)
+	last.stdin.Close() // nothing new: only the inbox
+	if code := last.exitCode(t); code != 0 {
+		t.Fatalf("last instance exit code %d\n%s", code, last.stderr.String())
+	}
+	if strings.Contains(strings.Join(append(stderr, last.stderr.String()), ""), "Recovering pending messages") {
+		st.recovered++
+	}
+
+	var got []string
+	for _, line := range readRecordTexts(t, record) {
+		if line == continueText {
+			st.continued++
+			continue
+		}
+		got = append(got, line)
+	}
+	if strings.Join(got, "\n") != strings.Join(sent, "\n") {
+		t.Fatalf("claude received (continuations left out):\n%s\nwant each message once, in order:\n%s",
+			strings.Join(got, "\n"), strings.Join(sent, "\n"))
+	}
+	if fi, err := os.Stat(filepath.Join(stateDir, "inbox")); err == nil && fi.IsDir() {
+		des, _ := os.ReadDir(filepath.Join(stateDir, "inbox"))
+		for _, de := range des {
+			if de.Name() == "seen.jsonl" {
+				continue
+			}
+			if fi, err := de.Info(); err == nil && fi.Size() != 0 {
+				t.Errorf("inbox %s still holds %d bytes after the last instance finished", de.Name(), fi.Size())
+			}
+		}
+	}
+}
+
+// kill SIGKILLs p after d and waits for it to be gone. It reports false
+// when p had exited by itself first.
+func kill(t *testing.T, p *process, d time.Duration) bool {
+	t.Helper()
+	select {
+	case <-p.exited:
+		return false
+	case <-time.After(d):
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.exited
+	return true
+}
+
+// waitFile polls cond: for files another process writes there is no event
+// to wait on.
+func waitFile(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func readRecordTexts(t *testing.T, path string) []string {
+	t.Helper()
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var l struct {
+			Text string `json:"text"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+			t.Fatalf("record line %q: %v", sc.Text(), err)
+		}
+		out = append(out, l.Text)
+	}
+	return out
+}
+
+// TestLockLeftByKilledProcessDoesNotBlock: a cc-connect killed with SIGKILL
+// leaves its lock files behind, and the next start takes them.
+func TestLockLeftByKilledProcessDoesNotBlock(t *testing.T) {
+	t.Parallel()
+	path := setup(t, "")
+	first := startBinary(t, "run", "--config", path)
+	first.waitErr(t, "cc-connect started")
+	kill(t, first, 0)
+	if _, err := os.Stat(filepath.Join(filepath.Dir(path), "state", "locks", "instance.lock")); err != nil {
+		t.Fatalf("lock file after the kill: %v", err)
+	}
+	second := startBinary(t, "run", "--config", path)
+	second.waitErr(t, "cc-connect started")
+	second.stdin.Close()
+	if code := second.exitCode(t); code != 0 {
+		t.Errorf("second instance exit code %d", code)
+	}
+}
+
+// TestRunRefusesSharedToken: two cc-connects with different state dirs but
+// one bot token would steal each other's events; the second exits non-zero
+// naming the holder's pid and the lock file, and never the token.
+func TestRunRefusesSharedToken(t *testing.T) {
+	t.Parallel()
+	token := "123456:soak-" + strconv.FormatInt(time.Now().UnixNano(), 10)
+	tg := fmt.Sprintf(`
+[[platforms]]
+name = "tg"
+type = "telegram"
+token = %q
+api_url = "http://127.0.0.1:1"
+[[bindings]]
+platform = "tg"
+channel = "42"
+workspace = "ws"
+allow_users = ["*"]
+`, token)
+	var paths []string
+	for range 2 {
+		path := setup(t, "")
+		f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.WriteString(tg); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		paths = append(paths, path)
+	}
+	first := startBinary(t, "run", "--config", paths[0])
+	first.waitErr(t, "cc-connect started")
+	second := startBinary(t, "run", "--config", paths[1])
+	if code := second.exitCode(t); code == 0 {
+		t.Fatal("second instance on the same token exited 0")
+	}
+	msg := second.stderr.String()
+	want := "the bot token of platform tg is in use by pid " + strconv.Itoa(first.cmd.Process.Pid)
+	if !strings.Contains(msg, want) || !strings.Contains(msg, "token-") || strings.Contains(msg, token) {
+		t.Errorf("second instance stderr lacks %q and the lock file, or shows the token:\n%s", want, msg)
+	}
+	kill(t, first, 0)
+}
