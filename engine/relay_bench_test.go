@@ -22,7 +22,7 @@ const relayEngineEvents = 1000
 // session goroutine, which folds it into the turn. Each op is one turn of
 // relayEngineEvents assistant lines between the CLI's init and result
 // lines (recorded from the real CLI), on a warm process, from
-// HandleMessage to the reply reaching the chat adapter.
+// HandleMessage to the reply reaching the chat adapter and the turn ended.
 //
 // The agent is a shell loop that answers each user line by cat'ing the
 // prepared turn: a separate process, so its cost is outside the figures.
@@ -45,6 +45,7 @@ func BenchmarkRelayEngine(b *testing.B) {
 	env := startBenchEngine(b, agent, 16, nil, nil)
 	env.say(b, "T1", "start")
 	env.chat.waitReplies(b, 1, "echo: hi")
+	env.waitIdle(b)
 
 	var ms0, ms1 runtime.MemStats
 	runtime.ReadMemStats(&ms0)
@@ -53,6 +54,7 @@ func BenchmarkRelayEngine(b *testing.B) {
 	for b.Loop() {
 		env.say(b, "T1", "go on")
 		env.chat.waitReplies(b, 1, "echo: hi")
+		env.waitIdle(b)
 	}
 	cpu := benchCPUTime() - cpu0
 	runtime.ReadMemStats(&ms1)

@@ -150,6 +150,18 @@ func (env *benchEnv) say(tb testing.TB, thread, text string) {
 	}
 }
 
+// waitIdle waits until the engine has no work. A reply is posted just
+// before its turn ends, so a message sent on the reply alone could find the
+// session still busy and be queued behind it.
+func (env *benchEnv) waitIdle(tb testing.TB) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if err := env.e.WaitIdle(ctx); err != nil {
+		tb.Fatalf("WaitIdle: %v", err)
+	}
+}
+
 // sessionCount is how many sessions the engine holds in memory.
 func (env *benchEnv) sessionCount() int {
 	env.e.mu.Lock()
@@ -306,6 +318,7 @@ func benchScale(b *testing.B, n int) {
 			env.say(b, th, text)
 		}
 		env.chat.waitReplies(b, n, "echo: "+text)
+		env.waitIdle(b)
 	}
 
 	coldStart := time.Now()
