@@ -77,6 +77,11 @@ func (r *reloader) reload(ctx context.Context, why string) {
 		return
 	}
 	ch := config.Diff(r.running, cfg)
+	r.lastBad = "" // a good file: the next failure is news again
+	if ch.Empty() {
+		r.log.Info("Config reloaded: nothing changed", "path", path)
+		return
+	}
 	restart := slices.Clone(ch.Restart)
 
 	// The terminal chat cannot be restarted: the old reader would still
@@ -131,6 +136,12 @@ func (r *reloader) reload(ctx context.Context, why string) {
 		r.fail(ctx, err)
 		return
 	}
+	if !ch.Live() && len(add) == 0 && len(remove) == 0 {
+		for _, key := range restart {
+			r.log.Warn("Config change needs a restart to apply", "key", key)
+		}
+		return
+	}
 	if err := r.eng.Reload(ctx, engine.Reload{Bindings: engineBindings(cfg), Adapters: add, Remove: remove}); err != nil {
 		r.locks.drop(taken)
 		r.fail(ctx, err)
@@ -148,11 +159,7 @@ func (r *reloader) reload(ctx context.Context, why string) {
 	for _, key := range restart {
 		r.log.Warn("Config change needs a restart to apply", "key", key)
 	}
-	if ch.Empty() {
-		r.log.Info("Config reloaded: nothing changed")
-	}
 	r.running = runningConfig(r.running, cfg)
-	r.lastBad = ""
 }
 
 // fail keeps the running config, logs each problem with its key, and tells

@@ -1,0 +1,415 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cc-connect/cc-connect/config"
+	"github.com/cc-connect/cc-connect/engine"
+)
+
+// fakeTarget records what a reloader asks of the engine.
+type fakeTarget struct {
+	mu      sync.Mutex // guards the fields below
+	reloads []engine.Reload
+	notices []string
+	changed chan struct{}
+}
+
+func newFakeTarget() *fakeTarget { return &fakeTarget{changed: make(chan struct{})} }
+
+func (f *fakeTarget) Reload(ctx context.Context, r engine.Reload) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.reloads = append(f.reloads, r)
+	close(f.changed)
+	f.changed = make(chan struct{})
+	return nil
+}
+
+func (f *fakeTarget) NotifyAdmins(ctx context.Context, text string) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.notices = append(f.notices, text)
+	return []string{"tg"}
+}
+
+func (f *fakeTarget) snapshot() ([]engine.Reload, []string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]engine.Reload(nil), f.reloads...), append([]string(nil), f.notices...)
+}
+
+// waitReloads waits until the engine was reloaded n times.
+func (f *fakeTarget) waitReloads(t *testing.T, n int) []engine.Reload {
+	t.Helper()
+	deadline := time.NewTimer(time.Minute)
+	defer deadline.Stop()
+	for {
+		f.mu.Lock()
+		got, ch := append([]engine.Reload(nil), f.reloads...), f.changed
+		f.mu.Unlock()
+		if len(got) >= n {
+			return got
+		}
+		select {
+		case <-ch:
+		case <-deadline.C:
+			t.Fatalf("timed out waiting for reload %d", n)
+		}
+	}
+}
+
+// jsonLog collects a logger's JSON records.
+type jsonLog struct {
+	mu      sync.Mutex // guards buf and changed
+	buf     bytes.Buffer
+	changed chan struct{}
+}
+
+func (l *jsonLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.changed != nil {
+		close(l.changed)
+		l.changed = nil
+	}
+	return l.buf.Write(p)
+}
+
+// wait waits for a record msg whose attribute key is val.
+func (l *jsonLog) wait(t *testing.T, msg, key, val string) {
+	t.Helper()
+	deadline := time.NewTimer(time.Minute)
+	defer deadline.Stop()
+	for {
+		l.mu.Lock()
+		if l.changed == nil {
+			l.changed = make(chan struct{})
+		}
+		ch := l.changed
+		l.mu.Unlock()
+		for _, r := range l.records(msg) {
+			if r[key] == val {
+				return
+			}
+		}
+		select {
+		case <-ch:
+		case <-deadline.C:
+			t.Fatalf("no log record %q with %s=%s", msg, key, val)
+		}
+	}
+}
+
+// records returns the records whose msg is msg.
+func (l *jsonLog) records(msg string) []map[string]any {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []map[string]any
+	for _, line := range strings.Split(l.buf.String(), "\n") {
+		var r map[string]any
+		if json.Unmarshal([]byte(line), &r) == nil && r["msg"] == msg {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+const reloadBase = `
+[agent]
+command = "true"
+
+[[platforms]]
+name = "tg"
+type = "telegram"
+token = "111:aaa"
+
+[[platforms]]
+name = "tg2"
+type = "telegram"
+token = "222:bbb"
+
+[[bindings]]
+platform = "tg"
+channel = "C1"
+workspace = "ws"
+allow_users = ["alice"]
+admins = ["alice"]
+
+[[bindings]]
+platform = "tg2"
+workspace = "ws"
+allow_users = ["*"]
+`
+
+// newTestReloader writes text as a config next to a workspace "ws" and
+// returns a reloader running it against a fake engine.
+func newTestReloader(t *testing.T, text string) (*reloader, *fakeTarget, *jsonLog, string) {
+	t.Helper()
+	dir := t.TempDir()
+	for _, d := range []string{"ws", "ws2"} {
+		if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path := filepath.Join(dir, "config.toml")
+	writeFile(t, path, text)
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &jsonLog{}
+	log, level := newLevelLogger(config.Log{Level: "debug", Format: "json"}, logs)
+	level.Set(slog.LevelDebug)
+	locks := &instanceLocks{}
+	taken, err := locks.take(cfg.Platforms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	locks.swap(taken, nil)
+	t.Cleanup(locks.release)
+	ft := newFakeTarget()
+	r := &reloader{log: log, level: level, eng: ft, locks: locks, running: cfg,
+		deps: adapterDeps{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: io.Discard, Log: log}}
+	return r, ft, logs, path
+}
+
+// uniqueTokens makes the bot tokens of a test its own: token locks are
+// per host, and tests run in parallel.
+func uniqueTokens(t *testing.T, text string) string {
+	id := fmt.Sprintf("%d", time.Now().UnixNano())
+	return strings.NewReplacer(`"111:aaa"`, `"111:aaa`+id+`"`, `"222:bbb"`, `"222:bbb`+id+`"`,
+		`"111:new"`, `"111:new`+id+`"`).Replace(text)
+}
+
+// writeFile replaces path by writing a new file and renaming it over the
+// old one, as vim and most IDEs save.
+func writeFile(t *testing.T, path, text string) {
+	t.Helper()
+	tmp := path + ".tmp~"
+	if err := os.WriteFile(tmp, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestReloadApplies(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		edit    func(string) string
+		adapter []string // adapters rebuilt
+		remove  []string
+		check   func(t *testing.T, r engine.Reload, logs *jsonLog)
+	}{
+		{
+			name:    "token change restarts only that adapter",
+			edit:    func(s string) string { return strings.Replace(s, `"111:aaa`, `"111:new`, 1) },
+			adapter: []string{"tg"},
+		},
+		{
+			name: "allow list change",
+			edit: func(s string) string {
+				return strings.Replace(s, `allow_users = ["alice"]`, `allow_users = ["alice", "bob"]`, 1)
+			},
+			check: func(t *testing.T, r engine.Reload, logs *jsonLog) {
+				if got := r.Bindings[0].AllowUsers; len(got) != 2 || got[1] != "bob" {
+					t.Errorf("bindings[0].allow_users = %v", got)
+				}
+			},
+		},
+		{
+			name: "new binding",
+			edit: func(s string) string {
+				return s + "\n[[bindings]]\nplatform = \"tg\"\nchannel = \"C9\"\nworkspace = \"ws2\"\nallow_users = [\"*\"]\n"
+			},
+			check: func(t *testing.T, r engine.Reload, logs *jsonLog) {
+				if len(r.Bindings) != 3 || r.Bindings[2].Channel != "C9" || !strings.HasSuffix(r.Bindings[2].Workspace, "ws2") {
+					t.Errorf("bindings = %+v", r.Bindings)
+				}
+			},
+		},
+		{
+			name: "platform removed with its binding",
+			edit: func(s string) string {
+				s = strings.Replace(s, "[[platforms]]\nname = \"tg2\"\ntype = \"telegram\"\ntoken = \"222:bbb", "#", 1)
+				return s[:strings.LastIndex(s, "[[bindings]]")]
+			},
+			remove: []string{"tg2"},
+			check: func(t *testing.T, r engine.Reload, logs *jsonLog) {
+				if len(r.Bindings) != 1 {
+					t.Errorf("bindings = %+v", r.Bindings)
+				}
+			},
+		},
+		{
+			name: "restart-only keys are reported, the rest applies",
+			edit: func(s string) string {
+				s = strings.Replace(s, "[agent]\n", "[state]\ndir = \"elsewhere\"\n[log]\nlevel = \"debug\"\n[agent]\nmodel = \"opus\"\n", 1)
+				return strings.Replace(s, `admins = ["alice"]`, `admins = []`, 1)
+			},
+			check: func(t *testing.T, r engine.Reload, logs *jsonLog) {
+				var keys []string
+				for _, rec := range logs.records("Config change needs a restart to apply") {
+					keys = append(keys, rec["key"].(string))
+				}
+				if strings.Join(keys, " ") != "state.dir agent.model" {
+					t.Errorf("restart keys logged: %v", keys)
+				}
+				if len(r.Bindings[0].Admins) != 0 {
+					t.Errorf("the admins change was not applied: %+v", r.Bindings[0])
+				}
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			base := uniqueTokens(t, reloadBase)
+			r, ft, logs, path := newTestReloader(t, base)
+			writeFile(t, path, uniqueTokens(t, tt.edit(base)))
+			r.reload(context.Background(), "test")
+			reloads, notices := ft.snapshot()
+			if len(reloads) != 1 || len(notices) != 0 {
+				t.Fatalf("%d reloads, notices %q; errors logged: %v", len(reloads), notices, logs.records("Config reload failed; the running config stays"))
+			}
+			var names []string
+			for _, a := range reloads[0].Adapters {
+				names = append(names, a.Name())
+			}
+			if fmt.Sprint(names) != fmt.Sprint(tt.adapter) || fmt.Sprint(reloads[0].Remove) != fmt.Sprint(tt.remove) {
+				t.Errorf("adapters rebuilt %v, removed %v; want %v, %v", names, reloads[0].Remove, tt.adapter, tt.remove)
+			}
+			if len(logs.records("Config change applied")) == 0 {
+				t.Error("no summary of the applied change was logged")
+			}
+			if tt.check != nil {
+				tt.check(t, reloads[0], logs)
+			}
+			// The next reload compares with what runs now: nothing to do.
+			r.reload(context.Background(), "again")
+			if reloads, _ := ft.snapshot(); len(reloads) != 1 {
+				t.Errorf("an unchanged file reloaded the engine again")
+			}
+		})
+	}
+}
+
+func TestReloadInvalidEditKeepsTheRunningConfig(t *testing.T) {
+	t.Parallel()
+	base := uniqueTokens(t, reloadBase)
+	r, ft, logs, path := newTestReloader(t, base)
+	before := r.running
+	bad := strings.Replace(base, `workspace = "ws"`, `workspace = "missing"`, 1)
+	writeFile(t, path, bad)
+	r.reload(context.Background(), "test")
+	r.reload(context.Background(), "again")
+
+	reloads, notices := ft.snapshot()
+	if len(reloads) != 0 {
+		t.Fatalf("the engine was reloaded with an invalid config: %+v", reloads)
+	}
+	if r.running != before {
+		t.Error("the running config was replaced")
+	}
+	recs := logs.records("Config reload failed; the running config stays")
+	if len(recs) != 2 || recs[0]["key"] != "bindings[0].workspace" || recs[0]["level"] != "ERROR" ||
+		!strings.Contains(recs[0]["error"].(string), "does not exist") {
+		t.Errorf("error records = %v", recs)
+	}
+	if len(notices) != 1 || !strings.Contains(notices[0], "bindings[0].workspace") ||
+		!strings.Contains(notices[0], "keeps running the previous config") {
+		t.Errorf("admins were told %q, want one notice naming the key", notices)
+	}
+
+	// Fixed, then broken again: the admins hear of the new failure.
+	writeFile(t, path, base)
+	r.reload(context.Background(), "fixed")
+	writeFile(t, path, strings.Replace(base, `allow_users = ["*"]`, `allow_users = "*"`, 1))
+	r.reload(context.Background(), "broken again")
+	_, notices = ft.snapshot()
+	if len(notices) != 2 || !strings.Contains(notices[1], "bindings[1].allow_users") {
+		t.Errorf("notices %q", notices)
+	}
+}
+
+func TestReloadTOMLSyntaxError(t *testing.T) {
+	t.Parallel()
+	base := uniqueTokens(t, reloadBase)
+	r, ft, logs, path := newTestReloader(t, base)
+	writeFile(t, path, base+"\n[[bindings]\n")
+	r.reload(context.Background(), "test")
+	if reloads, notices := ft.snapshot(); len(reloads) != 0 || len(notices) != 1 {
+		t.Errorf("%d reloads, %d notices; want 0 and 1", len(reloads), len(notices))
+	}
+	if recs := logs.records("Config reload failed; the running config stays"); len(recs) != 1 ||
+		!strings.Contains(recs[0]["error"].(string), "config.toml:") {
+		t.Errorf("records %v: want the file and line", recs)
+	}
+}
+
+func TestReloadLogLevelAppliesLive(t *testing.T) {
+	t.Parallel()
+	base := uniqueTokens(t, reloadBase)
+	r, _, _, path := newTestReloader(t, base)
+	writeFile(t, path, "[log]\nlevel = \"error\"\n"+base)
+	r.reload(context.Background(), "test")
+	if got := r.level.Level(); got != slog.LevelError {
+		t.Errorf("level = %v, want ERROR", got)
+	}
+}
+
+func TestWatchReloadsOnRenameAndSIGHUP(t *testing.T) {
+	t.Parallel()
+	base := uniqueTokens(t, reloadBase)
+	r, ft, logs, path := newTestReloader(t, base)
+	ctx, cancel := context.WithCancel(context.Background())
+	hup := make(chan os.Signal, 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r.watch(ctx, hup)
+	}()
+	defer func() { cancel(); <-done }()
+
+	// Saves until the watcher is up: a save before it watches is not
+	// seen, and there is no event for "watching" to wait on.
+	edited := strings.Replace(base, `allow_users = ["alice"]`, `allow_users = ["alice", "bob"]`, 1)
+	deadline := time.Now().Add(time.Minute)
+	for {
+		writeFile(t, path, edited)
+		ft.mu.Lock()
+		n, ch := len(ft.reloads), ft.changed
+		ft.mu.Unlock()
+		if n > 0 {
+			break
+		}
+		select {
+		case <-ch:
+		case <-time.After(500 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a config saved by rename was never reloaded")
+		}
+	}
+	got := ft.waitReloads(t, 1)
+	if u := got[0].Bindings[0].AllowUsers; len(u) != 2 {
+		t.Errorf("allow_users after the rename = %v", u)
+	}
+
+	hup <- os.Interrupt // any value: the channel is what signal.Notify feeds
+	logs.wait(t, "Reloading the config", "trigger", "SIGHUP")
+}
