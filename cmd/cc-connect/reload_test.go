@@ -413,3 +413,42 @@ func TestWatchReloadsOnRenameAndSIGHUP(t *testing.T) {
 	hup <- os.Interrupt // any value: the channel is what signal.Notify feeds
 	logs.wait(t, "Reloading the config", "trigger", "SIGHUP")
 }
+
+// TestRunReloadsTheConfigFile: a running cc-connect applies a config saved
+// by rename, keeps running the old config after an invalid edit (naming the
+// key in its log), and the allow list it applied refuses the next message.
+func TestRunReloadsTheConfigFile(t *testing.T) {
+	t.Parallel()
+	path := setup(t, "")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	orig := string(data)
+	p := startBinary(t, "run", "--config", path)
+	p.waitErr(t, "Watching the config file")
+
+	writeFile(t, path, strings.Replace(orig, `workspace = "ws"`, `workspace = "missing"`, 1))
+	p.waitErr(t, "key=bindings[0].workspace")
+	p.write(t, "still served\n")
+	p.waitOut(t, "echo: still served")
+
+	writeFile(t, path, strings.Replace(orig, `allow_users = ["*"]`, `allow_users = ["somebody-else"]`, 1))
+	p.waitErr(t, "Config change applied")
+	p.write(t, "now refused\n")
+	out := p.waitOut(t, "not allowed")
+	p.stdin.Close()
+	if code := p.exitCode(t); code != exitOK {
+		t.Fatalf("exit %d", code)
+	}
+	for line := range p.out {
+		out = append(out, line)
+	}
+	if strings.Contains(strings.Join(out, "\n"), "echo: now refused") {
+		t.Error("a user removed from allow_users reached the agent")
+	}
+	stderr := p.stderr.String()
+	if !strings.Contains(stderr, "binding tty/* changed (allow_users)") {
+		t.Errorf("no one-line summary of the change:\n%s", stderr)
+	}
+}
