@@ -21,13 +21,18 @@ const helpText = `Commands (prefix ! or /):
 !sessions — this workspace's Claude Code sessions, newest first
 !resume <n|id> — switch to a listed session
 !allow [always] / !deny — answer the pending permission request
+!compact [instructions] — compact the conversation now (when the context figure is high)
+!model [name] — show or set this conversation's model
+!mode [mode] — show or set the permission mode (within the modes the admin allows)
+!sh <command> — admins, where enabled: run a shell command in the workspace; Claude hears of it next turn
 !help — this list`
 
 // commands are the known command names; "/x" is a command only when x is
-// one of them, so Claude Code's own slash commands (/compact) reach it.
+// one of them, so Claude Code's other slash commands (/context) reach it.
 var commands = map[string]bool{
 	"new": true, "btw": true, "stop": true, "status": true, "sessions": true,
 	"resume": true, "allow": true, "deny": true, "help": true,
+	"compact": true, "model": true, "mode": true, "sh": true,
 }
 
 // parseCommand splits "!name args" (or "/name args" for a known name).
@@ -48,11 +53,6 @@ func parseCommand(text string) (name, args string, ok bool) {
 	return name, args, true
 }
 
-func parseCommandName(text string) (string, bool) {
-	name, _, ok := parseCommand(text)
-	return name, ok
-}
-
 // command runs a chat command. Commands that change which agent session a
 // conversation uses (!new, !resume) go through the FIFO so that they apply
 // after the turns sent before them; the others act at once.
@@ -71,7 +71,21 @@ func (e *Engine) command(ctx context.Context, s *session, m platform.Message, na
 	case "btw":
 		e.btw(ctx, s, m, args)
 	case "stop":
+		if s.shell.stop() {
+			reply("Stopping the shell command.")
+			if !s.busy() {
+				return
+			}
+		}
 		s.control(ctx, control{kind: ctrlStop, to: s.to})
+	case "sh":
+		e.shellCommand(ctx, s, m, args)
+	case "compact":
+		e.compact(ctx, s, m, args)
+	case "model":
+		e.modelCommand(ctx, s, args)
+	case "mode":
+		e.modeCommand(ctx, s, args)
 	case "status":
 		reply(e.status(s))
 	case "sessions":
@@ -249,7 +263,8 @@ func (e *Engine) status(s *session) string {
 	if !rec.LastActivity.IsZero() {
 		fmt.Fprintf(&b, "\nLast turn: %s ago", humanAge(e.now().Sub(rec.LastActivity)))
 	}
-	fmt.Fprintf(&b, "\nModel: %s", orDefault(rec.Model, orDefault(e.opts.Agent.Model, "default")))
+	fmt.Fprintf(&b, "\nModel: %s", e.modelLine(rec))
+	fmt.Fprintf(&b, "\nPermission mode: %s", e.modeOf(rec))
 	fmt.Fprintf(&b, "\nCost: $%.4f", rec.TotalCostUSD)
 	if st, ok := s.adapter.(platform.Statuser); ok {
 		fmt.Fprintf(&b, "\nPlatform: %s", st.Status())

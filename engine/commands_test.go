@@ -17,7 +17,8 @@ func TestParseCommand(t *testing.T) {
 		{"!new", "new", "", true},
 		{"  !BTW what is   this? ", "btw", "what is   this?", true},
 		{"/status", "status", "", true},
-		{"/compact", "", "", false}, // Claude Code's own command goes to the agent
+		{"/compact now", "compact", "now", true}, // ours: reports before and after
+		{"/context", "", "", false},              // Claude Code's own command goes to the agent
 		{"!bogus x", "bogus", "x", true},
 		{"!", "", "", false},
 		{"hello !new", "", "", false},
@@ -35,17 +36,17 @@ func TestHelpAndUnknownCommands(t *testing.T) {
 	h := newHarness(t, nil)
 	h.say("alice", "T1", "!help")
 	help := h.rec.waitSend(t, "Commands")
-	for _, c := range []string{"!new", "!btw", "!stop", "!status", "!sessions", "!resume", "!allow", "!deny"} {
+	for _, c := range []string{"!new", "!btw", "!stop", "!status", "!sessions", "!resume", "!allow", "!deny", "!compact", "!model", "!mode", "!sh"} {
 		if !strings.Contains(help.Text, c) {
 			t.Errorf("help lacks %s", c)
 		}
 	}
 	h.say("alice", "T1", "!frobnicate")
 	h.rec.waitSend(t, "Unknown command !frobnicate. Send !help")
-	h.say("alice", "T1", "/compact")
-	h.rec.waitSend(t, "echo: /compact")
+	h.say("alice", "T1", "/context")
+	h.rec.waitSend(t, "echo: /context")
 	if n := len(h.fa.spawnsSnapshot()); n != 1 {
-		t.Errorf("%d spawns, want only /compact to reach the agent", n)
+		t.Errorf("%d spawns, want only /context to reach the agent", n)
 	}
 }
 

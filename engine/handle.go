@@ -65,20 +65,6 @@ func (e *Engine) HandleMessage(ctx context.Context, m platform.Message) error {
 		}
 		return nil
 	}
-	if len(m.Attachments) > 0 {
-		if _, isCmd := parseCommandName(m.Text); !isCmd {
-			names := make([]string, len(m.Attachments))
-			for i, at := range m.Attachments {
-				names[i] = at.Name
-			}
-			if _, err := a.Send(ctx, reply, "Attachments are not passed to the agent yet ("+strings.Join(names, ", ")+"); paste the text instead."); err != nil {
-				log.Warn("Posting the attachment note failed", "error", err)
-			}
-			if strings.TrimSpace(m.Text) == "" {
-				return nil
-			}
-		}
-	}
 	// A session that retired between lookup and enqueue is created again.
 	for {
 		s, err := e.session(ctx, b, m, a)

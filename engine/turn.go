@@ -41,6 +41,10 @@ type outcome struct {
 	text   string // the turn's assistant text (for results without text)
 	model  string
 	stderr string
+	// A !compact turn: what the CLI reported about the compaction.
+	compaction bool
+	compacted  *agentproc.CompactBoundary
+	compactErr string
 }
 
 // turn is the state of the running turn, owned by the session goroutine.
@@ -53,6 +57,9 @@ type turn struct {
 	progress progress
 	started  bool // the CLI began the turn (system/init seen)
 	stopped  bool // !stop was asked for
+	// compacted and compactErr are what a compaction reported.
+	compacted  *agentproc.CompactBoundary
+	compactErr string
 }
 
 // runTurn runs one user message as a turn, with the fallbacks that keep the
@@ -61,7 +68,12 @@ func (s *session) runTurn(it workItem) {
 	s.turnStarted(it.msg)
 	began := s.e.turnBegan()
 	hadHistory := s.sessionID() != ""
-	out := s.attempt(it)
+	it, notes, perr := s.prepareTurn(it)
+	out := outcome{err: perr}
+	if perr == nil {
+		out = s.attempt(it)
+		s.keepUnsentNotes(notes, out.err)
+	}
 	ok := s.finish(it, out, hadHistory)
 	s.settle(it, out)
 	s.e.turnDone(out, ok, began)
@@ -87,6 +99,8 @@ func (s *session) finish(it workItem, out outcome, hadHistory bool) bool {
 	case errors.Is(out.err, errStopped):
 		s.send(s.e.bg, shutdownText)
 		return false
+	case errors.Is(out.err, errNotPassed):
+		return false // the user was told why
 	case errors.Is(out.err, errStoppedWaiting):
 		s.send(s.e.bg, "Stopped before the turn started: the message was dropped. The session is kept.")
 		return false
@@ -211,6 +225,7 @@ func (s *session) ensureProcess() error {
 			"transcript_lookup_error", errString(err))
 	}
 	s.log.Info("Starting agent process", "cwd", s.ws.Path, "session_id", orDefault(id, "new"), "model", orDefault(model, "default"))
+	start.Model, start.PermissionMode = s.spawnSettings() // !model, !mode
 	p, err := s.e.spawn(s.e.bg, s.e.opts.Agent, start, s.log)
 	if err != nil {
 		s.releaseSession()
@@ -222,6 +237,7 @@ func (s *session) ensureProcess() error {
 	s.proc = p
 	s.idleAt = s.e.now()
 	s.mu.Unlock()
+	s.syncControls(p, start.Model, start.PermissionMode)
 	return nil
 }
 
@@ -266,7 +282,8 @@ func (s *session) attempt(it workItem) outcome {
 			if closed != nil {
 				<-closed
 			}
-			out := outcome{res: m.res, err: m.err, text: t.text.String(), model: t.model, stderr: proc.StderrTail()}
+			out := outcome{res: m.res, err: m.err, text: t.text.String(), model: t.model, stderr: proc.StderrTail(),
+				compaction: isCompaction(it.msg.Text), compacted: t.compacted, compactErr: t.compactErr}
 			if m.res != nil {
 				s.noteResult(m.res, t.model)
 				s.noteContext(m.res)
@@ -383,7 +400,11 @@ func (s *session) onEvent(t *turn, proc agentProcess, ev agentproc.Event) {
 	case agentproc.Compaction:
 		if ev.Active {
 			s.showProgress(t, "Compacting the conversation…")
+		} else if ev.Result == "failed" {
+			t.compactErr = orDefault(ev.Error, "failed")
 		}
+	case agentproc.CompactBoundary:
+		t.compacted = &ev
 	case agentproc.APIRetry:
 		s.showProgress(t, fmt.Sprintf("API error %d, retrying (%d/%d)…", ev.ErrorStatus, ev.Attempt, ev.MaxRetries))
 	case agentproc.PermissionRequest:
@@ -453,6 +474,10 @@ func (s *session) noteResult(res *agentproc.Result, initModel string) {
 // relay posts the turn's reply: the result text (or the turn's assistant
 // text), the self-report marker stripped, the context indicator appended.
 func (s *session) relay(out outcome) {
+	if out.compaction {
+		s.reportCompaction(out)
+		return
+	}
 	res := out.res
 	text := res.Text
 	if text == "" {

@@ -1,0 +1,253 @@
+package engine
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/cc-connect/cc-connect/agentproc"
+)
+
+// ctlProc adds the live controls and /compact to the in-memory fake, as
+// the real CLI has them (PROTOCOL.md §4, §14). It records the control
+// requests and refuses the values in refuse.
+type ctlProc struct {
+	*fakeProc
+	c *ctlCalls
+}
+
+type ctlCalls struct {
+	mu     sync.Mutex // guards calls
+	calls  []string
+	refuse map[string]bool
+}
+
+func (c *ctlCalls) add(call string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.calls = append(c.calls, call)
+	if c.refuse[call] {
+		return &agentproc.ControlError{Subtype: strings.SplitN(call, " ", 2)[0], Message: "Invalid value: " + call}
+	}
+	return nil
+}
+
+func (c *ctlCalls) snapshot() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.calls...)
+}
+
+var _ liveController = ctlProc{}
+
+func (p ctlProc) SetModel(ctx context.Context, model string) error {
+	return p.c.add("set_model " + model)
+}
+
+func (p ctlProc) SetPermissionMode(ctx context.Context, mode string) error {
+	return p.c.add("set_permission_mode " + mode)
+}
+
+// Turn compacts on "/compact": status compacting, the boundary, an empty
+// successful result, as the CLI does.
+func (p ctlProc) Turn(ctx context.Context, text string, on func(agentproc.Event)) (*agentproc.Result, error) {
+	if !isCompaction(text) {
+		return p.fakeProc.Turn(ctx, text, on)
+	}
+	p.fa.mu.Lock()
+	p.fa.sessions[p.id] = append(p.fa.sessions[p.id], text)
+	p.fa.mu.Unlock()
+	on(agentproc.Compaction{Active: true})
+	if strings.Contains(text, "fail") {
+		on(agentproc.Compaction{Result: "failed", Error: "too_few_groups"})
+		return &agentproc.Result{SessionID: p.id, Subtype: "success", TerminalReason: "completed"}, nil
+	}
+	on(agentproc.Compaction{Result: "success"})
+	on(agentproc.Init{SessionID: p.id, Model: "claude-test"})
+	on(agentproc.CompactBoundary{Trigger: "manual", PreTokens: 150000, PostTokens: 20000})
+	return &agentproc.Result{SessionID: p.id, Subtype: "success", TerminalReason: "completed", TotalCostUSD: 0.5}, nil
+}
+
+// controlHarness runs the fake agents behind ctlProc.
+func controlHarness(t *testing.T, mutate func(*Options)) (*harness, *ctlCalls) {
+	t.Helper()
+	h := newHarness(t, func(o *Options, _ *harnessConfig) {
+		if mutate != nil {
+			mutate(o)
+		}
+	})
+	calls := &ctlCalls{refuse: map[string]bool{}}
+	h.e.spawn = func(ctx context.Context, cfg agentproc.Config, opts agentproc.StartOptions, log *slog.Logger) (agentProcess, error) {
+		p, err := h.fa.spawn(ctx, cfg, opts, log)
+		if err != nil {
+			return nil, err
+		}
+		return ctlProc{fakeProc: p.(*fakeProc), c: calls}, nil
+	}
+	return h, calls
+}
+
+func TestModelCommand(t *testing.T) {
+	h, calls := controlHarness(t, func(o *Options) { o.Agent.Model = "claude-configured" })
+	h.say("alice", "T1", "!model")
+	h.rec.waitSend(t, "Model: claude-configured\n")
+	h.say("alice", "T1", "hello")
+	h.rec.waitSend(t, "echo: hello")
+	h.waitIdle()
+
+	h.say("bob", "T1", "!model claude-sonnet-4-5")
+	h.rec.waitSend(t, "Model set to claude-sonnet-4-5 for this conversation")
+	if got := calls.snapshot(); len(got) != 1 || got[0] != "set_model claude-sonnet-4-5" {
+		t.Errorf("control requests = %q, want set_model on the live process", got)
+	}
+	h.say("alice", "T1", "!status")
+	st := h.rec.waitSend(t, "State: ")
+	if !strings.Contains(st.Text, "Model: claude-test (set with !model: claude-sonnet-4-5)") || !strings.Contains(st.Text, "Cost: $") {
+		t.Errorf("status = %q", st.Text)
+	}
+
+	// Remembered for the next spawn (after a restart of cc-connect too).
+	h = h.restart()
+	h.e.spawn = func(ctx context.Context, cfg agentproc.Config, opts agentproc.StartOptions, log *slog.Logger) (agentProcess, error) {
+		p, err := h.fa.spawn(ctx, cfg, opts, log)
+		return ctlProc{fakeProc: p.(*fakeProc), c: calls}, err
+	}
+	h.say("alice", "T1", "again")
+	h.rec.waitSend(t, "echo: again")
+	spawns := h.fa.spawnsSnapshot()
+	if last := spawns[len(spawns)-1]; last.Model != "claude-sonnet-4-5" || last.ResumeID == "" {
+		t.Errorf("spawn after restart = %+v, want the chosen model on a resume", last)
+	}
+
+	h.say("alice", "T1", "!model default")
+	h.rec.waitSend(t, "goes back to the configured model (claude-configured)")
+	if got := calls.snapshot(); got[len(got)-1] != "set_model claude-configured" {
+		t.Errorf("control requests = %q", got)
+	}
+}
+
+func TestModelCommandRefusals(t *testing.T) {
+	tests := []struct {
+		name, arg, want string
+		calls           int
+	}{
+		{"flag-like", "--dangerously-skip-permissions", "is not a model name", 0},
+		{"two words", "opus please", "is not a model name", 0},
+		{"refused by the CLI", "bogus-model", "Claude Code refused the model change: Invalid value", 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h, calls := controlHarness(t, nil)
+			calls.refuse["set_model bogus-model"] = true
+			h.say("alice", "T1", "hello")
+			h.rec.waitSend(t, "echo: hello")
+			h.waitIdle()
+			h.say("alice", "T1", "!model "+tt.arg)
+			h.rec.waitSend(t, tt.want)
+			if got := calls.snapshot(); len(got) != tt.calls {
+				t.Errorf("control requests = %q", got)
+			}
+			s := sessionFor(t, h, "T1")
+			s.mu.Lock()
+			override := s.rec.ModelOverride
+			s.mu.Unlock()
+			if override != "" {
+				t.Errorf("override = %q after a refusal, want none", override)
+			}
+		})
+	}
+}
+
+func TestModeCommand(t *testing.T) {
+	h, calls := controlHarness(t, func(o *Options) { o.AllowedModes = []string{"default", "acceptEdits"} })
+	calls.refuse["set_permission_mode default"] = true
+	h.say("alice", "T1", "!mode")
+	h.rec.waitSend(t, "Permission mode: default\nAllowed here: default, acceptEdits.")
+	h.say("alice", "T1", "!mode bypassPermissions")
+	h.rec.waitSend(t, `"bypassPermissions" is not allowed here. Allowed modes: default, acceptEdits.`)
+
+	// Set before any process: it is passed at the spawn.
+	h.say("alice", "T1", "!mode acceptedits")
+	h.rec.waitSend(t, "Permission mode set to acceptEdits")
+	h.say("alice", "T1", "hello")
+	h.rec.waitSend(t, "echo: hello")
+	h.waitIdle()
+	if sp := h.fa.spawnsSnapshot(); len(sp) != 1 || sp[0].PermissionMode != "acceptEdits" {
+		t.Errorf("spawns = %+v, want --permission-mode acceptEdits", sp)
+	}
+	if got := calls.snapshot(); len(got) != 0 {
+		t.Errorf("control requests = %q, want none before a process lived", got)
+	}
+
+	// Refused by the live process: the old mode stays.
+	h.say("alice", "T1", "!mode default")
+	h.rec.waitSend(t, "Claude Code refused the mode change")
+	h.say("alice", "T1", "!status")
+	if st := h.rec.waitSend(t, "State: "); !strings.Contains(st.Text, "Permission mode: acceptEdits") {
+		t.Errorf("status = %q", st.Text)
+	}
+}
+
+// A !model that lands while a process is being started reaches it: the
+// spawn reads the record, and ensureProcess re-reads it after publishing
+// the process.
+func TestSyncControlsAfterSpawn(t *testing.T) {
+	h, calls := controlHarness(t, nil)
+	s := sessionFor(t, h, "T1")
+	p, _ := h.e.spawn(context.Background(), agentproc.Config{}, agentproc.StartOptions{}, h.e.log)
+	defer p.Close(context.Background())
+	s.update(func(r *record) { r.ModelOverride, r.ModeOverride = "m2", "plan" })
+	s.syncControls(p, "m1", "")
+	if got := calls.snapshot(); strings.Join(got, ",") != "set_model m2,set_permission_mode plan" {
+		t.Errorf("control requests = %q", got)
+	}
+	s.syncControls(p, "m2", "plan")
+	if got := calls.snapshot(); len(got) != 2 {
+		t.Errorf("control requests = %q, want none when nothing changed", got)
+	}
+}
+
+func TestCompactCommand(t *testing.T) {
+	h, _ := controlHarness(t, nil)
+	h.say("alice", "T1", "!compact")
+	h.rec.waitSend(t, "There is no conversation to compact yet.")
+
+	h.say("alice", "T1", "hello")
+	h.rec.waitSend(t, "echo: hello")
+	h.waitIdle()
+	h.say("alice", "T1", "/compact  keep the   API notes")
+	got := h.rec.waitSend(t, "Compacted the conversation")
+	if got.Text != "Compacted the conversation: 150,000 → 20,000 tokens of context (75% → 10%).\n[ctx: 10%]" {
+		t.Errorf("report = %q", got.Text)
+	}
+	h.waitIdle()
+	if hist := h.fa.history("sess-1"); len(hist) != 2 || hist[1] != "/compact keep the API notes" {
+		t.Errorf("history = %q, want /compact with the instructions as the next turn", hist)
+	}
+	h.say("alice", "T1", "!status")
+	st := h.rec.waitSend(t, "State: ")
+	if !strings.Contains(st.Text, "20,000") || !strings.Contains(st.Text, "Cost: $0.5000") {
+		t.Errorf("status = %q, want the refreshed context figure and the cost", st.Text)
+	}
+
+	h.say("alice", "T1", "!compact fail")
+	h.rec.waitSend(t, "Compaction failed (too_few_groups); the conversation is unchanged.")
+}
+
+// !compact queues behind a running turn instead of interrupting it.
+func TestCompactWaitsForTheTurn(t *testing.T) {
+	h, _ := controlHarness(t, nil)
+	h.say("alice", "T1", "hello")
+	h.rec.waitSend(t, "echo: hello")
+	h.say("alice", "T1", "work [[WAIT]]")
+	h.fa.waitFor(t, "the turn to wait", func(fa *fakeAgents) bool { return fa.waiting == 1 })
+	h.say("alice", "T1", "!compact")
+	h.rec.waitSend(t, "Queued (position 1)")
+	h.fa.release(t)
+	h.rec.waitSend(t, "Compacted the conversation")
+	if hist := h.fa.history("sess-1"); len(hist) != 3 || hist[1] != "work [[WAIT]]" || hist[2] != "/compact" {
+		t.Errorf("history = %q, want the compaction after the running turn", hist)
+	}
+}
