@@ -42,6 +42,11 @@ const (
 	ModeErr500     Mode = "err500"
 	ModeBig        Mode = "big"
 	ModeSlow       Mode = "slow"
+	// ModeTooLongWithHistory answers "prompt is too long" to any request
+	// that carries an earlier exchange (an assistant message), and normally
+	// to a conversation's first request: a session whose history grew too
+	// big, which only a fresh session escapes.
+	ModeTooLongWithHistory Mode = "toolong-with-history"
 )
 
 // Outcomes recorded in Request.Outcome: what the fake answered.
@@ -331,6 +336,15 @@ func (s *Server) planLocked(req *Request) plan {
 	cmd, isTool := toolCommand(req.Prompt)
 	followUp := req.FollowUp
 
+	if mode == ModeTooLongWithHistory {
+		mode = ModeNormal
+		for _, m := range req.Messages {
+			if m.Role == "assistant" {
+				mode = ModeTooLong
+				break
+			}
+		}
+	}
 	switch {
 	case mode == ModeTooLong || mode == ModeNormal && !followUp && inMessage("[[TOOLONG]]"):
 		p.outcome = OutcomeTooLong

@@ -382,3 +382,16 @@ func TestConcurrentRequests(t *testing.T) {
 		t.Errorf("recorded %d distinct prompts, want %d", len(seen), n)
 	}
 }
+
+func TestTooLongWithHistory(t *testing.T) {
+	t.Parallel()
+	s := Start(t, WithMode(ModeTooLongWithHistory))
+	ctx := t.Context()
+	if got := text(readEvents(t, post(t, ctx, s, true, user("first")).Body, nil)); got != "echo: first" {
+		t.Errorf("a conversation's first request: %q, want a normal reply", got)
+	}
+	assistant := map[string]any{"role": "assistant", "content": "echo: first"}
+	if resp := post(t, ctx, s, true, user("first"), assistant, user("second")); resp.StatusCode != 400 {
+		t.Errorf("a request with history: status %d, want 400 too long", resp.StatusCode)
+	}
+}
