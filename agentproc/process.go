@@ -111,6 +111,7 @@ func Start(ctx context.Context, cfg Config, opts StartOptions, log *slog.Logger)
 	cmd.Env = BuildEnv(os.Environ(), cfg)
 	// Its own process group, so Close can signal the tools it spawned too.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	dieWithParent(cmd.SysProcAttr)
 
 	// Plain pipes rather than cmd.StdoutPipe: cmd.Wait must reap the
 	// process even while nobody drains the events (backpressure), and the
