@@ -360,3 +360,52 @@ func TestKillOrphanAgent(t *testing.T) {
 }
 
 func h0Log() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// TestRecoveryContinueFallsBackToMessage: when the cut session cannot be
+// resumed (here: too long on resume), the fresh session gets the message
+// itself, not "Continue from where you left off.".
+func TestRecoveryContinueFallsBackToMessage(t *testing.T) {
+	release := filepath.Join(t.TempDir(), "release")
+	h, re := newRealHarness(t, map[string]string{"FAKECLAUDE_TOOLONG_ON_RESUME": "1", "FAKECLAUDE_RELEASE": release}, nil)
+	h.stop()
+	u := uuid.NewString()
+	const text = "long job [[SLOW]]"
+	p, err := agentproc.Start(context.Background(), h.opts.Agent, agentproc.StartOptions{Dir: h.e.pool.GetOrCreate(h.ws).Path}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	_, _ = p.TurnWithUUID(ctx, u, text, nil) // cut: the turn never ends by itself
+	cancel()
+	sid := p.SessionID()
+	_ = p.Close(context.Background()) // SIGTERM after EOF: no result, as a crash
+	if err := os.WriteFile(release, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.e.store.save(record{Key: t1Key, Platform: "fake", Channel: "C1", Thread: "T1",
+		Workspace: h.e.pool.GetOrCreate(h.ws).Path, SessionID: sid}); err != nil {
+		t.Fatal(err)
+	}
+	in, err := inbox.Open(h.e.inboxPath(t1Key), inbox.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := h.message("alice", "T1", text)
+	if err := in.Append(inbox.Entry{ID: m.ID, Target: m.Target, UserID: "alice", Text: text}); err != nil {
+		t.Fatal(err)
+	}
+	if err := in.MarkStarted(m.ID, u); err != nil {
+		t.Fatal(err)
+	}
+	in.Close()
+	before := len(readRecord(t, re.record))
+
+	h = h.restart()
+	h.rec.waitSend(t, "was cut off; resuming it")
+	h.rec.waitSend(t, noticeTooLong)
+	h.waitIdle()
+	got := readRecord(t, re.record)[before:]
+	if len(got) != 2 || got[0].Text != continueText || got[0].SessionID != sid || got[1].Text != text || got[1].SessionID == sid {
+		t.Errorf("claude received %+v, want the continuation in %s, then the message in a fresh session", got, sid)
+	}
+}

@@ -135,6 +135,8 @@ func (s *session) finish(it workItem, out outcome, hadHistory bool) bool {
 // context too large): it forgets the session id, starts a fresh session and
 // resends the user's message once.
 func (s *session) fallback(it workItem, out outcome) bool {
+	// A fresh session has no cut turn to continue: it gets the message.
+	it.continuation = false
 	oldID := s.sessionID()
 	tooLong := errors.Is(out.err, agentproc.ErrPromptTooLong)
 	s.e.metrics.Fallback(fallbackCause(out.err))
