@@ -1,0 +1,107 @@
+package engine
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/cc-connect/cc-connect/internal/fakeapi"
+)
+
+// The controls against the real CLI and the fake Messages API: the model
+// named in the API requests, the CLI's answer to set_permission_mode and
+// its effect, and a manual compaction's figures (PROTOCOL.md §4, §14).
+
+// promptRequest returns the last API request whose prompt is text.
+func promptRequest(t *testing.T, api *fakeapi.Server, text string) fakeapi.Request {
+	t.Helper()
+	reqs := api.Requests()
+	for i := len(reqs) - 1; i >= 0; i-- {
+		if reqs[i].Prompt == text {
+			return reqs[i]
+		}
+	}
+	t.Fatalf("no API request for %q", text)
+	return fakeapi.Request{}
+}
+
+func TestRealCLIModel(t *testing.T) {
+	h, api := newRealCLIHarness(t, nil)
+	h.say("alice", "T1", "first")
+	h.rec.waitSend(t, "echo: first")
+	before := promptRequest(t, api, "first").Model
+
+	// Set on the live process (set_model)…
+	h.say("alice", "T1", "!model claude-sonnet-4-5")
+	h.rec.waitSend(t, "Model set to claude-sonnet-4-5")
+	if recs := h.logs.records("Live control request failed; the setting applies at the next start"); len(recs) != 0 {
+		t.Fatalf("the CLI did not answer set_model: %v", recs)
+	}
+	h.say("alice", "T1", "second")
+	h.rec.waitSend(t, "echo: second")
+	if got := promptRequest(t, api, "second").Model; got != "claude-sonnet-4-5" || before == got {
+		t.Errorf("model after !model = %q (before %q), want claude-sonnet-4-5", got, before)
+	}
+	// …and remembered for the next process (--model on the resume after
+	// a restart).
+	h = h.restart()
+	h.say("alice", "T1", "third")
+	h.rec.waitSend(t, "echo: third")
+	if got := promptRequest(t, api, "third").Model; got != "claude-sonnet-4-5" {
+		t.Errorf("model after a restart = %q, want the chosen one", got)
+	}
+	if recs := h.logs.records("Resuming agent session"); len(recs) == 0 {
+		t.Error("the conversation did not resume")
+	}
+	h.say("alice", "T1", "!status")
+	if st := h.rec.waitSend(t, "State: "); !regexp.MustCompile(`Model: claude-sonnet-4-5[^\n]*\n`).MatchString(st.Text) ||
+		!regexp.MustCompile(`Cost: \$0\.\d{4}`).MatchString(st.Text) {
+		t.Errorf("status = %q", st.Text)
+	}
+}
+
+func TestRealCLIMode(t *testing.T) {
+	h, _ := newRealCLIHarness(t, nil)
+	h.say("alice", "T1", "hello")
+	h.rec.waitSend(t, "echo: hello")
+	h.say("alice", "T1", "!mode acceptEdits")
+	h.rec.waitSend(t, "Permission mode set to acceptEdits")
+	if recs := h.logs.records("Live control request failed; the setting applies at the next start"); len(recs) != 0 {
+		t.Fatalf("the CLI did not answer set_permission_mode: %v", recs)
+	}
+	h.say("alice", "T1", "[[TOOL:touch made_in_accept_edits.txt]]")
+	h.rec.waitSend(t, "tool said:")
+	if asks := h.rec.kinds("ask"); len(asks) != 0 {
+		t.Errorf("asked %d permission prompts in acceptEdits mode", len(asks))
+	}
+	ws := h.e.pool.GetOrCreate(h.ws).Path
+	if _, err := os.Stat(filepath.Join(ws, "made_in_accept_edits.txt")); err != nil {
+		t.Errorf("the edit did not run: %v", err)
+	}
+}
+
+func TestRealCLICompact(t *testing.T) {
+	h, _ := newRealCLIHarness(t, nil)
+	h.say("alice", "T1", "hello, remember the word kumquat")
+	h.rec.waitSend(t, "echo: hello")
+	h.say("alice", "T1", "!compact keep the fruit")
+	got := h.rec.waitSend(t, "Compacted the conversation")
+	m := regexp.MustCompile(`: ([\d,]+) → ([\d,]+) tokens of context \((\d+)% → (\d+)%\)\.`).FindStringSubmatch(got.Text)
+	if m == nil {
+		t.Fatalf("report = %q", got.Text)
+	}
+	t.Logf("report: %q", got.Text)
+	pre, _ := strconv.Atoi(strings.ReplaceAll(m[1], ",", ""))
+	post, _ := strconv.Atoi(strings.ReplaceAll(m[2], ",", ""))
+	if pre <= 0 || post <= 0 {
+		t.Errorf("pre %d, post %d tokens, want both reported", pre, post)
+	}
+	h.say("alice", "T1", "still there?")
+	h.rec.waitSend(t, "echo: still there?")
+	if recs := h.logs.records("Starting agent process"); len(recs) != 1 {
+		t.Errorf("%d agent processes, want the one that compacted to go on", len(recs))
+	}
+}
