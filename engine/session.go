@@ -337,7 +337,9 @@ func (s *session) retire() bool {
 	defer s.e.mu.Unlock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.queue) > 0 || s.proc != nil {
+	// A running !sh writes the record when it ends: the session must
+	// outlive it, or a new one could load the record before that write.
+	if len(s.queue) > 0 || s.proc != nil || s.shell.running() {
 		return false
 	}
 	s.closed = true

@@ -49,6 +49,14 @@ func (sl *shellSlot) free() {
 	sl.cancel = nil
 }
 
+// running reports whether a command runs. It takes only the slot's own
+// lock, so callers may hold the session's and the engine's.
+func (sl *shellSlot) running() bool {
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	return sl.cancel != nil
+}
+
 // stop cancels the running command and reports whether there was one.
 func (sl *shellSlot) stop() bool {
 	sl.mu.Lock()

@@ -246,3 +246,21 @@ func sessionFor(t *testing.T, h *harness, thread string) *session {
 	}
 	return s
 }
+
+// A session with a running !sh is not retired: the command writes its
+// note to the session's record when it ends.
+func TestShellKeepsSessionFromRetiring(t *testing.T) {
+	h := shellHarness(t, nil)
+	s := sessionFor(t, h, "T1")
+	h.say("alice", "T1", treeCommand)
+	readChildPid(t, h.ws)
+	if s.retire() {
+		t.Fatal("retired a session whose shell command runs")
+	}
+	h.say("alice", "T1", "!stop")
+	h.rec.waitSend(t, "stopped after")
+	h.waitIdle()
+	if !s.retire() {
+		t.Error("the session could not retire once the command ended")
+	}
+}
