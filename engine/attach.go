@@ -136,13 +136,13 @@ func (s *session) withAttachments(store *artifact.Store, m platform.Message) str
 // fetchAttachment downloads one attachment within the size limit and
 // stores it. Errors become a refusal that names no host path.
 func (s *session) fetchAttachment(store *artifact.Store, at platform.Attachment) attached {
-	max := s.e.attachmentMax()
+	limit := s.e.attachmentMax()
 	got := attached{name: at.Name, mime: at.Mime}
 	tooBig := func(size int64) string {
-		return fmt.Sprintf("%s is over the %s limit for attachments", humanSize(size), humanSize(max))
+		return fmt.Sprintf("%s is over the %s limit for attachments", humanSize(size), humanSize(limit))
 	}
-	if at.Size > max {
-		s.log.Info("Refused an attachment over the size limit", "attachment", displayName(at.Name), "size", at.Size, "limit", max)
+	if at.Size > limit {
+		s.log.Info("Refused an attachment over the size limit", "attachment", displayName(at.Name), "size", at.Size, "limit", limit)
 		got.refusal = tooBig(at.Size)
 		return got
 	}
@@ -152,11 +152,11 @@ func (s *session) fetchAttachment(store *artifact.Store, at platform.Attachment)
 	}
 	ctx, cancel := context.WithTimeout(s.e.bg, downloadTimeout)
 	defer cancel()
-	data, err := readLimited(ctx, at, max)
+	data, err := readLimited(ctx, at, limit)
 	switch {
 	case errors.Is(err, errTooBig):
-		s.log.Info("Refused an attachment over the size limit", "attachment", displayName(at.Name), "limit", max)
-		got.refusal = fmt.Sprintf("it is over the %s limit for attachments", humanSize(max))
+		s.log.Info("Refused an attachment over the size limit", "attachment", displayName(at.Name), "limit", limit)
+		got.refusal = fmt.Sprintf("it is over the %s limit for attachments", humanSize(limit))
 		return got
 	case err != nil:
 		s.log.Warn("Downloading an attachment failed", "attachment", displayName(at.Name), "error", err)
@@ -179,17 +179,17 @@ func (s *session) fetchAttachment(store *artifact.Store, at platform.Attachment)
 
 var errTooBig = errors.New("attachment over the size limit")
 
-func readLimited(ctx context.Context, at platform.Attachment, max int64) ([]byte, error) {
+func readLimited(ctx context.Context, at platform.Attachment, limit int64) ([]byte, error) {
 	r, err := at.Open(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("opening attachment: %w", err)
 	}
 	defer r.Close()
-	data, err := io.ReadAll(io.LimitReader(r, max+1))
+	data, err := io.ReadAll(io.LimitReader(r, limit+1))
 	if err != nil {
 		return nil, fmt.Errorf("reading attachment: %w", err)
 	}
-	if int64(len(data)) > max {
+	if int64(len(data)) > limit {
 		return nil, errTooBig
 	}
 	return data, nil

@@ -105,3 +105,28 @@ func TestRealCLICompact(t *testing.T) {
 		t.Errorf("%d agent processes, want the one that compacted to go on", len(recs))
 	}
 }
+
+// A large message reaches the API as the bounded prompt: the artifact's
+// workspace-relative path and an excerpt, never the whole text or a host
+// path.
+func TestRealCLILargeMessageArtifact(t *testing.T) {
+	h, api := newRealCLIHarness(t, func(o *Options) { o.ArtifactThreshold = 2000 })
+	big := "BEGIN " + strings.Repeat("a long pasted log line\n", 400) + " END-OF-PASTE"
+	h.say("alice", "T1", big)
+	h.rec.waitSend(t, "echo: The user's message is too long")
+	reqs := api.Requests()
+	var req fakeapi.Request
+	for _, r := range reqs {
+		if strings.Contains(r.LastUserText, ".cc-connect/artifacts/") {
+			req = r
+		}
+	}
+	if req.Seq == 0 {
+		t.Fatalf("no API request carried the artifact's path")
+	}
+	ws := h.e.pool.GetOrCreate(h.ws).Path
+	if strings.Contains(req.LastUserText, "END-OF-PASTE") || strings.Contains(req.LastUserText, ws) ||
+		!strings.Contains(req.LastUserText, "BEGIN a long pasted log line") {
+		t.Errorf("user message sent to the API:\n%s", req.LastUserText)
+	}
+}
