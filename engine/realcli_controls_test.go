@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/cc-connect/cc-connect/internal/fakeapi"
+	"github.com/cc-connect/cc-connect/platform"
 )
 
 // The controls against the real CLI and the fake Messages API: the model
@@ -61,6 +62,14 @@ func TestRealCLIModel(t *testing.T) {
 		!regexp.MustCompile(`Cost: \$0\.\d{4}`).MatchString(st.Text) {
 		t.Errorf("status = %q", st.Text)
 	}
+	// Back to the default: the CLI takes set_model "default".
+	h.say("alice", "T1", "!model default")
+	h.rec.waitSend(t, "goes back to the configured model")
+	h.say("alice", "T1", "fourth")
+	h.rec.waitSend(t, "echo: fourth")
+	if got := promptRequest(t, api, "fourth").Model; got != before {
+		t.Errorf("model after !model default = %q, want %q", got, before)
+	}
 }
 
 func TestRealCLIMode(t *testing.T) {
@@ -81,6 +90,20 @@ func TestRealCLIMode(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(ws, "made_in_accept_edits.txt")); err != nil {
 		t.Errorf("the edit did not run: %v", err)
 	}
+	for _, mode := range []string{"plan", "default"} {
+		h.say("alice", "T1", "!mode "+mode)
+		h.rec.waitSend(t, "Permission mode set to "+mode)
+	}
+	if got := h.rec.sends("refused the mode change"); len(got) != 0 {
+		t.Errorf("the CLI refused: %q", got)
+	}
+	h.say("alice", "T1", "[[TOOL:touch needs_asking.txt]]")
+	ask := waitAsk(t, h)
+	if !strings.Contains(ask.Prompt.Summary, "needs_asking.txt") {
+		t.Errorf("prompt in default mode = %+v", ask.Prompt)
+	}
+	h.press("alice", ask.Prompt.RequestID, platform.ChoiceDeny)
+	h.rec.waitFor(t, "the reply after the denial", func([]recorded) bool { return len(h.rec.sends("tool said:")) == 2 })
 }
 
 func TestRealCLICompact(t *testing.T) {
