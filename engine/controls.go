@@ -44,7 +44,7 @@ func (e *Engine) allowedModes() []string {
 	return DefaultAllowedModes
 }
 
-// compactCommand queues a manual compaction as the session's next turn:
+// compact queues a manual compaction as the session's next turn:
 // the user's answer to a high context figure, never started by itself.
 func (e *Engine) compact(ctx context.Context, s *session, m platform.Message, instructions string) {
 	if s.sessionID() == "" {
