@@ -99,8 +99,11 @@ func (s *session) reportCompaction(out outcome) {
 		s.send(s.e.bg, "Compaction failed ("+out.compactErr+"); the conversation is unchanged.")
 	default:
 		msg := "Claude Code did not report a compaction; the conversation is unchanged."
-		if out.res != nil && strings.TrimSpace(out.res.Text) != "" {
+		switch {
+		case out.res != nil && strings.TrimSpace(out.res.Text) != "":
 			msg = "Claude Code did not compact the conversation: " + quote(out.res.Text, 300)
+		case out.res != nil && len(out.res.Errors) > 0:
+			msg = "Compaction failed: " + quote(strings.Join(out.res.Errors, "; "), 300)
 		}
 		s.log.Warn("Compaction request ended without a compaction", "session_id", s.sessionID())
 		s.send(s.e.bg, msg)

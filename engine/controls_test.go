@@ -60,6 +60,10 @@ func (p ctlProc) Turn(ctx context.Context, text string, on func(agentproc.Event)
 	p.fa.sessions[p.id] = append(p.fa.sessions[p.id], text)
 	p.fa.mu.Unlock()
 	on(agentproc.Compaction{Active: true})
+	if strings.Contains(text, "refuse") {
+		return &agentproc.Result{SessionID: p.id, Subtype: "error_during_execution", IsError: true,
+			Errors: []string{"Not enough messages to compact."}}, nil
+	}
 	if strings.Contains(text, "fail") {
 		on(agentproc.Compaction{Result: "failed", Error: "too_few_groups"})
 		return &agentproc.Result{SessionID: p.id, Subtype: "success", TerminalReason: "completed"}, nil
@@ -234,6 +238,8 @@ func TestCompactCommand(t *testing.T) {
 
 	h.say("alice", "T1", "!compact fail")
 	h.rec.waitSend(t, "Compaction failed (too_few_groups); the conversation is unchanged.")
+	h.say("alice", "T1", "!compact refuse")
+	h.rec.waitSend(t, "Compaction failed: Not enough messages to compact.")
 }
 
 // !compact queues behind a running turn instead of interrupting it.
