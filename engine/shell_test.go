@@ -264,3 +264,26 @@ func TestShellKeepsSessionFromRetiring(t *testing.T) {
 		t.Error("the session could not retire once the command ended")
 	}
 }
+
+// Through the real driver: the fake claude records the note in the first
+// user line after the command, and only there.
+func TestRealShellNoteOnce(t *testing.T) {
+	h, re := newRealHarness(t, nil, func(o *Options) { o.Bindings[0].AllowShell = true })
+	h.say("alice", "T1", "!sh echo hi-from-shell")
+	h.rec.waitSend(t, "exit 0 in")
+	h.waitIdle()
+	h.say("alice", "T1", "next")
+	h.rec.waitSend(t, "echo: ")
+	h.say("alice", "T1", "again")
+	h.rec.waitSend(t, "echo: again")
+	lines := readRecord(t, re.record)
+	if len(lines) != 2 {
+		t.Fatalf("record = %+v, want two user lines", lines)
+	}
+	if !strings.Contains(lines[0].Text, "Command: echo hi-from-shell") || !strings.HasSuffix(lines[0].Text, "\n\nnext") {
+		t.Errorf("first line = %q, want the note then the message", lines[0].Text)
+	}
+	if lines[1].Text != "again" {
+		t.Errorf("second line = %q, want the message alone", lines[1].Text)
+	}
+}
