@@ -311,7 +311,10 @@ func (s *session) sideQuestion(id, question string) {
 	}
 	defer e.slots.release(s.ws.Path)
 	s.log.Info("Starting a side-question process", "cwd", s.ws.Path, "session_id", id, "fork", true)
-	proc, err := e.spawn(e.bg, e.opts.Agent, agentproc.StartOptions{Dir: s.ws.Path, ResumeID: id, Fork: true}, s.log)
+	// The conversation's !model applies; its !mode does not, since a side
+	// question must not run tools that change the workspace.
+	model, _ := s.spawnSettings()
+	proc, err := e.spawn(e.bg, e.opts.Agent, agentproc.StartOptions{Dir: s.ws.Path, ResumeID: id, Fork: true, Model: model}, s.log)
 	if err != nil {
 		s.log.Error("Starting the side-question process failed", "session_id", id, "error", err)
 		s.send(e.bg, sidePrefix+"could not start: "+err.Error())

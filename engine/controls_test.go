@@ -257,3 +257,26 @@ func TestCompactWaitsForTheTurn(t *testing.T) {
 		t.Errorf("history = %q, want the compaction after the running turn", hist)
 	}
 }
+
+// A side question uses the conversation's model, never its mode.
+func TestBtwUsesModelNotMode(t *testing.T) {
+	h, _ := controlHarness(t, nil)
+	h.say("alice", "T1", "!model claude-haiku-4-5")
+	h.rec.waitSend(t, "Model set to")
+	h.say("alice", "T1", "!mode acceptEdits")
+	h.rec.waitSend(t, "Permission mode set to")
+	h.say("alice", "T1", "hello")
+	h.rec.waitSend(t, "echo: hello")
+	h.say("alice", "T1", "!btw what did I say?")
+	h.rec.waitSend(t, sidePrefix)
+	h.waitIdle()
+	var fork *agentproc.StartOptions
+	for _, sp := range h.fa.spawnsSnapshot() {
+		if sp.Fork {
+			fork = &sp
+		}
+	}
+	if fork == nil || fork.Model != "claude-haiku-4-5" || fork.PermissionMode != "" {
+		t.Errorf("side question spawn = %+v, want the model and no mode", fork)
+	}
+}
