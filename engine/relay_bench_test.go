@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"bufio"
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -24,8 +26,9 @@ const relayEngineEvents = 1000
 // lines (recorded from the real CLI), on a warm process, from
 // HandleMessage to the reply reaching the chat adapter and the turn ended.
 //
-// The agent is a shell loop that answers each user line by cat'ing the
-// prepared turn: a separate process, so its cost is outside the figures.
+// The agent is a separate process (this test binary, see
+// TestRelayAgentHelper) answering each user line with the prepared turn in
+// one write, so its cost is outside the figures.
 // events/cpu-s divides by this process's CPU time (all goroutines and the
 // GC), the steadier figure on a shared machine. Run it with -cpu 1 for the
 // one-core figure.
@@ -35,13 +38,18 @@ func BenchmarkRelayEngine(b *testing.B) {
 	if err := os.WriteFile(turnFile, relayEngineTurn(b), 0o600); err != nil {
 		b.Fatal(err)
 	}
+	// The agent is this test binary running TestRelayAgentHelper; the
+	// wrapper drops the CLI's flags, which the test binary would refuse.
+	self, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
 	script := filepath.Join(dir, "agent.sh")
-	// The CLI's flags are ignored: every line on stdin gets one turn.
-	const agentScript = "#!/bin/sh\nwhile IFS= read -r line; do cat \"$BENCH_TURN\"; done\n"
+	agentScript := fmt.Sprintf("#!/bin/sh\nexec %q -test.run='^TestRelayAgentHelper$'\n", self)
 	if err := os.WriteFile(script, []byte(agentScript), 0o700); err != nil {
 		b.Fatal(err)
 	}
-	agent := agentproc.Config{Command: script, Env: map[string]string{"BENCH_TURN": turnFile}}
+	agent := agentproc.Config{Command: script, Env: map[string]string{relayHelperEnv: turnFile}}
 	env := startBenchEngine(b, agent, 16, nil, nil)
 	env.say(b, "T1", "start")
 	env.chat.waitReplies(b, 1, "echo: hi")
@@ -65,6 +73,34 @@ func BenchmarkRelayEngine(b *testing.B) {
 	}
 	b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/events, "allocs/event")
 	b.ReportMetric(float64(ms1.TotalAlloc-ms0.TotalAlloc)/events, "B/event")
+}
+
+// relayHelperEnv names the turn file TestRelayAgentHelper answers with.
+const relayHelperEnv = "CC_CONNECT_BENCH_RELAY_TURN"
+
+// TestRelayAgentHelper is not a test: it is the agent process of
+// BenchmarkRelayEngine, which runs this test binary with relayHelperEnv
+// set. It answers every line on stdin with the whole turn in one write, so
+// that the agent's side costs a copy into the pipe per turn and no process
+// start. Without the variable it skips.
+func TestRelayAgentHelper(t *testing.T) {
+	path := os.Getenv(relayHelperEnv)
+	if path == "" {
+		t.Skip("the agent process of BenchmarkRelayEngine, not a test")
+	}
+	turn, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := bufio.NewReader(os.Stdin)
+	for {
+		if _, err := in.ReadSlice('\n'); err != nil {
+			return // stdin closed: the engine is closing the process
+		}
+		if _, err := os.Stdout.Write(turn); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // relayEngineTurn is a turn as the CLI writes it: the init and result
