@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -35,10 +36,14 @@ func soakIterations(t *testing.T) int {
 // feeds it messages through the terminal chat, SIGKILLs it at a random
 // point once they are all accepted (journaled) with follow-ups still
 // queued, sometimes kills the restarted one too, and finally lets a last
-// instance finish. Claude must have received every message exactly once
-// and in order (the fake records every user line), with only recovery's
-// "Continue from where you left off." in between. The restarted instances
-// read no stdin: what they run comes from the inbox.
+// instance finish. Every message must have been processed exactly once and
+// in order: it is once in the session's transcript, with only recovery's
+// "Continue from where you left off." in between. The fake's record of the
+// lines it read must hold each message too, first read in order; a message
+// may be read twice only when the agent that read it first was killed
+// (with its cc-connect) before it wrote it to the transcript, so it never
+// processed it. The restarted instances read no stdin: what they run comes
+// from the inbox.
 func TestSoakKillRestart(t *testing.T) {
 	n := soakIterations(t)
 	seed := uint64(time.Now().UnixNano())
@@ -53,8 +58,8 @@ func TestSoakKillRestart(t *testing.T) {
 			break // the first failure says enough; its seed replays it
 		}
 	}
-	t.Logf("%d iterations: %d restarts found work pending, %d turns resumed with %q, %d kills after all work was done",
-		n, st.recovered, st.continued, continueText, st.late)
+	t.Logf("%d iterations, %d SIGKILLs: %d restarts found work pending, %d turns resumed with %q",
+		n, st.kills, st.recovered, st.continued, continueText)
 	if n >= 20 && st.recovered == 0 {
 		t.Error("no kill landed while work was pending: the kill points do not exercise recovery")
 	}
@@ -62,7 +67,7 @@ func TestSoakKillRestart(t *testing.T) {
 
 // soakStats count what the kills hit, so a soak that never lands mid-turn
 // is noticed.
-type soakStats struct{ recovered, continued, late int }
+type soakStats struct{ kills, recovered, continued int }
 
 func killRestartOnce(t *testing.T, rng *rand.Rand, iter int, st *soakStats) {
 	dir := t.TempDir()
@@ -88,8 +93,8 @@ func killRestartOnce(t *testing.T, rng *rand.Rand, iter int, st *soakStats) {
 	// Every line is accepted once its id is in the seen set, which is
 	// written right after the journal: no event reaches the test for it.
 	waitFile(t, "all messages accepted", func() bool { return countLines(filepath.Join(stateDir, "inbox", "seen.jsonl")) >= k })
-	if !kill(t, first, time.Duration(rng.IntN(120))*time.Millisecond) {
-		st.late++
+	if kill(t, first, time.Duration(rng.IntN(120))*time.Millisecond) {
+		st.kills++
 	}
 	var stderr []string
 
@@ -97,7 +102,9 @@ func killRestartOnce(t *testing.T, rng *rand.Rand, iter int, st *soakStats) {
 	for rng.IntN(2) == 0 {
 		again := startBinary(t, "run", "--config", path)
 		again.waitErr(t, "cc-connect started")
-		kill(t, again, time.Duration(rng.IntN(80))*time.Millisecond)
+		if kill(t, again, time.Duration(rng.IntN(80))*time.Millisecond) {
+			st.kills++
+		}
 		stderr = append(stderr, again.stderr.String())
 	}
 
@@ -111,7 +118,7 @@ func killRestartOnce(t *testing.T, rng *rand.Rand, iter int, st *soakStats) {
 	}
 
 	var got []string
-	for _, line := range readRecordTexts(t, record) {
+	for _, line := range transcriptPrompts(t, filepath.Join(filepath.Dir(path), "claude-config")) {
 		if line == continueText {
 			st.continued++
 			continue
@@ -119,8 +126,19 @@ func killRestartOnce(t *testing.T, rng *rand.Rand, iter int, st *soakStats) {
 		got = append(got, line)
 	}
 	if strings.Join(got, "\n") != strings.Join(sent, "\n") {
-		t.Fatalf("claude received (continuations left out):\n%s\nwant each message once, in order:\n%s",
+		t.Fatalf("the transcript holds (continuations left out):\n%s\nwant each message once, in order:\n%s",
 			strings.Join(got, "\n"), strings.Join(sent, "\n"))
+	}
+	var firstReads []string
+	seen := map[string]bool{}
+	for _, line := range readRecordTexts(t, record) {
+		if line != continueText && !seen[line] {
+			seen[line] = true
+			firstReads = append(firstReads, line)
+		}
+	}
+	if strings.Join(firstReads, "\n") != strings.Join(sent, "\n") {
+		t.Fatalf("claude first read:\n%s\nwant every message, in order:\n%s", strings.Join(firstReads, "\n"), strings.Join(sent, "\n"))
 	}
 	if fi, err := os.Stat(filepath.Join(stateDir, "inbox")); err == nil && fi.IsDir() {
 		des, _ := os.ReadDir(filepath.Join(stateDir, "inbox"))
@@ -182,6 +200,45 @@ func readRecordTexts(t *testing.T, path string) []string {
 			t.Fatalf("record line %q: %v", sc.Text(), err)
 		}
 		out = append(out, l.Text)
+	}
+	return out
+}
+
+// transcriptPrompts returns the prompts (user lines with text content) of
+// every transcript under configDir, file by file in the order they were
+// last written.
+func transcriptPrompts(t *testing.T, configDir string) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(configDir, "projects", "*", "*.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Slice(files, func(i, j int) bool {
+		a, _ := os.Stat(files[i])
+		b, _ := os.Stat(files[j])
+		return a.ModTime().Before(b.ModTime())
+	})
+	var out []string
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(data), "\n") {
+			var l struct {
+				Type    string `json:"type"`
+				Message struct {
+					Content json.RawMessage `json:"content"`
+				} `json:"message"`
+			}
+			if json.Unmarshal([]byte(line), &l) != nil || l.Type != "user" {
+				continue // a line cut by a kill, or not a prompt
+			}
+			var text string
+			if json.Unmarshal(l.Message.Content, &text) == nil {
+				out = append(out, text)
+			}
+		}
 	}
 	return out
 }
