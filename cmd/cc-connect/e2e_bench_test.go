@@ -47,7 +47,8 @@ import (
 // cold-p50-ms, direct-cold-p50-ms, added-p50-ms (the median of the paired
 // differences warm minus direct-warm: cc-connect's added latency),
 // cold-added-p50-ms (the same for cold), and warm-gain-x (cold-p50 over
-// warm-p50).
+// warm-p50). agent-rss-MB is the resident memory of the direct driver's
+// live agent after its turns: what a warm process holds and reaping frees.
 func BenchmarkEndToEnd(b *testing.B) {
 	b.Run("cli=real", func(b *testing.B) {
 		claude := testenv.ClaudeBinary(b)
@@ -115,6 +116,28 @@ func benchEndToEnd(b *testing.B, claude, apiURL string) {
 	if w := p50ms(warmD); w > 0 {
 		b.ReportMetric(p50ms(coldD)/w, "warm-gain-x")
 	}
+	// What keeping a process warm holds, and reaping it frees.
+	if rss := processRSS(directWarm.cmd.Process.Pid); rss > 0 {
+		b.ReportMetric(float64(rss)/(1<<20), "agent-rss-MB")
+	}
+}
+
+// processRSS is the resident set of process pid in bytes (VmRSS from
+// /proc); 0 where it cannot be read.
+func processRSS(pid int) int64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			var kb int64
+			if _, err := fmt.Sscan(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), &kb); err == nil {
+				return kb << 10
+			}
+		}
+	}
+	return 0
 }
 
 // p50ms is the median of ds in milliseconds (the upper one of an even count).
