@@ -130,9 +130,12 @@ func TestRecoveryDecision(t *testing.T) {
 		{"cut off mid-turn: continued", func(t *testing.T, h *harness, u string) string {
 			return startedTurn(t, h, "", u, "cut [[CRASH]]")
 		}, "cut [[CRASH]]", "was cut off; resuming it", []string{continueText}, "echo: " + continueText},
-		{"finished, reply not posted: lost", func(t *testing.T, h *harness, u string) string {
+		{"finished, reply not posted: posted from the transcript", func(t *testing.T, h *harness, u string) string {
 			return startedTurn(t, h, "", u, "done")
-		}, "done", "its reply was not posted and is lost", nil, ""},
+		}, "done", "had finished the turn for “done” before the restart; its reply follows", nil, "echo: done"},
+		{"finished without reply text: lost", func(t *testing.T, h *harness, u string) string {
+			return startedTurn(t, h, "", u, "paste [[TOOLONG]]")
+		}, "paste [[TOOLONG]]", "its reply was not posted and is lost", nil, ""},
 		{"no session yet: sent", func(t *testing.T, h *harness, u string) string {
 			return ""
 		}, "first words", "had not reached the agent yet", []string{"first words"}, "echo: first words"},

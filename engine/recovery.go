@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/cc-connect/cc-connect/agentproc"
+	"github.com/cc-connect/cc-connect/ctxindicator"
 	"github.com/cc-connect/cc-connect/inbox"
 )
 
@@ -29,14 +30,15 @@ import (
 //     is resumed with continueText, as the CLI's own recovery does;
 //   - it is there and the last turn ended (none): the reply was written but
 //     never posted. The message is not sent again (that would run it twice);
-//     the user is told the reply was lost and asked to ask again.
+//     the reply is read back from the transcript and posted, or, when it
+//     has no text, the user is told it was lost and asked to ask again.
 //
 // Before the transcript is read the session lease is taken and a claude
 // process orphaned by the dead cc-connect is killed (lease.go), so the
 // transcript cannot change under the decision.
 
 // continueText is what the CLI itself sends to resume an interrupted turn.
-const continueText = "Continue from where you left off."
+const continueText = agentproc.ContinuePrompt
 
 // recovery is what to do with a started message after a restart.
 type recovery int
@@ -110,8 +112,9 @@ func (e *Engine) recoverAll(ctx context.Context) {
 }
 
 // decideRecovery looks at the transcript of the session's Claude session
-// to tell what became of a message started with uuid u.
-func (s *session) decideRecovery(u string) (recovery, error) {
+// to tell what became of a message started with uuid u; path is the
+// transcript, when one was found.
+func (s *session) decideRecovery(u string) (what recovery, path string, err error) {
 	sid := s.sessionID()
 	if sid == "" {
 		s.mu.Lock()
@@ -119,32 +122,33 @@ func (s *session) decideRecovery(u string) (recovery, error) {
 		s.mu.Unlock()
 	}
 	if sid == "" {
-		return recoverSend, nil // no session was ever started for it
+		return recoverSend, "", nil // no session was ever started for it
 	}
 	if err := s.claimSession(sid); err != nil {
-		return recoverSend, err
+		return recoverSend, "", err
 	}
-	path, _, err := s.e.tx.Find(sid)
+	path, _, err = s.e.tx.Find(sid)
 	if err != nil {
 		s.log.Info("No transcript for the interrupted turn; sending the message", "session_id", sid, "error", err)
-		return recoverSend, nil
+		return recoverSend, "", nil
 	}
 	has, err := agentproc.ContainsUUID(path, u)
 	if err != nil {
-		return recoverSend, fmt.Errorf("reading transcript %s: %w", path, err)
+		return recoverSend, path, fmt.Errorf("reading transcript %s: %w", path, err)
 	}
 	if !has {
-		return recoverSend, nil
+		s.log.Info("The interrupted message is not in the transcript; sending it", "session_id", sid, "transcript", path)
+		return recoverSend, path, nil
 	}
 	end, err := agentproc.ClassifyEnd(path)
 	if err != nil {
-		return recoverSend, fmt.Errorf("reading transcript %s: %w", path, err)
+		return recoverSend, path, fmt.Errorf("reading transcript %s: %w", path, err)
 	}
 	s.log.Info("Interrupted turn found in the transcript", "session_id", sid, "transcript", path, "end", string(end))
 	if end == agentproc.InterruptionNone {
-		return recoverLost, nil
+		return recoverLost, path, nil
 	}
-	return recoverContinue, nil
+	return recoverContinue, path, nil
 }
 
 // recoverTurn runs the first pending message of a session reopened after a
@@ -166,7 +170,7 @@ func (s *session) recoverTurn(it workItem) {
 		s.runTurn(it)
 		return
 	}
-	what, err := s.decideRecovery(it.startedUUID)
+	what, path, err := s.decideRecovery(it.startedUUID)
 	if err != nil {
 		// Resending could run the message twice and resuming could run
 		// it on a session held elsewhere; tell the user instead.
@@ -187,9 +191,19 @@ func (s *session) recoverTurn(it workItem) {
 		it.continuation = true
 		s.runTurn(it)
 	case recoverLost:
-		s.log.Warn("Reply finished before the restart but never posted", "session_id", s.sessionID())
-		fmt.Fprintf(&note, "The agent finished the turn for “%s” before the restart, but its reply was not posted and is lost. Please ask again if you still need it.", q)
-		s.send(s.e.bg, note.String())
+		reply, _, rerr := agentproc.ReplyAfter(path, it.startedUUID)
+		reply, _, _ = ctxindicator.StripSelfReport(reply)
+		if strings.TrimSpace(reply) == "" {
+			s.log.Warn("Reply finished before the restart but never posted, and not readable", "session_id", s.sessionID(),
+				"transcript", path, "error", errString(rerr))
+			fmt.Fprintf(&note, "The agent finished the turn for “%s” before the restart, but its reply was not posted and is lost. Please ask again if you still need it.", q)
+			s.send(s.e.bg, note.String())
+		} else {
+			s.log.Info("Posting a reply finished before the restart", "session_id", s.sessionID(), "transcript", path)
+			fmt.Fprintf(&note, "The agent had finished the turn for “%s” before the restart; its reply follows.", q)
+			s.send(s.e.bg, note.String())
+			s.send(s.e.bg, reply)
+		}
 		s.ack(it, inbox.AckResult)
 	}
 }
