@@ -23,6 +23,7 @@ import (
 
 	"github.com/cc-connect/cc-connect/platform"
 	"github.com/cc-connect/cc-connect/platform/internal/backoff"
+	"github.com/cc-connect/cc-connect/platform/internal/coalesce"
 	"github.com/cc-connect/cc-connect/platform/internal/dedupe"
 )
 
@@ -77,7 +78,7 @@ type Adapter struct {
 	backoffMin     time.Duration
 	backoffMax     time.Duration
 
-	edits   *editThrottle
+	edits   *coalesce.Coalescer
 	seen    *dedupe.Set
 	prompts *promptStore
 	threads *threadBook
@@ -86,8 +87,9 @@ type Adapter struct {
 	disconnected chan struct{}
 	runCtx       context.Context // set by Run; event handlers stop with it
 
-	mu     sync.Mutex // guards status and selfID
+	mu     sync.Mutex // guards status, obs and selfID
 	status string
+	obs    platform.Observer // set by SetObserver: connection errors and reconnects
 	selfID string
 }
 
@@ -98,6 +100,7 @@ var (
 	_ platform.Typer    = (*Adapter)(nil)
 	_ platform.Prompter = (*Adapter)(nil)
 	_ platform.Statuser = (*Adapter)(nil)
+	_ platform.Observed = (*Adapter)(nil)
 )
 
 // New validates cfg and prepares a session. It makes no network call.
@@ -133,7 +136,7 @@ func New(cfg Config, log *slog.Logger) (*Adapter, error) {
 		requestTimeout: 30 * time.Second,
 		backoffMin:     time.Second,
 		backoffMax:     2 * time.Minute,
-		edits:          newEditThrottle(cfg.EditInterval),
+		edits:          coalesce.New(coalesce.NewInterval(cfg.EditInterval)),
 		seen:           dedupe.New(4096, time.Hour),
 		prompts:        newPromptStore(1024),
 		threads:        newThreadBook(4096),
@@ -181,7 +184,17 @@ func (a *Adapter) Status() string {
 
 func (a *Adapter) setStatus(s string) {
 	a.mu.Lock()
+	old, obs := a.status, a.obs
 	a.status = s
+	a.mu.Unlock()
+	platform.ObserveStatus(obs, a.cfg.Name, old, s)
+}
+
+// SetObserver makes the adapter report connection errors and reconnects
+// to o (the metrics).
+func (a *Adapter) SetObserver(o platform.Observer) {
+	a.mu.Lock()
+	a.obs = o
 	a.mu.Unlock()
 }
 

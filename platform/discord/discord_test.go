@@ -14,6 +14,7 @@ import (
 	"unicode/utf16"
 
 	"github.com/cc-connect/cc-connect/platform"
+	"github.com/cc-connect/cc-connect/platform/internal/coalesce"
 )
 
 func TestNewValidates(t *testing.T) {
@@ -425,7 +426,7 @@ func TestTypingEditAttachments(t *testing.T) {
 	f.channels["T1"] = `{"id":"T1","type":11,"guild_id":"G1","parent_id":"C1"}`
 	f.files["/files/notes.txt"] = "hello"
 	a := newTestAdapter(t, f, nil)
-	a.edits = newEditThrottle(time.Millisecond)
+	a.edits = coalesce.New(coalesce.NewInterval(time.Millisecond))
 	h := newFakeHandler()
 	runConnected(t, f, a, h)
 	ctx := context.Background()

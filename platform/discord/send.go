@@ -136,7 +136,8 @@ func (a *Adapter) Edit(ctx context.Context, msg platform.Target, text string) er
 		text = parts[0]
 	}
 	ch := msgChannel(msg)
-	return a.edits.do(ctx, ch+":"+id, func(ctx context.Context) error {
+	key := ch + ":" + id
+	return a.edits.Do(ctx, key, key, text, func(ctx context.Context) error {
 		err := a.rest(ctx, func(opts ...discordgo.RequestOption) error {
 			e := discordgo.NewMessageEdit(ch, id).SetContent(text)
 			e.AllowedMentions = noMentions()

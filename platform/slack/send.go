@@ -71,7 +71,7 @@ func (a *Adapter) update(ctx context.Context, msg platform.Target, desc string, 
 	if msg.Channel == "" || ts == "" {
 		return fmt.Errorf("editing slack message: target has no channel or message id")
 	}
-	err := a.edits.do(ctx, msg.Channel+":"+ts, msg.Channel, desc, func(ctx context.Context) error {
+	err := a.edits.Do(ctx, msg.Channel+":"+ts, msg.Channel, desc, func(ctx context.Context) error {
 		return a.call(ctx, "chat.update", true, func(ctx context.Context) error {
 			_, _, _, err := a.api.UpdateMessageContext(ctx, msg.Channel, ts, opts...)
 			return err

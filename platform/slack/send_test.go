@@ -12,6 +12,7 @@ import (
 
 	"github.com/cc-connect/cc-connect/platform"
 	"github.com/cc-connect/cc-connect/platform/internal/backoff"
+	"github.com/cc-connect/cc-connect/platform/internal/coalesce"
 )
 
 func TestSendSplitsFormatsAndThreads(t *testing.T) {
@@ -224,18 +225,11 @@ func TestEditsCoalesceLatestWins(t *testing.T) {
 
 // waitPending waits until the throttle's pending edit for key is want.
 // The throttle has no event for this, so it polls with a deadline.
-func waitPending(t *testing.T, th *editThrottle, key, want string) {
+func waitPending(t *testing.T, th *coalesce.Coalescer, key, want string) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		th.mu.Lock()
-		st := th.states[key]
-		var got string
-		if st != nil && st.pending != nil {
-			got = st.pending.desc
-		}
-		th.mu.Unlock()
-		if got == want {
+		if got, _ := th.Pending(key); got == want {
 			return
 		}
 		time.Sleep(time.Millisecond)
@@ -257,9 +251,9 @@ func TestEditLongTextIsCut(t *testing.T) {
 
 func TestThrottlePacing(t *testing.T) {
 	// 60 a minute with a burst of 2, and 500ms between edits of a channel.
-	th := newEditThrottle(60, 2, 500*time.Millisecond)
+	p := newEditPacer(60, 2, 500*time.Millisecond)
 	now := time.Unix(1000, 0)
-	th.now = func() time.Time { return now }
+	p.now = func() time.Time { return now }
 	steps := []struct {
 		advance time.Duration
 		channel string
@@ -275,32 +269,33 @@ func TestThrottlePacing(t *testing.T) {
 	}
 	for i, s := range steps {
 		now = now.Add(s.advance)
-		if got := th.reserve(s.channel); got != s.want {
+		if got, _ := p.Reserve(s.channel); got != s.want {
 			t.Errorf("step %d (%s): wait %v, want %v", i, s.channel, got, s.want)
 		}
 	}
 }
 
 func TestEditGivesUpWhenCallerDoes(t *testing.T) {
-	th := newEditThrottle(1, 1, time.Millisecond)
+	p := newEditPacer(1, 1, time.Millisecond)
+	th := coalesce.New(p)
 	ctx := context.Background()
 	sent := 0
 	apply := func(context.Context) error { sent++; return nil }
-	if err := th.do(ctx, "k", "C", "a", apply); err != nil || sent != 1 {
+	if err := th.Do(ctx, "k", "C", "a", apply); err != nil || sent != 1 {
 		t.Fatalf("first edit: %v, sent %d", err, sent)
 	}
 	// The bucket is empty for a minute: a caller whose deadline comes
 	// first gives up, returns its token and leaves nothing behind.
 	dctx, cancel := context.WithTimeout(ctx, 10*time.Millisecond)
 	defer cancel()
-	if err := th.do(dctx, "k", "C", "b", apply); !errors.Is(err, context.DeadlineExceeded) {
+	if err := th.Do(dctx, "k", "C", "b", apply); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("edit past its deadline = %v", err)
 	}
-	if sent != 1 || len(th.states) != 0 {
-		t.Errorf("sent %d, %d states left", sent, len(th.states))
+	if sent != 1 || th.Len() != 0 {
+		t.Errorf("sent %d, %d states left", sent, th.Len())
 	}
-	if th.tokens < -0.01 {
-		t.Errorf("tokens = %v: the unsent edit kept its token", th.tokens)
+	if p.tokens < -0.01 {
+		t.Errorf("tokens = %v: the unsent edit kept its token", p.tokens)
 	}
 }
 
@@ -336,7 +331,7 @@ func TestServerErrorsRetriedOnlyWhenSafe(t *testing.T) {
 // (run it with -race): every call returns, nothing is left behind, and the
 // last text sent for each message is the last one any caller asked for.
 func TestThrottleConcurrentEdits(t *testing.T) {
-	th := newEditThrottle(600000, 1000, 0)
+	th := coalesce.New(newEditPacer(600000, 1000, 0))
 	var mu sync.Mutex
 	applied := map[string][]string{}
 	var wg sync.WaitGroup
@@ -346,7 +341,7 @@ func TestThrottleConcurrentEdits(t *testing.T) {
 			wg.Go(func() {
 				for i := range 25 {
 					text := fmt.Sprintf("g%d-%d", g, i)
-					err := th.do(context.Background(), key, key[:2], text, func(context.Context) error {
+					err := th.Do(context.Background(), key, key[:2], text, func(context.Context) error {
 						mu.Lock()
 						applied[key] = append(applied[key], text)
 						mu.Unlock()
@@ -360,7 +355,7 @@ func TestThrottleConcurrentEdits(t *testing.T) {
 		}
 	}
 	wg.Wait()
-	if n := len(th.states); n != 0 {
+	if n := th.Len(); n != 0 {
 		t.Errorf("%d message states left behind", n)
 	}
 	for k := range 8 {

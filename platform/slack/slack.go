@@ -22,6 +22,7 @@ import (
 
 	"github.com/cc-connect/cc-connect/platform"
 	"github.com/cc-connect/cc-connect/platform/internal/backoff"
+	"github.com/cc-connect/cc-connect/platform/internal/coalesce"
 	"github.com/cc-connect/cc-connect/platform/internal/dedupe"
 )
 
@@ -91,12 +92,13 @@ type Adapter struct {
 
 	mu        sync.Mutex // guards the fields below
 	status    string
+	obs       platform.Observer // set by SetObserver: connection errors and reconnects
 	botUserID string
 	botID     string
 
 	seen    *dedupe.Set
 	users   *userCache
-	edits   *editThrottle
+	edits   *coalesce.Coalescer
 	prompts *promptStore
 }
 
@@ -106,6 +108,7 @@ var (
 	_ platform.Reactor  = (*Adapter)(nil)
 	_ platform.Prompter = (*Adapter)(nil)
 	_ platform.Statuser = (*Adapter)(nil)
+	_ platform.Observed = (*Adapter)(nil)
 )
 
 // New validates cfg and returns an adapter. It does no I/O: Run connects.
@@ -168,7 +171,7 @@ func New(cfg Config, log *slog.Logger) (*Adapter, error) {
 		status:  "not started",
 		seen:    dedupe.New(8192, 30*time.Minute),
 		users:   newUserCache(),
-		edits:   newEditThrottle(cfg.EditsPerMinute, cfg.EditBurst, cfg.EditInterval),
+		edits:   coalesce.New(newEditPacer(cfg.EditsPerMinute, cfg.EditBurst, cfg.EditInterval)),
 		prompts: newPromptStore(1024),
 	}
 	a.api = slack.New(cfg.BotToken,
@@ -193,7 +196,17 @@ func (a *Adapter) Status() string {
 
 func (a *Adapter) setStatus(s string) {
 	a.mu.Lock()
+	old, obs := a.status, a.obs
 	a.status = s
+	a.mu.Unlock()
+	platform.ObserveStatus(obs, a.cfg.Name, old, s)
+}
+
+// SetObserver makes the adapter report connection errors and reconnects
+// to o (the metrics).
+func (a *Adapter) SetObserver(o platform.Observer) {
+	a.mu.Lock()
+	a.obs = o
 	a.mu.Unlock()
 }
 

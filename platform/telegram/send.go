@@ -97,7 +97,8 @@ func (a *Adapter) Edit(ctx context.Context, msg platform.Target, text string) er
 	if parts := splitForTelegram(text); len(parts) > 0 {
 		text = parts[0]
 	}
-	return a.edits.do(ctx, msg.Channel+":"+id, func(ctx context.Context) error {
+	key := msg.Channel + ":" + id
+	return a.edits.Do(ctx, key, key, text, func(ctx context.Context) error {
 		err := a.editMessage(ctx, msg.Channel, id, toHTML(text), "")
 		if isParseError(err) {
 			err = a.editPlain(ctx, msg.Channel, id, text)

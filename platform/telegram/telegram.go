@@ -23,6 +23,7 @@ import (
 
 	"github.com/cc-connect/cc-connect/platform"
 	"github.com/cc-connect/cc-connect/platform/internal/backoff"
+	"github.com/cc-connect/cc-connect/platform/internal/coalesce"
 	"github.com/cc-connect/cc-connect/platform/internal/dedupe"
 )
 
@@ -66,13 +67,14 @@ type Adapter struct {
 	backoffMax          time.Duration
 	maxTransientRetries int
 
-	edits     *editThrottle
+	edits     *coalesce.Coalescer
 	seen      *dedupe.Set
 	prompts   *promptStore
 	reactions *reactions
 
-	mu     sync.Mutex // guards status and self
+	mu     sync.Mutex // guards status, obs and self
 	status string
+	obs    platform.Observer // set by SetObserver: connection errors and reconnects
 	self   tgbotapi.User
 }
 
@@ -83,6 +85,7 @@ var (
 	_ platform.Typer    = (*Adapter)(nil)
 	_ platform.Prompter = (*Adapter)(nil)
 	_ platform.Statuser = (*Adapter)(nil)
+	_ platform.Observed = (*Adapter)(nil)
 )
 
 // New validates cfg and returns an adapter. It makes no network call: the
@@ -130,7 +133,7 @@ func New(cfg Config, log *slog.Logger) (*Adapter, error) {
 		backoffMin:          time.Second,
 		backoffMax:          time.Minute,
 		maxTransientRetries: 3,
-		edits:               newEditThrottle(cfg.EditInterval),
+		edits:               coalesce.New(coalesce.NewInterval(cfg.EditInterval)),
 		seen:                dedupe.New(4096, time.Hour),
 		prompts:             newPromptStore(1024),
 		reactions:           newReactions(4096),
@@ -150,7 +153,17 @@ func (a *Adapter) Status() string {
 
 func (a *Adapter) setStatus(s string) {
 	a.mu.Lock()
+	old, obs := a.status, a.obs
 	a.status = s
+	a.mu.Unlock()
+	platform.ObserveStatus(obs, a.cfg.Name, old, s)
+}
+
+// SetObserver makes the adapter report connection errors and reconnects
+// to o (the metrics).
+func (a *Adapter) SetObserver(o platform.Observer) {
+	a.mu.Lock()
+	a.obs = o
 	a.mu.Unlock()
 }
 

@@ -1,0 +1,58 @@
+package coalesce
+
+import (
+	"sync"
+	"time"
+)
+
+// Interval is a Pacer that spaces the sends of one scope at least d apart
+// and leaves scopes independent of each other.
+type Interval struct {
+	d   time.Duration
+	now func() time.Time // tests replace it
+
+	mu    sync.Mutex           // guards slots
+	slots map[string]time.Time // scope -> earliest next send
+}
+
+var _ Pacer = (*Interval)(nil)
+
+// NewInterval returns a Pacer that spaces sends in one scope d apart.
+func NewInterval(d time.Duration) *Interval {
+	return &Interval{d: d, now: time.Now, slots: make(map[string]time.Time)}
+}
+
+// Reserve books the next slot of scope. Its cancel gives the slot back
+// unless a later reservation in scope was made meanwhile.
+func (p *Interval) Reserve(scope string) (time.Duration, func()) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := p.now()
+	if len(p.slots) >= 256 {
+		// Forget idle scopes so the map stays small.
+		for s, next := range p.slots {
+			if next.Before(now) {
+				delete(p.slots, s)
+			}
+		}
+	}
+	prev, had := p.slots[scope]
+	slot := now
+	if prev.After(slot) {
+		slot = prev
+	}
+	next := slot.Add(p.d)
+	p.slots[scope] = next
+	cancel := func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if cur, ok := p.slots[scope]; ok && cur.Equal(next) {
+			if had {
+				p.slots[scope] = prev
+			} else {
+				delete(p.slots, scope)
+			}
+		}
+	}
+	return slot.Sub(now), cancel
+}
