@@ -255,23 +255,48 @@ func (s *session) sendTurn(proc agentProcess, it workItem, text string, on func(
 }
 
 // settle acknowledges the message of a finished turn, or leaves it pending
-// when the turn did not reach a durable end because cc-connect is shutting
-// down (it never started, or its process was closed before a result): the
-// next start runs or resumes it. A result, a failure the user was told
-// about, and a !stop before the start all acknowledge it.
-func (s *session) settle(it workItem, out outcome) {
+// when the turn did not reach a durable end:
+//   - cc-connect is shutting down (the turn never started, or its process
+//     was closed before a result): the next start runs or resumes it;
+//   - the agent process died mid-turn: the returned item recovers it now,
+//     once, as a restart would (resume the cut turn, or send the message
+//     the CLI never got), before the turns queued behind it.
+//
+// A result, a !stop before the start, and a failure the user was told
+// about (also a second death of the agent) acknowledge it.
+func (s *session) settle(it workItem, out outcome) (retry *workItem) {
 	s.update(func(r *record) { r.PendingPermission = "" })
+	var exitErr *agentproc.ExitError
 	switch {
 	case errors.Is(out.err, errStopped):
-		return
+		return nil
 	case out.res == nil && out.err != nil && s.e.isStopping():
 		s.log.Info("Turn cut by shutdown; its message stays in the inbox for the next start", "session_id", s.sessionID())
-		return
+		return nil
+	case out.res == nil && errors.As(out.err, &exitErr) && !it.afterCrash && it.inboxID != "":
+		r := it
+		r.afterCrash, r.continuation, r.startedUUID = true, false, s.startedUUID(it.inboxID)
+		return &r
 	case errors.Is(out.err, errStoppedWaiting):
 		s.ack(it, inbox.AckCancel)
 	default:
 		s.ack(it, inbox.AckResult)
 	}
+	return nil
+}
+
+// startedUUID is the uuid the pending message id was last sent with.
+func (s *session) startedUUID(id string) string {
+	in := s.journalFile()
+	if in == nil {
+		return ""
+	}
+	for _, en := range in.Pending() {
+		if en.ID == id {
+			return en.UUID
+		}
+	}
+	return ""
 }
 
 // newSessionStart chooses the id of a new Claude session and records it

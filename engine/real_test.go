@@ -187,11 +187,16 @@ func TestRealCrashMidTurn(t *testing.T) {
 	if !strings.Contains(crash.Text, "code 2") || !strings.Contains(crash.Text, "simulated crash") {
 		t.Errorf("crash message = %q", crash.Text)
 	}
+	// The CLI had the message and the transcript ends on it: the turn is
+	// resumed once, in a new process on the same session.
+	h.rec.waitSend(t, "Recovering the turn once. The turn for “boom [[CRASH]]” was cut off; resuming it")
+	h.rec.waitSend(t, "echo: "+continueText)
 	h.say("alice", "T1", "after")
 	h.rec.waitSend(t, "echo: after")
 	lines := readRecord(t, re.record)
-	if len(lines) != 3 || lines[2].SessionID != lines[0].SessionID || lines[2].Pid == lines[0].Pid {
-		t.Errorf("record = %+v, want the next message to resume the same session", lines)
+	if len(lines) != 4 || lines[2].Text != continueText || lines[2].SessionID != lines[0].SessionID || lines[2].Pid == lines[0].Pid ||
+		lines[3].Text != "after" {
+		t.Errorf("record = %+v, want the cut turn resumed in the same session, then the next message", lines)
 	}
 }
 

@@ -152,20 +152,31 @@ func (s *session) decideRecovery(u string) (what recovery, path string, err erro
 }
 
 // recoverTurn runs the first pending message of a session reopened after a
-// restart, posting one short notice that says what happens.
+// restart (or whose agent died mid-turn: it.afterCrash), posting one short
+// notice that says what happens.
 func (s *session) recoverTurn(it workItem) {
 	s.mu.Lock()
 	perm := s.rec.PendingPermission
 	s.mu.Unlock()
 	var note strings.Builder
+	event := "the restart"
 	note.WriteString("cc-connect restarted. ")
+	if it.afterCrash {
+		event = "the agent's exit"
+		note.Reset()
+		note.WriteString("Recovering the turn once. ")
+	}
 	if perm != "" {
-		fmt.Fprintf(&note, "The permission request (%s) was cancelled by the restart. ", perm)
+		fmt.Fprintf(&note, "The permission request (%s) was cancelled by %s. ", perm, event)
 		s.update(func(r *record) { r.PendingPermission = "" })
 	}
 	q := quote(it.msg.Text, 80)
 	if it.startedUUID == "" {
-		fmt.Fprintf(&note, "Running the message that was waiting: “%s”", q)
+		if it.afterCrash {
+			fmt.Fprintf(&note, "Sending “%s” again.", q)
+		} else {
+			fmt.Fprintf(&note, "Running the message that was waiting: “%s”", q)
+		}
 		s.send(s.e.bg, note.String())
 		s.runTurn(it)
 		return
@@ -196,11 +207,11 @@ func (s *session) recoverTurn(it workItem) {
 		if strings.TrimSpace(reply) == "" {
 			s.log.Warn("Reply finished before the restart but never posted, and not readable", "session_id", s.sessionID(),
 				"transcript", path, "error", errString(rerr))
-			fmt.Fprintf(&note, "The agent finished the turn for “%s” before the restart, but its reply was not posted and is lost. Please ask again if you still need it.", q)
+			fmt.Fprintf(&note, "The agent finished the turn for “%s” before %s, but its reply was not posted and is lost. Please ask again if you still need it.", q, event)
 			s.send(s.e.bg, note.String())
 		} else {
 			s.log.Info("Posting a reply finished before the restart", "session_id", s.sessionID(), "transcript", path)
-			fmt.Fprintf(&note, "The agent had finished the turn for “%s” before the restart; its reply follows.", q)
+			fmt.Fprintf(&note, "The agent had finished the turn for “%s” before %s; its reply follows.", q, event)
 			s.send(s.e.bg, note.String())
 			s.send(s.e.bg, reply)
 		}

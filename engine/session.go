@@ -44,6 +44,7 @@ type workItem struct {
 	startedUUID  string
 	recovered    bool
 	continuation bool
+	afterCrash   bool // recovered once already after its agent died mid-turn
 }
 
 type ctrlKind int

@@ -75,7 +75,7 @@ func (s *session) runTurn(it workItem) {
 		s.keepUnsentNotes(notes, out.err)
 	}
 	ok := s.finish(it, out, hadHistory)
-	s.settle(it, out)
+	retry := s.settle(it, out)
 	s.e.turnDone(out, ok, began)
 	s.mu.Lock()
 	s.state = stateIdle
@@ -83,6 +83,10 @@ func (s *session) runTurn(it workItem) {
 	s.mu.Unlock()
 	s.turnEnded(it.msg, ok)
 	s.e.slots.signal() // this process may now be reaped for a waiter
+	if retry != nil {
+		// Before the turns queued behind it, so the order holds.
+		s.recoverTurn(*retry)
+	}
 }
 
 // finish posts what the attempt produced and repairs the session when the
