@@ -180,6 +180,15 @@ func TestRecoveryDecision(t *testing.T) {
 			if fi, err := os.Stat(h.e.inboxPath(t1Key)); err != nil || fi.Size() != 0 {
 				t.Errorf("inbox after recovery: %v, %v; want empty", fi, err)
 			}
+			if sid != "" && len(tt.want) == 0 {
+				// Nothing runs on the session now: its lease is free.
+				l, err := lease.Session(h.opts.StateDir, sid)
+				if err != nil {
+					t.Errorf("session lease after recovery without a process: %v", err)
+				} else {
+					l.Release()
+				}
+			}
 			if sid != "" && len(tt.want) > 0 {
 				if lines := readRecord(t, re.record)[before:]; lines[0].SessionID != sid {
 					t.Errorf("recovered in session %s, want %s", lines[0].SessionID, sid)

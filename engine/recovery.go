@@ -189,6 +189,7 @@ func (s *session) recoverTurn(it workItem) {
 		fmt.Fprintf(&note, "The turn for “%s” could not be recovered (%v). Please send it again if it is still needed.", q, err)
 		s.send(s.e.bg, note.String())
 		s.ack(it, inbox.AckCancel)
+		s.releaseIdleLease()
 		return
 	}
 	switch what {
@@ -216,5 +217,14 @@ func (s *session) recoverTurn(it workItem) {
 			s.send(s.e.bg, reply)
 		}
 		s.ack(it, inbox.AckResult)
+		s.releaseIdleLease()
+	}
+}
+
+// releaseIdleLease drops a session lease recovery took when no process was
+// started on it after all, so another conversation may resume the session.
+func (s *session) releaseIdleLease() {
+	if !s.procLive() {
+		s.releaseSession()
 	}
 }

@@ -314,6 +314,7 @@ func (s *session) loop() {
 		it, ok := s.next()
 		if !ok {
 			s.closeProc()
+			s.releaseSession() // a lease recovery took without starting a process
 			s.closeInbox()
 			return
 		}
