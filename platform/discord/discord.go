@@ -25,6 +25,8 @@ import (
 	"github.com/cc-connect/cc-connect/platform/internal/backoff"
 	"github.com/cc-connect/cc-connect/platform/internal/coalesce"
 	"github.com/cc-connect/cc-connect/platform/internal/dedupe"
+	"github.com/cc-connect/cc-connect/platform/internal/permbutton"
+	"github.com/cc-connect/cc-connect/platform/internal/recent"
 )
 
 // Type is the platform type name used in config and in platform.Message.
@@ -78,10 +80,13 @@ type Adapter struct {
 	backoffMin     time.Duration
 	backoffMax     time.Duration
 
-	edits   *coalesce.Coalescer
-	seen    *dedupe.Set
-	prompts *promptStore
-	threads *threadBook
+	edits *coalesce.Coalescer
+	seen  *dedupe.Set
+	// prompts remembers recent prompts by message id; promptRefs maps
+	// their buttons back to request ids.
+	prompts    *recent.Map[postedPrompt]
+	promptRefs *permbutton.Refs
+	threads    *threadBook
 
 	events       chan func(context.Context, platform.Handler) // gateway events, handled in order by Run
 	disconnected chan struct{}
@@ -138,7 +143,8 @@ func New(cfg Config, log *slog.Logger) (*Adapter, error) {
 		backoffMax:     2 * time.Minute,
 		edits:          coalesce.New(coalesce.NewInterval(cfg.EditInterval)),
 		seen:           dedupe.New(4096, time.Hour),
-		prompts:        newPromptStore(1024),
+		prompts:        recent.New[postedPrompt](1024),
+		promptRefs:     permbutton.NewRefs(maxCustomID, 1024),
 		threads:        newThreadBook(4096),
 		events:         make(chan func(context.Context, platform.Handler), 256),
 		disconnected:   make(chan struct{}, 1),

@@ -13,6 +13,7 @@ import (
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/cc-connect/cc-connect/platform"
+	"github.com/cc-connect/cc-connect/platform/internal/permbutton"
 )
 
 // onMessageCreate filters what the engine must not see and queues the rest;
@@ -316,11 +317,11 @@ func (a *Adapter) onInteractionCreate(_ *discordgo.Session, ev *discordgo.Intera
 		a.log.Warn("Answering Discord button press failed", "channel", i.ChannelID, "err", err)
 	}
 	data := i.MessageComponentData()
-	choice, ref, ok := parseCustomID(data.CustomID)
+	choice, ref, ok := permbutton.Decode(data.CustomID)
 	if !ok {
 		return
 	}
-	reqID, ok := a.prompts.requestID(ref)
+	reqID, ok := a.promptRefs.RequestID(ref)
 	if !ok {
 		a.log.Warn("Discord button press for an unknown prompt", "channel", i.ChannelID)
 		return
@@ -335,7 +336,8 @@ func (a *Adapter) onInteractionCreate(_ *discordgo.Session, ev *discordgo.Intera
 	msgID := i.Message.ID
 	user := u
 	a.enqueue(func(ctx context.Context, h platform.Handler) {
-		target, ok := a.prompts.target(msgID)
+		pp, ok := a.prompts.Get(msgID)
+		target := pp.target
 		if !ok {
 			target = platform.Target{Platform: a.cfg.Name, Channel: i.ChannelID, MessageID: msgID}
 			if info, err := a.channelInfo(ctx, i.ChannelID); err == nil && info.isThread {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"unicode/utf8"
 
 	"github.com/slack-go/slack"
@@ -56,13 +55,14 @@ func (a *Adapter) AskPermission(ctx context.Context, to platform.Target, p platf
 	if err != nil {
 		return platform.Target{}, fmt.Errorf("asking permission in slack channel %s: %w", to.Channel, err)
 	}
-	a.prompts.put(to.Channel+":"+ts, text)
+	a.prompts.Put(to.Channel+":"+ts, text)
 	return platform.Target{Platform: a.cfg.Name, Channel: to.Channel, Thread: to.Thread, MessageID: ts}, nil
 }
 
-// promptText renders the request in mrkdwn; the summary and path are
-// Claude's and are escaped. Block Kit refuses a section over 3,000
-// characters, so the parts are cut to fit.
+// promptText renders the request in mrkdwn (the Discord and Telegram
+// adapters render the same fields in their own markup); the summary and
+// path are Claude's and are escaped. Block Kit refuses a section over
+// 3,000 characters, so the parts are cut to fit.
 func promptText(p platform.PermissionPrompt) string {
 	var b strings.Builder
 	b.WriteString(":lock: *Permission needed*")
@@ -104,7 +104,7 @@ func lastIndexRune(r []rune, c rune) int {
 // by Ann") in place of the buttons, so nobody presses them again.
 func (a *Adapter) ResolvePermission(ctx context.Context, prompt platform.Target, outcome string) error {
 	ts := messageTS(prompt.MessageID)
-	text, ok := a.prompts.take(prompt.Channel + ":" + ts)
+	text, ok := a.prompts.Take(prompt.Channel + ":" + ts)
 	if !ok {
 		text = ":lock: *Permission request*"
 	}
@@ -118,39 +118,4 @@ func (a *Adapter) ResolvePermission(ctx context.Context, prompt platform.Target,
 		return fmt.Errorf("resolving permission prompt: %w", err)
 	}
 	return nil
-}
-
-// promptStore remembers the text of open prompts so the resolved message
-// can keep showing what was asked. It is bounded: after a restart or once
-// full, a resolution shows the outcome under a generic title.
-type promptStore struct {
-	mu    sync.Mutex // guards texts and order
-	max   int
-	texts map[string]string
-	order []string
-}
-
-func newPromptStore(max int) *promptStore {
-	return &promptStore{max: max, texts: map[string]string{}}
-}
-
-func (s *promptStore) put(key, text string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.texts[key]; !ok {
-		s.order = append(s.order, key)
-	}
-	s.texts[key] = text
-	for len(s.order) > s.max {
-		delete(s.texts, s.order[0])
-		s.order = s.order[1:]
-	}
-}
-
-func (s *promptStore) take(key string) (string, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	t, ok := s.texts[key]
-	delete(s.texts, key) // order keeps the key until it ages out; harmless
-	return t, ok
 }

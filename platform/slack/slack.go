@@ -24,6 +24,7 @@ import (
 	"github.com/cc-connect/cc-connect/platform/internal/backoff"
 	"github.com/cc-connect/cc-connect/platform/internal/coalesce"
 	"github.com/cc-connect/cc-connect/platform/internal/dedupe"
+	"github.com/cc-connect/cc-connect/platform/internal/recent"
 )
 
 // Type is the platform type this adapter reports in Message.Type.
@@ -96,10 +97,13 @@ type Adapter struct {
 	botUserID string
 	botID     string
 
-	seen    *dedupe.Set
-	users   *userCache
-	edits   *coalesce.Coalescer
-	prompts *promptStore
+	seen  *dedupe.Set
+	users *userCache
+	edits *coalesce.Coalescer
+	// prompts remembers the text of open prompts ("channel:ts") so the
+	// resolved message can keep showing what was asked. After a restart or
+	// once full, a resolution shows the outcome under a generic title.
+	prompts *recent.Map[string]
 }
 
 var (
@@ -172,7 +176,7 @@ func New(cfg Config, log *slog.Logger) (*Adapter, error) {
 		seen:    dedupe.New(8192, 30*time.Minute),
 		users:   newUserCache(),
 		edits:   coalesce.New(newEditPacer(cfg.EditsPerMinute, cfg.EditBurst, cfg.EditInterval)),
-		prompts: newPromptStore(1024),
+		prompts: recent.New[string](1024),
 	}
 	a.api = slack.New(cfg.BotToken,
 		slack.OptionAppLevelToken(cfg.AppToken),

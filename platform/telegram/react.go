@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sync"
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 
@@ -26,40 +25,6 @@ var reactionEmoji = map[string]string{
 	"thinking_face":    "🤔",
 }
 
-// reactions remembers the one reaction the bot holds on each message:
-// Telegram gives a bot a single reaction per message, so a new one replaces
-// the old, and removing a reaction that was already replaced must not
-// clear its successor. Bounded, oldest forgotten first.
-type reactions struct {
-	mu      sync.Mutex // guards current and order
-	max     int
-	current map[string]string // "chat:message" -> reaction name
-	order   []string
-}
-
-func newReactions(max int) *reactions {
-	return &reactions{max: max, current: make(map[string]string)}
-}
-
-func (r *reactions) set(key, name string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if _, ok := r.current[key]; !ok {
-		r.order = append(r.order, key)
-	}
-	r.current[key] = name
-	for len(r.order) > r.max {
-		delete(r.current, r.order[0])
-		r.order = r.order[1:]
-	}
-}
-
-func (r *reactions) get(key string) string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.current[key]
-}
-
 // React sets the bot's reaction on a message (setMessageReaction).
 func (a *Adapter) React(ctx context.Context, msg platform.Target, name string) error {
 	e, ok := reactionEmoji[name]
@@ -70,7 +35,7 @@ func (a *Adapter) React(ctx context.Context, msg platform.Target, name string) e
 	if err := a.setReaction(ctx, msg.Channel, id, []map[string]string{{"type": "emoji", "emoji": e}}); err != nil {
 		return fmt.Errorf("reacting %s to %s in %s: %w", name, id, msg.Channel, err)
 	}
-	a.reactions.set(msg.Channel+":"+id, name)
+	a.reactions.Put(msg.Channel+":"+id, name)
 	return nil
 }
 
@@ -78,13 +43,13 @@ func (a *Adapter) React(ctx context.Context, msg platform.Target, name string) e
 func (a *Adapter) Unreact(ctx context.Context, msg platform.Target, name string) error {
 	id := bareMessageID(msg.MessageID)
 	key := msg.Channel + ":" + id
-	if a.reactions.get(key) != name {
+	if cur, _ := a.reactions.Get(key); cur != name {
 		return nil // replaced by a later reaction, or never set
 	}
 	if err := a.setReaction(ctx, msg.Channel, id, []map[string]string{}); err != nil {
 		return fmt.Errorf("removing reaction %s from %s in %s: %w", name, id, msg.Channel, err)
 	}
-	a.reactions.set(key, "")
+	a.reactions.Put(key, "")
 	return nil
 }
 

@@ -25,6 +25,8 @@ import (
 	"github.com/cc-connect/cc-connect/platform/internal/backoff"
 	"github.com/cc-connect/cc-connect/platform/internal/coalesce"
 	"github.com/cc-connect/cc-connect/platform/internal/dedupe"
+	"github.com/cc-connect/cc-connect/platform/internal/permbutton"
+	"github.com/cc-connect/cc-connect/platform/internal/recent"
 )
 
 // Type is the platform type name used in config and in platform.Message.
@@ -67,10 +69,15 @@ type Adapter struct {
 	backoffMax          time.Duration
 	maxTransientRetries int
 
-	edits     *coalesce.Coalescer
-	seen      *dedupe.Set
-	prompts   *promptStore
-	reactions *reactions
+	edits      *coalesce.Coalescer
+	seen       *dedupe.Set
+	prompts    *recent.Map[string] // "chat:message" -> prompt HTML, shown again with the outcome
+	promptRefs *permbutton.Refs
+	// reactions remembers the one reaction the bot holds on each message
+	// ("chat:message" -> name): Telegram gives a bot a single reaction per
+	// message, so a new one replaces the old, and removing a reaction that
+	// was already replaced must not clear its successor.
+	reactions *recent.Map[string]
 
 	mu     sync.Mutex // guards status, obs and self
 	status string
@@ -135,8 +142,9 @@ func New(cfg Config, log *slog.Logger) (*Adapter, error) {
 		maxTransientRetries: 3,
 		edits:               coalesce.New(coalesce.NewInterval(cfg.EditInterval)),
 		seen:                dedupe.New(4096, time.Hour),
-		prompts:             newPromptStore(1024),
-		reactions:           newReactions(4096),
+		prompts:             recent.New[string](1024),
+		promptRefs:          permbutton.NewRefs(maxCallbackData, 1024),
+		reactions:           recent.New[string](4096),
 		status:              "not started",
 	}, nil
 }
