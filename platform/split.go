@@ -2,6 +2,7 @@ package platform
 
 import (
 	"strings"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -193,4 +194,33 @@ func cutLongLine(l string, max int) []string {
 		out = append(out, l)
 	}
 	return out
+}
+
+// SplitMessageUTF16 splits text as SplitMessage does at limit runes, for
+// platforms that count their size limit in UTF-16 code units (Discord,
+// Telegram): a part heavy in emoji can be under limit runes and still over
+// maxUnits units, so such a part is split again at half the limit, and
+// again, down to floor runes, under which it is kept as it is.
+func SplitMessageUTF16(text string, limit, maxUnits, floor int) []string {
+	var out []string
+	var fit func(s string, limit int)
+	fit = func(s string, limit int) {
+		for _, p := range SplitMessage(s, limit) {
+			if utf16Len(p) <= maxUnits || limit <= floor {
+				out = append(out, p)
+				continue
+			}
+			fit(p, limit/2)
+		}
+	}
+	fit(text, limit)
+	return out
+}
+
+func utf16Len(s string) int {
+	n := 0
+	for _, r := range s {
+		n += utf16.RuneLen(r)
+	}
+	return n
 }

@@ -153,3 +153,51 @@ func FuzzSplitMessage(f *testing.F) {
 		}
 	})
 }
+
+func TestSplitMessageUTF16(t *testing.T) {
+	tests := []struct {
+		name     string
+		text     string
+		limit    int
+		maxUnits int
+		floor    int
+		parts    int // how many parts, 0 for "more than one"
+	}{
+		{"fits", "hello 👋", 100, 100, 10, 1},
+		{"runes fit but units do not", strings.Repeat("👋 ", 60), 200, 100, 10, 0},
+		{"plain text split by runes", strings.Repeat("word ", 100), 100, 1000, 10, 0},
+		{"emoji in a code block", "```\n" + strings.Repeat("👋👋👋\n", 100) + "```", 400, 300, 50, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := SplitMessageUTF16(tt.text, tt.limit, tt.maxUnits, tt.floor)
+			if tt.parts > 0 && len(got) != tt.parts || tt.parts == 0 && len(got) < 2 {
+				t.Fatalf("%d parts, want %d (0: several)", len(got), tt.parts)
+			}
+			var joined strings.Builder
+			for i, p := range got {
+				if n := utf16Len(p); n > tt.maxUnits {
+					t.Errorf("part %d is %d UTF-16 units, max %d", i, n, tt.maxUnits)
+				}
+				if !fencesBalanced(p) {
+					t.Errorf("part %d leaves a fence open: %q", i, p)
+				}
+				joined.WriteString(p + "\n")
+			}
+			// Cuts fall on spaces and line breaks, so compare the words.
+			if strings.Join(strings.Fields(stripFences(joined.String())), " ") != strings.Join(strings.Fields(stripFences(tt.text)), " ") {
+				t.Errorf("text changed by splitting:\n%q\nvs\n%q", joined.String(), tt.text)
+			}
+		})
+	}
+}
+
+func TestSplitMessageUTF16KeepsPartsAtTheFloor(t *testing.T) {
+	// 60 emoji are 120 units: over maxUnits, but at the floor the part is
+	// kept rather than split without end.
+	text := strings.Repeat("👋", 60)
+	got := SplitMessageUTF16(text, 64, 100, 64)
+	if len(got) != 1 || got[0] != text {
+		t.Errorf("got %q, want the text kept whole", got)
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"unicode/utf16"
 
 	"github.com/bwmarrin/discordgo"
 
@@ -26,19 +25,7 @@ const errThreadAlreadyCreated = 160004
 // that each fit in one message; SplitMessage counts runes, Discord counts
 // UTF-16 units, so a part heavy in emoji is split again.
 func splitForDiscord(text string) []string {
-	var out []string
-	var fit func(s string, limit int)
-	fit = func(s string, limit int) {
-		for _, p := range platform.SplitMessage(s, limit) {
-			if len(utf16.Encode([]rune(p))) <= messageLimit || limit <= 250 {
-				out = append(out, p)
-				continue
-			}
-			fit(p, limit/2)
-		}
-	}
-	fit(text, splitLimit)
-	return out
+	return platform.SplitMessageUTF16(text, splitLimit, messageLimit, 250)
 }
 
 // noMentions keeps replies from pinging anyone (Claude Code may quote

@@ -3,7 +3,6 @@ package telegram
 import (
 	"strings"
 	"unicode"
-	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/cc-connect/cc-connect/platform"
@@ -21,27 +20,7 @@ const splitLimit = 4000
 // Telegram message. SplitMessage counts runes; Telegram counts UTF-16 units,
 // so a part heavy in emoji is split again with a smaller limit.
 func splitForTelegram(text string) []string {
-	var out []string
-	var fit func(s string, limit int)
-	fit = func(s string, limit int) {
-		for _, p := range platform.SplitMessage(s, limit) {
-			if utf16Len(p) <= messageLimit || limit <= 500 {
-				out = append(out, p)
-				continue
-			}
-			fit(p, limit/2)
-		}
-	}
-	fit(text, splitLimit)
-	return out
-}
-
-func utf16Len(s string) int {
-	n := 0
-	for _, r := range s {
-		n += utf16.RuneLen(r)
-	}
-	return n
+	return platform.SplitMessageUTF16(text, splitLimit, messageLimit, 500)
 }
 
 // toHTML renders the Markdown that Claude Code writes as Telegram HTML:
