@@ -255,7 +255,6 @@ func (e *Engine) runAdapterLocked(ctx context.Context, a platform.Adapter) {
 		defer cancel()
 		if err := a.Run(actx, e); err != nil && !errors.Is(err, context.Canceled) {
 			e.log.Error("Platform adapter stopped", "platform", a.Name(), "error", err)
-			e.metrics.PlatformError(a.Name())
 		}
 	}()
 }

@@ -70,7 +70,9 @@ func (r *reloader) reload(ctx context.Context, why string) {
 
 	cfg, err := config.Load(path)
 	if err == nil {
-		err = checkAvailable(cfg, adapterFactories)
+		if err = checkAvailable(cfg, adapterFactories); err != nil {
+			err = fmt.Errorf("invalid config %s:\n%w", path, err)
+		}
 	}
 	if err != nil {
 		r.fail(ctx, err)
@@ -95,7 +97,7 @@ func (r *reloader) reload(ctx context.Context, why string) {
 		f := adapterFactories[p.Type]
 		a, err := f(p, r.deps)
 		if err != nil {
-			return fmt.Errorf("platforms (%s): %w", name, err)
+			return fmt.Errorf("%s: %s: %w", platformKey(cfg, name), name, err)
 		}
 		observe(a, r.deps.Observer)
 		add = append(add, a)
@@ -131,6 +133,19 @@ func (r *reloader) reload(ctx context.Context, why string) {
 		r.fail(ctx, fmt.Errorf("invalid config %s:\n%w", path, err))
 		return
 	}
+	// A token that moves to another entry (a platform renamed) keeps the
+	// lock this process holds: locking it again would find it held.
+	moves := map[string]string{}
+	tokens = slices.DeleteFunc(tokens, func(p config.Platform) bool {
+		for _, q := range r.running.Platforms {
+			gone := slices.Contains(remove, q.Name) || platformToken(platformOf(cfg, q.Name)) != platformToken(q)
+			if q.Name != p.Name && platformToken(q) == platformToken(p) && gone {
+				moves[p.Name] = q.Name
+				return true
+			}
+		}
+		return false
+	})
 	taken, err := r.locks.take(tokens)
 	if err != nil {
 		r.fail(ctx, err)
@@ -147,6 +162,7 @@ func (r *reloader) reload(ctx context.Context, why string) {
 		r.fail(ctx, err)
 		return
 	}
+	r.locks.move(moves)
 	r.locks.swap(taken, remove)
 	r.level.Set(cfg.Log.SlogLevel())
 
@@ -210,6 +226,16 @@ func problemKeys(err error) []string {
 		}
 	}
 	return keys
+}
+
+// platformKey is the config key of the platform named name.
+func platformKey(c *config.Config, name string) string {
+	for i, p := range c.Platforms {
+		if p.Name == name {
+			return fmt.Sprintf("platforms[%d]", i)
+		}
+	}
+	return "platforms"
 }
 
 // platformOf returns the [[platforms]] entry named name.
@@ -331,6 +357,23 @@ func (l *instanceLocks) take(ps []config.Platform) (map[string]*lease.Lock, erro
 		taken[p.Name] = lk
 	}
 	return taken, nil
+}
+
+// move hands held token locks to the platforms that now use the tokens
+// (new name -> old name).
+func (l *instanceLocks) move(moves map[string]string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	held := map[string]*lease.Lock{}
+	for _, old := range moves {
+		held[old] = l.tokens[old]
+		delete(l.tokens, old)
+	}
+	for name, old := range moves {
+		if lk := held[old]; lk != nil {
+			l.tokens[name] = lk
+		}
+	}
 }
 
 // drop releases locks taken for a reload that did not happen.

@@ -452,3 +452,26 @@ func TestRunReloadsTheConfigFile(t *testing.T) {
 		t.Errorf("no one-line summary of the change:\n%s", stderr)
 	}
 }
+
+// TestReloadRenamedPlatformKeepsItsTokenLock: renaming a platform keeps its
+// bot token; the lock this process holds moves with it rather than being
+// found held.
+func TestReloadRenamedPlatformKeepsItsTokenLock(t *testing.T) {
+	t.Parallel()
+	base := uniqueTokens(t, reloadBase)
+	r, ft, logs, path := newTestReloader(t, base)
+	writeFile(t, path, strings.ReplaceAll(base, `"tg2"`, `"tg3"`))
+	r.reload(context.Background(), "test")
+	reloads, _ := ft.snapshot()
+	if len(reloads) != 1 {
+		t.Fatalf("%d reloads; errors: %v", len(reloads), logs.records("Config reload failed; the running config stays"))
+	}
+	if len(reloads[0].Adapters) != 1 || reloads[0].Adapters[0].Name() != "tg3" || fmt.Sprint(reloads[0].Remove) != "[tg2]" {
+		t.Errorf("reload = %+v", reloads[0])
+	}
+	r.locks.mu.Lock()
+	defer r.locks.mu.Unlock()
+	if r.locks.tokens["tg3"] == nil || r.locks.tokens["tg2"] != nil {
+		t.Errorf("token locks by platform: %v", r.locks.tokens)
+	}
+}
