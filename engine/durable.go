@@ -24,9 +24,10 @@ import (
 // about), or an explicit cancel. Whatever is left when cc-connect dies is
 // replayed, in order, by the next start (recovery.go).
 //
-// What is journaled: user turns only. Commands act at once, except !new
-// and !resume, which wait in the FIFO but are not journaled: after a crash
-// the turns queued behind them run in the session they would have left.
+// What is journaled: user turns (!compact too, which is one), and !new and
+// !resume, which wait in the FIFO between turns: after a crash the turns
+// queued behind them still run in the session they chose. Other commands
+// act at once and are not journaled.
 
 // Texts of the durable path.
 const (
@@ -115,10 +116,42 @@ func (s *session) openInboxLocked() []workItem {
 	pending := in.Pending()
 	items := make([]workItem, 0, len(pending))
 	for i, en := range pending {
-		items = append(items, workItem{kind: itemTurn, msg: entryMessage(en), inboxID: en.ID, startedUUID: en.UUID,
-			recovered: i == 0})
+		it := workItem{kind: itemTurn, msg: entryMessage(en), inboxID: en.ID, startedUUID: en.UUID}
+		switch {
+		case en.Kind == kindNew:
+			it.kind = itemNew
+		case strings.HasPrefix(en.Kind, kindResume):
+			it.kind, it.resumeID = itemResume, strings.TrimPrefix(en.Kind, kindResume)
+		case en.Kind != "":
+			// Written by a newer cc-connect: keep it for that one.
+			s.log.Warn("Inbox entry of an unknown kind skipped", "kind", en.Kind, "message_id", en.ID)
+			continue
+		}
+		it.recovered = i == 0 && it.kind == itemTurn
+		items = append(items, it)
 	}
 	return items
+}
+
+// Entry kinds of the FIFO items other than turns; resume carries the
+// session id after the colon.
+const (
+	kindNew    = "new"
+	kindResume = "resume:"
+)
+
+// journaled reports whether a FIFO item goes through the inbox.
+func journaled(k itemKind) bool { return k == itemTurn || k == itemNew || k == itemResume }
+
+// entryKind is the inbox kind of an item.
+func entryKind(it workItem) string {
+	switch it.kind {
+	case itemNew:
+		return kindNew
+	case itemResume:
+		return kindResume + it.resumeID
+	}
+	return ""
 }
 
 // entryMessage rebuilds the message a journal entry was made from.
@@ -139,14 +172,15 @@ func (s *session) failClosedText(err error) string {
 	return b.String()
 }
 
-// journal appends a user turn to the inbox (s.mu held). It returns the
+// journalLocked appends a FIFO item to the inbox (s.mu held). It returns the
 // entry id, or the text to tell the user when the message is not accepted.
 // A duplicate (the same platform message already pending) is accepted as
 // that message: dup is true and nothing is queued again.
 //
 // When the journal had failed and now opens (an admin fixed it), the
 // entries it holds come back as reloaded, to be queued before m.
-func (s *session) journalLocked(m platform.Message) (id string, dup bool, refusal string, reloaded []workItem) {
+func (s *session) journalLocked(it workItem) (id string, dup bool, refusal string, reloaded []workItem) {
+	m := it.msg
 	if s.inbox == nil {
 		reloaded = s.openInboxLocked() // retry: an admin may have moved a bad file aside
 		if s.inbox == nil {
@@ -161,7 +195,7 @@ func (s *session) journalLocked(m platform.Message) (id string, dup bool, refusa
 		id = "local-" + uuid.NewString()
 	}
 	err := s.inbox.Append(inbox.Entry{ID: id, Target: m.Target, UserID: m.UserID, UserName: m.UserName,
-		Text: m.Text, Received: m.Received})
+		Text: m.Text, Received: m.Received, Kind: entryKind(it)})
 	switch {
 	case err == nil:
 		return id, false, "", reloaded

@@ -421,3 +421,28 @@ func TestRecoveryContinueFallsBackToMessage(t *testing.T) {
 		t.Errorf("claude received %+v, want the continuation in %s, then the message in a fresh session", got, sid)
 	}
 }
+
+// TestDurableNewKeepsItsPlaceAcrossRestart: a !new queued between turns is
+// journaled with them, so after a restart the turn behind it still runs in
+// the fresh session it asked for.
+func TestDurableNewKeepsItsPlaceAcrossRestart(t *testing.T) {
+	h, re := newRealHarness(t, nil, func(o *Options) { o.ShutdownGrace = 50 * time.Millisecond })
+	h.say("alice", "T1", "long [[HANG]]")
+	pollFor(t, "the hanging turn to reach claude", func() bool { return len(readRecord(t, re.record)) == 1 })
+	h.say("alice", "T1", "!new")
+	h.say("alice", "T1", "in the new one")
+	h.rec.waitSend(t, "Queued (position 2)")
+	h.stop()
+
+	h = h.restart()
+	h.rec.waitSend(t, "Started a new session")
+	h.rec.waitSend(t, "echo: in the new one")
+	h.waitIdle()
+	lines := readRecord(t, re.record)
+	if len(lines) != 2 || lines[1].Text != "in the new one" || lines[1].SessionID == lines[0].SessionID {
+		t.Errorf("record = %+v, want the last message alone in a fresh session", lines)
+	}
+	if fi, err := os.Stat(h.e.inboxPath(t1Key)); err != nil || fi.Size() != 0 {
+		t.Errorf("inbox after the replay: %v, %v; want empty", fi, err)
+	}
+}

@@ -200,10 +200,10 @@ func (s *session) enqueue(ctx context.Context, it workItem) error {
 	}
 	busy := s.state != stateIdle || len(s.queue) > 0
 	added := 1
-	if it.kind == itemTurn {
+	if journaled(it.kind) {
 		// On disk before the caller acknowledges the event or the user
 		// hears it is queued.
-		id, dup, refusal, reloaded := s.journalLocked(it.msg)
+		id, dup, refusal, reloaded := s.journalLocked(it)
 		s.queue = append(s.queue, reloaded...)
 		added = len(reloaded)
 		if refusal != "" || dup {
@@ -325,8 +325,10 @@ func (s *session) loop() {
 			s.runTurn(it)
 		case it.kind == itemNew:
 			s.doNew()
+			s.ack(it, inbox.AckResult)
 		case it.kind == itemResume:
 			s.doResume(it.resumeID)
+			s.ack(it, inbox.AckResult)
 		}
 		s.e.addBusy(-1)
 	}

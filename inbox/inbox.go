@@ -61,6 +61,10 @@ type Entry struct {
 	// started; "" while it waits. After a crash, finding it in the Claude
 	// Code transcript tells whether the CLI had received the message.
 	UUID string `json:"uuid,omitempty"`
+	// Kind is "" for a message to the agent; a caller that orders other
+	// work with the messages (a command that switches sessions) names it
+	// here, so that a replay keeps that order.
+	Kind string `json:"kind,omitempty"`
 }
 
 // Started reports whether the message was sent to claude.
