@@ -24,6 +24,7 @@ import (
 	"github.com/cc-connect/cc-connect/platform"
 	"github.com/cc-connect/cc-connect/platform/internal/backoff"
 	"github.com/cc-connect/cc-connect/platform/internal/coalesce"
+	"github.com/cc-connect/cc-connect/platform/internal/connstate"
 	"github.com/cc-connect/cc-connect/platform/internal/dedupe"
 	"github.com/cc-connect/cc-connect/platform/internal/permbutton"
 	"github.com/cc-connect/cc-connect/platform/internal/recent"
@@ -92,9 +93,9 @@ type Adapter struct {
 	disconnected chan struct{}
 	runCtx       context.Context // set by Run; event handlers stop with it
 
-	mu     sync.Mutex // guards status, obs and selfID
-	status string
-	obs    platform.Observer // set by SetObserver: connection errors and reconnects
+	state *connstate.State // for !status and the metrics
+
+	mu     sync.Mutex // guards selfID and runCtx
 	selfID string
 }
 
@@ -146,10 +147,10 @@ func New(cfg Config, log *slog.Logger) (*Adapter, error) {
 		prompts:        recent.New[postedPrompt](1024),
 		promptRefs:     permbutton.NewRefs(maxCustomID, 1024),
 		threads:        newThreadBook(4096),
+		state:          connstate.New(cfg.Name, "not started"),
 		events:         make(chan func(context.Context, platform.Handler), 256),
 		disconnected:   make(chan struct{}, 1),
 		runCtx:         context.Background(),
-		status:         "not started",
 	}
 	s, err := discordgo.New("Bot " + token)
 	if err != nil {
@@ -183,26 +184,14 @@ func (a *Adapter) Name() string { return a.cfg.Name }
 
 // Status reports the gateway state for !status.
 func (a *Adapter) Status() string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.status
+	return a.state.Get()
 }
 
-func (a *Adapter) setStatus(s string) {
-	a.mu.Lock()
-	old, obs := a.status, a.obs
-	a.status = s
-	a.mu.Unlock()
-	platform.ObserveStatus(obs, a.cfg.Name, old, s)
-}
+func (a *Adapter) setStatus(s string) { a.state.Set(s) }
 
 // SetObserver makes the adapter report connection errors and reconnects
 // to o (the metrics).
-func (a *Adapter) SetObserver(o platform.Observer) {
-	a.mu.Lock()
-	a.obs = o
-	a.mu.Unlock()
-}
+func (a *Adapter) SetObserver(o platform.Observer) { a.state.SetObserver(o) }
 
 func (a *Adapter) self() string {
 	a.mu.Lock()

@@ -23,6 +23,7 @@ import (
 	"github.com/cc-connect/cc-connect/platform"
 	"github.com/cc-connect/cc-connect/platform/internal/backoff"
 	"github.com/cc-connect/cc-connect/platform/internal/coalesce"
+	"github.com/cc-connect/cc-connect/platform/internal/connstate"
 	"github.com/cc-connect/cc-connect/platform/internal/dedupe"
 	"github.com/cc-connect/cc-connect/platform/internal/recent"
 )
@@ -91,9 +92,9 @@ type Adapter struct {
 	// sleep waits out rate limits and backoff; tests scale it down.
 	sleep func(ctx context.Context, d time.Duration) error
 
-	mu        sync.Mutex // guards the fields below
-	status    string
-	obs       platform.Observer // set by SetObserver: connection errors and reconnects
+	state *connstate.State // for !status and the metrics
+
+	mu        sync.Mutex // guards botUserID and botID
 	botUserID string
 	botID     string
 
@@ -172,7 +173,7 @@ func New(cfg Config, log *slog.Logger) (*Adapter, error) {
 		apiBase: base,
 		http:    hc,
 		sleep:   backoff.Sleep,
-		status:  "not started",
+		state:   connstate.New(cfg.Name, "not started"),
 		seen:    dedupe.New(8192, 30*time.Minute),
 		users:   newUserCache(),
 		edits:   coalesce.New(newEditPacer(cfg.EditsPerMinute, cfg.EditBurst, cfg.EditInterval)),
@@ -193,26 +194,14 @@ func (a *Adapter) Name() string { return a.cfg.Name }
 // Status reports the connection state: "connected", "connecting",
 // "reconnecting: <why>", or "stopped…".
 func (a *Adapter) Status() string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.status
+	return a.state.Get()
 }
 
-func (a *Adapter) setStatus(s string) {
-	a.mu.Lock()
-	old, obs := a.status, a.obs
-	a.status = s
-	a.mu.Unlock()
-	platform.ObserveStatus(obs, a.cfg.Name, old, s)
-}
+func (a *Adapter) setStatus(s string) { a.state.Set(s) }
 
 // SetObserver makes the adapter report connection errors and reconnects
 // to o (the metrics).
-func (a *Adapter) SetObserver(o platform.Observer) {
-	a.mu.Lock()
-	a.obs = o
-	a.mu.Unlock()
-}
+func (a *Adapter) SetObserver(o platform.Observer) { a.state.SetObserver(o) }
 
 func (a *Adapter) identity() (userID, botID string) {
 	a.mu.Lock()

@@ -24,6 +24,7 @@ import (
 	"github.com/cc-connect/cc-connect/platform"
 	"github.com/cc-connect/cc-connect/platform/internal/backoff"
 	"github.com/cc-connect/cc-connect/platform/internal/coalesce"
+	"github.com/cc-connect/cc-connect/platform/internal/connstate"
 	"github.com/cc-connect/cc-connect/platform/internal/dedupe"
 	"github.com/cc-connect/cc-connect/platform/internal/permbutton"
 	"github.com/cc-connect/cc-connect/platform/internal/recent"
@@ -79,10 +80,10 @@ type Adapter struct {
 	// was already replaced must not clear its successor.
 	reactions *recent.Map[string]
 
-	mu     sync.Mutex // guards status, obs and self
-	status string
-	obs    platform.Observer // set by SetObserver: connection errors and reconnects
-	self   tgbotapi.User
+	state *connstate.State // for !status and the metrics
+
+	mu   sync.Mutex // guards self
+	self tgbotapi.User
 }
 
 var (
@@ -145,7 +146,7 @@ func New(cfg Config, log *slog.Logger) (*Adapter, error) {
 		prompts:             recent.New[string](1024),
 		promptRefs:          permbutton.NewRefs(maxCallbackData, 1024),
 		reactions:           recent.New[string](4096),
-		status:              "not started",
+		state:               connstate.New(cfg.Name, "not started"),
 	}, nil
 }
 
@@ -154,26 +155,14 @@ func (a *Adapter) Name() string { return a.cfg.Name }
 
 // Status reports the polling state for !status.
 func (a *Adapter) Status() string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.status
+	return a.state.Get()
 }
 
-func (a *Adapter) setStatus(s string) {
-	a.mu.Lock()
-	old, obs := a.status, a.obs
-	a.status = s
-	a.mu.Unlock()
-	platform.ObserveStatus(obs, a.cfg.Name, old, s)
-}
+func (a *Adapter) setStatus(s string) { a.state.Set(s) }
 
 // SetObserver makes the adapter report connection errors and reconnects
 // to o (the metrics).
-func (a *Adapter) SetObserver(o platform.Observer) {
-	a.mu.Lock()
-	a.obs = o
-	a.mu.Unlock()
-}
+func (a *Adapter) SetObserver(o platform.Observer) { a.state.SetObserver(o) }
 
 func (a *Adapter) botUser() tgbotapi.User {
 	a.mu.Lock()
