@@ -293,3 +293,47 @@ func TestReloadRestartsOnlyTheChangedAdapter(t *testing.T) {
 	h.say("alice", "T1", "still here")
 	h.rec.waitSend(t, "echo: still here")
 }
+
+func TestNotifyAdminsOncePerPlatform(t *testing.T) {
+	h := newHarness(t, nil)
+	h.say("alice", "T1", "older")
+	h.rec.waitSend(t, "echo: older")
+	h.waitIdle()
+	h.say("alice", "T2", "newer")
+	h.rec.waitSend(t, "echo: newer")
+	h.waitIdle()
+
+	told := h.e.NotifyAdmins(context.Background(), "the config has errors.")
+	if fmt.Sprint(told) != "[fake]" {
+		t.Errorf("told %v, want [fake]", told)
+	}
+	notices := h.rec.kinds("send")
+	var got []recorded
+	for _, c := range notices {
+		if strings.Contains(c.Text, "the config has errors") {
+			got = append(got, c)
+		}
+	}
+	if len(got) != 1 || got[0].To.Thread != "T2" || !strings.HasPrefix(got[0].Text, "Admins (alice): ") {
+		t.Errorf("notices %s, want one in T2 addressed to alice", dump(got))
+	}
+}
+
+func TestReloadWorkspaceChangeOfIdleConversation(t *testing.T) {
+	h := reloadHarness(t)
+	newWS := t.TempDir()
+	h.say("alice", "T1", "first")
+	h.rec.waitSend(t, "echo: first")
+	h.waitIdle()
+	h.reload(Reload{Bindings: h.bindingsWith(func(bs []Binding) []Binding {
+		bs[0].Workspace = newWS
+		return bs
+	})})
+	h.rec.waitSend(t, "your next message starts a new session there")
+	h.logs.waitRecords(t, "Conversation ended after a config change; its next message starts a new session", 1)
+	h.say("alice", "T1", "second")
+	h.rec.waitSend(t, "echo: second")
+	if s := h.fa.spawnsSnapshot(); len(s) != 2 || s[1].Dir != newWS || s[1].ResumeID != "" {
+		t.Errorf("spawns %+v, want a fresh session in %s", s, newWS)
+	}
+}
