@@ -207,6 +207,9 @@ func (s *session) retireIfStale() bool {
 	}
 	s.closed = true
 	s.mu.Unlock()
+	// Closed before the conversation leaves the map, so its next
+	// session opens the journal only after this one let go of it.
+	s.closeInbox()
 	if m.workspace != "" {
 		// Claude Code keeps sessions per folder: the old id cannot be
 		// resumed in the new workspace. Saved while e.mu is held, so the
