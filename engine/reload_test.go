@@ -337,3 +337,25 @@ func TestReloadWorkspaceChangeOfIdleConversation(t *testing.T) {
 		t.Errorf("spawns %+v, want a fresh session in %s", s, newWS)
 	}
 }
+
+// TestReloadReplacedAdapterServesTheNextSession: after a credential
+// change replaced the platform's adapter, the conversation's next message
+// is answered through the new adapter, resuming the same session.
+func TestReloadReplacedAdapterServesTheNextSession(t *testing.T) {
+	h := reloadHarness(t)
+	h.say("alice", "T1", "before")
+	h.rec.waitSend(t, "echo: before")
+	h.waitIdle()
+
+	fresh := newFakePlatform("fake")
+	h.reload(Reload{Bindings: h.opts.Bindings, Adapters: []platform.Adapter{richPlatform{fresh}}})
+	h.logs.waitRecords(t, "Conversation ended after a config change; its next message starts a new session", 1)
+	h.say("alice", "T1", "after")
+	fresh.waitSend(t, "echo: after")
+	if n := len(h.rec.sends("echo: after")); n != 0 {
+		t.Error("the reply went through the replaced adapter")
+	}
+	if s := h.fa.spawnsSnapshot(); len(s) != 2 || s[1].ResumeID == "" {
+		t.Errorf("spawns %+v, want the session resumed", s)
+	}
+}
