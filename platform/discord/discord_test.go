@@ -15,6 +15,7 @@ import (
 
 	"github.com/cc-connect/cc-connect/platform"
 	"github.com/cc-connect/cc-connect/platform/internal/coalesce"
+	"github.com/cc-connect/cc-connect/platform/internal/platformtest"
 )
 
 func TestNewValidates(t *testing.T) {
@@ -50,7 +51,7 @@ func TestIdentifyAndRouting(t *testing.T) {
 	f.channels["C1"] = `{"id":"C1","type":0,"guild_id":"G1"}`
 	f.channels["T1"] = `{"id":"T1","type":11,"guild_id":"G1","parent_id":"C1"}`
 	a := newTestAdapter(t, f, nil)
-	h := newFakeHandler()
+	h := platformtest.NewHandler()
 	runConnected(t, f, a, h)
 
 	id := f.frame()
@@ -105,7 +106,7 @@ func TestIdentifyAndRouting(t *testing.T) {
 		if tt.want == nil {
 			continue
 		}
-		got := h.message(t)
+		got := h.Message(t)
 		w := *tt.want
 		w.Type, w.Target.Platform = "discord", "dc-test"
 		if got.ID != w.ID || got.Target != w.Target || got.Text != w.Text || got.IsDM != w.IsDM ||
@@ -114,7 +115,7 @@ func TestIdentifyAndRouting(t *testing.T) {
 			t.Errorf("%s:\n got %+v\nwant %+v", tt.name, got, w)
 		}
 	}
-	if got := h.message(t); got.Text != "sentinel" {
+	if got := h.Message(t); got.Text != "sentinel" {
 		t.Fatalf("a filtered message reached the handler: %+v", got)
 	}
 	if s := a.Status(); s != "connected" {
@@ -126,7 +127,7 @@ func TestOwnRoleMention(t *testing.T) {
 	f := newFakeDiscord(t)
 	f.channels["C1"] = `{"id":"C1","type":0,"guild_id":"G1"}`
 	a := newTestAdapter(t, f, nil)
-	h := newFakeHandler()
+	h := platformtest.NewHandler()
 	runConnected(t, f, a, h)
 	f.dispatch("GUILD_CREATE", map[string]any{
 		"id": "G1", "name": "team",
@@ -147,7 +148,7 @@ func TestOwnRoleMention(t *testing.T) {
 	}
 	for i, tt := range tests {
 		f.dispatch("MESSAGE_CREATE", msgEvent(fmt.Sprint(10+i), "C1", "G1", "7", tt.content, map[string]any{"mention_roles": []any{tt.roles}}))
-		m := h.message(t)
+		m := h.Message(t)
 		if m.Text != tt.want || m.Mentioned != tt.mentioned {
 			t.Errorf("%q: got text %q mentioned %v, want %q %v", tt.content, m.Text, m.Mentioned, tt.want, tt.mentioned)
 		}
@@ -158,11 +159,11 @@ func TestThreadPerMessage(t *testing.T) {
 	f := newFakeDiscord(t)
 	f.channels["C1"] = `{"id":"C1","type":0,"guild_id":"G1"}`
 	a := newTestAdapter(t, f, func(c *Config) { c.ThreadPerMessage = true })
-	h := newFakeHandler()
+	h := platformtest.NewHandler()
 	runConnected(t, f, a, h)
 
 	f.dispatch("MESSAGE_CREATE", msgEvent("42", "C1", "G1", "7", "Fix the flaky test\nin pkg/x", nil))
-	m := h.message(t)
+	m := h.Message(t)
 	if m.Target != (platform.Target{Platform: "dc-test", Channel: "C1", Thread: "42", MessageID: "42"}) {
 		t.Fatalf("target = %+v, want a thread named after the message", m.Target)
 	}
@@ -255,7 +256,7 @@ func TestSendSplitsAndWaitsOutRateLimit(t *testing.T) {
 func TestPermissionButtons(t *testing.T) {
 	f := newFakeDiscord(t)
 	a := newTestAdapter(t, f, nil)
-	h := newFakeHandler()
+	h := platformtest.NewHandler()
 	runConnected(t, f, a, h)
 
 	for _, reqID := range []string{"6088ef75-df8e-4e17-9492-87e166cd0d56", strings.Repeat("r", 120)} {
@@ -293,7 +294,7 @@ func TestPermissionButtons(t *testing.T) {
 		}
 		var act platform.Action
 		select {
-		case act = <-h.actions:
+		case act = <-h.Actions:
 		case <-time.After(10 * time.Second):
 			t.Fatal("no action")
 		}
@@ -316,13 +317,13 @@ func TestPermissionButtons(t *testing.T) {
 func TestReconnectResumes(t *testing.T) {
 	f := newFakeDiscord(t)
 	a := newTestAdapter(t, f, nil)
-	h := newFakeHandler()
+	h := platformtest.NewHandler()
 	runConnected(t, f, a, h)
 	if fr := f.frame(); fr.Op != 2 {
 		t.Fatalf("first frame op %d", fr.Op)
 	}
 	f.dispatch("MESSAGE_CREATE", msgEvent("1", "D1", "", "8", "before", nil))
-	if m := h.message(t); m.Text != "before" {
+	if m := h.Message(t); m.Text != "before" {
 		t.Fatal(m.Text)
 	}
 
@@ -333,7 +334,7 @@ func TestReconnectResumes(t *testing.T) {
 	}
 	f.waitConnected()
 	f.dispatch("MESSAGE_CREATE", msgEvent("2", "D1", "", "8", "after", nil))
-	if m := h.message(t); m.Text != "after" {
+	if m := h.Message(t); m.Text != "after" {
 		t.Fatal(m.Text)
 	}
 	// Status has no event of its own; poll it briefly.
@@ -352,7 +353,7 @@ func TestHeartbeats(t *testing.T) {
 	f := newFakeDiscord(t)
 	f.noAck = 1
 	a := newTestAdapter(t, f, nil)
-	runConnected(t, f, a, newFakeHandler())
+	runConnected(t, f, a, platformtest.NewHandler())
 	if fr := f.frame(); fr.Op != 2 {
 		t.Fatalf("first frame op %d", fr.Op)
 	}
@@ -384,7 +385,7 @@ func TestSilentGatewayIsRetried(t *testing.T) {
 	f.silent = 1
 	a := newTestAdapter(t, f, nil)
 	a.conns.openTimeout = 200 * time.Millisecond
-	runConnected(t, f, a, newFakeHandler())
+	runConnected(t, f, a, platformtest.NewHandler())
 	if fr := f.frame(); fr.Op != 2 {
 		t.Fatalf("after a silent gateway the client sent op %d, want IDENTIFY", fr.Op)
 	}
@@ -407,7 +408,7 @@ func TestGatewayRefusals(t *testing.T) {
 			a := newTestAdapter(t, f, func(c *Config) { c.Token = tt.token })
 			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 			defer cancel()
-			err := a.Run(ctx, newFakeHandler())
+			err := a.Run(ctx, platformtest.NewHandler())
 			if !errors.Is(err, tt.want) {
 				t.Fatalf("Run = %v, want %v", err, tt.want)
 			}
@@ -427,14 +428,14 @@ func TestTypingEditAttachments(t *testing.T) {
 	f.files["/files/notes.txt"] = "hello"
 	a := newTestAdapter(t, f, nil)
 	a.edits = coalesce.New(coalesce.NewInterval(time.Millisecond))
-	h := newFakeHandler()
+	h := platformtest.NewHandler()
 	runConnected(t, f, a, h)
 	ctx := context.Background()
 
 	f.dispatch("MESSAGE_CREATE", msgEvent("3", "T1", "G1", "7", "see file", map[string]any{"attachments": []any{
 		map[string]any{"id": "att1", "filename": "notes.txt", "size": 5, "content_type": "text/plain", "url": f.srv.URL + "/files/notes.txt"},
 	}}))
-	m := h.message(t)
+	m := h.Message(t)
 	if len(m.Attachments) != 1 || m.Attachments[0].Name != "notes.txt" || m.Attachments[0].Size != 5 {
 		t.Fatalf("attachments = %+v", m.Attachments)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/cc-connect/cc-connect/platform"
+	"github.com/cc-connect/cc-connect/platform/internal/platformtest"
 )
 
 const (
@@ -331,37 +332,6 @@ func (f *fakeDiscord) next(method, pathPrefix string) restCall {
 	}
 }
 
-// fakeHandler records what the adapter hands to the engine.
-type fakeHandler struct {
-	msgs    chan platform.Message
-	actions chan platform.Action
-}
-
-func newFakeHandler() *fakeHandler {
-	return &fakeHandler{msgs: make(chan platform.Message, 100), actions: make(chan platform.Action, 100)}
-}
-
-func (h *fakeHandler) HandleMessage(_ context.Context, m platform.Message) error {
-	h.msgs <- m
-	return nil
-}
-
-func (h *fakeHandler) HandleAction(_ context.Context, a platform.Action) error {
-	h.actions <- a
-	return nil
-}
-
-func (h *fakeHandler) message(t *testing.T) platform.Message {
-	t.Helper()
-	select {
-	case m := <-h.msgs:
-		return m
-	case <-time.After(10 * time.Second):
-		t.Fatal("no message reached the handler")
-	}
-	return platform.Message{}
-}
-
 func newTestAdapter(t *testing.T, f *fakeDiscord, mod func(*Config)) *Adapter {
 	t.Helper()
 	cfg := Config{Name: "dc-test", Token: testToken, APIURL: f.srv.URL}
@@ -382,20 +352,7 @@ func newTestAdapter(t *testing.T, f *fakeDiscord, mod func(*Config)) *Adapter {
 // waits for the first handshake.
 func runConnected(t *testing.T, f *fakeDiscord, a *Adapter, h platform.Handler) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx, h) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("Run returned %v after cancel", err)
-			}
-		case <-time.After(15 * time.Second):
-			t.Error("Run did not return after cancel")
-		}
-	})
+	platformtest.Run(t, 15*time.Second, func(ctx context.Context) error { return a.Run(ctx, h) })
 	f.waitConnected()
 }
 

@@ -15,6 +15,8 @@ import (
 )
 
 // recorder is a platform.Handler that hands every message to the test.
+// Unlike platformtest.Handler it can refuse messages (err) and refuses
+// button presses, as the engine does for a terminal, which has none.
 type recorder struct {
 	msgs chan platform.Message
 	err  error // returned by HandleMessage

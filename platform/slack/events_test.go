@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cc-connect/cc-connect/platform"
+	"github.com/cc-connect/cc-connect/platform/internal/platformtest"
 )
 
 func TestRoutingAndMentions(t *testing.T) {
@@ -78,7 +79,7 @@ func TestRoutingAndMentions(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			e.t = t
 			e.deliver("EvRoute"+string(rune('A'+i)), 0, tt.event)
-			m := e.rec.nextMsg(t)
+			m := e.rec.Message(t)
 			ch, ts := tt.event["channel"].(string), tt.event["ts"].(string)
 			want := platform.Target{Platform: "slack-test", Channel: ch, Thread: tt.wantThread, MessageID: ts}
 			if m.Target != want {
@@ -115,7 +116,7 @@ func TestDedupe(t *testing.T) {
 	ev := msgEvent("C1", "1700000010.000100", "U1", "once", nil)
 	e.deliver("EvRetry", 0, ev)
 	e.deliver("EvRetry", 1, ev)
-	if m := e.rec.nextMsg(t); m.Text != "once" {
+	if m := e.rec.Message(t); m.Text != "once" {
 		t.Fatalf("got %q", m.Text)
 	}
 	e.sentinel("1700000010.900000")
@@ -139,7 +140,7 @@ func TestDedupe(t *testing.T) {
 			}
 			e.deliver("EvPairA"+ts, 0, pair[0])
 			e.deliver("EvPairB"+ts, 0, pair[1])
-			m := e.rec.nextMsg(t)
+			m := e.rec.Message(t)
 			if !m.Mentioned || m.Text != "deploy" || m.ID != "C1:"+ts {
 				t.Errorf("got %+v, want one mentioned message C1:%s", m, ts)
 			}
@@ -178,7 +179,7 @@ func TestFiltering(t *testing.T) {
 		"subtype": "file_share",
 		"files":   []any{map[string]any{"id": "F1", "name": "a.txt", "mimetype": "text/plain", "size": 3, "url_private_download": e.f.srv.URL + "/files/F1/a.txt"}},
 	}))
-	m := e.rec.nextMsg(t)
+	m := e.rec.Message(t)
 	if m.Text != "see file" || len(m.Attachments) != 1 {
 		t.Fatalf("file_share message = %+v", m)
 	}
@@ -215,7 +216,7 @@ func TestFileDownload(t *testing.T) {
 			map[string]any{"id": "F3", "name": "evil.txt", "mimetype": "text/plain", "url_private_download": "https://attacker.example/steal"},
 		},
 	}))
-	m := e.rec.nextMsg(t)
+	m := e.rec.Message(t)
 	if len(m.Attachments) != 2 {
 		t.Fatalf("got %d attachments, want 2 (tombstone skipped)", len(m.Attachments))
 	}
@@ -302,7 +303,7 @@ func TestButtonsToActionAndResolution(t *testing.T) {
 		want   platform.Choice
 	}{{"cc_perm_allow", platform.ChoiceAllow}, {"cc_perm_always", platform.ChoiceAlwaysAllow}, {"cc_perm_deny", platform.ChoiceDeny}} {
 		press("env-"+c.action, c.action)
-		got := e.rec.nextAction(t)
+		got := e.rec.Action(t)
 		want := platform.Action{Target: prompt, UserID: "U1", UserName: "ann", RequestID: "req-7", Choice: c.want}
 		if got != want {
 			t.Errorf("action = %+v, want %+v", got, want)
@@ -330,7 +331,7 @@ func TestReconnectAfterDrop(t *testing.T) {
 	e.conn = e.f.waitConn(2)
 	e.logs.waitFor(t, "Slack reconnecting")
 	e.deliver("EvAfter", 0, msgEvent("C1", "1700000600.000100", "U1", "after reconnect", nil))
-	if m := e.rec.nextMsg(t); m.Text != "after reconnect" {
+	if m := e.rec.Message(t); m.Text != "after reconnect" {
 		t.Errorf("got %q", m.Text)
 	}
 	e.logs.waitFor(t, "Slack connected")
@@ -344,7 +345,7 @@ func TestReconnectAfterDrop(t *testing.T) {
 	}
 	e.conn = e.f.waitConn(3)
 	e.deliver("EvAfterRefresh", 0, msgEvent("C1", "1700000601.000100", "U1", "after refresh", nil))
-	if m := e.rec.nextMsg(t); m.Text != "after refresh" {
+	if m := e.rec.Message(t); m.Text != "after refresh" {
 		t.Errorf("got %q", m.Text)
 	}
 }
@@ -357,7 +358,7 @@ func TestBadTokenStopsRun(t *testing.T) {
 	a, _, _ := newAdapter(t, testConfig(f))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	err := a.Run(ctx, newRecorder())
+	err := a.Run(ctx, platformtest.NewHandler())
 	if err == nil || !strings.Contains(err.Error(), "invalid_auth") {
 		t.Fatalf("Run = %v, want invalid_auth", err)
 	}
@@ -377,7 +378,7 @@ func TestBadAppTokenStopsRun(t *testing.T) {
 	a, _, _ := newAdapter(t, testConfig(f))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := a.Run(ctx, newRecorder()); err == nil || !strings.Contains(err.Error(), "invalid_auth") {
+	if err := a.Run(ctx, platformtest.NewHandler()); err == nil || !strings.Contains(err.Error(), "invalid_auth") {
 		t.Fatalf("Run = %v, want invalid_auth", err)
 	}
 }
@@ -389,7 +390,7 @@ func TestUnreachableSlackRetriesUntilCancel(t *testing.T) {
 	a, _, sleeps := newAdapter(t, cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx, newRecorder()) }()
+	go func() { done <- a.Run(ctx, platformtest.NewHandler()) }()
 	// Three backoff waits prove it keeps trying, within its bounds.
 	for range 3 {
 		select {
@@ -441,7 +442,7 @@ func TestConnectFailuresBackOffWithJitter(t *testing.T) {
 		t.Errorf("the failure reason is not logged:\n%s", e.logs.all())
 	}
 	e.deliver("EvAfterOutage", 0, msgEvent("C1", "1700000700.000100", "U1", "back", nil))
-	if m := e.rec.nextMsg(t); m.Text != "back" {
+	if m := e.rec.Message(t); m.Text != "back" {
 		t.Errorf("got %q", m.Text)
 	}
 }
@@ -454,7 +455,7 @@ func TestStatusDuringOutage(t *testing.T) {
 	a, logs, sleeps := newAdapter(t, testConfig(f))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx, newRecorder()) }()
+	go func() { done <- a.Run(ctx, platformtest.NewHandler()) }()
 	defer func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -488,7 +489,7 @@ func TestUserNameLookupFailureIsRememberedBriefly(t *testing.T) {
 	e.f.mu.Unlock()
 	for i := range 2 {
 		e.deliver(fmt.Sprintf("EvNoName%d", i), 0, msgEvent("C1", fmt.Sprintf("1700000900.00010%d", i), "U7", "hi", nil))
-		if m := e.rec.nextMsg(t); m.UserName != "" || m.UserID != "U7" {
+		if m := e.rec.Message(t); m.UserName != "" || m.UserID != "U7" {
 			t.Errorf("UserID, UserName = %q, %q", m.UserID, m.UserName)
 		}
 	}
@@ -504,12 +505,12 @@ func unJSON(s string) string {
 
 // blockingHandler holds every message until release is closed.
 type blockingHandler struct {
-	*recorder
+	*platformtest.Handler
 	release chan struct{}
 }
 
 func (b blockingHandler) HandleMessage(ctx context.Context, m platform.Message) error {
-	b.msgs <- m
+	b.Msgs <- m
 	select {
 	case <-b.release:
 	case <-ctx.Done():
@@ -520,7 +521,7 @@ func (b blockingHandler) HandleMessage(ctx context.Context, m platform.Message) 
 func TestAckDoesNotWaitForHandling(t *testing.T) {
 	f := newFakeSlack(t)
 	a, logs, _ := newAdapter(t, testConfig(f))
-	h := blockingHandler{recorder: newRecorder(), release: make(chan struct{})}
+	h := blockingHandler{Handler: platformtest.NewHandler(), release: make(chan struct{})}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx, h) }()
@@ -530,9 +531,9 @@ func TestAckDoesNotWaitForHandling(t *testing.T) {
 			t.Errorf("Run = %v", err)
 		}
 	}()
-	e := &env{t: t, a: a, f: f, rec: h.recorder, logs: logs, conn: f.waitConn(1)}
+	e := &env{t: t, a: a, f: f, rec: h.Handler, logs: logs, conn: f.waitConn(1)}
 	e.deliver("EvSlow1", 0, msgEvent("C1", "1700000800.000100", "U1", "slow", nil))
-	if m := h.nextMsg(t); m.Text != "slow" {
+	if m := h.Message(t); m.Text != "slow" {
 		t.Fatalf("got %q", m.Text)
 	}
 	// The engine is still busy with the first message; the next envelopes
@@ -542,7 +543,7 @@ func TestAckDoesNotWaitForHandling(t *testing.T) {
 	}
 	close(h.release)
 	for range 5 {
-		if m := h.nextMsg(t); m.Text != "queued" {
+		if m := h.Message(t); m.Text != "queued" {
 			t.Errorf("got %q", m.Text)
 		}
 	}

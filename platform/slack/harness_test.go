@@ -8,51 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cc-connect/cc-connect/platform"
 	"github.com/cc-connect/cc-connect/platform/internal/backoff"
+	"github.com/cc-connect/cc-connect/platform/internal/platformtest"
 )
-
-// recorder is the engine side: it records what the adapter hands over.
-type recorder struct {
-	msgs    chan platform.Message
-	actions chan platform.Action
-}
-
-func newRecorder() *recorder {
-	return &recorder{msgs: make(chan platform.Message, 100), actions: make(chan platform.Action, 100)}
-}
-
-func (r *recorder) HandleMessage(_ context.Context, m platform.Message) error {
-	r.msgs <- m
-	return nil
-}
-
-func (r *recorder) HandleAction(_ context.Context, a platform.Action) error {
-	r.actions <- a
-	return nil
-}
-
-func (r *recorder) nextMsg(t *testing.T) platform.Message {
-	t.Helper()
-	select {
-	case m := <-r.msgs:
-		return m
-	case <-time.After(10 * time.Second):
-		t.Fatal("timed out waiting for a message")
-		return platform.Message{}
-	}
-}
-
-func (r *recorder) nextAction(t *testing.T) platform.Action {
-	t.Helper()
-	select {
-	case a := <-r.actions:
-		return a
-	case <-time.After(10 * time.Second):
-		t.Fatal("timed out waiting for an action")
-		return platform.Action{}
-	}
-}
 
 // logSink collects log messages so tests can wait for one.
 type logSink struct {
@@ -109,7 +67,7 @@ type env struct {
 	t      *testing.T
 	a      *Adapter
 	f      *fakeSlack
-	rec    *recorder
+	rec    *platformtest.Handler
 	logs   *logSink
 	conn   *fakeConn
 	sleeps chan time.Duration // every wait the adapter asked for
@@ -160,24 +118,14 @@ func startEnv(t *testing.T) *env {
 func startEnvWith(t *testing.T, f *fakeSlack, cfg Config) *env {
 	t.Helper()
 	a, logs, sleeps := newAdapter(t, cfg)
-	e := &env{t: t, a: a, f: f, rec: newRecorder(), logs: logs, sleeps: sleeps}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx, e.rec) }()
+	e := &env{t: t, a: a, f: f, rec: platformtest.NewHandler(), logs: logs, sleeps: sleeps}
+	// Cleanups run last first: this one runs once Run below has returned.
 	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("Run returned %v after cancel, want nil", err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Error("Run did not return after cancel")
-		}
 		if got := a.Status(); got != "stopped" {
 			t.Errorf("Status after stop = %q, want stopped", got)
 		}
 	})
+	platformtest.Run(t, 10*time.Second, func(ctx context.Context) error { return a.Run(ctx, e.rec) })
 	e.conn = f.waitConn(1)
 	logs.waitFor(t, "Slack connected")
 	return e
@@ -200,7 +148,7 @@ func (e *env) deliver(eventID string, retry int, event map[string]any) {
 func (e *env) sentinel(ts string) {
 	e.t.Helper()
 	e.deliver("EvSentinel"+ts, 0, msgEvent("CSENT", ts, "U1", "sentinel", nil))
-	m := e.rec.nextMsg(e.t)
+	m := e.rec.Message(e.t)
 	if m.Text != "sentinel" || m.Target.Channel != "CSENT" {
 		e.t.Fatalf("got unexpected message before the sentinel: %+v", m)
 	}

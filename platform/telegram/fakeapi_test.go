@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cc-connect/cc-connect/platform"
+	"github.com/cc-connect/cc-connect/platform/internal/platformtest"
 )
 
 const testToken = "123456:TEST-secret-token"
@@ -185,37 +186,6 @@ func (f *fakeAPI) next(method string) apiCall {
 	}
 }
 
-// fakeHandler records what the adapter hands to the engine.
-type fakeHandler struct {
-	msgs    chan platform.Message
-	actions chan platform.Action
-}
-
-func newFakeHandler() *fakeHandler {
-	return &fakeHandler{msgs: make(chan platform.Message, 100), actions: make(chan platform.Action, 100)}
-}
-
-func (h *fakeHandler) HandleMessage(_ context.Context, m platform.Message) error {
-	h.msgs <- m
-	return nil
-}
-
-func (h *fakeHandler) HandleAction(_ context.Context, a platform.Action) error {
-	h.actions <- a
-	return nil
-}
-
-func (h *fakeHandler) message(t *testing.T) platform.Message {
-	t.Helper()
-	select {
-	case m := <-h.msgs:
-		return m
-	case <-time.After(10 * time.Second):
-		t.Fatal("no message reached the handler")
-	}
-	return platform.Message{}
-}
-
 // newTestAdapter builds an adapter against f with fast retries.
 func newTestAdapter(t *testing.T, f *fakeAPI, mod func(*Config)) *Adapter {
 	t.Helper()
@@ -237,20 +207,7 @@ func newTestAdapter(t *testing.T, f *fakeAPI, mod func(*Config)) *Adapter {
 // runAdapter runs a until the test ends and checks that Run returns nil.
 func runAdapter(t *testing.T, a *Adapter, h platform.Handler) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx, h) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("Run returned %v after cancel", err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Error("Run did not return after cancel")
-		}
-	})
+	platformtest.Run(t, 10*time.Second, func(ctx context.Context) error { return a.Run(ctx, h) })
 }
 
 // update builds a raw message update.

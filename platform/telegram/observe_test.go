@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/cc-connect/cc-connect/platform"
+	"github.com/cc-connect/cc-connect/platform/internal/platformtest"
 )
 
 // countObserver counts what an adapter reports.
@@ -35,12 +36,12 @@ func TestObserverCountsConflictAndRecovery(t *testing.T) {
 	obs := &countObserver{errors: map[string]int{}, reconnects: map[string]int{}}
 	a.SetObserver(obs)
 	f.override("getUpdates", 409, `{"ok":false,"error_code":409,"description":"Conflict: terminated by other getUpdates request"}`)
-	h := newFakeHandler()
+	h := platformtest.NewHandler()
 	runAdapter(t, a, h)
 	f.next("getUpdates") // the refused poll
 	f.next("getUpdates") // the retry, after the status was set
 	f.feed(update(1, map[string]any{"message_id": 1, "date": 1, "chat": map[string]any{"id": 42, "type": "private"}, "from": user(7, "alice", false), "text": "back"}))
-	h.message(t)
+	h.Message(t)
 	f.next("getUpdates")
 	obs.mu.Lock()
 	defer obs.mu.Unlock()

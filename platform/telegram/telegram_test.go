@@ -15,6 +15,7 @@ import (
 	"unicode/utf16"
 
 	"github.com/cc-connect/cc-connect/platform"
+	"github.com/cc-connect/cc-connect/platform/internal/platformtest"
 )
 
 func TestNewValidates(t *testing.T) {
@@ -126,7 +127,7 @@ func TestRouting(t *testing.T) {
 
 	f := newFakeAPI(t)
 	a := newTestAdapter(t, f, nil)
-	h := newFakeHandler()
+	h := platformtest.NewHandler()
 	var batch []string
 	for i, tt := range tests {
 		batch = append(batch, update(1000+i, tt.msg))
@@ -140,7 +141,7 @@ func TestRouting(t *testing.T) {
 		if tt.want == nil {
 			continue
 		}
-		got := h.message(t)
+		got := h.Message(t)
 		w := *tt.want
 		w.Type = "telegram"
 		w.Target.Platform = "tg-test"
@@ -151,7 +152,7 @@ func TestRouting(t *testing.T) {
 			t.Errorf("%s:\n got %+v\nwant %+v", tt.name, got, w)
 		}
 	}
-	if got := h.message(t); got.Text != "sentinel" {
+	if got := h.Message(t); got.Text != "sentinel" {
 		t.Fatalf("a filtered message reached the handler: %+v", got)
 	}
 	// The offset acknowledges everything handled.
@@ -166,17 +167,17 @@ func TestRouting(t *testing.T) {
 func TestDuplicateUpdatesRunOnce(t *testing.T) {
 	f := newFakeAPI(t)
 	a := newTestAdapter(t, f, nil)
-	h := newFakeHandler()
+	h := platformtest.NewHandler()
 	chat := map[string]any{"id": 42, "type": "private"}
 	u := update(5, map[string]any{"message_id": 1, "date": 1, "chat": chat, "from": user(7, "alice", false), "text": "once"})
 	f.feed(u, u)
 	f.feed(u)
 	f.feed(update(6, map[string]any{"message_id": 2, "date": 1, "chat": chat, "from": user(7, "alice", false), "text": "next"}))
 	runAdapter(t, a, h)
-	if m := h.message(t); m.Text != "once" {
+	if m := h.Message(t); m.Text != "once" {
 		t.Fatalf("first message = %q", m.Text)
 	}
-	if m := h.message(t); m.Text != "next" {
+	if m := h.Message(t); m.Text != "next" {
 		t.Fatalf("a duplicate update ran again: %q", m.Text)
 	}
 }
@@ -282,7 +283,7 @@ func TestConflictIsReported(t *testing.T) {
 	f := newFakeAPI(t)
 	a := newTestAdapter(t, f, nil)
 	f.override("getUpdates", 409, `{"ok":false,"error_code":409,"description":"Conflict: terminated by other getUpdates request; make sure that only one bot instance is running"}`)
-	h := newFakeHandler()
+	h := platformtest.NewHandler()
 	runAdapter(t, a, h)
 	f.next("getUpdates") // the refused poll
 	f.next("getUpdates") // the retry, after the status was set
@@ -291,7 +292,7 @@ func TestConflictIsReported(t *testing.T) {
 	}
 	// Once the other poller is gone, polling recovers.
 	f.feed(update(1, map[string]any{"message_id": 1, "date": 1, "chat": map[string]any{"id": 42, "type": "private"}, "from": user(7, "alice", false), "text": "back"}))
-	if m := h.message(t); m.Text != "back" {
+	if m := h.Message(t); m.Text != "back" {
 		t.Fatalf("got %q", m.Text)
 	}
 	f.next("getUpdates")
@@ -307,7 +308,7 @@ func TestUnauthorizedEndsRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = a.Run(context.Background(), newFakeHandler())
+	err = a.Run(context.Background(), platformtest.NewHandler())
 	if !errors.Is(err, ErrUnauthorized) {
 		t.Fatalf("Run = %v, want ErrUnauthorized", err)
 	}
@@ -320,7 +321,7 @@ func TestRevokedTokenEndsRun(t *testing.T) {
 	f := newFakeAPI(t)
 	a := newTestAdapter(t, f, nil)
 	f.override("getUpdates", 401, `{"ok":false,"error_code":401,"description":"Unauthorized"}`)
-	err := a.Run(context.Background(), newFakeHandler())
+	err := a.Run(context.Background(), platformtest.NewHandler())
 	if !errors.Is(err, ErrUnauthorized) {
 		t.Fatalf("Run = %v, want ErrUnauthorized", err)
 	}
@@ -367,7 +368,7 @@ func TestRunStopsOnCancel(t *testing.T) {
 	a := newTestAdapter(t, f, func(c *Config) { c.PollTimeout = time.Hour })
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx, newFakeHandler()) }()
+	go func() { done <- a.Run(ctx, platformtest.NewHandler()) }()
 	f.next("getUpdates") // the long poll is open and would last an hour
 	cancel()
 	select {
@@ -386,7 +387,7 @@ func TestRunStopsOnCancel(t *testing.T) {
 func TestPermissionButtons(t *testing.T) {
 	f := newFakeAPI(t)
 	a := newTestAdapter(t, f, nil)
-	h := newFakeHandler()
+	h := platformtest.NewHandler()
 	runAdapter(t, a, h)
 	f.next("getUpdates")
 
@@ -430,7 +431,7 @@ func TestPermissionButtons(t *testing.T) {
 		}
 		var act platform.Action
 		select {
-		case act = <-h.actions:
+		case act = <-h.Actions:
 		case <-time.After(10 * time.Second):
 			t.Fatal("no action")
 		}
@@ -479,12 +480,12 @@ func TestAttachmentOpen(t *testing.T) {
 	f := newFakeAPI(t)
 	f.files["documents/file_1.txt"] = "hello"
 	a := newTestAdapter(t, f, nil)
-	h := newFakeHandler()
+	h := platformtest.NewHandler()
 	f.feed(update(1, map[string]any{"message_id": 1, "date": 1, "chat": map[string]any{"id": 42, "type": "private"},
 		"from": user(7, "alice", false), "caption": "look",
 		"document": map[string]any{"file_id": "F1", "file_unique_id": "u1", "file_name": "notes.txt", "mime_type": "text/plain", "file_size": 5}}))
 	runAdapter(t, a, h)
-	m := h.message(t)
+	m := h.Message(t)
 	if m.Text != "look" || len(m.Attachments) != 1 {
 		t.Fatalf("message = %+v", m)
 	}
