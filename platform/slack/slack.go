@@ -193,9 +193,7 @@ func (a *Adapter) Name() string { return a.cfg.Name }
 
 // Status reports the connection state: "connected", "connecting",
 // "reconnecting: <why>", or "stopped…".
-func (a *Adapter) Status() string {
-	return a.state.Get()
-}
+func (a *Adapter) Status() string { return a.state.Get() }
 
 func (a *Adapter) setStatus(s string) { a.state.Set(s) }
 

@@ -154,9 +154,7 @@ func New(cfg Config, log *slog.Logger) (*Adapter, error) {
 func (a *Adapter) Name() string { return a.cfg.Name }
 
 // Status reports the polling state for !status.
-func (a *Adapter) Status() string {
-	return a.state.Get()
-}
+func (a *Adapter) Status() string { return a.state.Get() }
 
 func (a *Adapter) setStatus(s string) { a.state.Set(s) }
 
