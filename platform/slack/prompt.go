@@ -11,7 +11,10 @@ import (
 	"github.com/cc-connect/cc-connect/platform"
 )
 
-// Action ids of the permission buttons. The button value is the request id.
+// Action ids of the permission buttons. The button value is the request
+// id: a Block Kit button carries an action id and a value of up to 2,000
+// characters, so unlike Discord and Telegram (platform/internal/permbutton)
+// the id needs no short reference.
 const (
 	actionAllow       = "cc_perm_allow"
 	actionAlwaysAllow = "cc_perm_always"
