@@ -1,0 +1,154 @@
+package engine
+
+import (
+	"context"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/cc-connect/cc-connect/agentproc"
+	"github.com/cc-connect/cc-connect/inbox"
+	"github.com/cc-connect/cc-connect/platform"
+)
+
+// TestRealCLIRecovery checks crash recovery against the pinned CLI's own
+// transcripts: the uuid cc-connect sends is found there, a finished turn's
+// reply is read back and posted without sending the message again, and a
+// turn cut at a permission prompt (the CLI killed with its cc-connect) is
+// resumed with the continuation prompt when the CLI had written the
+// message to its transcript, and sent again when it had not (the CLI
+// writes its transcript asynchronously, so a kill can beat the write; the
+// message was then never part of the session).
+func TestRealCLIRecovery(t *testing.T) {
+	tests := []struct {
+		name   string
+		text   string
+		cut    bool
+		flush  bool // kill only once the transcript holds the message
+		notice string
+		reply  string
+	}{
+		{"finished", "remember kumquat", false, false, "its reply follows", "echo: remember kumquat"},
+		{"cut at a permission prompt", "[[TOOL:touch recovered.txt]]", true, false, "", ""},
+		{"cut after the transcript write", "[[TOOL:touch recovered.txt]]", true, true, "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h, api := newRealCLIHarness(t, nil)
+			h.stop()
+			u := uuid.NewString()
+			p, err := agentproc.Start(context.Background(), h.opts.Agent, agentproc.StartOptions{Dir: h.e.pool.GetOrCreate(h.ws).Path}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			asked := make(chan struct{})
+			var once bool
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				_, _ = p.TurnWithUUID(context.Background(), u, tt.text, func(ev agentproc.Event) {
+					if _, ok := ev.(agentproc.PermissionRequest); ok && !once {
+						once = true
+						close(asked)
+					}
+				})
+			}()
+			if tt.cut {
+				select {
+				case <-asked:
+				case <-time.After(waitLimit):
+					t.Fatal("no permission request")
+				}
+				if tt.flush {
+					pollFor(t, "the message in the transcript", func() bool {
+						path, _, err := agentproc.FindTranscript(agentproc.ConfigDir(h.opts.Agent.Env), p.SessionID())
+						has, _ := agentproc.ContainsUUID(path, u)
+						return err == nil && has
+					})
+				}
+				_ = syscall.Kill(-p.Pid(), syscall.SIGKILL) // as the kernel does when cc-connect dies
+			}
+			<-done
+			sid := p.SessionID()
+			_ = p.Close(context.Background())
+			had := true
+			if tt.cut {
+				path, _, err := agentproc.FindTranscript(agentproc.ConfigDir(h.opts.Agent.Env), sid)
+				had = err == nil
+				if had {
+					if had, err = agentproc.ContainsUUID(path, u); err != nil {
+						t.Fatal(err)
+					}
+				}
+				tt.notice = "had not reached the agent yet; sending it now"
+				if had {
+					tt.notice = "was cut off; resuming it"
+				}
+				t.Logf("after the kill the transcript holds the message: %v", had)
+			}
+			if err := h.e.store.save(record{Key: t1Key, Platform: "fake", Channel: "C1", Thread: "T1",
+				Workspace: h.e.pool.GetOrCreate(h.ws).Path, SessionID: sid}); err != nil {
+				t.Fatal(err)
+			}
+			in, err := inbox.Open(h.e.inboxPath(t1Key), inbox.Limits{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := h.message("alice", "T1", tt.text)
+			if err := in.Append(inbox.Entry{ID: m.ID, Target: m.Target, UserID: "alice", Text: tt.text}); err != nil {
+				t.Fatal(err)
+			}
+			if err := in.MarkStarted(m.ID, u); err != nil {
+				t.Fatal(err)
+			}
+			in.Close()
+			before := len(api.Requests())
+
+			h = h.restart()
+			h.rec.waitSend(t, tt.notice)
+			if tt.reply != "" {
+				h.rec.waitSend(t, tt.reply)
+			} else {
+				// Either the tool is asked for again, or the turn ends.
+				calls := h.rec.waitFor(t, "a permission prompt or a reply", func(c []recorded) bool {
+					for _, r := range c {
+						if r.Kind == "ask" || (r.Kind == "send" && strings.HasPrefix(r.Text, "echo:")) {
+							return true
+						}
+					}
+					return false
+				})
+				for _, r := range calls {
+					if r.Kind == "ask" {
+						h.press("alice", r.Prompt.RequestID, platform.ChoiceDeny)
+						break
+					}
+				}
+			}
+			h.waitIdle()
+			reqs := api.Requests()[before:]
+			continued := false
+			for _, r := range reqs {
+				if r.Contains(continueText) {
+					continued = true
+				}
+			}
+			if continued != (tt.cut && had) {
+				t.Errorf("continuation sent to the API: %v, want %v (%d requests)", continued, tt.cut && had, len(reqs))
+			}
+			if !tt.cut && len(reqs) != 0 {
+				t.Errorf("%d API requests after the restart, want none: the finished turn must not run again", len(reqs))
+			}
+			if fi, err := os.Stat(h.e.inboxPath(t1Key)); err != nil || fi.Size() != 0 {
+				t.Errorf("inbox after recovery: %v, %v; want empty", fi, err)
+			}
+			if got := h.rec.sends("cc-connect restarted"); len(got) != 1 || !strings.Contains(got[0], tt.notice) {
+				t.Errorf("notices = %q", got)
+			}
+		})
+	}
+}
