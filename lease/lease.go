@@ -7,6 +7,7 @@
 package lease
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -15,6 +16,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/gofrs/flock"
 
@@ -63,13 +66,37 @@ func Acquire(path, what string) (*Lock, error) {
 		return nil, fmt.Errorf("locking %s: %w", what, err)
 	}
 	if !ok {
-		return nil, &HeldError{What: what, Path: path, PID: readPID(path)}
+		pid := readPID(path)
+		if pid > 0 && !pidAlive(pid) {
+			// The holder the file names is dead, yet the lock is held:
+			// by a child it was forking when it was killed, which holds
+			// its descriptors until it execs (they are close-on-exec) or
+			// dies, moments later.
+			ctx, cancel := context.WithTimeout(context.Background(), staleHolderWait)
+			ok, err = fl.TryLockContext(ctx, 5*time.Millisecond)
+			cancel()
+			if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+				return nil, fmt.Errorf("locking %s: %w", what, err)
+			}
+		}
+		if !ok {
+			return nil, &HeldError{What: what, Path: path, PID: pid}
+		}
 	}
 	if err := writePID(path); err != nil {
 		_ = fl.Unlock()
 		return nil, fmt.Errorf("locking %s: %w", what, err)
 	}
 	return &Lock{fl: fl, path: path}, nil
+}
+
+// staleHolderWait bounds the wait for a lock whose named holder is dead.
+var staleHolderWait = 5 * time.Second // a var for tests
+
+// pidAlive reports whether a process with that pid exists.
+func pidAlive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
 // Path is the lock file.
