@@ -75,8 +75,8 @@ func (s *session) runTurn(it workItem) {
 		s.keepUnsentNotes(notes, out.err)
 	}
 	ok := s.finish(it, out, hadHistory)
-	retry := s.settle(it, out)
 	s.e.turnDone(out, ok, began)
+	retry := s.settle(it, out)
 	s.mu.Lock()
 	s.state = stateIdle
 	s.idleAt = s.e.now()
