@@ -3,7 +3,6 @@ package artifact
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"os"
 	"path"
 	"strings"
 )
@@ -11,9 +10,6 @@ import (
 // AttachmentsDirName is the folder, inside StateDirName, that holds the
 // files users attach to chat messages.
 const AttachmentsDirName = "attachments"
-
-// relAttachmentsDir is the attachments folder relative to the workspace.
-const relAttachmentsDir = StateDirName + "/" + AttachmentsDirName
 
 // maxNameBytes bounds the part of a stored attachment's name that comes
 // from the user, so a long name cannot reach the file system's limit.
@@ -29,50 +25,7 @@ const maxNameBytes = 80
 // Store's quota, which bounds this folder on its own.
 func (s *Store) PutAttachment(name string, content []byte) (Artifact, error) {
 	sum := sha256.Sum256(content)
-	hexSum := hex.EncodeToString(sum[:])
-	file := hexSum[:16] + "-" + SafeName(name)
-	a := Artifact{RelPath: relAttachmentsDir + "/" + file, Size: int64(len(content)), SHA256: hexSum}
-
-	mu := workspaceLock(s.workspace)
-	mu.Lock()
-	defer mu.Unlock()
-
-	ws, err := os.OpenRoot(s.workspace)
-	if err != nil {
-		return Artifact{}, &Error{Reason: "opening the workspace", Err: err}
-	}
-	defer ws.Close()
-	state, err := openPrivateDir(ws, StateDirName, StateDirName)
-	if err != nil {
-		return Artifact{}, err
-	}
-	defer state.Close()
-	if err := ensureGitignore(state); err != nil {
-		return Artifact{}, err
-	}
-	dir, err := openPrivateDir(state, AttachmentsDirName, relAttachmentsDir)
-	if err != nil {
-		return Artifact{}, err
-	}
-	defer dir.Close()
-
-	same, oldSize, err := checkExisting(dir, file, a.RelPath, sum)
-	if err != nil || same {
-		return a, err
-	}
-	used, err := folderBytes(dir)
-	if err != nil {
-		return Artifact{}, &Error{RelPath: relAttachmentsDir, Reason: "measuring the folder", Err: err}
-	}
-	need := a.Size - oldSize
-	if used+need > s.opts.Quota {
-		return Artifact{}, &Error{Kind: ErrQuotaExceeded, RelPath: relAttachmentsDir, Reason: "quota exceeded",
-			Used: used, Need: need, Quota: s.opts.Quota}
-	}
-	if err := writeAtomic(dir, file, a.RelPath, content); err != nil {
-		return Artifact{}, err
-	}
-	return a, nil
+	return s.store(AttachmentsDirName, hex.EncodeToString(sum[:])[:16]+"-"+SafeName(name), sum, content)
 }
 
 // SafeName reduces a user-supplied file name to its last path element made

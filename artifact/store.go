@@ -33,9 +33,16 @@ const (
 // refuses with ErrQuotaExceeded and deletes nothing.
 func (s *Store) Put(content []byte) (Artifact, error) {
 	sum := sha256.Sum256(content)
-	hexSum := hex.EncodeToString(sum[:])
-	name := hexSum + extension(content)
-	a := Artifact{RelPath: relArtifactsDir + "/" + name, Size: int64(len(content)), SHA256: hexSum}
+	return s.store(ArtifactsDirName, hex.EncodeToString(sum[:])+extension(content), sum, content)
+}
+
+// store writes content as .cc-connect/<sub>/<name> with every check Put
+// documents, under the Store's quota for that folder alone. sum is the
+// content's SHA-256, which names the file (in part or whole) and lets an
+// existing copy be recognised without writing it again.
+func (s *Store) store(sub, name string, sum [sha256.Size]byte, content []byte) (Artifact, error) {
+	relDir := StateDirName + "/" + sub
+	a := Artifact{RelPath: relDir + "/" + name, Size: int64(len(content)), SHA256: hex.EncodeToString(sum[:])}
 
 	mu := workspaceLock(s.workspace)
 	mu.Lock()
@@ -54,27 +61,27 @@ func (s *Store) Put(content []byte) (Artifact, error) {
 	if err := ensureGitignore(state); err != nil {
 		return Artifact{}, err
 	}
-	arts, err := openPrivateDir(state, ArtifactsDirName, relArtifactsDir)
+	dir, err := openPrivateDir(state, sub, relDir)
 	if err != nil {
 		return Artifact{}, err
 	}
-	defer arts.Close()
+	defer dir.Close()
 
-	same, oldSize, err := checkExisting(arts, name, a.RelPath, sum)
+	same, oldSize, err := checkExisting(dir, name, a.RelPath, sum)
 	if err != nil || same {
 		return a, err
 	}
-	used, err := folderBytes(arts)
+	used, err := folderBytes(dir)
 	if err != nil {
-		return Artifact{}, &Error{RelPath: relArtifactsDir, Reason: "measuring the folder", Err: err}
+		return Artifact{}, &Error{RelPath: relDir, Reason: "measuring the folder", Err: err}
 	}
 	// A corrupt file of the same name is replaced, so only the growth counts.
 	need := a.Size - oldSize
 	if used+need > s.opts.Quota {
-		return Artifact{}, &Error{Kind: ErrQuotaExceeded, RelPath: relArtifactsDir, Reason: "quota exceeded",
+		return Artifact{}, &Error{Kind: ErrQuotaExceeded, RelPath: relDir, Reason: "quota exceeded",
 			Used: used, Need: need, Quota: s.opts.Quota}
 	}
-	if err := writeAtomic(arts, name, a.RelPath, content); err != nil {
+	if err := writeAtomic(dir, name, a.RelPath, content); err != nil {
 		return Artifact{}, err
 	}
 	return a, nil
