@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -19,26 +18,8 @@ import (
 
 	"github.com/cc-connect/cc-connect/agentproc"
 	"github.com/cc-connect/cc-connect/config"
+	"github.com/cc-connect/cc-connect/engine"
 )
-
-// The engine keeps one JSON record per conversation under
-// <state.dir>/sessions/ and exports no reader for them, so `sessions`
-// decodes the documented fields itself, read-only: it never locks, moves
-// or rewrites a file the running engine may be writing.
-type sessionRecord struct {
-	Key           string    `json:"key"`
-	Platform      string    `json:"platform"`
-	Channel       string    `json:"channel"`
-	Thread        string    `json:"thread,omitempty"`
-	Workspace     string    `json:"workspace"`
-	SessionID     string    `json:"session_id,omitempty"`
-	Model         string    `json:"model,omitempty"`
-	LastActivity  time.Time `json:"last_activity"`
-	ContextTokens int64     `json:"context_tokens,omitempty"`
-	ContextWindow int64     `json:"context_window,omitempty"`
-	ContextPct    int       `json:"context_pct,omitempty"`
-	TotalCostUSD  float64   `json:"total_cost_usd,omitempty"`
-}
 
 // Session states as the files show them. What a live engine holds in
 // memory (a turn running, a permission pending) is for `!status`.
@@ -155,18 +136,12 @@ func collectSessions(cfg *config.Config) (sessionsReport, error) {
 		Sessions:        []sessionRow{},
 		Workspaces:      []workspaceReport{},
 	}
-	dir := filepath.Join(cfg.State.Dir, "sessions")
-	entries, err := os.ReadDir(dir)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return rep, fmt.Errorf("listing session records: %w", err)
+	records, err := engine.ReadRecords(cfg.State.Dir)
+	if err != nil {
+		return rep, err
 	}
-	for _, e := range entries {
-		// Temp files of an atomic write start with "."; files moved aside
-		// as corrupt end in .corrupt-<time> and are no longer in use.
-		if !e.Type().IsRegular() || strings.HasPrefix(e.Name(), ".") || filepath.Ext(e.Name()) != ".json" {
-			continue
-		}
-		rep.Sessions = append(rep.Sessions, readSessionRecord(filepath.Join(dir, e.Name()), claudeDir))
+	for _, r := range records {
+		rep.Sessions = append(rep.Sessions, sessionRowOf(r, claudeDir))
 	}
 	sort.SliceStable(rep.Sessions, func(i, j int) bool {
 		a, b := rep.Sessions[i], rep.Sessions[j]
@@ -212,21 +187,17 @@ func collectSessions(cfg *config.Config) (sessionsReport, error) {
 	return rep, nil
 }
 
-func readSessionRecord(path, claudeDir string) sessionRow {
-	row := sessionRow{File: path}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		row.State, row.Problem = stateCorruptRecord, err.Error()
+// sessionRowOf turns an engine record into a row, asking Claude Code's
+// config dir whether its session can still be resumed.
+func sessionRowOf(r engine.RecordInfo, claudeDir string) sessionRow {
+	row := sessionRow{File: r.File}
+	if r.Err != nil {
+		row.State, row.Problem = stateCorruptRecord, r.Err.Error()
 		return row
 	}
-	var rec sessionRecord
-	if err := json.Unmarshal(data, &rec); err != nil {
-		row.State, row.Problem = stateCorruptRecord, "does not parse: "+err.Error()
-		return row
-	}
-	row.Platform, row.Channel, row.Thread, row.Workspace = rec.Platform, rec.Channel, rec.Thread, rec.Workspace
-	row.SessionID, row.Model, row.LastActivity = rec.SessionID, rec.Model, rec.LastActivity
-	row.ContextPct, row.CostUSD = rec.ContextPct, rec.TotalCostUSD
+	row.Platform, row.Channel, row.Thread, row.Workspace = r.Platform, r.Channel, r.Thread, r.Workspace
+	row.SessionID, row.Model, row.LastActivity = r.SessionID, r.Model, r.LastActivity
+	row.ContextPct, row.CostUSD = r.ContextPct, r.TotalCostUSD
 	if row.SessionID == "" {
 		row.State = stateFresh
 		return row
