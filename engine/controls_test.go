@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/cc-connect/cc-connect/agentproc"
+	"github.com/cc-connect/cc-connect/metrics"
 )
 
 // ctlProc adds the live controls and /compact to the in-memory fake, as
@@ -278,5 +279,43 @@ func TestBtwUsesModelNotMode(t *testing.T) {
 	}
 	if fork == nil || fork.Model != "claude-haiku-4-5" || fork.PermissionMode != "" {
 		t.Errorf("side question spawn = %+v, want the model and no mode", fork)
+	}
+}
+
+// A !compact that did not compact is marked failed, in the reaction and in
+// the metrics, though the CLI ends it with a successful result.
+func TestCompactOutcome(t *testing.T) {
+	for _, tc := range []struct {
+		command, reaction string
+		ok, failed        float64 // turns by outcome, the "hello" before included
+	}{
+		{"!compact", "white_check_mark", 2, 0},
+		{"!compact fail", "x", 1, 1},
+		{"!compact refuse", "x", 1, 1},
+	} {
+		t.Run(tc.command, func(t *testing.T) {
+			m := metrics.New()
+			h, _ := controlHarness(t, func(o *Options) { o.Metrics = m })
+			h.say("alice", "T1", "hello")
+			h.rec.waitSend(t, "echo: hello")
+			h.waitIdle()
+			msg := h.message("alice", "T1", tc.command)
+			h.deliver(msg)
+			h.waitIdle()
+			var got []string
+			for _, c := range h.rec.kinds("react") {
+				if c.To.MessageID == msg.Target.MessageID && c.Text != "eyes" {
+					got = append(got, c.Text)
+				}
+			}
+			if len(got) != 1 || got[0] != tc.reaction {
+				t.Errorf("reactions on the command = %q, want %s", got, tc.reaction)
+			}
+			series := scrape(t, m)
+			ok, failed := series[`cc_connect_turns_total{outcome="ok"}`], series[`cc_connect_turns_total{outcome="error"}`]
+			if ok != tc.ok || failed != tc.failed {
+				t.Errorf("turns ok %v, error %v; want %v, %v", ok, failed, tc.ok, tc.failed)
+			}
+		})
 	}
 }

@@ -96,7 +96,7 @@ func (s *session) finish(it workItem, out outcome, hadHistory bool) bool {
 	switch {
 	case out.err == nil:
 		s.relay(out)
-		return !out.res.IsError
+		return succeeded(out)
 	case errors.Is(out.err, errStopped) && it.inboxID != "":
 		s.send(s.e.bg, restartQueuedText+quote(it.msg.Text, 80))
 		return false
@@ -135,6 +135,17 @@ func (s *session) finish(it workItem, out outcome, hadHistory bool) bool {
 	}
 }
 
+// succeeded reports whether a turn that ended with a result did what was
+// asked. A !compact that did not compact (the CLI reports the compaction
+// failed, or none at all) still ends with a successful empty result, so the
+// result's status alone would mark it done.
+func succeeded(out outcome) bool {
+	if out.res.IsError {
+		return false
+	}
+	return !out.compaction || out.compacted != nil
+}
+
 // fallback handles a session that cannot continue (resume refused, or the
 // context too large): it forgets the session id, starts a fresh session and
 // resends the user's message once.
@@ -160,7 +171,7 @@ func (s *session) fallback(it workItem, out outcome) bool {
 		s.log.Warn("Started a fresh agent session in place of a failed one", "old_session_id", oldID,
 			"session_id", s.sessionID(), "cwd", s.ws.Path)
 		s.relay(out2)
-		return !out2.res.IsError
+		return succeeded(out2)
 	}
 	s.log.Error("Fresh agent session failed too", "old_session_id", oldID, "error", out2.err,
 		"stderr", out2.stderr, "cwd", s.ws.Path)
