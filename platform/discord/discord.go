@@ -284,7 +284,7 @@ func (a *Adapter) Run(ctx context.Context, h platform.Handler) error {
 // needs the token, so a wrong token fails here with a clear error instead
 // of as a closed gateway.
 func (a *Adapter) checkToken(ctx context.Context) error {
-	for attempt := 1; ; attempt++ {
+	return backoff.Retry(ctx, a.backoffMin, a.backoffMax, func() (bool, error) {
 		var gb *discordgo.GatewayBotResponse
 		err := a.rest(ctx, func(opts ...discordgo.RequestOption) error {
 			var err error
@@ -293,21 +293,17 @@ func (a *Adapter) checkToken(ctx context.Context) error {
 		})
 		if err == nil {
 			a.log.Debug("Discord gateway discovered", "shards", gb.Shards, "session_starts_left", gb.SessionStartLimit.Remaining)
-			return nil
+			return true, nil
 		}
 		var re *discordgo.RESTError
 		if errors.As(err, &re) && re.Response != nil && re.Response.StatusCode == http.StatusUnauthorized {
-			return fmt.Errorf("discord %s: %w", a.cfg.Name, ErrUnauthorized)
+			return true, fmt.Errorf("discord %s: %w", a.cfg.Name, ErrUnauthorized)
 		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
+		return false, err
+	}, func(err error, attempt int) {
 		a.setStatus("reconnecting: " + err.Error())
 		a.log.Warn("Discord gateway discovery failed, retrying", "err", err, "attempt", attempt)
-		if err := backoff.Sleep(ctx, backoff.Delay(attempt, a.backoffMin, a.backoffMax)); err != nil {
-			return err
-		}
-	}
+	})
 }
 
 // gatewayFatal maps the gateway close codes that no reconnect can fix.

@@ -232,30 +232,26 @@ func (a *Adapter) Run(ctx context.Context, h platform.Handler) error {
 
 // identify calls getMe until it succeeds, the token is refused, or ctx ends.
 func (a *Adapter) identify(ctx context.Context) error {
-	for attempt := 1; ; attempt++ {
+	return backoff.Retry(ctx, a.backoffMin, a.backoffMax, func() (bool, error) {
 		raw, err := a.request(ctx, "getMe", nil, a.requestTimeout, 0)
-		if err == nil {
-			var me tgbotapi.User
-			if err := json.Unmarshal(raw, &me); err != nil {
-				return fmt.Errorf("telegram getMe: decoding: %w", err)
-			}
-			a.mu.Lock()
-			a.self = me
-			a.mu.Unlock()
-			return nil
-		}
 		if errors.Is(err, ErrUnauthorized) {
-			return fmt.Errorf("telegram %s: %w", a.cfg.Name, ErrUnauthorized)
+			return true, fmt.Errorf("telegram %s: %w", a.cfg.Name, ErrUnauthorized)
 		}
-		if ctx.Err() != nil {
-			return ctx.Err()
+		if err != nil {
+			return false, err
 		}
+		var me tgbotapi.User
+		if err := json.Unmarshal(raw, &me); err != nil {
+			return true, fmt.Errorf("telegram getMe: decoding: %w", err)
+		}
+		a.mu.Lock()
+		a.self = me
+		a.mu.Unlock()
+		return true, nil
+	}, func(err error, attempt int) {
 		a.setStatus("reconnecting: " + err.Error())
 		a.log.Warn("Telegram getMe failed, retrying", "err", err, "attempt", attempt)
-		if err := backoff.Sleep(ctx, backoff.Delay(attempt, a.backoffMin, a.backoffMax)); err != nil {
-			return err
-		}
-	}
+	})
 }
 
 func (a *Adapter) reportPollError(err error, failures int) {

@@ -61,3 +61,26 @@ func Sleep(ctx context.Context, d time.Duration) error {
 		return nil
 	}
 }
+
+// Retry calls try until it succeeds, fails for good, or ctx ends: the
+// start-up check an adapter makes before connecting (is the token good?),
+// where network trouble is worth waiting out and a refusal is not. After a
+// failure that try marks as not final, retrying is called with the error
+// and the attempt number (1 for the first), to report it, and the loop
+// waits Delay(attempt, min, max). Retry returns nil on success, try's
+// error when it is final, and ctx's error when ctx ends first.
+func Retry(ctx context.Context, min, max time.Duration, try func() (final bool, err error), retrying func(err error, attempt int)) error {
+	for attempt := 1; ; attempt++ {
+		final, err := try()
+		if err == nil || final {
+			return err
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		retrying(err, attempt)
+		if err := Sleep(ctx, Delay(attempt, min, max)); err != nil {
+			return err
+		}
+	}
+}

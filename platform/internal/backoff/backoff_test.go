@@ -3,6 +3,7 @@ package backoff
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 )
@@ -69,6 +70,54 @@ func TestSleep(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if err := Sleep(tt.ctx, tt.d); !errors.Is(err, tt.want) {
 				t.Errorf("Sleep = %v, want %v", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestRetry(t *testing.T) {
+	errNet := errors.New("network down")
+	errRefused := errors.New("token refused")
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	tests := []struct {
+		name         string
+		ctx          context.Context
+		results      []error // what try returns on each call; errRefused is final
+		want         error
+		wantRetrying []int // the attempts reported to retrying
+	}{
+		{"success at once", context.Background(), []error{nil}, nil, nil},
+		{"success after trouble", context.Background(), []error{errNet, errNet, nil}, nil, []int{1, 2}},
+		{"final error ends it", context.Background(), []error{errNet, errRefused}, errRefused, []int{1}},
+		{"final error wins over a cancelled ctx", cancelled, []error{errRefused}, errRefused, nil},
+		{"cancelled ctx ends a retry", cancelled, []error{errNet}, context.Canceled, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			calls := 0
+			var reported []int
+			err := Retry(tt.ctx, 0, 0, func() (bool, error) {
+				if calls >= len(tt.results) {
+					t.Fatalf("try called %d times, more than the %d planned", calls+1, len(tt.results))
+				}
+				err := tt.results[calls]
+				calls++
+				return errors.Is(err, errRefused), err
+			}, func(err error, attempt int) {
+				if !errors.Is(err, errNet) {
+					t.Errorf("retrying got %v, want the retryable error", err)
+				}
+				reported = append(reported, attempt)
+			})
+			if !errors.Is(err, tt.want) || (tt.want == nil && err != nil) {
+				t.Fatalf("Retry = %v, want %v", err, tt.want)
+			}
+			if calls != len(tt.results) {
+				t.Errorf("try called %d times, want %d", calls, len(tt.results))
+			}
+			if fmt.Sprint(reported) != fmt.Sprint(tt.wantRetrying) {
+				t.Errorf("retrying saw attempts %v, want %v", reported, tt.wantRetrying)
 			}
 		})
 	}
