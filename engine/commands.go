@@ -266,7 +266,7 @@ func (e *Engine) status(s *session) string {
 	fmt.Fprintf(&b, "\nModel: %s", e.modelLine(rec))
 	fmt.Fprintf(&b, "\nPermission mode: %s", e.modeOf(rec))
 	fmt.Fprintf(&b, "\nCost: $%.4f", rec.TotalCostUSD)
-	if st, ok := s.adapter.(platform.Statuser); ok {
+	if st, ok := s.chat().(platform.Statuser); ok {
 		fmt.Fprintf(&b, "\nPlatform: %s", st.Status())
 	}
 	return b.String()

@@ -43,7 +43,7 @@ func (s *session) askPermission(t *turn, req agentproc.PermissionRequest) {
 	tool := orDefault(req.DisplayName, req.ToolName)
 	summary := toolSummary(req.ToolName, req.Input)
 	s.log.Info("Permission requested", "session_id", s.sessionID(), "request_id", req.RequestID, "tool", req.ToolName, "blocked_path", req.BlockedPath)
-	if pr, ok := s.adapter.(platform.Prompter); ok {
+	if pr, ok := s.chat().(platform.Prompter); ok {
 		posted, err := pr.AskPermission(s.e.bg, s.to, platform.PermissionPrompt{
 			RequestID: req.RequestID, Tool: tool, Summary: summary, Path: req.BlockedPath,
 		})
@@ -114,7 +114,7 @@ func (s *session) resolvePermission(t *turn, p *pendingPerm, outcome string) {
 	s.armPermTimer(t)
 
 	tool := orDefault(p.req.DisplayName, p.req.ToolName)
-	if pr, ok := s.adapter.(platform.Prompter); ok && p.viaPrompter {
+	if pr, ok := s.chat().(platform.Prompter); ok && p.viaPrompter {
 		if err := pr.ResolvePermission(s.e.bg, p.prompt, outcome); err != nil {
 			s.log.Warn("Resolving the permission prompt failed", "error", err)
 		}

@@ -359,3 +359,27 @@ func TestReloadReplacedAdapterServesTheNextSession(t *testing.T) {
 		t.Errorf("spawns %+v, want the session resumed", s)
 	}
 }
+
+// TestReloadReplacedAdapterServesTheRunningTurn: a turn that was running
+// when a reload replaced the platform's adapter (new credentials) posts its
+// reply and reactions through the new adapter, not the stopped one.
+func TestReloadReplacedAdapterServesTheRunningTurn(t *testing.T) {
+	h := reloadHarness(t)
+	msg := h.message("alice", "T1", "long [[WAIT]]")
+	h.deliver(msg)
+	h.fa.waitFor(t, "the turn to wait", func(fa *fakeAgents) bool { return fa.waiting == 1 })
+
+	fresh := newFakePlatform("fake")
+	h.reload(Reload{Bindings: h.opts.Bindings, Adapters: []platform.Adapter{richPlatform{fresh}}})
+	h.fa.release(t)
+	fresh.waitSend(t, "echo: long")
+	fresh.waitFor(t, "the done reaction", func(calls []recorded) bool {
+		return slices.ContainsFunc(calls, func(c recorded) bool {
+			return c.Kind == "react" && c.Text == "white_check_mark" && c.To.MessageID == msg.Target.MessageID
+		})
+	})
+	h.waitIdle()
+	if n := len(h.rec.sends("echo: long")); n != 0 {
+		t.Error("the running turn's reply went through the replaced adapter")
+	}
+}

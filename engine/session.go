@@ -75,8 +75,8 @@ func keyOf(t platform.Target) string {
 type session struct {
 	e       *Engine
 	key     string
-	to      platform.Target // replies go here
-	adapter platform.Adapter
+	to      platform.Target  // replies go here
+	adapter platform.Adapter // the one it started with; see chat
 	binding Binding
 	ws      *workspaceEntry
 	log     *slog.Logger
@@ -463,6 +463,18 @@ func (s *session) update(f func(r *record)) {
 
 const sendTimeout = 2 * time.Minute
 
+// chat is the adapter the conversation is served through: the one
+// registered under its platform's name now, so that once a reload replaced
+// it (new credentials, say), a turn that was already running posts its
+// reply, prompts and reactions through the new one. A platform removed by
+// a reload keeps the adapter the session started with.
+func (s *session) chat() platform.Adapter {
+	if a, ok := s.e.adapter(s.to.Platform); ok {
+		return a
+	}
+	return s.adapter
+}
+
 // send posts text to the conversation.
 func (s *session) send(ctx context.Context, text string) platform.Target {
 	return s.sendTo(ctx, s.to, text)
@@ -474,7 +486,7 @@ func (s *session) sendTo(ctx context.Context, to platform.Target, text string) p
 	// session (and so shutdown) forever; generous for rate-limited splits.
 	ctx, cancel := context.WithTimeout(ctx, sendTimeout)
 	defer cancel()
-	posted, err := s.adapter.Send(ctx, to, text)
+	posted, err := s.chat().Send(ctx, to, text)
 	if err != nil {
 		s.e.metrics.PlatformError(to.Platform)
 		s.log.Error("Posting to the chat failed", "error", err)

@@ -541,12 +541,12 @@ func (s *session) relay(out outcome) {
 
 // turnStarted shows that the agent is on it: typing and an "eyes" reaction.
 func (s *session) turnStarted(m platform.Message) {
-	if ty, ok := s.adapter.(platform.Typer); ok {
+	if ty, ok := s.chat().(platform.Typer); ok {
 		if err := ty.Typing(s.e.bg, s.to); err != nil {
 			s.log.Debug("Typing indicator failed", "error", err)
 		}
 	}
-	if r, ok := s.adapter.(platform.Reactor); ok && m.Target.MessageID != "" {
+	if r, ok := s.chat().(platform.Reactor); ok && m.Target.MessageID != "" {
 		if err := r.React(s.e.bg, m.Target, "eyes"); err != nil {
 			s.log.Debug("Reaction failed", "error", err)
 		}
@@ -554,7 +554,7 @@ func (s *session) turnStarted(m platform.Message) {
 }
 
 func (s *session) turnEnded(m platform.Message, ok bool) {
-	r, isReactor := s.adapter.(platform.Reactor)
+	r, isReactor := s.chat().(platform.Reactor)
 	if !isReactor || m.Target.MessageID == "" {
 		return
 	}
@@ -586,7 +586,7 @@ func (p *progress) stop() {
 }
 
 func (s *session) showProgress(t *turn, text string) {
-	ed, ok := s.adapter.(platform.Editor)
+	ed, ok := s.chat().(platform.Editor)
 	if !ok {
 		return // without edits, progress would flood the chat
 	}
@@ -618,7 +618,7 @@ func (s *session) flushProgress(t *turn) {
 	text := p.pending
 	p.pending = ""
 	p.lastEdit = time.Now()
-	if ed, ok := s.adapter.(platform.Editor); ok {
+	if ed, ok := s.chat().(platform.Editor); ok {
 		if err := ed.Edit(s.e.bg, p.msg, text); err != nil {
 			s.log.Debug("Editing the progress message failed", "error", err)
 		}
