@@ -71,7 +71,7 @@ func (s *session) reportCompaction(out outcome) {
 	switch {
 	case out.compacted != nil:
 		b := out.compacted
-		s.update(func(r *record) {
+		s.change(func(r *record) { // saved by settle, after the post
 			var reported int64
 			if r.WindowReported {
 				reported = r.ContextWindow

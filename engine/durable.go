@@ -298,8 +298,15 @@ func (s *session) sendTurn(proc agentProcess, it workItem, text string, on func(
 //
 // A result, a !stop before the start, and a failure the user was told
 // about (also a second death of the agent) acknowledge it.
+//
+// The record is saved first, once, with what the turn changed (its figures
+// were kept in memory so that the reply went out without waiting on the
+// disk), and before the ack: a crash in between leaves the message pending,
+// and recovery reads the transcript, not the record, to tell what became of
+// it.
 func (s *session) settle(it workItem, out outcome) (retry *workItem) {
-	s.update(func(r *record) { r.PendingPermission = "" })
+	s.change(func(r *record) { r.PendingPermission = "" })
+	s.saveRecord()
 	var exitErr *agentproc.ExitError
 	switch {
 	case errors.Is(out.err, errStopped):

@@ -1,7 +1,11 @@
 package engine
 
 import (
+	"context"
+	"encoding/json"
+	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -373,5 +377,72 @@ func TestStopWhileWaitingForSlot(t *testing.T) {
 	}
 	if n := len(h.fa.spawnsSnapshot()); n != 1 {
 		t.Errorf("%d spawns, want 1", n)
+	}
+}
+
+// onSendPlatform runs hook on every text posted, before recording it.
+type onSendPlatform struct {
+	richPlatform
+	hook func(text string)
+}
+
+func (p *onSendPlatform) Send(ctx context.Context, to platform.Target, text string) (platform.Target, error) {
+	p.hook(text)
+	return p.richPlatform.Send(ctx, to, text)
+}
+
+// TestReplyPostedBeforeFiguresSaved: the reply does not wait for the
+// session record to reach the disk (two fsyncs). At the post, the record
+// on disk has the session id (saved when the turn began, which is what a
+// crash needs) but not yet the turn's figures; once the turn has ended,
+// they are all there, the self-report estimate included.
+func TestReplyPostedBeforeFiguresSaved(t *testing.T) {
+	h := newHarness(t, nil)
+	path := h.e.store.path("fake/C1/T1")
+	onDisk := func() record {
+		var r record
+		data, err := os.ReadFile(path)
+		if err == nil {
+			err = json.Unmarshal(data, &r)
+		}
+		if err != nil {
+			t.Errorf("reading the session record: %v", err)
+		}
+		return r
+	}
+	var (
+		mu     sync.Mutex
+		atPost []record
+	)
+	p := &onSendPlatform{richPlatform{newFakePlatform("fake")}, func(text string) {
+		if strings.HasPrefix(text, "echo: ") {
+			r := onDisk()
+			mu.Lock()
+			atPost = append(atPost, r)
+			mu.Unlock()
+		}
+	}}
+	h.reload(Reload{Bindings: h.opts.Bindings, Adapters: []platform.Adapter{p}})
+
+	h.say("alice", "T1", "hello [[SELF:30]]")
+	p.waitSend(t, "echo: hello")
+	h.waitIdle()
+	h.say("alice", "T1", "again")
+	p.waitSend(t, "echo: again")
+	h.waitIdle()
+
+	mu.Lock()
+	defer mu.Unlock()
+	if len(atPost) != 2 {
+		t.Fatalf("%d replies seen", len(atPost))
+	}
+	if r := atPost[0]; r.SessionID != "sess-1" || r.ContextTokens != 0 || r.HasSelfPct || r.TotalCostUSD != 0 {
+		t.Errorf("record on disk at the first post = %+v; want the session id only", r)
+	}
+	if r := atPost[1]; !r.HasSelfPct || r.SelfPct != 30 || r.ContextTokens != 50000 {
+		t.Errorf("record on disk at the second post = %+v; want the first turn's figures", r)
+	}
+	if r := onDisk(); r.SessionID != "sess-1" || r.ContextTokens != 50000 || r.HasSelfPct || r.TotalCostUSD == 0 || r.LastActivity.IsZero() {
+		t.Errorf("record on disk after the turns = %+v; want the last turn's figures", r)
 	}
 }

@@ -91,9 +91,14 @@ type session struct {
 	lease    *lease.Lock
 	leaseID  string
 
+	// saveMu orders the writes of the record, so that the file ends up
+	// with the latest one (see saveRecord).
+	saveMu sync.Mutex
+
 	mu      sync.Mutex // guards the fields below
 	queue   []workItem
 	rec     record
+	dirty   bool // rec has changes not yet saved
 	state   state
 	proc    agentProcess
 	idleAt  time.Time     // when the live process last finished a turn
@@ -447,16 +452,45 @@ func (s *session) sessionID() string {
 
 // update changes the record under the lock and saves it when changed.
 func (s *session) update(f func(r *record)) {
+	if s.change(f) {
+		s.saveRecord()
+	}
+}
+
+// change changes the record in memory only, for figures that may reach the
+// disk later: the next saveRecord (or update) writes them. What a crash
+// must find (the session id, a chosen new session id, a pending
+// permission) goes through update.
+func (s *session) change(f func(r *record)) bool {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	before := s.rec
 	f(&s.rec)
-	changed := s.rec != before
-	rec := s.rec
-	s.mu.Unlock()
-	if !changed {
+	if s.rec == before {
+		return false
+	}
+	s.dirty = true
+	return true
+}
+
+// saveRecord writes the record when it has unsaved changes. The snapshot
+// is taken under saveMu, so two savers cannot leave an older record on
+// disk after a newer one.
+func (s *session) saveRecord() {
+	s.saveMu.Lock()
+	defer s.saveMu.Unlock()
+	s.mu.Lock()
+	if !s.dirty {
+		s.mu.Unlock()
 		return
 	}
+	rec := s.rec
+	s.dirty = false
+	s.mu.Unlock()
 	if err := s.e.store.save(rec); err != nil {
+		s.mu.Lock()
+		s.dirty = true // the next save tries again
+		s.mu.Unlock()
 		s.log.Error("Saving session state failed", "session_id", rec.SessionID, "error", err)
 	}
 }

@@ -466,10 +466,13 @@ func (s *session) turnControl(t *turn, proc agentProcess, c control) {
 	}
 }
 
-// noteResult stores the figures of a result: session id, context, cost.
+// noteResult takes the figures of a result (session id, context, cost)
+// into the record, in memory: settle saves them once the reply is posted,
+// so that no fsync delays the reply. The session id was saved when the turn
+// started, which is what a crash before that save needs.
 func (s *session) noteResult(res *agentproc.Result, initModel string) {
 	model := orDefault(res.Model, initModel)
-	s.update(func(r *record) {
+	s.change(func(r *record) {
 		if res.SessionID != "" {
 			r.SessionID = res.SessionID
 		}
@@ -510,7 +513,7 @@ func (s *session) relay(out outcome) {
 		}
 	}
 	clean, self, hasSelf := ctxindicator.StripSelfReport(text)
-	s.update(func(r *record) {
+	s.change(func(r *record) { // saved by settle, after the post
 		// A turn without a marker clears track B: an old estimate would
 		// show a drift that no longer exists.
 		r.SelfPct, r.HasSelfPct = self, hasSelf
