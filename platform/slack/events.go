@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/slack-go/slack"
@@ -22,7 +24,7 @@ import (
 // handling may take a while), keeps the connection status, filters and
 // dedupes, and queues the survivors for the dispatcher so a slow handler
 // never delays an ack.
-func (a *Adapter) pump(ctx context.Context, smc *socketmode.Client, h platform.Handler, queue chan<- func(context.Context), runErr <-chan error, sig socketSignals) error {
+func (a *Adapter) pump(ctx context.Context, smc *socketmode.Client, h platform.Handler, q *workQueue, runErr <-chan error, sig socketSignals) error {
 	lastTrouble := ""
 	for {
 		var evt socketmode.Event
@@ -82,7 +84,7 @@ func (a *Adapter) pump(ctx context.Context, smc *socketmode.Client, h platform.H
 			}
 			a.ack(ctx, smc, req.EnvelopeID)
 			if req.Type == socketmode.RequestTypeEventsAPI {
-				a.onEventsAPI(ctx, h, queue, &req)
+				a.onEventsAPI(ctx, h, q, &req)
 			} else {
 				a.log.Warn("Slack sent an unreadable envelope", "type", req.Type, "error", bad.Cause)
 			}
@@ -91,14 +93,14 @@ func (a *Adapter) pump(ctx context.Context, smc *socketmode.Client, h platform.H
 				continue
 			}
 			a.ack(ctx, smc, evt.Request.EnvelopeID)
-			a.onEventsAPI(ctx, h, queue, evt.Request)
+			a.onEventsAPI(ctx, h, q, evt.Request)
 		case socketmode.EventTypeInteractive:
 			if evt.Request == nil {
 				continue
 			}
 			a.ack(ctx, smc, evt.Request.EnvelopeID)
 			if cb, ok := evt.Data.(slack.InteractionCallback); ok {
-				a.onInteraction(ctx, h, queue, cb)
+				a.onInteraction(ctx, h, q, cb)
 			}
 		default:
 			// Slash commands and whatever Slack adds later: acked so Slack
@@ -126,23 +128,83 @@ func (a *Adapter) ack(ctx context.Context, smc *socketmode.Client, envelopeID st
 	}
 }
 
-// dispatch runs queued work in order. One goroutine keeps the order in
-// which Slack delivered messages, which is the order of a conversation.
-func dispatch(ctx context.Context, queue <-chan func(context.Context)) {
-	for {
+// defaultDrainGrace is how long a stopping adapter keeps handing already
+// acknowledged events to the handler: long enough for the engine to
+// answer or journal a few messages, short enough not to hold up a
+// shutdown or reload.
+const defaultDrainGrace = 5 * time.Second
+
+// workQueue carries acknowledged events from the pump to the dispatcher.
+// Slack never redelivers an acked event, so what is queued must reach the
+// handler even when Run is stopping: the handler's context outlives Run's
+// by a grace (graceAfterStop) and only then is the rest given up, loudly.
+type workQueue struct {
+	ch chan func(context.Context)
+	// handle is the handler's context: not cancelled with Run's, but when
+	// the grace after it runs out.
+	handle    context.Context
+	giveUp    context.CancelFunc
+	finished  chan struct{} // closed when the dispatcher has drained ch
+	closeOnce sync.Once
+	log       *slog.Logger
+}
+
+func newWorkQueue(ctx context.Context, size int, log *slog.Logger) *workQueue {
+	handle, giveUp := context.WithCancel(context.WithoutCancel(ctx))
+	return &workQueue{ch: make(chan func(context.Context), size), handle: handle, giveUp: giveUp,
+		finished: make(chan struct{}), log: log}
+}
+
+// put queues work, waiting while the queue is full. It gives up only when
+// the grace after stopping has run out, so an event acked during a
+// shutdown is not dropped while the dispatcher can still take it.
+func (q *workQueue) put(work func(context.Context)) {
+	select {
+	case q.ch <- work:
+	case <-q.handle.Done():
+		q.log.Warn("Slack event acknowledged but not handed over before stopping", "dropped", 1)
+	}
+}
+
+// close ends the queue; only the pump's owner calls it, after the pump.
+func (q *workQueue) close() { q.closeOnce.Do(func() { close(q.ch) }) }
+
+// graceAfterStop returns the goroutine that, once ctx (Run's) ends, gives
+// the dispatcher grace to drain the queue and then cancels the handler's
+// context.
+func (q *workQueue) graceAfterStop(ctx context.Context, grace time.Duration) func() {
+	return func() {
 		select {
-		case <-ctx.Done():
+		case <-q.finished:
 			return
-		case work := <-queue:
-			work(ctx)
+		case <-ctx.Done():
+		}
+		t := time.NewTimer(grace)
+		defer t.Stop()
+		select {
+		case <-q.finished:
+		case <-t.C:
+			q.giveUp()
 		}
 	}
 }
 
-func enqueue(ctx context.Context, queue chan<- func(context.Context), work func(context.Context)) {
-	select {
-	case queue <- work:
-	case <-ctx.Done():
+// dispatch runs queued work in order until the queue is closed and
+// drained. One goroutine keeps the order in which Slack delivered
+// messages, which is the order of a conversation.
+func (a *Adapter) dispatch(q *workQueue) {
+	defer close(q.finished)
+	defer q.giveUp()
+	dropped := 0
+	for work := range q.ch {
+		if q.handle.Err() != nil {
+			dropped++
+			continue
+		}
+		work(q.handle)
+	}
+	if dropped > 0 {
+		a.log.Warn("Slack events acknowledged but not handed over before stopping", "dropped", dropped)
 	}
 }
 
@@ -181,7 +243,7 @@ type inFile struct {
 	URLPrivateDownload string `json:"url_private_download"`
 }
 
-func (a *Adapter) onEventsAPI(ctx context.Context, h platform.Handler, queue chan<- func(context.Context), req *socketmode.Request) {
+func (a *Adapter) onEventsAPI(ctx context.Context, h platform.Handler, q *workQueue, req *socketmode.Request) {
 	var p eventsAPIPayload
 	if err := json.Unmarshal(req.Payload, &p); err != nil || len(p.Event) == 0 {
 		a.log.Warn("Slack event without a readable payload", "error", err)
@@ -209,7 +271,7 @@ func (a *Adapter) onEventsAPI(ctx context.Context, h platform.Handler, queue cha
 	}
 	a.log.Debug("Slack message received", "channel", m.Target.Channel, "thread", m.Target.Thread,
 		"user_id", m.UserID, "dm", m.IsDM, "mentioned", m.Mentioned, "files", len(m.Attachments))
-	enqueue(ctx, queue, func(ctx context.Context) {
+	q.put(func(ctx context.Context) {
 		m.UserName = a.userName(ctx, m.UserID)
 		if err := h.HandleMessage(ctx, m); err != nil && ctx.Err() == nil {
 			a.log.Warn("Handling Slack message failed", "channel", m.Target.Channel, "thread", m.Target.Thread, "error", err)
@@ -413,7 +475,7 @@ func (a *Adapter) userName(ctx context.Context, userID string) string {
 }
 
 // onInteraction turns permission button presses into actions.
-func (a *Adapter) onInteraction(ctx context.Context, h platform.Handler, queue chan<- func(context.Context), cb slack.InteractionCallback) {
+func (a *Adapter) onInteraction(ctx context.Context, h platform.Handler, q *workQueue, cb slack.InteractionCallback) {
 	if cb.Type != slack.InteractionTypeBlockActions {
 		return
 	}
@@ -437,7 +499,7 @@ func (a *Adapter) onInteraction(ctx context.Context, h platform.Handler, queue c
 			RequestID: act.Value,
 			Choice:    choice,
 		}
-		enqueue(ctx, queue, func(ctx context.Context) {
+		q.put(func(ctx context.Context) {
 			if err := h.HandleAction(ctx, action); err != nil && ctx.Err() == nil {
 				a.log.Warn("Handling Slack button failed", "channel", channel, "thread", thread, "error", err)
 			}

@@ -91,6 +91,9 @@ type Adapter struct {
 
 	// sleep waits out rate limits and backoff; tests scale it down.
 	sleep func(ctx context.Context, d time.Duration) error
+	// drainGrace bounds how long Run, once stopped, keeps handing already
+	// acknowledged events to the handler.
+	drainGrace time.Duration
 
 	state *connstate.State // for !status and the metrics
 
@@ -168,16 +171,17 @@ func New(cfg Config, log *slog.Logger) (*Adapter, error) {
 	}
 	log = log.With("platform", cfg.Name)
 	a := &Adapter{
-		cfg:     cfg,
-		log:     log,
-		apiBase: base,
-		http:    hc,
-		sleep:   backoff.Sleep,
-		state:   connstate.New(cfg.Name, "not started"),
-		seen:    dedupe.New(8192, 30*time.Minute),
-		users:   newUserCache(),
-		edits:   coalesce.New(newEditPacer(cfg.EditsPerMinute, cfg.EditBurst, cfg.EditInterval)),
-		prompts: recent.New[string](1024),
+		cfg:        cfg,
+		log:        log,
+		apiBase:    base,
+		http:       hc,
+		sleep:      backoff.Sleep,
+		drainGrace: defaultDrainGrace,
+		state:      connstate.New(cfg.Name, "not started"),
+		seen:       dedupe.New(8192, 30*time.Minute),
+		users:      newUserCache(),
+		edits:      coalesce.New(newEditPacer(cfg.EditsPerMinute, cfg.EditBurst, cfg.EditInterval)),
+		prompts:    recent.New[string](1024),
 	}
 	a.api = slack.New(cfg.BotToken,
 		slack.OptionAppLevelToken(cfg.AppToken),
@@ -236,15 +240,20 @@ func (a *Adapter) runLoop(ctx context.Context, h platform.Handler) error {
 	defer cancel()
 
 	smc := socketmode.New(a.api, socketmode.OptionLog(slogOutput{a.log}))
-	queue := make(chan func(context.Context), 256)
+	q := newWorkQueue(ctx, 256, a.log)
 	runErr := make(chan error, 1)
 	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer cancel() // runs before wg.Wait: stop the goroutines, then wait
-	wg.Go(func() { dispatch(ctx, queue) })
+	wg.Go(func() { a.dispatch(q) })
+	wg.Go(q.graceAfterStop(ctx, a.drainGrace))
 	sig := newSocketSignals()
 	wg.Go(func() { runErr <- a.runSocket(ctx, smc, sig) })
-	return a.pump(ctx, smc, h, queue, runErr, sig)
+	err := a.pump(ctx, smc, h, q, runErr, sig)
+	// The pump was the only one to ack and queue: what it queued is
+	// handed over within the grace, then the goroutines are waited for.
+	cancel()
+	q.close()
+	wg.Wait()
+	return err
 }
 
 // identify learns the bot's own user and bot ids, retrying network trouble
