@@ -79,12 +79,15 @@ func TestRealCLIRecovery(t *testing.T) {
 			if tt.cut {
 				path, _, err := agentproc.FindTranscript(agentproc.ConfigDir(h.opts.Agent.Env), sid)
 				had = err == nil
+				// No transcript at all: the session cannot be resumed, and
+				// the one notice says the message goes to a new session.
+				tt.notice = "in a new session"
 				if had {
 					if had, err = agentproc.ContainsUUID(path, u); err != nil {
 						t.Fatal(err)
 					}
+					tt.notice = "had not reached the agent yet; sending it now"
 				}
-				tt.notice = "had not reached the agent yet; sending it now"
 				if had {
 					tt.notice = "was cut off; resuming it"
 				}
@@ -148,6 +151,9 @@ func TestRealCLIRecovery(t *testing.T) {
 			}
 			if got := h.rec.sends("cc-connect restarted"); len(got) != 1 || !strings.Contains(got[0], tt.notice) {
 				t.Errorf("notices = %q", got)
+			}
+			if got := h.rec.sends(noticeNotFound); len(got) != 0 {
+				t.Errorf("a second notice after the restart one: %q", got)
 			}
 		})
 	}

@@ -198,6 +198,53 @@ func TestRecoveryDecision(t *testing.T) {
 	}
 }
 
+// TestRecoveryWithoutTranscriptSaysOneThing: cc-connect and the CLI were
+// stopped after the CLI confirmed its session id but before it wrote the
+// transcript. The message is sent in a session started under that id, and
+// the thread gets one notice that says so, not the restart notice followed
+// by "Previous session could not be found".
+func TestRecoveryWithoutTranscriptSaysOneThing(t *testing.T) {
+	h, re := newRealHarness(t, nil, nil)
+	h.stop()
+	sid, u := uuid.NewString(), uuid.NewString()
+	if err := h.e.store.save(record{Key: t1Key, Platform: "fake", Channel: "C1", Thread: "T1",
+		Workspace: h.e.pool.GetOrCreate(h.ws).Path, SessionID: sid}); err != nil {
+		t.Fatal(err)
+	}
+	in, err := inbox.Open(h.e.inboxPath(t1Key), inbox.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := h.message("alice", "T1", "the message")
+	if err := in.Append(inbox.Entry{ID: m.ID, Target: m.Target, UserID: "alice", Text: m.Text}); err != nil {
+		t.Fatal(err)
+	}
+	if err := in.MarkStarted(m.ID, u); err != nil {
+		t.Fatal(err)
+	}
+	in.Close()
+
+	h = h.restart()
+	h.rec.waitSend(t, "echo: the message")
+	h.waitIdle()
+	var notices []string
+	for _, c := range h.rec.kinds("send") {
+		if !strings.HasPrefix(c.Text, "echo: ") {
+			notices = append(notices, c.Text)
+		}
+	}
+	if len(notices) != 1 || !strings.Contains(notices[0], "cc-connect restarted") || !strings.Contains(notices[0], "in a new session") {
+		t.Errorf("notices = %q, want one that says the message goes to a new session", notices)
+	}
+	lines := readRecord(t, re.record)
+	if len(lines) != 1 || lines[0].Text != "the message" || lines[0].SessionID != sid {
+		t.Errorf("claude received %+v, want the message once, in session %s", lines, sid)
+	}
+	if fi, err := os.Stat(h.e.inboxPath(t1Key)); err != nil || fi.Size() != 0 {
+		t.Errorf("inbox after recovery: %v, %v; want empty", fi, err)
+	}
+}
+
 // TestRecoveryTellsOfCancelledPermission: a permission request pending at
 // the crash is reported cancelled, and the turn continues.
 func TestRecoveryTellsOfCancelledPermission(t *testing.T) {

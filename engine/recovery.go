@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -47,6 +48,7 @@ const (
 	recoverSend     recovery = iota // the CLI never had it: send it
 	recoverContinue                 // the turn was cut: resume it
 	recoverLost                     // the turn ended; its reply was never posted
+	recoverFresh                    // the CLI never had it, nor its session: send it in a fresh one
 )
 
 // recoverAll reopens the sessions whose journals hold pending messages.
@@ -130,6 +132,16 @@ func (s *session) decideRecovery(u string) (what recovery, path string, err erro
 	path, _, err = s.e.tx.Find(sid)
 	if err != nil {
 		s.log.Info("No transcript for the interrupted turn; sending the message", "session_id", sid, "error", err)
+		if errors.Is(err, fs.ErrNotExist) && s.sessionID() != "" {
+			// The CLI was stopped before it wrote the session's first
+			// line: resuming it would fail and fall back to a fresh
+			// session, with a notice of its own after ours. Start that
+			// fresh session at once, under the same id (nothing of it
+			// exists), and say so in the one notice.
+			s.forgetSession()
+			s.update(func(r *record) { r.NewSessionID = sid })
+			return recoverFresh, "", nil
+		}
 		return recoverSend, "", nil
 	}
 	has, err := agentproc.ContainsUUID(path, u)
@@ -195,6 +207,10 @@ func (s *session) recoverTurn(it workItem) {
 	switch what {
 	case recoverSend:
 		fmt.Fprintf(&note, "Your message had not reached the agent yet; sending it now: “%s”", q)
+		s.send(s.e.bg, note.String())
+		s.runTurn(it)
+	case recoverFresh:
+		fmt.Fprintf(&note, "Your message had not reached the agent yet, and its session had not been saved, so it starts afresh: sending “%s” in a new session.", q)
 		s.send(s.e.bg, note.String())
 		s.runTurn(it)
 	case recoverContinue:
