@@ -1,6 +1,7 @@
 package agentproc
 
 import (
+	"errors"
 	"slices"
 	"testing"
 )
@@ -114,5 +115,29 @@ func TestBuildEnv(t *testing.T) {
 				t.Errorf("BuildEnv =\n %q\nwant\n %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestStartRefusesIDsThatCouldBeFlags: Claude Code's --resume takes an
+// optional value, so an id such as "--dangerously-skip-permissions" would
+// be parsed as that flag. Start must refuse it before any process exists.
+func TestStartRefusesIDsThatCouldBeFlags(t *testing.T) {
+	for _, opts := range []StartOptions{
+		{ResumeID: "--dangerously-skip-permissions"},
+		{ResumeID: "-p"},
+		{ResumeID: "my session title"},
+		{ResumeID: "0b3c6c1e-2f7e-4a53-9b7e-2f1d0a9c1234 --verbose"},
+		{SessionID: "--fork-session"},
+		{ResumeID: "{0b3c6c1e-2f7e-4a53-9b7e-2f1d0a9c1234}"},
+	} {
+		// A command that cannot exist: reaching LookPath would be a
+		// different error.
+		_, err := Start(t.Context(), Config{Command: "/nonexistent/claude"}, opts, nil)
+		if !errors.Is(err, ErrInvalidSessionID) {
+			t.Errorf("Start(%+v) = %v, want ErrInvalidSessionID", opts, err)
+		}
+	}
+	if !ValidSessionID("0B3C6C1E-2F7E-4A53-9B7E-2F1D0A9C1234") || !ValidSessionID("0b3c6c1e-2f7e-4a53-9b7e-2f1d0a9c1234") {
+		t.Error("a canonical UUID was refused")
 	}
 }

@@ -20,6 +20,12 @@ var ErrPromptTooLong = errors.New("prompt is too long")
 // that does not decode). Callers treat the process as broken and close it.
 var ErrMalformedOutput = errors.New("malformed agent output")
 
+// ErrInvalidSessionID means a session id to resume or to use was not a
+// canonical UUID. Claude Code takes `--resume` with an optional value, so
+// an id like "--dangerously-skip-permissions" would be read as a flag:
+// agentproc refuses anything but a UUID before it starts a process.
+var ErrInvalidSessionID = errors.New("invalid claude session id")
+
 // ErrClosed is returned by methods called after the process ended.
 var ErrClosed = errors.New("agent process closed")
 

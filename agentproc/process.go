@@ -83,15 +83,28 @@ type Process struct {
 	wg        sync.WaitGroup // stray writers started by the reader
 }
 
+// ValidSessionID reports whether id is a canonical UUID, the only form
+// cc-connect passes to --resume and --session-id.
+func ValidSessionID(id string) bool {
+	u, err := uuid.Parse(id)
+	return err == nil && u.String() == strings.ToLower(id)
+}
+
 // Start spawns the agent process for opts in opts.Dir. ctx bounds only the
 // spawn: the process lives until Close or its own exit. No shell is ever
-// involved: arguments go to the executable as they are.
+// involved: arguments go to the executable as they are, and session ids
+// must be UUIDs (ErrInvalidSessionID) so none can pass for a flag.
 func Start(ctx context.Context, cfg Config, opts StartOptions, log *slog.Logger) (*Process, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("starting agent: %w", err)
+	}
+	for _, id := range []string{opts.ResumeID, opts.SessionID} {
+		if id != "" && !ValidSessionID(id) {
+			return nil, fmt.Errorf("starting agent: %q: %w", id, ErrInvalidSessionID)
+		}
 	}
 	command := cfg.Command
 	if command == "" {

@@ -194,6 +194,12 @@ func (e *Engine) resumeCommand(ctx context.Context, s *session, m platform.Messa
 				s.send(ctx, "Only an admin can resume a session that is not in this workspace's !sessions list.")
 				return
 			}
+			// The id becomes an argument of claude, whose --resume takes
+			// an optional value: anything but a UUID could pass for a flag.
+			if !agentproc.ValidSessionID(arg) {
+				s.send(ctx, "That is not a Claude Code session id: give a number from !sessions or a session UUID.")
+				return
+			}
 			id = arg
 		}
 	}

@@ -174,10 +174,25 @@ func TestSessionsAndResume(t *testing.T) {
 
 func TestResumeOfUnlistedIDIsAdminOnly(t *testing.T) {
 	h := newHarness(t, nil)
-	h.say("bob", "T1", "!resume elsewhere-1")
+	const elsewhere = "5d6e7f80-1a2b-4c3d-8e9f-0a1b2c3d4e5f"
+	h.say("bob", "T1", "!resume "+elsewhere)
 	h.rec.waitSend(t, "Only an admin can resume")
-	h.say("alice", "T1", "!resume elsewhere-1")
-	h.rec.waitSend(t, "Switched to session elsewhere-1")
+	h.say("alice", "T1", "!resume "+elsewhere)
+	h.rec.waitSend(t, "Switched to session "+elsewhere)
+}
+
+// TestResumeRefusesIDsThatCouldBeFlags: claude's --resume takes an optional
+// value, so "--dangerously-skip-permissions" given as an id would turn off
+// permission prompts. Even an admin gets a refusal for anything but a UUID.
+func TestResumeRefusesIDsThatCouldBeFlags(t *testing.T) {
+	h := newHarness(t, nil)
+	for _, id := range []string{"--dangerously-skip-permissions", "-p", "elsewhere-1"} {
+		h.say("alice", "T1", "!resume "+id)
+		h.rec.waitSend(t, "not a Claude Code session id")
+	}
+	if got := h.rec.sends("Switched to session"); len(got) != 0 {
+		t.Errorf("switched anyway: %v", got)
+	}
 }
 
 func TestBindingPathsNormalizeToOneWorkspace(t *testing.T) {
