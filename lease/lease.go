@@ -153,9 +153,33 @@ func HostLockDir() string {
 // Token locks a platform bot token on this host. The file is named by a
 // hash of the token, which never reaches the disk or a message itself.
 func Token(lockDir, platformName, token string) (*Lock, error) {
+	if err := checkOwnDir(lockDir); err != nil {
+		return nil, fmt.Errorf("locking the bot token of platform %s: %w", platformName, err)
+	}
 	sum := sha256.Sum256([]byte(token))
 	name := "token-" + hex.EncodeToString(sum[:8]) + ".lock"
 	return Acquire(filepath.Join(lockDir, name), "the bot token of platform "+platformName)
+}
+
+// checkOwnDir refuses a lock folder that is a symlink or belongs to another
+// user: token locks live under the shared temp dir, where another user
+// could create the folder first to block or redirect them. A missing
+// folder is fine: Acquire creates it.
+func checkOwnDir(dir string) error {
+	fi, err := os.Lstat(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("lock folder %s is not a directory (a symlink?)", dir)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Getuid() {
+		return fmt.Errorf("lock folder %s belongs to uid %d, not to this user", dir, st.Uid)
+	}
+	return nil
 }
 
 // Session locks one Claude session id while a claude process runs on it,

@@ -125,3 +125,36 @@ func TestLockDiesWithKilledHolder(t *testing.T) {
 	}
 	_ = l.Release()
 }
+
+func TestTokenRefusesForeignOrLinkedLockDir(t *testing.T) {
+	root := t.TempDir()
+	real := filepath.Join(root, "real")
+	if err := os.Mkdir(real, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(root, "link")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Token(link, "tg", "secret"); err == nil || !strings.Contains(err.Error(), "not a directory") {
+		t.Errorf("Token in a symlinked folder = %v, want a refusal", err)
+	}
+	if os.Getuid() != 0 {
+		t.Skip("needs root to give a folder to another user")
+	}
+	foreign := filepath.Join(root, "foreign")
+	if err := os.Mkdir(foreign, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(foreign, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Token(foreign, "tg", "secret"); err == nil || !strings.Contains(err.Error(), "belongs to uid 65534") {
+		t.Errorf("Token in another user's folder = %v, want a refusal", err)
+	}
+	l, err := Token(filepath.Join(root, "fresh"), "tg", "secret")
+	if err != nil {
+		t.Fatalf("Token in a new folder: %v", err)
+	}
+	_ = l.Release()
+}
