@@ -26,7 +26,7 @@ build:
 
 # test runs the whole suite under the race detector, then every benchmark
 # once so that benchmarks keep compiling and working.
-test: lint
+test: tools lint
 	$(GO) test -race -count=1 -timeout 15m ./...
 	$(MAKE) --no-print-directory bench-smoke
 
