@@ -116,7 +116,7 @@ func (s *session) openInboxLocked() []workItem {
 	pending := in.Pending()
 	items := make([]workItem, 0, len(pending))
 	for i, en := range pending {
-		it := workItem{kind: itemTurn, msg: entryMessage(en), inboxID: en.ID, startedUUID: en.UUID}
+		it := workItem{kind: itemTurn, msg: entryMessage(en), files: en.Attachments, inboxID: en.ID, startedUUID: en.UUID}
 		switch {
 		case en.Kind == kindNew:
 			it.kind = itemNew
@@ -163,8 +163,18 @@ func entryMessage(en inbox.Entry) platform.Message {
 // failClosedText tells the user (and the admins, named) why this
 // conversation refuses new input.
 func (s *session) failClosedText(err error) string {
+	// Everyone allowed in the thread reads this: name the file relative to
+	// the state dir and leave host paths and error details to the log.
+	why := "could not be read"
+	if errors.Is(err, inbox.ErrTooLarge) {
+		why = "is over its size limit"
+	}
+	name := s.e.inboxPath(s.key)
+	if rel, rerr := filepath.Rel(s.e.opts.StateDir, name); rerr == nil {
+		name = rel
+	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "This conversation's message journal could not be read, so new messages are refused until an admin inspects it (%v). ", err)
+	fmt.Fprintf(&b, "This conversation's message journal %s, so new messages are refused until an admin inspects it (%s in the state dir; the log has the details). ", why, name)
 	b.WriteString("The file is kept as it is; moving it aside lets the conversation continue.")
 	if len(s.binding.Admins) > 0 {
 		fmt.Fprintf(&b, " Admins: %s.", strings.Join(s.binding.Admins, ", "))
@@ -195,7 +205,7 @@ func (s *session) journalLocked(it workItem) (id string, dup bool, refusal strin
 		id = "local-" + uuid.NewString()
 	}
 	err := s.inbox.Append(inbox.Entry{ID: id, Target: m.Target, UserID: m.UserID, UserName: m.UserName,
-		Text: m.Text, Received: m.Received, Kind: entryKind(it)})
+		Text: m.Text, Received: m.Received, Kind: entryKind(it), Attachments: it.files})
 	switch {
 	case err == nil:
 		return id, false, "", reloaded
