@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cc-connect/cc-connect/platform"
 )
@@ -222,5 +223,112 @@ func TestAttachmentOnlyMessage(t *testing.T) {
 	}
 	if got := h.rec.sends("not passed to the agent"); len(got) != 0 {
 		t.Errorf("old refusal still posted: %q", got)
+	}
+}
+
+// TestAttachmentsSurviveRestart: a message queued with attachments when
+// cc-connect stops is replayed from the journal with the same prompt: the
+// files were stored at acceptance, and the journal holds where they are
+// (the platform's download is not asked for again, nor could it be).
+func TestAttachmentsSurviveRestart(t *testing.T) {
+	h := newHarness(t, func(o *Options, _ *harnessConfig) {
+		o.AttachmentMaxBytes = 4000
+		o.ShutdownGrace = 50 * time.Millisecond
+	})
+	h.say("alice", "T1", "long [[WAIT]]")
+	h.fa.waitFor(t, "the turn to wait", func(fa *fakeAgents) bool { return fa.waiting == 1 })
+
+	var opened int
+	notes := "first note\nsecond note\n"
+	png := []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
+	m := h.message("alice", "T1", "see the files")
+	m.Attachments = []platform.Attachment{
+		fileAttachment("notes.txt", "text/plain", []byte(notes), int64(len(notes)), &opened),
+		fileAttachment("shot.png", "image/png", png, int64(len(png)), &opened),
+		fileAttachment("huge.bin", "application/octet-stream", nil, 20<<20, &opened),
+	}
+	h.deliver(m)
+	h.rec.waitSend(t, "Queued (position 1)")
+	refusal := h.rec.waitSend(t, "Not passed to Claude:")
+	if !strings.Contains(refusal.Text, "huge.bin: 20.0 MB is over the 4 KB limit") {
+		t.Errorf("refusal at acceptance = %q", refusal.Text)
+	}
+
+	h = h.restart()
+	h.rec.waitSend(t, "echo: see the files")
+	h.waitIdle()
+	prompt := lastTurn(t, h)
+	notesRel := ".cc-connect/attachments/" + sha(notes)[:16] + "-notes.txt"
+	pngRel := ".cc-connect/attachments/" + sha(string(png))[:16] + "-shot.png"
+	for _, want := range []string{
+		"see the files", notesRel, "first note\nsecond note", pngRel, "not text",
+		"huge.bin: not passed on (20.0 MB is over the 4 KB limit",
+	} {
+		if !strings.Contains(prompt, want) {
+			t.Errorf("replayed prompt lacks %q:\n%s", want, prompt)
+		}
+	}
+	if opened != 2 {
+		t.Errorf("attachments downloaded %d times, want 2 (once each, at acceptance)", opened)
+	}
+	if n := len(h.rec.sends("Not passed to Claude:")); n != 0 {
+		t.Errorf("the refusal was posted again after the restart (%d)", n)
+	}
+}
+
+// TestAttachmentTamperedNotInlined: a text attachment whose stored file
+// changed between acceptance and the turn is listed but not inlined, so
+// the prompt never carries content other than what the user sent.
+func TestAttachmentTamperedNotInlined(t *testing.T) {
+	h := newHarness(t, nil)
+	h.say("alice", "T1", "long [[WAIT]]")
+	h.fa.waitFor(t, "the turn to wait", func(fa *fakeAgents) bool { return fa.waiting == 1 })
+	m := h.message("alice", "T1", "read this")
+	m.Attachments = []platform.Attachment{fileAttachment("a.txt", "text/plain", []byte("original\n"), 9, nil)}
+	h.deliver(m)
+	h.rec.waitSend(t, "Queued (position 1)")
+	rel := ".cc-connect/attachments/" + sha("original\n")[:16] + "-a.txt"
+	if err := os.WriteFile(filepath.Join(h.e.pool.GetOrCreate(h.ws).Path, filepath.FromSlash(rel)), []byte("swapped\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h.fa.release(t)
+	h.rec.waitSend(t, "echo: read this")
+	h.waitIdle()
+	prompt := lastTurn(t, h)
+	if strings.Contains(prompt, "swapped") || strings.Contains(prompt, "original") || !strings.Contains(prompt, rel) ||
+		!strings.Contains(prompt, "changed in the workspace") {
+		t.Errorf("prompt = %q", prompt)
+	}
+}
+
+// TestAttachmentFetchIsBounded: a download that does not end cannot hold
+// HandleMessage (and so the platform's next message) past the fetch
+// bound; the message is accepted with that attachment refused.
+func TestAttachmentFetchIsBounded(t *testing.T) {
+	h := newHarness(t, nil)
+	h.e.fetchTimeout = 50 * time.Millisecond
+	m := h.message("alice", "T1", "with a slow file")
+	m.Attachments = []platform.Attachment{{Name: "slow.txt", Size: 10, Open: func(ctx context.Context) (io.ReadCloser, error) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}}}
+	done := make(chan error, 1)
+	go func() { done <- h.e.HandleMessage(context.Background(), m) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("HandleMessage: %v", err)
+		}
+	case <-time.After(waitLimit):
+		t.Fatal("HandleMessage did not return")
+	}
+	refusal := h.rec.waitSend(t, "Not passed to Claude:")
+	if !strings.Contains(refusal.Text, "slow.txt: downloading it took too long") {
+		t.Errorf("refusal = %q", refusal.Text)
+	}
+	h.rec.waitSend(t, "echo: with a slow file")
+	h.waitIdle()
+	if prompt := lastTurn(t, h); !strings.Contains(prompt, "slow.txt: not passed on (downloading it took too long)") {
+		t.Errorf("prompt = %q", prompt)
 	}
 }

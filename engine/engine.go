@@ -88,7 +88,8 @@ type Engine struct {
 	seenOnce sync.Once
 	seenSet  *inbox.Seen
 
-	retireAfter time.Duration // see defaultRetireAfter; tests shorten it
+	retireAfter  time.Duration // see defaultRetireAfter; tests shorten it
+	fetchTimeout time.Duration // see fetchTimeout; tests shorten it
 
 	metrics Metrics     // never nil (noMetrics when off)
 	reload  reloadState // live bindings, running adapters, conversations to rebind (reload.go)
@@ -148,25 +149,26 @@ func New(opts Options) (*Engine, error) {
 	}
 	bg, cancel := context.WithCancel(context.Background())
 	e := &Engine{
-		opts:        opts,
-		log:         log,
-		now:         now,
-		spawn:       startAgent,
-		tx:          newDiskTranscripts(opts.Agent.Env),
-		store:       &store{dir: opts.StateDir},
-		pool:        newPool(log),
-		slots:       newSlots(opts.MaxProcesses, opts.MaxProcessesPerWorkspace),
-		seen:        newRecentIDs(4096),
-		retireAfter: defaultRetireAfter,
-		bg:          bg,
-		cancelBg:    cancel,
-		stopping:    make(chan struct{}),
-		adapters:    map[string]platform.Adapter{},
-		sessions:    map[string]*session{},
-		refused:     map[string]bool{},
-		requests:    map[string]string{},
-		idleSignal:  make(chan struct{}),
-		metrics:     metricsOf(opts.Metrics),
+		opts:         opts,
+		log:          log,
+		now:          now,
+		spawn:        startAgent,
+		tx:           newDiskTranscripts(opts.Agent.Env),
+		store:        &store{dir: opts.StateDir},
+		pool:         newPool(log),
+		slots:        newSlots(opts.MaxProcesses, opts.MaxProcessesPerWorkspace),
+		seen:         newRecentIDs(4096),
+		retireAfter:  defaultRetireAfter,
+		fetchTimeout: fetchTimeout,
+		bg:           bg,
+		cancelBg:     cancel,
+		stopping:     make(chan struct{}),
+		adapters:     map[string]platform.Adapter{},
+		sessions:     map[string]*session{},
+		refused:      map[string]bool{},
+		requests:     map[string]string{},
+		idleSignal:   make(chan struct{}),
+		metrics:      metricsOf(opts.Metrics),
 	}
 	e.wireMetrics()
 	return e, nil

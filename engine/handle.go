@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/cc-connect/cc-connect/inbox"
 	"github.com/cc-connect/cc-connect/platform"
 )
 
@@ -66,6 +67,10 @@ func (e *Engine) HandleMessage(ctx context.Context, m platform.Message) error {
 		return nil
 	}
 	// A session that retired between lookup and enqueue is created again.
+	var (
+		files    []inbox.Attachment
+		filesFor string // the workspace files were stored in
+	)
 	for {
 		s, err := e.session(ctx, b, m, a)
 		if err != nil {
@@ -79,7 +84,12 @@ func (e *Engine) HandleMessage(ctx context.Context, m platform.Message) error {
 			e.markSeen(m)
 			return nil
 		}
-		err = s.enqueue(ctx, workItem{kind: itemTurn, msg: m})
+		if len(m.Attachments) > 0 && filesFor != s.ws.Path {
+			// Stored before the message is journaled, so that a replay
+			// has them; this bounds how long it takes (fetchAttachments).
+			files, filesFor = s.fetchAttachments(ctx, m), s.ws.Path
+		}
+		err = s.enqueue(ctx, workItem{kind: itemTurn, msg: m, files: files})
 		if !errors.Is(err, errSessionClosed) {
 			return err
 		}

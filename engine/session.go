@@ -36,6 +36,9 @@ type workItem struct {
 	kind     itemKind
 	msg      platform.Message
 	resumeID string
+	// files are the message's attachments as stored at acceptance
+	// (fetchAttachments), journaled with it.
+	files []inbox.Attachment
 	// Durability (durable.go, recovery.go): the message's inbox entry, the
 	// uuid it was started with before a restart, whether it is the first
 	// item of a session reopened by recovery, and whether it resumes a cut
@@ -234,6 +237,9 @@ func (s *session) enqueue(ctx context.Context, it workItem) error {
 	s.e.addBusy(added)
 	if it.kind == itemTurn {
 		s.e.markSeen(it.msg)
+		if note := refusalNote(it.files); note != "" {
+			s.send(ctx, note)
+		}
 	}
 	s.poke()
 	if busy && it.kind == itemTurn {

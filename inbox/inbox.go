@@ -65,6 +65,22 @@ type Entry struct {
 	// work with the messages (a command that switches sessions) names it
 	// here, so that a replay keeps that order.
 	Kind string `json:"kind,omitempty"`
+	// Attachments are the files that came with the message, as the caller
+	// stored them before journaling it: a replay builds the same prompt
+	// from them without the platform, whose download links may be gone.
+	Attachments []Attachment `json:"attachments,omitempty"`
+}
+
+// Attachment is one file of a message, already stored by the caller (or
+// refused). The journal keeps where it is, never its content.
+type Attachment struct {
+	Name    string `json:"name"`              // as the user sent it
+	Mime    string `json:"mime,omitempty"`    // as the platform declared it
+	Path    string `json:"path,omitempty"`    // where it was stored, relative to the workspace
+	Size    int64  `json:"size,omitempty"`    // bytes stored
+	SHA256  string `json:"sha256,omitempty"`  // of the bytes stored, hex
+	Text    bool   `json:"text,omitempty"`    // its content is text, to be inlined in the prompt
+	Refusal string `json:"refusal,omitempty"` // why it was not passed on; "" when it was
 }
 
 // Started reports whether the message was sent to claude.
