@@ -1,8 +1,6 @@
 package engine
 
 import (
-	"bufio"
-	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -54,33 +52,11 @@ func newRealHarness(t *testing.T, env map[string]string, mutate func(*Options)) 
 	return h, re
 }
 
-type recordedLine struct {
-	Pid       int    `json:"pid"`
-	SessionID string `json:"session_id"`
-	Text      string `json:"text"`
-}
+// recordedLine and readRecord are the engine tests' names for the fake
+// claude's record of what each process received.
+type recordedLine = fakeclaude.RecordedLine
 
-func readRecord(t *testing.T, path string) []recordedLine {
-	t.Helper()
-	f, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out []recordedLine
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		var l recordedLine
-		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
-			t.Fatalf("record line %q: %v", sc.Text(), err)
-		}
-		out = append(out, l)
-	}
-	return out
-}
+func readRecord(t *testing.T, path string) []recordedLine { return fakeclaude.ReadRecord(t, path) }
 
 func linesWith(lines []recordedLine, text string) []recordedLine {
 	var out []recordedLine

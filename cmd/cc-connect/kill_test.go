@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -14,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cc-connect/cc-connect/internal/fakeclaude"
 )
 
 // continueText is what recovery sends to resume a turn that was cut off.
@@ -131,7 +131,7 @@ func killRestartOnce(t *testing.T, rng *rand.Rand, iter int, st *soakStats) {
 	}
 	var firstReads []string
 	seen := map[string]bool{}
-	for _, line := range readRecordTexts(t, record) {
+	for _, line := range fakeclaude.Texts(fakeclaude.ReadRecord(t, record)) {
 		if line != continueText && !seen[line] {
 			seen[line] = true
 			firstReads = append(firstReads, line)
@@ -178,30 +178,6 @@ func waitFile(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
-}
-
-func readRecordTexts(t *testing.T, path string) []string {
-	t.Helper()
-	f, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		var l struct {
-			Text string `json:"text"`
-		}
-		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
-			t.Fatalf("record line %q: %v", sc.Text(), err)
-		}
-		out = append(out, l.Text)
-	}
-	return out
 }
 
 // transcriptPrompts returns the prompts (user lines with text content) of

@@ -90,56 +90,14 @@
 package fakeclaude
 
 import (
-	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
-	"sync"
 	"testing"
-)
 
-var (
-	buildOnce sync.Once
-	buildPath string
-	buildErr  string
+	"github.com/cc-connect/cc-connect/internal/testbin"
 )
 
 // Build compiles the fake claude once per test process and returns the
-// binary's path. Each test process builds into its own private temp dir, so
-// packages whose tests run in parallel never share a half-written binary;
-// the go build cache makes the repeat builds cheap.
+// binary's path (see testbin.Build).
 func Build(t testing.TB) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "fakeclaude-")
-		if err != nil {
-			buildErr = "creating build dir: " + err.Error()
-			return
-		}
-		bin := filepath.Join(dir, "claude")
-		goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-		if _, err := os.Stat(goBin); err != nil {
-			goBin = "go"
-		}
-		cmd := exec.Command(goBin, "build", "-o", bin, "./internal/fakeclaude/cmd/fakeclaude")
-		cmd.Dir = repoRoot()
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = "go build fakeclaude: " + err.Error() + "\n" + string(out)
-			return
-		}
-		buildPath = bin
-	})
-	if buildErr != "" {
-		t.Fatal(buildErr)
-	}
-	return buildPath
-}
-
-// repoRoot is the module root, found from this source file.
-func repoRoot() string {
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		return "."
-	}
-	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+	return testbin.Build(t, "./internal/fakeclaude/cmd/fakeclaude", "claude")
 }
