@@ -19,28 +19,13 @@ import (
 func opsConfig(t *testing.T, extra string) string {
 	t.Helper()
 	dir := t.TempDir()
-	if err := os.Mkdir(filepath.Join(dir, "ws"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	text := fmt.Sprintf(`
+	return writeConfig(t, dir, fmt.Sprintf(`
 [state]
 dir = "state"
 [agent]
 command = %q
 env = { ANTHROPIC_API_KEY = "sk-OPSSECRET", CLAUDE_CONFIG_DIR = %q }
-[[platforms]]
-name = "tty"
-type = "local"
-[[bindings]]
-platform = "tty"
-workspace = "ws"
-allow_users = ["*"]
-%s`, fakeclaude.Build(t), filepath.Join(dir, "claude-config"), extra)
-	path := filepath.Join(dir, "config.toml")
-	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
+`, fakeclaude.Build(t), filepath.Join(dir, "claude-config"))+localChatTOML+extra)
 }
 
 func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {

@@ -163,10 +163,7 @@ type inProcessRun struct {
 // runCommand on it. The agent is the real CLI against apiURL.
 func startRunInProcess(tb testing.TB, claude, apiURL, home, dir, idleTimeout string) *inProcessRun {
 	tb.Helper()
-	if err := os.MkdirAll(filepath.Join(dir, "ws"), 0o755); err != nil {
-		tb.Fatal(err)
-	}
-	cfg := fmt.Sprintf(`
+	path := writeConfig(tb, dir, fmt.Sprintf(`
 [state]
 dir = "state"
 [log]
@@ -183,18 +180,7 @@ ANTHROPIC_API_KEY = "sk-cc-connect-bench"
 DISABLE_TELEMETRY = "1"
 DISABLE_AUTOUPDATER = "1"
 CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC = "1"
-[[platforms]]
-name = "tty"
-type = "local"
-[[bindings]]
-platform = "tty"
-workspace = "ws"
-allow_users = ["*"]
-`, claude, idleTimeout, home, filepath.Join(home, ".claude"), apiURL)
-	path := filepath.Join(dir, "config.toml")
-	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
-		tb.Fatal(err)
-	}
+`, claude, idleTimeout, home, filepath.Join(home, ".claude"), apiURL)+localChatTOML)
 	inR, inW := io.Pipe()
 	r := &inProcessRun{configPath: path, in: inW, out: newLineWatch(), log: newLineWatch()}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -3,7 +3,6 @@ package main
 import (
 	"io"
 	"net/http"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -14,13 +13,7 @@ import (
 // platform's messages, context use, and no turn still running.
 func TestRunMetricsCountTurns(t *testing.T) {
 	t.Parallel()
-	path := setup(t, "\n[metrics]\naddr = \"127.0.0.1:0\"\n")
-	p := startBinary(t, "run", "--config", path)
-	p.waitErr(t, "Serving metrics")
-	m := regexp.MustCompile(`Serving metrics.* addr=(\S+)`).FindStringSubmatch(p.stderr.String())
-	if m == nil {
-		t.Fatalf("no address in the log:\n%s", p.stderr.String())
-	}
+	p, addr := startWithMetrics(t)
 	p.write(t, "one\n")
 	p.waitOut(t, "echo: one")
 	p.write(t, "two\n")
@@ -32,7 +25,7 @@ func TestRunMetricsCountTurns(t *testing.T) {
 	var text string
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		resp, err := http.Get("http://" + m[1] + "/metrics")
+		resp, err := http.Get("http://" + addr + "/metrics")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -118,12 +118,10 @@ func writeRealConfig(t *testing.T, claude string) string {
 	t.Helper()
 	dir := t.TempDir()
 	home := filepath.Join(dir, "home")
-	for _, d := range []string{"ws", "home"} {
-		if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
-			t.Fatal(err)
-		}
+	if err := os.Mkdir(home, 0o755); err != nil {
+		t.Fatal(err)
 	}
-	cfg := fmt.Sprintf(`
+	return writeConfig(t, dir, fmt.Sprintf(`
 [state]
 dir = "state"
 [log]
@@ -146,10 +144,5 @@ type = "local"
 platform = "tty"
 workspace = "ws"
 allow_users = ["tester"]
-`, claude, home, filepath.Join(home, ".claude"))
-	path := filepath.Join(dir, "config.toml")
-	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
+`, claude, home, filepath.Join(home, ".claude")))
 }

@@ -9,10 +9,10 @@ import (
 	"testing"
 )
 
-// TestRunServesMetricsUntilShutdown: with [metrics] addr set, `run` serves
-// /healthz and /metrics while it runs and stops serving when it exits.
-func TestRunServesMetricsUntilShutdown(t *testing.T) {
-	t.Parallel()
+// startWithMetrics runs the binary with the fake claude and [metrics] on
+// a free port, and returns it with the address it serves on.
+func startWithMetrics(t *testing.T) (*process, string) {
+	t.Helper()
 	path := setup(t, "\n[metrics]\naddr = \"127.0.0.1:0\"\n")
 	p := startBinary(t, "run", "--config", path)
 	p.waitErr(t, "Serving metrics")
@@ -20,7 +20,14 @@ func TestRunServesMetricsUntilShutdown(t *testing.T) {
 	if m == nil {
 		t.Fatalf("no address in the log:\n%s", p.stderr.String())
 	}
-	addr := m[1]
+	return p, m[1]
+}
+
+// TestRunServesMetricsUntilShutdown: with [metrics] addr set, `run` serves
+// /healthz and /metrics while it runs and stops serving when it exits.
+func TestRunServesMetricsUntilShutdown(t *testing.T) {
+	t.Parallel()
+	p, addr := startWithMetrics(t)
 	for path, want := range map[string]string{"/healthz": "ok", "/metrics": "cc_connect_turns_started_total"} {
 		resp, err := http.Get("http://" + addr + path)
 		if err != nil {

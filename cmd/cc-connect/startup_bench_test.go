@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -35,7 +34,7 @@ const startupBenchSessions = 1000
 // spawn and turn included), spawns-before-msg (agents started before the
 // message: must be 0) and spawns/op (must be 1).
 func BenchmarkStartupBinary(b *testing.B) {
-	bin := buildBenchBinary(b)
+	bin := buildBinary(b)
 	dir := b.TempDir()
 	spawnLog := filepath.Join(dir, "spawns.log")
 	wrapper := filepath.Join(dir, "claude")
@@ -43,27 +42,13 @@ func BenchmarkStartupBinary(b *testing.B) {
 	if err := os.WriteFile(wrapper, []byte(script), 0o700); err != nil {
 		b.Fatal(err)
 	}
-	if err := os.Mkdir(filepath.Join(dir, "ws"), 0o755); err != nil {
-		b.Fatal(err)
-	}
-	cfg := fmt.Sprintf(`
+	cfgPath := writeConfig(b, dir, fmt.Sprintf(`
 [state]
 dir = "state"
 [agent]
 command = %q
 env = { CLAUDE_CONFIG_DIR = %q }
-[[platforms]]
-name = "tty"
-type = "local"
-[[bindings]]
-platform = "tty"
-workspace = "ws"
-allow_users = ["*"]
-`, wrapper, filepath.Join(dir, "claude-config"))
-	cfgPath := filepath.Join(dir, "config.toml")
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
-		b.Fatal(err)
-	}
+`, wrapper, filepath.Join(dir, "claude-config"))+localChatTOML)
 
 	// The local chat's session, made the normal way; then the others.
 	runBinaryTurn(b, bin, cfgPath, spawnLog, "hello", nil)
@@ -94,18 +79,7 @@ func runBinaryTurn(tb testing.TB, bin, cfgPath, spawnLog, text string, before *i
 	spawns0 := countLines(spawnLog)
 	cmd := exec.Command(bin, "run", "--config", cfgPath)
 	cmd.Env = append(os.Environ(), "USER=bench")
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		tb.Fatal(err)
-	}
+	stdin, stdout, stderr := pipes(tb, cmd)
 	t0 := time.Now()
 	if err := cmd.Start(); err != nil {
 		tb.Fatal(err)
@@ -198,33 +172,4 @@ func countLines(path string) int {
 		return 0
 	}
 	return strings.Count(string(data), "\n")
-}
-
-var (
-	benchBinOnce sync.Once
-	benchBinPath string
-	benchBinErr  error
-)
-
-// buildBenchBinary compiles cc-connect once per test process, for
-// benchmarks (buildBinary takes a *testing.T).
-func buildBenchBinary(tb testing.TB) string {
-	tb.Helper()
-	benchBinOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "cc-connect-bench-bin-")
-		if err != nil {
-			benchBinErr = err
-			return
-		}
-		benchBinPath = filepath.Join(dir, "cc-connect")
-		goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-		cmd := exec.Command(goBin, "build", "-o", benchBinPath, ".")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			benchBinErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if benchBinErr != nil {
-		tb.Fatal(benchBinErr)
-	}
-	return benchBinPath
 }
