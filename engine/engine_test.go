@@ -23,7 +23,7 @@ func TestReplyCarriesContextIndicator(t *testing.T) {
 	if got.To.Channel != "C1" || got.To.Thread != "T1" || got.To.MessageID != "" {
 		t.Errorf("reply target = %+v, want channel C1 thread T1", got.To)
 	}
-	recs := h.logs.records("context_usage")
+	recs := h.logs.Records("context_usage")
 	if len(recs) != 1 {
 		t.Fatalf("context_usage logged %d times, want 1", len(recs))
 	}
@@ -61,7 +61,7 @@ func TestSelfReportReachesStatusAndLog(t *testing.T) {
 	}
 	h.say("alice", "T1", "hi [[SELF:31]]")
 	h.waitIdle()
-	recs := h.logs.records("context_usage")
+	recs := h.logs.Records("context_usage")
 	if len(recs) != 1 || recs[0]["self_reported_pct"] != float64(31) || recs[0]["drift"] != float64(6) {
 		t.Fatalf("context_usage = %v, want self_reported_pct 31 and drift 6", recs)
 	}
@@ -141,7 +141,7 @@ func TestProcessCapWaitsForFreeSlot(t *testing.T) {
 			if maxLive != 1 {
 				t.Errorf("max live processes = %d, want 1", maxLive)
 			}
-			if recs := h.logs.records("Reaping idle agent process"); len(recs) != 1 {
+			if recs := h.logs.Records("Reaping idle agent process"); len(recs) != 1 {
 				t.Errorf("reaped %d processes early, want 1 (the idle one of T1)", len(recs))
 			}
 		})
@@ -162,12 +162,12 @@ func TestIdleReapThenResume(t *testing.T) {
 	if got := h.fa.history("sess-1"); strings.Join(got, "|") != "first|second" {
 		t.Errorf("history = %q, want both turns in one session", got)
 	}
-	reaps := h.logs.records("Reaping idle agent process")
+	reaps := h.logs.Records("Reaping idle agent process")
 	if len(reaps) == 0 || reaps[0]["session_key"] != "fake/C1/T1" || reaps[0]["context_tokens"] != float64(50000) ||
 		reaps[0]["workspace"] == nil || reaps[0]["idle"] == nil {
 		t.Errorf("reap log = %v", reaps)
 	}
-	resumes := h.logs.records("Resuming agent session")
+	resumes := h.logs.Records("Resuming agent session")
 	if len(resumes) != 1 || resumes[0]["session_id"] != "sess-1" || resumes[0]["transcript_size"] != float64(1234) {
 		t.Errorf("resume log = %v", resumes)
 	}
@@ -194,7 +194,7 @@ func TestAccessRefusedOncePerThread(t *testing.T) {
 	if n := len(h.fa.spawnsSnapshot()); n != 1 {
 		t.Errorf("%d agent spawns, want only the allowed user's", n)
 	}
-	if recs := h.logs.records("Refused a message from a user who is not allowed"); len(recs) != 3 {
+	if recs := h.logs.Records("Refused a message from a user who is not allowed"); len(recs) != 3 {
 		t.Errorf("refusal logged %d times, want each of the 3 messages", len(recs))
 	}
 }
@@ -279,7 +279,7 @@ func TestRetiredSessionReloadsFromDisk(t *testing.T) {
 	h.e.retireAfter = 5 * time.Millisecond
 	h.say("alice", "T1", "first")
 	h.rec.waitSend(t, "echo: first")
-	h.logs.waitRecords(t, "Session retired after inactivity", 1)
+	h.logs.WaitRecords(t, waitLimit, "Session retired after inactivity", 1)
 	h.e.mu.Lock()
 	n := len(h.e.sessions)
 	h.e.mu.Unlock()
@@ -355,7 +355,7 @@ func TestContextOverflowIsClampedAndWarned(t *testing.T) {
 	if !strings.HasSuffix(got.Text, "\n[ctx: 100%]") {
 		t.Errorf("reply = %q, want the indicator clamped to 100%%", got.Text)
 	}
-	recs := h.logs.records("context_usage")
+	recs := h.logs.Records("context_usage")
 	if len(recs) != 1 || recs[0]["level"] != "WARN" || recs[0]["input_tokens"] != float64(300000) {
 		t.Errorf("context_usage = %v, want a warning with the raw tokens", recs)
 	}

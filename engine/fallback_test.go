@@ -70,11 +70,11 @@ func TestFallbackToFreshSession(t *testing.T) {
 			if err != nil || json.Unmarshal(data, &rec) != nil || rec.SessionID != "sess-2" {
 				t.Errorf("stored session = %q (%v), want sess-2", rec.SessionID, err)
 			}
-			errs := h.logs.records("Agent session cannot continue; starting fresh")
+			errs := h.logs.Records("Agent session cannot continue; starting fresh")
 			if len(errs) != 1 || errs[0]["session_id"] != "sess-1" || errs[0]["level"] != "ERROR" || errs[0]["cwd"] == nil {
 				t.Errorf("failure log = %v", errs)
 			}
-			warns := h.logs.records("Started a fresh agent session in place of a failed one")
+			warns := h.logs.Records("Started a fresh agent session in place of a failed one")
 			if len(warns) != 1 || warns[0]["old_session_id"] != "sess-1" || warns[0]["session_id"] != "sess-2" || warns[0]["level"] != "WARN" {
 				t.Errorf("fallback log = %v", warns)
 			}

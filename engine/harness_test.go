@@ -1,17 +1,15 @@
 package engine
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/cc-connect/cc-connect/internal/testlog"
 	"github.com/cc-connect/cc-connect/platform"
 )
 
@@ -29,7 +27,7 @@ type harness struct {
 	rec      *fakePlatform
 	ft       *fakeTranscripts
 	ws       string
-	logs     *logBuffer
+	logs     *testlog.Buffer
 	cancel   context.CancelFunc
 	runDone  chan error
 	ids      atomic.Int64
@@ -55,7 +53,7 @@ func newHarness(t *testing.T, mutate func(*Options, *harnessConfig)) *harness {
 		StateDir:      t.TempDir(),
 		ShutdownGrace: 2 * time.Second,
 	}
-	logs := &logBuffer{}
+	logs := &testlog.Buffer{}
 	opts.Logger = slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	if mutate != nil {
 		mutate(&opts, cfg)
@@ -63,7 +61,7 @@ func newHarness(t *testing.T, mutate func(*Options, *harnessConfig)) *harness {
 	return startHarness(t, opts, cfg, logs)
 }
 
-func startHarness(t *testing.T, opts Options, cfg *harnessConfig, logs *logBuffer) *harness {
+func startHarness(t *testing.T, opts Options, cfg *harnessConfig, logs *testlog.Buffer) *harness {
 	t.Helper()
 	e, err := New(opts)
 	if err != nil {
@@ -159,47 +157,6 @@ func (h *harness) waitIdle() {
 	}
 }
 
-// logBuffer collects JSON log lines for assertions.
-type logBuffer struct {
-	mu      sync.Mutex // guards buf and changed
-	buf     bytes.Buffer
-	changed chan struct{}
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.changed != nil {
-		close(l.changed)
-		l.changed = nil
-	}
-	return l.buf.Write(p)
-}
-
-// waitRecords waits until msg was logged at least n times; it wakes on
-// every log write.
-func (l *logBuffer) waitRecords(t *testing.T, msg string, n int) []map[string]any {
-	t.Helper()
-	deadline := time.NewTimer(waitLimit)
-	defer deadline.Stop()
-	for {
-		l.mu.Lock()
-		if l.changed == nil {
-			l.changed = make(chan struct{})
-		}
-		ch := l.changed
-		l.mu.Unlock()
-		if recs := l.records(msg); len(recs) >= n {
-			return recs
-		}
-		select {
-		case <-ch:
-		case <-deadline.C:
-			t.Fatalf("timed out waiting for %d log records %q", n, msg)
-		}
-	}
-}
-
 // pollFor checks cond until it holds or a deadline passes. Only for state
 // that has no event to wait on (files written by other processes).
 func pollFor(t *testing.T, what string, cond func() bool) {
@@ -213,22 +170,4 @@ func pollFor(t *testing.T, what string, cond func() bool) {
 		}
 		<-tick.C
 	}
-}
-
-// records returns the decoded log records whose msg is msg.
-func (l *logBuffer) records(msg string) []map[string]any {
-	l.mu.Lock()
-	data := l.buf.String()
-	l.mu.Unlock()
-	var out []map[string]any
-	for _, line := range strings.Split(data, "\n") {
-		if line == "" {
-			continue
-		}
-		var r map[string]any
-		if json.Unmarshal([]byte(line), &r) == nil && r["msg"] == msg {
-			out = append(out, r)
-		}
-	}
-	return out
 }

@@ -75,7 +75,7 @@ func TestRealReplyAndIdleResume(t *testing.T) {
 	if got.Text != "echo: hello\n[ctx: 25%]" {
 		t.Errorf("reply = %q", got.Text)
 	}
-	h.logs.waitRecords(t, "Reaping idle agent process", 1)
+	h.logs.WaitRecords(t, waitLimit, "Reaping idle agent process", 1)
 	h.say("alice", "T1", "again")
 	h.rec.waitSend(t, "echo: again")
 	lines := readRecord(t, re.record)
@@ -85,7 +85,7 @@ func TestRealReplyAndIdleResume(t *testing.T) {
 	if lines[0].SessionID == "" || lines[0].SessionID != lines[1].SessionID || lines[0].Pid == lines[1].Pid {
 		t.Errorf("record = %+v, want one session resumed in a second process", lines)
 	}
-	resumes := h.logs.records("Resuming agent session")
+	resumes := h.logs.Records("Resuming agent session")
 	if len(resumes) != 1 || resumes[0]["session_id"] != lines[0].SessionID ||
 		!strings.HasSuffix(resumes[0]["transcript"].(string), lines[0].SessionID+".jsonl") || resumes[0]["transcript_size"].(float64) <= 0 {
 		t.Errorf("resume log = %v", resumes)
@@ -112,7 +112,7 @@ func TestRealNotFoundFallback(t *testing.T) {
 	if len(lines) != 1 || lines[0].SessionID == lost {
 		t.Errorf("record = %+v, want the message sent once, to a fresh session", lines)
 	}
-	lookups := h.logs.records("Resuming agent session")
+	lookups := h.logs.Records("Resuming agent session")
 	if len(lookups) != 1 || lookups[0]["transcript_lookup_error"] == "" {
 		t.Errorf("resume lookup log = %v, want the missing transcript logged", lookups)
 	}
@@ -123,7 +123,7 @@ func TestRealTooLongOnResumeFallback(t *testing.T) {
 		func(o *Options) { o.IdleTimeout = 20 * time.Millisecond })
 	h.say("alice", "T1", "first")
 	h.rec.waitSend(t, "echo: first")
-	h.logs.waitRecords(t, "Reaping idle agent process", 1)
+	h.logs.WaitRecords(t, waitLimit, "Reaping idle agent process", 1)
 	h.say("alice", "T1", "second")
 	h.rec.waitSend(t, "echo: second")
 	h.waitIdle()

@@ -38,7 +38,7 @@ func TestRealCLIModel(t *testing.T) {
 	// Set on the live process (set_model)…
 	h.say("alice", "T1", "!model claude-sonnet-4-5")
 	h.rec.waitSend(t, "Model set to claude-sonnet-4-5")
-	if recs := h.logs.records("Live control request failed; the setting applies at the next start"); len(recs) != 0 {
+	if recs := h.logs.Records("Live control request failed; the setting applies at the next start"); len(recs) != 0 {
 		t.Fatalf("the CLI did not answer set_model: %v", recs)
 	}
 	h.say("alice", "T1", "second")
@@ -54,7 +54,7 @@ func TestRealCLIModel(t *testing.T) {
 	if got := promptRequest(t, api, "third").Model; got != "claude-sonnet-4-5" {
 		t.Errorf("model after a restart = %q, want the chosen one", got)
 	}
-	if recs := h.logs.records("Resuming agent session"); len(recs) == 0 {
+	if recs := h.logs.Records("Resuming agent session"); len(recs) == 0 {
 		t.Error("the conversation did not resume")
 	}
 	h.say("alice", "T1", "!status")
@@ -78,7 +78,7 @@ func TestRealCLIMode(t *testing.T) {
 	h.rec.waitSend(t, "echo: hello")
 	h.say("alice", "T1", "!mode acceptEdits")
 	h.rec.waitSend(t, "Permission mode set to acceptEdits")
-	if recs := h.logs.records("Live control request failed; the setting applies at the next start"); len(recs) != 0 {
+	if recs := h.logs.Records("Live control request failed; the setting applies at the next start"); len(recs) != 0 {
 		t.Fatalf("the CLI did not answer set_permission_mode: %v", recs)
 	}
 	h.say("alice", "T1", "[[TOOL:touch made_in_accept_edits.txt]]")
@@ -124,7 +124,7 @@ func TestRealCLICompact(t *testing.T) {
 	}
 	h.say("alice", "T1", "still there?")
 	h.rec.waitSend(t, "echo: still there?")
-	if recs := h.logs.records("Starting agent process"); len(recs) != 1 {
+	if recs := h.logs.Records("Starting agent process"); len(recs) != 1 {
 		t.Errorf("%d agent processes, want the one that compacted to go on", len(recs))
 	}
 }

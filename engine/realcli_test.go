@@ -48,7 +48,7 @@ func TestRealCLIReplyIndicatorAndIdleResume(t *testing.T) {
 	if !regexp.MustCompile(`\n\[ctx: 1[23]%\]$`).MatchString(got.Text) {
 		t.Errorf("reply = %q, want the track A indicator for ~12%% of a 1M window", got.Text)
 	}
-	h.logs.waitRecords(t, "Reaping idle agent process", 1)
+	h.logs.WaitRecords(t, waitLimit, "Reaping idle agent process", 1)
 	h.say("alice", "T1", "what was the word?")
 	h.rec.waitSend(t, "echo: what was the word?")
 	reqs := api.Requests()
@@ -56,7 +56,7 @@ func TestRealCLIReplyIndicatorAndIdleResume(t *testing.T) {
 	if !last.Contains("kumquat") {
 		t.Error("the resumed session's request lacks the earlier turn: resume did not keep the history")
 	}
-	if recs := h.logs.records("Resuming agent session"); len(recs) != 1 || recs[0]["transcript_size"].(float64) <= 0 {
+	if recs := h.logs.Records("Resuming agent session"); len(recs) != 1 || recs[0]["transcript_size"].(float64) <= 0 {
 		t.Errorf("resume log = %v, want the transcript found with its size", recs)
 	}
 }

@@ -125,7 +125,7 @@ func TestReloadWorkspaceChangeAtNextSessionStart(t *testing.T) {
 	}
 	h.fa.release(t)
 	h.rec.waitSend(t, "echo: long")
-	h.logs.waitRecords(t, "Conversation ended after a config change; its next message starts a new session", 1)
+	h.logs.WaitRecords(t, waitLimit, "Conversation ended after a config change; its next message starts a new session", 1)
 	h.fa.waitFor(t, "the old process to close", func(fa *fakeAgents) bool { return fa.live == 0 })
 
 	h.say("alice", "T1", "second")
@@ -154,7 +154,7 @@ func TestReloadRemovedBindingStopsAndClosesIdleProcesses(t *testing.T) {
 	h.reload(Reload{Bindings: nil})
 	h.rec.waitSend(t, "no longer binds this channel")
 	h.fa.waitFor(t, "the idle process to close", func(fa *fakeAgents) bool { return fa.live == 0 })
-	h.logs.waitRecords(t, "Conversation ended after a config change; its next message starts a new session", 1)
+	h.logs.WaitRecords(t, waitLimit, "Conversation ended after a config change; its next message starts a new session", 1)
 
 	before := len(h.rec.snapshot())
 	h.say("alice", "T1", "anyone?")
@@ -330,7 +330,7 @@ func TestReloadWorkspaceChangeOfIdleConversation(t *testing.T) {
 		return bs
 	})})
 	h.rec.waitSend(t, "your next message starts a new session there")
-	h.logs.waitRecords(t, "Conversation ended after a config change; its next message starts a new session", 1)
+	h.logs.WaitRecords(t, waitLimit, "Conversation ended after a config change; its next message starts a new session", 1)
 	h.say("alice", "T1", "second")
 	h.rec.waitSend(t, "echo: second")
 	if s := h.fa.spawnsSnapshot(); len(s) != 2 || s[1].Dir != newWS || s[1].ResumeID != "" {
@@ -349,7 +349,7 @@ func TestReloadReplacedAdapterServesTheNextSession(t *testing.T) {
 
 	fresh := newFakePlatform("fake")
 	h.reload(Reload{Bindings: h.opts.Bindings, Adapters: []platform.Adapter{richPlatform{fresh}}})
-	h.logs.waitRecords(t, "Conversation ended after a config change; its next message starts a new session", 1)
+	h.logs.WaitRecords(t, waitLimit, "Conversation ended after a config change; its next message starts a new session", 1)
 	h.say("alice", "T1", "after")
 	fresh.waitSend(t, "echo: after")
 	if n := len(h.rec.sends("echo: after")); n != 0 {

@@ -42,7 +42,7 @@ func TestShellRefusals(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(h.ws, "ran.txt")); err == nil {
 				t.Error("the refused command ran")
 			}
-			recs := h.logs.records("Refused a shell command")
+			recs := h.logs.Records("Refused a shell command")
 			if len(recs) != 1 || recs[0]["reason"] != tt.reason || recs[0]["user"] != tt.user {
 				t.Errorf("refusal log = %v", recs)
 			}

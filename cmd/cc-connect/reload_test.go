@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/cc-connect/cc-connect/config"
 	"github.com/cc-connect/cc-connect/engine"
+	"github.com/cc-connect/cc-connect/internal/testlog"
 )
 
 // fakeTarget records what a reloader asks of the engine.
@@ -70,62 +69,6 @@ func (f *fakeTarget) waitReloads(t *testing.T, n int) []engine.Reload {
 	}
 }
 
-// jsonLog collects a logger's JSON records.
-type jsonLog struct {
-	mu      sync.Mutex // guards buf and changed
-	buf     bytes.Buffer
-	changed chan struct{}
-}
-
-func (l *jsonLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.changed != nil {
-		close(l.changed)
-		l.changed = nil
-	}
-	return l.buf.Write(p)
-}
-
-// wait waits for a record msg whose attribute key is val.
-func (l *jsonLog) wait(t *testing.T, msg, key, val string) {
-	t.Helper()
-	deadline := time.NewTimer(time.Minute)
-	defer deadline.Stop()
-	for {
-		l.mu.Lock()
-		if l.changed == nil {
-			l.changed = make(chan struct{})
-		}
-		ch := l.changed
-		l.mu.Unlock()
-		for _, r := range l.records(msg) {
-			if r[key] == val {
-				return
-			}
-		}
-		select {
-		case <-ch:
-		case <-deadline.C:
-			t.Fatalf("no log record %q with %s=%s", msg, key, val)
-		}
-	}
-}
-
-// records returns the records whose msg is msg.
-func (l *jsonLog) records(msg string) []map[string]any {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []map[string]any
-	for _, line := range strings.Split(l.buf.String(), "\n") {
-		var r map[string]any
-		if json.Unmarshal([]byte(line), &r) == nil && r["msg"] == msg {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
 const reloadBase = `
 [agent]
 command = "true"
@@ -155,7 +98,7 @@ allow_users = ["*"]
 
 // newTestReloader writes text as a config next to a workspace "ws" and
 // returns a reloader running it against a fake engine.
-func newTestReloader(t *testing.T, text string) (*reloader, *fakeTarget, *jsonLog, string) {
+func newTestReloader(t *testing.T, text string) (*reloader, *fakeTarget, *testlog.Buffer, string) {
 	t.Helper()
 	dir := t.TempDir()
 	for _, d := range []string{"ws", "ws2"} {
@@ -169,7 +112,7 @@ func newTestReloader(t *testing.T, text string) (*reloader, *fakeTarget, *jsonLo
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &jsonLog{}
+	logs := &testlog.Buffer{}
 	log, level := newLevelLogger(config.Log{Level: "debug", Format: "json"}, logs)
 	level.Set(slog.LevelDebug)
 	locks := &instanceLocks{}
@@ -213,7 +156,7 @@ func TestReloadApplies(t *testing.T) {
 		edit    func(string) string
 		adapter []string // adapters rebuilt
 		remove  []string
-		check   func(t *testing.T, r engine.Reload, logs *jsonLog)
+		check   func(t *testing.T, r engine.Reload, logs *testlog.Buffer)
 	}{
 		{
 			name:    "token change restarts only that adapter",
@@ -225,7 +168,7 @@ func TestReloadApplies(t *testing.T) {
 			edit: func(s string) string {
 				return strings.Replace(s, `allow_users = ["alice"]`, `allow_users = ["alice", "bob"]`, 1)
 			},
-			check: func(t *testing.T, r engine.Reload, logs *jsonLog) {
+			check: func(t *testing.T, r engine.Reload, logs *testlog.Buffer) {
 				if got := r.Bindings[0].AllowUsers; len(got) != 2 || got[1] != "bob" {
 					t.Errorf("bindings[0].allow_users = %v", got)
 				}
@@ -236,7 +179,7 @@ func TestReloadApplies(t *testing.T) {
 			edit: func(s string) string {
 				return s + "\n[[bindings]]\nplatform = \"tg\"\nchannel = \"C9\"\nworkspace = \"ws2\"\nallow_users = [\"*\"]\n"
 			},
-			check: func(t *testing.T, r engine.Reload, logs *jsonLog) {
+			check: func(t *testing.T, r engine.Reload, logs *testlog.Buffer) {
 				if len(r.Bindings) != 3 || r.Bindings[2].Channel != "C9" || !strings.HasSuffix(r.Bindings[2].Workspace, "ws2") {
 					t.Errorf("bindings = %+v", r.Bindings)
 				}
@@ -249,7 +192,7 @@ func TestReloadApplies(t *testing.T) {
 				return s[:strings.LastIndex(s, "[[bindings]]")]
 			},
 			remove: []string{"tg2"},
-			check: func(t *testing.T, r engine.Reload, logs *jsonLog) {
+			check: func(t *testing.T, r engine.Reload, logs *testlog.Buffer) {
 				if len(r.Bindings) != 1 {
 					t.Errorf("bindings = %+v", r.Bindings)
 				}
@@ -261,9 +204,9 @@ func TestReloadApplies(t *testing.T) {
 				s = strings.Replace(s, "[agent]\n", "[state]\ndir = \"elsewhere\"\n[log]\nlevel = \"debug\"\n[agent]\nmodel = \"opus\"\n", 1)
 				return strings.Replace(s, `admins = ["alice"]`, `admins = []`, 1)
 			},
-			check: func(t *testing.T, r engine.Reload, logs *jsonLog) {
+			check: func(t *testing.T, r engine.Reload, logs *testlog.Buffer) {
 				var keys []string
-				for _, rec := range logs.records("Config change needs a restart to apply") {
+				for _, rec := range logs.Records("Config change needs a restart to apply") {
 					keys = append(keys, rec["key"].(string))
 				}
 				if strings.Join(keys, " ") != "state.dir agent.model" {
@@ -284,7 +227,7 @@ func TestReloadApplies(t *testing.T) {
 			r.reload(context.Background(), "test")
 			reloads, notices := ft.snapshot()
 			if len(reloads) != 1 || len(notices) != 0 {
-				t.Fatalf("%d reloads, notices %q; errors logged: %v", len(reloads), notices, logs.records("Config reload failed; the running config stays"))
+				t.Fatalf("%d reloads, notices %q; errors logged: %v", len(reloads), notices, logs.Records("Config reload failed; the running config stays"))
 			}
 			var names []string
 			for _, a := range reloads[0].Adapters {
@@ -293,7 +236,7 @@ func TestReloadApplies(t *testing.T) {
 			if fmt.Sprint(names) != fmt.Sprint(tt.adapter) || fmt.Sprint(reloads[0].Remove) != fmt.Sprint(tt.remove) {
 				t.Errorf("adapters rebuilt %v, removed %v; want %v, %v", names, reloads[0].Remove, tt.adapter, tt.remove)
 			}
-			if len(logs.records("Config change applied")) == 0 {
+			if len(logs.Records("Config change applied")) == 0 {
 				t.Error("no summary of the applied change was logged")
 			}
 			if tt.check != nil {
@@ -325,7 +268,7 @@ func TestReloadInvalidEditKeepsTheRunningConfig(t *testing.T) {
 	if r.running != before {
 		t.Error("the running config was replaced")
 	}
-	recs := logs.records("Config reload failed; the running config stays")
+	recs := logs.Records("Config reload failed; the running config stays")
 	if len(recs) != 2 || recs[0]["key"] != "bindings[0].workspace" || recs[0]["level"] != "ERROR" ||
 		!strings.Contains(recs[0]["error"].(string), "does not exist") {
 		t.Errorf("error records = %v", recs)
@@ -355,7 +298,7 @@ func TestReloadTOMLSyntaxError(t *testing.T) {
 	if reloads, notices := ft.snapshot(); len(reloads) != 0 || len(notices) != 1 {
 		t.Errorf("%d reloads, %d notices; want 0 and 1", len(reloads), len(notices))
 	}
-	if recs := logs.records("Config reload failed; the running config stays"); len(recs) != 1 ||
+	if recs := logs.Records("Config reload failed; the running config stays"); len(recs) != 1 ||
 		!strings.Contains(recs[0]["error"].(string), "config.toml:") {
 		t.Errorf("records %v: want the file and line", recs)
 	}
@@ -386,7 +329,7 @@ func TestWatchReloadsOnRenameAndSIGHUP(t *testing.T) {
 	defer func() { cancel(); <-done }()
 
 	// Logged once the folder is watched: a save before that is not seen.
-	logs.wait(t, "Watching the config file", "path", path)
+	logs.WaitRecord(t, time.Minute, "Watching the config file", "path", path)
 	writeFile(t, path, strings.Replace(base, `allow_users = ["alice"]`, `allow_users = ["alice", "bob"]`, 1))
 	got := ft.waitReloads(t, 1)
 	if u := got[0].Bindings[0].AllowUsers; len(u) != 2 {
@@ -394,7 +337,7 @@ func TestWatchReloadsOnRenameAndSIGHUP(t *testing.T) {
 	}
 
 	hup <- os.Interrupt // any value: the channel is what signal.Notify feeds
-	logs.wait(t, "Reloading the config", "trigger", "SIGHUP")
+	logs.WaitRecord(t, time.Minute, "Reloading the config", "trigger", "SIGHUP")
 }
 
 // TestRunReloadsTheConfigFile: a running cc-connect applies a config saved
@@ -447,7 +390,7 @@ func TestReloadRenamedPlatformKeepsItsTokenLock(t *testing.T) {
 	r.reload(context.Background(), "test")
 	reloads, _ := ft.snapshot()
 	if len(reloads) != 1 {
-		t.Fatalf("%d reloads; errors: %v", len(reloads), logs.records("Config reload failed; the running config stays"))
+		t.Fatalf("%d reloads; errors: %v", len(reloads), logs.Records("Config reload failed; the running config stays"))
 	}
 	if len(reloads[0].Adapters) != 1 || reloads[0].Adapters[0].Name() != "tg3" || fmt.Sprint(reloads[0].Remove) != "[tg2]" {
 		t.Errorf("reload = %+v", reloads[0])
