@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -107,22 +106,7 @@ func FuzzLineReader(f *testing.F) {
 				want = append(want, p)
 			}
 		}
-		lr := newLineReaderSize(bytes.NewReader(data), int(max), 16)
-		var got []string
-		for {
-			line, err := lr.next()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if errors.Is(err, errLineTooLong) {
-				got = append(got, "!")
-				continue
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			got = append(got, string(line))
-		}
+		got := readLines(t, newLineReaderSize(bytes.NewReader(data), int(max), 16))
 		if strings.Join(got, "\x00") != strings.Join(want, "\x00") || len(got) != len(want) {
 			t.Fatalf("lines %q, want %q", got, want)
 		}

@@ -455,22 +455,7 @@ func TestLineReader(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			lr := newLineReader(strings.NewReader(tt.input), tt.max)
-			var got []string
-			for {
-				line, err := lr.next()
-				if errors.Is(err, io.EOF) {
-					break
-				}
-				if errors.Is(err, errLineTooLong) {
-					got = append(got, "!")
-					continue
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
-				got = append(got, string(line))
-			}
+			got := readLines(t, newLineReader(strings.NewReader(tt.input), tt.max))
 			if len(got) != len(tt.want) {
 				t.Fatalf("got %d lines, want %d", len(got), len(tt.want))
 			}
@@ -580,5 +565,25 @@ func BenchmarkDecodeLine(b *testing.B) {
 				dec.decodeLine(line)
 			}
 		})
+	}
+}
+
+// readLines reads lr to the end; a line over the limit reads as "!".
+func readLines(t *testing.T, lr *lineReader) []string {
+	t.Helper()
+	var got []string
+	for {
+		line, err := lr.next()
+		if errors.Is(err, io.EOF) {
+			return got
+		}
+		if errors.Is(err, errLineTooLong) {
+			got = append(got, "!")
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, string(line))
 	}
 }
