@@ -1,0 +1,102 @@
+package config
+
+import (
+	"os"
+	"strings"
+	"testing"
+)
+
+func TestWarnings(t *testing.T) {
+	t.Parallel()
+	path := writeConfig(t, `
+[[platforms]]
+name = "local"
+type = "local"
+[[platforms]]
+name = "d"
+type = "discord"
+token = "t"
+[[bindings]]
+platform = "local"
+workspace = "ws"
+[[bindings]]
+platform = "local"
+channel = "local"
+workspace = "ws"
+allow_users = ["alice"]
+admins = ["alice", "bob"]
+`)
+	cfg, err := load(path, envMap(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(cfg.Warnings, "\n")
+	if strings.Contains(got, `"alice" is not in allow_users`) {
+		t.Errorf("warned about an allowed admin:\n%s", got)
+	}
+	for _, w := range []string{
+		"bindings[0].allow_users is empty: nobody may use this binding",
+		`platform "d" has no [[bindings]] entry`,
+		`bindings[1].admins: "bob" is not in allow_users`,
+	} {
+		if !strings.Contains(got, w) {
+			t.Errorf("warnings lack %q:\n%s", w, got)
+		}
+	}
+}
+
+func TestBypassPermissionsAsRootWarns(t *testing.T) {
+	t.Parallel()
+	if os.Getuid() != 0 || os.Getenv("IS_SANDBOX") == "1" {
+		t.Skip("the warning concerns root without IS_SANDBOX=1")
+	}
+	for _, tt := range []struct {
+		env  string
+		warn bool
+	}{
+		{"", true},
+		{`env = { IS_SANDBOX = "1" }`, false},
+	} {
+		path := writeConfig(t, minimal+"[agent]\npermission_mode = \"bypassPermissions\"\n"+tt.env+"\n")
+		cfg, err := load(path, envMap(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := strings.Contains(strings.Join(cfg.Warnings, "\n"), "IS_SANDBOX=1")
+		if got != tt.warn {
+			t.Errorf("env %q: warning %t, want %t (%q)", tt.env, got, tt.warn, cfg.Warnings)
+		}
+	}
+}
+
+func TestLiteralTokenInReadableFileWarns(t *testing.T) {
+	t.Parallel()
+	text := minimal + `
+[[platforms]]
+name = "s"
+type = "slack"
+bot_token = "xoxb-literal"
+app_token = "${APP}"
+[[bindings]]
+platform = "s"
+workspace = "ws"
+allow_users = ["*"]
+`
+	for _, tt := range []struct {
+		mode os.FileMode
+		warn bool
+	}{{0o644, true}, {0o600, false}} {
+		path := writeConfig(t, text)
+		if err := os.Chmod(path, tt.mode); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := load(path, envMap(map[string]string{"APP": "xapp-1"}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := strings.Join(cfg.Warnings, "\n")
+		if strings.Contains(got, "platforms[1].bot_token is written in") != tt.warn || strings.Contains(got, "app_token") {
+			t.Errorf("mode %04o: warnings %q", tt.mode, cfg.Warnings)
+		}
+	}
+}
