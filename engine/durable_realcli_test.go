@@ -8,11 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/cc-connect/cc-connect/agentproc"
-	"github.com/cc-connect/cc-connect/inbox"
 	"github.com/cc-connect/cc-connect/platform"
+	"github.com/google/uuid"
 )
 
 // TestRealCLIRecovery checks crash recovery against the pinned CLI's own
@@ -93,22 +91,7 @@ func TestRealCLIRecovery(t *testing.T) {
 				}
 				t.Logf("after the kill the transcript holds the message: %v", had)
 			}
-			if err := h.e.store.save(record{Key: t1Key, Platform: "fake", Channel: "C1", Thread: "T1",
-				Workspace: h.e.pool.GetOrCreate(h.ws).Path, SessionID: sid}); err != nil {
-				t.Fatal(err)
-			}
-			in, err := inbox.Open(h.e.inboxPath(t1Key), inbox.Limits{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			m := h.message("alice", "T1", tt.text)
-			if err := in.Append(inbox.Entry{ID: m.ID, Target: m.Target, UserID: "alice", Text: tt.text}); err != nil {
-				t.Fatal(err)
-			}
-			if err := in.MarkStarted(m.ID, u); err != nil {
-				t.Fatal(err)
-			}
-			in.Close()
+			stageCutTurn(t, h, record{SessionID: sid}, u, tt.text)
 			before := len(api.Requests())
 
 			h = h.restart()

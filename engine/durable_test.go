@@ -21,6 +21,30 @@ import (
 
 const t1Key = "fake/C1/T1"
 
+// stageCutTurn leaves what a crash in the middle of alice's turn in T1
+// leaves: the conversation's record (rec, with its key and workspace
+// filled in) and text in its inbox, started as turn u.
+func stageCutTurn(t *testing.T, h *harness, rec record, u, text string) {
+	t.Helper()
+	rec.Key, rec.Platform, rec.Channel, rec.Thread = t1Key, "fake", "C1", "T1"
+	rec.Workspace = h.e.pool.GetOrCreate(h.ws).Path
+	if err := h.e.store.save(rec); err != nil {
+		t.Fatal(err)
+	}
+	in, err := inbox.Open(h.e.inboxPath(t1Key), inbox.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := h.message("alice", "T1", text)
+	if err := in.Append(inbox.Entry{ID: m.ID, Target: m.Target, UserID: "alice", Text: text}); err != nil {
+		t.Fatal(err)
+	}
+	if err := in.MarkStarted(m.ID, u); err != nil {
+		t.Fatal(err)
+	}
+	in.Close()
+}
+
 func recordTexts(lines []recordedLine) []string {
 	out := make([]string, len(lines))
 	for i, l := range lines {
@@ -147,22 +171,7 @@ func TestRecoveryDecision(t *testing.T) {
 			u := uuid.NewString()
 			sid := tt.setup(t, h, u)
 			before := len(readRecord(t, re.record))
-			if err := h.e.store.save(record{Key: t1Key, Platform: "fake", Channel: "C1", Thread: "T1",
-				Workspace: h.e.pool.GetOrCreate(h.ws).Path, SessionID: sid}); err != nil {
-				t.Fatal(err)
-			}
-			in, err := inbox.Open(h.e.inboxPath(t1Key), inbox.Limits{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			m := h.message("alice", "T1", tt.text)
-			if err := in.Append(inbox.Entry{ID: m.ID, Target: m.Target, UserID: "alice", Text: tt.text}); err != nil {
-				t.Fatal(err)
-			}
-			if err := in.MarkStarted(m.ID, u); err != nil {
-				t.Fatal(err)
-			}
-			in.Close()
+			stageCutTurn(t, h, record{SessionID: sid}, u, tt.text)
 
 			h = h.restart()
 			h.rec.waitSend(t, tt.notice)
@@ -207,22 +216,7 @@ func TestRecoveryWithoutTranscriptSaysOneThing(t *testing.T) {
 	h, re := newRealHarness(t, nil, nil)
 	h.stop()
 	sid, u := uuid.NewString(), uuid.NewString()
-	if err := h.e.store.save(record{Key: t1Key, Platform: "fake", Channel: "C1", Thread: "T1",
-		Workspace: h.e.pool.GetOrCreate(h.ws).Path, SessionID: sid}); err != nil {
-		t.Fatal(err)
-	}
-	in, err := inbox.Open(h.e.inboxPath(t1Key), inbox.Limits{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := h.message("alice", "T1", "the message")
-	if err := in.Append(inbox.Entry{ID: m.ID, Target: m.Target, UserID: "alice", Text: m.Text}); err != nil {
-		t.Fatal(err)
-	}
-	if err := in.MarkStarted(m.ID, u); err != nil {
-		t.Fatal(err)
-	}
-	in.Close()
+	stageCutTurn(t, h, record{SessionID: sid}, u, "the message")
 
 	h = h.restart()
 	h.rec.waitSend(t, "echo: the message")
@@ -252,22 +246,7 @@ func TestRecoveryTellsOfCancelledPermission(t *testing.T) {
 	h.stop()
 	u := uuid.NewString()
 	sid := startedTurn(t, h, "", u, "tool [[TOOL:make build]] [[CRASH]]")
-	if err := h.e.store.save(record{Key: t1Key, Platform: "fake", Channel: "C1", Thread: "T1",
-		Workspace: h.e.pool.GetOrCreate(h.ws).Path, SessionID: sid, PendingPermission: "Bash `make build`"}); err != nil {
-		t.Fatal(err)
-	}
-	in, err := inbox.Open(h.e.inboxPath(t1Key), inbox.Limits{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := h.message("alice", "T1", "tool")
-	if err := in.Append(inbox.Entry{ID: m.ID, Target: m.Target, UserID: "alice", Text: "tool"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := in.MarkStarted(m.ID, u); err != nil {
-		t.Fatal(err)
-	}
-	in.Close()
+	stageCutTurn(t, h, record{SessionID: sid, PendingPermission: "Bash `make build`"}, u, "tool")
 	before := len(readRecord(t, re.record))
 	h = h.restart()
 	note := h.rec.waitSend(t, "cc-connect restarted")
@@ -448,22 +427,7 @@ func TestRecoveryContinueFallsBackToMessage(t *testing.T) {
 	if err := os.WriteFile(release, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.e.store.save(record{Key: t1Key, Platform: "fake", Channel: "C1", Thread: "T1",
-		Workspace: h.e.pool.GetOrCreate(h.ws).Path, SessionID: sid}); err != nil {
-		t.Fatal(err)
-	}
-	in, err := inbox.Open(h.e.inboxPath(t1Key), inbox.Limits{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := h.message("alice", "T1", text)
-	if err := in.Append(inbox.Entry{ID: m.ID, Target: m.Target, UserID: "alice", Text: text}); err != nil {
-		t.Fatal(err)
-	}
-	if err := in.MarkStarted(m.ID, u); err != nil {
-		t.Fatal(err)
-	}
-	in.Close()
+	stageCutTurn(t, h, record{SessionID: sid}, u, text)
 	before := len(readRecord(t, re.record))
 
 	h = h.restart()
