@@ -1,8 +1,11 @@
 package workspace
 
 import (
+	"bytes"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -75,5 +78,32 @@ func TestNormalizeMakesRelativeAbsolute(t *testing.T) {
 	}
 	if got := Normalize(".", nil); got != resolved {
 		t.Errorf("Normalize(.) = %q, want %q", got, resolved)
+	}
+}
+
+func TestNormalizeLogsOnlyWhenItChangedThePath(t *testing.T) {
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		in      string
+		wantLog bool
+	}{
+		{dir, false},
+		{dir + "/", true},
+		{dir + "/sub/..", true},
+	}
+	for _, tt := range tests {
+		var buf bytes.Buffer
+		log := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		got := Normalize(tt.in, log)
+		logged := strings.Contains(buf.String(), `"msg":"workspace path normalized"`)
+		if logged != tt.wantLog {
+			t.Errorf("Normalize(%q): logged %v, want %v (%s)", tt.in, logged, tt.wantLog, buf.String())
+		}
+		if tt.wantLog && (!strings.Contains(buf.String(), `"original":"`+tt.in+`"`) || !strings.Contains(buf.String(), `"normalized":"`+got+`"`)) {
+			t.Errorf("log %s lacks original %q and normalized %q", buf.String(), tt.in, got)
+		}
 	}
 }
