@@ -28,6 +28,7 @@ import (
 //	[[EMPTY]]     no reply text at all
 //	[[HISTORY]]   replies with the session's history
 //	[[OVER]]      reports 300,000 context tokens of the 200,000 window
+//	[[NOUSAGE]]   reports no token usage (a turn that made no API call)
 //
 // Otherwise the reply is "echo: <text>", with 50,000 context tokens of a
 // 200,000 window (25%).
@@ -304,6 +305,9 @@ func (p *fakeProc) Turn(ctx context.Context, text string, on func(agentproc.Even
 	res := p.result(reply)
 	if strings.Contains(text, "[[OVER]]") {
 		res.ContextTokens = 300000
+	}
+	if strings.Contains(text, "[[NOUSAGE]]") {
+		res.ContextTokens, res.ModelUsage = 0, nil
 	}
 	return res, nil
 }

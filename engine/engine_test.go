@@ -34,6 +34,22 @@ func TestReplyCarriesContextIndicator(t *testing.T) {
 	}
 }
 
+// TestNoIndicatorWithoutTokenData: a fresh session's first turn that
+// reported no usage has no figure to show, so the reply carries no [ctx]
+// line rather than a made-up 0%.
+func TestNoIndicatorWithoutTokenData(t *testing.T) {
+	h := newHarness(t, nil)
+	h.say("alice", "T1", "hello [[NOUSAGE]]")
+	got := h.rec.waitSend(t, "echo: hello")
+	h.waitIdle()
+	if strings.Contains(got.Text, "[ctx:") {
+		t.Errorf("reply = %q, want no indicator without token data", got.Text)
+	}
+	if recs := h.logs.Records("context_usage"); len(recs) != 0 {
+		t.Errorf("context_usage logged without token data: %v", recs)
+	}
+}
+
 func TestReplyShapes(t *testing.T) {
 	tests := []struct {
 		name, text, want string
