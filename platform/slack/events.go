@@ -19,11 +19,13 @@ import (
 	"github.com/cc-connect/cc-connect/platform"
 )
 
-// pump reads the Socket Mode client's events: it acks every envelope
-// before anything else (Slack redelivers an event whose ack is late, and
-// handling may take a while), keeps the connection status, filters and
-// dedupes, and queues the survivors for the dispatcher so a slow handler
-// never delays an ack.
+// pump reads the Socket Mode client's events: it keeps the connection
+// status, filters and dedupes, and queues the survivors for the
+// dispatcher. A message's envelope is acked once the handler accepted it
+// (the engine journals it first), so a crash before that leaves the event
+// unacknowledged and Slack delivers it again; every other envelope, and a
+// message whose handling passes ackWait, is acked at once or then, since
+// Slack wants its ack within 3 s and dedupes nothing for us.
 func (a *Adapter) pump(ctx context.Context, smc *socketmode.Client, h platform.Handler, q *workQueue, runErr <-chan error, sig socketSignals) error {
 	lastTrouble := ""
 	for {
@@ -82,18 +84,17 @@ func (a *Adapter) pump(ctx context.Context, smc *socketmode.Client, h platform.H
 				a.log.Warn("Slack sent an unreadable frame", "error", bad.Cause)
 				continue
 			}
-			a.ack(ctx, smc, req.EnvelopeID)
 			if req.Type == socketmode.RequestTypeEventsAPI {
-				a.onEventsAPI(ctx, h, q, &req)
+				a.onEventsAPI(ctx, h, q, &req, a.acker(ctx, smc, req.EnvelopeID))
 			} else {
+				a.ack(ctx, smc, req.EnvelopeID)
 				a.log.Warn("Slack sent an unreadable envelope", "type", req.Type, "error", bad.Cause)
 			}
 		case socketmode.EventTypeEventsAPI:
 			if evt.Request == nil {
 				continue
 			}
-			a.ack(ctx, smc, evt.Request.EnvelopeID)
-			a.onEventsAPI(ctx, h, q, evt.Request)
+			a.onEventsAPI(ctx, h, q, evt.Request, a.acker(ctx, smc, evt.Request.EnvelopeID))
 		case socketmode.EventTypeInteractive:
 			if evt.Request == nil {
 				continue
@@ -117,6 +118,15 @@ func orDefault(s, def string) string {
 		return def
 	}
 	return s
+}
+
+// defaultAckWait leaves room within Slack's 3 s ack deadline.
+const defaultAckWait = 2500 * time.Millisecond
+
+// acker returns a function that acks the envelope once, however often it
+// is called.
+func (a *Adapter) acker(ctx context.Context, smc *socketmode.Client, envelopeID string) func() {
+	return sync.OnceFunc(func() { a.ack(ctx, smc, envelopeID) })
 }
 
 func (a *Adapter) ack(ctx context.Context, smc *socketmode.Client, envelopeID string) {
@@ -243,40 +253,55 @@ type inFile struct {
 	URLPrivateDownload string `json:"url_private_download"`
 }
 
-func (a *Adapter) onEventsAPI(ctx context.Context, h platform.Handler, q *workQueue, req *socketmode.Request) {
+// onEventsAPI handles one events_api envelope; ack acks it. Whatever is not
+// a new message for the engine is acked at once.
+func (a *Adapter) onEventsAPI(ctx context.Context, h platform.Handler, q *workQueue, req *socketmode.Request, ack func()) {
+	if !a.queueMessage(ctx, h, q, req, ack) {
+		ack()
+	}
+}
+
+// queueMessage queues the envelope's message for the handler and reports
+// whether it did; the queued work acks the envelope once the handler
+// returned, or after ackWait, whichever comes first.
+func (a *Adapter) queueMessage(ctx context.Context, h platform.Handler, q *workQueue, req *socketmode.Request, ack func()) bool {
 	var p eventsAPIPayload
 	if err := json.Unmarshal(req.Payload, &p); err != nil || len(p.Event) == 0 {
 		a.log.Warn("Slack event without a readable payload", "error", err)
-		return
+		return false
 	}
 	if p.EventID != "" && !a.seen.First("event:"+p.EventID) {
 		a.log.Debug("Dropping redelivered Slack event", "event_id", p.EventID, "retry_attempt", req.RetryAttempt, "retry_reason", req.RetryReason)
-		return
+		return false
 	}
 	var ev inEvent
 	if err := json.Unmarshal(p.Event, &ev); err != nil {
 		a.log.Warn("Slack event not readable", "event_id", p.EventID, "error", err)
-		return
+		return false
 	}
 	m, why := a.toMessage(ev)
 	if why != "" {
 		a.log.Debug("Ignoring Slack event", "type", ev.Type, "subtype", ev.Subtype, "channel", ev.Channel, "reason", why)
-		return
+		return false
 	}
 	// A mention arrives twice (message and app_mention, either first) and
 	// both carry the same channel and ts.
 	if !a.seen.First("msg:" + m.ID) {
 		a.log.Debug("Dropping second copy of a Slack message", "channel", m.Target.Channel, "thread", m.Target.Thread, "type", ev.Type)
-		return
+		return false
 	}
 	a.log.Debug("Slack message received", "channel", m.Target.Channel, "thread", m.Target.Thread,
 		"user_id", m.UserID, "dm", m.IsDM, "mentioned", m.Mentioned, "files", len(m.Attachments))
+	deadline := time.AfterFunc(a.ackWait, ack)
 	q.put(func(ctx context.Context) {
 		m.UserName = a.userName(ctx, m.UserID)
 		if err := h.HandleMessage(ctx, m); err != nil && ctx.Err() == nil {
 			a.log.Warn("Handling Slack message failed", "channel", m.Target.Channel, "thread", m.Target.Thread, "error", err)
 		}
+		deadline.Stop()
+		ack()
 	})
+	return true
 }
 
 // toMessage normalizes a message or app_mention event, or says why it is

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -518,9 +519,51 @@ func (b blockingHandler) HandleMessage(ctx context.Context, m platform.Message) 
 	return nil
 }
 
-func TestAckDoesNotWaitForHandling(t *testing.T) {
+// TestAckAfterTheHandlerAccepted: a message's envelope is acked only once
+// the handler returned (the engine journals the message first), so a crash
+// before that leaves the event unacknowledged and Slack delivers it again.
+func TestAckAfterTheHandlerAccepted(t *testing.T) {
 	f := newFakeSlack(t)
 	a, logs, _ := newAdapter(t, testConfig(f))
+	a.ackWait = time.Hour
+	h := blockingHandler{Handler: platformtest.NewHandler(), release: make(chan struct{})}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx, h) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run = %v", err)
+		}
+	}()
+	e := &env{t: t, a: a, f: f, rec: h.Handler, logs: logs, conn: f.waitConn(1)}
+	const envID = "env-accept-1"
+	if err := e.conn.send(eventEnvelope(envID, "EvAccept1", 0, msgEvent("C1", "1700000900.000100", "U1", "journal me", nil))); err != nil {
+		t.Fatal(err)
+	}
+	if m := h.Message(t); m.Text != "journal me" {
+		t.Fatalf("got %q", m.Text)
+	}
+	f.mu.Lock()
+	acked := slices.Contains(f.acks, envID)
+	f.mu.Unlock()
+	if acked {
+		t.Fatal("the envelope was acked while the handler had not accepted the message")
+	}
+	close(h.release)
+	f.waitAck(envID)
+	// Whatever is not a message for the engine is acked at once.
+	e.deliver("EvEdit", 0, map[string]any{"type": "message", "subtype": "message_changed", "channel": "C1", "ts": "1700000901.000100"})
+}
+
+// TestAckDeadlineWhenHandlingIsSlow: Slack wants an ack within 3 s, so a
+// handler that takes longer (downloading attachments) does not hold the
+// ack, nor the acks of the envelopes behind it; nothing is lost or
+// reordered.
+func TestAckDeadlineWhenHandlingIsSlow(t *testing.T) {
+	f := newFakeSlack(t)
+	a, logs, _ := newAdapter(t, testConfig(f))
+	a.ackWait = 20 * time.Millisecond
 	h := blockingHandler{Handler: platformtest.NewHandler(), release: make(chan struct{})}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -94,6 +94,9 @@ type Adapter struct {
 	// drainGrace bounds how long Run, once stopped, keeps handing already
 	// acknowledged events to the handler.
 	drainGrace time.Duration
+	// ackWait bounds how long a message's ack waits for the handler to
+	// accept it (Slack wants an ack within 3 s).
+	ackWait time.Duration
 
 	state *connstate.State // for !status and the metrics
 
@@ -177,6 +180,7 @@ func New(cfg Config, log *slog.Logger) (*Adapter, error) {
 		http:       hc,
 		sleep:      backoff.Sleep,
 		drainGrace: defaultDrainGrace,
+		ackWait:    defaultAckWait,
 		state:      connstate.New(cfg.Name, "not started"),
 		seen:       dedupe.New(8192, 30*time.Minute),
 		users:      newUserCache(),

@@ -72,6 +72,9 @@ func startStopping(t *testing.T, h *stopHandler, grace time.Duration) (*env, con
 	f := newFakeSlack(t)
 	a, logs, _ := newAdapter(t, testConfig(f))
 	a.drainGrace = grace
+	// The held first message keeps the rest from being accepted, so their
+	// acks come at the deadline: keep it short.
+	a.ackWait = 20 * time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
 	run := &runResult{done: make(chan struct{})}
 	go func() {
