@@ -146,6 +146,10 @@ func (a *Adapter) ownRoleMentioned(guildID string, roles []string) string {
 	return ""
 }
 
+// defaultThreadName names a thread opened for a message with no text of
+// its own (an attachment alone).
+const defaultThreadName = "Conversation"
+
 func threadName(text string) string {
 	line := strings.TrimSpace(strings.SplitN(text, "\n", 2)[0])
 	r := []rune(line)
@@ -153,7 +157,7 @@ func threadName(text string) string {
 		line = string(r[:79]) + "…"
 	}
 	if line == "" {
-		return "Claude Code"
+		return defaultThreadName
 	}
 	return line
 }

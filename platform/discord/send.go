@@ -63,7 +63,7 @@ func (a *Adapter) postChannel(ctx context.Context, to platform.Target) (string, 
 	}
 	name := a.threads.plannedName(to.Thread)
 	if name == "" {
-		name = "Claude Code"
+		name = defaultThreadName
 	}
 	err := a.rest(ctx, func(opts ...discordgo.RequestOption) error {
 		_, err := a.session.MessageThreadStartComplex(to.Channel, to.Thread, &discordgo.ThreadStart{Name: name, AutoArchiveDuration: 1440}, opts...)
