@@ -519,24 +519,24 @@ func (b blockingHandler) HandleMessage(ctx context.Context, m platform.Message) 
 	return nil
 }
 
+// startBlocking runs an adapter whose handler holds each message until
+// h.release is closed, with acks falling back after ackWait.
+func startBlocking(t *testing.T, ackWait time.Duration) (*env, blockingHandler) {
+	t.Helper()
+	f := newFakeSlack(t)
+	a, logs, _ := newAdapter(t, testConfig(f))
+	a.ackWait = ackWait
+	h := blockingHandler{Handler: platformtest.NewHandler(), release: make(chan struct{})}
+	platformtest.Run(t, 10*time.Second, func(ctx context.Context) error { return a.Run(ctx, h) })
+	return &env{t: t, a: a, f: f, rec: h.Handler, logs: logs, conn: f.waitConn(1)}, h
+}
+
 // TestAckAfterTheHandlerAccepted: a message's envelope is acked only once
 // the handler returned (the engine journals the message first), so a crash
 // before that leaves the event unacknowledged and Slack delivers it again.
 func TestAckAfterTheHandlerAccepted(t *testing.T) {
-	f := newFakeSlack(t)
-	a, logs, _ := newAdapter(t, testConfig(f))
-	a.ackWait = time.Hour
-	h := blockingHandler{Handler: platformtest.NewHandler(), release: make(chan struct{})}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx, h) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run = %v", err)
-		}
-	}()
-	e := &env{t: t, a: a, f: f, rec: h.Handler, logs: logs, conn: f.waitConn(1)}
+	e, h := startBlocking(t, time.Hour)
+	f := e.f
 	const envID = "env-accept-1"
 	if err := e.conn.send(eventEnvelope(envID, "EvAccept1", 0, msgEvent("C1", "1700000900.000100", "U1", "journal me", nil))); err != nil {
 		t.Fatal(err)
@@ -561,20 +561,7 @@ func TestAckAfterTheHandlerAccepted(t *testing.T) {
 // ack, nor the acks of the envelopes behind it; nothing is lost or
 // reordered.
 func TestAckDeadlineWhenHandlingIsSlow(t *testing.T) {
-	f := newFakeSlack(t)
-	a, logs, _ := newAdapter(t, testConfig(f))
-	a.ackWait = 20 * time.Millisecond
-	h := blockingHandler{Handler: platformtest.NewHandler(), release: make(chan struct{})}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx, h) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run = %v", err)
-		}
-	}()
-	e := &env{t: t, a: a, f: f, rec: h.Handler, logs: logs, conn: f.waitConn(1)}
+	e, h := startBlocking(t, 20*time.Millisecond)
 	e.deliver("EvSlow1", 0, msgEvent("C1", "1700000800.000100", "U1", "slow", nil))
 	if m := h.Message(t); m.Text != "slow" {
 		t.Fatalf("got %q", m.Text)
