@@ -16,6 +16,7 @@ import (
 
 	"github.com/cc-connect/cc-connect/agentproc"
 	"github.com/cc-connect/cc-connect/inbox"
+	"github.com/cc-connect/cc-connect/internal/fakeclaude"
 	"github.com/cc-connect/cc-connect/lease"
 )
 
@@ -45,14 +46,6 @@ func stageCutTurn(t *testing.T, h *harness, rec record, u, text string) {
 	in.Close()
 }
 
-func recordTexts(lines []recordedLine) []string {
-	out := make([]string, len(lines))
-	for i, l := range lines {
-		out[i] = l.Text
-	}
-	return out
-}
-
 // TestDurableRedeliveryAfterRestartRunsOnce: a platform that delivers the
 // same event again after a restart (the ack was lost with the process)
 // does not run it twice; a new message still runs.
@@ -67,7 +60,7 @@ func TestDurableRedeliveryAfterRestartRunsOnce(t *testing.T) {
 	h.say("alice", "T1", "a new one")
 	h.rec.waitSend(t, "echo: a new one")
 	h.waitIdle()
-	if got := recordTexts(readRecord(t, re.record)); strings.Join(got, "|") != "only once|a new one" {
+	if got := fakeclaude.Texts(readRecord(t, re.record)); strings.Join(got, "|") != "only once|a new one" {
 		t.Errorf("claude received %q, want each message once", got)
 	}
 	if got := h.rec.sends("echo: only once"); len(got) != 0 {
@@ -105,7 +98,7 @@ func TestDurableQueuedSurviveShutdown(t *testing.T) {
 	h = h.restart()
 	h.rec.waitSend(t, "echo: third")
 	h.waitIdle()
-	if got := recordTexts(readRecord(t, re.record)); strings.Join(got, "|") != "long [[HANG]]|second|third" {
+	if got := fakeclaude.Texts(readRecord(t, re.record)); strings.Join(got, "|") != "long [[HANG]]|second|third" {
 		t.Errorf("claude received %q, want each message once and in order", got)
 	}
 	if got := h.rec.sends("cc-connect restarted. Running the message that was waiting: “second”"); len(got) != 1 {
@@ -179,7 +172,7 @@ func TestRecoveryDecision(t *testing.T) {
 				h.rec.waitSend(t, tt.reply)
 			}
 			h.waitIdle()
-			got := recordTexts(readRecord(t, re.record)[before:])
+			got := fakeclaude.Texts(readRecord(t, re.record)[before:])
 			if strings.Join(got, "|") != strings.Join(tt.want, "|") {
 				t.Errorf("claude received %q after the restart, want %q", got, tt.want)
 			}
@@ -256,7 +249,7 @@ func TestRecoveryTellsOfCancelledPermission(t *testing.T) {
 	}
 	h.rec.waitSend(t, "echo: "+continueText)
 	h.waitIdle()
-	if got := recordTexts(readRecord(t, re.record)[before:]); strings.Join(got, "|") != continueText {
+	if got := fakeclaude.Texts(readRecord(t, re.record)[before:]); strings.Join(got, "|") != continueText {
 		t.Errorf("claude received %q, want only the continuation", got)
 	}
 	rec, _, _ := h.e.store.load(t1Key, time.Now())
@@ -319,7 +312,7 @@ func TestInboxFullKeepsAccepted(t *testing.T) {
 	h.rec.waitSend(t, "this message was not")
 	h.rec.waitSend(t, "echo: waiting")
 	h.waitIdle()
-	if got := recordTexts(readRecord(t, re.record)); strings.Join(got, "|") != "running [[SLOW:20]]|waiting" {
+	if got := fakeclaude.Texts(readRecord(t, re.record)); strings.Join(got, "|") != "running [[SLOW:20]]|waiting" {
 		t.Errorf("claude received %q", got)
 	}
 }
