@@ -43,6 +43,14 @@ type Config struct {
 	Bindings  []Binding  `toml:"bindings"`
 	Metrics   Metrics    `toml:"metrics"`
 
+	// SecretVars maps each environment variable a platform token is read
+	// from (a ${VAR} in bot_token, app_token or token) to the first key
+	// that reads it. No agent child gets these variables.
+	SecretVars map[string]string
+	// LiteralSecrets lists the token keys whose value is written in the
+	// file itself ("platforms[0].token"): whoever can read the file has it.
+	LiteralSecrets []string
+
 	// Warnings are things that load but probably do not do what the admin
 	// meant (a binding nobody may use, a platform no binding names). The
 	// binary logs them at start.
@@ -99,6 +107,16 @@ type Agent struct {
 	AllowedModes []string `toml:"allowed_modes"`
 	// ShellTimeout kills an admin's !sh command after this long.
 	ShellTimeout Duration `toml:"shell_timeout"`
+	// EnvDrop names the variables of cc-connect's environment the agent
+	// does not inherit: exact names or patterns (agentproc.DefaultEnvDrop).
+	EnvDrop []string `toml:"env_drop"`
+	// User is the OS user (name or uid) the agent, its forks and !sh run
+	// as; "" is cc-connect's own user. Another user needs cc-connect to
+	// run as root.
+	User string `toml:"user"`
+	// RunAs is User resolved in the user database by Load; nil when User
+	// is empty.
+	RunAs *agentproc.User
 }
 
 // Platform is one chat connection ([[platforms]]). Which token fields apply
@@ -192,6 +210,7 @@ func Default() Config {
 			CloseGrace:               Duration(5 * time.Second),
 			AllowedModes:             []string{"default", "acceptEdits", "plan"},
 			ShellTimeout:             Duration(2 * time.Minute),
+			EnvDrop:                  slices.Clone(agentproc.DefaultEnvDrop),
 		},
 	}
 }
@@ -208,10 +227,17 @@ func (c *Config) AgentConfig() agentproc.Config {
 			env[k] = v.Reveal()
 		}
 	}
+	secrets := make([]string, 0, len(c.SecretVars))
+	for name := range c.SecretVars {
+		secrets = append(secrets, name)
+	}
 	return agentproc.Config{
 		Command:            c.Agent.Command,
 		Args:               append([]string(nil), c.Agent.Args...),
 		Env:                env,
+		EnvDrop:            slices.Clone(c.Agent.EnvDrop),
+		Secrets:            agentproc.NewSecretVars(secrets...),
+		User:               c.Agent.RunAs,
 		Model:              c.Agent.Model,
 		PermissionMode:     c.Agent.PermissionMode,
 		AppendSystemPrompt: c.Agent.AppendSystemPrompt,
@@ -246,6 +272,7 @@ func (c *Config) LogValue() slog.Value {
 		slog.String("model", c.Agent.Model),
 		slog.String("permission_mode", c.Agent.PermissionMode),
 		slog.Any("agent_env_keys", c.Agent.envKeys()),
+		slog.String("agent_user", c.Agent.User),
 		slog.Any("platforms", platforms),
 		slog.Int("bindings", len(c.Bindings)),
 	)
@@ -296,7 +323,7 @@ func (c *Config) String() string {
 	for _, k := range a.envKeys() {
 		env = append(env, fmt.Sprintf("%q = %q", k, a.Env[k].String()))
 	}
-	fmt.Fprintf(&b, "env = { %s }\n", strings.Join(env, ", "))
+	fmt.Fprintf(&b, "env = { %s }\nenv_drop = %s\nuser = %s\n", strings.Join(env, ", "), list(a.EnvDrop), q(a.User))
 	fmt.Fprintf(&b, "model = %s\npermission_mode = %s\nappend_system_prompt = %s\n", q(a.Model), q(a.PermissionMode), q(a.AppendSystemPrompt))
 	fmt.Fprintf(&b, "idle_timeout = %s\npermission_timeout = %s\ncontext_window = %d\nself_report = %t\n",
 		q(a.IdleTimeout.String()), q(a.PermissionTimeout.String()), a.ContextWindow, a.SelfReport)
