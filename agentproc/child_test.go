@@ -239,3 +239,68 @@ func TestChildrenGetNoSecrets(t *testing.T) {
 		t.Errorf("no transcripts where agent.env put the config dir: %v", err)
 	}
 }
+
+// TestStartAsAnotherUser: as root, a User runs the CLI under that user's
+// credential and home, a turn works, its transcript lands in the config dir
+// agent.env names, and Close still ends a process group of another user
+// that ignores SIGTERM.
+func TestStartAsAnotherUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("starting the agent as another user needs root")
+	}
+	nobody, err := LookupUser("65534")
+	if err != nil {
+		t.Skipf("no uid 65534 here: %v", err)
+	}
+	root := t.TempDir()
+	if err := os.Chmod(filepath.Dir(root), 0o711); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(root, 0o711); err != nil {
+		t.Fatal(err)
+	}
+	// The fake must be where nobody may run it; the build folder is private.
+	bin := filepath.Join(root, "claude")
+	data, err := os.ReadFile(newFakeEnv(t).bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ws, configDir := filepath.Join(root, "ws"), filepath.Join(root, "config")
+	for _, d := range []string{ws, configDir} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(d, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := Config{Command: bin, User: nobody, CloseGrace: 50 * time.Millisecond,
+		Env: map[string]string{"CLAUDE_CONFIG_DIR": configDir, "FAKECLAUDE_IGNORE_SIGTERM": "1"}}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p, err := Start(ctx, cfg, StartOptions{Dir: ws}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := p.Turn(ctx, `[[EXEC:id -u; id -G; echo "home=$HOME user=$USER"]]`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "exec exit 0:\n65534\n65534\nhome=" + nobody.Home + " user=" + nobody.Name + "\n"; res.Text != want {
+		t.Errorf("reply %q, want %q", res.Text, want)
+	}
+	if path, _, err := FindTranscript(ConfigDirFor(cfg), p.SessionID()); err != nil || !strings.HasPrefix(path, configDir) {
+		t.Errorf("transcript %s, %v; want one under %s", path, err, configDir)
+	}
+	waitHanging(t, p)
+	if err := p.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var ee *ExitError
+	if !errors.As(p.Err(), &ee) || ee.Signal != "SIGKILL" {
+		t.Errorf("Err = %v, want the SIGKILL that ends another user's group", p.Err())
+	}
+}
