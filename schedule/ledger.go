@@ -43,7 +43,7 @@ import (
 type Ledger struct {
 	path string
 
-	mu sync.Mutex // guards file; held across the write so that writes land in order
+	mu   sync.Mutex // guards file; held across the write so that writes land in order
 	file ledgerFile
 }
 

@@ -176,7 +176,9 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		var timer clockwork.Timer
 		var fired <-chan time.Time
 		if !next.IsZero() {
-			timer = s.clock.NewTimer(max(0, next.Sub(now)))
+			// From the time now, not the pass's start: a slow Submit
+			// must not push the next run late.
+			timer = s.clock.NewTimer(max(0, next.Sub(s.clock.Now())))
 			fired = timer.Chan()
 		}
 		select {
