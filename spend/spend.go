@@ -63,8 +63,8 @@ type Ledger struct {
 }
 
 type file struct {
-	Version  int                  `json:"version"`
-	Bindings map[string]*scope    `json:"bindings"`
+	Version  int                      `json:"version"`
+	Bindings map[string]*scope        `json:"bindings"`
 	Sessions map[string]*sessionTotal `json:"sessions"`
 }
 
