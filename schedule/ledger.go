@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"time"
@@ -63,6 +64,9 @@ type entry struct {
 }
 
 const ledgerVersion = 1
+
+// LedgerPath is where a state dir keeps the schedule ledger.
+func LedgerPath(stateDir string) string { return filepath.Join(stateDir, "schedules", "ledger.json") }
 
 // ErrCorruptLedger means the ledger file exists but cannot be read. It is
 // left as it is; the scheduler does not start until an admin moves it

@@ -21,6 +21,7 @@ import (
 	"maps"
 	"math"
 	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"time"
@@ -34,6 +35,9 @@ import (
 const sessionMemory = 62 * 24 * time.Hour
 
 const fileVersion = 1
+
+// Path is where a state dir keeps the spending ledger.
+func Path(stateDir string) string { return filepath.Join(stateDir, "spend.json") }
 
 // micro is one millionth of a dollar: amounts are summed as integers so
 // that a month of small turns adds up exactly.
