@@ -100,6 +100,7 @@ type Removal struct {
 // worktree too, discarding uncommitted changes, but keeps a branch that
 // has commits of its own: cc-connect never deletes a commit.
 func (m *Manager) Remove(ctx context.Context, wt Worktree, force bool) (Removal, error) {
+	defer m.lock()()
 	if filepath.Dir(wt.Path) != m.dir() || !strings.HasPrefix(wt.Branch, BranchPrefix) {
 		return Removal{}, fmt.Errorf("%w: %s is not a worktree cc-connect made", ErrNotFound, wt.Path)
 	}

@@ -22,6 +22,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"unicode"
 )
 
@@ -112,11 +113,24 @@ func Name(conversation string) string {
 // dir is the worktrees folder.
 func (m *Manager) dir() string { return filepath.Join(m.workspace, StateDirName, DirName) }
 
+// workspaceLocks holds one mutex per workspace path (*sync.Mutex): git
+// takes its own locks on refs and worktree metadata and fails, rather than
+// waits, when two commands meet; conversations of one workspace creating
+// and removing worktrees at once take turns here instead.
+var workspaceLocks sync.Map
+
+func (m *Manager) lock() func() {
+	mu, _ := workspaceLocks.LoadOrStore(m.workspace, new(sync.Mutex))
+	mu.(*sync.Mutex).Lock()
+	return mu.(*sync.Mutex).Unlock
+}
+
 // Create returns the worktree of conversation, making it when it does not
 // exist yet: a new branch from the workspace's current branch (or commit,
 // when HEAD is detached). Calling it again for the same conversation
 // returns the same worktree.
 func (m *Manager) Create(ctx context.Context, conversation string) (Worktree, error) {
+	defer m.lock()()
 	if err := m.checkRepo(ctx); err != nil {
 		return Worktree{}, err
 	}

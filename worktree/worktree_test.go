@@ -3,6 +3,7 @@ package worktree
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -324,5 +325,30 @@ func TestSymlinkedStateDirIsRefused(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(elsewhere); len(entries) != 0 {
 		t.Errorf("something was written through the link: %v", entries)
+	}
+}
+
+// TestConcurrentCreates: conversations of one workspace starting at once
+// each get their worktree (git would refuse two commands that meet).
+func TestConcurrentCreates(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ws := repo(t)
+	const n = 6
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			_, err := New(ws).Create(ctx, fmt.Sprintf("slack/C1/%d", i))
+			errs <- err
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	list, err := New(ws).List(ctx)
+	if err != nil || len(list) != n {
+		t.Errorf("List = %d worktrees, %v; want %d", len(list), err, n)
 	}
 }
