@@ -587,3 +587,53 @@ func TestListText(t *testing.T) {
 		t.Error("empty list text")
 	}
 }
+
+// advanceTo moves the clock to at and waits for the pass.
+func (h *harness) advanceTo(at time.Time) {
+	h.t.Helper()
+	h.advance(at.Sub(h.clock.Now()))
+}
+
+// TestDailyRunAcrossDaylightSaving drives a 02:30 New York schedule on the
+// scheduler's clock through both changes of 2025: one run every day, the
+// one of the spring-forward night at 03:00.
+func TestDailyRunAcrossDaylightSaving(t *testing.T) {
+	t.Parallel()
+	c, err := ParseCron("30 2 * * *", "America/New_York")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ny := mustZone(t, "America/New_York")
+	sc := Schedule{Name: "nightly", Cron: c, Platform: "slack", Channel: "C1", Prompt: "p", CatchUp: time.Hour, Overlap: OverlapSkip}
+	h := newHarness(t, "2025-03-08T00:00:00-05:00", sc)
+	h.start()
+	for _, tc := range []struct {
+		local time.Time
+		id    string
+	}{
+		{time.Date(2025, 3, 8, 2, 30, 0, 0, ny), "schedule:nightly@2025-03-08T07:30Z"},
+		{time.Date(2025, 3, 9, 3, 0, 0, 0, ny), "schedule:nightly@2025-03-09T07:00Z"}, // 02:30 does not exist
+		{time.Date(2025, 3, 10, 2, 30, 0, 0, ny), "schedule:nightly@2025-03-10T06:30Z"},
+	} {
+		h.advanceTo(tc.local.Add(-time.Second))
+		h.expectNoRun()
+		h.advanceTo(tc.local)
+		h.expectRun(tc.id)
+	}
+	h.stop()
+	h.clock.Advance(time.Date(2025, 11, 1, 12, 0, 0, 0, ny).Sub(h.clock.Now()))
+	h.start()
+	h.expectNoRun() // months of missed runs, all older than catch_up
+	for _, tc := range []struct {
+		local time.Time
+		id    string
+	}{
+		{time.Date(2025, 11, 2, 2, 30, 0, 0, ny), "schedule:nightly@2025-11-02T07:30Z"}, // after the change, once
+		{time.Date(2025, 11, 3, 2, 30, 0, 0, ny), "schedule:nightly@2025-11-03T07:30Z"},
+	} {
+		h.advanceTo(tc.local.Add(-time.Second))
+		h.expectNoRun()
+		h.advanceTo(tc.local)
+		h.expectRun(tc.id)
+	}
+}
