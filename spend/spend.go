@@ -145,7 +145,8 @@ type Turn struct {
 	Binding string
 	User    string
 	// SessionID is the Claude session the result came from, and TotalUSD
-	// its total_cost_usd: cumulative for that session.
+	// its total_cost_usd: cumulative for that session. Without a
+	// SessionID, TotalUSD is taken as the turn's own cost.
 	SessionID string
 	TotalUSD  float64
 	// ForkedFrom is, for a fork (a side question), the session it was

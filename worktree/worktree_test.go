@@ -352,3 +352,26 @@ func TestConcurrentCreates(t *testing.T) {
 		t.Errorf("List = %d worktrees, %v; want %d", len(list), err, n)
 	}
 }
+
+// FuzzName: whatever the id, the name is a safe folder name and a valid
+// branch component: lower-case letters, digits and single dashes, never
+// leading, and short.
+func FuzzName(f *testing.F) {
+	for _, seed := range []string{"", "..", "slack/C1/1712345678.000100", "-x", "a--b", "émoji 🚀", strings.Repeat("ab/", 50)} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, id string) {
+		name := Name(id)
+		if name == "" || len(name) > 60 || name[0] == '-' || strings.Contains(name, "--") || strings.HasSuffix(name, "-") {
+			t.Fatalf("Name(%q) = %q", id, name)
+		}
+		for _, r := range name {
+			if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-') {
+				t.Fatalf("Name(%q) = %q has %q", id, name, r)
+			}
+		}
+		if Name(id) != name {
+			t.Fatalf("Name(%q) is not stable", id)
+		}
+	})
+}
