@@ -51,6 +51,11 @@ type Config struct {
 	// file itself ("platforms[0].token"): whoever can read the file has it.
 	LiteralSecrets []string
 
+	// Work that starts without a person (unattended.go).
+	Schedules []Schedule `toml:"schedules"`
+	Webhooks  Webhooks   `toml:"webhooks"`
+	Spend     Spend      `toml:"spend"`
+
 	// Warnings are things that load but probably do not do what the admin
 	// meant (a binding nobody may use, a platform no binding names). The
 	// binary logs them at start.
@@ -148,6 +153,15 @@ type Binding struct {
 	RequireMention *bool `toml:"require_mention"`
 	// AllowShell lets this binding's admins run !sh in the workspace.
 	AllowShell bool `toml:"allow_shell"`
+	// Worktree gives each conversation its own git worktree of the
+	// workspace (which must be the top of a git repository).
+	Worktree bool `toml:"worktree"`
+	// Spending caps in USD, from the costs Claude Code reports; zero means
+	// none. The first two cap the whole binding, the last two each user.
+	CapDailyUSD       USD `toml:"cap_daily_usd"`
+	CapMonthlyUSD     USD `toml:"cap_monthly_usd"`
+	CapUserDailyUSD   USD `toml:"cap_user_daily_usd"`
+	CapUserMonthlyUSD USD `toml:"cap_user_monthly_usd"`
 }
 
 // Metrics configures the Prometheus endpoint ([metrics]); off unless Addr
@@ -212,6 +226,8 @@ func Default() Config {
 			ShellTimeout:             Duration(2 * time.Minute),
 			EnvDrop:                  slices.Clone(agentproc.DefaultEnvDrop),
 		},
+		Webhooks: Webhooks{MaxBody: 1 << 20},
+		Spend:    Spend{Timezone: "Local"},
 	}
 }
 
@@ -362,7 +378,9 @@ func (c *Config) String() string {
 		if bd.AllowShell {
 			b.WriteString("allow_shell = true\n")
 		}
+		bd.writeUnattended(&b)
 	}
+	c.writeUnattended(&b)
 	return b.String()
 }
 

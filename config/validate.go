@@ -80,6 +80,7 @@ func (c *Config) validate(dir string, d *decoder) (warnings []string) {
 	warnings = append(warnings, c.validatePlatforms(d)...)
 	warnings = append(warnings, c.validateBindings(dir, d)...)
 	c.validateMetrics(d)
+	warnings = append(warnings, c.validateUnattended(d)...)
 	return warnings
 }
 
