@@ -55,4 +55,3 @@ func (c *fakeClock) Advance(d time.Duration) {
 	}
 	c.waiters = kept
 }
-
