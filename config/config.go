@@ -42,6 +42,9 @@ type Config struct {
 	Platforms []Platform `toml:"platforms"`
 	Bindings  []Binding  `toml:"bindings"`
 	Metrics   Metrics    `toml:"metrics"`
+	// Cluster makes this cc-connect one host of several serving one bot
+	// ([cluster]); nil without the table, and then no NATS code runs.
+	Cluster *Cluster `toml:"cluster"`
 
 	// Warnings are things that load but probably do not do what the admin
 	// meant (a binding nobody may use, a platform no binding names). The
@@ -130,6 +133,10 @@ type Binding struct {
 	RequireMention *bool `toml:"require_mention"`
 	// AllowShell lets this binding's admins run !sh in the workspace.
 	AllowShell bool `toml:"allow_shell"`
+	// Host is the cluster member that owns this binding's workspace, and
+	// Standby the members that may take it over ([cluster] only).
+	Host    string   `toml:"host"`
+	Standby []string `toml:"standby"`
 }
 
 // Metrics configures the Prometheus endpoint ([metrics]); off unless Addr
@@ -335,6 +342,12 @@ func (c *Config) String() string {
 		if bd.AllowShell {
 			b.WriteString("allow_shell = true\n")
 		}
+		if bd.Host != "" {
+			fmt.Fprintf(&b, "host = %s\nstandby = %s\n", q(bd.Host), list(bd.Standby))
+		}
+	}
+	if c.Cluster != nil {
+		b.WriteString(c.Cluster.render())
 	}
 	return b.String()
 }
