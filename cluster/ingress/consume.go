@@ -75,6 +75,23 @@ type Delivery struct {
 // it spares the next holder a repeat). Calling it again does nothing.
 func (d *Delivery) Done() { d.c.ack(d.e) }
 
+// Settle is Done, confirmed: it returns nil once the server has recorded
+// the acknowledgement, after which no host gets the event again. A caller
+// that settles before it shows the outcome (posts the turn's reply) never
+// shows it twice, even if this host is cut off right then: on an error the
+// event is delivered again, perhaps to another host, and the caller must
+// not show it. Settling an event already settled returns nil.
+func (d *Delivery) Settle(ctx context.Context) error {
+	m, ok := d.e.owner.finish(d.e)
+	if !ok {
+		return nil
+	}
+	if err := m.DoubleAck(ctx); err != nil {
+		return fmt.Errorf("acknowledging event %d: %w", d.Seq, err)
+	}
+	return nil
+}
+
 // ConsumerOptions configure a binding's consumer.
 type ConsumerOptions struct {
 	Names   names.Names

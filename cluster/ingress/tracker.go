@@ -1,6 +1,7 @@
 package ingress
 
 import (
+	"context"
 	"sort"
 	"sync"
 )
@@ -34,6 +35,7 @@ type entry struct {
 // ackable is the part of a JetStream message the tracker keeps.
 type ackable interface {
 	Ack() error
+	DoubleAck(ctx context.Context) error
 	InProgress() error
 	TermWithReason(reason string) error
 }

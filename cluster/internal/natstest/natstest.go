@@ -8,6 +8,7 @@ package natstest
 import (
 	"fmt"
 	"log/slog"
+	"net"
 	"path/filepath"
 	"testing"
 	"time"
@@ -34,41 +35,58 @@ type Cluster struct {
 	dirs  []string
 }
 
-// StartCluster starts n nodes: the first is the seed the others route to,
-// and gossip completes the mesh.
+// StartCluster starts n nodes routed to each other. JetStream clustering
+// needs each node's routes configured up front, so the route ports are
+// picked first (a port the kernel hands out and that is released again:
+// another process could take it in between, which fails the test loudly).
 func StartCluster(t testing.TB, n int) *Cluster {
 	t.Helper()
+	ports := make([]string, n)
+	for i := range ports {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ports[i] = ln.Addr().String()
+		ln.Close()
+	}
 	c := &Cluster{}
-	var seed string
 	for i := range n {
 		dir := filepath.Join(t.TempDir(), "nats")
-		o := embedded.Options{Name: fmt.Sprintf("n%d", i+1), StoreDir: dir, Listen: "127.0.0.1:0",
-			ClusterListen: "127.0.0.1:0", Log: quiet()}
-		if seed != "" {
-			o.Routes = []string{seed}
+		var routes []string
+		for j, p := range ports {
+			if j != i {
+				routes = append(routes, "nats-route://"+p)
+			}
 		}
-		s, err := embedded.Start(o)
+		s, err := embedded.Start(embedded.Options{Name: fmt.Sprintf("n%d", i+1), StoreDir: dir, Listen: "127.0.0.1:0",
+			ClusterListen: ports[i], Routes: routes, Log: quiet()})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(s.Shutdown)
-		if seed == "" {
-			seed = s.RouteURL()
-		}
 		c.Nodes = append(c.Nodes, s)
 		c.dirs = append(c.dirs, dir)
 	}
-	// Until every node has routes to all the others, a JetStream asset
-	// placed on three peers cannot form. The server has no event for it,
-	// so this asks it, the way its own tests do.
+	// Until every node has routes to all the others, and JetStream has a
+	// meta leader, an asset placed on three peers cannot form. The server
+	// has no event for either, so this asks it, as its own tests do.
 	deadline := time.Now().Add(30 * time.Second)
-	for _, s := range c.Nodes {
-		for s.NATS().NumRoutes() < n-1 {
-			if time.Now().After(deadline) {
-				t.Fatalf("node %s has %d routes, want %d", s.NATS().Name(), s.NATS().NumRoutes(), n-1)
+	ready := func() bool {
+		leader := false
+		for _, s := range c.Nodes {
+			if s.NATS().NumRoutes() < n-1 {
+				return false
 			}
-			time.Sleep(10 * time.Millisecond) // polling the server's state: it offers no notification
+			leader = leader || s.NATS().JetStreamIsLeader()
 		}
+		return leader
+	}
+	for !ready() {
+		if time.Now().After(deadline) {
+			t.Fatal("the NATS cluster did not form")
+		}
+		time.Sleep(10 * time.Millisecond) // polling the server's state: it offers no notification
 	}
 	return c
 }
