@@ -70,17 +70,23 @@ func (a Auth) serverTLS() (*tls.Config, error) {
 	return c, nil
 }
 
-// natsOptions are the client options of this host's connection.
-func natsOptions(s Settings, log *slog.Logger) ([]nats.Option, error) {
-	opts := []nats.Option{
+// natsOptions are the client options of this host's connection. closed
+// is closed once the connection is closed and its last callback ran, so
+// that whoever closes it can wait until nothing logs any more.
+func natsOptions(s Settings, log *slog.Logger) (opts []nats.Option, closed <-chan struct{}, err error) {
+	done := make(chan struct{})
+	opts = []nats.Option{
 		nats.Name("cc-connect " + s.Host),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(250 * time.Millisecond),
 		nats.ReconnectJitter(250*time.Millisecond, time.Second),
 		nats.Timeout(5 * time.Second),
-		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
-			log.Warn("Disconnected from NATS; reconnecting", "error", err)
+		nats.DisconnectErrHandler(func(nc *nats.Conn, err error) {
+			if err != nil && !nc.IsClosed() { // nil: closed on purpose
+				log.Warn("Disconnected from NATS; reconnecting", "error", err)
+			}
 		}),
+		nats.ClosedHandler(func(*nats.Conn) { close(done) }),
 		nats.ReconnectHandler(func(nc *nats.Conn) {
 			log.Info("Reconnected to NATS", "server", nc.ConnectedUrlRedacted())
 		}),
@@ -94,26 +100,32 @@ func natsOptions(s Settings, log *slog.Logger) ([]nats.Option, error) {
 	case s.Auth.NKeySeedFile != "":
 		o, err := nats.NkeyOptionFromSeed(s.Auth.NKeySeedFile)
 		if err != nil {
-			return nil, fmt.Errorf("cluster.nkey_seed_file: %w", err)
+			return nil, nil, fmt.Errorf("cluster.nkey_seed_file: %w", err)
 		}
 		opts = append(opts, o)
 	}
 	tc, err := s.Auth.clientTLS()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if tc != nil {
 		opts = append(opts, nats.Secure(tc))
 	}
-	return opts, nil
+	return opts, done, nil
+}
+
+// closeConn closes nc and waits for its callbacks to finish.
+func closeConn(nc *nats.Conn, closed <-chan struct{}) {
+	nc.Close()
+	<-closed
 }
 
 // connect opens this host's connection: to the configured servers, or to
 // the embedded one in-process when there is no other way in.
-func connect(s Settings, srv *embedded.Server, log *slog.Logger) (*nats.Conn, error) {
-	opts, err := natsOptions(s, log)
+func connect(s Settings, srv *embedded.Server, log *slog.Logger) (*nats.Conn, <-chan struct{}, error) {
+	opts, closed, err := natsOptions(s, log)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	urls := s.URLs
 	if srv != nil {
@@ -125,9 +137,9 @@ func connect(s Settings, srv *embedded.Server, log *slog.Logger) (*nats.Conn, er
 	}
 	nc, err := nats.Connect(strings.Join(urls, ","), opts...)
 	if err != nil {
-		return nil, fmt.Errorf("connecting to NATS: %w", err)
+		return nil, nil, fmt.Errorf("connecting to NATS: %w", err)
 	}
-	return nc, nil
+	return nc, closed, nil
 }
 
 // setup creates (or updates) the ingress stream and the lease bucket. A

@@ -39,6 +39,7 @@ type Node struct {
 
 	srv    *embedded.Server // nil unless embedded
 	nc     *nats.Conn
+	closed <-chan struct{} // the connection's last callback ran
 	js     jetstream.JetStream
 	kv     jetstream.KeyValue
 	leases *kvlease.Manager
@@ -80,11 +81,11 @@ func Start(ctx context.Context, s Settings, o Options) (*Node, error) {
 		n.srv = srv
 		log.Info("Embedded NATS server started", "listen", srv.ClientURL(), "routes", srv.RouteURL(), "store", eo.StoreDir)
 	}
-	nc, err := connect(s, n.srv, log)
+	nc, closed, err := connect(s, n.srv, log)
 	if err != nil {
 		return nil, err
 	}
-	n.nc = nc
+	n.nc, n.closed = nc, closed
 	if n.js, err = jetstream.New(nc); err != nil {
 		return nil, fmt.Errorf("opening JetStream: %w", err)
 	}
@@ -210,7 +211,7 @@ func (n *Node) shutdown() {
 			<-n.done
 		}
 		if n.nc != nil {
-			n.nc.Close() // flushes what is buffered: acks of finished turns
+			closeConn(n.nc, n.closed) // flushes what is buffered: acks of finished turns
 		}
 		if n.srv != nil {
 			n.srv.Shutdown()

@@ -92,7 +92,7 @@ func ReadStatus(ctx context.Context, s Settings, log *slog.Logger) (Report, erro
 			s.URLs = append([]string{"nats://" + dialable(s.Embedded.Listen)}, s.URLs...)
 		}
 	}
-	opts, err := natsOptions(s, log)
+	opts, closed, err := natsOptions(s, log)
 	if err != nil {
 		return Report{}, err
 	}
@@ -101,7 +101,7 @@ func ReadStatus(ctx context.Context, s Settings, log *slog.Logger) (Report, erro
 	if err != nil {
 		return Report{}, fmt.Errorf("connecting to NATS: %w", err)
 	}
-	defer nc.Close()
+	defer closeConn(nc, closed)
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return Report{}, err
