@@ -120,6 +120,11 @@ func serverOptions(o Options) (*server.Options, error) {
 		JetStream:  true,
 		StoreDir:   filepath.Clean(o.StoreDir),
 		NoSigs:     true, // cc-connect owns the process's signals
+		// fsync every write, as cc-connect's own journal does: a publish
+		// acknowledged to a platform must survive the host losing power,
+		// not only the process dying (the server's default syncs every
+		// two minutes).
+		SyncAlways: true,
 		// Big enough for a long pasted message, as the stream allows.
 		MaxPayload: 4 << 20,
 	}
