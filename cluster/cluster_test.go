@@ -14,6 +14,7 @@ import (
 
 	"github.com/cc-connect/cc-connect/cluster/embedded"
 	"github.com/cc-connect/cc-connect/cluster/internal/natstest"
+	"github.com/cc-connect/cc-connect/cluster/kvlease"
 )
 
 // TestThreeHostsOneBotThroughANATSNodeLoss: three hosts on a three-node
@@ -263,5 +264,55 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("%s: not after %v", what, waitTimeout)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestMovedBindingIsReleasedAtStart: a host restarted with a config that
+// gives its binding to another host releases the lease it held, and the
+// new owner takes it without waiting for it to expire.
+func TestMovedBindingIsReleasedAtStart(t *testing.T) {
+	t.Parallel()
+	url := natstest.Single(t).ClientURL()
+	l := newLedger()
+	// A TTL the test never waits out: b can only get the lease released.
+	const ttl = time.Minute
+	sa := testSettings(t, "a", []string{url}, 1, "a")
+	sa.LeaseTTL = ttl
+	a := startNode(t, sa)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = a.ServeBinding(ctx, slackAll, newFakeEngine("a", l)) }()
+	publish(t, a, "x", "x-0", "x0")
+	l.waitIDs(t, []string{"x-0"})
+	cancel()
+	<-done
+	a.Close() // the lease stays: a's restart would take it back at once
+
+	events := make(chan kvlease.Event, 64)
+	sb := testSettings(t, "b", []string{url}, 1, "b") // the binding moved to b
+	sb.LeaseTTL = ttl
+	bctx, bcancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer bcancel()
+	b, err := Start(bctx, sb, Options{Observe: func(e kvlease.Event) { events <- e }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	serveBinding(t, b, newFakeEngine("b", l))
+
+	moved := sa
+	moved.Bindings = sb.Bindings
+	moved.ConfigHash = moved.fingerprint()
+	startNode(t, moved) // a again, with the new config: releases
+
+	for {
+		select {
+		case e := <-events:
+			if e.Kind == kvlease.Acquired {
+				return
+			}
+		case <-bctx.Done():
+			t.Fatal("b did not take the released lease")
+		}
 	}
 }

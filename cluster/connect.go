@@ -74,6 +74,12 @@ func (a Auth) serverTLS() (*tls.Config, error) {
 // is closed once the connection is closed and its last callback ran, so
 // that whoever closes it can wait until nothing logs any more.
 func natsOptions(s Settings, log *slog.Logger) (opts []nats.Option, closed <-chan struct{}, err error) {
+	return natsOptionsTLS(s, log, true)
+}
+
+// natsOptionsTLS is natsOptions, with TLS only if useTLS: a connection to
+// the embedded server in this very process needs none.
+func natsOptionsTLS(s Settings, log *slog.Logger, useTLS bool) (opts []nats.Option, closed <-chan struct{}, err error) {
 	done := make(chan struct{})
 	opts = []nats.Option{
 		nats.Name("cc-connect " + s.Host),
@@ -104,6 +110,9 @@ func natsOptions(s Settings, log *slog.Logger) (opts []nats.Option, closed <-cha
 		}
 		opts = append(opts, o)
 	}
+	if !useTLS {
+		return opts, done, nil
+	}
 	tc, err := s.Auth.clientTLS()
 	if err != nil {
 		return nil, nil, err
@@ -120,22 +129,21 @@ func closeConn(nc *nats.Conn, closed <-chan struct{}) {
 	<-closed
 }
 
-// connect opens this host's connection: to the configured servers, or to
-// the embedded one in-process when there is no other way in.
+// connect opens this host's connection: to its own embedded server
+// in-process when it runs one (no port, no TLS; its NKey still counts),
+// else to the configured servers.
 func connect(s Settings, srv *embedded.Server, log *slog.Logger) (*nats.Conn, <-chan struct{}, error) {
-	opts, closed, err := natsOptions(s, log)
+	opts, closed, err := natsOptionsTLS(s, log, srv == nil)
 	if err != nil {
 		return nil, nil, err
 	}
-	urls := s.URLs
+	urls := strings.Join(s.URLs, ",")
 	if srv != nil {
-		if u := srv.ClientURL(); u != "" {
-			urls = append([]string{u}, urls...)
-		} else if len(urls) == 0 {
-			opts = append(opts, nats.InProcessServer(srv.NATS()))
-		}
+		// Its own node dies only with this process; the routes carry
+		// the rest of the cluster's traffic.
+		opts, urls = append(opts, nats.InProcessServer(srv.NATS())), ""
 	}
-	nc, err := nats.Connect(strings.Join(urls, ","), opts...)
+	nc, err := nats.Connect(urls, opts...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("connecting to NATS: %w", err)
 	}

@@ -98,6 +98,9 @@ func Start(ctx context.Context, s Settings, o Options) (*Node, error) {
 	}
 	n.leases = kvlease.New(n.kv, kvlease.Options{Host: s.Host, StateID: stateID, TTL: s.LeaseTTL, Version: o.Version,
 		ConfigHash: s.ConfigHash, Log: log, Clock: o.Clock, Observe: o.Observe})
+	if err := n.releaseMoved(ctx); err != nil {
+		log.Warn("Releasing the leases of bindings this host no longer serves failed; they expire instead", "error", err)
+	}
 	n.pub = ingress.NewPublisher(n.js, s.Names, s.Host)
 	runCtx, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel
@@ -110,6 +113,34 @@ func Start(ctx context.Context, s Settings, o Options) (*Node, error) {
 	ok = true
 	log.Info("Joined the cluster", "members", s.Members, "servers", nc.ConnectedUrlRedacted(), "config_hash", s.ConfigHash)
 	return n, nil
+}
+
+// releaseMoved releases the binding leases an earlier run of this host
+// held and that the config no longer gives it (moved to another host, or
+// removed), so that their new owners take them at once.
+func (n *Node) releaseMoved(ctx context.Context) error {
+	serves := map[string]bool{}
+	for _, b := range n.s.Bindings {
+		if _, _, ok := b.Role(n.s.Host); ok {
+			serves[names.BindingLease(b.Binding)] = true
+		}
+	}
+	keys, err := n.kv.ListKeysFiltered(ctx, names.LeasePrefix+"binding.>")
+	if err != nil {
+		return err
+	}
+	var stale []string
+	for k := range keys.Keys() {
+		if !serves[k] {
+			stale = append(stale, k)
+		}
+	}
+	for _, k := range stale {
+		if _, err := n.leases.ReleaseIfMine(ctx, k); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Publisher publishes what this host's adapters receive.

@@ -14,7 +14,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -152,10 +151,15 @@ func TestEmbeddedWithTLSAndNKeys(t *testing.T) {
 	s := testSettings(t, "a", nil, 1, "a")
 	s.Auth = Auth{NKeySeedFile: seed, TLSCA: ca, TLSCert: cert, TLSKey: key}
 	s.Embedded = &embedded.Options{Name: "a", StoreDir: filepath.Join(dir, "nats"), Listen: "127.0.0.1:0", NKeys: []string{pub}}
-	n := startNode(t, s)
+	n := startNode(t, s) // connects in-process, with its NKey
 	url := n.srv.ClientURL()
-	if !strings.HasPrefix(n.nc.ConnectedUrl(), "tls://") && !n.nc.TLSRequired() {
-		t.Errorf("the node's connection is not TLS: %s", n.nc.ConnectedUrl())
+	// Another host: certificate and NKey.
+	other := s
+	other.Host, other.Embedded, other.URLs = "b", nil, []string{url}
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	if _, err := ReadStatus(ctx, other, nil); err != nil {
+		t.Fatalf("a host with the certificate and the NKey: %v", err)
 	}
 	tc, err := s.Auth.clientTLS()
 	if err != nil {
@@ -170,8 +174,6 @@ func TestEmbeddedWithTLSAndNKeys(t *testing.T) {
 		nc.Close()
 		t.Fatal("a client with the NKey but no certificate got in")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
-	defer cancel()
 	if _, err := n.Status(ctx); err != nil {
 		t.Fatalf("status through the TLS connection: %v", err)
 	}

@@ -66,9 +66,10 @@ var (
 // Member reports whether host is a cluster member.
 func (cl *Cluster) Member(host string) bool { return cl != nil && slices.Contains(cl.Members, host) }
 
-// servedElsewhere says whether b belongs to other cluster members only: its
-// workspace is theirs and need not exist here.
-func (c *Config) servedElsewhere(b Binding) bool {
+// ServedElsewhere says whether b belongs to other cluster members only
+// (this host is neither its host nor a standby): its workspace is theirs
+// and need not exist here, so checks of it (doctor's) skip it.
+func (c *Config) ServedElsewhere(b Binding) bool {
 	cl := c.Cluster
 	return cl != nil && b.Host != "" && b.Host != cl.Host && !slices.Contains(b.Standby, cl.Host)
 }

@@ -286,7 +286,7 @@ func (c *Config) validateBindings(dir string, d *decoder) (warnings []string) {
 				seen[[2]string{b.Platform, b.Channel}] = i
 			}
 		}
-		if !bad("workspace") && c.servedElsewhere(*b) {
+		if !bad("workspace") && c.ServedElsewhere(*b) {
 			// Another cluster member's workspace: it need not exist here.
 			switch ws, err := resolvePath(b.Workspace, dir); {
 			case b.Workspace == "":

@@ -364,3 +364,30 @@ func (c *Claim) release(f *Fence) {
 	m.log.Info("Lease released", "lease", c.key, "token", f.Token())
 	m.event(Event{Key: c.key, Kind: Released, Revision: rev})
 }
+
+// ReleaseIfMine writes key free if an earlier run of this cc-connect (same
+// host, same state dir) holds it: for a lease this host no longer
+// contends for (a binding moved to another host), so that its new owner
+// need not wait for it to expire. It must not be called for a key this
+// run claims. It reports whether it released the key.
+func (m *Manager) ReleaseIfMine(ctx context.Context, key string) (bool, error) {
+	e, err := m.kv.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if v := entryValue(e); !v.heldBy(m.me) {
+		return false, nil
+	}
+	v := &Value{V: valueVersion, ReleasedBy: m.me.host, TTLMillis: m.o.TTL.Milliseconds()}
+	if _, err := m.kv.Update(ctx, key, v.marshal(), e.Revision()); err != nil {
+		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+			return false, nil // written meanwhile: not ours to release any more
+		}
+		return false, err
+	}
+	m.log.Info("Released a lease this host no longer serves", "lease", key)
+	return true, nil
+}

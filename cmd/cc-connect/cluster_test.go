@@ -95,6 +95,21 @@ standby = ["b"]
 	}
 }
 
+// TestRunRefusesACluster: until run serves a cluster, a host must not run
+// alone on a config meant for several (they would all answer).
+func TestRunRefusesACluster(t *testing.T) {
+	t.Parallel()
+	text := "[state]\ndir = \"state\"\n[cluster]\nhost = \"a\"\nmembers = [\"a\"]\nurls = [\"nats://127.0.0.1:1\"]\n" + localChatTOML
+	path := writeConfig(t, t.TempDir(), text)
+	code, _, stderr := runCLI(t, "run", "--config", path)
+	if code != exitUsage || !strings.Contains(stderr, "cannot serve a cluster yet") {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(path), "state")); !os.IsNotExist(err) {
+		t.Errorf("run left state behind: %v", err)
+	}
+}
+
 func TestClusterNKey(t *testing.T) {
 	t.Parallel()
 	file := filepath.Join(t.TempDir(), "seed")
