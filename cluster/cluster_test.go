@@ -15,6 +15,7 @@ import (
 	"github.com/cc-connect/cc-connect/cluster/embedded"
 	"github.com/cc-connect/cc-connect/cluster/internal/natstest"
 	"github.com/cc-connect/cc-connect/cluster/kvlease"
+	"github.com/cc-connect/cc-connect/cluster/names"
 )
 
 // TestThreeHostsOneBotThroughANATSNodeLoss: three hosts on a three-node
@@ -314,5 +315,48 @@ func TestMovedBindingIsReleasedAtStart(t *testing.T) {
 		case <-bctx.Done():
 			t.Fatal("b did not take the released lease")
 		}
+	}
+}
+
+// TestPollerMovesWithoutAGap: Telegram's one poller is elected by a lease;
+// when its host is cut off, another host takes the lease and continues
+// from the stored offset, and the cut-off poller can no longer move it.
+func TestPollerMovesWithoutAGap(t *testing.T) {
+	t.Parallel()
+	url := natstest.Single(t).ClientURL()
+	proxy := natstest.NewProxy(t, strings.TrimPrefix(url, "nats://"))
+	a := startNode(t, testSettings(t, "a", []string{proxy.URL()}, 1, "a"))
+	b := startNode(t, testSettings(t, "b", []string{url}, 1, "a"))
+	key := names.PollerLease("telegram")
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	fa, err := a.Leases().Claim(key, kvlease.Candidate, 0).Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bc := b.Leases().Claim(key, kvlease.Candidate, 0)
+	if err := a.Offsets("telegram").Save(ctx, fa, 42); err != nil { // updates up to 41 published
+		t.Fatal(err)
+	}
+	proxy.Cut()
+	fb, err := bc.Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fb.Token() <= fa.Token() {
+		t.Errorf("b's token %d is not after a's %d", fb.Token(), fa.Token())
+	}
+	if next, err := b.Offsets("telegram").Load(ctx); err != nil || next != 42 {
+		t.Fatalf("b continues from %d, %v; want 42", next, err)
+	}
+	if err := b.Offsets("telegram").Save(ctx, fb, 50); err != nil {
+		t.Fatal(err)
+	}
+	proxy.Heal()
+	if err := a.Offsets("telegram").Save(ctx, fa, 45); err == nil {
+		t.Fatal("the cut-off poller stored an offset")
+	}
+	if next, _ := b.Offsets("telegram").Load(ctx); next != 50 {
+		t.Errorf("offset %d after the old poller's write, want 50", next)
 	}
 }

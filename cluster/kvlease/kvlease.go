@@ -164,10 +164,6 @@ func (m *Manager) Run(ctx context.Context) error {
 	if m.o.TTL <= 0 || m.o.Host == "" {
 		return fmt.Errorf("lease manager: a host and a TTL are required")
 	}
-	w, err := m.kv.Watch(ctx, "lease.>")
-	if err != nil {
-		return fmt.Errorf("watching the leases: %w", err)
-	}
 	m.mu.Lock()
 	m.runCtx = ctx
 	for _, c := range m.claims {
@@ -178,20 +174,39 @@ func (m *Manager) Run(ctx context.Context) error {
 	m.wg.Add(2)
 	go func() {
 		defer m.wg.Done()
-		m.watch(ctx, w)
+		m.watch(ctx)
 	}()
 	go func() {
 		defer m.wg.Done()
 		m.heartbeat(ctx)
 	}()
 	<-ctx.Done()
-	_ = w.Stop()
 	m.wg.Wait()
 	return ctx.Err()
 }
 
-// watch feeds the watcher's entries into the cache.
-func (m *Manager) watch(ctx context.Context, w jetstream.KeyWatcher) {
+// watch feeds the lease keys' changes into the cache, watching again when
+// a watcher ends. The cache only speeds things up: every decision is a
+// compare-and-set on the revision seen, so a stale cache costs time, never
+// safety.
+func (m *Manager) watch(ctx context.Context) {
+	wait := m.o.TTL / 10
+	for ctx.Err() == nil {
+		w, err := m.kv.Watch(ctx, "lease.>")
+		if err != nil {
+			m.log.Debug("Watching the leases failed; retrying", "error", err)
+			select {
+			case <-ctx.Done():
+			case <-time.After(wait):
+			}
+			continue
+		}
+		m.drain(ctx, w)
+		_ = w.Stop()
+	}
+}
+
+func (m *Manager) drain(ctx context.Context, w jetstream.KeyWatcher) {
 	for {
 		select {
 		case <-ctx.Done():
