@@ -174,7 +174,8 @@ type TenureHandler interface {
 
 // ServeBinding consumes binding b's events while this host holds its
 // lease, handing them to h, and waits for the lease between tenures. It
-// returns when ctx ends, or at once with ErrNotServed.
+// returns when ctx ends or the node is closed, or at once with
+// ErrNotServed.
 func (n *Node) ServeBinding(ctx context.Context, b names.Binding, h ingress.Handler) error {
 	spec, ok := n.s.Spec(b)
 	if !ok {
@@ -191,7 +192,10 @@ func (n *Node) ServeBinding(ctx context.Context, b names.Binding, h ingress.Hand
 	for {
 		f, err := claim.Wait(ctx)
 		if err != nil {
-			return ctx.Err()
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return err // the node was closed
 		}
 		log.Info("Serving the binding", "role", role.String(), "token", f.Token())
 		if th != nil {

@@ -12,6 +12,10 @@ import (
 // errDropped ends a claim's contention: Drop was called.
 var errDropped = errors.New("claim dropped")
 
+// ErrStopped: the manager stopped (its Run returned), so the claim will
+// never be held again.
+var ErrStopped = errors.New("lease manager stopped")
+
 // Claim is this host's interest in one lease key. Its goroutine (run by
 // the Manager) contends for the key while it is not held and renews it
 // while it is.
@@ -56,6 +60,8 @@ func (c *Claim) Wait(ctx context.Context) (*Fence, error) {
 			return nil, ctx.Err()
 		case <-c.dropCh:
 			return nil, errDropped
+		case <-c.done:
+			return nil, ErrStopped
 		case <-f.lostOrNil():
 		case <-ch:
 		}

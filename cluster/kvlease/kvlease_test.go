@@ -239,3 +239,21 @@ func TestOverwriteEndsTenure(t *testing.T) {
 		t.Errorf("fence after an overwrite: %v", err)
 	}
 }
+
+// TestWaitEndsWhenTheManagerStops: nobody waits forever on a lease that a
+// stopped manager can no longer take.
+func TestWaitEndsWhenTheManagerStops(t *testing.T) {
+	t.Parallel()
+	urls := testBucket(t)
+	b := startHost(t, urls, "b", "state-b")
+	waitFence(t, b.m.Claim(key, Owner, 0))
+	a := startHost(t, urls, "a", "state-a")
+	c := a.m.Claim(key, Standby, 0)
+	a.log.waitFor(t, 0, "waiting", kind(Waiting, key))
+	a.stop()
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	if _, err := c.Wait(ctx); !errors.Is(err, ErrStopped) {
+		t.Fatalf("Wait after the manager stopped: %v", err)
+	}
+}
