@@ -106,7 +106,7 @@ func TestOwnerDiesMidTurnStandbyFinishes(t *testing.T) {
 			ids = append(ids, msgID(conv, i))
 		}
 	}
-	waitUntil(t, "a journals all six", func() bool { return ea.journaled() == 6 })
+	ea.waitJournaled(t, 6)
 	proxy.Cut() // kill -9: nothing more of a's reaches NATS
 	for i := 3; i < 5; i++ {
 		publish(t, b, "x", msgID("x", i), "x"+msgID("", i))
@@ -196,7 +196,7 @@ func TestEmbeddedAloneAndRestart(t *testing.T) {
 	go func() { defer close(done); _ = n1.ServeBinding(ctx, slackAll, e1) }()
 	publish(t, n1, "x", "x-0", "x0")
 	publish(t, n1, "x", "x-1", "x1")
-	waitUntil(t, "two journaled", func() bool { return e1.journaled() == 2 })
+	e1.waitJournaled(t, 2)
 	cancel()
 	<-done
 	n1.Close()
@@ -256,7 +256,8 @@ func TestStatus(t *testing.T) {
 	_ = jetstream.ErrBucketNotFound
 }
 
-// waitUntil polls an in-memory condition of the test's fakes.
+// waitUntil polls a condition of the servers' state, which they offer no
+// notification of.
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(waitTimeout)

@@ -121,16 +121,18 @@ type fakeEngine struct {
 	host   string
 	ledger *ledger
 
-	mu      sync.Mutex // guards hold, journal, ran, tenures, ended
+	mu      sync.Mutex // guards hold, journal, ran, tenures, grew
 	hold    bool       // journal only: turns never end (a host stuck mid-turn)
 	journal map[string]*ingress.Delivery
+	grew    chan struct{} // closed and replaced when the journal grows
 	ran     map[string]bool
 	tenures []uint64
 	ended   chan struct{}
 }
 
 func newFakeEngine(host string, l *ledger) *fakeEngine {
-	return &fakeEngine{host: host, ledger: l, journal: map[string]*ingress.Delivery{}, ran: map[string]bool{}, ended: make(chan struct{}, 16)}
+	return &fakeEngine{host: host, ledger: l, journal: map[string]*ingress.Delivery{}, ran: map[string]bool{},
+		ended: make(chan struct{}, 16), grew: make(chan struct{})}
 }
 
 var _ TenureHandler = (*fakeEngine)(nil)
@@ -147,6 +149,8 @@ func (e *fakeEngine) Accept(ctx context.Context, d *ingress.Delivery) (ingress.R
 	}
 	if e.hold {
 		e.journal[m.ID] = d
+		close(e.grew)
+		e.grew = make(chan struct{})
 		return ingress.Journaled, nil
 	}
 	// The turn ran; settle before replying, so that a host cut off right
@@ -174,10 +178,23 @@ func (e *fakeEngine) EndTenure(names.Binding, *kvlease.Fence, error) {
 	e.ended <- struct{}{}
 }
 
-func (e *fakeEngine) journaled() int {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return len(e.journal)
+// waitJournaled waits until n events are journaled and not finished.
+func (e *fakeEngine) waitJournaled(t *testing.T, n int) {
+	t.Helper()
+	deadline := time.After(waitTimeout)
+	for {
+		e.mu.Lock()
+		got, ch := len(e.journal), e.grew
+		e.mu.Unlock()
+		if got >= n {
+			return
+		}
+		select {
+		case <-ch:
+		case <-deadline:
+			t.Fatalf("%s journaled %d events, want %d", e.host, got, n)
+		}
+	}
 }
 
 // serveBinding runs n.ServeBinding until the test ends.
