@@ -182,7 +182,7 @@ func (c *Claim) contend(ctx context.Context) (*Fence, error) {
 		o := m.observed(c.key)
 		if !o.known {
 			if err := m.refresh(ctx, c.key); err != nil {
-				if werr := c.sleep(ctx, c.retryDelay()); werr != nil {
+				if werr := c.sleepUntil(ctx, m.clock.Now().Add(c.retryDelay())); werr != nil {
 					return nil, werr
 				}
 			}
@@ -191,7 +191,7 @@ func (c *Claim) contend(ctx context.Context) (*Fence, error) {
 		now := m.clock.Now()
 		if at := c.readyAt(o); at.After(now) {
 			m.event(Event{Key: c.key, Kind: Waiting, Revision: o.rev, Holder: holderName(o.val), Until: at})
-			if err := c.sleep(ctx, at.Sub(now)); err != nil {
+			if err := c.sleepUntil(ctx, at); err != nil {
 				return nil, err
 			}
 			continue
@@ -209,14 +209,14 @@ func (c *Claim) contend(ctx context.Context) (*Fence, error) {
 			return nil, ctx.Err()
 		}
 		m.log.Debug("Taking a lease failed; retrying", "lease", c.key, "error", err)
-		if err := c.sleep(ctx, c.retryDelay()); err != nil {
+		if err := c.sleepUntil(ctx, m.clock.Now().Add(c.retryDelay())); err != nil {
 			return nil, err
 		}
 	}
 }
 
-// sleep waits d on the host's clock, or until the key changes.
-func (c *Claim) sleep(ctx context.Context, d time.Duration) error {
+// sleepUntil waits until at on the host's clock, or until the key changes.
+func (c *Claim) sleepUntil(ctx context.Context, at time.Time) error {
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
@@ -224,7 +224,7 @@ func (c *Claim) sleep(ctx context.Context, d time.Duration) error {
 		return errDropped
 	case <-c.wake:
 		return nil
-	case <-c.m.clock.After(d):
+	case <-c.m.clock.At(at):
 		return nil
 	}
 }
@@ -275,7 +275,9 @@ const (
 func (c *Claim) hold(ctx context.Context, f *Fence) holdEnd {
 	m := c.m
 	ttl := m.o.TTL
-	next := m.clock.Now().Add(ttl / 3)
+	// Renew a third of a TTL after the acquiring write was sent (its
+	// deadline tells when), however late this goroutine got here.
+	next := f.Deadline().Add(-(ttl - c.margin())).Add(ttl / 3)
 	var unconfirmed time.Time // the oldest renewal sent but not confirmed
 	lose := func(why string) holdEnd {
 		if f.lose(why) {
@@ -285,7 +287,6 @@ func (c *Claim) hold(ctx context.Context, f *Fence) holdEnd {
 		return holdLost
 	}
 	for {
-		now := m.clock.Now()
 		wakeAt := next
 		if dl := f.Deadline(); dl.Before(wakeAt) {
 			wakeAt = dl
@@ -301,9 +302,9 @@ func (c *Claim) hold(ctx context.Context, f *Fence) holdEnd {
 				return lose("written by " + holderName(o.val))
 			}
 			continue
-		case <-m.clock.After(wakeAt.Sub(now)):
+		case <-m.clock.At(wakeAt):
 		}
-		now = m.clock.Now()
+		now := m.clock.Now()
 		if !now.Before(f.Deadline()) {
 			return lose("not renewed in time")
 		}

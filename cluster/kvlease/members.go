@@ -84,7 +84,7 @@ func (m *Manager) heartbeat(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-m.clock.After(m.o.TTL / 3):
+		case <-m.clock.At(m.clock.Now().Add(m.o.TTL / 3)):
 		}
 	}
 }
