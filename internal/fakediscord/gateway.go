@@ -263,17 +263,9 @@ func (s *Server) Click(tb testing.TB, m Message, customID, userID, userName stri
 		s.mu.Unlock()
 		tb.Fatalf("fakediscord: no message %s to click on", m.ID)
 	}
-	var rows []struct {
-		Components []struct {
-			CustomID string `json:"custom_id"`
-		} `json:"components"`
-	}
-	_ = json.Unmarshal([]byte(cur.Components), &rows)
 	found := false
-	for _, r := range rows {
-		for _, b := range r.Components {
-			found = found || b.CustomID == customID
-		}
+	for _, b := range cur.clone().Buttons() {
+		found = found || b.CustomID == customID
 	}
 	if !found {
 		s.mu.Unlock()
@@ -328,4 +320,30 @@ func (s *Server) interactionCallbackLocked(id, token string, body map[string]any
 	in.answered, in.answer = true, body
 	s.notify()
 	return Answer{Status: 204}
+}
+
+// Button is one button of a message's components.
+type Button struct {
+	CustomID, Label string
+}
+
+// Buttons lists the buttons in the message's current components, in order.
+func (m Message) Buttons() []Button {
+	var rows []struct {
+		Components []struct {
+			Type     int    `json:"type"`
+			CustomID string `json:"custom_id"`
+			Label    string `json:"label"`
+		} `json:"components"`
+	}
+	_ = json.Unmarshal([]byte(m.Components), &rows)
+	var out []Button
+	for _, r := range rows {
+		for _, b := range r.Components {
+			if b.Type == 2 {
+				out = append(out, Button{CustomID: b.CustomID, Label: b.Label})
+			}
+		}
+	}
+	return out
 }

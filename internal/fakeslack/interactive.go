@@ -58,23 +58,9 @@ func (s *Server) Press(tb testing.TB, m Message, actionID, user string) string {
 
 // findButton finds the button with actionID in Block Kit JSON.
 func findButton(blocks, actionID string) (blockID, value string, ok bool) {
-	var bs []struct {
-		Type     string `json:"type"`
-		BlockID  string `json:"block_id"`
-		Elements []struct {
-			Type     string `json:"type"`
-			ActionID string `json:"action_id"`
-			Value    string `json:"value"`
-		} `json:"elements"`
-	}
-	if json.Unmarshal([]byte(blocks), &bs) != nil {
-		return "", "", false
-	}
-	for _, b := range bs {
-		for _, e := range b.Elements {
-			if b.Type == "actions" && e.Type == "button" && e.ActionID == actionID {
-				return b.BlockID, e.Value, true
-			}
+	for _, b := range (Message{Blocks: blocks}).Buttons() {
+		if b.ActionID == actionID {
+			return b.BlockID, b.Value, true
 		}
 	}
 	return "", "", false
@@ -125,4 +111,35 @@ func (s *Server) serveFile(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/octet-stream")
 	_, _ = w.Write([]byte(body))
+}
+
+// Button is one button of a message's blocks.
+type Button struct {
+	BlockID, ActionID, Text, Value string
+}
+
+// Buttons lists the buttons in the message's current blocks, in order.
+func (m Message) Buttons() []Button {
+	var bs []struct {
+		Type     string `json:"type"`
+		BlockID  string `json:"block_id"`
+		Elements []struct {
+			Type     string `json:"type"`
+			ActionID string `json:"action_id"`
+			Value    string `json:"value"`
+			Text     struct {
+				Text string `json:"text"`
+			} `json:"text"`
+		} `json:"elements"`
+	}
+	_ = json.Unmarshal([]byte(m.Blocks), &bs)
+	var out []Button
+	for _, b := range bs {
+		for _, e := range b.Elements {
+			if b.Type == "actions" && e.Type == "button" {
+				out = append(out, Button{BlockID: b.BlockID, ActionID: e.ActionID, Text: e.Text.Text, Value: e.Value})
+			}
+		}
+	}
+	return out
 }

@@ -396,19 +396,10 @@ func (s *Server) Press(tb testing.TB, m Message, buttonText string, from map[str
 		s.mu.Unlock()
 		tb.Fatalf("faketelegram: no message %d/%d to press a button on", m.ChatID, m.MessageID)
 	}
-	var kb struct {
-		InlineKeyboard [][]struct {
-			Text         string `json:"text"`
-			CallbackData string `json:"callback_data"`
-		} `json:"inline_keyboard"`
-	}
-	_ = json.Unmarshal([]byte(cur.ReplyMarkup), &kb)
 	data, found := "", false
-	for _, row := range kb.InlineKeyboard {
-		for _, b := range row {
-			if b.Text == buttonText {
-				data, found = b.CallbackData, true
-			}
+	for _, b := range cur.clone().Buttons() {
+		if b.Text == buttonText {
+			data, found = b.CallbackData, true
 		}
 	}
 	if !found {
@@ -434,4 +425,27 @@ func (s *Server) Answered(id string) bool {
 	defer s.mu.Unlock()
 	q, ok := s.queries[id]
 	return ok && q.answered
+}
+
+// Button is one button of a message's inline keyboard.
+type Button struct {
+	Text, CallbackData string
+}
+
+// Buttons lists the buttons of the message's current inline keyboard.
+func (m Message) Buttons() []Button {
+	var kb struct {
+		InlineKeyboard [][]struct {
+			Text         string `json:"text"`
+			CallbackData string `json:"callback_data"`
+		} `json:"inline_keyboard"`
+	}
+	_ = json.Unmarshal([]byte(m.ReplyMarkup), &kb)
+	var out []Button
+	for _, row := range kb.InlineKeyboard {
+		for _, b := range row {
+			out = append(out, Button{Text: b.Text, CallbackData: b.CallbackData})
+		}
+	}
+	return out
 }
