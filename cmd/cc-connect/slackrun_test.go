@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/cc-connect/cc-connect/internal/fakeslack"
 )
@@ -120,6 +121,9 @@ api_url = %q
 		releaseTurn := f.Hold("reactions.add")
 		defer releaseUser()
 		defer releaseTurn()
+		// Slack sends an event again when its ack is late (after 3 s; here
+		// at once): the copies must not run the message twice.
+		f.SetRedeliverAfter(time.Millisecond)
 		env := f.Deliver(t, fakeslack.MsgEvent("C1", ts, "U2", "<@UBOT> journal me", nil))
 		f.WaitHeld(t, "users.info", 1)
 		// An envelope that is acked at once goes out through the same
@@ -130,6 +134,15 @@ api_url = %q
 		if f.Acked(env) {
 			t.Fatal("the message was acked before the engine journaled it")
 		}
+		f.Wait(t, "a redelivery, acked as a copy", func() bool {
+			for _, d := range f.Deliveries() {
+				if d.Retry > 0 && f.Acked(d.EnvelopeID) {
+					return true
+				}
+			}
+			return false
+		})
+		f.SetRedeliverAfter(0)
 		releaseUser()
 		f.WaitAck(t, env)
 		mu.Lock()
@@ -145,6 +158,9 @@ api_url = %q
 		f.WaitPost(t, "the reply", func(m fakeslack.Message) bool {
 			return m.ThreadTS == ts && strings.Contains(m.Text, "echo: journal me")
 		})
+		if n := strings.Count(strings.Join(r.prompts(t), "\n"), "journal me"); n != 1 {
+			t.Errorf("claude got the message %d times, want once", n)
+		}
 	})
 
 	r.stop(t)
