@@ -202,7 +202,9 @@ func (s *Server) postLocked(form map[string]string) (answer, func()) {
 			"text": m.Text, "ts": m.TS, "event_ts": m.TS, "channel_type": channelType(ch)}
 		if m.ThreadTS != "" {
 			echo["thread_ts"] = m.ThreadTS
-			echo["parent_user_id"] = BotUserID
+			if root, ok := s.msgs[ch+"/"+m.ThreadTS]; ok {
+				echo["parent_user_id"] = root.User
+			}
 		}
 		after = func() { s.deliverEcho(echo) }
 	}
