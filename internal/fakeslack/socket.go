@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -217,25 +218,31 @@ func (s *Server) recordEventLocked(ev map[string]any) {
 	s.addMessageLocked(&Message{Channel: ch, TS: ts, ThreadTS: thread, User: user, BotID: bot, Text: text})
 }
 
-// sendEvent wraps event in a fresh envelope and sends it, arming its
-// redelivery.
+// sendEvent wraps event in a fresh envelope and sends it, then arms its
+// redelivery: only once it is on the wire, so that a copy never overtakes
+// the envelope it repeats.
 func (s *Server) sendEvent(eventID string, event map[string]any, retry int) (string, error) {
 	s.mu.Lock()
 	s.nEnvelope++
 	envID := fmt.Sprintf("env-%06d", s.nEnvelope)
 	c := s.liveLocked()
 	s.deliveries = append(s.deliveries, Delivery{EnvelopeID: envID, EventID: eventID, Retry: retry})
-	if s.redeliver > 0 && retry < 3 {
-		p := &pendingEnvelope{eventID: eventID, event: event, retry: retry}
-		p.timer = time.AfterFunc(s.redeliver, func() { s.redeliverEnvelope(envID) })
-		s.pending[envID] = p
-	}
 	s.notify()
 	s.mu.Unlock()
 	if c == nil {
 		return envID, fmt.Errorf("no socket connection")
 	}
-	return envID, c.Send(EventEnvelope(envID, eventID, retry, event))
+	if err := c.Send(EventEnvelope(envID, eventID, retry, event)); err != nil {
+		return envID, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.redeliver > 0 && retry < 3 && !slices.Contains(s.acks, envID) {
+		p := &pendingEnvelope{eventID: eventID, event: event, retry: retry}
+		p.timer = time.AfterFunc(s.redeliver, func() { s.redeliverEnvelope(envID) })
+		s.pending[envID] = p
+	}
+	return envID, nil
 }
 
 // redeliverEnvelope sends an envelope again when its ack is late.
