@@ -42,10 +42,10 @@ api_url = %q
 		f.WaitMessage(t, "C1", ts, "✅ when the turn is done", func(m fakeslack.Message) bool {
 			return slices.Equal(m.Reactions, []string{"white_check_mark"})
 		})
-		if !reacted(f, "reactions.add", "C1", ts, "eyes") || !reacted(f, "reactions.remove", "C1", ts, "eyes") {
+		if !slackReacted(f, "reactions.add", "C1", ts, "eyes") || !slackReacted(f, "reactions.remove", "C1", ts, "eyes") {
 			t.Errorf("no 👀 on the user's message during the turn: %+v", f.Calls("reactions.add"))
 		}
-		if n := countPosts(f, ts, "echo:"); n != 1 {
+		if n := slackPostsIn(f, ts, "echo:"); n != 1 {
 			t.Errorf("%d replies in the thread, want 1 (the app_mention twin runs no second turn)", n)
 		}
 	})
@@ -166,9 +166,9 @@ api_url = %q
 	r.stop(t)
 }
 
-// reacted reports whether a reactions call named emoji on channel/ts
+// slackReacted reports whether a reactions call named emoji on channel/ts
 // succeeded.
-func reacted(f *fakeslack.Server, method, channel, ts, emoji string) bool {
+func slackReacted(f *fakeslack.Server, method, channel, ts, emoji string) bool {
 	for _, c := range f.Succeeded(method) {
 		if c.Form["channel"] == channel && c.Form["timestamp"] == ts && c.Form["name"] == emoji {
 			return true
@@ -177,8 +177,8 @@ func reacted(f *fakeslack.Server, method, channel, ts, emoji string) bool {
 	return false
 }
 
-// countPosts counts the bot's posts in thread ts that contain text.
-func countPosts(f *fakeslack.Server, ts, text string) int {
+// slackPostsIn counts the bot's posts in thread ts that contain text.
+func slackPostsIn(f *fakeslack.Server, ts, text string) int {
 	n := 0
 	for _, m := range f.Posts() {
 		if m.ThreadTS == ts && strings.Contains(m.Text, text) {
