@@ -64,8 +64,9 @@ type Server struct {
 	gate       map[string]chan struct{}
 	fail       map[string]string
 	down       map[string]int
-	files      map[string]string // download path -> content
-	downloads  []string          // Authorization headers of file downloads
+	overrides  map[string][]answer // canned answers to give first
+	files      map[string]string   // download path -> content
+	downloads  []string            // Authorization headers of file downloads
 	pending    map[string]*pendingEnvelope
 	nEnvelope  int
 	nEvent     int
@@ -116,18 +117,19 @@ type Delivery struct {
 func New(tb testing.TB) *Server {
 	tb.Helper()
 	s := &Server{
-		tb:      tb,
-		changed: make(chan struct{}),
-		held:    map[string]int{},
-		msgs:    map[string]*Message{},
-		missing: map[string]bool{},
-		limited: map[string]int{},
-		gate:    map[string]chan struct{}{},
-		fail:    map[string]string{},
-		down:    map[string]int{},
-		files:   map[string]string{},
-		pending: map[string]*pendingEnvelope{},
-		echo:    true,
+		tb:        tb,
+		changed:   make(chan struct{}),
+		held:      map[string]int{},
+		msgs:      map[string]*Message{},
+		missing:   map[string]bool{},
+		limited:   map[string]int{},
+		gate:      map[string]chan struct{}{},
+		fail:      map[string]string{},
+		down:      map[string]int{},
+		overrides: map[string][]answer{},
+		files:     map[string]string{},
+		pending:   map[string]*pendingEnvelope{},
+		echo:      true,
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/api/", s.serveAPI)
@@ -344,6 +346,14 @@ func (s *Server) Fail(method, code string) {
 		return
 	}
 	s.fail[method] = code
+}
+
+// Override answers the next call of method with status and the JSON body
+// (a Slack answer the fake has no helper for); several queue up.
+func (s *Server) Override(method string, status int, body map[string]any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.overrides[method] = append(s.overrides[method], answer{status: status, body: body})
 }
 
 // Down answers the next n calls of method with HTTP 503.

@@ -340,3 +340,15 @@ func TestFileDownloadNeedsTheToken(t *testing.T) {
 		t.Errorf("downloads = %q", d)
 	}
 }
+
+func TestOverride(t *testing.T) {
+	s := New(t)
+	s.Override("chat.postMessage", 200, map[string]any{"ok": false, "error": "is_archived"})
+	_, _, err := client(s).PostMessageContext(context.Background(), "C1", slack.MsgOptionText("x", false))
+	if got := slackErr(err); got != "is_archived" {
+		t.Errorf("overridden post = %q", got)
+	}
+	if c := s.Calls("chat.postMessage"); len(c) != 1 || c[0].Error != "is_archived" || len(s.Posts()) != 0 {
+		t.Errorf("calls %+v, posts %+v", c, s.Posts())
+	}
+}
