@@ -140,7 +140,9 @@ func Open(path string, limits Limits) (*Inbox, error) {
 	if err := workspace.EnsurePrivateDir(filepath.Dir(path)); err != nil {
 		return nil, fmt.Errorf("opening inbox: %w", err)
 	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, workspace.FilePerm)
+	// Not through a link: a planted one would have the journal's repairs
+	// (dropping a torn tail) truncate its target.
+	f, err := workspace.OpenFileNoFollow(path, os.O_RDWR|os.O_CREATE, workspace.FilePerm)
 	if err != nil {
 		return nil, fmt.Errorf("opening inbox: %w", err)
 	}

@@ -51,7 +51,7 @@ func OpenSeen(path string, window time.Duration, now func() time.Time) (*Seen, e
 	if err := workspace.EnsurePrivateDir(filepath.Dir(path)); err != nil {
 		return nil, fmt.Errorf("opening seen ids: %w", err)
 	}
-	data, err := os.ReadFile(path)
+	data, err := workspace.ReadFileNoFollow(path)
 	if err != nil && !os.IsNotExist(err) {
 		return nil, fmt.Errorf("opening seen ids: %w", err)
 	}
@@ -135,7 +135,7 @@ func (s *Seen) rewriteLocked() error {
 	if err := workspace.WriteFileAtomic(s.path, buf.Bytes()); err != nil {
 		return fmt.Errorf("compacting seen ids: %w", err)
 	}
-	f, err := os.OpenFile(s.path, os.O_WRONLY|os.O_APPEND, workspace.FilePerm)
+	f, err := workspace.OpenFileNoFollow(s.path, os.O_WRONLY|os.O_APPEND, workspace.FilePerm)
 	if err != nil {
 		return fmt.Errorf("opening seen ids: %w", err)
 	}
