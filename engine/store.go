@@ -82,14 +82,21 @@ func (st *store) exists(key string) bool {
 // with workspace.QuarantineCorrupt and reported as errCorruptState.
 func (st *store) load(key string, now time.Time) (rec record, ok bool, err error) {
 	p := st.path(key)
-	data, err := os.ReadFile(p)
+	data, err := workspace.ReadFileNoFollow(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return record{}, false, nil
 	}
-	if err != nil {
+	var perr error
+	switch {
+	case errors.Is(err, workspace.ErrSymlink):
+		// Not a record save wrote (it renames a regular file into
+		// place): moved aside like a corrupt one, never followed.
+		perr = err
+	case err != nil:
 		return record{}, false, fmt.Errorf("reading session state %s: %w", p, err)
+	default:
+		perr = json.Unmarshal(data, &rec)
 	}
-	perr := json.Unmarshal(data, &rec)
 	if perr == nil && rec.Key != key {
 		perr = fmt.Errorf("file holds key %q", rec.Key)
 	}
