@@ -267,14 +267,6 @@ func TestSeenCompactsWhileRunning(t *testing.T) {
 	}
 }
 
-func TestSeenCorruptFailsClosed(t *testing.T) {
-	path := filepath.Join(privateDir(t), "seen.jsonl")
-	os.WriteFile(path, []byte("{\"id\":\"a\",\"at\":1}\nnonsense\n"), 0o600)
-	if _, err := OpenSeen(path, time.Hour, nil); !errors.Is(err, ErrCorrupt) {
-		t.Fatalf("OpenSeen = %v, want ErrCorrupt", err)
-	}
-}
-
 // privateDir is a new folder as cc-connect makes its state folders: 0700.
 // (t.TempDir's own folders are open to others, which Open refuses.)
 func privateDir(t *testing.T) string {
