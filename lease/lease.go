@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/cc-connect/cc-connect/workspace"
 )
 
@@ -223,9 +225,12 @@ func Token(lockDir, platformName, token string) (*Lock, error) {
 // Session locks one Claude session id while a claude process runs on it,
 // so that a fork, a resume and crash recovery can never run two processes
 // on one session.
+//
+// Only a canonical UUID is accepted, the form of Claude Code's session ids:
+// the id names a file, and nothing else (a path, a flag) may reach there.
 func Session(stateDir, sessionID string) (*Lock, error) {
-	if sessionID == "" || strings.ContainsAny(sessionID, `/\`) || sessionID == "." || sessionID == ".." {
-		return nil, fmt.Errorf("locking claude session: invalid session id %q", sessionID)
+	if u, err := uuid.Parse(sessionID); err != nil || u.String() != sessionID {
+		return nil, fmt.Errorf("locking claude session: %q is not a session id (a lower-case UUID)", sessionID)
 	}
 	return Acquire(filepath.Join(stateDir, "locks", "sessions", sessionID+".lock"), "claude session "+sessionID)
 }

@@ -80,8 +80,9 @@ func TestLockFilesArePrivate(t *testing.T) {
 	}
 }
 
-func TestSessionRejectsPathLikeIDs(t *testing.T) {
-	for _, id := range []string{"", "..", "a/b", `a\b`} {
+func TestSessionRejectsIDsThatAreNotUUIDs(t *testing.T) {
+	for _, id := range []string{"", "..", "a/b", `a\b`, "--dangerously-skip-permissions", "sess-1",
+		"0B3C6C1E-2F7E-4A53-9B7E-2F1D0A9C1234", "0b3c6c1e2f7e4a539b7e2f1d0a9c1234"} {
 		if _, err := Session(t.TempDir(), id); err == nil || errors.Is(err, ErrHeld) {
 			t.Errorf("Session(%q) = %v, want an invalid id error", id, err)
 		}
