@@ -31,7 +31,7 @@ func fileAttachment(name, mime string, data []byte, declared int64, opened *int)
 // lastTurn returns the text Claude received in the thread's session.
 func lastTurn(t *testing.T, h *harness) string {
 	t.Helper()
-	hist := h.fa.history("sess-1")
+	hist := h.fa.history(sess1)
 	if len(hist) == 0 {
 		t.Fatal("no turn reached the agent")
 	}

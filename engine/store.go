@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/cc-connect/cc-connect/agentproc"
 	"github.com/cc-connect/cc-connect/ctxindicator"
 	"github.com/cc-connect/cc-connect/workspace"
 )
@@ -49,6 +50,20 @@ type record struct {
 	// PendingPermission names the permission request the running turn
 	// waits on, so that a restart can say it was cancelled.
 	PendingPermission string `json:"pending_permission,omitempty"`
+}
+
+// dropInvalidIDs clears the session ids that are not canonical UUIDs (a
+// record edited by hand, or written by an older cc-connect from an odd
+// init event) and returns them: passed to --resume, such an id would be
+// refused at every start and wedge the conversation.
+func (r *record) dropInvalidIDs() (dropped []string) {
+	for _, id := range []*string{&r.SessionID, &r.NewSessionID} {
+		if *id != "" && !agentproc.ValidSessionID(*id) {
+			dropped = append(dropped, *id)
+			*id = ""
+		}
+	}
+	return dropped
 }
 
 // figures are the record's context figures for ctxindicator.

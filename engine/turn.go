@@ -394,7 +394,12 @@ func (s *session) onEvent(t *turn, proc agentProcess, ev agentproc.Event) {
 			// sent now.
 			s.interrupt(proc)
 		}
-		if ev.SessionID != "" {
+		switch {
+		case ev.SessionID != "" && !agentproc.ValidSessionID(ev.SessionID):
+			// Stored, it would be passed to --resume and wedge the
+			// conversation: every later start would be refused.
+			s.log.Error("Agent reported a session id that is not a UUID; not stored", "reported_session_id", ev.SessionID)
+		case ev.SessionID != "":
 			s.update(func(r *record) {
 				r.SessionID, r.NewSessionID = ev.SessionID, ""
 				if ev.Model != "" {
