@@ -233,7 +233,7 @@ func (e *Engine) listSessions(s *session) string {
 	all, err := e.tx.List(s.ws.Path)
 	if err != nil {
 		s.log.Warn("Listing sessions failed", "error", err)
-		return "Could not list sessions: " + err.Error()
+		return "Could not list sessions: " + s.forChat(err.Error())
 	}
 	list, bad := resumable(all)
 	if bad > 0 {
@@ -352,7 +352,7 @@ func (s *session) sideQuestion(id, question string) {
 	proc, err := e.spawn(e.bg, e.opts.Agent, agentproc.StartOptions{Dir: s.ws.Path, ResumeID: id, Fork: true, Model: model}, s.log)
 	if err != nil {
 		s.log.Error("Starting the side-question process failed", "session_id", id, "error", err)
-		s.send(e.bg, sidePrefix+"could not start: "+err.Error())
+		s.send(e.bg, sidePrefix+"could not start: "+s.forChat(err.Error()))
 		return
 	}
 	done := make(chan struct{})
@@ -395,9 +395,9 @@ func (s *session) sideQuestion(id, question string) {
 	}
 	if err != nil {
 		var exitErr *agentproc.ExitError
-		msg := err.Error()
+		msg := s.forChat(err.Error())
 		if errors.As(err, &exitErr) {
-			msg = fmt.Sprintf("the agent process %s: %s", exitDescription(exitErr), orNone(lastLine(exitErr.StderrTail)))
+			msg = fmt.Sprintf("the agent process %s: %s", exitDescription(exitErr), orNone(s.forChat(lastLine(exitErr.StderrTail))))
 		}
 		s.log.Error("Side question failed", "session_id", id, "error", err)
 		s.send(e.bg, sidePrefix+"failed: "+msg)

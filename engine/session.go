@@ -183,7 +183,8 @@ func (e *Engine) session(ctx context.Context, b Binding, m platform.Message, a p
 	}
 	if lerr != nil {
 		s.log.Error("Session state unreadable; starting without it", "error", lerr)
-		s.send(ctx, "Stored state for this conversation was unreadable and has been moved aside; starting a new session. ("+lerr.Error()+")")
+		// The error names the file and where it was moved: the log has it.
+		s.send(ctx, "Stored state for this conversation was unreadable and has been moved aside (the log says where); starting a new session.")
 	}
 	go s.loop()
 	return s, nil
