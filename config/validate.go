@@ -71,6 +71,8 @@ func (c *Config) validate(dir string, d *decoder) (warnings []string) {
 	}
 
 	c.validateAgent(d)
+	warnings = append(warnings, c.validateLimits(d)...)
+	warnings = append(warnings, c.dangerWarnings()...)
 	if c.Agent.PermissionMode == "bypassPermissions" && os.Getuid() == 0 && c.Agent.Env["IS_SANDBOX"] != "1" && os.Getenv("IS_SANDBOX") != "1" {
 		warnings = append(warnings, `agent.permission_mode: Claude Code refuses bypassPermissions when run as root unless IS_SANDBOX=1 is set (in agent.env, inside a sandbox)`)
 	}
