@@ -156,3 +156,35 @@ func TestMessageSizeCaps(t *testing.T) {
 		t.Errorf("%d agent processes, want the refused message never to reach one", n)
 	}
 }
+
+// TestMessageOverTheJournalsRoom: a message that fits the cap alone but
+// not next to the messages already held is refused with the sizes, and
+// runs once sent again after they are done.
+func TestMessageOverTheJournalsRoom(t *testing.T) {
+	h := newHarness(t, nil)
+	chunk := strings.Repeat("0123456789abcdef", 3<<20/16) // 3.0 MB
+	h.say("alice", "T1", "first [[WAIT]] "+chunk)
+	h.fa.waitFor(t, "the first turn to run", func(fa *fakeAgents) bool { return fa.waiting == 1 })
+	h.say("alice", "T1", "second "+chunk)
+	h.rec.waitSend(t, "Queued (position 1)")
+	third := h.message("alice", "T1", "third "+chunk)
+	h.deliver(third)
+	refusal := h.rec.waitSend(t, "does not fit")
+	want := "This message (3.0 MB) does not fit in this conversation's journal next to the 2 messages it holds (6.0 MB of its 8.0 MB)"
+	if !strings.HasPrefix(refusal.Text, want) {
+		t.Errorf("refusal = %q, want it to start %q", refusal.Text, want)
+	}
+	h.fa.release(t)
+	h.waitIdle()
+	third.ID += "-again" // sent again: a new platform message
+	h.deliver(third)
+	h.waitIdle()
+	// Each went to Claude as an artifact; the excerpts tell them apart.
+	var got []string
+	for _, turn := range h.fa.history(sess1) {
+		got = append(got, strings.Fields(turn[strings.Index(turn, "<excerpt>\n")+len("<excerpt>\n"):])[0])
+	}
+	if strings.Join(got, ",") != "first,second,third" {
+		t.Errorf("Claude got %q, want first, second, then third sent again", got)
+	}
+}

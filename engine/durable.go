@@ -37,7 +37,7 @@ const (
 	inboxWriteText = "This message could not be saved, so it was not accepted: %s. Please send it again; " +
 		"the messages accepted before it are kept and still run."
 	inboxTooLargeText = "This message is too large: %s, the limit is %s; send it as a file."
-	inboxBytesText    = "This message (%s) does not fit in this conversation's journal next to the %d waiting (%s of its %s): " +
+	inboxBytesText    = "This message (%s) does not fit in this conversation's journal next to the %d messages it holds (%s of its %s): " +
 		"it was not accepted. Please send it again once the current turn is done, or send it as a file."
 	// restartQueuedText: queued work stays in the journal on shutdown.
 	restartQueuedText = "cc-connect is restarting; this message stays queued and runs when it is back: "
