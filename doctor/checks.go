@@ -328,6 +328,10 @@ func checkLocks(cfg *config.Config, opts Options) []Check {
 	state := Check{Name: "state dir lock"}
 	if _, err := os.Stat(cfg.State.Dir); errors.Is(err, fs.ErrNotExist) {
 		state.Status, state.Detail = OK, "free (the state dir does not exist yet)"
+	} else if sd := checkStateDir(cfg.State.Dir); sd.Status == Fail {
+		// Taking the lock would create locks/ in a folder `run` refuses
+		// (a shared one, say).
+		state.Status, state.Detail = Fail, "not checked: the state dir is not usable (see \"state dir\")"
 	} else {
 		state = lockCheck(state.Name, func() (*lease.Lock, error) { return lease.StateDir(cfg.State.Dir) },
 			"another cc-connect runs on this state dir; stop it, or give this one its own state.dir")

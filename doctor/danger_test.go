@@ -49,3 +49,23 @@ admins = ["*"]
 		}
 	}
 }
+
+// TestLockCheckLeavesASharedStateDirAlone: doctor takes the state dir
+// lock as run would, which creates locks/ in it; in a folder run refuses
+// (a shared one), it does not.
+func TestLockCheckLeavesASharedStateDirAlone(t *testing.T) {
+	cfg, opts := goodConfig(t)
+	if err := os.MkdirAll(cfg.State.Dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(cfg.State.Dir, os.ModeSticky|0o777); err != nil {
+		t.Fatal(err)
+	}
+	c := find(t, Report{Checks: checkLocks(cfg, opts)}, "state dir lock")
+	if c.Status != Fail || !strings.Contains(c.Detail, "not checked") {
+		t.Errorf("state dir lock = %+v, want it not taken", c)
+	}
+	if entries, _ := os.ReadDir(cfg.State.Dir); len(entries) != 0 {
+		t.Errorf("doctor wrote into the shared folder: %v", entries)
+	}
+}
