@@ -133,6 +133,8 @@ func TestRedactPaths(t *testing.T) {
 		{"lock file /state/locks/sessions/a.lock)", "lock file <path>)"},
 		{"see https://example.com/a/b and 1/2 and and/or", "see https://example.com/a/b and 1/2 and and/or"},
 		{"a lone / slash", "a lone / slash"},
+		{"Not logged in · Please run /login", "Not logged in · Please run /login"},
+		{"(/compact failed: /srv/x/y)", "(/compact failed: <path>)"},
 		{"ends at /tmp/x.", "ends at <path>."},
 	} {
 		if got := redactPaths(tt.in); got != tt.want {

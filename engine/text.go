@@ -82,9 +82,12 @@ func (s *session) forChat(text string) string {
 	return redactPaths(text)
 }
 
-// redactPaths replaces every absolute path in text (a "/" that starts a
-// word, as after a space, a quote or a parenthesis) with <path>. A URL's
-// "//" is left alone.
+// redactPaths replaces every absolute path of two elements or more in
+// text (a "/" that starts a word, as after a space, a quote or a
+// parenthesis, and one more "/" in it) with <path>. A single element is
+// left alone: it is Claude Code's slash command ("Please run /login") far
+// more often than a folder worth hiding, and the workspace, state dir and
+// home have been named already. A URL's "//" is left alone too.
 func redactPaths(text string) string {
 	var b strings.Builder
 	for i := 0; i < len(text); {
@@ -99,14 +102,14 @@ func redactPaths(text string) string {
 		for j < len(text) && strings.IndexByte(" \t\n\"'`)]},;", text[j]) < 0 {
 			j++
 		}
-		if j == i+1 {
-			b.WriteByte(c) // a lone slash
-			i++
-			continue
-		}
 		// A path ends before a trailing colon or full stop of the prose.
 		for j > i+1 && strings.IndexByte(":.", text[j-1]) >= 0 {
 			j--
+		}
+		if !strings.Contains(text[i+1:j], "/") {
+			b.WriteByte(c) // a lone slash, or one element: /login
+			i++
+			continue
 		}
 		b.WriteString("<path>")
 		i = j
