@@ -65,8 +65,16 @@ func TestFailureNoticesNameNoHostPath(t *testing.T) {
 			h.waitIdle()
 			sid := h.e.sessions[t1Key].sessionID()
 			h.e.sessions[t1Key].control(h.e.bg, control{kind: ctrlReap})
-			pollFor(t, "the process to be reaped", func() bool { return !h.e.sessions[t1Key].procLive() })
-			hold(t, h, sid)
+			// The lease is dropped once the reaped process has exited;
+			// nothing signals that but the lock itself.
+			pollFor(t, "the reaped process to drop its session lease", func() bool {
+				l, err := lease.Session(h.opts.StateDir, sid)
+				if err != nil {
+					return false
+				}
+				t.Cleanup(func() { l.Release() })
+				return true
+			})
 			h.say("alice", "T1", "again")
 			return h
 		}, "The agent failed"},
