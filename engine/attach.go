@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -253,7 +254,9 @@ func readLimited(ctx context.Context, at platform.Attachment, limit int64) ([]by
 		return nil, fmt.Errorf("opening attachment: %w", err)
 	}
 	defer r.Close()
-	data, err := io.ReadAll(io.LimitReader(r, limit+1))
+	// One byte past the limit tells a file over it; the limit itself may
+	// be the largest int64 (limit+1 would wrap and read nothing).
+	data, err := io.ReadAll(io.LimitReader(r, min(limit, math.MaxInt64-1)+1))
 	if err != nil {
 		return nil, fmt.Errorf("reading attachment: %w", err)
 	}

@@ -152,6 +152,12 @@ func (s *session) doNew() {
 // doResume switches the conversation to another Claude session (on the
 // loop); the next message resumes it.
 func (s *session) doResume(id string) {
+	if !agentproc.ValidSessionID(id) {
+		// Only a journal edited by hand gets here: resumeCommand checks.
+		s.log.Error("Refusing to resume a session id that is not a UUID", "resume_id", id)
+		s.send(s.e.bg, "That is not a Claude Code session id, so the conversation keeps its session.")
+		return
+	}
 	old := s.sessionID()
 	s.closeProc()
 	s.forgetSession()
@@ -169,10 +175,11 @@ func (e *Engine) resumeCommand(ctx context.Context, s *session, m platform.Messa
 	list := s.listed
 	s.mu.Unlock()
 	if list == nil {
-		var err error
-		if list, err = e.tx.List(s.ws.Path); err != nil {
+		all, err := e.tx.List(s.ws.Path)
+		if err != nil {
 			s.log.Warn("Listing sessions failed", "error", err)
 		}
+		list, _ = resumable(all)
 	}
 	id := ""
 	if n, err := strconv.Atoi(arg); err == nil {
@@ -209,18 +216,39 @@ func (e *Engine) resumeCommand(ctx context.Context, s *session, m platform.Messa
 	s.enqueueCommand(ctx, workItem{kind: itemResume, msg: m, resumeID: id})
 }
 
+// resumable keeps the sessions whose id may be resumed, and counts the
+// transcripts left out because their name is not a session id.
+func resumable(all []sessionInfo) (list []sessionInfo, bad int) {
+	for _, si := range all {
+		if si.BadID || !agentproc.ValidSessionID(si.SessionID) {
+			bad++
+			continue
+		}
+		list = append(list, si)
+	}
+	return list, bad
+}
+
 func (e *Engine) listSessions(s *session) string {
-	list, err := e.tx.List(s.ws.Path)
+	all, err := e.tx.List(s.ws.Path)
 	if err != nil {
 		s.log.Warn("Listing sessions failed", "error", err)
-		return "Could not list sessions: " + err.Error()
+		return "Could not list sessions: " + s.forChat(err.Error())
+	}
+	list, bad := resumable(all)
+	if bad > 0 {
+		s.log.Warn("Transcripts whose name is not a session id left out of !sessions", "count", bad)
 	}
 	s.mu.Lock()
 	s.listed = list
 	current := s.rec.SessionID
 	s.mu.Unlock()
+	skipped := ""
+	if bad > 0 {
+		skipped = fmt.Sprintf("\n(%d transcript file(s) whose name is not a Claude Code session id were left out; they cannot be resumed.)", bad)
+	}
 	if len(list) == 0 {
-		return "No Claude Code sessions in " + s.ws.Path + " yet."
+		return "No Claude Code sessions in " + s.ws.Path + " yet." + skipped
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "Sessions in %s (newest first):", s.ws.Path)
@@ -238,6 +266,7 @@ func (e *Engine) listSessions(s *session) string {
 			humanAge(e.now().Sub(si.ModTime)), orDefault(quote(si.FirstPrompt, 60), "(no prompt)"))
 	}
 	b.WriteString("\nSend !resume <n> to switch.")
+	b.WriteString(skipped)
 	return b.String()
 }
 
@@ -323,7 +352,7 @@ func (s *session) sideQuestion(id, question string) {
 	proc, err := e.spawn(e.bg, e.opts.Agent, agentproc.StartOptions{Dir: s.ws.Path, ResumeID: id, Fork: true, Model: model}, s.log)
 	if err != nil {
 		s.log.Error("Starting the side-question process failed", "session_id", id, "error", err)
-		s.send(e.bg, sidePrefix+"could not start: "+err.Error())
+		s.send(e.bg, sidePrefix+"could not start: "+s.forChat(err.Error()))
 		return
 	}
 	done := make(chan struct{})
@@ -366,9 +395,9 @@ func (s *session) sideQuestion(id, question string) {
 	}
 	if err != nil {
 		var exitErr *agentproc.ExitError
-		msg := err.Error()
+		msg := s.forChat(err.Error())
 		if errors.As(err, &exitErr) {
-			msg = fmt.Sprintf("the agent process %s: %s", exitDescription(exitErr), orNone(lastLine(exitErr.StderrTail)))
+			msg = fmt.Sprintf("the agent process %s: %s", exitDescription(exitErr), orNone(s.forChat(lastLine(exitErr.StderrTail))))
 		}
 		s.log.Error("Side question failed", "session_id", id, "error", err)
 		s.send(e.bg, sidePrefix+"failed: "+msg)

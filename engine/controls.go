@@ -96,7 +96,7 @@ func (s *session) reportCompaction(out outcome) {
 		s.send(s.e.bg, ctxindicator.Append(text, after, ok && b.PostTokens > 0))
 	case out.compactErr != "":
 		s.log.Warn("Compaction failed", "session_id", s.sessionID(), "compact_error", out.compactErr)
-		s.send(s.e.bg, "Compaction failed ("+out.compactErr+"); the conversation is unchanged.")
+		s.send(s.e.bg, "Compaction failed ("+s.forChat(out.compactErr)+"); the conversation is unchanged.")
 	default:
 		msg := "Claude Code did not report a compaction; the conversation is unchanged."
 		switch {
@@ -134,7 +134,7 @@ func (e *Engine) modelCommand(ctx context.Context, s *session, arg string) {
 	})
 	if err != nil {
 		s.log.Warn("Setting the model failed", "model", arg, "error", err)
-		s.send(ctx, "Claude Code refused the model change: "+controlMessage(err))
+		s.send(ctx, "Claude Code refused the model change: "+s.forChat(controlMessage(err)))
 		return
 	}
 	s.log.Info("Model set for the conversation", "model", orDefault(override, "configured default"))
@@ -168,7 +168,7 @@ func (e *Engine) modeCommand(ctx context.Context, s *session, arg string) {
 	})
 	if err != nil {
 		s.log.Warn("Setting the permission mode failed", "mode", mode, "error", err)
-		s.send(ctx, "Claude Code refused the mode change: "+controlMessage(err))
+		s.send(ctx, "Claude Code refused the mode change: "+s.forChat(controlMessage(err)))
 		return
 	}
 	s.log.Info("Permission mode set for the conversation", "mode", mode)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/google/uuid"
 
@@ -33,7 +34,11 @@ import (
 const (
 	inboxFullText = "This conversation already has %d messages waiting: this message was not accepted. " +
 		"Please send it again once the current turn is done."
-	inboxWriteText = "This message could not be saved (%v), so it was not accepted. Please send it again."
+	inboxWriteText = "This message could not be saved, so it was not accepted: %s. Please send it again; " +
+		"the messages accepted before it are kept and still run."
+	inboxTooLargeText = "This message is too large: %s, the limit is %s; send it as a file."
+	inboxBytesText    = "This message (%s) does not fit in this conversation's journal next to the %d messages it holds (%s of its %s): " +
+		"it was not accepted. Please send it again once the current turn is done, or send it as a file."
 	// restartQueuedText: queued work stays in the journal on shutdown.
 	restartQueuedText = "cc-connect is restarting; this message stays queued and runs when it is back: "
 )
@@ -69,6 +74,9 @@ func (e *Engine) seenIDs() *inbox.Seen {
 		if err != nil {
 			e.log.Error("Seen message ids unreadable; redeliveries across restarts are not caught", "path", path, "error", err)
 			return
+		}
+		for _, r := range s.Repairs() {
+			e.log.Warn("Seen message ids repaired on open", "path", path, "repair", r)
 		}
 		e.seenSet = s
 	})
@@ -113,6 +121,9 @@ func (s *session) openInboxLocked() []workItem {
 		return nil
 	}
 	s.inbox, s.inboxErr = in, nil
+	for _, r := range in.Repairs() {
+		s.log.Warn("Inbox journal repaired on open", "path", in.Path(), "repair", r)
+	}
 	pending := in.Pending()
 	items := make([]workItem, 0, len(pending))
 	for i, en := range pending {
@@ -206,17 +217,30 @@ func (s *session) journalLocked(it workItem) (id string, dup bool, refusal strin
 	}
 	err := s.inbox.Append(inbox.Entry{ID: id, Target: m.Target, UserID: m.UserID, UserName: m.UserName,
 		Text: m.Text, Received: m.Received, Kind: entryKind(it), Attachments: it.files})
+	var size *inbox.SizeError
 	switch {
 	case err == nil:
 		return id, false, "", reloaded
 	case errors.Is(err, inbox.ErrDuplicate):
 		return id, true, "", reloaded
+	case errors.As(err, &size) && errors.Is(err, inbox.ErrMessageTooLarge):
+		s.log.Warn("Message over the inbox size limit; refused", "size", size.Size, "limit", size.Limit)
+		n, limit := sizesApart(size.Size, size.Limit)
+		return "", false, fmt.Sprintf(inboxTooLargeText, n, limit), reloaded
+	case errors.As(err, &size):
+		s.log.Warn("Inbox full by size; message refused", "pending", s.inbox.Len(), "size", size.Size, "used", size.Used, "limit", size.Limit)
+		return "", false, fmt.Sprintf(inboxBytesText, humanSize(size.Size), s.inbox.Len(), humanSize(size.Used), humanSize(size.Limit)), reloaded
 	case errors.Is(err, inbox.ErrFull):
 		s.log.Warn("Inbox full; message refused", "pending", s.inbox.Len(), "error", err)
 		return "", false, fmt.Sprintf(inboxFullText, s.inbox.Len()), reloaded
 	default:
+		// The error names the journal's path: it stays in the log.
 		s.log.Error("Journaling a message failed; message refused", "error", err)
-		return "", false, fmt.Sprintf(inboxWriteText, err), reloaded
+		why := "writing cc-connect's state failed (the log has the details)"
+		if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+			why = "the disk that holds cc-connect's state is full"
+		}
+		return "", false, fmt.Sprintf(inboxWriteText, why), reloaded
 	}
 }
 
@@ -379,4 +403,14 @@ func (s *session) notePermissions(t *turn) {
 		name = toolSummary(p.ToolName, p.Input)
 	}
 	s.update(func(r *record) { r.PendingPermission = name })
+}
+
+// sizesApart writes a size and the limit it is over so that they differ
+// on screen: 8.0 MB against 8.0 MB would not say which is larger.
+func sizesApart(n, limit int64) (string, string) {
+	a, b := humanSize(n), humanSize(limit)
+	if a == b {
+		return fmt.Sprintf("%d bytes", n), fmt.Sprintf("%d bytes", limit)
+	}
+	return a, b
 }

@@ -82,6 +82,9 @@ type Engine struct {
 	pool  *pool
 	slots *slots
 	seen  *recentIDs
+	// refused holds the threads that got the access refusal (session
+	// keys), bounded: a thread forgotten gets one refusal more.
+	refused *recentIDs
 
 	// seenSet persists accepted message ids across restarts (durable.go);
 	// seenOnce opens it on first use.
@@ -104,7 +107,6 @@ type Engine struct {
 	mu         sync.Mutex // guards the fields below
 	adapters   map[string]platform.Adapter
 	sessions   map[string]*session
-	refused    map[string]bool   // session keys that got the access refusal
 	requests   map[string]string // pending permission request id -> session key
 	shutting   bool
 	busy       int           // queued items + running turns + side questions
@@ -165,7 +167,7 @@ func New(opts Options) (*Engine, error) {
 		stopping:     make(chan struct{}),
 		adapters:     map[string]platform.Adapter{},
 		sessions:     map[string]*session{},
-		refused:      map[string]bool{},
+		refused:      newRecentIDs(refusedMemory),
 		requests:     map[string]string{},
 		idleSignal:   make(chan struct{}),
 		metrics:      metricsOf(opts.Metrics),
@@ -263,6 +265,9 @@ func (e *Engine) isStopping() bool {
 	}
 }
 
+// refusedMemory is how many threads the access refusal is remembered for.
+const refusedMemory = 4096
+
 // recentIDs remembers the last n message ids so a redelivered message is
 // handled once.
 type recentIDs struct {
@@ -291,4 +296,11 @@ func (r *recentIDs) add(id string) bool {
 		r.order = r.order[1:]
 	}
 	return true
+}
+
+// len is how many ids are remembered.
+func (r *recentIDs) len() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.ids)
 }

@@ -106,10 +106,7 @@ func (e *Engine) HandleMessage(ctx context.Context, m platform.Message) error {
 // that a busy channel is not flooded with refusals.
 func (e *Engine) refuseOnce(ctx context.Context, a platform.Adapter, to platform.Target, m platform.Message) {
 	key := keyOf(to)
-	e.mu.Lock()
-	first := !e.refused[key]
-	e.refused[key] = true
-	e.mu.Unlock()
+	first := e.refused.add(key)
 	e.log.Info("Refused a message from a user who is not allowed", "platform", to.Platform, "channel", to.Channel,
 		"thread", to.Thread, "session_key", key, "user", m.UserID, "user_name", m.UserName, "told", first)
 	if !first {

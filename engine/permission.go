@@ -144,7 +144,7 @@ func (s *session) answerPermission(t *turn, proc agentProcess, c control) {
 		}
 		s.log.Error("Answering the permission request failed", "request_id", p.req.RequestID, "error", err)
 		p.choice = "error"
-		s.resolvePermission(t, p, fmt.Sprintf("%s by %s, but the answer could not be delivered (%v)", describe(d.Behavior), who, err))
+		s.resolvePermission(t, p, fmt.Sprintf("%s by %s, but the answer could not be delivered (%s)", describe(d.Behavior), who, s.forChat(err.Error())))
 		return
 	}
 	s.log.Info("Permission answered", "request_id", p.req.RequestID, "tool", p.req.ToolName, "decision", d.Behavior.String(), "user", who)

@@ -198,7 +198,7 @@ func (s *session) recoverTurn(it workItem) {
 		// Resending could run the message twice and resuming could run
 		// it on a session held elsewhere; tell the user instead.
 		s.log.Error("Recovering the interrupted turn failed", "error", err)
-		fmt.Fprintf(&note, "The turn for “%s” could not be recovered (%v). Please send it again if it is still needed.", q, err)
+		fmt.Fprintf(&note, "The turn for “%s” could not be recovered (%s). Please send it again if it is still needed.", q, s.forChat(err.Error()))
 		s.send(s.e.bg, note.String())
 		s.ack(it, inbox.AckCancel)
 		s.releaseIdleLease()

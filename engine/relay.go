@@ -21,7 +21,7 @@ import (
 func (s *session) noteResult(res *agentproc.Result, initModel string) {
 	model := orDefault(res.Model, initModel)
 	s.change(func(r *record) {
-		if res.SessionID != "" {
+		if agentproc.ValidSessionID(res.SessionID) { // see onEvent
 			r.SessionID = res.SessionID
 		}
 		if model != "" {

@@ -151,6 +151,7 @@ func (e *Engine) session(ctx context.Context, b Binding, m platform.Message, a p
 	s.log = e.log.With("platform", to.Platform, "channel", to.Channel, "thread", to.Thread,
 		"session_key", key, "workspace", s.ws.Path)
 	rec, ok, lerr := e.store.load(key, e.now())
+	badIDs := rec.dropInvalidIDs()
 	if ok {
 		if rec.Workspace != s.ws.Path {
 			s.log.Warn("Stored session belongs to another workspace; keeping its id",
@@ -161,6 +162,7 @@ func (e *Engine) session(ctx context.Context, b Binding, m platform.Message, a p
 		rec = record{Key: key, Platform: to.Platform, Channel: to.Channel, Thread: to.Thread, Workspace: s.ws.Path}
 	}
 	s.rec = rec
+	s.dirty = len(badIDs) > 0
 	s.queue = s.openInboxLocked()
 	e.sessions[key] = s
 	e.wg.Add(1)
@@ -174,9 +176,15 @@ func (e *Engine) session(ctx context.Context, b Binding, m platform.Message, a p
 		s.send(ctx, s.failClosedText(s.inboxErr))
 	}
 
+	if len(badIDs) > 0 {
+		s.log.Warn("Stored session ids that are not UUIDs dropped", "dropped", badIDs)
+		s.saveRecord()
+		s.send(ctx, "This conversation's stored Claude Code session id is not a valid session id, so it was dropped: your next message starts a new session.")
+	}
 	if lerr != nil {
 		s.log.Error("Session state unreadable; starting without it", "error", lerr)
-		s.send(ctx, "Stored state for this conversation was unreadable and has been moved aside; starting a new session. ("+lerr.Error()+")")
+		// The error names the file and where it was moved: the log has it.
+		s.send(ctx, "Stored state for this conversation was unreadable and has been moved aside (the log says where); starting a new session.")
 	}
 	go s.loop()
 	return s, nil

@@ -152,7 +152,14 @@ func (s *session) runShell(ctx context.Context, cancel context.CancelFunc, m pla
 	s.log.Info("Admin shell command ended", "user", m.UserID, "exit_code", res.ExitCode, "signal", res.Signal,
 		"duration", res.Duration, "timed_out", res.TimedOut, "cancelled", res.Cancelled,
 		"output_truncated", res.Truncated, "error", errString(res.Err))
-	s.send(e.bg, res.ChatReply())
+	reply := res.ChatReply()
+	if res.Err != nil {
+		// It could not run: the reply is its error, which may name host
+		// paths (the log has them). Output of a command that ran is
+		// what the admin asked for and is posted as it is.
+		reply = s.forChat(reply)
+	}
+	s.send(e.bg, reply)
 	if res.Err != nil {
 		return // nothing ran: nothing to tell Claude
 	}

@@ -122,13 +122,13 @@ func (s *session) finish(it workItem, out outcome, hadHistory bool) bool {
 			"exit_code", exitErr.Code, "signal", exitErr.Signal, "stderr", exitErr.StderrTail, "cwd", s.ws.Path)
 		s.closeProc()
 		s.send(s.e.bg, fmt.Sprintf("The agent process %s: %s\nThe session is kept: your next message resumes it.",
-			exitDescription(exitErr), orNone(lastLine(exitErr.StderrTail))))
+			exitDescription(exitErr), orNone(s.forChat(lastLine(exitErr.StderrTail)))))
 		return false
 	default:
 		s.log.Error("Turn failed; keeping the session", "session_id", s.sessionID(), "error", out.err,
 			"stderr", out.stderr, "cwd", s.ws.Path)
 		s.closeProc()
-		s.send(s.e.bg, fmt.Sprintf("The agent failed: %v\nThe session is kept: send your message again to retry.", out.err))
+		s.send(s.e.bg, fmt.Sprintf("The agent failed: %s\nThe session is kept: send your message again to retry.", s.forChat(out.err.Error())))
 		return false
 	}
 }
@@ -177,10 +177,10 @@ func (s *session) fallback(it workItem, out outcome) bool {
 		s.forgetSession()
 	}
 	s.closeProc()
-	reason := out2.err.Error()
+	reason := s.forChat(out2.err.Error())
 	var exitErr *agentproc.ExitError
 	if errors.As(out2.err, &exitErr) {
-		reason = fmt.Sprintf("the agent process %s: %s", exitDescription(exitErr), orNone(lastLine(exitErr.StderrTail)))
+		reason = fmt.Sprintf("the agent process %s: %s", exitDescription(exitErr), orNone(s.forChat(lastLine(exitErr.StderrTail))))
 	} else if errors.Is(out2.err, agentproc.ErrPromptTooLong) {
 		reason = "this message alone does not fit in the model's context" + resultDetail(out2)
 	}
@@ -394,7 +394,12 @@ func (s *session) onEvent(t *turn, proc agentProcess, ev agentproc.Event) {
 			// sent now.
 			s.interrupt(proc)
 		}
-		if ev.SessionID != "" {
+		switch {
+		case ev.SessionID != "" && !agentproc.ValidSessionID(ev.SessionID):
+			// Stored, it would be passed to --resume and wedge the
+			// conversation: every later start would be refused.
+			s.log.Error("Agent reported a session id that is not a UUID; not stored", "reported_session_id", ev.SessionID)
+		case ev.SessionID != "":
 			s.update(func(r *record) {
 				r.SessionID, r.NewSessionID = ev.SessionID, ""
 				if ev.Model != "" {
@@ -442,7 +447,8 @@ func (s *session) turnControl(t *turn, proc agentProcess, c control) {
 		t.stopped = true
 		if t.started {
 			if err := s.interrupt(proc); err != nil {
-				s.sendTo(s.e.bg, c.to, "Could not stop the turn: "+err.Error())
+				s.log.Warn("Interrupting the turn failed", "error", err)
+				s.sendTo(s.e.bg, c.to, "Could not stop the turn: "+s.forChat(err.Error()))
 				return
 			}
 		}

@@ -2,18 +2,23 @@
 // turn reaches a durable end, so that a restart, a crash or a kill never
 // loses a message and never runs one twice. Each session has one
 // append-only journal file; every change is fsynced before the caller
-// acknowledges anything to the user or the platform. A journal that cannot
-// be read is never repaired or replaced: the session fails closed and the
-// file is kept for inspection.
+// acknowledges anything to the user or the platform, and a change that
+// fails to reach the disk (a full disk) is cut off again, so the journal
+// stays as it was. On open, what a crash or an older failed write left
+// (a torn last line, a cut record glued to the next one) is recovered
+// where that cannot run anything twice or out of order, and Repairs says
+// what was done; a journal that cannot be read safely otherwise is never
+// repaired or replaced: the session fails closed and the file is kept for
+// inspection.
 package inbox
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"sync"
@@ -47,7 +52,36 @@ var (
 	ErrTooLarge = errors.New("inbox journal is too large")
 	// ErrUnknown: Ack or MarkStarted named a message that is not pending.
 	ErrUnknown = errors.New("message not in the inbox")
+	// ErrMessageTooLarge: the message alone is over the journal's size
+	// limit, so it can never be accepted (a *SizeError gives the sizes).
+	// Tell the user to send it as a file.
+	ErrMessageTooLarge = errors.New("message is over the inbox size limit")
+	// ErrBroken: a failed write could not be cut off again, so the journal
+	// takes no more changes until the next write manages to (the disk has
+	// room again) or it is opened again.
+	ErrBroken = errors.New("inbox journal is not writable")
 )
+
+// SizeError says why a message did not fit: its record is Size bytes, the
+// waiting messages take Used of the journal's Limit. It wraps
+// ErrMessageTooLarge when Size alone is over Limit, else ErrFull.
+type SizeError struct {
+	Size, Used, Limit int64
+}
+
+func (e *SizeError) Error() string {
+	if e.Size > e.Limit {
+		return fmt.Sprintf("the message takes %d bytes, over the journal's %d byte limit", e.Size, e.Limit)
+	}
+	return fmt.Sprintf("the message takes %d bytes and the waiting messages %d of the journal's %d", e.Size, e.Used, e.Limit)
+}
+
+func (e *SizeError) Unwrap() error {
+	if e.Size > e.Limit {
+		return ErrMessageTooLarge
+	}
+	return ErrFull
+}
 
 // Entry is one accepted user message.
 type Entry struct {
@@ -86,7 +120,10 @@ type Attachment struct {
 // Started reports whether the message was sent to claude.
 func (e Entry) Started() bool { return e.UUID != "" }
 
-// Limits bound one inbox. Zero fields take the defaults.
+// Limits bound one inbox. Zero fields take the defaults. MaxBytes bounds
+// what Append accepts; the start and acknowledgement records written after
+// it may take a journal a little past it, so Open refuses (ErrTooLarge)
+// only a journal over twice MaxBytes.
 type Limits struct {
 	MaxPending int
 	MaxBytes   int64
@@ -125,9 +162,11 @@ type Inbox struct {
 	limits Limits
 
 	mu      sync.Mutex // guards everything below
-	f       *os.File
-	size    int64
+	f       file
+	size    int64 // bytes of the journal that hold its records
 	pending []Entry
+	broken  error    // set when a failed write could not be cut off
+	repairs []string // what load recovered, for the caller's log
 }
 
 // Open reads (or creates) the journal at path. A journal over the size
@@ -136,15 +175,26 @@ type Inbox struct {
 // an append is dropped: that append was never fsynced, so nobody was told
 // the message was accepted, and the platform will deliver it again.
 func Open(path string, limits Limits) (*Inbox, error) {
+	return open(path, limits, nil)
+}
+
+// open is Open with the journal's file wrapped by wrap (tests fail writes
+// through it as a full disk does); nil leaves it as it is.
+func open(path string, limits Limits, wrap func(*os.File) file) (*Inbox, error) {
 	limits = limits.withDefaults()
 	if err := workspace.EnsurePrivateDir(filepath.Dir(path)); err != nil {
 		return nil, fmt.Errorf("opening inbox: %w", err)
 	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, workspace.FilePerm)
+	// Not through a link: a planted one would have the journal's repairs
+	// (dropping a torn tail) truncate its target.
+	f, err := workspace.OpenFileNoFollow(path, os.O_RDWR|os.O_CREATE, workspace.FilePerm)
 	if err != nil {
 		return nil, fmt.Errorf("opening inbox: %w", err)
 	}
 	in := &Inbox{path: path, limits: limits, f: f}
+	if wrap != nil {
+		in.f = wrap(f)
+	}
 	if err := in.load(); err != nil {
 		f.Close()
 		return nil, err
@@ -157,8 +207,8 @@ func (in *Inbox) load() error {
 	if err != nil {
 		return fmt.Errorf("opening inbox %s: %w", in.path, err)
 	}
-	if fi.Size() > in.limits.MaxBytes {
-		return fmt.Errorf("inbox %s is %d bytes, over the %d byte limit: %w", in.path, fi.Size(), in.limits.MaxBytes, ErrTooLarge)
+	if fi.Size() > in.openLimit() {
+		return fmt.Errorf("inbox %s is %d bytes, over the %d byte limit: %w", in.path, fi.Size(), in.openLimit(), ErrTooLarge)
 	}
 	data, err := io.ReadAll(in.f)
 	if err != nil {
@@ -166,23 +216,29 @@ func (in *Inbox) load() error {
 	}
 	valid := len(data)
 	if i := bytes.LastIndexByte(data, '\n'); i+1 != len(data) {
-		valid = i + 1 // torn tail
+		valid = i + 1
+		// An append cut short by a crash: never fsynced, so nobody was
+		// told it was done.
+		in.repairs = append(in.repairs, fmt.Sprintf("dropped a last line cut short by a crash (%d bytes)", len(data)-valid))
 	}
-	sc := bufio.NewScanner(bytes.NewReader(data[:valid]))
-	sc.Buffer(make([]byte, 64*1024), int(in.limits.MaxBytes)+1)
 	line := 0
-	for sc.Scan() {
+	for rest := data[:valid]; len(rest) > 0; {
+		i := bytes.IndexByte(rest, '\n')
+		l := rest[:i]
+		rest = rest[i+1:]
 		line++
-		var r record
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+		recs, repairs, err := parseLine(l)
+		if err != nil {
 			return fmt.Errorf("inbox %s line %d: %v: %w", in.path, line, err, ErrCorrupt)
 		}
-		if err := in.apply(r); err != nil {
-			return fmt.Errorf("inbox %s line %d: %v: %w", in.path, line, err, ErrCorrupt)
+		for _, r := range recs {
+			if err := in.apply(r); err != nil {
+				return fmt.Errorf("inbox %s line %d: %v: %w", in.path, line, err, ErrCorrupt)
+			}
 		}
-	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("inbox %s: %v: %w", in.path, err, ErrCorrupt)
+		for _, rp := range repairs {
+			in.repairs = append(in.repairs, fmt.Sprintf("line %d: %s", line, rp))
+		}
 	}
 	if valid != len(data) {
 		if err := in.f.Truncate(int64(valid)); err != nil {
@@ -190,13 +246,28 @@ func (in *Inbox) load() error {
 		}
 	}
 	in.size = int64(valid)
-	if _, err := in.f.Seek(in.size, io.SeekStart); err != nil {
-		return fmt.Errorf("opening inbox %s: %w", in.path, err)
-	}
 	if len(in.pending) == 0 && in.size > 0 {
 		return in.truncateLocked()
 	}
 	return nil
+}
+
+// openLimit is the largest journal Open reads: MaxBytes of messages and
+// room for their start and acknowledgement records.
+func (in *Inbox) openLimit() int64 {
+	if in.limits.MaxBytes > math.MaxInt64/2 {
+		return math.MaxInt64
+	}
+	return 2 * in.limits.MaxBytes
+}
+
+// Repairs lists what Open recovered from the journal (a torn last line, a
+// record cut short by a failed write), for the caller to log; nil when the
+// journal was whole.
+func (in *Inbox) Repairs() []string {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return append([]string(nil), in.repairs...)
 }
 
 // apply replays one record onto the pending list.
@@ -258,8 +329,8 @@ func (in *Inbox) Append(e Entry) error {
 	if err != nil {
 		return err
 	}
-	if in.size+int64(len(rec)) > in.limits.MaxBytes {
-		return fmt.Errorf("the waiting messages would pass %d bytes: %w", in.limits.MaxBytes, ErrFull)
+	if size := int64(len(rec)); size > in.limits.MaxBytes || in.size+size > in.limits.MaxBytes {
+		return fmt.Errorf("appending to inbox: %w", &SizeError{Size: size, Used: in.size, Limit: in.limits.MaxBytes})
 	}
 	if err := in.writeLocked(rec); err != nil {
 		return err
@@ -339,34 +410,58 @@ func (in *Inbox) Close() error {
 	return err
 }
 
+// encode writes one journal line. HTML escaping is off: it would turn
+// every <, > and & of a pasted log or page into six bytes.
 func encode(r record) ([]byte, error) {
-	b, err := json.Marshal(r)
-	if err != nil {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(r); err != nil {
 		return nil, fmt.Errorf("encoding inbox record: %w", err)
 	}
-	return append(b, '\n'), nil
+	return b.Bytes(), nil // Encode ends it with a newline
 }
 
+// writeLocked appends rec and fsyncs it. When either fails (a full disk
+// writes part of the record, or none) the journal is cut back to where it
+// was, so that a later record never follows a torn one, and the change
+// counts as not made. When even that fails, the journal is broken: it
+// takes no further change until a later write manages the cut.
 func (in *Inbox) writeLocked(rec []byte) error {
 	if in.f == nil {
 		return fmt.Errorf("writing inbox: %w", os.ErrClosed)
 	}
-	n, err := in.f.Write(rec)
-	in.size += int64(n)
+	if in.broken != nil {
+		if err := in.cutBackLocked(); err != nil {
+			return fmt.Errorf("writing inbox %s: %w (%v)", in.path, ErrBroken, in.broken)
+		}
+		in.broken = nil
+	}
+	_, err := in.f.WriteAt(rec, in.size)
+	if err == nil {
+		err = in.f.Sync()
+	}
 	if err != nil {
+		if cerr := in.cutBackLocked(); cerr != nil {
+			in.broken = cerr
+			return fmt.Errorf("writing inbox %s: %w; cutting off the failed write failed too, so the journal takes no more changes for now: %v", in.path, err, cerr)
+		}
 		return fmt.Errorf("writing inbox %s: %w", in.path, err)
 	}
-	if err := in.f.Sync(); err != nil {
-		return fmt.Errorf("syncing inbox %s: %w", in.path, err)
-	}
+	in.size += int64(len(rec))
 	return nil
+}
+
+// cutBackLocked truncates the file to the records it is known to hold.
+func (in *Inbox) cutBackLocked() error {
+	if err := in.f.Truncate(in.size); err != nil {
+		return err
+	}
+	return in.f.Sync()
 }
 
 func (in *Inbox) truncateLocked() error {
 	if err := in.f.Truncate(0); err != nil {
-		return fmt.Errorf("truncating inbox %s: %w", in.path, err)
-	}
-	if _, err := in.f.Seek(0, io.SeekStart); err != nil {
 		return fmt.Errorf("truncating inbox %s: %w", in.path, err)
 	}
 	in.size = 0

@@ -16,7 +16,6 @@ import (
 	"github.com/cc-connect/cc-connect/engine"
 	"github.com/cc-connect/cc-connect/lease"
 	"github.com/cc-connect/cc-connect/metrics"
-	"github.com/cc-connect/cc-connect/workspace"
 )
 
 // loadConfig loads and checks the config, printing what is wrong; it
@@ -186,7 +185,7 @@ func runCommand(ctx context.Context, path string, std stdio) int {
 		log.Warn("Config warning", "warning", w)
 	}
 
-	if err := workspace.EnsurePrivateDir(cfg.State.Dir); err != nil {
+	if err := prepareStateDir(cfg.State.Dir); err != nil {
 		log.Error("Preparing the state dir failed", "error", err)
 		return exitFailure
 	}

@@ -25,7 +25,7 @@ const errThreadAlreadyCreated = 160004
 // that each fit in one message; SplitMessage counts runes, Discord counts
 // UTF-16 units, so a part heavy in emoji is split again.
 func splitForDiscord(text string) []string {
-	return platform.SplitMessageUTF16(text, splitLimit, messageLimit, 250)
+	return platform.SplitMessageUTF16(text, splitLimit, messageLimit)
 }
 
 // noMentions keeps replies from pinging anyone (Claude Code may quote

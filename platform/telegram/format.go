@@ -20,7 +20,7 @@ const splitLimit = 4000
 // Telegram message. SplitMessage counts runes; Telegram counts UTF-16 units,
 // so a part heavy in emoji is split again with a smaller limit.
 func splitForTelegram(text string) []string {
-	return platform.SplitMessageUTF16(text, splitLimit, messageLimit, 500)
+	return platform.SplitMessageUTF16(text, splitLimit, messageLimit)
 }
 
 // toHTML renders the Markdown that Claude Code writes as Telegram HTML:
