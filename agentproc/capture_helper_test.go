@@ -62,7 +62,7 @@ type captureOpts struct {
 
 // capTimeout bounds a whole capture: a fake reply takes milliseconds and a
 // CLI start about half a second.
-var capTimeout = 120 * time.Second
+const capTimeout = 120 * time.Second
 
 func startCapture(t testing.TB, api *fakeapi.Server, o captureOpts) *capture {
 	t.Helper()
