@@ -160,6 +160,51 @@ func TestCaptureSdkMCPFork(t *testing.T) {
 	f.finish()
 }
 
+// TestCaptureSdkMCPInterrupt: an interrupt while the host is still working
+// on a tools/call makes the CLI send the server an MCP
+// notifications/cancelled for that call, then end the turn.
+func TestCaptureSdkMCPInterrupt(t *testing.T) {
+	t.Parallel()
+	api := fakeapi.Start(t)
+	c := startCapture(t, api, captureOpts{args: []string{"--allowedTools", sendFileName}})
+	srv := &sdkMCP{name: "cc-connect"}
+	c.control("init_1", map[string]any{"subtype": "initialize", "sdkMcpServers": []string{"cc-connect"}})
+	c.user(sendFilePrompt)
+	var call map[string]any
+	for call == nil {
+		m := c.next("tools/call", func(m map[string]any) bool { return m["type"] == "control_request" })
+		if str(m, "request", "message", "method") == "tools/call" {
+			call = m // left unanswered, as a slow upload
+			break
+		}
+		srv.handle(c, m)
+	}
+	c.control("int_1", map[string]any{"subtype": "interrupt"})
+	cancel := c.next("the cancel notification", func(m map[string]any) bool {
+		return str(m, "request", "subtype") == "mcp_message" && str(m, "request", "message", "method") == "notifications/cancelled"
+	})
+	if got, want := dig(cancel, "request", "message", "params", "requestId"), dig(call, "request", "message", "id"); got != want {
+		t.Errorf("cancelled request %v, want the pending tools/call %v", got, want)
+	}
+	srv.handle(c, cancel)
+	res := c.result()
+	if str(res, "terminal_reason") != "aborted_tools" {
+		t.Errorf("result %v, want aborted_tools", res["terminal_reason"])
+	}
+	// The late answer to the cancelled call is harmless; the process
+	// stays usable.
+	c.answer(call, map[string]any{"mcp_response": map[string]any{"jsonrpc": "2.0", "id": dig(call, "request", "message", "id"),
+		"result": map[string]any{"content": []any{map[string]any{"type": "text", "text": "too late"}}}}})
+	if next := c.turn("after", srv, nil); str(next, "result") != "echo: after" {
+		t.Errorf("next turn %q", str(next, "result"))
+	}
+	c.finish()
+	c.save("mcp_sdk_interrupt", "Fake API marker: `"+sendFilePrompt+"` with an SDK MCP server; the host leaves tools/call\n"+
+		"unanswered and sends an interrupt. The CLI sends notifications/cancelled for the call over\n"+
+		"mcp_message. Left unanswered (checked by hand for 150 s) the CLI waits, with a tool_progress\n"+
+		"heartbeat every 30 s.")
+}
+
 func TestCaptureStdioMCP(t *testing.T) {
 	t.Parallel()
 	bin := testbin.Build(t, "./internal/mcpsendfile", "mcpsendfile")

@@ -229,8 +229,8 @@ func gatedBash(t *testing.T, api *fakeapi.Server) (*capture, string) {
 }
 
 // TestCaptureBashProgress: a running Bash call shows as system/task_started
-// (while it runs) and system/task_notification (when it ends); the CLI
-// sends no tool_progress lines in this mode.
+// (at once), a tool_progress heartbeat every 30 seconds, and
+// system/task_notification when it ends; nothing else while it runs.
 func TestCaptureBashProgress(t *testing.T) {
 	t.Parallel()
 	api := fakeapi.Start(t)
@@ -241,7 +241,13 @@ func TestCaptureBashProgress(t *testing.T) {
 	if started["tool_use_id"] != id || str(started, "task_type") != "local_bash" || started["is_backgrounded"] != false {
 		t.Errorf("task_started %v, want the Bash call's tool_use_id, local_bash, not backgrounded", started)
 	}
-	// The tool is still blocked on the gate here.
+	// The CLI's heartbeat is due after 30 s of running; the tool is
+	// still blocked on the gate until it comes.
+	beat := c.nextType("tool_progress")
+	if beat["parent_tool_use_id"] != id || str(beat, "tool_use_id") != id.(string)+"-heartbeat-0" ||
+		beat["tool_name"] != "Bash" || beat["heartbeat"] != true || beat["elapsed_time_seconds"] != 30.0 {
+		t.Errorf("tool_progress %v, want heartbeat 0 at 30 s naming the call in parent_tool_use_id", beat)
+	}
 	if err := os.WriteFile(gate, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -251,18 +257,22 @@ func TestCaptureBashProgress(t *testing.T) {
 	}
 	c.nextType("user")
 	res := c.result()
+	var kinds []string
 	for _, l := range c.lines() {
-		if l["type"] == "tool_progress" {
-			t.Errorf("tool_progress line %v (not seen before: update docs/claude-code.md)", l)
+		if k := streamKind(l); k != "system:init" && k != "assistant:text" && k != "assistant:tool_use" {
+			kinds = append(kinds, k)
 		}
+	}
+	if got := strings.Join(kinds, " "); got != "system:task_started tool_progress system:task_notification user result" {
+		t.Errorf("lines around the tool: %s", got)
 	}
 	if str(res, "result") != "tool said: started\nopened" {
 		t.Errorf("result %q", str(res, "result"))
 	}
 	c.finish()
 	c.save("bash_progress", "Fake API marker: `[[TOOL:echo started; while [ ! -f gate ]; …; echo opened]]` under\n"+
-		"--permission-mode bypassPermissions (IS_SANDBOX=1): a Bash call held open until the test\n"+
-		"creates the gate file, to show the lines that arrive while a tool runs.")
+		"--permission-mode bypassPermissions (IS_SANDBOX=1): a Bash call held open until the first\n"+
+		"tool_progress heartbeat (30 s), to show the lines that arrive while a tool runs.")
 }
 
 // TestCaptureMessageDuringTool records how the CLI hands the model a user
