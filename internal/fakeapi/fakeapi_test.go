@@ -98,8 +98,9 @@ func text(evs []sseEvent) string {
 func TestStreamReplies(t *testing.T) {
 	t.Parallel()
 	const textSeq = "message_start,ping,content_block_start,content_block_delta,content_block_stop,message_delta,message_stop"
+	// The tool input comes in two input_json_delta pieces.
 	const toolSeq = "message_start,ping,content_block_start,content_block_delta,content_block_stop," +
-		"content_block_start,content_block_delta,content_block_stop,message_delta,message_stop"
+		"content_block_start,content_block_delta,content_block_delta,content_block_stop,message_delta,message_stop"
 	toolUse := map[string]any{"role": "assistant", "content": []any{map[string]any{
 		"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": map[string]any{"command": "echo hi"}}}}
 	toolResult := map[string]any{"role": "user", "content": []any{map[string]any{
