@@ -98,6 +98,10 @@ func (e *Engine) command(ctx context.Context, s *session, m platform.Message, na
 				choice = platform.ChoiceAlwaysAllow
 			}
 		}
+		if !s.mayApprove(m.UserID, m.UserName, "") {
+			reply(notApproverText(m.UserName, m.UserID))
+			return
+		}
 		s.control(ctx, control{kind: ctrlAnswer, choice: choice, userName: orDefault(m.UserName, m.UserID), to: s.to})
 	default:
 		reply(fmt.Sprintf("Unknown command !%s. Send !help for the list.", name))
