@@ -138,6 +138,15 @@ func (e *Engine) HandleAction(ctx context.Context, act platform.Action) error {
 		_, err := a.Send(ctx, reply, "That permission request is no longer pending.")
 		return err
 	}
+	// The id alone is not enough: a press must come from the prompt's
+	// own conversation, so that a request id seen (or guessed) in one
+	// channel cannot be answered from another where the user may approve.
+	if where := keyOf(reply); where != key {
+		e.log.Warn("Refused a permission answer from another conversation", "session_key", key,
+			"from", where, "user_id", act.UserID, "user_name", act.UserName, "request_id", act.RequestID)
+		_, err := a.Send(ctx, reply, "That permission request belongs to another conversation; answer it there.")
+		return err
+	}
 	if !s.mayApprove(act.UserID, act.UserName, act.RequestID) {
 		_, err := a.Send(ctx, s.to, notApproverText(act.UserName, act.UserID))
 		return err
