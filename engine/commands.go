@@ -194,7 +194,7 @@ func (e *Engine) resumeCommand(ctx context.Context, s *session, m platform.Messa
 		if id == "" {
 			// An id from outside this workspace's list can reach another
 			// project's history: admins only.
-			if !s.binding.admin(m.UserID) {
+			if !s.liveBinding().admin(m.UserID) {
 				s.send(ctx, "Only an admin can resume a session that is not in this workspace's !sessions list.")
 				return
 			}
