@@ -43,8 +43,11 @@ type fakeAgents struct {
 	waiting   int
 	nextID    int
 	failFresh error // the first turn of a fresh (not resumed) process fails with this
-	gate      chan struct{}
-	changed   chan struct{}
+	// ignoreReadOnly makes ReadOnly processes start with every tool, as
+	// a CLI that ignored the read-only flags would.
+	ignoreReadOnly bool
+	gate           chan struct{}
+	changed        chan struct{}
 }
 
 func newFakeAgents() *fakeAgents {
@@ -212,11 +215,18 @@ func (p *fakeProc) Turn(ctx context.Context, text string, on func(agentproc.Even
 		fa.poisoned[p.id] = true
 	}
 	poisoned := fa.poisoned[p.id]
+	ignoreReadOnly := fa.ignoreReadOnly
 	fa.sessions[p.id] = append(fa.sessions[p.id], text)
 	fa.notifyLocked()
 	fa.mu.Unlock()
 
-	on(agentproc.Init{SessionID: p.id, Model: "claude-test", Cwd: p.opts.Dir})
+	// Like the CLI, a read-only process reports the narrowed tool set
+	// and plan mode (agentproc.BuildArgs).
+	tools, mode := []string{"Bash", "Edit", "Read", "Write"}, orDefault(p.opts.PermissionMode, "default")
+	if p.opts.ReadOnly && !ignoreReadOnly {
+		tools, mode = agentproc.ReadOnlyTools, "plan"
+	}
+	on(agentproc.Init{SessionID: p.id, Model: "claude-test", Cwd: p.opts.Dir, Tools: tools, PermissionMode: mode})
 	if fresh && failFresh != nil {
 		p.exit()
 		return nil, failFresh

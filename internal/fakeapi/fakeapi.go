@@ -9,6 +9,8 @@
 //
 //	[[TOOL:cmd]]   a Bash tool_use running cmd; the follow-up carrying the
 //	               tool_result gets a text reply ("[[TOOL]]" runs "echo hi")
+//	[[WRITE:path]] a Write tool_use writing WriteContent to path (absolute,
+//	               as the Write tool requires); the follow-up as for [[TOOL]]
 //	[[TOOLONG]]    HTTP 400 "prompt is too long: 250000 tokens > 200000 maximum"
 //	[[BIG]]        a normal reply reporting input_tokens 120000
 //	[[SLOW]]       a reply that keeps streaming until the client disconnects
@@ -67,6 +69,9 @@ const TooLongMessage = "prompt is too long: 250000 tokens > 200000 maximum"
 
 // BigInputTokens is the input_tokens reported for [[BIG]].
 const BigInputTokens = 120000
+
+// WriteContent is what a [[WRITE:path]] tool_use writes.
+const WriteContent = "written by the fake API\n"
 
 // DefaultModel is the model named in replies when a request names none.
 const DefaultModel = "claude-opus-5-5"
@@ -251,8 +256,9 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 type plan struct {
 	outcome string
 	usage   Usage
-	text    string // reply text (text and tool_use outcomes)
-	command string // Bash command for tool_use
+	text    string            // reply text (text and tool_use outcomes)
+	tool    string            // the tool of a tool_use outcome
+	input   map[string]string // its input
 	release chan struct{}
 	id      int
 }
@@ -299,13 +305,14 @@ func (s *Server) handleMessages(w http.ResponseWriter, r *http.Request) {
 		model = DefaultModel
 	}
 	m := reply{
-		msgID:   fmt.Sprintf("msg_fake%06d", p.id),
-		toolID:  fmt.Sprintf("toolu_fake%06d", p.id),
-		model:   model,
-		usage:   p.usage,
-		text:    p.text,
-		command: p.command,
-		slow:    p.outcome == OutcomeSlow,
+		msgID:  fmt.Sprintf("msg_fake%06d", p.id),
+		toolID: fmt.Sprintf("toolu_fake%06d", p.id),
+		model:  model,
+		usage:  p.usage,
+		text:   p.text,
+		tool:   p.tool,
+		input:  p.input,
+		slow:   p.outcome == OutcomeSlow,
 	}
 	w.Header().Set("request-id", reqID)
 	if !in.Stream {
@@ -333,7 +340,7 @@ func (s *Server) planLocked(req *Request) plan {
 	// act again when the next one is merged after it.
 	inMessage := func(marker string) bool { return strings.Contains(req.LastUserText, marker) }
 	inPrompt := func(marker string) bool { return strings.Contains(req.Prompt, marker) }
-	cmd, isTool := toolCommand(req.Prompt)
+	tool, input, isTool := toolUse(req.Prompt)
 	followUp := req.FollowUp
 
 	if mode == ModeTooLongWithHistory {
@@ -361,7 +368,7 @@ func (s *Server) planLocked(req *Request) plan {
 	case isTool && mode == ModeNormal:
 		p.outcome = OutcomeToolUse
 		p.text = "I'll run a command."
-		p.command = cmd
+		p.tool, p.input = tool, input
 	default:
 		p.outcome = OutcomeText
 		p.text = "echo: " + req.Prompt
@@ -423,12 +430,26 @@ func (s *Server) recordOther(req Request, outcome string) {
 	s.others = append(s.others, req)
 }
 
-// toolCommand finds [[TOOL]] or [[TOOL:cmd]] in text.
-func toolCommand(text string) (string, bool) {
+// toolUse reads a tool marker: the tool to call and its input.
+func toolUse(text string) (tool string, input map[string]string, ok bool) {
 	if strings.Contains(text, "[[TOOL]]") {
-		return "echo hi", true
+		return "Bash", bashInput("echo hi"), true
 	}
-	const open = "[[TOOL:"
+	if cmd, ok := markerArg(text, "[[TOOL:"); ok {
+		return "Bash", bashInput(cmd), true
+	}
+	if path, ok := markerArg(text, "[[WRITE:"); ok {
+		return "Write", map[string]string{"file_path": path, "content": WriteContent}, true
+	}
+	return "", nil, false
+}
+
+func bashInput(cmd string) map[string]string {
+	return map[string]string{"command": cmd, "description": "Run a command"}
+}
+
+// markerArg returns what follows open up to the next "]]".
+func markerArg(text, open string) (string, bool) {
 	i := strings.Index(text, open)
 	if i < 0 {
 		return "", false

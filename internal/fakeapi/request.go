@@ -24,6 +24,7 @@ type Request struct {
 	Model    string
 	Stream   bool
 	System   []string // the text of each system block
+	Tools    []string // the names of the tools the request offers the model
 	Messages []Message
 	// LastUserText is all the text of the last role "user" message without
 	// the CLI's <system-reminder> sections: where markers are looked for.
@@ -148,6 +149,9 @@ type apiRequest struct {
 	Stream   bool            `json:"stream"`
 	System   json.RawMessage `json:"system"`
 	Messages []Message       `json:"messages"`
+	Tools    []struct {
+		Name string `json:"name"`
+	} `json:"tools"`
 }
 
 func readBody(r *http.Request) ([]byte, error) {
@@ -176,6 +180,9 @@ func (r *Request) fill(in apiRequest) {
 	r.Model = in.Model
 	r.Stream = in.Stream
 	r.Messages = in.Messages
+	for _, t := range in.Tools {
+		r.Tools = append(r.Tools, t.Name)
+	}
 	for _, b := range decodeBlocks(in.System) {
 		if b.Type == "text" {
 			r.System = append(r.System, b.Text)

@@ -18,27 +18,24 @@ type reply struct {
 	model         string
 	usage         Usage
 	text          string
-	command       string // non-empty: a Bash tool_use follows the text
+	tool          string            // non-empty: a tool_use of this tool follows the text
+	input         map[string]string // the tool_use's input
 	slow          bool
 }
 
 func (m reply) stopReason() string {
-	if m.command != "" {
+	if m.tool != "" {
 		return "tool_use"
 	}
 	return "end_turn"
 }
 
-func (m reply) toolInput() map[string]string {
-	return map[string]string{"command": m.command, "description": "Run a command"}
-}
-
 // message is the non-streaming reply body.
 func (m reply) message() map[string]any {
 	content := []any{map[string]any{"type": "text", "text": m.text}}
-	if m.command != "" {
+	if m.tool != "" {
 		content = append(content, map[string]any{
-			"type": "tool_use", "id": m.toolID, "name": "Bash", "input": m.toolInput(),
+			"type": "tool_use", "id": m.toolID, "name": m.tool, "input": m.input,
 		})
 	}
 	u := m.usage
@@ -129,10 +126,10 @@ func (m reply) stream(ctx context.Context, w http.ResponseWriter, release, closi
 	}
 	sw.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
 
-	if m.command != "" {
-		in, _ := json.Marshal(m.toolInput())
+	if m.tool != "" {
+		in, _ := json.Marshal(m.input)
 		sw.event("content_block_start", map[string]any{"type": "content_block_start", "index": 1,
-			"content_block": map[string]any{"type": "tool_use", "id": m.toolID, "name": "Bash", "input": map[string]any{}}})
+			"content_block": map[string]any{"type": "tool_use", "id": m.toolID, "name": m.tool, "input": map[string]any{}}})
 		sw.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": 1,
 			"delta": map[string]any{"type": "input_json_delta", "partial_json": string(in)}})
 		sw.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": 1})

@@ -39,6 +39,9 @@
 //	              folded into the same turn (one result; the reply names them).
 //	              Permission modes acceptEdits and bypassPermissions allow,
 //	              dontAsk denies, without asking.
+//	              Without Bash in the session's tools (--tools,
+//	              --disallowedTools, which init's tools list reflects) the
+//	              tool_use gets the CLI's "No such tool available" error.
 //	[[TOOLONG]]   prompt too long: a synthetic assistant and a result
 //	              success/is_error/prompt_too_long/400 (with the compacting and
 //	              failed status pair when the session has earlier prompts). The
