@@ -118,9 +118,16 @@ type Typer interface {
 // PermissionPrompt is a tool permission request rendered for the chat.
 type PermissionPrompt struct {
 	RequestID string
-	Tool      string
-	Summary   string // short, human summary of the input ("Bash: go test ./...")
-	Path      string // blocked path, when the agent gave one
+	Tool      string // the tool's name, for logs; Text names it too
+	// Text is everything the approver must read before deciding, in
+	// Markdown: what the tool would do, with Claude's input in fenced code
+	// blocks whose fence is longer than any backtick run inside (so the
+	// input cannot close them), already free of control and invisible
+	// characters. An adapter shows all of it in its own markup, never cut:
+	// when it is over the platform's limit for one message, the parts
+	// before the last go as messages of their own and the buttons go
+	// under the last.
+	Text string
 }
 
 // Prompter is implemented by platforms with interactive buttons. Presses

@@ -262,7 +262,7 @@ func TestPermissionButtons(t *testing.T) {
 
 	for _, reqID := range []string{"6088ef75-df8e-4e17-9492-87e166cd0d56", strings.Repeat("r", 120)} {
 		to := platform.Target{Platform: "dc-test", Channel: "C1"}
-		posted, err := a.AskPermission(context.Background(), to, platform.PermissionPrompt{RequestID: reqID, Tool: "Bash", Summary: "Bash: go test ./..."})
+		posted, err := a.AskPermission(context.Background(), to, platform.PermissionPrompt{RequestID: reqID, Tool: "Bash", Text: "**Permission needed**: `Bash`\n```\ngo test ./...\n```"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -529,7 +529,7 @@ func TestPermissionPressFromAnotherChannel(t *testing.T) {
 	h := platformtest.NewHandler()
 	runConnected(t, f, a, h)
 	to := platform.Target{Platform: "dc-test", Channel: "C1"}
-	posted, err := a.AskPermission(context.Background(), to, platform.PermissionPrompt{RequestID: "req-1", Tool: "Bash", Summary: "Bash: make"})
+	posted, err := a.AskPermission(context.Background(), to, platform.PermissionPrompt{RequestID: "req-1", Tool: "Bash", Text: "**Permission needed**: `Bash`"})
 	if err != nil {
 		t.Fatal(err)
 	}

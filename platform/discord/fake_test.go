@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf16"
 
 	"github.com/gorilla/websocket"
 
@@ -139,6 +140,11 @@ func (f *fakeDiscord) serveREST(w http.ResponseWriter, r *http.Request) {
 	f.mu.Unlock()
 
 	parts := strings.Split(strings.Trim(path, "/"), "/")
+	if content, _ := body["content"].(string); len(utf16.Encode([]rune(content))) > 2000 && (r.Method == "POST" || r.Method == "PATCH") {
+		// Discord's answer to content over its limit.
+		writeJSON(w, 400, `{"message":"Invalid Form Body","code":50035,"errors":{"content":{"_errors":[{"code":"BASE_TYPE_MAX_LENGTH","message":"Must be 2000 or fewer in length."}]}}}`)
+		return
+	}
 	wsURL := "ws" + strings.TrimPrefix(f.srv.URL, "http") + "/gw"
 	switch {
 	case path == "/gateway/bot":

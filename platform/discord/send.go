@@ -94,7 +94,7 @@ func (a *Adapter) Send(ctx context.Context, to platform.Target, text string) (pl
 	if err != nil {
 		return platform.Target{}, err
 	}
-	parts := splitForDiscord(text)
+	parts := splitForDiscord(discordMarkdown(text))
 	last := platform.Target{}
 	for i, part := range parts {
 		var m *discordgo.Message
@@ -119,7 +119,7 @@ func (a *Adapter) Edit(ctx context.Context, msg platform.Target, text string) er
 	if id == "" {
 		return errors.New("discord edit: no message id")
 	}
-	if parts := splitForDiscord(text); len(parts) > 0 {
+	if parts := splitForDiscord(discordMarkdown(text)); len(parts) > 0 {
 		text = parts[0]
 	}
 	ch := msgChannel(msg)

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gorilla/websocket"
 )
@@ -230,6 +231,12 @@ func (f *fakeSlack) serveAPI(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, map[string]any{"ok": false, "error": e})
 		return
 	}
+	if method == "chat.postMessage" || method == "chat.update" {
+		if e := checkBlocks(form["blocks"]); e != "" {
+			writeJSON(w, map[string]any{"ok": false, "error": "invalid_blocks", "errors": []string{e}})
+			return
+		}
+	}
 	switch method {
 	case "auth.test":
 		writeJSON(w, map[string]any{"ok": true, "user_id": testBotUser, "bot_id": testBotID, "team": "Test", "team_id": "T1", "user": "ccbot"})
@@ -405,4 +412,49 @@ func msgEvent(channel, ts, user, text string, extra map[string]any) map[string]a
 		ev[k] = v
 	}
 	return ev
+}
+
+// checkBlocks enforces the Block Kit limits Slack answers invalid_blocks
+// to: 50 blocks a message, 3,000 characters a section or context text,
+// 2,000 a button value.
+func checkBlocks(raw string) string {
+	if raw == "" {
+		return ""
+	}
+	var blocks []struct {
+		Type string `json:"type"`
+		Text *struct {
+			Text string `json:"text"`
+		} `json:"text"`
+		Elements []struct {
+			Text  json.RawMessage `json:"text"`
+			Value string          `json:"value"`
+		} `json:"elements"`
+	}
+	if err := json.Unmarshal([]byte(raw), &blocks); err != nil {
+		return "blocks are not a JSON array: " + err.Error()
+	}
+	if len(blocks) > 50 {
+		return fmt.Sprintf("%d blocks, more than 50", len(blocks))
+	}
+	for i, b := range blocks {
+		if b.Text != nil && utf8.RuneCountInString(b.Text.Text) > 3000 {
+			return fmt.Sprintf("block %d: text over 3000 characters", i)
+		}
+		for _, e := range b.Elements {
+			if len(e.Value) > 2000 {
+				return fmt.Sprintf("block %d: button value over 2000 characters", i)
+			}
+			var t struct {
+				Text string `json:"text"`
+			}
+			if json.Unmarshal(e.Text, &t.Text) != nil {
+				_ = json.Unmarshal(e.Text, &t)
+			}
+			if utf8.RuneCountInString(t.Text) > 3000 {
+				return fmt.Sprintf("block %d: element text over 3000 characters", i)
+			}
+		}
+	}
+	return ""
 }

@@ -110,7 +110,7 @@ type Adapter struct {
 	// prompts remembers the text of open prompts ("channel:ts") so the
 	// resolved message can keep showing what was asked. After a restart or
 	// once full, a resolution shows the outcome under a generic title.
-	prompts *recent.Map[string]
+	prompts *recent.Map[[]string]
 }
 
 var (
@@ -185,7 +185,7 @@ func New(cfg Config, log *slog.Logger) (*Adapter, error) {
 		seen:       dedupe.New(8192, 30*time.Minute),
 		users:      newUserCache(),
 		edits:      coalesce.New(newEditPacer(cfg.EditsPerMinute, cfg.EditBurst, cfg.EditInterval)),
-		prompts:    recent.New[string](1024),
+		prompts:    recent.New[[]string](1024),
 	}
 	a.api = slack.New(cfg.BotToken,
 		slack.OptionAppLevelToken(cfg.AppToken),

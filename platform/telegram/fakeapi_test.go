@@ -4,15 +4,18 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"html"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf16"
 
 	"github.com/cc-connect/cc-connect/platform"
 	"github.com/cc-connect/cc-connect/platform/internal/platformtest"
@@ -41,6 +44,11 @@ type fakeAPI struct {
 type apiCall struct {
 	Method string
 	Form   url.Values
+	// Text and Mentions are what Telegram makes of a message's text
+	// (sendMessage, editMessageText): the text shown, and the users it
+	// notifies (see parseMessage).
+	Text     string
+	Mentions []string
 }
 
 type fakeAnswer struct {
@@ -102,7 +110,16 @@ func (f *fakeAPI) serve(w http.ResponseWriter, r *http.Request) {
 	if err := r.ParseForm(); err != nil {
 		f.t.Errorf("fake API: bad form: %v", err)
 	}
-	f.calls <- apiCall{Method: method, Form: r.PostForm}
+	call := apiCall{Method: method, Form: r.PostForm}
+	var problem string
+	if method == "sendMessage" || method == "editMessageText" {
+		call.Text, call.Mentions, problem = parseMessage(r.PostForm.Get("text"), r.PostForm.Get("parse_mode"))
+	}
+	f.calls <- call
+	if problem != "" {
+		writeJSON(w, 400, fmt.Sprintf(`{"ok":false,"error_code":400,"description":%q}`, "Bad Request: "+problem))
+		return
+	}
 
 	f.mu.Lock()
 	if q := f.overrides[method]; len(q) > 0 {
@@ -218,4 +235,86 @@ func update(id int, msg map[string]any) string {
 
 func user(id int64, name string, bot bool) map[string]any {
 	return map[string]any{"id": id, "is_bot": bot, "first_name": name, "username": name}
+}
+
+var (
+	tgTagRE     = regexp.MustCompile(`^<(/?)([a-z-]+)((?:\s+[a-z-]+="[^"]*")*)\s*>`)
+	tgHrefRE    = regexp.MustCompile(`href="([^"]*)"`)
+	tgMentionRE = regexp.MustCompile(`(?:^|[^\w@])@(\w+)`)
+	tgEntityRE  = regexp.MustCompile(`^&(lt|gt|amp|quot|#\d+|#x[0-9a-fA-F]+);`)
+	tgTags      = map[string]bool{"b": true, "strong": true, "i": true, "em": true, "u": true, "ins": true, "s": true,
+		"strike": true, "del": true, "a": true, "code": true, "pre": true, "blockquote": true, "tg-spoiler": true, "span": true}
+)
+
+// parseMessage reads a message's text as Telegram does: with parse_mode
+// HTML, only its tags, balanced, and its four named entities; at most
+// 4,096 UTF-16 units of text. It returns the text and the users the
+// message would notify: an <a href="tg://user?id=…"> (a text mention) and
+// an @username outside code (a mention, found by Telegram itself in any
+// text). problem is Telegram's refusal, when it refuses.
+func parseMessage(text, mode string) (shown string, mentions []string, problem string) {
+	var b strings.Builder
+	var stack []string
+	code := 0 // depth inside code and pre, where Telegram finds no mentions
+	plain := func(s string) {
+		if code == 0 {
+			for _, m := range tgMentionRE.FindAllStringSubmatch(s, -1) {
+				mentions = append(mentions, "@"+m[1])
+			}
+		}
+		b.WriteString(s)
+	}
+	if mode != "HTML" {
+		plain(text)
+	} else {
+		var run strings.Builder
+		flush := func() { plain(run.String()); run.Reset() }
+		for i := 0; i < len(text); {
+			switch text[i] {
+			case '<':
+				m := tgTagRE.FindStringSubmatch(text[i:])
+				if m == nil || !tgTags[m[2]] {
+					return "", nil, "can't parse entities: unsupported start tag at byte offset " + strconv.Itoa(i)
+				}
+				flush()
+				if m[1] == "/" {
+					if len(stack) == 0 || stack[len(stack)-1] != m[2] {
+						return "", nil, "can't parse entities: unmatched end tag at byte offset " + strconv.Itoa(i)
+					}
+					stack = stack[:len(stack)-1]
+					if m[2] == "code" || m[2] == "pre" {
+						code--
+					}
+				} else {
+					stack = append(stack, m[2])
+					if m[2] == "code" || m[2] == "pre" {
+						code++
+					}
+					if h := tgHrefRE.FindStringSubmatch(m[3]); m[2] == "a" && h != nil && strings.HasPrefix(strings.ToLower(h[1]), "tg://user") {
+						mentions = append(mentions, h[1])
+					}
+				}
+				i += len(m[0])
+			case '&':
+				m := tgEntityRE.FindStringSubmatch(text[i:])
+				if m == nil {
+					return "", nil, "can't parse entities: unsupported entity at byte offset " + strconv.Itoa(i)
+				}
+				run.WriteString(html.UnescapeString(m[0]))
+				i += len(m[0])
+			default:
+				run.WriteByte(text[i])
+				i++
+			}
+		}
+		flush()
+		if len(stack) > 0 {
+			return "", nil, "can't parse entities: can't find end tag corresponding to start tag " + stack[len(stack)-1]
+		}
+	}
+	shown = b.String()
+	if n := len(utf16.Encode([]rune(shown))); n > 4096 {
+		return "", nil, "message is too long"
+	}
+	return shown, mentions, ""
 }

@@ -3,6 +3,7 @@ package telegram
 import (
 	"strings"
 	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/cc-connect/cc-connect/platform"
@@ -297,3 +298,28 @@ var attrEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"
 func escapeHTML(s string) string { return htmlEscaper.Replace(s) }
 
 func escapeAttr(s string) string { return attrEscaper.Replace(s) }
+
+// htmlTextLen is the length Telegram counts for a message sent as HTML: the
+// text without its tags, each entity one character, in UTF-16 units.
+func htmlTextLen(html string) int {
+	n := 0
+	for i := 0; i < len(html); {
+		switch html[i] {
+		case '<':
+			if j := strings.IndexByte(html[i:], '>'); j >= 0 {
+				i += j + 1
+				continue
+			}
+		case '&':
+			if j := strings.IndexByte(html[i:], ';'); j >= 0 {
+				n++
+				i += j + 1
+				continue
+			}
+		}
+		r, size := utf8.DecodeRuneInString(html[i:])
+		n += utf16.RuneLen(r)
+		i += size
+	}
+	return n
+}
