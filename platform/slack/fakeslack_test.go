@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -50,6 +51,9 @@ type apiCall struct {
 	Method string
 	Auth   string
 	Form   map[string]string
+	// Pings are the control sequences Slack would act on in a posted or
+	// updated message (see slackPings): mentions and channel links.
+	Pings []string
 }
 
 func newFakeSlack(t *testing.T) *fakeSlack {
@@ -216,7 +220,11 @@ func (f *fakeSlack) serveAPI(w http.ResponseWriter, r *http.Request) {
 
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.calls = append(f.calls, apiCall{Method: method, Auth: auth, Form: form})
+	call := apiCall{Method: method, Auth: auth, Form: form}
+	if method == "chat.postMessage" || method == "chat.update" {
+		call.Pings = slackPings(form)
+	}
+	f.calls = append(f.calls, call)
 	f.notify()
 
 	wantToken := testBotToken
@@ -457,4 +465,56 @@ func checkBlocks(raw string) string {
 		}
 	}
 	return ""
+}
+
+var (
+	// slackControlRE is a control sequence in message text: a special
+	// mention (<!here>, <!channel>, <!everyone>, <!subteam^S1>, <!date…>),
+	// a user mention (<@U1>) or a channel link (<#C1>).
+	slackControlRE = regexp.MustCompile(`<[!@#][^<>]*>`)
+	// slackNameRE is what Slack itself turns into a mention when asked to
+	// find names (link_names, or a block text that is not verbatim).
+	slackNameRE = regexp.MustCompile(`(?:^|[^\w])@(channel|here|everyone|[a-z0-9][a-z0-9._-]*)`)
+)
+
+// slackPings lists what Slack would make into mentions or channel links in
+// a chat.postMessage or chat.update: control sequences in the text and in
+// the blocks' text, and, where Slack finds names itself, "@name" words.
+func slackPings(form map[string]string) []string {
+	var out []string
+	scan := func(text string, findNames bool) {
+		out = append(out, slackControlRE.FindAllString(text, -1)...)
+		if findNames {
+			for _, m := range slackNameRE.FindAllStringSubmatch(text, -1) {
+				out = append(out, "@"+m[1])
+			}
+		}
+	}
+	linkNames := form["link_names"] == "1" || form["link_names"] == "true"
+	scan(form["text"], linkNames)
+	var blocks []struct {
+		Text *struct {
+			Type     string `json:"type"`
+			Text     string `json:"text"`
+			Verbatim bool   `json:"verbatim"`
+		} `json:"text"`
+		Elements []json.RawMessage `json:"elements"`
+	}
+	_ = json.Unmarshal([]byte(form["blocks"]), &blocks)
+	for _, b := range blocks {
+		if b.Text != nil {
+			scan(b.Text.Text, linkNames || (b.Text.Type == "mrkdwn" && !b.Text.Verbatim))
+		}
+		for _, raw := range b.Elements {
+			var e struct {
+				Type     string `json:"type"`
+				Text     string `json:"text"`
+				Verbatim bool   `json:"verbatim"`
+			}
+			if json.Unmarshal(raw, &e) == nil && e.Type == "mrkdwn" {
+				scan(e.Text, linkNames || !e.Verbatim)
+			}
+		}
+	}
+	return out
 }

@@ -47,8 +47,12 @@ const minMarkdownPart = 128
 // inline code free of any formatting. &, < and > are escaped everywhere,
 // code included: Slack applies the same escaping to all message text (its
 // own clients send code as &lt; too, and show it as <), and unescaped they
-// could form a control sequence such as <!channel> or a link.
+// could form a control sequence such as <!channel> or a link. A Markdown
+// link becomes a Slack link only to a web or mail address: Slack reads a
+// link to "!channel", "@U0123" or "#C0123" as a mention, so those stay
+// text. Nothing Claude writes can make a mention.
 func ToMrkdwn(md string) string {
+	md = strings.Map(keepOutOfPlaceholders, md)
 	lines := strings.Split(md, "\n")
 	out := make([]string, 0, len(lines))
 	fence := "" // the open fence marker, "" outside a code block
@@ -158,6 +162,12 @@ func convertInline(s string) string {
 		s = linkRE.ReplaceAllStringFunc(s, func(m string) string {
 			sub := linkRE.FindStringSubmatch(m)
 			label := strings.TrimSpace(emphMarkersRE.ReplaceAllString(sub[1], ""))
+			if !linkable(sub[2]) {
+				if label == "" || label == sub[2] {
+					return hold(escapeText(sub[2]))
+				}
+				return hold(escapeText(label + " (" + sub[2] + ")"))
+			}
 			url := escapeURL(sub[2])
 			if label == "" || label == sub[2] {
 				return hold("<" + url + ">")
@@ -166,6 +176,7 @@ func convertInline(s string) string {
 		})
 	}
 	if strings.Contains(s, "<") {
+		// autolinkRE matches web, mail and FTP addresses only.
 		s = autolinkRE.ReplaceAllStringFunc(s, func(m string) string {
 			return hold("<" + escapeURL(m[1:len(m)-1]) + ">")
 		})
@@ -203,6 +214,29 @@ func convertInline(s string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
+}
+
+// linkable reports whether a link target may become a Slack link: a web,
+// mail or FTP address. Anything else ("!here", "@U0123", "#C0123",
+// "!subteam^S1") would be a control sequence.
+func linkable(target string) bool {
+	t := strings.ToLower(target)
+	for _, scheme := range []string{"https://", "http://", "mailto:", "ftp://"} {
+		if strings.HasPrefix(t, scheme) && len(t) > len(scheme) {
+			return true
+		}
+	}
+	return false
+}
+
+// keepOutOfPlaceholders replaces the private-use code points conversion
+// uses (placeholders and boldMark) where Claude's text holds them, so that
+// they cannot be read as a held link or marker.
+func keepOutOfPlaceholders(r rune) rune {
+	if r >= placeholderBase && r <= 0xFFFFD {
+		return '\uFFFD'
+	}
+	return r
 }
 
 const (

@@ -34,8 +34,11 @@ func (a *Adapter) Send(ctx context.Context, to platform.Target, text string) (pl
 	return last, nil
 }
 
-// post sends one chat.postMessage, in to.Thread when set.
+// post sends one chat.postMessage, in to.Thread when set. link_names is
+// off (Slack's default, said so that it stays): with it Slack would make
+// "@channel" and "@name" in the text into mentions.
 func (a *Adapter) post(ctx context.Context, to platform.Target, opts ...slack.MsgOption) (string, error) {
+	opts = append(opts, slack.MsgOptionLinkNames(false))
 	if to.Thread != "" {
 		opts = append(opts, slack.MsgOptionTS(to.Thread))
 	}
@@ -71,6 +74,7 @@ func (a *Adapter) update(ctx context.Context, msg platform.Target, desc string, 
 	if msg.Channel == "" || ts == "" {
 		return fmt.Errorf("editing slack message: target has no channel or message id")
 	}
+	opts = append(opts, slack.MsgOptionLinkNames(false))
 	err := a.edits.Do(ctx, msg.Channel+":"+ts, msg.Channel, desc, func(ctx context.Context) error {
 		return a.call(ctx, "chat.update", true, func(ctx context.Context) error {
 			_, _, _, err := a.api.UpdateMessageContext(ctx, msg.Channel, ts, opts...)
