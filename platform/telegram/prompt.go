@@ -65,7 +65,7 @@ func (a *Adapter) AskPermission(ctx context.Context, to platform.Target, p platf
 func (a *Adapter) ResolvePermission(ctx context.Context, prompt platform.Target, outcome string) error {
 	msgID := bareMessageID(prompt.MessageID)
 	html, _ := a.prompts.Get(prompt.Channel + ":" + msgID)
-	result := "<i>" + escapeHTML(outcome) + "</i>"
+	result := "<i>" + escapeHTML(noMentions(outcome)) + "</i>"
 	separate := false
 	switch {
 	case html == "":

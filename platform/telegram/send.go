@@ -74,7 +74,7 @@ func (a *Adapter) Send(ctx context.Context, to platform.Target, text string) (pl
 		if isParseError(err) {
 			a.log.Warn("Telegram refused the formatting, sending plain text", "channel", to.Channel, "thread", to.Thread, "err", err)
 			delete(params, "parse_mode")
-			params["text"] = part
+			params["text"] = noMentions(part)
 			id, err = a.sendMessage(ctx, params)
 		}
 		if err != nil {
@@ -120,7 +120,7 @@ func (a *Adapter) editMessage(ctx context.Context, chat, id, html, markup string
 }
 
 func (a *Adapter) editPlain(ctx context.Context, chat, id, text string) error {
-	_, err := a.call(ctx, "editMessageText", tgbotapi.Params{"chat_id": chat, "message_id": id, "text": text, "disable_web_page_preview": "true"})
+	_, err := a.call(ctx, "editMessageText", tgbotapi.Params{"chat_id": chat, "message_id": id, "text": noMentions(text), "disable_web_page_preview": "true"})
 	return err
 }
 
