@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -56,6 +57,9 @@ type restCall struct {
 	Method string
 	Path   string
 	Body   map[string]any
+	// Pings are who Discord would notify for a message posted or edited
+	// (see discordPings).
+	Pings []string
 }
 
 type gwFrame struct {
@@ -123,8 +127,12 @@ func (f *fakeDiscord) serveREST(w http.ResponseWriter, r *http.Request) {
 			f.t.Errorf("fake discord: %s %s: bad JSON: %v", r.Method, path, err)
 		}
 	}
+	call := restCall{Method: r.Method, Path: path, Body: body}
+	if (r.Method == "POST" || r.Method == "PATCH") && strings.Contains(path, "/messages") {
+		call.Pings = discordPings(body)
+	}
 	select {
-	case f.rest <- restCall{Method: r.Method, Path: path, Body: body}:
+	case f.rest <- call:
 	default:
 		f.t.Errorf("fake discord: REST call log full at %s %s (a retry loop?)", r.Method, path)
 	}
@@ -376,4 +384,51 @@ func msgEvent(id, channel, guild, authorID, content string, extra map[string]any
 		m[k] = v
 	}
 	return m
+}
+
+var (
+	discordEveryoneRE = regexp.MustCompile(`@(everyone|here)`)
+	discordUserRE     = regexp.MustCompile(`<@!?(\d+)>`)
+	discordRoleRE     = regexp.MustCompile(`<@&(\d+)>`)
+)
+
+// discordPings lists who Discord notifies for a message body, by its
+// allowed_mentions rules: without the field, every mention in the content
+// pings; with it, only the types its parse list names, the users and roles
+// it lists, and the author of a replied-to message when replied_user is set.
+func discordPings(body map[string]any) []string {
+	content, _ := body["content"].(string)
+	am, present := body["allowed_mentions"].(map[string]any)
+	parse := map[string]bool{"everyone": !present, "users": !present, "roles": !present}
+	listed := map[string]bool{}
+	if present {
+		ps, _ := am["parse"].([]any)
+		for _, p := range ps {
+			parse[fmt.Sprint(p)] = true
+		}
+		for _, key := range []string{"users", "roles"} {
+			ids, _ := am[key].([]any)
+			for _, id := range ids {
+				listed[fmt.Sprint(id)] = true
+			}
+		}
+	}
+	var out []string
+	if parse["everyone"] {
+		out = append(out, discordEveryoneRE.FindAllString(content, -1)...)
+	}
+	for _, m := range discordUserRE.FindAllStringSubmatch(content, -1) {
+		if parse["users"] || listed[m[1]] {
+			out = append(out, "user "+m[1])
+		}
+	}
+	for _, m := range discordRoleRE.FindAllStringSubmatch(content, -1) {
+		if parse["roles"] || listed[m[1]] {
+			out = append(out, "role "+m[1])
+		}
+	}
+	if body["message_reference"] != nil && (!present || am["replied_user"] == true) {
+		out = append(out, "replied user")
+	}
+	return out
 }
