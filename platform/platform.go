@@ -140,6 +140,25 @@ type Prompter interface {
 	ResolvePermission(ctx context.Context, prompt Target, outcome string) error
 }
 
+// Mention is a user cc-connect itself addresses in a message it posts, so
+// that the platform notifies them. Nothing in a message's text can mention
+// anyone (adapters escape Slack's <@U…>, send Discord's allowed_mentions
+// with nothing to parse, keep Telegram from finding @names): a mention is
+// made only this way, by cc-connect's own choice, never from Claude's text.
+type Mention struct {
+	UserID   string // the platform's user id, as in Message.UserID
+	UserName string // shown where the platform needs a label (Telegram)
+}
+
+// MentionSender is implemented by platforms that can address a message to
+// users. SendMentioning posts text as Send does, starting with a mention
+// of each user, which notifies them and nobody else. An invalid user id is
+// an error, not a message without the mention. Without it, the engine
+// sends the text without mentions.
+type MentionSender interface {
+	SendMentioning(ctx context.Context, to Target, mentions []Mention, text string) (Target, error)
+}
+
 // Statuser is implemented by adapters that report connection state for
 // !status and the logs ("connected", "reconnecting: ...").
 type Statuser interface {

@@ -44,3 +44,29 @@ func TestMessagesPingNobody(t *testing.T) {
 		}
 	}
 }
+
+// A mention cc-connect asks for notifies that user and nobody else, on the
+// first part only; an id that is not a Discord user's is refused.
+func TestSendMentioning(t *testing.T) {
+	f := newFakeDiscord(t)
+	a := newTestAdapter(t, f, nil)
+	runConnected(t, f, a, platformtest.NewHandler())
+	ctx := context.Background()
+	to := platform.Target{Platform: "dc-test", Channel: "C1"}
+	text := "done @everyone <@999> " + strings.Repeat("y", 2100)
+	if _, err := a.SendMentioning(ctx, to, []platform.Mention{{UserID: "123", UserName: "ann"}}, text); err != nil {
+		t.Fatal(err)
+	}
+	first := f.next("POST", "/channels/C1/messages")
+	if got, _ := first.Body["content"].(string); !strings.HasPrefix(got, "<@123> done") || len(first.Pings) != 1 || first.Pings[0] != "user 123" {
+		t.Errorf("first part %q pings %q, want only user 123", got, first.Pings)
+	}
+	if second := f.next("POST", "/channels/C1/messages"); len(second.Pings) != 0 {
+		t.Errorf("second part pings %q", second.Pings)
+	}
+	for _, bad := range []string{"everyone", "1> <@&2", ""} {
+		if _, err := a.SendMentioning(ctx, to, []platform.Mention{{UserID: bad}}, "x"); err == nil {
+			t.Errorf("SendMentioning accepted the user id %q", bad)
+		}
+	}
+}

@@ -102,3 +102,26 @@ func FuzzToMrkdwnNoControlSequences(f *testing.F) {
 		}
 	})
 }
+
+// A mention cc-connect asks for notifies that user and nobody else, however
+// the text goes on; an id that is not a Slack user's is refused.
+func TestSendMentioning(t *testing.T) {
+	e := startEnv(t)
+	ctx := context.Background()
+	to := platform.Target{Platform: "slack-test", Channel: "C1", Thread: "1700000500.000100"}
+	if _, err := e.a.SendMentioning(ctx, to, []platform.Mention{{UserID: "U0ASKER", UserName: "ann"}}, "done: [x](!channel) <@U0OTHER>"); err != nil {
+		t.Fatal(err)
+	}
+	c := e.f.callsOf("chat.postMessage")[0]
+	if len(c.Pings) != 1 || c.Pings[0] != "<@U0ASKER>" || !strings.HasPrefix(c.Form["text"], "<@U0ASKER> done:") {
+		t.Errorf("pings %q in %q, want only the asker's mention", c.Pings, c.Form["text"])
+	}
+	for _, bad := range []string{"!channel", "U1> <!here", "", "u0lower"} {
+		if _, err := e.a.SendMentioning(ctx, to, []platform.Mention{{UserID: bad}}, "x"); err == nil {
+			t.Errorf("SendMentioning accepted the user id %q", bad)
+		}
+	}
+	if n := len(e.f.callsOf("chat.postMessage")); n != 1 {
+		t.Errorf("%d messages posted, want the refused ones not posted", n)
+	}
+}

@@ -88,3 +88,26 @@ func FuzzToHTMLMentionsNobody(f *testing.F) {
 		}
 	})
 }
+
+// A mention cc-connect asks for notifies that user and nobody else; an id
+// that is not a Telegram user's is refused.
+func TestSendMentioning(t *testing.T) {
+	f := newFakeAPI(t)
+	a := newTestAdapter(t, f, nil)
+	runAdapter(t, a, platformtest.NewHandler())
+	f.next("getUpdates")
+	ctx := context.Background()
+	to := platform.Target{Platform: "tg-test", Channel: "-1001"}
+	if _, err := a.SendMentioning(ctx, to, []platform.Mention{{UserID: "42", UserName: "Ann <b>"}}, "done, ask @bob"); err != nil {
+		t.Fatal(err)
+	}
+	c := f.next("sendMessage")
+	if len(c.Mentions) != 1 || c.Mentions[0] != "tg://user?id=42" || !strings.HasPrefix(c.Text, "Ann <b> done") {
+		t.Errorf("shown %q, mentions %q: want only user 42", c.Text, c.Mentions)
+	}
+	for _, bad := range []string{"42\"><b", "@bob", ""} {
+		if _, err := a.SendMentioning(ctx, to, []platform.Mention{{UserID: bad}}, "x"); err == nil {
+			t.Errorf("SendMentioning accepted the user id %q", bad)
+		}
+	}
+}
