@@ -64,6 +64,12 @@ func load(path string, lookup func(string) (string, bool)) (*Config, error) {
 	d := &decoder{lookup: lookup}
 	d.checkKeys("", raw, reflect.TypeFor[Config]())
 	d.decodeStruct("", settings, reflect.ValueOf(&cfg).Elem())
+	if _, ok := raw["cluster"]; ok && cfg.Cluster == nil {
+		// An empty [cluster] table, which viper drops: still a cluster,
+		// to be reported as one without a host.
+		cl := defaultCluster()
+		cfg.Cluster = &cl
+	}
 	if agent, ok := raw["agent"].(map[string]any); ok {
 		if env, ok := agent["env"]; ok {
 			d.decodeValue("agent.env", env, reflect.ValueOf(&cfg.Agent.Env).Elem())
@@ -71,8 +77,9 @@ func load(path string, lookup func(string) (string, bool)) (*Config, error) {
 	}
 
 	cfg.Warnings = cfg.validate(filepath.Dir(abs), d)
+	cfg.Warnings = append(cfg.Warnings, cfg.validateSecrets(raw, d)...)
 	if info, err := os.Stat(abs); err == nil && info.Mode().Perm()&0o077 != 0 {
-		for _, key := range literalSecrets(raw) {
+		for _, key := range cfg.LiteralSecrets {
 			cfg.Warnings = append(cfg.Warnings, fmt.Sprintf(
 				"%s is written in %s, which others can read (mode %04o): use ${VAR} or chmod 600", key, abs, info.Mode().Perm()))
 		}

@@ -14,6 +14,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/cc-connect/cc-connect/agentproc"
 	"github.com/cc-connect/cc-connect/artifact"
 	"github.com/cc-connect/cc-connect/inbox"
 	"github.com/cc-connect/cc-connect/platform"
@@ -39,7 +40,13 @@ func (e *Engine) attachmentMax() int64 {
 }
 
 func (e *Engine) artifactStore(workspace string) *artifact.Store {
-	return artifact.NewStore(workspace, artifact.Options{Threshold: e.opts.ArtifactThreshold, Quota: e.opts.ArtifactQuota})
+	opts := artifact.Options{Threshold: e.opts.ArtifactThreshold, Quota: e.opts.ArtifactQuota}
+	if c := agentproc.Credential(e.opts.Agent); c != nil {
+		// The agent runs as another user: let it read what it is
+		// pointed at.
+		opts.ReaderGID = int(c.Gid)
+	}
+	return artifact.NewStore(workspace, opts)
 }
 
 // prepareTurn turns a queued message into what Claude receives: the text

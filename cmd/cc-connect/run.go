@@ -160,9 +160,26 @@ func runCommand(ctx context.Context, path string, std stdio) int {
 	if cfg == nil {
 		return exitUsage
 	}
+	if cfg.Cluster != nil {
+		// Run alone, each host of a cluster would answer everything.
+		fmt.Fprintf(std.Err, "cc-connect: %s has a [cluster] table, and this version of run cannot serve a cluster yet "+
+			"(docs/cluster.md): remove the table to run this host alone\n", cfg.Path)
+		return exitUsage
+	}
 	if err := checkAgentCommand(cfg.Agent.Command); err != nil {
 		fmt.Fprintf(std.Err, "cc-connect: %v\n", err)
 		return exitUsage
+	}
+	if err := cfg.CheckAgentUser(); err != nil {
+		fmt.Fprintf(std.Err, "cc-connect: %v\n", err)
+		return exitUsage
+	}
+	// The tokens live in this process (its memory, its environment): an
+	// agent running as the same OS user must not read them through
+	// /proc/<pid>/environ, /proc/<pid>/mem or ptrace.
+	if err := hideProcess(); err != nil {
+		fmt.Fprintf(std.Err, "cc-connect: %v\n", err)
+		return exitFailure
 	}
 	log, level := newLevelLogger(cfg.Log, std.Err)
 	log.Debug("Config loaded", "config", cfg) // secrets redacted by Config.LogValue
@@ -249,7 +266,7 @@ func runCommand(ctx context.Context, path string, std stdio) int {
 		names[i] = a.Name()
 	}
 	// Edits of the config file (and SIGHUP) apply while it runs.
-	rl := &reloader{log: log, level: level, eng: eng, deps: deps, locks: locks, running: cfg}
+	rl := &reloader{log: log, level: level, eng: eng, deps: deps, locks: locks, running: cfg, secrets: opts.Agent.Secrets}
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
@@ -261,7 +278,7 @@ func runCommand(ctx context.Context, path string, std stdio) int {
 	defer func() { cancel(); <-watched }()
 
 	log.Info("cc-connect started", "version", version, "config", cfg.Path, "state_dir", cfg.State.Dir,
-		"platforms", names, "bindings", len(cfg.Bindings))
+		"platforms", names, "bindings", len(cfg.Bindings), "agent_user", opts.Agent.User.String())
 	if err := eng.Run(ctx); err != nil {
 		log.Error("cc-connect stopped with an error", "error", err)
 		return exitFailure
@@ -285,6 +302,11 @@ func checkCommand(path string, std stdio) int {
 	if err := checkAgentCommand(cfg.Agent.Command); err != nil {
 		fmt.Fprintf(std.Err, "cc-connect: %v\n", err)
 		code = exitUsage
+	}
+	if err := cfg.CheckAgentUser(); err != nil {
+		// Not an error of the file: it may be checked before being
+		// installed for root. `run` as this user refuses it.
+		fmt.Fprintf(std.Err, "warning: %v (cc-connect run refuses to start as this user)\n", err)
 	}
 	for _, w := range cfg.Warnings {
 		fmt.Fprintf(std.Err, "warning: %s\n", w)

@@ -38,7 +38,9 @@
 //	              `echo hi`. User lines arriving while the tool is pending are
 //	              folded into the same turn (one result; the reply names them).
 //	              Permission modes acceptEdits and bypassPermissions allow,
-//	              dontAsk denies, without asking.
+//	              dontAsk denies, without asking. Several [[TOOL:…]] markers
+//	              run one after the other in the same turn (each asking as
+//	              above); the reply has one "tool said: …" line per tool.
 //	              Without Bash in the session's tools (--tools,
 //	              --disallowedTools, which init's tools list reflects) the
 //	              tool_use gets the CLI's "No such tool available" error.
@@ -70,6 +72,10 @@
 //	              "[ctx: ~NN%]".
 //	[[BIG]]       the call reports input_tokens 120000.
 //	[[HUGE:N]]    the reply text is N bytes long (one stdout line of N+ bytes).
+//	[[EXEC:cmd]]  really run cmd with /bin/sh -c in the working directory,
+//	              as the fake's user and with its environment, and reply
+//	              "exec exit <code>:\n<stdout and stderr>" (for tests of
+//	              what the agent's tools can reach; no permission prompt).
 //	[[ASKHOST]]   send the host a control_request of a subtype agentproc does
 //	              not handle ("elicitation") and wait for its answer; reply
 //	              "host refused: <error>" or "host answered: <response>".

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cc-connect/cc-connect/internal/fakediscord"
 	"github.com/cc-connect/cc-connect/platform"
 	"github.com/cc-connect/cc-connect/platform/internal/platformtest"
 )
@@ -13,7 +14,8 @@ import (
 // the bot posts or edits (replies, edits, prompts and their outcome)
 // carries allowed_mentions with an empty parse list.
 func TestMessagesPingNobody(t *testing.T) {
-	f := newFakeDiscord(t)
+	f := fakediscord.New(t)
+	f.AddChannel(guildChannel)
 	a := newTestAdapter(t, f, nil)
 	runConnected(t, f, a, platformtest.NewHandler())
 	ctx := context.Background()
@@ -35,7 +37,7 @@ func TestMessagesPingNobody(t *testing.T) {
 	}
 	want := []string{"POST", "POST", "PATCH", "POST", "PATCH"} // two parts, the edit, the prompt, its outcome
 	for i, method := range want {
-		c := f.next(method, "/channels/C1/messages")
+		c := f.Next(t, method, "/channels/C1/messages")
 		if len(c.Pings) > 0 {
 			t.Errorf("message %d (%s) would notify %q: %v", i+1, method, c.Pings, c.Body)
 		}
@@ -48,7 +50,8 @@ func TestMessagesPingNobody(t *testing.T) {
 // A mention cc-connect asks for notifies that user and nobody else, on the
 // first part only; an id that is not a Discord user's is refused.
 func TestSendMentioning(t *testing.T) {
-	f := newFakeDiscord(t)
+	f := fakediscord.New(t)
+	f.AddChannel(guildChannel)
 	a := newTestAdapter(t, f, nil)
 	runConnected(t, f, a, platformtest.NewHandler())
 	ctx := context.Background()
@@ -57,11 +60,11 @@ func TestSendMentioning(t *testing.T) {
 	if _, err := a.SendMentioning(ctx, to, []platform.Mention{{UserID: "123", UserName: "ann"}}, text); err != nil {
 		t.Fatal(err)
 	}
-	first := f.next("POST", "/channels/C1/messages")
+	first := f.Next(t, "POST", "/channels/C1/messages")
 	if got, _ := first.Body["content"].(string); !strings.HasPrefix(got, "<@123> done") || len(first.Pings) != 1 || first.Pings[0] != "user 123" {
 		t.Errorf("first part %q pings %q, want only user 123", got, first.Pings)
 	}
-	if second := f.next("POST", "/channels/C1/messages"); len(second.Pings) != 0 {
+	if second := f.Next(t, "POST", "/channels/C1/messages"); len(second.Pings) != 0 {
 		t.Errorf("second part pings %q", second.Pings)
 	}
 	for _, bad := range []string{"everyone", "1> <@&2", ""} {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cc-connect/cc-connect/internal/fakediscord"
 	"github.com/cc-connect/cc-connect/platform"
 	"github.com/cc-connect/cc-connect/platform/internal/platformtest"
 )
@@ -39,7 +40,8 @@ func TestPromptShowsTheWholeCommand(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFakeDiscord(t)
+			f := fakediscord.New(t)
+			f.AddChannel(guildChannel)
 			a := newTestAdapter(t, f, nil)
 			runConnected(t, f, a, platformtest.NewHandler())
 			text := "🔐 **Permission needed**: `Bash`\nCommand:\n" + fence(tt.command)
@@ -50,7 +52,7 @@ func TestPromptShowsTheWholeCommand(t *testing.T) {
 			}
 			var code strings.Builder
 			for {
-				c := f.next("POST", "/channels/C1/messages")
+				c := f.Next(t, "POST", "/channels/C1/messages")
 				content, _ := c.Body["content"].(string)
 				got, stray := discordCode(content)
 				if stray {
@@ -70,7 +72,7 @@ func TestPromptShowsTheWholeCommand(t *testing.T) {
 			if err := a.ResolvePermission(context.Background(), posted, "denied by ann"); err != nil {
 				t.Fatal(err)
 			}
-			e := f.next("PATCH", "/channels/C1/messages/"+posted.MessageID)
+			e := f.Next(t, "PATCH", "/channels/C1/messages/"+posted.MessageID)
 			if comps, ok := e.Body["components"].([]any); !ok || len(comps) != 0 {
 				t.Errorf("resolve left the buttons: %v", e.Body)
 			}

@@ -43,7 +43,7 @@ func TestRepliesPingNobody(t *testing.T) {
 		}
 	}
 	for _, method := range []string{"chat.postMessage", "chat.update"} {
-		calls := e.f.callsOf(method)
+		calls := e.f.Calls(method)
 		if len(calls) != len(pingAttempts) {
 			t.Fatalf("%d %s calls, want %d", len(calls), method, len(pingAttempts))
 		}
@@ -112,7 +112,7 @@ func TestSendMentioning(t *testing.T) {
 	if _, err := e.a.SendMentioning(ctx, to, []platform.Mention{{UserID: "U0ASKER", UserName: "ann"}}, "done: [x](!channel) <@U0OTHER>"); err != nil {
 		t.Fatal(err)
 	}
-	c := e.f.callsOf("chat.postMessage")[0]
+	c := e.f.Calls("chat.postMessage")[0]
 	if len(c.Pings) != 1 || c.Pings[0] != "<@U0ASKER>" || !strings.HasPrefix(c.Form["text"], "<@U0ASKER> done:") {
 		t.Errorf("pings %q in %q, want only the asker's mention", c.Pings, c.Form["text"])
 	}
@@ -121,7 +121,7 @@ func TestSendMentioning(t *testing.T) {
 			t.Errorf("SendMentioning accepted the user id %q", bad)
 		}
 	}
-	if n := len(e.f.callsOf("chat.postMessage")); n != 1 {
+	if n := len(e.f.Calls("chat.postMessage")); n != 1 {
 		t.Errorf("%d messages posted, want the refused ones not posted", n)
 	}
 }

@@ -77,7 +77,7 @@ func TestPromptShowsTheWholeCommand(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			post := e.f.callsOf("chat.postMessage")[0]
+			post := e.f.Calls("chat.postMessage")[0]
 			secs := sections(t, post.Form["blocks"])
 			var code strings.Builder
 			for _, s := range secs {
@@ -100,7 +100,7 @@ func TestPromptShowsTheWholeCommand(t *testing.T) {
 			if err := e.a.ResolvePermission(context.Background(), prompt, "Denied by ann"); err != nil {
 				t.Fatal(err)
 			}
-			upd := e.f.callsOf("chat.update")[0]
+			upd := e.f.Calls("chat.update")[0]
 			if got := sections(t, upd.Form["blocks"]); strings.Join(got, "") != strings.Join(secs, "") {
 				t.Errorf("the resolved prompt lost part of the request")
 			}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cc-connect/cc-connect/internal/faketelegram"
 	"github.com/cc-connect/cc-connect/platform"
 	"github.com/cc-connect/cc-connect/platform/internal/platformtest"
 )
@@ -25,42 +26,56 @@ var mentionAttempts = []string{
 // formatting when Telegram refuses the HTML, and when edited; code stays as
 // written, and an email address stays one.
 func TestRepliesMentionNobody(t *testing.T) {
-	f := newFakeAPI(t)
+	f := faketelegram.New(t)
+	addChats(f)
 	// Edits of one message are paced; these need not be.
 	a := newTestAdapter(t, f, func(c *Config) { c.EditInterval = time.Millisecond })
 	runAdapter(t, a, platformtest.NewHandler())
-	f.next("getUpdates")
+	f.Next(t, "getUpdates")
 	ctx := context.Background()
 	to := platform.Target{Platform: "tg-test", Channel: "-1001"}
-	for _, text := range mentionAttempts {
-		if _, err := a.Send(ctx, to, text); err != nil {
-			t.Fatal(err)
+	sent := func(posted platform.Target) faketelegram.Message {
+		t.Helper()
+		m, ok := f.Message(forumChat.ID, atoi(t, posted.MessageID))
+		if !ok {
+			t.Fatalf("no message %s", posted.MessageID)
 		}
-		if c := f.next("sendMessage"); len(c.Mentions) > 0 {
-			t.Errorf("Send(%q) notifies %q: %q", text, c.Mentions, c.Form.Get("text"))
-		}
-		// Telegram refuses the formatting: the plain text goes out.
-		f.override("sendMessage", 400, `{"ok":false,"error_code":400,"description":"Bad Request: can't parse entities: x"}`)
-		if _, err := a.Send(ctx, to, text); err != nil {
-			t.Fatal(err)
-		}
-		f.next("sendMessage")
-		if c := f.next("sendMessage"); c.Form.Get("parse_mode") != "" || len(c.Mentions) > 0 {
-			t.Errorf("plain Send(%q) notifies %q: %q", text, c.Mentions, c.Form.Get("text"))
-		}
-		if err := a.Edit(ctx, platform.Target{Channel: "-1001", MessageID: "101"}, text); err != nil {
-			t.Fatal(err)
-		}
-		if c := f.next("editMessageText"); len(c.Mentions) > 0 {
-			t.Errorf("Edit(%q) notifies %q", text, c.Mentions)
-		}
+		return m
 	}
-	if _, err := a.Send(ctx, to, "mail a@b.co, see `@alice`\n```\nnpm i @types/node\n```"); err != nil {
+	edited, err := a.Send(ctx, to, "working…")
+	if err != nil {
 		t.Fatal(err)
 	}
-	c := f.next("sendMessage")
-	if want := "mail a@b.co, see @alice\nnpm i @types/node"; c.Text != want {
-		t.Errorf("shown %q, want %q: code and addresses unchanged", c.Text, want)
+	for _, text := range mentionAttempts {
+		posted, err := a.Send(ctx, to, text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := sent(posted); len(m.Mentions) > 0 || m.ParseMode != "HTML" {
+			t.Errorf("Send(%q) notifies %q: %q (%s)", text, m.Mentions, m.Raw, m.ParseMode)
+		}
+		// Telegram refuses the formatting: the plain text goes out.
+		f.Override("sendMessage", faketelegram.Answer{Status: 400, Body: `{"ok":false,"error_code":400,"description":"Bad Request: can't parse entities: x"}`})
+		posted, err = a.Send(ctx, to, text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := sent(posted); m.ParseMode != "" || len(m.Mentions) > 0 {
+			t.Errorf("plain Send(%q) notifies %q: %q (%q)", text, m.Mentions, m.Raw, m.ParseMode)
+		}
+		if err := a.Edit(ctx, edited, text); err != nil {
+			t.Fatal(err)
+		}
+		if m := sent(edited); len(m.Edits) == 0 || len(m.Edits[len(m.Edits)-1].Mentions) > 0 {
+			t.Errorf("Edit(%q) notifies: %+v", text, m.Edits)
+		}
+	}
+	posted, err := a.Send(ctx, to, "mail a@b.co, see `@alice`\n```\nnpm i @types/node\n```")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want, got := "mail a@b.co, see @alice\nnpm i @types/node", sent(posted).Text; got != want {
+		t.Errorf("shown %q, want %q: code and addresses unchanged", got, want)
 	}
 }
 
@@ -72,17 +87,16 @@ func FuzzToHTMLMentionsNobody(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, md string) {
 		html := toHTML(md)
-		shown, mentions, problem := parseMessage(html, "HTML")
-		if problem != "" && problem != "message is too long" {
-			t.Fatalf("toHTML(%q) = %q: Telegram refuses it: %s", md, html, problem)
+		_, mentions, err := faketelegram.Parse(html, "HTML")
+		if err != nil {
+			t.Fatalf("toHTML(%q) = %q: Telegram refuses it: %v", md, html, err)
 		}
 		if len(mentions) > 0 {
 			t.Fatalf("toHTML(%q) = %q notifies %q", md, html, mentions)
 		}
-		if _, mentions, _ := parseMessage(noMentions(md), ""); len(mentions) > 0 {
+		if _, mentions, _ := faketelegram.Parse(noMentions(md), ""); len(mentions) > 0 {
 			t.Fatalf("noMentions(%q) notifies %q", md, mentions)
 		}
-		_ = shown
 		if strings.Contains(strings.ToLower(html), `<a href="tg:`) {
 			t.Fatalf("toHTML(%q) = %q links to tg://", md, html)
 		}
@@ -92,22 +106,27 @@ func FuzzToHTMLMentionsNobody(f *testing.F) {
 // A mention cc-connect asks for notifies that user and nobody else; an id
 // that is not a Telegram user's is refused.
 func TestSendMentioning(t *testing.T) {
-	f := newFakeAPI(t)
+	f := faketelegram.New(t)
+	addChats(f)
 	a := newTestAdapter(t, f, nil)
 	runAdapter(t, a, platformtest.NewHandler())
-	f.next("getUpdates")
+	f.Next(t, "getUpdates")
 	ctx := context.Background()
 	to := platform.Target{Platform: "tg-test", Channel: "-1001"}
-	if _, err := a.SendMentioning(ctx, to, []platform.Mention{{UserID: "42", UserName: "Ann <b>"}}, "done, ask @bob"); err != nil {
+	posted, err := a.SendMentioning(ctx, to, []platform.Mention{{UserID: "42", UserName: "Ann <b>"}}, "done, ask @bob")
+	if err != nil {
 		t.Fatal(err)
 	}
-	c := f.next("sendMessage")
-	if len(c.Mentions) != 1 || c.Mentions[0] != "tg://user?id=42" || !strings.HasPrefix(c.Text, "Ann <b> done") {
-		t.Errorf("shown %q, mentions %q: want only user 42", c.Text, c.Mentions)
+	m, _ := f.Message(forumChat.ID, atoi(t, posted.MessageID))
+	if len(m.Mentions) != 1 || m.Mentions[0] != "tg://user?id=42" || !strings.HasPrefix(m.Text, "Ann <b> done") {
+		t.Errorf("shown %q, mentions %q: want only user 42", m.Text, m.Mentions)
 	}
 	for _, bad := range []string{"42\"><b", "@bob", ""} {
 		if _, err := a.SendMentioning(ctx, to, []platform.Mention{{UserID: bad}}, "x"); err == nil {
 			t.Errorf("SendMentioning accepted the user id %q", bad)
 		}
+	}
+	if n := len(f.Sent()); n != 1 {
+		t.Errorf("%d messages sent, want the refused ones not sent", n)
 	}
 }

@@ -2,9 +2,11 @@ package telegram
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/cc-connect/cc-connect/internal/faketelegram"
 	"github.com/cc-connect/cc-connect/platform"
 	"github.com/cc-connect/cc-connect/platform/internal/platformtest"
 )
@@ -20,10 +22,11 @@ func TestPromptShowsTheWholeCommand(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFakeAPI(t)
+			f := faketelegram.New(t)
+			addChats(f)
 			a := newTestAdapter(t, f, nil)
 			runAdapter(t, a, platformtest.NewHandler())
-			f.next("getUpdates")
+			f.Next(t, "getUpdates")
 			text := "🔐 **Permission needed**: `Bash`\nCommand:\n" + fence(tt.command)
 			posted, err := a.AskPermission(context.Background(), platform.Target{Platform: "tg-test", Channel: "-1001"},
 				platform.PermissionPrompt{RequestID: "req-1", Tool: "Bash", Text: text})
@@ -31,14 +34,14 @@ func TestPromptShowsTheWholeCommand(t *testing.T) {
 				t.Fatal(err)
 			}
 			var shown strings.Builder
-			for {
-				c := f.next("sendMessage")
-				shown.WriteString(c.Text)
-				if len(c.Mentions) > 0 {
-					t.Errorf("the prompt notifies %q", c.Mentions)
+			parts := f.Sent()
+			for i, m := range parts {
+				shown.WriteString(m.Text)
+				if len(m.Mentions) > 0 {
+					t.Errorf("the prompt notifies %q", m.Mentions)
 				}
-				if c.Form.Get("reply_markup") != "" {
-					break // the buttons are under the last part
+				if last := i == len(parts)-1; last != (len(m.Buttons()) > 0) || last != (strconv.Itoa(m.MessageID) == posted.MessageID) {
+					t.Errorf("part %d of %d has buttons %v: want them under the last part, the prompt", i+1, len(parts), m.Buttons())
 				}
 			}
 			if !strings.Contains(strings.ReplaceAll(shown.String(), "\n", ""), strings.ReplaceAll(tt.command, "\n", "")) {
@@ -47,8 +50,8 @@ func TestPromptShowsTheWholeCommand(t *testing.T) {
 			if err := a.ResolvePermission(context.Background(), posted, "denied by ann"); err != nil {
 				t.Fatal(err)
 			}
-			if e := f.next("editMessageText"); !strings.Contains(e.Text, "denied by ann") && !strings.Contains(f.next("sendMessage").Text, "denied by ann") {
-				t.Errorf("the outcome is not shown: %q", e.Text)
+			if m, _ := f.Message(forumChat.ID, atoi(t, posted.MessageID)); !strings.Contains(m.Text, "denied by ann") && !strings.Contains(f.Sent()[len(f.Sent())-1].Text, "denied by ann") {
+				t.Errorf("the outcome is not shown: %q", m.Text)
 			}
 		})
 	}

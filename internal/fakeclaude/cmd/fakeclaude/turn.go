@@ -66,6 +66,7 @@ var (
 	reSlow = regexp.MustCompile(`\[\[SLOW(?::(\d+))?\]\]`)
 	reHuge = regexp.MustCompile(`\[\[HUGE:(\d+)\]\]`)
 	reSelf = regexp.MustCompile(`\[\[SELF:(\d+)\]\]`)
+	reExec = regexp.MustCompile(`\[\[EXEC:([^\]]*)\]\]`)
 )
 
 const (
@@ -115,13 +116,24 @@ func (f *fake) runTurn(m userMsg) {
 	case reSlow.MatchString(text):
 		res = f.turnSlow(t, reSlow.FindStringSubmatch(text)[1])
 	case reTool.MatchString(text):
-		cmd := reTool.FindStringSubmatch(text)[1]
-		if cmd == "" {
-			cmd = "echo hi"
+		var cmds []string
+		for _, m := range reTool.FindAllStringSubmatch(text, -1) {
+			cmd := m[1]
+			if cmd == "" {
+				cmd = "echo hi"
+			}
+			cmds = append(cmds, cmd)
 		}
-		res = f.turnTool(t, cmd)
+		res = f.turnTools(t, cmds)
 	case strings.Contains(text, "[[ASKHOST]]"):
 		res = f.turnAskHost(t)
+	case reExec.MatchString(text):
+		// What Claude's Bash would do with the fake's own user and
+		// environment: the tests of what a child can reach need a
+		// command that really runs.
+		reply := execReply(reExec.FindStringSubmatch(text)[1])
+		f.reply(t, reply, false)
+		res = success(reply)
 	default:
 		if strings.Contains(text, "[[MALFORMED]]") {
 			f.out.raw([]byte("fakeclaude: this stdout line is not JSON {"))
@@ -225,9 +237,36 @@ func (f *fake) slowDone(t *turnState, msgID, text string) resultLine {
 	return success(text)
 }
 
-// turnTool asks permission for a Bash command (unless auto-approved), then
-// reports a fake run of it. The command is never executed.
-func (f *fake) turnTool(t *turnState, cmd string) resultLine {
+// turnTools runs the Bash commands one after the other in one turn, as a
+// model calling several tools does; the reply names each result. A turn
+// that ends early (an interrupt, a deny with interrupt) ends at that tool.
+func (f *fake) turnTools(t *turnState, cmds []string) resultLine {
+	var said []string
+	for _, cmd := range cmds {
+		content, end := f.runTool(t, cmd)
+		if end != nil {
+			return *end
+		}
+		said = append(said, "tool said: "+content)
+	}
+	if f.checkStopped(t) {
+		return f.aborted(t, interruptedText, "aborted_streaming")
+	}
+	reply := strings.Join(said, "\n")
+	f.mu.Lock()
+	t.folding = false
+	for _, in := range t.injected {
+		reply += "\n(also read while working: " + in + ")"
+	}
+	f.mu.Unlock()
+	f.reply(t, reply, false)
+	return success(reply)
+}
+
+// runTool asks permission for a Bash command (unless auto-approved), then
+// reports a fake run of it and returns the tool result's text, or the
+// result that ends the turn. The command is never executed.
+func (f *fake) runTool(t *turnState, cmd string) (string, *resultLine) {
 	f.toolSeq++
 	toolID := fmt.Sprintf("toolu_fake%06d", f.toolSeq)
 	input := map[string]any{"command": cmd, "description": "Run a command"}
@@ -270,7 +309,8 @@ func (f *fake) turnTool(t *turnState, cmd string) resultLine {
 		switch how {
 		case askInterrupted:
 			f.emitToolResult(t, toolID, rejectedToolText, true)
-			return f.aborted(t, interruptedTool, "aborted_tools")
+			end := f.aborted(t, interruptedTool, "aborted_tools")
+			return "", &end
 		case askEOF:
 			content, isError = "Tool permission request failed: AbortError: Stream closed", true
 		default:
@@ -308,7 +348,8 @@ func (f *fake) turnTool(t *turnState, cmd string) resultLine {
 			case d.Interrupt:
 				t.denials = append(t.denials, denial)
 				f.emitToolResult(t, toolID, rejectedToolText, true)
-				return f.aborted(t, interruptedTool, "aborted_tools")
+				end := f.aborted(t, interruptedTool, "aborted_tools")
+				return "", &end
 			default:
 				content, isError = d.Message, true
 				t.denials = append(t.denials, denial)
@@ -316,18 +357,7 @@ func (f *fake) turnTool(t *turnState, cmd string) resultLine {
 		}
 	}
 	f.emitToolResult(t, toolID, content, isError)
-	if f.checkStopped(t) {
-		return f.aborted(t, interruptedText, "aborted_streaming")
-	}
-	reply := "tool said: " + content
-	f.mu.Lock()
-	t.folding = false
-	for _, in := range t.injected {
-		reply += "\n(also read while working: " + in + ")"
-	}
-	f.mu.Unlock()
-	f.reply(t, reply, false)
-	return success(reply)
+	return content, nil
 }
 
 // turnAskHost sends the host a control request agentproc does not handle
@@ -573,4 +603,17 @@ func narrowTools(have, list []string) []string {
 		return append([]string{}, list...)
 	}
 	return slices.DeleteFunc(slices.Clone(have), func(t string) bool { return !slices.Contains(list, t) })
+}
+
+// execReply runs cmd with /bin/sh -c in the working directory and says how
+// it ended and what it printed (stdout and stderr together).
+func execReply(cmd string) string {
+	out, err := exec.Command("/bin/sh", "-c", cmd).CombinedOutput()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		return "exec failed: " + err.Error()
+	}
+	return fmt.Sprintf("exec exit %d:\n%s", code, out)
 }
