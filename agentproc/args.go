@@ -48,7 +48,19 @@ func BuildArgs(cfg Config, opts StartOptions) []string {
 	if cfg.AppendSystemPrompt != "" {
 		args = append(args, "--append-system-prompt", cfg.AppendSystemPrompt)
 	}
-	return append(args, cfg.Args...)
+	args = append(args, cfg.Args...)
+	if opts.ReadOnly {
+		// Seen on the real CLI (engine's TestRealCLIBtwCannotWrite): --tools
+		// leaves only these built-in tools ("No such tool available: Write"),
+		// even after a --tools default and in bypassPermissions; it keeps
+		// MCP tools, which the deny rule removes; a later --permission-mode
+		// wins over an earlier one, and plan refuses what would still write.
+		args = append(args,
+			"--tools", strings.Join(ReadOnlyTools, ","),
+			"--disallowedTools", "mcp__*",
+			"--permission-mode", "plan")
+	}
+	return args
 }
 
 // BuildEnv returns the environment of every child process started for the

@@ -51,6 +51,14 @@ func TestBuildArgs(t *testing.T) {
 			want: append(slices.Clone(baseArgs), "--append-system-prompt", "be brief; don't $(rm -rf)"),
 		},
 		{
+			name: "read only after everything the config adds",
+			cfg:  Config{PermissionMode: "bypassPermissions", Args: []string{"--tools", "default", "--permission-mode", "acceptEdits"}},
+			opts: StartOptions{ResumeID: "abc", Fork: true, ReadOnly: true},
+			want: append(slices.Clone(baseArgs), "--resume", "abc", "--fork-session", "--permission-mode", "bypassPermissions",
+				"--tools", "default", "--permission-mode", "acceptEdits",
+				"--tools", "Read,Grep,Glob", "--disallowedTools", "mcp__*", "--permission-mode", "plan"),
+		},
+		{
 			name: "extra args last",
 			cfg:  Config{Args: []string{"--add-dir", "/x"}, Model: "m"},
 			opts: StartOptions{SessionID: "id"},

@@ -44,8 +44,11 @@ type fakeAgents struct {
 	waiting   int
 	nextID    int
 	failFresh error // the first turn of a fresh (not resumed) process fails with this
-	gate      chan struct{}
-	changed   chan struct{}
+	// ignoreReadOnly makes ReadOnly processes start with every tool, as
+	// a CLI that ignored the read-only flags would.
+	ignoreReadOnly bool
+	gate           chan struct{}
+	changed        chan struct{}
 }
 
 // The fake's session ids are UUIDs, as the CLI's are (the engine stores and
@@ -238,6 +241,7 @@ func (p *fakeProc) Turn(ctx context.Context, text string, on func(agentproc.Even
 		fa.poisoned[p.id] = true
 	}
 	poisoned := fa.poisoned[p.id]
+	ignoreReadOnly := fa.ignoreReadOnly
 	fa.sessions[p.id] = append(fa.sessions[p.id], text)
 	fa.notifyLocked()
 	fa.mu.Unlock()
@@ -245,7 +249,13 @@ func (p *fakeProc) Turn(ctx context.Context, text string, on func(agentproc.Even
 	if strings.Contains(text, "[[BADID]]") {
 		p.badID = true
 	}
-	on(agentproc.Init{SessionID: p.reportedID(), Model: "claude-test", Cwd: p.opts.Dir})
+	// Like the CLI, a read-only process reports the narrowed tool set
+	// and plan mode (agentproc.BuildArgs).
+	tools, mode := []string{"Bash", "Edit", "Read", "Write"}, orDefault(p.opts.PermissionMode, "default")
+	if p.opts.ReadOnly && !ignoreReadOnly {
+		tools, mode = agentproc.ReadOnlyTools, "plan"
+	}
+	on(agentproc.Init{SessionID: p.reportedID(), Model: "claude-test", Cwd: p.opts.Dir, Tools: tools, PermissionMode: mode})
 	if fresh && failFresh != nil {
 		p.exit()
 		return nil, failFresh

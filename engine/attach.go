@@ -57,7 +57,15 @@ func (e *Engine) artifactStore(workspace string) *artifact.Store {
 // notes of the !sh commands run since the last turn. It returns the item
 // with that prompt and the notes it took, so that they can be put back if
 // the message never reaches Claude. A compaction request goes as it is.
+// A message whose sender was taken off the allow list while it waited is
+// not passed on.
 func (s *session) prepareTurn(it workItem) (workItem, string, error) {
+	if !s.liveBinding().allowed(it.msg.UserID) {
+		s.log.Info("Dropped a queued message: its sender is no longer allowed", "user_id", it.msg.UserID, "user_name", it.msg.UserName)
+		s.send(s.e.bg, fmt.Sprintf("A message from %s was not passed to Claude: they are no longer allowed here.",
+			orDefault(it.msg.UserName, it.msg.UserID)))
+		return it, "", errNotPassed
+	}
 	if isCompaction(it.msg.Text) {
 		return it, "", nil
 	}

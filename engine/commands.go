@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cc-connect/cc-connect/agentproc"
@@ -15,7 +17,7 @@ import (
 
 const helpText = `Commands (prefix ! or /):
 !new — forget this conversation's session and start fresh
-!btw <question> — ask a side question about the current session; its history stays unchanged
+!btw <question> — ask a side question about the current session, read-only; its history stays unchanged
 !stop — stop the running turn (queued messages stay queued)
 !status — state, workspace, session, context use, queue, process
 !sessions — this workspace's Claude Code sessions, newest first
@@ -97,6 +99,10 @@ func (e *Engine) command(ctx context.Context, s *session, m platform.Message, na
 			if strings.EqualFold(args, "always") {
 				choice = platform.ChoiceAlwaysAllow
 			}
+		}
+		if !s.mayApprove(m.UserID, m.UserName, "") {
+			reply(notApproverText(m.UserName, m.UserID))
+			return
 		}
 		s.control(ctx, control{kind: ctrlAnswer, choice: choice, userName: orDefault(m.UserName, m.UserID), to: s.to})
 	default:
@@ -197,7 +203,7 @@ func (e *Engine) resumeCommand(ctx context.Context, s *session, m platform.Messa
 		if id == "" {
 			// An id from outside this workspace's list can reach another
 			// project's history: admins only.
-			if !s.binding.admin(m.UserID) {
+			if !s.liveBinding().admin(m.UserID) {
 				s.send(ctx, "Only an admin can resume a session that is not in this workspace's !sessions list.")
 				return
 			}
@@ -346,10 +352,11 @@ func (s *session) sideQuestion(id, question string) {
 	}
 	defer e.slots.release(s.ws.Path)
 	s.log.Info("Starting a side-question process", "cwd", s.ws.Path, "session_id", id, "fork", true)
-	// The conversation's !model applies; its !mode does not, since a side
-	// question must not run tools that change the workspace.
+	// The conversation's !model applies; its !mode and the configured
+	// permission mode do not: a side question runs read-only, whatever
+	// they say (agentproc.StartOptions.ReadOnly).
 	model, _ := s.spawnSettings()
-	proc, err := e.spawn(e.bg, e.opts.Agent, agentproc.StartOptions{Dir: s.ws.Path, ResumeID: id, Fork: true, Model: model}, s.log)
+	proc, err := e.spawn(e.bg, e.opts.Agent, agentproc.StartOptions{Dir: s.ws.Path, ResumeID: id, Fork: true, Model: model, ReadOnly: true}, s.log)
 	if err != nil {
 		s.log.Error("Starting the side-question process failed", "session_id", id, "error", err)
 		s.send(e.bg, sidePrefix+"could not start: "+s.forChat(err.Error()))
@@ -372,9 +379,31 @@ func (s *session) sideQuestion(id, question string) {
 			}
 		}
 	}()
-	var text strings.Builder
+	var (
+		text    strings.Builder
+		unsafe  string // a tool the fork was given that can change things
+		killing sync.WaitGroup
+	)
 	res, err := proc.Turn(e.bg, question, func(ev agentproc.Event) {
 		switch ev := ev.(type) {
+		case agentproc.Init:
+			// The CLI says which tools the fork has before it first asks
+			// the model. Should a CLI ever ignore the read-only flags, the
+			// fork is killed at once (Close with a cancelled ctx goes
+			// straight to SIGKILL), from another goroutine: Close waits for
+			// the exit, and this callback runs on the reader.
+			if t := writableTool(ev); t != "" && unsafe == "" {
+				unsafe = t
+				s.log.Error("Side-question process could change the workspace; killing it", "tool", t,
+					"tools", ev.Tools, "permission_mode", ev.PermissionMode)
+				ctx, cancel := context.WithCancel(e.bg)
+				cancel()
+				killing.Add(1)
+				go func() {
+					defer killing.Done()
+					_ = proc.Close(ctx)
+				}()
+			}
 		case agentproc.AssistantText:
 			if !ev.Synthetic {
 				text.WriteString(ev.Text)
@@ -390,8 +419,13 @@ func (s *session) sideQuestion(id, question string) {
 	})
 	close(done)
 	<-stopped
+	killing.Wait()
 	if cerr := proc.Close(e.bg); cerr != nil {
 		s.log.Debug("Side-question process closed with error", "error", cerr)
+	}
+	if unsafe != "" {
+		s.send(e.bg, sidePrefix+"not answered: the agent started with a tool that can change the workspace ("+unsafe+"), so it was stopped.")
+		return
 	}
 	if err != nil {
 		var exitErr *agentproc.ExitError
@@ -412,6 +446,20 @@ func (s *session) sideQuestion(id, question string) {
 		answer = "(no reply text)"
 	}
 	s.send(e.bg, sidePrefix+answer)
+}
+
+// writableTool returns a tool of a side question's process that is not one
+// of agentproc.ReadOnlyTools, or "" when it has none and runs in plan mode.
+func writableTool(ev agentproc.Init) string {
+	for _, t := range ev.Tools {
+		if !slices.Contains(agentproc.ReadOnlyTools, t) {
+			return t
+		}
+	}
+	if ev.PermissionMode != "plan" {
+		return "permission mode " + ev.PermissionMode
+	}
+	return ""
 }
 
 func humanSize(n int64) string {

@@ -95,6 +95,9 @@ func TestBtwAnswersFromForkWithoutTouchingHistory(t *testing.T) {
 		if s.Fork {
 			fork = &struct{ resume string }{s.ResumeID}
 		}
+		if s.Fork != s.ReadOnly {
+			t.Errorf("spawn %+v: a fork, and only a fork, must run read-only", s)
+		}
 	}
 	if fork == nil || fork.resume != sess1 {
 		t.Errorf("no fork of sess-1 among spawns %+v", h.fa.spawnsSnapshot())
@@ -268,5 +271,25 @@ func TestResolveExactChannelBeatsWildcard(t *testing.T) {
 		if ok != tt.ok || b.Workspace != tt.want {
 			t.Errorf("resolve(%s, %s) = %q, %v; want %q, %v", tt.plat, tt.ch, b.Workspace, ok, tt.want, tt.ok)
 		}
+	}
+}
+
+// Should the CLI ever start a side question with a tool that can change
+// the workspace (read-only flags ignored), the fork is stopped and its
+// answer is not posted.
+func TestBtwStopsAForkThatCouldWrite(t *testing.T) {
+	h := newHarness(t, nil)
+	h.fa.mu.Lock()
+	h.fa.ignoreReadOnly = true
+	h.fa.mu.Unlock()
+	h.say("alice", "T1", "first")
+	h.waitIdle()
+	h.say("alice", "T1", "!btw edit the file")
+	got := h.rec.waitSend(t, sidePrefix)
+	if got.Text != sidePrefix+"not answered: the agent started with a tool that can change the workspace (Bash), so it was stopped." {
+		t.Errorf("side answer = %q", got.Text)
+	}
+	if recs := h.logs.Records("Side-question process could change the workspace; killing it"); len(recs) != 1 {
+		t.Errorf("kill log = %v", recs)
 	}
 }

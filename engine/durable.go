@@ -187,8 +187,8 @@ func (s *session) failClosedText(err error) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "This conversation's message journal %s, so new messages are refused until an admin inspects it (%s in the state dir; the log has the details). ", why, name)
 	b.WriteString("The file is kept as it is; moving it aside lets the conversation continue.")
-	if len(s.binding.Admins) > 0 {
-		fmt.Fprintf(&b, " Admins: %s.", strings.Join(s.binding.Admins, ", "))
+	if admins := s.liveBinding().Admins; len(admins) > 0 {
+		fmt.Fprintf(&b, " Admins: %s.", strings.Join(admins, ", "))
 	}
 	return b.String()
 }

@@ -29,6 +29,9 @@ type Binding struct {
 	Workspace  string   // normalized with workspace.Normalize at resolution
 	AllowUsers []string // empty = nobody; "*" = everyone
 	Admins     []string
+	// Approvers may answer permission prompts (buttons, !allow, !deny);
+	// empty = every allowed user. Only allowed users approve either way.
+	Approvers []string
 	// RequireMention: nil = default (on in channels, off in DMs).
 	RequireMention *bool
 	// AllowShell lets this binding's Admins run !sh in the workspace.

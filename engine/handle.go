@@ -118,7 +118,7 @@ func (e *Engine) refuseOnce(ctx context.Context, a platform.Adapter, to platform
 }
 
 // HandleAction routes a button press on a permission prompt to the session
-// that asked. Only allowed users may answer.
+// that asked. Only the binding's approvers may answer (mayApprove).
 func (e *Engine) HandleAction(ctx context.Context, act platform.Action) error {
 	e.metrics.PlatformEvent(act.Target.Platform, "action")
 	a, ok := e.adapter(act.Target.Platform)
@@ -135,19 +135,36 @@ func (e *Engine) HandleAction(ctx context.Context, act platform.Action) error {
 		_, err := a.Send(ctx, reply, "That permission request is no longer pending.")
 		return err
 	}
-	// The allow list in force now, not the one the session started
-	// under; a binding removed meanwhile keeps its session answerable.
-	b, bound := e.resolve(s.to.Platform, s.to.Channel)
-	if !bound {
-		b = s.binding
+	// The id alone is not enough: a press must come from the prompt's
+	// own conversation, so that a request id seen (or guessed) in one
+	// channel cannot be answered from another where the user may approve.
+	if where := keyOf(reply); where != key {
+		e.log.Warn("Refused a permission answer from another conversation", "session_key", key,
+			"from", where, "user_id", act.UserID, "user_name", act.UserName, "request_id", act.RequestID)
+		_, err := a.Send(ctx, reply, "That permission request belongs to another conversation; answer it there.")
+		return err
 	}
-	if !b.allowed(act.UserID) {
-		e.log.Info("Refused a permission answer from a user who is not allowed", "session_key", key,
-			"user", act.UserID, "request_id", act.RequestID)
-		_, err := a.Send(ctx, s.to, fmt.Sprintf("%s is not allowed to answer permission requests here.", orDefault(act.UserName, act.UserID)))
+	if !s.mayApprove(act.UserID, act.UserName, act.RequestID) {
+		_, err := a.Send(ctx, s.to, notApproverText(act.UserName, act.UserID))
 		return err
 	}
 	s.control(ctx, control{kind: ctrlAnswer, requestID: act.RequestID, choice: act.Choice,
 		userName: orDefault(act.UserName, act.UserID), to: s.to})
 	return nil
+}
+
+// mayApprove says whether a user may answer the session's permission
+// requests: one of the approvers of the binding in force now, not of the
+// one the session started under (liveBinding). A refusal is logged.
+func (s *session) mayApprove(userID, userName, requestID string) bool {
+	if s.liveBinding().approver(userID) {
+		return true
+	}
+	s.log.Info("Refused a permission answer from a user who may not approve", "user", userID,
+		"user_name", userName, "request_id", requestID)
+	return false
+}
+
+func notApproverText(userName, userID string) string {
+	return fmt.Sprintf("%s is not allowed to answer permission requests here.", orDefault(userName, userID))
 }

@@ -24,8 +24,10 @@ type pendingPerm struct {
 
 // askPermission posts a permission request (buttons when the platform has
 // them, else text with the !allow / !deny hint) and waits for an answer, a
-// cancel from the CLI or the timeout.
-func (s *session) askPermission(t *turn, req agentproc.PermissionRequest) {
+// cancel from the CLI or the timeout. The approver sees the whole request
+// (approvalFor): a request too big to show, or whose whole command could
+// not be posted, is denied without asking.
+func (s *session) askPermission(t *turn, proc agentProcess, req agentproc.PermissionRequest) {
 	p := &pendingPerm{req: req, asked: time.Now()}
 	s.e.metrics.PermissionRequested()
 	if d := s.e.opts.PermissionTimeout; d > 0 {
@@ -40,12 +42,28 @@ func (s *session) askPermission(t *turn, req agentproc.PermissionRequest) {
 	s.pending = req.RequestID
 	s.mu.Unlock()
 
-	tool := orDefault(req.DisplayName, req.ToolName)
-	summary := toolSummary(req.ToolName, req.Input)
 	s.log.Info("Permission requested", "session_id", s.sessionID(), "request_id", req.RequestID, "tool", req.ToolName, "blocked_path", req.BlockedPath)
+	view := approvalFor(req)
+	for _, whole := range view.whole {
+		if view.refuse != "" {
+			break
+		}
+		if posted := s.send(s.e.bg, whole); posted.MessageID == "" {
+			view.refuse = "cc-connect could not post the whole request in the chat, so nobody could review it: the request was denied without asking."
+		}
+	}
+	if view.refuse != "" {
+		s.log.Warn("Permission request denied without asking: it cannot be shown whole", "request_id", req.RequestID, "tool", req.ToolName)
+		p.choice = "unshown"
+		if err := s.respond(proc, req.RequestID, agentproc.PermissionDecision{Behavior: agentproc.Deny, Message: view.refuse}); err != nil {
+			s.log.Error("Denying the permission request failed", "request_id", req.RequestID, "error", err)
+		}
+		s.resolvePermission(t, p, "denied: "+strings.TrimSuffix(view.refuse, "."))
+		return
+	}
 	if pr, ok := s.chat().(platform.Prompter); ok {
 		posted, err := pr.AskPermission(s.e.bg, s.to, platform.PermissionPrompt{
-			RequestID: req.RequestID, Tool: tool, Summary: summary, Path: req.BlockedPath,
+			RequestID: req.RequestID, Tool: req.ToolName, Text: view.prompt,
 		})
 		if err == nil {
 			p.prompt, p.viaPrompter = posted, true
@@ -54,13 +72,7 @@ func (s *session) askPermission(t *turn, req agentproc.PermissionRequest) {
 		}
 		s.log.Warn("Posting the permission prompt failed; falling back to text", "error", err)
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "Permission needed: %s", summary)
-	if req.BlockedPath != "" {
-		fmt.Fprintf(&b, " (path: %s)", req.BlockedPath)
-	}
-	b.WriteString("\nReply !allow, !allow always, or !deny.")
-	p.prompt = s.send(s.e.bg, b.String())
+	p.prompt = s.send(s.e.bg, view.prompt+"\nReply !allow, !allow always, or !deny.")
 	s.armPermTimer(t)
 }
 
@@ -189,7 +201,9 @@ func (s *session) endPermissions(t *turn, why string) {
 	}
 }
 
-// toolSummary is a short human line for a tool call: "Bash `go test ./...`".
+// toolSummary is a short human line for a tool call: "Bash `go test ./...`",
+// for progress and the restart notice. It is cut: a prompt shows the whole
+// request (approvalFor).
 func toolSummary(name string, input json.RawMessage) string {
 	var in map[string]any
 	_ = json.Unmarshal(input, &in)
@@ -203,7 +217,7 @@ func toolSummary(name string, input json.RawMessage) string {
 	if arg == "" {
 		return name
 	}
-	arg = strings.ReplaceAll(quote(arg, 120), "`", "'")
+	arg = strings.ReplaceAll(quote(visible(arg), 120), "`", "'")
 	return fmt.Sprintf("%s `%s`", name, arg)
 }
 

@@ -24,10 +24,11 @@ type recorded struct {
 type fakePlatform struct {
 	name string
 
-	mu      sync.Mutex // guards calls, next and changed
+	mu      sync.Mutex // guards calls, next, changed and failOn
 	calls   []recorded
 	next    int
 	changed chan struct{}
+	failOn  string // a send whose text holds this fails (recorded as "send-failed")
 }
 
 func newFakePlatform(name string) *fakePlatform {
@@ -58,6 +59,13 @@ func (f *fakePlatform) record(r recorded) platform.Target {
 }
 
 func (f *fakePlatform) Send(ctx context.Context, to platform.Target, text string) (platform.Target, error) {
+	f.mu.Lock()
+	fail := f.failOn != "" && strings.Contains(text, f.failOn)
+	f.mu.Unlock()
+	if fail {
+		f.record(recorded{Kind: "send-failed", To: to, Text: text})
+		return platform.Target{}, fmt.Errorf("fake platform: sending %q failed", quote(text, 40))
+	}
 	return f.record(recorded{Kind: "send", To: to, Text: text}), nil
 }
 

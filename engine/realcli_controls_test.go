@@ -99,7 +99,7 @@ func TestRealCLIMode(t *testing.T) {
 	}
 	h.say("alice", "T1", "[[TOOL:touch needs_asking.txt]]")
 	ask := waitAsk(t, h)
-	if !strings.Contains(ask.Prompt.Summary, "needs_asking.txt") {
+	if !strings.Contains(ask.Prompt.Text, "touch needs_asking.txt") {
 		t.Errorf("prompt in default mode = %+v", ask.Prompt)
 	}
 	h.press("alice", ask.Prompt.RequestID, platform.ChoiceDeny)

@@ -78,7 +78,7 @@ func TestRealCLIPermission(t *testing.T) {
 	h, _ := newRealCLIHarness(t, nil)
 	h.say("alice", "T1", "[[TOOL:touch made_by_tool.txt]]")
 	ask := waitAsk(t, h)
-	if !strings.Contains(ask.Prompt.Summary, "touch made_by_tool.txt") {
+	if !strings.Contains(ask.Prompt.Text, "Command:\n```\ntouch made_by_tool.txt\n```") {
 		t.Errorf("prompt = %+v", ask.Prompt)
 	}
 	h.press("alice", ask.Prompt.RequestID, platform.ChoiceAllow)

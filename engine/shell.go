@@ -78,18 +78,20 @@ func (e *Engine) shellTimeout() (d time.Duration) {
 // shellCommand runs an admin's !sh in the session's workspace on a
 // goroutine of its own, so that turns, !stop and other commands go on
 // meanwhile. Only a binding's admins may use it, and only where the
-// binding turns it on; the command never passes through Claude's
-// permission prompts, which is why it is this narrow.
+// binding turns it on, both as the config says now (liveBinding); the
+// command never passes through Claude's permission prompts, which is why
+// it is this narrow.
 func (e *Engine) shellCommand(ctx context.Context, s *session, m platform.Message, command string) {
 	refuse := func(reason, text string) {
 		s.log.Warn("Refused a shell command", "reason", reason, "user", m.UserID, "user_name", m.UserName)
 		s.send(ctx, text)
 	}
+	b := s.liveBinding()
 	switch {
-	case !s.binding.AllowShell:
+	case !b.AllowShell:
 		refuse("shell is off for this binding", shellOffText)
 		return
-	case !s.binding.admin(m.UserID):
+	case !b.admin(m.UserID):
 		refuse("user is not an admin", shellNotAdminText)
 		return
 	case strings.TrimSpace(command) == "":

@@ -428,7 +428,7 @@ func (s *session) onEvent(t *turn, proc agentProcess, ev agentproc.Event) {
 	case agentproc.APIRetry:
 		s.showProgress(t, fmt.Sprintf("API error %d, retrying (%d/%d)…", ev.ErrorStatus, ev.Attempt, ev.MaxRetries))
 	case agentproc.PermissionRequest:
-		s.askPermission(t, ev)
+		s.askPermission(t, proc, ev)
 		s.notePermissions(t)
 	case agentproc.PermissionCancel:
 		s.cancelPermission(t, ev.RequestID)

@@ -108,6 +108,7 @@ func engineBindings(cfg *config.Config) []engine.Binding {
 			Workspace:      b.Workspace,
 			AllowUsers:     append([]string(nil), b.AllowUsers...),
 			Admins:         append([]string(nil), b.Admins...),
+			Approvers:      append([]string(nil), b.Approvers...),
 			RequireMention: b.RequireMention,
 			AllowShell:     b.AllowShell,
 		}

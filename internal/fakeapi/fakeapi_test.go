@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -172,20 +174,45 @@ func TestStreamReplies(t *testing.T) {
 
 func TestToolUseInput(t *testing.T) {
 	t.Parallel()
+	tests := []struct {
+		prompt, tool string
+		input        map[string]string
+	}{
+		{"please [[TOOL:touch a b]] now", "Bash", map[string]string{"command": "touch a b", "description": "Run a command"}},
+		{"[[WRITE:/ws/f.txt:written]]", "Write", map[string]string{"file_path": "/ws/f.txt", "content": "written"}},
+	}
 	s := Start(t)
-	evs := readEvents(t, post(t, t.Context(), s, true, user("please [[TOOL:touch a b]] now")).Body, nil)
-	var partial string
-	for _, e := range evs {
-		if cb, ok := e.Data["content_block"].(map[string]any); ok && cb["type"] == "tool_use" && cb["name"] != "Bash" {
-			t.Errorf("tool %v, want Bash", cb["name"])
+	for _, tt := range tests {
+		evs := readEvents(t, post(t, t.Context(), s, true, user(tt.prompt)).Body, nil)
+		var partial string
+		for _, e := range evs {
+			if cb, ok := e.Data["content_block"].(map[string]any); ok && cb["type"] == "tool_use" && cb["name"] != tt.tool {
+				t.Errorf("%s: tool %v, want %s", tt.prompt, cb["name"], tt.tool)
+			}
+			if d, ok := e.Data["delta"].(map[string]any); ok && d["type"] == "input_json_delta" {
+				partial += d["partial_json"].(string)
+			}
 		}
-		if d, ok := e.Data["delta"].(map[string]any); ok && d["type"] == "input_json_delta" {
-			partial += d["partial_json"].(string)
+		var in map[string]string
+		if err := json.Unmarshal([]byte(partial), &in); err != nil || !maps.Equal(in, tt.input) {
+			t.Errorf("%s: tool input %q (%v), want %v", tt.prompt, partial, err, tt.input)
 		}
 	}
-	var in map[string]string
-	if err := json.Unmarshal([]byte(partial), &in); err != nil || in["command"] != "touch a b" {
-		t.Errorf("tool input %q (%v), want command \"touch a b\"", partial, err)
+}
+
+// The request records the names of the tools it offers.
+func TestRequestTools(t *testing.T) {
+	t.Parallel()
+	s := Start(t)
+	body := `{"model":"m","max_tokens":1,"stream":false,"tools":[{"name":"Read","input_schema":{}},{"name":"Grep"}],` +
+		`"messages":[{"role":"user","content":"hi"}]}`
+	resp, err := http.Post(s.URL()+"/v1/messages", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if got := s.Requests()[0].Tools; !slices.Equal(got, []string{"Read", "Grep"}) {
+		t.Errorf("Tools = %q", got)
 	}
 }
 

@@ -41,6 +41,9 @@
 //	              dontAsk denies, without asking. Several [[TOOL:…]] markers
 //	              run one after the other in the same turn (each asking as
 //	              above); the reply has one "tool said: …" line per tool.
+//	              Without Bash in the session's tools (--tools,
+//	              --disallowedTools, which init's tools list reflects) the
+//	              tool_use gets the CLI's "No such tool available" error.
 //	[[TOOLONG]]   prompt too long: a synthetic assistant and a result
 //	              success/is_error/prompt_too_long/400 (with the compacting and
 //	              failed status pair when the session has earlier prompts). The

@@ -41,6 +41,10 @@ type options struct {
 	permissionMode     string
 	appendSystemPrompt string
 	prompt             string
+	// tools (--tools, nil when absent) and disallowed (--disallowedTools)
+	// narrow the tool set, as the CLI does.
+	tools      []string
+	disallowed []string
 }
 
 var boolFlags = map[string]bool{
@@ -56,7 +60,7 @@ var valueFlags = map[string]bool{
 	"--append-system-prompt": true, "--system-prompt": true, "--system-prompt-snapshot": true,
 	"--permission-mode": true, "--allowedTools": true, "--disallowedTools": true,
 	"--add-dir": true, "--max-turns": true, "--settings": true, "--mcp-config": true,
-	"--fallback-model": true,
+	"--fallback-model": true, "--tools": true,
 }
 
 func parseArgs(args []string) (options, error) {
@@ -110,6 +114,12 @@ func parseArgs(args []string) (options, error) {
 				o.appendSystemPrompt = val
 			case "--permission-mode":
 				o.permissionMode = val
+			case "--tools":
+				// Repeated --tools narrow: the CLI keeps the built-in
+				// tools every list names, "default" naming all.
+				o.tools = narrowTools(o.tools, splitTools(val))
+			case "--disallowedTools":
+				o.disallowed = append(o.disallowed, splitTools(val)...)
 			}
 		default:
 			return o, fmt.Errorf("error: unknown option '%s'", a)
