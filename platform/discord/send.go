@@ -120,7 +120,7 @@ func (a *Adapter) send(ctx context.Context, to platform.Target, users []string, 
 	for _, id := range users {
 		prefix.WriteString("<@" + id + "> ")
 	}
-	parts := platform.SplitMessageUTF16(discordMarkdown(text), splitLimit-prefix.Len(), messageLimit-prefix.Len(), 250)
+	parts := platform.SplitMessageUTF16(discordMarkdown(text), splitLimit-prefix.Len(), messageLimit-prefix.Len())
 	parts[0] = prefix.String() + parts[0]
 	last := platform.Target{}
 	for i, part := range parts {

@@ -89,7 +89,7 @@ func (a *Adapter) send(ctx context.Context, to platform.Target, mentions []platf
 	last := platform.Target{}
 	parts := splitForTelegram(text)
 	if n := len(utf16.Encode([]rune(plain.String()))); n > 0 {
-		parts = platform.SplitMessageUTF16(text, splitLimit-n, messageLimit-n, 500)
+		parts = platform.SplitMessageUTF16(text, splitLimit-n, messageLimit-n)
 	}
 	for i, part := range parts {
 		prefix, plainPrefix := "", ""
