@@ -26,20 +26,27 @@ func splitMrkdwn(md string, limit int) []string {
 	fit = func(md string, n int) {
 		for _, part := range platform.SplitMessage(md, n) {
 			conv := ToMrkdwn(part)
-			if utf8.RuneCountInString(conv) <= limit || n <= minMarkdownPart {
+			switch {
+			case utf8.RuneCountInString(conv) <= limit:
 				out = append(out, conv)
-				continue
+			case n > minMarkdownPart:
+				fit(part, n/2)
+			default:
+				// A part this small that still grew past the limit
+				// (a padded table cell, a run of escapes): split the
+				// mrkdwn itself, which keeps the promise of the limit
+				// at the cost of an escape possibly cut in two.
+				out = append(out, platform.SplitMessage(conv, limit)...)
 			}
-			fit(part, n/2)
 		}
 	}
 	fit(md, limit)
 	return out
 }
 
-// minMarkdownPart ends splitMrkdwn's halving: escaping grows text at most
-// fivefold, so a part this small always fits the limits it is used with.
-const minMarkdownPart = 128
+// minMarkdownPart ends splitMrkdwn's halving: below it a Markdown part that
+// still converts to more than the limit is split as mrkdwn.
+const minMarkdownPart = 16
 
 // ToMrkdwn converts the Markdown Claude writes into Slack mrkdwn: bold,
 // italics, strike-through, links, lists and headings in Slack's syntax;
@@ -206,14 +213,21 @@ func convertInline(s string) string {
 		return s
 	}
 	var b strings.Builder
+	restoreHeld(&b, s, held)
+	return b.String()
+}
+
+// restoreHeld writes s with each placeholder replaced by what it holds. A
+// held piece may itself hold a placeholder (a link whose target was a code
+// span), which is restored in turn; a piece only ever holds earlier ones.
+func restoreHeld(b *strings.Builder, s string, held []string) {
 	for _, r := range s {
 		if i := int(r) - placeholderBase; i >= 0 && i < len(held) {
-			b.WriteString(held[i])
+			restoreHeld(b, held[i], held[:i])
 			continue
 		}
 		b.WriteRune(r)
 	}
-	return b.String()
 }
 
 // linkable reports whether a link target may become a Slack link: a web,
