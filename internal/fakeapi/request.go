@@ -35,9 +35,16 @@ type Request struct {
 	Prompt string
 	// ToolResults are the tool_result blocks of the last user message.
 	ToolResults []ToolResult
-	// FollowUp is true when that message ends with a tool_result: the
-	// request that carries a tool's output back, not a new prompt.
+	// FollowUp is true when that message ends with a tool_result (mid-turn
+	// notes aside): the request that carries a tool's output back, not a
+	// new prompt.
 	FollowUp bool
+	// MidTurnNotes are the messages the CLI folded into a running turn
+	// (sent while a tool ran), each the whole note as the model reads it.
+	// Claude Code 2.1.328 sends a note as a role "system" message after
+	// the tool_result's message; 2.1.332 as a text block after the
+	// tool_result, in the same user message.
+	MidTurnNotes []string
 
 	// Outcome is what the fake answered (one of the Outcome constants).
 	Outcome string
@@ -181,6 +188,13 @@ func (r *Request) fill(in apiRequest) {
 			r.System = append(r.System, b.Text)
 		}
 	}
+	for _, m := range in.Messages {
+		for _, b := range m.blocks() {
+			if b.Type == "text" && strings.HasPrefix(b.Text, midTurnPrefix) {
+				r.MidTurnNotes = append(r.MidTurnNotes, b.Text)
+			}
+		}
+	}
 	for i := len(in.Messages) - 1; i >= 0; i-- {
 		if in.Messages[i].Role == "user" {
 			r.fillLastUser(in.Messages[i])
@@ -195,8 +209,8 @@ func (r *Request) fillLastUser(m Message) {
 		switch b.Type {
 		case "text":
 			t := stripReminders(b.Text)
-			if t == "" {
-				continue // reminders only: not something the user sent
+			if t == "" || strings.HasPrefix(t, midTurnPrefix) {
+				continue // reminders only, or a mid-turn note: not a new prompt
 			}
 			texts = append(texts, t)
 			r.Prompt = t
@@ -208,6 +222,10 @@ func (r *Request) fillLastUser(m Message) {
 	}
 	r.LastUserText = strings.Join(texts, "\n")
 }
+
+// midTurnPrefix opens the note by which the CLI hands the model a message
+// the user sent while a tool ran (PROTOCOL.md §3).
+const midTurnPrefix = "The user sent a new message while you were working:"
 
 // stripReminders drops the <system-reminder> sections the CLI puts in front
 // of the user's text, so that echoes and markers see only what was typed.
