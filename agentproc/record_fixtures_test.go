@@ -7,9 +7,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -25,6 +27,10 @@ import (
 //
 //	CC_CONNECT_RECORD_FIXTURES=1 CC_CONNECT_CLAUDE_BIN=/path/to/claude \
 //	    go test ./agentproc -run TestRecordFixtures
+//
+// CC_CONNECT_RECORD_DIR=<dir> writes elsewhere (to compare two releases).
+// A scenario that keeps an API request writes it as <name>.request.json;
+// midtool's belongs in internal/fakeapi/testdata/midtool_<version>.request.json.
 func TestRecordFixtures(t *testing.T) {
 	if os.Getenv("CC_CONNECT_RECORD_FIXTURES") != "1" {
 		t.Skip("set CC_CONNECT_RECORD_FIXTURES=1 to re-record testdata/full from the real CLI")
@@ -97,11 +103,28 @@ func TestRecordFixtures(t *testing.T) {
 			r.user("on the new model")
 			r.waitType("result")
 		}},
+		{name: "midtool", run: func(r *recorder) {
+			// A message sent while the tool runs (the CLI runs this
+			// read-only loop without asking) is folded into the
+			// running turn: one result for both.
+			r.user("[[TOOL:while [ ! -f gate ]; do sleep 0.05; done; echo opened]] please")
+			r.waitLine(`"type":"tool_use"`)
+			r.user("midway note")
+			r.waitTranscript(`"content":"midway note"`)
+			if err := os.WriteFile(filepath.Join(r.dir, "gate"), nil, 0o600); err != nil {
+				r.t.Fatal(err)
+			}
+			r.waitType("result")
+			r.saveRequest(len(r.api.Requests()))
+		}},
 		{name: "resume_unknown", args: []string{"--resume", "11111111-2222-3333-4444-555555555555"}, run: func(r *recorder) {
 			r.waitType("result")
 		}},
 	}
 	outDir := filepath.Join("testdata", "full")
+	if d := os.Getenv("CC_CONNECT_RECORD_DIR"); d != "" {
+		outDir = d
+	}
 	if err := os.MkdirAll(outDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -113,6 +136,11 @@ func TestRecordFixtures(t *testing.T) {
 			out := r.finish()
 			if err := os.WriteFile(filepath.Join(outDir, sc.name+".jsonl"), out, 0o644); err != nil {
 				t.Fatal(err)
+			}
+			if r.request != nil {
+				if err := os.WriteFile(filepath.Join(outDir, sc.name+".request.json"), r.request, 0o644); err != nil {
+					t.Fatal(err)
+				}
 			}
 		})
 	}
@@ -127,6 +155,11 @@ type recorder struct {
 	lines chan []byte
 	raw   bytes.Buffer
 	ctx   context.Context
+	home  string // HOME (the CLI's config and transcripts)
+	dir   string // the CLI's working directory
+	// request is the API request saveRequest kept: its model, stream flag
+	// and messages (the system prompt, some 30 KB, left out).
+	request []byte
 }
 
 type recLine struct {
@@ -162,7 +195,7 @@ func startRecorder(t *testing.T, bin string, api *fakeapi.Server, extra []string
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
-	r := &recorder{t: t, api: api, cmd: cmd, stdin: stdin, lines: make(chan []byte, 1024), ctx: ctx}
+	r := &recorder{t: t, api: api, cmd: cmd, stdin: stdin, lines: make(chan []byte, 1024), ctx: ctx, home: home, dir: dir}
 	go func() {
 		defer close(r.lines)
 		br := bufio.NewReaderSize(stdout, 1<<20)
@@ -205,6 +238,71 @@ func (r *recorder) answer(req recLine, resp map[string]any) {
 func (r *recorder) waitRequests(n int) {
 	if _, err := r.api.WaitRequest(r.ctx, n); err != nil {
 		r.t.Fatal(err)
+	}
+}
+
+// waitTranscript waits until the session's transcript holds s: the CLI
+// records a message it took in there before any event says so. (With
+// CLAUDE_CONFIG_DIR empty the CLI keeps its config in its working
+// directory, so every transcript under HOME is looked at.)
+func (r *recorder) waitTranscript(s string) {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		found := false
+		_ = filepath.WalkDir(r.home, func(path string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && strings.HasSuffix(path, ".jsonl") {
+				if b, _ := os.ReadFile(path); bytes.Contains(b, []byte(s)) {
+					found = true
+					return fs.SkipAll
+				}
+			}
+			return nil
+		})
+		if found {
+			return
+		}
+		select {
+		case <-r.ctx.Done():
+			r.t.Fatalf("timed out waiting for %s in the transcript", s)
+		case <-tick.C:
+		}
+	}
+}
+
+// saveRequest keeps the nth API request (1-based) for the fixture.
+func (r *recorder) saveRequest(n int) {
+	reqs := r.api.Requests()
+	if n < 1 || n > len(reqs) {
+		r.t.Fatalf("no API request %d of %d", n, len(reqs))
+	}
+	var body map[string]json.RawMessage
+	if err := json.Unmarshal(reqs[n-1].Body, &body); err != nil {
+		r.t.Fatal(err)
+	}
+	b, err := json.MarshalIndent(map[string]json.RawMessage{
+		"model": body["model"], "stream": body["stream"], "messages": body["messages"]}, "", " ")
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.request = append(b, '\n')
+}
+
+// waitLine reads stdout until a line holding s.
+func (r *recorder) waitLine(s string) {
+	for {
+		select {
+		case line, ok := <-r.lines:
+			if !ok {
+				r.t.Fatalf("stdout ended waiting for %s", s)
+			}
+			r.raw.Write(line)
+			if bytes.Contains(line, []byte(s)) {
+				return
+			}
+		case <-r.ctx.Done():
+			r.t.Fatalf("timed out waiting for %s", s)
+		}
 	}
 }
 

@@ -83,3 +83,39 @@ func TestRunSignalLetsTheRunningTurnFinish(t *testing.T) {
 		})
 	}
 }
+
+// TestRunWarnsOfAnUntestedCLI: `run` logs once when agent.command is not
+// the tested Claude Code release, and not when it is.
+func TestRunWarnsOfAnUntestedCLI(t *testing.T) {
+	t.Parallel()
+	const warning = "Claude Code CLI is not the tested version"
+	for _, tc := range []struct {
+		name, env, want string
+	}{
+		{"untested", `FAKECLAUDE_VERSION = "2.1.300"`, warning},
+		{"tested", "", "Claude Code CLI is the tested version"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var extra []string
+			if tc.env != "" {
+				extra = append(extra, tc.env)
+			}
+			p := startBinary(t, "run", "--config", setup(t, "", extra...))
+			p.waitErr(t, tc.want)
+			p.write(t, "hi\n")
+			p.waitOut(t, "echo: hi")
+			p.stdin.Close()
+			if code := p.exitCode(t); code != exitOK {
+				t.Fatalf("exit code %d", code)
+			}
+			stderr := p.stderr.String()
+			if n := strings.Count(stderr, warning); n != strings.Count(tc.want, warning) {
+				t.Errorf("%d warnings, want %d:\n%s", n, strings.Count(tc.want, warning), stderr)
+			}
+			if tc.env != "" && !strings.Contains(stderr, "2.1.300 at ") {
+				t.Errorf("the warning does not name the installed version:\n%s", stderr)
+			}
+		})
+	}
+}

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -398,32 +400,31 @@ func TestTooLongWithHistory(t *testing.T) {
 
 // TestMidTurnNote: a message sent while a tool ran reaches the follow-up
 // request as a note, in either version's placement, and the follow-up is
-// still answered as one (the tool's output), not as a new prompt.
+// still answered as one (the tool's output), not as a new prompt. The
+// requests are the real CLI's (TestRecordFixtures' midtool scenario in
+// agentproc).
 func TestMidTurnNote(t *testing.T) {
-	const note = midTurnPrefix + "\nmidway note\n\nAddress the message above as you continue this turn."
-	toolUse := map[string]any{"role": "assistant", "content": []map[string]any{
-		{"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": map[string]any{"command": "echo opened"}}}}
-	result := map[string]any{"type": "tool_result", "tool_use_id": "toolu_1", "content": "opened"}
-	for _, tc := range []struct {
-		name     string
-		messages []map[string]any
-	}{
-		{"2.1.328: a system message", []map[string]any{user("[[TOOL:echo opened]]"), toolUse,
-			{"role": "user", "content": []map[string]any{result}},
-			{"role": "system", "content": []map[string]any{{"type": "text", "text": note}}}}},
-		{"2.1.332: a text block after the tool_result", []map[string]any{user("[[TOOL:echo opened]]"), toolUse,
-			{"role": "user", "content": []map[string]any{result, {"type": "text", "text": note}}}}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
+	for _, version := range []string{"2.1.328", "2.1.332"} {
+		t.Run(version, func(t *testing.T) {
+			data, err := os.ReadFile(filepath.Join("testdata", "midtool_"+version+".request.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var captured struct {
+				Messages []map[string]any `json:"messages"`
+			}
+			if err := json.Unmarshal(data, &captured); err != nil {
+				t.Fatal(err)
+			}
 			s := Start(t)
-			resp := post(t, t.Context(), s, true, tc.messages...)
+			resp := post(t, t.Context(), s, true, captured.Messages...)
 			evs := readEvents(t, resp.Body, nil)
 			resp.Body.Close()
 			if got := text(evs); got != "tool said: opened" {
 				t.Errorf("reply %q, want the tool's output", got)
 			}
 			req := s.Requests()[0]
-			if !req.FollowUp || len(req.MidTurnNotes) != 1 || req.MidTurnNotes[0] != note {
+			if !req.FollowUp || len(req.MidTurnNotes) != 1 || !strings.HasPrefix(req.MidTurnNotes[0], midTurnPrefix+"\nmidway note\n") {
 				t.Errorf("follow-up %v, notes %q; want a follow-up carrying the note", req.FollowUp, req.MidTurnNotes)
 			}
 		})
