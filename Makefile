@@ -97,7 +97,7 @@ bench-smoke:
 	$(GO) test -run '^$$' -bench . -benchtime=1x -benchmem ./...
 
 # soak kills cc-connect at many random points with messages queued and
-# checks that each runs exactly once, in order (a few iterations run in
+# checks that each runs exactly once, in order (20 iterations run in
 # `test`). CC_SOAK_ITERATIONS and CC_SOAK_SEED override.
 CC_SOAK_ITERATIONS ?= 200
 soak:
