@@ -36,91 +36,7 @@ func TestRecordFixtures(t *testing.T) {
 		t.Skip("set CC_CONNECT_RECORD_FIXTURES=1 to re-record testdata/full from the real CLI")
 	}
 	bin := testenv.ClaudeBinary(t)
-	scenarios := []struct {
-		name string
-		args []string
-		run  func(r *recorder)
-	}{
-		{name: "turn_hi", run: func(r *recorder) {
-			r.user("hi")
-			r.waitType("result")
-		}},
-		{name: "multi", run: func(r *recorder) {
-			for _, s := range []string{"turn one", "turn two", "turn three"} {
-				r.user(s)
-				r.waitType("result")
-			}
-		}},
-		{name: "tool_auto", run: func(r *recorder) {
-			r.user("[[TOOL:echo hi]] run it")
-			r.waitType("result")
-		}},
-		{name: "perm_allow", run: func(r *recorder) {
-			r.user("[[TOOL:touch allowed.txt]] please")
-			req := r.waitType("control_request")
-			r.answer(req, map[string]any{"behavior": "allow", "updatedInput": req.Request["input"]})
-			r.waitType("result")
-		}},
-		{name: "perm_deny", run: func(r *recorder) {
-			r.user("[[TOOL:touch denied.txt]] please")
-			req := r.waitType("control_request")
-			r.answer(req, map[string]any{"behavior": "deny", "message": "User said no via chat"})
-			r.waitType("result")
-		}},
-		{name: "perm_deny_interrupt", run: func(r *recorder) {
-			r.user("[[TOOL:touch stopped.txt]] please")
-			req := r.waitType("control_request")
-			r.answer(req, map[string]any{"behavior": "deny", "message": "stop", "interrupt": true})
-			r.waitType("result")
-		}},
-		{name: "perm_cancel", run: func(r *recorder) {
-			r.user("[[TOOL:touch cancelled.txt]] please")
-			r.waitType("control_request")
-			r.control("int_1", map[string]any{"subtype": "interrupt"})
-			r.waitType("result")
-		}},
-		{name: "interrupt_slow", run: func(r *recorder) {
-			r.user("[[SLOW]] go slowly")
-			r.waitRequests(1)
-			r.control("int_1", map[string]any{"subtype": "interrupt"})
-			r.waitType("result")
-			r.user("after interrupt")
-			r.waitType("result")
-		}},
-		{name: "toolong", run: func(r *recorder) {
-			r.user("[[TOOLONG]] first")
-			r.waitType("result")
-			r.user("normal two")
-			r.waitType("result")
-		}},
-		{name: "control", run: func(r *recorder) {
-			r.control("req_bogus", map[string]any{"subtype": "bogus_thing"})
-			r.waitType("control_response")
-			r.control("req_spm", map[string]any{"subtype": "set_permission_mode", "mode": "acceptEdits"})
-			r.waitType("control_response")
-			r.control("req_model", map[string]any{"subtype": "set_model", "model": "claude-sonnet-4-5"})
-			r.waitType("control_response")
-			r.user("on the new model")
-			r.waitType("result")
-		}},
-		{name: "midtool", run: func(r *recorder) {
-			// A message sent while the tool runs (the CLI runs this
-			// read-only loop without asking) is folded into the
-			// running turn: one result for both.
-			r.user("[[TOOL:while [ ! -f gate ]; do sleep 0.05; done; echo opened]] please")
-			r.waitLine(`"type":"tool_use"`)
-			r.user("midway note")
-			r.waitTranscript(`"content":"midway note"`)
-			if err := os.WriteFile(filepath.Join(r.dir, "gate"), nil, 0o600); err != nil {
-				r.t.Fatal(err)
-			}
-			r.waitType("result")
-			r.saveRequest(len(r.api.Requests()))
-		}},
-		{name: "resume_unknown", args: []string{"--resume", "11111111-2222-3333-4444-555555555555"}, run: func(r *recorder) {
-			r.waitType("result")
-		}},
-	}
+	scenarios := recordScenarios()
 	outDir := filepath.Join("testdata", "full")
 	if d := os.Getenv("CC_CONNECT_RECORD_DIR"); d != "" {
 		outDir = d
@@ -334,4 +250,99 @@ func (r *recorder) finish() []byte {
 	err := r.cmd.Wait()
 	fmt.Fprintf(os.Stderr, "recorded %d bytes, exit %v\n", r.raw.Len(), err)
 	return r.raw.Bytes()
+}
+
+// recordScenario is one scripted exchange with a claude CLI: the real one
+// for TestRecordFixtures, the fake for TestFakeMatchesRecordedStreams.
+type recordScenario struct {
+	name string
+	args []string
+	run  func(r *recorder)
+	// fakeSkip, when set, says why the fake claude cannot replay it.
+	fakeSkip string
+}
+
+// recordScenarios are the scripts of testdata/full, in file order.
+func recordScenarios() []recordScenario {
+	return []recordScenario{
+		{name: "turn_hi", run: func(r *recorder) {
+			r.user("hi")
+			r.waitType("result")
+		}},
+		{name: "multi", run: func(r *recorder) {
+			for _, s := range []string{"turn one", "turn two", "turn three"} {
+				r.user(s)
+				r.waitType("result")
+			}
+		}},
+		{name: "tool_auto", run: func(r *recorder) {
+			r.user("[[TOOL:echo hi]] run it")
+			r.waitType("result")
+		}},
+		{name: "perm_allow", run: func(r *recorder) {
+			r.user("[[TOOL:touch allowed.txt]] please")
+			req := r.waitType("control_request")
+			r.answer(req, map[string]any{"behavior": "allow", "updatedInput": req.Request["input"]})
+			r.waitType("result")
+		}},
+		{name: "perm_deny", run: func(r *recorder) {
+			r.user("[[TOOL:touch denied.txt]] please")
+			req := r.waitType("control_request")
+			r.answer(req, map[string]any{"behavior": "deny", "message": "User said no via chat"})
+			r.waitType("result")
+		}},
+		{name: "perm_deny_interrupt", run: func(r *recorder) {
+			r.user("[[TOOL:touch stopped.txt]] please")
+			req := r.waitType("control_request")
+			r.answer(req, map[string]any{"behavior": "deny", "message": "stop", "interrupt": true})
+			r.waitType("result")
+		}},
+		{name: "perm_cancel", run: func(r *recorder) {
+			r.user("[[TOOL:touch cancelled.txt]] please")
+			r.waitType("control_request")
+			r.control("int_1", map[string]any{"subtype": "interrupt"})
+			r.waitType("result")
+		}},
+		{name: "interrupt_slow", fakeSkip: "the script waits for the fake Messages API's request, which the fake claude never makes", run: func(r *recorder) {
+			r.user("[[SLOW]] go slowly")
+			r.waitRequests(1)
+			r.control("int_1", map[string]any{"subtype": "interrupt"})
+			r.waitType("result")
+			r.user("after interrupt")
+			r.waitType("result")
+		}},
+		{name: "toolong", run: func(r *recorder) {
+			r.user("[[TOOLONG]] first")
+			r.waitType("result")
+			r.user("normal two")
+			r.waitType("result")
+		}},
+		{name: "control", run: func(r *recorder) {
+			r.control("req_bogus", map[string]any{"subtype": "bogus_thing"})
+			r.waitType("control_response")
+			r.control("req_spm", map[string]any{"subtype": "set_permission_mode", "mode": "acceptEdits"})
+			r.waitType("control_response")
+			r.control("req_model", map[string]any{"subtype": "set_model", "model": "claude-sonnet-4-5"})
+			r.waitType("control_response")
+			r.user("on the new model")
+			r.waitType("result")
+		}},
+		{name: "midtool", fakeSkip: "the fake claude does not fold a message into a running tool's turn (cc-connect never sends one then)", run: func(r *recorder) {
+			// A message sent while the tool runs (the CLI runs this
+			// read-only loop without asking) is folded into the
+			// running turn: one result for both.
+			r.user("[[TOOL:while [ ! -f gate ]; do sleep 0.05; done; echo opened]] please")
+			r.waitLine(`"type":"tool_use"`)
+			r.user("midway note")
+			r.waitTranscript(`"content":"midway note"`)
+			if err := os.WriteFile(filepath.Join(r.dir, "gate"), nil, 0o600); err != nil {
+				r.t.Fatal(err)
+			}
+			r.waitType("result")
+			r.saveRequest(len(r.api.Requests()))
+		}},
+		{name: "resume_unknown", args: []string{"--resume", "11111111-2222-3333-4444-555555555555"}, run: func(r *recorder) {
+			r.waitType("result")
+		}},
+	}
 }
