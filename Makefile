@@ -58,7 +58,7 @@ tools:
 STRESS_TIMEOUT ?= 90m
 stress: tools
 	@hogs=""; for i in $$(seq $$(nproc)); do ( while :; do :; done ) & hogs="$$hogs $$!"; done; \
-	trap 'kill $$hogs 2>/dev/null' EXIT; \
+	trap 'kill $$hogs 2>/dev/null' EXIT; trap 'exit 1' INT TERM; \
 	echo "== CPU hogs:$$hogs"; \
 	$(GO) test -race -count=3 -timeout $(STRESS_TIMEOUT) ./... && \
 	$(GO) test -race -count=1 -cpu 1,2,4 -timeout $(STRESS_TIMEOUT) ./engine/... ./cmd/cc-connect/...
