@@ -139,6 +139,7 @@ func TestRealCLICompact(t *testing.T) {
 	h.rec.waitSend(t, "Compacted the conversation")
 	h.say("alice", "T1", "still there?")
 	h.rec.waitSend(t, "echo: still there?")
+	h.waitIdle() // the turn logs its figures after posting the reply
 
 	compacted := h.logs.Records("Conversation compacted")
 	if len(compacted) != 1 {
