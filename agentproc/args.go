@@ -113,6 +113,13 @@ func BuildEnv(base []string, cfg Config) []string {
 	for _, k := range keys {
 		set(k + "=" + cfg.Env[k])
 	}
+	// An empty CLAUDE_CONFIG_DIR is not unset to the CLI: it resolves ""
+	// to its working directory and keeps its config and transcripts in
+	// the workspace. Dropped, the CLI uses ~/.claude, where ConfigDir
+	// (and so every transcript lookup) looks.
+	if i, ok := index["CLAUDE_CONFIG_DIR"]; ok && out[i] == "CLAUDE_CONFIG_DIR=" {
+		out = append(out[:i], out[i+1:]...)
+	}
 	return out
 }
 

@@ -111,6 +111,18 @@ func TestBuildEnv(t *testing.T) {
 			want: []string{"A=2", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1"},
 		},
 		{
+			// The CLI would keep its config in its working directory.
+			name: "an empty CLAUDE_CONFIG_DIR is dropped, hiding the base's",
+			base: []string{"CLAUDE_CONFIG_DIR=/base", "HOME=/h"},
+			env:  map[string]string{"CLAUDE_CONFIG_DIR": ""},
+			want: []string{"HOME=/h", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1"},
+		},
+		{
+			name: "an empty CLAUDE_CONFIG_DIR in base is dropped",
+			base: []string{"CLAUDE_CONFIG_DIR="},
+			want: []string{"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1"},
+		},
+		{
 			name: "values with equals signs survive",
 			env:  map[string]string{"X": "a=b"},
 			want: []string{"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1", "X=a=b"},

@@ -22,6 +22,13 @@ import (
 // ("2.1.328 (Claude Code)").
 var versionRE = regexp.MustCompile(`\b\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.-]+)?\b`)
 
+// CheckClaude is the claude check alone: agent.command found, its version
+// read and compared with the tested one (Warn when it differs). `cc-connect
+// run` logs it at start-up.
+func CheckClaude(ctx context.Context, cfg *config.Config, opts Options) Check {
+	return checkClaude(ctx, cfg, opts.withDefaults())
+}
+
 // checkClaude finds the claude executable and asks it for its version,
 // started as every agent child is (agentproc.BuildEnv, and agent.user's
 // credential when doctor runs as root), so that an agent user who cannot

@@ -333,11 +333,11 @@ func (e *Engine) btw(ctx context.Context, s *session, m platform.Message, questi
 		return
 	}
 	e.wg.Add(1)
-	e.busy++
+	e.busy.add(1)
 	e.mu.Unlock()
 	go func() {
 		defer e.wg.Done()
-		defer e.addBusy(-1)
+		defer e.busy.add(-1)
 		s.sideQuestion(id, question)
 	}()
 }

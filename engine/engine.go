@@ -107,13 +107,17 @@ type Engine struct {
 	stopping chan struct{} // closed when Run's ctx is cancelled
 	wg       sync.WaitGroup
 
-	mu         sync.Mutex // guards the fields below
-	adapters   map[string]platform.Adapter
-	sessions   map[string]*session
-	requests   map[string]string // pending permission request id -> session key
-	shutting   bool
-	busy       int           // queued items + running turns + side questions
-	idleSignal chan struct{} // closed and replaced whenever busy drops to 0
+	mu       sync.Mutex // guards the fields below
+	adapters map[string]platform.Adapter
+	sessions map[string]*session
+	requests map[string]string // pending permission request id -> session key
+	shutting bool
+
+	busy *busyCount // outstanding work, for WaitIdle (busy.go); its lock is a leaf
+
+	// testHookQueued, when set (tests only), runs in enqueue right after
+	// an item joined the FIFO and the session's lock was released.
+	testHookQueued func()
 }
 
 var _ platform.Handler = (*Engine)(nil)
@@ -172,7 +176,7 @@ func New(opts Options) (*Engine, error) {
 		sessions:     map[string]*session{},
 		refused:      newRecentIDs(refusedMemory),
 		requests:     map[string]string{},
-		idleSignal:   make(chan struct{}),
+		busy:         newBusyCount(),
 		metrics:      metricsOf(opts.Metrics),
 	}
 	e.wireMetrics()
@@ -232,31 +236,7 @@ func (e *Engine) Run(ctx context.Context) error {
 // WaitIdle returns when no turn runs and no queue holds work, or when ctx
 // ends.
 func (e *Engine) WaitIdle(ctx context.Context) error {
-	for {
-		e.mu.Lock()
-		if e.busy == 0 {
-			e.mu.Unlock()
-			return nil
-		}
-		ch := e.idleSignal
-		e.mu.Unlock()
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-}
-
-func (e *Engine) addBusy(n int) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.busy += n
-	if e.busy <= 0 {
-		e.busy = 0
-		close(e.idleSignal)
-		e.idleSignal = make(chan struct{})
-	}
+	return e.busy.wait(ctx)
 }
 
 func (e *Engine) isStopping() bool {

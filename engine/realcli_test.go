@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -92,5 +94,9 @@ func TestRealCLIPermission(t *testing.T) {
 	})
 	if res := h.rec.kinds("resolve"); len(res) != 1 || res[0].Text != "allowed once by alice" {
 		t.Errorf("resolved = %+v", res)
+	}
+	// The CLI ran the allowed tool.
+	if _, err := os.Stat(filepath.Join(h.e.pool.GetOrCreate(h.ws).Path, "made_by_tool.txt")); err != nil {
+		t.Errorf("the allowed tool did not run: %v", err)
 	}
 }

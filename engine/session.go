@@ -164,12 +164,10 @@ func (e *Engine) session(ctx context.Context, b Binding, m platform.Message, a p
 	s.rec = rec
 	s.dirty = len(badIDs) > 0
 	s.queue = s.openInboxLocked()
+	e.busy.add(len(s.queue))
 	e.sessions[key] = s
 	e.wg.Add(1)
 	e.mu.Unlock()
-	if n := len(s.queue); n > 0 {
-		e.addBusy(n)
-	}
 	if s.inboxErr != nil {
 		s.log.Error("Inbox journal unreadable; the conversation refuses new input until an admin inspects it",
 			"path", e.inboxPath(key), "error", s.inboxErr, "admins", b.Admins)
@@ -215,17 +213,17 @@ func (s *session) enqueue(ctx context.Context, it workItem) error {
 		return nil
 	}
 	busy := s.state != stateIdle || len(s.queue) > 0
-	added := 1
 	if journaled(it.kind) {
 		// On disk before the caller acknowledges the event or the user
 		// hears it is queued.
 		id, dup, refusal, reloaded := s.journalLocked(it)
+		// Counted before s.mu is released, or the loop could finish
+		// an item before it is counted (busy.go).
 		s.queue = append(s.queue, reloaded...)
-		added = len(reloaded)
+		s.e.busy.add(len(reloaded))
 		if refusal != "" || dup {
 			s.mu.Unlock()
-			if added > 0 {
-				s.e.addBusy(added)
+			if len(reloaded) > 0 {
 				s.poke()
 			}
 			if refusal != "" {
@@ -236,13 +234,15 @@ func (s *session) enqueue(ctx context.Context, it workItem) error {
 			return nil
 		}
 		it.inboxID = id
-		added++
 	}
 	s.queue = append(s.queue, it)
+	s.e.busy.add(1)
 	pos := len(s.queue)
 	s.mu.Unlock()
+	if h := s.e.testHookQueued; h != nil {
+		h()
+	}
 	s.e.noteQueue()
-	s.e.addBusy(added)
 	if it.kind == itemTurn {
 		s.e.markSeen(it.msg)
 		if note := refusalNote(it.files); note != "" {
@@ -349,7 +349,7 @@ func (s *session) loop() {
 			s.doResume(it.resumeID)
 			s.ack(it, inbox.AckResult)
 		}
-		s.e.addBusy(-1)
+		s.e.busy.add(-1)
 	}
 }
 
@@ -386,7 +386,7 @@ func (s *session) refuseQueued() {
 		case it.kind == itemTurn:
 			s.sendTo(s.e.bg, s.to, "cc-connect is shutting down; this message was not processed. Please send it again later: "+quote(it.msg.Text, 80))
 		}
-		s.e.addBusy(-1)
+		s.e.busy.add(-1)
 	}
 }
 

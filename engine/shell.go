@@ -113,11 +113,11 @@ func (e *Engine) shellCommand(ctx context.Context, s *session, m platform.Messag
 		return
 	}
 	e.wg.Add(1)
-	e.busy++
+	e.busy.add(1)
 	e.mu.Unlock()
 	go func() {
 		defer e.wg.Done()
-		defer e.addBusy(-1)
+		defer e.busy.add(-1)
 		defer s.shell.free()
 		defer cancel()
 		s.runShell(runCtx, cancel, m, command)

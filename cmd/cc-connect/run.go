@@ -278,6 +278,7 @@ func runCommand(ctx context.Context, path string, std stdio) int {
 
 	log.Info("cc-connect started", "version", version, "config", cfg.Path, "state_dir", cfg.State.Dir,
 		"platforms", names, "bindings", len(cfg.Bindings), "agent_user", opts.Agent.User.String())
+	defer checkCLIVersion(ctx, cfg, log)()
 	if err := eng.Run(ctx); err != nil {
 		log.Error("cc-connect stopped with an error", "error", err)
 		return exitFailure

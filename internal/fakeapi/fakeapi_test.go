@@ -9,6 +9,8 @@ import (
 	"io"
 	"maps"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -421,5 +423,38 @@ func TestTooLongWithHistory(t *testing.T) {
 	assistant := map[string]any{"role": "assistant", "content": "echo: first"}
 	if resp := post(t, ctx, s, true, user("first"), assistant, user("second")); resp.StatusCode != 400 {
 		t.Errorf("a request with history: status %d, want 400 too long", resp.StatusCode)
+	}
+}
+
+// TestMidTurnNote: a message sent while a tool ran reaches the follow-up
+// request as a note, in either version's placement, and the follow-up is
+// still answered as one (the tool's output), not as a new prompt. The
+// requests are the real CLI's (TestRecordFixtures' midtool scenario in
+// agentproc).
+func TestMidTurnNote(t *testing.T) {
+	for _, version := range []string{"2.1.328", "2.1.332"} {
+		t.Run(version, func(t *testing.T) {
+			data, err := os.ReadFile(filepath.Join("testdata", "midtool_"+version+".request.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var captured struct {
+				Messages []map[string]any `json:"messages"`
+			}
+			if err := json.Unmarshal(data, &captured); err != nil {
+				t.Fatal(err)
+			}
+			s := Start(t)
+			resp := post(t, t.Context(), s, true, captured.Messages...)
+			evs := readEvents(t, resp.Body, nil)
+			resp.Body.Close()
+			if got := text(evs); got != "tool said: opened" {
+				t.Errorf("reply %q, want the tool's output", got)
+			}
+			req := s.Requests()[0]
+			if !req.FollowUp || len(req.MidTurnNotes) != 1 || !strings.HasPrefix(req.MidTurnNotes[0], midTurnPrefix+"\nmidway note\n") {
+				t.Errorf("follow-up %v, notes %q; want a follow-up carrying the note", req.FollowUp, req.MidTurnNotes)
+			}
+		})
 	}
 }

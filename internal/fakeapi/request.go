@@ -36,8 +36,9 @@ type Request struct {
 	Prompt string
 	// ToolResults are the tool_result blocks of the last user message.
 	ToolResults []ToolResult
-	// FollowUp is true when that message ends with a tool_result: the
-	// request that carries a tool's output back, not a new prompt.
+	// FollowUp is true when that message ends with a tool_result (mid-turn
+	// notes aside): the request that carries a tool's output back, not a
+	// new prompt.
 	FollowUp bool
 	// TurnPrompt is the prompt that started the current turn: Prompt, or
 	// on a follow-up the last prompt before the turn's tool calls. Its
@@ -58,6 +59,12 @@ type Request struct {
 	// plan at …", "A plan file already exists at …"); "" outside plan
 	// mode.
 	PlanFile string
+	// MidTurnNotes are the messages the CLI folded into a running turn
+	// (sent while a tool ran), each the whole note as the model reads it.
+	// Claude Code 2.1.328 sends a note as a role "system" message after
+	// the tool_result's message; 2.1.332 as a text block after the
+	// tool_result, in the same user message.
+	MidTurnNotes []string
 
 	// Outcome is what the fake answered (one of the Outcome constants).
 	Outcome string
@@ -288,6 +295,13 @@ func (r *Request) fill(in apiRequest) {
 	for _, t := range in.Tools {
 		r.Tools = append(r.Tools, t.Name)
 	}
+	for _, m := range in.Messages {
+		for _, b := range m.blocks() {
+			if b.Type == "text" && strings.HasPrefix(b.Text, midTurnPrefix) {
+				r.MidTurnNotes = append(r.MidTurnNotes, b.Text)
+			}
+		}
+	}
 	for i := len(in.Messages) - 1; i >= 0; i-- {
 		if in.Messages[i].Role == "user" {
 			r.fillLastUser(in.Messages[i])
@@ -357,9 +371,9 @@ func (r *Request) fillLastUser(m Message) {
 		switch b.Type {
 		case "text":
 			t := stripReminders(b.Text)
-			if t == "" || cliNote.MatchString(t) {
-				// Reminders only, or a note the CLI adds itself:
-				// not something the user sent.
+			if t == "" || cliNote.MatchString(t) || strings.HasPrefix(t, midTurnPrefix) {
+				// Reminders only, a note the CLI adds itself, or a
+				// mid-turn note: not a new prompt the user sent.
 				continue
 			}
 			texts = append(texts, t)
@@ -377,6 +391,10 @@ func (r *Request) fillLastUser(m Message) {
 // "Tool loaded." after a ToolSearch result (the CLI's own pattern), and
 // "[Image: source: …, original WxH, displayed at …]" after an image.
 var cliNote = regexp.MustCompile(`^(?:Tool loaded\.(?:\n\[id:[^\]\n]+\])*\n?|\[Image: (?:source: |original \d+x\d+)[^\n]*\])$`)
+
+// midTurnPrefix opens the note by which the CLI hands the model a message
+// the user sent while a tool ran (PROTOCOL.md §3).
+const midTurnPrefix = "The user sent a new message while you were working:"
 
 // stripReminders drops the <system-reminder> sections the CLI puts in front
 // of the user's text, so that echoes and markers see only what was typed.

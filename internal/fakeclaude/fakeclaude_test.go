@@ -42,7 +42,10 @@ func (w *world) exec(t *testing.T, args []string, env []string, stdin ...string)
 	t.Helper()
 	cmd := exec.Command(w.bin, args...)
 	cmd.Dir = w.dir
-	cmd.Env = append(os.Environ(), append([]string{"HOME=" + w.home, "CLAUDE_CONFIG_DIR="}, env...)...)
+	// No CLAUDE_CONFIG_DIR (an empty one would mean the working
+	// directory, as for the CLI): the config is under HOME.
+	base := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "CLAUDE_CONFIG_DIR=") })
+	cmd.Env = append(base, append([]string{"HOME=" + w.home}, env...)...)
 	cmd.Stdin = strings.NewReader(strings.Join(stdin, "\n"))
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb

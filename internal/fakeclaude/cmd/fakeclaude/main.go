@@ -1,4 +1,4 @@
-// Command fakeclaude imitates the Claude Code CLI 2.1.328 in `-p` mode for
+// Command fakeclaude imitates the Claude Code CLI 2.1.332 in `-p` mode for
 // unit tests, as PROTOCOL.md §11 describes: the flags and their errors, the
 // stream-json input and output, the control protocol (permissions,
 // interrupt, set_model, set_permission_mode), sessions persisted as
@@ -24,7 +24,7 @@ import (
 	"github.com/google/uuid"
 )
 
-const version = "2.1.328"
+const version = "2.1.332"
 
 // options are the parsed command-line flags.
 type options struct {
@@ -69,7 +69,11 @@ func parseArgs(args []string) (options, error) {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		if a == "--version" || a == "-v" {
-			fmt.Println(version + " (Claude Code)")
+			v := version
+			if o := os.Getenv("FAKECLAUDE_VERSION"); o != "" {
+				v = o
+			}
+			fmt.Println(v + " (Claude Code)")
 			os.Exit(0)
 		}
 		if !strings.HasPrefix(a, "-") || a == "-" {
