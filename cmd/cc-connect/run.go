@@ -222,6 +222,19 @@ func runCommand(ctx context.Context, path string, std stdio) int {
 		defer func() { cancel(); <-served }()
 		log.Info("Serving metrics", "addr", ln.Addr().String())
 	}
+	clock, err := runClock(ctx, log)
+	if err != nil {
+		log.Error("Starting the clock failed", "error", err)
+		return exitFailure
+	}
+	// Ledgers that cannot be read and a taken webhook port fail the start.
+	un, err := openUnattended(cfg, clock, log)
+	if err != nil {
+		log.Error("Opening schedules, webhooks or the spending ledger failed", "error", err)
+		return exitFailure
+	}
+	defer un.close()
+	m.SetSpendFunc(spendFigures(un.spend))
 	opts := engineOptions(cfg, log)
 	if m != nil {
 		opts.Metrics = m
