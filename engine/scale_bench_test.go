@@ -33,6 +33,9 @@ import (
 // benchmark on a channel and does nothing else.
 type benchChat struct {
 	replies chan benchReply
+	// sendDelay is how long each Send takes, as a platform's Web API call
+	// would; zero for most benchmarks.
+	sendDelay time.Duration
 }
 
 type benchReply struct {
@@ -52,6 +55,9 @@ func (c *benchChat) Run(ctx context.Context, h platform.Handler) error {
 }
 
 func (c *benchChat) Send(ctx context.Context, to platform.Target, text string) (platform.Target, error) {
+	if c.sendDelay > 0 {
+		time.Sleep(c.sendDelay) // the cost of a platform call, not a wait on an event
+	}
 	c.replies <- benchReply{thread: to.Thread, text: text}
 	to.MessageID = "posted"
 	return to, nil
