@@ -69,7 +69,11 @@ func (r *rig) runTurn(t *testing.T, resumeID string, selfReport bool, prompt str
 	if err != nil {
 		t.Fatalf("starting the CLI: %v", err)
 	}
-	res, err := p.Turn(ctx, prompt, nil)
+	var res *agentproc.Result
+	turn, err := p.StartTurn(ctx, agentproc.UserMessage{Text: prompt})
+	if err == nil {
+		res, err = turn.Wait(nil)
+	}
 	closeCtx, closeCancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer closeCancel()
 	if cerr := p.Close(closeCtx); cerr != nil {

@@ -344,21 +344,25 @@ func (s *session) sideQuestion(id, question string) {
 		}
 	}()
 	var text strings.Builder
-	res, err := proc.Turn(e.bg, question, func(ev agentproc.Event) {
-		switch ev := ev.(type) {
-		case agentproc.AssistantText:
-			if !ev.Synthetic {
-				text.WriteString(ev.Text)
+	var res *agentproc.Result
+	tr, err := proc.StartTurn(e.bg, agentproc.UserMessage{Text: question})
+	if err == nil {
+		res, err = waitTurn(tr, func(ev agentproc.Event) {
+			switch ev := ev.(type) {
+			case agentproc.AssistantText:
+				if !ev.Synthetic {
+					text.WriteString(ev.Text)
+				}
+			case agentproc.PermissionRequest:
+				// A side question must not change the workspace. Answering
+				// only writes to stdin, so it does not block the reader long.
+				if err := proc.RespondPermission(e.bg, ev.RequestID, agentproc.PermissionDecision{
+					Behavior: agentproc.Deny, Message: "Side questions cannot use tools that need approval; answer from the conversation."}); err != nil {
+					s.log.Debug("Denying a side question's tool failed", "error", err)
+				}
 			}
-		case agentproc.PermissionRequest:
-			// A side question must not change the workspace. Answering
-			// only writes to stdin, so it does not block the reader long.
-			if err := proc.RespondPermission(e.bg, ev.RequestID, agentproc.PermissionDecision{
-				Behavior: agentproc.Deny, Message: "Side questions cannot use tools that need approval; answer from the conversation."}); err != nil {
-				s.log.Debug("Denying a side question's tool failed", "error", err)
-			}
-		}
-	})
+		})
+	}
 	close(done)
 	<-stopped
 	if cerr := proc.Close(e.bg); cerr != nil {

@@ -51,11 +51,15 @@ func (p ctlProc) SetPermissionMode(ctx context.Context, mode string) error {
 	return p.c.add("set_permission_mode " + mode)
 }
 
-// Turn compacts on "/compact": status compacting, the boundary, an empty
+func (p ctlProc) StartTurn(ctx context.Context, msg agentproc.UserMessage) (agentTurn, error) {
+	return startFakeTurn(func(on func(agentproc.Event)) (*agentproc.Result, error) { return p.turn(ctx, msg.Text, on) }), nil
+}
+
+// turn compacts on "/compact": status compacting, the boundary, an empty
 // successful result, as the CLI does.
-func (p ctlProc) Turn(ctx context.Context, text string, on func(agentproc.Event)) (*agentproc.Result, error) {
+func (p ctlProc) turn(ctx context.Context, text string, on func(agentproc.Event)) (*agentproc.Result, error) {
 	if !isCompaction(text) {
-		return p.fakeProc.Turn(ctx, text, on)
+		return p.fakeProc.turn(ctx, text, on)
 	}
 	p.fa.mu.Lock()
 	p.fa.sessions[p.id] = append(p.fa.sessions[p.id], text)

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -266,26 +265,14 @@ func (s *session) closeInbox() {
 	}
 }
 
-// uuidTurner is a process that lets the caller choose the uuid a turn's
-// message carries (*agentproc.Process does).
-type uuidTurner interface {
-	TurnWithUUID(ctx context.Context, id, text string, on func(agentproc.Event)) (*agentproc.Result, error)
-}
-
-var _ uuidTurner = (*agentproc.Process)(nil)
-
-// sendTurn runs one turn of it on proc. The uuid the message will carry is
-// journaled first, so that after a crash the transcript tells whether the
-// CLI had the message. A continuation (recovery resuming a cut turn) sends
-// continueText and keeps the original uuid, which is what is in the
+// sendTurn starts one turn of it on proc. The uuid the message will carry
+// is journaled first, so that after a crash the transcript tells whether
+// the CLI had the message. A continuation (recovery resuming a cut turn)
+// sends continueText and keeps the original uuid, which is what is in the
 // transcript.
-func (s *session) sendTurn(proc agentProcess, it workItem, text string, on func(agentproc.Event)) (*agentproc.Result, error) {
+func (s *session) sendTurn(proc agentProcess, it workItem, text string) (agentTurn, error) {
 	if it.continuation {
 		text = continueText
-	}
-	ut, ok := proc.(uuidTurner)
-	if !ok {
-		return proc.Turn(s.e.bg, text, on)
 	}
 	id := uuid.NewString()
 	if !it.continuation {
@@ -295,7 +282,7 @@ func (s *session) sendTurn(proc agentProcess, it workItem, text string, on func(
 			return nil, err
 		}
 	}
-	return ut.TurnWithUUID(s.e.bg, id, text, on)
+	return proc.StartTurn(s.e.bg, agentproc.UserMessage{UUID: id, Text: text})
 }
 
 // settle acknowledges the message of a finished turn, or leaves it pending

@@ -48,7 +48,7 @@ func TestRealCLIRecovery(t *testing.T) {
 			done := make(chan struct{})
 			go func() {
 				defer close(done)
-				_, _ = p.TurnWithUUID(context.Background(), u, tt.text, func(ev agentproc.Event) {
+				_, _ = turnWithUUID(context.Background(), p, u, tt.text, func(ev agentproc.Event) {
 					if _, ok := ev.(agentproc.PermissionRequest); ok && !once {
 						once = true
 						close(asked)

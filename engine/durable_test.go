@@ -109,6 +109,16 @@ func TestDurableQueuedSurviveShutdown(t *testing.T) {
 	}
 }
 
+// turnWithUUID runs one turn of text with uuid id straight on p, passing
+// its events to on.
+func turnWithUUID(ctx context.Context, p *agentproc.Process, id, text string, on func(agentproc.Event)) (*agentproc.Result, error) {
+	t, err := p.StartTurn(ctx, agentproc.UserMessage{UUID: id, Text: text})
+	if err != nil {
+		return nil, err
+	}
+	return t.Wait(on)
+}
+
 // startedTurn runs one turn of text directly on the fake claude with a
 // known uuid, in the harness's workspace and config dir, as a cc-connect
 // that then died would have; it returns the session id.
@@ -120,7 +130,7 @@ func startedTurn(t *testing.T, h *harness, resumeID, id, text string) string {
 		t.Fatal(err)
 	}
 	defer p.Close(context.Background())
-	res, err := p.TurnWithUUID(context.Background(), id, text, nil)
+	res, err := turnWithUUID(context.Background(), p, id, text, nil)
 	if res == nil {
 		// A crash: the session id is in the process's init.
 		return p.SessionID()
@@ -413,7 +423,7 @@ func TestRecoveryContinueFallsBackToMessage(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-	_, _ = p.TurnWithUUID(ctx, u, text, nil) // cut: the turn never ends by itself
+	_, _ = turnWithUUID(ctx, p, u, text, nil) // cut: the turn never ends by itself
 	cancel()
 	sid := p.SessionID()
 	_ = p.Close(context.Background()) // SIGTERM after EOF: no result, as a crash

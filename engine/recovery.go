@@ -144,7 +144,7 @@ func (s *session) decideRecovery(u string) (what recovery, path string, err erro
 		}
 		return recoverSend, "", nil
 	}
-	has, err := agentproc.ContainsUUID(path, u)
+	has, err := s.e.tx.Contains(path, u)
 	if err != nil {
 		return recoverSend, path, fmt.Errorf("reading transcript %s: %w", path, err)
 	}
@@ -152,7 +152,7 @@ func (s *session) decideRecovery(u string) (what recovery, path string, err erro
 		s.log.Info("The interrupted message is not in the transcript; sending it", "session_id", sid, "transcript", path)
 		return recoverSend, path, nil
 	}
-	end, err := agentproc.ClassifyEnd(path)
+	end, err := s.e.tx.End(path)
 	if err != nil {
 		return recoverSend, path, fmt.Errorf("reading transcript %s: %w", path, err)
 	}
@@ -219,7 +219,7 @@ func (s *session) recoverTurn(it workItem) {
 		it.continuation = true
 		s.runTurn(it)
 	case recoverLost:
-		reply, _, rerr := agentproc.ReplyAfter(path, it.startedUUID)
+		reply, rerr := s.e.tx.ReplyAfter(path, it.startedUUID)
 		reply, _, _ = ctxindicator.StripSelfReport(reply)
 		if strings.TrimSpace(reply) == "" {
 			s.log.Warn("Reply finished before the restart but never posted, and not readable", "session_id", s.sessionID(),

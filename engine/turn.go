@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/cc-connect/cc-connect/agentproc"
@@ -22,15 +21,6 @@ const (
 // errStoppedWaiting means !stop came while the turn waited for a process
 // slot: the message is dropped and the session kept.
 var errStoppedWaiting = errors.New("stopped while waiting for a process slot")
-
-// turnMsg carries one event of a running turn, or its end, from the
-// goroutine blocked in Turn to the session's goroutine, in order.
-type turnMsg struct {
-	ev   agentproc.Event
-	done bool
-	res  *agentproc.Result
-	err  error
-}
 
 // outcome is how one attempt at a turn ended.
 type outcome struct {
@@ -266,44 +256,36 @@ func (s *session) attempt(it workItem) outcome {
 	proc := s.proc
 	s.mu.Unlock()
 
-	// The callback must not block agentproc's reader (it also reads the
-	// answers to our control requests), so events go through an unbounded
-	// queue that this goroutine drains.
-	q := newTurnQueue()
-	go func() {
-		res, err := s.sendTurn(proc, it, it.msg.Text, func(ev agentproc.Event) { q.push(turnMsg{ev: ev}) })
-		q.push(turnMsg{done: true, res: res, err: err})
-	}()
+	tr, err := s.sendTurn(proc, it, it.msg.Text)
+	if err != nil {
+		return outcome{err: err, stderr: proc.StderrTail()}
+	}
 
 	t := &turn{msg: it.msg}
+	events := tr.Events()
 	stopping := s.e.stopping
 	var graceC, killC <-chan time.Time
 	var closed chan struct{}
 	for {
 		select {
-		case <-q.signal:
-			var m turnMsg
-			for _, m = range q.drain() {
-				if m.done {
-					break
-				}
-				s.onEvent(t, proc, m.ev)
-			}
-			if !m.done {
+		case ev, ok := <-events:
+			if ok {
+				s.onEvent(t, proc, ev)
 				continue
 			}
+			res, err := tr.Result()
 			s.endPermissions(t, "the turn ended")
 			t.progress.stop()
 			if closed != nil {
 				<-closed
 			}
-			out := outcome{res: m.res, err: m.err, text: t.text.String(), model: t.model, stderr: proc.StderrTail(),
+			out := outcome{res: res, err: err, text: t.text.String(), model: t.model, stderr: proc.StderrTail(),
 				compaction: isCompaction(it.msg.Text), compacted: t.compacted, compactErr: t.compactErr}
-			if m.res != nil {
-				s.noteResult(m.res, t.model)
-				s.noteContext(m.res)
+			if res != nil {
+				s.noteResult(res, t.model)
+				s.noteContext(res)
 			}
-			if m.err == nil && m.res == nil {
+			if err == nil && res == nil {
 				out.err = errors.New("turn ended without a result")
 			}
 			return out
@@ -346,34 +328,6 @@ func (s *session) interrupt(proc agentProcess) error {
 		s.log.Warn("Interrupting the agent failed", "session_id", s.sessionID(), "error", err)
 	}
 	return err
-}
-
-// turnQueue hands a turn's events from the goroutine blocked in Turn to the
-// session goroutine without ever blocking the sender.
-type turnQueue struct {
-	mu     sync.Mutex // guards items
-	items  []turnMsg
-	signal chan struct{} // capacity 1: items is not empty
-}
-
-func newTurnQueue() *turnQueue { return &turnQueue{signal: make(chan struct{}, 1)} }
-
-func (q *turnQueue) push(m turnMsg) {
-	q.mu.Lock()
-	q.items = append(q.items, m)
-	q.mu.Unlock()
-	select {
-	case q.signal <- struct{}{}:
-	default:
-	}
-}
-
-func (q *turnQueue) drain() []turnMsg {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	items := q.items
-	q.items = nil
-	return items
 }
 
 func timerC(t *time.Timer) <-chan time.Time {
