@@ -2,7 +2,8 @@
 // with viper, expands ${ENV_VAR} references (secrets live in the
 // environment), applies defaults and validates everything, naming the key of
 // every problem. It owns the file format and nothing else: it builds no
-// adapters, starts nothing and does not import the engine.
+// adapters, starts nothing and imports neither the engine nor agentproc (it
+// describes the agent; the binary builds the driver's options from it).
 package config
 
 import (
@@ -12,8 +13,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/cc-connect/cc-connect/agentproc"
 )
 
 // ErrNotFound means the config file does not exist. The caller points the
@@ -199,24 +198,17 @@ func Default() Config {
 // defaultBinding is the starting point of every [[bindings]] entry.
 func defaultBinding() Binding { return Binding{Channel: "*"} }
 
-// AgentConfig returns the agent process configuration for agentproc.
-func (c *Config) AgentConfig() agentproc.Config {
-	var env map[string]string
-	if len(c.Agent.Env) > 0 {
-		env = make(map[string]string, len(c.Agent.Env))
-		for k, v := range c.Agent.Env {
-			env[k] = v.Reveal()
-		}
+// EnvValues is the agent's extra environment with the values revealed,
+// for the process that starts the agent; nil when there is none.
+func (a Agent) EnvValues() map[string]string {
+	if len(a.Env) == 0 {
+		return nil
 	}
-	return agentproc.Config{
-		Command:            c.Agent.Command,
-		Args:               append([]string(nil), c.Agent.Args...),
-		Env:                env,
-		Model:              c.Agent.Model,
-		PermissionMode:     c.Agent.PermissionMode,
-		AppendSystemPrompt: c.Agent.AppendSystemPrompt,
-		CloseGrace:         c.Agent.CloseGrace.D(),
+	env := make(map[string]string, len(a.Env))
+	for k, v := range a.Env {
+		env[k] = v.Reveal()
 	}
+	return env
 }
 
 // SlogLevel returns the configured log level.

@@ -175,7 +175,7 @@ func TestRealCLIResultFeedsBothTracks(t *testing.T) {
 	if !ok || self != 15 || text != "All done." {
 		t.Fatalf("StripSelfReport(%q) = %q, %d, %v", res.Text, text, self, ok)
 	}
-	f := ctxindicator.FromResult(res, 0).WithSelfReport(self)
+	f := ctxindicator.NewFigures(res.ContextTokens, res.ContextWindow(), 0).WithSelfReport(self)
 	if f.Tokens != usage.ContextTokens() || !f.WindowReported {
 		t.Fatalf("figures %+v: want %d tokens and the CLI's window", f, usage.ContextTokens())
 	}

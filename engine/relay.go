@@ -31,7 +31,7 @@ func (s *session) noteResult(res *agentproc.Result, initModel string) {
 			r.TotalCostUSD = res.TotalCostUSD
 		}
 		if res.ContextTokens > 0 {
-			f := ctxindicator.FromResult(res, s.e.opts.ContextWindow)
+			f := resultFigures(res, s.e.opts.ContextWindow)
 			r.ContextTokens, r.ContextWindow, r.WindowReported = f.Tokens, f.Window, f.WindowReported
 			r.ContextPct, _ = f.SDK()
 		}
@@ -174,4 +174,16 @@ func (s *session) flushProgress(t *turn) {
 			s.log.Debug("Editing the progress message failed", "error", err)
 		}
 	}
+}
+
+// resultFigures builds track A from a turn's result: its ContextTokens
+// (the last API call, not the summed result.usage) over the window Claude
+// Code reported in modelUsage, else fallbackWindow (0 means
+// ctxindicator.DefaultWindow). A nil result gives figures with no token
+// data.
+func resultFigures(r *agentproc.Result, fallbackWindow int64) ctxindicator.Figures {
+	if r == nil {
+		return ctxindicator.NewFigures(0, 0, fallbackWindow)
+	}
+	return ctxindicator.NewFigures(r.ContextTokens, r.ContextWindow(), fallbackWindow)
 }

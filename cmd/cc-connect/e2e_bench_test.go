@@ -331,7 +331,7 @@ func newDirectDriver(tb testing.TB, configPath, dir string) *directDriver {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		tb.Fatal(err)
 	}
-	return &directDriver{cfg: cfg.AgentConfig(), dir: dir}
+	return &directDriver{cfg: agentConfig(cfg), dir: dir}
 }
 
 // directProc is one claude process driven by directDriver.

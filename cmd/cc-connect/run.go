@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/cc-connect/cc-connect/agentproc"
 	"github.com/cc-connect/cc-connect/config"
 	"github.com/cc-connect/cc-connect/engine"
 	"github.com/cc-connect/cc-connect/lease"
@@ -74,11 +75,26 @@ func newLevelLogger(l config.Log, w io.Writer) (*slog.Logger, *slog.LevelVar) {
 	return slog.New(slog.NewTextHandler(w, opts)), level
 }
 
+// agentConfig is how the binary starts every agent process: the config's
+// [agent] section in agentproc's terms.
+func agentConfig(cfg *config.Config) agentproc.Config {
+	a := cfg.Agent
+	return agentproc.Config{
+		Command:            a.Command,
+		Args:               append([]string(nil), a.Args...),
+		Env:                a.EnvValues(),
+		Model:              a.Model,
+		PermissionMode:     a.PermissionMode,
+		AppendSystemPrompt: a.AppendSystemPrompt,
+		CloseGrace:         a.CloseGrace.D(),
+	}
+}
+
 // engineOptions turns the config into the engine's options.
 func engineOptions(cfg *config.Config, log *slog.Logger) engine.Options {
 	a := cfg.Agent
 	return engine.Options{
-		Agent:                    cfg.AgentConfig(),
+		Agent:                    agentConfig(cfg),
 		Bindings:                 engineBindings(cfg),
 		StateDir:                 cfg.State.Dir,
 		IdleTimeout:              a.IdleTimeout.D(),

@@ -128,7 +128,7 @@ func sessionsMain(_ context.Context, configPath string, args []string, std stdio
 // in the config or named by a record, the Claude Code transcripts (lite
 // reads: the head and tail of each file).
 func collectSessions(cfg *config.Config) (sessionsReport, error) {
-	claudeDir := agentproc.ConfigDir(cfg.AgentConfig().Env)
+	claudeDir := agentproc.ConfigDir(cfg.Agent.EnvValues())
 	rep := sessionsReport{
 		StateDir:        cfg.State.Dir,
 		ClaudeConfigDir: claudeDir,
