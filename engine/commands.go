@@ -412,3 +412,10 @@ func humanAge(d time.Duration) string {
 		return fmt.Sprintf("%dd", int(d.Hours()/24))
 	}
 }
+
+// journaledCommand reports whether a command goes through the FIFO, and so
+// through the journal (its entry makes its id seen); the others act at
+// once and journal only their id.
+func journaledCommand(name string) bool {
+	return name == "new" || name == "resume" || name == "compact"
+}

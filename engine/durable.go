@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -58,43 +59,50 @@ func seenKey(m platform.Message) string {
 	return m.Target.Platform + "\x00" + m.ID
 }
 
-// seenIDs opens the persisted set of seen message ids on first use. When
-// it cannot be opened, redeliveries are still caught in memory for this
-// run, and the failure is logged once.
+// seenIDs opens the seen message ids on first use: the compacted ids of
+// seen.jsonl and those of every journal, which it opens once (compacting
+// those with nothing pending) so that a message accepted before a restart
+// is known before the first new one is checked. The journals that hold
+// pending messages are kept for recovery (pendingJournals). When the set
+// cannot be opened, redeliveries are still caught in memory for this run,
+// and the failure is logged once.
 func (e *Engine) seenIDs() *inbox.Seen {
 	e.seenOnce.Do(func() {
-		path := filepath.Join(e.opts.StateDir, "inbox", "seen.jsonl")
+		dir := filepath.Join(e.opts.StateDir, "inbox")
+		path := filepath.Join(dir, "seen.jsonl")
 		s, err := inbox.OpenSeen(path, e.opts.SeenWindow, e.now)
 		if err != nil {
-			e.log.Error("Seen message ids unreadable; redeliveries across restarts are not caught", "path", path, "error", err)
-			return
+			e.log.Error("Seen message ids unreadable; redeliveries across restarts are caught only while their journal holds them", "path", path, "error", err)
+			s, err = inbox.OpenSeen(filepath.Join(e.opts.StateDir, "inbox", "seen.unreadable-"+uuid.NewString()+".jsonl"), e.opts.SeenWindow, e.now)
+			if err != nil {
+				return
+			}
 		}
 		e.seenSet = s
+		e.pendingJournals = e.scanJournals(dir, s)
 	})
 	return e.seenSet
 }
 
-// wasSeen reports whether m was accepted before, in this run or an earlier
-// one within the seen window.
-func (e *Engine) wasSeen(m platform.Message) bool {
-	k := seenKey(m)
-	if k == "" {
-		return false
-	}
+// seenClaim takes the claim on m's id (inbox.Seen.Claim), the one
+// duplicate check; nil claim and nil error for a message without an id.
+func (e *Engine) seenClaim(ctx context.Context, m platform.Message) (*inbox.Claim, error) {
 	s := e.seenIDs()
-	return s != nil && s.Has(k)
+	if m.ID == "" || s == nil {
+		return nil, nil
+	}
+	return s.Claim(ctx, inbox.SeenKey(m.Target.Platform, m.ID))
 }
 
-// markSeen remembers m as accepted.
-func (e *Engine) markSeen(m platform.Message) {
-	k := seenKey(m)
-	if k == "" {
+// markSeen journals the id of m, accepted without an entry (a command that
+// acts at once), so that a redelivery of it is not run again.
+func (s *session) markSeen(m platform.Message) {
+	in := s.journalFile()
+	if m.ID == "" || in == nil {
 		return
 	}
-	if s := e.seenIDs(); s != nil {
-		if err := s.Add(k); err != nil {
-			e.log.Warn("Remembering a message id failed", "message_id", m.ID, "error", err)
-		}
+	if err := in.MarkSeen(m.Target.Platform, m.ID, s.e.now()); err != nil {
+		s.log.Warn("Remembering a message id failed", "message_id", m.ID, "error", err)
 	}
 }
 
@@ -106,7 +114,7 @@ func (s *session) openInboxLocked() []workItem {
 	if s.inbox != nil {
 		return nil
 	}
-	in, err := inbox.Open(s.e.inboxPath(s.key), s.e.inboxLimits())
+	in, err := inbox.Open(s.e.inboxPath(s.key), s.e.inboxLimits(), s.e.seenIDs())
 	if err != nil {
 		s.inboxErr = err
 		return nil
@@ -115,7 +123,7 @@ func (s *session) openInboxLocked() []workItem {
 	pending := in.Pending()
 	items := make([]workItem, 0, len(pending))
 	for i, en := range pending {
-		it := workItem{kind: itemTurn, msg: entryMessage(en), files: en.Attachments, inboxID: en.ID, startedUUID: en.UUID}
+		it := workItem{kind: itemTurn, msg: entryMessage(en), files: en.Attachments, inboxID: en.ID, uuid: en.UUID, started: en.Started}
 		switch {
 		case en.Kind == kindNew:
 			it.kind = itemNew
@@ -155,8 +163,8 @@ func entryKind(it workItem) string {
 
 // entryMessage rebuilds the message a journal entry was made from.
 func entryMessage(en inbox.Entry) platform.Message {
-	return platform.Message{ID: en.ID, Target: en.Target, Type: en.Target.Platform, UserID: en.UserID,
-		UserName: en.UserName, Text: en.Text, Received: en.Received}
+	to := platform.Target{Platform: en.Platform, Channel: en.Channel, Thread: en.Thread, MessageID: en.MessageID}
+	return platform.Message{ID: en.ID, Target: to, UserID: en.UserID, UserName: en.UserName, Text: en.Text, Received: en.Received}
 }
 
 // failClosedText tells the user (and the admins, named) why this
@@ -188,14 +196,14 @@ func (s *session) failClosedText(err error) string {
 //
 // When the journal had failed and now opens (an admin fixed it), the
 // entries it holds come back as reloaded, to be queued before m.
-func (s *session) journalLocked(it workItem) (id string, dup bool, refusal string, reloaded []workItem) {
+func (s *session) journalLocked(it workItem) (id, u string, dup bool, refusal string, reloaded []workItem) {
 	m := it.msg
 	if s.inbox == nil {
 		reloaded = s.openInboxLocked() // retry: an admin may have moved a bad file aside
 		if s.inbox == nil {
 			s.log.Error("Message refused: the inbox journal is unreadable", "path", s.e.inboxPath(s.key), "error", s.inboxErr,
 				"admins", s.binding.Admins)
-			return "", false, s.failClosedText(s.inboxErr), nil
+			return "", "", false, s.failClosedText(s.inboxErr), nil
 		}
 	}
 	id = m.ID
@@ -203,31 +211,33 @@ func (s *session) journalLocked(it workItem) (id string, dup bool, refusal strin
 		// This platform cannot redeliver; any stable unique id will do.
 		id = "local-" + uuid.NewString()
 	}
-	err := s.inbox.Append(inbox.Entry{ID: id, Target: m.Target, UserID: m.UserID, UserName: m.UserName,
-		Text: m.Text, Received: m.Received, Kind: entryKind(it), Attachments: it.files})
+	u = uuid.NewString()
+	err := s.inbox.Append(inbox.Entry{ID: id, Platform: m.Target.Platform, Channel: m.Target.Channel,
+		Thread: m.Target.Thread, MessageID: m.Target.MessageID, UserID: m.UserID, UserName: m.UserName,
+		Text: m.Text, Received: m.Received, Accepted: s.e.now(), UUID: u, Kind: entryKind(it), Attachments: it.files})
 	switch {
 	case err == nil:
-		return id, false, "", reloaded
+		return id, u, false, "", reloaded
 	case errors.Is(err, inbox.ErrDuplicate):
-		return id, true, "", reloaded
+		return id, "", true, "", reloaded
 	case errors.Is(err, inbox.ErrFull):
 		s.log.Warn("Inbox full; message refused", "pending", s.inbox.Len(), "error", err)
-		return "", false, fmt.Sprintf(inboxFullText, s.inbox.Len()), reloaded
+		return "", "", false, fmt.Sprintf(inboxFullText, s.inbox.Len()), reloaded
 	default:
 		s.log.Error("Journaling a message failed; message refused", "error", err)
-		return "", false, fmt.Sprintf(inboxWriteText, err), reloaded
+		return "", "", false, fmt.Sprintf(inboxWriteText, err), reloaded
 	}
 }
 
-// markStarted records, before the message is written to claude, the uuid
-// it will carry: after a crash the transcript then tells whether the CLI
-// had it.
-func (s *session) markStarted(it workItem, id string) error {
+// markStarted records, before the message is written to claude, that it
+// is sent with the uuid it was accepted with: after a crash the transcript
+// then tells whether the CLI had it.
+func (s *session) markStarted(it workItem) error {
 	in := s.journalFile()
 	if it.inboxID == "" || in == nil {
 		return nil
 	}
-	if err := in.MarkStarted(it.inboxID, id); err != nil {
+	if err := in.MarkStarted(it.inboxID); err != nil {
 		return fmt.Errorf("journaling the start of the turn: %w", err)
 	}
 	return nil
@@ -265,18 +275,21 @@ func (s *session) closeInbox() {
 	}
 }
 
-// sendTurn starts one turn of it on proc. The uuid the message will carry
-// is journaled first, so that after a crash the transcript tells whether
-// the CLI had the message. A continuation (recovery resuming a cut turn)
-// sends continueText and keeps the original uuid, which is what is in the
-// transcript.
+// sendTurn starts one turn of it on proc, carrying the uuid it was
+// accepted with; its start is journaled first, so that after a crash the
+// transcript tells whether the CLI had the message. A continuation
+// (recovery resuming a cut turn) sends continueText under a fresh uuid and
+// keeps the message's, which is what the transcript holds.
 func (s *session) sendTurn(proc agentProcess, it workItem, text string) (agentTurn, error) {
+	id := it.uuid
+	if id == "" || it.continuation {
+		id = uuid.NewString()
+	}
 	if it.continuation {
 		text = continueText
 	}
-	id := uuid.NewString()
 	if !it.continuation {
-		if err := s.markStarted(it, id); err != nil {
+		if err := s.markStarted(it); err != nil {
 			// Sending now could not be told apart from not sending
 			// after a crash; refuse the turn instead.
 			return nil, err
@@ -313,7 +326,7 @@ func (s *session) settle(it workItem, out outcome) (retry *workItem) {
 		return nil
 	case out.res == nil && errors.As(out.err, &exitErr) && !it.afterCrash && it.inboxID != "":
 		r := it
-		r.afterCrash, r.continuation, r.startedUUID = true, false, s.startedUUID(it.inboxID)
+		r.afterCrash, r.continuation, r.started = true, false, s.wasStarted(it.inboxID)
 		return &r
 	case errors.Is(out.err, errStoppedWaiting):
 		s.ack(it, inbox.AckCancel)
@@ -323,18 +336,18 @@ func (s *session) settle(it workItem, out outcome) (retry *workItem) {
 	return nil
 }
 
-// startedUUID is the uuid the pending message id was last sent with.
-func (s *session) startedUUID(id string) string {
+// wasStarted reports whether the pending message id was sent to claude.
+func (s *session) wasStarted(id string) bool {
 	in := s.journalFile()
 	if in == nil {
-		return ""
+		return false
 	}
 	for _, en := range in.Pending() {
 		if en.ID == id {
-			return en.UUID
+			return en.Started
 		}
 	}
-	return ""
+	return false
 }
 
 // newSessionStart chooses the id of a new Claude session and records it

@@ -84,7 +84,7 @@ func TestRealCLIRecovery(t *testing.T) {
 					if had, err = agentproc.ContainsUUID(path, u); err != nil {
 						t.Fatal(err)
 					}
-					tt.notice = "had not reached the agent yet; sending it now"
+					tt.notice = "may not have reached the agent; sending it now"
 				}
 				if had {
 					tt.notice = "was cut off; resuming it"

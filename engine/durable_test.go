@@ -32,15 +32,16 @@ func stageCutTurn(t *testing.T, h *harness, rec record, u, text string) {
 	if err := h.e.store.save(rec); err != nil {
 		t.Fatal(err)
 	}
-	in, err := inbox.Open(h.e.inboxPath(t1Key), inbox.Limits{})
+	in, err := inbox.Open(h.e.inboxPath(t1Key), inbox.Limits{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := h.message("alice", "T1", text)
-	if err := in.Append(inbox.Entry{ID: m.ID, Target: m.Target, UserID: "alice", Text: text}); err != nil {
+	if err := in.Append(inbox.Entry{ID: m.ID, Platform: "fake", Channel: "C1", Thread: "T1", MessageID: m.Target.MessageID,
+		UserID: "alice", Text: text, UUID: u}); err != nil {
 		t.Fatal(err)
 	}
-	if err := in.MarkStarted(m.ID, u); err != nil {
+	if err := in.MarkStarted(m.ID); err != nil {
 		t.Fatal(err)
 	}
 	in.Close()
@@ -82,7 +83,7 @@ func TestDurableQueuedSurviveShutdown(t *testing.T) {
 	if got := h.rec.sends(restartQueuedText); len(got) != 2 {
 		t.Errorf("stay-queued notices = %q, want two", got)
 	}
-	in, err := inbox.Open(h.e.inboxPath(t1Key), inbox.Limits{})
+	in, err := inbox.Open(h.e.inboxPath(t1Key), inbox.Limits{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +154,7 @@ func TestRecoveryDecision(t *testing.T) {
 	}{
 		{"not in the transcript: sent", func(t *testing.T, h *harness, u string) string {
 			return startedTurn(t, h, "", uuid.NewString(), "earlier")
-		}, "the message", "had not reached the agent yet", []string{"the message"}, "echo: the message"},
+		}, "the message", "may not have reached the agent; sending it now", []string{"the message"}, "echo: the message"},
 		{"cut off mid-turn: continued", func(t *testing.T, h *harness, u string) string {
 			return startedTurn(t, h, "", u, "cut [[CRASH]]")
 		}, "cut [[CRASH]]", "was cut off; resuming it", []string{continueText}, "echo: " + continueText},
@@ -165,7 +166,7 @@ func TestRecoveryDecision(t *testing.T) {
 		}, "paste [[TOOLONG]]", "its reply was not posted and is lost", nil, ""},
 		{"no session yet: sent", func(t *testing.T, h *harness, u string) string {
 			return ""
-		}, "first words", "had not reached the agent yet", []string{"first words"}, "echo: first words"},
+		}, "first words", "may not have reached the agent; sending it now", []string{"first words"}, "echo: first words"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

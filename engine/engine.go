@@ -81,12 +81,13 @@ type Engine struct {
 	store *store
 	pool  *pool
 	slots *slots
-	seen  *recentIDs
 
-	// seenSet persists accepted message ids across restarts (durable.go);
-	// seenOnce opens it on first use.
-	seenOnce sync.Once
-	seenSet  *inbox.Seen
+	// seenSet is the accepted message ids of every journal (durable.go);
+	// seenOnce opens it, and the journals, on first use, and finds the
+	// journals holding pending messages, which recovery reopens.
+	seenOnce        sync.Once
+	seenSet         *inbox.Seen
+	pendingJournals []string
 
 	retireAfter  time.Duration // see defaultRetireAfter; tests shorten it
 	fetchTimeout time.Duration // see fetchTimeout; tests shorten it
@@ -157,7 +158,6 @@ func New(opts Options) (*Engine, error) {
 		store:        &store{dir: opts.StateDir},
 		pool:         newPool(log),
 		slots:        newSlots(opts.MaxProcesses, opts.MaxProcessesPerWorkspace),
-		seen:         newRecentIDs(4096),
 		retireAfter:  defaultRetireAfter,
 		fetchTimeout: fetchTimeout,
 		bg:           bg,
@@ -261,34 +261,4 @@ func (e *Engine) isStopping() bool {
 	default:
 		return false
 	}
-}
-
-// recentIDs remembers the last n message ids so a redelivered message is
-// handled once.
-type recentIDs struct {
-	mu    sync.Mutex // guards ids and order
-	n     int
-	ids   map[string]bool
-	order []string
-}
-
-func newRecentIDs(n int) *recentIDs { return &recentIDs{n: n, ids: map[string]bool{}} }
-
-// add reports whether id is new, and remembers it.
-func (r *recentIDs) add(id string) bool {
-	if id == "" {
-		return true
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.ids[id] {
-		return false
-	}
-	r.ids[id] = true
-	r.order = append(r.order, id)
-	if len(r.order) > r.n {
-		delete(r.ids, r.order[0])
-		r.order = r.order[1:]
-	}
-	return true
 }

@@ -25,13 +25,16 @@ func (e *Engine) HandleMessage(ctx context.Context, m platform.Message) error {
 		log.Debug("Ignoring a bot's message", "user", m.UserID)
 		return nil
 	}
-	if !e.seen.add(m.Target.Platform + "\x00" + m.ID) {
-		log.Debug("Ignoring a redelivered message", "message_id", m.ID)
+	claim, err := e.seenClaim(ctx, m)
+	if errors.Is(err, inbox.ErrDuplicate) {
+		log.Debug("Ignoring a message accepted before", "message_id", m.ID)
 		return nil
 	}
-	if e.wasSeen(m) {
-		log.Debug("Ignoring a message accepted before a restart", "message_id", m.ID)
-		return nil
+	if err != nil {
+		return fmt.Errorf("handling a message: %w", err)
+	}
+	if claim != nil {
+		defer claim.Release()
 	}
 	b, ok := e.resolve(m.Target.Platform, m.Target.Channel)
 	if !ok {
@@ -80,8 +83,10 @@ func (e *Engine) HandleMessage(ctx context.Context, m platform.Message) error {
 			return nil
 		}
 		if name, args, isCmd := parseCommand(m.Text); isCmd {
+			if !journaledCommand(name) {
+				s.markSeen(m) // before it acts: a redelivery must not act again
+			}
 			e.command(ctx, s, m, name, args)
-			e.markSeen(m)
 			return nil
 		}
 		if len(m.Attachments) > 0 && filesFor != s.ws.Path {

@@ -51,30 +51,51 @@ const (
 	recoverFresh                    // the CLI never had it, nor its session: send it in a fresh one
 )
 
-// recoverAll reopens the sessions whose journals hold pending messages.
-func (e *Engine) recoverAll(ctx context.Context) {
-	dir := filepath.Join(e.opts.StateDir, "inbox")
+// scanJournals opens every journal of dir once, so that the ids they hold
+// are seen, and returns those holding pending messages. A journal that
+// cannot be read is logged; its conversation's next message meets the
+// same error and is refused.
+func (e *Engine) scanJournals(dir string, seen *inbox.Seen) []string {
 	des, err := os.ReadDir(dir)
 	if err != nil {
 		if !errors.Is(err, os.ErrNotExist) {
-			e.log.Error("Listing inboxes for recovery failed", "dir", dir, "error", err)
+			e.log.Error("Listing inboxes failed", "dir", dir, "error", err)
 		}
-		return
+		return nil
 	}
-	n := 0
+	var pending []string
 	for _, de := range des {
 		name := de.Name()
-		if de.IsDir() || !strings.HasSuffix(name, ".jsonl") || name == "seen.jsonl" {
+		if de.IsDir() || !strings.HasSuffix(name, ".jsonl") || strings.HasPrefix(name, "seen.") {
 			continue
 		}
 		if fi, err := de.Info(); err != nil || fi.Size() == 0 {
-			continue // an empty journal: nothing pending
+			continue // an empty journal: nothing pending, no ids
 		}
 		path := filepath.Join(dir, name)
-		in, err := inbox.Open(path, e.inboxLimits())
+		in, err := inbox.Open(path, e.inboxLimits(), seen)
 		if err != nil {
-			// The conversation is not known from an unreadable file; its
-			// next message meets the same error and is refused.
+			e.log.Error("Inbox unreadable at start; its conversation refuses new input until an admin inspects the file",
+				"path", path, "error", err)
+			continue
+		}
+		if in.Len() > 0 {
+			pending = append(pending, path)
+		}
+		if err := in.Close(); err != nil {
+			e.log.Warn("Closing an inbox failed", "path", path, "error", err)
+		}
+	}
+	return pending
+}
+
+// recoverAll reopens the sessions whose journals hold pending messages.
+func (e *Engine) recoverAll(ctx context.Context) {
+	e.seenIDs()
+	n := 0
+	for _, path := range e.pendingJournals {
+		in, err := inbox.Open(path, e.inboxLimits(), e.seenIDs())
+		if err != nil {
 			e.log.Error("Inbox unreadable at start; its conversation refuses new input until an admin inspects the file",
 				"path", path, "error", err)
 			continue
@@ -105,7 +126,7 @@ func (e *Engine) recoverAll(ctx context.Context) {
 			log.Error("Recovering a session failed", "error", err)
 			continue
 		}
-		log.Info("Recovering pending messages", "pending", len(pending), "started", pending[0].Started())
+		log.Info("Recovering pending messages", "pending", len(pending), "started", pending[0].Started)
 		n++
 	}
 	if n > 0 {
@@ -183,17 +204,16 @@ func (s *session) recoverTurn(it workItem) {
 		s.update(func(r *record) { r.PendingPermission = "" })
 	}
 	q := quote(it.msg.Text, 80)
-	if it.startedUUID == "" {
-		if it.afterCrash {
-			fmt.Fprintf(&note, "Sending “%s” again.", q)
-		} else {
-			fmt.Fprintf(&note, "Running the message that was waiting: “%s”", q)
-		}
+	if it.uuid == "" {
+		// Not journaled: nothing to ask the transcript about.
+		fmt.Fprintf(&note, "Sending “%s” again.", q)
 		s.send(s.e.bg, note.String())
 		s.runTurn(it)
 		return
 	}
-	what, path, err := s.decideRecovery(it.startedUUID)
+	// The start mark is not fsynced (it survives a kill, not always a
+	// power cut), so the transcript is asked whether or not it is there.
+	what, path, err := s.decideRecovery(it.uuid)
 	if err != nil {
 		// Resending could run the message twice and resuming could run
 		// it on a session held elsewhere; tell the user instead.
@@ -204,22 +224,28 @@ func (s *session) recoverTurn(it workItem) {
 		s.releaseIdleLease()
 		return
 	}
-	switch what {
-	case recoverSend:
-		fmt.Fprintf(&note, "Your message had not reached the agent yet; sending it now: “%s”", q)
+	switch {
+	case what == recoverSend && !it.started && !it.afterCrash:
+		fmt.Fprintf(&note, "Running the message that was waiting: “%s”", q)
 		s.send(s.e.bg, note.String())
 		s.runTurn(it)
-	case recoverFresh:
-		fmt.Fprintf(&note, "Your message had not reached the agent yet, and its session had not been saved, so it starts afresh: sending “%s” in a new session.", q)
+	case what == recoverSend:
+		// The transcript does not hold it; that is all cc-connect knows
+		// (the CLI may have had it without writing it yet).
+		fmt.Fprintf(&note, "Your message may not have reached the agent; sending it now: “%s”", q)
 		s.send(s.e.bg, note.String())
 		s.runTurn(it)
-	case recoverContinue:
+	case what == recoverFresh:
+		fmt.Fprintf(&note, "Your message may not have reached the agent, and its session had not been saved, so it starts afresh: sending “%s” in a new session.", q)
+		s.send(s.e.bg, note.String())
+		s.runTurn(it)
+	case what == recoverContinue:
 		fmt.Fprintf(&note, "The turn for “%s” was cut off; resuming it (“%s”).", q, continueText)
 		s.send(s.e.bg, note.String())
 		it.continuation = true
 		s.runTurn(it)
-	case recoverLost:
-		reply, rerr := s.e.tx.ReplyAfter(path, it.startedUUID)
+	case what == recoverLost:
+		reply, rerr := s.e.tx.ReplyAfter(path, it.uuid)
 		reply, _, _ = ctxindicator.StripSelfReport(reply)
 		if strings.TrimSpace(reply) == "" {
 			s.log.Warn("Reply finished before the restart but never posted, and not readable", "session_id", s.sessionID(),

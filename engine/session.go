@@ -40,11 +40,13 @@ type workItem struct {
 	// (fetchAttachments), journaled with it.
 	files []inbox.Attachment
 	// Durability (durable.go, recovery.go): the message's inbox entry, the
-	// uuid it was started with before a restart, whether it is the first
-	// item of a session reopened by recovery, and whether it resumes a cut
-	// turn (so it is not marked started again).
+	// uuid it was accepted with (and is sent with), whether it was sent
+	// before a restart, whether it is the first item of a session reopened
+	// by recovery, and whether it resumes a cut turn (so it is not marked
+	// started again).
 	inboxID      string
-	startedUUID  string
+	uuid         string
+	started      bool
 	recovered    bool
 	continuation bool
 	afterCrash   bool // recovered once already after its agent died mid-turn
@@ -211,7 +213,7 @@ func (s *session) enqueue(ctx context.Context, it workItem) error {
 	if journaled(it.kind) {
 		// On disk before the caller acknowledges the event or the user
 		// hears it is queued.
-		id, dup, refusal, reloaded := s.journalLocked(it)
+		id, u, dup, refusal, reloaded := s.journalLocked(it)
 		s.queue = append(s.queue, reloaded...)
 		added = len(reloaded)
 		if refusal != "" || dup {
@@ -227,7 +229,7 @@ func (s *session) enqueue(ctx context.Context, it workItem) error {
 			}
 			return nil
 		}
-		it.inboxID = id
+		it.inboxID, it.uuid = id, u
 		added++
 	}
 	s.queue = append(s.queue, it)
@@ -236,7 +238,6 @@ func (s *session) enqueue(ctx context.Context, it workItem) error {
 	s.e.noteQueue()
 	s.e.addBusy(added)
 	if it.kind == itemTurn {
-		s.e.markSeen(it.msg)
 		if note := refusalNote(it.files); note != "" {
 			s.send(ctx, note)
 		}

@@ -8,14 +8,12 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/cc-connect/cc-connect/platform"
 )
 
 func entry(id string) Entry {
 	return Entry{
 		ID:       id,
-		Target:   platform.Target{Platform: "local", Channel: "c", Thread: "t"},
+		Platform: "local", Channel: "c", Thread: "t",
 		UserID:   "u1",
 		Text:     "message " + id,
 		Received: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC),
@@ -32,7 +30,7 @@ func ids(es []Entry) []string {
 
 func openT(t *testing.T, path string, l Limits) *Inbox {
 	t.Helper()
-	in, err := Open(path, l)
+	in, err := Open(path, l, nil)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -44,17 +42,22 @@ func TestInboxSurvivesReopenInOrder(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "inbox", "s.jsonl")
 	in := openT(t, path, Limits{})
 	for _, id := range []string{"a", "b", "c"} {
-		if err := in.Append(entry(id)); err != nil {
+		e := entry(id)
+		e.UUID = "uuid-" + id
+		if err := in.Append(e); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := in.MarkStarted("a", "uuid-a"); err != nil {
+	if err := in.MarkStarted("a"); err != nil {
 		t.Fatal(err)
 	}
 	if err := in.Ack("a", AckResult); err != nil {
 		t.Fatal(err)
 	}
-	if err := in.MarkStarted("b", "uuid-b"); err != nil {
+	if err := in.MarkStarted("b"); err != nil {
+		t.Fatal(err)
+	}
+	if err := in.MarkReplying("b"); err != nil {
 		t.Fatal(err)
 	}
 	in.Close()
@@ -64,10 +67,10 @@ func TestInboxSurvivesReopenInOrder(t *testing.T) {
 	if strings.Join(ids(got), ",") != "b,c" {
 		t.Fatalf("pending after reopen = %v, want [b c]", ids(got))
 	}
-	if !got[0].Started() || got[0].UUID != "uuid-b" || got[1].Started() {
-		t.Errorf("start marks lost: %+v", got)
+	if !got[0].Started || !got[0].Replying || got[0].UUID != "uuid-b" || got[1].Started || got[1].UUID != "uuid-c" {
+		t.Errorf("marks lost: %+v", got)
 	}
-	if got[1].Text != "message c" || got[1].Target.Thread != "t" {
+	if got[1].Text != "message c" || got[1].Thread != "t" || got[1].Platform != "local" {
 		t.Errorf("entry content lost: %+v", got[1])
 	}
 	fi, _ := os.Stat(path)
@@ -161,7 +164,7 @@ func TestInboxFailsClosed(t *testing.T) {
 			if err := os.WriteFile(path, []byte(tt.content), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			_, err := Open(path, tt.limits)
+			_, err := Open(path, tt.limits, nil)
 			if !errors.Is(err, tt.want) {
 				t.Fatalf("Open = %v, want %v", err, tt.want)
 			}
@@ -209,11 +212,11 @@ func TestSeenRemembersAcrossReopenWithinWindow(t *testing.T) {
 	if s.Has("C1:1.0") {
 		t.Fatal("new set claims to have an id")
 	}
-	if err := s.Add("C1:1.0"); err != nil {
+	if err := keepOne(s, "C1:1.0"); err != nil {
 		t.Fatal(err)
 	}
 	now = now.Add(30 * time.Minute)
-	if err := s.Add("C1:2.0"); err != nil {
+	if err := keepOne(s, "C1:2.0"); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
@@ -253,7 +256,7 @@ func TestSeenCompactsWhileRunning(t *testing.T) {
 	defer s.Close()
 	for i := 0; i < 3000; i++ {
 		now = now.Add(time.Second)
-		if err := s.Add(fmt.Sprint("id-", i)); err != nil {
+		if err := keepOne(s, fmt.Sprint("id-", i)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -273,3 +276,6 @@ func TestSeenCorruptFailsClosed(t *testing.T) {
 		t.Fatalf("OpenSeen = %v, want ErrCorrupt", err)
 	}
 }
+
+// keepOne keeps one key, accepted now, as a journal's compaction does.
+func keepOne(s *Seen, key string) error { return s.keep(map[string]time.Time{key: s.now()}) }
