@@ -127,7 +127,6 @@ func (h *harness) message(user, thread, text string) platform.Message {
 	return platform.Message{
 		ID:       fmt.Sprintf("m%d", n),
 		Target:   platform.Target{Platform: "fake", Channel: "C1", Thread: thread, MessageID: fmt.Sprintf("in-%d", n)},
-		Type:     "fake",
 		UserID:   user,
 		UserName: user,
 		Text:     text,

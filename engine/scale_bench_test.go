@@ -145,7 +145,6 @@ func (env *benchEnv) say(tb testing.TB, thread, text string) {
 	m := platform.Message{
 		ID:       "bench-" + strconv.Itoa(env.ids),
 		Target:   platform.Target{Platform: "bench", Channel: "C1", Thread: thread},
-		Type:     "bench",
 		UserID:   "u1",
 		UserName: "u1",
 		Text:     text,

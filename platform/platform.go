@@ -44,9 +44,7 @@ type Message struct {
 	// MessageID cleared. Target.Thread is set by the adapter to the
 	// conversation the message belongs to (for Slack, the thread a top-level
 	// message starts).
-	Target Target
-	// Type is the platform type ("slack", "discord", "telegram", "local").
-	Type        string
+	Target      Target
 	UserID      string
 	UserName    string
 	Text        string

@@ -108,9 +108,9 @@ func TestIdentifyAndRouting(t *testing.T) {
 		}
 		got := h.Message(t)
 		w := *tt.want
-		w.Type, w.Target.Platform = "discord", "dc-test"
+		w.Target.Platform = "dc-test"
 		if got.ID != w.ID || got.Target != w.Target || got.Text != w.Text || got.IsDM != w.IsDM ||
-			got.Mentioned != w.Mentioned || got.UserID != w.UserID || got.Type != w.Type || got.IsBot ||
+			got.Mentioned != w.Mentioned || got.UserID != w.UserID || got.IsBot ||
 			got.UserName != "user"+w.UserID || got.Received.IsZero() {
 			t.Errorf("%s:\n got %+v\nwant %+v", tt.name, got, w)
 		}

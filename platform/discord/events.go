@@ -88,7 +88,6 @@ func (a *Adapter) toMessage(ctx context.Context, m *discordgo.Message) (platform
 	return platform.Message{
 		ID:          m.ChannelID + ":" + m.ID,
 		Target:      target,
-		Type:        Type,
 		UserID:      m.Author.ID,
 		UserName:    name,
 		Text:        text,

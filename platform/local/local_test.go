@@ -126,7 +126,7 @@ func TestLinesBecomeMessages(t *testing.T) {
 			t.Errorf("message %d text = %q, want %q", i, m.Text, strings.TrimSpace(text))
 		}
 		wantTarget := platform.Target{Platform: "tty", Channel: "local"}
-		if m.Target != wantTarget || m.Type != "local" || m.UserID != "alice" || m.UserName != "alice" ||
+		if m.Target != wantTarget || m.UserID != "alice" || m.UserName != "alice" ||
 			!m.IsDM || !m.Mentioned || m.IsBot || m.Received.IsZero() {
 			t.Errorf("message %d = %+v", i, m)
 		}

@@ -345,7 +345,6 @@ func (a *Adapter) toMessage(ev inEvent) (platform.Message, string) {
 			Thread:    thread,
 			MessageID: ev.TS,
 		},
-		Type:      Type,
 		UserID:    ev.User,
 		Text:      plainText(ev.Text, botUser),
 		IsDM:      isDM,

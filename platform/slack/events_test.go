@@ -95,8 +95,8 @@ func TestRoutingAndMentions(t *testing.T) {
 			if m.Text != tt.wantText {
 				t.Errorf("Text = %q, want %q", m.Text, tt.wantText)
 			}
-			if m.Type != "slack" || m.UserID != "U1" || m.UserName != "Display U1" || m.IsBot {
-				t.Errorf("Type, UserID, UserName, IsBot = %q, %q, %q, %v", m.Type, m.UserID, m.UserName, m.IsBot)
+			if m.UserID != "U1" || m.UserName != "Display U1" || m.IsBot {
+				t.Errorf("UserID, UserName, IsBot = %q, %q, %v", m.UserID, m.UserName, m.IsBot)
 			}
 			if sec := ts[:strings.Index(ts, ".")]; m.Received.UTC().Format("20060102") != "20231114" || m.Received.Unix() < 1700000000 || sec != strconv.FormatInt(m.Received.Unix(), 10) {
 				t.Errorf("Received = %v, want the time of ts %s", m.Received, ts)

@@ -122,7 +122,6 @@ func (a *Adapter) toMessage(msg *tgbotapi.Message, tf topicFields) (platform.Mes
 			Thread:    thread,
 			MessageID: strconv.Itoa(msg.MessageID),
 		},
-		Type:        Type,
 		UserID:      strconv.FormatInt(msg.From.ID, 10),
 		UserName:    displayName(msg.From),
 		Text:        clean,

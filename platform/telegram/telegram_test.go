@@ -143,12 +143,11 @@ func TestRouting(t *testing.T) {
 		}
 		got := h.Message(t)
 		w := *tt.want
-		w.Type = "telegram"
 		w.Target.Platform = "tg-test"
 		w.Received = time.Unix(1, 0)
 		if got.ID != w.ID || got.Target != w.Target || got.Text != w.Text || got.IsDM != w.IsDM ||
 			got.Mentioned != w.Mentioned || got.UserID != w.UserID || got.UserName != w.UserName ||
-			got.Type != w.Type || got.IsBot || !got.Received.Equal(w.Received) {
+			got.IsBot || !got.Received.Equal(w.Received) {
 			t.Errorf("%s:\n got %+v\nwant %+v", tt.name, got, w)
 		}
 	}
