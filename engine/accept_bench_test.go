@@ -84,7 +84,7 @@ func (env *benchEnv) timedSay(tb testing.TB, thread, text string) time.Duration 
 		Received: time.Now(),
 	}
 	t0 := time.Now()
-	err := env.e.HandleMessage(context.Background(), m)
+	_, err := env.e.HandleMessage(context.Background(), m)
 	d := time.Since(t0)
 	if err != nil {
 		tb.Fatalf("HandleMessage: %v", err)

@@ -159,9 +159,7 @@ func TestModelCommandRefusals(t *testing.T) {
 				t.Errorf("control requests = %q", got)
 			}
 			s := sessionFor(t, h, "T1")
-			s.mu.Lock()
-			override := s.rec.ModelOverride
-			s.mu.Unlock()
+			override := s.rb.get().ModelOverride
 			if override != "" {
 				t.Errorf("override = %q after a refusal, want none", override)
 			}
@@ -207,12 +205,12 @@ func TestSyncControlsAfterSpawn(t *testing.T) {
 	s := sessionFor(t, h, "T1")
 	p, _ := h.e.spawn(context.Background(), agentproc.Config{}, agentproc.StartOptions{}, h.e.log)
 	defer p.Close(context.Background())
-	s.update(func(r *record) { r.ModelOverride, r.ModeOverride = "m2", "plan" })
-	s.syncControls(p, "m1", "")
+	s.rb.update(func(r *record) { r.ModelOverride, r.ModeOverride = "m2", "plan" })
+	syncControls(p, s.rb, "m1", "", "", h.e.log)
 	if got := calls.snapshot(); strings.Join(got, ",") != "set_model m2,set_permission_mode plan" {
 		t.Errorf("control requests = %q", got)
 	}
-	s.syncControls(p, "m2", "plan")
+	syncControls(p, s.rb, "m2", "plan", "", h.e.log)
 	if got := calls.snapshot(); len(got) != 2 {
 		t.Errorf("control requests = %q, want none when nothing changed", got)
 	}

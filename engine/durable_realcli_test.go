@@ -129,7 +129,7 @@ func TestRealCLIRecovery(t *testing.T) {
 			if !tt.cut && len(reqs) != 0 {
 				t.Errorf("%d API requests after the restart, want none: the finished turn must not run again", len(reqs))
 			}
-			if fi, err := os.Stat(h.e.inboxPath(t1Key)); err != nil || fi.Size() != 0 {
+			if fi, err := os.Stat(inboxPath(h.opts.StateDir, t1Key)); err != nil || fi.Size() != 0 {
 				t.Errorf("inbox after recovery: %v, %v; want empty", fi, err)
 			}
 			if got := h.rec.sends("cc-connect restarted"); len(got) != 1 || !strings.Contains(got[0], tt.notice) {

@@ -32,7 +32,7 @@ func stageCutTurn(t *testing.T, h *harness, rec record, u, text string) {
 	if err := h.e.store.save(rec); err != nil {
 		t.Fatal(err)
 	}
-	in, err := inbox.Open(h.e.inboxPath(t1Key), inbox.Limits{}, nil)
+	in, err := inbox.Open(inboxPath(h.opts.StateDir, t1Key), inbox.Limits{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func TestDurableQueuedSurviveShutdown(t *testing.T) {
 	if got := h.rec.sends(restartQueuedText); len(got) != 2 {
 		t.Errorf("stay-queued notices = %q, want two", got)
 	}
-	in, err := inbox.Open(h.e.inboxPath(t1Key), inbox.Limits{}, nil)
+	in, err := inbox.Open(inboxPath(h.opts.StateDir, t1Key), inbox.Limits{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func TestDurableQueuedSurviveShutdown(t *testing.T) {
 	if got := h.rec.sends("cc-connect restarted. Running the message that was waiting: “second”"); len(got) != 1 {
 		t.Errorf("recovery notice = %q, want one", got)
 	}
-	if fi, err := os.Stat(h.e.inboxPath(t1Key)); err != nil || fi.Size() != 0 {
+	if fi, err := os.Stat(inboxPath(h.opts.StateDir, t1Key)); err != nil || fi.Size() != 0 {
 		t.Errorf("inbox after the replay: %v, %v; want empty", fi, err)
 	}
 }
@@ -190,7 +190,7 @@ func TestRecoveryDecision(t *testing.T) {
 			if got := h.rec.sends("cc-connect restarted"); len(got) != 1 {
 				t.Errorf("notices = %q, want one", got)
 			}
-			if fi, err := os.Stat(h.e.inboxPath(t1Key)); err != nil || fi.Size() != 0 {
+			if fi, err := os.Stat(inboxPath(h.opts.StateDir, t1Key)); err != nil || fi.Size() != 0 {
 				t.Errorf("inbox after recovery: %v, %v; want empty", fi, err)
 			}
 			if sid != "" && len(tt.want) == 0 {
@@ -238,7 +238,7 @@ func TestRecoveryWithoutTranscriptSaysOneThing(t *testing.T) {
 	if len(lines) != 1 || lines[0].Text != "the message" || lines[0].SessionID != sid {
 		t.Errorf("claude received %+v, want the message once, in session %s", lines, sid)
 	}
-	if fi, err := os.Stat(h.e.inboxPath(t1Key)); err != nil || fi.Size() != 0 {
+	if fi, err := os.Stat(inboxPath(h.opts.StateDir, t1Key)); err != nil || fi.Size() != 0 {
 		t.Errorf("inbox after recovery: %v, %v; want empty", fi, err)
 	}
 }
@@ -274,7 +274,7 @@ func TestRecoveryTellsOfCancelledPermission(t *testing.T) {
 // once an admin moved the file aside.
 func TestCorruptInboxFailsClosed(t *testing.T) {
 	h, re := newRealHarness(t, nil, nil)
-	path := h.e.inboxPath(t1Key)
+	path := inboxPath(h.opts.StateDir, t1Key)
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -336,12 +336,12 @@ func TestSessionLeaseExcludesSecondProcess(t *testing.T) {
 	h.say("alice", "T1", "hello")
 	h.rec.waitSend(t, "echo: hello")
 	h.waitIdle()
-	sid := h.e.sessions[t1Key].sessionID()
+	sid := h.e.sessions[t1Key].rb.sessionID()
 	if _, err := lease.Session(h.opts.StateDir, sid); err == nil {
 		t.Fatal("the session lease was free while its process lives")
 	}
 	mark, err := os.ReadFile(agentMarkPath(h.opts.StateDir, sid))
-	if err != nil || !strings.Contains(string(mark), strconv.Itoa(h.e.sessions[t1Key].proc.Pid())) {
+	if err != nil || !strings.Contains(string(mark), strconv.Itoa(h.e.sessions[t1Key].agent.live().Pid())) {
 		t.Errorf("agent pid file = %q, %v", mark, err)
 	}
 	h.stop()
@@ -464,7 +464,7 @@ func TestDurableNewKeepsItsPlaceAcrossRestart(t *testing.T) {
 	if len(lines) != 2 || lines[1].Text != "in the new one" || lines[1].SessionID == lines[0].SessionID {
 		t.Errorf("record = %+v, want the last message alone in a fresh session", lines)
 	}
-	if fi, err := os.Stat(h.e.inboxPath(t1Key)); err != nil || fi.Size() != 0 {
+	if fi, err := os.Stat(inboxPath(h.opts.StateDir, t1Key)); err != nil || fi.Size() != 0 {
 		t.Errorf("inbox after the replay: %v, %v; want empty", fi, err)
 	}
 }

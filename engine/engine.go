@@ -94,6 +94,7 @@ type Engine struct {
 
 	metrics Metrics     // never nil (noMetrics when off)
 	reload  reloadState // live bindings, running adapters, conversations to rebind (reload.go)
+	notices notifier    // posts for conversations without a session (notify.go)
 
 	// bg outlives every agent process and platform call made by sessions;
 	// Run cancels it only after all sessions ended.
@@ -202,7 +203,7 @@ func (e *Engine) adapter(name string) (platform.Adapter, bool) {
 // An adapter that fails is logged; the others keep running.
 func (e *Engine) Run(ctx context.Context) error {
 	// Work accepted before a crash resumes before new input arrives.
-	e.recoverAll(ctx)
+	e.recoverAll()
 
 	e.startAdapters(ctx) // each under a ctx of its own, so a reload can restart one
 	<-ctx.Done()
@@ -213,6 +214,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	e.mu.Unlock()
 	close(e.stopping)
 	e.wg.Wait() // every session loop and side question has closed its process
+	e.notices.close()
 	e.cancelBg()
 	e.reload.adapters.Wait()
 	if e.seenSet != nil {

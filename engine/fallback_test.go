@@ -71,7 +71,7 @@ func TestFallbackToFreshSession(t *testing.T) {
 				t.Errorf("stored session = %q (%v), want sess-2", rec.SessionID, err)
 			}
 			errs := h.logs.Records("Agent session cannot continue; starting fresh")
-			if len(errs) != 1 || errs[0]["session_id"] != "sess-1" || errs[0]["level"] != "ERROR" || errs[0]["cwd"] == nil {
+			if len(errs) != 1 || errs[0]["session_id"] != "sess-1" || errs[0]["level"] != "ERROR" || errs[0]["workspace"] == nil || errs[0]["cwd"] != nil {
 				t.Errorf("failure log = %v", errs)
 			}
 			warns := h.logs.Records("Started a fresh agent session in place of a failed one")

@@ -40,6 +40,7 @@ type harnessConfig struct {
 	plain bool // a platform without optional interfaces
 	real  bool // run the real agentproc driver (against the fake claude binary)
 	fa    *fakeAgents
+	files *fakeFiles // what the platform's OpenAttachment serves, kept across restarts
 }
 
 func newHarness(t *testing.T, mutate func(*Options, *harnessConfig)) *harness {
@@ -76,7 +77,11 @@ func startHarness(t *testing.T, opts Options, cfg *harnessConfig, logs *testlog.
 		e.spawn = fa.spawn
 		e.tx = ft
 	}
+	if cfg.files == nil {
+		cfg.files = &fakeFiles{data: map[string][]byte{}, opened: map[string]int{}}
+	}
 	rec := newFakePlatform("fake")
+	rec.files = cfg.files
 	if cfg.plain {
 		e.AddAdapter(rec)
 	} else {
@@ -139,11 +144,13 @@ func (h *harness) say(user, thread, text string) {
 	h.deliver(h.message(user, thread, text))
 }
 
-func (h *harness) deliver(m platform.Message) {
+func (h *harness) deliver(m platform.Message) platform.Result {
 	h.t.Helper()
-	if err := h.e.HandleMessage(context.Background(), m); err != nil {
+	res, err := h.e.HandleMessage(context.Background(), m)
+	if err != nil {
 		h.t.Fatalf("HandleMessage(%q): %v", m.Text, err)
 	}
+	return res
 }
 
 // waitIdle waits until the engine has no work.

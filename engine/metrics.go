@@ -64,9 +64,8 @@ func (e *Engine) sessionsByState() map[string]int {
 	defer e.mu.Unlock()
 	out := map[string]int{}
 	for _, s := range e.sessions {
-		s.mu.Lock()
-		out[string(s.state)]++
-		s.mu.Unlock()
+		st, _, _ := s.mb.snapshot()
+		out[string(st)]++
 	}
 	return out
 }
@@ -80,13 +79,7 @@ func (e *Engine) noteQueue() {
 	n := 0
 	e.mu.Lock()
 	for _, s := range e.sessions {
-		s.mu.Lock()
-		for _, it := range s.queue {
-			if it.kind == itemTurn {
-				n++
-			}
-		}
-		s.mu.Unlock()
+		n += s.mb.waitingTurns()
 	}
 	e.mu.Unlock()
 	e.metrics.QueueDepth(n)
@@ -125,17 +118,6 @@ func fallbackCause(err error) string {
 		return "prompt_too_long"
 	}
 	return "session_not_found"
-}
-
-// noteContext reports the context use a result left, when it had usage.
-func (s *session) noteContext(res *agentproc.Result) {
-	if res == nil || res.ContextTokens == 0 {
-		return
-	}
-	s.mu.Lock()
-	pct := s.rec.ContextPct
-	s.mu.Unlock()
-	s.e.metrics.ContextPercent(pct)
 }
 
 // permissionChoice names a permission answer for the metrics.

@@ -1,8 +1,10 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"testing"
@@ -22,7 +24,8 @@ type recorded struct {
 // fakePlatform records what the engine posts. It implements only the
 // required Adapter; richPlatform adds every optional interface.
 type fakePlatform struct {
-	name string
+	name  string
+	files *fakeFiles // for richPlatform's OpenAttachment
 
 	mu      sync.Mutex // guards calls, next and changed
 	calls   []recorded
@@ -147,7 +150,41 @@ var (
 	_ platform.Typer    = richPlatform{}
 	_ platform.Prompter = richPlatform{}
 	_ platform.Statuser = richPlatform{}
+
+	_ platform.AttachmentOpener = richPlatform{}
 )
+
+// fakeFiles are the files a fake platform serves by Ref.
+type fakeFiles struct {
+	mu     sync.Mutex // guards data and opened
+	data   map[string][]byte
+	opened map[string]int
+}
+
+func (f *fakeFiles) put(ref string, data []byte) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.data[ref] = data
+}
+
+func (f *fakeFiles) openedCount(ref string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.opened[ref]
+}
+
+// OpenAttachment serves the file registered under a.Ref.
+func (r richPlatform) OpenAttachment(ctx context.Context, a platform.Attachment) (io.ReadCloser, error) {
+	f := r.files
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	data, ok := f.data[a.Ref]
+	if !ok {
+		return nil, fmt.Errorf("no file %q", a.Ref)
+	}
+	f.opened[a.Ref]++
+	return io.NopCloser(bytes.NewReader(data)), nil
+}
 
 func (r richPlatform) Edit(ctx context.Context, msg platform.Target, text string) error {
 	r.record(recorded{Kind: "edit", To: msg, Text: text})

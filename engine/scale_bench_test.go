@@ -150,7 +150,7 @@ func (env *benchEnv) say(tb testing.TB, thread, text string) {
 		Text:     text,
 		Received: time.Now(),
 	}
-	if err := env.e.HandleMessage(context.Background(), m); err != nil {
+	if _, err := env.e.HandleMessage(context.Background(), m); err != nil {
 		tb.Fatalf("HandleMessage: %v", err)
 	}
 }
@@ -185,7 +185,7 @@ func (env *benchEnv) reapAll(tb testing.TB) {
 	}
 	env.e.mu.Unlock()
 	for _, s := range ss {
-		s.ctrl <- control{kind: ctrlReap}
+		s.mb.pushControl(control{kind: ctrlReap})
 	}
 	env.waitLive(tb, 0)
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/google/uuid"
+
 	"github.com/cc-connect/cc-connect/agentproc"
 )
 
@@ -57,3 +59,6 @@ func errString(err error) string {
 	}
 	return err.Error()
 }
+
+// newUUID is a fresh random uuid (a message's, a new session's).
+func newUUID() string { return uuid.NewString() }

@@ -25,7 +25,6 @@ import (
 	"github.com/cc-connect/cc-connect/platform/internal/backoff"
 	"github.com/cc-connect/cc-connect/platform/internal/coalesce"
 	"github.com/cc-connect/cc-connect/platform/internal/connstate"
-	"github.com/cc-connect/cc-connect/platform/internal/dedupe"
 	"github.com/cc-connect/cc-connect/platform/internal/permbutton"
 	"github.com/cc-connect/cc-connect/platform/internal/recent"
 )
@@ -82,7 +81,8 @@ type Adapter struct {
 	backoffMax     time.Duration
 
 	edits *coalesce.Coalescer
-	seen  *dedupe.Set
+	// interactions are the button presses answered lately, each once.
+	interactions *recent.Map[struct{}]
 	// prompts remembers recent prompts by message id; promptRefs maps
 	// their buttons back to request ids.
 	prompts    *recent.Map[postedPrompt]
@@ -143,7 +143,7 @@ func New(cfg Config, log *slog.Logger) (*Adapter, error) {
 		backoffMin:     time.Second,
 		backoffMax:     2 * time.Minute,
 		edits:          coalesce.New(coalesce.NewInterval(cfg.EditInterval)),
-		seen:           dedupe.New(4096, time.Hour),
+		interactions:   recent.New[struct{}](4096),
 		prompts:        recent.New[postedPrompt](1024),
 		promptRefs:     permbutton.NewRefs(maxCustomID, 1024),
 		threads:        newThreadBook(4096),

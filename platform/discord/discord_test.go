@@ -95,7 +95,12 @@ func TestIdentifyAndRouting(t *testing.T) {
 		{name: "own message ignored", ev: msgEvent("7", "C1", "G1", botID, "mine", nil)},
 		{name: "join notice ignored", ev: msgEvent("8", "C1", "G1", "7", "", map[string]any{"type": 7})},
 		{name: "webhook ignored", ev: msgEvent("9", "C1", "G1", "7", "hook", map[string]any{"webhook_id": "W"})},
-		{name: "redelivery ignored", ev: msgEvent("1", "C1", "G1", "7", "<@900> run the tests", nil)},
+		{
+			// The engine's one duplicate check catches it, on the id.
+			name: "redelivery handed over with the same id",
+			ev:   msgEvent("1", "C1", "G1", "7", "<@900> run the tests", map[string]any{"mentions": []any{botUser}}),
+			want: &platform.Message{ID: "C1:1", Target: platform.Target{Channel: "C1", MessageID: "1"}, Text: "run the tests", Mentioned: true, UserID: "7"},
+		},
 	}
 	for _, tt := range tests {
 		f.dispatch("MESSAGE_CREATE", tt.ev)

@@ -27,18 +27,16 @@ func (a *Adapter) onMessageCreate(_ *discordgo.Session, ev *discordgo.MessageCre
 	if m.Type != discordgo.MessageTypeDefault && m.Type != discordgo.MessageTypeReply {
 		return // joins, pins, thread notices and other system messages
 	}
-	if !a.seen.First("m:" + m.ID) {
-		a.log.Debug("Discord message redelivered, ignored", "channel", m.ChannelID, "message", m.ID)
-		return
-	}
+	// A redelivery carries the same id: the engine's one duplicate check
+	// catches it.
 	a.enqueue(func(ctx context.Context, h platform.Handler) {
 		msg, ok := a.toMessage(ctx, m)
 		if !ok {
 			return
 		}
 		a.log.Debug("Discord message received", "channel", msg.Target.Channel, "thread", msg.Target.Thread, "user_id", msg.UserID, "user", msg.UserName, "mentioned", msg.Mentioned)
-		if err := h.HandleMessage(ctx, msg); err != nil && ctx.Err() == nil {
-			a.log.Warn("Engine did not accept Discord message", "channel", msg.Target.Channel, "thread", msg.Target.Thread, "err", err)
+		if _, err := h.HandleMessage(ctx, msg); err != nil && ctx.Err() == nil {
+			a.log.Warn("Engine did not accept Discord message", "channel", msg.Target.Channel, "thread", msg.Target.Thread, "error", err)
 		}
 	})
 }
@@ -305,9 +303,12 @@ func (a *Adapter) onInteractionCreate(_ *discordgo.Session, ev *discordgo.Intera
 	if i == nil || i.Type != discordgo.InteractionMessageComponent {
 		return
 	}
-	if !a.seen.First("i:" + i.ID) {
+	// A press is answered once: a second copy of the interaction would
+	// fail its response and answer the prompt twice.
+	if _, dup := a.interactions.Get(i.ID); dup {
 		return
 	}
+	a.interactions.Put(i.ID, struct{}{})
 	a.mu.Lock()
 	runCtx := a.runCtx
 	a.mu.Unlock()

@@ -216,7 +216,7 @@ func (a *Adapter) handle(ctx context.Context, h platform.Handler, text string) {
 		Mentioned: true,
 		Received:  a.cfg.Now(),
 	}
-	if err := h.HandleMessage(ctx, msg); err != nil {
+	if _, err := h.HandleMessage(ctx, msg); err != nil {
 		if ctx.Err() != nil {
 			return
 		}

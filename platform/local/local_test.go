@@ -24,9 +24,12 @@ type recorder struct {
 
 func newRecorder() *recorder { return &recorder{msgs: make(chan platform.Message, 16)} }
 
-func (r *recorder) HandleMessage(ctx context.Context, m platform.Message) error {
+func (r *recorder) HandleMessage(ctx context.Context, m platform.Message) (platform.Result, error) {
 	r.msgs <- m
-	return r.err
+	if r.err != nil {
+		return platform.Result{}, r.err
+	}
+	return platform.Result{Status: platform.Queued}, nil
 }
 
 func (r *recorder) HandleAction(ctx context.Context, a platform.Action) error {

@@ -109,16 +109,20 @@ func TestRoutingAndMentions(t *testing.T) {
 	}
 }
 
-func TestDedupe(t *testing.T) {
+// TestCopiesKeepTheirID: a redelivery and both copies of a mention
+// (message and app_mention, in either order) reach the engine with one id,
+// on which its one duplicate check catches every copy after the first.
+func TestCopiesKeepTheirID(t *testing.T) {
 	e := startEnv(t)
 	mention := "<@UBOT> deploy"
 
-	// A redelivery (same event_id, retry_attempt 1) runs once.
 	ev := msgEvent("C1", "1700000010.000100", "U1", "once", nil)
 	e.deliver("EvRetry", 0, ev)
 	e.deliver("EvRetry", 1, ev)
-	if m := e.rec.Message(t); m.Text != "once" {
-		t.Fatalf("got %q", m.Text)
+	for range 2 {
+		if m := e.rec.Message(t); m.Text != "once" || m.ID != "C1:1700000010.000100" {
+			t.Fatalf("got %+v", m)
+		}
 	}
 	e.sentinel("1700000010.900000")
 
@@ -141,9 +145,10 @@ func TestDedupe(t *testing.T) {
 			}
 			e.deliver("EvPairA"+ts, 0, pair[0])
 			e.deliver("EvPairB"+ts, 0, pair[1])
-			m := e.rec.Message(t)
-			if !m.Mentioned || m.Text != "deploy" || m.ID != "C1:"+ts {
-				t.Errorf("got %+v, want one mentioned message C1:%s", m, ts)
+			for range 2 {
+				if m := e.rec.Message(t); !m.Mentioned || m.Text != "deploy" || m.ID != "C1:"+ts {
+					t.Errorf("got %+v, want the mentioned message C1:%s", m, ts)
+				}
 			}
 			e.sentinel(ts + "9")
 		})
@@ -504,29 +509,35 @@ func unJSON(s string) string {
 	return strings.NewReplacer(`\u0026`, "&", `\u003c`, "<", `\u003e`, ">").Replace(s)
 }
 
-// blockingHandler holds every message until release is closed.
+// blockingHandler holds every message until release is closed, then
+// returns err (nil: queued).
 type blockingHandler struct {
 	*platformtest.Handler
 	release chan struct{}
+	err     error
 }
 
-func (b blockingHandler) HandleMessage(ctx context.Context, m platform.Message) error {
+func (b blockingHandler) HandleMessage(ctx context.Context, m platform.Message) (platform.Result, error) {
 	b.Msgs <- m
 	select {
 	case <-b.release:
 	case <-ctx.Done():
 	}
-	return nil
+	if b.err != nil {
+		return platform.Result{}, b.err
+	}
+	return platform.Result{Status: platform.Queued}, nil
 }
 
 // startBlocking runs an adapter whose handler holds each message until
-// h.release is closed, with acks falling back after ackWait.
-func startBlocking(t *testing.T, ackWait time.Duration) (*env, blockingHandler) {
+// h.release is closed and then returns handleErr, with acks falling back
+// after ackWait.
+func startBlocking(t *testing.T, ackWait time.Duration, handleErr error) (*env, blockingHandler) {
 	t.Helper()
 	f := newFakeSlack(t)
 	a, logs, _ := newAdapter(t, testConfig(f))
 	a.ackWait = ackWait
-	h := blockingHandler{Handler: platformtest.NewHandler(), release: make(chan struct{})}
+	h := blockingHandler{Handler: platformtest.NewHandler(), release: make(chan struct{}), err: handleErr}
 	platformtest.Run(t, 10*time.Second, func(ctx context.Context) error { return a.Run(ctx, h) })
 	return &env{t: t, a: a, f: f, rec: h.Handler, logs: logs, conn: f.waitConn(1)}, h
 }
@@ -535,7 +546,7 @@ func startBlocking(t *testing.T, ackWait time.Duration) (*env, blockingHandler) 
 // the handler returned (the engine journals the message first), so a crash
 // before that leaves the event unacknowledged and Slack delivers it again.
 func TestAckAfterTheHandlerAccepted(t *testing.T) {
-	e, h := startBlocking(t, time.Hour)
+	e, h := startBlocking(t, time.Hour, nil)
 	f := e.f
 	const envID = "env-accept-1"
 	if err := e.conn.send(eventEnvelope(envID, "EvAccept1", 0, msgEvent("C1", "1700000900.000100", "U1", "journal me", nil))); err != nil {
@@ -556,12 +567,35 @@ func TestAckAfterTheHandlerAccepted(t *testing.T) {
 	e.deliver("EvEdit", 0, map[string]any{"type": "message", "subtype": "message_changed", "channel": "C1", "ts": "1700000901.000100"})
 }
 
+// TestNoAckWhenNotHandled: a message the handler returns an error for
+// (ctx ended while its other copy was being accepted, say) is not
+// acknowledged, so that Slack delivers it again; the envelopes after it
+// are acked as usual.
+func TestNoAckWhenNotHandled(t *testing.T) {
+	e, h := startBlocking(t, time.Hour, errors.New("not handled"))
+	close(h.release)
+	const envID = "env-unhandled-1"
+	if err := e.conn.send(eventEnvelope(envID, "EvUnhandled1", 0, msgEvent("C1", "1700000950.000100", "U1", "not now", nil))); err != nil {
+		t.Fatal(err)
+	}
+	h.Message(t)
+	e.deliver("EvEdit2", 0, map[string]any{"type": "message", "subtype": "message_changed", "channel": "C1", "ts": "1700000951.000100"})
+	// The dispatcher runs in order: the edit's ack comes after the first
+	// message's handler returned.
+	e.f.mu.Lock()
+	acked := slices.Contains(e.f.acks, envID)
+	e.f.mu.Unlock()
+	if acked {
+		t.Error("the envelope of a message the handler did not handle was acked")
+	}
+}
+
 // TestAckDeadlineWhenHandlingIsSlow: Slack wants an ack within 3 s, so a
 // handler that takes longer (downloading attachments) does not hold the
 // ack, nor the acks of the envelopes behind it; nothing is lost or
 // reordered.
 func TestAckDeadlineWhenHandlingIsSlow(t *testing.T) {
-	e, h := startBlocking(t, 20*time.Millisecond)
+	e, h := startBlocking(t, 20*time.Millisecond, nil)
 	e.deliver("EvSlow1", 0, msgEvent("C1", "1700000800.000100", "U1", "slow", nil))
 	if m := h.Message(t); m.Text != "slow" {
 		t.Fatalf("got %q", m.Text)

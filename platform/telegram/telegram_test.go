@@ -163,7 +163,9 @@ func TestRouting(t *testing.T) {
 	}
 }
 
-func TestDuplicateUpdatesRunOnce(t *testing.T) {
+// TestDuplicateUpdatesKeepTheirID: an update delivered again reaches the
+// engine with the same message id, which its one duplicate check catches.
+func TestDuplicateUpdatesKeepTheirID(t *testing.T) {
 	f := newFakeAPI(t)
 	a := newTestAdapter(t, f, nil)
 	h := platformtest.NewHandler()
@@ -173,11 +175,18 @@ func TestDuplicateUpdatesRunOnce(t *testing.T) {
 	f.feed(u)
 	f.feed(update(6, map[string]any{"message_id": 2, "date": 1, "chat": chat, "from": user(7, "alice", false), "text": "next"}))
 	runAdapter(t, a, h)
-	if m := h.Message(t); m.Text != "once" {
-		t.Fatalf("first message = %q", m.Text)
+	first := h.Message(t)
+	if first.Text != "once" || first.ID != "42:1" {
+		t.Fatalf("first message = %+v", first)
 	}
-	if m := h.Message(t); m.Text != "next" {
-		t.Fatalf("a duplicate update ran again: %q", m.Text)
+	for {
+		m := h.Message(t)
+		if m.Text == "next" {
+			break
+		}
+		if m.ID != first.ID {
+			t.Fatalf("a copy of the update came with id %q, want %q", m.ID, first.ID)
+		}
 	}
 }
 
