@@ -453,6 +453,16 @@ func TestTypingEditAttachments(t *testing.T) {
 	if string(body) != "hello" {
 		t.Fatalf("content = %q", body)
 	}
+	// A replay after a restart fetches it again from its Ref alone.
+	rc, err = a.OpenAttachment(ctx, platform.Attachment{Name: "notes.txt", Ref: m.Attachments[0].Ref})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(rc)
+	rc.Close()
+	if string(body) != "hello" {
+		t.Fatalf("content again = %q", body)
+	}
 
 	to := platform.Target{Platform: "dc-test", Channel: "C1", Thread: "T1"}
 	if err := a.Typing(ctx, to); err != nil {

@@ -176,10 +176,20 @@ func (a *Adapter) attachments(in []*discordgo.MessageAttachment) []platform.Atta
 			Name: at.Filename,
 			Size: size,
 			Mime: at.ContentType,
+			Ref:  u,
 			Open: func(ctx context.Context) (io.ReadCloser, error) { return a.download(ctx, u) },
 		})
 	}
 	return out
+}
+
+var _ platform.AttachmentOpener = (*Adapter)(nil)
+
+// OpenAttachment downloads a file again from its Ref (its CDN URL), for a
+// message replayed after a restart; Discord's links expire after a while,
+// and then the download fails.
+func (a *Adapter) OpenAttachment(ctx context.Context, at platform.Attachment) (io.ReadCloser, error) {
+	return a.download(ctx, at.Ref)
 }
 
 func (a *Adapter) download(ctx context.Context, u string) (io.ReadCloser, error) {

@@ -411,8 +411,17 @@ func (a *Adapter) attachment(f inFile) (platform.Attachment, bool) {
 		Name: name,
 		Size: size,
 		Mime: mime,
+		Ref:  u, // the file's own URL: no token in it
 		Open: func(ctx context.Context) (io.ReadCloser, error) { return a.openFile(ctx, u, mime) },
 	}, true
+}
+
+var _ platform.AttachmentOpener = (*Adapter)(nil)
+
+// OpenAttachment downloads a file again from its Ref (its URL), for a
+// message replayed after a restart; the same host check applies.
+func (a *Adapter) OpenAttachment(ctx context.Context, at platform.Attachment) (io.ReadCloser, error) {
+	return a.openFile(ctx, at.Ref, at.Mime)
 }
 
 // openFile downloads a shared file with the bot token. The token goes only

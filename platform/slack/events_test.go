@@ -239,6 +239,16 @@ func TestFileDownload(t *testing.T) {
 	if string(body) != "quarterly numbers" {
 		t.Errorf("body = %q", body)
 	}
+	// A replay after a restart fetches it again from its Ref alone.
+	rc, err = e.a.OpenAttachment(context.Background(), platform.Attachment{Name: att.Name, Mime: att.Mime, Ref: att.Ref})
+	if err != nil {
+		t.Fatalf("OpenAttachment: %v", err)
+	}
+	body, _ = io.ReadAll(rc)
+	rc.Close()
+	if string(body) != "quarterly numbers" || strings.Contains(att.Ref, testBotToken) {
+		t.Errorf("again: body = %q, ref %q", body, att.Ref)
+	}
 	e.f.mu.Lock()
 	auth := e.f.downloads[0]
 	e.f.mu.Unlock()
@@ -249,6 +259,9 @@ func TestFileDownload(t *testing.T) {
 	// The token never goes to a host that is not Slack's.
 	if _, err := m.Attachments[1].Open(context.Background()); !errors.Is(err, ErrUntrustedFileURL) {
 		t.Errorf("Open of a foreign URL = %v, want ErrUntrustedFileURL", err)
+	}
+	if _, err := e.a.OpenAttachment(context.Background(), m.Attachments[1]); !errors.Is(err, ErrUntrustedFileURL) {
+		t.Errorf("OpenAttachment of a foreign URL = %v, want ErrUntrustedFileURL", err)
 	}
 	if strings.Contains(e.logs.all(), testBotToken) {
 		t.Error("bot token appears in the logs")

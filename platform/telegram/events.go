@@ -241,6 +241,7 @@ func (a *Adapter) attachments(msg *tgbotapi.Message) []platform.Attachment {
 			Name: name,
 			Size: sz,
 			Mime: mime,
+			Ref:  fileID, // not the download URL, which holds the bot token
 			Open: func(ctx context.Context) (io.ReadCloser, error) { return a.openFile(ctx, fileID) },
 		})
 	}
@@ -261,6 +262,14 @@ func (a *Adapter) attachments(msg *tgbotapi.Message) []platform.Attachment {
 		add(vo.FileID, "voice_"+vo.FileUniqueID+".ogg", nonEmpty(vo.MimeType, "audio/ogg"), vo.FileSize)
 	}
 	return out
+}
+
+var _ platform.AttachmentOpener = (*Adapter)(nil)
+
+// OpenAttachment downloads a file again from its Ref (its file_id), for a
+// message replayed after a restart.
+func (a *Adapter) OpenAttachment(ctx context.Context, at platform.Attachment) (io.ReadCloser, error) {
+	return a.openFile(ctx, at.Ref)
 }
 
 func nonEmpty(s, def string) string {

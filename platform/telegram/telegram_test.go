@@ -513,6 +513,19 @@ func TestAttachmentOpen(t *testing.T) {
 	if c := f.next("getFile"); c.Form.Get("file_id") != "F1" {
 		t.Fatalf("getFile = %v", c.Form)
 	}
+	// A replay after a restart fetches it again from its Ref (the
+	// file_id, never the URL with the token) alone.
+	if att.Ref != "F1" {
+		t.Fatalf("Ref = %q, want the file_id", att.Ref)
+	}
+	rc2, err := a.OpenAttachment(context.Background(), platform.Attachment{Name: att.Name, Ref: att.Ref})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc2.Close()
+	if body, _ := io.ReadAll(rc2); string(body) != "hello" {
+		t.Fatalf("content again = %q", body)
+	}
 }
 
 var tagRE = regexp.MustCompile(`<[^>]+>`)
