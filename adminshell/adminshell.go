@@ -41,10 +41,14 @@ type Result struct {
 
 // Options for one run.
 type Options struct {
-	Dir       string   // the session's workspace
-	Env       []string // the agent's environment
-	Timeout   time.Duration
-	MaxOutput int
+	Dir string   // the session's workspace
+	Env []string // the agent's environment (agentproc.BuildEnv)
+	// Credential, when not nil, runs the command as another OS user: the
+	// agent's (agentproc.Credential), so that !sh reaches no more than
+	// Claude's own Bash does.
+	Credential *syscall.Credential
+	Timeout    time.Duration
+	MaxOutput  int
 }
 
 // Run runs command with /bin/sh -c in opts.Dir. Cancelling ctx (!stop,
@@ -64,7 +68,7 @@ func Run(ctx context.Context, command string, opts Options) Result {
 	cmd.Env = opts.Env
 	cmd.Stdout = out
 	cmd.Stderr = out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: opts.Credential}
 	// A grandchild that keeps the output pipe open must not hold Wait
 	// forever once the group was killed.
 	cmd.WaitDelay = killGrace

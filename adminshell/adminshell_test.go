@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -150,4 +151,31 @@ func TestChatReplyKeepsCodeBlockIntact(t *testing.T) {
 	if strings.Count(reply, "```") != 2 {
 		t.Errorf("fences in the output must not close the reply's block: %q", reply)
 	}
+}
+
+// TestRunAsAnotherUser: with a credential the command runs as that user
+// (here nobody, 65534) without cc-connect's groups, and the timeout still
+// kills its whole process group: root may signal another user's processes.
+func TestRunAsAnotherUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("running a command as another user needs root")
+	}
+	dir := t.TempDir()
+	// nobody must reach the folder: t.TempDir's parent is private.
+	for _, d := range []string{filepath.Dir(dir), dir} {
+		if err := os.Chmod(d, 0o777); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := Run(context.Background(), "id -u; id -G; sleep 300 & echo $! > child.pid; wait", Options{
+		Dir: dir, Timeout: time.Second,
+		Credential: &syscall.Credential{Uid: 65534, Gid: 65534, Groups: []uint32{65534}},
+	})
+	if !r.TimedOut || r.Err != nil {
+		t.Fatalf("want a timeout, got %+v", r)
+	}
+	if lines := strings.Fields(r.Output); len(lines) < 2 || lines[0] != "65534" || lines[1] != "65534" {
+		t.Errorf("output %q, want uid 65534 and only group 65534", r.Output)
+	}
+	waitDead(t, readPID(t, filepath.Join(dir, "child.pid")))
 }

@@ -51,12 +51,16 @@ func BuildArgs(cfg Config, opts StartOptions) []string {
 	return append(args, cfg.Args...)
 }
 
-// BuildEnv returns the agent's environment: base (normally os.Environ()),
-// then the defaults that base does not set, then cfg.Env, which wins over
-// both. Keys keep their case; a later entry replaces an earlier one with the
-// same key, so the result never holds a key twice.
+// BuildEnv returns the environment of every child process started for the
+// agent (see child.go): base (normally os.Environ()) less the variables
+// DropReason names (platform secrets, agent.env_drop, and with agent.user
+// the cc-connect user's HOME, USER, LOGNAME and folders, replaced by the
+// agent user's), then the defaults that are not set yet, then cfg.Env,
+// which wins over both, except that a platform secret's name is never
+// passed. Keys keep their case; a later entry replaces an earlier one with
+// the same key, so the result never holds a key twice.
 func BuildEnv(base []string, cfg Config) []string {
-	out := make([]string, 0, len(base)+len(defaultEnv)+len(cfg.Env))
+	out := make([]string, 0, len(base)+len(defaultEnv)+len(cfg.Env)+3)
 	index := make(map[string]int, cap(out))
 	set := func(kv string) {
 		key, _, _ := strings.Cut(kv, "=")
@@ -68,7 +72,15 @@ func BuildEnv(base []string, cfg Config) []string {
 		out = append(out, kv)
 	}
 	for _, kv := range base {
-		set(kv)
+		key, _, _ := strings.Cut(kv, "=")
+		if DropReason(key, cfg) == "" {
+			set(kv)
+		}
+	}
+	if cfg.switchesUser() {
+		set("HOME=" + cfg.User.Home)
+		set("USER=" + cfg.User.Name)
+		set("LOGNAME=" + cfg.User.Name)
 	}
 	for _, d := range defaultEnv {
 		if _, ok := index[d[0]]; ok {
@@ -81,7 +93,9 @@ func BuildEnv(base []string, cfg Config) []string {
 	}
 	keys := make([]string, 0, len(cfg.Env))
 	for k := range cfg.Env {
-		keys = append(keys, k)
+		if !cfg.Secrets.Has(k) {
+			keys = append(keys, k)
+		}
 	}
 	sort.Strings(keys) // deterministic order for tests and logs
 	for _, k := range keys {

@@ -10,8 +10,20 @@ type Config struct {
 	// Args are extra CLI arguments appended after the ones agentproc sets.
 	Args []string
 	// Env is extra environment for the agent, added to (and overriding)
-	// cc-connect's own environment. Keys keep their case.
+	// what it inherits from cc-connect's environment (BuildEnv). Keys keep
+	// their case.
 	Env map[string]string
+	// EnvDrop names the inherited variables the agent does not get: exact
+	// names, or patterns with '*' and '?' (DefaultEnvDrop, matched without
+	// regard to case). Env still adds what the admin gives it.
+	EnvDrop []string
+	// Secrets are the variables platform tokens are read from: never given
+	// to a child. Shared by copies of the Config; nil is an empty set.
+	Secrets *SecretVars
+	// User, when set and not cc-connect's own user, is the OS user every
+	// child runs as (Credential): that needs cc-connect to run as root
+	// (CheckSwitch).
+	User *User
 	// Model is passed as --model when not empty.
 	Model string
 	// PermissionMode is passed as --permission-mode when not empty.

@@ -125,8 +125,10 @@ func Start(ctx context.Context, cfg Config, opts StartOptions, log *slog.Logger)
 	cmd := exec.Command(path, BuildArgs(cfg, opts)...)
 	cmd.Dir = opts.Dir
 	cmd.Env = BuildEnv(os.Environ(), cfg)
-	// Its own process group, so Close can signal the tools it spawned too.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Its own process group, so Close can signal the tools it spawned too;
+	// agent.user's credential when it runs as another user (root can
+	// still signal the group).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: Credential(cfg)}
 	dieWithParent(cmd.SysProcAttr)
 
 	// Plain pipes rather than cmd.StdoutPipe: cmd.Wait must reap the

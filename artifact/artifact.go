@@ -4,7 +4,8 @@
 // it, instead of a truncated message.
 //
 // Files live in <workspace>/.cc-connect/artifacts/ (folders 0700, files
-// 0600, a .gitignore of "*" in .cc-connect/ so they are never committed).
+// 0600, a .gitignore of "*" in .cc-connect/ so they are never committed;
+// 0750 and 0640 of the agent's group when the agent runs as another user).
 // The package refuses symbolic links and entries of another owner on that
 // path, and never deletes a user's files: past the quota it refuses with
 // ErrQuotaExceeded. It must not let a host path outside the workspace reach
@@ -46,6 +47,12 @@ type Options struct {
 	// HeadBytes is how much of the message Prepare shows inline. Zero means
 	// DefaultHeadBytes; negative shows none.
 	HeadBytes int
+	// ReaderGID, when above zero, is the group of the agent's OS user when
+	// it runs as another user than cc-connect (agent.user): folders become
+	// 0750 and files 0640 of that group, so the agent can read what it is
+	// pointed at but change none of it. Zero keeps them private (0700,
+	// 0600).
+	ReaderGID int
 }
 
 // Artifact is one stored message.

@@ -53,21 +53,22 @@ func (s *Store) store(sub, name string, sum [sha256.Size]byte, content []byte) (
 		return Artifact{}, &Error{Reason: "opening the workspace", Err: err}
 	}
 	defer ws.Close()
-	state, err := openPrivateDir(ws, StateDirName, StateDirName)
+	acc := access{gid: s.opts.ReaderGID}
+	state, err := openPrivateDir(ws, StateDirName, StateDirName, acc)
 	if err != nil {
 		return Artifact{}, err
 	}
 	defer state.Close()
-	if err := ensureGitignore(state); err != nil {
+	if err := ensureGitignore(state, acc); err != nil {
 		return Artifact{}, err
 	}
-	dir, err := openPrivateDir(state, sub, relDir)
+	dir, err := openPrivateDir(state, sub, relDir, acc)
 	if err != nil {
 		return Artifact{}, err
 	}
 	defer dir.Close()
 
-	same, oldSize, err := checkExisting(dir, name, a.RelPath, sum)
+	same, oldSize, err := checkExisting(dir, name, a.RelPath, sum, acc)
 	if err != nil || same {
 		return a, err
 	}
@@ -81,7 +82,7 @@ func (s *Store) store(sub, name string, sum [sha256.Size]byte, content []byte) (
 		return Artifact{}, &Error{Kind: ErrQuotaExceeded, RelPath: relDir, Reason: "quota exceeded",
 			Used: used, Need: need, Quota: s.opts.Quota}
 	}
-	if err := writeAtomic(dir, name, a.RelPath, content); err != nil {
+	if err := writeAtomic(dir, name, a.RelPath, content, acc); err != nil {
 		return Artifact{}, err
 	}
 	return a, nil
@@ -123,10 +124,48 @@ func checkEntry(fi fs.FileInfo, rel string, wantDir bool) error {
 	return nil
 }
 
-// openPrivateDir opens parent/name as a root of its own, creating it 0700
-// when missing, refusing it when checkEntry does, and tightening it to 0700
-// when it is looser.
-func openPrivateDir(parent *os.Root, name, rel string) (*os.Root, error) {
+// access is who besides cc-connect may read what the Store writes: nobody
+// (folders 0700, files 0600), or the agent's group when the agent runs as
+// another user (folders 0750, files 0640, that group): it must read the
+// prompts and attachments it is pointed at, and may write none of them.
+type access struct {
+	gid int // 0: nobody
+}
+
+func (a access) dirMode() fs.FileMode {
+	if a.gid > 0 {
+		return 0o750
+	}
+	return dirPerm
+}
+
+func (a access) fileMode() fs.FileMode {
+	if a.gid > 0 {
+		return 0o640
+	}
+	return filePerm
+}
+
+// apply gives the open file or folder f the wanted mode and group,
+// through the descriptor so it cannot land on a link's target.
+func (a access) apply(f *os.File, fi fs.FileInfo, mode fs.FileMode) error {
+	if fi.Mode().Perm() != mode {
+		if err := f.Chmod(mode); err != nil {
+			return err
+		}
+	}
+	if a.gid > 0 {
+		if gid, ok := groupOf(fi); !ok || gid != a.gid {
+			return f.Chown(-1, a.gid)
+		}
+	}
+	return nil
+}
+
+// openPrivateDir opens parent/name as a root of its own, creating it
+// (acc.dirMode) when missing, refusing it when checkEntry does, and
+// setting its mode and group to acc's when they differ.
+func openPrivateDir(parent *os.Root, name, rel string, acc access) (*os.Root, error) {
 	fi, err := parent.Lstat(name)
 	if errors.Is(err, fs.ErrNotExist) {
 		if err := parent.Mkdir(name, dirPerm); err != nil && !errors.Is(err, fs.ErrExist) {
@@ -144,7 +183,7 @@ func openPrivateDir(parent *os.Root, name, rel string) (*os.Root, error) {
 	if err != nil {
 		return nil, &Error{RelPath: rel, Reason: "opening the folder", Err: err}
 	}
-	if err := checkOpenedDir(sub, fi, rel); err != nil {
+	if err := checkOpenedDir(sub, fi, rel, acc); err != nil {
 		sub.Close()
 		return nil, err
 	}
@@ -152,9 +191,10 @@ func openPrivateDir(parent *os.Root, name, rel string) (*os.Root, error) {
 }
 
 // checkOpenedDir makes sure the folder opened is the one Lstat checked
-// (not a symlink swapped in between) and makes it private. The chmod goes
-// through the open descriptor, so it cannot land on a link's target.
-func checkOpenedDir(dir *os.Root, checked fs.FileInfo, rel string) error {
+// (not a symlink swapped in between) and gives it acc's mode and group.
+// The chmod goes through the open descriptor, so it cannot land on a
+// link's target.
+func checkOpenedDir(dir *os.Root, checked fs.FileInfo, rel string, acc access) error {
 	d, err := dir.Open(".")
 	if err != nil {
 		return &Error{RelPath: rel, Reason: "opening the folder", Err: err}
@@ -167,10 +207,8 @@ func checkOpenedDir(dir *os.Root, checked fs.FileInfo, rel string) error {
 	if !os.SameFile(checked, fi) {
 		return unsafePath(rel, "changed while it was being checked")
 	}
-	if fi.Mode().Perm() != dirPerm {
-		if err := d.Chmod(dirPerm); err != nil {
-			return &Error{RelPath: rel, Reason: "making the folder private", Err: err}
-		}
+	if err := acc.apply(d, fi, acc.dirMode()); err != nil {
+		return &Error{RelPath: rel, Reason: "making the folder private", Err: err}
 	}
 	return nil
 }
@@ -178,12 +216,12 @@ func checkOpenedDir(dir *os.Root, checked fs.FileInfo, rel string) error {
 // ensureGitignore writes .cc-connect/.gitignore ("*") when it is missing,
 // so nothing cc-connect keeps in the workspace is ever committed. An
 // existing one is left as it is, unless it is unsafe.
-func ensureGitignore(state *os.Root) error {
+func ensureGitignore(state *os.Root, acc access) error {
 	rel := StateDirName + "/" + gitignoreName
 	fi, err := state.Lstat(gitignoreName)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return writeAtomic(state, gitignoreName, rel, []byte(gitignoreContent))
+		return writeAtomic(state, gitignoreName, rel, []byte(gitignoreContent), acc)
 	case err != nil:
 		return &Error{RelPath: rel, Reason: "checking the file", Err: err}
 	}
@@ -194,7 +232,7 @@ func ensureGitignore(state *os.Root) error {
 // true when it holds exactly the content with that hash (it is then made
 // 0600 if it was looser); otherwise oldSize is the size of a damaged file
 // that the write will replace.
-func checkExisting(dir *os.Root, name, rel string, want [sha256.Size]byte) (same bool, oldSize int64, err error) {
+func checkExisting(dir *os.Root, name, rel string, want [sha256.Size]byte, acc access) (same bool, oldSize int64, err error) {
 	fi, err := dir.Lstat(name)
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, 0, nil
@@ -224,10 +262,8 @@ func checkExisting(dir *os.Root, name, rel string, want [sha256.Size]byte) (same
 	if [sha256.Size]byte(h.Sum(nil)) != want {
 		return false, ofi.Size(), nil
 	}
-	if ofi.Mode().Perm() != filePerm {
-		if err := f.Chmod(filePerm); err != nil {
-			return false, 0, &Error{RelPath: rel, Reason: "making the file private", Err: err}
-		}
+	if err := acc.apply(f, ofi, acc.fileMode()); err != nil {
+		return false, 0, &Error{RelPath: rel, Reason: "making the file private", Err: err}
 	}
 	return true, 0, nil
 }
@@ -265,7 +301,7 @@ func folderBytes(dir *os.Root) (int64, error) {
 // whole file or none: a new temp file (O_EXCL, so a planted link is not
 // followed), fsync, rename over name (which replaces a link rather than
 // following it), fsync of the folder.
-func writeAtomic(dir *os.Root, name, rel string, data []byte) (err error) {
+func writeAtomic(dir *os.Root, name, rel string, data []byte, acc access) (err error) {
 	var rnd [8]byte
 	_, _ = rand.Read(rnd[:])
 	tmp := "." + name + ".tmp-" + hex.EncodeToString(rnd[:])
@@ -280,7 +316,11 @@ func writeAtomic(dir *os.Root, name, rel string, data []byte) (err error) {
 		}
 	}()
 	// The umask may have narrowed the mode; set it exactly.
-	if err := f.Chmod(filePerm); err != nil {
+	fi, err := f.Stat()
+	if err != nil {
+		return &Error{RelPath: rel, Reason: "checking the file", Err: err}
+	}
+	if err := acc.apply(f, fi, acc.fileMode()); err != nil {
 		return &Error{RelPath: rel, Reason: "making the file private", Err: err}
 	}
 	if _, err := f.Write(data); err != nil {

@@ -3,7 +3,8 @@
 // environment), applies defaults and validates everything, naming the key of
 // every problem. It owns the file format and nothing else: it builds no
 // adapters, starts nothing and imports neither the engine nor agentproc (it
-// describes the agent; the binary builds the driver's options from it).
+// describes the agent; agentcfg builds the driver's options from it, and
+// agentenv is the rule for the agent's user and environment it checks).
 package config
 
 import (
@@ -13,6 +14,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/cc-connect/cc-connect/agentenv"
 )
 
 // ErrNotFound means the config file does not exist. The caller points the
@@ -41,6 +44,19 @@ type Config struct {
 	Platforms []Platform `toml:"platforms"`
 	Bindings  []Binding  `toml:"bindings"`
 	Metrics   Metrics    `toml:"metrics"`
+
+	// SecretVars maps each environment variable a platform token is read
+	// from (a ${VAR} in bot_token, app_token or token) to the first key
+	// that reads it. No agent child gets these variables.
+	SecretVars map[string]string
+	// LiteralSecrets lists the token keys whose value is written in the
+	// file itself ("platforms[0].token"): whoever can read the file has it.
+	LiteralSecrets []string
+
+	// Work that starts without a person (unattended.go).
+	Schedules []Schedule `toml:"schedules"`
+	Webhooks  Webhooks   `toml:"webhooks"`
+	Spend     Spend      `toml:"spend"`
 
 	// Warnings are things that load but probably do not do what the admin
 	// meant (a binding nobody may use, a platform no binding names). The
@@ -98,6 +114,16 @@ type Agent struct {
 	AllowedModes []string `toml:"allowed_modes"`
 	// ShellTimeout kills an admin's !sh command after this long.
 	ShellTimeout Duration `toml:"shell_timeout"`
+	// EnvDrop names the variables of cc-connect's environment the agent
+	// does not inherit: exact names or patterns (agentenv.DefaultEnvDrop).
+	EnvDrop []string `toml:"env_drop"`
+	// User is the OS user (name or uid) the agent, its forks and !sh run
+	// as; "" is cc-connect's own user. Another user needs cc-connect to
+	// run as root.
+	User string `toml:"user"`
+	// RunAs is User resolved in the user database by Load; nil when User
+	// is empty.
+	RunAs *agentenv.User
 }
 
 // Platform is one chat connection ([[platforms]]). Which token fields apply
@@ -129,6 +155,15 @@ type Binding struct {
 	RequireMention *bool `toml:"require_mention"`
 	// AllowShell lets this binding's admins run !sh in the workspace.
 	AllowShell bool `toml:"allow_shell"`
+	// Worktree gives each conversation its own git worktree of the
+	// workspace (which must be the top of a git repository).
+	Worktree bool `toml:"worktree"`
+	// Spending caps in USD, from the costs Claude Code reports; zero means
+	// none. The first two cap the whole binding, the last two each user.
+	CapDailyUSD       USD `toml:"cap_daily_usd"`
+	CapMonthlyUSD     USD `toml:"cap_monthly_usd"`
+	CapUserDailyUSD   USD `toml:"cap_user_daily_usd"`
+	CapUserMonthlyUSD USD `toml:"cap_user_monthly_usd"`
 }
 
 // Metrics configures the Prometheus endpoint ([metrics]); off unless Addr
@@ -191,7 +226,10 @@ func Default() Config {
 			CloseGrace:               Duration(5 * time.Second),
 			AllowedModes:             []string{"default", "acceptEdits", "plan"},
 			ShellTimeout:             Duration(2 * time.Minute),
+			EnvDrop:                  slices.Clone(agentenv.DefaultEnvDrop),
 		},
+		Webhooks: Webhooks{MaxBody: 1 << 20},
+		Spend:    Spend{Timezone: "Local"},
 	}
 }
 
@@ -238,6 +276,7 @@ func (c *Config) LogValue() slog.Value {
 		slog.String("model", c.Agent.Model),
 		slog.String("permission_mode", c.Agent.PermissionMode),
 		slog.Any("agent_env_keys", c.Agent.envKeys()),
+		slog.String("agent_user", c.Agent.User),
 		slog.Any("platforms", platforms),
 		slog.Int("bindings", len(c.Bindings)),
 	)
@@ -288,7 +327,7 @@ func (c *Config) String() string {
 	for _, k := range a.envKeys() {
 		env = append(env, fmt.Sprintf("%q = %q", k, a.Env[k].String()))
 	}
-	fmt.Fprintf(&b, "env = { %s }\n", strings.Join(env, ", "))
+	fmt.Fprintf(&b, "env = { %s }\nenv_drop = %s\nuser = %s\n", strings.Join(env, ", "), list(a.EnvDrop), q(a.User))
 	fmt.Fprintf(&b, "model = %s\npermission_mode = %s\nappend_system_prompt = %s\n", q(a.Model), q(a.PermissionMode), q(a.AppendSystemPrompt))
 	fmt.Fprintf(&b, "idle_timeout = %s\npermission_timeout = %s\ncontext_window = %d\nself_report = %t\n",
 		q(a.IdleTimeout.String()), q(a.PermissionTimeout.String()), a.ContextWindow, a.SelfReport)
@@ -327,7 +366,9 @@ func (c *Config) String() string {
 		if bd.AllowShell {
 			b.WriteString("allow_shell = true\n")
 		}
+		bd.writeUnattended(&b)
 	}
+	c.writeUnattended(&b)
 	return b.String()
 }
 

@@ -18,6 +18,8 @@ import (
 var (
 	durationType = reflect.TypeFor[Duration]()
 	sizeType     = reflect.TypeFor[Size]()
+	usdType      = reflect.TypeFor[USD]()
+	verbatimType = reflect.TypeFor[Verbatim]()
 )
 
 type decoder struct {
@@ -113,6 +115,20 @@ func (d *decoder) decodeValue(path string, val any, v reflect.Value) {
 		v.SetInt(n)
 		return
 	}
+	if v.Type() == usdType {
+		d.decodeUSD(path, val, v)
+		return
+	}
+	if v.Type() == verbatimType {
+		// Templates use $ themselves: no ${VAR} expansion here.
+		s, ok := val.(string)
+		if !ok {
+			d.failf(path, "expected a string, got %s", describe(val))
+			return
+		}
+		v.SetString(s)
+		return
+	}
 	switch v.Kind() {
 	case reflect.String:
 		s, ok := val.(string)
@@ -197,6 +213,9 @@ func (d *decoder) decodeValue(path string, val any, v reflect.Value) {
 func elementDefault(t reflect.Type) any {
 	if t == reflect.TypeFor[Binding]() {
 		return defaultBinding()
+	}
+	if t == reflect.TypeFor[Schedule]() {
+		return defaultSchedule()
 	}
 	return reflect.New(t).Elem().Interface()
 }

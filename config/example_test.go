@@ -48,7 +48,7 @@ func TestExampleLoadsAsShipped(t *testing.T) {
 }
 
 var (
-	sectionLine = regexp.MustCompile(`^#?\s*\[\[?([a-z_]+)\]\]?\s*(#.*)?$`)
+	sectionLine = regexp.MustCompile(`^#?\s*\[\[?([a-z_.]+)\]\]?\s*(#.*)?$`)
 	keyLine     = regexp.MustCompile(`^#?\s*([a-z_]+)\s*=`)
 )
 

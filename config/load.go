@@ -71,8 +71,9 @@ func load(path string, lookup func(string) (string, bool)) (*Config, error) {
 	}
 
 	cfg.Warnings = cfg.validate(filepath.Dir(abs), d)
+	cfg.Warnings = append(cfg.Warnings, cfg.validateSecrets(raw, d)...)
 	if info, err := os.Stat(abs); err == nil && info.Mode().Perm()&0o077 != 0 {
-		for _, key := range literalSecrets(raw) {
+		for _, key := range cfg.LiteralSecrets {
 			cfg.Warnings = append(cfg.Warnings, fmt.Sprintf(
 				"%s is written in %s, which others can read (mode %04o): use ${VAR} or chmod 600", key, abs, info.Mode().Perm()))
 		}

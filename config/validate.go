@@ -71,12 +71,16 @@ func (c *Config) validate(dir string, d *decoder) (warnings []string) {
 	}
 
 	c.validateAgent(d)
-	if c.Agent.PermissionMode == "bypassPermissions" && os.Getuid() == 0 && c.Agent.Env["IS_SANDBOX"] != "1" && os.Getenv("IS_SANDBOX") != "1" {
+	// (Claude Code refuses as root only; with agent.user it runs as that
+	// user. RunAs is resolved after this, so the key is read here.)
+	asRoot := os.Getuid() == 0 && (c.Agent.User == "" || c.Agent.User == "0" || c.Agent.User == "root")
+	if c.Agent.PermissionMode == "bypassPermissions" && asRoot && c.Agent.Env["IS_SANDBOX"] != "1" && os.Getenv("IS_SANDBOX") != "1" {
 		warnings = append(warnings, `agent.permission_mode: Claude Code refuses bypassPermissions when run as root unless IS_SANDBOX=1 is set (in agent.env, inside a sandbox)`)
 	}
 	warnings = append(warnings, c.validatePlatforms(d)...)
 	warnings = append(warnings, c.validateBindings(dir, d)...)
 	c.validateMetrics(d)
+	warnings = append(warnings, c.validateUnattended(d)...)
 	return warnings
 }
 

@@ -2,7 +2,10 @@
 
 package doctor
 
-import "io/fs"
+import (
+	"io/fs"
+	"syscall"
+)
 
 // writable cannot be asked without unix access(2); the state dir probe
 // file still tests the state dir for real.
@@ -10,3 +13,9 @@ func writable(string) bool { return true }
 
 // ownerUID is not known without unix file ownership.
 func ownerUID(fs.FileInfo) (int, bool) { return 0, false }
+
+// access cannot be asked without unix access(2).
+func access(string, string) bool { return false }
+
+// childAttr has no credential to set without unix.
+func childAttr(*syscall.Credential) *syscall.SysProcAttr { return nil }

@@ -21,3 +21,18 @@ func ownerUID(info fs.FileInfo) (int, bool) {
 	}
 	return int(st.Uid), true
 }
+
+// access asks the kernel whether this user may read ("r") or write ("w")
+// path.
+func access(path, mode string) bool {
+	bit := uint32(0x4) // R_OK
+	if mode == "w" {
+		bit = 0x2 // W_OK
+	}
+	return syscall.Access(path, bit) == nil
+}
+
+// childAttr starts a probe child with the agent's credential.
+func childAttr(cred *syscall.Credential) *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Credential: cred}
+}

@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"strings"
 
+	"github.com/cc-connect/cc-connect/agentcfg"
 	"github.com/cc-connect/cc-connect/agentproc"
 	"github.com/cc-connect/cc-connect/config"
 	"github.com/cc-connect/cc-connect/lease"
@@ -22,10 +23,12 @@ import (
 // ("2.1.328 (Claude Code)").
 var versionRE = regexp.MustCompile(`\b\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.-]+)?\b`)
 
-// checkClaude finds the claude executable and asks it for its version.
-// `--version` answers from the binary alone; the updater and other
-// traffic are switched off for the call anyway, so that doctor stays
-// offline.
+// checkClaude finds the claude executable and asks it for its version,
+// started as every agent child is (agentproc.BuildEnv, and agent.user's
+// credential when doctor runs as root), so that an agent user who cannot
+// run it is found here. `--version` answers from the binary alone; the
+// updater and other traffic are switched off for the call anyway
+// (BuildEnv's defaults), so that doctor stays offline.
 func checkClaude(ctx context.Context, cfg *config.Config, opts Options) Check {
 	c := Check{Name: "claude"}
 	cmd := cfg.Agent.Command
@@ -42,10 +45,11 @@ func checkClaude(ctx context.Context, cfg *config.Config, opts Options) Check {
 	}
 	ctx, cancel := context.WithTimeout(ctx, opts.VersionTimeout)
 	defer cancel()
+	agent := agentcfg.From(cfg)
 	run := exec.CommandContext(ctx, path, "--version")
-	run.Env = append(os.Environ(), "DISABLE_AUTOUPDATER=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1")
-	for k, v := range cfg.Agent.Env {
-		run.Env = append(run.Env, k+"="+v.Reveal())
+	run.Env = agentproc.BuildEnv(opts.Environ, agent)
+	if agentproc.CheckSwitch(agent.User) == nil {
+		run.SysProcAttr = childAttr(agentproc.Credential(agent))
 	}
 	out, err := run.Output()
 	if err != nil {
@@ -106,15 +110,13 @@ var (
 // is still a login.
 func checkLogin(cfg *config.Config, opts Options) Check {
 	c := Check{Name: "claude login", Status: OK}
-	agentEnv := make(map[string]string, len(cfg.Agent.Env))
-	for k, v := range cfg.Agent.Env {
-		agentEnv[k] = v.Reveal()
-	}
+	agent := agentcfg.From(cfg)
+	env := agentproc.BuildEnv(opts.Environ, agent) // what the agent will see
 	lookup := func(name string) (value, where string) {
-		if v := agentEnv[name]; v != "" {
+		if v := agent.Env[name]; v != "" {
 			return v, "agent.env"
 		}
-		if v, ok := opts.LookupEnv(name); ok && v != "" {
+		if v, ok := envValue(env, name); ok && v != "" {
 			return v, "cc-connect's environment"
 		}
 		return "", ""
@@ -131,11 +133,7 @@ func checkLogin(cfg *config.Config, opts Options) Check {
 			return c
 		}
 	}
-	home := agentEnv["HOME"]
-	if home == "" {
-		home, _ = opts.LookupEnv("HOME")
-	}
-	dir := configDir(agentEnv, opts, home)
+	dir := agentConfigDir(env)
 	if helper := settingsHasAPIKeyHelper(filepath.Join(dir, "settings.json")); helper {
 		c.Detail = "an apiKeyHelper is set in " + filepath.Join(dir, "settings.json")
 		return c
@@ -147,7 +145,7 @@ func checkLogin(cfg *config.Config, opts Options) Check {
 	}
 	c.Status = Warn
 	c.Detail = fmt.Sprintf("none of %s is set and %s does not exist: claude will exit with \"Not logged in · Please run /login\". "+
-		"Run `claude` once as the user cc-connect runs as and type /login, or set ANTHROPIC_API_KEY in agent.env",
+		"Run `claude` once as the agent's user (agent.user, else the user cc-connect runs as) and type /login, or set ANTHROPIC_API_KEY in agent.env",
 		strings.Join(credentialVars, ", "), creds)
 	if runtime.GOOS == "darwin" {
 		c.Detail += " (on macOS a login kept in the Keychain cannot be seen from here)"
@@ -155,16 +153,16 @@ func checkLogin(cfg *config.Config, opts Options) Check {
 	return c
 }
 
-// configDir is agentproc.ConfigDir with the environment doctor was given.
-func configDir(agentEnv map[string]string, opts Options, home string) string {
-	if d := agentEnv["CLAUDE_CONFIG_DIR"]; d != "" {
+// agentConfigDir is the Claude Code config dir of an agent with the
+// environment env (agentproc.ConfigDirFor, for the environment doctor
+// was given).
+func agentConfigDir(env []string) string {
+	if d, _ := envValue(env, "CLAUDE_CONFIG_DIR"); d != "" {
 		return d
 	}
-	if d, ok := opts.LookupEnv("CLAUDE_CONFIG_DIR"); ok && d != "" {
-		return d
-	}
+	home, _ := envValue(env, "HOME")
 	if home == "" {
-		return agentproc.ConfigDir(agentEnv)
+		home, _ = os.UserHomeDir()
 	}
 	return filepath.Join(home, ".claude")
 }

@@ -1,6 +1,7 @@
 // Package doctor checks, offline, that a cc-connect install can run: the
-// config, the claude CLI and its version, workspaces, the state dir,
-// platform tokens, locks and the metrics address. It never sends a token
+// config, the agent's OS user and environment, the claude CLI and its
+// version, workspaces, the state dir, platform tokens and whether the
+// agent can reach them, locks and the metrics address. It never sends a token
 // anywhere nor calls an API, and it changes nothing but lock files (taken
 // and released at once, as `run` would take them) and one probe file in the
 // state dir. Each check is a Check value so tests need no binary; the
@@ -16,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cc-connect/cc-connect/agentcfg"
 	"github.com/cc-connect/cc-connect/agentproc"
 	"github.com/cc-connect/cc-connect/config"
 	"github.com/cc-connect/cc-connect/lease"
@@ -104,9 +106,9 @@ func plural(n int, word string) string {
 
 // Options adjust the checks for tests; the zero value checks this host.
 type Options struct {
-	// LookupEnv reads cc-connect's own environment (the agent inherits it).
-	// nil means os.LookupEnv.
-	LookupEnv func(string) (string, bool)
+	// Environ is cc-connect's own environment, whose part the agent
+	// inherits (agentproc.BuildEnv). nil means os.Environ().
+	Environ []string
 	// LookPath finds the claude executable. nil means exec.LookPath.
 	LookPath func(string) (string, error)
 	// HostLockDir is where token locks live. "" means lease.HostLockDir().
@@ -119,8 +121,8 @@ type Options struct {
 }
 
 func (o Options) withDefaults() Options {
-	if o.LookupEnv == nil {
-		o.LookupEnv = os.LookupEnv
+	if o.Environ == nil {
+		o.Environ = os.Environ()
 	}
 	if o.LookPath == nil {
 		o.LookPath = exec.LookPath
@@ -154,17 +156,23 @@ func LoadConfig(path string) (*config.Config, []Check) {
 }
 
 // Run checks everything a loaded config depends on, in the order an admin
-// fixes them: the claude CLI, its login, workspaces, the state dir, tokens,
-// locks and the metrics address.
+// fixes them: the agent's user, the claude CLI, its login, workspaces, the
+// state dir, tokens and what of them the agent can reach, locks and the
+// metrics address.
 func Run(ctx context.Context, cfg *config.Config, opts Options) Report {
 	opts = opts.withDefaults()
 	var r Report
 	add := func(cs ...Check) { r.Checks = append(r.Checks, cs...) }
+	agent := agentcfg.From(cfg)
+	env := agentproc.BuildEnv(opts.Environ, agent)
+	add(checkAgentUser(ctx, cfg, agent, env))
+	add(checkAgentEnv(agent, opts.Environ))
 	add(checkClaude(ctx, cfg, opts))
 	add(checkLogin(cfg, opts))
 	add(checkWorkspaces(cfg)...)
 	add(checkStateDir(cfg.State.Dir))
 	add(checkTokens(cfg)...)
+	add(checkSecrets(ctx, cfg, agent, env))
 	add(checkLocks(cfg, opts)...)
 	add(checkMetrics(cfg))
 	return r

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -54,16 +55,19 @@ func TestMain(m *testing.M) {
 
 // noEnv is a process environment with nothing in it but HOME, pointing at
 // an empty folder, so the host's own login never leaks into a test.
-func noEnv(t *testing.T) func(string) (string, bool) {
+func noEnv(t *testing.T) []string {
 	home := t.TempDir()
 	return envOf(map[string]string{"HOME": home})
 }
 
-func envOf(m map[string]string) func(string) (string, bool) {
-	return func(k string) (string, bool) {
-		v, ok := m[k]
-		return v, ok
+// envOf is an environment list holding m, sorted.
+func envOf(m map[string]string) []string {
+	env := make([]string, 0, len(m))
+	for k, v := range m {
+		env = append(env, k+"="+v)
 	}
+	slices.Sort(env)
+	return env
 }
 
 // goodConfig is a config whose every check passes on this host: a fake
@@ -86,7 +90,7 @@ func goodConfig(t *testing.T) (*config.Config, Options) {
 		{Platform: "eng", Channel: "C1", Workspace: ws},
 		{Platform: "tg", Channel: "-100", Workspace: ws},
 	}
-	return &cfg, Options{LookupEnv: noEnv(t), HostLockDir: t.TempDir()}
+	return &cfg, Options{Environ: noEnv(t), HostLockDir: t.TempDir()}
 }
 
 func find(t *testing.T, r Report, name string) Check {
@@ -216,7 +220,7 @@ func TestLoginCheck(t *testing.T) {
 			}
 			cfg := config.Default()
 			cfg.Agent.Env = tt.agentEnv
-			c := checkLogin(&cfg, Options{LookupEnv: envOf(env)}.withDefaults())
+			c := checkLogin(&cfg, Options{Environ: envOf(env)}.withDefaults())
 			wantCheck(t, c, tt.status, tt.detail)
 		})
 	}
@@ -232,7 +236,7 @@ func TestLoginCheckFollowsClaudeConfigDir(t *testing.T) {
 	}
 	cfg := config.Default()
 	cfg.Agent.Env = map[string]config.Secret{"CLAUDE_CONFIG_DIR": config.Secret(dir)}
-	c := checkLogin(&cfg, Options{LookupEnv: noEnv(t)}.withDefaults())
+	c := checkLogin(&cfg, Options{Environ: noEnv(t)}.withDefaults())
 	wantCheck(t, c, OK, filepath.Join(dir, ".credentials.json"))
 }
 

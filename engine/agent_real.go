@@ -32,15 +32,16 @@ func startAgent(ctx context.Context, cfg agentproc.Config, opts agentproc.StartO
 }
 
 // diskTranscripts reads the transcripts the CLI writes under its config
-// directory (the one the agent's environment selects).
+// directory: the one the agent's environment selects, in agent.user's home
+// when the agent runs as another user.
 type diskTranscripts struct {
 	configDir string
 }
 
 var _ transcripts = diskTranscripts{}
 
-func newDiskTranscripts(env map[string]string) diskTranscripts {
-	return diskTranscripts{configDir: agentproc.ConfigDir(env)}
+func newDiskTranscripts(cfg agentproc.Config) diskTranscripts {
+	return diskTranscripts{configDir: agentproc.ConfigDirFor(cfg)}
 }
 
 func (d diskTranscripts) Find(sessionID string) (string, int64, error) {

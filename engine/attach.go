@@ -15,6 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/cc-connect/cc-connect/agentproc"
 	"github.com/cc-connect/cc-connect/artifact"
 	"github.com/cc-connect/cc-connect/inbox"
 	"github.com/cc-connect/cc-connect/platform"
@@ -40,7 +41,13 @@ func (e *Engine) attachmentMax() int64 {
 }
 
 func (e *Engine) artifactStore(workspace string) *artifact.Store {
-	return artifact.NewStore(workspace, artifact.Options{Threshold: e.opts.ArtifactThreshold, Quota: e.opts.ArtifactQuota})
+	opts := artifact.Options{Threshold: e.opts.ArtifactThreshold, Quota: e.opts.ArtifactQuota}
+	if c := agentproc.Credential(e.opts.Agent); c != nil {
+		// The agent runs as another user: let it read what it is
+		// pointed at.
+		opts.ReaderGID = int(c.Gid)
+	}
+	return artifact.NewStore(workspace, opts)
 }
 
 // journaledFile is one attachment of a queued message: as the platform

@@ -155,7 +155,7 @@ func New(opts Options) (*Engine, error) {
 		log:          log,
 		now:          now,
 		spawn:        startAgent,
-		tx:           newDiskTranscripts(opts.Agent.Env),
+		tx:           newDiskTranscripts(opts.Agent),
 		store:        &store{dir: opts.StateDir},
 		pool:         newPool(log),
 		slots:        newSlots(opts.MaxProcesses, opts.MaxProcessesPerWorkspace),

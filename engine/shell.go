@@ -139,9 +139,10 @@ func (s *session) runShell(ctx context.Context, cancel context.CancelFunc, m pla
 	s.log.Info("Running an admin shell command", "user_id", m.UserID, "user_name", m.UserName,
 		"command", quote(command, 500), "timeout", e.shellTimeout())
 	res := adminshell.Run(ctx, command, adminshell.Options{
-		Dir:     s.ws,
-		Env:     agentproc.BuildEnv(os.Environ(), e.opts.Agent),
-		Timeout: e.shellTimeout(),
+		Dir:        s.ws,
+		Env:        agentproc.BuildEnv(os.Environ(), e.opts.Agent),
+		Credential: agentproc.Credential(e.opts.Agent),
+		Timeout:    e.shellTimeout(),
 	})
 	cancel()
 	watch.Wait()

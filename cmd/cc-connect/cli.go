@@ -38,6 +38,12 @@ Usage:
   cc-connect doctor [--config FILE]      check offline that everything "run" needs is in place
   cc-connect sessions [--config FILE] [--json]
                                          list cc-connect's sessions and each workspace's Claude Code transcripts
+  cc-connect worktrees [--config FILE] [--json]
+                                         list the git worktrees of conversations (bindings with worktree = true)
+  cc-connect worktrees remove [--force] BRANCH...
+                                         remove worktrees; refuses ones in use, with uncommitted changes or
+                                         unmerged commits (--force discards changes; a branch with commits stays)
+  cc-connect worktrees prune             remove every retired worktree that is clean and merged
   cc-connect version                     print the version and the Claude Code version it is tested with
   cc-connect help                        print this help
 
@@ -85,6 +91,8 @@ func cli(ctx context.Context, args []string, std stdio) int {
 		return doctorMain(ctx, *configPath, rest, std)
 	case "sessions":
 		return sessionsMain(ctx, *configPath, rest, std)
+	case "worktrees":
+		return worktreesMain(ctx, *configPath, rest, std)
 	case "version":
 		if len(rest) > 0 {
 			fmt.Fprintf(std.Err, "cc-connect version: unexpected argument %q\n", rest[0])

@@ -14,6 +14,7 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 
+	"github.com/cc-connect/cc-connect/agentproc"
 	"github.com/cc-connect/cc-connect/config"
 	"github.com/cc-connect/cc-connect/engine"
 	"github.com/cc-connect/cc-connect/lease"
@@ -56,6 +57,11 @@ type reloader struct {
 	mu      sync.Mutex     // one reload at a time; guards the fields below
 	running *config.Config // what runs: the last good file, restart-only keys as started
 	lastBad string         // the failure last announced, so a broken file is announced once
+
+	// secrets is the set of variables no agent child gets (shared with the
+	// engine's agent config): a reload that reads a token from a new
+	// variable adds it, even though [agent] itself needs a restart.
+	secrets *agentproc.SecretVars
 }
 
 // reload loads the file again and applies what changed. why says what
@@ -70,6 +76,9 @@ func (r *reloader) reload(ctx context.Context, why string) {
 
 	cfg, err := config.Load(path)
 	if err == nil {
+		// Before anything else: from now on a token may be read from
+		// these variables.
+		r.secrets.Add(cfg.SecretVarNames()...)
 		if err = checkAvailable(cfg, adapterFactories); err != nil {
 			err = fmt.Errorf("invalid config %s:\n%w", path, err)
 		}

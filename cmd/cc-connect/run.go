@@ -12,7 +12,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/cc-connect/cc-connect/agentproc"
+	"github.com/cc-connect/cc-connect/agentcfg"
 	"github.com/cc-connect/cc-connect/config"
 	"github.com/cc-connect/cc-connect/engine"
 	"github.com/cc-connect/cc-connect/lease"
@@ -75,26 +75,11 @@ func newLevelLogger(l config.Log, w io.Writer) (*slog.Logger, *slog.LevelVar) {
 	return slog.New(slog.NewTextHandler(w, opts)), level
 }
 
-// agentConfig is how the binary starts every agent process: the config's
-// [agent] section in agentproc's terms.
-func agentConfig(cfg *config.Config) agentproc.Config {
-	a := cfg.Agent
-	return agentproc.Config{
-		Command:            a.Command,
-		Args:               append([]string(nil), a.Args...),
-		Env:                a.EnvValues(),
-		Model:              a.Model,
-		PermissionMode:     a.PermissionMode,
-		AppendSystemPrompt: a.AppendSystemPrompt,
-		CloseGrace:         a.CloseGrace.D(),
-	}
-}
-
 // engineOptions turns the config into the engine's options.
 func engineOptions(cfg *config.Config, log *slog.Logger) engine.Options {
 	a := cfg.Agent
 	return engine.Options{
-		Agent:                    agentConfig(cfg),
+		Agent:                    agentcfg.From(cfg),
 		Bindings:                 engineBindings(cfg),
 		StateDir:                 cfg.State.Dir,
 		IdleTimeout:              a.IdleTimeout.D(),
@@ -178,6 +163,17 @@ func runCommand(ctx context.Context, path string, std stdio) int {
 	if err := checkAgentCommand(cfg.Agent.Command); err != nil {
 		fmt.Fprintf(std.Err, "cc-connect: %v\n", err)
 		return exitUsage
+	}
+	if err := cfg.CheckAgentUser(); err != nil {
+		fmt.Fprintf(std.Err, "cc-connect: %v\n", err)
+		return exitUsage
+	}
+	// The tokens live in this process (its memory, its environment): an
+	// agent running as the same OS user must not read them through
+	// /proc/<pid>/environ, /proc/<pid>/mem or ptrace.
+	if err := hideProcess(); err != nil {
+		fmt.Fprintf(std.Err, "cc-connect: %v\n", err)
+		return exitFailure
 	}
 	log, level := newLevelLogger(cfg.Log, std.Err)
 	log.Debug("Config loaded", "config", cfg) // secrets redacted by Config.LogValue
@@ -264,7 +260,7 @@ func runCommand(ctx context.Context, path string, std stdio) int {
 		names[i] = a.Name()
 	}
 	// Edits of the config file (and SIGHUP) apply while it runs.
-	rl := &reloader{log: log, level: level, eng: eng, deps: deps, locks: locks, running: cfg}
+	rl := &reloader{log: log, level: level, eng: eng, deps: deps, locks: locks, running: cfg, secrets: opts.Agent.Secrets}
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
@@ -276,7 +272,7 @@ func runCommand(ctx context.Context, path string, std stdio) int {
 	defer func() { cancel(); <-watched }()
 
 	log.Info("cc-connect started", "version", version, "config", cfg.Path, "state_dir", cfg.State.Dir,
-		"platforms", names, "bindings", len(cfg.Bindings))
+		"platforms", names, "bindings", len(cfg.Bindings), "agent_user", opts.Agent.User.String())
 	if err := eng.Run(ctx); err != nil {
 		log.Error("cc-connect stopped with an error", "error", err)
 		return exitFailure
@@ -300,6 +296,11 @@ func checkCommand(path string, std stdio) int {
 	if err := checkAgentCommand(cfg.Agent.Command); err != nil {
 		fmt.Fprintf(std.Err, "cc-connect: %v\n", err)
 		code = exitUsage
+	}
+	if err := cfg.CheckAgentUser(); err != nil {
+		// Not an error of the file: it may be checked before being
+		// installed for root. `run` as this user refuses it.
+		fmt.Fprintf(std.Err, "warning: %v (cc-connect run refuses to start as this user)\n", err)
 	}
 	for _, w := range cfg.Warnings {
 		fmt.Fprintf(std.Err, "warning: %s\n", w)

@@ -67,6 +67,10 @@
 //	              "[ctx: ~NN%]".
 //	[[BIG]]       the call reports input_tokens 120000.
 //	[[HUGE:N]]    the reply text is N bytes long (one stdout line of N+ bytes).
+//	[[EXEC:cmd]]  really run cmd with /bin/sh -c in the working directory,
+//	              as the fake's user and with its environment, and reply
+//	              "exec exit <code>:\n<stdout and stderr>" (for tests of
+//	              what the agent's tools can reach; no permission prompt).
 //	[[ASKHOST]]   send the host a control_request of a subtype agentproc does
 //	              not handle ("elicitation") and wait for its answer; reply
 //	              "host refused: <error>" or "host answered: <response>".

@@ -318,3 +318,18 @@ func TestContextEnv(t *testing.T) {
 		t.Errorf("[[BIG]] usage = %v", rs[1]["usage"])
 	}
 }
+
+// TestExecRunsTheCommand: [[EXEC:cmd]] really runs cmd in the working
+// directory with the fake's environment and replies with how it ended.
+func TestExecRunsTheCommand(t *testing.T) {
+	w := newWorld(t)
+	r := w.exec(t, streamArgs, []string{"CCX_PROBE=seen"}, user(`[[EXEC:pwd; echo "$CCX_PROBE"; exit 3]]`))
+	res := results(t, r)
+	if r.code != 0 || len(res) != 1 {
+		t.Fatalf("code %d, results %v, stderr %q", r.code, res, r.stderr)
+	}
+	want := "exec exit 3:\n" + w.dir + "\nseen\n"
+	if got, _ := res[0]["result"].(string); got != want {
+		t.Errorf("result %q, want %q", got, want)
+	}
+}

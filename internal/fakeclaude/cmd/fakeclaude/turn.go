@@ -65,6 +65,7 @@ var (
 	reSlow = regexp.MustCompile(`\[\[SLOW(?::(\d+))?\]\]`)
 	reHuge = regexp.MustCompile(`\[\[HUGE:(\d+)\]\]`)
 	reSelf = regexp.MustCompile(`\[\[SELF:(\d+)\]\]`)
+	reExec = regexp.MustCompile(`\[\[EXEC:([^\]]*)\]\]`)
 )
 
 const (
@@ -121,6 +122,13 @@ func (f *fake) runTurn(m userMsg) {
 		res = f.turnTool(t, cmd)
 	case strings.Contains(text, "[[ASKHOST]]"):
 		res = f.turnAskHost(t)
+	case reExec.MatchString(text):
+		// What Claude's Bash would do with the fake's own user and
+		// environment: the tests of what a child can reach need a
+		// command that really runs.
+		reply := execReply(reExec.FindStringSubmatch(text)[1])
+		f.reply(t, reply, false)
+		res = success(reply)
 	default:
 		if strings.Contains(text, "[[MALFORMED]]") {
 			f.out.raw([]byte("fakeclaude: this stdout line is not JSON {"))
@@ -540,4 +548,17 @@ func blockedPath(cwd, cmd string) string {
 		return last
 	}
 	return cwd + "/" + last
+}
+
+// execReply runs cmd with /bin/sh -c in the working directory and says how
+// it ended and what it printed (stdout and stderr together).
+func execReply(cmd string) string {
+	out, err := exec.Command("/bin/sh", "-c", cmd).CombinedOutput()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		return "exec failed: " + err.Error()
+	}
+	return fmt.Sprintf("exec exit %d:\n%s", code, out)
 }

@@ -1,0 +1,84 @@
+package schedule
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Asker is who typed !schedules, and where.
+type Asker struct {
+	Platform, Channel string
+	UserID            string
+	// Admin: the user is an admin of the binding that routes the channel.
+	Admin bool
+}
+
+// Chat answers the chat command "!schedules [pause|resume NAME]" and
+// returns the text to post. Without arguments it lists the schedules that
+// post in the asker's channel with their next run. Pausing and resuming is
+// for the binding's admins, and only for those schedules.
+func (s *Scheduler) Chat(args string, who Asker) string {
+	fields := strings.Fields(args)
+	var here []Status
+	for _, st := range s.List() {
+		if st.Platform == who.Platform && st.Channel == who.Channel {
+			here = append(here, st)
+		}
+	}
+	if len(fields) == 0 {
+		if len(here) == 0 {
+			return "No schedules post in this channel."
+		}
+		return ListText(here, s.clock.Now())
+	}
+	verb := strings.ToLower(fields[0])
+	if (verb != "pause" && verb != "resume") || len(fields) != 2 {
+		return "Usage: !schedules (list this channel's schedules), !schedules pause NAME, !schedules resume NAME (admins)."
+	}
+	name := fields[1]
+	if !who.Admin {
+		return fmt.Sprintf("Only this binding's admins can %s a schedule.", verb)
+	}
+	found := false
+	for _, st := range here {
+		found = found || st.Name == name
+	}
+	if !found {
+		names := make([]string, len(here))
+		for i, st := range here {
+			names[i] = st.Name
+		}
+		if len(names) == 0 {
+			return fmt.Sprintf("No schedule named %q posts in this channel (none does).", name)
+		}
+		return fmt.Sprintf("No schedule named %q posts in this channel. Schedules here: %s.", name, strings.Join(names, ", "))
+	}
+	var changed bool
+	var err error
+	if verb == "pause" {
+		changed, err = s.Pause(name, who.UserID)
+	} else {
+		changed, err = s.Resume(name, who.UserID)
+	}
+	switch {
+	case errors.Is(err, ErrUnknownSchedule):
+		return fmt.Sprintf("No schedule named %q.", name)
+	case err != nil:
+		s.log.Error("Changing a schedule from chat failed", "schedule", name, "user_id", who.UserID, "error", err)
+		return fmt.Sprintf("Could not %s %s: the schedule ledger could not be written (the log has the details).", verb, name)
+	case verb == "pause" && changed:
+		return fmt.Sprintf("Paused %s: it does not run until an admin resumes it (!schedules resume %s).", name, name)
+	case verb == "pause":
+		return fmt.Sprintf("%s was already paused.", name)
+	case changed:
+		next := ""
+		for _, st := range s.List() {
+			if st.Name == name && !st.Next.IsZero() {
+				next = "; next run " + st.Next.Format("2006-01-02 15:04 MST")
+			}
+		}
+		return fmt.Sprintf("Resumed %s%s. Runs that passed while it was paused are not caught up.", name, next)
+	}
+	return fmt.Sprintf("%s is not paused.", name)
+}
