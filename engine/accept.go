@@ -66,6 +66,9 @@ func (e *Engine) HandleMessage(ctx context.Context, m platform.Message) (platfor
 	case claim != nil:
 		defer claim.Release()
 	}
+	if e.killedAt(pointClaimed) {
+		return platform.Result{}, errKilled
+	}
 	b, ok := e.resolve(m.Target.Platform, m.Target.Channel)
 	if !ok {
 		log.Debug("Ignoring a message from an unbound channel")

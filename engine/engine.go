@@ -91,6 +91,10 @@ type Engine struct {
 
 	retireAfter  time.Duration // see defaultRetireAfter; tests shorten it
 	fetchTimeout time.Duration // see fetchTimeout; tests shorten it
+	// stopAt, set by tests before Run, is called at the points where a
+	// kill decides what a restart finds (killedAt); true stops the work
+	// there, as a kill would.
+	stopAt func(point string) bool
 
 	metrics Metrics     // never nil (noMetrics when off)
 	reload  reloadState // live bindings, running adapters, conversations to rebind (reload.go)
@@ -254,6 +258,23 @@ func (e *Engine) addBusy(n int) {
 		close(e.idleSignal)
 		e.idleSignal = make(chan struct{})
 	}
+}
+
+// Kill points: where the engine stops when a test kills it (stopAt), to
+// check what a restart makes of the files a kill there leaves.
+const (
+	pointClaimed  = "accept: claimed"                 // the id's claim is held, nothing written
+	pointAccepted = "accept: journaled"               // the entry is on disk, not acknowledged
+	pointStarted  = "turn: start marked"              // the start is in the journal, the message not sent
+	pointReplied  = "turn: replied, not acknowledged" // the reply is posted, the entry not acked
+)
+
+// errKilled is what work stopped at a kill point returns.
+var errKilled = errors.New("stopped at a kill point")
+
+// killedAt reports whether a test stops the engine at point.
+func (e *Engine) killedAt(point string) bool {
+	return e.stopAt != nil && e.stopAt(point)
 }
 
 func (e *Engine) isStopping() bool {

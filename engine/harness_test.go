@@ -41,6 +41,9 @@ type harnessConfig struct {
 	real  bool // run the real agentproc driver (against the fake claude binary)
 	fa    *fakeAgents
 	files *fakeFiles // what the platform's OpenAttachment serves, kept across restarts
+	// stopAt is the engine's kill-point hook (Engine.stopAt); a restart
+	// does not keep it.
+	stopAt func(point string) bool
 }
 
 func newHarness(t *testing.T, mutate func(*Options, *harnessConfig)) *harness {
@@ -73,6 +76,7 @@ func startHarness(t *testing.T, opts Options, cfg *harnessConfig, logs *testlog.
 		fa = newFakeAgents()
 	}
 	ft := &fakeTranscripts{fa: fa}
+	e.stopAt = cfg.stopAt
 	if !cfg.real {
 		e.spawn = fa.spawn
 		e.tx = ft
@@ -106,6 +110,7 @@ func (h *harness) restart() *harness {
 	h.t.Helper()
 	h.stop()
 	cfg := *h.cfg
+	cfg.stopAt = nil
 	nh := startHarness(h.t, h.opts, &cfg, h.logs)
 	// Platform message ids are unique: a new message after a restart must
 	// not reuse an id the persisted seen set remembers.

@@ -68,6 +68,7 @@ type journal struct {
 	now      func() time.Time
 	log      *slog.Logger
 	admins   []string
+	killedAt func(point string) bool // Engine.killedAt
 
 	// acceptMu makes the journal write and the FIFO push one step, so
 	// that the journal's order is the FIFO's; retirement takes it to close
@@ -175,6 +176,9 @@ func (j *journal) accept(it workItem, mb *mailbox) (accepted, error) {
 	}
 	en := itemEntry(it, j.now())
 	err := in.Append(en)
+	if err == nil && j.killedAt(pointAccepted) {
+		return accepted{}, errKilled
+	}
 	switch {
 	case err == nil:
 	case errors.Is(err, inbox.ErrDuplicate):

@@ -78,7 +78,7 @@ func (e *Engine) session(b Binding, m platform.Message, a platform.Adapter) (*se
 	s := &session{e: e, key: key, to: to, binding: b, ws: ws, log: log}
 	s.mb = newMailbox(e.opts.QueueLimit, e.addBusy)
 	s.jr = &journal{path: inboxPath(e.opts.StateDir, key), stateDir: e.opts.StateDir, limits: e.inboxLimits(),
-		seen: e.seenIDs(), now: e.now, log: log, admins: b.Admins}
+		seen: e.seenIDs(), now: e.now, log: log, admins: b.Admins, killedAt: e.killedAt}
 	s.rb = &recordBook{store: e.store, log: log}
 	s.agent = &agentSlot{ws: ws, stateDir: e.opts.StateDir, grace: e.opts.ShutdownGrace, slots: e.slots, bg: e.bg, log: log, now: e.now}
 	s.chat = &relay{to: to, original: a, current: e.adapter, bg: e.bg, log: log, metrics: e.metrics}

@@ -93,6 +93,9 @@ func (tr *turnRunner) run(it workItem) {
 	}
 	ok := tr.finish(it, out, hadHistory)
 	tr.e.turnDone(out, ok, began)
+	if tr.e.killedAt(pointReplied) {
+		out = outcome{err: errKilled}
+	}
 	retry := tr.settle(it, out)
 	tr.mb.setState(stateIdle)
 	tr.agent.markIdle()
@@ -120,6 +123,8 @@ func (tr *turnRunner) finish(it workItem, out outcome, hadHistory bool) bool {
 	case out.err == nil:
 		tr.postReply(it, out)
 		return succeeded(out)
+	case errors.Is(out.err, errKilled):
+		return false // a test's kill: nothing more happens
 	case errors.Is(out.err, errStopped) && it.inboxID != "":
 		tr.chat.send(restartQueuedText + quote(it.msg.Text, 80))
 		return false
@@ -233,7 +238,7 @@ func (tr *turnRunner) settle(it workItem, out outcome) (retry *workItem) {
 	tr.rb.save()
 	var exitErr *agentproc.ExitError
 	switch {
-	case errors.Is(out.err, errStopped):
+	case errors.Is(out.err, errStopped), errors.Is(out.err, errKilled):
 		return nil
 	case out.res == nil && out.err != nil && tr.e.isStopping():
 		tr.log.Info("Turn cut by shutdown; its message stays in the inbox for the next start", "session_id", tr.rb.sessionID())
@@ -332,6 +337,9 @@ func (tr *turnRunner) send(proc agentProcess, it workItem) (agentTurn, error) {
 		// Sending now could not be told apart from not sending after a
 		// crash; refuse the turn instead.
 		return nil, err
+	}
+	if tr.e.killedAt(pointStarted) {
+		return nil, errKilled
 	}
 	return proc.StartTurn(tr.e.bg, agentproc.UserMessage{UUID: id, Text: text})
 }
