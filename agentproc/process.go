@@ -178,7 +178,8 @@ func Start(ctx context.Context, cfg Config, opts StartOptions, log *slog.Logger)
 	if resume == "" {
 		resume = "new"
 	}
-	log.Info("Agent process started", "pid", p.pid, "cwd", opts.Dir, "resume", resume,
+	// The caller's logger names the workspace (opts.Dir) already.
+	log.Info("Agent process started", "pid", p.pid, "resume", resume,
 		"fork", opts.Fork, "model", firstNonEmpty(opts.Model, cfg.Model))
 
 	readerDone := make(chan struct{})
@@ -219,7 +220,7 @@ func (p *Process) wait(readerDone, stderrDone <-chan struct{}) {
 	_ = p.stdin.Close()
 	close(p.done)
 	if err != nil {
-		p.log.Warn("Agent process exited", "pid", p.pid, "session_id", p.SessionID(), "err", err)
+		p.log.Warn("Agent process exited", "pid", p.pid, "session_id", p.SessionID(), "error", err)
 	} else {
 		p.log.Info("Agent process exited", "pid", p.pid, "session_id", p.SessionID())
 	}
@@ -256,7 +257,7 @@ func (p *Process) readLoop(r io.Reader) {
 		}
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrClosed) {
-				p.log.Warn("Reading agent output failed", "err", err, "session_id", p.SessionID())
+				p.log.Warn("Reading agent output failed", "error", err, "session_id", p.SessionID())
 			}
 			return
 		}
@@ -269,7 +270,7 @@ func (p *Process) readLoop(r io.Reader) {
 				p.session = e.SessionID
 				p.mu.Unlock()
 			case Malformed:
-				p.log.Warn("Agent wrote a malformed line", "line", e.Line, "err", e.Err, "session_id", p.SessionID())
+				p.log.Warn("Agent wrote a malformed line", "line", e.Line, "error", e.Err, "session_id", p.SessionID())
 			}
 			p.events <- ev
 		}

@@ -245,12 +245,12 @@ func (a *Adapter) Run(ctx context.Context, h platform.Handler) error {
 		if err != nil {
 			if fatal := gatewayFatal(err); fatal != nil {
 				a.setStatus("error: " + fatal.Error())
-				a.log.Error("Discord gateway refused the bot", "err", fatal)
+				a.log.Error("Discord gateway refused the bot", "error", fatal)
 				return fmt.Errorf("discord %s: %w", a.cfg.Name, fatal)
 			}
 			failures++
 			a.setStatus("reconnecting: " + err.Error())
-			a.log.Warn("Discord gateway connection failed, retrying", "err", err, "attempt", failures)
+			a.log.Warn("Discord gateway connection failed, retrying", "error", err, "attempt", failures)
 			_ = backoff.Sleep(ctx, backoff.Delay(failures, a.backoffMin, a.backoffMax))
 			continue
 		}
@@ -302,7 +302,7 @@ func (a *Adapter) checkToken(ctx context.Context) error {
 		return false, err
 	}, func(err error, attempt int) {
 		a.setStatus("reconnecting: " + err.Error())
-		a.log.Warn("Discord gateway discovery failed, retrying", "err", err, "attempt", attempt)
+		a.log.Warn("Discord gateway discovery failed, retrying", "error", err, "attempt", attempt)
 	})
 }
 

@@ -34,7 +34,7 @@ func (a *Adapter) onMessageCreate(_ *discordgo.Session, ev *discordgo.MessageCre
 		if !ok {
 			return
 		}
-		a.log.Debug("Discord message received", "channel", msg.Target.Channel, "thread", msg.Target.Thread, "user_id", msg.UserID, "user", msg.UserName, "mentioned", msg.Mentioned)
+		a.log.Debug("Discord message received", "channel", msg.Target.Channel, "thread", msg.Target.Thread, "user_id", msg.UserID, "user_name", msg.UserName, "mentioned", msg.Mentioned)
 		if _, err := h.HandleMessage(ctx, msg); err != nil && ctx.Err() == nil {
 			a.log.Warn("Engine did not accept Discord message", "channel", msg.Target.Channel, "thread", msg.Target.Thread, "error", err)
 		}
@@ -73,7 +73,7 @@ func (a *Adapter) toMessage(ctx context.Context, m *discordgo.Message) (platform
 		info, err := a.channelInfo(ctx, m.ChannelID)
 		switch {
 		case err != nil:
-			a.log.Warn("Discord channel lookup failed; treating it as a plain channel", "channel", m.ChannelID, "err", err)
+			a.log.Warn("Discord channel lookup failed; treating it as a plain channel", "channel", m.ChannelID, "error", err)
 		case info.isThread:
 			target.Channel, target.Thread = info.parent, m.ChannelID
 			a.threads.markKnown(m.ChannelID)
@@ -328,7 +328,7 @@ func (a *Adapter) onInteractionCreate(_ *discordgo.Session, ev *discordgo.Intera
 	})
 	cancel()
 	if err != nil {
-		a.log.Warn("Answering Discord button press failed", "channel", i.ChannelID, "err", err)
+		a.log.Warn("Answering Discord button press failed", "channel", i.ChannelID, "error", err)
 	}
 	data := i.MessageComponentData()
 	choice, ref, ok := permbutton.Decode(data.CustomID)
@@ -360,7 +360,7 @@ func (a *Adapter) onInteractionCreate(_ *discordgo.Session, ev *discordgo.Intera
 		}
 		act := platform.Action{Target: target, UserID: user.ID, UserName: user.Username, RequestID: reqID, Choice: choice}
 		if err := h.HandleAction(ctx, act); err != nil && ctx.Err() == nil {
-			a.log.Warn("Engine did not accept Discord button press", "channel", target.Channel, "thread", target.Thread, "err", err)
+			a.log.Warn("Engine did not accept Discord button press", "channel", target.Channel, "thread", target.Thread, "error", err)
 		}
 	})
 }

@@ -494,7 +494,7 @@ func (a *Adapter) userName(ctx context.Context, userID string) string {
 		return err
 	})
 	if err != nil {
-		a.log.Debug("Looking up Slack user failed", "user", userID, "error", err)
+		a.log.Debug("Looking up Slack user failed", "user_id", userID, "error", err)
 		a.users.put(userID, "", 5*time.Minute)
 		return ""
 	}

@@ -40,12 +40,12 @@ type rawUpdate struct {
 func (a *Adapter) handleUpdate(ctx context.Context, h platform.Handler, raw json.RawMessage) (int, bool) {
 	var ru rawUpdate
 	if err := json.Unmarshal(raw, &ru); err != nil {
-		a.log.Warn("Telegram update not understood", "err", err)
+		a.log.Warn("Telegram update not understood", "error", err)
 		return 0, false
 	}
 	var u tgbotapi.Update
 	if err := json.Unmarshal(raw, &u); err != nil {
-		a.log.Warn("Telegram update not understood", "update_id", ru.UpdateID, "err", err)
+		a.log.Warn("Telegram update not understood", "update_id", ru.UpdateID, "error", err)
 		return ru.UpdateID, true
 	}
 	switch {
@@ -58,7 +58,7 @@ func (a *Adapter) handleUpdate(ctx context.Context, h platform.Handler, raw json
 		if !ok {
 			return ru.UpdateID, true
 		}
-		a.log.Debug("Telegram message received", "channel", m.Target.Channel, "thread", m.Target.Thread, "user_id", m.UserID, "user", m.UserName, "mentioned", m.Mentioned)
+		a.log.Debug("Telegram message received", "channel", m.Target.Channel, "thread", m.Target.Thread, "user_id", m.UserID, "user_name", m.UserName, "mentioned", m.Mentioned)
 		// getUpdates's offset keeps updates from coming twice within a
 		// run; after a restart one not confirmed comes again, with the
 		// same message id, which the engine's duplicate check catches.

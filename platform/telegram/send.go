@@ -72,7 +72,7 @@ func (a *Adapter) Send(ctx context.Context, to platform.Target, text string) (pl
 		}
 		id, err := a.sendMessage(ctx, params)
 		if isParseError(err) {
-			a.log.Warn("Telegram refused the formatting, sending plain text", "channel", to.Channel, "thread", to.Thread, "err", err)
+			a.log.Warn("Telegram refused the formatting, sending plain text", "channel", to.Channel, "thread", to.Thread, "error", err)
 			delete(params, "parse_mode")
 			params["text"] = part
 			id, err = a.sendMessage(ctx, params)
