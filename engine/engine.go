@@ -1,11 +1,15 @@
 // Package engine routes normalized chat messages to Claude Code sessions. It
-// owns bindings (which chat reaches which workspace and who may use it),
-// sessions (one per platform, channel and thread, each with one goroutine,
-// one bounded FIFO and at most one live agent process), the process caps,
-// permission prompts, chat commands and the fallbacks that keep a session
-// usable when resuming fails. It imports platform, agentproc, workspace and
-// ctxindicator, never a platform library; it never parses the CLI's wire
-// format (agentproc does) nor writes Claude Code's transcripts.
+// owns the accept path (accept.go: dedupe, route, journal with one fsync,
+// return a platform.Result, nothing posted or downloaded there), bindings
+// (which chat reaches which workspace and who may use it), sessions (one per
+// platform, channel and thread, each with one goroutine that composes a
+// mailbox, a journal, a record, an agent process, a relay and a turn
+// runner: session.go says which is which), the process caps, permission
+// prompts, chat commands, the fallbacks that keep a session usable when
+// resuming fails, and recovery after a crash. It imports platform,
+// agentproc, inbox, workspace and ctxindicator, never a platform library;
+// it never parses the CLI's wire format (agentproc does) nor writes Claude
+// Code's transcripts.
 package engine
 
 import (
