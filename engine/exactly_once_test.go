@@ -299,3 +299,41 @@ func TestKilledWhileReplying(t *testing.T) {
 		t.Errorf("claude received %q, want the message once", got)
 	}
 }
+
+// TestJournalOfTheLandedVersionReplays: a journal the version before this
+// format left at a kill (testdata/journal-landed.jsonl, written by it: a
+// first message started, a second waiting) replays after the upgrade: the
+// first is asked about in the transcript and sent, the second follows,
+// each once, and their redeliveries are duplicates.
+func TestJournalOfTheLandedVersionReplays(t *testing.T) {
+	h, _ := newRealHarness(t, nil, nil)
+	h.stop()
+	data, err := os.ReadFile(filepath.Join("testdata", "journal-landed.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := inboxPath(h.opts.StateDir, t1Key)
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h = h.restart()
+	note := h.rec.waitSend(t, "cc-connect restarted.")
+	if !strings.Contains(note.Text, "may not have reached the agent; sending it now: “first from before the upgrade”") {
+		t.Errorf("notice = %q", note.Text)
+	}
+	h.rec.waitSend(t, "echo: second from before the upgrade")
+	h.waitIdle()
+	if got := claudeGot(t, h); strings.Join(got, "|") != "first from before the upgrade|second from before the upgrade" {
+		t.Errorf("claude received %q, want each once, in order", got)
+	}
+	for _, id := range []string{"m901", "m902"} {
+		m := h.message("alice", "T1", "again")
+		m.ID = id
+		if res := h.deliver(m); res.Status != platform.Duplicate {
+			t.Errorf("redelivery of %s: %+v, want a duplicate", id, res)
+		}
+	}
+}

@@ -83,14 +83,11 @@ func (d *diskEntry) entry() Entry {
 	if t := d.Target; t != nil && e.Platform == "" {
 		e.Platform, e.Channel, e.Thread, e.MessageID = t.Platform, t.Channel, t.Thread, t.MessageID
 	}
-	switch {
-	case d.Accepted != nil:
+	if d.Accepted != nil {
 		e.Accepted = *d.Accepted
-	default:
-		// Before this format: the platform's time stands in for when it
-		// was accepted, which only the seen window reads.
-		e.Accepted = d.Received
 	}
+	// Zero before this format: Open dates it to when it is read, so that
+	// the id is remembered for a whole window after an upgrade.
 	return e
 }
 

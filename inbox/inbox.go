@@ -67,6 +67,7 @@ type Inbox struct {
 	gen     uint64               // records written since open; compaction checks nothing came in
 	pending []Entry              // in arrival order
 	keys    map[string]time.Time // seen keys of every record in the file, with their accepted time
+	opened  time.Time            // when Open read the file: the accepted time of entries that have none
 	syncs   sync.WaitGroup       // fsyncs in flight; Close waits for them
 }
 
@@ -87,7 +88,10 @@ func Open(path string, limits Limits, seen *Seen) (*Inbox, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening inbox: %w", err)
 	}
-	in := &Inbox{path: path, limits: limits, seen: seen, f: f, keys: map[string]time.Time{}}
+	in := &Inbox{path: path, limits: limits, seen: seen, f: f, keys: map[string]time.Time{}, opened: time.Now()}
+	if seen != nil {
+		in.opened = seen.now()
+	}
 	if err := in.load(); err != nil {
 		f.Close()
 		return nil, err
@@ -159,6 +163,9 @@ func (in *Inbox) apply(r diskRecord) error {
 	switch r.Op {
 	case opAdd:
 		e := r.Entry.entry()
+		if e.Accepted.IsZero() {
+			e.Accepted = in.opened
+		}
 		if in.index(e.ID) >= 0 {
 			return fmt.Errorf("message %q added twice", e.ID)
 		}
