@@ -44,6 +44,9 @@ type Config struct {
 	Platforms []Platform `toml:"platforms"`
 	Bindings  []Binding  `toml:"bindings"`
 	Metrics   Metrics    `toml:"metrics"`
+	// Cluster makes this cc-connect one host of several serving one bot
+	// ([cluster]); nil without the table, and then no NATS code runs.
+	Cluster *Cluster `toml:"cluster"`
 
 	// SecretVars maps each environment variable a platform token is read
 	// from (a ${VAR} in bot_token, app_token or token) to the first key
@@ -164,6 +167,10 @@ type Binding struct {
 	CapMonthlyUSD     USD `toml:"cap_monthly_usd"`
 	CapUserDailyUSD   USD `toml:"cap_user_daily_usd"`
 	CapUserMonthlyUSD USD `toml:"cap_user_monthly_usd"`
+	// Host is the cluster member that owns this binding's workspace, and
+	// Standby the members that may take it over ([cluster] only).
+	Host    string   `toml:"host"`
+	Standby []string `toml:"standby"`
 }
 
 // Metrics configures the Prometheus endpoint ([metrics]); off unless Addr
@@ -367,6 +374,12 @@ func (c *Config) String() string {
 			b.WriteString("allow_shell = true\n")
 		}
 		bd.writeUnattended(&b)
+		if bd.Host != "" {
+			fmt.Fprintf(&b, "host = %s\nstandby = %s\n", q(bd.Host), list(bd.Standby))
+		}
+	}
+	if c.Cluster != nil {
+		b.WriteString(c.Cluster.render())
 	}
 	c.writeUnattended(&b)
 	return b.String()

@@ -164,6 +164,7 @@ func (d *decoder) decodeValue(path string, val any, v reflect.Value) {
 		v.SetInt(n)
 	case reflect.Pointer:
 		elem := reflect.New(v.Type().Elem())
+		elem.Elem().Set(reflect.ValueOf(elementDefault(v.Type().Elem())))
 		before := len(d.errs)
 		d.decodeValue(path, val, elem.Elem())
 		if len(d.errs) == before {
@@ -211,8 +212,11 @@ func (d *decoder) decodeValue(path string, val any, v reflect.Value) {
 
 // elementDefault is the starting value of one [[array]] entry.
 func elementDefault(t reflect.Type) any {
-	if t == reflect.TypeFor[Binding]() {
+	switch t {
+	case reflect.TypeFor[Binding]():
 		return defaultBinding()
+	case reflect.TypeFor[Cluster]():
+		return defaultCluster()
 	}
 	if t == reflect.TypeFor[Schedule]() {
 		return defaultSchedule()
@@ -324,6 +328,9 @@ func (d *decoder) checkKeys(path string, raw map[string]any, t reflect.Type) {
 		}
 		f := fields[i]
 		ft := f.typ
+		if ft.Kind() == reflect.Pointer && ft.Elem().Kind() == reflect.Struct {
+			ft = ft.Elem() // an optional table ([cluster])
+		}
 		switch {
 		case ft.Kind() == reflect.Struct && ft != durationType:
 			if m, ok := raw[k].(map[string]any); ok {
@@ -385,6 +392,8 @@ func KnownKeys() []string {
 		for _, f := range tomlFields(t) {
 			key := joinKey(prefix, f.key)
 			switch {
+			case f.typ.Kind() == reflect.Pointer && f.typ.Elem().Kind() == reflect.Struct:
+				walk(key, f.typ.Elem())
 			case f.typ.Kind() == reflect.Struct && f.typ != durationType:
 				walk(key, f.typ)
 			case f.typ.Kind() == reflect.Slice && f.typ.Elem().Kind() == reflect.Struct:

@@ -64,6 +64,12 @@ func load(path string, lookup func(string) (string, bool)) (*Config, error) {
 	d := &decoder{lookup: lookup}
 	d.checkKeys("", raw, reflect.TypeFor[Config]())
 	d.decodeStruct("", settings, reflect.ValueOf(&cfg).Elem())
+	if _, ok := raw["cluster"]; ok && cfg.Cluster == nil {
+		// An empty [cluster] table, which viper drops: still a cluster,
+		// to be reported as one without a host.
+		cl := defaultCluster()
+		cfg.Cluster = &cl
+	}
 	if agent, ok := raw["agent"].(map[string]any); ok {
 		if env, ok := agent["env"]; ok {
 			d.decodeValue("agent.env", env, reflect.ValueOf(&cfg.Agent.Env).Elem())

@@ -78,6 +78,7 @@ func (c *Config) validate(dir string, d *decoder) (warnings []string) {
 		warnings = append(warnings, `agent.permission_mode: Claude Code refuses bypassPermissions when run as root unless IS_SANDBOX=1 is set (in agent.env, inside a sandbox)`)
 	}
 	warnings = append(warnings, c.validatePlatforms(d)...)
+	warnings = append(warnings, c.validateCluster(dir, d)...) // before validateBindings resolves workspaces
 	warnings = append(warnings, c.validateBindings(dir, d)...)
 	c.validateMetrics(d)
 	warnings = append(warnings, c.validateUnattended(d)...)
@@ -289,7 +290,17 @@ func (c *Config) validateBindings(dir string, d *decoder) (warnings []string) {
 				seen[[2]string{b.Platform, b.Channel}] = i
 			}
 		}
-		if !bad("workspace") {
+		if !bad("workspace") && c.ServedElsewhere(*b) {
+			// Another cluster member's workspace: it need not exist here.
+			switch ws, err := resolvePath(b.Workspace, dir); {
+			case b.Workspace == "":
+				d.failf(key+".workspace", "is required (the folder Claude Code works in)")
+			case err != nil:
+				d.failf(key+".workspace", "%v", err)
+			default:
+				b.Workspace = ws
+			}
+		} else if !bad("workspace") {
 			if ws, err := resolveWorkspace(b.Workspace, dir); err != nil {
 				d.failf(key+".workspace", "%v", err)
 			} else {

@@ -94,6 +94,13 @@ func OpenSeen(path string, window time.Duration, now func() time.Time) (*Seen, e
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("seen ids %s: %v: %w", path, err, ErrCorrupt)
 	}
+	// A rewrite cut by a kill leaves its temp file (workspace's atomic
+	// write); nobody else writes this file (one cc-connect per state dir).
+	if stale, err := filepath.Glob(filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")); err == nil {
+		for _, f := range stale {
+			_ = os.Remove(f)
+		}
+	}
 	if err := s.rewriteLocked(); err != nil {
 		return nil, err
 	}

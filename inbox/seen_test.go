@@ -249,3 +249,33 @@ func TestMarkSeenRecordsACommand(t *testing.T) {
 		t.Error("a command's id is not seen after a restart")
 	}
 }
+
+// TestOpenSeenRemovesACutRewrite: the temp file of a rewrite that a kill
+// cut short is removed at the next open, and the set is whole.
+func TestOpenSeenRemovesACutRewrite(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "seen.jsonl")
+	s, err := OpenSeen(path, time.Hour, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := keepOne(s, "k1"); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	stale := filepath.Join(dir, ".seen.jsonl.tmp-123")
+	if err := os.WriteFile(stale, []byte(`{"id":"half`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err = OpenSeen(path, time.Hour, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("the cut rewrite's temp file is still there: %v", err)
+	}
+	if !s.Has("k1") {
+		t.Error("an id was lost")
+	}
+}

@@ -160,6 +160,12 @@ func runCommand(ctx context.Context, path string, std stdio) int {
 	if cfg == nil {
 		return exitUsage
 	}
+	if cfg.Cluster != nil {
+		// Run alone, each host of a cluster would answer everything.
+		fmt.Fprintf(std.Err, "cc-connect: %s has a [cluster] table, and this version of run cannot serve a cluster yet "+
+			"(docs/cluster.md): remove the table to run this host alone\n", cfg.Path)
+		return exitUsage
+	}
 	if err := checkAgentCommand(cfg.Agent.Command); err != nil {
 		fmt.Fprintf(std.Err, "cc-connect: %v\n", err)
 		return exitUsage

@@ -38,7 +38,9 @@
 //	              `echo hi`. User lines arriving while the tool is pending are
 //	              folded into the same turn (one result; the reply names them).
 //	              Permission modes acceptEdits and bypassPermissions allow,
-//	              dontAsk denies, without asking.
+//	              dontAsk denies, without asking. Several [[TOOL:…]] markers
+//	              run one after the other in the same turn (each asking as
+//	              above); the reply has one "tool said: …" line per tool.
 //	[[TOOLONG]]   prompt too long: a synthetic assistant and a result
 //	              success/is_error/prompt_too_long/400 (with the compacting and
 //	              failed status pair when the session has earlier prompts). The

@@ -333,3 +333,26 @@ func TestExecRunsTheCommand(t *testing.T) {
 		t.Errorf("result %q, want %q", got, want)
 	}
 }
+
+func TestSeveralTools(t *testing.T) {
+	w := newWorld(t)
+	r := w.exec(t, streamArgs, nil, user("[[TOOL:echo one]] then [[TOOL:ls]]"))
+	var tools []string
+	for _, l := range r.stdout {
+		m := decode(t, l)
+		if m["type"] != "assistant" {
+			continue
+		}
+		for _, c := range m["message"].(map[string]any)["content"].([]any) {
+			if b := c.(map[string]any); b["type"] == "tool_use" {
+				tools = append(tools, b["input"].(map[string]any)["command"].(string))
+			}
+		}
+	}
+	if len(tools) != 2 || tools[0] != "echo one" || tools[1] != "ls" {
+		t.Errorf("tool calls = %q, want echo one then ls", tools)
+	}
+	if rs := results(t, r); len(rs) != 1 || rs[0]["result"] != "tool said: (fake) ran: echo one\ntool said: (fake) ran: ls" {
+		t.Errorf("results = %v", rs)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode/utf16"
 
+	"github.com/cc-connect/cc-connect/internal/fakediscord"
 	"github.com/cc-connect/cc-connect/platform"
 	"github.com/cc-connect/cc-connect/platform/internal/coalesce"
 	"github.com/cc-connect/cc-connect/platform/internal/platformtest"
@@ -47,19 +48,19 @@ func TestNewValidates(t *testing.T) {
 }
 
 func TestIdentifyAndRouting(t *testing.T) {
-	f := newFakeDiscord(t)
-	f.channels["C1"] = `{"id":"C1","type":0,"guild_id":"G1"}`
-	f.channels["T1"] = `{"id":"T1","type":11,"guild_id":"G1","parent_id":"C1"}`
+	f := fakediscord.New(t)
+	f.AddChannel(guildChannel)
+	f.AddChannel(thread)
 	a := newTestAdapter(t, f, nil)
 	h := platformtest.NewHandler()
 	runConnected(t, f, a, h)
 
-	id := f.frame()
-	if id.Op != 2 || id.D["token"] != "Bot "+testToken || int(id.D["intents"].(float64)) != int(Intents) {
+	id := f.Frame(t)
+	if id.Op != 2 || id.D["token"] != "Bot "+fakediscord.Token || int(id.D["intents"].(float64)) != int(Intents) {
 		t.Fatalf("IDENTIFY = %+v, want the bot token and intents %d", id, Intents)
 	}
 
-	botUser := map[string]any{"id": botID, "username": "ccbot", "bot": true}
+	botUser := map[string]any{"id": fakediscord.BotID, "username": "ccbot", "bot": true}
 	tests := []struct {
 		name string
 		ev   map[string]any
@@ -67,45 +68,45 @@ func TestIdentifyAndRouting(t *testing.T) {
 	}{
 		{
 			name: "channel mention stripped",
-			ev:   msgEvent("1", "C1", "G1", "7", "<@900> run the tests", map[string]any{"mentions": []any{botUser}}),
+			ev:   fakediscord.MessageEvent("1", "C1", "G1", "7", "<@900> run the tests", map[string]any{"mentions": []any{botUser}}),
 			want: &platform.Message{ID: "C1:1", Target: platform.Target{Channel: "C1", MessageID: "1"}, Text: "run the tests", Mentioned: true, UserID: "7"},
 		},
 		{
 			name: "nickname mention form",
-			ev:   msgEvent("2", "C1", "G1", "7", "hey <@!900>\nsecond line", map[string]any{"mentions": []any{botUser}}),
+			ev:   fakediscord.MessageEvent("2", "C1", "G1", "7", "hey <@!900>\nsecond line", map[string]any{"mentions": []any{botUser}}),
 			want: &platform.Message{ID: "C1:2", Target: platform.Target{Channel: "C1", MessageID: "2"}, Text: "hey\nsecond line", Mentioned: true, UserID: "7"},
 		},
 		{
 			name: "thread message belongs to the thread",
-			ev:   msgEvent("3", "T1", "G1", "7", "in the thread", nil),
+			ev:   fakediscord.MessageEvent("3", "T1", "G1", "7", "in the thread", nil),
 			want: &platform.Message{ID: "T1:3", Target: platform.Target{Channel: "C1", Thread: "T1", MessageID: "3"}, Text: "in the thread", UserID: "7"},
 		},
 		{
 			name: "direct message",
-			ev:   msgEvent("4", "D1", "", "8", "hello", nil),
+			ev:   fakediscord.MessageEvent("4", "D1", "", "8", "hello", nil),
 			want: &platform.Message{ID: "D1:4", Target: platform.Target{Channel: "D1", MessageID: "4"}, Text: "hello", IsDM: true, UserID: "8"},
 		},
 		{
 			name: "reply to the bot",
-			ev: msgEvent("5", "C1", "G1", "7", "and then?", map[string]any{"type": 19,
+			ev: fakediscord.MessageEvent("5", "C1", "G1", "7", "and then?", map[string]any{"type": 19,
 				"referenced_message": map[string]any{"id": "0", "channel_id": "C1", "content": "x", "author": botUser}}),
 			want: &platform.Message{ID: "C1:5", Target: platform.Target{Channel: "C1", MessageID: "5"}, Text: "and then?", Mentioned: true, UserID: "7"},
 		},
-		{name: "other bot ignored", ev: msgEvent("6", "C1", "G1", "55", "beep", map[string]any{"author": map[string]any{"id": "55", "username": "b", "bot": true}})},
-		{name: "own message ignored", ev: msgEvent("7", "C1", "G1", botID, "mine", nil)},
-		{name: "join notice ignored", ev: msgEvent("8", "C1", "G1", "7", "", map[string]any{"type": 7})},
-		{name: "webhook ignored", ev: msgEvent("9", "C1", "G1", "7", "hook", map[string]any{"webhook_id": "W"})},
+		{name: "other bot ignored", ev: fakediscord.MessageEvent("6", "C1", "G1", "55", "beep", map[string]any{"author": map[string]any{"id": "55", "username": "b", "bot": true}})},
+		{name: "own message ignored", ev: fakediscord.MessageEvent("7", "C1", "G1", fakediscord.BotID, "mine", nil)},
+		{name: "join notice ignored", ev: fakediscord.MessageEvent("8", "C1", "G1", "7", "", map[string]any{"type": 7})},
+		{name: "webhook ignored", ev: fakediscord.MessageEvent("9", "C1", "G1", "7", "hook", map[string]any{"webhook_id": "W"})},
 		{
 			// The engine's one duplicate check catches it, on the id.
 			name: "redelivery handed over with the same id",
-			ev:   msgEvent("1", "C1", "G1", "7", "<@900> run the tests", map[string]any{"mentions": []any{botUser}}),
+			ev:   fakediscord.MessageEvent("1", "C1", "G1", "7", "<@900> run the tests", map[string]any{"mentions": []any{botUser}}),
 			want: &platform.Message{ID: "C1:1", Target: platform.Target{Channel: "C1", MessageID: "1"}, Text: "run the tests", Mentioned: true, UserID: "7"},
 		},
 	}
 	for _, tt := range tests {
-		f.dispatch("MESSAGE_CREATE", tt.ev)
+		f.Post(t, tt.ev)
 	}
-	f.dispatch("MESSAGE_CREATE", msgEvent("99", "D1", "", "8", "sentinel", nil))
+	f.Post(t, fakediscord.MessageEvent("99", "D1", "", "8", "sentinel", nil))
 
 	for _, tt := range tests {
 		if tt.want == nil {
@@ -129,18 +130,18 @@ func TestIdentifyAndRouting(t *testing.T) {
 }
 
 func TestOwnRoleMention(t *testing.T) {
-	f := newFakeDiscord(t)
-	f.channels["C1"] = `{"id":"C1","type":0,"guild_id":"G1"}`
+	f := fakediscord.New(t)
+	f.AddChannel(guildChannel)
 	a := newTestAdapter(t, f, nil)
 	h := platformtest.NewHandler()
 	runConnected(t, f, a, h)
-	f.dispatch("GUILD_CREATE", map[string]any{
+	f.Dispatch(t, "GUILD_CREATE", map[string]any{
 		"id": "G1", "name": "team",
 		"roles": []any{
 			map[string]any{"id": "R1", "name": "ccbot", "managed": true},
 			map[string]any{"id": "R2", "name": "devs", "managed": false},
 		},
-		"members":  []any{map[string]any{"user": map[string]any{"id": botID, "username": "ccbot", "bot": true}, "roles": []any{"R1", "R2"}}},
+		"members":  []any{map[string]any{"user": map[string]any{"id": fakediscord.BotID, "username": "ccbot", "bot": true}, "roles": []any{"R1", "R2"}}},
 		"channels": []any{map[string]any{"id": "C1", "type": 0, "guild_id": "G1"}},
 	})
 	tests := []struct {
@@ -152,7 +153,7 @@ func TestOwnRoleMention(t *testing.T) {
 		{"<@&R2> standup now", "R2", "<@&R2> standup now", false}, // a human role the bot also has
 	}
 	for i, tt := range tests {
-		f.dispatch("MESSAGE_CREATE", msgEvent(fmt.Sprint(10+i), "C1", "G1", "7", tt.content, map[string]any{"mention_roles": []any{tt.roles}}))
+		f.Post(t, fakediscord.MessageEvent(fmt.Sprint(10+i), "C1", "G1", "7", tt.content, map[string]any{"mention_roles": []any{tt.roles}}))
 		m := h.Message(t)
 		if m.Text != tt.want || m.Mentioned != tt.mentioned {
 			t.Errorf("%q: got text %q mentioned %v, want %q %v", tt.content, m.Text, m.Mentioned, tt.want, tt.mentioned)
@@ -161,13 +162,13 @@ func TestOwnRoleMention(t *testing.T) {
 }
 
 func TestThreadPerMessage(t *testing.T) {
-	f := newFakeDiscord(t)
-	f.channels["C1"] = `{"id":"C1","type":0,"guild_id":"G1"}`
+	f := fakediscord.New(t)
+	f.AddChannel(guildChannel)
 	a := newTestAdapter(t, f, func(c *Config) { c.ThreadPerMessage = true })
 	h := platformtest.NewHandler()
 	runConnected(t, f, a, h)
 
-	f.dispatch("MESSAGE_CREATE", msgEvent("42", "C1", "G1", "7", "Fix the flaky test\nin pkg/x", nil))
+	f.Post(t, fakediscord.MessageEvent("42", "C1", "G1", "7", "Fix the flaky test\nin pkg/x", nil))
 	m := h.Message(t)
 	if m.Target != (platform.Target{Platform: "dc-test", Channel: "C1", Thread: "42", MessageID: "42"}) {
 		t.Fatalf("target = %+v, want a thread named after the message", m.Target)
@@ -176,32 +177,33 @@ func TestThreadPerMessage(t *testing.T) {
 	if _, err := a.Send(context.Background(), reply, "on it"); err != nil {
 		t.Fatal(err)
 	}
-	th := f.next("POST", "/channels/")
+	th := f.Next(t, "POST", "/channels/")
 	if th.Path != "/channels/C1/messages/42/threads" || th.Body["name"] != "Fix the flaky test" {
 		t.Fatalf("thread start = %+v", th)
 	}
-	if c := f.next("POST", "/channels/"); c.Path != "/channels/42/messages" || c.Body["content"] != "on it" {
+	if c := f.Next(t, "POST", "/channels/"); c.Path != "/channels/42/messages" || c.Body["content"] != "on it" {
 		t.Fatalf("reply = %+v", c)
 	}
 	if _, err := a.Send(context.Background(), reply, "done"); err != nil {
 		t.Fatal(err)
 	}
-	if c := f.next("POST", "/channels/"); c.Path != "/channels/42/messages" {
+	if c := f.Next(t, "POST", "/channels/"); c.Path != "/channels/42/messages" {
 		t.Fatalf("second reply opened another thread: %+v", c)
 	}
 	// The reaction on the starter message goes to the parent channel.
 	if err := a.React(context.Background(), m.Target, "eyes"); err != nil {
 		t.Fatal(err)
 	}
-	if c := f.next("PUT", "/channels/"); c.Path != "/channels/C1/messages/42/reactions/👀/@me" {
+	if c := f.Next(t, "PUT", "/channels/"); c.Path != "/channels/C1/messages/42/reactions/👀/@me" {
 		t.Fatalf("reaction = %+v", c)
 	}
 }
 
 func TestSendSplitsAndWaitsOutRateLimit(t *testing.T) {
-	f := newFakeDiscord(t)
+	f := fakediscord.New(t)
+	f.AddChannel(guildChannel)
 	a := newTestAdapter(t, f, nil)
-	f.override("POST /channels/C1/messages", 429, `{"message":"You are being rate limited.","retry_after":0.05,"global":false}`)
+	f.RateLimit("POST /channels/C1/messages", 0.05)
 	var b strings.Builder
 	b.WriteString("Result:\n```go\n")
 	for b.Len() < 4500 {
@@ -218,10 +220,10 @@ func TestSendSplitsAndWaitsOutRateLimit(t *testing.T) {
 	if len(parts) < 3 {
 		t.Fatalf("only %d parts", len(parts))
 	}
-	limited := f.next("POST", "/channels/C1/messages")
+	limited := f.Next(t, "POST", "/channels/C1/messages")
 	var sent []string
 	for range parts {
-		c := f.next("POST", "/channels/C1/messages")
+		c := f.Next(t, "POST", "/channels/C1/messages")
 		am, _ := c.Body["allowed_mentions"].(map[string]any)
 		if p, ok := am["parse"].([]any); !ok || len(p) != 0 {
 			t.Errorf("allowed_mentions = %v, want no pings", c.Body["allowed_mentions"])
@@ -247,11 +249,11 @@ func TestSendSplitsAndWaitsOutRateLimit(t *testing.T) {
 	}
 
 	// A rate limit longer than the caller will wait ends with ctx.
-	f.override("POST /channels/C1/messages", 429, `{"message":"slow down","retry_after":3600,"global":false}`)
+	f.RateLimit("POST /channels/C1/messages", 3600)
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() { _, err := a.Send(ctx, platform.Target{Channel: "C1"}, "x"); errc <- err }()
-	f.next("POST", "/channels/C1/messages")
+	f.Next(t, "POST", "/channels/C1/messages")
 	cancel()
 	if err := <-errc; !errors.Is(err, context.Canceled) {
 		t.Fatalf("Send during a rate limit after cancel = %v", err)
@@ -259,7 +261,8 @@ func TestSendSplitsAndWaitsOutRateLimit(t *testing.T) {
 }
 
 func TestPermissionButtons(t *testing.T) {
-	f := newFakeDiscord(t)
+	f := fakediscord.New(t)
+	f.AddChannel(guildChannel)
 	a := newTestAdapter(t, f, nil)
 	h := platformtest.NewHandler()
 	runConnected(t, f, a, h)
@@ -270,7 +273,7 @@ func TestPermissionButtons(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c := f.next("POST", "/channels/C1/messages")
+		c := f.Next(t, "POST", "/channels/C1/messages")
 		rows, _ := c.Body["components"].([]any)
 		if len(rows) != 1 {
 			t.Fatalf("components = %v", c.Body["components"])
@@ -287,14 +290,13 @@ func TestPermissionButtons(t *testing.T) {
 			}
 			customIDs = append(customIDs, id)
 		}
-		f.dispatch("INTERACTION_CREATE", map[string]any{
-			"id": "I" + posted.MessageID, "application_id": "A", "type": 3, "token": "itok", "channel_id": "C1", "guild_id": "G1",
-			"data":    map[string]any{"custom_id": customIDs[2], "component_type": 2},
-			"member":  map[string]any{"user": map[string]any{"id": "7", "username": "alice"}},
-			"message": map[string]any{"id": posted.MessageID, "channel_id": "C1", "content": "x"},
-		})
-		cb := f.next("POST", "/interactions/")
-		if cb.Path != "/interactions/I"+posted.MessageID+"/itok/callback" || cb.Body["type"] != float64(6) {
+		msg, ok := f.Message(posted.MessageID)
+		if !ok {
+			t.Fatalf("no prompt message %s", posted.MessageID)
+		}
+		id := f.Click(t, msg, customIDs[2], "7", "alice")
+		cb := f.Next(t, "POST", "/interactions/")
+		if cb.Path != "/interactions/"+id+"/itok-"+id+"/callback" || cb.Body["type"] != float64(6) || cb.Status != 204 {
 			t.Fatalf("interaction answer = %+v, want a deferred update", cb)
 		}
 		var act platform.Action
@@ -310,35 +312,38 @@ func TestPermissionButtons(t *testing.T) {
 		if err := a.ResolvePermission(context.Background(), posted, "Denied by alice"); err != nil {
 			t.Fatal(err)
 		}
-		e := f.next("PATCH", "/channels/C1/messages/"+posted.MessageID)
+		e := f.Next(t, "PATCH", "/channels/C1/messages/"+posted.MessageID)
 		comps, ok := e.Body["components"].([]any)
 		content, _ := e.Body["content"].(string)
 		if !ok || len(comps) != 0 || !strings.Contains(content, "Denied by alice") || !strings.Contains(content, "go test ./...") {
 			t.Fatalf("resolve = %+v", e.Body)
 		}
+		if m, _ := f.Message(posted.MessageID); len(m.Edits) != 1 || m.Components != "[]" {
+			t.Errorf("the prompt after resolving = %+v", m)
+		}
 	}
 }
 
 func TestReconnectResumes(t *testing.T) {
-	f := newFakeDiscord(t)
+	f := fakediscord.New(t)
 	a := newTestAdapter(t, f, nil)
 	h := platformtest.NewHandler()
 	runConnected(t, f, a, h)
-	if fr := f.frame(); fr.Op != 2 {
+	if fr := f.Frame(t); fr.Op != 2 {
 		t.Fatalf("first frame op %d", fr.Op)
 	}
-	f.dispatch("MESSAGE_CREATE", msgEvent("1", "D1", "", "8", "before", nil))
+	f.Post(t, fakediscord.MessageEvent("1", "D1", "", "8", "before", nil))
 	if m := h.Message(t); m.Text != "before" {
 		t.Fatal(m.Text)
 	}
 
-	f.drop()
-	fr := f.frame()
-	if fr.Op != 6 || fr.D["session_id"] != "sess-1" || fr.D["token"] != "Bot "+testToken || fr.D["seq"].(float64) < 2 {
+	f.Drop()
+	fr := f.Frame(t)
+	if fr.Op != 6 || fr.D["session_id"] != "sess-1" || fr.D["token"] != "Bot "+fakediscord.Token || fr.D["seq"].(float64) < 2 {
 		t.Fatalf("after a drop the client sent %+v, want RESUME of sess-1", fr)
 	}
-	f.waitConnected()
-	f.dispatch("MESSAGE_CREATE", msgEvent("2", "D1", "", "8", "after", nil))
+	f.WaitConnected(t, 2)
+	f.Post(t, fakediscord.MessageEvent("2", "D1", "", "8", "after", nil))
 	if m := h.Message(t); m.Text != "after" {
 		t.Fatal(m.Text)
 	}
@@ -355,43 +360,32 @@ func TestReconnectResumes(t *testing.T) {
 func TestHeartbeats(t *testing.T) {
 	// Acknowledged heartbeats keep the session; unacknowledged ones make
 	// the client drop the connection and resume.
-	f := newFakeDiscord(t)
-	f.noAck = 1
+	f := fakediscord.New(t)
+	f.SetNoAck(1)
 	a := newTestAdapter(t, f, nil)
 	runConnected(t, f, a, platformtest.NewHandler())
-	if fr := f.frame(); fr.Op != 2 {
+	if fr := f.Frame(t); fr.Op != 2 {
 		t.Fatalf("first frame op %d", fr.Op)
 	}
-	if fr := f.frame(); fr.Op != 6 || fr.D["session_id"] != "sess-1" {
+	if fr := f.Frame(t); fr.Op != 6 || fr.D["session_id"] != "sess-1" {
 		t.Fatalf("after missed ACKs the client sent %+v, want RESUME", fr)
 	}
-	f.waitConnected()
-	// Heartbeats so far may be the old connection's; then wait longer than
-	// the client's patience for ACKs (5 intervals).
-	for len(f.heartbeats) > 0 {
-		<-f.heartbeats
-	}
-	for range 8 {
-		select {
-		case <-f.heartbeats:
-		case <-time.After(10 * time.Second):
-			t.Fatal("no heartbeats on the resumed connection")
-		}
-	}
-	select {
-	case fr := <-f.gateway:
+	f.WaitConnected(t, 2)
+	// Then wait longer than the client's patience for ACKs (5 intervals).
+	from := f.Heartbeats()
+	f.Wait(t, "8 heartbeats on the resumed connection", func() bool { return f.Heartbeats() >= from+8 })
+	if fr, ok := f.PendingFrame(); ok {
 		t.Fatalf("acknowledged heartbeats still led to op %d", fr.Op)
-	default:
 	}
 }
 
 func TestSilentGatewayIsRetried(t *testing.T) {
-	f := newFakeDiscord(t)
-	f.silent = 1
+	f := fakediscord.New(t)
+	f.SetSilent(1)
 	a := newTestAdapter(t, f, nil)
 	a.conns.openTimeout = 200 * time.Millisecond
 	runConnected(t, f, a, platformtest.NewHandler())
-	if fr := f.frame(); fr.Op != 2 {
+	if fr := f.Frame(t); fr.Op != 2 {
 		t.Fatalf("after a silent gateway the client sent op %d, want IDENTIFY", fr.Op)
 	}
 }
@@ -404,12 +398,12 @@ func TestGatewayRefusals(t *testing.T) {
 		want      error
 	}{
 		{"wrong token", "wrong.secret", 0, ErrUnauthorized},
-		{"intent not enabled", testToken, 4014, ErrIntentsDisallowed},
+		{"intent not enabled", fakediscord.Token, 4014, ErrIntentsDisallowed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFakeDiscord(t)
-			f.closeCode = tt.closeCode
+			f := fakediscord.New(t)
+			f.SetCloseCode(tt.closeCode)
 			a := newTestAdapter(t, f, func(c *Config) { c.Token = tt.token })
 			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 			defer cancel()
@@ -428,17 +422,16 @@ func TestGatewayRefusals(t *testing.T) {
 }
 
 func TestTypingEditAttachments(t *testing.T) {
-	f := newFakeDiscord(t)
-	f.channels["T1"] = `{"id":"T1","type":11,"guild_id":"G1","parent_id":"C1"}`
-	f.files["/files/notes.txt"] = "hello"
+	f := fakediscord.New(t)
+	f.AddChannel(thread)
 	a := newTestAdapter(t, f, nil)
 	a.edits = coalesce.New(coalesce.NewInterval(time.Millisecond))
 	h := platformtest.NewHandler()
 	runConnected(t, f, a, h)
 	ctx := context.Background()
 
-	f.dispatch("MESSAGE_CREATE", msgEvent("3", "T1", "G1", "7", "see file", map[string]any{"attachments": []any{
-		map[string]any{"id": "att1", "filename": "notes.txt", "size": 5, "content_type": "text/plain", "url": f.srv.URL + "/files/notes.txt"},
+	f.Post(t, fakediscord.MessageEvent("3", "T1", "G1", "7", "see file", map[string]any{"attachments": []any{
+		f.AddFile("att1", "notes.txt", "text/plain", "hello"),
 	}}))
 	m := h.Message(t)
 	if len(m.Attachments) != 1 || m.Attachments[0].Name != "notes.txt" || m.Attachments[0].Size != 5 {
@@ -468,19 +461,23 @@ func TestTypingEditAttachments(t *testing.T) {
 	if err := a.Typing(ctx, to); err != nil {
 		t.Fatal(err)
 	}
-	if c := f.next("POST", "/channels/"); c.Path != "/channels/T1/typing" {
+	if c := f.Next(t, "POST", "/channels/"); c.Path != "/channels/T1/typing" {
 		t.Fatalf("typing = %+v", c)
 	}
-	if err := a.Edit(ctx, platform.Target{Channel: "C1", Thread: "T1", MessageID: "77"}, "Running: `go test`"); err != nil {
+	progress, err := a.Send(ctx, to, "Starting")
+	if err != nil {
 		t.Fatal(err)
 	}
-	if c := f.next("PATCH", "/channels/"); c.Path != "/channels/T1/messages/77" || c.Body["content"] != "Running: `go test`" {
+	if err := a.Edit(ctx, progress, "Running: `go test`"); err != nil {
+		t.Fatal(err)
+	}
+	if c := f.Next(t, "PATCH", "/channels/"); c.Path != "/channels/T1/messages/"+progress.MessageID || c.Body["content"] != "Running: `go test`" {
 		t.Fatalf("edit = %+v", c)
 	}
 	if err := a.Unreact(ctx, m.Target, "eyes"); err != nil {
 		t.Fatal(err)
 	}
-	if c := f.next("DELETE", "/channels/"); c.Path != "/channels/T1/messages/3/reactions/👀/@me" {
+	if c := f.Next(t, "DELETE", "/channels/"); c.Path != "/channels/T1/messages/3/reactions/👀/@me" {
 		t.Fatalf("unreact = %+v", c)
 	}
 }

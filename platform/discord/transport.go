@@ -41,13 +41,31 @@ func (t *rewriteTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		u.Path = strings.TrimRight(t.base.Path, "/") + u.Path
 		u.RawPath = ""
 	}
-	if u == *req.URL {
-		return t.next.RoundTrip(req)
+	r := req
+	if u != *req.URL {
+		r = req.Clone(req.Context())
+		r.URL = &u
+		r.Host = u.Host
 	}
-	r := req.Clone(req.Context())
-	r.URL = &u
-	r.Host = u.Host
-	return t.next.RoundTrip(r)
+	resp, err := t.next.RoundTrip(r)
+	if err == nil && resp.StatusCode == http.StatusTooManyRequests {
+		forgetRateLimit(resp.Header)
+	}
+	return resp, err
+}
+
+// forgetRateLimit removes the bucket headers from a 429 answer. The
+// library would otherwise note the penalty (for a route, or globally) and
+// sleep it out before the next request, holding the bucket and deaf to any
+// context: a caller that stopped waiting would leave the next one, and a
+// shutdown, stuck for as long as Discord named. rest() waits out the
+// retry_after of the body instead, under the caller's context.
+func forgetRateLimit(h http.Header) {
+	for k := range h {
+		if strings.HasPrefix(strings.ToLower(k), "x-ratelimit-") {
+			h.Del(k)
+		}
+	}
 }
 
 // isGatewayDiscovery matches /api/v<n>/gateway.

@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/cc-connect/cc-connect/internal/fakeslack"
 	"github.com/cc-connect/cc-connect/platform"
 	"github.com/cc-connect/cc-connect/platform/internal/platformtest"
 )
@@ -27,52 +27,52 @@ func TestRoutingAndMentions(t *testing.T) {
 	}{
 		{
 			name:       "top-level channel message starts a thread",
-			event:      msgEvent("C1", "1700000001.000100", "U1", "hello", nil),
+			event:      fakeslack.MsgEvent("C1", "1700000001.000100", "U1", "hello", nil),
 			wantThread: "1700000001.000100", wantText: "hello",
 		},
 		{
 			name:       "reply in a thread continues it",
-			event:      msgEvent("C1", "1700000002.000100", "U1", "more", map[string]any{"thread_ts": "1700000001.000100"}),
+			event:      fakeslack.MsgEvent("C1", "1700000002.000100", "U1", "more", map[string]any{"thread_ts": "1700000001.000100"}),
 			wantThread: "1700000001.000100", wantText: "more",
 		},
 		{
 			name:       "thread reply also sent to the channel stays in the thread",
-			event:      msgEvent("C1", "1700000002.000200", "U1", "bcast", map[string]any{"thread_ts": "1700000001.000100", "subtype": "thread_broadcast"}),
+			event:      fakeslack.MsgEvent("C1", "1700000002.000200", "U1", "bcast", map[string]any{"thread_ts": "1700000001.000100", "subtype": "thread_broadcast"}),
 			wantThread: "1700000001.000100", wantText: "bcast",
 		},
 		{
 			name:   "direct message is one conversation",
-			event:  msgEvent("D1", "1700000003.000100", "U1", "hi bot", map[string]any{"channel_type": "im"}),
+			event:  fakeslack.MsgEvent("D1", "1700000003.000100", "U1", "hi bot", map[string]any{"channel_type": "im"}),
 			wantDM: true, wantThread: "", wantText: "hi bot",
 		},
 		{
 			name:   "threaded direct message is its own conversation",
-			event:  msgEvent("D1", "1700000004.000100", "U1", "in thread", map[string]any{"channel_type": "im", "thread_ts": "1700000003.000100"}),
+			event:  fakeslack.MsgEvent("D1", "1700000004.000100", "U1", "in thread", map[string]any{"channel_type": "im", "thread_ts": "1700000003.000100"}),
 			wantDM: true, wantThread: "1700000003.000100", wantText: "in thread",
 		},
 		{
 			name:       "group DM is a channel, not a DM",
-			event:      msgEvent("G1", "1700000005.000100", "U1", "group", map[string]any{"channel_type": "mpim"}),
+			event:      fakeslack.MsgEvent("G1", "1700000005.000100", "U1", "group", map[string]any{"channel_type": "mpim"}),
 			wantThread: "1700000005.000100", wantText: "group",
 		},
 		{
 			name:       "message mentioning the bot is Mentioned, mention stripped",
-			event:      msgEvent("C1", "1700000006.000100", "U1", "<@UBOT> run the tests", nil),
+			event:      fakeslack.MsgEvent("C1", "1700000006.000100", "U1", "<@UBOT> run the tests", nil),
 			wantThread: "1700000006.000100", wantMent: true, wantText: "run the tests",
 		},
 		{
 			name:       "app_mention is Mentioned",
-			event:      msgEvent("C2", "1700000007.000100", "U1", "hey <@UBOT|ccbot> look", map[string]any{"type": "app_mention", "channel_type": nil}),
+			event:      fakeslack.MsgEvent("C2", "1700000007.000100", "U1", "hey <@UBOT|ccbot> look", map[string]any{"type": "app_mention", "channel_type": nil}),
 			wantThread: "1700000007.000100", wantMent: true, wantText: "hey look",
 		},
 		{
 			name:       "reply in a thread the bot started counts as a mention",
-			event:      msgEvent("C1", "1700000008.000100", "U1", "thanks", map[string]any{"thread_ts": "1700000000.000001", "parent_user_id": "UBOT"}),
+			event:      fakeslack.MsgEvent("C1", "1700000008.000100", "U1", "thanks", map[string]any{"thread_ts": "1700000000.000001", "parent_user_id": "UBOT"}),
 			wantThread: "1700000000.000001", wantMent: true, wantText: "thanks",
 		},
 		{
 			name:       "other users' mentions stay, escapes are undone",
-			event:      msgEvent("C1", "1700000009.000100", "U1", "ask <@U2> if a &lt; b &amp;&amp; <https://x.io/a?b=1&amp;c=2|the doc>", nil),
+			event:      fakeslack.MsgEvent("C1", "1700000009.000100", "U1", "ask <@U2> if a &lt; b &amp;&amp; <https://x.io/a?b=1&amp;c=2|the doc>", nil),
 			wantThread: "1700000009.000100", wantText: "ask <@U2> if a < b && the doc (https://x.io/a?b=1&c=2)",
 		},
 	}
@@ -104,7 +104,7 @@ func TestRoutingAndMentions(t *testing.T) {
 		})
 	}
 	// users.info is asked once and cached.
-	if n := len(e.f.callsOf("users.info")); n != 1 {
+	if n := len(e.f.Calls("users.info")); n != 1 {
 		t.Errorf("users.info called %d times, want 1", n)
 	}
 }
@@ -116,7 +116,7 @@ func TestCopiesKeepTheirID(t *testing.T) {
 	e := startEnv(t)
 	mention := "<@UBOT> deploy"
 
-	ev := msgEvent("C1", "1700000010.000100", "U1", "once", nil)
+	ev := fakeslack.MsgEvent("C1", "1700000010.000100", "U1", "once", nil)
 	e.deliver("EvRetry", 0, ev)
 	e.deliver("EvRetry", 1, ev)
 	for range 2 {
@@ -137,8 +137,8 @@ func TestCopiesKeepTheirID(t *testing.T) {
 		t.Run(o.name, func(t *testing.T) {
 			e.t = t
 			ts := "17000000" + string(rune('2'+i)) + "0.000100"
-			msg := msgEvent("C1", ts, "U1", mention, nil)
-			app := msgEvent("C1", ts, "U1", mention, map[string]any{"type": "app_mention", "channel_type": nil})
+			msg := fakeslack.MsgEvent("C1", ts, "U1", mention, nil)
+			app := fakeslack.MsgEvent("C1", ts, "U1", mention, map[string]any{"type": "app_mention", "channel_type": nil})
 			pair := []map[string]any{msg, app}
 			if o.first == "app_mention" {
 				pair = []map[string]any{app, msg}
@@ -174,16 +174,16 @@ func TestFiltering(t *testing.T) {
 		{"not a message", map[string]any{"type": "reaction_added"}, "U1"},
 	}
 	for i, d := range dropped {
-		e.deliver("EvDrop"+string(rune('A'+i)), 0, msgEvent("C1", "1700000100.00010"+string(rune('0'+i)), d.user, d.name, d.extra))
+		e.deliver("EvDrop"+string(rune('A'+i)), 0, fakeslack.MsgEvent("C1", "1700000100.00010"+string(rune('0'+i)), d.user, d.name, d.extra))
 	}
 	// Everything above was acked (deliver waits for it) and none reached
 	// the engine: the next message is the sentinel.
 	e.sentinel("1700000199.000000")
 
 	// A file_share message is a user message.
-	e.deliver("EvFile", 0, msgEvent("C1", "1700000200.000100", "U1", "see file", map[string]any{
+	e.deliver("EvFile", 0, fakeslack.MsgEvent("C1", "1700000200.000100", "U1", "see file", map[string]any{
 		"subtype": "file_share",
-		"files":   []any{map[string]any{"id": "F1", "name": "a.txt", "mimetype": "text/plain", "size": 3, "url_private_download": e.f.srv.URL + "/files/F1/a.txt"}},
+		"files":   []any{e.f.AddFile("F1", "a.txt", "text/plain", "abc").Object()},
 	}))
 	m := e.rec.Message(t)
 	if m.Text != "see file" || len(m.Attachments) != 1 {
@@ -201,23 +201,21 @@ func TestAcksEveryEnvelope(t *testing.T) {
 		"env-view": {"envelope_id": "env-view", "type": "interactive", "payload": map[string]any{"type": "view_closed", "user": map[string]any{"id": "U1"}}},
 	}
 	for id, env := range envelopes {
-		if err := e.conn.send(env); err != nil {
+		if err := e.conn.Send(env); err != nil {
 			t.Fatal(err)
 		}
-		e.f.waitAck(id)
+		e.f.WaitAck(t, id)
 	}
 	e.sentinel("1700000300.000000")
 }
 
 func TestFileDownload(t *testing.T) {
 	e := startEnv(t)
-	e.f.mu.Lock()
-	e.f.files["/files/F1/report.txt"] = "quarterly numbers"
-	e.f.mu.Unlock()
-	e.deliver("EvFile1", 0, msgEvent("D1", "1700000400.000100", "U1", "", map[string]any{
+	report := e.f.AddFile("F1", "report.txt", "text/plain", "quarterly numbers")
+	e.deliver("EvFile1", 0, fakeslack.MsgEvent("D1", "1700000400.000100", "U1", "", map[string]any{
 		"subtype": "file_share", "channel_type": "im",
 		"files": []any{
-			map[string]any{"id": "F1", "name": "report.txt", "mimetype": "text/plain", "size": 17, "url_private_download": e.f.srv.URL + "/files/F1/report.txt"},
+			report.Object(),
 			map[string]any{"id": "F2", "name": "gone.txt", "mode": "tombstone"},
 			map[string]any{"id": "F3", "name": "evil.txt", "mimetype": "text/plain", "url_private_download": "https://attacker.example/steal"},
 		},
@@ -246,13 +244,11 @@ func TestFileDownload(t *testing.T) {
 	}
 	body, _ = io.ReadAll(rc)
 	rc.Close()
-	if string(body) != "quarterly numbers" || strings.Contains(att.Ref, testBotToken) {
+	if string(body) != "quarterly numbers" || strings.Contains(att.Ref, fakeslack.BotToken) {
 		t.Errorf("again: body = %q, ref %q", body, att.Ref)
 	}
-	e.f.mu.Lock()
-	auth := e.f.downloads[0]
-	e.f.mu.Unlock()
-	if auth != "Bearer "+testBotToken {
+	auth := e.f.Downloads()[0]
+	if auth != "Bearer "+fakeslack.BotToken {
 		t.Errorf("download Authorization = %q, want the bot token", auth)
 	}
 
@@ -263,16 +259,16 @@ func TestFileDownload(t *testing.T) {
 	if _, err := e.a.OpenAttachment(context.Background(), m.Attachments[1]); !errors.Is(err, ErrUntrustedFileURL) {
 		t.Errorf("OpenAttachment of a foreign URL = %v, want ErrUntrustedFileURL", err)
 	}
-	if strings.Contains(e.logs.all(), testBotToken) {
+	if strings.Contains(e.logs.all(), fakeslack.BotToken) {
 		t.Error("bot token appears in the logs")
 	}
 }
 
 func TestFileDownloadSignInPage(t *testing.T) {
-	f := newFakeSlack(t)
+	f := fakeslack.New(t)
 	a, _, _ := newAdapter(t, testConfig(f))
 	a.cfg.BotToken = "xoxb-wrong"
-	rc, err := a.openFile(context.Background(), f.srv.URL+"/files/F1/x.bin", "application/octet-stream")
+	rc, err := a.openFile(context.Background(), f.AddFile("F1", "x.bin", "application/octet-stream", "x").URL, "application/octet-stream")
 	if err == nil {
 		rc.Close()
 		t.Fatal("want an error when Slack serves its sign-in page")
@@ -290,7 +286,7 @@ func TestButtonsToActionAndResolution(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	post := e.f.callsOf("chat.postMessage")[0]
+	post := e.f.Succeeded("chat.postMessage")[0]
 	if post.Form["thread_ts"] != to.Thread || prompt.MessageID == "" || prompt.Thread != to.Thread {
 		t.Errorf("prompt posted with %v, returned %+v", post.Form, prompt)
 	}
@@ -299,31 +295,20 @@ func TestButtonsToActionAndResolution(t *testing.T) {
 			t.Errorf("blocks lack %s: %s", want, post.Form["blocks"])
 		}
 	}
-
-	press := func(envID, actionID string) {
-		env := map[string]any{
-			"envelope_id": envID, "type": "interactive",
-			"payload": map[string]any{
-				"type":      "block_actions",
-				"user":      map[string]any{"id": "U1", "username": "ann", "name": "ann"},
-				"channel":   map[string]any{"id": "C1", "name": "dev"},
-				"container": map[string]any{"type": "message", "message_ts": prompt.MessageID, "channel_id": "C1", "thread_ts": to.Thread},
-				"message":   map[string]any{"type": "message", "ts": prompt.MessageID, "thread_ts": to.Thread},
-				"actions":   []any{map[string]any{"action_id": actionID, "block_id": "cc_perm", "value": "req-7", "type": "button", "action_ts": "1"}},
-			},
-		}
-		if err := e.conn.send(env); err != nil {
-			t.Fatal(err)
-		}
-		e.f.waitAck(envID)
+	msg, ok := e.f.Message("C1", prompt.MessageID)
+	if !ok {
+		t.Fatalf("no prompt message %s in the channel", prompt.MessageID)
 	}
+
+	// Each button, pressed on the fake as Slack renders it, comes back as
+	// the choice it stands for.
 	for _, c := range []struct {
 		action string
 		want   platform.Choice
 	}{{"cc_perm_allow", platform.ChoiceAllow}, {"cc_perm_always", platform.ChoiceAlwaysAllow}, {"cc_perm_deny", platform.ChoiceDeny}} {
-		press("env-"+c.action, c.action)
+		e.f.WaitAck(t, e.f.Press(t, msg, c.action, "U1"))
 		got := e.rec.Action(t)
-		want := platform.Action{Target: prompt, UserID: "U1", UserName: "ann", RequestID: "req-7", Choice: c.want}
+		want := platform.Action{Target: prompt, UserID: "U1", UserName: "u1", RequestID: "req-7", Choice: c.want}
 		if got != want {
 			t.Errorf("action = %+v, want %+v", got, want)
 		}
@@ -332,12 +317,14 @@ func TestButtonsToActionAndResolution(t *testing.T) {
 	if err := e.a.ResolvePermission(ctx, prompt, "Allowed by ann"); err != nil {
 		t.Fatal(err)
 	}
-	upd := e.f.callsOf("chat.update")[0]
+	upd := e.f.Succeeded("chat.update")[0]
 	if upd.Form["ts"] != prompt.MessageID || upd.Form["channel"] != "C1" {
 		t.Errorf("update = %v", upd.Form)
 	}
-	if strings.Contains(upd.Form["blocks"], "cc_perm_allow") || !strings.Contains(upd.Form["blocks"], "Allowed by ann") || !strings.Contains(upd.Form["blocks"], "Permission needed") {
-		t.Errorf("resolved blocks = %s", upd.Form["blocks"])
+	resolved, _ := e.f.Message("C1", prompt.MessageID)
+	if strings.Contains(resolved.Blocks, "cc_perm_allow") || !strings.Contains(resolved.Blocks, "Allowed by ann") ||
+		!strings.Contains(resolved.Blocks, "Permission needed") || len(resolved.Edits) != 1 {
+		t.Errorf("resolved message = %+v", resolved)
 	}
 }
 
@@ -346,10 +333,10 @@ func TestReconnectAfterDrop(t *testing.T) {
 	if got := e.a.Status(); got != "connected" {
 		t.Errorf("Status = %q, want connected", got)
 	}
-	e.conn.close()
-	e.conn = e.f.waitConn(2)
+	e.conn.Close()
+	e.conn = e.f.WaitConn(t, 2)
 	e.logs.waitFor(t, "Slack reconnecting")
-	e.deliver("EvAfter", 0, msgEvent("C1", "1700000600.000100", "U1", "after reconnect", nil))
+	e.deliver("EvAfter", 0, fakeslack.MsgEvent("C1", "1700000600.000100", "U1", "after reconnect", nil))
 	if m := e.rec.Message(t); m.Text != "after reconnect" {
 		t.Errorf("got %q", m.Text)
 	}
@@ -359,21 +346,19 @@ func TestReconnectAfterDrop(t *testing.T) {
 	}
 
 	// Slack asks clients to reconnect from time to time.
-	if err := e.conn.send(map[string]any{"type": "disconnect", "reason": "refresh_requested"}); err != nil {
+	if err := e.conn.Send(map[string]any{"type": "disconnect", "reason": "refresh_requested"}); err != nil {
 		t.Fatal(err)
 	}
-	e.conn = e.f.waitConn(3)
-	e.deliver("EvAfterRefresh", 0, msgEvent("C1", "1700000601.000100", "U1", "after refresh", nil))
+	e.conn = e.f.WaitConn(t, 3)
+	e.deliver("EvAfterRefresh", 0, fakeslack.MsgEvent("C1", "1700000601.000100", "U1", "after refresh", nil))
 	if m := e.rec.Message(t); m.Text != "after refresh" {
 		t.Errorf("got %q", m.Text)
 	}
 }
 
 func TestBadTokenStopsRun(t *testing.T) {
-	f := newFakeSlack(t)
-	f.mu.Lock()
-	f.fail["auth.test"] = "invalid_auth"
-	f.mu.Unlock()
+	f := fakeslack.New(t)
+	f.Fail("auth.test", "invalid_auth")
 	a, _, _ := newAdapter(t, testConfig(f))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -384,16 +369,14 @@ func TestBadTokenStopsRun(t *testing.T) {
 	if !strings.HasPrefix(a.Status(), "stopped: ") {
 		t.Errorf("Status = %q", a.Status())
 	}
-	if strings.Contains(err.Error(), testBotToken) {
+	if strings.Contains(err.Error(), fakeslack.BotToken) {
 		t.Error("error carries the token")
 	}
 }
 
 func TestBadAppTokenStopsRun(t *testing.T) {
-	f := newFakeSlack(t)
-	f.mu.Lock()
-	f.fail["apps.connections.open"] = "invalid_auth"
-	f.mu.Unlock()
+	f := fakeslack.New(t)
+	f.Fail("apps.connections.open", "invalid_auth")
 	a, _, _ := newAdapter(t, testConfig(f))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -403,9 +386,9 @@ func TestBadAppTokenStopsRun(t *testing.T) {
 }
 
 func TestUnreachableSlackRetriesUntilCancel(t *testing.T) {
-	f := newFakeSlack(t)
+	f := fakeslack.New(t)
 	cfg := testConfig(f)
-	f.srv.Close() // nothing listens any more
+	f.Close() // nothing listens any more
 	a, _, sleeps := newAdapter(t, cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -431,14 +414,12 @@ func TestUnreachableSlackRetriesUntilCancel(t *testing.T) {
 }
 
 func TestConnectFailuresBackOffWithJitter(t *testing.T) {
-	f := newFakeSlack(t)
-	f.mu.Lock()
-	f.down["apps.connections.open"] = 4
-	f.mu.Unlock()
+	f := fakeslack.New(t)
+	f.Down("apps.connections.open", 4)
 	cfg := testConfig(f)
 	cfg.ReconnectMin, cfg.ReconnectMax = 100*time.Millisecond, 400*time.Millisecond
 	e := startEnvWith(t, f, cfg)
-	if n := len(f.callsOf("apps.connections.open:503")); n != 4 {
+	if n := len(f.Calls("apps.connections.open")) - len(f.Succeeded("apps.connections.open")); n != 4 {
 		t.Errorf("%d failed attempts, want 4", n)
 	}
 	// One backoff per failure, growing and capped, each within [d/2, d].
@@ -460,17 +441,15 @@ func TestConnectFailuresBackOffWithJitter(t *testing.T) {
 	if !strings.Contains(e.logs.all(), "503") {
 		t.Errorf("the failure reason is not logged:\n%s", e.logs.all())
 	}
-	e.deliver("EvAfterOutage", 0, msgEvent("C1", "1700000700.000100", "U1", "back", nil))
+	e.deliver("EvAfterOutage", 0, fakeslack.MsgEvent("C1", "1700000700.000100", "U1", "back", nil))
 	if m := e.rec.Message(t); m.Text != "back" {
 		t.Errorf("got %q", m.Text)
 	}
 }
 
 func TestStatusDuringOutage(t *testing.T) {
-	f := newFakeSlack(t)
-	f.mu.Lock()
-	f.down["apps.connections.open"] = 1 << 30
-	f.mu.Unlock()
+	f := fakeslack.New(t)
+	f.Down("apps.connections.open", 1<<30)
 	a, logs, sleeps := newAdapter(t, testConfig(f))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -491,10 +470,8 @@ func TestStatusDuringOutage(t *testing.T) {
 	if s := a.Status(); !strings.HasPrefix(s, "reconnecting: ") || !strings.Contains(s, "503") {
 		t.Errorf("Status during outage = %q, want reconnecting with the reason", s)
 	}
-	f.mu.Lock()
-	f.down["apps.connections.open"] = 0
-	f.mu.Unlock()
-	f.waitConn(1)
+	f.Down("apps.connections.open", 0)
+	f.WaitConn(t, 1)
 	logs.waitFor(t, "Slack connected")
 	if s := a.Status(); s != "connected" {
 		t.Errorf("Status after the outage = %q", s)
@@ -503,16 +480,14 @@ func TestStatusDuringOutage(t *testing.T) {
 
 func TestUserNameLookupFailureIsRememberedBriefly(t *testing.T) {
 	e := startEnv(t)
-	e.f.mu.Lock()
-	e.f.fail["users.info"] = "missing_scope"
-	e.f.mu.Unlock()
+	e.f.Fail("users.info", "missing_scope")
 	for i := range 2 {
-		e.deliver(fmt.Sprintf("EvNoName%d", i), 0, msgEvent("C1", fmt.Sprintf("1700000900.00010%d", i), "U7", "hi", nil))
+		e.deliver(fmt.Sprintf("EvNoName%d", i), 0, fakeslack.MsgEvent("C1", fmt.Sprintf("1700000900.00010%d", i), "U7", "hi", nil))
 		if m := e.rec.Message(t); m.UserName != "" || m.UserID != "U7" {
 			t.Errorf("UserID, UserName = %q, %q", m.UserID, m.UserName)
 		}
 	}
-	if n := len(e.f.callsOf("users.info")); n != 1 {
+	if n := len(e.f.Calls("users.info")); n != 1 {
 		t.Errorf("users.info called %d times, want 1 (failure cached)", n)
 	}
 }
@@ -547,12 +522,12 @@ func (b blockingHandler) HandleMessage(ctx context.Context, m platform.Message) 
 // after ackWait.
 func startBlocking(t *testing.T, ackWait time.Duration, handleErr error) (*env, blockingHandler) {
 	t.Helper()
-	f := newFakeSlack(t)
+	f := fakeslack.New(t)
 	a, logs, _ := newAdapter(t, testConfig(f))
 	a.ackWait = ackWait
 	h := blockingHandler{Handler: platformtest.NewHandler(), release: make(chan struct{}), err: handleErr}
 	platformtest.Run(t, 10*time.Second, func(ctx context.Context) error { return a.Run(ctx, h) })
-	return &env{t: t, a: a, f: f, rec: h.Handler, logs: logs, conn: f.waitConn(1)}, h
+	return &env{t: t, a: a, f: f, rec: h.Handler, logs: logs, conn: f.WaitConn(t, 1)}, h
 }
 
 // TestAckAfterTheHandlerAccepted: a message's envelope is acked only once
@@ -562,20 +537,17 @@ func TestAckAfterTheHandlerAccepted(t *testing.T) {
 	e, h := startBlocking(t, time.Hour, nil)
 	f := e.f
 	const envID = "env-accept-1"
-	if err := e.conn.send(eventEnvelope(envID, "EvAccept1", 0, msgEvent("C1", "1700000900.000100", "U1", "journal me", nil))); err != nil {
+	if err := e.conn.Send(fakeslack.EventEnvelope(envID, "EvAccept1", 0, fakeslack.MsgEvent("C1", "1700000900.000100", "U1", "journal me", nil))); err != nil {
 		t.Fatal(err)
 	}
 	if m := h.Message(t); m.Text != "journal me" {
 		t.Fatalf("got %q", m.Text)
 	}
-	f.mu.Lock()
-	acked := slices.Contains(f.acks, envID)
-	f.mu.Unlock()
-	if acked {
+	if f.Acked(envID) {
 		t.Fatal("the envelope was acked while the handler had not accepted the message")
 	}
 	close(h.release)
-	f.waitAck(envID)
+	f.WaitAck(t, envID)
 	// Whatever is not a message for the engine is acked at once.
 	e.deliver("EvEdit", 0, map[string]any{"type": "message", "subtype": "message_changed", "channel": "C1", "ts": "1700000901.000100"})
 }
@@ -588,17 +560,14 @@ func TestNoAckWhenNotHandled(t *testing.T) {
 	e, h := startBlocking(t, time.Hour, errors.New("not handled"))
 	close(h.release)
 	const envID = "env-unhandled-1"
-	if err := e.conn.send(eventEnvelope(envID, "EvUnhandled1", 0, msgEvent("C1", "1700000950.000100", "U1", "not now", nil))); err != nil {
+	if err := e.conn.Send(fakeslack.EventEnvelope(envID, "EvUnhandled1", 0, fakeslack.MsgEvent("C1", "1700000950.000100", "U1", "not now", nil))); err != nil {
 		t.Fatal(err)
 	}
 	h.Message(t)
 	e.deliver("EvEdit2", 0, map[string]any{"type": "message", "subtype": "message_changed", "channel": "C1", "ts": "1700000951.000100"})
 	// The dispatcher runs in order: the edit's ack comes after the first
 	// message's handler returned.
-	e.f.mu.Lock()
-	acked := slices.Contains(e.f.acks, envID)
-	e.f.mu.Unlock()
-	if acked {
+	if e.f.Acked(envID) {
 		t.Error("the envelope of a message the handler did not handle was acked")
 	}
 }
@@ -609,14 +578,14 @@ func TestNoAckWhenNotHandled(t *testing.T) {
 // reordered.
 func TestAckDeadlineWhenHandlingIsSlow(t *testing.T) {
 	e, h := startBlocking(t, 20*time.Millisecond, nil)
-	e.deliver("EvSlow1", 0, msgEvent("C1", "1700000800.000100", "U1", "slow", nil))
+	e.deliver("EvSlow1", 0, fakeslack.MsgEvent("C1", "1700000800.000100", "U1", "slow", nil))
 	if m := h.Message(t); m.Text != "slow" {
 		t.Fatalf("got %q", m.Text)
 	}
 	// The engine is still busy with the first message; the next envelopes
 	// are acked all the same (deliver waits for each ack).
 	for i := range 5 {
-		e.deliver(fmt.Sprintf("EvSlow%d", i+2), 0, msgEvent("C1", fmt.Sprintf("1700000801.00010%d", i), "U1", "queued", nil))
+		e.deliver(fmt.Sprintf("EvSlow%d", i+2), 0, fakeslack.MsgEvent("C1", fmt.Sprintf("1700000801.00010%d", i), "U1", "queued", nil))
 	}
 	close(h.release)
 	for range 5 {
@@ -624,4 +593,41 @@ func TestAckDeadlineWhenHandlingIsSlow(t *testing.T) {
 			t.Errorf("got %q", m.Text)
 		}
 	}
+}
+
+// TestLateAckRedeliveryWaitsForTheFirst: while the engine still holds a
+// message (its ack not sent), Slack delivers the event again. The copy is
+// not acknowledged before the first is: acking it while the first may
+// still be lost with a crash would lose the message, since Slack retries
+// no event it has an ack for. It reaches the engine after the first, with
+// the same id, and the engine's duplicate check answers it.
+func TestLateAckRedeliveryWaitsForTheFirst(t *testing.T) {
+	e, h := startBlocking(t, time.Hour, nil)
+	f := e.f
+	f.SetRedeliverAfter(time.Millisecond)
+	first := f.Deliver(t, fakeslack.MsgEvent("C1", "1700001000.000100", "U1", "once", nil))
+	if m := h.Message(t); m.Text != "once" {
+		t.Fatalf("got %q", m.Text)
+	}
+	var retry string
+	f.Wait(t, "a redelivery", func() bool {
+		for _, d := range f.Deliveries() {
+			if d.Retry > 0 {
+				retry = d.EnvelopeID
+				return true
+			}
+		}
+		return false
+	})
+	f.SetRedeliverAfter(0)
+	// The dispatcher still holds the first: neither can have been acked.
+	if f.Acked(first) || f.Acked(retry) {
+		t.Fatalf("acked while the handler held the first copy: first %v, retry %v", f.Acked(first), f.Acked(retry))
+	}
+	close(h.release)
+	f.WaitAck(t, first)
+	if m := h.Message(t); m.Text != "once" || m.ID != "C1:1700001000.000100" {
+		t.Fatalf("the redelivery reached the handler as %+v, want the same message", m)
+	}
+	f.WaitAck(t, retry)
 }

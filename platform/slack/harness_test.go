@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cc-connect/cc-connect/internal/fakeslack"
 	"github.com/cc-connect/cc-connect/platform/internal/backoff"
 	"github.com/cc-connect/cc-connect/platform/internal/platformtest"
 )
@@ -66,20 +67,20 @@ func (s *logSink) waitFor(t *testing.T, substr string) {
 type env struct {
 	t      *testing.T
 	a      *Adapter
-	f      *fakeSlack
+	f      *fakeslack.Server
 	rec    *platformtest.Handler
 	logs   *logSink
-	conn   *fakeConn
+	conn   *fakeslack.Conn
 	sleeps chan time.Duration // every wait the adapter asked for
 	n      int                // envelope counter
 }
 
-func testConfig(f *fakeSlack) Config {
+func testConfig(f *fakeslack.Server) Config {
 	return Config{
 		Name:           "slack-test",
-		BotToken:       testBotToken,
-		AppToken:       testAppToken,
-		APIURL:         f.apiURL(),
+		BotToken:       fakeslack.BotToken,
+		AppToken:       fakeslack.AppToken,
+		APIURL:         f.APIURL(),
 		EditsPerMinute: 60000,
 		EditBurst:      100,
 		EditInterval:   time.Microsecond,
@@ -111,11 +112,11 @@ func newAdapter(t *testing.T, cfg Config) (*Adapter, *logSink, chan time.Duratio
 // startEnv runs an adapter against a fresh fake and waits for the socket.
 func startEnv(t *testing.T) *env {
 	t.Helper()
-	f := newFakeSlack(t)
+	f := fakeslack.New(t)
 	return startEnvWith(t, f, testConfig(f))
 }
 
-func startEnvWith(t *testing.T, f *fakeSlack, cfg Config) *env {
+func startEnvWith(t *testing.T, f *fakeslack.Server, cfg Config) *env {
 	t.Helper()
 	a, logs, sleeps := newAdapter(t, cfg)
 	e := &env{t: t, a: a, f: f, rec: platformtest.NewHandler(), logs: logs, sleeps: sleeps}
@@ -126,7 +127,7 @@ func startEnvWith(t *testing.T, f *fakeSlack, cfg Config) *env {
 		}
 	})
 	platformtest.Run(t, 10*time.Second, func(ctx context.Context) error { return a.Run(ctx, e.rec) })
-	e.conn = f.waitConn(1)
+	e.conn = f.WaitConn(t, 1)
 	logs.waitFor(t, "Slack connected")
 	return e
 }
@@ -136,10 +137,10 @@ func (e *env) deliver(eventID string, retry int, event map[string]any) {
 	e.t.Helper()
 	e.n++
 	envID := "env-" + eventID + "-" + string(rune('a'+e.n%26)) + strings.Repeat("x", e.n/26)
-	if err := e.conn.send(eventEnvelope(envID, eventID, retry, event)); err != nil {
+	if err := e.conn.Send(fakeslack.EventEnvelope(envID, eventID, retry, event)); err != nil {
 		e.t.Fatalf("sending envelope: %v", err)
 	}
-	e.f.waitAck(envID)
+	e.f.WaitAck(e.t, envID)
 }
 
 // sentinel delivers a plain message and returns it, proving that anything
@@ -147,7 +148,7 @@ func (e *env) deliver(eventID string, retry int, event map[string]any) {
 // order).
 func (e *env) sentinel(ts string) {
 	e.t.Helper()
-	e.deliver("EvSentinel"+ts, 0, msgEvent("CSENT", ts, "U1", "sentinel", nil))
+	e.deliver("EvSentinel"+ts, 0, fakeslack.MsgEvent("CSENT", ts, "U1", "sentinel", nil))
 	m := e.rec.Message(e.t)
 	if m.Text != "sentinel" || m.Target.Channel != "CSENT" {
 		e.t.Fatalf("got unexpected message before the sentinel: %+v", m)

@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/cc-connect/cc-connect/internal/fakeslack"
 	"github.com/cc-connect/cc-connect/platform"
 	"github.com/cc-connect/cc-connect/platform/internal/backoff"
 	"github.com/cc-connect/cc-connect/platform/internal/coalesce"
@@ -33,7 +34,7 @@ func TestSendSplitsFormatsAndThreads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	posts := e.f.callsOf("chat.postMessage")
+	posts := e.f.Succeeded("chat.postMessage")
 	if len(posts) < 3 {
 		t.Fatalf("%d posts, want the long reply split in several", len(posts))
 	}
@@ -52,7 +53,7 @@ func TestSendSplitsFormatsAndThreads(t *testing.T) {
 		if strings.Count(text, "```")%2 != 0 {
 			t.Errorf("part %d leaves a code block open:\n%s", i, text)
 		}
-		if p.Auth != "Bearer "+testBotToken {
+		if p.Auth != "Bearer "+fakeslack.BotToken {
 			t.Errorf("part %d sent with %q", i, p.Auth)
 		}
 		all.WriteString(text + "\n")
@@ -81,7 +82,7 @@ func TestSendTopLevelHasNoThread(t *testing.T) {
 	if _, err := e.a.Send(context.Background(), platform.Target{Channel: "D1"}, "hi"); err != nil {
 		t.Fatal(err)
 	}
-	p := e.f.callsOf("chat.postMessage")[0]
+	p := e.f.Succeeded("chat.postMessage")[0]
 	if _, ok := p.Form["thread_ts"]; ok {
 		t.Errorf("top-level DM reply carries thread_ts %q", p.Form["thread_ts"])
 	}
@@ -95,17 +96,15 @@ func TestRateLimitedSendWaitsAndRetries(t *testing.T) {
 	for len(e.sleeps) > 0 {
 		<-e.sleeps
 	}
-	e.f.mu.Lock()
-	e.f.limitOnce["chat.postMessage"] = true
-	e.f.mu.Unlock()
+	e.f.RateLimit("chat.postMessage", 1)
 	last, err := e.a.Send(context.Background(), platform.Target{Channel: "C1", Thread: "1.2"}, "must arrive")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := len(e.f.callsOf("chat.postMessage:429")); n != 1 {
-		t.Errorf("%d rate-limited answers, want 1", n)
+	if n := len(e.f.Calls("chat.postMessage")); n != 2 {
+		t.Errorf("%d posts tried, want the rate-limited one and its retry", n)
 	}
-	posts := e.f.callsOf("chat.postMessage")
+	posts := e.f.Succeeded("chat.postMessage")
 	if len(posts) != 1 || posts[0].Form["text"] != "must arrive" || last.MessageID == "" {
 		t.Errorf("posts = %+v, last = %+v", posts, last)
 	}
@@ -120,15 +119,13 @@ func TestRateLimitedSendWaitsAndRetries(t *testing.T) {
 }
 
 func TestRateLimitWaitBoundedByContext(t *testing.T) {
-	f := newFakeSlack(t)
+	f := fakeslack.New(t)
 	a, _, _ := newAdapter(t, testConfig(f))
 	a.sleep = backoff.Sleep // real waits: the ctx must cut them short
-	f.mu.Lock()
-	f.limitOnce["chat.postMessage"] = true
-	f.mu.Unlock()
+	f.RateLimit("chat.postMessage", 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
-		f.waitCalls("chat.postMessage:429", 1)
+		f.WaitCalls(t, "chat.postMessage", 1)
 		cancel()
 	}()
 	_, err := a.Send(ctx, platform.Target{Channel: "C1"}, "x")
@@ -141,6 +138,7 @@ func TestReactions(t *testing.T) {
 	e := startEnv(t)
 	ctx := context.Background()
 	msg := platform.Target{Platform: "slack-test", Channel: "C1", Thread: "1.1", MessageID: "1700000001.000100"}
+	e.f.AddMessage("C1", msg.MessageID, "U1", "react to me")
 	for _, step := range []struct {
 		name string
 		do   func() error
@@ -157,7 +155,7 @@ func TestReactions(t *testing.T) {
 			t.Errorf("%s: %v", step.name, err)
 		}
 	}
-	adds := e.f.callsOf("reactions.add")
+	adds := e.f.Calls("reactions.add")
 	if len(adds) != 3 {
 		t.Fatalf("%d reactions.add calls, want 3", len(adds))
 	}
@@ -167,9 +165,10 @@ func TestReactions(t *testing.T) {
 	if f := adds[2].Form; f["name"] != "white_check_mark" || f["timestamp"] != msg.MessageID {
 		t.Errorf("reactions.add form = %v", f)
 	}
-	e.f.mu.Lock()
-	e.f.fail["reactions.add"] = "channel_not_found"
-	e.f.mu.Unlock()
+	if m, _ := e.f.Message("C1", msg.MessageID); len(m.Reactions) != 1 || m.Reactions[0] != "white_check_mark" {
+		t.Errorf("reactions on the message = %v, want [white_check_mark]", m.Reactions)
+	}
+	e.f.Fail("reactions.add", "channel_not_found")
 	if err := e.a.React(ctx, msg, "x"); err == nil || !strings.Contains(err.Error(), "channel_not_found") {
 		t.Errorf("React on a missing channel = %v", err)
 	}
@@ -181,12 +180,15 @@ func TestReactions(t *testing.T) {
 func TestEditsCoalesceLatestWins(t *testing.T) {
 	e := startEnv(t)
 	ctx := context.Background()
-	msg := platform.Target{Channel: "C1", MessageID: "1700000001.000100"}
-	release := e.f.holdMethod("chat.update")
+	msg, err := e.a.Send(ctx, platform.Target{Channel: "C1"}, "step 0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := e.f.Hold("chat.update")
 
 	errs := make(chan error, 10)
 	go func() { errs <- e.a.Edit(ctx, msg, "step 1") }()
-	e.f.waitCalls("chat.update:held", 1)
+	e.f.WaitHeld(t, "chat.update", 1)
 
 	var wg sync.WaitGroup
 	for i := 2; i <= 10; i++ {
@@ -213,7 +215,7 @@ func TestEditsCoalesceLatestWins(t *testing.T) {
 			t.Errorf("edit returned %v", err)
 		}
 	}
-	ups := e.f.callsOf("chat.update")
+	ups := e.f.Succeeded("chat.update")
 	if len(ups) != 2 || ups[0].Form["text"] != "step 1" || ups[1].Form["text"] != "step 10" {
 		var texts []string
 		for _, u := range ups {
@@ -240,10 +242,14 @@ func waitPending(t *testing.T, th *coalesce.Coalescer, key, want string) {
 func TestEditLongTextIsCut(t *testing.T) {
 	e := startEnv(t)
 	long := strings.Repeat("word ", 2000)
-	if err := e.a.Edit(context.Background(), platform.Target{Channel: "C1", MessageID: "1.1"}, long); err != nil {
+	msg, err := e.a.Send(context.Background(), platform.Target{Channel: "C1"}, "short")
+	if err != nil {
 		t.Fatal(err)
 	}
-	text := e.f.callsOf("chat.update")[0].Form["text"]
+	if err := e.a.Edit(context.Background(), msg, long); err != nil {
+		t.Fatal(err)
+	}
+	text := e.f.Succeeded("chat.update")[0].Form["text"]
 	if n := utf8.RuneCountInString(text); n > MessageLimit || !strings.HasSuffix(text, "…") {
 		t.Errorf("edit of %d runes ends %q", n, text[len(text)-10:])
 	}
@@ -305,10 +311,9 @@ func TestServerErrorsRetriedOnlyWhenSafe(t *testing.T) {
 	for len(e.sleeps) > 0 {
 		<-e.sleeps
 	}
-	e.f.mu.Lock()
-	e.f.down["reactions.add"] = 2
-	e.f.down["chat.postMessage"] = 1
-	e.f.mu.Unlock()
+	e.f.AddMessage("C1", "1.1", "U1", "react to me")
+	e.f.Down("reactions.add", 2)
+	e.f.Down("chat.postMessage", 1)
 
 	// A reaction is idempotent: retried after 1s and 2s.
 	if err := e.a.React(ctx, platform.Target{Channel: "C1", MessageID: "1.1"}, "eyes"); err != nil {
@@ -322,7 +327,7 @@ func TestServerErrorsRetriedOnlyWhenSafe(t *testing.T) {
 	if _, err := e.a.Send(ctx, platform.Target{Channel: "C1"}, "hello"); err == nil || !strings.Contains(err.Error(), "503") {
 		t.Errorf("Send during a 5xx = %v, want the error", err)
 	}
-	if n := len(e.f.callsOf("chat.postMessage")); n != 0 {
+	if n := len(e.f.Succeeded("chat.postMessage")); n != 0 {
 		t.Errorf("%d posts went through", n)
 	}
 }

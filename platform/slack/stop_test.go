@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cc-connect/cc-connect/internal/fakeslack"
 	"github.com/cc-connect/cc-connect/platform"
 	"github.com/cc-connect/cc-connect/platform/internal/platformtest"
 )
@@ -69,7 +70,7 @@ func (r *runResult) wait(t *testing.T, what string) {
 // the cancel of Run's context and Run's result.
 func startStopping(t *testing.T, h *stopHandler, grace time.Duration) (*env, context.CancelFunc, *runResult) {
 	t.Helper()
-	f := newFakeSlack(t)
+	f := fakeslack.New(t)
 	a, logs, _ := newAdapter(t, testConfig(f))
 	a.drainGrace = grace
 	// The held first message keeps the rest from being accepted, so their
@@ -86,13 +87,13 @@ func startStopping(t *testing.T, h *stopHandler, grace time.Duration) (*env, con
 		h.letGo()
 		run.wait(t, "at the end of the test")
 	})
-	e := &env{t: t, a: a, f: f, rec: h.Handler, logs: logs, conn: f.waitConn(1)}
+	e := &env{t: t, a: a, f: f, rec: h.Handler, logs: logs, conn: f.WaitConn(t, 1)}
 	// The first message occupies the handler; the next three wait in the
 	// adapter's queue, already acknowledged to Slack.
-	e.deliver("EvStop1", 0, msgEvent("C1", "1700000900.000100", "U1", "m1", nil))
+	e.deliver("EvStop1", 0, fakeslack.MsgEvent("C1", "1700000900.000100", "U1", "m1", nil))
 	<-h.started
 	for i := 2; i <= 4; i++ {
-		e.deliver(fmt.Sprintf("EvStop%d", i), 0, msgEvent("C1", fmt.Sprintf("1700000900.00010%d", i), "U1", fmt.Sprintf("m%d", i), nil))
+		e.deliver(fmt.Sprintf("EvStop%d", i), 0, fakeslack.MsgEvent("C1", fmt.Sprintf("1700000900.00010%d", i), "U1", fmt.Sprintf("m%d", i), nil))
 	}
 	return e, cancel, run
 }

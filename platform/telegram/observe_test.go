@@ -4,6 +4,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/cc-connect/cc-connect/internal/faketelegram"
 	"github.com/cc-connect/cc-connect/platform"
 	"github.com/cc-connect/cc-connect/platform/internal/platformtest"
 )
@@ -31,18 +32,18 @@ var _ platform.Observer = (*countObserver)(nil)
 // TestObserverCountsConflictAndRecovery: a refused poll is an error, and
 // polling again afterwards a reconnect, both under the instance name.
 func TestObserverCountsConflictAndRecovery(t *testing.T) {
-	f := newFakeAPI(t)
+	f := faketelegram.New(t)
 	a := newTestAdapter(t, f, nil)
 	obs := &countObserver{errors: map[string]int{}, reconnects: map[string]int{}}
 	a.SetObserver(obs)
-	f.override("getUpdates", 409, `{"ok":false,"error_code":409,"description":"Conflict: terminated by other getUpdates request"}`)
+	f.Override("getUpdates", faketelegram.Answer{Status: 409, Body: `{"ok":false,"error_code":409,"description":"Conflict: terminated by other getUpdates request"}`})
 	h := platformtest.NewHandler()
 	runAdapter(t, a, h)
-	f.next("getUpdates") // the refused poll
-	f.next("getUpdates") // the retry, after the status was set
-	f.feed(update(1, map[string]any{"message_id": 1, "date": 1, "chat": map[string]any{"id": 42, "type": "private"}, "from": user(7, "alice", false), "text": "back"}))
+	f.Next(t, "getUpdates") // the refused poll
+	f.Next(t, "getUpdates") // the retry, after the status was set
+	f.Feed(update(1, map[string]any{"message_id": 1, "date": 1, "chat": map[string]any{"id": 42, "type": "private"}, "from": user(7, "alice", false), "text": "back"}))
 	h.Message(t)
-	f.next("getUpdates")
+	f.Next(t, "getUpdates")
 	obs.mu.Lock()
 	defer obs.mu.Unlock()
 	name := a.Name()

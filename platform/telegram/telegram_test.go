@@ -14,6 +14,7 @@ import (
 	"time"
 	"unicode/utf16"
 
+	"github.com/cc-connect/cc-connect/internal/faketelegram"
 	"github.com/cc-connect/cc-connect/platform"
 	"github.com/cc-connect/cc-connect/platform/internal/platformtest"
 )
@@ -125,7 +126,7 @@ func TestRouting(t *testing.T) {
 		},
 	}
 
-	f := newFakeAPI(t)
+	f := faketelegram.New(t)
 	a := newTestAdapter(t, f, nil)
 	h := platformtest.NewHandler()
 	var batch []string
@@ -134,7 +135,7 @@ func TestRouting(t *testing.T) {
 	}
 	// A sentinel after the table proves every filtered message was seen.
 	batch = append(batch, update(2000, map[string]any{"message_id": 999, "date": 1, "chat": private, "from": alice, "text": "sentinel"}))
-	f.feed(batch...)
+	f.Feed(batch...)
 	runAdapter(t, a, h)
 
 	for _, tt := range tests {
@@ -156,7 +157,7 @@ func TestRouting(t *testing.T) {
 	}
 	// The offset acknowledges everything handled.
 	for {
-		c := f.next("getUpdates")
+		c := f.Next(t, "getUpdates")
 		if c.Form.Get("offset") == "2001" {
 			break
 		}
@@ -166,14 +167,14 @@ func TestRouting(t *testing.T) {
 // TestDuplicateUpdatesKeepTheirID: an update delivered again reaches the
 // engine with the same message id, which its one duplicate check catches.
 func TestDuplicateUpdatesKeepTheirID(t *testing.T) {
-	f := newFakeAPI(t)
+	f := faketelegram.New(t)
 	a := newTestAdapter(t, f, nil)
 	h := platformtest.NewHandler()
 	chat := map[string]any{"id": 42, "type": "private"}
 	u := update(5, map[string]any{"message_id": 1, "date": 1, "chat": chat, "from": user(7, "alice", false), "text": "once"})
-	f.feed(u, u)
-	f.feed(u)
-	f.feed(update(6, map[string]any{"message_id": 2, "date": 1, "chat": chat, "from": user(7, "alice", false), "text": "next"}))
+	f.Feed(u, u)
+	f.Feed(u)
+	f.Feed(update(6, map[string]any{"message_id": 2, "date": 1, "chat": chat, "from": user(7, "alice", false), "text": "next"}))
 	runAdapter(t, a, h)
 	first := h.Message(t)
 	if first.Text != "once" || first.ID != "42:1" {
@@ -191,7 +192,8 @@ func TestDuplicateUpdatesKeepTheirID(t *testing.T) {
 }
 
 func TestSendSplitsIntoTopic(t *testing.T) {
-	f := newFakeAPI(t)
+	f := faketelegram.New(t)
+	addChats(f)
 	a := newTestAdapter(t, f, nil)
 	var b strings.Builder
 	b.WriteString("Here is **the** code:\n\n```go\n")
@@ -210,7 +212,7 @@ func TestSendSplitsIntoTopic(t *testing.T) {
 	}
 	var texts []string
 	for len(texts) < nparts {
-		c := f.next("sendMessage")
+		c := f.Next(t, "sendMessage")
 		if c.Form.Get("message_thread_id") != "77" || c.Form.Get("chat_id") != "-1001" || c.Form.Get("parse_mode") != "HTML" {
 			t.Fatalf("part sent with %v", c.Form)
 		}
@@ -241,13 +243,14 @@ func TestSendSplitsIntoTopic(t *testing.T) {
 }
 
 func TestSendFallsBackToPlainText(t *testing.T) {
-	f := newFakeAPI(t)
+	f := faketelegram.New(t)
+	addChats(f)
 	a := newTestAdapter(t, f, nil)
-	f.override("sendMessage", 400, `{"ok":false,"error_code":400,"description":"Bad Request: can't parse entities: unsupported start tag"}`)
+	f.Override("sendMessage", faketelegram.Answer{Status: 400, Body: `{"ok":false,"error_code":400,"description":"Bad Request: can't parse entities: unsupported start tag"}`})
 	if _, err := a.Send(context.Background(), platform.Target{Channel: "42"}, "a **b** <c>"); err != nil {
 		t.Fatal(err)
 	}
-	first, second := f.next("sendMessage"), f.next("sendMessage")
+	first, second := f.Next(t, "sendMessage"), f.Next(t, "sendMessage")
 	if first.Form.Get("parse_mode") != "HTML" {
 		t.Fatalf("first try not HTML: %v", first.Form)
 	}
@@ -257,17 +260,18 @@ func TestSendFallsBackToPlainText(t *testing.T) {
 }
 
 func TestFloodControlWaitsRetryAfter(t *testing.T) {
-	f := newFakeAPI(t)
+	f := faketelegram.New(t)
+	addChats(f)
 	a := newTestAdapter(t, f, nil)
 	a.retryAfterUnit = 20 * time.Millisecond
-	f.override("sendMessage", 429, `{"ok":false,"error_code":429,"description":"Too Many Requests: retry after 3","parameters":{"retry_after":3}}`)
+	f.Override("sendMessage", faketelegram.Answer{Status: 429, Body: `{"ok":false,"error_code":429,"description":"Too Many Requests: retry after 3","parameters":{"retry_after":3}}`})
 	start := time.Now()
 	got, err := a.Send(context.Background(), platform.Target{Channel: "42"}, "hello")
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.next("sendMessage")
-	f.next("sendMessage")
+	f.Next(t, "sendMessage")
+	f.Next(t, "sendMessage")
 	if waited := time.Since(start); waited < 60*time.Millisecond {
 		t.Errorf("retried after %v, before retry_after (3 units of 20ms)", waited)
 	}
@@ -276,11 +280,11 @@ func TestFloodControlWaitsRetryAfter(t *testing.T) {
 	}
 
 	// A cancelled context ends the wait instead of blocking.
-	f.override("sendMessage", 429, `{"ok":false,"error_code":429,"description":"Too Many Requests","parameters":{"retry_after":3600}}`)
+	f.Override("sendMessage", faketelegram.Answer{Status: 429, Body: `{"ok":false,"error_code":429,"description":"Too Many Requests","parameters":{"retry_after":3600}}`})
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() { _, err := a.Send(ctx, platform.Target{Channel: "42"}, "x"); errc <- err }()
-	f.next("sendMessage")
+	f.Next(t, "sendMessage")
 	cancel()
 	if err := <-errc; !errors.Is(err, context.Canceled) {
 		t.Fatalf("Send during flood wait after cancel = %v", err)
@@ -288,30 +292,30 @@ func TestFloodControlWaitsRetryAfter(t *testing.T) {
 }
 
 func TestConflictIsReported(t *testing.T) {
-	f := newFakeAPI(t)
+	f := faketelegram.New(t)
 	a := newTestAdapter(t, f, nil)
-	f.override("getUpdates", 409, `{"ok":false,"error_code":409,"description":"Conflict: terminated by other getUpdates request; make sure that only one bot instance is running"}`)
+	f.Override("getUpdates", faketelegram.Answer{Status: 409, Body: `{"ok":false,"error_code":409,"description":"Conflict: terminated by other getUpdates request; make sure that only one bot instance is running"}`})
 	h := platformtest.NewHandler()
 	runAdapter(t, a, h)
-	f.next("getUpdates") // the refused poll
-	f.next("getUpdates") // the retry, after the status was set
+	f.Next(t, "getUpdates") // the refused poll
+	f.Next(t, "getUpdates") // the retry, after the status was set
 	if s := a.Status(); !strings.Contains(s, "another process is polling this bot token") {
 		t.Fatalf("status = %q", s)
 	}
 	// Once the other poller is gone, polling recovers.
-	f.feed(update(1, map[string]any{"message_id": 1, "date": 1, "chat": map[string]any{"id": 42, "type": "private"}, "from": user(7, "alice", false), "text": "back"}))
+	f.Feed(update(1, map[string]any{"message_id": 1, "date": 1, "chat": map[string]any{"id": 42, "type": "private"}, "from": user(7, "alice", false), "text": "back"}))
 	if m := h.Message(t); m.Text != "back" {
 		t.Fatalf("got %q", m.Text)
 	}
-	f.next("getUpdates")
+	f.Next(t, "getUpdates")
 	if s := a.Status(); s != "connected" {
 		t.Fatalf("status after recovery = %q", s)
 	}
 }
 
 func TestUnauthorizedEndsRun(t *testing.T) {
-	f := newFakeAPI(t)
-	cfg := Config{Name: "tg", Token: "42:wrong-secret", APIURL: f.srv.URL}
+	f := faketelegram.New(t)
+	cfg := Config{Name: "tg", Token: "42:wrong-secret", APIURL: f.URL()}
 	a, err := New(cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
@@ -326,9 +330,9 @@ func TestUnauthorizedEndsRun(t *testing.T) {
 }
 
 func TestRevokedTokenEndsRun(t *testing.T) {
-	f := newFakeAPI(t)
+	f := faketelegram.New(t)
 	a := newTestAdapter(t, f, nil)
-	f.override("getUpdates", 401, `{"ok":false,"error_code":401,"description":"Unauthorized"}`)
+	f.Override("getUpdates", faketelegram.Answer{Status: 401, Body: `{"ok":false,"error_code":401,"description":"Unauthorized"}`})
 	err := a.Run(context.Background(), platformtest.NewHandler())
 	if !errors.Is(err, ErrUnauthorized) {
 		t.Fatalf("Run = %v, want ErrUnauthorized", err)
@@ -339,17 +343,18 @@ func TestRevokedTokenEndsRun(t *testing.T) {
 }
 
 func TestSendFollowsGroupMigration(t *testing.T) {
-	f := newFakeAPI(t)
+	f := faketelegram.New(t)
+	addChats(f)
 	a := newTestAdapter(t, f, nil)
-	f.override("sendMessage", 400, `{"ok":false,"error_code":400,"description":"Bad Request: group chat was upgraded to a supergroup chat","parameters":{"migrate_to_chat_id":-1009}}`)
+	f.Migrate(-100, -1009)
 	got, err := a.Send(context.Background(), platform.Target{Channel: "-100"}, "hello")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := f.next("sendMessage"); c.Form.Get("chat_id") != "-100" {
+	if c := f.Next(t, "sendMessage"); c.Form.Get("chat_id") != "-100" {
 		t.Fatalf("first try to %v", c.Form.Get("chat_id"))
 	}
-	if c := f.next("sendMessage"); c.Form.Get("chat_id") != "-1009" {
+	if c := f.Next(t, "sendMessage"); c.Form.Get("chat_id") != "-1009" {
 		t.Fatalf("retry to %v, want the supergroup", c.Form.Get("chat_id"))
 	}
 	if got.Channel != "-1009" {
@@ -358,10 +363,10 @@ func TestSendFollowsGroupMigration(t *testing.T) {
 }
 
 func TestTransportErrorsHideToken(t *testing.T) {
-	f := newFakeAPI(t)
+	f := faketelegram.New(t)
 	a := newTestAdapter(t, f, nil)
 	a.maxTransientRetries = 1
-	f.srv.Close()
+	f.Close()
 	_, err := a.Send(context.Background(), platform.Target{Channel: "42"}, "hi")
 	if err == nil {
 		t.Fatal("send to a closed server succeeded")
@@ -372,12 +377,12 @@ func TestTransportErrorsHideToken(t *testing.T) {
 }
 
 func TestRunStopsOnCancel(t *testing.T) {
-	f := newFakeAPI(t)
+	f := faketelegram.New(t)
 	a := newTestAdapter(t, f, func(c *Config) { c.PollTimeout = time.Hour })
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx, platformtest.NewHandler()) }()
-	f.next("getUpdates") // the long poll is open and would last an hour
+	f.Next(t, "getUpdates") // the long poll is open and would last an hour
 	cancel()
 	select {
 	case err := <-done:
@@ -393,11 +398,12 @@ func TestRunStopsOnCancel(t *testing.T) {
 }
 
 func TestPermissionButtons(t *testing.T) {
-	f := newFakeAPI(t)
+	f := faketelegram.New(t)
+	addChats(f)
 	a := newTestAdapter(t, f, nil)
 	h := platformtest.NewHandler()
 	runAdapter(t, a, h)
-	f.next("getUpdates")
+	f.Next(t, "getUpdates")
 
 	longID := strings.Repeat("r", 80) // too long for callback_data: mapped to a short ref
 	for _, reqID := range []string{"6088ef75-df8e-4e17-9492-87e166cd0d56", longID} {
@@ -406,7 +412,7 @@ func TestPermissionButtons(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c := f.next("sendMessage")
+		c := f.Next(t, "sendMessage")
 		if c.Form.Get("message_thread_id") != "77" || !strings.Contains(c.Form.Get("text"), "rm -rf &lt;tmp&gt;") {
 			t.Fatalf("prompt sent as %v", c.Form)
 		}
@@ -427,14 +433,12 @@ func TestPermissionButtons(t *testing.T) {
 				t.Fatalf("callback_data %q too long", btn.CallbackData)
 			}
 		}
-		always := kb.InlineKeyboard[0][1].CallbackData
-		cb, _ := json.Marshal(map[string]any{"update_id": 3000 + len(reqID), "callback_query": map[string]any{
-			"id": "cbq1", "from": user(7, "alice", false), "chat_instance": "x", "data": always,
-			"message": map[string]any{"message_id": atoi(t, posted.MessageID), "date": 1, "message_thread_id": 77, "is_topic_message": true,
-				"chat": map[string]any{"id": -1001, "type": "supergroup"}},
-		}})
-		f.feed(string(cb))
-		if ans := f.next("answerCallbackQuery"); ans.Form.Get("callback_query_id") != "cbq1" {
+		msg, ok := f.Message(-1001, atoi(t, posted.MessageID))
+		if !ok {
+			t.Fatalf("no prompt message %s", posted.MessageID)
+		}
+		qid := f.Press(t, msg, kb.InlineKeyboard[0][1].Text, user(7, "alice", false))
+		if ans := f.Next(t, "answerCallbackQuery"); ans.Form.Get("callback_query_id") != qid {
 			t.Fatalf("answered %v", ans.Form)
 		}
 		var act platform.Action
@@ -452,44 +456,58 @@ func TestPermissionButtons(t *testing.T) {
 		if err := a.ResolvePermission(context.Background(), posted, "Always allowed by alice"); err != nil {
 			t.Fatal(err)
 		}
-		e := f.next("editMessageText")
+		e := f.Next(t, "editMessageText")
 		if e.Form.Get("message_id") != posted.MessageID || e.Form.Get("reply_markup") != `{"inline_keyboard":[]}` ||
 			!strings.Contains(e.Form.Get("text"), "Always allowed by alice") || !strings.Contains(e.Form.Get("text"), "Permission needed") {
 			t.Fatalf("resolve edit = %v", e.Form)
+		}
+		if m, _ := f.Message(-1001, msg.MessageID); len(m.Edits) != 1 || !f.Answered(qid) {
+			t.Errorf("the prompt after resolving = %+v (query answered: %v)", m, f.Answered(qid))
 		}
 	}
 }
 
 func TestTypingAndEdit(t *testing.T) {
-	f := newFakeAPI(t)
+	f := faketelegram.New(t)
+	addChats(f)
 	a := newTestAdapter(t, f, nil)
 	ctx := context.Background()
 	if err := a.Typing(ctx, platform.Target{Channel: "-1001", Thread: "77"}); err != nil {
 		t.Fatal(err)
 	}
-	c := f.next("sendChatAction")
+	c := f.Next(t, "sendChatAction")
 	if c.Form.Get("action") != "typing" || c.Form.Get("message_thread_id") != "77" {
 		t.Fatalf("typing = %v", c.Form)
 	}
-	if err := a.Edit(ctx, platform.Target{Channel: "42", MessageID: "42:9"}, "Running: `go test`"); err != nil {
+	posted, err := a.Send(ctx, platform.Target{Channel: "42"}, "Starting")
+	if err != nil {
 		t.Fatal(err)
 	}
-	e := f.next("editMessageText")
-	if e.Form.Get("message_id") != "9" || e.Form.Get("text") != "Running: <code>go test</code>" {
+	if err := a.Edit(ctx, platform.Target{Channel: "42", MessageID: "42:" + posted.MessageID}, "Running: `go test`"); err != nil {
+		t.Fatal(err)
+	}
+	e := f.Next(t, "editMessageText")
+	if e.Form.Get("message_id") != posted.MessageID || e.Form.Get("text") != "Running: <code>go test</code>" {
 		t.Fatalf("edit = %v", e.Form)
 	}
-	f.override("editMessageText", 400, `{"ok":false,"error_code":400,"description":"Bad Request: message is not modified"}`)
-	if err := a.Edit(ctx, platform.Target{Channel: "42", MessageID: "10"}, "same"); err != nil {
+	if m, _ := f.Message(42, atoi(t, posted.MessageID)); m.Text != "Running: go test" || len(m.Edits) != 1 {
+		t.Errorf("message after the edit = %+v", m)
+	}
+	// Telegram refuses an edit that changes nothing; that is no error.
+	if err := a.Edit(ctx, posted, "Running: `go test`"); err != nil {
 		t.Fatalf("unchanged edit = %v, want nil", err)
+	}
+	if c := f.Calls("editMessageText"); len(c) != 2 {
+		t.Errorf("%d edits sent, want the unchanged one tried", len(c))
 	}
 }
 
 func TestAttachmentOpen(t *testing.T) {
-	f := newFakeAPI(t)
-	f.files["documents/file_1.txt"] = "hello"
+	f := faketelegram.New(t)
+	f.AddFile("F1", "documents/file_1.txt", "hello")
 	a := newTestAdapter(t, f, nil)
 	h := platformtest.NewHandler()
-	f.feed(update(1, map[string]any{"message_id": 1, "date": 1, "chat": map[string]any{"id": 42, "type": "private"},
+	f.Feed(update(1, map[string]any{"message_id": 1, "date": 1, "chat": map[string]any{"id": 42, "type": "private"},
 		"from": user(7, "alice", false), "caption": "look",
 		"document": map[string]any{"file_id": "F1", "file_unique_id": "u1", "file_name": "notes.txt", "mime_type": "text/plain", "file_size": 5}}))
 	runAdapter(t, a, h)
@@ -510,7 +528,7 @@ func TestAttachmentOpen(t *testing.T) {
 	if string(body) != "hello" {
 		t.Fatalf("content = %q", body)
 	}
-	if c := f.next("getFile"); c.Form.Get("file_id") != "F1" {
+	if c := f.Next(t, "getFile"); c.Form.Get("file_id") != "F1" {
 		t.Fatalf("getFile = %v", c.Form)
 	}
 	// A replay after a restart fetches it again from its Ref (the
@@ -530,23 +548,16 @@ func TestAttachmentOpen(t *testing.T) {
 
 var tagRE = regexp.MustCompile(`<[^>]+>`)
 
-func atoi(t *testing.T, s string) int {
-	t.Helper()
-	n, err := strconv.Atoi(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
-
 func TestReactionsReplaceEachOther(t *testing.T) {
-	f := newFakeAPI(t)
+	f := faketelegram.New(t)
+	addChats(f)
 	a := newTestAdapter(t, f, nil)
 	ctx := context.Background()
 	msg := platform.Target{Channel: "42", MessageID: "42:7"}
+	f.Send(map[string]any{"message_id": 7, "chat": map[string]any{"id": 42, "type": "private"}, "from": user(7, "alice", false), "text": "hi"})
 	reaction := func() string {
 		t.Helper()
-		c := f.next("setMessageReaction")
+		c := f.Next(t, "setMessageReaction")
 		if c.Form.Get("chat_id") != "42" || c.Form.Get("message_id") != "7" {
 			t.Fatalf("reaction on %v", c.Form)
 		}

@@ -1,7 +1,8 @@
 // Package platformtest holds the engine side of the chat adapters' tests:
 // a platform.Handler that records what an adapter hands over, and a way to
-// run an adapter for the length of a test. Fakes of each platform's server
-// stay with their adapter; nothing here knows a wire format.
+// run an adapter for the length of a test. The fakes of the platforms'
+// servers are internal/fakeslack, internal/fakediscord and
+// internal/faketelegram; nothing here knows a wire format.
 package platformtest
 
 import (

@@ -115,11 +115,15 @@ func (f *fake) runTurn(m userMsg) {
 	case reSlow.MatchString(text):
 		res = f.turnSlow(t, reSlow.FindStringSubmatch(text)[1])
 	case reTool.MatchString(text):
-		cmd := reTool.FindStringSubmatch(text)[1]
-		if cmd == "" {
-			cmd = "echo hi"
+		var cmds []string
+		for _, m := range reTool.FindAllStringSubmatch(text, -1) {
+			cmd := m[1]
+			if cmd == "" {
+				cmd = "echo hi"
+			}
+			cmds = append(cmds, cmd)
 		}
-		res = f.turnTool(t, cmd)
+		res = f.turnTools(t, cmds)
 	case strings.Contains(text, "[[ASKHOST]]"):
 		res = f.turnAskHost(t)
 	case reExec.MatchString(text):
@@ -232,9 +236,36 @@ func (f *fake) slowDone(t *turnState, msgID, text string) resultLine {
 	return success(text)
 }
 
-// turnTool asks permission for a Bash command (unless auto-approved), then
-// reports a fake run of it. The command is never executed.
-func (f *fake) turnTool(t *turnState, cmd string) resultLine {
+// turnTools runs the Bash commands one after the other in one turn, as a
+// model calling several tools does; the reply names each result. A turn
+// that ends early (an interrupt, a deny with interrupt) ends at that tool.
+func (f *fake) turnTools(t *turnState, cmds []string) resultLine {
+	var said []string
+	for _, cmd := range cmds {
+		content, end := f.runTool(t, cmd)
+		if end != nil {
+			return *end
+		}
+		said = append(said, "tool said: "+content)
+	}
+	if f.checkStopped(t) {
+		return f.aborted(t, interruptedText, "aborted_streaming")
+	}
+	reply := strings.Join(said, "\n")
+	f.mu.Lock()
+	t.folding = false
+	for _, in := range t.injected {
+		reply += "\n(also read while working: " + in + ")"
+	}
+	f.mu.Unlock()
+	f.reply(t, reply, false)
+	return success(reply)
+}
+
+// runTool asks permission for a Bash command (unless auto-approved), then
+// reports a fake run of it and returns the tool result's text, or the
+// result that ends the turn. The command is never executed.
+func (f *fake) runTool(t *turnState, cmd string) (string, *resultLine) {
 	f.toolSeq++
 	toolID := fmt.Sprintf("toolu_fake%06d", f.toolSeq)
 	input := map[string]any{"command": cmd, "description": "Run a command"}
@@ -274,7 +305,8 @@ func (f *fake) turnTool(t *turnState, cmd string) resultLine {
 		switch how {
 		case askInterrupted:
 			f.emitToolResult(t, toolID, rejectedToolText, true)
-			return f.aborted(t, interruptedTool, "aborted_tools")
+			end := f.aborted(t, interruptedTool, "aborted_tools")
+			return "", &end
 		case askEOF:
 			content, isError = "Tool permission request failed: AbortError: Stream closed", true
 		default:
@@ -312,7 +344,8 @@ func (f *fake) turnTool(t *turnState, cmd string) resultLine {
 			case d.Interrupt:
 				t.denials = append(t.denials, denial)
 				f.emitToolResult(t, toolID, rejectedToolText, true)
-				return f.aborted(t, interruptedTool, "aborted_tools")
+				end := f.aborted(t, interruptedTool, "aborted_tools")
+				return "", &end
 			default:
 				content, isError = d.Message, true
 				t.denials = append(t.denials, denial)
@@ -320,18 +353,7 @@ func (f *fake) turnTool(t *turnState, cmd string) resultLine {
 		}
 	}
 	f.emitToolResult(t, toolID, content, isError)
-	if f.checkStopped(t) {
-		return f.aborted(t, interruptedText, "aborted_streaming")
-	}
-	reply := "tool said: " + content
-	f.mu.Lock()
-	t.folding = false
-	for _, in := range t.injected {
-		reply += "\n(also read while working: " + in + ")"
-	}
-	f.mu.Unlock()
-	f.reply(t, reply, false)
-	return success(reply)
+	return content, nil
 }
 
 // turnAskHost sends the host a control request agentproc does not handle

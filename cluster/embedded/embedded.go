@@ -1,0 +1,265 @@
+// Package embedded runs a JetStream-enabled NATS server inside cc-connect,
+// for a small team that does not run NATS itself: its store lives under the
+// state dir, it listens on loopback unless told otherwise, and it only
+// lets in clients that prove an NKey it was given. It owns the server's
+// lifecycle (start, readiness, clean shutdown) and nothing of what runs
+// over it.
+package embedded
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/cc-connect/cc-connect/workspace"
+)
+
+// ClusterName is the NATS cluster name of embedded nodes routed together:
+// all of one cc-connect cluster's embedded nodes must agree on it.
+const ClusterName = "cc-connect"
+
+// readyTimeout bounds the wait for the server's listeners. Start blocks on
+// the client listener itself; this covers the route listener, which the
+// server opens on a goroutine of its own.
+const readyTimeout = 10 * time.Second
+
+// Options say how to run the embedded server.
+type Options struct {
+	// Name is the server's name: the cc-connect host name. JetStream
+	// clustering needs it unique among the routed nodes.
+	Name string
+	// StoreDir is where JetStream keeps its files; created 0700.
+	StoreDir string
+	// Listen is host:port for clients; "" listens nowhere (in-process
+	// clients only). Port 0 picks a free port.
+	Listen string
+	// ClusterListen is host:port for routes to other embedded nodes; ""
+	// runs a single node. Port 0 picks a free port.
+	ClusterListen string
+	// Routes are the other nodes' route URLs (nats-route://host:port).
+	Routes []string
+	// NKeys are the user public keys allowed to connect. Empty lets
+	// anyone in who can reach Listen: the caller allows that only on
+	// loopback, for tests, or with no listener at all.
+	NKeys []string
+	// TLS, when set, is required of client connections; RouteTLS of
+	// routes. Each carries its own ClientAuth policy.
+	TLS      *tls.Config
+	RouteTLS *tls.Config
+	// Log receives the server's notices (debug), warnings and errors.
+	Log *slog.Logger
+}
+
+// Server is a running embedded NATS server.
+type Server struct {
+	ns   *server.Server
+	logs *slogLogger
+	once sync.Once
+}
+
+// Start validates o, starts the server and returns once it accepts
+// connections (and its route listener is open, when it has one). The
+// caller shuts it down.
+func Start(o Options) (*Server, error) {
+	opts, err := serverOptions(o)
+	if err != nil {
+		return nil, err
+	}
+	if err := workspace.EnsurePrivateDir(o.StoreDir); err != nil {
+		return nil, fmt.Errorf("preparing the embedded NATS store: %w", err)
+	}
+	ns, err := server.NewServer(opts)
+	if err != nil {
+		return nil, fmt.Errorf("configuring the embedded NATS server: %w", err)
+	}
+	log := o.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	sl := &slogLogger{log: log.With("component", "nats-server")}
+	ns.SetLoggerV2(sl, false, false, false)
+	s := &Server{ns: ns, logs: sl}
+	ns.Start() // returns once the client listener is open, or has failed
+	if err := sl.fatal(); err != nil {
+		s.Shutdown()
+		return nil, fmt.Errorf("starting the embedded NATS server: %w", err)
+	}
+	if !ns.ReadyForConnections(readyTimeout) {
+		err := sl.fatal()
+		s.Shutdown()
+		if err == nil {
+			err = errors.New("not ready for connections")
+		}
+		return nil, fmt.Errorf("starting the embedded NATS server: %w", err)
+	}
+	if !ns.JetStreamEnabled() {
+		s.Shutdown()
+		return nil, fmt.Errorf("starting the embedded NATS server: JetStream did not start (see the log)")
+	}
+	return s, nil
+}
+
+func serverOptions(o Options) (*server.Options, error) {
+	if o.Name == "" {
+		return nil, errors.New("embedded NATS: a server name is required")
+	}
+	if o.StoreDir == "" {
+		return nil, errors.New("embedded NATS: a store dir is required")
+	}
+	opts := &server.Options{
+		ServerName: o.Name,
+		JetStream:  true,
+		StoreDir:   filepath.Clean(o.StoreDir),
+		NoSigs:     true, // cc-connect owns the process's signals
+		// fsync every write, as cc-connect's own journal does: a publish
+		// acknowledged to a platform must survive the host losing power,
+		// not only the process dying (the server's default syncs every
+		// two minutes).
+		SyncAlways: true,
+		// Big enough for a long pasted message, as the stream allows.
+		MaxPayload: 4 << 20,
+	}
+	if o.Listen == "" {
+		opts.DontListen = true
+	} else {
+		host, port, err := splitHostPort(o.Listen)
+		if err != nil {
+			return nil, fmt.Errorf("embedded NATS listen address: %w", err)
+		}
+		opts.Host, opts.Port = host, port
+		if port == 0 {
+			opts.Port = server.RANDOM_PORT
+		}
+	}
+	if o.TLS != nil {
+		opts.TLSConfig = o.TLS
+		opts.TLSVerify = o.TLS.ClientAuth == tls.RequireAndVerifyClientCert
+		opts.TLSTimeout = 5
+	}
+	for _, k := range o.NKeys {
+		opts.Nkeys = append(opts.Nkeys, &server.NkeyUser{Nkey: k})
+	}
+	if o.ClusterListen != "" {
+		host, port, err := splitHostPort(o.ClusterListen)
+		if err != nil {
+			return nil, fmt.Errorf("embedded NATS cluster listen address: %w", err)
+		}
+		opts.Cluster = server.ClusterOpts{Name: ClusterName, Host: host, Port: port}
+		if port == 0 {
+			opts.Cluster.Port = server.RANDOM_PORT
+		}
+		if o.RouteTLS != nil {
+			opts.Cluster.TLSConfig = o.RouteTLS
+			opts.Cluster.TLSTimeout = 5
+		}
+		for _, r := range o.Routes {
+			u, err := url.Parse(r)
+			if err != nil || u.Host == "" {
+				return nil, fmt.Errorf("embedded NATS route %q is not a URL such as nats-route://host:6222", r)
+			}
+			opts.Routes = append(opts.Routes, u)
+		}
+	} else if len(o.Routes) > 0 {
+		return nil, errors.New("embedded NATS: routes need a cluster listen address")
+	}
+	return opts, nil
+}
+
+func splitHostPort(hp string) (string, int, error) {
+	host, p, err := net.SplitHostPort(hp)
+	if err != nil {
+		return "", 0, err
+	}
+	var port int
+	if _, err := fmt.Sscanf(p, "%d", &port); err != nil || port < 0 || port > 65535 {
+		return "", 0, fmt.Errorf("%q: bad port", hp)
+	}
+	return host, port, nil
+}
+
+// ClientURL is the URL clients on this host connect to ("" without a
+// listener: use InProcess).
+func (s *Server) ClientURL() string {
+	if s.ns.Addr() == nil {
+		return ""
+	}
+	return s.ns.ClientURL()
+}
+
+// RouteURL is the URL other embedded nodes route to ("" for a single
+// node).
+func (s *Server) RouteURL() string {
+	a := s.ns.ClusterAddr()
+	if a == nil {
+		return ""
+	}
+	return "nats-route://" + a.String()
+}
+
+// NATS returns the server, for in-process connections
+// (nats.InProcessServer) and tests.
+func (s *Server) NATS() *server.Server { return s.ns }
+
+// Shutdown stops the server and waits until it has flushed its store and
+// closed every connection. It may be called more than once.
+func (s *Server) Shutdown() {
+	s.once.Do(func() {
+		s.ns.Shutdown()
+		s.ns.WaitForShutdown()
+	})
+}
+
+// slogLogger adapts the server's logger to slog and keeps the first fatal
+// error, which the server reports instead of returning.
+type slogLogger struct {
+	log *slog.Logger
+
+	mu       sync.Mutex // guards fatalErr
+	fatalErr error
+}
+
+var _ server.Logger = (*slogLogger)(nil)
+
+func (l *slogLogger) Noticef(format string, v ...any) { l.log.Debug(fmt.Sprintf(format, v...)) }
+func (l *slogLogger) Debugf(format string, v ...any)  { l.log.Debug(fmt.Sprintf(format, v...)) }
+func (l *slogLogger) Tracef(format string, v ...any)  {}
+func (l *slogLogger) Warnf(format string, v ...any)   { l.log.Warn(fmt.Sprintf(format, v...)) }
+func (l *slogLogger) Errorf(format string, v ...any)  { l.log.Error(fmt.Sprintf(format, v...)) }
+
+// Fatalf is where the server reports that it cannot run (a taken port);
+// unlike its default logger this one does not exit the process.
+func (l *slogLogger) Fatalf(format string, v ...any) {
+	msg := fmt.Sprintf(format, v...)
+	l.log.Error(msg)
+	l.mu.Lock()
+	if l.fatalErr == nil {
+		l.fatalErr = errors.New(msg)
+	}
+	l.mu.Unlock()
+}
+
+func (l *slogLogger) fatal() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.fatalErr
+}
+
+// StoreDir is where an embedded server keeps JetStream's files under a
+// cc-connect state dir.
+func StoreDir(stateDir string) string { return filepath.Join(stateDir, "nats") }
+
+// Exists reports whether a store dir already holds data (for doctor and
+// the logs: a fresh store means the streams start empty).
+func Exists(storeDir string) bool {
+	_, err := os.Stat(filepath.Join(storeDir, "jetstream"))
+	return err == nil
+}

@@ -1,0 +1,218 @@
+package ingress
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/cc-connect/cc-connect/cluster/internal/natstest"
+)
+
+// TestOrderPerConversationSlowOneBlocksNoOther: events of each
+// conversation are accepted in the order they were published, and a
+// conversation whose handler is stuck holds up only itself.
+func TestOrderPerConversationSlowOneBlocksNoOther(t *testing.T) {
+	t.Parallel()
+	url := setup(t)
+	js := jsFor(t, natstest.Connect(t, url))
+	p := NewPublisher(js, testNames, "h1")
+	release := make(chan struct{})
+	r := newRecorder()
+	r.answer = func(a accepted) (Result, error) {
+		if a.conv == "slow" && a.text == "slow0" {
+			<-release
+		}
+		return Settled, nil
+	}
+	serve(t, js, newFence(1), r, 5*time.Second)
+	const per = 20
+	for i := range per {
+		for _, conv := range []string{"a", "b", "slow"} {
+			publish(t, p, message(t, conv, fmt.Sprintf("%s-%d", conv, i), fmt.Sprintf("%s%d", conv, i)))
+		}
+	}
+	r.waitN(t, 2*per) // a and b complete while slow0 is stuck
+	for _, conv := range []string{"a", "b"} {
+		if got := r.texts(conv); !slices.Equal(got, texts(per, conv)) {
+			t.Errorf("conversation %s accepted %v", conv, got)
+		}
+	}
+	if got := r.texts("slow"); len(got) != 0 {
+		t.Fatalf("the stuck conversation went on: %v", got)
+	}
+	close(release)
+	r.waitN(t, 3*per)
+	if got := r.texts("slow"); !slices.Equal(got, texts(per, "slow")) {
+		t.Errorf("the slow conversation accepted %v", got)
+	}
+}
+
+// TestSameIDFromTwoHostsIsStoredOnce: Slack redelivers an envelope to
+// another connection; both hosts publish it; the stream keeps one.
+func TestSameIDFromTwoHostsIsStoredOnce(t *testing.T) {
+	t.Parallel()
+	url := setup(t)
+	p1 := NewPublisher(jsFor(t, natstest.Connect(t, url)), testNames, "h1")
+	p2 := NewPublisher(jsFor(t, natstest.Connect(t, url)), testNames, "h2")
+	first := publish(t, p1, message(t, "x", "C1:1700.1", "hello"))
+	second := publish(t, p2, message(t, "x", "C1:1700.1", "hello"))
+	if first.Duplicate || !second.Duplicate || second.Seq != first.Seq {
+		t.Fatalf("first %+v, second %+v: want the second to be a duplicate of the first", first, second)
+	}
+	publish(t, p2, message(t, "x", "C1:1700.2", "next"))
+	r := newRecorder()
+	serve(t, jsFor(t, natstest.Connect(t, url)), newFence(1), r, 5*time.Second)
+	r.waitN(t, 2)
+	if got := r.texts(""); !slices.Equal(got, []string{"hello", "next"}) {
+		t.Fatalf("accepted %v, want hello once then next", got)
+	}
+}
+
+// TestKilledBeforeAckRedeliversInOrder: a host journals two events and dies
+// before their turns end; the next holder gets them again, before an event
+// published after the death, in order.
+func TestKilledBeforeAckRedeliversInOrder(t *testing.T) {
+	t.Parallel()
+	url := setup(t)
+	pub := NewPublisher(jsFor(t, natstest.Connect(t, url)), testNames, "h0")
+	const ackWait = time.Second
+
+	nc1 := natstest.Connect(t, url)
+	r1 := newRecorder()
+	r1.answer = func(accepted) (Result, error) { return Journaled, nil } // never Done: dies mid-turn
+	stop1 := serve(t, jsFor(t, nc1), newFence(1), r1, ackWait)
+	publish(t, pub, message(t, "x", "1", "one"))
+	publish(t, pub, message(t, "x", "2", "two"))
+	r1.waitN(t, 2)
+	nc1.Close() // kill: nothing more reaches the server from this host
+	_ = stop1()
+
+	r2 := newRecorder()
+	serve(t, jsFor(t, natstest.Connect(t, url)), newFence(2), r2, ackWait)
+	// Delivered at once, while one and two come back only after their
+	// ack wait: the consumer must hold it back.
+	publish(t, pub, message(t, "x", "3", "three"))
+	got := r2.waitN(t, 3)
+	if txt := r2.texts(""); !slices.Equal(txt, []string{"one", "two", "three"}) {
+		t.Fatalf("the next holder accepted %v, want one, two, three", txt)
+	}
+	if got[0].n < 2 || got[1].n < 2 {
+		t.Errorf("delivery counts %d, %d: want the first two redelivered", got[0].n, got[1].n)
+	}
+}
+
+// TestLostFenceStopsWithoutAck: once the lease is lost, Serve returns, the
+// handler gets nothing more, and what it had journaled goes to the next
+// holder; a Done after that still acknowledges.
+func TestLostFenceStopsWithoutAck(t *testing.T) {
+	t.Parallel()
+	url := setup(t)
+	js := jsFor(t, natstest.Connect(t, url))
+	pub := NewPublisher(js, testNames, "h0")
+	f1 := newFence(1)
+	r1 := newRecorder()
+	r1.answer = func(accepted) (Result, error) { return Journaled, nil }
+	c := NewConsumer(js, ConsumerOptions{Names: testNames, Binding: testBinding.Names(), AckWait: time.Second})
+	done := make(chan error, 1)
+	go func() { done <- c.Serve(context.Background(), f1, r1) }()
+	publish(t, pub, message(t, "x", "1", "one"))
+	publish(t, pub, message(t, "y", "2", "two"))
+	got := r1.waitN(t, 2)
+	f1.lose()
+	select {
+	case err := <-done:
+		if !errors.Is(err, errTestFenced) {
+			t.Fatalf("Serve after the fence was lost: %v", err)
+		}
+	case <-time.After(waitTimeout):
+		t.Fatal("Serve did not stop when the fence was lost")
+	}
+	publish(t, pub, message(t, "x", "3", "three"))
+	// "two" finished on the old holder after all: acknowledged.
+	for _, a := range got {
+		if a.text == "two" {
+			a.d.Done()
+		}
+	}
+	r2 := newRecorder()
+	serve(t, js, newFence(2), r2, time.Second)
+	r2.waitN(t, 2)
+	if txt := r2.texts(""); !slices.Equal(txt, []string{"one", "three"}) {
+		t.Fatalf("the next holder accepted %v, want one (redelivered) and three", txt)
+	}
+	if txt := r1.texts(""); len(txt) != 2 {
+		t.Errorf("the fenced handler got %v after losing its lease", txt)
+	}
+}
+
+// TestPoisonAndPassingFailures: an event that does not decode is dropped
+// (terminated), one the handler can never take is dropped, and a passing
+// failure is retried in place before the conversation goes on.
+func TestPoisonAndPassingFailures(t *testing.T) {
+	t.Parallel()
+	url := setup(t)
+	nc := natstest.Connect(t, url)
+	js := jsFor(t, nc)
+	pub := NewPublisher(js, testNames, "h0")
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	subj := testNames.In(testBinding.Names(), message(t, "x", "0", "").Conversation())
+	if _, err := js.Publish(ctx, subj, []byte("not json")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.Publish(ctx, subj, []byte(`{"v":99,"kind":"message"}`)); err != nil {
+		t.Fatal(err)
+	}
+	publish(t, pub, message(t, "x", "1", "bad"))
+	publish(t, pub, message(t, "x", "2", "flaky"))
+	publish(t, pub, message(t, "x", "3", "fine"))
+	tries := 0
+	r := newRecorder()
+	r.answer = func(a accepted) (Result, error) {
+		switch a.text {
+		case "bad":
+			return 0, fmt.Errorf("no such thing: %w", ErrPoison)
+		case "flaky":
+			if tries++; tries < 3 {
+				return 0, errors.New("disk busy")
+			}
+		}
+		return Settled, nil
+	}
+	serve(t, js, newFence(1), r, 5*time.Second)
+	r.waitN(t, 2)
+	if txt := r.texts(""); !slices.Equal(txt, []string{"flaky", "fine"}) {
+		t.Fatalf("accepted %v, want flaky (after retries) then fine", txt)
+	}
+	if tries != 3 {
+		t.Errorf("flaky tried %d times, want 3", tries)
+	}
+	cons, err := js.Consumer(ctx, testNames.Stream(), testNames.Consumer(testBinding.Names()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "everything acknowledged or terminated", func() bool {
+		info, err := cons.Info(ctx)
+		return err == nil && info.NumAckPending == 0 && info.NumPending == 0
+	})
+}
+
+// waitFor polls a server-side condition (the server offers no event for
+// it) until it holds.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(waitTimeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not after %v", what, waitTimeout)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+var _ jetstream.Msg // the consumer hands jetstream.Msg values to the tracker

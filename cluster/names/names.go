@@ -1,0 +1,198 @@
+// Package names spells the NATS names cc-connect's cluster uses: subject
+// tokens escaped from platform ids, the ingress stream and its subjects,
+// the durable consumer of a binding, the key-value bucket and its keys.
+// Every host computes them from the same config, so they must be pure
+// functions of their inputs; this package owns that spelling and nothing
+// else.
+package names
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// ErrBadToken: the text is not an escaped token (Unescape). Callers treat
+// the subject or key it came from as foreign.
+var ErrBadToken = errors.New("not an escaped token")
+
+// MaxTokenLen bounds one escaped token. Platform ids are far shorter; an
+// id that escapes longer than this is refused rather than sent as a
+// subject that a server's control line limit could cut.
+const MaxTokenLen = 256
+
+// Escape turns any text into one token that is valid both in a NATS
+// subject and in a key-value key: ASCII letters, digits and '-' stay, every
+// other byte becomes "=XX" (upper-case hex). '_' is escaped too, so that
+// callers may join escaped parts with '_' and split them back. The empty
+// string escapes to "=" alone (a subject token may not be empty).
+func Escape(s string) string {
+	if s == "" {
+		return "="
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if plain(c) {
+			b.WriteByte(c)
+			continue
+		}
+		fmt.Fprintf(&b, "=%02X", c)
+	}
+	return b.String()
+}
+
+func plain(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-'
+}
+
+// Unescape reverses Escape.
+func Unescape(tok string) (string, error) {
+	switch tok {
+	case "=":
+		return "", nil
+	case "":
+		return "", fmt.Errorf("%w: empty", ErrBadToken)
+	}
+	var b strings.Builder
+	for i := 0; i < len(tok); i++ {
+		c := tok[i]
+		switch {
+		case plain(c):
+			b.WriteByte(c)
+		case c == '=' && i+2 < len(tok):
+			hi, ok1 := unhex(tok[i+1])
+			lo, ok2 := unhex(tok[i+2])
+			if !ok1 || !ok2 {
+				return "", fmt.Errorf("%w: %q", ErrBadToken, tok)
+			}
+			v := hi<<4 | lo
+			if plain(v) {
+				// Escape never writes a plain byte escaped: one text, one token.
+				return "", fmt.Errorf("%w: %q", ErrBadToken, tok)
+			}
+			b.WriteByte(v)
+			i += 2
+		default:
+			return "", fmt.Errorf("%w: %q", ErrBadToken, tok)
+		}
+	}
+	return b.String(), nil
+}
+
+func unhex(c byte) (byte, bool) {
+	switch {
+	case c >= '0' && c <= '9':
+		return c - '0', true
+	case c >= 'A' && c <= 'F':
+		return c - 'A' + 10, true
+	}
+	return 0, false
+}
+
+// Binding is one [[bindings]] entry as the cluster names it: the platform
+// instance and the channel pattern as written in the config ("*" too).
+// Every host reads the same config, so every host names a binding alike.
+type Binding struct {
+	Platform string
+	Channel  string
+}
+
+// Token is the binding's one subject token: the escaped platform and
+// channel joined by '_'.
+func (b Binding) Token() string { return Escape(b.Platform) + "_" + Escape(b.Channel) }
+
+// String is the binding as people read it: "slack-main/C0123".
+func (b Binding) String() string { return b.Platform + "/" + b.Channel }
+
+// ParseBinding reverses Binding.Token.
+func ParseBinding(tok string) (Binding, error) {
+	p, c, ok := strings.Cut(tok, "_")
+	if !ok {
+		return Binding{}, fmt.Errorf("%w: %q has no '_'", ErrBadToken, tok)
+	}
+	plat, err := Unescape(p)
+	if err != nil {
+		return Binding{}, err
+	}
+	ch, err := Unescape(c)
+	if err != nil {
+		return Binding{}, err
+	}
+	return Binding{Platform: plat, Channel: ch}, nil
+}
+
+// Conversation is the token of one conversation within a binding: its
+// channel and thread, as the engine keys a session.
+func Conversation(channel, thread string) string { return Escape(channel) + "_" + Escape(thread) }
+
+// Names are the NATS names under one prefix (cluster.prefix), so that
+// several cc-connect clusters can share one NATS account.
+type Names struct {
+	Prefix string
+}
+
+// Stream is the ingress stream.
+func (n Names) Stream() string { return n.Prefix + "-in" }
+
+// Bucket is the key-value bucket of leases, host heartbeats and poller
+// offsets.
+func (n Names) Bucket() string { return n.Prefix + "-cluster" }
+
+// StreamSubjects is the ingress stream's subject filter.
+func (n Names) StreamSubjects() string { return n.Prefix + ".in.>" }
+
+// In is the subject of one conversation's events:
+// <prefix>.in.<binding>.<conversation>.
+func (n Names) In(b Binding, conversation string) string {
+	return n.Prefix + ".in." + b.Token() + "." + conversation
+}
+
+// BindingFilter matches every conversation of a binding.
+func (n Names) BindingFilter(b Binding) string { return n.Prefix + ".in." + b.Token() + ".>" }
+
+// Consumer is the durable consumer of a binding. One name per binding,
+// whichever host holds it: the next holder continues where the last one
+// stopped, with what it had not acknowledged.
+func (n Names) Consumer(b Binding) string { return "in_" + b.Token() }
+
+// ConversationOf returns the conversation token of an ingress subject.
+func (n Names) ConversationOf(subject string) (string, error) {
+	rest, ok := strings.CutPrefix(subject, n.Prefix+".in.")
+	if !ok {
+		return "", fmt.Errorf("%w: %q is not an ingress subject", ErrBadToken, subject)
+	}
+	_, conv, ok := strings.Cut(rest, ".")
+	if !ok || conv == "" || strings.Contains(conv, ".") {
+		return "", fmt.Errorf("%w: %q is not an ingress subject", ErrBadToken, subject)
+	}
+	return conv, nil
+}
+
+// Keys of the bucket. Lease keys start with "lease.", so one watcher sees
+// them all; host heartbeats with "member.", poller offsets with "offset.".
+
+// BindingLease is the key of a binding's ownership lease.
+func BindingLease(b Binding) string { return "lease.binding." + b.Token() }
+
+// PollerLease is the key of the lease that elects a platform's only poller
+// (Telegram's getUpdates allows one at a time per token).
+func PollerLease(platform string) string { return "lease.poller." + Escape(platform) }
+
+// ShardLease is the key of the lease of one gateway shard (Discord).
+func ShardLease(platform string, shard int) string {
+	return fmt.Sprintf("lease.shard.%s.%d", Escape(platform), shard)
+}
+
+// LeasePrefix matches every lease key.
+const LeasePrefix = "lease."
+
+// Member is the key of a host's heartbeat record.
+func Member(host string) string { return "member." + Escape(host) }
+
+// MemberPrefix matches every heartbeat key.
+const MemberPrefix = "member."
+
+// Offset is the key of a poller's stored offset.
+func Offset(platform string) string { return "offset." + Escape(platform) }

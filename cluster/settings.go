@@ -1,0 +1,162 @@
+// Package cluster makes several cc-connect hosts serve one bot over NATS
+// JetStream. It turns the [cluster] table into a running Node: the
+// embedded NATS server when there is one, the connection, the ingress
+// stream and the lease bucket, the lease manager, and per binding the loop
+// that consumes its events while this host holds its lease. The engine and
+// the adapters meet it through small seams (ingress.Handler, the fences,
+// the publisher); it imports neither. Without a [cluster] table nothing
+// here runs.
+package cluster
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/cc-connect/cc-connect/cluster/embedded"
+	"github.com/cc-connect/cc-connect/cluster/kvlease"
+	"github.com/cc-connect/cc-connect/cluster/names"
+	"github.com/cc-connect/cc-connect/config"
+	"github.com/cc-connect/cc-connect/workspace"
+)
+
+// Settings are what a Node needs, taken from a loaded config.
+type Settings struct {
+	Host     string
+	Members  []string
+	URLs     []string
+	StateDir string
+	Auth     Auth
+	// Embedded is nil unless this host runs the embedded server.
+	Embedded *embedded.Options
+	LeaseTTL time.Duration
+	Replicas int
+	Names    names.Names
+	Bindings []BindingSpec
+	// ConfigHash fingerprints what routing depends on, so that status can
+	// show hosts that read different configs.
+	ConfigHash string
+}
+
+// Auth is how this host proves itself to NATS.
+type Auth struct {
+	CredsFile, NKeySeedFile string
+	TLSCA, TLSCert, TLSKey  string
+}
+
+// BindingSpec is a binding as the cluster sees it: who owns it and who
+// stands by.
+type BindingSpec struct {
+	Binding names.Binding
+	Host    string
+	Standby []string
+}
+
+// Role is this host's part for the binding: kvlease.Owner, Standby, or
+// false when it does not serve it.
+func (b BindingSpec) Role(host string) (kvlease.Role, int, bool) {
+	if b.Host == host {
+		return kvlease.Owner, 0, true
+	}
+	if i := slices.Index(b.Standby, host); i >= 0 {
+		return kvlease.Standby, i, true
+	}
+	return 0, 0, false
+}
+
+// FromConfig returns the cluster settings of cfg, and false when cfg has
+// no [cluster] table. Terminal bindings are the host's own and left out.
+func FromConfig(cfg *config.Config) (Settings, bool) {
+	cl := cfg.Cluster
+	if cl == nil {
+		return Settings{}, false
+	}
+	s := Settings{
+		Host: cl.Host, Members: slices.Clone(cl.Members), URLs: slices.Clone(cl.URLs), StateDir: cfg.State.Dir,
+		Auth:     Auth{CredsFile: cl.CredsFile, NKeySeedFile: cl.NKeySeedFile, TLSCA: cl.TLSCA, TLSCert: cl.TLSCert, TLSKey: cl.TLSKey},
+		LeaseTTL: cl.LeaseTTL.D(), Replicas: cl.Replicas, Names: names.Names{Prefix: cl.Prefix},
+	}
+	if cl.Embedded {
+		s.Embedded = &embedded.Options{Name: cl.Host, StoreDir: embedded.StoreDir(cfg.State.Dir), Listen: cl.EmbeddedListen,
+			ClusterListen: cl.EmbeddedClusterListen, Routes: slices.Clone(cl.EmbeddedRoutes), NKeys: slices.Clone(cl.EmbeddedNKeys)}
+	}
+	for _, b := range cfg.Bindings {
+		if cfg.Cluster != nil && b.Host == "" {
+			continue // the terminal's
+		}
+		s.Bindings = append(s.Bindings, BindingSpec{Binding: names.Binding{Platform: b.Platform, Channel: b.Channel},
+			Host: b.Host, Standby: slices.Clone(b.Standby)})
+	}
+	s.ConfigHash = s.fingerprint()
+	return s, true
+}
+
+// fingerprint hashes the members, the prefix and every binding's owners.
+func (s Settings) fingerprint() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s\n%q\n", s.Names.Prefix, s.Members)
+	for _, bs := range s.Bindings {
+		fmt.Fprintf(&b, "%q %q %q %q\n", bs.Binding.Platform, bs.Binding.Channel, bs.Host, bs.Standby)
+	}
+	sum := sha256.Sum256([]byte(b.String()))
+	return hex.EncodeToString(sum[:6])
+}
+
+// Spec returns the spec of binding b.
+func (s Settings) Spec(b names.Binding) (BindingSpec, bool) {
+	i := slices.IndexFunc(s.Bindings, func(x BindingSpec) bool { return x.Binding == b })
+	if i < 0 {
+		return BindingSpec{}, false
+	}
+	return s.Bindings[i], true
+}
+
+// Route finds the binding of a platform channel as the engine does: an
+// exact channel first, then "*". Every host routes alike because every
+// host reads the same bindings.
+func (s Settings) Route(platform, channel string) (names.Binding, bool) {
+	var wildcard *names.Binding
+	for i := range s.Bindings {
+		b := &s.Bindings[i].Binding
+		if b.Platform != platform {
+			continue
+		}
+		if b.Channel == channel {
+			return *b, true
+		}
+		if b.Channel == "*" && wildcard == nil {
+			wildcard = b
+		}
+	}
+	if wildcard != nil {
+		return *wildcard, true
+	}
+	return names.Binding{}, false
+}
+
+// StateID returns this state dir's cluster identity, creating it on first
+// use: a restart with the same one takes its own leases back at once.
+func StateID(stateDir string) (string, error) {
+	dir := filepath.Join(stateDir, "cluster")
+	path := filepath.Join(dir, "state-id")
+	if b, err := os.ReadFile(path); err == nil {
+		if id := strings.TrimSpace(string(b)); id != "" {
+			return id, nil
+		}
+	} else if !os.IsNotExist(err) {
+		return "", fmt.Errorf("reading the cluster state id: %w", err)
+	}
+	if err := workspace.EnsurePrivateDir(dir); err != nil {
+		return "", fmt.Errorf("creating the cluster state id: %w", err)
+	}
+	id := newID()
+	if err := workspace.WriteFileAtomic(path, []byte(id+"\n")); err != nil {
+		return "", fmt.Errorf("creating the cluster state id: %w", err)
+	}
+	return id, nil
+}

@@ -1,0 +1,212 @@
+package cluster
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/cc-connect/cc-connect/cluster/embedded"
+	"github.com/cc-connect/cc-connect/cluster/kvlease"
+	"github.com/cc-connect/cc-connect/cluster/names"
+	"github.com/cc-connect/cc-connect/config"
+)
+
+func TestFromConfig(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "ws"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "config.toml")
+	text := `
+[cluster]
+host = "b"
+members = ["a", "b"]
+urls = ["nats://n1:4222"]
+lease_ttl = "9s"
+prefix = "team"
+[[platforms]]
+name = "tty"
+type = "local"
+[[platforms]]
+name = "slack"
+type = "slack"
+bot_token = "xoxb-1"
+app_token = "xapp-1"
+[[bindings]]
+platform = "tty"
+workspace = "ws"
+allow_users = ["*"]
+[[bindings]]
+platform = "slack"
+channel = "C1"
+workspace = "ws"
+allow_users = ["*"]
+host = "a"
+standby = ["b"]
+[[bindings]]
+platform = "slack"
+workspace = "/elsewhere"
+allow_users = ["*"]
+host = "a"
+`
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, ok := FromConfig(cfg)
+	if !ok || s.Host != "b" || s.LeaseTTL != 9*time.Second || s.Names.Prefix != "team" || s.Embedded != nil {
+		t.Fatalf("settings %+v", s)
+	}
+	if len(s.Bindings) != 2 {
+		t.Fatalf("bindings %+v: want the two Slack ones, not the terminal's", s.Bindings)
+	}
+	exact, wild := names.Binding{Platform: "slack", Channel: "C1"}, names.Binding{Platform: "slack", Channel: "*"}
+	for _, tt := range []struct {
+		platform, channel string
+		want              names.Binding
+		ok                bool
+	}{
+		{"slack", "C1", exact, true}, {"slack", "C2", wild, true}, {"tty", "local", names.Binding{}, false}, {"discord", "C1", names.Binding{}, false},
+	} {
+		got, ok := s.Route(tt.platform, tt.channel)
+		if got != tt.want || ok != tt.ok {
+			t.Errorf("Route(%s, %s) = %v, %v; want %v, %v", tt.platform, tt.channel, got, ok, tt.want, tt.ok)
+		}
+	}
+	spec, _ := s.Spec(exact)
+	if role, rank, ok := spec.Role("b"); !ok || role != kvlease.Standby || rank != 0 {
+		t.Errorf("b's role for %v: %v %d %v", exact, role, rank, ok)
+	}
+	spec, _ = s.Spec(wild)
+	if _, _, ok := spec.Role("b"); ok {
+		t.Errorf("b serves %v, which names it nowhere", wild)
+	}
+	// Hosts that route differently fingerprint differently.
+	other := s
+	other.Bindings = slices.Clone(s.Bindings)
+	other.Bindings[0].Standby = nil
+	if other.fingerprint() == s.ConfigHash {
+		t.Error("a changed standby list does not change the fingerprint")
+	}
+	noCluster := *cfg
+	noCluster.Cluster = nil
+	if _, ok := FromConfig(&noCluster); ok {
+		t.Error("settings from a config without [cluster]")
+	}
+}
+
+func TestStateIDIsStable(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	a, err := StateID(dir)
+	if err != nil || a == "" {
+		t.Fatal(a, err)
+	}
+	b, err := StateID(dir)
+	if err != nil || b != a {
+		t.Fatalf("second read %q, %v; want %q", b, err, a)
+	}
+	info, err := os.Stat(filepath.Join(dir, "cluster", "state-id"))
+	if err != nil || info.Mode().Perm() != 0o600 {
+		t.Fatalf("state id file: %v %v", err, info.Mode().Perm())
+	}
+	if c, _ := StateID(t.TempDir()); c == a {
+		t.Error("two state dirs share an id")
+	}
+}
+
+// TestEmbeddedWithTLSAndNKeys: a node whose embedded server requires
+// mutual TLS and an NKey; the node itself gets in with its own, a client
+// with the certificate but no NKey does not.
+func TestEmbeddedWithTLSAndNKeys(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	ca, cert, key := writeCerts(t, dir)
+	seed := filepath.Join(dir, "seed")
+	pub, err := NewSeedFile(seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := SeedPublicKey(seed); err != nil || got != pub {
+		t.Fatalf("SeedPublicKey = %q, %v; want %q", got, err, pub)
+	}
+	s := testSettings(t, "a", nil, 1, "a")
+	s.Auth = Auth{NKeySeedFile: seed, TLSCA: ca, TLSCert: cert, TLSKey: key}
+	s.Embedded = &embedded.Options{Name: "a", StoreDir: filepath.Join(dir, "nats"), Listen: "127.0.0.1:0", NKeys: []string{pub}}
+	n := startNode(t, s) // connects in-process, with its NKey
+	url := n.srv.ClientURL()
+	// Another host: certificate and NKey.
+	other := s
+	other.Host, other.Embedded, other.URLs = "b", nil, []string{url}
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	if _, err := ReadStatus(ctx, other, nil); err != nil {
+		t.Fatalf("a host with the certificate and the NKey: %v", err)
+	}
+	tc, err := s.Auth.clientTLS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if nc, err := nats.Connect(url, nats.Secure(tc), nats.MaxReconnects(0)); err == nil {
+		nc.Close()
+		t.Fatal("a client with the certificate but no NKey got in")
+	}
+	opt, _ := nats.NkeyOptionFromSeed(seed)
+	if nc, err := nats.Connect(url, opt, nats.MaxReconnects(0), nats.Secure(&tls.Config{InsecureSkipVerify: true})); err == nil {
+		nc.Close()
+		t.Fatal("a client with the NKey but no certificate got in")
+	}
+	if _, err := n.Status(ctx); err != nil {
+		t.Fatalf("status through the TLS connection: %v", err)
+	}
+}
+
+// writeCerts makes a CA and one certificate for 127.0.0.1, good for both
+// server and client, and returns the three PEM files.
+func writeCerts(t *testing.T, dir string) (caFile, certFile, keyFile string) {
+	t.Helper()
+	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"}, IsCA: true,
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageCertSign}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caCert, _ := x509.ParseCertificate(caDER)
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "host a"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, _ := x509.MarshalECPrivateKey(key)
+	write := func(name, typ string, b []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: b}), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	return write("ca.pem", "CERTIFICATE", caDER), write("cert.pem", "CERTIFICATE", der), write("key.pem", "EC PRIVATE KEY", keyDER)
+}

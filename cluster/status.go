@@ -1,0 +1,279 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/cc-connect/cc-connect/cluster/kvlease"
+	"github.com/cc-connect/cc-connect/cluster/names"
+)
+
+// Report is the cluster as `cc-connect cluster status` and !status show
+// it: every member's health, every binding's owner, standbys and holder,
+// and the other leases. Ages are on the NATS server's clock.
+type Report struct {
+	// Reader is the host that read it; At the server's time of reading.
+	Reader   string          `json:"reader"`
+	At       time.Time       `json:"at"`
+	LeaseTTL time.Duration   `json:"lease_ttl"`
+	Hosts    []HostStatus    `json:"hosts"`
+	Bindings []BindingStatus `json:"bindings"`
+	Leases   []LeaseStatus   `json:"other_leases,omitempty"`
+}
+
+// HostStatus is one host's health, from its heartbeat record.
+type HostStatus struct {
+	Name string `json:"name"`
+	// Member: in this config's cluster.members (a host that is not but
+	// writes heartbeats reads another config).
+	Member bool `json:"member"`
+	// Seen: it has written a heartbeat. Up: within one lease TTL.
+	Seen         bool          `json:"seen"`
+	Up           bool          `json:"up"`
+	HeartbeatAge time.Duration `json:"heartbeat_age,omitempty"`
+	Version      string        `json:"version,omitempty"`
+	Started      time.Time     `json:"started,omitzero"`
+	ConfigHash   string        `json:"config_hash,omitempty"`
+	SameConfig   bool          `json:"same_config"`
+	Holds        int           `json:"holds"`
+}
+
+// BindingStatus is one binding's ownership.
+type BindingStatus struct {
+	Binding string   `json:"binding"`
+	Owner   string   `json:"owner"`
+	Standby []string `json:"standby,omitempty"`
+	LeaseStatus
+	// Waiting are events not yet delivered; InHand delivered to the
+	// holder and not finished (journaled or queued).
+	Waiting uint64 `json:"waiting"`
+	InHand  int    `json:"in_hand"`
+}
+
+// LeaseStatus is one lease.
+type LeaseStatus struct {
+	Key string `json:"key,omitempty"`
+	// Holder is "" when nobody holds it (never taken, or released).
+	Holder string `json:"holder"`
+	// Age is how long since the holder last renewed it.
+	Age      time.Duration `json:"age,omitempty"`
+	Expired  bool          `json:"expired"`
+	Revision uint64        `json:"revision,omitempty"`
+	Token    uint64        `json:"token,omitempty"`
+	Acquired time.Time     `json:"acquired,omitzero"` // the holder's clock
+}
+
+// Status reads the report through this node's connection.
+func (n *Node) Status(ctx context.Context) (Report, error) {
+	return buildReport(ctx, n.js, n.kv, n.s)
+}
+
+// ReadStatus connects with s (never starting an embedded server: it asks
+// the one this host runs, when it listens) and reads the report. It works
+// from any host.
+func ReadStatus(ctx context.Context, s Settings, log *slog.Logger) (Report, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if s.Embedded != nil {
+		if s.Embedded.Listen == "" && len(s.URLs) == 0 {
+			return Report{}, errors.New("this host's embedded NATS server listens nowhere (cluster.embedded_listen = \"\"), " +
+				"so nothing else can read it: ask another host, or give it a listen address")
+		}
+		if s.Embedded.Listen != "" {
+			s.URLs = append([]string{"nats://" + dialable(s.Embedded.Listen)}, s.URLs...)
+		}
+	}
+	opts, closed, err := natsOptions(s, log)
+	if err != nil {
+		return Report{}, err
+	}
+	opts = append(opts, nats.MaxReconnects(0), nats.Name("cc-connect cluster status"))
+	nc, err := nats.Connect(strings.Join(s.URLs, ","), opts...)
+	if err != nil {
+		return Report{}, fmt.Errorf("connecting to NATS: %w", err)
+	}
+	defer closeConn(nc, closed)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return Report{}, err
+	}
+	kv, err := js.KeyValue(ctx, s.Names.Bucket())
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		return Report{}, fmt.Errorf("no cluster bucket %q yet: no host of this cluster has started", s.Names.Bucket())
+	}
+	if err != nil {
+		return Report{}, fmt.Errorf("opening the cluster bucket: %w", err)
+	}
+	return buildReport(ctx, js, kv, s)
+}
+
+// dialable turns a listen address into one to dial.
+func dialable(listen string) string {
+	for _, wild := range []string{"0.0.0.0:", "[::]:", ":"} {
+		if strings.HasPrefix(listen, wild) {
+			return "127.0.0.1:" + strings.TrimPrefix(listen, wild)
+		}
+	}
+	return listen
+}
+
+func buildReport(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValue, s Settings) (Report, error) {
+	snap, err := kvlease.ReadSnapshot(ctx, js, kv)
+	if err != nil {
+		return Report{}, err
+	}
+	r := Report{Reader: s.Host, At: snap.At, LeaseTTL: s.LeaseTTL}
+	leases := map[string]kvlease.LeaseRecord{}
+	holds := map[string]int{}
+	for _, l := range snap.Leases {
+		leases[l.Key] = l
+		if !l.Expired() {
+			holds[l.Value.Holder]++
+		}
+	}
+	seen := map[string]kvlease.MemberRecord{}
+	for _, m := range snap.Members {
+		seen[m.Member.Host] = m
+	}
+	hostNames := append([]string(nil), s.Members...)
+	for _, m := range snap.Members {
+		if !s.memberOf(m.Member.Host) {
+			hostNames = append(hostNames, m.Member.Host)
+		}
+	}
+	for _, h := range hostNames {
+		hs := HostStatus{Name: h, Member: s.memberOf(h), Holds: holds[h]}
+		if m, ok := seen[h]; ok {
+			hs.Seen, hs.Up, hs.HeartbeatAge = true, m.Up(), m.Age
+			hs.Version, hs.Started, hs.ConfigHash = m.Member.Version, m.Member.Started, m.Member.ConfigHash
+			hs.SameConfig = m.Member.ConfigHash == s.ConfigHash
+		}
+		r.Hosts = append(r.Hosts, hs)
+	}
+	var cons jetstream.Stream
+	if st, err := js.Stream(ctx, s.Names.Stream()); err == nil {
+		cons = st
+	}
+	used := map[string]bool{}
+	for _, b := range s.Bindings {
+		key := names.BindingLease(b.Binding)
+		used[key] = true
+		bs := BindingStatus{Binding: b.Binding.String(), Owner: b.Host, Standby: b.Standby, LeaseStatus: leaseStatus(leases[key])}
+		if cons != nil {
+			if c, err := cons.Consumer(ctx, s.Names.Consumer(b.Binding)); err == nil {
+				if info, err := c.Info(ctx); err == nil {
+					bs.Waiting, bs.InHand = info.NumPending, info.NumAckPending
+				}
+			}
+		}
+		r.Bindings = append(r.Bindings, bs)
+	}
+	for _, l := range snap.Leases {
+		if !used[l.Key] {
+			ls := leaseStatus(l)
+			ls.Key = strings.TrimPrefix(l.Key, names.LeasePrefix)
+			r.Leases = append(r.Leases, ls)
+		}
+	}
+	return r, nil
+}
+
+func (s Settings) memberOf(h string) bool {
+	for _, m := range s.Members {
+		if m == h {
+			return true
+		}
+	}
+	return false
+}
+
+func leaseStatus(l kvlease.LeaseRecord) LeaseStatus {
+	if l.Key == "" {
+		return LeaseStatus{Expired: true} // never taken
+	}
+	return LeaseStatus{Holder: l.Value.Holder, Age: l.Age, Expired: l.Expired(), Revision: l.Revision, Token: l.Token(),
+		Acquired: l.Value.Acquired}
+}
+
+// Text renders the report for a terminal or a chat.
+func (r Report) Text() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Cluster read by %s at %s (lease TTL %s)\n\nHosts:\n", r.Reader, r.At.UTC().Format(time.RFC3339), r.LeaseTTL)
+	w := tabwriter.NewWriter(&b, 2, 4, 2, ' ', 0)
+	for _, h := range r.Hosts {
+		state := "never seen"
+		switch {
+		case h.Up:
+			state = "up, heartbeat " + ago(h.HeartbeatAge)
+		case h.Seen:
+			state = "DOWN, last heartbeat " + ago(h.HeartbeatAge)
+		}
+		extra := ""
+		if h.Seen {
+			extra = fmt.Sprintf("version %s, holds %d", orDash(h.Version), h.Holds)
+			if !h.SameConfig {
+				extra += ", READS ANOTHER CONFIG"
+			}
+		}
+		if !h.Member {
+			extra += ", not in cluster.members"
+		}
+		fmt.Fprintf(w, "  %s\t%s\t%s\n", h.Name, state, extra)
+	}
+	w.Flush()
+	b.WriteString("\nBindings:\n")
+	w = tabwriter.NewWriter(&b, 2, 4, 2, ' ', 0)
+	for _, bs := range r.Bindings {
+		standby := "none"
+		if len(bs.Standby) > 0 {
+			standby = strings.Join(bs.Standby, ", ")
+		}
+		fmt.Fprintf(w, "  %s\towner %s\tstandby %s\t%s\t%d waiting, %d in hand\n", bs.Binding, bs.Owner, standby,
+			bs.LeaseStatus.describe(), bs.Waiting, bs.InHand)
+	}
+	w.Flush()
+	if len(r.Leases) > 0 {
+		b.WriteString("\nOther leases:\n")
+		w = tabwriter.NewWriter(&b, 2, 4, 2, ' ', 0)
+		for _, l := range r.Leases {
+			fmt.Fprintf(w, "  %s\t%s\n", l.Key, l.describe())
+		}
+		w.Flush()
+	}
+	return b.String()
+}
+
+func (l LeaseStatus) describe() string {
+	switch {
+	case l.Holder == "" && l.Revision == 0:
+		return "never held"
+	case l.Holder == "":
+		return "released, free"
+	case l.Expired:
+		return fmt.Sprintf("EXPIRED: held by %s, not renewed for %s (token %d)", l.Holder, l.Age.Round(time.Second), l.Token)
+	}
+	return fmt.Sprintf("held by %s, renewed %s (token %d)", l.Holder, ago(l.Age), l.Token)
+}
+
+func ago(d time.Duration) string {
+	if d < time.Second {
+		return "just now"
+	}
+	return d.Round(time.Second).String() + " ago"
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

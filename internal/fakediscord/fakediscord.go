@@ -1,0 +1,380 @@
+// Package fakediscord is a fake Discord for tests, served on 127.0.0.1: the
+// REST API under /api/v9 (messages, edits, reactions, typing, threads,
+// channels, interaction callbacks, gateway discovery) and the gateway
+// websocket (HELLO, IDENTIFY → READY, heartbeats and their ACKs, RESUME →
+// the missed events then RESUMED, dispatches). It keeps the channels and
+// their messages, so a test can ask what the bot posted, edited and reacted
+// to, and it holds the client to Discord's real limits and error bodies:
+// content over 2,000 characters is HTTP 400 {"code":50035,"message":"Invalid
+// Form Body","errors":{...}}, an unknown channel or message is 404 with
+// code 10003 or 10008, a rate limit is HTTP 429 with retry_after and the
+// X-RateLimit headers, an interaction answered after 3 s or twice is
+// refused.
+//
+// Like Discord it sends the bot's own posts back as MESSAGE_CREATE.
+// Tests wait on what the fake records (Next, WaitPost, WaitMessage,
+// WaitConnected, …), never on time. The fake is for tests only and imports
+// nothing of cc-connect's: its limits are Discord's numbers, not the
+// adapter's.
+package fakediscord
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// Credentials and identity the fake accepts and reports.
+const (
+	Token     = "TEST.discord.secret"
+	BotID     = "900"
+	BotName   = "ccbot"
+	SessionID = "sess-1"
+)
+
+const waitLimit = 15 * time.Second
+
+// Server is one fake Discord.
+type Server struct {
+	tb  testing.TB
+	srv *httptest.Server
+
+	rest    chan Call    // every REST request, in order, for Next
+	gateway chan GWFrame // every IDENTIFY and RESUME, for Frame
+
+	mu           sync.Mutex // guards everything below
+	changed      chan struct{}
+	calls        []Call
+	conn         *gwConn
+	seq          int
+	events       []dispatched // every dispatch, for RESUME's replay
+	nextID       int
+	channels     map[string]Channel
+	msgs         map[string]*Message // by id
+	order        []string
+	overrides    map[string][]Answer // "METHOD /path" -> answers to give first
+	files        map[string]string   // CDN path -> content
+	interactions map[string]*interaction
+	heartbeats   int
+	connects     int // READY or RESUMED sent
+	closeCode    int
+	silent       int
+	noAck        int
+	echo         bool
+	hbInterval   int
+}
+
+// Call is one REST request.
+type Call struct {
+	Method string
+	Path   string // without /api/v9
+	Body   map[string]any
+	Status int // the HTTP status answered
+}
+
+// GWFrame is an IDENTIFY (op 2) or RESUME (op 6) the client sent.
+type GWFrame struct {
+	Op int
+	D  map[string]any
+}
+
+// Answer is a canned REST answer (see Override).
+type Answer struct {
+	Status int
+	Body   string
+	Header map[string]string
+}
+
+// Channel is a channel the fake knows. Type is Discord's: 0 a guild text
+// channel, 1 a DM, 11 a public thread.
+type Channel struct {
+	ID       string
+	Type     int
+	GuildID  string
+	ParentID string
+	Name     string
+}
+
+// Message is one message in a channel, the bot's or a user's.
+type Message struct {
+	ID        string
+	ChannelID string
+	AuthorID  string
+	Content   string
+	// Components is the JSON of the message's components ("" or "[]" for
+	// none), as posted or last edited.
+	Components string
+	Edits      []Edit
+	// Reactions are the bot's reactions, in the order added.
+	Reactions []string
+}
+
+// Edit is one PATCH applied to a message.
+type Edit struct {
+	Content    string
+	Components string
+}
+
+// New starts a fake Discord that stops when tb ends.
+func New(tb testing.TB) *Server {
+	tb.Helper()
+	s := &Server{
+		tb:           tb,
+		rest:         make(chan Call, 10000),
+		gateway:      make(chan GWFrame, 100),
+		changed:      make(chan struct{}),
+		nextID:       5000,
+		channels:     map[string]Channel{},
+		msgs:         map[string]*Message{},
+		overrides:    map[string][]Answer{},
+		files:        map[string]string{},
+		interactions: map[string]*interaction{},
+		echo:         true,
+		hbInterval:   100,
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/gateway", s.serveGateway)
+	mux.HandleFunc("/gateway/", s.serveGateway) // discordgo adds a slash and a query
+	mux.HandleFunc("/attachments/", s.serveFile)
+	mux.HandleFunc("/api/v9/", s.serveREST)
+	s.srv = httptest.NewServer(mux)
+	tb.Cleanup(s.Close)
+	return s
+}
+
+// Close drops the gateway and stops the server; safe to call twice.
+func (s *Server) Close() {
+	s.mu.Lock()
+	c := s.conn
+	s.conn = nil
+	s.mu.Unlock()
+	if c != nil {
+		c.ws.Close()
+	}
+	s.srv.Close()
+}
+
+// URL is the server's base URL: what a client's api_url should be.
+func (s *Server) URL() string { return s.srv.URL }
+
+func (s *Server) notify() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// Wait blocks until cond holds, failing tb after a generous limit. cond
+// runs without the fake's lock and is tried again after every change.
+func (s *Server) Wait(tb testing.TB, what string, cond func() bool) {
+	tb.Helper()
+	deadline := time.NewTimer(waitLimit)
+	defer deadline.Stop()
+	for {
+		s.mu.Lock()
+		ch := s.changed
+		s.mu.Unlock()
+		if cond() {
+			return
+		}
+		select {
+		case <-ch:
+		case <-deadline.C:
+			tb.Fatalf("fakediscord: timed out waiting for %s", what)
+		}
+	}
+}
+
+// Next returns the next REST call (in the order received, each once)
+// whose method is method and whose path starts with pathPrefix, skipping
+// the others.
+func (s *Server) Next(tb testing.TB, method, pathPrefix string) Call {
+	tb.Helper()
+	deadline := time.NewTimer(waitLimit)
+	defer deadline.Stop()
+	for {
+		select {
+		case c := <-s.rest:
+			if c.Method == method && strings.HasPrefix(c.Path, pathPrefix) {
+				return c
+			}
+		case <-deadline.C:
+			tb.Fatalf("fakediscord: no %s %s call", method, pathPrefix)
+		}
+	}
+}
+
+// Calls returns every REST call so far.
+func (s *Server) Calls() []Call {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.calls)
+}
+
+// Override makes the next call of key ("POST /channels/C1/messages")
+// answer a instead of the default; several queue up.
+func (s *Server) Override(key string, a Answer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.overrides[key] = append(s.overrides[key], a)
+}
+
+// RateLimit answers the next call of key with HTTP 429 as Discord does:
+// {"message":"You are being rate limited.","retry_after":…,"global":false}
+// and the X-RateLimit headers of an exhausted per-route bucket.
+func (s *Server) RateLimit(key string, retryAfter float64) {
+	s.Override(key, Answer{
+		Status: http.StatusTooManyRequests,
+		Body:   fmt.Sprintf(`{"message":"You are being rate limited.","retry_after":%g,"global":false}`, retryAfter),
+		Header: map[string]string{
+			"Retry-After":             fmt.Sprint(int(retryAfter + 0.999)),
+			"X-RateLimit-Limit":       "5",
+			"X-RateLimit-Remaining":   "0",
+			"X-RateLimit-Reset-After": fmt.Sprintf("%.3f", retryAfter),
+			"X-RateLimit-Reset":       fmt.Sprintf("%.3f", float64(time.Now().UnixMilli())/1000+retryAfter),
+			"X-RateLimit-Bucket":      "fakebucket",
+			"X-RateLimit-Scope":       "user",
+		},
+	})
+}
+
+// AddChannel makes a channel known (GET /channels/{id}, posting to it).
+func (s *Server) AddChannel(c Channel) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.channels[c.ID] = c
+}
+
+// SetEcho chooses whether the bot's own posts come back as MESSAGE_CREATE
+// (Discord's behaviour, and the default).
+func (s *Server) SetEcho(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.echo = on
+}
+
+// SetCloseCode makes the gateway close with code after the next IDENTIFY
+// or RESUME (4014: disallowed intents); 0 turns it off.
+func (s *Server) SetCloseCode(code int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closeCode = code
+}
+
+// SetSilent makes the next n gateway connections send no HELLO.
+func (s *Server) SetSilent(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.silent = n
+}
+
+// SetNoAck makes the next n gateway connections leave heartbeats unacked.
+func (s *Server) SetNoAck(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.noAck = n
+}
+
+// Posts returns the bot's messages in the order posted.
+func (s *Server) Posts() []Message {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Message
+	for _, id := range s.order {
+		if m := s.msgs[id]; m.AuthorID == BotID {
+			out = append(out, m.clone())
+		}
+	}
+	return out
+}
+
+// WaitPost waits for a post of the bot that match accepts.
+func (s *Server) WaitPost(tb testing.TB, what string, match func(Message) bool) Message {
+	tb.Helper()
+	var found Message
+	s.Wait(tb, "a post: "+what, func() bool {
+		for _, m := range s.Posts() {
+			if match(m) {
+				found = m
+				return true
+			}
+		}
+		return false
+	})
+	return found
+}
+
+// Message returns the message with id.
+func (s *Server) Message(id string) (Message, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m, ok := s.msgs[id]
+	if !ok {
+		return Message{}, false
+	}
+	return m.clone(), true
+}
+
+// WaitMessage waits until the message id satisfies cond.
+func (s *Server) WaitMessage(tb testing.TB, id, what string, cond func(Message) bool) Message {
+	tb.Helper()
+	var found Message
+	s.Wait(tb, fmt.Sprintf("message %s: %s", id, what), func() bool {
+		m, ok := s.Message(id)
+		found = m
+		return ok && cond(m)
+	})
+	return found
+}
+
+func (m *Message) clone() Message {
+	c := *m
+	c.Edits = slices.Clone(m.Edits)
+	c.Reactions = slices.Clone(m.Reactions)
+	return c
+}
+
+// AddFile serves content on the fake's CDN and returns the attachment
+// object a MESSAGE_CREATE carries for it.
+func (s *Server) AddFile(id, name, contentType, content string) map[string]any {
+	path := fmt.Sprintf("/attachments/1/%s/%s", id, name)
+	s.mu.Lock()
+	s.files[path] = content
+	s.mu.Unlock()
+	return map[string]any{"id": id, "filename": name, "size": len(content), "content_type": contentType,
+		"url": s.srv.URL + path, "proxy_url": s.srv.URL + path}
+}
+
+func (s *Server) serveFile(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	c, ok := s.files[r.URL.Path]
+	s.mu.Unlock()
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	_, _ = w.Write([]byte(c))
+}
+
+// nextIDLocked hands out a fresh snowflake; callers hold s.mu.
+func (s *Server) nextIDLocked() string {
+	s.nextID++
+	return fmt.Sprint(s.nextID)
+}
+
+// gwConn is the gateway connection.
+type gwConn struct {
+	ws  *websocket.Conn
+	wmu sync.Mutex
+}
+
+func (c *gwConn) write(v any) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	return c.ws.WriteJSON(v)
+}

@@ -1,0 +1,287 @@
+package fakeslack
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// Slack's limits, from its documentation: message text (longer is
+// msg_too_long), blocks per message, characters in a section's text, a
+// header's text, a button's text, value and action_id, and a block_id.
+const (
+	maxTextChars    = 40000
+	maxBlocks       = 50
+	maxSectionChars = 3000
+	maxHeaderChars  = 150
+	maxButtonText   = 75
+	maxButtonValue  = 2000
+	maxActionID     = 255
+	maxBlockID      = 255
+	maxContextElems = 10
+)
+
+// answer is one Web API reply: a JSON body, or an HTTP status without one.
+type answer struct {
+	status int // 0 = 200 with body
+	body   map[string]any
+	header map[string]string
+}
+
+func okAnswer(fields map[string]any) answer {
+	body := map[string]any{"ok": true}
+	for k, v := range fields {
+		body[k] = v
+	}
+	return answer{body: body}
+}
+
+func errAnswer(code string) answer {
+	return answer{body: map[string]any{"ok": false, "error": code}}
+}
+
+func (a answer) errorCode() string {
+	if a.body == nil {
+		return "HTTP " + strconv.Itoa(a.status)
+	}
+	if ok, _ := a.body["ok"].(bool); ok {
+		return ""
+	}
+	e, _ := a.body["error"].(string)
+	return e
+}
+
+func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
+	method := strings.TrimPrefix(r.URL.Path, "/api/")
+	form := map[string]string{}
+	if err := r.ParseForm(); err == nil {
+		for k, v := range r.Form {
+			form[k] = v[0]
+		}
+	}
+	auth := r.Header.Get("Authorization")
+	if auth == "" && form["token"] != "" {
+		auth = "Bearer " + form["token"]
+	}
+
+	s.mu.Lock()
+	gate := s.gate[method]
+	if gate != nil {
+		s.held[method]++
+		s.notify()
+	}
+	s.mu.Unlock()
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-r.Context().Done():
+			return
+		}
+	}
+
+	s.mu.Lock()
+	a, after := s.answerLocked(method, auth, form)
+	s.calls = append(s.calls, Call{Method: method, Auth: auth, Form: form, Error: a.errorCode()})
+	s.notify()
+	s.mu.Unlock()
+	write(w, a)
+	if after != nil {
+		after()
+	}
+}
+
+func write(w http.ResponseWriter, a answer) {
+	for k, v := range a.header {
+		w.Header().Set(k, v)
+	}
+	if a.body == nil {
+		w.WriteHeader(a.status)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	if a.status != 0 {
+		w.WriteHeader(a.status)
+	}
+	_ = json.NewEncoder(w).Encode(a.body)
+}
+
+// answerLocked decides the answer to one call; after, when set, runs once
+// the answer is written (the echo of a post comes after its answer, as on
+// Slack). Callers hold s.mu.
+func (s *Server) answerLocked(method, auth string, form map[string]string) (answer, func()) {
+	if q := s.overrides[method]; len(q) > 0 {
+		s.overrides[method] = q[1:]
+		return q[0], nil
+	}
+	if retry, ok := s.limited[method]; ok {
+		delete(s.limited, method)
+		return answer{status: http.StatusTooManyRequests, body: map[string]any{"ok": false, "error": "ratelimited"},
+			header: map[string]string{"Retry-After": strconv.Itoa(retry)}}, nil
+	}
+	if s.down[method] > 0 {
+		s.down[method]--
+		return answer{status: http.StatusServiceUnavailable}, nil
+	}
+	want := BotToken
+	if method == "apps.connections.open" {
+		want = AppToken
+	}
+	switch {
+	case auth == "":
+		return errAnswer("not_authed"), nil
+	case auth != "Bearer "+want:
+		return errAnswer("invalid_auth"), nil
+	}
+	if code := s.fail[method]; code != "" {
+		return errAnswer(code), nil
+	}
+	switch method {
+	case "auth.test":
+		return okAnswer(map[string]any{"url": "https://test.slack.com/", "team": "Test", "user": "ccbot",
+			"team_id": TeamID, "user_id": BotUserID, "bot_id": BotID}), nil
+	case "apps.connections.open":
+		return okAnswer(map[string]any{"url": "ws" + strings.TrimPrefix(s.srv.URL, "http") + "/socket"}), nil
+	case "chat.postMessage":
+		return s.postLocked(form)
+	case "chat.update":
+		return s.updateLocked(form), nil
+	case "reactions.add", "reactions.remove":
+		return s.reactLocked(method == "reactions.add", form), nil
+	case "users.info":
+		id := form["user"]
+		if id == "" {
+			return errAnswer("user_not_found"), nil
+		}
+		return okAnswer(map[string]any{"user": map[string]any{
+			"id": id, "team_id": TeamID, "name": strings.ToLower(id), "real_name": "Real " + id,
+			"profile": map[string]any{"display_name": "Display " + id, "real_name": "Real " + id},
+		}}), nil
+	default:
+		return errAnswer("unknown_method"), nil
+	}
+}
+
+// checkContent applies Slack's rules for the text and blocks of a post or
+// an update; it returns the refusal, or nil.
+func checkContent(form map[string]string) *answer {
+	text, blocks := form["text"], form["blocks"]
+	if strings.TrimSpace(text) == "" && blocks == "" {
+		a := errAnswer("no_text")
+		return &a
+	}
+	if utf8.RuneCountInString(text) > maxTextChars {
+		a := errAnswer("msg_too_long")
+		return &a
+	}
+	if blocks != "" {
+		if problems := blockProblems(blocks); len(problems) > 0 {
+			msgs := make([]any, len(problems))
+			for i, p := range problems {
+				msgs[i] = "[ERROR] " + p
+			}
+			a := answer{body: map[string]any{"ok": false, "error": "invalid_blocks",
+				"errors": msgs, "response_metadata": map[string]any{"messages": msgs}}}
+			return &a
+		}
+	}
+	return nil
+}
+
+func (s *Server) postLocked(form map[string]string) (answer, func()) {
+	ch := form["channel"]
+	if !s.knownChannelLocked(ch) {
+		return errAnswer("channel_not_found"), nil
+	}
+	if a := checkContent(form); a != nil {
+		return *a, nil
+	}
+	m := &Message{Channel: ch, TS: s.nextTSLocked(), ThreadTS: form["thread_ts"], User: BotUserID, BotID: BotID,
+		Text: form["text"], Blocks: form["blocks"]}
+	s.addMessageLocked(m)
+	var after func()
+	if s.echo {
+		echo := map[string]any{"type": "message", "channel": ch, "user": BotUserID, "bot_id": BotID,
+			"text": m.Text, "ts": m.TS, "event_ts": m.TS, "channel_type": channelType(ch)}
+		if m.ThreadTS != "" {
+			echo["thread_ts"] = m.ThreadTS
+			if root, ok := s.msgs[ch+"/"+m.ThreadTS]; ok {
+				echo["parent_user_id"] = root.User
+			}
+		}
+		after = func() { s.deliverEcho(echo) }
+	}
+	return okAnswer(map[string]any{"channel": ch, "ts": m.TS, "message": map[string]any{
+		"type": "message", "user": BotUserID, "bot_id": BotID, "text": m.Text, "ts": m.TS}}), after
+}
+
+func (s *Server) updateLocked(form map[string]string) answer {
+	ch, ts := form["channel"], form["ts"]
+	if !s.knownChannelLocked(ch) {
+		return errAnswer("channel_not_found")
+	}
+	m, ok := s.msgs[ch+"/"+ts]
+	if !ok {
+		return errAnswer("message_not_found")
+	}
+	if m.BotID != BotID {
+		return errAnswer("cant_update_message")
+	}
+	if a := checkContent(form); a != nil {
+		return *a
+	}
+	// Fields left out keep their value, as on Slack.
+	if _, set := form["text"]; set {
+		m.Text = form["text"]
+	}
+	if _, set := form["blocks"]; set {
+		m.Blocks = form["blocks"]
+	}
+	m.Edits = append(m.Edits, Edit{Text: form["text"], Blocks: form["blocks"]})
+	s.notify()
+	return okAnswer(map[string]any{"channel": ch, "ts": ts, "text": m.Text})
+}
+
+func (s *Server) reactLocked(add bool, form map[string]string) answer {
+	ch, ts, name := form["channel"], form["timestamp"], form["name"]
+	if !s.knownChannelLocked(ch) {
+		return errAnswer("channel_not_found")
+	}
+	if name == "" || strings.ContainsAny(name, ": ") {
+		return errAnswer("invalid_name")
+	}
+	m, ok := s.msgs[ch+"/"+ts]
+	if !ok {
+		return errAnswer("message_not_found")
+	}
+	i := -1
+	for j, r := range m.Reactions {
+		if r == name {
+			i = j
+		}
+	}
+	switch {
+	case add && i >= 0:
+		return errAnswer("already_reacted")
+	case !add && i < 0:
+		return errAnswer("no_reaction")
+	case add:
+		m.Reactions = append(m.Reactions, name)
+	default:
+		m.Reactions = append(m.Reactions[:i], m.Reactions[i+1:]...)
+	}
+	s.notify()
+	return okAnswer(nil)
+}
+
+func channelType(ch string) string {
+	switch {
+	case strings.HasPrefix(ch, "D"):
+		return "im"
+	case strings.HasPrefix(ch, "G"):
+		return "group"
+	default:
+		return "channel"
+	}
+}

@@ -1,0 +1,451 @@
+package faketelegram
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf16"
+)
+
+// Telegram's limits, from the Bot API documentation: a message's text after
+// entity parsing, a button's callback_data in bytes, and how long a
+// callback query may wait for its answer.
+const (
+	maxTextLen       = 4096
+	maxCallbackBytes = 64
+	callbackTimeout  = 15 * time.Second
+)
+
+// reactions are the emoji a bot may set (the Bot API's ReactionTypeEmoji).
+var reactions = strings.Fields("👍 👎 ❤ 🔥 🥰 👏 😁 🤔 🤯 😱 🤬 😢 🎉 🤩 🤮 💩 🙏 👌 🕊 🤡 🥱 🥴 😍 🐳 ❤‍🔥 🌚 🌭 💯 🤣 ⚡ 🍌 🏆 💔 🤨 😐 🍓 🍾 💋 🖕 😈 😴 😭 🤓 👻 👨‍💻 👀 🎃 🙈 😇 😨 🤝 ✍ 🤗 🫡 🎅 🎄 ☃ 💅 🤪 🗿 🆒 💘 🙉 🦄 😘 💊 🙊 😎 👾 🤷‍♂ 🤷 🤷‍♀ 😡")
+
+func badRequest(desc string) Answer {
+	b, _ := json.Marshal(map[string]any{"ok": false, "error_code": 400, "description": "Bad Request: " + desc})
+	return Answer{Status: 400, Body: string(b)}
+}
+
+func okResult(v any) Answer {
+	b, _ := json.Marshal(map[string]any{"ok": true, "result": v})
+	return Answer{Status: 200, Body: string(b)}
+}
+
+func writeAnswer(w http.ResponseWriter, a Answer) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(a.Status)
+	_, _ = w.Write([]byte(a.Body))
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	if rest, ok := strings.CutPrefix(r.URL.Path, "/file/bot"+Token+"/"); ok {
+		s.mu.Lock()
+		content, found := s.content[rest]
+		s.mu.Unlock()
+		if !found {
+			writeAnswer(w, Answer{Status: 404, Body: `{"ok":false,"error_code":404,"description":"Not Found"}`})
+			return
+		}
+		_, _ = w.Write([]byte(content))
+		return
+	}
+	method, ok := strings.CutPrefix(r.URL.Path, "/bot"+Token+"/")
+	if !ok {
+		writeAnswer(w, Answer{Status: 401, Body: `{"ok":false,"error_code":401,"description":"Unauthorized"}`})
+		return
+	}
+	if err := r.ParseMultipartForm(1 << 20); err != nil && err != http.ErrNotMultipart {
+		writeAnswer(w, badRequest("invalid request: "+err.Error()))
+		return
+	}
+	form := r.Form
+	call := Call{Method: method, Form: form}
+	s.mu.Lock()
+	s.log = append(s.log, call)
+	s.notify()
+	var a Answer
+	q := s.overrides[method]
+	if len(q) > 0 {
+		s.overrides[method] = q[1:]
+		a = q[0]
+	}
+	s.mu.Unlock()
+	select {
+	case s.calls <- call:
+	default:
+		s.tb.Errorf("faketelegram: call log full at %s (a retry loop?)", method)
+	}
+	if a.Status != 0 {
+		writeAnswer(w, a)
+		return
+	}
+	if method == "getUpdates" {
+		s.longPoll(w, r, form)
+		return
+	}
+	s.mu.Lock()
+	a = s.answerLocked(method, form)
+	s.mu.Unlock()
+	writeAnswer(w, a)
+}
+
+// longPoll answers the updates at or after offset (confirming the ones
+// before), waiting up to timeout seconds for some to arrive. A newer poll
+// ends this one with 409, as Telegram does.
+func (s *Server) longPoll(w http.ResponseWriter, r *http.Request, form url.Values) {
+	offset, _ := strconv.Atoi(form.Get("offset"))
+	timeout, _ := strconv.Atoi(form.Get("timeout"))
+	limit, _ := strconv.Atoi(form.Get("limit"))
+	if limit <= 0 || limit > 100 {
+		limit = 100
+	}
+	deadline := time.NewTimer(time.Duration(timeout) * time.Second)
+	defer deadline.Stop()
+	s.mu.Lock()
+	if s.polling != nil {
+		close(s.polling)
+	}
+	mine := make(chan struct{})
+	s.polling = mine
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		if s.polling == mine {
+			s.polling = nil
+		}
+		s.mu.Unlock()
+	}()
+	for {
+		s.mu.Lock()
+		if offset > 0 {
+			i := 0
+			for i < len(s.updateIDs) && s.updateIDs[i] < offset {
+				i++
+			}
+			s.updates, s.updateIDs = s.updates[i:], s.updateIDs[i:]
+		}
+		n := min(limit, len(s.updates))
+		batch := s.updates[:n]
+		fed := s.fed
+		s.mu.Unlock()
+		if n > 0 {
+			b, _ := json.Marshal(map[string]any{"ok": true, "result": batch})
+			writeAnswer(w, Answer{Status: 200, Body: string(b)})
+			return
+		}
+		select {
+		case <-fed:
+		case <-mine:
+			writeAnswer(w, Answer{Status: 409, Body: conflictBody})
+			return
+		case <-deadline.C:
+			writeAnswer(w, okResult([]any{}))
+			return
+		case <-r.Context().Done():
+			return
+		}
+	}
+}
+
+// answerLocked answers every method but getUpdates; callers hold s.mu.
+func (s *Server) answerLocked(method string, form url.Values) Answer {
+	switch method {
+	case "getMe":
+		return okResult(map[string]any{"id": BotID, "is_bot": true, "first_name": "CC", "username": BotUsername,
+			"can_join_groups": true, "can_read_all_group_messages": false, "supports_inline_queries": false})
+	case "deleteWebhook", "sendChatAction":
+		if method == "sendChatAction" {
+			if _, ok := s.chatLocked(form); !ok {
+				return badRequest("chat not found")
+			}
+		}
+		return okResult(true)
+	case "sendMessage":
+		return s.sendLocked(form)
+	case "editMessageText":
+		return s.editLocked(form)
+	case "setMessageReaction":
+		return s.reactLocked(form)
+	case "answerCallbackQuery":
+		q, ok := s.queries[form.Get("callback_query_id")]
+		if !ok || q.answered || time.Since(q.created) > callbackTimeout {
+			return badRequest("query is too old and response timeout expired or query ID is invalid")
+		}
+		q.answered = true
+		s.notify()
+		return okResult(true)
+	case "getFile":
+		f, ok := s.files[form.Get("file_id")]
+		if !ok {
+			return badRequest("invalid file_id")
+		}
+		return okResult(map[string]any{"file_id": f.ID, "file_unique_id": f.UniqueID, "file_size": f.Size, "file_path": f.Path})
+	default:
+		return Answer{Status: 404, Body: `{"ok":false,"error_code":404,"description":"Not Found: method not found"}`}
+	}
+}
+
+func (s *Server) chatLocked(form url.Values) (Chat, bool) {
+	id, err := strconv.ParseInt(form.Get("chat_id"), 10, 64)
+	if err != nil {
+		return Chat{}, false
+	}
+	c, ok := s.chats[id]
+	return c, ok
+}
+
+// checkText parses text as Telegram would under parseMode and returns the
+// visible text, or the refusal.
+func checkText(text, parseMode string) (string, *Answer) {
+	visible := text
+	switch strings.ToLower(parseMode) {
+	case "":
+	case "html":
+		v, err := parseHTML(text)
+		if err != nil {
+			a := badRequest("can't parse entities: " + err.Error())
+			return "", &a
+		}
+		visible = v
+	default:
+		a := badRequest("unsupported parse_mode")
+		return "", &a
+	}
+	if strings.TrimSpace(visible) == "" {
+		a := badRequest("message text is empty")
+		return "", &a
+	}
+	if len(utf16.Encode([]rune(visible))) > maxTextLen {
+		a := badRequest("message is too long")
+		return "", &a
+	}
+	return visible, nil
+}
+
+// checkMarkup validates an inline keyboard and returns it normalized.
+func checkMarkup(raw string) (string, *Answer) {
+	if raw == "" {
+		return "", nil
+	}
+	var kb struct {
+		InlineKeyboard [][]struct {
+			Text         string  `json:"text"`
+			CallbackData *string `json:"callback_data"`
+			URL          string  `json:"url"`
+		} `json:"inline_keyboard"`
+	}
+	if err := json.Unmarshal([]byte(raw), &kb); err != nil {
+		a := badRequest("can't parse reply keyboard markup JSON object")
+		return "", &a
+	}
+	for _, row := range kb.InlineKeyboard {
+		for _, b := range row {
+			if b.Text == "" {
+				a := badRequest("text buttons are unallowed in the inline keyboard")
+				return "", &a
+			}
+			if b.CallbackData != nil && (len(*b.CallbackData) == 0 || len(*b.CallbackData) > maxCallbackBytes) {
+				a := badRequest("BUTTON_DATA_INVALID")
+				return "", &a
+			}
+		}
+	}
+	return raw, nil
+}
+
+func (s *Server) sendLocked(form url.Values) Answer {
+	chat, ok := s.chatLocked(form)
+	if to, moved := s.migrated[chat.ID]; moved {
+		b, _ := json.Marshal(map[string]any{"ok": false, "error_code": 400,
+			"description": "Bad Request: group chat was upgraded to a supergroup chat",
+			"parameters":  map[string]any{"migrate_to_chat_id": to}})
+		return Answer{Status: 400, Body: string(b)}
+	}
+	if !ok {
+		return badRequest("chat not found")
+	}
+	visible, bad := checkText(form.Get("text"), form.Get("parse_mode"))
+	if bad != nil {
+		return *bad
+	}
+	markup, bad := checkMarkup(form.Get("reply_markup"))
+	if bad != nil {
+		return *bad
+	}
+	thread, _ := strconv.Atoi(form.Get("message_thread_id"))
+	s.nextMsgID++
+	m := &Message{ChatID: chat.ID, MessageID: s.nextMsgID, ThreadID: thread, FromBot: true,
+		Text: visible, Raw: form.Get("text"), ParseMode: form.Get("parse_mode"), ReplyMarkup: markup}
+	s.addMessageLocked(m)
+	return okResult(s.messageObject(m, chat))
+}
+
+func (s *Server) messageObject(m *Message, chat Chat) map[string]any {
+	obj := map[string]any{
+		"message_id": m.MessageID, "date": time.Now().Unix(),
+		"chat": map[string]any{"id": chat.ID, "type": chat.Type},
+		"from": map[string]any{"id": BotID, "is_bot": true, "first_name": "CC", "username": BotUsername},
+		"text": m.Text,
+	}
+	if m.ThreadID != 0 {
+		obj["message_thread_id"] = m.ThreadID
+		obj["is_topic_message"] = true
+	}
+	if m.ReplyMarkup != "" {
+		var kb any
+		_ = json.Unmarshal([]byte(m.ReplyMarkup), &kb)
+		obj["reply_markup"] = kb
+	}
+	return obj
+}
+
+func (s *Server) editLocked(form url.Values) Answer {
+	chat, ok := s.chatLocked(form)
+	if !ok {
+		return badRequest("chat not found")
+	}
+	id, _ := strconv.Atoi(form.Get("message_id"))
+	m, ok := s.msgs[msgKey(chat.ID, id)]
+	if !ok {
+		return badRequest("message to edit not found")
+	}
+	if !m.FromBot {
+		return badRequest("message can't be edited")
+	}
+	visible, bad := checkText(form.Get("text"), form.Get("parse_mode"))
+	if bad != nil {
+		return *bad
+	}
+	markup, bad := checkMarkup(form.Get("reply_markup"))
+	if bad != nil {
+		return *bad
+	}
+	if visible == m.Text && sameMarkup(markup, m.ReplyMarkup) {
+		return badRequest("message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message")
+	}
+	m.Text, m.Raw, m.ParseMode, m.ReplyMarkup = visible, form.Get("text"), form.Get("parse_mode"), markup
+	m.Edits = append(m.Edits, Edit{Text: visible, ParseMode: m.ParseMode, ReplyMarkup: markup})
+	s.notify()
+	return okResult(s.messageObject(m, chat))
+}
+
+// sameMarkup treats no keyboard and an empty one alike, as Telegram does.
+func sameMarkup(a, b string) bool {
+	empty := func(s string) bool { return s == "" || strings.ReplaceAll(s, " ", "") == `{"inline_keyboard":[]}` }
+	if empty(a) || empty(b) {
+		return empty(a) && empty(b)
+	}
+	return a == b
+}
+
+func (s *Server) reactLocked(form url.Values) Answer {
+	chat, ok := s.chatLocked(form)
+	if !ok {
+		return badRequest("chat not found")
+	}
+	id, _ := strconv.Atoi(form.Get("message_id"))
+	m, ok := s.msgs[msgKey(chat.ID, id)]
+	if !ok {
+		return badRequest("message to react not found")
+	}
+	var rs []struct {
+		Type  string `json:"type"`
+		Emoji string `json:"emoji"`
+	}
+	if raw := form.Get("reaction"); raw != "" {
+		if err := json.Unmarshal([]byte(raw), &rs); err != nil {
+			return badRequest("can't parse reaction types JSON object")
+		}
+	}
+	if len(rs) > 1 {
+		return badRequest("REACTIONS_TOO_MANY")
+	}
+	var now []string
+	for _, r := range rs {
+		if r.Type != "emoji" || !validReaction(r.Emoji) {
+			return badRequest("REACTION_INVALID")
+		}
+		now = append(now, r.Emoji)
+	}
+	m.Reactions = now
+	s.notify()
+	return okResult(true)
+}
+
+func validReaction(e string) bool {
+	for _, r := range reactions {
+		if r == e {
+			return true
+		}
+	}
+	return false
+}
+
+// Press taps the inline button whose text is buttonText on the bot's
+// message m, as from: it queues the callback_query update Telegram sends,
+// carrying the button's callback_data and the message as it stands. The
+// client should answer it (answerCallbackQuery). It returns the query id.
+func (s *Server) Press(tb testing.TB, m Message, buttonText string, from map[string]any) string {
+	tb.Helper()
+	s.mu.Lock()
+	cur, ok := s.msgs[msgKey(m.ChatID, m.MessageID)]
+	if !ok {
+		s.mu.Unlock()
+		tb.Fatalf("faketelegram: no message %d/%d to press a button on", m.ChatID, m.MessageID)
+	}
+	data, found := "", false
+	for _, b := range cur.clone().Buttons() {
+		if b.Text == buttonText {
+			data, found = b.CallbackData, true
+		}
+	}
+	if !found {
+		s.mu.Unlock()
+		tb.Fatalf("faketelegram: message %d/%d has no button %q: %s", m.ChatID, m.MessageID, buttonText, cur.ReplyMarkup)
+	}
+	s.nextUpd++
+	qid := fmt.Sprintf("cbq%d", s.nextUpd)
+	s.queries[qid] = &query{created: time.Now()}
+	msg := s.messageObject(cur, s.chats[cur.ChatID])
+	upd := map[string]any{"update_id": s.nextUpd, "callback_query": map[string]any{
+		"id": qid, "from": from, "chat_instance": "ci-" + strconv.FormatInt(cur.ChatID, 10), "data": data, "message": msg,
+	}}
+	s.mu.Unlock()
+	b, _ := json.Marshal(upd)
+	s.Feed(string(b))
+	return qid
+}
+
+// Answered reports whether the callback query id was answered.
+func (s *Server) Answered(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q, ok := s.queries[id]
+	return ok && q.answered
+}
+
+// Button is one button of a message's inline keyboard.
+type Button struct {
+	Text, CallbackData string
+}
+
+// Buttons lists the buttons of the message's current inline keyboard.
+func (m Message) Buttons() []Button {
+	var kb struct {
+		InlineKeyboard [][]struct {
+			Text         string `json:"text"`
+			CallbackData string `json:"callback_data"`
+		} `json:"inline_keyboard"`
+	}
+	_ = json.Unmarshal([]byte(m.ReplyMarkup), &kb)
+	var out []Button
+	for _, row := range kb.InlineKeyboard {
+		for _, b := range row {
+			out = append(out, Button{Text: b.Text, CallbackData: b.CallbackData})
+		}
+	}
+	return out
+}

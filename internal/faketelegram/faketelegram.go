@@ -1,0 +1,401 @@
+// Package faketelegram is a fake Telegram Bot API for tests, served on
+// 127.0.0.1: form-encoded POSTs to /bot<token>/<method> answered with
+// {"ok":...} JSON, getUpdates as a long poll with offsets, sendMessage,
+// editMessageText, setMessageReaction, sendChatAction, answerCallbackQuery,
+// getFile and file downloads under /file/bot<token>/. It keeps the chats'
+// messages, so a test can ask what the bot sent, edited and reacted to,
+// and it holds the client to Telegram's real limits and error bodies: text
+// over 4,096 characters after entity parsing is "Bad Request: message is
+// too long", broken HTML is "Bad Request: can't parse entities: …", an
+// edit that changes nothing is "message is not modified", callback_data
+// over 64 bytes is BUTTON_DATA_INVALID, a reaction outside Telegram's set
+// is REACTION_INVALID, flood control is HTTP 429 with
+// parameters.retry_after, and a second concurrent getUpdates ends the first
+// with 409 Conflict.
+//
+// Tests wait on what the fake records (Next, WaitSent, WaitMessage, …),
+// never on time. The fake is for tests only and imports nothing of
+// cc-connect's: its limits are Telegram's numbers, not the adapter's.
+package faketelegram
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+)
+
+// The bot the fake serves.
+const (
+	Token       = "123456:TEST-secret-token"
+	BotID       = 999
+	BotUsername = "cc_bot"
+)
+
+const waitLimit = 15 * time.Second
+
+// Server is one fake Bot API.
+type Server struct {
+	tb  testing.TB
+	srv *httptest.Server
+
+	calls chan Call // every request, in order, for Next
+
+	mu        sync.Mutex // guards everything below
+	changed   chan struct{}
+	log       []Call
+	updates   []json.RawMessage // queued, not yet confirmed by an offset
+	updateIDs []int
+	nextUpd   int
+	overrides map[string][]Answer
+	nextMsgID int
+	chats     map[int64]Chat
+	migrated  map[int64]int64     // group -> the supergroup it became
+	msgs      map[string]*Message // by chat/message id
+	order     []string
+	files     map[string]File   // file_id -> file
+	content   map[string]string // file_path -> content
+	queries   map[string]*query
+	polling   chan struct{} // closed to end the running long poll with 409
+	fed       chan struct{} // closed when updates are queued
+}
+
+// Call is one request as the fake received it.
+type Call struct {
+	Method string
+	Form   url.Values
+}
+
+// Answer is a canned answer (see Override).
+type Answer struct {
+	Status int
+	Body   string
+}
+
+// Chat is a chat the fake knows.
+type Chat struct {
+	ID      int64
+	Type    string // private, group, supergroup, channel
+	IsForum bool
+}
+
+// Message is one message in a chat, the bot's or a user's.
+type Message struct {
+	ChatID    int64
+	MessageID int
+	ThreadID  int
+	FromBot   bool
+	// Text is the visible text (entities parsed); Raw is what was sent,
+	// ParseMode how.
+	Text, Raw, ParseMode string
+	// ReplyMarkup is the JSON of the inline keyboard, as sent or last
+	// edited ("" for none).
+	ReplyMarkup string
+	Edits       []Edit
+	// Reactions are the bot's current reactions (emoji).
+	Reactions []string
+}
+
+// Edit is one editMessageText applied.
+type Edit struct {
+	Text, ParseMode, ReplyMarkup string
+}
+
+// File is a file users sent, servable by getFile.
+type File struct {
+	ID, UniqueID, Path string
+	Size               int
+}
+
+type query struct {
+	created  time.Time
+	answered bool
+}
+
+// New starts a fake Bot API that stops when tb ends.
+func New(tb testing.TB) *Server {
+	tb.Helper()
+	s := &Server{
+		tb:        tb,
+		calls:     make(chan Call, 10000),
+		changed:   make(chan struct{}),
+		nextUpd:   1000,
+		overrides: map[string][]Answer{},
+		nextMsgID: 100,
+		chats:     map[int64]Chat{},
+		migrated:  map[int64]int64{},
+		msgs:      map[string]*Message{},
+		files:     map[string]File{},
+		content:   map[string]string{},
+		queries:   map[string]*query{},
+		fed:       make(chan struct{}),
+	}
+	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	tb.Cleanup(s.Close)
+	return s
+}
+
+// Close stops the server; safe to call twice.
+func (s *Server) Close() { s.srv.Close() }
+
+// URL is what a client's api_url should be.
+func (s *Server) URL() string { return s.srv.URL }
+
+func (s *Server) notify() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// Wait blocks until cond holds, failing tb after a generous limit. cond
+// runs without the fake's lock and is tried again after every change.
+func (s *Server) Wait(tb testing.TB, what string, cond func() bool) {
+	tb.Helper()
+	deadline := time.NewTimer(waitLimit)
+	defer deadline.Stop()
+	for {
+		s.mu.Lock()
+		ch := s.changed
+		s.mu.Unlock()
+		if cond() {
+			return
+		}
+		select {
+		case <-ch:
+		case <-deadline.C:
+			tb.Fatalf("faketelegram: timed out waiting for %s", what)
+		}
+	}
+}
+
+// Next returns the next request of method (in the order received, each
+// once), skipping others (the polls in particular).
+func (s *Server) Next(tb testing.TB, method string) Call {
+	tb.Helper()
+	deadline := time.NewTimer(waitLimit)
+	defer deadline.Stop()
+	for {
+		select {
+		case c := <-s.calls:
+			if c.Method == method {
+				return c
+			}
+		case <-deadline.C:
+			tb.Fatalf("faketelegram: no %s call", method)
+		}
+	}
+}
+
+// Calls returns every request of method so far.
+func (s *Server) Calls(method string) []Call {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Call
+	for _, c := range s.log {
+		if c.Method == method {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Override makes the next call of method answer a; several queue up.
+func (s *Server) Override(method string, a Answer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.overrides[method] = append(s.overrides[method], a)
+}
+
+// FloodWait answers the next call of method as Telegram's flood control
+// does: HTTP 429 with parameters.retry_after seconds.
+func (s *Server) FloodWait(method string, retryAfter int) {
+	s.Override(method, Answer{Status: 429, Body: fmt.Sprintf(
+		`{"ok":false,"error_code":429,"description":"Too Many Requests: retry after %d","parameters":{"retry_after":%d}}`, retryAfter, retryAfter)})
+}
+
+// Conflict answers the next getUpdates as Telegram does when another
+// process polls the same token.
+func (s *Server) Conflict() {
+	s.Override("getUpdates", Answer{Status: 409, Body: conflictBody})
+}
+
+const conflictBody = `{"ok":false,"error_code":409,"description":"Conflict: terminated by other getUpdates request; make sure that only one bot instance is running"}`
+
+// AddChat makes a chat known, so the bot may send to it.
+func (s *Server) AddChat(c Chat) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.chats[c.ID] = c
+}
+
+// Migrate upgrades group chat from to the supergroup to: sending to the
+// old id is then refused with parameters.migrate_to_chat_id, as on
+// Telegram.
+func (s *Server) Migrate(from, to int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.migrated[from] = to
+	s.chats[to] = Chat{ID: to, Type: "supergroup"}
+}
+
+// Sent returns the bot's messages in the order sent.
+func (s *Server) Sent() []Message {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Message
+	for _, k := range s.order {
+		if m := s.msgs[k]; m.FromBot {
+			out = append(out, m.clone())
+		}
+	}
+	return out
+}
+
+// WaitSent waits for a message of the bot that match accepts.
+func (s *Server) WaitSent(tb testing.TB, what string, match func(Message) bool) Message {
+	tb.Helper()
+	var found Message
+	s.Wait(tb, "a message sent: "+what, func() bool {
+		for _, m := range s.Sent() {
+			if match(m) {
+				found = m
+				return true
+			}
+		}
+		return false
+	})
+	return found
+}
+
+// Message returns a message by chat and id.
+func (s *Server) Message(chat int64, id int) (Message, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m, ok := s.msgs[msgKey(chat, id)]
+	if !ok {
+		return Message{}, false
+	}
+	return m.clone(), true
+}
+
+// WaitMessage waits until the message satisfies cond.
+func (s *Server) WaitMessage(tb testing.TB, chat int64, id int, what string, cond func(Message) bool) Message {
+	tb.Helper()
+	var found Message
+	s.Wait(tb, fmt.Sprintf("message %d/%d: %s", chat, id, what), func() bool {
+		m, ok := s.Message(chat, id)
+		found = m
+		return ok && cond(m)
+	})
+	return found
+}
+
+func msgKey(chat int64, id int) string { return strconv.FormatInt(chat, 10) + "/" + strconv.Itoa(id) }
+
+func (m *Message) clone() Message {
+	c := *m
+	c.Edits = slices.Clone(m.Edits)
+	c.Reactions = slices.Clone(m.Reactions)
+	return c
+}
+
+func (s *Server) addMessageLocked(m *Message) {
+	k := msgKey(m.ChatID, m.MessageID)
+	if _, ok := s.msgs[k]; !ok {
+		s.order = append(s.order, k)
+	}
+	s.msgs[k] = m
+	s.notify()
+}
+
+// AddFile makes content downloadable as file_id id (getFile, then the file
+// endpoint).
+func (s *Server) AddFile(id, path, content string) File {
+	f := File{ID: id, UniqueID: "u" + id, Path: path, Size: len(content)}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.files[id] = f
+	s.content[path] = content
+	return f
+}
+
+// Feed queues raw updates (JSON objects with their update_id) for
+// getUpdates, as they are.
+func (s *Server) Feed(updates ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, u := range updates {
+		var head struct {
+			UpdateID int `json:"update_id"`
+		}
+		_ = json.Unmarshal([]byte(u), &head)
+		s.updates = append(s.updates, json.RawMessage(u))
+		s.updateIDs = append(s.updateIDs, head.UpdateID)
+		s.nextUpd = max(s.nextUpd, head.UpdateID)
+	}
+	close(s.fed)
+	s.fed = make(chan struct{})
+	s.notify()
+}
+
+// Send delivers a user's message (a Bot API Message object; message_id and
+// date are filled in when missing) as the next update, keeps it in its
+// chat (which becomes known), and returns its message_id.
+func (s *Server) Send(msg map[string]any) int {
+	s.mu.Lock()
+	if _, ok := msg["message_id"]; !ok {
+		s.nextMsgID++
+		msg["message_id"] = s.nextMsgID
+	}
+	if _, ok := msg["date"]; !ok {
+		msg["date"] = time.Now().Unix()
+	}
+	id := toInt(msg["message_id"])
+	chat, _ := msg["chat"].(map[string]any)
+	chatID := int64(toInt(chat["id"]))
+	if _, ok := s.chats[chatID]; !ok {
+		typ, _ := chat["type"].(string)
+		forum, _ := chat["is_forum"].(bool)
+		s.chats[chatID] = Chat{ID: chatID, Type: typ, IsForum: forum}
+	}
+	text, _ := msg["text"].(string)
+	from, _ := msg["from"].(map[string]any)
+	s.addMessageLocked(&Message{ChatID: chatID, MessageID: id, ThreadID: toInt(msg["message_thread_id"]),
+		FromBot: toInt(from["id"]) == BotID, Text: text, Raw: text})
+	s.nextUpd++
+	b, _ := json.Marshal(map[string]any{"update_id": s.nextUpd, "message": msg})
+	s.mu.Unlock()
+	s.Feed(string(b))
+	return id
+}
+
+func toInt(v any) int {
+	switch n := v.(type) {
+	case int:
+		return n
+	case int64:
+		return int(n)
+	case float64:
+		return int(n)
+	case string:
+		i, _ := strconv.Atoi(n)
+		return i
+	}
+	return 0
+}
+
+// User builds a user object.
+func User(id int64, name string, bot bool) map[string]any {
+	return map[string]any{"id": id, "is_bot": bot, "first_name": name, "username": name}
+}
+
+// Update builds a raw message update.
+func Update(id int, msg map[string]any) string {
+	b, _ := json.Marshal(map[string]any{"update_id": id, "message": msg})
+	return string(b)
+}
