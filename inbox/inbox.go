@@ -509,7 +509,7 @@ func (in *Inbox) writeLocked(rec []byte) error {
 // written so far; the caller counted it in syncs.
 func (in *Inbox) sync(f *os.File) error {
 	defer in.syncs.Done()
-	if err := f.Sync(); err != nil {
+	if err := syncData(f); err != nil {
 		return fmt.Errorf("syncing inbox %s: %w", in.path, err)
 	}
 	return nil

@@ -224,7 +224,7 @@ func (s *Seen) keep(recs map[string]time.Time) error {
 	if _, err := s.f.Write(buf.Bytes()); err != nil {
 		return fmt.Errorf("keeping seen ids in %s: %w", s.path, err)
 	}
-	if err := s.f.Sync(); err != nil {
+	if err := syncData(s.f); err != nil {
 		return fmt.Errorf("syncing %s: %w", s.path, err)
 	}
 	s.lines += n

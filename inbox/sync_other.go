@@ -1,0 +1,8 @@
+//go:build !linux
+
+package inbox
+
+import "os"
+
+// syncData makes what was written to f durable.
+func syncData(f *os.File) error { return f.Sync() }
