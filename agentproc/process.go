@@ -74,10 +74,12 @@ type Process struct {
 	perms   map[string]*pendingPerm
 	exited  bool
 	session string
-	// drained is closed once a turn abandoned by its caller (its ctx
-	// ended) has read its result, so that the next turn's events cannot
-	// be taken for that one's; nil when no turn was abandoned.
-	drained chan struct{}
+
+	// routeMu guards cur and streamEnded: where the reader hands each
+	// event (turn.go).
+	routeMu     sync.Mutex
+	cur         *Turn // the running turn (or an abandoned one until its result); nil between turns
+	streamEnded bool  // the reader is done: a turn started now ends at once
 
 	nextID    atomic.Uint64
 	turnBusy  atomic.Bool
@@ -225,6 +227,7 @@ func (p *Process) wait(readerDone, stderrDone <-chan struct{}) {
 		p.log.Info("Agent process exited", "pid", p.pid, "session_id", p.SessionID())
 	}
 	<-readerDone
+	p.endStream()
 	p.wg.Wait()
 	close(p.events)
 }
@@ -243,8 +246,10 @@ func (p *Process) exitError(waitErr error) error {
 	return ee
 }
 
-// readLoop decodes stdout until EOF. Events are sent in order; when the
-// channel is full the loop blocks, which in turn blocks the CLI's stdout.
+// readLoop decodes stdout until EOF and hands the events, in order, to the
+// running turn (which buffers them, so the loop never waits on a turn's
+// consumer) or, between turns, to Events (when that is full the loop
+// blocks, which in turn blocks the CLI's stdout).
 func (p *Process) readLoop(r io.Reader) {
 	lr := newLineReader(r, MaxLineBytes)
 	var dec decoder
@@ -252,7 +257,7 @@ func (p *Process) readLoop(r io.Reader) {
 		line, err := lr.next()
 		if errors.Is(err, errLineTooLong) {
 			p.log.Warn("Agent output line too long", "limit", MaxLineBytes, "session_id", p.SessionID())
-			p.events <- Malformed{Line: "(line too long)", Err: fmt.Errorf("%w: %w", ErrMalformedOutput, err)}
+			p.route(Malformed{Line: "(line too long)", Err: fmt.Errorf("%w: %w", ErrMalformedOutput, err)})
 			continue
 		}
 		if err != nil {
@@ -272,7 +277,7 @@ func (p *Process) readLoop(r io.Reader) {
 			case Malformed:
 				p.log.Warn("Agent wrote a malformed line", "line", e.Line, "error", e.Err, "session_id", p.SessionID())
 			}
-			p.events <- ev
+			p.route(ev)
 		}
 	}
 }
@@ -288,9 +293,11 @@ func (p *Process) SessionID() string {
 	return p.session
 }
 
-// Events delivers the typed events in order. It is closed after the process
-// exited and every event was delivered. While a turn runs (StartTurn), the
-// turn consumes it; read it directly only on a process that runs no turns.
+// Events delivers the typed events that come between turns, in order; a
+// turn started next takes those still waiting there first. It is closed
+// after the process exited and every event was delivered. While a turn
+// runs its events go to the Turn; read Events directly only on a process
+// that runs no turns.
 func (p *Process) Events() <-chan Event { return p.events }
 
 // Done is closed once the process has exited and been reaped.
