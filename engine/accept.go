@@ -143,12 +143,7 @@ func (s *session) accept(m platform.Message) (platform.Result, error) {
 	var cs []control
 	switch name {
 	case "stop":
-		if s.shell.stop() {
-			cs = append(cs, control{kind: ctrlNotice, text: "Stopping the shell command.", to: s.to})
-			if !busy {
-				break
-			}
-		}
+		// The session goroutine stops a running !sh first, then the turn.
 		cs = append(cs, control{kind: ctrlStop, to: s.to})
 	case "allow", "deny":
 		choice := platform.ChoiceDeny

@@ -105,8 +105,8 @@ func TestDurableQueuedSurviveShutdown(t *testing.T) {
 	if got := h.rec.sends("cc-connect restarted. Running the message that was waiting: “second”"); len(got) != 1 {
 		t.Errorf("recovery notice = %q, want one", got)
 	}
-	if fi, err := os.Stat(inboxPath(h.opts.StateDir, t1Key)); err != nil || fi.Size() != 0 {
-		t.Errorf("inbox after the replay: %v, %v; want empty", fi, err)
+	if n := h.pending(t1Key); n != 0 {
+		t.Errorf("inbox after the replay: %d pending, want none", n)
 	}
 }
 
@@ -190,8 +190,8 @@ func TestRecoveryDecision(t *testing.T) {
 			if got := h.rec.sends("cc-connect restarted"); len(got) != 1 {
 				t.Errorf("notices = %q, want one", got)
 			}
-			if fi, err := os.Stat(inboxPath(h.opts.StateDir, t1Key)); err != nil || fi.Size() != 0 {
-				t.Errorf("inbox after recovery: %v, %v; want empty", fi, err)
+			if n := h.pending(t1Key); n != 0 {
+				t.Errorf("inbox after recovery: %d pending, want none", n)
 			}
 			if sid != "" && len(tt.want) == 0 {
 				// Nothing runs on the session now: its lease is free.
@@ -238,8 +238,8 @@ func TestRecoveryWithoutTranscriptSaysOneThing(t *testing.T) {
 	if len(lines) != 1 || lines[0].Text != "the message" || lines[0].SessionID != sid {
 		t.Errorf("claude received %+v, want the message once, in session %s", lines, sid)
 	}
-	if fi, err := os.Stat(inboxPath(h.opts.StateDir, t1Key)); err != nil || fi.Size() != 0 {
-		t.Errorf("inbox after recovery: %v, %v; want empty", fi, err)
+	if n := h.pending(t1Key); n != 0 {
+		t.Errorf("inbox after recovery: %d pending, want none", n)
 	}
 }
 
@@ -464,7 +464,7 @@ func TestDurableNewKeepsItsPlaceAcrossRestart(t *testing.T) {
 	if len(lines) != 2 || lines[1].Text != "in the new one" || lines[1].SessionID == lines[0].SessionID {
 		t.Errorf("record = %+v, want the last message alone in a fresh session", lines)
 	}
-	if fi, err := os.Stat(inboxPath(h.opts.StateDir, t1Key)); err != nil || fi.Size() != 0 {
-		t.Errorf("inbox after the replay: %v, %v; want empty", fi, err)
+	if n := h.pending(t1Key); n != 0 {
+		t.Errorf("inbox after the replay: %d pending, want none", n)
 	}
 }

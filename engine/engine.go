@@ -95,6 +95,7 @@ type Engine struct {
 
 	retireAfter  time.Duration // see defaultRetireAfter; tests shorten it
 	fetchTimeout time.Duration // see fetchTimeout; tests shorten it
+	compactBytes int64         // inbox.Limits.CompactBytes; 0 = its default, tests lower it
 	// stopAt, set by tests before Run, is called at the points where a
 	// kill decides what a restart finds (killedAt); true stops the work
 	// there, as a kill would.

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -161,10 +162,16 @@ func TestRetryAfterKilledAcceptRunsOnce(t *testing.T) {
 	if res := h.deliver(m); res.Status != platform.Duplicate {
 		t.Errorf("Slack's retry after the recovery: %+v, want a duplicate", res)
 	}
-	if fi, err := os.Stat(inboxPath(h.opts.StateDir, t1Key)); err != nil || fi.Size() != 0 {
-		t.Fatalf("journal after the ack: %v, %v; want it emptied", fi, err)
+	if n := h.pending(t1Key); n != 0 {
+		t.Fatalf("%d messages pending after the recovered turn", n)
 	}
-	h = h.restart()
+	h = h.restart() // the journal is compacted when it is closed
+	if fi, err := os.Stat(inboxPath(h.opts.StateDir, t1Key)); err != nil || fi.Size() != 0 {
+		t.Errorf("journal after a clean stop: %v, %v; want it emptied", fi, err)
+	}
+	if seen, _ := os.ReadFile(filepath.Join(h.opts.StateDir, "inbox", "seen.jsonl")); !strings.Contains(string(seen), m.ID) {
+		t.Errorf("seen.jsonl = %q, want the emptied journal's id in it", seen)
+	}
 	if res := h.deliver(m); res.Status != platform.Duplicate {
 		t.Errorf("the retry after another restart: %+v, want a duplicate", res)
 	}
@@ -177,28 +184,40 @@ func TestRetryAfterKilledAcceptRunsOnce(t *testing.T) {
 }
 
 // TestSameMessageTwiceInOneInstance: a redelivery within one run, after
-// the first copy's turn ended and its journal was emptied, is a
-// duplicate; the id lives on in seen.jsonl.
+// the first copy's turn ended and its entry was acknowledged, is a
+// duplicate: with the acknowledged record still in the journal, and with
+// the journal compacted (the id lives on in seen.jsonl).
 func TestSameMessageTwiceInOneInstance(t *testing.T) {
-	h, _ := newRealHarness(t, nil, nil)
-	m := h.message("alice", "T1", "only once")
-	if res := h.deliver(m); res.Status != platform.Queued || res.Position != 0 {
-		t.Fatalf("first copy: %+v, want queued to run at once", res)
-	}
-	h.rec.waitSend(t, "echo: only once")
-	h.waitIdle()
-	if fi, err := os.Stat(inboxPath(h.opts.StateDir, t1Key)); err != nil || fi.Size() != 0 {
-		t.Fatalf("journal after the turn: %v, %v; want it emptied", fi, err)
-	}
-	if seen, _ := os.ReadFile(filepath.Join(h.opts.StateDir, "inbox", "seen.jsonl")); !strings.Contains(string(seen), m.ID) {
-		t.Errorf("seen.jsonl = %q, want the emptied journal's id in it", seen)
-	}
-	if res := h.deliver(m); res.Status != platform.Duplicate {
-		t.Errorf("second copy: %+v, want a duplicate", res)
-	}
-	h.waitIdle()
-	if got := claudeGot(t, h); strings.Join(got, "|") != "only once" {
-		t.Errorf("claude received %q", got)
+	for _, compacted := range []bool{false, true} {
+		t.Run(fmt.Sprintf("compacted=%v", compacted), func(t *testing.T) {
+			h, _ := newRealHarness(t, nil, nil)
+			if compacted {
+				h.stop()
+				cfg := *h.cfg
+				cfg.compactBytes = 1 // at every ack that leaves nothing pending
+				h = startHarness(t, h.opts, &cfg, h.logs)
+			}
+			m := h.message("alice", "T1", "only once")
+			if res := h.deliver(m); res.Status != platform.Queued || res.Position != 0 {
+				t.Fatalf("first copy: %+v, want queued to run at once", res)
+			}
+			h.rec.waitSend(t, "echo: only once")
+			h.waitIdle()
+			fi, err := os.Stat(inboxPath(h.opts.StateDir, t1Key))
+			if err != nil || (fi.Size() == 0) != compacted {
+				t.Fatalf("journal after the turn: %v, %v; want it emptied only when compacted", fi, err)
+			}
+			if seen, _ := os.ReadFile(filepath.Join(h.opts.StateDir, "inbox", "seen.jsonl")); strings.Contains(string(seen), m.ID) != compacted {
+				t.Errorf("seen.jsonl = %q; the id belongs there once its journal was compacted", seen)
+			}
+			if res := h.deliver(m); res.Status != platform.Duplicate {
+				t.Errorf("second copy: %+v, want a duplicate", res)
+			}
+			h.waitIdle()
+			if got := claudeGot(t, h); strings.Join(got, "|") != "only once" {
+				t.Errorf("claude received %q", got)
+			}
+		})
 	}
 }
 

@@ -44,6 +44,8 @@ type harnessConfig struct {
 	// stopAt is the engine's kill-point hook (Engine.stopAt); a restart
 	// does not keep it.
 	stopAt func(point string) bool
+	// compactBytes is the journals' compaction size (0: the default).
+	compactBytes int64
 }
 
 func newHarness(t *testing.T, mutate func(*Options, *harnessConfig)) *harness {
@@ -77,6 +79,7 @@ func startHarness(t *testing.T, opts Options, cfg *harnessConfig, logs *testlog.
 	}
 	ft := &fakeTranscripts{fa: fa}
 	e.stopAt = cfg.stopAt
+	e.compactBytes = cfg.compactBytes
 	if !cfg.real {
 		e.spawn = fa.spawn
 		e.tx = ft
@@ -156,6 +159,25 @@ func (h *harness) deliver(m platform.Message) platform.Result {
 		h.t.Fatalf("HandleMessage(%q): %v", m.Text, err)
 	}
 	return res
+}
+
+// pending is how many messages the conversation's journal holds pending,
+// as its session sees it (0 when it has no session in memory). The file
+// itself may still hold acknowledged records: a journal is compacted at a
+// size, or when it is closed.
+func (h *harness) pending(key string) int {
+	h.t.Helper()
+	h.e.mu.Lock()
+	s := h.e.sessions[key]
+	h.e.mu.Unlock()
+	if s == nil {
+		return 0
+	}
+	in := s.jr.file()
+	if in == nil {
+		h.t.Fatalf("the journal of %s is not open", key)
+	}
+	return in.Len()
 }
 
 // waitIdle waits until the engine has no work.

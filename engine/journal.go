@@ -392,5 +392,5 @@ func (e *Engine) seenIDs() *inbox.Seen {
 // inboxLimits: QueueLimit messages may wait behind the running one, as in
 // the FIFO.
 func (e *Engine) inboxLimits() inbox.Limits {
-	return inbox.Limits{MaxPending: e.opts.QueueLimit + 1}
+	return inbox.Limits{MaxPending: e.opts.QueueLimit + 1, CompactBytes: e.compactBytes}
 }

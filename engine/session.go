@@ -82,7 +82,8 @@ func (e *Engine) session(b Binding, m platform.Message, a platform.Adapter) (*se
 	s.rb = &recordBook{store: e.store, log: log}
 	s.agent = &agentSlot{ws: ws, stateDir: e.opts.StateDir, grace: e.opts.ShutdownGrace, slots: e.slots, bg: e.bg, log: log, now: e.now}
 	s.chat = &relay{to: to, original: a, current: e.adapter, bg: e.bg, log: log, metrics: e.metrics}
-	s.tr = &turnRunner{e: e, key: key, ws: ws, log: log, jr: s.jr, mb: s.mb, rb: s.rb, agent: s.agent, chat: s.chat, other: s.handleControl}
+	s.tr = &turnRunner{e: e, key: key, ws: ws, log: log, jr: s.jr, mb: s.mb, rb: s.rb, agent: s.agent, chat: s.chat,
+		other: s.handleControl, stopShell: s.stopShell}
 
 	rec, ok, lerr := e.store.load(key, e.now())
 	if ok {
@@ -271,7 +272,9 @@ func (s *session) idleControl(c control) {
 	case ctrlAnswer:
 		s.chat.sendTo(c.to, "No permission request is pending.")
 	case ctrlStop:
-		s.chat.sendTo(c.to, "Nothing is running.")
+		if !s.stopShell(c.to) {
+			s.chat.sendTo(c.to, "Nothing is running.")
+		}
 	case ctrlReap:
 		s.reap("slot needed by another session")
 	default:
@@ -288,6 +291,16 @@ func (s *session) handleControl(c control) {
 	case ctrlCommand:
 		s.command(c.msg, c.cmd, c.args)
 	}
+}
+
+// stopShell stops the running !sh, if any, saying so to to, and reports
+// whether there was one.
+func (s *session) stopShell(to platform.Target) bool {
+	if !s.shell.running() {
+		return false
+	}
+	s.chat.sendTo(to, "Stopping the shell command.")
+	return s.shell.stop()
 }
 
 // reap closes an idle live process and keeps the session id, so the next

@@ -48,8 +48,10 @@ type turnRunner struct {
 	agent *agentSlot
 	chat  *relay
 	// other handles the controls that are not the turn's: notices to
-	// post, commands that act at once.
-	other func(control)
+	// post, commands that act at once. stopShell stops the session's
+	// running !sh for a !stop, saying so (false: none ran).
+	other     func(control)
+	stopShell func(to platform.Target) bool
 }
 
 // outcome is how one attempt at a turn ended.
@@ -270,6 +272,7 @@ func (tr *turnRunner) ensureProcess() error {
 	onCtrl := func(c control) error {
 		switch c.kind {
 		case ctrlStop:
+			tr.stopShell(c.to)
 			return errStoppedWaiting
 		case ctrlAnswer:
 			tr.chat.sendTo(c.to, "No permission request is pending.")
@@ -488,6 +491,7 @@ func (tr *turnRunner) control(t *turn, proc agentProcess, c control) {
 		t.perms.answer(proc, c)
 		tr.notePermissions(t)
 	case ctrlStop:
+		tr.stopShell(c.to)
 		t.stopped = true
 		if t.started {
 			if err := tr.interrupt(proc); err != nil {

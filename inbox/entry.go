@@ -65,6 +65,11 @@ func (a Attachment) Stored() bool { return a.Path != "" || a.Refusal != "" }
 type Limits struct {
 	MaxPending int
 	MaxBytes   int64
+	// CompactBytes: a journal with nothing pending is compacted (its ids
+	// moved to the seen file, the file emptied) once it holds this many
+	// bytes, and when it is closed; below it, acknowledged records stay,
+	// so that a turn's end costs one fsync, not three.
+	CompactBytes int64
 }
 
 func (l Limits) withDefaults() Limits {
@@ -73,6 +78,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxBytes <= 0 {
 		l.MaxBytes = DefaultMaxBytes
+	}
+	if l.CompactBytes <= 0 {
+		l.CompactBytes = DefaultCompactBytes
 	}
 	return l
 }

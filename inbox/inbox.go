@@ -29,8 +29,9 @@ import (
 // has a bigger problem than a full queue, and 8 MiB bounds a journal of
 // pasted logs.
 const (
-	DefaultMaxPending = 20
-	DefaultMaxBytes   = 8 << 20
+	DefaultMaxPending   = 20
+	DefaultMaxBytes     = 8 << 20
+	DefaultCompactBytes = 64 << 10 // a few hundred messages
 )
 
 // Errors callers branch on.
@@ -363,9 +364,10 @@ func (in *Inbox) mark(id, op string, set func(*Entry, *diskRecord)) error {
 }
 
 // Ack removes a message whose turn reached a durable end (fsynced). When
-// nothing is left pending the journal is compacted: its ids move to the
-// seen file, and it is emptied, so it only ever holds live work and ids not
-// yet moved.
+// nothing is left pending and the journal has reached CompactBytes it is
+// compacted: its ids move to the seen file, and it is emptied; below that,
+// and until it is closed, the acknowledged records stay in it (its ids are
+// seen from the journal itself).
 func (in *Inbox) Ack(id string, why AckReason) error {
 	rec, err := encode(diskRecord{Op: opAck, ID: id, Reason: why})
 	if err != nil {
@@ -382,7 +384,7 @@ func (in *Inbox) Ack(id string, why AckReason) error {
 		return err
 	}
 	in.pending = append(in.pending[:i], in.pending[i+1:]...)
-	empty := len(in.pending) == 0
+	empty := len(in.pending) == 0 && in.size >= in.limits.CompactBytes
 	f := in.f
 	in.syncs.Add(1)
 	in.mu.Unlock()

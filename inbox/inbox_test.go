@@ -79,9 +79,27 @@ func TestInboxSurvivesReopenInOrder(t *testing.T) {
 	}
 }
 
+// TestInboxTruncatesWhenEmpty: a journal with nothing pending keeps its
+// acknowledged records until it reaches CompactBytes (or is closed), then
+// is emptied; what comes after is kept.
 func TestInboxTruncatesWhenEmpty(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "s.jsonl")
-	in := openT(t, path, Limits{})
+	lazy := openT(t, filepath.Join(t.TempDir(), "lazy.jsonl"), Limits{})
+	if err := lazy.Append(entry("a")); err != nil {
+		t.Fatal(err)
+	}
+	if err := lazy.Ack("a", AckResult); err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := os.Stat(lazy.Path()); fi.Size() == 0 {
+		t.Error("a small journal was emptied at its ack, want it kept until CompactBytes")
+	}
+	lazy.Close()
+	if fi, _ := os.Stat(lazy.Path()); fi.Size() != 0 {
+		t.Errorf("closed with nothing pending: %d bytes, want 0", fi.Size())
+	}
+
+	in := openT(t, path, Limits{CompactBytes: 1})
 	for i := 0; i < 3; i++ {
 		id := fmt.Sprint(i)
 		if err := in.Append(entry(id)); err != nil {

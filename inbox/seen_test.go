@@ -97,7 +97,7 @@ func openState(t *testing.T, dir string, now func() time.Time) (*Seen, *Inbox) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in, err := Open(filepath.Join(dir, "s.jsonl"), Limits{}, seen)
+	in, err := Open(filepath.Join(dir, "s.jsonl"), Limits{CompactBytes: 1}, seen)
 	if err != nil {
 		t.Fatal(err)
 	}
