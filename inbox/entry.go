@@ -68,7 +68,7 @@ type Limits struct {
 	// CompactBytes: a journal with nothing pending is compacted (its ids
 	// moved to the seen file, the file emptied) once it holds this many
 	// bytes, and when it is closed; below it, acknowledged records stay,
-	// so that a turn's end costs one fsync, not three.
+	// so that a turn's end costs one fsync (the ack), not two.
 	CompactBytes int64
 }
 
