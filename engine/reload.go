@@ -98,6 +98,7 @@ func (e *Engine) Reload(ctx context.Context, r Reload) error {
 	defer e.reload.apply.Unlock()
 
 	bs := slices.Clone(r.Bindings)
+	e.pool.forget()
 	for i := range bs {
 		// Normalized once here, so that comparing with a session's
 		// workspace compares folders, not spellings.
