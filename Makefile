@@ -11,7 +11,7 @@ LDFLAGS := -X main.version=$(VERSION)
 
 # The Claude Code CLI the integration tier pins (internal/testenv finds it
 # under .tools/, which .gitignore keeps out of commits).
-CLAUDE_VERSION := 2.1.328
+CLAUDE_VERSION := 2.1.332
 TOOLS_DIR := .tools/claude-code
 CLAUDE_BIN := $(TOOLS_DIR)/node_modules/.bin/claude
 
@@ -19,7 +19,7 @@ CLAUDE_BIN := $(TOOLS_DIR)/node_modules/.bin/claude
 CONFIG ?= config.example.toml
 
 .DEFAULT_GOAL := build
-.PHONY: build test lint fmt-check vet tools bench bench-smoke soak run clean
+.PHONY: build test lint fmt-check vet tools bench bench-smoke soak stress test-cli test-cli-latest run clean
 
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/cc-connect ./cmd/cc-connect
@@ -51,6 +51,45 @@ tools:
 	@v="$$($(CLAUDE_BIN) --version)"; echo "$(CLAUDE_BIN): $$v"; \
 	case "$$v" in "$(CLAUDE_VERSION) "*) ;; *) echo "want claude $(CLAUDE_VERSION)"; exit 1;; esac
 
+# stress runs the whole suite under the race detector three times, then the
+# engine and binary packages at GOMAXPROCS 1, 2 and 4, while busy loops of
+# its own (one per core) compete for the CPU: the orderings a loaded machine
+# produces. Not part of `test`.
+STRESS_TIMEOUT ?= 90m
+stress: tools
+	@hogs=""; for i in $$(seq $$(nproc)); do ( while :; do :; done ) & hogs="$$hogs $$!"; done; \
+	trap 'kill $$hogs 2>/dev/null' EXIT; trap 'exit 1' INT TERM; \
+	echo "== CPU hogs:$$hogs"; \
+	$(GO) test -race -count=3 -timeout $(STRESS_TIMEOUT) ./... && \
+	$(GO) test -race -count=1 -cpu 1,2,4 -timeout $(STRESS_TIMEOUT) ./engine/... ./cmd/cc-connect/...
+
+# test-cli runs the real-CLI tier (the tests that drive the claude CLI
+# against internal/fakeapi) against one Claude Code release:
+#
+#	make test-cli VERSION=2.1.330
+#
+# It installs that release once into .tools/claude-<version> (the pinned
+# one is the copy `tools` installs). test-cli-latest does the same for the
+# newest release on npm. docs/operations.md lists what was last checked.
+CLI_TEST_PKGS := ./agentproc/ ./engine/ ./cmd/cc-connect/ ./artifact/ ./ctxindicator/ ./doctor/
+CLI_TEST_RUN := Real
+test-cli:
+	@if [ "$(origin VERSION)" != "command line" ]; then echo "usage: make test-cli VERSION=<claude code version>"; exit 2; fi
+	@dir=.tools/claude-$(VERSION); [ "$(VERSION)" = "$(CLAUDE_VERSION)" ] && dir=$(TOOLS_DIR); \
+	bin=$$dir/node_modules/.bin/claude; \
+	if ! { [ -x $$bin ] && $$bin --version 2>/dev/null | grep -q '^$(VERSION) '; }; then \
+		mkdir -p $$dir && \
+		$(NPM) install --prefix $$dir --no-audit --no-fund --no-save --no-package-lock \
+			--loglevel=error @anthropic-ai/claude-code@$(VERSION) || exit 1; \
+	fi; \
+	echo "== real-CLI tier against $$($$bin --version) ($$bin)"; \
+	CC_CONNECT_CLAUDE_BIN=$$PWD/$$bin CC_CONNECT_CLAUDE_VERSION=$(VERSION) \
+		$(GO) test -race -count=1 -timeout 30m -run '$(CLI_TEST_RUN)' $(CLI_TEST_PKGS)
+
+test-cli-latest:
+	@v="$$($(NPM) view @anthropic-ai/claude-code version)" && [ -n "$$v" ] && \
+	$(MAKE) --no-print-directory test-cli VERSION=$$v
+
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
@@ -58,7 +97,7 @@ bench-smoke:
 	$(GO) test -run '^$$' -bench . -benchtime=1x -benchmem ./...
 
 # soak kills cc-connect at many random points with messages queued and
-# checks that each runs exactly once, in order (a few iterations run in
+# checks that each runs exactly once, in order (20 iterations run in
 # `test`). CC_SOAK_ITERATIONS and CC_SOAK_SEED override.
 CC_SOAK_ITERATIONS ?= 200
 soak:

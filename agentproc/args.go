@@ -48,7 +48,19 @@ func BuildArgs(cfg Config, opts StartOptions) []string {
 	if cfg.AppendSystemPrompt != "" {
 		args = append(args, "--append-system-prompt", cfg.AppendSystemPrompt)
 	}
-	return append(args, cfg.Args...)
+	args = append(args, cfg.Args...)
+	if opts.ReadOnly {
+		// Seen on the real CLI (engine's TestRealCLIBtwCannotWrite): --tools
+		// leaves only these built-in tools ("No such tool available: Write"),
+		// even after a --tools default and in bypassPermissions; it keeps
+		// MCP tools, which the deny rule removes; a later --permission-mode
+		// wins over an earlier one, and plan refuses what would still write.
+		args = append(args,
+			"--tools", strings.Join(ReadOnlyTools, ","),
+			"--disallowedTools", "mcp__*",
+			"--permission-mode", "plan")
+	}
+	return args
 }
 
 // BuildEnv returns the environment of every child process started for the
@@ -100,6 +112,13 @@ func BuildEnv(base []string, cfg Config) []string {
 	sort.Strings(keys) // deterministic order for tests and logs
 	for _, k := range keys {
 		set(k + "=" + cfg.Env[k])
+	}
+	// An empty CLAUDE_CONFIG_DIR is not unset to the CLI: it resolves ""
+	// to its working directory and keeps its config and transcripts in
+	// the workspace. Dropped, the CLI uses ~/.claude, where ConfigDir
+	// (and so every transcript lookup) looks.
+	if i, ok := index["CLAUDE_CONFIG_DIR"]; ok && out[i] == "CLAUDE_CONFIG_DIR=" {
+		out = append(out[:i], out[i+1:]...)
 	}
 	return out
 }

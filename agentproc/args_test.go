@@ -51,6 +51,14 @@ func TestBuildArgs(t *testing.T) {
 			want: append(slices.Clone(baseArgs), "--append-system-prompt", "be brief; don't $(rm -rf)"),
 		},
 		{
+			name: "read only after everything the config adds",
+			cfg:  Config{PermissionMode: "bypassPermissions", Args: []string{"--tools", "default", "--permission-mode", "acceptEdits"}},
+			opts: StartOptions{ResumeID: "abc", Fork: true, ReadOnly: true},
+			want: append(slices.Clone(baseArgs), "--resume", "abc", "--fork-session", "--permission-mode", "bypassPermissions",
+				"--tools", "default", "--permission-mode", "acceptEdits",
+				"--tools", "Read,Grep,Glob", "--disallowedTools", "mcp__*", "--permission-mode", "plan"),
+		},
+		{
 			name: "extra args last",
 			cfg:  Config{Args: []string{"--add-dir", "/x"}, Model: "m"},
 			opts: StartOptions{SessionID: "id"},
@@ -101,6 +109,18 @@ func TestBuildEnv(t *testing.T) {
 			name: "duplicate base keys collapse to the last",
 			base: []string{"A=1", "A=2"},
 			want: []string{"A=2", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1"},
+		},
+		{
+			// The CLI would keep its config in its working directory.
+			name: "an empty CLAUDE_CONFIG_DIR is dropped, hiding the base's",
+			base: []string{"CLAUDE_CONFIG_DIR=/base", "HOME=/h"},
+			env:  map[string]string{"CLAUDE_CONFIG_DIR": ""},
+			want: []string{"HOME=/h", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1"},
+		},
+		{
+			name: "an empty CLAUDE_CONFIG_DIR in base is dropped",
+			base: []string{"CLAUDE_CONFIG_DIR="},
+			want: []string{"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1"},
 		},
 		{
 			name: "values with equals signs survive",

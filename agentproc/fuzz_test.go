@@ -17,7 +17,7 @@ import (
 // flagged ErrMalformedOutput so the turn fails instead of hanging. Every
 // line of the fixtures seeds the corpus.
 func FuzzDecodeLine(f *testing.F) {
-	for _, dir := range []string{"captures", "full"} {
+	for _, dir := range []string{"captures", "full", filepath.Join("captures", "*")} {
 		files, _ := filepath.Glob(filepath.Join("testdata", dir, "*.jsonl"))
 		for _, file := range files {
 			data, err := os.ReadFile(file)

@@ -293,11 +293,20 @@ func TestRealMessageDuringToolFolds(t *testing.T) {
 	if o.err != nil || o.res == nil || o.res.Text != "tool said: opened" {
 		t.Fatalf("turn: result %+v, err %v", o.res, o.err)
 	}
-	// The message went into the running turn, as a role "system" note on
-	// the tool's follow-up request, and has no result of its own (§3).
+	// The message went into the running turn, as a note on the tool's
+	// follow-up request (a role "system" message up to 2.1.328, a text
+	// block after the tool_result from 2.1.332 on), and has no result of
+	// its own (§3). cc-connect relies on that only in that it never sends
+	// mid-turn: the engine holds a message until the turn's result.
 	reqs := r.api.Requests()
-	if len(reqs) != 2 || !reqs[1].Contains("The user sent a new message while you were working") || !reqs[1].Contains("midway note") {
-		t.Errorf("API requests %d; want the follow-up to carry the mid-turn message", len(reqs))
+	if len(reqs) != 2 {
+		t.Fatalf("%d API requests, want 2 (the prompt, the tool's follow-up)", len(reqs))
+	}
+	if !reqs[1].FollowUp || len(reqs[1].ToolResults) != 1 || reqs[1].ToolResults[0].Content != "opened" {
+		t.Errorf("second request: follow-up %v, tool results %+v; want the tool's output", reqs[1].FollowUp, reqs[1].ToolResults)
+	}
+	if n := reqs[1].MidTurnNotes; len(n) != 1 || !strings.Contains(n[0], "\nmidway note\n") {
+		t.Errorf("mid-turn notes on the follow-up %q, want the one message sent mid-turn", n)
 	}
 	// So the next turn must get its own result, not a stale one.
 	mustTurn(t, p, "after", "echo: after")

@@ -165,8 +165,8 @@ func TestRealOneTurn(t *testing.T) {
 			texts = append(texts, e.Text)
 		}
 	}
-	if init == nil || init.SessionID != id || init.Cwd != r.dir || init.Version != testenv.ClaudeVersion {
-		t.Errorf("init event %+v, want session %s, cwd %s, version %s", init, id, r.dir, testenv.ClaudeVersion)
+	if init == nil || init.SessionID != id || init.Cwd != r.dir || init.Version != testenv.WantVersion() {
+		t.Errorf("init event %+v, want session %s, cwd %s, version %s", init, id, r.dir, testenv.WantVersion())
 	}
 	if !slices.Equal(texts, []string{"echo: hello one"}) {
 		t.Errorf("assistant texts %q", texts)

@@ -54,4 +54,13 @@ type StartOptions struct {
 	Model string
 	// PermissionMode overrides Config.PermissionMode when not empty.
 	PermissionMode string
+	// ReadOnly starts a process that cannot change anything: only the
+	// ReadOnlyTools, no MCP tools, plan mode. The flags come after
+	// Config.Args, so no permission mode or tool list in the config (or in
+	// Config.Args) widens them (BuildArgs).
+	ReadOnly bool
 }
+
+// ReadOnlyTools are the only tools a ReadOnly process has: they read and
+// search files, and nothing else.
+var ReadOnlyTools = []string{"Read", "Grep", "Glob"}

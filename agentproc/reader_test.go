@@ -130,6 +130,21 @@ func TestDecodeFullFixtures(t *testing.T) {
 				t.Errorf("result usage = %+v", r.Usage)
 			}
 		}},
+		{"full/midtool.jsonl", func(t *testing.T, _ []decoded, evs []Event) {
+			// 2.1.332: a message sent while the tool ran is folded into
+			// the turn; stdout shows nothing of it, and one result covers
+			// both inputs.
+			tu := one[ToolUse](t, evs)
+			if tr := one[ToolResult](t, evs); tr.ToolUseID != tu.ID || tr.Content != "opened" {
+				t.Errorf("tool result = %+v", tr)
+			}
+			if r := one[*Result](t, evs); r.IsError || r.Text != "tool said: opened" || r.NumTurns != 2 {
+				t.Errorf("result = %+v, want the one result of the folded turn", r)
+			}
+			if init := one[Init](t, evs); init.Version != "2.1.332" {
+				t.Errorf("init version %q", init.Version)
+			}
+		}},
 		{"full/perm_allow.jsonl", func(t *testing.T, ds []decoded, evs []Event) {
 			pr := one[PermissionRequest](t, evs)
 			tu := one[ToolUse](t, evs)

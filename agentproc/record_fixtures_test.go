@@ -7,9 +7,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -25,83 +27,20 @@ import (
 //
 //	CC_CONNECT_RECORD_FIXTURES=1 CC_CONNECT_CLAUDE_BIN=/path/to/claude \
 //	    go test ./agentproc -run TestRecordFixtures
+//
+// CC_CONNECT_RECORD_DIR=<dir> writes elsewhere (to compare two releases).
+// A scenario that keeps an API request writes it as <name>.request.json;
+// midtool's belongs in internal/fakeapi/testdata/midtool_<version>.request.json.
 func TestRecordFixtures(t *testing.T) {
 	if os.Getenv("CC_CONNECT_RECORD_FIXTURES") != "1" {
 		t.Skip("set CC_CONNECT_RECORD_FIXTURES=1 to re-record testdata/full from the real CLI")
 	}
 	bin := testenv.ClaudeBinary(t)
-	scenarios := []struct {
-		name string
-		args []string
-		run  func(r *recorder)
-	}{
-		{name: "turn_hi", run: func(r *recorder) {
-			r.user("hi")
-			r.waitType("result")
-		}},
-		{name: "multi", run: func(r *recorder) {
-			for _, s := range []string{"turn one", "turn two", "turn three"} {
-				r.user(s)
-				r.waitType("result")
-			}
-		}},
-		{name: "tool_auto", run: func(r *recorder) {
-			r.user("[[TOOL:echo hi]] run it")
-			r.waitType("result")
-		}},
-		{name: "perm_allow", run: func(r *recorder) {
-			r.user("[[TOOL:touch allowed.txt]] please")
-			req := r.waitType("control_request")
-			r.answer(req, map[string]any{"behavior": "allow", "updatedInput": req.Request["input"]})
-			r.waitType("result")
-		}},
-		{name: "perm_deny", run: func(r *recorder) {
-			r.user("[[TOOL:touch denied.txt]] please")
-			req := r.waitType("control_request")
-			r.answer(req, map[string]any{"behavior": "deny", "message": "User said no via chat"})
-			r.waitType("result")
-		}},
-		{name: "perm_deny_interrupt", run: func(r *recorder) {
-			r.user("[[TOOL:touch stopped.txt]] please")
-			req := r.waitType("control_request")
-			r.answer(req, map[string]any{"behavior": "deny", "message": "stop", "interrupt": true})
-			r.waitType("result")
-		}},
-		{name: "perm_cancel", run: func(r *recorder) {
-			r.user("[[TOOL:touch cancelled.txt]] please")
-			r.waitType("control_request")
-			r.control("int_1", map[string]any{"subtype": "interrupt"})
-			r.waitType("result")
-		}},
-		{name: "interrupt_slow", run: func(r *recorder) {
-			r.user("[[SLOW]] go slowly")
-			r.waitRequests(1)
-			r.control("int_1", map[string]any{"subtype": "interrupt"})
-			r.waitType("result")
-			r.user("after interrupt")
-			r.waitType("result")
-		}},
-		{name: "toolong", run: func(r *recorder) {
-			r.user("[[TOOLONG]] first")
-			r.waitType("result")
-			r.user("normal two")
-			r.waitType("result")
-		}},
-		{name: "control", run: func(r *recorder) {
-			r.control("req_bogus", map[string]any{"subtype": "bogus_thing"})
-			r.waitType("control_response")
-			r.control("req_spm", map[string]any{"subtype": "set_permission_mode", "mode": "acceptEdits"})
-			r.waitType("control_response")
-			r.control("req_model", map[string]any{"subtype": "set_model", "model": "claude-sonnet-4-5"})
-			r.waitType("control_response")
-			r.user("on the new model")
-			r.waitType("result")
-		}},
-		{name: "resume_unknown", args: []string{"--resume", "11111111-2222-3333-4444-555555555555"}, run: func(r *recorder) {
-			r.waitType("result")
-		}},
-	}
+	scenarios := recordScenarios()
 	outDir := filepath.Join("testdata", "full")
+	if d := os.Getenv("CC_CONNECT_RECORD_DIR"); d != "" {
+		outDir = d
+	}
 	if err := os.MkdirAll(outDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -113,6 +52,11 @@ func TestRecordFixtures(t *testing.T) {
 			out := r.finish()
 			if err := os.WriteFile(filepath.Join(outDir, sc.name+".jsonl"), out, 0o644); err != nil {
 				t.Fatal(err)
+			}
+			if r.request != nil {
+				if err := os.WriteFile(filepath.Join(outDir, sc.name+".request.json"), r.request, 0o644); err != nil {
+					t.Fatal(err)
+				}
 			}
 		})
 	}
@@ -127,6 +71,11 @@ type recorder struct {
 	lines chan []byte
 	raw   bytes.Buffer
 	ctx   context.Context
+	home  string // HOME (the CLI's config and transcripts)
+	dir   string // the CLI's working directory
+	// request is the API request saveRequest kept: its model, stream flag
+	// and messages (the system prompt, some 30 KB, left out).
+	request []byte
 }
 
 type recLine struct {
@@ -162,7 +111,7 @@ func startRecorder(t *testing.T, bin string, api *fakeapi.Server, extra []string
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
-	r := &recorder{t: t, api: api, cmd: cmd, stdin: stdin, lines: make(chan []byte, 1024), ctx: ctx}
+	r := &recorder{t: t, api: api, cmd: cmd, stdin: stdin, lines: make(chan []byte, 1024), ctx: ctx, home: home, dir: dir}
 	go func() {
 		defer close(r.lines)
 		br := bufio.NewReaderSize(stdout, 1<<20)
@@ -208,6 +157,71 @@ func (r *recorder) waitRequests(n int) {
 	}
 }
 
+// waitTranscript waits until the session's transcript holds s: the CLI
+// records a message it took in there before any event says so. (With
+// CLAUDE_CONFIG_DIR empty the CLI keeps its config in its working
+// directory, so every transcript under HOME is looked at.)
+func (r *recorder) waitTranscript(s string) {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		found := false
+		_ = filepath.WalkDir(r.home, func(path string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && strings.HasSuffix(path, ".jsonl") {
+				if b, _ := os.ReadFile(path); bytes.Contains(b, []byte(s)) {
+					found = true
+					return fs.SkipAll
+				}
+			}
+			return nil
+		})
+		if found {
+			return
+		}
+		select {
+		case <-r.ctx.Done():
+			r.t.Fatalf("timed out waiting for %s in the transcript", s)
+		case <-tick.C:
+		}
+	}
+}
+
+// saveRequest keeps the nth API request (1-based) for the fixture.
+func (r *recorder) saveRequest(n int) {
+	reqs := r.api.Requests()
+	if n < 1 || n > len(reqs) {
+		r.t.Fatalf("no API request %d of %d", n, len(reqs))
+	}
+	var body map[string]json.RawMessage
+	if err := json.Unmarshal(reqs[n-1].Body, &body); err != nil {
+		r.t.Fatal(err)
+	}
+	b, err := json.MarshalIndent(map[string]json.RawMessage{
+		"model": body["model"], "stream": body["stream"], "messages": body["messages"]}, "", " ")
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.request = append(b, '\n')
+}
+
+// waitLine reads stdout until a line holding s.
+func (r *recorder) waitLine(s string) {
+	for {
+		select {
+		case line, ok := <-r.lines:
+			if !ok {
+				r.t.Fatalf("stdout ended waiting for %s", s)
+			}
+			r.raw.Write(line)
+			if bytes.Contains(line, []byte(s)) {
+				return
+			}
+		case <-r.ctx.Done():
+			r.t.Fatalf("timed out waiting for %s", s)
+		}
+	}
+}
+
 // waitType reads stdout until a line of type typ and returns it.
 func (r *recorder) waitType(typ string) recLine {
 	for {
@@ -236,4 +250,99 @@ func (r *recorder) finish() []byte {
 	err := r.cmd.Wait()
 	fmt.Fprintf(os.Stderr, "recorded %d bytes, exit %v\n", r.raw.Len(), err)
 	return r.raw.Bytes()
+}
+
+// recordScenario is one scripted exchange with a claude CLI: the real one
+// for TestRecordFixtures, the fake for TestFakeMatchesRecordedStreams.
+type recordScenario struct {
+	name string
+	args []string
+	run  func(r *recorder)
+	// fakeSkip, when set, says why the fake claude cannot replay it.
+	fakeSkip string
+}
+
+// recordScenarios are the scripts of testdata/full, in file order.
+func recordScenarios() []recordScenario {
+	return []recordScenario{
+		{name: "turn_hi", run: func(r *recorder) {
+			r.user("hi")
+			r.waitType("result")
+		}},
+		{name: "multi", run: func(r *recorder) {
+			for _, s := range []string{"turn one", "turn two", "turn three"} {
+				r.user(s)
+				r.waitType("result")
+			}
+		}},
+		{name: "tool_auto", run: func(r *recorder) {
+			r.user("[[TOOL:echo hi]] run it")
+			r.waitType("result")
+		}},
+		{name: "perm_allow", run: func(r *recorder) {
+			r.user("[[TOOL:touch allowed.txt]] please")
+			req := r.waitType("control_request")
+			r.answer(req, map[string]any{"behavior": "allow", "updatedInput": req.Request["input"]})
+			r.waitType("result")
+		}},
+		{name: "perm_deny", run: func(r *recorder) {
+			r.user("[[TOOL:touch denied.txt]] please")
+			req := r.waitType("control_request")
+			r.answer(req, map[string]any{"behavior": "deny", "message": "User said no via chat"})
+			r.waitType("result")
+		}},
+		{name: "perm_deny_interrupt", run: func(r *recorder) {
+			r.user("[[TOOL:touch stopped.txt]] please")
+			req := r.waitType("control_request")
+			r.answer(req, map[string]any{"behavior": "deny", "message": "stop", "interrupt": true})
+			r.waitType("result")
+		}},
+		{name: "perm_cancel", run: func(r *recorder) {
+			r.user("[[TOOL:touch cancelled.txt]] please")
+			r.waitType("control_request")
+			r.control("int_1", map[string]any{"subtype": "interrupt"})
+			r.waitType("result")
+		}},
+		{name: "interrupt_slow", fakeSkip: "the script waits for the fake Messages API's request, which the fake claude never makes", run: func(r *recorder) {
+			r.user("[[SLOW]] go slowly")
+			r.waitRequests(1)
+			r.control("int_1", map[string]any{"subtype": "interrupt"})
+			r.waitType("result")
+			r.user("after interrupt")
+			r.waitType("result")
+		}},
+		{name: "toolong", run: func(r *recorder) {
+			r.user("[[TOOLONG]] first")
+			r.waitType("result")
+			r.user("normal two")
+			r.waitType("result")
+		}},
+		{name: "control", run: func(r *recorder) {
+			r.control("req_bogus", map[string]any{"subtype": "bogus_thing"})
+			r.waitType("control_response")
+			r.control("req_spm", map[string]any{"subtype": "set_permission_mode", "mode": "acceptEdits"})
+			r.waitType("control_response")
+			r.control("req_model", map[string]any{"subtype": "set_model", "model": "claude-sonnet-4-5"})
+			r.waitType("control_response")
+			r.user("on the new model")
+			r.waitType("result")
+		}},
+		{name: "midtool", fakeSkip: "the fake claude does not fold a message into a running tool's turn (cc-connect never sends one then)", run: func(r *recorder) {
+			// A message sent while the tool runs (the CLI runs this
+			// read-only loop without asking) is folded into the
+			// running turn: one result for both.
+			r.user("[[TOOL:while [ ! -f gate ]; do sleep 0.05; done; echo opened]] please")
+			r.waitLine(`"type":"tool_use"`)
+			r.user("midway note")
+			r.waitTranscript(`"content":"midway note"`)
+			if err := os.WriteFile(filepath.Join(r.dir, "gate"), nil, 0o600); err != nil {
+				r.t.Fatal(err)
+			}
+			r.waitType("result")
+			r.saveRequest(len(r.api.Requests()))
+		}},
+		{name: "resume_unknown", args: []string{"--resume", "11111111-2222-3333-4444-555555555555"}, run: func(r *recorder) {
+			r.waitType("result")
+		}},
+	}
 }

@@ -72,12 +72,15 @@ func slugKeeps(c byte) bool {
 // CLAUDE_CONFIG_DIR from env (the extra environment given to the agent),
 // then from this process's environment, else $HOME/.claude, where HOME is
 // taken from env first because that is the home the agent will see. An empty
-// value counts as unset, as it does for the CLI.
+// value counts as unset: BuildEnv drops it, since the CLI itself would take
+// "" for its working directory. An empty value in env also hides this
+// process's, as it replaces it in the agent's environment.
 func ConfigDir(env map[string]string) string {
-	if d := env["CLAUDE_CONFIG_DIR"]; d != "" {
-		return d
+	d, ok := env["CLAUDE_CONFIG_DIR"]
+	if !ok {
+		d = os.Getenv("CLAUDE_CONFIG_DIR")
 	}
-	if d := os.Getenv("CLAUDE_CONFIG_DIR"); d != "" {
+	if d != "" {
 		return d
 	}
 	home := env["HOME"]

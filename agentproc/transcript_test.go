@@ -95,7 +95,10 @@ func TestConfigDir(t *testing.T) {
 		{"default under home", nil, "", filepath.Join(home, ".claude")},
 		{"agent env wins", map[string]string{"CLAUDE_CONFIG_DIR": "/x/agent"}, "/x/proc", "/x/agent"},
 		{"process env next", map[string]string{"OTHER": "1"}, "/x/proc", "/x/proc"},
-		{"empty agent value is unset", map[string]string{"CLAUDE_CONFIG_DIR": ""}, "/x/proc", "/x/proc"},
+		// The agent's environment has no CLAUDE_CONFIG_DIR then
+		// (BuildEnv): its empty value replaced this process's.
+		{"empty agent value is unset", map[string]string{"CLAUDE_CONFIG_DIR": ""}, "/x/proc", filepath.Join(home, ".claude")},
+		{"empty process value is unset", nil, "", filepath.Join(home, ".claude")},
 		{"agent HOME", map[string]string{"HOME": "/x/home"}, "", "/x/home/.claude"},
 	}
 	for _, tt := range tests {

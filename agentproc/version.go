@@ -4,4 +4,4 @@ package agentproc
 // tested against (the integration tier pins the same one). Other versions
 // may work, but the stream-json protocol is not a stable interface, so
 // `cc-connect doctor` warns when the installed CLI differs.
-const TestedClaudeVersion = "2.1.328"
+const TestedClaudeVersion = "2.1.332"

@@ -153,6 +153,10 @@ type Binding struct {
 	Workspace  string   `toml:"workspace"`
 	AllowUsers []string `toml:"allow_users"`
 	Admins     []string `toml:"admins"`
+	// Approvers may answer permission prompts here (buttons, !allow,
+	// !deny). Nil when the file does not say: every allowed user may.
+	// Only users in AllowUsers can approve either way.
+	Approvers []string `toml:"approvers"`
 	// RequireMention is nil when the file does not say: the engine then
 	// requires a mention in channels and not in DMs.
 	RequireMention *bool `toml:"require_mention"`
@@ -367,6 +371,9 @@ func (c *Config) String() string {
 	for _, bd := range c.Bindings {
 		fmt.Fprintf(&b, "\n[[bindings]]\nplatform = %s\nchannel = %s\nworkspace = %s\nallow_users = %s\nadmins = %s\n",
 			q(bd.Platform), q(bd.Channel), q(bd.Workspace), list(bd.AllowUsers), list(bd.Admins))
+		if bd.Approvers != nil {
+			fmt.Fprintf(&b, "approvers = %s\n", list(bd.Approvers))
+		}
 		if bd.RequireMention != nil {
 			fmt.Fprintf(&b, "require_mention = %t\n", *bd.RequireMention)
 		}

@@ -133,6 +133,7 @@ channel = "C123"
 workspace = "ws/"
 allow_users = ["U1", "U2"]
 admins = ["U1"]
+approvers = ["U2"]
 require_mention = false
 allow_shell = true
 
@@ -192,13 +193,16 @@ allow_users = ["*"]
 	b := cfg.Bindings[0]
 	ws := workspace.Normalize(filepath.Join(dir, "ws"), nil)
 	if b.Workspace != ws || b.Channel != "C123" || b.RequireMention == nil || *b.RequireMention ||
-		!reflect.DeepEqual(b.AllowUsers, []string{"U1", "U2"}) || !reflect.DeepEqual(b.Admins, []string{"U1"}) {
+		!reflect.DeepEqual(b.AllowUsers, []string{"U1", "U2"}) || !reflect.DeepEqual(b.Admins, []string{"U1"}) ||
+		!reflect.DeepEqual(b.Approvers, []string{"U2"}) {
 		t.Errorf("bindings[0] = %+v", b)
 	}
-	if cfg.Bindings[1].Channel != "*" || cfg.Bindings[1].RequireMention != nil {
+	if cfg.Bindings[1].Channel != "*" || cfg.Bindings[1].RequireMention != nil || cfg.Bindings[1].Approvers != nil {
 		t.Errorf("bindings[1] defaults = %+v", cfg.Bindings[1])
 	}
-	if len(cfg.Warnings) != 0 {
+	// The file sets two things worth a warning, and nothing else.
+	if len(cfg.Warnings) != 2 || !strings.Contains(cfg.Warnings[0], "files.attachment_max_size (2000000B) is larger than files.artifact_quota (1MiB)") ||
+		!strings.Contains(cfg.Warnings[1], `agent.allowed_modes[1] = "bypassPermissions"`) {
 		t.Errorf("warnings = %q", cfg.Warnings)
 	}
 }
@@ -306,6 +310,10 @@ func TestLoadErrors(t *testing.T) {
 			nil, []string{"bindings[1].channel: must not be empty"}},
 		{"empty user id", minimal + "[[bindings]]\nplatform = \"local\"\nchannel = \"local\"\nworkspace = \"ws\"\nallow_users = [\"\"]\nadmins = [\" \"]\n",
 			nil, []string{"bindings[1].allow_users[0]: must not be empty", "bindings[1].admins[0]: must not be empty"}},
+		{"empty approvers", minimal + "[[bindings]]\nplatform = \"local\"\nchannel = \"local\"\nworkspace = \"ws\"\napprovers = []\n",
+			nil, []string{"bindings[1].approvers: is empty, so nobody could answer a permission prompt here"}},
+		{"empty approver id", minimal + "[[bindings]]\nplatform = \"local\"\nchannel = \"local\"\nworkspace = \"ws\"\napprovers = [\"\"]\n",
+			nil, []string{"bindings[1].approvers[0]: must not be empty"}},
 		{"require_mention type", minimal + "[[bindings]]\nplatform = \"local\"\nchannel = \"local\"\nworkspace = \"ws\"\nrequire_mention = \"yes\"\n",
 			nil, []string{"bindings[1].require_mention: expected true or false"}},
 		{"bindings not an array of tables", "bindings = \"x\"\n[[platforms]]\nname = \"local\"\ntype = \"local\"\n",

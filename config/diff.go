@@ -189,8 +189,6 @@ func (c Changes) Summary() []string {
 			what := "applies to the next message"
 			if slices.Contains(b.Keys, "workspace") {
 				what = "the workspace applies from each conversation's next session; running turns finish first"
-			} else if slices.Contains(b.Keys, "admins") || slices.Contains(b.Keys, "allow_shell") {
-				what = "allow lists apply to the next message; admins and allow_shell from each conversation's next session"
 			}
 			out = append(out, fmt.Sprintf("binding %s/%s changed (%s): %s", b.Platform, b.Channel, strings.Join(b.Keys, ", "), what))
 		}

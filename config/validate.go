@@ -71,6 +71,8 @@ func (c *Config) validate(dir string, d *decoder) (warnings []string) {
 	}
 
 	c.validateAgent(d)
+	warnings = append(warnings, c.validateLimits(d)...)
+	warnings = append(warnings, c.dangerWarnings()...)
 	// (Claude Code refuses as root only; with agent.user it runs as that
 	// user. RunAs is resolved after this, so the key is read here.)
 	asRoot := os.Getuid() == 0 && (c.Agent.User == "" || c.Agent.User == "0" || c.Agent.User == "root")
@@ -310,7 +312,7 @@ func (c *Config) validateBindings(dir string, d *decoder) (warnings []string) {
 		for _, list := range []struct {
 			name  string
 			users []string
-		}{{"allow_users", b.AllowUsers}, {"admins", b.Admins}} {
+		}{{"allow_users", b.AllowUsers}, {"admins", b.Admins}, {"approvers", b.Approvers}} {
 			for j, u := range list.users {
 				if strings.TrimSpace(u) == "" {
 					d.failf(fmt.Sprintf("%s.%s[%d]", key, list.name, j), "must not be empty")
@@ -320,10 +322,18 @@ func (c *Config) validateBindings(dir string, d *decoder) (warnings []string) {
 		if !bad("channel") && b.Channel != "*" && b.Channel != "" && c.platformType(b.Platform) == TypeLocal && b.Channel != "local" {
 			d.failf(key+".channel", `%q never matches: the local platform's only channel is "local" (or write "*")`, b.Channel)
 		}
+		if b.Approvers != nil && len(b.Approvers) == 0 && !bad("approvers") {
+			d.failf(key+".approvers", "is empty, so nobody could answer a permission prompt here: leave it out to let every user in allow_users answer, or name who may")
+		}
 		if !slices.Contains(b.AllowUsers, "*") {
 			for _, admin := range b.Admins {
 				if admin != "" && !slices.Contains(b.AllowUsers, admin) {
 					warnings = append(warnings, fmt.Sprintf("%s.admins: %q is not in allow_users, so cannot use this binding at all", key, admin))
+				}
+			}
+			for _, u := range b.Approvers {
+				if u != "" && u != "*" && !slices.Contains(b.AllowUsers, u) {
+					warnings = append(warnings, fmt.Sprintf("%s.approvers: %q is not in allow_users, so cannot answer permission prompts", key, u))
 				}
 			}
 		}

@@ -25,6 +25,7 @@ channel = "local"
 workspace = "ws"
 allow_users = ["alice"]
 admins = ["alice", "bob"]
+approvers = ["alice", "carol"]
 `)
 	cfg, err := load(path, envMap(nil))
 	if err != nil {
@@ -32,12 +33,13 @@ admins = ["alice", "bob"]
 	}
 	got := strings.Join(cfg.Warnings, "\n")
 	if strings.Contains(got, `"alice" is not in allow_users`) {
-		t.Errorf("warned about an allowed admin:\n%s", got)
+		t.Errorf("warned about an allowed admin or approver:\n%s", got)
 	}
 	for _, w := range []string{
 		"bindings[0].allow_users is empty: nobody may use this binding",
 		`platform "d" has no [[bindings]] entry`,
 		`bindings[1].admins: "bob" is not in allow_users`,
+		`bindings[1].approvers: "carol" is not in allow_users, so cannot answer permission prompts`,
 	} {
 		if !strings.Contains(got, w) {
 			t.Errorf("warnings lack %q:\n%s", w, got)

@@ -23,6 +23,13 @@ import (
 // ("2.1.328 (Claude Code)").
 var versionRE = regexp.MustCompile(`\b\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.-]+)?\b`)
 
+// CheckClaude is the claude check alone: agent.command found, its version
+// read and compared with the tested one (Warn when it differs). `cc-connect
+// run` logs it at start-up.
+func CheckClaude(ctx context.Context, cfg *config.Config, opts Options) Check {
+	return checkClaude(ctx, cfg, opts.withDefaults())
+}
+
 // checkClaude finds the claude executable and asks it for its version,
 // started as every agent child is (agentproc.BuildEnv, and agent.user's
 // credential when doctor runs as root), so that an agent user who cannot
@@ -208,11 +215,13 @@ func checkWorkspaces(cfg *config.Config) []Check {
 	return checks
 }
 
-// checkStateDir checks that the state dir is private, ours and writable.
-// A missing one is fine: `run` creates it 0700.
+// checkStateDir checks that the state dir is private, ours and writable,
+// as `run` requires: a missing one is fine (`run` creates it 0700), an
+// existing one is never changed by `run`, so one open to others (a shared
+// folder such as /tmp) fails here as it fails there.
 func checkStateDir(dir string) Check {
 	c := Check{Name: "state dir"}
-	info, err := os.Stat(dir)
+	info, err := os.Stat(dir) // a link to the folder is allowed, as in `run`
 	if errors.Is(err, fs.ErrNotExist) {
 		parent := existingParent(dir)
 		if !writable(parent) {
@@ -230,13 +239,14 @@ func checkStateDir(dir string) Check {
 		c.Status, c.Detail = Fail, dir+" is not a folder"
 		return c
 	}
-	if uid, ok := ownerUID(info); ok && uid != os.Getuid() {
-		c.Status, c.Detail = Fail, fmt.Sprintf("%s belongs to uid %d, but cc-connect runs as uid %d: run it as the owner, or chown the folder", dir, uid, os.Getuid())
+	if uid, ok := ownerUID(info); ok && uid != os.Geteuid() {
+		c.Status, c.Detail = Fail, fmt.Sprintf("%s belongs to uid %d, but cc-connect runs as uid %d: `run` refuses it; run it as the owner, or give it a folder of its own", dir, uid, os.Geteuid())
 		return c
 	}
 	perm := info.Mode().Perm()
-	if perm&0o007 != 0 {
-		c.Status, c.Detail = Fail, fmt.Sprintf("%s is open to every user (mode %04o): it holds message text and session ids; chmod 700 %s", dir, perm, dir)
+	if perm&0o077 != 0 {
+		c.Status, c.Detail = Fail, fmt.Sprintf("%s is open to other users (mode %04o): it would hold message text and session ids, and `run` refuses it "+
+			"rather than change an existing folder's mode; point state.dir at a folder of its own (a missing one is created 0700), or chmod 700 %s if it is one", dir, perm, dir)
 		return c
 	}
 	probe, err := os.CreateTemp(dir, ".doctor-probe-*")
@@ -247,10 +257,6 @@ func checkStateDir(dir string) Check {
 	probe.Close()
 	if err := os.Remove(probe.Name()); err != nil {
 		c.Status, c.Detail = Fail, fmt.Sprintf("%s: removing a probe file: %v", dir, err)
-		return c
-	}
-	if perm&0o070 != 0 {
-		c.Status, c.Detail = Warn, fmt.Sprintf("%s is open to its group (mode %04o); `cc-connect run` tightens it to 0700", dir, perm)
 		return c
 	}
 	c.Status, c.Detail = OK, fmt.Sprintf("%s is writable and private (mode %04o)", dir, perm)
@@ -327,6 +333,10 @@ func checkLocks(cfg *config.Config, opts Options) []Check {
 	state := Check{Name: "state dir lock"}
 	if _, err := os.Stat(cfg.State.Dir); errors.Is(err, fs.ErrNotExist) {
 		state.Status, state.Detail = OK, "free (the state dir does not exist yet)"
+	} else if sd := checkStateDir(cfg.State.Dir); sd.Status == Fail {
+		// Taking the lock would create locks/ in a folder `run` refuses
+		// (a shared one, say).
+		state.Status, state.Detail = Fail, "not checked: the state dir is not usable (see \"state dir\")"
 	} else {
 		state = lockCheck(state.Name, func() (*lease.Lock, error) { return lease.StateDir(cfg.State.Dir) },
 			"another cc-connect runs on this state dir; stop it, or give this one its own state.dir")

@@ -90,7 +90,7 @@ func goodConfig(t *testing.T) (*config.Config, Options) {
 		{Platform: "eng", Channel: "C1", Workspace: ws},
 		{Platform: "tg", Channel: "-100", Workspace: ws},
 	}
-	return &cfg, Options{Environ: noEnv(t), HostLockDir: t.TempDir()}
+	return &cfg, Options{Environ: noEnv(t), HostLockDir: filepath.Join(t.TempDir(), "cc-connect-locks")}
 }
 
 func find(t *testing.T, r Report, name string) Check {
@@ -303,8 +303,23 @@ func TestStateDirCheck(t *testing.T) {
 		detail string
 	}{
 		{"private", mkdir(0o700), false, false, OK, "is writable and private (mode 0700)"},
-		{"group", mkdir(0o750), false, false, Warn, "open to its group (mode 0750)"},
-		{"world", mkdir(0o755), false, false, Fail, "open to every user (mode 0755)"},
+		{"group", mkdir(0o750), false, false, Fail, "open to other users (mode 0750)"},
+		{"world", mkdir(0o755), false, false, Fail, "open to other users (mode 0755)"},
+		{"shared like /tmp", func(t *testing.T) string {
+			d := mkdir(0o700)(t)
+			if err := os.Chmod(d, os.ModeSticky|0o777); err != nil {
+				t.Fatal(err)
+			}
+			return d
+		}, false, false, Fail, "`run` refuses it rather than change an existing folder's mode"},
+		{"a link to a private folder", func(t *testing.T) string {
+			d := mkdir(0o700)(t)
+			link := filepath.Join(t.TempDir(), "link")
+			if err := os.Symlink(d, link); err != nil {
+				t.Fatal(err)
+			}
+			return link
+		}, false, false, OK, "is writable and private (mode 0700)"},
 		{"missing", func(t *testing.T) string { return filepath.Join(t.TempDir(), "a", "state") }, false, false, OK, "does not exist yet"},
 		{"a file", func(t *testing.T) string {
 			p := filepath.Join(t.TempDir(), "state")

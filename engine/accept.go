@@ -141,11 +141,19 @@ func (s *session) accept(m platform.Message) (platform.Result, error) {
 		return s.acceptItem(workItem{kind: itemTurn, msg: m})
 	}
 	var cs []control
+	refusal := "" // the command is refused, with a notice in cs
 	switch name {
 	case "stop":
 		// The session goroutine stops a running !sh first, then the turn.
 		cs = append(cs, control{kind: ctrlStop, to: s.to})
 	case "allow", "deny":
+		// Who may answer is read from the binding in force now, for a
+		// typed answer as for a button press.
+		if !s.mayApprove(m.UserID, m.UserName, "") {
+			refusal = "not an approver"
+			cs = append(cs, control{kind: ctrlNotice, text: notApproverText(m.UserName, m.UserID), to: s.to})
+			break
+		}
 		choice := platform.ChoiceDeny
 		if name == "allow" {
 			choice = platform.ChoiceAllow
@@ -167,6 +175,9 @@ func (s *session) accept(m platform.Message) (platform.Result, error) {
 		s.e.notify(s.chat.chat(), s.to, "The session is busy right now; please try again in a moment.")
 		return refused("conversation busy"), nil
 	}
+	if refusal != "" {
+		return refused(refusal), nil
+	}
 	return platform.Result{Status: platform.Queued}, nil
 }
 
@@ -183,6 +194,9 @@ func (s *session) acceptItem(it workItem) (platform.Result, error) {
 		s.notice(a.refusal)
 		return refused(a.reason), nil
 	}
+	if h := s.e.testHookQueued; h != nil {
+		h()
+	}
 	s.e.noteQueue()
 	if !a.waits {
 		return platform.Result{Status: platform.Queued}, nil
@@ -197,10 +211,7 @@ func (s *session) acceptItem(it workItem) (platform.Result, error) {
 // that a busy channel is not flooded with refusals.
 func (e *Engine) refuseOnce(a platform.Adapter, to platform.Target, m platform.Message) {
 	key := keyOf(to)
-	e.mu.Lock()
-	first := !e.refused[key]
-	e.refused[key] = true
-	e.mu.Unlock()
+	first := e.refused.add(key)
 	e.log.Info("Refused a message from a user who is not allowed", "platform", to.Platform, "channel", to.Channel,
 		"thread", to.Thread, "session_key", key, "user_id", m.UserID, "user_name", m.UserName, "told", first)
 	if first {
@@ -209,7 +220,8 @@ func (e *Engine) refuseOnce(a platform.Adapter, to platform.Target, m platform.M
 }
 
 // HandleAction routes a button press on a permission prompt to the session
-// that asked. Only allowed users may answer. Like HandleMessage it posts
+// that asked. Only the binding's approvers may answer (mayApprove), and
+// only from the prompt's own conversation. Like HandleMessage it posts
 // nothing itself.
 func (e *Engine) HandleAction(ctx context.Context, act platform.Action) error {
 	e.metrics.PlatformEvent(act.Target.Platform, "action")
@@ -227,17 +239,18 @@ func (e *Engine) HandleAction(ctx context.Context, act platform.Action) error {
 		e.notify(a, reply, "That permission request is no longer pending.")
 		return nil
 	}
-	// The allow list in force now, not the one the session started
-	// under; a binding removed meanwhile keeps its session answerable.
-	b, bound := e.resolve(s.to.Platform, s.to.Channel)
-	if !bound {
-		b = s.binding
+	// The id alone is not enough: a press must come from the prompt's
+	// own conversation, so that a request id seen (or guessed) in one
+	// channel cannot be answered from another where the user may approve.
+	if where := keyOf(reply); where != key {
+		e.log.Warn("Refused a permission answer from another conversation", "session_key", key,
+			"from", where, "user_id", act.UserID, "user_name", act.UserName, "request_id", act.RequestID)
+		e.notify(a, reply, "That permission request belongs to another conversation; answer it there.")
+		return nil
 	}
 	who := orDefault(act.UserName, act.UserID)
-	if !b.allowed(act.UserID) {
-		e.log.Info("Refused a permission answer from a user who is not allowed", "session_key", key,
-			"user_id", act.UserID, "user_name", act.UserName, "request_id", act.RequestID)
-		s.notice(fmt.Sprintf("%s is not allowed to answer permission requests here.", who))
+	if !s.mayApprove(act.UserID, act.UserName, act.RequestID) {
+		s.notice(notApproverText(act.UserName, act.UserID))
 		return nil
 	}
 	if !s.mb.pushControl(control{kind: ctrlAnswer, requestID: act.RequestID, choice: act.Choice, userName: who, to: s.to}) {
@@ -245,6 +258,22 @@ func (e *Engine) HandleAction(ctx context.Context, act platform.Action) error {
 		e.notify(a, s.to, "The session is busy right now; please try again in a moment.")
 	}
 	return nil
+}
+
+// mayApprove says whether a user may answer the session's permission
+// requests: one of the approvers of the binding in force now, not of the
+// one the session started under (liveBinding). A refusal is logged.
+func (s *session) mayApprove(userID, userName, requestID string) bool {
+	if s.liveBinding().approver(userID) {
+		return true
+	}
+	s.log.Info("Refused a permission answer from a user who may not approve", "user_id", userID,
+		"user_name", userName, "request_id", requestID)
+	return false
+}
+
+func notApproverText(userName, userID string) string {
+	return fmt.Sprintf("%s is not allowed to answer permission requests here.", orDefault(userName, userID))
 }
 
 // seenClaim takes the claim on m's id (inbox.Seen.Claim), the one

@@ -43,6 +43,9 @@ type sessionInfo struct {
 	Size        int64
 	ModTime     time.Time
 	FirstPrompt string
+	// BadID marks a transcript whose name is not a session id (a file
+	// named like a flag): it is never listed as one, stored or resumed.
+	BadID bool
 }
 
 // transcripts reads Claude Code's session transcripts on disk: for the

@@ -29,6 +29,7 @@ import (
 //	[[HISTORY]]   replies with the session's history
 //	[[OVER]]      reports 300,000 context tokens of the 200,000 window
 //	[[NOUSAGE]]   reports no token usage (a turn that made no API call)
+//	[[BADID]]     reports badSessionID, not its own id, as its session id
 //
 // Otherwise the reply is "echo: <text>", with 50,000 context tokens of a
 // 200,000 window (25%).
@@ -44,9 +45,24 @@ type fakeAgents struct {
 	waiting   int
 	nextID    int
 	failFresh error // the first turn of a fresh (not resumed) process fails with this
-	gate      chan struct{}
-	changed   chan struct{}
+	// ignoreReadOnly makes ReadOnly processes start with every tool, as
+	// a CLI that ignored the read-only flags would.
+	ignoreReadOnly bool
+	gate           chan struct{}
+	changed        chan struct{}
 }
+
+// The fake's session ids are UUIDs, as the CLI's are (the engine stores and
+// resumes nothing else): sess1 is the first session a test starts, and so on.
+var (
+	sess1, sess2 = fakeSessionID(1), fakeSessionID(2)
+	old1, old2   = fakeSessionID(901), fakeSessionID(902) // sessions a test lists by hand
+)
+
+func fakeSessionID(n int) string { return fmt.Sprintf("00000000-0000-4000-8000-%012d", n) }
+
+// fakeForkID is the id of the n-th session a fork created.
+func fakeForkID(n int) string { return fmt.Sprintf("00000000-0000-4000-9000-%012d", n) }
 
 func newFakeAgents() *fakeAgents {
 	return &fakeAgents{
@@ -128,14 +144,14 @@ func (fa *fakeAgents) spawn(ctx context.Context, cfg agentproc.Config, opts agen
 			p.notFound = true
 		case opts.Fork:
 			fa.nextID++
-			p.id = fmt.Sprintf("fork-%d", fa.nextID)
+			p.id = fakeForkID(fa.nextID)
 			fa.sessions[p.id] = append([]string(nil), hist...)
 		default:
 			p.id = opts.ResumeID
 		}
 	} else {
 		fa.nextID++
-		p.id = fmt.Sprintf("sess-%d", fa.nextID)
+		p.id = fakeSessionID(fa.nextID)
 	}
 	fa.procs = append(fa.procs, p)
 	fa.notifyLocked()
@@ -150,6 +166,7 @@ type fakeProc struct {
 	resumed  bool
 	notFound bool
 	turns    int
+	badID    bool // [[BADID]]: report badSessionID from now on
 
 	done    chan struct{}
 	once    sync.Once
@@ -160,6 +177,18 @@ type fakeProc struct {
 }
 
 var _ agentProcess = (*fakeProc)(nil)
+
+// badSessionID is what [[BADID]] reports as the session id: a CLI (or a
+// stand-in for one) whose id could pass for a flag.
+const badSessionID = "--dangerously-skip-permissions"
+
+// reportedID is the session id the process reports in its events.
+func (p *fakeProc) reportedID() string {
+	if p.badID {
+		return badSessionID
+	}
+	return p.id
+}
 
 var (
 	toolRe = regexp.MustCompile(`\[\[TOOL:([^\]]*)\]\]`)
@@ -190,7 +219,7 @@ func (p *fakeProc) result(text string) *agentproc.Result {
 	cost := 0.01 * float64(len(p.fa.sessions[p.id]))
 	p.fa.mu.Unlock()
 	return &agentproc.Result{
-		SessionID: p.id, Subtype: "success", Text: text, TerminalReason: "completed",
+		SessionID: p.reportedID(), Subtype: "success", Text: text, TerminalReason: "completed",
 		TotalCostUSD: cost, ContextTokens: 50000, Model: "claude-test",
 		ModelUsage: map[string]agentproc.ModelUsage{"claude-test": {ContextWindow: 200000}},
 	}
@@ -249,11 +278,21 @@ func (p *fakeProc) turn(ctx context.Context, text string, on func(agentproc.Even
 		fa.poisoned[p.id] = true
 	}
 	poisoned := fa.poisoned[p.id]
+	ignoreReadOnly := fa.ignoreReadOnly
 	fa.sessions[p.id] = append(fa.sessions[p.id], text)
 	fa.notifyLocked()
 	fa.mu.Unlock()
 
-	on(agentproc.Init{SessionID: p.id, Model: "claude-test", Cwd: p.opts.Dir})
+	if strings.Contains(text, "[[BADID]]") {
+		p.badID = true
+	}
+	// Like the CLI, a read-only process reports the narrowed tool set
+	// and plan mode (agentproc.BuildArgs).
+	tools, mode := []string{"Bash", "Edit", "Read", "Write"}, orDefault(p.opts.PermissionMode, "default")
+	if p.opts.ReadOnly && !ignoreReadOnly {
+		tools, mode = agentproc.ReadOnlyTools, "plan"
+	}
+	on(agentproc.Init{SessionID: p.reportedID(), Model: "claude-test", Cwd: p.opts.Dir, Tools: tools, PermissionMode: mode})
 	if fresh && failFresh != nil {
 		p.exit()
 		return nil, failFresh

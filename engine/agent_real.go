@@ -56,7 +56,7 @@ func (d diskTranscripts) List(cwd string) ([]sessionInfo, error) {
 	out := make([]sessionInfo, 0, len(lites))
 	for _, l := range lites {
 		out = append(out, sessionInfo{SessionID: l.SessionID, Size: l.Size, ModTime: l.ModTime,
-			FirstPrompt: orDefault(l.FirstPrompt, l.Title)})
+			FirstPrompt: orDefault(l.FirstPrompt, l.Title), BadID: !agentproc.ValidSessionID(l.SessionID)})
 	}
 	return out, nil
 }

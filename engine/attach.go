@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -74,8 +75,15 @@ func filesOf(m platform.Message) []journaledFile {
 // and preceded by the notes of the !sh commands run since the last turn.
 // It returns the item with that prompt and the notes it took, so that they
 // can be put back if the message never reaches Claude. A compaction
-// request goes as it is.
+// request goes as it is. A message whose sender was taken off the allow
+// list while it waited is not passed on.
 func (tr *turnRunner) prepare(it workItem) (workItem, string, error) {
+	if !tr.binding().allowed(it.msg.UserID) {
+		tr.log.Info("Dropped a queued message: its sender is no longer allowed", "user_id", it.msg.UserID, "user_name", it.msg.UserName)
+		tr.chat.send(fmt.Sprintf("A message from %s was not passed to Claude: they are no longer allowed here.",
+			orDefault(it.msg.UserName, it.msg.UserID)))
+		return it, "", errNotPassed
+	}
 	if isCompaction(it.msg.Text) {
 		return it, "", nil
 	}
@@ -286,7 +294,9 @@ func readLimited(ctx context.Context, open func(context.Context) (io.ReadCloser,
 		return nil, fmt.Errorf("opening attachment: %w", err)
 	}
 	defer r.Close()
-	data, err := io.ReadAll(io.LimitReader(r, limit+1))
+	// One byte past the limit tells a file over it; the limit itself may
+	// be the largest int64 (limit+1 would wrap and read nothing).
+	data, err := io.ReadAll(io.LimitReader(r, min(limit, math.MaxInt64-1)+1))
 	if err != nil {
 		return nil, fmt.Errorf("reading attachment: %w", err)
 	}

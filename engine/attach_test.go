@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -32,7 +33,7 @@ func fileAttachment(name, mime string, data []byte, declared int64, opened *int)
 // lastTurn returns the text Claude received in the thread's session.
 func lastTurn(t *testing.T, h *harness) string {
 	t.Helper()
-	hist := h.fa.history("sess-1")
+	hist := h.fa.history(sess1)
 	if len(hist) == 0 {
 		t.Fatal("no turn reached the agent")
 	}
@@ -379,5 +380,20 @@ func TestAttachmentFetchIsNotOnTheAcceptPath(t *testing.T) {
 	h.waitIdle()
 	if prompt := lastTurn(t, h); !strings.Contains(prompt, "slow.txt: not passed on (downloading it took too long)") {
 		t.Errorf("prompt = %q", prompt)
+	}
+}
+
+// TestAttachmentLimitAtInt64Max: the largest limit an engine can be given
+// (the config refuses one that large) still stores the file, not an empty
+// one: the read bound used to wrap to a negative number.
+func TestAttachmentLimitAtInt64Max(t *testing.T) {
+	h := newHarness(t, func(o *Options, _ *harnessConfig) { o.AttachmentMaxBytes = math.MaxInt64 })
+	m := h.message("alice", "T1", "see the file")
+	m.Attachments = []platform.Attachment{fileAttachment("notes.txt", "text/plain", []byte("the notes"), 9, nil)}
+	h.deliver(m)
+	h.rec.waitSend(t, "echo: ")
+	h.waitIdle()
+	if got := lastTurn(t, h); !strings.Contains(got, "the notes") {
+		t.Errorf("Claude got %q, want the file's content inlined", got)
 	}
 }

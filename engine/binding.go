@@ -41,6 +41,19 @@ func resolveIn(bs []Binding, plat, channel string) (Binding, bool) {
 	return Binding{}, false
 }
 
+// liveBinding is the conversation's binding in the config in force now. A
+// reload swaps the bindings while sessions run, and who may do what (the
+// allow list, approvers, admins, allow_shell) is read from it at every use,
+// so a right taken away applies to the very next command. A conversation
+// whose binding was removed keeps the one it started with: its channel
+// takes no new messages, and what is running may still be answered.
+func (s *session) liveBinding() Binding {
+	if b, ok := resolveIn(s.e.bindings(), s.to.Platform, s.to.Channel); ok {
+		return b
+	}
+	return s.binding
+}
+
 func (e *Engine) normalized(b Binding) Binding {
 	b.Workspace = e.pool.normalize(b.Workspace)
 	return b
@@ -55,6 +68,12 @@ func (b Binding) allowed(userID string) bool { return listed(b.AllowUsers, userI
 
 // admin says whether a user may run admin-only commands through b.
 func (b Binding) admin(userID string) bool { return listed(b.Admins, userID) }
+
+// approver says whether a user may answer permission prompts through b:
+// an allowed user, and one of the approvers when b names any.
+func (b Binding) approver(userID string) bool {
+	return b.allowed(userID) && (len(b.Approvers) == 0 || listed(b.Approvers, userID))
+}
 
 // needsMention says whether messages in this conversation must mention the
 // bot to start a session: by default in channels, not in DMs.

@@ -1,10 +1,13 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cc-connect/cc-connect/agentproc"
@@ -14,7 +17,7 @@ import (
 
 const helpText = `Commands (prefix ! or /):
 !new — forget this conversation's session and start fresh
-!btw <question> — ask a side question about the current session; its history stays unchanged
+!btw <question> — ask a side question about the current session, read-only; its history stays unchanged
 !stop — stop the running turn (queued messages stay queued)
 !status — state, workspace, session, context use, queue, process
 !sessions — this workspace's Claude Code sessions, newest first
@@ -113,6 +116,12 @@ func (s *session) doResume(it workItem) {
 			return
 		}
 	}
+	if !agentproc.ValidSessionID(id) {
+		// Only a journal edited by hand gets here: resolveResume checks.
+		s.log.Error("Refusing to resume a session id that is not a UUID", "resume_id", id)
+		s.chat.send("That is not a Claude Code session id, so the conversation keeps its session.")
+		return
+	}
 	old := s.rb.sessionID()
 	s.agent.close()
 	s.rb.forget()
@@ -128,10 +137,11 @@ func (s *session) doResume(it workItem) {
 func (s *session) resolveResume(m platform.Message, arg string) (id, why string) {
 	list := s.listed
 	if list == nil {
-		var err error
-		if list, err = s.e.tx.List(s.ws); err != nil {
+		all, err := s.e.tx.List(s.ws)
+		if err != nil {
 			s.log.Warn("Listing sessions failed", "error", err)
 		}
+		list, _ = resumable(all)
 	}
 	if n, err := strconv.Atoi(arg); err == nil {
 		if n < 1 || n > len(list) {
@@ -146,7 +156,7 @@ func (s *session) resolveResume(m platform.Message, arg string) (id, why string)
 	}
 	// An id from outside this workspace's list can reach another project's
 	// history: admins only.
-	if !s.binding.admin(m.UserID) {
+	if !s.liveBinding().admin(m.UserID) {
 		return "", "Only an admin can resume a session that is not in this workspace's !sessions list."
 	}
 	// The id becomes an argument of claude, whose --resume takes an
@@ -157,18 +167,39 @@ func (s *session) resolveResume(m platform.Message, arg string) (id, why string)
 	return arg, ""
 }
 
+// resumable keeps the sessions whose id may be resumed, and counts the
+// transcripts left out because their name is not a session id.
+func resumable(all []sessionInfo) (list []sessionInfo, bad int) {
+	for _, si := range all {
+		if si.BadID || !agentproc.ValidSessionID(si.SessionID) {
+			bad++
+			continue
+		}
+		list = append(list, si)
+	}
+	return list, bad
+}
+
 // listSessions lists the workspace's Claude Code sessions, newest first,
 // and keeps the list for !resume <n>.
 func (s *session) listSessions() string {
-	list, err := s.e.tx.List(s.ws)
+	all, err := s.e.tx.List(s.ws)
 	if err != nil {
 		s.log.Warn("Listing sessions failed", "error", err)
-		return "Could not list sessions: " + err.Error()
+		return "Could not list sessions: " + s.forChat(err.Error())
+	}
+	list, bad := resumable(all)
+	if bad > 0 {
+		s.log.Warn("Transcripts whose name is not a session id left out of !sessions", "count", bad)
 	}
 	s.listed = list
 	current := s.rb.sessionID()
+	skipped := ""
+	if bad > 0 {
+		skipped = fmt.Sprintf("\n(%d transcript file(s) whose name is not a Claude Code session id were left out; they cannot be resumed.)", bad)
+	}
 	if len(list) == 0 {
-		return "No Claude Code sessions in " + s.ws + " yet."
+		return "No Claude Code sessions in " + s.ws + " yet." + skipped
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "Sessions in %s (newest first):", s.ws)
@@ -186,6 +217,7 @@ func (s *session) listSessions() string {
 			humanAge(s.e.now().Sub(si.ModTime)), orDefault(quote(si.FirstPrompt, 60), "(no prompt)"))
 	}
 	b.WriteString("\nSend !resume <n> to switch.")
+	b.WriteString(skipped)
 	return b.String()
 }
 
@@ -250,11 +282,11 @@ func (s *session) btw(m platform.Message, question string) {
 		return
 	}
 	e.wg.Add(1)
-	e.busy++
+	e.busy.add(1)
 	e.mu.Unlock()
 	go func() {
 		defer e.wg.Done()
-		defer e.addBusy(-1)
+		defer e.busy.add(-1)
 		s.sideQuestion(id, question)
 	}()
 }
@@ -271,13 +303,14 @@ func (s *session) sideQuestion(id, question string) {
 	}
 	defer e.slots.release(s.ws)
 	s.log.Info("Starting a side-question process", "session_id", id, "fork", true)
-	// The conversation's !model applies; its !mode does not, since a side
-	// question must not run tools that change the workspace.
+	// The conversation's !model applies; its !mode and the configured
+	// permission mode do not: a side question runs read-only, whatever
+	// they say (agentproc.StartOptions.ReadOnly).
 	model, _ := s.rb.spawnSettings()
-	proc, err := e.spawn(e.bg, e.opts.Agent, agentproc.StartOptions{Dir: s.ws, ResumeID: id, Fork: true, Model: model}, s.log)
+	proc, err := e.spawn(e.bg, e.opts.Agent, agentproc.StartOptions{Dir: s.ws, ResumeID: id, Fork: true, Model: model, ReadOnly: true}, s.log)
 	if err != nil {
 		s.log.Error("Starting the side-question process failed", "session_id", id, "error", err)
-		s.chat.send(sidePrefix + "could not start: " + err.Error())
+		s.chat.send(sidePrefix + "could not start: " + s.forChat(err.Error()))
 		return
 	}
 	done := make(chan struct{})
@@ -297,12 +330,35 @@ func (s *session) sideQuestion(id, question string) {
 			}
 		}
 	}()
-	var text strings.Builder
-	var res *agentproc.Result
+	var (
+		text    strings.Builder
+		unsafe  string // a tool the fork was given that can change things
+		killing sync.WaitGroup
+		res     *agentproc.Result
+	)
 	tr, err := proc.StartTurn(e.bg, agentproc.UserMessage{Text: question})
 	if err == nil {
 		res, err = waitTurn(tr, func(ev agentproc.Event) {
 			switch ev := ev.(type) {
+			case agentproc.Init:
+				// The CLI says which tools the fork has before it first
+				// asks the model. Should a CLI ever ignore the read-only
+				// flags, the fork is killed at once (Close with a
+				// cancelled ctx goes straight to SIGKILL), from another
+				// goroutine: Close waits for the exit, and the turn's
+				// events are still read here until it ends.
+				if t := writableTool(ev); t != "" && unsafe == "" {
+					unsafe = t
+					s.log.Error("Side-question process could change the workspace; killing it", "tool", t,
+						"tools", ev.Tools, "permission_mode", ev.PermissionMode)
+					ctx, cancel := context.WithCancel(e.bg)
+					cancel()
+					killing.Add(1)
+					go func() {
+						defer killing.Done()
+						_ = proc.Close(ctx)
+					}()
+				}
 			case agentproc.AssistantText:
 				if !ev.Synthetic {
 					text.WriteString(ev.Text)
@@ -319,14 +375,19 @@ func (s *session) sideQuestion(id, question string) {
 	}
 	close(done)
 	<-stopped
+	killing.Wait()
 	if cerr := proc.Close(e.bg); cerr != nil {
 		s.log.Debug("Side-question process closed with error", "error", cerr)
 	}
+	if unsafe != "" {
+		s.chat.send(sidePrefix + "not answered: the agent started with a tool that can change the workspace (" + unsafe + "), so it was stopped.")
+		return
+	}
 	if err != nil {
 		var exitErr *agentproc.ExitError
-		msg := err.Error()
+		msg := s.forChat(err.Error())
 		if errors.As(err, &exitErr) {
-			msg = fmt.Sprintf("the agent process %s: %s", exitDescription(exitErr), orNone(lastLine(exitErr.StderrTail)))
+			msg = fmt.Sprintf("the agent process %s: %s", exitDescription(exitErr), orNone(s.forChat(lastLine(exitErr.StderrTail))))
 		}
 		s.log.Error("Side question failed", "session_id", id, "error", err)
 		s.chat.send(sidePrefix + "failed: " + msg)
@@ -341,6 +402,20 @@ func (s *session) sideQuestion(id, question string) {
 		answer = "(no reply text)"
 	}
 	s.chat.send(sidePrefix + answer)
+}
+
+// writableTool returns a tool of a side question's process that is not one
+// of agentproc.ReadOnlyTools, or "" when it has none and runs in plan mode.
+func writableTool(ev agentproc.Init) string {
+	for _, t := range ev.Tools {
+		if !slices.Contains(agentproc.ReadOnlyTools, t) {
+			return t
+		}
+	}
+	if ev.PermissionMode != "plan" {
+		return "permission mode " + ev.PermissionMode
+	}
+	return ""
 }
 
 func humanSize(n int64) string {

@@ -63,7 +63,7 @@ func TestNewStartsFreshSession(t *testing.T) {
 	if len(spawns) != 2 || spawns[1].ResumeID != "" {
 		t.Errorf("spawns = %+v, want a fresh second session", spawns)
 	}
-	if got := h.fa.history("sess-2"); strings.Join(got, "|") != "second" {
+	if got := h.fa.history(sess2); strings.Join(got, "|") != "second" {
 		t.Errorf("new session history = %q", got)
 	}
 }
@@ -95,8 +95,11 @@ func TestBtwAnswersFromForkWithoutTouchingHistory(t *testing.T) {
 		if s.Fork {
 			fork = &struct{ resume string }{s.ResumeID}
 		}
+		if s.Fork != s.ReadOnly {
+			t.Errorf("spawn %+v: a fork, and only a fork, must run read-only", s)
+		}
 	}
-	if fork == nil || fork.resume != "sess-1" {
+	if fork == nil || fork.resume != sess1 {
 		t.Errorf("no fork of sess-1 among spawns %+v", h.fa.spawnsSnapshot())
 	}
 	h.fa.waitFor(t, "the side process to close", func(fa *fakeAgents) bool { return fa.live == 1 })
@@ -134,7 +137,7 @@ func TestStatus(t *testing.T) {
 	h.rec.waitFor(t, "a second status", func(calls []recorded) bool { return len(h.rec.sends("State:")) == 2 })
 	st := h.rec.sends("State:")[1]
 	ws := h.e.pool.GetOrCreate(h.ws).Path
-	for _, want := range []string{"State: idle", "Workspace: " + ws, "Session: sess-1", "Context: 25%",
+	for _, want := range []string{"State: idle", "Workspace: " + ws, "Session: " + sess1, "Context: 25%",
 		"Queue: 0 waiting", "Process: alive, pid 4001", "Idle:", "Model: claude-test", "Cost: $0.0100", "Platform: connected"} {
 		if !strings.Contains(st, want) {
 			t.Errorf("status lacks %q:\n%s", want, st)
@@ -145,27 +148,27 @@ func TestStatus(t *testing.T) {
 func TestSessionsAndResume(t *testing.T) {
 	h := newHarness(t, nil)
 	h.fa.mu.Lock()
-	h.fa.sessions["old-2"] = []string{"earlier"}
+	h.fa.sessions[old2] = []string{"earlier"}
 	h.fa.mu.Unlock()
 	h.ft.list = []sessionInfo{
-		{SessionID: "old-1", Size: 2048, ModTime: time.Now().Add(-time.Hour), FirstPrompt: "fix the login bug"},
-		{SessionID: "old-2", Size: 3 << 20, ModTime: time.Now().Add(-49 * time.Hour), FirstPrompt: "write docs"},
+		{SessionID: old1, Size: 2048, ModTime: time.Now().Add(-time.Hour), FirstPrompt: "fix the login bug"},
+		{SessionID: old2, Size: 3 << 20, ModTime: time.Now().Add(-49 * time.Hour), FirstPrompt: "write docs"},
 	}
 	h.say("bob", "T1", "!sessions")
 	list := h.rec.waitSend(t, "Sessions in")
-	for _, want := range []string{"1. old-1", "2 KB", "fix the login bug", "2. old-2", "3.0 MB", "2d ago", "write docs", "!resume <n>"} {
+	for _, want := range []string{"1. " + old1, "2 KB", "fix the login bug", "2. " + old2, "3.0 MB", "2d ago", "write docs", "!resume <n>"} {
 		if !strings.Contains(list.Text, want) {
 			t.Errorf("listing lacks %q:\n%s", want, list.Text)
 		}
 	}
-	if i, j := strings.Index(list.Text, "old-1"), strings.Index(list.Text, "old-2"); i > j {
+	if i, j := strings.Index(list.Text, old1), strings.Index(list.Text, old2); i > j {
 		t.Errorf("listing is not in the lister's newest-first order")
 	}
 	h.say("bob", "T1", "!resume 2")
-	h.rec.waitSend(t, "Switched to session old-2")
+	h.rec.waitSend(t, "Switched to session "+old2)
 	h.say("bob", "T1", "continue")
 	h.rec.waitSend(t, "echo: continue")
-	if spawns := h.fa.spawnsSnapshot(); len(spawns) != 1 || spawns[0].ResumeID != "old-2" {
+	if spawns := h.fa.spawnsSnapshot(); len(spawns) != 1 || spawns[0].ResumeID != old2 {
 		t.Errorf("spawns = %+v, want --resume old-2", spawns)
 	}
 	h.say("bob", "T1", "!resume 7")
@@ -268,5 +271,25 @@ func TestResolveExactChannelBeatsWildcard(t *testing.T) {
 		if ok != tt.ok || b.Workspace != tt.want {
 			t.Errorf("resolve(%s, %s) = %q, %v; want %q, %v", tt.plat, tt.ch, b.Workspace, ok, tt.want, tt.ok)
 		}
+	}
+}
+
+// Should the CLI ever start a side question with a tool that can change
+// the workspace (read-only flags ignored), the fork is stopped and its
+// answer is not posted.
+func TestBtwStopsAForkThatCouldWrite(t *testing.T) {
+	h := newHarness(t, nil)
+	h.fa.mu.Lock()
+	h.fa.ignoreReadOnly = true
+	h.fa.mu.Unlock()
+	h.say("alice", "T1", "first")
+	h.waitIdle()
+	h.say("alice", "T1", "!btw edit the file")
+	got := h.rec.waitSend(t, sidePrefix)
+	if got.Text != sidePrefix+"not answered: the agent started with a tool that can change the workspace (Bash), so it was stopped." {
+		t.Errorf("side answer = %q", got.Text)
+	}
+	if recs := h.logs.Records("Side-question process could change the workspace; killing it"); len(recs) != 1 {
+		t.Errorf("kill log = %v", recs)
 	}
 }

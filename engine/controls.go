@@ -66,7 +66,7 @@ func (s *session) modelCommand(arg string) {
 	})
 	if err != nil {
 		s.log.Warn("Setting the model failed", "model", arg, "error", err)
-		s.chat.send("Claude Code refused the model change: " + controlMessage(err))
+		s.chat.send("Claude Code refused the model change: " + s.forChat(controlMessage(err)))
 		return
 	}
 	s.log.Info("Model set for the conversation", "model", orDefault(override, "configured default"))
@@ -99,7 +99,7 @@ func (s *session) modeCommand(arg string) {
 	})
 	if err != nil {
 		s.log.Warn("Setting the permission mode failed", "mode", mode, "error", err)
-		s.chat.send("Claude Code refused the mode change: " + controlMessage(err))
+		s.chat.send("Claude Code refused the mode change: " + s.forChat(controlMessage(err)))
 		return
 	}
 	s.log.Info("Permission mode set for the conversation", "mode", mode)

@@ -230,7 +230,7 @@ func TestCompactCommand(t *testing.T) {
 		t.Errorf("report = %q", got.Text)
 	}
 	h.waitIdle()
-	if hist := h.fa.history("sess-1"); len(hist) != 2 || hist[1] != "/compact keep the API notes" {
+	if hist := h.fa.history(sess1); len(hist) != 2 || hist[1] != "/compact keep the API notes" {
 		t.Errorf("history = %q, want /compact with the instructions as the next turn", hist)
 	}
 	h.say("alice", "T1", "!status")
@@ -256,7 +256,7 @@ func TestCompactWaitsForTheTurn(t *testing.T) {
 	h.rec.waitSend(t, "Queued (position 1)")
 	h.fa.release(t)
 	h.rec.waitSend(t, "Compacted the conversation")
-	if hist := h.fa.history("sess-1"); len(hist) != 3 || hist[1] != "work [[WAIT]]" || hist[2] != "/compact" {
+	if hist := h.fa.history(sess1); len(hist) != 3 || hist[1] != "work [[WAIT]]" || hist[2] != "/compact" {
 		t.Errorf("history = %q, want the compaction after the running turn", hist)
 	}
 }

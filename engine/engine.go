@@ -33,6 +33,9 @@ type Binding struct {
 	Workspace  string   // normalized with workspace.Normalize at resolution
 	AllowUsers []string // empty = nobody; "*" = everyone
 	Admins     []string
+	// Approvers may answer permission prompts (buttons, !allow, !deny);
+	// empty = every allowed user. Only allowed users approve either way.
+	Approvers []string
 	// RequireMention: nil = default (on in channels, off in DMs).
 	RequireMention *bool
 	// AllowShell lets this binding's Admins run !sh in the workspace.
@@ -85,6 +88,9 @@ type Engine struct {
 	store *store
 	pool  *pool
 	slots *slots
+	// refused holds the threads that got the access refusal (session
+	// keys), bounded: a thread forgotten gets one refusal more.
+	refused *recentIDs
 
 	// seenSet is the accepted message ids of every journal (durable.go);
 	// seenOnce opens it, and the journals, on first use, and finds the
@@ -112,14 +118,18 @@ type Engine struct {
 	stopping chan struct{} // closed when Run's ctx is cancelled
 	wg       sync.WaitGroup
 
-	mu         sync.Mutex // guards the fields below
-	adapters   map[string]platform.Adapter
-	sessions   map[string]*session
-	refused    map[string]bool   // session keys that got the access refusal
-	requests   map[string]string // pending permission request id -> session key
-	shutting   bool
-	busy       int           // queued items + running turns + side questions
-	idleSignal chan struct{} // closed and replaced whenever busy drops to 0
+	mu       sync.Mutex // guards the fields below
+	adapters map[string]platform.Adapter
+	sessions map[string]*session
+	requests map[string]string // pending permission request id -> session key
+	shutting bool
+
+	busy *busyCount // outstanding work, for WaitIdle (busy.go); its lock is a leaf
+
+	// testHookQueued, when set (tests only), runs on the accept path
+	// right after an item joined the FIFO and the mailbox's lock was
+	// released.
+	testHookQueued func()
 }
 
 var _ platform.Handler = (*Engine)(nil)
@@ -175,9 +185,9 @@ func New(opts Options) (*Engine, error) {
 		stopping:     make(chan struct{}),
 		adapters:     map[string]platform.Adapter{},
 		sessions:     map[string]*session{},
-		refused:      map[string]bool{},
+		refused:      newRecentIDs(refusedMemory),
 		requests:     map[string]string{},
-		idleSignal:   make(chan struct{}),
+		busy:         newBusyCount(),
 		metrics:      metricsOf(opts.Metrics),
 	}
 	e.wireMetrics()
@@ -238,31 +248,7 @@ func (e *Engine) Run(ctx context.Context) error {
 // WaitIdle returns when no turn runs and no queue holds work, or when ctx
 // ends.
 func (e *Engine) WaitIdle(ctx context.Context) error {
-	for {
-		e.mu.Lock()
-		if e.busy == 0 {
-			e.mu.Unlock()
-			return nil
-		}
-		ch := e.idleSignal
-		e.mu.Unlock()
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-}
-
-func (e *Engine) addBusy(n int) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.busy += n
-	if e.busy <= 0 {
-		e.busy = 0
-		close(e.idleSignal)
-		e.idleSignal = make(chan struct{})
-	}
+	return e.busy.wait(ctx)
 }
 
 // Kill points: where the engine stops when a test kills it (stopAt), to
@@ -289,4 +275,43 @@ func (e *Engine) isStopping() bool {
 	default:
 		return false
 	}
+}
+
+// refusedMemory is how many threads the access refusal is remembered for.
+const refusedMemory = 4096
+
+// recentIDs remembers the last n ids (threads told of a refusal).
+type recentIDs struct {
+	mu    sync.Mutex // guards ids and order
+	n     int
+	ids   map[string]bool
+	order []string
+}
+
+func newRecentIDs(n int) *recentIDs { return &recentIDs{n: n, ids: map[string]bool{}} }
+
+// add reports whether id is new, and remembers it.
+func (r *recentIDs) add(id string) bool {
+	if id == "" {
+		return true
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ids[id] {
+		return false
+	}
+	r.ids[id] = true
+	r.order = append(r.order, id)
+	if len(r.order) > r.n {
+		delete(r.ids, r.order[0])
+		r.order = r.order[1:]
+	}
+	return true
+}
+
+// len is how many ids are remembered.
+func (r *recentIDs) len() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.ids)
 }

@@ -173,10 +173,10 @@ func TestIdleReapThenResume(t *testing.T) {
 	h.say("alice", "T1", "second")
 	h.rec.waitSend(t, "echo: second")
 	spawns := h.fa.spawnsSnapshot()
-	if len(spawns) != 2 || spawns[0].ResumeID != "" || spawns[1].ResumeID != "sess-1" {
+	if len(spawns) != 2 || spawns[0].ResumeID != "" || spawns[1].ResumeID != sess1 {
 		t.Fatalf("spawns = %+v, want a fresh one then --resume sess-1", spawns)
 	}
-	if got := h.fa.history("sess-1"); strings.Join(got, "|") != "first|second" {
+	if got := h.fa.history(sess1); strings.Join(got, "|") != "first|second" {
 		t.Errorf("history = %q, want both turns in one session", got)
 	}
 	reaps := h.logs.Records("Reaping idle agent process")
@@ -185,7 +185,7 @@ func TestIdleReapThenResume(t *testing.T) {
 		t.Errorf("reap log = %v", reaps)
 	}
 	resumes := h.logs.Records("Resuming agent session")
-	if len(resumes) != 1 || resumes[0]["session_id"] != "sess-1" || resumes[0]["transcript_size"] != float64(1234) {
+	if len(resumes) != 1 || resumes[0]["session_id"] != sess1 || resumes[0]["transcript_size"] != float64(1234) {
 		t.Errorf("resume log = %v", resumes)
 	}
 }
@@ -305,7 +305,7 @@ func TestRetiredSessionReloadsFromDisk(t *testing.T) {
 	}
 	h.say("alice", "T1", "second")
 	h.rec.waitSend(t, "echo: second")
-	if spawns := h.fa.spawnsSnapshot(); len(spawns) != 2 || spawns[1].ResumeID != "sess-1" {
+	if spawns := h.fa.spawnsSnapshot(); len(spawns) != 2 || spawns[1].ResumeID != sess1 {
 		t.Errorf("spawns = %+v, want the retired session resumed from its stored id", spawns)
 	}
 }
@@ -451,13 +451,13 @@ func TestReplyPostedBeforeFiguresSaved(t *testing.T) {
 	if len(atPost) != 2 {
 		t.Fatalf("%d replies seen", len(atPost))
 	}
-	if r := atPost[0]; r.SessionID != "sess-1" || r.ContextTokens != 0 || r.HasSelfPct || r.TotalCostUSD != 0 {
+	if r := atPost[0]; r.SessionID != sess1 || r.ContextTokens != 0 || r.HasSelfPct || r.TotalCostUSD != 0 {
 		t.Errorf("record on disk at the first post = %+v; want the session id only", r)
 	}
 	if r := atPost[1]; !r.HasSelfPct || r.SelfPct != 30 || r.ContextTokens != 50000 {
 		t.Errorf("record on disk at the second post = %+v; want the first turn's figures", r)
 	}
-	if r := onDisk(); r.SessionID != "sess-1" || r.ContextTokens != 50000 || r.HasSelfPct || r.TotalCostUSD == 0 || r.LastActivity.IsZero() {
+	if r := onDisk(); r.SessionID != sess1 || r.ContextTokens != 50000 || r.HasSelfPct || r.TotalCostUSD == 0 || r.LastActivity.IsZero() {
 		t.Errorf("record on disk after the turns = %+v; want the last turn's figures", r)
 	}
 }

@@ -23,19 +23,19 @@ func TestFallbackToFreshSession(t *testing.T) {
 	}{
 		{"resume not found", func(h *harness) *harness {
 			h.fa.mu.Lock()
-			delete(h.fa.sessions, "sess-1")
+			delete(h.fa.sessions, sess1)
 			h.fa.mu.Unlock()
 			return h.restart()
 		}, noticeNotFound},
 		{"too long on resume", func(h *harness) *harness {
 			h.fa.mu.Lock()
-			h.fa.poisoned["sess-1"] = true
+			h.fa.poisoned[sess1] = true
 			h.fa.mu.Unlock()
 			return h.restart()
 		}, noticeTooLong},
 		{"too long on a later turn", func(h *harness) *harness {
 			h.fa.mu.Lock()
-			h.fa.poisoned["sess-1"] = true
+			h.fa.poisoned[sess1] = true
 			h.fa.mu.Unlock()
 			return h
 		}, noticeTooLong},
@@ -62,20 +62,20 @@ func TestFallbackToFreshSession(t *testing.T) {
 			if last.ResumeID != "" {
 				t.Errorf("last spawn resumed %q, want a fresh session", last.ResumeID)
 			}
-			if got := h.fa.history("sess-2"); strings.Join(got, "|") != "second" {
+			if got := h.fa.history(sess2); strings.Join(got, "|") != "second" {
 				t.Errorf("fresh session history = %q, want the message resent once", got)
 			}
 			var rec record
 			data, err := os.ReadFile(h.e.store.path("fake/C1/T1"))
-			if err != nil || json.Unmarshal(data, &rec) != nil || rec.SessionID != "sess-2" {
+			if err != nil || json.Unmarshal(data, &rec) != nil || rec.SessionID != sess2 {
 				t.Errorf("stored session = %q (%v), want sess-2", rec.SessionID, err)
 			}
 			errs := h.logs.Records("Agent session cannot continue; starting fresh")
-			if len(errs) != 1 || errs[0]["session_id"] != "sess-1" || errs[0]["level"] != "ERROR" || errs[0]["workspace"] == nil || errs[0]["cwd"] != nil {
+			if len(errs) != 1 || errs[0]["session_id"] != sess1 || errs[0]["level"] != "ERROR" || errs[0]["workspace"] == nil || errs[0]["cwd"] != nil {
 				t.Errorf("failure log = %v", errs)
 			}
 			warns := h.logs.Records("Started a fresh agent session in place of a failed one")
-			if len(warns) != 1 || warns[0]["old_session_id"] != "sess-1" || warns[0]["session_id"] != "sess-2" || warns[0]["level"] != "WARN" {
+			if len(warns) != 1 || warns[0]["old_session_id"] != sess1 || warns[0]["session_id"] != sess2 || warns[0]["level"] != "WARN" {
 				t.Errorf("fallback log = %v", warns)
 			}
 		})
@@ -90,7 +90,7 @@ func TestFreshFallbackFailingToo(t *testing.T) {
 		failure string
 	}{
 		{"fresh process crashes", "second", func(fa *fakeAgents) {
-			fa.poisoned["sess-1"] = true
+			fa.poisoned[sess1] = true
 			fa.failFresh = &agentproc.ExitError{Code: 1, StderrTail: "Not logged in · Please run /login"}
 		}, "Not logged in · Please run /login"},
 		{"the message itself is too long", "huge [[TOOLONG]]", func(fa *fakeAgents) {}, "does not fit"},
@@ -158,7 +158,7 @@ func TestCrashMidTurnKeepsSession(t *testing.T) {
 	h.rec.waitSend(t, "echo: after")
 	h.waitIdle()
 	spawns := h.fa.spawnsSnapshot()
-	if len(spawns) != 2 || spawns[1].ResumeID != "sess-1" {
+	if len(spawns) != 2 || spawns[1].ResumeID != sess1 {
 		t.Errorf("spawns = %+v, want the recovery to resume sess-1 and the next message to find it live", spawns)
 	}
 	if got := h.rec.kinds("react"); len(got) == 0 {
@@ -195,7 +195,7 @@ func TestSessionStatePersistence(t *testing.T) {
 	if err := json.Unmarshal(data, &rec); err != nil {
 		t.Fatal(err)
 	}
-	if rec.SessionID != "sess-1" || rec.ContextTokens != 50000 || rec.ContextWindow != 200000 || rec.ContextPct != 25 ||
+	if rec.SessionID != sess1 || rec.ContextTokens != 50000 || rec.ContextWindow != 200000 || rec.ContextPct != 25 ||
 		rec.Model != "claude-test" || rec.Workspace != h.e.pool.GetOrCreate(h.ws).Path {
 		t.Errorf("stored record = %+v", rec)
 	}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/google/uuid"
@@ -36,8 +37,12 @@ import (
 const (
 	inboxFullText = "This conversation already has %d messages waiting: this message was not accepted. " +
 		"Please send it again once the current turn is done."
-	inboxWriteText = "This message could not be saved (%v), so it was not accepted. Please send it again."
-	queueFullText  = "Queue full (%d messages waiting): this message was not queued. Please send it again once the current turn is done."
+	inboxWriteText = "This message could not be saved, so it was not accepted: %s. Please send it again; " +
+		"the messages accepted before it are kept and still run."
+	inboxTooLargeText = "This message is too large: %s, the limit is %s; send it as a file."
+	inboxBytesText    = "This message (%s) does not fit in this conversation's journal next to the %d messages it holds (%s of its %s): " +
+		"it was not accepted. Please send it again once the current turn is done, or send it as a file."
+	queueFullText = "Queue full (%d messages waiting): this message was not queued. Please send it again once the current turn is done."
 	// restartQueuedText: queued work stays in the journal on shutdown.
 	restartQueuedText = "cc-connect is restarting; this message stays queued and runs when it is back: "
 )
@@ -67,7 +72,7 @@ type journal struct {
 	seen     *inbox.Seen
 	now      func() time.Time
 	log      *slog.Logger
-	admins   []string
+	admins   func() []string         // of the binding in force now
 	killedAt func(point string) bool // Engine.killedAt
 
 	// acceptMu makes the journal write and the FIFO push one step, so
@@ -106,6 +111,9 @@ func (j *journal) openLocked() []workItem {
 		return nil
 	}
 	j.in, j.err = in, nil
+	for _, r := range in.Repairs() {
+		j.log.Warn("Inbox journal repaired on open", "path", in.Path(), "repair", r)
+	}
 	pending := in.Pending()
 	items := make([]workItem, 0, len(pending))
 	for i, en := range pending {
@@ -171,7 +179,7 @@ func (j *journal) accept(it workItem, mb *mailbox) (accepted, error) {
 		mb.push(reloaded...)
 	}
 	if in == nil {
-		j.log.Error("Message refused: the inbox journal is unreadable", "path", j.path, "error", openErr, "admins", j.admins)
+		j.log.Error("Message refused: the inbox journal is unreadable", "path", j.path, "error", openErr, "admins", j.admins())
 		return accepted{refusal: j.failClosedText(openErr), reason: "journal unreadable"}, nil
 	}
 	en := itemEntry(it, j.now())
@@ -179,6 +187,7 @@ func (j *journal) accept(it workItem, mb *mailbox) (accepted, error) {
 	if err == nil && j.killedAt(pointAccepted) {
 		return accepted{}, errKilled
 	}
+	var size *inbox.SizeError
 	switch {
 	case err == nil:
 	case errors.Is(err, inbox.ErrDuplicate):
@@ -186,12 +195,25 @@ func (j *journal) accept(it workItem, mb *mailbox) (accepted, error) {
 		// while this copy was on its way): it runs from there.
 		j.log.Debug("Ignoring a message already in the inbox", "message_id", en.ID)
 		return accepted{pos: -1}, nil
+	case errors.As(err, &size) && errors.Is(err, inbox.ErrMessageTooLarge):
+		j.log.Warn("Message over the inbox size limit; refused", "size", size.Size, "limit", size.Limit)
+		n, limit := sizesApart(size.Size, size.Limit)
+		return accepted{refusal: fmt.Sprintf(inboxTooLargeText, n, limit), reason: "message too large"}, nil
+	case errors.As(err, &size):
+		j.log.Warn("Inbox full by size; message refused", "pending", in.Len(), "size", size.Size, "used", size.Used, "limit", size.Limit)
+		return accepted{refusal: fmt.Sprintf(inboxBytesText, humanSize(size.Size), in.Len(), humanSize(size.Used), humanSize(size.Limit)),
+			reason: "journal full"}, nil
 	case errors.Is(err, inbox.ErrFull):
 		j.log.Warn("Inbox full; message refused", "pending", in.Len(), "error", err)
 		return accepted{refusal: fmt.Sprintf(inboxFullText, in.Len()), reason: "journal full"}, nil
 	default:
+		// The error names the journal's path: it stays in the log.
 		j.log.Error("Journaling a message failed; message refused", "error", err)
-		return accepted{refusal: fmt.Sprintf(inboxWriteText, err), reason: "journal write failed"}, nil
+		why := "writing cc-connect's state failed (the log has the details)"
+		if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+			why = "the disk that holds cc-connect's state is full"
+		}
+		return accepted{refusal: fmt.Sprintf(inboxWriteText, why), reason: "journal write failed"}, nil
 	}
 	it.inboxID, it.uuid = en.ID, en.UUID
 	pos, waits := mb.push(it)
@@ -288,8 +310,8 @@ func (j *journal) failClosedText(err error) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "This conversation's message journal %s, so new messages are refused until an admin inspects it (%s in the state dir; the log has the details). ", why, name)
 	b.WriteString("The file is kept as it is; moving it aside lets the conversation continue.")
-	if len(j.admins) > 0 {
-		fmt.Fprintf(&b, " Admins: %s.", strings.Join(j.admins, ", "))
+	if admins := j.admins(); len(admins) > 0 {
+		fmt.Fprintf(&b, " Admins: %s.", strings.Join(admins, ", "))
 	}
 	return b.String()
 }
@@ -328,7 +350,12 @@ func (j *journal) ack(it workItem, why inbox.AckReason) {
 	if it.inboxID == "" || in == nil {
 		return
 	}
-	if err := in.Ack(it.inboxID, why); err != nil {
+	err := in.Ack(it.inboxID, why)
+	if errors.Is(err, inbox.ErrNotCompacted) {
+		j.log.Warn("Compacting the inbox journal failed; it stays as it is until a later compaction", "error", err)
+		return
+	}
+	if err != nil {
 		j.log.Error("Acknowledging a message in the inbox failed; it may run again after a restart",
 			"message_id", it.inboxID, "error", err)
 	}
@@ -383,6 +410,9 @@ func (e *Engine) seenIDs() *inbox.Seen {
 				return
 			}
 		}
+		for _, r := range s.Repairs() {
+			e.log.Warn("Seen message ids repaired on open", "path", path, "repair", r)
+		}
 		e.seenSet = s
 		e.pendingJournals = e.scanJournals(dir, s)
 	})
@@ -393,4 +423,14 @@ func (e *Engine) seenIDs() *inbox.Seen {
 // the FIFO.
 func (e *Engine) inboxLimits() inbox.Limits {
 	return inbox.Limits{MaxPending: e.opts.QueueLimit + 1, CompactBytes: e.compactBytes}
+}
+
+// sizesApart writes a size and the limit it is over so that they differ
+// on screen: 8.0 MB against 8.0 MB would not say which is larger.
+func sizesApart(n, limit int64) (string, string) {
+	a, b := humanSize(n), humanSize(limit)
+	if a == b {
+		return fmt.Sprintf("%d bytes", n), fmt.Sprintf("%d bytes", limit)
+	}
+	return a, b
 }

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/cc-connect/cc-connect/workspace"
 )
 
 // The session lease (lease.Session) is held by this cc-connect while a
@@ -38,10 +40,19 @@ const orphanWait = 10 * time.Second
 // killOrphanAgent kills the process group recorded at path when that
 // process still lives (the same pid with the same start time), and waits
 // until it is gone. The caller holds the session lease, so a live process
-// named there belongs to a cc-connect that died.
+// named there belongs to a cc-connect that died. A symbolic link at path is
+// not a pid file markAgent wrote (it renames a regular file into place):
+// it is removed, not followed.
 func killOrphanAgent(path string, log *slog.Logger) error {
-	data, err := os.ReadFile(path)
+	data, err := workspace.ReadFileNoFollow(path)
 	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if errors.Is(err, workspace.ErrSymlink) {
+		log.Warn("Removing a symbolic link found in place of an agent pid file; its target is left alone", "pid_file", path)
+		if rerr := os.Remove(path); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+			return fmt.Errorf("removing a link in place of the agent pid file: %w", rerr)
+		}
 		return nil
 	}
 	if err != nil {

@@ -84,7 +84,9 @@ const controlLimit = 64
 // commands that act at once, a reap). Any goroutine pushes and nothing a
 // pusher does waits on the session; only the session goroutine takes.
 // counted is told of every item and control added (the engine's busy
-// count), and the session goroutine tells it of each it finished.
+// count, whose lock is a leaf), under the mailbox's lock: before the
+// session goroutine can take it, finish it and uncount it (busy.go). The
+// session goroutine tells it of each it finished.
 type mailbox struct {
 	queueLimit int
 	counted    func(n int)
@@ -120,8 +122,8 @@ func (mb *mailbox) push(items ...workItem) (pos int, waits bool) {
 	waits = mb.state != stateIdle || len(mb.items) > 0
 	mb.items = append(mb.items, items...)
 	pos = len(mb.items)
-	mb.mu.Unlock()
 	mb.counted(len(items))
+	mb.mu.Unlock()
 	poke(mb.work)
 	return pos, waits
 }
@@ -135,8 +137,8 @@ func (mb *mailbox) pushControl(c control) bool {
 		return false
 	}
 	mb.ctrls = append(mb.ctrls, c)
-	mb.mu.Unlock()
 	mb.counted(1)
+	mb.mu.Unlock()
 	poke(mb.ctrl)
 	return true
 }

@@ -71,7 +71,8 @@ func (e *Engine) sessionsByState() map[string]int {
 }
 
 // noteQueue reports the messages waiting over all conversations. Callers
-// hold neither e.mu nor a session's mu.
+// hold neither e.mu nor a session's mu; Metrics.QueueDepth is called with
+// e.mu held, so it must not call back into the engine.
 func (e *Engine) noteQueue() {
 	if _, off := e.metrics.(noMetrics); off {
 		return // the sum walks every conversation: not for nothing
@@ -81,8 +82,11 @@ func (e *Engine) noteQueue() {
 	for _, s := range e.sessions {
 		n += s.mb.waitingTurns()
 	}
-	e.mu.Unlock()
+	// Reported before e.mu is released: two callers that counted in
+	// one order must not report in the other, or a stale depth (a
+	// message already taken from the FIFO) outlives the true one.
 	e.metrics.QueueDepth(n)
+	e.mu.Unlock()
 }
 
 // turnBegan counts a turn and returns when it began.

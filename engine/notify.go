@@ -46,9 +46,9 @@ func (e *Engine) notify(a platform.Adapter, to platform.Target, text string) {
 	}
 	n.inflight++
 	n.mu.Unlock()
-	e.addBusy(1)
+	e.busy.add(1)
 	go func() {
-		defer e.addBusy(-1)
+		defer e.busy.add(-1)
 		defer n.done()
 		r := relay{to: to, original: a, current: e.adapter, bg: e.bg, log: e.log, metrics: e.metrics}
 		r.send(text)

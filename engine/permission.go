@@ -27,6 +27,7 @@ type permissions struct {
 	// this conversation; setWaiting says whether it waits on one.
 	register, unregister func(requestID string)
 	setWaiting           func(bool)
+	forChat              func(string) string // keeps host paths out of what is posted
 
 	pending []*pendingPerm
 	timer   *time.Timer // fires at the earliest deadline
@@ -45,7 +46,7 @@ type pendingPerm struct {
 // newPermissions gives a turn its permission desk.
 func (tr *turnRunner) newPermissions() *permissions {
 	e, key := tr.e, tr.key
-	return &permissions{chat: tr.chat, log: tr.log, metrics: e.metrics, timeout: e.opts.PermissionTimeout,
+	return &permissions{chat: tr.chat, log: tr.log, metrics: e.metrics, timeout: e.opts.PermissionTimeout, forChat: tr.forChat,
 		register: func(id string) {
 			e.mu.Lock()
 			e.requests[id] = key
@@ -76,7 +77,10 @@ func (ps *permissions) first() string {
 
 // ask posts a permission request and waits for an answer, a cancel from
 // the CLI or the timeout.
-func (ps *permissions) ask(req agentproc.PermissionRequest) {
+// The approver sees the whole request (approvalFor): a request too big to
+// show, or whose whole command could not be posted, is denied without
+// asking.
+func (ps *permissions) ask(proc agentProcess, req agentproc.PermissionRequest) {
 	p := &pendingPerm{req: req, asked: time.Now()}
 	ps.metrics.PermissionRequested()
 	if ps.timeout > 0 {
@@ -86,23 +90,33 @@ func (ps *permissions) ask(req agentproc.PermissionRequest) {
 	ps.register(req.RequestID)
 	ps.setWaiting(true)
 
-	tool := orDefault(req.DisplayName, req.ToolName)
-	summary := toolSummary(req.ToolName, req.Input)
 	ps.log.Info("Permission requested", "request_id", req.RequestID, "tool", req.ToolName, "blocked_path", req.BlockedPath)
+	view := approvalFor(req)
+	for _, whole := range view.whole {
+		if view.refuse != "" {
+			break
+		}
+		if posted := ps.chat.send(whole); posted.MessageID == "" {
+			view.refuse = "cc-connect could not post the whole request in the chat, so nobody could review it: the request was denied without asking."
+		}
+	}
+	if view.refuse != "" {
+		ps.log.Warn("Permission request denied without asking: it cannot be shown whole", "request_id", req.RequestID, "tool", req.ToolName)
+		p.choice = "unshown"
+		if err := respond(proc, req.RequestID, agentproc.PermissionDecision{Behavior: agentproc.Deny, Message: view.refuse}); err != nil {
+			ps.log.Error("Denying the permission request failed", "request_id", req.RequestID, "error", err)
+		}
+		ps.resolve(p, "denied: "+strings.TrimSuffix(view.refuse, "."))
+		return
+	}
 	if posted, ok := ps.chat.askPermission(platform.PermissionPrompt{
-		RequestID: req.RequestID, Tool: tool, Summary: summary, Path: req.BlockedPath,
+		RequestID: req.RequestID, Tool: req.ToolName, Text: view.prompt,
 	}); ok {
 		p.prompt, p.viaPrompter = posted, true
 		ps.arm()
 		return
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "Permission needed: %s", summary)
-	if req.BlockedPath != "" {
-		fmt.Fprintf(&b, " (path: %s)", req.BlockedPath)
-	}
-	b.WriteString("\nReply !allow, !allow always, or !deny.")
-	p.prompt = ps.chat.send(b.String())
+	p.prompt = ps.chat.send(view.prompt + "\nReply !allow, !allow always, or !deny.")
 	ps.arm()
 }
 
@@ -176,7 +190,7 @@ func (ps *permissions) answer(proc agentProcess, c control) {
 		}
 		ps.log.Error("Answering the permission request failed", "request_id", p.req.RequestID, "error", err)
 		p.choice = "error"
-		ps.resolve(p, fmt.Sprintf("%s by %s, but the answer could not be delivered (%v)", describe(d.Behavior), who, err))
+		ps.resolve(p, fmt.Sprintf("%s by %s, but the answer could not be delivered (%s)", describe(d.Behavior), who, ps.forChat(err.Error())))
 		return
 	}
 	ps.log.Info("Permission answered", "request_id", p.req.RequestID, "tool", p.req.ToolName, "decision", d.Behavior.String(), "user_name", who)
@@ -226,7 +240,9 @@ func respond(proc agentProcess, requestID string, d agentproc.PermissionDecision
 	return proc.RespondPermission(ctx, requestID, d)
 }
 
-// toolSummary is a short human line for a tool call: "Bash `go test ./...`".
+// toolSummary is a short human line for a tool call: "Bash `go test ./...`",
+// for progress and the restart notice. It is cut: a prompt shows the whole
+// request (approvalFor).
 func toolSummary(name string, input json.RawMessage) string {
 	var in map[string]any
 	_ = json.Unmarshal(input, &in)
@@ -240,7 +256,7 @@ func toolSummary(name string, input json.RawMessage) string {
 	if arg == "" {
 		return name
 	}
-	arg = strings.ReplaceAll(quote(arg, 120), "`", "'")
+	arg = strings.ReplaceAll(quote(visible(arg), 120), "`", "'")
 	return fmt.Sprintf("%s `%s`", name, arg)
 }
 

@@ -55,7 +55,8 @@ func TestPermissionButtons(t *testing.T) {
 			h := newHarness(t, nil)
 			h.say("alice", "T1", "please [[TOOL:make test]]")
 			ask := waitAsk(t, h)
-			if ask.Prompt.Tool != "Bash" || ask.Prompt.Summary != "Bash `make test`" || !strings.HasSuffix(ask.Prompt.Path, "/x") {
+			if ask.Prompt.Tool != "Bash" || !strings.Contains(ask.Prompt.Text, "Command:\n```\nmake test\n```") ||
+				!strings.Contains(ask.Prompt.Text, "Path it needs:\n```\n") {
 				t.Errorf("prompt = %+v", ask.Prompt)
 			}
 			h.e.mu.Lock()
@@ -118,7 +119,7 @@ func TestPermissionAsTextWithoutButtons(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t, func(_ *Options, c *harnessConfig) { c.plain = true })
 			h.say("alice", "T1", "check [[TOOL:go test ./...]]")
-			prompt := h.rec.waitSend(t, "Permission needed: Bash `go test ./...`")
+			prompt := h.rec.waitSend(t, "🔐 **Permission needed**: `Bash`\nCommand:\n```\ngo test ./...\n```")
 			if !strings.Contains(prompt.Text, "!allow") || !strings.Contains(prompt.Text, "!deny") {
 				t.Errorf("prompt = %q, want the !allow / !deny hint", prompt.Text)
 			}

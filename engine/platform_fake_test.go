@@ -27,10 +27,11 @@ type fakePlatform struct {
 	name  string
 	files *fakeFiles // for richPlatform's OpenAttachment
 
-	mu      sync.Mutex // guards calls, next and changed
+	mu      sync.Mutex // guards calls, next, changed and failOn
 	calls   []recorded
 	next    int
 	changed chan struct{}
+	failOn  string // a send whose text holds this fails (recorded as "send-failed")
 }
 
 func newFakePlatform(name string) *fakePlatform {
@@ -61,6 +62,13 @@ func (f *fakePlatform) record(r recorded) platform.Target {
 }
 
 func (f *fakePlatform) Send(ctx context.Context, to platform.Target, text string) (platform.Target, error) {
+	f.mu.Lock()
+	fail := f.failOn != "" && strings.Contains(text, f.failOn)
+	f.mu.Unlock()
+	if fail {
+		f.record(recorded{Kind: "send-failed", To: to, Text: text})
+		return platform.Target{}, fmt.Errorf("fake platform: sending %q failed", quote(text, 40))
+	}
 	return f.record(recorded{Kind: "send", To: to, Text: text}), nil
 }
 
@@ -107,6 +115,20 @@ func (f *fakePlatform) waitSend(t *testing.T, sub string) recorded {
 		return false
 	})
 	return got
+}
+
+// waitSends waits for n sent messages containing sub (or more).
+func (f *fakePlatform) waitSends(t *testing.T, sub string, n int) {
+	t.Helper()
+	f.waitFor(t, fmt.Sprintf("%d messages containing %q", n, sub), func(calls []recorded) bool {
+		got := 0
+		for _, c := range calls {
+			if c.Kind == "send" && strings.Contains(c.Text, sub) {
+				got++
+			}
+		}
+		return got >= n
+	})
 }
 
 // sends returns the texts sent that contain sub.

@@ -180,7 +180,7 @@ func TestRealPermissionAndStop(t *testing.T) {
 	h, _ := newRealHarness(t, nil, nil)
 	h.say("alice", "T1", "build it [[TOOL:make build]]")
 	ask := waitAsk(t, h)
-	if ask.Prompt.Summary != "Bash `make build`" {
+	if !strings.Contains(ask.Prompt.Text, "Command:\n```\nmake build\n```") {
 		t.Errorf("prompt = %+v", ask.Prompt)
 	}
 	h.press("bob", ask.Prompt.RequestID, platform.ChoiceAllow)

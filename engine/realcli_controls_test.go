@@ -1,13 +1,15 @@
 package engine
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/cc-connect/cc-connect/ctxindicator"
 	"github.com/cc-connect/cc-connect/internal/fakeapi"
 	"github.com/cc-connect/cc-connect/platform"
 )
@@ -90,40 +92,72 @@ func TestRealCLIMode(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(ws, "made_in_accept_edits.txt")); err != nil {
 		t.Errorf("the edit did not run: %v", err)
 	}
-	for _, mode := range []string{"plan", "default"} {
-		h.say("alice", "T1", "!mode "+mode)
-		h.rec.waitSend(t, "Permission mode set to "+mode)
+	// In plan mode a turn runs and changes nothing: the CLI refuses the
+	// edit itself, without asking.
+	h.say("alice", "T1", "!mode plan")
+	h.rec.waitSend(t, "Permission mode set to plan")
+	h.say("alice", "T1", "[[TOOL:touch made_in_plan.txt]]")
+	h.rec.waitFor(t, "the reply in plan mode", func([]recorded) bool { return len(h.rec.sends("tool said:")) == 2 })
+	if _, err := os.Stat(filepath.Join(ws, "made_in_plan.txt")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a turn in plan mode changed the workspace: %v", err)
 	}
+	if asks := h.rec.kinds("ask"); len(asks) != 0 {
+		t.Errorf("asked %d permission prompts in plan mode", len(asks))
+	}
+
+	h.say("alice", "T1", "!mode default")
+	h.rec.waitSend(t, "Permission mode set to default")
 	if got := h.rec.sends("refused the mode change"); len(got) != 0 {
 		t.Errorf("the CLI refused: %q", got)
 	}
 	h.say("alice", "T1", "[[TOOL:touch needs_asking.txt]]")
 	ask := waitAsk(t, h)
-	if !strings.Contains(ask.Prompt.Summary, "needs_asking.txt") {
+	if !strings.Contains(ask.Prompt.Text, "touch needs_asking.txt") {
 		t.Errorf("prompt in default mode = %+v", ask.Prompt)
 	}
 	h.press("alice", ask.Prompt.RequestID, platform.ChoiceDeny)
-	h.rec.waitFor(t, "the reply after the denial", func([]recorded) bool { return len(h.rec.sends("tool said:")) == 2 })
+	h.rec.waitFor(t, "the reply after the denial", func([]recorded) bool { return len(h.rec.sends("tool said:")) == 3 })
+	if _, err := os.Stat(filepath.Join(ws, "needs_asking.txt")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a denied edit ran: %v", err)
+	}
+	// The model's reply is built from the tool_result the CLI gave it.
+	if reply := h.rec.sends("tool said:")[2]; !strings.Contains(reply, "Denied by alice") {
+		t.Errorf("reply after the denial %q, want the model told it was denied", reply)
+	}
 }
 
+// TestRealCLICompact: after !compact the CLI's own context figure is lower
+// than before it: the compact_boundary's post figure is below its pre one,
+// and the next turn's context (what the CLI reports in its result) is below
+// the last turn's before the compaction. The first turn reports a large
+// context ([[BIG]]) so that the drop is the compaction's, not noise.
 func TestRealCLICompact(t *testing.T) {
 	h, _ := newRealCLIHarness(t, nil)
-	h.say("alice", "T1", "hello, remember the word kumquat")
-	h.rec.waitSend(t, "echo: hello")
+	h.say("alice", "T1", "[[BIG]] hello, remember the word kumquat")
+	h.rec.waitSend(t, "echo: [[BIG]] hello")
 	h.say("alice", "T1", "!compact keep the fruit")
-	got := h.rec.waitSend(t, "Compacted the conversation")
-	m := regexp.MustCompile(`: ([\d,]+) → ([\d,]+) tokens of context \((\d+)% → (\d+)%\)\.`).FindStringSubmatch(got.Text)
-	if m == nil {
-		t.Fatalf("report = %q", got.Text)
-	}
-	t.Logf("report: %q", got.Text)
-	pre, _ := strconv.Atoi(strings.ReplaceAll(m[1], ",", ""))
-	post, _ := strconv.Atoi(strings.ReplaceAll(m[2], ",", ""))
-	if pre <= 0 || post <= 0 {
-		t.Errorf("pre %d, post %d tokens, want both reported", pre, post)
-	}
+	h.rec.waitSend(t, "Compacted the conversation")
 	h.say("alice", "T1", "still there?")
 	h.rec.waitSend(t, "echo: still there?")
+	h.waitIdle() // the turn logs its figures after posting the reply
+
+	compacted := h.logs.Records("Conversation compacted")
+	if len(compacted) != 1 {
+		t.Fatalf("%d compactions logged, want 1", len(compacted))
+	}
+	pre, post := compacted[0]["pre_tokens"].(float64), compacted[0]["post_tokens"].(float64)
+	if post <= 0 || post >= pre {
+		t.Errorf("compact_boundary: %v tokens before, %v after; want fewer after", pre, post)
+	}
+	// One context figure per turn with usage: the big turn, then the turn
+	// after the compaction (the compaction itself may report one too).
+	var figures []float64
+	for _, r := range h.logs.Records(ctxindicator.LogMessage) {
+		figures = append(figures, r["input_tokens"].(float64))
+	}
+	if len(figures) < 2 || figures[0] < fakeapi.BigInputTokens || figures[len(figures)-1] >= figures[0] {
+		t.Errorf("context figures per turn %v: want the turn after !compact below the one before", figures)
+	}
 	if recs := h.logs.Records("Starting agent process"); len(recs) != 1 {
 		t.Errorf("%d agent processes, want the one that compacted to go on", len(recs))
 	}

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -78,7 +80,7 @@ func TestRealCLIPermission(t *testing.T) {
 	h, _ := newRealCLIHarness(t, nil)
 	h.say("alice", "T1", "[[TOOL:touch made_by_tool.txt]]")
 	ask := waitAsk(t, h)
-	if !strings.Contains(ask.Prompt.Summary, "touch made_by_tool.txt") {
+	if !strings.Contains(ask.Prompt.Text, "Command:\n```\ntouch made_by_tool.txt\n```") {
 		t.Errorf("prompt = %+v", ask.Prompt)
 	}
 	h.press("alice", ask.Prompt.RequestID, platform.ChoiceAllow)
@@ -92,5 +94,9 @@ func TestRealCLIPermission(t *testing.T) {
 	})
 	if res := h.rec.kinds("resolve"); len(res) != 1 || res[0].Text != "allowed once by alice" {
 		t.Errorf("resolved = %+v", res)
+	}
+	// The CLI ran the allowed tool.
+	if _, err := os.Stat(filepath.Join(h.e.pool.GetOrCreate(h.ws).Path, "made_by_tool.txt")); err != nil {
+		t.Errorf("the allowed tool did not run: %v", err)
 	}
 }

@@ -205,7 +205,7 @@ func (tr *turnRunner) recover(it workItem) {
 		// Resending could run the message twice and resuming could run
 		// it on a session held elsewhere; tell the user instead.
 		tr.log.Error("Recovering the interrupted turn failed", "error", err)
-		fmt.Fprintf(&note, "The turn for “%s” could not be recovered (%v). Please send it again if it is still needed.", q, err)
+		fmt.Fprintf(&note, "The turn for “%s” could not be recovered (%s). Please send it again if it is still needed.", q, tr.forChat(err.Error()))
 		tr.chat.send(note.String())
 		tr.jr.ack(it, inbox.AckCancel)
 		tr.agent.releaseIfIdle()

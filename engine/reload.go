@@ -17,14 +17,16 @@ import (
 // hands the engine the parts that apply live (Reload): the bindings and the
 // adapters that are new or whose settings changed.
 //
-// Bindings swap at once: routing and allow lists are read on every
-// message. What a session holds for its lifetime (its workspace, its
-// adapter, its binding's admins and allow_shell) cannot change under it, so
-// a conversation whose binding changed that way, or was removed, or whose
-// adapter restarted, is marked to rebind: it finishes the work it has (the
-// running turn and what is queued behind it), then closes its process and
-// ends, and its next message starts a session under the new config. An idle
-// conversation does so at once.
+// Bindings swap at once: routing and who may do what (allow lists,
+// approvers, admins, allow_shell) are read from the bindings in force at
+// every use (session.liveBinding), so a right taken away applies to the
+// next command. What a session holds for its lifetime (its workspace, its
+// adapter) cannot change under it, so a conversation whose workspace
+// changed, or whose binding was removed, or whose adapter restarted, is
+// marked to rebind: it finishes the work it has (the running turn and what
+// is queued behind it), then closes its process and ends, and its next
+// message starts a session under the new config. An idle conversation does
+// so at once.
 
 // Reload is a change of configuration for a running engine.
 type Reload struct {
@@ -148,8 +150,6 @@ func (e *Engine) rebindSessions(ctx context.Context, bs []Binding, restarted map
 				text = fmt.Sprintf("cc-connect's config moved this channel to the workspace %s. The running turn finishes here first; after it, a new session starts there.", nb.Workspace)
 			}
 			notices = append(notices, notice{s, text})
-		case !slices.Equal(nb.Admins, s.binding.Admins) || nb.AllowShell != s.binding.AllowShell:
-			m.reason = "admins or allow_shell changed"
 		case restarted[s.to.Platform]:
 			m.reason = "platform adapter restarted"
 		default:
@@ -316,8 +316,9 @@ func (e *Engine) swapAdapters(ctx context.Context, add []platform.Adapter, remov
 func (e *Engine) NotifyAdmins(ctx context.Context, text string) []string {
 	best := map[string]*session{}
 	e.mu.Lock()
+	admins := map[*session][]string{}
 	for _, s := range e.sessions {
-		if len(s.binding.Admins) == 0 {
+		if admins[s] = s.liveBinding().Admins; len(admins[s]) == 0 {
 			continue
 		}
 		if cur, ok := best[s.to.Platform]; !ok || s.lastActive().After(cur.lastActive()) {
@@ -327,7 +328,7 @@ func (e *Engine) NotifyAdmins(ctx context.Context, text string) []string {
 	e.mu.Unlock()
 	var told []string
 	for plat, s := range best {
-		if s.notice(fmt.Sprintf("Admins (%s): %s", joinNames(s.binding.Admins), text)) {
+		if s.notice(fmt.Sprintf("Admins (%s): %s", joinNames(admins[s]), text)) {
 			told = append(told, plat)
 		}
 	}

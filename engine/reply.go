@@ -94,7 +94,7 @@ func (tr *turnRunner) reportCompaction(out outcome) {
 		tr.chat.send(ctxindicator.Append(text, after, ok && b.PostTokens > 0))
 	case out.compactErr != "":
 		tr.log.Warn("Compaction failed", "session_id", tr.rb.sessionID(), "compact_error", out.compactErr)
-		tr.chat.send("Compaction failed (" + out.compactErr + "); the conversation is unchanged.")
+		tr.chat.send("Compaction failed (" + tr.forChat(out.compactErr) + "); the conversation is unchanged.")
 	default:
 		msg := "Claude Code did not report a compaction; the conversation is unchanged."
 		switch {

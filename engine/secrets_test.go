@@ -32,7 +32,7 @@ func TestShellEnvHoldsNoSecrets(t *testing.T) {
 	h.say("alice", "T1", "what did env say?")
 	h.rec.waitSend(t, "echo: ")
 	h.waitIdle()
-	told := strings.Join(h.fa.history("sess-1"), "\n")
+	told := strings.Join(h.fa.history(sess1), "\n")
 	if !strings.Contains(told, "CCX_VISIBLE=passes-through") {
 		t.Errorf("Claude was not told the output:\n%s", told)
 	}

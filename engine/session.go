@@ -76,16 +76,18 @@ func (e *Engine) session(b Binding, m platform.Message, a platform.Adapter) (*se
 	ws := e.pool.GetOrCreate(b.Workspace).Path
 	log := e.log.With("platform", to.Platform, "channel", to.Channel, "thread", to.Thread, "session_key", key, "workspace", ws)
 	s := &session{e: e, key: key, to: to, binding: b, ws: ws, log: log}
-	s.mb = newMailbox(e.opts.QueueLimit, e.addBusy)
+	s.mb = newMailbox(e.opts.QueueLimit, e.busy.add)
 	s.jr = &journal{path: inboxPath(e.opts.StateDir, key), stateDir: e.opts.StateDir, limits: e.inboxLimits(),
-		seen: e.seenIDs(), now: e.now, log: log, admins: b.Admins, killedAt: e.killedAt}
+		seen: e.seenIDs(), now: e.now, log: log, killedAt: e.killedAt}
+	s.jr.admins = func() []string { return s.liveBinding().Admins }
 	s.rb = &recordBook{store: e.store, log: log}
 	s.agent = &agentSlot{ws: ws, stateDir: e.opts.StateDir, grace: e.opts.ShutdownGrace, slots: e.slots, bg: e.bg, log: log, now: e.now}
 	s.chat = &relay{to: to, original: a, current: e.adapter, bg: e.bg, log: log, metrics: e.metrics}
 	s.tr = &turnRunner{e: e, key: key, ws: ws, log: log, jr: s.jr, mb: s.mb, rb: s.rb, agent: s.agent, chat: s.chat,
-		other: s.handleControl, stopShell: s.stopShell}
+		other: s.handleControl, stopShell: s.stopShell, binding: s.liveBinding}
 
 	rec, ok, lerr := e.store.load(key, e.now())
+	badIDs := rec.dropInvalidIDs()
 	if ok {
 		if rec.Workspace != ws {
 			log.Warn("Stored session belongs to another workspace; keeping its id",
@@ -96,6 +98,8 @@ func (e *Engine) session(b Binding, m platform.Message, a platform.Adapter) (*se
 		rec = record{Key: key, Platform: to.Platform, Channel: to.Channel, Thread: to.Thread, Workspace: ws}
 	}
 	s.rb.rec = rec
+	// Written by the next save; until then every load drops them again.
+	s.rb.dirty = len(badIDs) > 0
 	pending := s.jr.open()
 	e.sessions[key] = s
 	e.wg.Add(1)
@@ -105,12 +109,17 @@ func (e *Engine) session(b Binding, m platform.Message, a platform.Adapter) (*se
 	}
 	if err := s.jr.openErr(); err != nil {
 		log.Error("Inbox journal unreadable; the conversation refuses new input until an admin inspects it",
-			"path", s.jr.path, "error", err, "admins", b.Admins)
+			"path", s.jr.path, "error", err, "admins", s.liveBinding().Admins)
 		s.notice(s.jr.failClosedText(err))
+	}
+	if len(badIDs) > 0 {
+		log.Warn("Stored session ids that are not UUIDs dropped", "dropped", badIDs)
+		s.notice("This conversation's stored Claude Code session id is not a valid session id, so it was dropped: your next message starts a new session.")
 	}
 	if lerr != nil {
 		log.Error("Session state unreadable; starting without it", "error", lerr)
-		s.notice("Stored state for this conversation was unreadable and has been moved aside; starting a new session. (" + lerr.Error() + ")")
+		// The error names the file and where it was moved: the log has it.
+		s.notice("Stored state for this conversation was unreadable and has been moved aside (the log says where); starting a new session.")
 	}
 	go s.loop()
 	return s, nil
@@ -157,7 +166,7 @@ func (s *session) loop() {
 			s.doResume(it)
 			s.jr.ack(it, inbox.AckResult)
 		}
-		s.e.addBusy(-1)
+		s.e.busy.add(-1)
 	}
 }
 

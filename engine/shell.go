@@ -74,19 +74,21 @@ func (e *Engine) shellTimeout() (d time.Duration) {
 // shellCommand runs an admin's !sh in the session's workspace on a
 // goroutine of its own, so that turns, !stop and other commands go on
 // meanwhile. Only a binding's admins may use it, and only where the
-// binding turns it on; the command never passes through Claude's
-// permission prompts, which is why it is this narrow.
+// binding turns it on, both as the config says now (liveBinding); the
+// command never passes through Claude's permission prompts, which is why
+// it is this narrow.
 func (s *session) shellCommand(m platform.Message, command string) {
 	e := s.e
 	refuse := func(reason, text string) {
 		s.log.Warn("Refused a shell command", "reason", reason, "user_id", m.UserID, "user_name", m.UserName)
 		s.chat.send(text)
 	}
+	b := s.liveBinding()
 	switch {
-	case !s.binding.AllowShell:
+	case !b.AllowShell:
 		refuse("shell is off for this binding", shellOffText)
 		return
-	case !s.binding.admin(m.UserID):
+	case !b.admin(m.UserID):
 		refuse("user is not an admin", shellNotAdminText)
 		return
 	case strings.TrimSpace(command) == "":
@@ -108,11 +110,11 @@ func (s *session) shellCommand(m platform.Message, command string) {
 		return
 	}
 	e.wg.Add(1)
-	e.busy++
+	e.busy.add(1)
 	e.mu.Unlock()
 	go func() {
 		defer e.wg.Done()
-		defer e.addBusy(-1)
+		defer e.busy.add(-1)
 		defer s.shell.free()
 		defer cancel()
 		s.runShell(runCtx, cancel, m, command)
@@ -149,7 +151,14 @@ func (s *session) runShell(ctx context.Context, cancel context.CancelFunc, m pla
 	s.log.Info("Admin shell command ended", "user_id", m.UserID, "exit_code", res.ExitCode, "signal", res.Signal,
 		"duration", res.Duration, "timed_out", res.TimedOut, "cancelled", res.Cancelled,
 		"output_truncated", res.Truncated, "error", errString(res.Err))
-	s.chat.send(res.ChatReply())
+	reply := res.ChatReply()
+	if res.Err != nil {
+		// It could not run: the reply is its error, which may name host
+		// paths (the log has them). Output of a command that ran is
+		// what the admin asked for and is posted as it is.
+		reply = s.forChat(reply)
+	}
+	s.chat.send(reply)
 	if res.Err != nil {
 		return // nothing ran: nothing to tell Claude
 	}

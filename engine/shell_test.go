@@ -76,7 +76,7 @@ func TestShellNoteReachesNextTurnOnce(t *testing.T) {
 	h.say("bob", "T1", "and again")
 	h.rec.waitSend(t, "and again")
 	h.waitIdle()
-	hist := h.fa.history("sess-1")
+	hist := h.fa.history(sess1)
 	if len(hist) != 2 {
 		t.Fatalf("history = %q, want two turns", hist)
 	}
@@ -107,7 +107,7 @@ func TestShellOutputBounded(t *testing.T) {
 	h.waitIdle()
 	h.say("alice", "T1", "what happened?")
 	h.rec.waitSend(t, "what happened?")
-	hist := h.fa.history("sess-1")
+	hist := h.fa.history(sess1)
 	if len(hist) != 1 || len(hist[0]) > 6<<10 || !strings.Contains(hist[0], "the-end") {
 		t.Errorf("turn with the note is %d bytes, want a bounded note with the tail", len(strings.Join(hist, "")))
 	}

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/cc-connect/cc-connect/agentproc"
 	"github.com/cc-connect/cc-connect/ctxindicator"
 	"github.com/cc-connect/cc-connect/workspace"
 )
@@ -51,6 +52,20 @@ type record struct {
 	PendingPermission string `json:"pending_permission,omitempty"`
 }
 
+// dropInvalidIDs clears the session ids that are not canonical UUIDs (a
+// record edited by hand, or written by an older cc-connect from an odd
+// init event) and returns them: passed to --resume, such an id would be
+// refused at every start and wedge the conversation.
+func (r *record) dropInvalidIDs() (dropped []string) {
+	for _, id := range []*string{&r.SessionID, &r.NewSessionID} {
+		if *id != "" && !agentproc.ValidSessionID(*id) {
+			dropped = append(dropped, *id)
+			*id = ""
+		}
+	}
+	return dropped
+}
+
 // figures are the record's context figures for ctxindicator.
 func (r record) figures() ctxindicator.Figures {
 	return ctxindicator.Figures{Tokens: r.ContextTokens, Window: r.ContextWindow,
@@ -82,14 +97,21 @@ func (st *store) exists(key string) bool {
 // with workspace.QuarantineCorrupt and reported as errCorruptState.
 func (st *store) load(key string, now time.Time) (rec record, ok bool, err error) {
 	p := st.path(key)
-	data, err := os.ReadFile(p)
+	data, err := workspace.ReadFileNoFollow(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return record{}, false, nil
 	}
-	if err != nil {
+	var perr error
+	switch {
+	case errors.Is(err, workspace.ErrSymlink):
+		// Not a record save wrote (it renames a regular file into
+		// place): moved aside like a corrupt one, never followed.
+		perr = err
+	case err != nil:
 		return record{}, false, fmt.Errorf("reading session state %s: %w", p, err)
+	default:
+		perr = json.Unmarshal(data, &rec)
 	}
-	perr := json.Unmarshal(data, &rec)
 	if perr == nil && rec.Key != key {
 		perr = fmt.Errorf("file holds key %q", rec.Key)
 	}

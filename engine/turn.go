@@ -52,6 +52,9 @@ type turnRunner struct {
 	// running !sh for a !stop, saying so (false: none ran).
 	other     func(control)
 	stopShell func(to platform.Target) bool
+	// binding is the conversation's binding in force now
+	// (session.liveBinding): who may still have a queued message run.
+	binding func() Binding
 }
 
 // outcome is how one attempt at a turn ended.
@@ -154,13 +157,13 @@ func (tr *turnRunner) finish(it workItem, out outcome, hadHistory bool) bool {
 			"exit_code", exitErr.Code, "signal", exitErr.Signal, "stderr", exitErr.StderrTail)
 		tr.agent.close()
 		tr.chat.send(fmt.Sprintf("The agent process %s: %s\nThe session is kept: your next message resumes it.",
-			exitDescription(exitErr), orNone(lastLine(exitErr.StderrTail))))
+			exitDescription(exitErr), orNone(tr.forChat(lastLine(exitErr.StderrTail)))))
 		return false
 	default:
 		tr.log.Error("Turn failed; keeping the session", "session_id", tr.rb.sessionID(), "error", out.err,
 			"stderr", out.stderr)
 		tr.agent.close()
-		tr.chat.send(fmt.Sprintf("The agent failed: %v\nThe session is kept: send your message again to retry.", out.err))
+		tr.chat.send(fmt.Sprintf("The agent failed: %s\nThe session is kept: send your message again to retry.", tr.forChat(out.err.Error())))
 		return false
 	}
 }
@@ -208,10 +211,10 @@ func (tr *turnRunner) fallback(it workItem, out outcome) bool {
 		tr.rb.forget()
 	}
 	tr.agent.close()
-	reason := out2.err.Error()
+	reason := tr.forChat(out2.err.Error())
 	var exitErr *agentproc.ExitError
 	if errors.As(out2.err, &exitErr) {
-		reason = fmt.Sprintf("the agent process %s: %s", exitDescription(exitErr), orNone(lastLine(exitErr.StderrTail)))
+		reason = fmt.Sprintf("the agent process %s: %s", exitDescription(exitErr), orNone(tr.forChat(lastLine(exitErr.StderrTail))))
 	} else if errors.Is(out2.err, agentproc.ErrPromptTooLong) {
 		reason = "this message alone does not fit in the model's context" + resultDetail(out2)
 	}
@@ -445,7 +448,12 @@ func (tr *turnRunner) onEvent(t *turn, proc agentProcess, ev agentproc.Event) {
 			// sent now.
 			tr.interrupt(proc)
 		}
-		if ev.SessionID != "" {
+		switch {
+		case ev.SessionID != "" && !agentproc.ValidSessionID(ev.SessionID):
+			// Stored, it would be passed to --resume and wedge the
+			// conversation: every later start would be refused.
+			tr.log.Error("Agent reported a session id that is not a UUID; not stored", "reported_session_id", ev.SessionID)
+		case ev.SessionID != "":
 			tr.rb.update(func(r *record) {
 				r.SessionID, r.NewSessionID = ev.SessionID, ""
 				if ev.Model != "" {
@@ -474,7 +482,7 @@ func (tr *turnRunner) onEvent(t *turn, proc agentProcess, ev agentproc.Event) {
 	case agentproc.APIRetry:
 		tr.chat.showProgress(&t.progress, fmt.Sprintf("API error %d, retrying (%d/%d)…", ev.ErrorStatus, ev.Attempt, ev.MaxRetries))
 	case agentproc.PermissionRequest:
-		t.perms.ask(ev)
+		t.perms.ask(proc, ev)
 		tr.notePermissions(t)
 	case agentproc.PermissionCancel:
 		t.perms.cancel(ev.RequestID)
@@ -495,7 +503,8 @@ func (tr *turnRunner) control(t *turn, proc agentProcess, c control) {
 		t.stopped = true
 		if t.started {
 			if err := tr.interrupt(proc); err != nil {
-				tr.chat.sendTo(c.to, "Could not stop the turn: "+err.Error())
+				tr.log.Warn("Interrupting the turn failed", "error", err)
+				tr.chat.sendTo(c.to, "Could not stop the turn: "+tr.forChat(err.Error()))
 				return
 			}
 		}
@@ -531,7 +540,7 @@ func (tr *turnRunner) notePermissions(t *turn) {
 func (tr *turnRunner) noteResult(res *agentproc.Result, initModel string) {
 	model := orDefault(res.Model, initModel)
 	tr.rb.change(func(r *record) {
-		if res.SessionID != "" {
+		if agentproc.ValidSessionID(res.SessionID) { // see onEvent
 			r.SessionID = res.SessionID
 		}
 		if model != "" {

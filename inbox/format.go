@@ -1,6 +1,7 @@
 package inbox
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -91,12 +92,16 @@ func (d *diskEntry) entry() Entry {
 	return e
 }
 
+// encode writes one journal line. HTML escaping is off: it would turn
+// every <, > and & of a pasted log or page into six bytes.
 func encode(r diskRecord) ([]byte, error) {
-	b, err := json.Marshal(r)
-	if err != nil {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(r); err != nil {
 		return nil, fmt.Errorf("encoding inbox record: %w", err)
 	}
-	return append(b, '\n'), nil
+	return b.Bytes(), nil // Encode ends it with a newline
 }
 
 func decode(line []byte) (diskRecord, error) {

@@ -3,18 +3,22 @@
 // loses a message and never runs one twice. Each session has one
 // append-only journal file; accepting a message is one record, fsynced
 // before the caller acknowledges anything to the user or the platform, and
-// that record is also what makes the message's id seen (Seen). A journal
-// that cannot be read is never repaired or replaced: the session fails
-// closed and the file is kept for inspection. The package decides nothing
-// about what a message means.
+// that record is also what makes the message's id seen (Seen). A change
+// that fails to reach the disk (a full disk) is cut off again, so the
+// journal stays as it was. On open, what a crash or an older failed write
+// left (a torn last line, a cut record glued to the next one) is recovered
+// where that cannot run anything twice or out of order, and Repairs says
+// what was done; a journal that cannot be read safely otherwise is never
+// repaired or replaced: the session fails closed and the file is kept for
+// inspection. The package decides nothing about what a message means.
 package inbox
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"sync"
@@ -51,7 +55,40 @@ var (
 	ErrTooLarge = errors.New("inbox journal is too large")
 	// ErrUnknown: Ack or a mark named a message that is not pending.
 	ErrUnknown = errors.New("message not in the inbox")
+	// ErrMessageTooLarge: the message alone is over the journal's size
+	// limit, so it can never be accepted (a *SizeError gives the sizes).
+	// Tell the user to send it as a file.
+	ErrMessageTooLarge = errors.New("message is over the inbox size limit")
+	// ErrNotCompacted: Ack acknowledged the message but could not compact
+	// the journal (the seen file's write failed); it stays as it is, its
+	// ids seen from the journal itself, until a later compaction.
+	ErrNotCompacted = errors.New("inbox journal not compacted")
+	// ErrBroken: a failed write could not be cut off again, so the journal
+	// takes no more changes until the next write manages to (the disk has
+	// room again) or it is opened again.
+	ErrBroken = errors.New("inbox journal is not writable")
 )
+
+// SizeError says why a message did not fit: its record is Size bytes, the
+// journal's records take Used of its Limit. It wraps ErrMessageTooLarge
+// when Size alone is over Limit, else ErrFull.
+type SizeError struct {
+	Size, Used, Limit int64
+}
+
+func (e *SizeError) Error() string {
+	if e.Size > e.Limit {
+		return fmt.Sprintf("the message takes %d bytes, over the journal's %d byte limit", e.Size, e.Limit)
+	}
+	return fmt.Sprintf("the message takes %d bytes and the waiting messages %d of the journal's %d", e.Size, e.Used, e.Limit)
+}
+
+func (e *SizeError) Unwrap() error {
+	if e.Size > e.Limit {
+		return ErrMessageTooLarge
+	}
+	return ErrFull
+}
 
 // Inbox is one session's journal. Its methods are safe for concurrent use.
 // Fsyncs run outside its lock, so that marking a turn's start never waits
@@ -62,14 +99,16 @@ type Inbox struct {
 	seen   *Seen // nil: ids are not tracked
 
 	mu      sync.Mutex // guards everything below
-	f       *os.File
-	closing bool // Close began: nothing more is written
-	size    int64
+	f       file
+	closing bool                 // Close began: nothing more is written
+	size    int64                // bytes of the journal that hold its records
+	broken  error                // set when a failed write could not be cut off
 	gen     uint64               // records written since open; compaction checks nothing came in
 	pending []Entry              // in arrival order
 	keys    map[string]time.Time // seen keys of every record in the file, with their accepted time
 	opened  time.Time            // when Open read the file: the accepted time of entries that have none
 	syncs   sync.WaitGroup       // fsyncs in flight; Close waits for them
+	repairs []string             // what load recovered, for the caller's log
 }
 
 // Open reads (or creates) the journal at path, and makes every message id
@@ -81,15 +120,26 @@ type Inbox struct {
 // nothing pending is compacted: its ids move to seen's file and it is
 // emptied.
 func Open(path string, limits Limits, seen *Seen) (*Inbox, error) {
+	return open(path, limits, seen, nil)
+}
+
+// open is Open with the journal's file wrapped by wrap (tests fail writes
+// through it as a full disk does); nil leaves it as it is.
+func open(path string, limits Limits, seen *Seen, wrap func(*os.File) file) (*Inbox, error) {
 	limits = limits.withDefaults()
 	if err := workspace.EnsurePrivateDir(filepath.Dir(path)); err != nil {
 		return nil, fmt.Errorf("opening inbox: %w", err)
 	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, workspace.FilePerm)
+	// Not through a link: a planted one would have the journal's repairs
+	// (dropping a torn tail) truncate its target.
+	f, err := workspace.OpenFileNoFollow(path, os.O_RDWR|os.O_CREATE, workspace.FilePerm)
 	if err != nil {
 		return nil, fmt.Errorf("opening inbox: %w", err)
 	}
 	in := &Inbox{path: path, limits: limits, seen: seen, f: f, keys: map[string]time.Time{}, opened: time.Now()}
+	if wrap != nil {
+		in.f = wrap(f)
+	}
 	if seen != nil {
 		in.opened = seen.now()
 	}
@@ -105,8 +155,8 @@ func (in *Inbox) load() error {
 	if err != nil {
 		return fmt.Errorf("opening inbox %s: %w", in.path, err)
 	}
-	if fi.Size() > in.limits.MaxBytes {
-		return fmt.Errorf("inbox %s is %d bytes, over the %d byte limit: %w", in.path, fi.Size(), in.limits.MaxBytes, ErrTooLarge)
+	if fi.Size() > in.openLimit() {
+		return fmt.Errorf("inbox %s is %d bytes, over the %d byte limit: %w", in.path, fi.Size(), in.openLimit(), ErrTooLarge)
 	}
 	data, err := io.ReadAll(in.f)
 	if err != nil {
@@ -114,23 +164,29 @@ func (in *Inbox) load() error {
 	}
 	valid := len(data)
 	if i := bytes.LastIndexByte(data, '\n'); i+1 != len(data) {
-		valid = i + 1 // torn tail
+		valid = i + 1
+		// An append cut short by a crash: never fsynced, so nobody was
+		// told it was done.
+		in.repairs = append(in.repairs, fmt.Sprintf("dropped a last line cut short by a crash (%d bytes)", len(data)-valid))
 	}
-	sc := bufio.NewScanner(bytes.NewReader(data[:valid]))
-	sc.Buffer(make([]byte, 64*1024), int(in.limits.MaxBytes)+1)
 	line := 0
-	for sc.Scan() {
+	for rest := data[:valid]; len(rest) > 0; {
+		i := bytes.IndexByte(rest, '\n')
+		l := rest[:i]
+		rest = rest[i+1:]
 		line++
-		r, err := decode(sc.Bytes())
-		if err == nil {
-			err = in.apply(r)
-		}
+		recs, repairs, err := parseLine(l)
 		if err != nil {
 			return fmt.Errorf("inbox %s line %d: %v: %w", in.path, line, err, ErrCorrupt)
 		}
-	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("inbox %s: %v: %w", in.path, err, ErrCorrupt)
+		for _, r := range recs {
+			if err := in.apply(r); err != nil {
+				return fmt.Errorf("inbox %s line %d: %v: %w", in.path, line, err, ErrCorrupt)
+			}
+		}
+		for _, rp := range repairs {
+			in.repairs = append(in.repairs, fmt.Sprintf("line %d: %s", line, rp))
+		}
 	}
 	if valid != len(data) {
 		if err := in.f.Truncate(int64(valid)); err != nil {
@@ -138,9 +194,6 @@ func (in *Inbox) load() error {
 		}
 	}
 	in.size = int64(valid)
-	if _, err := in.f.Seek(in.size, io.SeekStart); err != nil {
-		return fmt.Errorf("opening inbox %s: %w", in.path, err)
-	}
 	for i := range in.pending {
 		if in.pending[i].UUID == "" {
 			// Accepted by a version that chose the uuid at the start:
@@ -154,9 +207,32 @@ func (in *Inbox) load() error {
 		}
 	}
 	if len(in.pending) == 0 && in.size > 0 {
-		return in.compactLocked()
+		if err := in.compactLocked(); err != nil {
+			// A full disk: the ids stay seen from the journal itself,
+			// which is compacted another time.
+			in.repairs = append(in.repairs, fmt.Sprintf("kept the journal uncompacted: %v", err))
+		}
 	}
 	return nil
+}
+
+// openLimit is the largest journal Open reads: MaxBytes of messages and
+// room for their start, reply and acknowledgement records, which are
+// written past it.
+func (in *Inbox) openLimit() int64 {
+	if in.limits.MaxBytes > math.MaxInt64/2 {
+		return math.MaxInt64
+	}
+	return 2 * in.limits.MaxBytes
+}
+
+// Repairs lists what Open recovered from the journal (a torn last line, a
+// record cut short by a failed write, a compaction a full disk refused),
+// for the caller to log; nil when the journal was whole.
+func (in *Inbox) Repairs() []string {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return append([]string(nil), in.repairs...)
 }
 
 // apply replays one record onto the pending list and the ids.
@@ -191,8 +267,15 @@ func (in *Inbox) apply(r diskRecord) error {
 		in.pending[i].Replying = true
 	case opAck:
 		i := in.index(r.ID)
-		if i < 0 && r.Reason == ackUnsaved {
-			return nil // the add it withdraws did not reach the disk
+		if r.Reason == ackUnsaved {
+			// The add it withdraws may not have reached the disk; either
+			// way the caller was told it was not accepted, so its id is
+			// not seen: a redelivery is a new message.
+			if i >= 0 {
+				delete(in.keys, in.pending[i].SeenKey())
+				in.pending = append(in.pending[:i], in.pending[i+1:]...)
+			}
+			return nil
 		}
 		if i < 0 {
 			return fmt.Errorf("ack of unknown message %q", r.ID)
@@ -226,6 +309,9 @@ func (in *Inbox) Append(e Entry) error {
 	if e.Accepted.IsZero() {
 		e.Accepted = time.Now()
 	}
+	if e.UUID == "" {
+		e.UUID = uuid.NewString() // the start record carries it
+	}
 	e.Started, e.Replying = false, false
 	rec, err := encode(diskRecord{Op: opAdd, Entry: toDisk(e)})
 	if err != nil {
@@ -245,11 +331,12 @@ func (in *Inbox) Append(e Entry) error {
 		in.mu.Unlock()
 		return fmt.Errorf("%d messages are already waiting: %w", n, ErrFull)
 	}
-	if in.size+int64(len(rec)) > in.limits.MaxBytes {
+	if size := int64(len(rec)); size > in.limits.MaxBytes || in.size+size > in.limits.MaxBytes {
+		used := in.size
 		in.mu.Unlock()
-		return fmt.Errorf("the waiting messages would pass %d bytes: %w", in.limits.MaxBytes, ErrFull)
+		return fmt.Errorf("appending to inbox: %w", &SizeError{Size: size, Used: used, Limit: in.limits.MaxBytes})
 	}
-	f := in.f
+	f, off := in.f, in.size
 	err = in.writeLocked(rec)
 	if err == nil {
 		// Pending from the write on, so that no compaction empties the
@@ -264,7 +351,7 @@ func (in *Inbox) Append(e Entry) error {
 	}
 	err = in.sync(f)
 	if err != nil {
-		in.unsave(e.ID)
+		in.unsave(e, off, int64(len(rec)))
 		return err
 	}
 	if in.seen != nil {
@@ -273,18 +360,41 @@ func (in *Inbox) Append(e Entry) error {
 	return nil
 }
 
-// unsave withdraws a message whose add was written but whose fsync
-// failed: the caller tells the user it was not accepted, so a replay must
-// not run it. The ack record is best effort; the disk is failing.
-func (in *Inbox) unsave(id string) {
+// unsave withdraws a message whose add (n bytes at off) was written but
+// whose fsync failed: the caller tells the user it was not accepted, so a
+// replay must not run it, and its id is not seen. When nothing was written
+// after it the add is cut off again, so that the journal is as it was;
+// else (another record followed while the fsync ran outside the lock) an
+// ack record withdraws it, best effort: the disk is failing.
+func (in *Inbox) unsave(e Entry, off, n int64) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	if i := in.index(id); i >= 0 {
+	if i := in.index(e.ID); i >= 0 {
 		in.pending = append(in.pending[:i], in.pending[i+1:]...)
 	}
-	if rec, err := encode(diskRecord{Op: opAck, ID: id, Reason: ackUnsaved}); err == nil {
+	delete(in.keys, e.SeenKey())
+	if in.unwriteLocked(off, n) {
+		return
+	}
+	if rec, err := encode(diskRecord{Op: opAck, ID: e.ID, Reason: ackUnsaved}); err == nil {
 		_ = in.writeLocked(rec)
 	}
+}
+
+// unwriteLocked cuts off the n bytes at off when they are the journal's
+// last, reporting whether it did.
+func (in *Inbox) unwriteLocked(off, n int64) bool {
+	if in.f == nil || in.broken != nil || in.size != off+n {
+		return false
+	}
+	keep := in.size
+	in.size = off
+	if err := in.cutBackLocked(); err != nil {
+		in.size = keep
+		return false
+	}
+	in.gen++
+	return true
 }
 
 // MarkSeen records a message id accepted without an entry (a command that
@@ -303,11 +413,12 @@ func (in *Inbox) MarkSeen(platform, id string, at time.Time) error {
 		in.mu.Unlock()
 		return fmt.Errorf("marking a message seen: %w", os.ErrClosed)
 	}
-	if in.size+int64(len(rec)) > in.limits.MaxBytes {
+	if size := int64(len(rec)); in.size+size > in.limits.MaxBytes {
+		used := in.size
 		in.mu.Unlock()
-		return fmt.Errorf("the journal would pass %d bytes: %w", in.limits.MaxBytes, ErrFull)
+		return fmt.Errorf("marking a message seen: %w", &SizeError{Size: size, Used: used, Limit: in.limits.MaxBytes})
 	}
-	f := in.f
+	f, off := in.f, in.size
 	err = in.writeLocked(rec)
 	if err == nil {
 		in.keepKey(SeenKey(platform, id), at)
@@ -318,6 +429,10 @@ func (in *Inbox) MarkSeen(platform, id string, at time.Time) error {
 		return err
 	}
 	if err := in.sync(f); err != nil {
+		in.mu.Lock()
+		in.unwriteLocked(off, int64(len(rec)))
+		delete(in.keys, SeenKey(platform, id))
+		in.mu.Unlock()
 		return err
 	}
 	if in.seen != nil {
@@ -392,7 +507,9 @@ func (in *Inbox) Ack(id string, why AckReason) error {
 		return err
 	}
 	if empty {
-		return in.compact()
+		if err := in.compact(); err != nil {
+			return fmt.Errorf("%w: %w", ErrNotCompacted, err)
+		}
 	}
 	return nil
 }
@@ -493,23 +610,44 @@ func (in *Inbox) Close() error {
 }
 
 // writeLocked writes rec at the end of the journal; durability is the
-// caller's (sync).
+// caller's (sync). When the write fails (a full disk writes part of the
+// record, or none) the journal is cut back to where it was, so that a
+// later record never follows a torn one, and the change counts as not
+// made. When even that fails, the journal is broken: it takes no further
+// change until a later write manages the cut.
 func (in *Inbox) writeLocked(rec []byte) error {
 	if in.f == nil || in.closing {
 		return fmt.Errorf("writing inbox: %w", os.ErrClosed)
 	}
-	n, err := in.f.Write(rec)
-	in.size += int64(n)
-	in.gen++
-	if err != nil {
+	if in.broken != nil {
+		if err := in.cutBackLocked(); err != nil {
+			return fmt.Errorf("writing inbox %s: %w (%v)", in.path, ErrBroken, in.broken)
+		}
+		in.broken = nil
+	}
+	if _, err := in.f.WriteAt(rec, in.size); err != nil {
+		if cerr := in.cutBackLocked(); cerr != nil {
+			in.broken = cerr
+			return fmt.Errorf("writing inbox %s: %w; cutting off the failed write failed too, so the journal takes no more changes for now: %v", in.path, err, cerr)
+		}
 		return fmt.Errorf("writing inbox %s: %w", in.path, err)
 	}
+	in.size += int64(len(rec))
+	in.gen++
 	return nil
+}
+
+// cutBackLocked truncates the file to the records it is known to hold.
+func (in *Inbox) cutBackLocked() error {
+	if err := in.f.Truncate(in.size); err != nil {
+		return err
+	}
+	return syncData(in.f)
 }
 
 // sync fsyncs f (the journal, as read under the lock) with what was
 // written so far; the caller counted it in syncs.
-func (in *Inbox) sync(f *os.File) error {
+func (in *Inbox) sync(f file) error {
 	defer in.syncs.Done()
 	if err := syncData(f); err != nil {
 		return fmt.Errorf("syncing inbox %s: %w", in.path, err)
@@ -521,11 +659,9 @@ func (in *Inbox) truncateLocked() error {
 	if err := in.f.Truncate(0); err != nil {
 		return fmt.Errorf("truncating inbox %s: %w", in.path, err)
 	}
-	if _, err := in.f.Seek(0, io.SeekStart); err != nil {
-		return fmt.Errorf("truncating inbox %s: %w", in.path, err)
-	}
 	in.size = 0
 	in.gen++
+	in.broken = nil
 	clear(in.keys)
 	// Not fsynced: if the emptying is lost, the journal replays with every
 	// message acknowledged, which is the same.

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cc-connect/cc-connect/workspace"
 )
 
 func entry(id string) Entry {
@@ -83,8 +85,8 @@ func TestInboxSurvivesReopenInOrder(t *testing.T) {
 // acknowledged records until it reaches CompactBytes (or is closed), then
 // is emptied; what comes after is kept.
 func TestInboxTruncatesWhenEmpty(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "s.jsonl")
-	lazy := openT(t, filepath.Join(t.TempDir(), "lazy.jsonl"), Limits{})
+	path := journalPath(t)
+	lazy := openT(t, filepath.Join(privateDir(t), "lazy.jsonl"), Limits{})
 	if err := lazy.Append(entry("a")); err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +125,7 @@ func TestInboxTruncatesWhenEmpty(t *testing.T) {
 
 func TestInboxLimits(t *testing.T) {
 	t.Run("pending count", func(t *testing.T) {
-		in := openT(t, filepath.Join(t.TempDir(), "s.jsonl"), Limits{MaxPending: 2})
+		in := openT(t, journalPath(t), Limits{MaxPending: 2})
 		for _, id := range []string{"a", "b"} {
 			if err := in.Append(entry(id)); err != nil {
 				t.Fatal(err)
@@ -143,7 +145,7 @@ func TestInboxLimits(t *testing.T) {
 		}
 	})
 	t.Run("bytes", func(t *testing.T) {
-		in := openT(t, filepath.Join(t.TempDir(), "s.jsonl"), Limits{MaxBytes: 600})
+		in := openT(t, journalPath(t), Limits{MaxBytes: 800})
 		big := entry("big")
 		big.Text = strings.Repeat("x", 400)
 		if err := in.Append(big); err != nil {
@@ -178,7 +180,7 @@ func TestInboxFailsClosed(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "s.jsonl")
+			path := journalPath(t)
 			if err := os.WriteFile(path, []byte(tt.content), 0o600); err != nil {
 				t.Fatal(err)
 			}
@@ -197,7 +199,7 @@ func TestInboxFailsClosed(t *testing.T) {
 }
 
 func TestInboxDropsTornTail(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "s.jsonl")
+	path := journalPath(t)
 	in := openT(t, path, Limits{})
 	if err := in.Append(entry("a")); err != nil {
 		t.Fatal(err)
@@ -265,7 +267,7 @@ func TestSeenRemembersAcrossReopenWithinWindow(t *testing.T) {
 }
 
 func TestSeenCompactsWhileRunning(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "seen.jsonl")
+	path := filepath.Join(privateDir(t), "seen.jsonl")
 	now := time.Unix(1_800_000_000, 0)
 	s, err := OpenSeen(path, time.Minute, func() time.Time { return now })
 	if err != nil {
@@ -287,11 +289,44 @@ func TestSeenCompactsWhileRunning(t *testing.T) {
 	}
 }
 
-func TestSeenCorruptFailsClosed(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "seen.jsonl")
-	os.WriteFile(path, []byte("{\"id\":\"a\",\"at\":1}\nnonsense\n"), 0o600)
-	if _, err := OpenSeen(path, time.Hour, nil); !errors.Is(err, ErrCorrupt) {
-		t.Fatalf("OpenSeen = %v, want ErrCorrupt", err)
+// privateDir is a new folder as cc-connect makes its state folders: 0700.
+// (t.TempDir's own folders are open to others, which Open refuses.)
+func privateDir(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "inbox")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// journalPath is the path of a new journal in a private folder.
+func journalPath(t *testing.T) string { return filepath.Join(privateDir(t), "s.jsonl") }
+
+// TestJournalsRefusePlantedLinks: a link planted where a journal or the
+// seen ids go is refused, and its target is left as it was (a target
+// without a final newline would otherwise lose its "torn tail").
+func TestJournalsRefusePlantedLinks(t *testing.T) {
+	victim := filepath.Join(t.TempDir(), "notes")
+	const precious = "no trailing newline"
+	if err := os.WriteFile(victim, []byte(precious), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dir := privateDir(t)
+	journal, seen := filepath.Join(dir, "s.jsonl"), filepath.Join(dir, "seen.jsonl")
+	for _, p := range []string{journal, seen} {
+		if err := os.Symlink(victim, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := Open(journal, Limits{}, nil); !errors.Is(err, workspace.ErrSymlink) {
+		t.Errorf("Open over a link = %v, want ErrSymlink", err)
+	}
+	if _, err := OpenSeen(seen, time.Hour, nil); !errors.Is(err, workspace.ErrSymlink) {
+		t.Errorf("OpenSeen over a link = %v, want ErrSymlink", err)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != precious {
+		t.Errorf("the link's target became %q", b)
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"testing"
 )
 
@@ -37,7 +36,7 @@ func TestInboxKilledMidAppendLosesNothingAccepted(t *testing.T) {
 	}
 	for _, killAfter := range []int{1, 7, 40, 150} {
 		t.Run(fmt.Sprint("after_", killAfter), func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "s.jsonl")
+			path := journalPath(t)
 			cmd := exec.Command(os.Args[0], "-test.run=^TestInboxKilledMidAppendLosesNothingAccepted$")
 			cmd.Env = append(os.Environ(), "INBOX_KILL_CHILD="+path)
 			out, err := cmd.StdoutPipe()

@@ -1,12 +1,10 @@
 package inbox
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sync"
@@ -38,18 +36,26 @@ func SeenKey(platform, id string) string { return platform + "\x00" + id }
 // makes a second copy of a message that is being accepted wait until the
 // first is durable (or given up), so that the copy's acknowledgement never
 // comes before its sibling's journal write.
+//
+// Unlike a journal, the file is repaired when part of it cannot be read:
+// the lines that do not parse are dropped (Repairs says how many) and the
+// rest is kept. Refusing the whole file would forget every id instead of
+// those few, and a forgotten id can only let one redelivery through.
 type Seen struct {
 	path   string
 	window time.Duration
 	now    func() time.Time
+	wrap   func(*os.File) file // tests: fail writes as a full disk does
 
 	mu      sync.Mutex // guards everything below
-	f       *os.File
+	f       file
+	size    int64                    // bytes of the file known to hold whole records
 	ids     map[string]time.Time     // key -> accepted at
 	claims  map[string]chan struct{} // keys being accepted; closed when given up or accepted
 	lines   int                      // records in the file, live or expired
 	base    int                      // live records after the last rewrite
 	pruneAt time.Time                // when ids was last swept for expired keys
+	repairs []string
 }
 
 type seenRecord struct {
@@ -61,6 +67,9 @@ type seenRecord struct {
 // ids older than window. now may be nil. The journals' ids join through
 // Open.
 func OpenSeen(path string, window time.Duration, now func() time.Time) (*Seen, error) {
+	return openSeen(path, window, now, nil)
+}
+func openSeen(path string, window time.Duration, now func() time.Time, wrap func(*os.File) file) (*Seen, error) {
 	if window <= 0 {
 		window = DefaultSeenWindow
 	}
@@ -70,29 +79,33 @@ func OpenSeen(path string, window time.Duration, now func() time.Time) (*Seen, e
 	if err := workspace.EnsurePrivateDir(filepath.Dir(path)); err != nil {
 		return nil, fmt.Errorf("opening seen ids: %w", err)
 	}
-	data, err := os.ReadFile(path)
+	data, err := workspace.ReadFileNoFollow(path)
 	if err != nil && !os.IsNotExist(err) {
 		return nil, fmt.Errorf("opening seen ids: %w", err)
 	}
-	s := &Seen{path: path, window: window, now: now, ids: map[string]time.Time{}, claims: map[string]chan struct{}{}}
+	s := &Seen{path: path, window: window, now: now, wrap: wrap, ids: map[string]time.Time{}, claims: map[string]chan struct{}{}}
+	whole := data
 	if i := bytes.LastIndexByte(data, '\n'); i+1 != len(data) {
-		data = data[:i+1] // torn tail from a crash mid-append
+		whole = data[:i+1] // torn tail from a crash mid-append
+		s.repairs = append(s.repairs, "dropped a last line cut short by a crash")
 	}
-	sc := bufio.NewScanner(bytes.NewReader(data))
 	cutoff := now().Add(-window)
-	line := 0
-	for sc.Scan() {
-		line++
+	bad := 0
+	for _, l := range bytes.Split(bytes.TrimSuffix(whole, []byte("\n")), []byte("\n")) {
+		if len(l) == 0 && len(whole) == 0 {
+			break
+		}
 		var r seenRecord
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil || r.ID == "" {
-			return nil, fmt.Errorf("seen ids %s line %d: %w", path, line, ErrCorrupt)
+		if err := json.Unmarshal(l, &r); err != nil || r.ID == "" {
+			bad++
+			continue
 		}
 		if at := time.Unix(r.At, 0); at.After(cutoff) {
 			s.ids[r.ID] = at
 		}
 	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("seen ids %s: %v: %w", path, err, ErrCorrupt)
+	if bad > 0 {
+		s.repairs = append(s.repairs, fmt.Sprintf("dropped %d lines that do not parse; a redelivery of those messages may be answered again", bad))
 	}
 	// A rewrite cut by a kill leaves its temp file (workspace's atomic
 	// write); nobody else writes this file (one cc-connect per state dir).
@@ -102,7 +115,12 @@ func OpenSeen(path string, window time.Duration, now func() time.Time) (*Seen, e
 		}
 	}
 	if err := s.rewriteLocked(); err != nil {
-		return nil, err
+		// No room for the compacted copy (a full disk): go on with the
+		// file as it is, past its last whole line.
+		if ferr := s.reopenLocked(int64(len(whole))); ferr != nil {
+			return nil, fmt.Errorf("%w; and reopening it: %v", err, ferr)
+		}
+		s.repairs = append(s.repairs, fmt.Sprintf("kept the file uncompacted: %v", err))
 	}
 	return s, nil
 }
@@ -158,6 +176,14 @@ func (c *Claim) Release() {
 	})
 }
 
+// Repairs lists what OpenSeen had to drop or could not do, for the
+// caller's log; nil when the file was whole.
+func (s *Seen) Repairs() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.repairs...)
+}
+
 // Has reports whether key was accepted within the window.
 func (s *Seen) Has(key string) bool {
 	s.mu.Lock()
@@ -193,7 +219,8 @@ func (s *Seen) note(key string, at time.Time) {
 
 // keep writes keys (with when each was accepted) to the file, fsynced, so
 // that a journal holding them can be compacted. Keys already out of the
-// window are left out.
+// window are left out. A write that fails is cut off again, so the file
+// never holds a torn line before the next one, and the keys are not kept.
 func (s *Seen) keep(recs map[string]time.Time) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -214,59 +241,91 @@ func (s *Seen) keep(recs map[string]time.Time) error {
 		buf.Write(b)
 		buf.WriteByte('\n')
 		n++
-		if old, ok := s.ids[key]; !ok || at.After(old) {
-			s.ids[key] = at
-		}
 	}
 	if n == 0 {
 		return nil
 	}
-	if _, err := s.f.Write(buf.Bytes()); err != nil {
+	_, err := s.f.WriteAt(buf.Bytes(), s.size)
+	if err == nil {
+		err = syncData(s.f)
+	}
+	if err != nil {
+		// Best effort: when even the cut fails, the next write goes over
+		// the torn bytes at the same offset, and a reopen drops them.
+		_ = s.f.Truncate(s.size)
 		return fmt.Errorf("keeping seen ids in %s: %w", s.path, err)
 	}
-	if err := syncData(s.f); err != nil {
-		return fmt.Errorf("syncing %s: %w", s.path, err)
+	s.size += int64(buf.Len())
+	for key, at := range recs {
+		if !at.After(cutoff) {
+			continue
+		}
+		if old, ok := s.ids[key]; !ok || at.After(old) {
+			s.ids[key] = at
+		}
 	}
 	s.lines += n
 	if s.lines > 2*s.base+1024 {
-		return s.rewriteLocked()
+		if err := s.rewriteLocked(); err != nil {
+			// The ids are on disk; the file stays uncompacted for now.
+			return nil
+		}
 	}
 	return nil
 }
 
-// rewriteLocked drops expired ids and rewrites the file atomically. It
-// writes every id it holds, also those still in a journal: harmless, and
-// the file then never misses an id a journal compaction relies on.
+// rewriteLocked drops expired ids and rewrites the file atomically. On
+// failure the file and s are left as they were.
 func (s *Seen) rewriteLocked() error {
 	cutoff := s.now().Add(-s.window)
 	var buf bytes.Buffer
+	live := 0
 	for id, at := range s.ids {
 		if !at.After(cutoff) {
-			delete(s.ids, id)
 			continue
 		}
 		b, _ := json.Marshal(seenRecord{ID: id, At: at.Unix()})
 		buf.Write(b)
 		buf.WriteByte('\n')
-	}
-	if s.f != nil {
-		s.f.Close()
-		s.f = nil
+		live++
 	}
 	if err := workspace.WriteFileAtomic(s.path, buf.Bytes()); err != nil {
 		return fmt.Errorf("compacting seen ids: %w", err)
 	}
-	f, err := os.OpenFile(s.path, os.O_WRONLY|os.O_APPEND, workspace.FilePerm)
+	for id, at := range s.ids {
+		if !at.After(cutoff) {
+			delete(s.ids, id)
+		}
+	}
+	if err := s.reopenLocked(int64(buf.Len())); err != nil {
+		return err
+	}
+	s.lines = live
+	s.base = live
+	return nil
+}
+
+// reopenLocked (re)opens the file for appending after its first size
+// bytes, cutting off what follows them (a torn last line).
+func (s *Seen) reopenLocked(size int64) error {
+	f, err := workspace.OpenFileNoFollow(s.path, os.O_RDWR|os.O_CREATE, workspace.FilePerm)
 	if err != nil {
 		return fmt.Errorf("opening seen ids: %w", err)
 	}
-	if _, err := f.Seek(0, io.SeekEnd); err != nil {
-		f.Close()
-		return fmt.Errorf("opening seen ids: %w", err)
+	if fi, err := f.Stat(); err == nil && fi.Size() > size {
+		if err := f.Truncate(size); err != nil {
+			f.Close()
+			return fmt.Errorf("opening seen ids: %w", err)
+		}
+	}
+	if s.f != nil {
+		s.f.Close()
 	}
 	s.f = f
-	s.lines = len(s.ids)
-	s.base = s.lines
+	if s.wrap != nil {
+		s.f = s.wrap(f)
+	}
+	s.size = size
 	return nil
 }
 

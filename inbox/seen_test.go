@@ -20,7 +20,7 @@ func TestJournalOfTheLandedVersionReplays(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
+	dir := privateDir(t)
 	path := filepath.Join(dir, "s.jsonl")
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		t.Fatal(err)
@@ -124,7 +124,7 @@ func TestSeenIsAsDurableAsTheEntry(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			dir := t.TempDir()
+			dir := privateDir(t)
 			now := time.Unix(1_800_000_000, 0)
 			clock := func() time.Time { return now }
 			seen, in := openState(t, dir, clock)
@@ -180,7 +180,7 @@ func TestSeenIsAsDurableAsTheEntry(t *testing.T) {
 // the first is being accepted and is a duplicate once it is journaled; a
 // copy of a message that was not accepted (ignored, refused) is not.
 func TestClaimIsTheOneDuplicateCheck(t *testing.T) {
-	seen, in := openState(t, t.TempDir(), nil)
+	seen, in := openState(t, privateDir(t), nil)
 	defer seen.Close()
 	defer in.Close()
 	ctx := context.Background()
@@ -233,7 +233,7 @@ func TestClaimIsTheOneDuplicateCheck(t *testing.T) {
 // TestMarkSeenRecordsACommand: an id accepted without an entry is seen,
 // survives a restart, and leaves nothing pending.
 func TestMarkSeenRecordsACommand(t *testing.T) {
-	dir := t.TempDir()
+	dir := privateDir(t)
 	seen, in := openState(t, dir, nil)
 	if err := in.MarkSeen("local", "cmd1", time.Now()); err != nil {
 		t.Fatal(err)
@@ -253,7 +253,7 @@ func TestMarkSeenRecordsACommand(t *testing.T) {
 // TestOpenSeenRemovesACutRewrite: the temp file of a rewrite that a kill
 // cut short is removed at the next open, and the set is whole.
 func TestOpenSeenRemovesACutRewrite(t *testing.T) {
-	dir := t.TempDir()
+	dir := privateDir(t)
 	path := filepath.Join(dir, "seen.jsonl")
 	s, err := OpenSeen(path, time.Hour, nil)
 	if err != nil {

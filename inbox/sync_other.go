@@ -2,7 +2,5 @@
 
 package inbox
 
-import "os"
-
 // syncData makes what was written to f durable.
-func syncData(f *os.File) error { return f.Sync() }
+func syncData(f file) error { return f.Sync() }

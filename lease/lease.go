@@ -7,7 +7,6 @@
 package lease
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -19,7 +18,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/gofrs/flock"
+	"github.com/google/uuid"
 
 	"github.com/cc-connect/cc-connect/workspace"
 )
@@ -48,7 +47,7 @@ func (e *HeldError) Unwrap() error { return ErrHeld }
 // Lock is one held lease. The zero value is not usable; get one from
 // Acquire.
 type Lock struct {
-	fl   *flock.Flock
+	f    *os.File // holds the flock; closing it drops the lock
 	path string
 }
 
@@ -56,42 +55,101 @@ type Lock struct {
 // file (0600, in a 0700 folder) when needed, and writes this process's pid
 // into it so that a contender can say who holds it. what names the thing
 // protected, for the error message.
+//
+// The file is opened without following links and must be a regular file
+// of this user: a symbolic link planted at a lock's path (or a folder of
+// locks that is a link) is refused, so cc-connect never writes its pid
+// through it into the link's target.
 func Acquire(path, what string) (*Lock, error) {
 	if err := workspace.EnsurePrivateDir(filepath.Dir(path)); err != nil {
 		return nil, fmt.Errorf("locking %s: %w", what, err)
 	}
-	fl := flock.New(path, flock.SetFlag(os.O_CREATE|os.O_RDWR), flock.SetPermissions(workspace.FilePerm))
-	ok, err := fl.TryLock()
+	f, err := workspace.OpenFileNoFollow(path, os.O_RDWR|os.O_CREATE, workspace.FilePerm)
 	if err != nil {
 		return nil, fmt.Errorf("locking %s: %w", what, err)
 	}
+	if err := checkOwnFile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("locking %s: %w", what, err)
+	}
+	ok, err := tryLock(f)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("locking %s: %w", what, err)
+	}
 	if !ok {
-		pid := readPID(path)
+		pid := readPID(f)
 		if pid > 0 && !pidAlive(pid) {
 			// The holder the file names is dead, yet the lock is held:
 			// by a child it was forking when it was killed, which holds
 			// its descriptors until it execs (they are close-on-exec) or
 			// dies, moments later.
-			ctx, cancel := context.WithTimeout(context.Background(), staleHolderWait)
-			ok, err = fl.TryLockContext(ctx, 5*time.Millisecond)
-			cancel()
-			if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+			ok, err = waitLock(f, staleHolderWait)
+			if err != nil {
+				f.Close()
 				return nil, fmt.Errorf("locking %s: %w", what, err)
 			}
 		}
 		if !ok {
+			f.Close()
 			return nil, &HeldError{What: what, Path: path, PID: pid}
 		}
 	}
-	if err := writePID(path); err != nil {
-		_ = fl.Unlock()
+	if err := writePID(f); err != nil {
+		f.Close()
 		return nil, fmt.Errorf("locking %s: %w", what, err)
 	}
-	return &Lock{fl: fl, path: path}, nil
+	return &Lock{f: f, path: path}, nil
 }
 
 // staleHolderWait bounds the wait for a lock whose named holder is dead.
 var staleHolderWait = 5 * time.Second // a var for tests
+
+// tryLock takes the flock on f without waiting; false means another open
+// file holds it.
+func tryLock(f *os.File) (bool, error) {
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		switch {
+		case err == nil:
+			return true, nil
+		case errors.Is(err, syscall.EINTR):
+			continue
+		case errors.Is(err, syscall.EWOULDBLOCK):
+			return false, nil
+		}
+		return false, err
+	}
+}
+
+// waitLock retries tryLock until it succeeds or wait has passed. There is
+// no event for "the other descriptor was closed": flock can only block
+// without a bound or be asked again.
+func waitLock(f *os.File, wait time.Duration) (bool, error) {
+	deadline := time.Now().Add(wait)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		ok, err := tryLock(f)
+		if ok || err != nil || time.Now().After(deadline) {
+			return ok, err
+		}
+		<-tick.C
+	}
+}
+
+// checkOwnFile refuses a lock file of another user: in a folder of ours
+// nobody else can create one, so it was put there on purpose.
+func checkOwnFile(f *os.File) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
+		return fmt.Errorf("lock file %s belongs to uid %d, not to this user", f.Name(), st.Uid)
+	}
+	return nil
+}
 
 // pidAlive reports whether a process with that pid exists.
 func pidAlive(pid int) bool {
@@ -105,33 +163,36 @@ func (l *Lock) Path() string { return l.path }
 // Release drops the lock. The file stays: removing it would let a process
 // that opened the old file and one that creates a new one both "hold" it.
 func (l *Lock) Release() error {
-	if l == nil || l.fl == nil {
+	if l == nil || l.f == nil {
 		return nil
 	}
-	if err := l.fl.Unlock(); err != nil {
-		return fmt.Errorf("releasing %s: %w", l.path, err)
+	f := l.f
+	l.f = nil
+	uerr := syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	if err := f.Close(); uerr == nil {
+		uerr = err
+	}
+	if uerr != nil {
+		return fmt.Errorf("releasing %s: %w", l.path, uerr)
 	}
 	return nil
 }
 
-func writePID(path string) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, workspace.FilePerm)
-	if err != nil {
+// writePID records this process as the holder, through the locked file
+// itself: the path is not opened again, so it cannot have been swapped.
+func writePID(f *os.File) error {
+	if err := f.Truncate(0); err != nil {
 		return err
 	}
-	_, werr := f.WriteString(strconv.Itoa(os.Getpid()) + "\n")
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
-	}
-	return werr
+	_, err := f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	return err
 }
 
-func readPID(path string) int {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return 0
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+// readPID is the holder's pid as written in f, or 0.
+func readPID(f *os.File) int {
+	b := make([]byte, 32)
+	n, _ := f.ReadAt(b, 0)
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b[:n])))
 	if err != nil {
 		return 0
 	}
@@ -152,42 +213,24 @@ func HostLockDir() string {
 
 // Token locks a platform bot token on this host. The file is named by a
 // hash of the token, which never reaches the disk or a message itself.
+// lockDir lives under the shared temp dir, where another user could create
+// it first to block or redirect the locks: Acquire refuses a lockDir that
+// is a link, belongs to another user or is open to others.
 func Token(lockDir, platformName, token string) (*Lock, error) {
-	if err := checkOwnDir(lockDir); err != nil {
-		return nil, fmt.Errorf("locking the bot token of platform %s: %w", platformName, err)
-	}
 	sum := sha256.Sum256([]byte(token))
 	name := "token-" + hex.EncodeToString(sum[:8]) + ".lock"
 	return Acquire(filepath.Join(lockDir, name), "the bot token of platform "+platformName)
 }
 
-// checkOwnDir refuses a lock folder that is a symlink or belongs to another
-// user: token locks live under the shared temp dir, where another user
-// could create the folder first to block or redirect them. A missing
-// folder is fine: Acquire creates it.
-func checkOwnDir(dir string) error {
-	fi, err := os.Lstat(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if !fi.IsDir() {
-		return fmt.Errorf("lock folder %s is not a directory (a symlink?)", dir)
-	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Getuid() {
-		return fmt.Errorf("lock folder %s belongs to uid %d, not to this user", dir, st.Uid)
-	}
-	return nil
-}
-
 // Session locks one Claude session id while a claude process runs on it,
 // so that a fork, a resume and crash recovery can never run two processes
 // on one session.
+//
+// Only a canonical UUID is accepted, the form of Claude Code's session ids:
+// the id names a file, and nothing else (a path, a flag) may reach there.
 func Session(stateDir, sessionID string) (*Lock, error) {
-	if sessionID == "" || strings.ContainsAny(sessionID, `/\`) || sessionID == "." || sessionID == ".." {
-		return nil, fmt.Errorf("locking claude session: invalid session id %q", sessionID)
+	if u, err := uuid.Parse(sessionID); err != nil || u.String() != sessionID {
+		return nil, fmt.Errorf("locking claude session: %q is not a session id (a lower-case UUID)", sessionID)
 	}
 	return Acquire(filepath.Join(stateDir, "locks", "sessions", sessionID+".lock"), "claude session "+sessionID)
 }

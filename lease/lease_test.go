@@ -1,6 +1,8 @@
 package lease
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"os"
 	"os/exec"
@@ -8,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/cc-connect/cc-connect/workspace"
 )
 
 func TestAcquireIsExclusiveAndNamesHolder(t *testing.T) {
@@ -18,7 +22,7 @@ func TestAcquireIsExclusiveAndNamesHolder(t *testing.T) {
 		what    string
 	}{
 		{"state dir", func() (*Lock, error) { return StateDir(dir) }, "state dir " + dir},
-		{"token", func() (*Lock, error) { return Token(dir, "slack-main", "xoxb-secret") }, "bot token of platform slack-main"},
+		{"token", func() (*Lock, error) { return Token(filepath.Join(dir, "tokens"), "slack-main", "xoxb-secret") }, "bot token of platform slack-main"},
 		{"session", func() (*Lock, error) { return Session(dir, "0b3c6c1e-2f7e-4a53-9b7e-2f1d0a9c1234") }, "claude session 0b3c6c1e"},
 	}
 	for _, tt := range tests {
@@ -76,8 +80,9 @@ func TestLockFilesArePrivate(t *testing.T) {
 	}
 }
 
-func TestSessionRejectsPathLikeIDs(t *testing.T) {
-	for _, id := range []string{"", "..", "a/b", `a\b`} {
+func TestSessionRejectsIDsThatAreNotUUIDs(t *testing.T) {
+	for _, id := range []string{"", "..", "a/b", `a\b`, "--dangerously-skip-permissions", "sess-1",
+		"0B3C6C1E-2F7E-4A53-9B7E-2F1D0A9C1234", "0b3c6c1e2f7e4a539b7e2f1d0a9c1234"} {
 		if _, err := Session(t.TempDir(), id); err == nil || errors.Is(err, ErrHeld) {
 			t.Errorf("Session(%q) = %v, want an invalid id error", id, err)
 		}
@@ -136,7 +141,7 @@ func TestTokenRefusesForeignOrLinkedLockDir(t *testing.T) {
 	if err := os.Symlink(real, link); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Token(link, "tg", "secret"); err == nil || !strings.Contains(err.Error(), "not a directory") {
+	if _, err := Token(link, "tg", "secret"); !errors.Is(err, workspace.ErrSymlink) {
 		t.Errorf("Token in a symlinked folder = %v, want a refusal", err)
 	}
 	if os.Getuid() != 0 {
@@ -149,7 +154,7 @@ func TestTokenRefusesForeignOrLinkedLockDir(t *testing.T) {
 	if err := os.Chown(foreign, 65534, 65534); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Token(foreign, "tg", "secret"); err == nil || !strings.Contains(err.Error(), "belongs to uid 65534") {
+	if _, err := Token(foreign, "tg", "secret"); !errors.Is(err, workspace.ErrNotPrivate) || !strings.Contains(err.Error(), "uid 65534") {
 		t.Errorf("Token in another user's folder = %v, want a refusal", err)
 	}
 	l, err := Token(filepath.Join(root, "fresh"), "tg", "secret")
@@ -157,4 +162,69 @@ func TestTokenRefusesForeignOrLinkedLockDir(t *testing.T) {
 		t.Fatalf("Token in a new folder: %v", err)
 	}
 	_ = l.Release()
+}
+
+// TestLocksRefusePlantedLinks: a symbolic link planted at any lock's path
+// (the state dir lock, a session lock, a token lock under the temp dir)
+// is refused, and the file it points to keeps its content: cc-connect
+// never writes its pid through it.
+func TestLocksRefusePlantedLinks(t *testing.T) {
+	const id = "0b3c6c1e-2f7e-4a53-9b7e-2f1d0a9c1234"
+	tests := []struct {
+		name    string
+		path    func(dir string) string
+		acquire func(dir string) (*Lock, error)
+	}{
+		{"state dir", func(dir string) string { return filepath.Join(dir, "locks", "instance.lock") },
+			func(dir string) (*Lock, error) { return StateDir(dir) }},
+		{"session", func(dir string) string { return filepath.Join(dir, "locks", "sessions", id+".lock") },
+			func(dir string) (*Lock, error) { return Session(dir, id) }},
+		{"token", func(dir string) string {
+			sum := sha256.Sum256([]byte("secret"))
+			return filepath.Join(dir, "token-"+hex.EncodeToString(sum[:8])+".lock")
+		}, func(dir string) (*Lock, error) { return Token(dir, "tg", "secret") }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "state")
+			victim := filepath.Join(t.TempDir(), "authorized_keys")
+			if err := os.WriteFile(victim, []byte("ssh-ed25519 AAAA precious\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			path := tt.path(dir)
+			if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(victim, path); err != nil {
+				t.Fatal(err)
+			}
+			l, err := tt.acquire(dir)
+			if !errors.Is(err, workspace.ErrSymlink) {
+				l.Release()
+				t.Fatalf("acquire over a planted link = %v, want ErrSymlink", err)
+			}
+			if b, _ := os.ReadFile(victim); string(b) != "ssh-ed25519 AAAA precious\n" {
+				t.Errorf("the link's target became %q", b)
+			}
+			// A linked folder of locks is refused too.
+			if err := os.Remove(path); err != nil {
+				t.Fatal(err)
+			}
+			elsewhere := t.TempDir()
+			lockDir := filepath.Dir(path)
+			if err := os.Remove(lockDir); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(elsewhere, lockDir); err != nil {
+				t.Fatal(err)
+			}
+			if l, err := tt.acquire(dir); !errors.Is(err, workspace.ErrSymlink) {
+				l.Release()
+				t.Fatalf("acquire in a linked folder = %v, want ErrSymlink", err)
+			}
+			if entries, _ := os.ReadDir(elsewhere); len(entries) != 0 {
+				t.Errorf("a lock was written through the linked folder: %v", entries)
+			}
+		})
+	}
 }

@@ -6,10 +6,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
-
-	"github.com/gofrs/flock"
 )
 
 // deadPID is the pid of a process that has exited and been reaped.
@@ -43,18 +42,26 @@ func TestAcquireWaitsOutADeadHoldersChild(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "x.lock")
+			dir := filepath.Join(t.TempDir(), "locks")
+			if err := os.Mkdir(dir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(dir, "x.lock")
 			if err := os.WriteFile(path, []byte(strconv.Itoa(tt.pid)+"\n"), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			other := flock.New(path) // another open file: another holder
-			if ok, err := other.TryLock(); !ok || err != nil {
+			other, err := os.Open(path) // another open file: another holder
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer other.Close()
+			if ok, err := tryLock(other); !ok || err != nil {
 				t.Fatalf("setting up the holder: %v %v", ok, err)
 			}
-			defer other.Unlock()
 			if tt.releases {
 				// The child's exec, a moment after the holder died.
-				time.AfterFunc(50*time.Millisecond, func() { _ = other.Unlock() })
+				fd := int(other.Fd())
+				time.AfterFunc(50*time.Millisecond, func() { _ = syscall.Flock(fd, syscall.LOCK_UN) })
 			}
 			staleHolderWait = tt.wait
 			l, err := Acquire(path, "test lock")

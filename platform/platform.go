@@ -173,9 +173,16 @@ type Typer interface {
 // PermissionPrompt is a tool permission request rendered for the chat.
 type PermissionPrompt struct {
 	RequestID string
-	Tool      string
-	Summary   string // short, human summary of the input ("Bash: go test ./...")
-	Path      string // blocked path, when the agent gave one
+	Tool      string // the tool's name, for logs; Text names it too
+	// Text is everything the approver must read before deciding, in
+	// Markdown: what the tool would do, with Claude's input in fenced code
+	// blocks whose fence is longer than any backtick run inside (so the
+	// input cannot close them), already free of control and invisible
+	// characters. An adapter shows all of it in its own markup, never cut:
+	// when it is over the platform's limit for one message, the parts
+	// before the last go as messages of their own and the buttons go
+	// under the last.
+	Text string
 }
 
 // Prompter is implemented by platforms with interactive buttons. Presses
@@ -194,6 +201,25 @@ type Prompter interface {
 // to Claude as not passed on.
 type AttachmentOpener interface {
 	OpenAttachment(ctx context.Context, a Attachment) (io.ReadCloser, error)
+}
+
+// Mention is a user cc-connect itself addresses in a message it posts, so
+// that the platform notifies them. Nothing in a message's text can mention
+// anyone (adapters escape Slack's <@U…>, send Discord's allowed_mentions
+// with nothing to parse, keep Telegram from finding @names): a mention is
+// made only this way, by cc-connect's own choice, never from Claude's text.
+type Mention struct {
+	UserID   string // the platform's user id, as in Message.UserID
+	UserName string // shown where the platform needs a label (Telegram)
+}
+
+// MentionSender is implemented by platforms that can address a message to
+// users. SendMentioning posts text as Send does, starting with a mention
+// of each user, which notifies them and nobody else. An invalid user id is
+// an error, not a message without the mention. Without it, the engine
+// sends the text without mentions.
+type MentionSender interface {
+	SendMentioning(ctx context.Context, to Target, mentions []Mention, text string) (Target, error)
 }
 
 // Statuser is implemented by adapters that report connection state for

@@ -10,18 +10,36 @@ import (
 // part; smaller limits are raised to it.
 const minSplitLimit = 64
 
+// Why no part is ever over the limit: every piece added is at most limit/2
+// runes (longer lines are cut), the fence a part reopens is at most
+// limit/4+1 runes (a longer info string is dropped from the reopened fence)
+// and the one it closes with at most limit/8+1 (a longer marker is not
+// taken for a fence). A piece that does not fit ends the part before it;
+// alone after a reopened fence it takes at most 7/8 of the limit plus 2.
+
 // SplitMessage splits text into parts of at most limit runes each, so that
-// every platform's size limit can be met without losing text. It prefers to
-// cut at a paragraph break, then at a line break, then at a space, and
-// never leaves a fenced code block broken: a block that has to be cut is
-// closed at the end of one part and reopened with the same fence and
-// language at the start of the next, so each part renders on its own.
+// every platform's size limit can be met without losing text; no part is
+// ever over the limit, whatever the text. It prefers to cut at a paragraph
+// break, then at a line break, then at a space, and never leaves a fenced
+// code block broken: a block that has to be cut is closed at the end of one
+// part and reopened with the same fence and language at the start of the
+// next, so each part renders on its own. (A fence whose marker is over an
+// eighth of the limit is treated as text, and an info string too long to
+// repeat is left off the reopened fence.)
 func SplitMessage(text string, limit int) []string {
+	parts, _ := split(text, limit)
+	return parts
+}
+
+// split is SplitMessage, also returning each part's body: the part without
+// the fences the splitter added to reopen and close a cut code block.
+// Together the bodies hold the text, whitespace aside.
+func split(text string, limit int) (parts, bodies []string) {
 	if limit < minSplitLimit {
 		limit = minSplitLimit
 	}
 	if utf8.RuneCountInString(text) <= limit {
-		return []string{text}
+		return []string{text}, []string{text}
 	}
 	s := splitter{limit: limit}
 	for _, line := range strings.SplitAfter(text, "\n") {
@@ -30,7 +48,7 @@ func SplitMessage(text string, limit int) []string {
 		}
 	}
 	s.flush(true)
-	return s.parts
+	return s.parts, s.bodies
 }
 
 // line is one piece of a part, with the fence state after it.
@@ -40,13 +58,15 @@ type line struct {
 	inFence bool   // inside a fenced block after this line
 	open    string // the fence's opening line (marker and language) when inFence
 	cont    bool   // continues a line cut because it was too long
+	reopen  bool   // the fence a part reopens, not text of the message
 }
 
 type splitter struct {
-	limit int
-	parts []string
-	cur   []line
-	size  int // runes in cur
+	limit  int
+	parts  []string
+	bodies []string // the parts without the fences added to them
+	cur    []line
+	size   int // runes in cur
 	// fence state at the end of cur
 	inFence bool
 	open    string
@@ -62,38 +82,50 @@ func closing(open string, endsWithNewline bool) string {
 }
 
 // add appends piece; cont marks the continuation of a cut line, which is
-// never a fence however it starts.
+// never a fence however it starts. While the piece (and the fence closing
+// the part after it) does not fit, the part so far is emitted first; the
+// fence state is then worked out again from what the new part holds.
 func (s *splitter) add(piece string, cont bool) {
 	pr := utf8.RuneCountInString(piece)
-	inFence, open := s.inFence, s.open
-	if marker, lang, ok := fenceLine(piece); ok && !cont {
-		switch {
-		case !inFence:
-			inFence, open = true, marker+lang
-		case strings.HasPrefix(marker, fenceMarker(open)) && lang == "":
-			inFence, open = false, ""
+	for {
+		inFence, open := s.fenceAfter(piece, cont)
+		overhead := 0
+		if inFence {
+			overhead = utf8.RuneCountInString(closing(open, strings.HasSuffix(piece, "\n")))
 		}
-	}
-	overhead := 0
-	if inFence {
-		overhead = utf8.RuneCountInString(closing(open, strings.HasSuffix(piece, "\n")))
-	}
-	if s.size+pr+overhead > s.limit && s.hasContent() {
+		if s.size+pr+overhead <= s.limit || !s.hasContent() {
+			s.cur = append(s.cur, line{text: piece, runes: pr, inFence: inFence, open: open, cont: cont})
+			s.size += pr
+			s.inFence, s.open = inFence, open
+			return
+		}
 		s.flush(false)
 	}
-	s.cur = append(s.cur, line{text: piece, runes: pr, inFence: inFence, open: open, cont: cont})
-	s.size += pr
-	s.inFence, s.open = inFence, open
+}
+
+// fenceAfter is the fence state once piece follows what cur holds.
+func (s *splitter) fenceAfter(piece string, cont bool) (inFence bool, open string) {
+	inFence, open = s.inFence, s.open
+	marker, lang, ok := fenceLine(piece)
+	if !ok || cont {
+		return inFence, open
+	}
+	switch {
+	case !inFence && utf8.RuneCountInString(marker) <= s.limit/8:
+		open = marker + lang
+		if utf8.RuneCountInString(open) > s.limit/4 {
+			open = marker // reopened without its info string
+		}
+		return true, open
+	case inFence && strings.HasPrefix(marker, fenceMarker(open)) && lang == "":
+		return false, ""
+	}
+	return inFence, open
 }
 
 // hasContent reports whether cur holds more than a reopened fence line.
 func (s *splitter) hasContent() bool {
-	return len(s.cur) > 1 || (len(s.cur) == 1 && !s.cur[0].reopened())
-}
-
-func (l line) reopened() bool {
-	_, _, ok := fenceLine(l.text)
-	return ok && l.inFence
+	return len(s.cur) > 1 || (len(s.cur) == 1 && !s.cur[0].reopen)
 }
 
 // flush emits cur as a part. Unless it is the last, it moves the text after
@@ -113,21 +145,27 @@ func (s *splitter) flush(last bool) {
 			}
 		}
 	}
-	var b strings.Builder
+	var b, body strings.Builder
 	for _, l := range emit {
 		b.WriteString(l.text)
+		if !l.reopen {
+			body.WriteString(l.text)
+		}
 	}
 	end := emit[len(emit)-1]
 	if end.inFence {
 		b.WriteString(closing(end.open, strings.HasSuffix(end.text, "\n")))
 	}
-	if part := strings.TrimRight(b.String(), " \t\n"); strings.TrimSpace(part) != "" {
-		s.parts = append(s.parts, part)
+	// A part that would hold only the fences added to it (a reopened code
+	// block with nothing but blank lines yet) is not posted.
+	if strings.TrimSpace(body.String()) != "" {
+		s.parts = append(s.parts, strings.TrimRight(b.String(), " \t\n"))
+		s.bodies = append(s.bodies, body.String())
 	}
 	s.cur, s.size = nil, 0
 	if end.inFence {
 		reopen := end.open + "\n"
-		s.cur = append(s.cur, line{text: reopen, runes: utf8.RuneCountInString(reopen), inFence: true, open: end.open})
+		s.cur = append(s.cur, line{text: reopen, runes: utf8.RuneCountInString(reopen), inFence: true, open: end.open, reopen: true})
 		s.size = s.cur[0].runes
 	}
 	// Re-add carried lines so their fence state is recomputed from here.
@@ -200,17 +238,19 @@ func cutLongLine(l string, max int) []string {
 // platforms that count their size limit in UTF-16 code units (Discord,
 // Telegram): a part heavy in emoji can be under limit runes and still over
 // maxUnits units, so such a part is split again at half the limit, and
-// again, down to floor runes, under which it is kept as it is.
-func SplitMessageUTF16(text string, limit, maxUnits, floor int) []string {
+// again. A rune is at most two units, so the halving ends by the time the
+// limit is half of maxUnits: no part is over maxUnits units, provided
+// maxUnits is at least 2*minSplitLimit (128).
+func SplitMessageUTF16(text string, limit, maxUnits int) []string {
 	var out []string
 	var fit func(s string, limit int)
 	fit = func(s string, limit int) {
 		for _, p := range SplitMessage(s, limit) {
-			if utf16Len(p) <= maxUnits || limit <= floor {
+			if utf16Len(p) <= maxUnits || limit <= minSplitLimit {
 				out = append(out, p)
 				continue
 			}
-			fit(p, limit/2)
+			fit(p, max(limit/2, minSplitLimit))
 		}
 	}
 	fit(text, limit)

@@ -138,18 +138,23 @@ func FuzzSplitMessage(f *testing.F) {
 		parts := SplitMessage(text, limit)
 		eff := max(limit, minSplitLimit)
 		for _, p := range parts {
-			if utf8.RuneCountInString(p) > eff && len(parts) > 1 {
+			if utf8.RuneCountInString(p) > eff {
 				t.Fatalf("part over limit %d: %d runes", eff, utf8.RuneCountInString(p))
 			}
 		}
-		// A cut line may start a part with fence characters, which
-		// stripFences would then drop: compare without any fence runs.
-		unfenced := strings.NewReplacer("`", "", "~", "")
-		nonSpace := func(s string) int {
-			return len(unfenced.Replace(strings.Join(strings.Fields(stripFences(s)), "")))
+		// Together the parts' bodies (without the fences added to them)
+		// hold the text; only whitespace may differ where lines were cut.
+		_, bodies := split(text, limit)
+		if got, want := noSpace(strings.Join(bodies, "")), noSpace(text); got != want {
+			t.Fatalf("text lost or added:\n got %.200q\nwant %.200q", got, want)
 		}
-		if len(parts) > 1 && nonSpace(strings.Join(parts, "\n")) != nonSpace(text) {
-			t.Fatalf("text lost or added: %d vs %d", nonSpace(strings.Join(parts, "\n")), nonSpace(text))
+		if len(bodies) != len(parts) {
+			t.Fatalf("%d bodies for %d parts", len(bodies), len(parts))
+		}
+		for i, b := range bodies {
+			if !strings.Contains(parts[i], strings.TrimRight(b, " \t\n")) {
+				t.Fatalf("part %d does not hold its body:\n%q\n%q", i, parts[i], b)
+			}
 		}
 	})
 }
@@ -160,17 +165,17 @@ func TestSplitMessageUTF16(t *testing.T) {
 		text     string
 		limit    int
 		maxUnits int
-		floor    int
 		parts    int // how many parts, 0 for "more than one"
 	}{
-		{"fits", "hello 👋", 100, 100, 10, 1},
-		{"runes fit but units do not", strings.Repeat("👋 ", 60), 200, 100, 10, 0},
-		{"plain text split by runes", strings.Repeat("word ", 100), 100, 1000, 10, 0},
-		{"emoji in a code block", "```\n" + strings.Repeat("👋👋👋\n", 100) + "```", 400, 300, 50, 0},
+		{"fits", "hello 👋", 100, 200, 1},
+		{"runes fit but units do not", strings.Repeat("👋 ", 60), 200, 128, 0},
+		{"plain text split by runes", strings.Repeat("word ", 100), 100, 1000, 0},
+		{"emoji in a code block", "```\n" + strings.Repeat("👋👋👋\n", 100) + "```", 400, 300, 0},
+		{"emoji only, at the smallest unit limit", strings.Repeat("👋", 300), 200, 128, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := SplitMessageUTF16(tt.text, tt.limit, tt.maxUnits, tt.floor)
+			got := SplitMessageUTF16(tt.text, tt.limit, tt.maxUnits)
 			if tt.parts > 0 && len(got) != tt.parts || tt.parts == 0 && len(got) < 2 {
 				t.Fatalf("%d parts, want %d (0: several)", len(got), tt.parts)
 			}
@@ -184,20 +189,30 @@ func TestSplitMessageUTF16(t *testing.T) {
 				}
 				joined.WriteString(p + "\n")
 			}
-			// Cuts fall on spaces and line breaks, so compare the words.
-			if strings.Join(strings.Fields(stripFences(joined.String())), " ") != strings.Join(strings.Fields(stripFences(tt.text)), " ") {
+			// Cuts fall on spaces and line breaks where there are any.
+			if noSpace(stripFences(joined.String())) != noSpace(stripFences(tt.text)) {
 				t.Errorf("text changed by splitting:\n%q\nvs\n%q", joined.String(), tt.text)
 			}
 		})
 	}
 }
 
-func TestSplitMessageUTF16KeepsPartsAtTheFloor(t *testing.T) {
-	// 60 emoji are 120 units: over maxUnits, but at the floor the part is
-	// kept rather than split without end.
-	text := strings.Repeat("👋", 60)
-	got := SplitMessageUTF16(text, 64, 100, 64)
-	if len(got) != 1 || got[0] != text {
-		t.Errorf("got %q, want the text kept whole", got)
-	}
+// FuzzSplitMessageUTF16: no part is over maxUnits UTF-16 units, for any
+// maxUnits from 2*minSplitLimit up.
+func FuzzSplitMessageUTF16(f *testing.F) {
+	f.Add(strings.Repeat("👋", 300), 200, 128)
+	f.Add("```go\n"+strings.Repeat("x := \"👋👋\"\n", 50)+"```", 100, 150)
+	f.Fuzz(func(t *testing.T, text string, limit, maxUnits int) {
+		if !utf8.ValidString(text) || limit > 10000 || maxUnits < 2*minSplitLimit || maxUnits > 20000 {
+			t.Skip()
+		}
+		for _, p := range SplitMessageUTF16(text, limit, maxUnits) {
+			if n := utf16Len(p); n > maxUnits {
+				t.Fatalf("part of %d units, over %d", n, maxUnits)
+			}
+		}
+	})
 }
+
+// noSpace is s without its whitespace.
+func noSpace(s string) string { return strings.Join(strings.Fields(s), "") }

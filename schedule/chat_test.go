@@ -11,7 +11,7 @@ import (
 
 func TestChat(t *testing.T) {
 	t.Parallel()
-	ledger, err := OpenLedger(filepath.Join(t.TempDir(), "ledger.json"))
+	ledger, err := OpenLedger(filepath.Join(privateDir(t), "ledger.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -95,7 +95,7 @@ func newHarness(t *testing.T, start string, scheds ...Schedule) *harness {
 		t.Fatal(err)
 	}
 	h := &harness{t: t, clock: clockwork.NewFakeClockAt(at), sub: newFakeSubmitter(),
-		path: filepath.Join(t.TempDir(), "schedules", "ledger.json"), logs: &testlog.Buffer{}, scheds: scheds}
+		path: filepath.Join(privateDir(t), "schedules", "ledger.json"), logs: &testlog.Buffer{}, scheds: scheds}
 	t.Cleanup(h.stop)
 	return h
 }
@@ -515,7 +515,7 @@ func TestLedgerFile(t *testing.T) {
 	}
 
 	for _, bad := range []string{"{", `{"version":9,"schedules":{}}`, `{"version":1,"schedules":{"x":null}}`} {
-		p := filepath.Join(t.TempDir(), "ledger.json")
+		p := filepath.Join(privateDir(t), "ledger.json")
 		if err := os.WriteFile(p, []byte(bad), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -532,7 +532,7 @@ func TestLedgerWriteFailureSettlesNothing(t *testing.T) {
 	t.Parallel()
 	// A file where the ledger's folder should be fails the write, for
 	// root too (a read-only folder would not stop root).
-	dir := t.TempDir()
+	dir := privateDir(t)
 	l, err := OpenLedger(filepath.Join(dir, "blocked", "ledger.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -550,7 +550,7 @@ func TestLedgerWriteFailureSettlesNothing(t *testing.T) {
 
 func TestNewRejectsBadSchedules(t *testing.T) {
 	t.Parallel()
-	ledger, err := OpenLedger(filepath.Join(t.TempDir(), "l.json"))
+	ledger, err := OpenLedger(filepath.Join(privateDir(t), "l.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -64,7 +64,7 @@ func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
 func TestPerTurnCostFromCumulativeTotals(t *testing.T) {
 	t.Parallel()
 	c := &clock{t: time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)}
-	l := open(t, filepath.Join(t.TempDir(), "spend.json"), time.UTC, c)
+	l := open(t, filepath.Join(privateDir(t), "spend.json"), time.UTC, c)
 	b := "slack/C1"
 	record(t, l, Turn{Binding: b, User: "U1", SessionID: "s1", TotalUSD: 0.008128}, 0.008128)
 	record(t, l, Turn{Binding: b, User: "U1", SessionID: "s1", TotalUSD: 0.016276}, 0.008148)
@@ -92,7 +92,7 @@ func TestWindowsAcrossMidnightAndMonthEnd(t *testing.T) {
 	t.Parallel()
 	paris := zone(t, "Europe/Paris")
 	c := &clock{t: time.Date(2025, 1, 31, 23, 50, 0, 0, paris)}
-	path := filepath.Join(t.TempDir(), "spend.json")
+	path := filepath.Join(privateDir(t), "spend.json")
 	l := open(t, path, paris, c)
 	b := "slack/C1"
 	record(t, l, Turn{Binding: b, User: "U1", SessionID: "s1", TotalUSD: 1}, 1)
@@ -129,7 +129,7 @@ func TestCapReachedMidDay(t *testing.T) {
 	t.Parallel()
 	ny := zone(t, "America/New_York")
 	c := &clock{t: time.Date(2025, 6, 10, 13, 0, 0, 0, ny)}
-	l := open(t, filepath.Join(t.TempDir(), "spend.json"), ny, c)
+	l := open(t, filepath.Join(privateDir(t), "spend.json"), ny, c)
 	b := "slack/C1"
 	caps := Caps{Daily: 2, Monthly: 10, UserDaily: 1, UserMonthly: 3}
 	if o := l.Check(b, "U1", caps); o != nil {
@@ -180,7 +180,7 @@ func TestCapReachedMidDay(t *testing.T) {
 func TestLedgerStaysSmall(t *testing.T) {
 	t.Parallel()
 	c := &clock{t: time.Date(2025, 1, 15, 12, 0, 0, 0, time.UTC)}
-	path := filepath.Join(t.TempDir(), "spend.json")
+	path := filepath.Join(privateDir(t), "spend.json")
 	l := open(t, path, time.UTC, c)
 	for i := range 50 {
 		record(t, l, Turn{Binding: "slack/C1", User: "U" + string(rune('a'+i%26)), SessionID: "old" + string(rune('a'+i%26)), TotalUSD: float64(i + 1)}, costOf(i))
@@ -220,7 +220,7 @@ func costOf(i int) float64 {
 
 func TestWriteFailureKeepsCounting(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
+	dir := privateDir(t)
 	c := &clock{t: time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)}
 	l := open(t, filepath.Join(dir, "blocked", "spend.json"), time.UTC, c)
 	if err := os.WriteFile(filepath.Join(dir, "blocked"), nil, 0o600); err != nil {
@@ -237,7 +237,7 @@ func TestWriteFailureKeepsCounting(t *testing.T) {
 func TestCorruptLedgerIsKept(t *testing.T) {
 	t.Parallel()
 	for _, bad := range []string{"not json", `{"version":2}`, `{"version":1,"bindings":{"b":null}}`, `{"version":1,"bindings":{"b":{"users":{"u":null}}}}`} {
-		p := filepath.Join(t.TempDir(), "spend.json")
+		p := filepath.Join(privateDir(t), "spend.json")
 		if err := os.WriteFile(p, []byte(bad), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -253,7 +253,7 @@ func TestCorruptLedgerIsKept(t *testing.T) {
 func TestStatusLine(t *testing.T) {
 	t.Parallel()
 	c := &clock{t: time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)}
-	l := open(t, filepath.Join(t.TempDir(), "spend.json"), time.UTC, c)
+	l := open(t, filepath.Join(privateDir(t), "spend.json"), time.UTC, c)
 	record(t, l, Turn{Binding: "b", User: "u", SessionID: "s", TotalUSD: 1.234}, 1.234)
 	got := l.StatusLine("b", "u", Caps{Daily: 5, UserMonthly: 20})
 	want := "Spend: binding $1.23 of $5.00 today, $1.23 this month; you $1.23 today, $1.23 of $20.00 this month"

@@ -15,27 +15,6 @@ const (
 	FilePerm os.FileMode = 0o600
 )
 
-// EnsurePrivateDir creates dir (and parents) with 0700 and tightens an
-// existing dir that is group- or world-accessible.
-func EnsurePrivateDir(dir string) error {
-	if err := os.MkdirAll(dir, DirPerm); err != nil {
-		return fmt.Errorf("creating %s: %w", dir, err)
-	}
-	info, err := os.Stat(dir)
-	if err != nil {
-		return fmt.Errorf("checking %s: %w", dir, err)
-	}
-	if !info.IsDir() {
-		return fmt.Errorf("%s is not a directory", dir)
-	}
-	if info.Mode().Perm()&0o077 != 0 {
-		if err := os.Chmod(dir, DirPerm); err != nil {
-			return fmt.Errorf("restricting %s to 0700: %w", dir, err)
-		}
-	}
-	return nil
-}
-
 // WriteFileAtomic replaces path with data so that a reader (or a crash)
 // sees either the old content or the new, never a mix: it writes a temp file
 // in the same folder, fsyncs it, renames it over path and fsyncs the folder.

@@ -40,23 +40,6 @@ func TestWriteFileAtomicIsPrivateAndReplaces(t *testing.T) {
 	}
 }
 
-func TestEnsurePrivateDirTightensLooseDir(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "loose")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := EnsurePrivateDir(dir); err != nil {
-		t.Fatal(err)
-	}
-	fi, _ := os.Stat(dir)
-	if fi.Mode().Perm() != 0o700 {
-		t.Errorf("mode %v, want 0700", fi.Mode().Perm())
-	}
-}
-
 func TestEnsurePrivateDirRefusesFile(t *testing.T) {
 	f := filepath.Join(t.TempDir(), "file")
 	if err := os.WriteFile(f, nil, 0o600); err != nil {

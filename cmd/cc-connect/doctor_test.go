@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/cc-connect/cc-connect/internal/fakeclaude"
+	"github.com/cc-connect/cc-connect/internal/testenv"
 	"github.com/cc-connect/cc-connect/lease"
 )
 
@@ -49,7 +50,7 @@ func TestDoctorCommand(t *testing.T) {
 			name:     "ready",
 			args:     func(p string) []string { return []string{"doctor", "--config", p} },
 			wantCode: exitOK,
-			want: []string{"✓ config: ", "✓ platform adapters: 1 built", "✓ claude: 2.1.328 at ", "✓ claude login: ANTHROPIC_API_KEY is set in agent.env",
+			want: []string{"✓ config: ", "✓ platform adapters: 1 built", "✓ claude: " + testenv.ClaudeVersion + " at ", "✓ claude login: ANTHROPIC_API_KEY is set in agent.env",
 				"✓ workspace ", "✓ state dir: ", "✓ state dir lock: ", "✓ metrics: off", "0 failures: ready to run"},
 		},
 		{

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -20,7 +21,8 @@ import (
 const continueText = "Continue from where you left off."
 
 // soakIterations is how many kill points TestSoakKillRestart tries:
-// CC_SOAK_ITERATIONS (make soak sets 200), else a few for the normal run.
+// CC_SOAK_ITERATIONS (make soak sets 200), else enough for the normal run
+// that the check that kills land mid-work is active.
 func soakIterations(t *testing.T) int {
 	if v := os.Getenv("CC_SOAK_ITERATIONS"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -29,7 +31,7 @@ func soakIterations(t *testing.T) int {
 		}
 		return n
 	}
-	return 3
+	return 20
 }
 
 // TestSoakKillRestart runs the built binary against the fake claude,
@@ -44,6 +46,10 @@ func soakIterations(t *testing.T) int {
 // (with its cc-connect) before it wrote it to the transcript, so it never
 // processed it. The restarted instances read no stdin: what they run comes
 // from the inbox.
+//
+// The iterations are independent (each its own config, state and random
+// stream, drawn from the seed and its number) and run in parallel, since
+// most of one is waiting for processes to start.
 func TestSoakKillRestart(t *testing.T) {
 	n := soakIterations(t)
 	seed := uint64(time.Now().UnixNano())
@@ -51,23 +57,44 @@ func TestSoakKillRestart(t *testing.T) {
 		seed, _ = strconv.ParseUint(v, 10, 64)
 	}
 	t.Logf("seed %d (set CC_SOAK_SEED to replay), %d iterations", seed, n)
-	rng := rand.New(rand.NewPCG(seed, seed>>1|1))
 	var st soakStats
-	for i := range n {
-		if !t.Run(fmt.Sprintf("kill%d", i), func(t *testing.T) { killRestartOnce(t, rng, i, &st) }) {
-			break // the first failure says enough; its seed replays it
+	t.Run("kills", func(t *testing.T) {
+		for i := range n {
+			t.Run(fmt.Sprintf("kill%d", i), func(t *testing.T) {
+				t.Parallel()
+				rng := rand.New(rand.NewPCG(seed, uint64(i)))
+				killRestartOnce(t, rng, i, &st)
+			})
 		}
-	}
+	})
+	kills, recovered, continued := st.counts()
 	t.Logf("%d iterations, %d SIGKILLs: %d restarts found work pending, %d turns resumed with %q",
-		n, st.kills, st.recovered, st.continued, continueText)
-	if n >= 20 && st.recovered == 0 {
+		n, kills, recovered, continued, continueText)
+	if n >= 20 && recovered == 0 {
 		t.Error("no kill landed while work was pending: the kill points do not exercise recovery")
 	}
 }
 
 // soakStats count what the kills hit, so a soak that never lands mid-turn
 // is noticed.
-type soakStats struct{ kills, recovered, continued int }
+type soakStats struct {
+	mu                          sync.Mutex // guards the counts
+	kills, recovered, continued int
+}
+
+func (st *soakStats) add(kills, recovered, continued int) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.kills += kills
+	st.recovered += recovered
+	st.continued += continued
+}
+
+func (st *soakStats) counts() (kills, recovered, continued int) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.kills, st.recovered, st.continued
+}
 
 func killRestartOnce(t *testing.T, rng *rand.Rand, iter int, st *soakStats) {
 	dir := t.TempDir()
@@ -94,7 +121,7 @@ func killRestartOnce(t *testing.T, rng *rand.Rand, iter int, st *soakStats) {
 	// record is the id's seen mark too): no event reaches the test for it.
 	waitFile(t, "all messages accepted", func() bool { return len(acceptedIDs(filepath.Join(stateDir, "inbox"))) >= k })
 	if kill(t, first, time.Duration(rng.IntN(120))*time.Millisecond) {
-		st.kills++
+		st.add(1, 0, 0)
 	}
 	var stderr []string
 
@@ -103,7 +130,7 @@ func killRestartOnce(t *testing.T, rng *rand.Rand, iter int, st *soakStats) {
 		again := startBinary(t, "run", "--config", path)
 		again.waitErr(t, "cc-connect started")
 		if kill(t, again, time.Duration(rng.IntN(80))*time.Millisecond) {
-			st.kills++
+			st.add(1, 0, 0)
 		}
 		stderr = append(stderr, again.stderr.String())
 	}
@@ -114,13 +141,13 @@ func killRestartOnce(t *testing.T, rng *rand.Rand, iter int, st *soakStats) {
 		t.Fatalf("last instance exit code %d\n%s", code, last.stderr.String())
 	}
 	if strings.Contains(strings.Join(append(stderr, last.stderr.String()), ""), "Recovering pending messages") {
-		st.recovered++
+		st.add(0, 1, 0)
 	}
 
 	var got []string
 	for _, line := range transcriptPrompts(t, filepath.Join(filepath.Dir(path), "claude-config")) {
 		if line == continueText {
-			st.continued++
+			st.add(0, 0, 1)
 			continue
 		}
 		got = append(got, line)

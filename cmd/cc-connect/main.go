@@ -18,7 +18,7 @@ var version = "dev"
 
 // claudeCodeVersion is the Claude Code CLI release this cc-connect is
 // tested against (the integration tier pins the same one).
-const claudeCodeVersion = "2.1.328"
+const claudeCodeVersion = "2.1.332"
 
 func main() {
 	sigs := make(chan os.Signal, 2)

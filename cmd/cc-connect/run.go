@@ -17,7 +17,6 @@ import (
 	"github.com/cc-connect/cc-connect/engine"
 	"github.com/cc-connect/cc-connect/lease"
 	"github.com/cc-connect/cc-connect/metrics"
-	"github.com/cc-connect/cc-connect/workspace"
 )
 
 // loadConfig loads and checks the config, printing what is wrong; it
@@ -110,6 +109,7 @@ func engineBindings(cfg *config.Config) []engine.Binding {
 			Workspace:      b.Workspace,
 			AllowUsers:     append([]string(nil), b.AllowUsers...),
 			Admins:         append([]string(nil), b.Admins...),
+			Approvers:      append([]string(nil), b.Approvers...),
 			RequireMention: b.RequireMention,
 			AllowShell:     b.AllowShell,
 		}
@@ -187,7 +187,7 @@ func runCommand(ctx context.Context, path string, std stdio) int {
 		log.Warn("Config warning", "warning", w)
 	}
 
-	if err := workspace.EnsurePrivateDir(cfg.State.Dir); err != nil {
+	if err := prepareStateDir(cfg.State.Dir); err != nil {
 		log.Error("Preparing the state dir failed", "error", err)
 		return exitFailure
 	}
@@ -279,6 +279,7 @@ func runCommand(ctx context.Context, path string, std stdio) int {
 
 	log.Info("cc-connect started", "version", version, "config", cfg.Path, "state_dir", cfg.State.Dir,
 		"platforms", names, "bindings", len(cfg.Bindings), "agent_user", opts.Agent.User.String())
+	defer checkCLIVersion(ctx, cfg, log)()
 	if err := eng.Run(ctx); err != nil {
 		log.Error("cc-connect stopped with an error", "error", err)
 		return exitFailure

@@ -16,6 +16,45 @@
 //	[[OVERLOADED]] HTTP 529 overloaded_error
 //	[[ERR500]]     HTTP 500 api_error
 //
+// Tool markers, each one tool_use (several in one prompt run in the order
+// typed, one per request, each after the previous tool_result came back):
+//
+//	[[CALL:Name {json}]]  a tool_use of any tool with that input ({} if
+//	                      none)
+//	[[ASK]]               AskUserQuestion with one two-option question;
+//	[[ASK:[questions]]]   with the given questions array (question, header,
+//	                      options [{label, description}], multiSelect)
+//	[[PLAN]]              ExitPlanMode with DefaultPlan; [[PLAN:text]] with
+//	                      text. In plan mode the fake first writes the plan
+//	                      to the plan file the CLI named, as the CLI tells a
+//	                      model to: the CLI reads the plan from that file
+//	[[WRITE:path:text]]   Write text to path (relative to the CLI's working
+//	                      directory, read from its environment message)
+//	[[READ:path]]         Read path (relative as for WRITE)
+//	[[TODO]]              TodoWrite with a three-item list (one completed,
+//	[[TODO:[todos]]]      one in_progress, one pending); or the given list
+//	                      of {content, status, activeForm}
+//	[[MCP:server/tool {json}]]  the MCP tool mcp__server__tool
+//
+// A tool the CLI defers (absent from the request's tools: MCP tools,
+// ExitPlanMode, TodoWrite) is first fetched with ToolSearch
+// "select:<name>", as the CLI's ToolSearch description tells a model to.
+// When every tool marker has run, the reply is "tool said: <the last
+// tool_result's text>".
+//
+// Answer markers:
+//
+//	[[THINK:text]]   a thinking block (thinking_delta, signature_delta)
+//	                 before the first reply of the turn ([[THINK]]: a
+//	                 stock thought)
+//	[[STREAM:N:dur]] the text answer in N text_delta chunks
+//	                 (StreamChunk), the first at once and the rest spread
+//	                 evenly over dur (e.g. [[STREAM:20:10s]])
+//
+// An argument that starts as JSON ends where the JSON value ends, so it may
+// hold "]]"; other arguments end at the first "]]". A marker that cannot be
+// read gets the reply "fake API: cannot read marker …".
+//
 // Anything else gets "echo: <last text block of the last user message>".
 package fakeapi
 
@@ -249,12 +288,14 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 
 // plan is what the fake decided to answer to one request.
 type plan struct {
-	outcome string
-	usage   Usage
-	text    string // reply text (text and tool_use outcomes)
-	command string // Bash command for tool_use
-	release chan struct{}
-	id      int
+	outcome  string
+	usage    Usage
+	text     string    // reply text (text and tool_use outcomes)
+	tool     *toolCall // the tool_use of a tool_use outcome
+	thinking string
+	stream   *streamSpec
+	release  chan struct{}
+	id       int
 }
 
 func (s *Server) handleMessages(w http.ResponseWriter, r *http.Request) {
@@ -299,13 +340,15 @@ func (s *Server) handleMessages(w http.ResponseWriter, r *http.Request) {
 		model = DefaultModel
 	}
 	m := reply{
-		msgID:   fmt.Sprintf("msg_fake%06d", p.id),
-		toolID:  fmt.Sprintf("toolu_fake%06d", p.id),
-		model:   model,
-		usage:   p.usage,
-		text:    p.text,
-		command: p.command,
-		slow:    p.outcome == OutcomeSlow,
+		msgID:    fmt.Sprintf("msg_fake%06d", p.id),
+		toolID:   fmt.Sprintf("toolu_fake%06d", p.id),
+		model:    model,
+		usage:    p.usage,
+		text:     p.text,
+		tool:     p.tool,
+		thinking: p.thinking,
+		pace:     p.stream,
+		slow:     p.outcome == OutcomeSlow,
 	}
 	w.Header().Set("request-id", reqID)
 	if !in.Stream {
@@ -333,8 +376,10 @@ func (s *Server) planLocked(req *Request) plan {
 	// act again when the next one is merged after it.
 	inMessage := func(marker string) bool { return strings.Contains(req.LastUserText, marker) }
 	inPrompt := func(marker string) bool { return strings.Contains(req.Prompt, marker) }
-	cmd, isTool := toolCommand(req.Prompt)
 	followUp := req.FollowUp
+	// The turn's prompt drives every request of the turn: its tool
+	// markers run one per request, in order.
+	spec := parsePrompt(req.TurnPrompt, req.Cwd, req.PlanFile)
 
 	if mode == ModeTooLongWithHistory {
 		mode = ModeNormal
@@ -344,6 +389,11 @@ func (s *Server) planLocked(req *Request) plan {
 				break
 			}
 		}
+	}
+	var next toolCall
+	hasNext := false
+	if mode == ModeNormal {
+		next, hasNext = nextCall(spec.actions, req.TurnToolUses, req.Tools)
 	}
 	switch {
 	case mode == ModeTooLong || mode == ModeNormal && !followUp && inMessage("[[TOOLONG]]"):
@@ -355,16 +405,28 @@ func (s *Server) planLocked(req *Request) plan {
 	case mode == ModeSlow || mode == ModeNormal && !followUp && inPrompt("[[SLOW]]"):
 		p.outcome = OutcomeSlow
 		p.text = "slow reply "
+	case mode == ModeNormal && !followUp && len(spec.bad) > 0:
+		p.outcome = OutcomeText
+		p.text = "fake API: cannot read marker " + strings.Join(spec.bad, ", ")
+	case hasNext:
+		p.outcome = OutcomeToolUse
+		p.text = "I'll use " + next.Name + "."
+		if next.Name == "Bash" {
+			p.text = "I'll run a command."
+		}
+		p.tool = &next
 	case followUp:
 		p.outcome = OutcomeText
 		p.text = "tool said: " + req.ToolResults[len(req.ToolResults)-1].Content
-	case isTool && mode == ModeNormal:
-		p.outcome = OutcomeToolUse
-		p.text = "I'll run a command."
-		p.command = cmd
 	default:
 		p.outcome = OutcomeText
 		p.text = "echo: " + req.Prompt
+	}
+	if mode == ModeNormal && p.outcome == OutcomeText && spec.stream != nil && len(spec.bad) == 0 {
+		p.stream = spec.stream
+	}
+	if mode == ModeNormal && !followUp && spec.thinking != "" && (p.outcome == OutcomeText || p.outcome == OutcomeToolUse) {
+		p.thinking = spec.thinking
 	}
 	if s.reply != "" && p.outcome == OutcomeText {
 		p.text = s.reply
@@ -421,24 +483,6 @@ func (s *Server) recordOther(req Request, outcome string) {
 	req.Outcome = outcome
 	req.Seq = len(s.others) + 1
 	s.others = append(s.others, req)
-}
-
-// toolCommand finds [[TOOL]] or [[TOOL:cmd]] in text.
-func toolCommand(text string) (string, bool) {
-	if strings.Contains(text, "[[TOOL]]") {
-		return "echo hi", true
-	}
-	const open = "[[TOOL:"
-	i := strings.Index(text, open)
-	if i < 0 {
-		return "", false
-	}
-	rest := text[i+len(open):]
-	j := strings.Index(rest, "]]")
-	if j < 0 {
-		return "", false
-	}
-	return rest[:j], true
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

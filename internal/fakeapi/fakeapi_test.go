@@ -7,7 +7,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -98,8 +102,9 @@ func text(evs []sseEvent) string {
 func TestStreamReplies(t *testing.T) {
 	t.Parallel()
 	const textSeq = "message_start,ping,content_block_start,content_block_delta,content_block_stop,message_delta,message_stop"
+	// The tool input comes in two input_json_delta pieces.
 	const toolSeq = "message_start,ping,content_block_start,content_block_delta,content_block_stop," +
-		"content_block_start,content_block_delta,content_block_stop,message_delta,message_stop"
+		"content_block_start,content_block_delta,content_block_delta,content_block_stop,message_delta,message_stop"
 	toolUse := map[string]any{"role": "assistant", "content": []any{map[string]any{
 		"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": map[string]any{"command": "echo hi"}}}}
 	toolResult := map[string]any{"role": "user", "content": []any{map[string]any{
@@ -171,20 +176,45 @@ func TestStreamReplies(t *testing.T) {
 
 func TestToolUseInput(t *testing.T) {
 	t.Parallel()
+	tests := []struct {
+		prompt, tool string
+		input        map[string]string
+	}{
+		{"please [[TOOL:touch a b]] now", "Bash", map[string]string{"command": "touch a b", "description": "Run a command"}},
+		{"[[WRITE:/ws/f.txt:written]]", "Write", map[string]string{"file_path": "/ws/f.txt", "content": "written"}},
+	}
 	s := Start(t)
-	evs := readEvents(t, post(t, t.Context(), s, true, user("please [[TOOL:touch a b]] now")).Body, nil)
-	var partial string
-	for _, e := range evs {
-		if cb, ok := e.Data["content_block"].(map[string]any); ok && cb["type"] == "tool_use" && cb["name"] != "Bash" {
-			t.Errorf("tool %v, want Bash", cb["name"])
+	for _, tt := range tests {
+		evs := readEvents(t, post(t, t.Context(), s, true, user(tt.prompt)).Body, nil)
+		var partial string
+		for _, e := range evs {
+			if cb, ok := e.Data["content_block"].(map[string]any); ok && cb["type"] == "tool_use" && cb["name"] != tt.tool {
+				t.Errorf("%s: tool %v, want %s", tt.prompt, cb["name"], tt.tool)
+			}
+			if d, ok := e.Data["delta"].(map[string]any); ok && d["type"] == "input_json_delta" {
+				partial += d["partial_json"].(string)
+			}
 		}
-		if d, ok := e.Data["delta"].(map[string]any); ok && d["type"] == "input_json_delta" {
-			partial += d["partial_json"].(string)
+		var in map[string]string
+		if err := json.Unmarshal([]byte(partial), &in); err != nil || !maps.Equal(in, tt.input) {
+			t.Errorf("%s: tool input %q (%v), want %v", tt.prompt, partial, err, tt.input)
 		}
 	}
-	var in map[string]string
-	if err := json.Unmarshal([]byte(partial), &in); err != nil || in["command"] != "touch a b" {
-		t.Errorf("tool input %q (%v), want command \"touch a b\"", partial, err)
+}
+
+// The request records the names of the tools it offers.
+func TestRequestTools(t *testing.T) {
+	t.Parallel()
+	s := Start(t)
+	body := `{"model":"m","max_tokens":1,"stream":false,"tools":[{"name":"Read","input_schema":{}},{"name":"Grep"}],` +
+		`"messages":[{"role":"user","content":"hi"}]}`
+	resp, err := http.Post(s.URL()+"/v1/messages", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if got := s.Requests()[0].Tools; !slices.Equal(got, []string{"Read", "Grep"}) {
+		t.Errorf("Tools = %q", got)
 	}
 }
 
@@ -393,5 +423,38 @@ func TestTooLongWithHistory(t *testing.T) {
 	assistant := map[string]any{"role": "assistant", "content": "echo: first"}
 	if resp := post(t, ctx, s, true, user("first"), assistant, user("second")); resp.StatusCode != 400 {
 		t.Errorf("a request with history: status %d, want 400 too long", resp.StatusCode)
+	}
+}
+
+// TestMidTurnNote: a message sent while a tool ran reaches the follow-up
+// request as a note, in either version's placement, and the follow-up is
+// still answered as one (the tool's output), not as a new prompt. The
+// requests are the real CLI's (TestRecordFixtures' midtool scenario in
+// agentproc).
+func TestMidTurnNote(t *testing.T) {
+	for _, version := range []string{"2.1.328", "2.1.332"} {
+		t.Run(version, func(t *testing.T) {
+			data, err := os.ReadFile(filepath.Join("testdata", "midtool_"+version+".request.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var captured struct {
+				Messages []map[string]any `json:"messages"`
+			}
+			if err := json.Unmarshal(data, &captured); err != nil {
+				t.Fatal(err)
+			}
+			s := Start(t)
+			resp := post(t, t.Context(), s, true, captured.Messages...)
+			evs := readEvents(t, resp.Body, nil)
+			resp.Body.Close()
+			if got := text(evs); got != "tool said: opened" {
+				t.Errorf("reply %q, want the tool's output", got)
+			}
+			req := s.Requests()[0]
+			if !req.FollowUp || len(req.MidTurnNotes) != 1 || !strings.HasPrefix(req.MidTurnNotes[0], midTurnPrefix+"\nmidway note\n") {
+				t.Errorf("follow-up %v, notes %q; want a follow-up carrying the note", req.FollowUp, req.MidTurnNotes)
+			}
+		})
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
 	"strings"
 )
 
@@ -35,9 +36,35 @@ type Request struct {
 	Prompt string
 	// ToolResults are the tool_result blocks of the last user message.
 	ToolResults []ToolResult
-	// FollowUp is true when that message ends with a tool_result: the
-	// request that carries a tool's output back, not a new prompt.
+	// FollowUp is true when that message ends with a tool_result (mid-turn
+	// notes aside): the request that carries a tool's output back, not a
+	// new prompt.
 	FollowUp bool
+	// TurnPrompt is the prompt that started the current turn: Prompt, or
+	// on a follow-up the last prompt before the turn's tool calls. Its
+	// markers drive the whole turn.
+	TurnPrompt string
+	// TurnToolUses are the tool_use blocks the model sent since
+	// TurnPrompt, in order.
+	TurnToolUses []ToolUse
+	// Tools are the names in the request's tools list. A tool the CLI
+	// defers (MCP tools, ExitPlanMode, TodoWrite) is missing until the
+	// model fetched it with ToolSearch; from then on it is listed (with
+	// defer_loading, resolved by the tool_reference ToolSearch returned).
+	Tools []string
+	// Cwd is the CLI's working directory, read from its environment
+	// message ("Primary working directory: …"); "" when absent.
+	Cwd string
+	// PlanFile is the plan file the CLI named in plan mode ("create your
+	// plan at …", "A plan file already exists at …"); "" outside plan
+	// mode.
+	PlanFile string
+	// MidTurnNotes are the messages the CLI folded into a running turn
+	// (sent while a tool ran), each the whole note as the model reads it.
+	// Claude Code 2.1.328 sends a note as a role "system" message after
+	// the tool_result's message; 2.1.332 as a text block after the
+	// tool_result, in the same user message.
+	MidTurnNotes []string
 
 	// Outcome is what the fake answered (one of the Outcome constants).
 	Outcome string
@@ -55,8 +82,18 @@ type Message struct {
 // ToolResult is a tool_result content block.
 type ToolResult struct {
 	ToolUseID string
-	Content   string
+	Content   string // its text blocks, joined
 	IsError   bool
+	// Types are the types of its content blocks ("text", "image",
+	// "tool_reference"); a plain string content counts as "text".
+	Types []string
+}
+
+// ToolUse is a tool_use block of an assistant message.
+type ToolUse struct {
+	ID    string
+	Name  string
+	Input json.RawMessage
 }
 
 // Contains reports whether any message or system block holds s: the way to
@@ -96,10 +133,58 @@ func (m Message) ToolResults() []ToolResult {
 	var out []ToolResult
 	for _, b := range m.blocks() {
 		if b.Type == "tool_result" {
-			out = append(out, ToolResult{ToolUseID: b.ToolUseID, Content: blockText(b.Content), IsError: b.IsError})
+			out = append(out, b.toolResult())
 		}
 	}
 	return out
+}
+
+// ToolUses returns the message's tool_use blocks.
+func (m Message) ToolUses() []ToolUse {
+	var out []ToolUse
+	for _, b := range m.blocks() {
+		if b.Type == "tool_use" {
+			out = append(out, ToolUse{ID: b.ID, Name: b.Name, Input: b.Input})
+		}
+	}
+	return out
+}
+
+// BlockTypes returns the type of each content block ("text", "image",
+// "tool_result", …), in order: the way to assert that an image reached the
+// API.
+func (m Message) BlockTypes() []string {
+	var out []string
+	for _, b := range m.blocks() {
+		out = append(out, b.Type)
+	}
+	return out
+}
+
+// Images returns the message's image blocks, including those inside its
+// tool_results (what the Read tool sends for a picture).
+func (m Message) Images() []Image {
+	var out []Image
+	for _, b := range m.blocks() {
+		switch b.Type {
+		case "image":
+			out = append(out, b.image())
+		case "tool_result":
+			for _, ib := range decodeBlocks(b.Content) {
+				if ib.Type == "image" {
+					out = append(out, ib.image())
+				}
+			}
+		}
+	}
+	return out
+}
+
+// Image is an image content block as the API received it.
+type Image struct {
+	SourceType string // "base64" or "url"
+	MediaType  string // e.g. "image/png"
+	Data       string // the base64 text
 }
 
 // block is the subset of a content block the fake reads.
@@ -109,6 +194,29 @@ type block struct {
 	ToolUseID string          `json:"tool_use_id"`
 	Content   json.RawMessage `json:"content"`
 	IsError   bool            `json:"is_error"`
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Input     json.RawMessage `json:"input"`
+	Source    *struct {
+		Type      string `json:"type"`
+		MediaType string `json:"media_type"`
+		Data      string `json:"data"`
+	} `json:"source"`
+}
+
+func (b block) toolResult() ToolResult {
+	tr := ToolResult{ToolUseID: b.ToolUseID, Content: blockText(b.Content), IsError: b.IsError}
+	for _, c := range decodeBlocks(b.Content) {
+		tr.Types = append(tr.Types, c.Type)
+	}
+	return tr
+}
+
+func (b block) image() Image {
+	if b.Source == nil {
+		return Image{}
+	}
+	return Image{SourceType: b.Source.Type, MediaType: b.Source.MediaType, Data: b.Source.Data}
 }
 
 // blocks decodes content that is either a string or a list of blocks.
@@ -148,6 +256,9 @@ type apiRequest struct {
 	Stream   bool            `json:"stream"`
 	System   json.RawMessage `json:"system"`
 	Messages []Message       `json:"messages"`
+	Tools    []struct {
+		Name string `json:"name"`
+	} `json:"tools"`
 }
 
 func readBody(r *http.Request) ([]byte, error) {
@@ -181,12 +292,77 @@ func (r *Request) fill(in apiRequest) {
 			r.System = append(r.System, b.Text)
 		}
 	}
+	for _, t := range in.Tools {
+		r.Tools = append(r.Tools, t.Name)
+	}
+	for _, m := range in.Messages {
+		for _, b := range m.blocks() {
+			if b.Type == "text" && strings.HasPrefix(b.Text, midTurnPrefix) {
+				r.MidTurnNotes = append(r.MidTurnNotes, b.Text)
+			}
+		}
+	}
 	for i := len(in.Messages) - 1; i >= 0; i-- {
 		if in.Messages[i].Role == "user" {
 			r.fillLastUser(in.Messages[i])
 			break
 		}
 	}
+	r.fillTurn()
+	r.Cwd = findCwd(in.Messages)
+	r.PlanFile = findPlanFile(in.Messages)
+}
+
+// planFileRE finds the plan file path in the CLI's plan mode reminder.
+var planFileRE = regexp.MustCompile(`(?:create your plan at|A plan file already exists at) (\S+)`)
+
+func findPlanFile(msgs []Message) string {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if m := planFileRE.FindStringSubmatch(msgs[i].Text()); m != nil {
+			return strings.TrimSuffix(m[1], ".")
+		}
+	}
+	return ""
+}
+
+// fillTurn finds the prompt that started the current turn and the tool
+// calls made since: the last user message whose last typed block is text
+// (not a tool_result) starts the turn.
+func (r *Request) fillTurn() {
+	var uses [][]ToolUse
+	for i := len(r.Messages) - 1; i >= 0; i-- {
+		m := r.Messages[i]
+		switch m.Role {
+		case "assistant":
+			uses = append(uses, m.ToolUses())
+		case "user":
+			var lr Request
+			lr.fillLastUser(m)
+			if lr.FollowUp || lr.Prompt == "" {
+				continue
+			}
+			r.TurnPrompt = lr.Prompt
+			for j := len(uses) - 1; j >= 0; j-- {
+				r.TurnToolUses = append(r.TurnToolUses, uses[j]...)
+			}
+			return
+		}
+	}
+}
+
+// findCwd reads the working directory from the CLI's environment message.
+func findCwd(msgs []Message) string {
+	const key = "Primary working directory: "
+	for i := len(msgs) - 1; i >= 0; i-- {
+		t := msgs[i].Text()
+		if j := strings.LastIndex(t, key); j >= 0 {
+			line, _, _ := strings.Cut(t[j+len(key):], "\n")
+			// "…/other (was …/first)" after a resume from another cwd.
+			line, _, _ = strings.Cut(line, " (was ")
+			return strings.TrimSpace(line)
+		}
+	}
+	return ""
 }
 
 func (r *Request) fillLastUser(m Message) {
@@ -195,19 +371,30 @@ func (r *Request) fillLastUser(m Message) {
 		switch b.Type {
 		case "text":
 			t := stripReminders(b.Text)
-			if t == "" {
-				continue // reminders only: not something the user sent
+			if t == "" || cliNote.MatchString(t) || strings.HasPrefix(t, midTurnPrefix) {
+				// Reminders only, a note the CLI adds itself, or a
+				// mid-turn note: not a new prompt the user sent.
+				continue
 			}
 			texts = append(texts, t)
 			r.Prompt = t
 			r.FollowUp = false
 		case "tool_result":
-			r.ToolResults = append(r.ToolResults, ToolResult{ToolUseID: b.ToolUseID, Content: blockText(b.Content), IsError: b.IsError})
+			r.ToolResults = append(r.ToolResults, b.toolResult())
 			r.FollowUp = true
 		}
 	}
 	r.LastUserText = strings.Join(texts, "\n")
 }
+
+// cliNote matches the text blocks the CLI adds to a user message itself:
+// "Tool loaded." after a ToolSearch result (the CLI's own pattern), and
+// "[Image: source: …, original WxH, displayed at …]" after an image.
+var cliNote = regexp.MustCompile(`^(?:Tool loaded\.(?:\n\[id:[^\]\n]+\])*\n?|\[Image: (?:source: |original \d+x\d+)[^\n]*\])$`)
+
+// midTurnPrefix opens the note by which the CLI hands the model a message
+// the user sent while a tool ran (PROTOCOL.md §3).
+const midTurnPrefix = "The user sent a new message while you were working:"
 
 // stripReminders drops the <system-reminder> sections the CLI puts in front
 // of the user's text, so that echoes and markers see only what was typed.

@@ -1,5 +1,5 @@
 // Package fakeclaude builds a fake `claude` CLI for unit tests
-// (cmd/fakeclaude). The fake imitates Claude Code 2.1.328 in `-p` mode as
+// (cmd/fakeclaude). The fake imitates Claude Code 2.1.332 in `-p` mode as
 // PROTOCOL.md §11 describes, offline and in milliseconds, so the driver
 // (agentproc) and the engine can be tested without the real CLI. The real
 // CLI is tested separately (agentproc/integration_test.go).
@@ -41,6 +41,9 @@
 //	              dontAsk denies, without asking. Several [[TOOL:…]] markers
 //	              run one after the other in the same turn (each asking as
 //	              above); the reply has one "tool said: …" line per tool.
+//	              Without Bash in the session's tools (--tools,
+//	              --disallowedTools, which init's tools list reflects) the
+//	              tool_use gets the CLI's "No such tool available" error.
 //	[[TOOLONG]]   prompt too long: a synthetic assistant and a result
 //	              success/is_error/prompt_too_long/400 (with the compacting and
 //	              failed status pair when the session has earlier prompts). The
@@ -90,6 +93,7 @@
 //	FAKECLAUDE_TOOLONG_STICKY=0     a too-long failure does not poison later turns
 //	FAKECLAUDE_RELEASE=<file>       ends [[SLOW]] turns once the file exists
 //	FAKECLAUDE_IGNORE_SIGTERM=1     ignore SIGTERM (to test SIGKILL escalation)
+//	FAKECLAUDE_VERSION=<v>          what --version prints (default the pinned release)
 //
 // Usage per call: input_tokens as above, cache_creation 1500, cache_read
 // 2500 + 100 per earlier call of the session, so the context grows.

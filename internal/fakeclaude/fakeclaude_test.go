@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -41,7 +42,10 @@ func (w *world) exec(t *testing.T, args []string, env []string, stdin ...string)
 	t.Helper()
 	cmd := exec.Command(w.bin, args...)
 	cmd.Dir = w.dir
-	cmd.Env = append(os.Environ(), append([]string{"HOME=" + w.home, "CLAUDE_CONFIG_DIR="}, env...)...)
+	// No CLAUDE_CONFIG_DIR (an empty one would mean the working
+	// directory, as for the CLI): the config is under HOME.
+	base := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "CLAUDE_CONFIG_DIR=") })
+	cmd.Env = append(base, append([]string{"HOME=" + w.home}, env...)...)
 	cmd.Stdin = strings.NewReader(strings.Join(stdin, "\n"))
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -316,6 +320,45 @@ func TestContextEnv(t *testing.T) {
 	}
 	if rs[1]["usage"].(map[string]any)["input_tokens"] != 120000.0 {
 		t.Errorf("[[BIG]] usage = %v", rs[1]["usage"])
+	}
+}
+
+// --tools and --disallowedTools narrow the tool set as the CLI does (a
+// repeated --tools never widens it), init reports it, and a Bash call
+// without Bash gets the CLI's refusal instead of a run or a prompt.
+func TestToolsNarrow(t *testing.T) {
+	w := newWorld(t)
+	tests := []struct {
+		args  []string
+		tools string
+		bash  bool
+	}{
+		{nil, "Task Bash Edit Read Write WebFetch WebSearch", true},
+		{[]string{"--tools", "Read,Grep,Glob"}, "Read", false},
+		{[]string{"--tools", "default", "--tools", "Read,Bash"}, "Bash Read", true},
+		{[]string{"--tools", "Read", "--tools", "default"}, "Read", false},
+		{[]string{"--disallowedTools", "Bash,Write"}, "Task Edit Read WebFetch WebSearch", false},
+	}
+	for _, tt := range tests {
+		args := append(append(slices.Clone(streamArgs), "--permission-mode", "acceptEdits"), tt.args...)
+		r := w.exec(t, args, nil, user("[[TOOL:touch x]]"))
+		var tools []string
+		for _, l := range r.stdout {
+			if m := decode(t, l); m["subtype"] == "init" {
+				for _, v := range m["tools"].([]any) {
+					tools = append(tools, v.(string))
+				}
+			}
+		}
+		if got := strings.Join(tools, " "); got != tt.tools {
+			t.Errorf("%q: init tools %q, want %q", tt.args, got, tt.tools)
+		}
+		res := results(t, r)
+		ran := len(res) == 1 && strings.Contains(res[0]["result"].(string), "(fake) ran: touch x")
+		refused := len(res) == 1 && strings.Contains(res[0]["result"].(string), "No such tool available: Bash")
+		if ran != tt.bash || refused == tt.bash {
+			t.Errorf("%q: result %v, want Bash available %v", tt.args, res, tt.bash)
+		}
 	}
 }
 

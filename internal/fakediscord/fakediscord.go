@@ -11,7 +11,9 @@
 // X-RateLimit headers, an interaction answered after 3 s or twice is
 // refused.
 //
-// Like Discord it sends the bot's own posts back as MESSAGE_CREATE.
+// Like Discord it sends the bot's own posts back as MESSAGE_CREATE. For
+// every message the bot posts or edits it works out whom Discord would
+// notify from the content and allowed_mentions (Call.Pings).
 // Tests wait on what the fake records (Next, WaitPost, WaitMessage,
 // WaitConnected, …), never on time. The fake is for tests only and imports
 // nothing of cc-connect's: its limits are Discord's numbers, not the
@@ -77,6 +79,11 @@ type Call struct {
 	Path   string // without /api/v9
 	Body   map[string]any
 	Status int // the HTTP status answered
+	// Pings are whom Discord would notify for the message the call posts
+	// or edits (POST and PATCH of a channel's messages), accepted or
+	// refused, by the content and allowed_mentions: "@everyone", "@here",
+	// "user 123", "role 456", "replied user". Empty for other calls.
+	Pings []string
 }
 
 // GWFrame is an IDENTIFY (op 2) or RESUME (op 6) the client sent.

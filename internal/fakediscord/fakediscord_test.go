@@ -219,3 +219,74 @@ func TestGatewayEchoAndInteractions(t *testing.T) {
 		t.Errorf("answer = %v", a)
 	}
 }
+
+// Whom a message notifies follows its allowed_mentions: everything in the
+// content without the field, only what it names with it; a reply pings its
+// author unless replied_user is false.
+func TestPings(t *testing.T) {
+	s := New(t)
+	s.AddChannel(Channel{ID: "C1", Type: 0, GuildID: "G1"})
+	d := session(t, s, Token)
+	const content = "@everyone @here <@1> <@!2> <@&3>"
+	none := &discordgo.MessageAllowedMentions{Parse: []discordgo.AllowedMentionType{}}
+	tests := []struct {
+		name  string
+		am    *discordgo.MessageAllowedMentions
+		reply bool
+		want  string // the pings, joined by commas
+	}{
+		{"no allowed_mentions", nil, false, "@everyone,@here,user 1,user 2,role 3"},
+		{"parse empty", none, false, ""},
+		{"parse users", &discordgo.MessageAllowedMentions{Parse: []discordgo.AllowedMentionType{discordgo.AllowedMentionTypeUsers}}, false, "user 1,user 2"},
+		{"parse everyone", &discordgo.MessageAllowedMentions{Parse: []discordgo.AllowedMentionType{discordgo.AllowedMentionTypeEveryone}}, false, "@everyone,@here"},
+		{"one user listed", &discordgo.MessageAllowedMentions{Users: []string{"2"}}, false, "user 2"},
+		{"one role listed", &discordgo.MessageAllowedMentions{Roles: []string{"3"}}, false, "role 3"},
+		{"a user's id does not allow a role", &discordgo.MessageAllowedMentions{Users: []string{"3"}}, false, ""},
+		{"a reply without allowed_mentions", nil, true, "@everyone,@here,user 1,user 2,role 3,replied user"},
+		{"a reply with parse empty", none, true, ""},
+		{"a reply with replied_user", &discordgo.MessageAllowedMentions{RepliedUser: true}, true, "replied user"},
+	}
+	first, err := d.ChannelMessageSend("C1", "first")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Next(t, "POST", "/channels/C1/messages")
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			msg := &discordgo.MessageSend{Content: content, AllowedMentions: tt.am}
+			if tt.reply {
+				msg.Reference = first.Reference()
+			}
+			m, err := d.ChannelMessageSendComplex("C1", msg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Join(s.Next(t, "POST", "/channels/C1/messages").Pings, ","); got != tt.want {
+				t.Errorf("post pings %q, want %q", got, tt.want)
+			}
+			if tt.reply {
+				return // an edit is no reply
+			}
+			c := content
+			if _, err := d.ChannelMessageEditComplex(&discordgo.MessageEdit{ID: m.ID, Channel: "C1", Content: &c, AllowedMentions: tt.am}); err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Join(s.Next(t, "PATCH", "/channels/C1/messages/"+m.ID).Pings, ","); got != tt.want {
+				t.Errorf("edit pings %q, want %q", got, tt.want)
+			}
+		})
+	}
+	// A refused post is reported too: what it would have done.
+	if _, err := d.ChannelMessageSend("C1", "@here "+strings.Repeat("x", 2001)); err == nil {
+		t.Fatal("a post over 2,000 characters was taken")
+	}
+	if c := s.Next(t, "POST", "/channels/C1/messages"); c.Status != 400 || strings.Join(c.Pings, ",") != "@here" {
+		t.Errorf("refused post: status %d, pings %q", c.Status, c.Pings)
+	}
+	if err := d.ChannelTyping("C1"); err != nil {
+		t.Fatal(err)
+	}
+	if c := s.Next(t, "POST", "/channels/C1/typing"); c.Pings != nil {
+		t.Errorf("typing pings %q", c.Pings)
+	}
+}

@@ -78,7 +78,7 @@ func (s *Server) serveREST(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	a, after := s.answer(r, path, body)
-	call := Call{Method: r.Method, Path: path, Body: body, Status: a.Status}
+	call := Call{Method: r.Method, Path: path, Body: body, Status: a.Status, Pings: messagePings(r.Method, path, body)}
 	s.mu.Lock()
 	s.calls = append(s.calls, call)
 	s.notify()

@@ -83,7 +83,11 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 
 	s.mu.Lock()
 	a, after := s.answerLocked(method, auth, form)
-	s.calls = append(s.calls, Call{Method: method, Auth: auth, Form: form, Error: a.errorCode()})
+	call := Call{Method: method, Auth: auth, Form: form, Error: a.errorCode()}
+	if method == "chat.postMessage" || method == "chat.update" {
+		call.Pings = pings(form)
+	}
+	s.calls = append(s.calls, call)
 	s.notify()
 	s.mu.Unlock()
 	write(w, a)

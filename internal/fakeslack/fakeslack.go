@@ -13,7 +13,10 @@
 // Like Slack it sends the bot's own posts back as message events, delivers a
 // mention twice (message and app_mention), and, when SetRedeliverAfter is
 // set, redelivers an envelope that was not acked in time (Slack waits 3 s)
-// with retry_attempt counting up.
+// with retry_attempt counting up. For every post and update it works out
+// whom and what Slack would notify or link (Call.Pings): the control
+// sequences in the text and blocks, and "@name" words where link_names or a
+// block's missing verbatim makes Slack look for names.
 //
 // Tests wait on what the fake records (WaitAck, WaitPost, WaitCalls, …),
 // never on time. The fake is for tests only and imports nothing of
@@ -83,6 +86,11 @@ type Call struct {
 	// Error is "" when the answer was ok:true, else Slack's error code, or
 	// "HTTP 429" / "HTTP 503" for a refusal without a body.
 	Error string
+	// Pings are what Slack would act on in a chat.postMessage or
+	// chat.update, posted or refused: mentions (<@U1>, <!here>, and
+	// "@name" where Slack finds names itself, see link_names and
+	// verbatim) and channel links (<#C1>). Empty for other methods.
+	Pings []string
 }
 
 // Message is one message in a channel: a user's (delivered as an event) or

@@ -41,6 +41,12 @@ func TestPostLimits(t *testing.T) {
 	for i := range many {
 		many[i] = slack.NewDividerBlock()
 	}
+	button := func(value string) slack.Block {
+		return slack.NewActionBlock("perm", slack.NewButtonBlockElement("allow", value, slack.NewTextBlockObject(slack.PlainTextType, "Allow", false, false)))
+	}
+	context := func(n int) slack.Block {
+		return slack.NewContextBlock("", slack.NewTextBlockObject(slack.MarkdownType, strings.Repeat("c", n), false, false))
+	}
 	tests := []struct {
 		name    string
 		channel string
@@ -53,6 +59,10 @@ func TestPostLimits(t *testing.T) {
 		{"section of 3,000 characters", "C1", []slack.MsgOption{slack.MsgOptionBlocks(section(3000))}, ""},
 		{"section of 3,001 characters", "C1", []slack.MsgOption{slack.MsgOptionBlocks(section(3001))}, "invalid_blocks"},
 		{"51 blocks", "C1", []slack.MsgOption{slack.MsgOptionBlocks(many...)}, "invalid_blocks"},
+		{"button value of 2,000 characters", "C1", []slack.MsgOption{slack.MsgOptionBlocks(button(strings.Repeat("é", 2000)))}, ""},
+		{"button value of 2,001 characters", "C1", []slack.MsgOption{slack.MsgOptionBlocks(button(strings.Repeat("v", 2001)))}, "invalid_blocks"},
+		{"context text of 3,000 characters", "C1", []slack.MsgOption{slack.MsgOptionBlocks(context(3000))}, ""},
+		{"context text of 3,001 characters", "C1", []slack.MsgOption{slack.MsgOptionBlocks(context(3001))}, "invalid_blocks"},
 		{"unknown channel", "CGONE", []slack.MsgOption{slack.MsgOptionText("hi", false)}, "channel_not_found"},
 	}
 	s.DeleteChannel("CGONE")
@@ -350,5 +360,61 @@ func TestOverride(t *testing.T) {
 	}
 	if c := s.Calls("chat.postMessage"); len(c) != 1 || c[0].Error != "is_archived" || len(s.Posts()) != 0 {
 		t.Errorf("calls %+v, posts %+v", c, s.Posts())
+	}
+}
+
+// What Slack acts on depends on where text stands: control sequences
+// everywhere, "@name" words only where Slack looks for names (link_names,
+// or mrkdwn block text without verbatim).
+func TestPings(t *testing.T) {
+	s := New(t)
+	api := client(s)
+	ctx := context.Background()
+	section := func(text string, verbatim bool) slack.MsgOption {
+		return slack.MsgOptionBlocks(slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, text, false, verbatim), nil, nil))
+	}
+	names := "@channel @here hi @alice, mail a@b.c"
+	tests := []struct {
+		name string
+		opts []slack.MsgOption
+		want string // the pings, joined by spaces
+	}{
+		{"control sequences in text", []slack.MsgOption{slack.MsgOptionText("<!here> <@U1> <#C1|general> <!subteam^S1|@team> &lt;!channel&gt;", false)},
+			"<!here> <@U1> <#C1|general> <!subteam^S1|@team>"},
+		{"names in text without link_names", []slack.MsgOption{slack.MsgOptionText(names, false), slack.MsgOptionLinkNames(false)}, ""},
+		{"names in text with link_names", []slack.MsgOption{slack.MsgOptionText(names, false), slack.MsgOptionLinkNames(true)}, "@channel @here @alice"},
+		{"names in verbatim mrkdwn", []slack.MsgOption{section(names, true)}, ""},
+		{"names in mrkdwn that is not verbatim", []slack.MsgOption{section(names, false)}, "@channel @here @alice"},
+		{"control sequences in verbatim mrkdwn", []slack.MsgOption{section("<!channel> `<@U2>`", true)}, "<!channel> <@U2>"},
+		{"context and fields", []slack.MsgOption{slack.MsgOptionBlocks(
+			slack.NewContextBlock("", slack.NewTextBlockObject(slack.MarkdownType, "<@U3>", false, true)),
+			slack.NewSectionBlock(nil, []*slack.TextBlockObject{slack.NewTextBlockObject(slack.MarkdownType, "@here", false, false)}, nil))},
+			"<@U3> @here"},
+		{"plain_text and buttons make none", []slack.MsgOption{slack.MsgOptionBlocks(
+			slack.NewHeaderBlock(slack.NewTextBlockObject(slack.PlainTextType, "<!channel> @here", false, false)),
+			slack.NewActionBlock("", slack.NewButtonBlockElement("a", "<!here>", slack.NewTextBlockObject(slack.PlainTextType, "@here", false, false))))},
+			""},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, ts, err := api.PostMessageContext(ctx, "C1", tt.opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, _, _, err := api.UpdateMessageContext(ctx, "C1", ts, tt.opts...); err != nil {
+				t.Fatal(err)
+			}
+			post, update := s.Calls("chat.postMessage")[i], s.Calls("chat.update")[i]
+			for _, c := range []Call{post, update} {
+				if got := strings.Join(c.Pings, " "); got != tt.want {
+					t.Errorf("%s pings %q, want %q", c.Method, got, tt.want)
+				}
+			}
+		})
+	}
+	// A refused post is reported too: what it would have done.
+	_, _, err := api.PostMessageContext(ctx, "C1", slack.MsgOptionText("<!everyone> "+strings.Repeat("x", 40001), false))
+	if c := s.Calls("chat.postMessage"); slackErr(err) != "msg_too_long" || strings.Join(c[len(c)-1].Pings, " ") != "<!everyone>" {
+		t.Errorf("refused post: %v, pings %q", err, c[len(c)-1].Pings)
 	}
 }

@@ -198,31 +198,22 @@ func (s *Server) chatLocked(form url.Values) (Chat, bool) {
 }
 
 // checkText parses text as Telegram would under parseMode and returns the
-// visible text, or the refusal.
-func checkText(text, parseMode string) (string, *Answer) {
-	visible := text
-	switch strings.ToLower(parseMode) {
-	case "":
-	case "html":
-		v, err := parseHTML(text)
-		if err != nil {
-			a := badRequest("can't parse entities: " + err.Error())
-			return "", &a
-		}
-		visible = v
-	default:
-		a := badRequest("unsupported parse_mode")
-		return "", &a
+// visible text and its mentions (see Parse), or the refusal.
+func checkText(text, parseMode string) (string, []string, *Answer) {
+	visible, mentions, err := Parse(text, parseMode)
+	if err != nil {
+		a := badRequest(err.Error())
+		return "", nil, &a
 	}
 	if strings.TrimSpace(visible) == "" {
 		a := badRequest("message text is empty")
-		return "", &a
+		return "", nil, &a
 	}
 	if len(utf16.Encode([]rune(visible))) > maxTextLen {
 		a := badRequest("message is too long")
-		return "", &a
+		return "", nil, &a
 	}
-	return visible, nil
+	return visible, mentions, nil
 }
 
 // checkMarkup validates an inline keyboard and returns it normalized.
@@ -267,7 +258,7 @@ func (s *Server) sendLocked(form url.Values) Answer {
 	if !ok {
 		return badRequest("chat not found")
 	}
-	visible, bad := checkText(form.Get("text"), form.Get("parse_mode"))
+	visible, mentions, bad := checkText(form.Get("text"), form.Get("parse_mode"))
 	if bad != nil {
 		return *bad
 	}
@@ -278,7 +269,7 @@ func (s *Server) sendLocked(form url.Values) Answer {
 	thread, _ := strconv.Atoi(form.Get("message_thread_id"))
 	s.nextMsgID++
 	m := &Message{ChatID: chat.ID, MessageID: s.nextMsgID, ThreadID: thread, FromBot: true,
-		Text: visible, Raw: form.Get("text"), ParseMode: form.Get("parse_mode"), ReplyMarkup: markup}
+		Text: visible, Raw: form.Get("text"), ParseMode: form.Get("parse_mode"), ReplyMarkup: markup, Mentions: mentions}
 	s.addMessageLocked(m)
 	return okResult(s.messageObject(m, chat))
 }
@@ -315,7 +306,7 @@ func (s *Server) editLocked(form url.Values) Answer {
 	if !m.FromBot {
 		return badRequest("message can't be edited")
 	}
-	visible, bad := checkText(form.Get("text"), form.Get("parse_mode"))
+	visible, mentions, bad := checkText(form.Get("text"), form.Get("parse_mode"))
 	if bad != nil {
 		return *bad
 	}
@@ -326,8 +317,8 @@ func (s *Server) editLocked(form url.Values) Answer {
 	if visible == m.Text && sameMarkup(markup, m.ReplyMarkup) {
 		return badRequest("message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message")
 	}
-	m.Text, m.Raw, m.ParseMode, m.ReplyMarkup = visible, form.Get("text"), form.Get("parse_mode"), markup
-	m.Edits = append(m.Edits, Edit{Text: visible, ParseMode: m.ParseMode, ReplyMarkup: markup})
+	m.Text, m.Raw, m.ParseMode, m.ReplyMarkup, m.Mentions = visible, form.Get("text"), form.Get("parse_mode"), markup, mentions
+	m.Edits = append(m.Edits, Edit{Text: visible, ParseMode: m.ParseMode, ReplyMarkup: markup, Mentions: mentions})
 	s.notify()
 	return okResult(s.messageObject(m, chat))
 }

@@ -11,7 +11,8 @@
 // over 64 bytes is BUTTON_DATA_INVALID, a reaction outside Telegram's set
 // is REACTION_INVALID, flood control is HTTP 429 with
 // parameters.retry_after, and a second concurrent getUpdates ends the first
-// with 409 Conflict.
+// with 409 Conflict. It reads a message's text as Telegram does (Parse):
+// what it shows, and whom it notifies (Message.Mentions).
 //
 // Tests wait on what the fake records (Next, WaitSent, WaitMessage, …),
 // never on time. The fake is for tests only and imports nothing of
@@ -97,7 +98,10 @@ type Message struct {
 	// ReplyMarkup is the JSON of the inline keyboard, as sent or last
 	// edited ("" for none).
 	ReplyMarkup string
-	Edits       []Edit
+	// Mentions are whom the text notifies, as Telegram finds them (see
+	// Parse): "@name" outside code, the tg://user links of text mentions.
+	Mentions []string
+	Edits    []Edit
 	// Reactions are the bot's current reactions (emoji).
 	Reactions []string
 }
@@ -105,6 +109,7 @@ type Message struct {
 // Edit is one editMessageText applied.
 type Edit struct {
 	Text, ParseMode, ReplyMarkup string
+	Mentions                     []string // whom the new text notifies
 }
 
 // File is a file users sent, servable by getFile.
@@ -301,6 +306,7 @@ func (m *Message) clone() Message {
 	c := *m
 	c.Edits = slices.Clone(m.Edits)
 	c.Reactions = slices.Clone(m.Reactions)
+	c.Mentions = slices.Clone(m.Mentions)
 	return c
 }
 
@@ -365,8 +371,9 @@ func (s *Server) Send(msg map[string]any) int {
 	}
 	text, _ := msg["text"].(string)
 	from, _ := msg["from"].(map[string]any)
+	_, mentions, _ := Parse(text, "")
 	s.addMessageLocked(&Message{ChatID: chatID, MessageID: id, ThreadID: toInt(msg["message_thread_id"]),
-		FromBot: toInt(from["id"]) == BotID, Text: text, Raw: text})
+		FromBot: toInt(from["id"]) == BotID, Text: text, Raw: text, Mentions: mentions})
 	s.nextUpd++
 	b, _ := json.Marshal(map[string]any{"update_id": s.nextUpd, "message": msg})
 	s.mu.Unlock()

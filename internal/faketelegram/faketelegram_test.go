@@ -208,3 +208,72 @@ func TestCallbackQueriesAndFiles(t *testing.T) {
 		t.Errorf("unknown file = %v", err)
 	}
 }
+
+// Telegram decodes every numeric character reference and four named ones;
+// it finds @usernames in any text but code, and a tg://user link is a text
+// mention.
+func TestParse(t *testing.T) {
+	tests := []struct {
+		name, text, mode string
+		shown            string
+		mentions         string // joined by spaces
+	}{
+		{"plain mention", "ask @alice, or @bob_2", "", "ask @alice, or @bob_2", "@alice @bob_2"},
+		{"email is no mention", "a@b.co and @@x", "", "a@b.co and @@x", ""},
+		{"plain text keeps tags", "<code>@alice</code>", "", "<code>@alice</code>", "@alice"},
+		{"mention in bold", "<b>@alice</b> <i>x</i>", "HTML", "@alice x", "@alice"},
+		{"mention in code", "<code>@alice</code> <pre><code class=\"language-sh\">npm i @types/node</code></pre>", "HTML", "@alice npm i @types/node", ""},
+		{"mention split by a tag", "@<b>alice</b>", "HTML", "@alice", "@alice"},
+		{"half in code", "@<code>alice</code>", "HTML", "@alice", ""},
+		{"after code", "<code>x</code> @bob", "HTML", "x @bob", "@bob"},
+		{"word joiner", "@\u2060alice", "HTML", "@\u2060alice", ""},
+		{"entity makes an @", "&#64;alice &#x40;bob", "HTML", "@alice @bob", "@alice @bob"},
+		{"text mention", `<a href="tg://user?id=42">Ann</a> <a href='TG://user?id=7'>B</a>`, "HTML", "Ann B", "tg://user?id=42 TG://user?id=7"},
+		{"text mention with entities", `<a href="tg&#58;//user?id=42">Ann</a>`, "HTML", "Ann", "tg://user?id=42"},
+		{"web link is none", `<a href="https://t.me/alice">alice</a>`, "HTML", "alice", ""},
+		{"the four named entities", "&lt;&gt;&amp;&quot; &lt", "HTML", `<>&" <`, ""},
+		{"other names stay", "&nbsp; &copy; AT&T &", "HTML", "&nbsp; &copy; AT&T &", ""},
+		{"bad numbers stay", "&#0; &#xd800; &#1114112;", "HTML", "&#0; &#xd800; &#1114112;", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			shown, mentions, err := Parse(tt.text, tt.mode)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if shown != tt.shown || strings.Join(mentions, " ") != tt.mentions {
+				t.Errorf("Parse(%q) = %q, mentions %q; want %q, %q", tt.text, shown, mentions, tt.shown, tt.mentions)
+			}
+		})
+	}
+	if _, _, err := Parse("<div>", "HTML"); err == nil || err.Error() != `can't parse entities: Unsupported start tag "div" at byte offset 0` {
+		t.Errorf("Parse(<div>) error = %v", err)
+	}
+	if _, _, err := Parse("x", "MarkdownV3"); err == nil || err.Error() != "unsupported parse_mode" {
+		t.Errorf("an unknown parse mode = %v", err)
+	}
+}
+
+// The bot's messages and edits carry whom they notify.
+func TestMentionsOfSentAndEdited(t *testing.T) {
+	s := New(t)
+	s.AddChat(Chat{ID: 42, Type: "private"})
+	b := bot(t, s)
+	m := tgbotapi.NewMessage(42, `hi @alice, <a href="tg://user?id=7">Bob</a>`)
+	m.ParseMode = "HTML"
+	sent, err := b.Send(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.Message(42, sent.MessageID); strings.Join(got.Mentions, " ") != "tg://user?id=7 @alice" {
+		t.Errorf("mentions = %q", got.Mentions)
+	}
+	if _, err := b.Send(tgbotapi.NewEditMessageText(42, sent.MessageID, "now <b>@bob</b>")); err != nil {
+		t.Fatal(err)
+	}
+	// Without parse_mode the tags are text; the mention is still found.
+	got, _ := s.Message(42, sent.MessageID)
+	if len(got.Edits) != 1 || strings.Join(got.Edits[0].Mentions, " ") != "@bob" || strings.Join(got.Mentions, " ") != "@bob" {
+		t.Errorf("after the edit: %+v", got)
+	}
+}

@@ -13,7 +13,17 @@ import (
 
 // ClaudeVersion is the Claude Code CLI version the integration tier pins and
 // .ci/run installs.
-const ClaudeVersion = "2.1.328"
+const ClaudeVersion = "2.1.332"
+
+// WantVersion is the version the real CLI under test should report:
+// CC_CONNECT_CLAUDE_VERSION when set (`make test-cli VERSION=x` runs the
+// tier against release x), else the pin.
+func WantVersion() string {
+	if v := os.Getenv("CC_CONNECT_CLAUDE_VERSION"); v != "" {
+		return v
+	}
+	return ClaudeVersion
+}
 
 // InCI reports whether the tests run under CI (CI=true), where a missing
 // tool is a failure, not a skip.

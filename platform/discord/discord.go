@@ -107,6 +107,8 @@ var (
 	_ platform.Prompter = (*Adapter)(nil)
 	_ platform.Statuser = (*Adapter)(nil)
 	_ platform.Observed = (*Adapter)(nil)
+
+	_ platform.MentionSender = (*Adapter)(nil)
 )
 
 // New validates cfg and prepares a session. It makes no network call.

@@ -16,6 +16,7 @@ import (
 	"github.com/cc-connect/cc-connect/internal/fakediscord"
 	"github.com/cc-connect/cc-connect/platform"
 	"github.com/cc-connect/cc-connect/platform/internal/coalesce"
+	"github.com/cc-connect/cc-connect/platform/internal/permbutton"
 	"github.com/cc-connect/cc-connect/platform/internal/platformtest"
 )
 
@@ -269,7 +270,7 @@ func TestPermissionButtons(t *testing.T) {
 
 	for _, reqID := range []string{"6088ef75-df8e-4e17-9492-87e166cd0d56", strings.Repeat("r", 120)} {
 		to := platform.Target{Platform: "dc-test", Channel: "C1"}
-		posted, err := a.AskPermission(context.Background(), to, platform.PermissionPrompt{RequestID: reqID, Tool: "Bash", Summary: "Bash: go test ./..."})
+		posted, err := a.AskPermission(context.Background(), to, platform.PermissionPrompt{RequestID: reqID, Tool: "Bash", Text: "**Permission needed**: `Bash`\n```\ngo test ./...\n```"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -528,5 +529,38 @@ func TestStripMention(t *testing.T) {
 		if got != tt.want || found != tt.found {
 			t.Errorf("stripMention(%q) = %q, %v; want %q, %v", tt.in, got, found, tt.want, tt.found)
 		}
+	}
+}
+
+// A press names where it was made, not where the prompt it claims was
+// posted: the engine refuses a press from another conversation, so the
+// adapter must not hand it the prompt's own target.
+func TestPermissionPressFromAnotherChannel(t *testing.T) {
+	f := fakediscord.New(t)
+	f.AddChannel(guildChannel)
+	f.AddChannel(fakediscord.Channel{ID: "C9", Type: 0, GuildID: "G1"})
+	a := newTestAdapter(t, f, nil)
+	h := platformtest.NewHandler()
+	runConnected(t, f, a, h)
+	to := platform.Target{Platform: "dc-test", Channel: "C1"}
+	posted, err := a.AskPermission(context.Background(), to, platform.PermissionPrompt{RequestID: "req-1", Tool: "Bash", Text: "**Permission needed**: `Bash`"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Next(t, "POST", "/channels/C1/messages")
+	// Raw, not Click: Click presses a button where its message is.
+	f.Dispatch(t, "INTERACTION_CREATE", map[string]any{
+		"id": "I9", "application_id": "A", "type": 3, "token": "itok", "channel_id": "C9", "guild_id": "G1",
+		"data":    map[string]any{"custom_id": permbutton.Data(platform.ChoiceAllow, "req-1"), "component_type": 2},
+		"member":  map[string]any{"user": map[string]any{"id": "7", "username": "alice"}},
+		"message": map[string]any{"id": posted.MessageID, "channel_id": "C9", "content": "x"},
+	})
+	select {
+	case act := <-h.Actions:
+		if act.Target.Channel != "C9" || act.Target.Thread != "" || act.RequestID != "req-1" {
+			t.Fatalf("action = %+v, want it placed in C9, where the press was made", act)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no action")
 	}
 }

@@ -350,9 +350,12 @@ func (a *Adapter) onInteractionCreate(_ *discordgo.Session, ev *discordgo.Intera
 	msgID := i.Message.ID
 	user := u
 	a.enqueue(func(ctx context.Context, h platform.Handler) {
+		// The prompt's remembered target saves a channel lookup, but only
+		// where the press was made in that channel: the engine matches a
+		// press to its request by where it came from too.
 		pp, ok := a.prompts.Get(msgID)
 		target := pp.target
-		if !ok {
+		if !ok || msgChannel(pp.target) != i.ChannelID {
 			target = platform.Target{Platform: a.cfg.Name, Channel: i.ChannelID, MessageID: msgID}
 			if info, err := a.channelInfo(ctx, i.ChannelID); err == nil && info.isThread {
 				target.Channel, target.Thread = info.parent, i.ChannelID

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"unicode/utf16"
 
 	"github.com/bwmarrin/discordgo"
 
@@ -23,38 +24,31 @@ type postedPrompt struct {
 	target  platform.Target
 }
 
-// promptContent renders the prompt in Discord markdown. The Telegram
-// adapter renders the same fields in HTML and Slack in mrkdwn: the markup
-// differs, so each adapter keeps its own.
-func promptContent(p platform.PermissionPrompt) string {
-	var b strings.Builder
-	b.WriteString("🔐 **Permission needed**: `" + strings.ReplaceAll(p.Tool, "`", "ˋ") + "`")
-	if p.Summary != "" {
-		summary := strings.ReplaceAll(p.Summary, "```", "ˋˋˋ")
-		if r := []rune(summary); len(r) > 1500 {
-			summary = string(r[:1500]) + "…"
-		}
-		b.WriteString("\n```\n" + summary + "\n```")
-	}
-	if p.Path != "" {
-		b.WriteString("\nPath: `" + strings.ReplaceAll(p.Path, "`", "ˋ") + "`")
-	}
-	return b.String()
-}
-
 // AskPermission posts the request with Allow, Always allow and Deny
 // buttons; presses come back through Handler.HandleAction with the
-// presser's user id.
+// presser's user id. The request's text is shown whole: when it is over
+// one message, the parts before the last are posted first and the buttons
+// go under the last.
 func (a *Adapter) AskPermission(ctx context.Context, to platform.Target, p platform.PermissionPrompt) (platform.Target, error) {
 	ch, err := a.postChannel(ctx, to)
 	if err != nil {
 		return platform.Target{}, err
 	}
+	parts := splitForDiscord(discordMarkdown(p.Text))
+	for i, part := range parts[:len(parts)-1] {
+		err := a.rest(ctx, func(opts ...discordgo.RequestOption) error {
+			_, err := a.session.ChannelMessageSendComplex(ch, &discordgo.MessageSend{Content: part, AllowedMentions: noMentions()}, opts...)
+			return err
+		})
+		if err != nil {
+			return platform.Target{}, fmt.Errorf("asking permission in %s: part %d/%d: %w", ch, i+1, len(parts), err)
+		}
+	}
 	ref := a.promptRefs.Ref(p.RequestID)
 	button := func(label string, style discordgo.ButtonStyle, c platform.Choice) discordgo.MessageComponent {
 		return discordgo.Button{Label: label, Style: style, CustomID: permbutton.Data(c, ref)}
 	}
-	content := promptContent(p)
+	content := parts[len(parts)-1]
 	send := &discordgo.MessageSend{
 		Content:         content,
 		AllowedMentions: noMentions(),
@@ -79,16 +73,21 @@ func (a *Adapter) AskPermission(ctx context.Context, to platform.Target, p platf
 }
 
 // ResolvePermission shows the outcome under the prompt and removes the
-// buttons.
+// buttons. A prompt with no room left for the outcome keeps its text, and
+// the outcome follows as a message of its own.
 func (a *Adapter) ResolvePermission(ctx context.Context, prompt platform.Target, outcome string) error {
 	id := bareID(prompt.MessageID)
 	ch := msgChannel(prompt)
 	pp, _ := a.prompts.Get(id)
-	content := pp.content
-	if content != "" {
-		content += "\n"
+	result := "**" + strings.ReplaceAll(outcome, "*", "\\*") + "**"
+	content := result
+	separate := false
+	if pp.content != "" {
+		content = pp.content + "\n" + result
+		if len(utf16.Encode([]rune(content))) > messageLimit {
+			content, separate = pp.content, true
+		}
 	}
-	content += "**" + outcome + "**"
 	none := []discordgo.MessageComponent{}
 	err := a.rest(ctx, func(opts ...discordgo.RequestOption) error {
 		e := &discordgo.MessageEdit{ID: id, Channel: ch, Content: &content, Components: &none, AllowedMentions: noMentions()}
@@ -97,6 +96,13 @@ func (a *Adapter) ResolvePermission(ctx context.Context, prompt platform.Target,
 	})
 	if err != nil {
 		return fmt.Errorf("resolving permission prompt %s in %s: %w", id, ch, err)
+	}
+	if separate {
+		to := prompt
+		to.MessageID = ""
+		if _, err := a.Send(ctx, to, result); err != nil {
+			return fmt.Errorf("posting the outcome of permission prompt %s in %s: %w", id, ch, err)
+		}
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/bwmarrin/discordgo"
@@ -25,7 +26,7 @@ const errThreadAlreadyCreated = 160004
 // that each fit in one message; SplitMessage counts runes, Discord counts
 // UTF-16 units, so a part heavy in emoji is split again.
 func splitForDiscord(text string) []string {
-	return platform.SplitMessageUTF16(text, splitLimit, messageLimit, 250)
+	return platform.SplitMessageUTF16(text, splitLimit, messageLimit)
 }
 
 // noMentions keeps replies from pinging anyone (Claude Code may quote
@@ -87,6 +88,27 @@ func (a *Adapter) postChannel(ctx context.Context, to platform.Target) (string, 
 // Send posts text (Markdown, which Discord renders) split under 2,000
 // characters without breaking code blocks, and returns the last message.
 func (a *Adapter) Send(ctx context.Context, to platform.Target, text string) (platform.Target, error) {
+	return a.send(ctx, to, nil, text)
+}
+
+// SendMentioning is Send starting with a mention of each user (<@id>),
+// which the first part's allowed_mentions lets notify them, and only them.
+func (a *Adapter) SendMentioning(ctx context.Context, to platform.Target, mentions []platform.Mention, text string) (platform.Target, error) {
+	ids := make([]string, 0, len(mentions))
+	for _, m := range mentions {
+		if !snowflakeRE.MatchString(m.UserID) {
+			return platform.Target{}, fmt.Errorf("discord send to %s: %q is not a Discord user id", to.Channel, m.UserID)
+		}
+		ids = append(ids, m.UserID)
+	}
+	return a.send(ctx, to, ids, text)
+}
+
+var snowflakeRE = regexp.MustCompile(`^[0-9]{1,20}$`)
+
+// send posts text in parts, the first starting with a mention of each of
+// users, the only ids its allowed_mentions names.
+func (a *Adapter) send(ctx context.Context, to platform.Target, users []string, text string) (platform.Target, error) {
 	if strings.TrimSpace(text) == "" {
 		return platform.Target{}, errors.New("discord send: empty text")
 	}
@@ -94,13 +116,22 @@ func (a *Adapter) Send(ctx context.Context, to platform.Target, text string) (pl
 	if err != nil {
 		return platform.Target{}, err
 	}
-	parts := splitForDiscord(text)
+	var prefix strings.Builder
+	for _, id := range users {
+		prefix.WriteString("<@" + id + "> ")
+	}
+	parts := platform.SplitMessageUTF16(discordMarkdown(text), splitLimit-prefix.Len(), messageLimit-prefix.Len())
+	parts[0] = prefix.String() + parts[0]
 	last := platform.Target{}
 	for i, part := range parts {
+		allowed := noMentions()
+		if i == 0 && len(users) > 0 {
+			allowed.Users = users
+		}
 		var m *discordgo.Message
 		err := a.rest(ctx, func(opts ...discordgo.RequestOption) error {
 			var err error
-			m, err = a.session.ChannelMessageSendComplex(ch, &discordgo.MessageSend{Content: part, AllowedMentions: noMentions()}, opts...)
+			m, err = a.session.ChannelMessageSendComplex(ch, &discordgo.MessageSend{Content: part, AllowedMentions: allowed}, opts...)
 			return err
 		})
 		if err != nil {
@@ -119,7 +150,7 @@ func (a *Adapter) Edit(ctx context.Context, msg platform.Target, text string) er
 	if id == "" {
 		return errors.New("discord edit: no message id")
 	}
-	if parts := splitForDiscord(text); len(parts) > 0 {
+	if parts := splitForDiscord(discordMarkdown(text)); len(parts) > 0 {
 		text = parts[0]
 	}
 	ch := msgChannel(msg)

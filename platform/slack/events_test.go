@@ -282,7 +282,8 @@ func TestButtonsToActionAndResolution(t *testing.T) {
 	e := startEnv(t)
 	ctx := context.Background()
 	to := platform.Target{Platform: "slack-test", Channel: "C1", Thread: "1700000500.000100"}
-	prompt, err := e.a.AskPermission(ctx, to, platform.PermissionPrompt{RequestID: "req-7", Tool: "Bash", Summary: "go test ./... && rm -rf <tmp>"})
+	prompt, err := e.a.AskPermission(ctx, to, platform.PermissionPrompt{RequestID: "req-7", Tool: "Bash",
+		Text: "**Permission needed**: `Bash`\nCommand:\n```\ngo test ./... && rm -rf <tmp>\n```"})
 	if err != nil {
 		t.Fatal(err)
 	}

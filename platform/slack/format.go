@@ -15,23 +15,38 @@ import (
 const MessageLimit = 3900
 
 // splitMrkdwn splits Claude's Markdown into parts that are each valid Slack
-// mrkdwn under limit runes. It splits the Markdown first (so a code block is
+// mrkdwn under limit runes. It splits the Markdown (so a code block is
 // closed and reopened cleanly) and converts each part; escaping can make a
-// converted part longer, in which case that part is split again.
+// converted part longer (& becomes &amp;), in which case that part of the
+// Markdown is split again, smaller: cutting the mrkdwn itself could cut an
+// escape in two, which Slack would show as text ("&l" "t;").
 func splitMrkdwn(md string, limit int) []string {
 	var out []string
-	for _, part := range platform.SplitMessage(md, limit) {
-		conv := ToMrkdwn(part)
-		if utf8.RuneCountInString(conv) <= limit {
-			out = append(out, conv)
-			continue
+	var fit func(md string, n int)
+	fit = func(md string, n int) {
+		for _, part := range platform.SplitMessage(md, n) {
+			conv := ToMrkdwn(part)
+			switch {
+			case utf8.RuneCountInString(conv) <= limit:
+				out = append(out, conv)
+			case n > minMarkdownPart:
+				fit(part, n/2)
+			default:
+				// A part this small that still grew past the limit
+				// (a padded table cell, a run of escapes): split the
+				// mrkdwn itself, which keeps the promise of the limit
+				// at the cost of an escape possibly cut in two.
+				out = append(out, platform.SplitMessage(conv, limit)...)
+			}
 		}
-		// The converted text is already mrkdwn: splitting it again only
-		// moves boundaries, the fences it reopens are plain ``` fences.
-		out = append(out, platform.SplitMessage(conv, limit-limit/10)...)
 	}
+	fit(md, limit)
 	return out
 }
+
+// minMarkdownPart ends splitMrkdwn's halving: below it a Markdown part that
+// still converts to more than the limit is split as mrkdwn.
+const minMarkdownPart = 16
 
 // ToMrkdwn converts the Markdown Claude writes into Slack mrkdwn: bold,
 // italics, strike-through, links, lists and headings in Slack's syntax;
@@ -39,8 +54,12 @@ func splitMrkdwn(md string, limit int) []string {
 // inline code free of any formatting. &, < and > are escaped everywhere,
 // code included: Slack applies the same escaping to all message text (its
 // own clients send code as &lt; too, and show it as <), and unescaped they
-// could form a control sequence such as <!channel> or a link.
+// could form a control sequence such as <!channel> or a link. A Markdown
+// link becomes a Slack link only to a web or mail address: Slack reads a
+// link to "!channel", "@U0123" or "#C0123" as a mention, so those stay
+// text. Nothing Claude writes can make a mention.
 func ToMrkdwn(md string) string {
+	md = strings.Map(keepOutOfPlaceholders, md)
 	lines := strings.Split(md, "\n")
 	out := make([]string, 0, len(lines))
 	fence := "" // the open fence marker, "" outside a code block
@@ -53,7 +72,7 @@ func ToMrkdwn(md string) string {
 				fence = ""
 				continue
 			}
-			out = append(out, escapeText(l))
+			out = append(out, breakFences(escapeText(l)))
 			continue
 		}
 		if m := fenceOpenRE.FindStringSubmatch(t); m != nil {
@@ -150,6 +169,12 @@ func convertInline(s string) string {
 		s = linkRE.ReplaceAllStringFunc(s, func(m string) string {
 			sub := linkRE.FindStringSubmatch(m)
 			label := strings.TrimSpace(emphMarkersRE.ReplaceAllString(sub[1], ""))
+			if !linkable(sub[2]) {
+				if label == "" || label == sub[2] {
+					return hold(escapeText(sub[2]))
+				}
+				return hold(escapeText(label + " (" + sub[2] + ")"))
+			}
 			url := escapeURL(sub[2])
 			if label == "" || label == sub[2] {
 				return hold("<" + url + ">")
@@ -158,6 +183,7 @@ func convertInline(s string) string {
 		})
 	}
 	if strings.Contains(s, "<") {
+		// autolinkRE matches web, mail and FTP addresses only.
 		s = autolinkRE.ReplaceAllStringFunc(s, func(m string) string {
 			return hold("<" + escapeURL(m[1:len(m)-1]) + ">")
 		})
@@ -187,14 +213,44 @@ func convertInline(s string) string {
 		return s
 	}
 	var b strings.Builder
+	restoreHeld(&b, s, held)
+	return b.String()
+}
+
+// restoreHeld writes s with each placeholder replaced by what it holds. A
+// held piece may itself hold a placeholder (a link whose target was a code
+// span), which is restored in turn; a piece only ever holds earlier ones.
+func restoreHeld(b *strings.Builder, s string, held []string) {
 	for _, r := range s {
 		if i := int(r) - placeholderBase; i >= 0 && i < len(held) {
-			b.WriteString(held[i])
+			restoreHeld(b, held[i], held[:i])
 			continue
 		}
 		b.WriteRune(r)
 	}
-	return b.String()
+}
+
+// linkable reports whether a link target may become a Slack link: a web,
+// mail or FTP address. Anything else ("!here", "@U0123", "#C0123",
+// "!subteam^S1") would be a control sequence.
+func linkable(target string) bool {
+	t := strings.ToLower(target)
+	for _, scheme := range []string{"https://", "http://", "mailto:", "ftp://"} {
+		if strings.HasPrefix(t, scheme) && len(t) > len(scheme) {
+			return true
+		}
+	}
+	return false
+}
+
+// keepOutOfPlaceholders replaces the private-use code points conversion
+// uses (placeholders and boldMark) where Claude's text holds them, so that
+// they cannot be read as a held link or marker.
+func keepOutOfPlaceholders(r rune) rune {
+	if r >= placeholderBase && r <= 0xFFFFD {
+		return '\uFFFD'
+	}
+	return r
 }
 
 const (
@@ -240,7 +296,7 @@ func liftCodeSpans(s string, hold func(string) string) string {
 				run = "`"
 			}
 		}
-		b.WriteString(hold(run + escapeText(content) + run))
+		b.WriteString(hold(breakFences(run + escapeText(content) + run)))
 		i += n + end + n
 	}
 	return b.String()
@@ -265,6 +321,33 @@ func findRun(s string, n int) int {
 	}
 	return -1
 }
+
+// breakFences puts a zero-width space between the backticks of every run
+// of three or more in code: Slack ends a code block at the first ``` it
+// finds, even inside, and does not honour a longer fence, so a run the
+// code holds would end the block early and show the rest as formatting.
+// The backticks all stay in sight.
+func breakFences(s string) string {
+	if !strings.Contains(s, "```") {
+		return s
+	}
+	var b strings.Builder
+	run := 0
+	for _, r := range s {
+		if r == '`' {
+			if run > 0 {
+				b.WriteString(zeroWidthSpace)
+			}
+			run++
+		} else {
+			run = 0
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+const zeroWidthSpace = "\u200b"
 
 var textEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
 
@@ -330,14 +413,14 @@ func renderTable(lines []string) []string {
 		}
 		return strings.TrimRight(b.String(), " ")
 	}
-	out := []string{"```", escapeText(render(rows[0]))}
+	out := []string{"```", breakFences(escapeText(render(rows[0])))}
 	var sep []string
 	for _, w := range widths {
 		sep = append(sep, strings.Repeat("-", w))
 	}
 	out = append(out, strings.Join(sep, "-|-"))
 	for _, r := range rows[1:] {
-		out = append(out, escapeText(render(r)))
+		out = append(out, breakFences(escapeText(render(r))))
 	}
 	return append(out, "```")
 }

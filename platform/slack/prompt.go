@@ -3,6 +3,7 @@ package slack
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -33,52 +34,65 @@ func choiceForAction(actionID string) (platform.Choice, bool) {
 	return "", false
 }
 
+// Block Kit limits that a prompt must respect: a section's text, the
+// blocks of one message (the buttons and the outcome take one each), and
+// a message's text, which Slack truncates past 40,000 characters.
+const (
+	sectionLimit   = 3000
+	maxBlocks      = 50
+	messageTextCap = 40000
+)
+
 // AskPermission posts a Block Kit prompt with Allow / Always allow / Deny
-// buttons. Presses come back through Handler.HandleAction.
+// buttons. Presses come back through Handler.HandleAction. The prompt's
+// whole text is shown: it is split over as many sections as it needs
+// (promptSections), and a prompt too big for one message is refused rather
+// than cut, so the engine can deny it.
 func (a *Adapter) AskPermission(ctx context.Context, to platform.Target, p platform.PermissionPrompt) (platform.Target, error) {
 	if p.RequestID == "" {
 		return platform.Target{}, fmt.Errorf("asking permission in slack channel %s: empty request id", to.Channel)
 	}
-	text := promptText(p)
+	sections := splitMrkdwn(p.Text, sectionLimit-100)
+	if len(sections) > maxBlocks-2 {
+		return platform.Target{}, fmt.Errorf("asking permission in slack channel %s: the prompt needs %d sections, more than a message holds", to.Channel, len(sections))
+	}
 	button := func(id, label string, style slack.Style) *slack.ButtonBlockElement {
 		b := slack.NewButtonBlockElement(id, p.RequestID, slack.NewTextBlockObject(slack.PlainTextType, label, false, false))
 		b.Style = style
 		return b
 	}
-	blocks := []slack.Block{
-		slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, text, false, false), nil, nil),
-		slack.NewActionBlock("cc_perm",
-			button(actionAllow, "Allow", slack.StylePrimary),
-			button(actionAlwaysAllow, "Always allow", slack.StyleDefault),
-			button(actionDeny, "Deny", slack.StyleDanger),
-		),
-	}
+	blocks := append(sectionBlocks(sections), slack.NewActionBlock("cc_perm",
+		button(actionAllow, "Allow", slack.StylePrimary),
+		button(actionAlwaysAllow, "Always allow", slack.StyleDefault),
+		button(actionDeny, "Deny", slack.StyleDanger),
+	))
 	// The text is what notifications and clients without blocks show.
-	ts, err := a.post(ctx, to, slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...))
+	ts, err := a.post(ctx, to, slack.MsgOptionText(fallbackText(sections), false), slack.MsgOptionBlocks(blocks...))
 	if err != nil {
 		return platform.Target{}, fmt.Errorf("asking permission in slack channel %s: %w", to.Channel, err)
 	}
-	a.prompts.Put(to.Channel+":"+ts, text)
+	a.prompts.Put(to.Channel+":"+ts, sections)
 	return platform.Target{Platform: a.cfg.Name, Channel: to.Channel, Thread: to.Thread, MessageID: ts}, nil
 }
 
-// promptText renders the request in mrkdwn (the Discord and Telegram
-// adapters render the same fields in their own markup); the summary and
-// path are Claude's and are escaped. Block Kit refuses a section over
-// 3,000 characters, so the parts are cut to fit.
-func promptText(p platform.PermissionPrompt) string {
-	var b strings.Builder
-	b.WriteString(":lock: *Permission needed*")
-	if p.Tool != "" {
-		b.WriteString(": `" + strings.ReplaceAll(cut(escapeText(p.Tool), 100), "`", "'") + "`")
+// sectionBlocks makes a section of each text. verbatim keeps Slack from
+// finding links, channel names and mentions in it by itself.
+func sectionBlocks(texts []string) []slack.Block {
+	blocks := make([]slack.Block, 0, len(texts)+2)
+	for _, t := range texts {
+		blocks = append(blocks, slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, t, false, true), nil, nil))
 	}
-	if p.Summary != "" {
-		b.WriteString("\n" + cut(escapeText(p.Summary), 2000))
+	return blocks
+}
+
+// fallbackText is the message text of a prompt: whole when Slack keeps it
+// whole; else cut, since the blocks carry all of it.
+func fallbackText(sections []string) string {
+	mrkdwn := strings.Join(sections, "\n")
+	if r := []rune(mrkdwn); len(r) > messageTextCap-100 {
+		return string(r[:messageTextCap-100]) + "…"
 	}
-	if p.Path != "" {
-		b.WriteString("\nPath: `" + strings.ReplaceAll(cut(escapeText(p.Path), 500), "`", "'") + "`")
-	}
-	return b.String()
+	return mrkdwn
 }
 
 // cut shortens escaped text to at most n runes, marking the cut with an
@@ -107,16 +121,14 @@ func lastIndexRune(r []rune, c rune) int {
 // by Ann") in place of the buttons, so nobody presses them again.
 func (a *Adapter) ResolvePermission(ctx context.Context, prompt platform.Target, outcome string) error {
 	ts := messageTS(prompt.MessageID)
-	text, ok := a.prompts.Take(prompt.Channel + ":" + ts)
+	sections, ok := a.prompts.Take(prompt.Channel + ":" + ts)
 	if !ok {
-		text = ":lock: *Permission request*"
+		sections = []string{":lock: *Permission request*"}
 	}
 	result := cut(escapeText(outcome), 1000)
-	blocks := []slack.Block{
-		slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, text, false, false), nil, nil),
-		slack.NewContextBlock("cc_perm_outcome", slack.NewTextBlockObject(slack.MarkdownType, result, false, false)),
-	}
-	err := a.update(ctx, prompt, result, slack.MsgOptionText(text+"\n"+result, false), slack.MsgOptionBlocks(blocks...))
+	blocks := append(sectionBlocks(sections),
+		slack.NewContextBlock("cc_perm_outcome", slack.NewTextBlockObject(slack.MarkdownType, result, false, true)))
+	err := a.update(ctx, prompt, result, slack.MsgOptionText(fallbackText(append(slices.Clone(sections), result)), false), slack.MsgOptionBlocks(blocks...))
 	if err != nil {
 		return fmt.Errorf("resolving permission prompt: %w", err)
 	}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/slack-go/slack"
 
@@ -19,11 +21,33 @@ var ErrEmptyMessage = errors.New("empty message")
 // (in its thread, if any) in parts under MessageLimit, and returns the last
 // part's Target.
 func (a *Adapter) Send(ctx context.Context, to platform.Target, text string) (platform.Target, error) {
+	return a.send(ctx, to, "", text)
+}
+
+// SendMentioning is Send starting with a mention of each user (<@U…>),
+// the one way a message of cc-connect's mentions anyone.
+func (a *Adapter) SendMentioning(ctx context.Context, to platform.Target, mentions []platform.Mention, text string) (platform.Target, error) {
+	var prefix strings.Builder
+	for _, m := range mentions {
+		if !slackUserIDRE.MatchString(m.UserID) {
+			return platform.Target{}, fmt.Errorf("sending to slack channel %s: %q is not a Slack user id", to.Channel, m.UserID)
+		}
+		prefix.WriteString("<@" + m.UserID + "> ")
+	}
+	return a.send(ctx, to, prefix.String(), text)
+}
+
+var slackUserIDRE = regexp.MustCompile(`^[UW][A-Z0-9]{2,20}$`)
+
+// send posts text as mrkdwn parts, the first after prefix, which is
+// mrkdwn already (cc-connect's own, not converted).
+func (a *Adapter) send(ctx context.Context, to platform.Target, prefix, text string) (platform.Target, error) {
 	if strings.TrimSpace(text) == "" {
 		return platform.Target{}, fmt.Errorf("sending to slack channel %s: %w", to.Channel, ErrEmptyMessage)
 	}
 	last := platform.Target{Platform: a.cfg.Name, Channel: to.Channel, Thread: to.Thread}
-	parts := splitMrkdwn(text, MessageLimit)
+	parts := splitMrkdwn(text, MessageLimit-utf8.RuneCountInString(prefix))
+	parts[0] = prefix + parts[0]
 	for i, part := range parts {
 		ts, err := a.post(ctx, to, slack.MsgOptionText(part, false))
 		if err != nil {
@@ -34,8 +58,11 @@ func (a *Adapter) Send(ctx context.Context, to platform.Target, text string) (pl
 	return last, nil
 }
 
-// post sends one chat.postMessage, in to.Thread when set.
+// post sends one chat.postMessage, in to.Thread when set. link_names is
+// off (Slack's default, said so that it stays): with it Slack would make
+// "@channel" and "@name" in the text into mentions.
 func (a *Adapter) post(ctx context.Context, to platform.Target, opts ...slack.MsgOption) (string, error) {
+	opts = append(opts, slack.MsgOptionLinkNames(false))
 	if to.Thread != "" {
 		opts = append(opts, slack.MsgOptionTS(to.Thread))
 	}
@@ -71,6 +98,7 @@ func (a *Adapter) update(ctx context.Context, msg platform.Target, desc string, 
 	if msg.Channel == "" || ts == "" {
 		return fmt.Errorf("editing slack message: target has no channel or message id")
 	}
+	opts = append(opts, slack.MsgOptionLinkNames(false))
 	err := a.edits.Do(ctx, msg.Channel+":"+ts, msg.Channel, desc, func(ctx context.Context) error {
 		return a.call(ctx, "chat.update", true, func(ctx context.Context) error {
 			_, _, _, err := a.api.UpdateMessageContext(ctx, msg.Channel, ts, opts...)

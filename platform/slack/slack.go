@@ -108,7 +108,7 @@ type Adapter struct {
 	// prompts remembers the text of open prompts ("channel:ts") so the
 	// resolved message can keep showing what was asked. After a restart or
 	// once full, a resolution shows the outcome under a generic title.
-	prompts *recent.Map[string]
+	prompts *recent.Map[[]string]
 }
 
 var (
@@ -118,6 +118,8 @@ var (
 	_ platform.Prompter = (*Adapter)(nil)
 	_ platform.Statuser = (*Adapter)(nil)
 	_ platform.Observed = (*Adapter)(nil)
+
+	_ platform.MentionSender = (*Adapter)(nil)
 )
 
 // New validates cfg and returns an adapter. It does no I/O: Run connects.
@@ -182,7 +184,7 @@ func New(cfg Config, log *slog.Logger) (*Adapter, error) {
 		state:      connstate.New(cfg.Name, "not started"),
 		users:      newUserCache(),
 		edits:      coalesce.New(newEditPacer(cfg.EditsPerMinute, cfg.EditBurst, cfg.EditInterval)),
-		prompts:    recent.New[string](1024),
+		prompts:    recent.New[[]string](1024),
 	}
 	a.api = slack.New(cfg.BotToken,
 		slack.OptionAppLevelToken(cfg.AppToken),

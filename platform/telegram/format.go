@@ -3,6 +3,7 @@ package telegram
 import (
 	"strings"
 	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/cc-connect/cc-connect/platform"
@@ -20,7 +21,7 @@ const splitLimit = 4000
 // Telegram message. SplitMessage counts runes; Telegram counts UTF-16 units,
 // so a part heavy in emoji is split again with a smaller limit.
 func splitForTelegram(text string) []string {
-	return platform.SplitMessageUTF16(text, splitLimit, messageLimit, 500)
+	return platform.SplitMessageUTF16(text, splitLimit, messageLimit)
 }
 
 // toHTML renders the Markdown that Claude Code writes as Telegram HTML:
@@ -180,6 +181,12 @@ func inline(s string) string {
 				i += n
 				continue
 			}
+		case '@':
+			if startsMention(s, i) {
+				b.WriteString("@" + wordJoiner)
+				i++
+				continue
+			}
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
 		b.WriteString(escapeHTML(string(r)))
@@ -245,7 +252,7 @@ func findClose(s string, start int, delim string, c byte) (int, bool) {
 	return 0, false
 }
 
-// link parses "[text](href)" at the start of s for http(s), mailto and tg
+// link parses "[text](href)" at the start of s for http(s) and mailto
 // links.
 func link(s string) (text, href string, n int, ok bool) {
 	depth := 0
@@ -282,7 +289,9 @@ func safeHref(h string) bool {
 	if strings.ContainsAny(h, " \t\n") {
 		return false
 	}
-	for _, p := range []string{"http://", "https://", "mailto:", "tg://"} {
+	// No tg:// links: <a href="tg://user?id=…"> is how Telegram makes a
+	// text mention, which notifies that user.
+	for _, p := range []string{"http://", "https://", "mailto:"} {
 		if strings.HasPrefix(l, p) {
 			return true
 		}
@@ -297,3 +306,65 @@ var attrEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"
 func escapeHTML(s string) string { return htmlEscaper.Replace(s) }
 
 func escapeAttr(s string) string { return attrEscaper.Replace(s) }
+
+// htmlTextLen is the length Telegram counts for a message sent as HTML: the
+// text without its tags, each entity one character, in UTF-16 units.
+func htmlTextLen(html string) int {
+	n := 0
+	for i := 0; i < len(html); {
+		switch html[i] {
+		case '<':
+			if j := strings.IndexByte(html[i:], '>'); j >= 0 {
+				i += j + 1
+				continue
+			}
+		case '&':
+			if j := strings.IndexByte(html[i:], ';'); j >= 0 {
+				n++
+				i += j + 1
+				continue
+			}
+		}
+		r, size := utf8.DecodeRuneInString(html[i:])
+		n += utf16.RuneLen(r)
+		i += size
+	}
+	return n
+}
+
+// wordJoiner is an invisible character that ends a word: put after an "@",
+// it keeps Telegram from reading "@name" as a mention, and the text reads
+// the same.
+const wordJoiner = "\u2060"
+
+// startsMention reports whether the "@" at s[i] may start what Telegram
+// finds as a mention by itself in any text: "@" then a username character,
+// not right after an ASCII word character (as in an email address, which
+// is not a mention). Erring on the side of a mention costs only an
+// invisible character.
+func startsMention(s string, i int) bool {
+	if i+1 >= len(s) || !usernameByte(s[i+1]) {
+		return false
+	}
+	return i == 0 || !usernameByte(s[i-1])
+}
+
+func usernameByte(c byte) bool {
+	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
+// noMentions makes text for a message sent without formatting (where
+// Telegram finds mentions even in what was code) mention nobody.
+func noMentions(s string) string {
+	if !strings.Contains(s, "@") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		b.WriteByte(s[i])
+		if s[i] == '@' && startsMention(s, i) {
+			b.WriteString(wordJoiner)
+		}
+	}
+	return b.String()
+}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"strings"
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 
@@ -18,9 +17,21 @@ import (
 const maxCallbackData = 64
 
 // AskPermission posts the permission request with Allow, Always allow and
-// Deny buttons; presses come back through Handler.HandleAction.
+// Deny buttons; presses come back through Handler.HandleAction. The
+// request's text is shown whole: when it is over one message, the parts
+// before the last are posted first and the buttons go under the last.
 func (a *Adapter) AskPermission(ctx context.Context, to platform.Target, p platform.PermissionPrompt) (platform.Target, error) {
-	html := promptHTML(p)
+	parts := splitForTelegram(p.Text)
+	for i, part := range parts[:len(parts)-1] {
+		params := a.messageParams(to)
+		params["text"] = toHTML(part)
+		params["parse_mode"] = "HTML"
+		params["disable_web_page_preview"] = "true"
+		if _, err := a.sendMessage(ctx, params); err != nil {
+			return platform.Target{}, fmt.Errorf("asking permission in %s: part %d/%d: %w", to.Channel, i+1, len(parts), err)
+		}
+	}
+	html := toHTML(parts[len(parts)-1])
 	ref := a.promptRefs.Ref(p.RequestID)
 	button := func(label string, c platform.Choice) tgbotapi.InlineKeyboardButton {
 		return tgbotapi.NewInlineKeyboardButtonData(label, permbutton.Data(c, ref))
@@ -37,6 +48,7 @@ func (a *Adapter) AskPermission(ctx context.Context, to platform.Target, p platf
 	params := a.messageParams(to)
 	params["text"] = html
 	params["parse_mode"] = "HTML"
+	params["disable_web_page_preview"] = "true"
 	params["reply_markup"] = string(markup)
 	id, err := a.sendMessage(ctx, params)
 	if err != nil {
@@ -47,33 +59,33 @@ func (a *Adapter) AskPermission(ctx context.Context, to platform.Target, p platf
 	return posted, nil
 }
 
-// promptHTML renders the prompt in Telegram's HTML. The Discord and Slack
-// adapters render the same fields in their own markdown: the markup
-// differs, so each adapter keeps its own.
-func promptHTML(p platform.PermissionPrompt) string {
-	var b strings.Builder
-	b.WriteString("🔐 <b>Permission needed</b>: <code>" + escapeHTML(p.Tool) + "</code>")
-	if p.Summary != "" {
-		b.WriteString("\n" + escapeHTML(p.Summary))
-	}
-	if p.Path != "" {
-		b.WriteString("\nPath: <code>" + escapeHTML(p.Path) + "</code>")
-	}
-	return b.String()
-}
-
 // ResolvePermission shows the outcome under the prompt and removes the
-// buttons, so nobody answers twice.
+// buttons, so nobody answers twice. A prompt with no room left for the
+// outcome keeps its text, and the outcome follows as a message of its own.
 func (a *Adapter) ResolvePermission(ctx context.Context, prompt platform.Target, outcome string) error {
 	msgID := bareMessageID(prompt.MessageID)
 	html, _ := a.prompts.Get(prompt.Channel + ":" + msgID)
-	if html != "" {
-		html += "\n\n"
+	result := "<i>" + escapeHTML(noMentions(outcome)) + "</i>"
+	separate := false
+	switch {
+	case html == "":
+		html = result
+	case htmlTextLen(html+"\n\n"+result) > messageLimit:
+		separate = true
+	default:
+		html += "\n\n" + result
 	}
-	html += "<i>" + escapeHTML(outcome) + "</i>"
 	err := a.editMessage(ctx, prompt.Channel, msgID, html, `{"inline_keyboard":[]}`)
 	if err != nil && !isNotModified(err) {
 		return fmt.Errorf("resolving permission prompt in %s: %w", prompt.Channel, err)
+	}
+	if separate {
+		params := a.messageParams(prompt)
+		params["text"] = result
+		params["parse_mode"] = "HTML"
+		if _, err := a.sendMessage(ctx, params); err != nil {
+			return fmt.Errorf("posting the outcome of a permission prompt in %s: %w", prompt.Channel, err)
+		}
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf16"
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 
@@ -56,14 +57,47 @@ func (a *Adapter) sendMessage(ctx context.Context, params tgbotapi.Params) (int,
 // refuses is sent again as plain text, so a reply is never lost to
 // formatting. It returns the last posted message.
 func (a *Adapter) Send(ctx context.Context, to platform.Target, text string) (platform.Target, error) {
+	return a.send(ctx, to, nil, text)
+}
+
+// SendMentioning is Send starting with a text mention of each user (a
+// tg://user link on their name), which notifies them, and only them.
+func (a *Adapter) SendMentioning(ctx context.Context, to platform.Target, mentions []platform.Mention, text string) (platform.Target, error) {
+	for _, m := range mentions {
+		if _, err := strconv.ParseInt(m.UserID, 10, 64); err != nil {
+			return platform.Target{}, fmt.Errorf("telegram send to %s: %q is not a Telegram user id", to.Channel, m.UserID)
+		}
+	}
+	return a.send(ctx, to, mentions, text)
+}
+
+// send posts text in parts, the first starting with the mentions.
+func (a *Adapter) send(ctx context.Context, to platform.Target, mentions []platform.Mention, text string) (platform.Target, error) {
 	if strings.TrimSpace(text) == "" {
 		return platform.Target{}, errors.New("telegram send: empty text")
 	}
+	var html, plain strings.Builder // the mentions, and their names for plain text
+	for _, m := range mentions {
+		name := m.UserName
+		if name == "" {
+			name = "user " + m.UserID
+		}
+		name = noMentions(name)
+		html.WriteString(`<a href="tg://user?id=` + m.UserID + `">` + escapeHTML(name) + "</a> ")
+		plain.WriteString(name + " ")
+	}
 	last := platform.Target{}
 	parts := splitForTelegram(text)
+	if n := len(utf16.Encode([]rune(plain.String()))); n > 0 {
+		parts = platform.SplitMessageUTF16(text, splitLimit-n, messageLimit-n)
+	}
 	for i, part := range parts {
+		prefix, plainPrefix := "", ""
+		if i == 0 {
+			prefix, plainPrefix = html.String(), plain.String()
+		}
 		params := a.messageParams(to)
-		params["text"] = toHTML(part)
+		params["text"] = prefix + toHTML(part)
 		params["parse_mode"] = "HTML"
 		params["disable_web_page_preview"] = "true"
 		if i == 0 && to.MessageID != "" {
@@ -74,7 +108,7 @@ func (a *Adapter) Send(ctx context.Context, to platform.Target, text string) (pl
 		if isParseError(err) {
 			a.log.Warn("Telegram refused the formatting, sending plain text", "channel", to.Channel, "thread", to.Thread, "error", err)
 			delete(params, "parse_mode")
-			params["text"] = part
+			params["text"] = plainPrefix + noMentions(part)
 			id, err = a.sendMessage(ctx, params)
 		}
 		if err != nil {
@@ -120,7 +154,7 @@ func (a *Adapter) editMessage(ctx context.Context, chat, id, html, markup string
 }
 
 func (a *Adapter) editPlain(ctx context.Context, chat, id, text string) error {
-	_, err := a.call(ctx, "editMessageText", tgbotapi.Params{"chat_id": chat, "message_id": id, "text": text, "disable_web_page_preview": "true"})
+	_, err := a.call(ctx, "editMessageText", tgbotapi.Params{"chat_id": chat, "message_id": id, "text": noMentions(text), "disable_web_page_preview": "true"})
 	return err
 }
 

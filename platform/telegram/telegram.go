@@ -92,6 +92,8 @@ var (
 	_ platform.Prompter = (*Adapter)(nil)
 	_ platform.Statuser = (*Adapter)(nil)
 	_ platform.Observed = (*Adapter)(nil)
+
+	_ platform.MentionSender = (*Adapter)(nil)
 )
 
 // New validates cfg and returns an adapter. It makes no network call: the

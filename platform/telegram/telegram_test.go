@@ -408,7 +408,7 @@ func TestPermissionButtons(t *testing.T) {
 	longID := strings.Repeat("r", 80) // too long for callback_data: mapped to a short ref
 	for _, reqID := range []string{"6088ef75-df8e-4e17-9492-87e166cd0d56", longID} {
 		to := platform.Target{Platform: "tg-test", Channel: "-1001", Thread: "77"}
-		posted, err := a.AskPermission(context.Background(), to, platform.PermissionPrompt{RequestID: reqID, Tool: "Bash", Summary: "Bash: rm -rf <tmp>"})
+		posted, err := a.AskPermission(context.Background(), to, platform.PermissionPrompt{RequestID: reqID, Tool: "Bash", Text: "**Permission needed**: `Bash`\n```\nrm -rf <tmp>\n```"})
 		if err != nil {
 			t.Fatal(err)
 		}

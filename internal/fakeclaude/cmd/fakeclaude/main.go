@@ -1,4 +1,4 @@
-// Command fakeclaude imitates the Claude Code CLI 2.1.328 in `-p` mode for
+// Command fakeclaude imitates the Claude Code CLI 2.1.332 in `-p` mode for
 // unit tests, as PROTOCOL.md §11 describes: the flags and their errors, the
 // stream-json input and output, the control protocol (permissions,
 // interrupt, set_model, set_permission_mode), sessions persisted as
@@ -24,7 +24,7 @@ import (
 	"github.com/google/uuid"
 )
 
-const version = "2.1.328"
+const version = "2.1.332"
 
 // options are the parsed command-line flags.
 type options struct {
@@ -41,6 +41,10 @@ type options struct {
 	permissionMode     string
 	appendSystemPrompt string
 	prompt             string
+	// tools (--tools, nil when absent) and disallowed (--disallowedTools)
+	// narrow the tool set, as the CLI does.
+	tools      []string
+	disallowed []string
 }
 
 var boolFlags = map[string]bool{
@@ -56,7 +60,7 @@ var valueFlags = map[string]bool{
 	"--append-system-prompt": true, "--system-prompt": true, "--system-prompt-snapshot": true,
 	"--permission-mode": true, "--allowedTools": true, "--disallowedTools": true,
 	"--add-dir": true, "--max-turns": true, "--settings": true, "--mcp-config": true,
-	"--fallback-model": true,
+	"--fallback-model": true, "--tools": true,
 }
 
 func parseArgs(args []string) (options, error) {
@@ -65,7 +69,11 @@ func parseArgs(args []string) (options, error) {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		if a == "--version" || a == "-v" {
-			fmt.Println(version + " (Claude Code)")
+			v := version
+			if o := os.Getenv("FAKECLAUDE_VERSION"); o != "" {
+				v = o
+			}
+			fmt.Println(v + " (Claude Code)")
 			os.Exit(0)
 		}
 		if !strings.HasPrefix(a, "-") || a == "-" {
@@ -110,6 +118,12 @@ func parseArgs(args []string) (options, error) {
 				o.appendSystemPrompt = val
 			case "--permission-mode":
 				o.permissionMode = val
+			case "--tools":
+				// Repeated --tools narrow: the CLI keeps the built-in
+				// tools every list names, "default" naming all.
+				o.tools = narrowTools(o.tools, splitTools(val))
+			case "--disallowedTools":
+				o.disallowed = append(o.disallowed, splitTools(val)...)
 			}
 		default:
 			return o, fmt.Errorf("error: unknown option '%s'", a)

@@ -12,7 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cc-connect/cc-connect/agentproc"
 	"github.com/google/uuid"
 )
 
@@ -79,13 +78,13 @@ func newFake(o options) (*fake, error) {
 		opts:           o,
 		out:            &out{w: bufio.NewWriterSize(os.Stdout, 64<<10), stream: o.outputFormat == "stream-json"},
 		cwd:            resolveCwd(),
-		configDir:      agentproc.ConfigDir(nil),
 		model:          o.model,
 		permissionMode: o.permissionMode,
 		modelUsage:     map[string]*modelUsage{},
 		allowRules:     map[string]bool{},
 		stdinEOF:       make(chan struct{}),
 	}
+	f.configDir = configDirOf(f.cwd)
 	if f.model == "" {
 		f.model = defaultModel
 	}
@@ -106,7 +105,7 @@ func (f *fake) openSession() error {
 	projects := filepath.Join(f.configDir, "projects")
 	if f.opts.cont && f.opts.resume == "" {
 		// As the CLI: the newest session of this cwd, else a new one.
-		f.opts.resume = newestSession(filepath.Join(projects, agentproc.ProjectSlug(f.cwd)))
+		f.opts.resume = newestSession(filepath.Join(projects, projectFolder(f.cwd)))
 	}
 	if f.opts.resume == "" {
 		f.sessionID = f.opts.sessionID
@@ -115,7 +114,7 @@ func (f *fake) openSession() error {
 		} else if p := findTranscript(projects, f.sessionID); p != "" {
 			fail(fmt.Sprintf("Error: Session ID %s is already in use.", f.sessionID))
 		}
-		f.path = filepath.Join(projects, agentproc.ProjectSlug(f.cwd), f.sessionID+".jsonl")
+		f.path = filepath.Join(projects, projectFolder(f.cwd), f.sessionID+".jsonl")
 		return nil
 	}
 	if _, err := uuid.Parse(f.opts.resume); err != nil {
@@ -139,7 +138,7 @@ func (f *fake) openSession() error {
 	if f.sessionID == "" {
 		f.sessionID = uuid.NewString()
 	}
-	f.path = filepath.Join(projects, agentproc.ProjectSlug(f.cwd), f.sessionID+".jsonl")
+	f.path = filepath.Join(projects, projectFolder(f.cwd), f.sessionID+".jsonl")
 	return f.copyForFork(orig)
 }
 

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -285,6 +286,9 @@ func (f *fake) runTool(t *turnState, cmd string) (string, *resultLine) {
 	var content string
 	isError := false
 	switch {
+	case !slices.Contains(f.toolSet(), "Bash"):
+		content = "<tool_use_error>Error: No such tool available: Bash. Bash is disabled for this session, in subagents as well as here.</tool_use_error>"
+		isError = true
 	case autoApproved(cmd) || f.allowRules[cmd] || mode == "acceptEdits" || mode == "bypassPermissions":
 		content = "(fake) ran: " + cmd
 	case mode == "dontAsk":
@@ -393,11 +397,23 @@ func (f *fake) newMsgID() string {
 	return fmt.Sprintf("msg_fake%06d", f.msgSeq)
 }
 
-func (f *fake) emitInit(model string) {
-	tools := []string{"Task", "Bash", "Edit", "Read", "Write", "WebFetch", "WebSearch"}
-	if f.opts.permissionPrompt == "stdio" {
+// builtinTools is the fake's default tool set.
+var builtinTools = []string{"Task", "Bash", "Edit", "Read", "Write", "WebFetch", "WebSearch"}
+
+// toolSet is the session's tools: the default set, narrowed by --tools
+// and --disallowedTools.
+func (f *fake) toolSet() []string {
+	tools := slices.Clone(builtinTools)
+	if f.opts.tools != nil {
+		tools = slices.DeleteFunc(tools, func(t string) bool { return !slices.Contains(f.opts.tools, t) })
+	} else if f.opts.permissionPrompt == "stdio" {
 		tools = append(tools, "AskUserQuestion", "EnterPlanMode")
 	}
+	return slices.DeleteFunc(tools, func(t string) bool { return slices.Contains(f.opts.disallowed, t) })
+}
+
+func (f *fake) emitInit(model string) {
+	tools := f.toolSet()
 	f.mu.Lock()
 	mode := f.permissionMode
 	f.mu.Unlock()
@@ -570,6 +586,23 @@ func blockedPath(cwd, cmd string) string {
 		return last
 	}
 	return cwd + "/" + last
+}
+
+// splitTools reads a tool list as the CLI does: comma or space separated.
+func splitTools(v string) []string {
+	return strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' })
+}
+
+// narrowTools keeps the tools both lists allow; nil is no list yet, and
+// "default" allows every built-in tool.
+func narrowTools(have, list []string) []string {
+	if slices.Contains(list, "default") {
+		list = builtinTools
+	}
+	if have == nil {
+		return append([]string{}, list...)
+	}
+	return slices.DeleteFunc(slices.Clone(have), func(t string) bool { return !slices.Contains(list, t) })
 }
 
 // execReply runs cmd with /bin/sh -c in the working directory and says how

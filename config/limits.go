@@ -1,0 +1,127 @@
+package config
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Upper bounds of the size, duration and count keys. Past them a value is
+// refused: it means nothing as a limit, and arithmetic on it overflows
+// (attachment_max_size = 9223372036854775807 made every download read
+// nothing, so every file was stored empty).
+const (
+	maxAttachmentSize = 1 << 30 // an attachment is held in memory while it is stored
+	maxArtifactQuota  = 1 << 40
+	maxDuration       = 365 * 24 * time.Hour
+	maxQueueLimit     = 1000
+	maxContextWindow  = 1_000_000_000
+)
+
+// validateLimits refuses sizes, durations and counts past their bounds and
+// warns about values that defeat what the key is for.
+func (c *Config) validateLimits(d *decoder) (warnings []string) {
+	bad := func(key string) bool { return d.failed[key] }
+	for _, s := range []struct {
+		key string
+		val Size
+		max Size
+		why string
+	}{
+		{"files.attachment_max_size", c.Files.AttachmentMaxSize, maxAttachmentSize, "an attachment is held in memory while it is stored"},
+		{"files.artifact_quota", c.Files.ArtifactQuota, maxArtifactQuota, "a quota that large bounds nothing"},
+	} {
+		if !bad(s.key) && s.val > s.max {
+			d.failf(s.key, "%s is too large: at most %s (%s)", sizeText(s.val), s.max, s.why)
+		}
+	}
+	if !bad("files.attachment_max_size") && !bad("files.artifact_quota") && c.Files.AttachmentMaxSize > c.Files.ArtifactQuota &&
+		c.Files.ArtifactQuota > 0 && c.Files.AttachmentMaxSize <= maxAttachmentSize {
+		warnings = append(warnings, fmt.Sprintf("files.attachment_max_size (%s) is larger than files.artifact_quota (%s): an attachment over the quota can never be stored",
+			c.Files.AttachmentMaxSize, c.Files.ArtifactQuota))
+	}
+	for _, dur := range []struct {
+		key string
+		val Duration
+	}{
+		{"state.seen_window", c.State.SeenWindow},
+		{"agent.idle_timeout", c.Agent.IdleTimeout},
+		{"agent.permission_timeout", c.Agent.PermissionTimeout},
+		{"agent.shutdown_grace", c.Agent.ShutdownGrace},
+		{"agent.close_grace", c.Agent.CloseGrace},
+		{"agent.shell_timeout", c.Agent.ShellTimeout},
+	} {
+		if !bad(dur.key) && dur.val.D() > maxDuration {
+			d.failf(dur.key, "%s is too long: at most %s (a year)", dur.val, Duration(maxDuration))
+		}
+	}
+	if w := c.State.SeenWindow.D(); !bad("state.seen_window") && w > 0 && w < time.Hour {
+		warnings = append(warnings, fmt.Sprintf("state.seen_window is %s: platforms redeliver messages for up to an hour (Slack), so a redelivered message may be answered twice", c.State.SeenWindow))
+	}
+	if p := c.Agent.PermissionTimeout.D(); !bad("agent.permission_timeout") && p > 0 && p < 10*time.Second {
+		warnings = append(warnings, fmt.Sprintf("agent.permission_timeout is %s: a permission request is denied before anyone can answer it", c.Agent.PermissionTimeout))
+	}
+	if !bad("agent.queue_limit") && c.Agent.QueueLimit > maxQueueLimit {
+		d.failf("agent.queue_limit", "%d is too large: at most %d (a conversation's journal holds 8 MiB of waiting messages)", c.Agent.QueueLimit, maxQueueLimit)
+	}
+	if !bad("agent.context_window") && c.Agent.ContextWindow > maxContextWindow {
+		d.failf("agent.context_window", "%d is too large: at most %d tokens", c.Agent.ContextWindow, maxContextWindow)
+	}
+	return warnings
+}
+
+// sizeText writes a size as its key would, huge ones as bytes.
+func sizeText(s Size) string {
+	if s > maxArtifactQuota {
+		return fmt.Sprintf("%d bytes", int64(s))
+	}
+	return s.String()
+}
+
+// dangerWarnings names settings that turn off what keeps the agent in
+// check: anyone in the channel an admin, or Claude Code's permission
+// prompts skipped. They are valid (a sandbox may want them), so they are
+// warnings, shown by check, doctor and run.
+func (c *Config) dangerWarnings() (warnings []string) {
+	for i, b := range c.Bindings {
+		if slices.Contains(b.Admins, "*") {
+			what := "everyone allowed in this binding is an admin: they may resume any session id"
+			if b.AllowShell {
+				what += " and run shell commands with !sh"
+			}
+			warnings = append(warnings, fmt.Sprintf(`bindings[%d].admins = ["*"]: %s; list the admins' user ids instead`, i, what))
+		}
+	}
+	const skip = "turns off Claude Code's permission prompts: every tool runs without anyone asking"
+	if c.Agent.PermissionMode == "bypassPermissions" {
+		warnings = append(warnings, `agent.permission_mode = "bypassPermissions" `+skip+" (in every conversation)")
+	}
+	for i, m := range c.Agent.AllowedModes {
+		if m == "bypassPermissions" {
+			warnings = append(warnings, fmt.Sprintf(`agent.allowed_modes[%d] = "bypassPermissions" lets anyone in a bound channel send !mode bypassPermissions, which %s`, i, skip))
+		}
+	}
+	for i, a := range c.Agent.Args {
+		key := fmt.Sprintf("agent.args[%d]", i)
+		flag, value, hasValue := strings.Cut(a, "=")
+		if !hasValue && i+1 < len(c.Agent.Args) {
+			value = c.Agent.Args[i+1]
+		}
+		switch strings.ToLower(flag) {
+		case "--dangerously-skip-permissions":
+			warnings = append(warnings, fmt.Sprintf("%s = %q %s, whatever agent.permission_mode and !mode say", key, a, skip))
+		case "--allow-dangerously-skip-permissions":
+			warnings = append(warnings, fmt.Sprintf("%s = %q lets the session switch to bypassPermissions, which %s", key, a, skip))
+		case "--permission-mode":
+			if strings.EqualFold(strings.TrimSpace(value), "bypassPermissions") {
+				warnings = append(warnings, fmt.Sprintf("%s: --permission-mode %s %s, whatever agent.permission_mode and !mode say", key, value, skip))
+			} else {
+				warnings = append(warnings, fmt.Sprintf("%s: --permission-mode in agent.args overrides agent.permission_mode and !mode; set agent.permission_mode instead", key))
+			}
+		case "--permission-prompt-tool", "--permission-prompts":
+			warnings = append(warnings, fmt.Sprintf("%s: %s in agent.args takes permission prompts away from the chat, where cc-connect asks them", key, flag))
+		}
+	}
+	return warnings
+}
