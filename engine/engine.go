@@ -92,7 +92,7 @@ type Engine struct {
 	// keys), bounded: a thread forgotten gets one refusal more.
 	refused *recentIDs
 
-	// seenSet is the accepted message ids of every journal (durable.go);
+	// seenSet is the accepted message ids of every journal (journal.go);
 	// seenOnce opens it, and the journals, on first use, and finds the
 	// journals holding pending messages, which recovery reopens.
 	seenOnce        sync.Once

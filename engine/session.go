@@ -29,8 +29,8 @@ type session struct {
 	e       *Engine
 	key     string
 	to      platform.Target // replies go here
-	binding Binding
-	ws      string // the workspace's normalized real path
+	binding Binding         // as the session started; rights are read from liveBinding
+	ws      string          // the workspace's normalized real path
 	log     *slog.Logger
 
 	mb    *mailbox

@@ -22,6 +22,7 @@ type faultyFile struct {
 	syncFails  int // how many syncs fail from now on
 	partial    int // bytes a failing write still puts down
 	truncFails bool
+	beforeSync func() // run once at the next sync, before it fails or not
 }
 
 func (f *faultyFile) WriteAt(p []byte, off int64) (int, error) {
@@ -39,6 +40,13 @@ func (f *faultyFile) WriteAt(p []byte, off int64) (int, error) {
 }
 
 func (f *faultyFile) Sync() error {
+	f.mu.Lock()
+	before := f.beforeSync
+	f.beforeSync = nil
+	f.mu.Unlock()
+	if before != nil {
+		before()
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.syncFails > 0 {
@@ -127,6 +135,56 @@ func TestInboxFailedAppendLeavesJournalAsItWas(t *testing.T) {
 				t.Errorf("a journal kept whole needed repairs: %q", r)
 			}
 		})
+	}
+}
+
+// TestInboxFailedSyncAfterAnotherWrite: an add's fsync runs outside the
+// journal's lock, so another record can follow the add before the fsync
+// fails. The add cannot be cut off then; it is withdrawn by a record of its
+// own, and after a reopen it is neither pending nor seen (the user was told
+// it was not accepted, so a redelivery is a new message), while the record
+// written meanwhile is kept.
+func TestInboxFailedSyncAfterAnotherWrite(t *testing.T) {
+	dir := privateDir(t)
+	path := filepath.Join(dir, "s.jsonl")
+	in, ff := openFaulty(t, path)
+	if err := in.Append(entry("a")); err != nil {
+		t.Fatal(err)
+	}
+	ff.set(func(f *faultyFile) {
+		f.syncFails = 1
+		f.beforeSync = func() {
+			if err := in.MarkStarted("a"); err != nil {
+				t.Errorf("MarkStarted while the add syncs: %v", err)
+			}
+		}
+	})
+	if err := in.Append(entry("c")); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("append with a failing fsync = %v, want EIO", err)
+	}
+	if got := ids(in.Pending()); strings.Join(got, ",") != "a" {
+		t.Errorf("pending = %v, want [a]", got)
+	}
+	in.Close()
+	seen, err := OpenSeen(filepath.Join(dir, "seen.jsonl"), time.Hour, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer seen.Close()
+	again, err := Open(path, Limits{}, seen)
+	if err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	defer again.Close()
+	got := again.Pending()
+	if strings.Join(ids(got), ",") != "a" || !got[0].Started {
+		t.Errorf("after reopen: %+v, want a, started", got)
+	}
+	if seen.Has(entry("c").SeenKey()) {
+		t.Error("the withdrawn message's id is seen: its redelivery would be dropped")
+	}
+	if !seen.Has(entry("a").SeenKey()) {
+		t.Error("the accepted message's id is not seen")
 	}
 }
 
