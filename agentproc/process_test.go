@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cc-connect/cc-connect/internal/fakeclaude"
+	"github.com/cc-connect/cc-connect/internal/testenv"
 )
 
 // fakeEnv is one isolated fake-claude world: a config dir (transcripts) and
@@ -69,8 +70,10 @@ func (e *fakeEnv) transcript(id string) string {
 	return filepath.Join(e.configDir, "projects", ProjectSlug(e.dir), id+".jsonl")
 }
 
+// testCtx bounds a test's waits by the run's own deadline: 20 s on an idle
+// machine is plenty, but under make stress a 10 MiB line takes longer.
 func testCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangLimit(t, 20*time.Second))
 	t.Cleanup(cancel)
 	return ctx
 }
