@@ -37,10 +37,11 @@ type harness struct {
 }
 
 type harnessConfig struct {
-	plain bool // a platform without optional interfaces
-	real  bool // run the real agentproc driver (against the fake claude binary)
-	fa    *fakeAgents
-	files *fakeFiles // what the platform's OpenAttachment serves, kept across restarts
+	plain   bool // a platform without optional interfaces
+	threads bool // a rich platform with threads under posted messages (platform.Threader)
+	real    bool // run the real agentproc driver (against the fake claude binary)
+	fa      *fakeAgents
+	files   *fakeFiles // what the platform's OpenAttachment serves, kept across restarts
 	// stopAt is the engine's kill-point hook (Engine.stopAt); a restart
 	// does not keep it.
 	stopAt func(point string) bool
@@ -89,9 +90,12 @@ func startHarness(t *testing.T, opts Options, cfg *harnessConfig, logs *testlog.
 	}
 	rec := newFakePlatform("fake")
 	rec.files = cfg.files
-	if cfg.plain {
+	switch {
+	case cfg.plain:
 		e.AddAdapter(rec)
-	} else {
+	case cfg.threads:
+		e.AddAdapter(threadedPlatform{richPlatform{rec}})
+	default:
 		e.AddAdapter(richPlatform{rec})
 	}
 	ws := ""
