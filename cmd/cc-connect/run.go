@@ -17,6 +17,7 @@ import (
 	"github.com/cc-connect/cc-connect/engine"
 	"github.com/cc-connect/cc-connect/lease"
 	"github.com/cc-connect/cc-connect/metrics"
+	"github.com/cc-connect/cc-connect/spend"
 )
 
 // loadConfig loads and checks the config, printing what is wrong; it
@@ -112,6 +113,9 @@ func engineBindings(cfg *config.Config) []engine.Binding {
 			Approvers:      append([]string(nil), b.Approvers...),
 			RequireMention: b.RequireMention,
 			AllowShell:     b.AllowShell,
+			Worktree:       b.Worktree,
+			Caps: spend.Caps{Daily: float64(b.CapDailyUSD), Monthly: float64(b.CapMonthlyUSD),
+				UserDaily: float64(b.CapUserDailyUSD), UserMonthly: float64(b.CapUserMonthlyUSD)},
 		}
 	}
 	return bindings
@@ -240,11 +244,27 @@ func runCommand(ctx context.Context, path string, std stdio) int {
 	if m != nil {
 		opts.Metrics = m
 	}
+	opts.Spending, opts.SpendAdminsExempt = un.spend, cfg.Spend.AdminsExempt
 	eng, err := engine.New(opts)
 	if err != nil {
 		log.Error("Creating the engine failed", "error", err)
 		return exitFailure
 	}
+	sched, err := un.scheduler(cfg, eng)
+	if err != nil {
+		log.Error("Creating the scheduler failed", "error", err)
+		return exitFailure
+	}
+	if sched != nil {
+		eng.SetSchedules(sched)
+	}
+	// Runs wait in Submit until the engine has recovered what a crash
+	// left; the listener and the scheduler stop before the engine does.
+	if err := un.start(ctx, cfg, eng); err != nil {
+		log.Error("Starting schedules and webhooks failed", "error", err)
+		return exitFailure
+	}
+	defer func() { cancel(); un.wait() }()
 	deps := adapterDeps{
 		Stdin:       std.In,
 		Stdout:      std.Out,

@@ -14,6 +14,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/cc-connect/cc-connect/config"
+	"github.com/cc-connect/cc-connect/spend"
 	"github.com/cc-connect/cc-connect/trigger"
 	"github.com/cc-connect/cc-connect/webhook"
 )
@@ -152,5 +153,24 @@ prompt = "Say noon."
 	}
 	if code, ans := signedPost(t, url, "a-secret-of-sixteen-chars", "workflow_run", body); code != http.StatusOK || ans["status"] != "duplicate" {
 		t.Errorf("replayed request: %d %v, want 200 duplicate", code, ans)
+	}
+}
+
+// The bindings the engine gets (at start and at each reload) carry the
+// worktree flag and the caps, so that a cap edited in the file applies
+// from the next turn.
+func TestEngineBindingsCarryWorktreeAndCaps(t *testing.T) {
+	t.Parallel()
+	cfg := &config.Config{Bindings: []config.Binding{
+		{Platform: "tty", Channel: "local", Workspace: "/ws", Worktree: true,
+			CapDailyUSD: 20, CapMonthlyUSD: 300, CapUserDailyUSD: 5, CapUserMonthlyUSD: 50},
+		{Platform: "tty", Channel: "other", Workspace: "/ws"},
+	}}
+	bs := engineBindings(cfg)
+	if !bs[0].Worktree || bs[0].Caps != (spend.Caps{Daily: 20, Monthly: 300, UserDaily: 5, UserMonthly: 50}) {
+		t.Errorf("binding 0: worktree %t, caps %+v", bs[0].Worktree, bs[0].Caps)
+	}
+	if bs[1].Worktree || bs[1].Caps.Any() {
+		t.Errorf("binding 1: worktree %t, caps %+v; want neither", bs[1].Worktree, bs[1].Caps)
 	}
 }
