@@ -261,6 +261,9 @@ self_report = true
 	cfg.Bindings[0].Admins = []string{"root"}
 	cfg.Bindings[0].Approvers = []string{"root"}
 	cfg.Bindings[0].AllowShell = true
+	cfg.Bindings[0].Worktree = true
+	cfg.Bindings[0].CapUserDailyUSD = 5
+	cfg.Spend.AdminsExempt = true
 	opts := engineOptions(cfg, newLogger(cfg.Log, io.Discard))
 	for _, v := range []reflect.Value{reflect.ValueOf(opts), reflect.ValueOf(opts.Bindings[0])} {
 		for i := range v.NumField() {
@@ -269,6 +272,9 @@ self_report = true
 				continue
 			}
 			if name == "Metrics" { // set by run when [metrics] is on
+				continue
+			}
+			if name == "Spending" { // set by run from the ledger it opened
 				continue
 			}
 			if v.Field(i).IsZero() {

@@ -96,6 +96,7 @@ func engineOptions(cfg *config.Config, log *slog.Logger) engine.Options {
 		ArtifactQuota:            int64(cfg.Files.ArtifactQuota),
 		AttachmentMaxBytes:       int64(cfg.Files.AttachmentMaxSize),
 		AllowedModes:             append([]string(nil), a.AllowedModes...),
+		SpendAdminsExempt:        cfg.Spend.AdminsExempt,
 		Logger:                   log,
 	}
 }
@@ -244,7 +245,7 @@ func runCommand(ctx context.Context, path string, std stdio) int {
 	if m != nil {
 		opts.Metrics = m
 	}
-	opts.Spending, opts.SpendAdminsExempt = un.spend, cfg.Spend.AdminsExempt
+	opts.Spending = un.spend
 	eng, err := engine.New(opts)
 	if err != nil {
 		log.Error("Creating the engine failed", "error", err)
