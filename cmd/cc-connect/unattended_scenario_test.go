@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cc-connect/cc-connect/internal/fakeapi"
+	"github.com/cc-connect/cc-connect/internal/fakeclaude"
 	"github.com/cc-connect/cc-connect/internal/fakeslack"
 	"github.com/cc-connect/cc-connect/internal/testbin"
 	"github.com/cc-connect/cc-connect/internal/testenv"
@@ -428,5 +429,81 @@ worktree = true
 	code, out, errOut := runCLI(t, "--config", path, "worktrees")
 	if code != exitOK || strings.Count(out, "in use") != 2 {
 		t.Errorf("cc-connect worktrees: %d\n%s%s", code, out, errOut)
+	}
+}
+
+// On Slack a scheduled run posts its header in the channel and replies in
+// the thread under it; a person answering in that thread, without a
+// mention, continues the same conversation.
+func TestScheduledRunOnSlackThreadsUnderItsHeader(t *testing.T) {
+	t.Parallel()
+	f := fakeslack.New(t)
+	dir := t.TempDir()
+	record := filepath.Join(dir, "record.jsonl")
+	path := writeConfig(t, dir, fmt.Sprintf(`
+[state]
+dir = "state"
+[log]
+level = "debug"
+[agent]
+command = %q
+env = { CLAUDE_CONFIG_DIR = %q, FAKECLAUDE_RECORD = %q }
+[[platforms]]
+name = "chat"
+type = "slack"
+bot_token = %q
+app_token = %q
+api_url = %q
+[[bindings]]
+platform = "chat"
+channel = "*"
+workspace = "ws"
+allow_users = ["U1"]
+[[schedules]]
+name = "standup"
+platform = "chat"
+channel = "C1"
+cron = "0 9 * * 1-5"
+timezone = "UTC"
+prompt = "Summarize yesterday's commits."
+`, fakeclaude.Build(t), filepath.Join(dir, "claude-config"), record, fakeslack.BotToken, fakeslack.AppToken, f.APIURL()))
+	tmp := filepath.Join(dir, "tmp")
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	monday := time.Date(2026, 3, 9, 8, 59, 0, 0, time.UTC)
+	clock := newTestClock(t, monday)
+	p := startBinaryPath(t, buildClockBinary(t), []string{"TMPDIR=" + tmp, "CC_CONNECT_TEST_CLOCK=" + clock.path}, "run", "--config", path)
+	f.WaitConn(t, 1)
+	p.waitErr(t, `msg="Schedule added" component=schedule schedule=standup`)
+	clock.setAndWait(t, p, monday.Add(90*time.Second))
+
+	header := f.WaitPost(t, "the header in the channel", func(m fakeslack.Message) bool {
+		return m.Channel == "C1" && m.Text == "Scheduled: standup"
+	})
+	if header.ThreadTS != "" {
+		t.Errorf("header posted in thread %q, want the channel", header.ThreadTS)
+	}
+	f.WaitPost(t, "the reply under the header", func(m fakeslack.Message) bool {
+		return m.ThreadTS == header.TS && strings.Contains(m.Text, "echo: Summarize yesterday's commits.")
+	})
+	f.Deliver(t, fakeslack.MsgEvent("C1", "1773046900.000100", "U1", "and the open pull requests?",
+		map[string]any{"thread_ts": header.TS, "parent_user_id": "UBOT"}))
+	f.WaitPost(t, "the answer in the thread", func(m fakeslack.Message) bool {
+		return m.ThreadTS == header.TS && strings.Contains(m.Text, "echo: and the open pull requests?")
+	})
+	recs := fakeclaude.ReadRecord(t, record)
+	sessions := map[string]bool{}
+	for _, r := range recs {
+		sessions[r.SessionID] = true
+	}
+	if len(recs) != 2 || len(sessions) != 1 {
+		t.Errorf("the run and the answer in its thread went to %d Claude sessions, want 2 lines in 1: %+v", len(sessions), recs)
+	}
+	if err := p.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if code := p.exitCode(t); code != 0 {
+		t.Errorf("exit code %d", code)
 	}
 }
