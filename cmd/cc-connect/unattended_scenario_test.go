@@ -160,6 +160,15 @@ prompt = "Say the noon word."
 	if n := linesWith(lines, "Scheduled: noon"); n != 0 {
 		t.Errorf("the noon run ran again after a restart: %q", lines)
 	}
+	// !schedules lists it with its next run on the test's clock; pausing
+	// is for the binding's admins, which the terminal's user is not.
+	p.write(t, "!schedules\n")
+	lines = p.waitOut(t, "• noon: ")
+	if l := lines[len(lines)-1]; !strings.Contains(l, "next run 2026-03-11 12:00 UTC (in 23h 30m)") {
+		t.Errorf("!schedules line %q", l)
+	}
+	p.write(t, "!schedules pause noon\n")
+	p.waitOut(t, "Only this binding's admins can pause a schedule.")
 	p.stdin.Close()
 	if code := p.exitCode(t); code != 0 {
 		t.Fatalf("exit code %d", code)
