@@ -344,6 +344,7 @@ func TestTwoThreadsEditOneFileInTwoWorktrees(t *testing.T) {
 	claude := testenv.ClaudeBinary(t)
 	api := fakeapi.Start(t)
 	f := fakeslack.New(t)
+	f.SetWaitLimit(testenv.HangLimit(t, 30*time.Second)) // the real claude takes seconds per turn on a loaded machine
 	dir := t.TempDir()
 	home := filepath.Join(dir, "home")
 	if err := os.Mkdir(home, 0o755); err != nil {

@@ -24,6 +24,7 @@
 package fakeslack
 
 import (
+	"cmp"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -52,7 +53,8 @@ type Server struct {
 	tb  testing.TB
 	srv *httptest.Server
 
-	mu         sync.Mutex // guards everything below
+	mu         sync.Mutex    // guards everything below
+	limit      time.Duration // of every wait; waitLimit unless SetWaitLimit
 	changed    chan struct{}
 	calls      []Call
 	held       map[string]int // calls of a method that reached a hold
@@ -188,7 +190,10 @@ func (s *Server) notify() {
 // tried again after every change the fake records.
 func (s *Server) Wait(tb testing.TB, what string, cond func() bool) {
 	tb.Helper()
-	deadline := time.NewTimer(waitLimit)
+	s.mu.Lock()
+	limit := cmp.Or(s.limit, waitLimit)
+	s.mu.Unlock()
+	deadline := time.NewTimer(limit)
 	defer deadline.Stop()
 	for {
 		s.mu.Lock()
@@ -203,6 +208,15 @@ func (s *Server) Wait(tb testing.TB, what string, cond func() bool) {
 			tb.Fatalf("fakeslack: timed out waiting for %s", what)
 		}
 	}
+}
+
+// SetWaitLimit sets how long every wait may take before it fails the
+// test: longer than waitLimit for a test whose turns run the real claude
+// CLI, which takes seconds per turn on a loaded machine.
+func (s *Server) SetWaitLimit(d time.Duration) {
+	s.mu.Lock()
+	s.limit = d
+	s.mu.Unlock()
 }
 
 // Calls returns every request of method, in the order answered.
