@@ -237,7 +237,7 @@ func (s *Server) Post(tb testing.TB, ev map[string]any) {
 		s.channels[ch] = Channel{ID: ch, Type: typ, GuildID: guild}
 	}
 	if _, ok := s.msgs[id]; !ok && id != "" {
-		s.addMessageLocked(&Message{ID: id, ChannelID: ch, AuthorID: authorID, Content: content})
+		s.addMessageLocked(&Message{ID: id, ChannelID: ch, AuthorID: authorID, Content: content, Created: s.nowLocked(), raw: ev})
 	}
 	s.mu.Unlock()
 	s.Dispatch(tb, "MESSAGE_CREATE", ev)

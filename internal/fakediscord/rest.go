@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -23,6 +25,11 @@ const (
 	maxCustomID      = 100
 	maxButtonLabel   = 80
 	interactionLimit = 3 * time.Second
+	maxNonce         = 25
+	// nonceWindow is how long a post's nonce answers a repeated one under
+	// enforce_nonce ("the past few minutes", Discord says).
+	nonceWindow = 5 * time.Minute
+	maxHistory  = 100
 )
 
 // Error bodies Discord sends.
@@ -130,6 +137,10 @@ func (s *Server) answer(r *http.Request, path string, body map[string]any) (Answ
 		return Answer{Status: 200, Body: channelJSON(c)}, nil
 	case r.Method == "POST" && len(parts) == 3 && parts[0] == "channels" && parts[2] == "messages":
 		return s.postLocked(parts[1], body)
+	case r.Method == "GET" && len(parts) == 3 && parts[0] == "channels" && parts[2] == "messages":
+		return s.historyLocked(parts[1], r.URL.Query()), nil
+	case r.Method == "GET" && len(parts) == 4 && parts[0] == "channels" && parts[2] == "messages":
+		return s.getMessageLocked(parts[1], parts[3]), nil
 	case r.Method == "PATCH" && len(parts) == 4 && parts[0] == "channels" && parts[2] == "messages":
 		return s.editLocked(parts[1], parts[3], body), nil
 	case r.Method == "POST" && len(parts) == 5 && parts[0] == "channels" && parts[4] == "threads":
@@ -212,16 +223,120 @@ func (s *Server) postLocked(channel string, body map[string]any) (Answer, func()
 	if bad := checkContent(body, true); bad != "" {
 		return Answer{Status: 400, Body: bad}, nil
 	}
+	nonce, bad := nonceOf(body)
+	if bad != "" {
+		return Answer{Status: 400, Body: bad}, nil
+	}
+	if enforce, _ := body["enforce_nonce"].(bool); enforce && nonce != "" {
+		// The same author's post with this nonce within the window is
+		// returned, and nothing is created: no second message, no echo.
+		for i := len(s.order) - 1; i >= 0; i-- {
+			m := s.msgs[s.order[i]]
+			if m.AuthorID == BotID && m.Nonce == nonce && s.nowLocked().Sub(m.Created) < nonceWindow {
+				obj := s.messageObjectLocked(m)
+				obj["nonce"] = nonce
+				b, _ := json.Marshal(obj)
+				return Answer{Status: 200, Body: string(b)}, nil
+			}
+		}
+	}
 	content, _ := body["content"].(string)
-	m := &Message{ID: s.nextIDLocked(), ChannelID: channel, AuthorID: BotID, Content: content, Components: componentsJSON(body)}
+	m := &Message{ID: s.nextIDLocked(), ChannelID: channel, AuthorID: BotID, Content: content, Components: componentsJSON(body),
+		Nonce: nonce, Created: s.nowLocked()}
 	s.addMessageLocked(m)
 	obj := s.messageObjectLocked(m)
+	if nonce != "" {
+		// The create answer and MESSAGE_CREATE carry the nonce; a message
+		// fetched later does not.
+		obj["nonce"] = nonce
+	}
 	b, _ := json.Marshal(obj)
 	var after func()
 	if s.echo {
 		after = func() { s.dispatchOrDrop("MESSAGE_CREATE", obj) }
 	}
 	return Answer{Status: 200, Body: string(b)}, after
+}
+
+// nonceOf reads a post's nonce (a string or an integer, at most 25
+// characters), or says why Discord refuses it.
+func nonceOf(body map[string]any) (string, string) {
+	var n string
+	switch v := body["nonce"].(type) {
+	case nil:
+		return "", ""
+	case string:
+		n = v
+	case float64:
+		n = strconv.FormatFloat(v, 'f', -1, 64)
+	default:
+		return "", invalidForm("nonce", "NONCE_TYPE_INVALID", "Nonce must be an integer or a string.")
+	}
+	if len(n) > maxNonce {
+		return "", invalidForm("nonce", "BASE_TYPE_MAX_LENGTH", fmt.Sprintf("Must be %d or fewer in length.", maxNonce))
+	}
+	return n, ""
+}
+
+// getMessageLocked answers GET /channels/{channel}/messages/{id}.
+func (s *Server) getMessageLocked(channel, id string) Answer {
+	if _, ok := s.channels[channel]; !ok {
+		return Answer{Status: 404, Body: unknownChannel}
+	}
+	m, ok := s.msgs[id]
+	if !ok || m.ChannelID != channel {
+		return Answer{Status: 404, Body: unknownMessage}
+	}
+	b, _ := json.Marshal(s.restObjectLocked(m))
+	return Answer{Status: 200, Body: string(b)}
+}
+
+// historyLocked answers GET /channels/{channel}/messages: up to limit
+// (1 to 100, 50 unless given) messages, newest first, before or after a
+// message id when given.
+func (s *Server) historyLocked(channel string, q url.Values) Answer {
+	if _, ok := s.channels[channel]; !ok {
+		return Answer{Status: 404, Body: unknownChannel}
+	}
+	limit := 50
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxHistory {
+			return Answer{Status: 400, Body: invalidForm("limit", "NUMBER_TYPE_MAX", fmt.Sprintf("int value should be less than or equal to %d.", maxHistory))}
+		}
+		limit = n
+	}
+	var ids []string
+	for _, id := range s.order {
+		if s.msgs[id].ChannelID == channel {
+			ids = append(ids, id)
+		}
+	}
+	if b := q.Get("before"); b != "" {
+		if i := slices.Index(ids, b); i >= 0 {
+			ids = ids[:i]
+		}
+	}
+	if a := q.Get("after"); a != "" {
+		if i := slices.Index(ids, a); i >= 0 {
+			ids = ids[i+1:]
+		}
+	}
+	out := []any{}
+	for i := len(ids) - 1; i >= 0 && len(out) < limit; i-- {
+		out = append(out, s.restObjectLocked(s.msgs[ids[i]]))
+	}
+	b, _ := json.Marshal(out)
+	return Answer{Status: 200, Body: string(b)}
+}
+
+// restObjectLocked is m as GET returns it: a user's message as it came,
+// the bot's as posted (without its nonce).
+func (s *Server) restObjectLocked(m *Message) map[string]any {
+	if m.raw != nil {
+		return m.raw
+	}
+	return s.messageObjectLocked(m)
 }
 
 func (s *Server) addMessageLocked(m *Message) {
