@@ -307,23 +307,40 @@ func (a *Adapter) queueMessage(ctx context.Context, h platform.Handler, q *workQ
 // toMessage normalizes a message or app_mention event, or says why it is
 // not one the engine should see.
 func (a *Adapter) toMessage(ev inEvent) (platform.Message, string) {
+	if why := a.skipReason(ev); why != "" {
+		return platform.Message{}, why
+	}
+	return a.normalize(ev), ""
+}
+
+// skipReason says why an event is not a person's message for the engine,
+// or "" when it is one.
+func (a *Adapter) skipReason(ev inEvent) string {
 	botUser, botID := a.identity()
 	switch {
 	case ev.Type != "message" && ev.Type != "app_mention":
-		return platform.Message{}, "not a message"
+		return "not a message"
 	case !userSubtype(ev.Subtype):
-		return platform.Message{}, "subtype " + ev.Subtype
+		return "subtype " + ev.Subtype
 	case ev.Hidden:
-		return platform.Message{}, "hidden"
+		return "hidden"
 	case ev.Channel == "" || ev.TS == "":
-		return platform.Message{}, "no channel or ts"
+		return "no channel or ts"
 	case (botUser != "" && ev.User == botUser) || (botID != "" && ev.BotID == botID):
-		return platform.Message{}, "own message"
+		return "own message"
 	case ev.BotID != "":
-		return platform.Message{}, "bot message"
+		return "bot message"
 	case ev.User == "":
-		return platform.Message{}, "no user"
+		return "no user"
 	}
+	return ""
+}
+
+// normalize turns a message (an event, or one read back from a thread)
+// into a platform.Message: its conversation, whether it addresses the
+// bot, its text as Claude should read it, its files.
+func (a *Adapter) normalize(ev inEvent) platform.Message {
+	botUser, _ := a.identity()
 	isDM := ev.ChannelType == "im" || (ev.ChannelType == "" && strings.HasPrefix(ev.Channel, "D"))
 	thread := ev.TS
 	switch {
@@ -357,7 +374,7 @@ func (a *Adapter) toMessage(ev inEvent) (platform.Message, string) {
 			m.Attachments = append(m.Attachments, att)
 		}
 	}
-	return m, ""
+	return m
 }
 
 // userSubtype reports whether a message subtype is something a person
