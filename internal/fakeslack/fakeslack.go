@@ -1,7 +1,9 @@
 // Package fakeslack is a fake Slack for tests, served on 127.0.0.1: the Web
 // API methods cc-connect calls (auth.test, apps.connections.open,
-// chat.postMessage, chat.update, reactions.add/remove, users.info), file
-// downloads, and Socket Mode (a websocket carrying envelopes that the client
+// chat.postMessage, chat.update, reactions.add/remove, users.info,
+// conversations.replies and conversations.history in pages, the three
+// steps of a file upload: files.getUploadURLExternal, the upload URL,
+// files.completeUploadExternal), file downloads, and Socket Mode (a websocket carrying envelopes that the client
 // must ack). It keeps the messages of the channels it serves, so a test can
 // ask what the bot posted, edited and reacted to, and it holds the client to
 // Slack's real limits and error bodies: text over 40,000 characters is
@@ -76,6 +78,13 @@ type Server struct {
 	redeliver  time.Duration
 	echo       bool
 	onAck      func(envelopeID string)
+	// uploads are the bot's files by id (upload.go); uploadLimit the
+	// largest file the workspace takes; noScope the scope each method
+	// lacks (MissingScope).
+	uploads     map[string]*Upload
+	nUpload     int
+	uploadLimit int64
+	noScope     map[string]string
 }
 
 // Call is one Web API request as the fake answered it.
@@ -103,7 +112,10 @@ type Message struct {
 	BotID    string // BotID for the bot's posts
 	Text     string
 	Blocks   string // JSON, as posted or last updated
-	Edits    []Edit // chat.update calls applied, oldest first
+	// Files are the names of the files posted with the message: a user's
+	// (the event's files) or the bot's (an upload shared here).
+	Files []string
+	Edits []Edit // chat.update calls applied, oldest first
 	// Reactions are the bot's reactions on the message, in the order added.
 	Reactions []string
 }
@@ -138,11 +150,16 @@ func New(tb testing.TB) *Server {
 		files:     map[string]string{},
 		pending:   map[string]*pendingEnvelope{},
 		echo:      true,
+
+		uploads:     map[string]*Upload{},
+		uploadLimit: maxUploadBytes,
+		noScope:     map[string]string{},
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/api/", s.serveAPI)
 	mux.HandleFunc("/socket", s.serveSocket)
 	mux.HandleFunc("/files-pri/", s.serveFile)
+	mux.HandleFunc("/upload/v1/", s.serveUpload)
 	s.srv = httptest.NewServer(mux)
 	tb.Cleanup(s.Close)
 	return s
@@ -325,6 +342,7 @@ func (m *Message) clone() Message {
 	c := *m
 	c.Edits = slices.Clone(m.Edits)
 	c.Reactions = slices.Clone(m.Reactions)
+	c.Files = slices.Clone(m.Files)
 	return c
 }
 

@@ -215,7 +215,16 @@ func (s *Server) recordEventLocked(ev map[string]any) {
 	text, _ := ev["text"].(string)
 	thread, _ := ev["thread_ts"].(string)
 	bot, _ := ev["bot_id"].(string)
-	s.addMessageLocked(&Message{Channel: ch, TS: ts, ThreadTS: thread, User: user, BotID: bot, Text: text})
+	var files []string
+	if fs, ok := ev["files"].([]any); ok {
+		for _, f := range fs {
+			if fo, ok := f.(map[string]any); ok {
+				name, _ := fo["name"].(string)
+				files = append(files, name)
+			}
+		}
+	}
+	s.addMessageLocked(&Message{Channel: ch, TS: ts, ThreadTS: thread, User: user, BotID: bot, Text: text, Files: files})
 }
 
 // sendEvent wraps event in a fresh envelope and sends it, then arms its
