@@ -70,15 +70,13 @@ func writeJSON(w http.ResponseWriter, a Answer) {
 
 func (s *Server) serveREST(w http.ResponseWriter, r *http.Request) {
 	path := strings.TrimPrefix(r.URL.Path, "/api/v9")
-	var body map[string]any
-	if b, _ := io.ReadAll(r.Body); len(b) > 0 {
-		if err := json.Unmarshal(b, &body); err != nil {
-			writeJSON(w, Answer{Status: 400, Body: `{"message":"400: Bad Request","code":0}`})
-			return
-		}
+	body, files, bad := readBody(r)
+	if bad != nil {
+		writeJSON(w, *bad)
+		return
 	}
-	a, after := s.answer(r, path, body)
-	call := Call{Method: r.Method, Path: path, Body: body, Status: a.Status, Pings: messagePings(r.Method, path, body)}
+	a, after := s.answer(r, path, body, files)
+	call := Call{Method: r.Method, Path: path, Body: body, Files: files, Status: a.Status, Pings: messagePings(r.Method, path, body)}
 	s.mu.Lock()
 	s.calls = append(s.calls, call)
 	s.notify()
@@ -96,7 +94,7 @@ func (s *Server) serveREST(w http.ResponseWriter, r *http.Request) {
 
 // answer decides the answer to one REST call; after, when set, runs once
 // the answer is written (the echo of a post).
-func (s *Server) answer(r *http.Request, path string, body map[string]any) (Answer, func()) {
+func (s *Server) answer(r *http.Request, path string, body map[string]any, files []Attachment) (Answer, func()) {
 	interactionCallback := strings.HasPrefix(path, "/interactions/")
 	if !interactionCallback && r.Header.Get("Authorization") != "Bot "+Token {
 		return Answer{Status: 401, Body: unauthorized}, nil
@@ -128,8 +126,12 @@ func (s *Server) answer(r *http.Request, path string, body map[string]any) (Answ
 			return Answer{Status: 404, Body: unknownChannel}, nil
 		}
 		return Answer{Status: 200, Body: channelJSON(c)}, nil
+	case r.Method == "GET" && len(parts) == 3 && parts[0] == "channels" && parts[2] == "messages":
+		return s.messagesLocked(parts[1], r.URL.Query()), nil
+	case r.Method == "GET" && len(parts) == 4 && parts[0] == "channels" && parts[2] == "messages":
+		return s.messageLocked(parts[1], parts[3]), nil
 	case r.Method == "POST" && len(parts) == 3 && parts[0] == "channels" && parts[2] == "messages":
-		return s.postLocked(parts[1], body)
+		return s.postLocked(parts[1], body, files)
 	case r.Method == "PATCH" && len(parts) == 4 && parts[0] == "channels" && parts[2] == "messages":
 		return s.editLocked(parts[1], parts[3], body), nil
 	case r.Method == "POST" && len(parts) == 5 && parts[0] == "channels" && parts[4] == "threads":
@@ -205,15 +207,19 @@ func componentsJSON(body map[string]any) string {
 	return string(b)
 }
 
-func (s *Server) postLocked(channel string, body map[string]any) (Answer, func()) {
+func (s *Server) postLocked(channel string, body map[string]any, files []Attachment) (Answer, func()) {
 	if _, ok := s.channels[channel]; !ok {
 		return Answer{Status: 404, Body: unknownChannel}, nil
 	}
-	if bad := checkContent(body, true); bad != "" {
+	if bad := s.checkFilesLocked(files); bad != nil {
+		return *bad, nil
+	}
+	if bad := checkContent(body, len(files) == 0); bad != "" {
 		return Answer{Status: 400, Body: bad}, nil
 	}
 	content, _ := body["content"].(string)
-	m := &Message{ID: s.nextIDLocked(), ChannelID: channel, AuthorID: BotID, Content: content, Components: componentsJSON(body)}
+	m := &Message{ID: s.nextIDLocked(), ChannelID: channel, AuthorID: BotID, Content: content, Components: componentsJSON(body),
+		Attachments: s.storeFilesLocked(files)}
 	s.addMessageLocked(m)
 	obj := s.messageObjectLocked(m)
 	b, _ := json.Marshal(obj)
@@ -235,12 +241,15 @@ func (s *Server) addMessageLocked(m *Message) {
 // messageObjectLocked is m as the REST API and the gateway carry it.
 func (s *Server) messageObjectLocked(m *Message) map[string]any {
 	author := map[string]any{"id": m.AuthorID, "username": "user" + m.AuthorID}
+	if m.AuthorBot {
+		author["bot"] = true
+	}
 	if m.AuthorID == BotID {
 		author = map[string]any{"id": BotID, "username": BotName, "bot": true}
 	}
 	obj := map[string]any{"id": m.ID, "channel_id": m.ChannelID, "content": m.Content, "type": 0,
 		"author": author, "timestamp": "2026-11-30T12:00:00.000000+00:00", "tts": false, "mention_everyone": false,
-		"mentions": []any{}, "mention_roles": []any{}, "attachments": []any{}, "embeds": []any{}, "pinned": false}
+		"mentions": []any{}, "mention_roles": []any{}, "attachments": s.attachmentObjectsLocked(m), "embeds": []any{}, "pinned": false}
 	if m.Components != "" {
 		var c any
 		_ = json.Unmarshal([]byte(m.Components), &c)
