@@ -1,13 +1,17 @@
 // Package fakediscord is a fake Discord for tests, served on 127.0.0.1: the
-// REST API under /api/v9 (messages, edits, reactions, typing, threads,
-// channels, interaction callbacks, gateway discovery) and the gateway
+// REST API under /api/v9 (messages, with files as multipart attachments,
+// edits, reactions, typing, threads, channels, a channel's messages and one
+// message read back, interaction callbacks, gateway discovery) and the gateway
 // websocket (HELLO, IDENTIFY → READY, heartbeats and their ACKs, RESUME →
 // the missed events then RESUMED, dispatches). It keeps the channels and
 // their messages, so a test can ask what the bot posted, edited and reacted
 // to, and it holds the client to Discord's real limits and error bodies:
 // content over 2,000 characters is HTTP 400 {"code":50035,"message":"Invalid
 // Form Body","errors":{...}}, an unknown channel or message is 404 with
-// code 10003 or 10008, a rate limit is HTTP 429 with retry_after and the
+// code 10003 or 10008, the files of a message over 10 MiB are 413 with
+// code 40005, a page of history holds at most 100 messages, a channel the
+// bot may not see is 403 Missing Access (50001) and one whose history it
+// may not read shows none, a rate limit is HTTP 429 with retry_after and the
 // X-RateLimit headers, an interaction answered after 3 s or twice is
 // refused.
 //
@@ -76,6 +80,12 @@ type Server struct {
 	echo         bool
 	hbInterval   int
 	clock        time.Duration // added to the time: AdvanceClock
+	// uploadLimit is the most bytes of files one message may carry;
+	// noHistory and hidden the channels whose history the bot may not
+	// read, or that it may not see at all (history.go).
+	uploadLimit int
+	noHistory   map[string]bool
+	hidden      map[string]bool
 }
 
 // Call is one REST request.
@@ -83,6 +93,8 @@ type Call struct {
 	Method string
 	Path   string // without /api/v9
 	Body   map[string]any
+	// Files are the files a multipart request carried (files[n]), in order.
+	Files  []Attachment
 	Status int // the HTTP status answered
 	// Pings are whom Discord would notify for the message the call posts
 	// or edits (POST and PATCH of a channel's messages), accepted or
@@ -119,20 +131,22 @@ type Message struct {
 	ID        string
 	ChannelID string
 	AuthorID  string
+	// AuthorBot marks a post of another bot (the fake's own bot is
+	// AuthorID BotID).
+	AuthorBot bool
 	Content   string
 	// Components is the JSON of the message's components ("" or "[]" for
 	// none), as posted or last edited.
 	Components string
-	Edits      []Edit
+	// Attachments are the files posted with the message.
+	Attachments []Attachment
+	Edits       []Edit
 	// Reactions are the bot's reactions, in the order added.
 	Reactions []string
 	// Nonce is what the post's nonce was ("" when none), and Created when
 	// the fake took it (its clock, see AdvanceClock).
 	Nonce   string
 	Created time.Time
-	// raw is a user's message as its MESSAGE_CREATE carried it; the REST
-	// API returns it so.
-	raw map[string]any
 }
 
 // Edit is one PATCH applied to a message.
@@ -157,6 +171,9 @@ func New(tb testing.TB) *Server {
 		interactions: map[string]*interaction{},
 		echo:         true,
 		hbInterval:   100,
+		uploadLimit:  maxUploadBytes,
+		noHistory:    map[string]bool{},
+		hidden:       map[string]bool{},
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/gateway", s.serveGateway)
@@ -366,6 +383,7 @@ func (m *Message) clone() Message {
 	c := *m
 	c.Edits = slices.Clone(m.Edits)
 	c.Reactions = slices.Clone(m.Reactions)
+	c.Attachments = slices.Clone(m.Attachments)
 	return c
 }
 

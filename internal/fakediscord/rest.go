@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -29,7 +28,6 @@ const (
 	// nonceWindow is how long a post's nonce answers a repeated one under
 	// enforce_nonce ("the past few minutes", Discord says).
 	nonceWindow = 5 * time.Minute
-	maxHistory  = 100
 )
 
 // Error bodies Discord sends.
@@ -77,15 +75,13 @@ func writeJSON(w http.ResponseWriter, a Answer) {
 
 func (s *Server) serveREST(w http.ResponseWriter, r *http.Request) {
 	path := strings.TrimPrefix(r.URL.Path, "/api/v9")
-	var body map[string]any
-	if b, _ := io.ReadAll(r.Body); len(b) > 0 {
-		if err := json.Unmarshal(b, &body); err != nil {
-			writeJSON(w, Answer{Status: 400, Body: `{"message":"400: Bad Request","code":0}`})
-			return
-		}
+	body, files, bad := readBody(r)
+	if bad != nil {
+		writeJSON(w, *bad)
+		return
 	}
-	a, after := s.answer(r, path, body)
-	call := Call{Method: r.Method, Path: path, Body: body, Status: a.Status, Pings: messagePings(r.Method, path, body)}
+	a, after := s.answer(r, path, body, files)
+	call := Call{Method: r.Method, Path: path, Body: body, Files: files, Status: a.Status, Pings: messagePings(r.Method, path, body)}
 	s.mu.Lock()
 	s.calls = append(s.calls, call)
 	s.notify()
@@ -103,7 +99,7 @@ func (s *Server) serveREST(w http.ResponseWriter, r *http.Request) {
 
 // answer decides the answer to one REST call; after, when set, runs once
 // the answer is written (the echo of a post).
-func (s *Server) answer(r *http.Request, path string, body map[string]any) (Answer, func()) {
+func (s *Server) answer(r *http.Request, path string, body map[string]any, files []Attachment) (Answer, func()) {
 	interactionCallback := strings.HasPrefix(path, "/interactions/")
 	if !interactionCallback && r.Header.Get("Authorization") != "Bot "+Token {
 		return Answer{Status: 401, Body: unauthorized}, nil
@@ -135,12 +131,12 @@ func (s *Server) answer(r *http.Request, path string, body map[string]any) (Answ
 			return Answer{Status: 404, Body: unknownChannel}, nil
 		}
 		return Answer{Status: 200, Body: channelJSON(c)}, nil
-	case r.Method == "POST" && len(parts) == 3 && parts[0] == "channels" && parts[2] == "messages":
-		return s.postLocked(parts[1], body)
 	case r.Method == "GET" && len(parts) == 3 && parts[0] == "channels" && parts[2] == "messages":
-		return s.historyLocked(parts[1], r.URL.Query()), nil
+		return s.messagesLocked(parts[1], r.URL.Query()), nil
 	case r.Method == "GET" && len(parts) == 4 && parts[0] == "channels" && parts[2] == "messages":
-		return s.getMessageLocked(parts[1], parts[3]), nil
+		return s.messageLocked(parts[1], parts[3]), nil
+	case r.Method == "POST" && len(parts) == 3 && parts[0] == "channels" && parts[2] == "messages":
+		return s.postLocked(parts[1], body, files)
 	case r.Method == "PATCH" && len(parts) == 4 && parts[0] == "channels" && parts[2] == "messages":
 		return s.editLocked(parts[1], parts[3], body), nil
 	case r.Method == "POST" && len(parts) == 5 && parts[0] == "channels" && parts[4] == "threads":
@@ -216,11 +212,14 @@ func componentsJSON(body map[string]any) string {
 	return string(b)
 }
 
-func (s *Server) postLocked(channel string, body map[string]any) (Answer, func()) {
+func (s *Server) postLocked(channel string, body map[string]any, files []Attachment) (Answer, func()) {
 	if _, ok := s.channels[channel]; !ok {
 		return Answer{Status: 404, Body: unknownChannel}, nil
 	}
-	if bad := checkContent(body, true); bad != "" {
+	if bad := s.checkFilesLocked(files); bad != nil {
+		return *bad, nil
+	}
+	if bad := checkContent(body, len(files) == 0); bad != "" {
 		return Answer{Status: 400, Body: bad}, nil
 	}
 	nonce, bad := nonceOf(body)
@@ -242,7 +241,7 @@ func (s *Server) postLocked(channel string, body map[string]any) (Answer, func()
 	}
 	content, _ := body["content"].(string)
 	m := &Message{ID: s.nextIDLocked(), ChannelID: channel, AuthorID: BotID, Content: content, Components: componentsJSON(body),
-		Nonce: nonce, Created: s.nowLocked()}
+		Nonce: nonce, Created: s.nowLocked(), Attachments: s.storeFilesLocked(files)}
 	s.addMessageLocked(m)
 	obj := s.messageObjectLocked(m)
 	if nonce != "" {
@@ -278,67 +277,6 @@ func nonceOf(body map[string]any) (string, string) {
 	return n, ""
 }
 
-// getMessageLocked answers GET /channels/{channel}/messages/{id}.
-func (s *Server) getMessageLocked(channel, id string) Answer {
-	if _, ok := s.channels[channel]; !ok {
-		return Answer{Status: 404, Body: unknownChannel}
-	}
-	m, ok := s.msgs[id]
-	if !ok || m.ChannelID != channel {
-		return Answer{Status: 404, Body: unknownMessage}
-	}
-	b, _ := json.Marshal(s.restObjectLocked(m))
-	return Answer{Status: 200, Body: string(b)}
-}
-
-// historyLocked answers GET /channels/{channel}/messages: up to limit
-// (1 to 100, 50 unless given) messages, newest first, before or after a
-// message id when given.
-func (s *Server) historyLocked(channel string, q url.Values) Answer {
-	if _, ok := s.channels[channel]; !ok {
-		return Answer{Status: 404, Body: unknownChannel}
-	}
-	limit := 50
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > maxHistory {
-			return Answer{Status: 400, Body: invalidForm("limit", "NUMBER_TYPE_MAX", fmt.Sprintf("int value should be less than or equal to %d.", maxHistory))}
-		}
-		limit = n
-	}
-	var ids []string
-	for _, id := range s.order {
-		if s.msgs[id].ChannelID == channel {
-			ids = append(ids, id)
-		}
-	}
-	if b := q.Get("before"); b != "" {
-		if i := slices.Index(ids, b); i >= 0 {
-			ids = ids[:i]
-		}
-	}
-	if a := q.Get("after"); a != "" {
-		if i := slices.Index(ids, a); i >= 0 {
-			ids = ids[i+1:]
-		}
-	}
-	out := []any{}
-	for i := len(ids) - 1; i >= 0 && len(out) < limit; i-- {
-		out = append(out, s.restObjectLocked(s.msgs[ids[i]]))
-	}
-	b, _ := json.Marshal(out)
-	return Answer{Status: 200, Body: string(b)}
-}
-
-// restObjectLocked is m as GET returns it: a user's message as it came,
-// the bot's as posted (without its nonce).
-func (s *Server) restObjectLocked(m *Message) map[string]any {
-	if m.raw != nil {
-		return m.raw
-	}
-	return s.messageObjectLocked(m)
-}
-
 func (s *Server) addMessageLocked(m *Message) {
 	if _, ok := s.msgs[m.ID]; !ok {
 		s.order = append(s.order, m.ID)
@@ -350,12 +288,15 @@ func (s *Server) addMessageLocked(m *Message) {
 // messageObjectLocked is m as the REST API and the gateway carry it.
 func (s *Server) messageObjectLocked(m *Message) map[string]any {
 	author := map[string]any{"id": m.AuthorID, "username": "user" + m.AuthorID}
+	if m.AuthorBot {
+		author["bot"] = true
+	}
 	if m.AuthorID == BotID {
 		author = map[string]any{"id": BotID, "username": BotName, "bot": true}
 	}
 	obj := map[string]any{"id": m.ID, "channel_id": m.ChannelID, "content": m.Content, "type": 0,
 		"author": author, "timestamp": "2026-11-30T12:00:00.000000+00:00", "tts": false, "mention_everyone": false,
-		"mentions": []any{}, "mention_roles": []any{}, "attachments": []any{}, "embeds": []any{}, "pinned": false}
+		"mentions": []any{}, "mention_roles": []any{}, "attachments": s.attachmentObjectsLocked(m), "embeds": []any{}, "pinned": false}
 	if m.Components != "" {
 		var c any
 		_ = json.Unmarshal([]byte(m.Components), &c)

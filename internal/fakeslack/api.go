@@ -84,8 +84,12 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	a, after := s.answerLocked(method, auth, form)
 	call := Call{Method: method, Auth: auth, Form: form, Error: a.errorCode()}
-	if method == "chat.postMessage" || method == "chat.update" {
+	switch method {
+	case "chat.postMessage", "chat.update":
 		call.Pings = pings(form)
+	case "files.completeUploadExternal":
+		// The comment goes out as the share message's text.
+		call.Pings = pings(map[string]string{"text": form["initial_comment"]})
 	}
 	s.calls = append(s.calls, call)
 	s.notify()
@@ -141,6 +145,10 @@ func (s *Server) answerLocked(method, auth string, form map[string]string) (answ
 	if code := s.fail[method]; code != "" {
 		return errAnswer(code), nil
 	}
+	if needed := s.noScope[method]; needed != "" {
+		return answer{body: map[string]any{"ok": false, "error": "missing_scope", "needed": needed,
+			"provided": "chat:write,reactions:write,users:read,files:read"}}, nil
+	}
 	switch method {
 	case "auth.test":
 		return okAnswer(map[string]any{"url": "https://test.slack.com/", "team": "Test", "user": "ccbot",
@@ -157,6 +165,10 @@ func (s *Server) answerLocked(method, auth string, form map[string]string) (answ
 		return s.repliesLocked(form), nil
 	case "conversations.history":
 		return s.historyLocked(form), nil
+	case "files.getUploadURLExternal":
+		return s.uploadURLLocked(form), nil
+	case "files.completeUploadExternal":
+		return s.completeUploadLocked(form)
 	case "users.info":
 		id := form["user"]
 		if id == "" {

@@ -1,9 +1,10 @@
 // Package fakeslack is a fake Slack for tests, served on 127.0.0.1: the Web
 // API methods cc-connect calls (auth.test, apps.connections.open,
-// chat.postMessage with metadata, chat.update, reactions.add/remove,
-// users.info, conversations.replies and conversations.history, which return
-// a post's metadata only with include_all_metadata), file downloads, and
-// Socket Mode (a websocket carrying envelopes that the client
+// chat.postMessage (with metadata), chat.update, reactions.add/remove,
+// users.info, conversations.replies and conversations.history in pages
+// (a post's metadata only with include_all_metadata), the three
+// steps of a file upload: files.getUploadURLExternal, the upload URL,
+// files.completeUploadExternal), file downloads, and Socket Mode (a websocket carrying envelopes that the client
 // must ack). It keeps the messages of the channels it serves, so a test can
 // ask what the bot posted, edited and reacted to, and it holds the client to
 // Slack's real limits and error bodies: text over 40,000 characters is
@@ -81,6 +82,13 @@ type Server struct {
 	retries    int // how often an unacked event is sent again
 	echo       bool
 	onAck      func(envelopeID string)
+	// uploads are the bot's files by id (upload.go); uploadLimit the
+	// largest file the workspace takes; noScope the scope each method
+	// lacks (MissingScope).
+	uploads     map[string]*Upload
+	nUpload     int
+	uploadLimit int64
+	noScope     map[string]string
 }
 
 // Call is one Web API request as the fake answered it.
@@ -108,14 +116,15 @@ type Message struct {
 	BotID    string // BotID for the bot's posts
 	Text     string
 	Blocks   string // JSON, as posted or last updated
-	Edits    []Edit // chat.update calls applied, oldest first
+	// Files are the names of the files posted with the message: a user's
+	// (the event's files) or the bot's (an upload shared here).
+	Files []string
+	Edits []Edit // chat.update calls applied, oldest first
 	// Reactions are the bot's reactions on the message, in the order added.
 	Reactions []string
 	// Metadata is what a post of the bot carried (chat.postMessage's
 	// metadata), nil when none.
 	Metadata *Metadata
-	// Files are a user's message's file objects, as its event carried them.
-	Files []any
 }
 
 // Edit is one chat.update applied to a message.
@@ -148,11 +157,16 @@ func New(tb testing.TB) *Server {
 		pending:   map[string]*pendingEnvelope{},
 		retries:   3,
 		echo:      true,
+
+		uploads:     map[string]*Upload{},
+		uploadLimit: maxUploadBytes,
+		noScope:     map[string]string{},
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/api/", s.serveAPI)
 	mux.HandleFunc("/socket", s.serveSocket)
 	mux.HandleFunc("/files-pri/", s.serveFile)
+	mux.HandleFunc("/upload/v1/", s.serveUpload)
 	s.srv = httptest.NewServer(mux)
 	tb.Cleanup(s.Close)
 	return s
@@ -333,6 +347,7 @@ func (m *Message) clone() Message {
 	c := *m
 	c.Edits = slices.Clone(m.Edits)
 	c.Reactions = slices.Clone(m.Reactions)
+	c.Files = slices.Clone(m.Files)
 	return c
 }
 

@@ -2,72 +2,190 @@ package fakeslack
 
 import (
 	"encoding/base64"
-	"encoding/json"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 )
 
-// Reading a channel back, as Slack's conversations.replies and
-// conversations.history answer it: the messages the fake keeps (users'
-// messages it delivered or was given, the bot's posts), each in the shape
-// Slack returns, with its metadata only when the call asks for
-// include_all_metadata (Slack leaves it out otherwise).
+// Slack's page limits for reading a conversation, from its documentation:
+// conversations.replies returns at most 1,000 messages a page (its
+// default), conversations.history at most 999 (default 100).
+const (
+	maxRepliesLimit     = 1000
+	maxHistoryLimit     = 999
+	defaultHistoryLimit = 100
+)
 
-// Metadata is the metadata a post carried (chat.postMessage's metadata
-// field): an event type and a free-form payload.
-type Metadata struct {
-	EventType    string         `json:"event_type"`
-	EventPayload map[string]any `json:"event_payload"`
+// Put adds a message to its channel as it is, without delivering an event:
+// a thread reply, another bot's post, a message with files, written
+// before the test started. Its ts must be new in the channel.
+func (s *Server) Put(m Message) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := m.clone()
+	s.addMessageLocked(&c)
 }
 
-// maxHistoryLimit is the most messages one call returns (Slack's maximum
-// and default for internal apps).
-const maxHistoryLimit = 1000
-
-// parseMetadata reads chat.postMessage's metadata field; Slack refuses one
-// that is not an object with an event type and a payload object.
-func parseMetadata(raw string) (*Metadata, *answer) {
-	if raw == "" {
-		return nil, nil
+// MissingScope makes every call of method fail as Slack does when the
+// token lacks the scope needed ("channels:history" for conversations.*
+// in a public channel): missing_scope, with needed and provided. An empty
+// needed restores the method.
+func (s *Server) MissingScope(method, needed string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if needed == "" {
+		delete(s.noScope, method)
+		return
 	}
-	var md Metadata
-	if err := json.Unmarshal([]byte(raw), &md); err != nil || strings.TrimSpace(md.EventType) == "" || md.EventPayload == nil {
-		a := errAnswer("invalid_metadata_format")
-		return nil, &a
-	}
-	return &md, nil
+	s.noScope[method] = needed
 }
 
-// repliesLocked answers conversations.replies: the thread of the message
-// at ts (its root first, then the replies in order), or the single message
-// when it has none. Callers hold s.mu.
+// tsKey orders Slack timestamps ("1700000000.000100") by time; a ts that is
+// not one sorts first.
+func tsKey(ts string) [2]int64 {
+	sec, frac, _ := strings.Cut(ts, ".")
+	a, err := strconv.ParseInt(sec, 10, 64)
+	if err != nil {
+		return [2]int64{-1, -1}
+	}
+	b, _ := strconv.ParseInt((frac + "000000")[:6], 10, 64)
+	return [2]int64{a, b}
+}
+
+func tsBefore(a, b string) bool {
+	ka, kb := tsKey(a), tsKey(b)
+	return ka[0] < kb[0] || (ka[0] == kb[0] && ka[1] < kb[1])
+}
+
+// inRange applies conversations.*'s latest, oldest and inclusive to ts.
+func inRange(ts string, form map[string]string) bool {
+	inclusive := form["inclusive"] == "true" || form["inclusive"] == "1"
+	if l := form["latest"]; l != "" {
+		if tsBefore(l, ts) || (!inclusive && l == ts) {
+			return false
+		}
+	}
+	if o := form["oldest"]; o != "" {
+		if tsBefore(ts, o) || (!inclusive && o == ts) {
+			return false
+		}
+	}
+	return true
+}
+
+// messageObject is m as conversations.* carry it.
+func messageObject(m *Message) map[string]any {
+	obj := map[string]any{"type": "message", "ts": m.TS, "text": m.Text}
+	if m.User != "" {
+		obj["user"] = m.User
+	}
+	if m.BotID != "" {
+		obj["bot_id"] = m.BotID
+	}
+	if m.ThreadTS != "" {
+		obj["thread_ts"] = m.ThreadTS
+	}
+	if len(m.Files) > 0 {
+		files := make([]any, len(m.Files))
+		for i, name := range m.Files {
+			files[i] = map[string]any{"id": "F" + strconv.Itoa(i), "name": name, "title": name, "mode": "hosted"}
+		}
+		obj["files"] = files
+		obj["subtype"] = "file_share"
+	}
+	return obj
+}
+
+// page cuts msgs (already in the order returned) at the cursor and the
+// limit, and says where the next page starts.
+func page(msgs []*Message, form map[string]string, def, maxLimit int) ([]*Message, string, *answer) {
+	limit := def
+	if l := form["limit"]; l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 0 {
+			a := errAnswer("invalid_limit")
+			return nil, "", &a
+		}
+		if n > 0 {
+			limit = min(n, maxLimit)
+		}
+	}
+	start := 0
+	if c := form["cursor"]; c != "" {
+		raw, err := base64.StdEncoding.DecodeString(c)
+		ts, ok := strings.CutPrefix(string(raw), "next_ts:")
+		i := slices.IndexFunc(msgs, func(m *Message) bool { return m.TS == ts })
+		if err != nil || !ok || i < 0 {
+			a := errAnswer("invalid_cursor")
+			return nil, "", &a
+		}
+		start = i
+	}
+	msgs = msgs[start:]
+	if len(msgs) <= limit {
+		return msgs, "", nil
+	}
+	return msgs[:limit], base64.StdEncoding.EncodeToString([]byte("next_ts:" + msgs[limit].TS)), nil
+}
+
+func (s *Server) pageAnswerLocked(msgs []*Message, next string, form map[string]string) answer {
+	out := make([]any, len(msgs))
+	for i, m := range msgs {
+		out[i] = s.withThreadLocked(messageObject(m), m, form)
+	}
+	fields := map[string]any{"messages": out, "has_more": next != ""}
+	if next != "" {
+		fields["response_metadata"] = map[string]any{"next_cursor": next}
+	}
+	return okAnswer(fields)
+}
+
+// repliesLocked answers conversations.replies: the thread of ts (its
+// parent first, then the replies), oldest first, in pages.
 func (s *Server) repliesLocked(form map[string]string) answer {
 	ch, ts := form["channel"], form["ts"]
 	if !s.knownChannelLocked(ch) {
 		return errAnswer("channel_not_found")
 	}
-	m, ok := s.msgs[ch+"/"+ts]
+	if ts == "" {
+		return errAnswer("invalid_arguments")
+	}
+	root, ok := s.msgs[ch+"/"+ts]
 	if !ok {
 		return errAnswer("thread_not_found")
 	}
-	root := m.TS
-	if m.ThreadTS != "" {
-		root = m.ThreadTS
+	if root.ThreadTS != "" && root.ThreadTS != root.TS {
+		// ts names a reply: Slack answers with its thread.
+		if r, ok := s.msgs[ch+"/"+root.ThreadTS]; ok {
+			root = r
+		}
 	}
 	var thread []*Message
 	for _, k := range s.order {
-		if x := s.msgs[k]; x.Channel == ch && (x.TS == root || x.ThreadTS == root) {
-			thread = append(thread, x)
+		m := s.msgs[k]
+		if m.Channel == ch && (m.TS == root.TS || m.ThreadTS == root.TS) && inRange(m.TS, form) {
+			thread = append(thread, m)
 		}
 	}
-	sort.SliceStable(thread, func(i, j int) bool { return tsLess(thread[i].TS, thread[j].TS) })
-	thread = s.window(thread, form)
-	return s.page(thread, form, func(x *Message) map[string]any { return s.objectLocked(x, root, form) })
+	slices.SortStableFunc(thread, func(a, b *Message) int {
+		switch {
+		case tsBefore(a.TS, b.TS):
+			return -1
+		case tsBefore(b.TS, a.TS):
+			return 1
+		}
+		return 0
+	})
+	msgs, next, bad := page(thread, form, maxRepliesLimit, maxRepliesLimit)
+	if bad != nil {
+		return *bad
+	}
+	return s.pageAnswerLocked(msgs, next, form)
 }
 
 // historyLocked answers conversations.history: the channel's top-level
-// messages, newest first. Callers hold s.mu.
+// messages (thread replies only as their parents show them), newest first,
+// in pages.
 func (s *Server) historyLocked(form map[string]string) answer {
 	ch := form["channel"]
 	if !s.knownChannelLocked(ch) {
@@ -75,117 +193,23 @@ func (s *Server) historyLocked(form map[string]string) answer {
 	}
 	var top []*Message
 	for _, k := range s.order {
-		if x := s.msgs[k]; x.Channel == ch && (x.ThreadTS == "" || x.ThreadTS == x.TS) {
-			top = append(top, x)
+		m := s.msgs[k]
+		if m.Channel == ch && (m.ThreadTS == "" || m.ThreadTS == m.TS) && inRange(m.TS, form) {
+			top = append(top, m)
 		}
 	}
-	sort.SliceStable(top, func(i, j int) bool { return tsLess(top[j].TS, top[i].TS) })
-	top = s.window(top, form)
-	return s.page(top, form, func(x *Message) map[string]any { return s.objectLocked(x, "", form) })
-}
-
-// window keeps the messages between oldest and latest (exclusive unless
-// inclusive is set), as both methods filter.
-func (s *Server) window(msgs []*Message, form map[string]string) []*Message {
-	oldest, latest := form["oldest"], form["latest"]
-	inclusive := form["inclusive"] == "1" || form["inclusive"] == "true"
-	var out []*Message
-	for _, m := range msgs {
-		if oldest != "" && (tsLess(m.TS, oldest) || (!inclusive && m.TS == oldest)) {
-			continue
+	slices.SortStableFunc(top, func(a, b *Message) int {
+		switch {
+		case tsBefore(b.TS, a.TS):
+			return -1
+		case tsBefore(a.TS, b.TS):
+			return 1
 		}
-		if latest != "" && (tsLess(latest, m.TS) || (!inclusive && m.TS == latest)) {
-			continue
-		}
-		out = append(out, m)
+		return 0
+	})
+	msgs, next, bad := page(top, form, defaultHistoryLimit, maxHistoryLimit)
+	if bad != nil {
+		return *bad
 	}
-	return out
-}
-
-// page cuts one page of msgs at cursor and limit, with Slack's has_more and
-// response_metadata.next_cursor.
-func (s *Server) page(msgs []*Message, form map[string]string, object func(*Message) map[string]any) answer {
-	limit := maxHistoryLimit
-	if v := form["limit"]; v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			return errAnswer("invalid_limit")
-		}
-		if n > 0 {
-			limit = min(n, maxHistoryLimit)
-		}
-	}
-	from := 0
-	if c := form["cursor"]; c != "" {
-		b, err := base64.StdEncoding.DecodeString(c)
-		n, aerr := strconv.Atoi(strings.TrimPrefix(string(b), "next:"))
-		if err != nil || aerr != nil || n < 0 || n > len(msgs) {
-			return errAnswer("invalid_cursor")
-		}
-		from = n
-	}
-	to := min(from+limit, len(msgs))
-	out := make([]any, 0, to-from)
-	for _, m := range msgs[from:to] {
-		out = append(out, object(m))
-	}
-	next := ""
-	if to < len(msgs) {
-		next = base64.StdEncoding.EncodeToString([]byte("next:" + strconv.Itoa(to)))
-	}
-	return okAnswer(map[string]any{"messages": out, "has_more": next != "",
-		"response_metadata": map[string]any{"next_cursor": next}})
-}
-
-// objectLocked is m as Slack returns it from a history method; root is the
-// thread being read ("" for a channel's history). Callers hold s.mu.
-func (s *Server) objectLocked(m *Message, root string, form map[string]string) map[string]any {
-	o := map[string]any{"type": "message", "ts": m.TS, "text": m.Text, "user": m.User}
-	if m.BotID != "" {
-		o["bot_id"] = m.BotID
-		if m.BotID == BotID {
-			o["app_id"] = AppID
-		}
-	}
-	if m.Blocks != "" {
-		var blocks any
-		if json.Unmarshal([]byte(m.Blocks), &blocks) == nil {
-			o["blocks"] = blocks
-		}
-	}
-	if len(m.Files) > 0 {
-		o["files"] = m.Files
-	}
-	replies := 0
-	for _, k := range s.order {
-		if x := s.msgs[k]; x.Channel == m.Channel && x.ThreadTS == m.TS && x.TS != m.TS {
-			replies++
-		}
-	}
-	switch {
-	case m.ThreadTS != "" && m.ThreadTS != m.TS:
-		o["thread_ts"] = m.ThreadTS
-		if p, ok := s.msgs[m.Channel+"/"+m.ThreadTS]; ok {
-			o["parent_user_id"] = p.User
-		}
-	case replies > 0:
-		o["thread_ts"], o["reply_count"] = m.TS, replies
-	}
-	if m.Metadata != nil && (form["include_all_metadata"] == "1" || form["include_all_metadata"] == "true") {
-		o["metadata"] = m.Metadata
-	}
-	return o
-}
-
-// tsLess orders Slack timestamps ("1700000000.000100") by time.
-func tsLess(a, b string) bool {
-	as, af, _ := strings.Cut(a, ".")
-	bs, bf, _ := strings.Cut(b, ".")
-	if len(as) != len(bs) {
-		return len(as) < len(bs)
-	}
-	if as != bs {
-		return as < bs
-	}
-	return (af + "000000")[:6] < (bf + "000000")[:6]
+	return s.pageAnswerLocked(msgs, next, form)
 }

@@ -1,179 +1,166 @@
 package fakeslack
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"net/http"
-	"slices"
+	"strings"
 	"testing"
-	"time"
 
 	"github.com/slack-go/slack"
 )
 
-// TestRepliesAndMetadata: conversations.replies returns a thread root first
-// and its replies in order, paged by cursor; a post's metadata comes back
-// only with include_all_metadata, as Slack does; malformed metadata is
-// refused; an unknown ts is thread_not_found.
-func TestRepliesAndMetadata(t *testing.T) {
+func TestRepliesAndHistory(t *testing.T) {
 	s := New(t)
 	api := client(s)
 	ctx := context.Background()
-	const root = "1700000001.000100"
-	s.AddMessage("C1", root, "U1", "<@UBOT> deploy")
-	md := slack.SlackMetadata{EventType: "cc_connect_reply", EventPayload: map[string]any{"key": "k1", "part": 0}}
-	_, first, err := api.PostMessageContext(ctx, "C1", slack.MsgOptionText("part one", false), slack.MsgOptionTS(root), slack.MsgOptionMetadata(md))
-	if err != nil {
-		t.Fatal(err)
+	s.Put(Message{Channel: "C1", TS: "1700000000.000001", User: "U1", Text: "root"})
+	for i := 2; i <= 5; i++ {
+		s.Put(Message{Channel: "C1", TS: fmt.Sprintf("1700000000.00000%d", i), ThreadTS: "1700000000.000001", User: "U2", Text: fmt.Sprintf("reply %d", i)})
 	}
-	if _, _, err := api.PostMessageContext(ctx, "C1", slack.MsgOptionText("part two", false), slack.MsgOptionTS(root)); err != nil {
-		t.Fatal(err)
+	s.Put(Message{Channel: "C1", TS: "1700000001.000001", User: "U3", Text: "top two", Files: []string{"a.txt"}})
+
+	texts := func(ms []slack.Message) string {
+		var out []string
+		for _, m := range ms {
+			out = append(out, m.Text)
+		}
+		return strings.Join(out, ",")
 	}
-	if _, _, err := api.PostMessageContext(ctx, "C1", slack.MsgOptionText("elsewhere", false)); err != nil {
-		t.Fatal(err)
+	tests := []struct {
+		name    string
+		params  slack.GetConversationRepliesParameters
+		want    string
+		hasMore bool
+		err     string
+	}{
+		{"the whole thread, root first", slack.GetConversationRepliesParameters{ChannelID: "C1", Timestamp: "1700000000.000001"}, "root,reply 2,reply 3,reply 4,reply 5", false, ""},
+		{"a reply's ts names its thread", slack.GetConversationRepliesParameters{ChannelID: "C1", Timestamp: "1700000000.000003"}, "root,reply 2,reply 3,reply 4,reply 5", false, ""},
+		{"latest excludes itself", slack.GetConversationRepliesParameters{ChannelID: "C1", Timestamp: "1700000000.000001", Latest: "1700000000.000004"}, "root,reply 2,reply 3", false, ""},
+		{"latest inclusive", slack.GetConversationRepliesParameters{ChannelID: "C1", Timestamp: "1700000000.000001", Latest: "1700000000.000004", Inclusive: true}, "root,reply 2,reply 3,reply 4", false, ""},
+		{"a page of two", slack.GetConversationRepliesParameters{ChannelID: "C1", Timestamp: "1700000000.000001", Limit: 2}, "root,reply 2", true, ""},
+		{"unknown ts", slack.GetConversationRepliesParameters{ChannelID: "C1", Timestamp: "1600000000.000001"}, "", false, "thread_not_found"},
+		{"unknown channel", slack.GetConversationRepliesParameters{ChannelID: "CGONE", Timestamp: "1700000000.000001"}, "", false, "channel_not_found"},
+		{"bad cursor", slack.GetConversationRepliesParameters{ChannelID: "C1", Timestamp: "1700000000.000001", Cursor: "bm9wZQ=="}, "", false, "invalid_cursor"},
+	}
+	s.DeleteChannel("CGONE")
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := tt.params
+			msgs, more, _, err := api.GetConversationRepliesContext(ctx, &p)
+			if got := slackErr(err); got != tt.err {
+				t.Fatalf("error %q, want %q", got, tt.err)
+			}
+			if got := texts(msgs); got != tt.want || more != tt.hasMore {
+				t.Errorf("got %q (has_more %v), want %q (%v)", got, more, tt.want, tt.hasMore)
+			}
+		})
 	}
 
-	read := func(all bool, limit int, cursor string) ([]slack.Message, string) {
-		t.Helper()
-		msgs, _, next, err := api.GetConversationRepliesContext(ctx, &slack.GetConversationRepliesParameters{
-			ChannelID: "C1", Timestamp: root, Limit: limit, Cursor: cursor, IncludeAllMetadata: all})
+	t.Run("pages follow the cursor", func(t *testing.T) {
+		var all []slack.Message
+		p := slack.GetConversationRepliesParameters{ChannelID: "C1", Timestamp: "1700000000.000001", Limit: 2}
+		for {
+			msgs, more, next, err := api.GetConversationRepliesContext(ctx, &p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			all = append(all, msgs...)
+			if !more {
+				break
+			}
+			p.Cursor = next
+		}
+		if got := texts(all); got != "root,reply 2,reply 3,reply 4,reply 5" {
+			t.Errorf("paged thread %q", got)
+		}
+	})
+
+	t.Run("history is the top level, newest first, with files", func(t *testing.T) {
+		h, err := api.GetConversationHistoryContext(ctx, &slack.GetConversationHistoryParameters{ChannelID: "C1"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return msgs, next
+		if got := texts(h.Messages); got != "top two,root" {
+			t.Errorf("history %q", got)
+		}
+		if len(h.Messages[0].Files) != 1 || h.Messages[0].Files[0].Name != "a.txt" {
+			t.Errorf("files %+v", h.Messages[0].Files)
+		}
+		h, err = api.GetConversationHistoryContext(ctx, &slack.GetConversationHistoryParameters{ChannelID: "C1", Latest: "1700000001.000001"})
+		if err != nil || texts(h.Messages) != "root" {
+			t.Errorf("history before the last: %v, %v", h, err)
+		}
+	})
+
+	t.Run("a missing scope is Slack's refusal", func(t *testing.T) {
+		s.MissingScope("conversations.replies", "channels:history")
+		defer s.MissingScope("conversations.replies", "")
+		_, _, _, err := api.GetConversationRepliesContext(ctx, &slack.GetConversationRepliesParameters{ChannelID: "C1", Timestamp: "1700000000.000001"})
+		if got := slackErr(err); got != "missing_scope" {
+			t.Errorf("error %q, want missing_scope", got)
+		}
+	})
+}
+
+func TestUploadInThreeSteps(t *testing.T) {
+	s := New(t)
+	api := client(s)
+	ctx := context.Background()
+	s.Put(Message{Channel: "C1", TS: "1700000000.000001", User: "U1", Text: "root"})
+	content := "line one\nline two\x00binary"
+	f, err := api.UploadFileContext(ctx, slack.UploadFileParameters{
+		Filename: "report.txt", FileSize: len(content), Reader: strings.NewReader(content),
+		Channel: "C1", ThreadTimestamp: "1700000000.000001", InitialComment: "the report <@U9>", Title: "Report",
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
-	msgs, next := read(false, 0, "")
-	var texts []string
-	for _, m := range msgs {
-		texts = append(texts, m.Text)
+	u := s.WaitShared(t, "C1", "1700000000.000001")
+	if u.ID != f.ID || string(u.Data) != content || u.Name != "report.txt" || u.Title != "Report" || u.Comment != "the report <@U9>" {
+		t.Errorf("upload %+v (file %+v)", u, f)
 	}
-	if want := []string{"<@UBOT> deploy", "part one", "part two"}; !slices.Equal(texts, want) || next != "" {
-		t.Fatalf("thread = %q (next %q), want %q", texts, next, want)
+	m, ok := s.Message("C1", u.TS)
+	if !ok || m.ThreadTS != "1700000000.000001" || len(m.Files) != 1 || m.Files[0] != "report.txt" || m.BotID != BotID {
+		t.Errorf("share message %+v", m)
 	}
-	if msgs[0].ReplyCount != 2 || msgs[1].ParentUserId != "U1" || msgs[1].BotID != BotID || msgs[1].ThreadTimestamp != root {
-		t.Errorf("thread fields: root %+v, reply %+v", msgs[0].Msg, msgs[1].Msg)
-	}
-	if msgs[1].Metadata.EventType != "" {
-		t.Errorf("metadata %+v returned without include_all_metadata", msgs[1].Metadata)
-	}
-	msgs, _ = read(true, 0, "")
-	if got := msgs[1].Metadata; got.EventType != "cc_connect_reply" || got.EventPayload["key"] != "k1" || msgs[1].Timestamp != first {
-		t.Errorf("with include_all_metadata the reply's metadata = %+v", got)
-	}
-	if msgs[2].Metadata.EventType != "" {
-		t.Errorf("a post without metadata shows %+v", msgs[2].Metadata)
+	if c := s.Calls("files.completeUploadExternal"); len(c) != 1 || len(c[0].Pings) != 1 || c[0].Pings[0] != "<@U9>" {
+		t.Errorf("the comment's pings %+v", c)
 	}
 
-	// Paged: one message at a time, root first.
-	var paged []string
-	cursor := ""
-	for range 5 {
-		page, n := read(false, 1, cursor)
-		for _, m := range page {
-			paged = append(paged, m.Text)
-		}
-		if cursor = n; cursor == "" {
-			break
-		}
+	// Completing twice, or a file never uploaded, is file_not_found.
+	_, err = api.CompleteUploadExternalContext(ctx, slack.CompleteUploadExternalParameters{Files: []slack.FileSummary{{ID: f.ID}}, Channel: "C1"})
+	if got := slackErr(err); got != "file_not_found" {
+		t.Errorf("second complete: %q", got)
 	}
-	if !slices.Equal(paged, texts) {
-		t.Errorf("paged thread = %q, want %q", paged, texts)
+	ur, err := api.GetUploadURLExternalContext(ctx, slack.GetUploadURLExternalParameters{FileName: "x.bin", FileSize: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = api.CompleteUploadExternalContext(ctx, slack.CompleteUploadExternalParameters{Files: []slack.FileSummary{{ID: ur.FileID}}, Channel: "C1"})
+	if got := slackErr(err); got != "file_not_found" {
+		t.Errorf("complete before upload: %q", got)
 	}
 
-	if _, _, _, err := api.GetConversationRepliesContext(ctx, &slack.GetConversationRepliesParameters{ChannelID: "C1", Timestamp: "1.2"}); slackErr(err) != "thread_not_found" {
-		t.Errorf("unknown ts = %v, want thread_not_found", err)
-	}
-	resp, err := http.PostForm(s.APIURL()+"chat.postMessage", map[string][]string{
-		"token": {BotToken}, "channel": {"C1"}, "text": {"x"}, "metadata": {`{"event_payload":{}}`}})
+	// The upload service checks the declared length.
+	resp, err := http.Post(ur.UploadURL, "application/octet-stream", bytes.NewReader([]byte("four")))
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if c := s.Calls("chat.postMessage"); c[len(c)-1].Error != "invalid_metadata_format" {
-		t.Errorf("metadata without an event type: %q, want invalid_metadata_format", c[len(c)-1].Error)
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("upload of the wrong length: HTTP %d", resp.StatusCode)
 	}
-}
 
-// TestHistoryIsTopLevelNewestFirst: conversations.history lists a
-// channel's top-level messages, newest first, without thread replies.
-func TestHistoryIsTopLevelNewestFirst(t *testing.T) {
-	s := New(t)
-	api := client(s)
-	ctx := context.Background()
-	s.AddMessage("D1", "1700000001.000100", "U1", "first")
-	if _, _, err := api.PostMessageContext(ctx, "D1", slack.MsgOptionText("reply", false),
-		slack.MsgOptionMetadata(slack.SlackMetadata{EventType: "t", EventPayload: map[string]any{"k": "v"}})); err != nil {
-		t.Fatal(err)
+	// A workspace that restricts large uploads refuses them up front.
+	s.SetUploadLimit(10)
+	_, err = api.GetUploadURLExternalContext(ctx, slack.GetUploadURLExternalParameters{FileName: "big.bin", FileSize: 11})
+	if got := slackErr(err); got != "file_upload_size_restricted" {
+		t.Errorf("over the limit: %q", got)
 	}
-	if _, _, err := api.PostMessageContext(ctx, "D1", slack.MsgOptionText("in a thread", false), slack.MsgOptionTS("1700000001.000100")); err != nil {
-		t.Fatal(err)
-	}
-	h, err := api.GetConversationHistoryContext(ctx, &slack.GetConversationHistoryParameters{ChannelID: "D1", IncludeAllMetadata: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var texts []string
-	for _, m := range h.Messages {
-		texts = append(texts, m.Text)
-	}
-	if want := []string{"reply", "first"}; !slices.Equal(texts, want) {
-		t.Errorf("history = %q, want %q", texts, want)
-	}
-	if h.Messages[0].Metadata.EventType != "t" {
-		t.Errorf("history with include_all_metadata: %+v", h.Messages[0].Metadata)
-	}
-	h, err = api.GetConversationHistoryContext(ctx, &slack.GetConversationHistoryParameters{ChannelID: "D1", Oldest: "1700000001.000100"})
-	if err != nil || len(h.Messages) != 1 || h.Messages[0].Text != "reply" {
-		t.Errorf("history after the first message = %+v, %v", h, err)
-	}
-}
-
-// TestHoldWhere holds the posts to one channel while another's go through.
-func TestHoldWhere(t *testing.T) {
-	s := New(t)
-	api := client(s)
-	ctx := context.Background()
-	release := s.HoldWhere("chat.postMessage", func(f map[string]string) bool { return f["channel"] == "CA" })
-	held := make(chan error, 1)
-	go func() {
-		_, _, err := api.PostMessageContext(ctx, "CA", slack.MsgOptionText("held", false))
-		held <- err
-	}()
-	s.WaitHeld(t, "chat.postMessage", 1)
-	if _, _, err := api.PostMessageContext(ctx, "CB", slack.MsgOptionText("free", false)); err != nil {
-		t.Fatal(err)
-	}
-	if n := len(s.Posts()); n != 1 {
-		t.Fatalf("%d posts while CA's is held, want CB's alone", n)
-	}
-	release()
-	if err := <-held; err != nil {
-		t.Fatal(err)
-	}
-}
-
-// TestRedeliveryWaitsForAConnection: a retry due while no socket is open
-// goes out on the next one; a thread reply's event names its root's
-// author in parent_user_id, as Slack's does.
-func TestRedeliveryWaitsForAConnection(t *testing.T) {
-	s := New(t)
-	s.SetRedeliverAfter(time.Hour) // RedeliverNow decides when
-	ws := dial(t, s)
-	s.WaitConn(t, 1)
-	s.AddMessage("C1", "1700000001.000100", "U9", "root")
-	s.Deliver(t, MsgEvent("C1", "1700000002.000100", "U1", "reply", map[string]any{"thread_ts": "1700000001.000100"}))
-	first := readEnvelope(t, ws)
-	if first.Payload.Event["parent_user_id"] != "U9" {
-		t.Errorf("thread reply event = %+v, want parent_user_id U9", first.Payload.Event)
-	}
-	ws.Close()
-	s.Wait(t, "the first connection to close", func() bool { return s.WaitConn(t, 1).Closed() })
-	s.RedeliverNow() // due with no connection: parked
-	if n := len(s.Deliveries()); n != 1 {
-		t.Fatalf("%d deliveries with no connection open, want the first alone", n)
-	}
-	ws2 := dial(t, s)
-	got := readEnvelope(t, ws2)
-	if got.Payload.EventID != first.Payload.EventID || got.RetryAttempt == 0 {
-		t.Errorf("on the new connection: %+v, want a retry of %s", got, first.Payload.EventID)
+	_, err = api.CompleteUploadExternalContext(ctx, slack.CompleteUploadExternalParameters{Files: []slack.FileSummary{{ID: "FNOPE"}}, Channel: "not a channel"})
+	if got := slackErr(err); got != "invalid_arguments" {
+		t.Errorf("bad channel id: %q", got)
 	}
 }

@@ -246,7 +246,15 @@ func (s *Server) recordEventLocked(ev map[string]any) {
 	text, _ := ev["text"].(string)
 	thread, _ := ev["thread_ts"].(string)
 	bot, _ := ev["bot_id"].(string)
-	files, _ := ev["files"].([]any)
+	var files []string
+	if fs, ok := ev["files"].([]any); ok {
+		for _, f := range fs {
+			if fo, ok := f.(map[string]any); ok {
+				name, _ := fo["name"].(string)
+				files = append(files, name)
+			}
+		}
+	}
 	s.addMessageLocked(&Message{Channel: ch, TS: ts, ThreadTS: thread, User: user, BotID: bot, Text: text, Files: files})
 }
 

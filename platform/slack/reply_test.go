@@ -2,12 +2,10 @@ package slack
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
 
-	"github.com/cc-connect/cc-connect/internal/fakeslack"
 	"github.com/cc-connect/cc-connect/platform"
 )
 
@@ -144,50 +142,4 @@ func TestSendReplyAgainWhenTheLookupFails(t *testing.T) {
 		t.Fatalf("SendReply = %+v, %v", res, err)
 	}
 	e.logs.waitFor(t, "Looking for a reply posted before the restart failed")
-}
-
-// TestReadThread: the root first, then the latest replies that fit, each
-// normalized; limit 1 reads the root alone with one call; an unknown root
-// is ErrNoThread.
-func TestReadThread(t *testing.T) {
-	e := startEnv(t)
-	const root = "1700000001.000100"
-	e.f.AddMessage("C1", root, "U1", "<@UBOT> look at this")
-	for i := range 5 {
-		e.f.Deliver(t, fakeslack.MsgEvent("C1", fmt.Sprintf("1700000002.%06d", i), "U2", fmt.Sprintf("reply %d", i), map[string]any{"thread_ts": root}))
-	}
-	if _, err := e.a.Send(context.Background(), platform.Target{Channel: "C1", Thread: root}, "the bot's answer"); err != nil {
-		t.Fatal(err)
-	}
-	thread := platform.Target{Platform: e.a.Name(), Channel: "C1", Thread: root}
-	msgs, err := e.a.ReadThread(context.Background(), thread, 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, m := range msgs {
-		got = append(got, m.Text)
-	}
-	if want := "look at this|reply 4|the bot's answer"; strings.Join(got, "|") != want {
-		t.Fatalf("ReadThread(3) = %q, want %q", got, want)
-	}
-	r := msgs[0]
-	if r.ID != "C1:"+root || !r.Mentioned || r.IsBot || r.UserID != "U1" || r.UserName != "Display U1" || r.Target.Thread != root {
-		t.Errorf("root = %+v", r)
-	}
-	if !msgs[2].IsBot || msgs[1].IsBot || msgs[1].Target.Thread != root {
-		t.Errorf("replies = %+v / %+v", msgs[1], msgs[2])
-	}
-
-	calls := len(e.f.Calls("conversations.replies"))
-	msgs, err = e.a.ReadThread(context.Background(), thread, 1)
-	if err != nil || len(msgs) != 1 || msgs[0].ID != "C1:"+root {
-		t.Fatalf("ReadThread(1) = %+v, %v", msgs, err)
-	}
-	if n := len(e.f.Calls("conversations.replies")) - calls; n != 1 {
-		t.Errorf("the root alone took %d calls", n)
-	}
-	if _, err := e.a.ReadThread(context.Background(), platform.Target{Channel: "C1", Thread: "1.5"}, 1); !errors.Is(err, platform.ErrNoThread) {
-		t.Errorf("unknown root: %v, want ErrNoThread", err)
-	}
 }

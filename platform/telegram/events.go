@@ -62,6 +62,7 @@ func (a *Adapter) handleUpdate(ctx context.Context, h platform.Handler, raw json
 		if !ok {
 			return ru.UpdateID, true
 		}
+		a.noteSeen(m)
 		a.log.Debug("Telegram message received", "channel", m.Target.Channel, "thread", m.Target.Thread, "user_id", m.UserID, "user", m.UserName, "mentioned", m.Mentioned)
 		if err := h.HandleMessage(ctx, m); err != nil && ctx.Err() == nil {
 			a.log.Warn("Engine did not accept Telegram message", "channel", m.Target.Channel, "thread", m.Target.Thread, "err", err)

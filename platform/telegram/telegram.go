@@ -28,6 +28,7 @@ import (
 	"github.com/cc-connect/cc-connect/platform/internal/dedupe"
 	"github.com/cc-connect/cc-connect/platform/internal/permbutton"
 	"github.com/cc-connect/cc-connect/platform/internal/recent"
+	"github.com/cc-connect/cc-connect/platform/internal/seenlog"
 )
 
 // Type is the platform type name used in config and in platform.Message.
@@ -79,6 +80,8 @@ type Adapter struct {
 	// message, so a new one replaces the old, and removing a reaction that
 	// was already replaced must not clear its successor.
 	reactions *recent.Map[string]
+	// history is what the bot saw and posted, for History (history.go).
+	history *seenlog.Log
 
 	state *connstate.State // for !status and the metrics
 
@@ -148,6 +151,7 @@ func New(cfg Config, log *slog.Logger) (*Adapter, error) {
 		prompts:             recent.New[string](1024),
 		promptRefs:          permbutton.NewRefs(maxCallbackData, 1024),
 		reactions:           recent.New[string](4096),
+		history:             seenlog.New(historyConversations, historyPerChat),
 		state:               connstate.New(cfg.Name, "not started"),
 	}, nil
 }
