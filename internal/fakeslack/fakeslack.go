@@ -400,7 +400,8 @@ func (s *Server) Hold(method string) (release func()) { return s.HoldWhere(metho
 
 // HoldWhere is Hold for the calls of method whose form match accepts (nil:
 // every call): a chat.postMessage to one channel, say, while the others
-// go through.
+// go through. Method Download holds file downloads (the form has the
+// file's "path").
 func (s *Server) HoldWhere(method string, match func(form map[string]string) bool) (release func()) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -251,10 +251,9 @@ func (a *Adapter) runLoop(ctx context.Context, h platform.Handler) error {
 	defer cancel()
 
 	smc := socketmode.New(a.api, socketmode.OptionLog(slogOutput{a.log}))
-	q := newWorkQueue(ctx, 256, a.log)
+	q := newWorkQueue(ctx, maxQueued, a.log)
 	runErr := make(chan error, 1)
 	var wg sync.WaitGroup
-	wg.Go(func() { a.dispatch(q) })
 	wg.Go(q.graceAfterStop(ctx, a.drainGrace))
 	sig := newSocketSignals()
 	wg.Go(func() { runErr <- a.runSocket(ctx, smc, sig) })
