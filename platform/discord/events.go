@@ -31,7 +31,7 @@ func (a *Adapter) onMessageCreate(_ *discordgo.Session, ev *discordgo.MessageCre
 		a.log.Debug("Discord message redelivered, ignored", "channel", m.ChannelID, "message", m.ID)
 		return
 	}
-	a.enqueue(func(ctx context.Context, h platform.Handler) {
+	a.enqueue(m.ChannelID, func(ctx context.Context, h platform.Handler) {
 		msg, ok := a.toMessage(ctx, m)
 		if !ok {
 			return
@@ -339,7 +339,7 @@ func (a *Adapter) onInteractionCreate(_ *discordgo.Session, ev *discordgo.Intera
 	}
 	msgID := i.Message.ID
 	user := u
-	a.enqueue(func(ctx context.Context, h platform.Handler) {
+	a.enqueue(i.ChannelID, func(ctx context.Context, h platform.Handler) {
 		// The prompt's remembered target saves a channel lookup, but only
 		// where the press was made in that channel: the engine matches a
 		// press to its request by where it came from too.
