@@ -47,9 +47,11 @@ type ReplyResult struct {
 //   - Discord: each part carries a nonce derived from the key and the part,
 //     with enforce_nonce, so that Discord itself returns the earlier
 //     message for a repeat within a few minutes; older repeats are posted.
-//   - A platform with neither (Telegram) posts the parts r.Done does not
-//     name: a part posted just before a kill, whose Landed was not yet
-//     written down, is posted again.
+//
+// A platform with neither (Telegram's Bot API) implements no Replier: the
+// engine posts with Send and writes down each part as it lands, so that
+// only a part posted just before a kill, whose record was not yet written,
+// is posted again.
 //
 // An error leaves the parts posted so far posted (Landed told which).
 // Without Replier the engine posts replies with Send, and after a restart
