@@ -38,8 +38,10 @@ type rawUpdate struct {
 // readUpdate reads one update: its update_id (ok false when even that
 // could not be read), the lane of its conversation (its chat, and topic
 // in a forum), and the work that hands it to h, nil when there is nothing
-// to hand over. Only the work may be slow; it runs on the lane.
-func (a *Adapter) readUpdate(h platform.Handler, raw json.RawMessage) (id int, ok bool, key string, work func(context.Context)) {
+// to hand over. Only the work may be slow; it runs on the lane, and
+// reports false when the engine did not take the message (it is to be
+// handed over again).
+func (a *Adapter) readUpdate(h platform.Handler, raw json.RawMessage) (id int, ok bool, key string, work func(context.Context) bool) {
 	var ru rawUpdate
 	if err := json.Unmarshal(raw, &ru); err != nil {
 		a.log.Warn("Telegram update not understood", "err", err)
@@ -48,10 +50,6 @@ func (a *Adapter) readUpdate(h platform.Handler, raw json.RawMessage) (id int, o
 	var u tgbotapi.Update
 	if err := json.Unmarshal(raw, &u); err != nil {
 		a.log.Warn("Telegram update not understood", "update_id", ru.UpdateID, "err", err)
-		return ru.UpdateID, true, "", nil
-	}
-	if !a.seen.First(strconv.Itoa(ru.UpdateID)) {
-		a.log.Debug("Telegram update redelivered, ignored", "update_id", ru.UpdateID)
 		return ru.UpdateID, true, "", nil
 	}
 	switch {
@@ -66,10 +64,14 @@ func (a *Adapter) readUpdate(h platform.Handler, raw json.RawMessage) (id int, o
 		}
 		a.noteSeen(m)
 		a.log.Debug("Telegram message received", "channel", m.Target.Channel, "thread", m.Target.Thread, "user_id", m.UserID, "user", m.UserName, "mentioned", m.Mentioned)
-		return ru.UpdateID, true, laneKey(m.Target.Channel, m.Target.Thread), func(ctx context.Context) {
-			if err := h.HandleMessage(ctx, m); err != nil && ctx.Err() == nil {
-				a.log.Warn("Engine did not accept Telegram message", "channel", m.Target.Channel, "thread", m.Target.Thread, "err", err)
+		return ru.UpdateID, true, laneKey(m.Target.Channel, m.Target.Thread), func(ctx context.Context) bool {
+			if err := h.HandleMessage(ctx, m); err != nil {
+				if ctx.Err() == nil {
+					a.log.Warn("Engine did not accept Telegram message", "channel", m.Target.Channel, "thread", m.Target.Thread, "err", err)
+				}
+				return false
 			}
+			return true
 		}
 	case u.CallbackQuery != nil:
 		var tf topicFields
@@ -80,7 +82,10 @@ func (a *Adapter) readUpdate(h platform.Handler, raw json.RawMessage) (id int, o
 		if q := u.CallbackQuery; q.Message != nil && q.Message.Chat != nil {
 			key = laneKey(strconv.FormatInt(q.Message.Chat.ID, 10), topicOf(tf))
 		}
-		return ru.UpdateID, true, key, func(ctx context.Context) { a.handleCallback(ctx, h, u.CallbackQuery, tf) }
+		return ru.UpdateID, true, key, func(ctx context.Context) bool {
+			a.handleCallback(ctx, h, u.CallbackQuery, tf)
+			return true
+		}
 	}
 	return ru.UpdateID, true, "", nil
 }

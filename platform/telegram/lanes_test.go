@@ -2,7 +2,9 @@ package telegram
 
 import (
 	"context"
+	"errors"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -75,4 +77,46 @@ func TestSlowChatHoldsUpOnlyItself(t *testing.T) {
 	if len(h.Msgs) != 0 {
 		t.Errorf("an update was handed over twice: %+v", <-h.Msgs)
 	}
+}
+
+// failOnceHandler fails the first HandleMessage of each text, as an engine
+// that could not take a message (it must then be handed over again).
+type failOnceHandler struct {
+	*platformtest.Handler
+	mu     *sync.Mutex
+	failed map[string]bool
+}
+
+func (h failOnceHandler) HandleMessage(ctx context.Context, m platform.Message) error {
+	h.mu.Lock()
+	first := !h.failed[m.Text]
+	h.failed[m.Text] = true
+	h.mu.Unlock()
+	if first {
+		return errors.New("not now")
+	}
+	h.Msgs <- m
+	return nil
+}
+
+// TestUpdateNotTakenIsHandedOverAgain: an update the engine did not take
+// is not confirmed, comes back with the next poll and is handed over
+// again; the chat's next message waits for it.
+func TestUpdateNotTakenIsHandedOverAgain(t *testing.T) {
+	f := faketelegram.New(t)
+	addChats(f)
+	a := newTestAdapter(t, f, nil)
+	a.stuckPoll = 5 * time.Millisecond
+	h := failOnceHandler{Handler: platformtest.NewHandler(), mu: &sync.Mutex{}, failed: map[string]bool{}}
+	private := map[string]any{"id": privateChat.ID, "type": "private"}
+	alice := user(7, "alice", false)
+	f.Feed(update(10, map[string]any{"message_id": 1, "date": 1, "chat": private, "from": alice, "text": "first"}))
+	runAdapter(t, a, h)
+	if m := h.Message(t); m.Text != "first" {
+		t.Fatalf("got %q, want the first message handed over again", m.Text)
+	}
+	f.Wait(t, "the update confirmed", func() bool {
+		c := f.Calls("getUpdates")
+		return c[len(c)-1].Form.Get("offset") == "11"
+	})
 }

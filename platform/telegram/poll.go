@@ -16,7 +16,8 @@ import (
 // up only its own chat; the offset asked for is therefore the oldest
 // update still in flight, never past it, so that a crash loses nothing
 // that was not handed over. Updates that come again from that offset and
-// were seen already are skipped.
+// were seen already are skipped, but for one the engine did not take
+// (HandleMessage failed), which is handed over again.
 
 // maxQueued bounds the updates queued or being handled across all
 // conversations; past it polling waits.
@@ -35,8 +36,16 @@ func laneKey(chat, thread string) string { return chat + "/" + thread }
 func (a *Adapter) queueUpdates(ctx context.Context, h platform.Handler, ln *lanes.Lanes, tr *updateTracker, updates []json.RawMessage) int {
 	fresh := 0
 	for _, raw := range updates {
+		// Only the id is read of an update seen before: it is in flight,
+		// or handed over, already.
+		var head struct {
+			UpdateID *int `json:"update_id"`
+		}
+		if json.Unmarshal(raw, &head) == nil && head.UpdateID != nil && !tr.start(*head.UpdateID) {
+			continue
+		}
 		id, ok, key, work := a.readUpdate(h, raw)
-		if !ok || !tr.start(id) {
+		if !ok {
 			continue
 		}
 		fresh++
@@ -48,8 +57,11 @@ func (a *Adapter) queueUpdates(ctx context.Context, h platform.Handler, ln *lane
 			if ctx.Err() != nil {
 				return // stopping: not confirmed, Telegram sends it again
 			}
-			work(ctx)
-			tr.finish(id)
+			if work(ctx) {
+				tr.finish(id)
+			} else if ctx.Err() == nil {
+				tr.again(id)
+			}
 		})
 	}
 	return fresh
@@ -60,18 +72,23 @@ type updateTracker struct {
 	mu       sync.Mutex
 	next     int              // one past the newest update seen
 	inflight map[int]struct{} // seen and not yet handed over
+	redo     map[int]struct{} // in flight, to be handed over again
 	changed  chan struct{}    // closed and replaced when one finishes
 }
 
 func newUpdateTracker() *updateTracker {
-	return &updateTracker{inflight: map[int]struct{}{}, changed: make(chan struct{})}
+	return &updateTracker{inflight: map[int]struct{}{}, redo: map[int]struct{}{}, changed: make(chan struct{})}
 }
 
 // start marks update id as in flight; false when it was seen already
-// (update ids only grow).
+// (update ids only grow) and is not to be handed over again.
 func (t *updateTracker) start(id int) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if _, ok := t.redo[id]; ok {
+		delete(t.redo, id)
+		return true
+	}
 	if id < t.next {
 		return false
 	}
@@ -85,6 +102,16 @@ func (t *updateTracker) finish(id int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	delete(t.inflight, id)
+	close(t.changed)
+	t.changed = make(chan struct{})
+}
+
+// again marks update id, in flight, as to be handed over again when it
+// comes back (it stays the offset's floor).
+func (t *updateTracker) again(id int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.redo[id] = struct{}{}
 	close(t.changed)
 	t.changed = make(chan struct{})
 }

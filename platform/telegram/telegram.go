@@ -25,7 +25,6 @@ import (
 	"github.com/cc-connect/cc-connect/platform/internal/backoff"
 	"github.com/cc-connect/cc-connect/platform/internal/coalesce"
 	"github.com/cc-connect/cc-connect/platform/internal/connstate"
-	"github.com/cc-connect/cc-connect/platform/internal/dedupe"
 	"github.com/cc-connect/cc-connect/platform/internal/lanes"
 	"github.com/cc-connect/cc-connect/platform/internal/permbutton"
 	"github.com/cc-connect/cc-connect/platform/internal/recent"
@@ -76,7 +75,6 @@ type Adapter struct {
 	stuckPoll time.Duration
 
 	edits      *coalesce.Coalescer
-	seen       *dedupe.Set
 	prompts    *recent.Map[string] // "chat:message" -> prompt HTML, shown again with the outcome
 	promptRefs *permbutton.Refs
 	// reactions remembers the one reaction the bot holds on each message
@@ -152,7 +150,6 @@ func New(cfg Config, log *slog.Logger) (*Adapter, error) {
 		maxTransientRetries: 3,
 		stuckPoll:           defaultStuckPoll,
 		edits:               coalesce.New(coalesce.NewInterval(cfg.EditInterval)),
-		seen:                dedupe.New(4096, time.Hour),
 		prompts:             recent.New[string](1024),
 		promptRefs:          permbutton.NewRefs(maxCallbackData, 1024),
 		reactions:           recent.New[string](4096),
