@@ -78,7 +78,10 @@ func (a *Adapter) SendReply(ctx context.Context, to platform.Target, text string
 // posted in to (its thread, or the channel's top level when to has no
 // thread) after the message at after.
 func (a *Adapter) findReply(ctx context.Context, to platform.Target, key, after string) (map[int]string, error) {
-	botUser, botID := a.identity()
+	botUser, botID, err := a.knownIdentity(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("looking for reply %s in slack channel %s: %w", key, to.Channel, err)
+	}
 	found := map[int]string{}
 	cursor := ""
 	for range maxLookupPages {
@@ -110,6 +113,30 @@ func (a *Adapter) findReply(ctx context.Context, to platform.Target, key, after 
 		cursor = next
 	}
 	return found, nil
+}
+
+// knownIdentity returns the bot's user and bot ids, asking Slack
+// (auth.test) when Run has not learnt them yet: after a restart, recovery
+// may post a reply before the adapter has connected.
+func (a *Adapter) knownIdentity(ctx context.Context) (userID, botID string, err error) {
+	if u, b := a.identity(); u != "" || b != "" {
+		return u, b, nil
+	}
+	var resp *slack.AuthTestResponse
+	err = a.call(ctx, "auth.test", true, func(ctx context.Context) error {
+		var err error
+		resp, err = a.api.AuthTestContext(ctx)
+		return err
+	})
+	if err != nil {
+		return "", "", fmt.Errorf("identifying the bot: %w", err)
+	}
+	a.mu.Lock()
+	if a.botUserID == "" && a.botID == "" {
+		a.botUserID, a.botID = resp.UserID, resp.BotID
+	}
+	a.mu.Unlock()
+	return resp.UserID, resp.BotID, nil
 }
 
 func lookupMethod(to platform.Target) string {

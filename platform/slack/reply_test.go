@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cc-connect/cc-connect/internal/fakeslack"
 	"github.com/cc-connect/cc-connect/platform"
 )
 
@@ -142,4 +143,37 @@ func TestSendReplyAgainWhenTheLookupFails(t *testing.T) {
 		t.Fatalf("SendReply = %+v, %v", res, err)
 	}
 	e.logs.waitFor(t, "Looking for a reply posted before the restart failed")
+}
+
+// TestSendReplyAgainBeforeRun: after a restart, recovery may post before
+// the adapter connected and learnt who it is; the lookup asks Slack
+// (auth.test) and still finds the bot's own parts.
+func TestSendReplyAgainBeforeRun(t *testing.T) {
+	e := startEnv(t)
+	to := platform.Target{Platform: e.a.Name(), Channel: "C1", Thread: "1700000001.000100"}
+	e.f.AddMessage("C1", to.Thread, "U1", "<@UBOT> hi")
+	if _, err := e.a.SendReply(context.Background(), to, "the answer", platform.Reply{Key: "turn-1", After: to.Thread}); err != nil {
+		t.Fatal(err)
+	}
+	fresh, _, _ := newAdapter(t, testConfig(e.f)) // never run
+	res, err := fresh.SendReply(context.Background(), to, "the answer", platform.Reply{Key: "turn-1", After: to.Thread, Again: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Found != 1 || res.Posted != 0 {
+		t.Fatalf("again before Run: %+v, want the part found", res)
+	}
+	if n := slackPostsWith(e.f, "the answer"); n != 1 {
+		t.Errorf("the reply is in the thread %d times, want once", n)
+	}
+}
+
+func slackPostsWith(f *fakeslack.Server, text string) int {
+	n := 0
+	for _, p := range f.Posts() {
+		if p.Text == text {
+			n++
+		}
+	}
+	return n
 }
