@@ -65,6 +65,7 @@ type Server struct {
 	deliveries []Delivery
 	conns      []*Conn
 	ts         int                 // the last ts handed out
+	newest     string              // the newest ts of any message kept
 	msgs       map[string]*Message // by channel + "/" + ts
 	order      []string            // message keys in posting order
 	missing    map[string]bool     // channels that do not exist
@@ -340,6 +341,9 @@ func (s *Server) addMessageLocked(m *Message) {
 		s.order = append(s.order, k)
 	}
 	s.msgs[k] = m
+	if s.newest == "" || tsBefore(s.newest, m.TS) {
+		s.newest = m.TS
+	}
 	s.notify()
 }
 
@@ -511,7 +515,14 @@ func (s *Server) Downloads() []string {
 // nextTS hands out a fresh message ts; callers hold s.mu.
 func (s *Server) nextTSLocked() string {
 	s.ts++
-	return fmt.Sprintf("1700000100.%06d", s.ts)
+	ts := fmt.Sprintf("1700000100.%06d", s.ts)
+	// As on Slack, a post is newer than every message before it, those a
+	// test delivered with its own ts included.
+	if s.newest != "" && !tsBefore(s.newest, ts) {
+		k := tsKey(s.newest)
+		ts = fmt.Sprintf("%d.%06d", k[0]+(k[1]+1)/1000000, (k[1]+1)%1000000)
+	}
+	return ts
 }
 
 // knownChannel reports whether channel exists; callers hold s.mu.

@@ -177,3 +177,19 @@ func TestRedeliveryWaitsForAConnection(t *testing.T) {
 		t.Errorf("on the new connection: %+v, want a retry of %s", got, first.Payload.EventID)
 	}
 }
+
+// TestPostsAreNewerThanWhatCameBefore: a post's ts is later than every
+// message before it, as Slack's timestamps are, however far ahead the ts
+// a test gave a message.
+func TestPostsAreNewerThanWhatCameBefore(t *testing.T) {
+	s := New(t)
+	api := client(s)
+	s.AddMessage("C1", "1800000000.999999", "U1", "from the future")
+	_, ts, err := api.PostMessageContext(context.Background(), "C1", slack.MsgOptionText("after it", false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ts != "1800000001.000000" {
+		t.Errorf("post ts %s, want the next one after 1800000000.999999", ts)
+	}
+}
