@@ -109,7 +109,13 @@ func slackKillRestartOnce(t *testing.T, rng *rand.Rand, iter int, st *slackSoakS
 	f.SetRedeliverAfter(300 * time.Millisecond)
 	f.SetRetries(6)
 	path, _ := slackSoakConfig(t, f)
-	env := []string{"SLACK_BOT_TOKEN=" + fakeslack.BotToken, "SLACK_APP_TOKEN=" + fakeslack.AppToken}
+	// The token's lock goes to a TMPDIR of the iteration's own: the
+	// iterations share the fake's token.
+	tmp := filepath.Join(filepath.Dir(path), "tmp")
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"SLACK_BOT_TOKEN=" + fakeslack.BotToken, "SLACK_APP_TOKEN=" + fakeslack.AppToken, "TMPDIR=" + tmp}
 
 	// The burst: 2 or 3 threads, each a mention and 0 to 2 replies without
 	// one, 2 to 6 messages, the threads interleaved at random: a reply is
