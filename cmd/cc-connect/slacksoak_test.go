@@ -269,6 +269,11 @@ func slackSoakCount(t *testing.T, f *fakeslack.Server, msgs []soakMsg) (lost, do
 		case n == 0:
 			lost++
 			t.Logf("lost: %s", m.text)
+			for _, p := range f.Posts() {
+				if p.ThreadTS == m.thread {
+					t.Logf("  the thread has %q (metadata %+v)", p.Text, p.Metadata)
+				}
+			}
 		case n > 1:
 			doubled++
 			t.Logf("answered %d times: %s", n, m.text)
