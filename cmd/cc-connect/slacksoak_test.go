@@ -239,12 +239,31 @@ func slackSoakMoment(f *fakeslack.Server, kind, postsBefore, reactionsBefore int
 	return len(f.Succeeded("reactions.add")) > reactionsBefore
 }
 
-// slackSoakReplies are the bot's replies that answer m, in posting order.
+// slackSoakReplies counts the bot's replies that answer m: an echo of it,
+// or, for a turn that a kill cut off and recovery resumed with
+// continueText (the notice names m), the echo of that continuation that
+// follows.
 func slackSoakReplies(f *fakeslack.Server, m soakMsg) int {
 	n := 0
+	var resuming []string // messages whose resumed turn has not answered yet
 	for _, p := range f.Posts() {
-		if p.ThreadTS == m.thread && strings.Contains(p.Text, "echo: "+m.text) {
+		if p.ThreadTS != m.thread {
+			continue
+		}
+		switch {
+		case strings.Contains(p.Text, "echo: "+m.text):
 			n++
+		case strings.Contains(p.Text, "was cut off; resuming it"):
+			if i := strings.Index(p.Text, "“"); i >= 0 {
+				if j := strings.Index(p.Text[i:], "”"); j >= 0 {
+					resuming = append(resuming, p.Text[i+len("“"):i+j])
+				}
+			}
+		case strings.Contains(p.Text, "echo: "+continueText) && len(resuming) > 0:
+			if resuming[0] == m.text {
+				n++
+			}
+			resuming = resuming[1:]
 		}
 	}
 	return n
