@@ -18,16 +18,16 @@ type holdingHandler struct {
 	release chan struct{}
 }
 
-func (h holdingHandler) HandleMessage(ctx context.Context, m platform.Message) error {
+func (h holdingHandler) HandleMessage(ctx context.Context, m platform.Message) (platform.Result, error) {
 	h.Msgs <- m
 	if m.Target.Channel == h.channel && m.Target.Thread == "" {
 		select {
 		case <-h.release:
 		case <-ctx.Done():
-			return ctx.Err()
+			return platform.Result{}, ctx.Err()
 		}
 	}
-	return nil
+	return platform.Result{Status: platform.Queued}, nil
 }
 
 // TestSlowChannelHoldsUpOnlyItself: while the engine holds a message of

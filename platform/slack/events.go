@@ -229,30 +229,32 @@ func (a *Adapter) onRawEventsAPI(h platform.Handler, q *workQueue, req *socketmo
 // the envelope once the handler returned, or after ackWait, whichever
 // comes first.
 func (a *Adapter) queueMessage(h platform.Handler, q *workQueue, req *socketmode.Request, eventID string, ev *inEvent, ack func()) bool {
-	if eventID != "" && !a.seen.First("event:"+eventID) {
-		a.log.Debug("Dropping redelivered Slack event", "event_id", eventID, "retry_attempt", req.RetryAttempt, "retry_reason", req.RetryReason)
-		return false
-	}
 	m, why := a.toMessage(*ev)
 	if why != "" {
 		a.log.Debug("Ignoring Slack event", "type", ev.Type, "subtype", ev.Subtype, "channel", ev.Channel, "reason", why)
 		return false
 	}
-	// A mention arrives twice (message and app_mention, either first) and
-	// both carry the same channel and ts.
-	if !a.seen.First("msg:" + m.ID) {
-		a.log.Debug("Dropping second copy of a Slack message", "channel", m.Target.Channel, "thread", m.Target.Thread, "type", ev.Type)
-		return false
-	}
-	a.log.Debug("Slack message received", "channel", m.Target.Channel, "thread", m.Target.Thread,
-		"user_id", m.UserID, "dm", m.IsDM, "mentioned", m.Mentioned, "files", len(m.Attachments))
+	// A mention arrives twice (message and app_mention, either first),
+	// both with the same channel and ts, so the same m.ID; a redelivery
+	// (retry_attempt > 0) too. Every copy goes to the engine, whose one
+	// duplicate check answers Duplicate for the second only once the
+	// first is journaled: the second's ack never comes first.
+	a.log.Debug("Slack message received", "channel", m.Target.Channel, "thread", m.Target.Thread, "event_id", eventID,
+		"type", ev.Type, "retry_attempt", req.RetryAttempt, "user_id", m.UserID, "dm", m.IsDM, "mentioned", m.Mentioned, "files", len(m.Attachments))
 	deadline := time.AfterFunc(a.ackWait, ack)
 	q.put(conversationKey(m.Target.Channel, m.Target.Thread), func(ctx context.Context) {
 		m.UserName = a.userName(ctx, m.UserID)
-		if err := h.HandleMessage(ctx, m); err != nil && ctx.Err() == nil {
-			a.log.Warn("Handling Slack message failed", "channel", m.Target.Channel, "thread", m.Target.Thread, "error", err)
-		}
+		res, err := h.HandleMessage(ctx, m)
 		deadline.Stop()
+		if err != nil {
+			// Not handled: left unacknowledged, Slack delivers it again.
+			if ctx.Err() == nil {
+				a.log.Warn("Handling Slack message failed", "channel", m.Target.Channel, "thread", m.Target.Thread, "error", err)
+			}
+			return
+		}
+		a.log.Debug("Slack message handled", "channel", m.Target.Channel, "thread", m.Target.Thread,
+			"result", res.Status.String(), "position", res.Position, "reason", res.Reason)
 		ack()
 	})
 	return true
@@ -316,7 +318,6 @@ func (a *Adapter) normalize(ev inEvent) platform.Message {
 			Thread:    thread,
 			MessageID: ev.TS,
 		},
-		Type:      Type,
 		UserID:    ev.User,
 		Text:      plainText(ev.Text, botUser),
 		IsDM:      isDM,
@@ -381,8 +382,17 @@ func (a *Adapter) attachment(f inFile) (platform.Attachment, bool) {
 		Name: name,
 		Size: size,
 		Mime: mime,
+		Ref:  u, // the file's own URL: no token in it
 		Open: func(ctx context.Context) (io.ReadCloser, error) { return a.openFile(ctx, u, mime) },
 	}, true
+}
+
+var _ platform.AttachmentOpener = (*Adapter)(nil)
+
+// OpenAttachment downloads a file again from its Ref (its URL), for a
+// message replayed after a restart; the same host check applies.
+func (a *Adapter) OpenAttachment(ctx context.Context, at platform.Attachment) (io.ReadCloser, error) {
+	return a.openFile(ctx, at.Ref, at.Mime)
 }
 
 // openFile downloads a shared file with the bot token. The token goes only
@@ -455,7 +465,7 @@ func (a *Adapter) userName(ctx context.Context, userID string) string {
 		return err
 	})
 	if err != nil {
-		a.log.Debug("Looking up Slack user failed", "user", userID, "error", err)
+		a.log.Debug("Looking up Slack user failed", "user_id", userID, "error", err)
 		a.users.put(userID, "", 5*time.Minute)
 		return ""
 	}

@@ -22,24 +22,24 @@ type slowHandler struct {
 	done chan platform.Message
 }
 
-func (h slowHandler) HandleMessage(ctx context.Context, m platform.Message) error {
+func (h slowHandler) HandleMessage(ctx context.Context, m platform.Message) (platform.Result, error) {
 	h.Msgs <- m
 	if _, err := h.a.Send(ctx, m.Target, "Queued: "+m.Text); err != nil {
-		return err
+		return platform.Result{}, err
 	}
 	for _, at := range m.Attachments {
 		r, err := at.Open(ctx)
 		if err != nil {
-			return err
+			return platform.Result{}, err
 		}
 		_, err = io.Copy(io.Discard, r)
 		r.Close()
 		if err != nil {
-			return err
+			return platform.Result{}, err
 		}
 	}
 	h.done <- m
-	return nil
+	return platform.Result{Status: platform.Queued}, nil
 }
 
 // startSlow runs an adapter with a slowHandler and no ack deadline: an

@@ -44,12 +44,12 @@ type rawUpdate struct {
 func (a *Adapter) readUpdate(h platform.Handler, raw json.RawMessage) (id int, ok bool, key string, work func(context.Context) bool) {
 	var ru rawUpdate
 	if err := json.Unmarshal(raw, &ru); err != nil {
-		a.log.Warn("Telegram update not understood", "err", err)
+		a.log.Warn("Telegram update not understood", "error", err)
 		return 0, false, "", nil
 	}
 	var u tgbotapi.Update
 	if err := json.Unmarshal(raw, &u); err != nil {
-		a.log.Warn("Telegram update not understood", "update_id", ru.UpdateID, "err", err)
+		a.log.Warn("Telegram update not understood", "update_id", ru.UpdateID, "error", err)
 		return ru.UpdateID, true, "", nil
 	}
 	switch {
@@ -63,11 +63,15 @@ func (a *Adapter) readUpdate(h platform.Handler, raw json.RawMessage) (id int, o
 			return ru.UpdateID, true, "", nil
 		}
 		a.noteSeen(m)
-		a.log.Debug("Telegram message received", "channel", m.Target.Channel, "thread", m.Target.Thread, "user_id", m.UserID, "user", m.UserName, "mentioned", m.Mentioned)
+		a.log.Debug("Telegram message received", "channel", m.Target.Channel, "thread", m.Target.Thread, "user_id", m.UserID, "user_name", m.UserName, "mentioned", m.Mentioned)
 		return ru.UpdateID, true, laneKey(m.Target.Channel, m.Target.Thread), func(ctx context.Context) bool {
-			if err := h.HandleMessage(ctx, m); err != nil {
+			// getUpdates's offset keeps updates from coming twice within
+			// a run; after a restart one not confirmed comes again, with
+			// the same message id, which the engine's duplicate check
+			// catches.
+			if _, err := h.HandleMessage(ctx, m); err != nil {
 				if ctx.Err() == nil {
-					a.log.Warn("Engine did not accept Telegram message", "channel", m.Target.Channel, "thread", m.Target.Thread, "err", err)
+					a.log.Warn("Engine did not accept Telegram message", "channel", m.Target.Channel, "thread", m.Target.Thread, "error", err)
 				}
 				return false
 			}
@@ -142,7 +146,6 @@ func (a *Adapter) toMessage(msg *tgbotapi.Message, tf topicFields) (platform.Mes
 			Thread:    thread,
 			MessageID: strconv.Itoa(msg.MessageID),
 		},
-		Type:        Type,
 		UserID:      strconv.FormatInt(msg.From.ID, 10),
 		UserName:    displayName(msg.From),
 		Text:        clean,
@@ -263,6 +266,7 @@ func (a *Adapter) attachments(msg *tgbotapi.Message) []platform.Attachment {
 			Name: name,
 			Size: sz,
 			Mime: mime,
+			Ref:  fileID, // not the download URL, which holds the bot token
 			Open: func(ctx context.Context) (io.ReadCloser, error) { return a.openFile(ctx, fileID) },
 		})
 	}
@@ -283,6 +287,14 @@ func (a *Adapter) attachments(msg *tgbotapi.Message) []platform.Attachment {
 		add(vo.FileID, "voice_"+vo.FileUniqueID+".ogg", nonEmpty(vo.MimeType, "audio/ogg"), vo.FileSize)
 	}
 	return out
+}
+
+var _ platform.AttachmentOpener = (*Adapter)(nil)
+
+// OpenAttachment downloads a file again from its Ref (its file_id), for a
+// message replayed after a restart.
+func (a *Adapter) OpenAttachment(ctx context.Context, at platform.Attachment) (io.ReadCloser, error) {
+	return a.openFile(ctx, at.Ref)
 }
 
 func nonEmpty(s, def string) string {

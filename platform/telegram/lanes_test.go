@@ -21,16 +21,16 @@ type holdingHandler struct {
 	release chan struct{}
 }
 
-func (h holdingHandler) HandleMessage(ctx context.Context, m platform.Message) error {
+func (h holdingHandler) HandleMessage(ctx context.Context, m platform.Message) (platform.Result, error) {
 	h.Msgs <- m
 	if m.Target.Channel == h.chat {
 		select {
 		case <-h.release:
 		case <-ctx.Done():
-			return ctx.Err()
+			return platform.Result{}, ctx.Err()
 		}
 	}
-	return nil
+	return platform.Result{Status: platform.Queued}, nil
 }
 
 // TestSlowChatHoldsUpOnlyItself: while the engine holds a message of the
@@ -87,16 +87,16 @@ type failOnceHandler struct {
 	failed map[string]bool
 }
 
-func (h failOnceHandler) HandleMessage(ctx context.Context, m platform.Message) error {
+func (h failOnceHandler) HandleMessage(ctx context.Context, m platform.Message) (platform.Result, error) {
 	h.mu.Lock()
 	first := !h.failed[m.Text]
 	h.failed[m.Text] = true
 	h.mu.Unlock()
 	if first {
-		return errors.New("not now")
+		return platform.Result{}, errors.New("not now")
 	}
 	h.Msgs <- m
-	return nil
+	return platform.Result{Status: platform.Queued}, nil
 }
 
 // TestUpdateNotTakenIsHandedOverAgain: an update the engine did not take

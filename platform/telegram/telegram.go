@@ -236,7 +236,7 @@ func (a *Adapter) Run(ctx context.Context, h platform.Handler) error {
 		}
 		var updates []json.RawMessage
 		if err := json.Unmarshal(raw, &updates); err != nil {
-			a.log.Warn("Telegram getUpdates answer not understood", "err", err)
+			a.log.Warn("Telegram getUpdates answer not understood", "error", err)
 			continue
 		}
 		if fresh := a.queueUpdates(ctx, h, ln, tr, updates); busy && fresh == 0 {
@@ -270,7 +270,7 @@ func (a *Adapter) identify(ctx context.Context) error {
 		return true, nil
 	}, func(err error, attempt int) {
 		a.setStatus("reconnecting: " + err.Error())
-		a.log.Warn("Telegram getMe failed, retrying", "err", err, "attempt", attempt)
+		a.log.Warn("Telegram getMe failed, retrying", "error", err, "attempt", attempt)
 	})
 }
 
@@ -279,15 +279,15 @@ func (a *Adapter) reportPollError(err error, failures int) {
 	case errors.Is(err, ErrConflict):
 		a.setStatus("error: " + ErrConflict.Error())
 		if failures == 1 {
-			a.log.Error("Telegram polling conflict: another process is polling this bot token; stop it or use another bot", "err", err)
+			a.log.Error("Telegram polling conflict: another process is polling this bot token; stop it or use another bot", "error", err)
 		}
 	case errors.Is(err, ErrWebhookActive):
 		a.setStatus("error: " + ErrWebhookActive.Error())
 		if failures == 1 {
-			a.log.Error("Telegram polling refused: a webhook is set for this bot token", "err", err)
+			a.log.Error("Telegram polling refused: a webhook is set for this bot token", "error", err)
 		}
 	default:
 		a.setStatus("reconnecting: " + err.Error())
-		a.log.Warn("Telegram polling failed, retrying", "err", err, "attempt", failures)
+		a.log.Warn("Telegram polling failed, retrying", "error", err, "attempt", failures)
 	}
 }
