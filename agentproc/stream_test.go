@@ -205,3 +205,26 @@ func TestPermissionResponseSetMode(t *testing.T) {
 		})
 	}
 }
+
+func TestDecodeTaskToolsCapture(t *testing.T) {
+	evs := eventsOf(decodeFixture(t, "captures/task_tools/stdout.jsonl"))
+	names := map[string]string{}
+	for _, u := range all[ToolUse](evs) {
+		names[u.ID] = u.Name
+	}
+	var kept []string
+	for _, r := range all[ToolResult](evs) {
+		if r.Structured != nil {
+			kept = append(kept, names[r.ToolUseID]+" "+string(r.Structured))
+		}
+	}
+	want := []string{
+		`TaskCreate {"task":{"id":"1","subject":"Write the fix","description":"Fix the bug"}}`,
+		`TaskCreate {"task":{"id":"2","subject":"Run the tests","description":"go test"}}`,
+		`TaskUpdate {"success":true,"taskId":"1","updatedFields":["status"],"statusChange":{"from":"pending","to":"in_progress"}}`,
+		`TaskList {"tasks":[{"id":"1","subject":"Write the fix","status":"in_progress","blockedBy":[]},{"id":"2","subject":"Run the tests","status":"pending","blockedBy":[]}]}`,
+	}
+	if strings.Join(kept, "\n") != strings.Join(want, "\n") {
+		t.Errorf("structured results\n%s\nwant (the ToolSearch results are not kept)\n%s", strings.Join(kept, "\n"), strings.Join(want, "\n"))
+	}
+}
