@@ -1,6 +1,7 @@
 // Package fakeslack is a fake Slack for tests, served on 127.0.0.1: the Web
 // API methods cc-connect calls (auth.test, apps.connections.open,
-// chat.postMessage, chat.update, reactions.add/remove, users.info), file
+// chat.postMessage, chat.update, chat.delete, reactions.add/remove,
+// users.info), file
 // downloads, and Socket Mode (a websocket carrying envelopes that the client
 // must ack). It keeps the messages of the channels it serves, so a test can
 // ask what the bot posted, edited and reacted to, and it holds the client to
@@ -8,7 +9,8 @@
 // msg_too_long, malformed or oversized blocks are invalid_blocks, an edit or
 // a reaction on a message that does not exist is message_not_found, a
 // missing channel is channel_not_found, a rate limit is HTTP 429 ratelimited
-// with Retry-After.
+// with Retry-After (once, or standing: SetRateLimit holds a method to its
+// tier's rate across the workspace).
 //
 // Like Slack it sends the bot's own posts back as message events, delivers a
 // mention twice (message and app_mention), and, when SetRedeliverAfter is
@@ -64,6 +66,7 @@ type Server struct {
 	order      []string            // message keys in posting order
 	missing    map[string]bool     // channels that do not exist
 	limited    map[string]int      // method -> Retry-After seconds for its next call
+	buckets    map[string]*bucket  // method -> its standing rate limit
 	gate       map[string]chan struct{}
 	fail       map[string]string
 	down       map[string]int
@@ -104,6 +107,7 @@ type Message struct {
 	Text     string
 	Blocks   string // JSON, as posted or last updated
 	Edits    []Edit // chat.update calls applied, oldest first
+	Deleted  bool   // chat.delete removed it (it stays listed, for tests)
 	// Reactions are the bot's reactions on the message, in the order added.
 	Reactions []string
 }
@@ -131,6 +135,7 @@ func New(tb testing.TB) *Server {
 		msgs:      map[string]*Message{},
 		missing:   map[string]bool{},
 		limited:   map[string]int{},
+		buckets:   map[string]*bucket{},
 		gate:      map[string]chan struct{}{},
 		fail:      map[string]string{},
 		down:      map[string]int{},
