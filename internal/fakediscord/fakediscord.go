@@ -1,5 +1,5 @@
 // Package fakediscord is a fake Discord for tests, served on 127.0.0.1: the
-// REST API under /api/v9 (messages, edits, reactions, typing, threads,
+// REST API under /api/v9 (messages, edits, deletes, reactions, typing, threads,
 // channels, interaction callbacks, gateway discovery) and the gateway
 // websocket (HELLO, IDENTIFY → READY, heartbeats and their ACKs, RESUME →
 // the missed events then RESUMED, dispatches). It keeps the channels and
@@ -8,8 +8,9 @@
 // content over 2,000 characters is HTTP 400 {"code":50035,"message":"Invalid
 // Form Body","errors":{...}}, an unknown channel or message is 404 with
 // code 10003 or 10008, a rate limit is HTTP 429 with retry_after and the
-// X-RateLimit headers, an interaction answered after 3 s or twice is
-// refused.
+// X-RateLimit headers (once, or standing: SetEditLimit holds each channel's
+// edits to Discord's bucket), an interaction answered after 3 s or twice is
+// refused, and select menus are held to their limits.
 //
 // Like Discord it sends the bot's own posts back as MESSAGE_CREATE. For
 // every message the bot posts or edits it works out whom Discord would
@@ -71,6 +72,9 @@ type Server struct {
 	noAck        int
 	echo         bool
 	hbInterval   int
+	editLimit    int // edits per editPer in each channel; 0 = none
+	editPer      time.Duration
+	editBuckets  map[string]*editBucket
 }
 
 // Call is one REST request.
@@ -121,6 +125,8 @@ type Message struct {
 	Edits      []Edit
 	// Reactions are the bot's reactions, in the order added.
 	Reactions []string
+	// Deleted says the bot deleted it (it stays listed, for tests).
+	Deleted bool
 }
 
 // Edit is one PATCH applied to a message.
