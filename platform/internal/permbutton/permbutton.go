@@ -99,3 +99,9 @@ func (r *Refs) RequestID(ref string) (string, bool) {
 	}
 	return r.long.Get(ref)
 }
+
+// Known reports whether c has a button payload (Data).
+func Known(c platform.Choice) bool {
+	_, ok := codes[c]
+	return ok
+}
