@@ -63,8 +63,10 @@ type Server struct {
 	files     map[string]File   // file_id -> file
 	content   map[string]string // file_path -> content
 	queries   map[string]*query
-	polling   chan struct{} // closed to end the running long poll with 409
-	fed       chan struct{} // closed when updates are queued
+	polling   chan struct{}  // closed to end the running long poll with 409
+	fed       chan struct{}  // closed when updates are queued
+	pace      *editPace      // SetEditLimit
+	refused   map[string]int // calls the standing limit refused, by method
 }
 
 // Call is one request as the fake received it.
@@ -104,6 +106,8 @@ type Message struct {
 	Edits    []Edit
 	// Reactions are the bot's current reactions (emoji).
 	Reactions []string
+	// Deleted says the bot deleted it (it stays listed, for tests).
+	Deleted bool
 }
 
 // Edit is one editMessageText applied.
