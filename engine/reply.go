@@ -51,7 +51,10 @@ func (tr *turnRunner) postReply(it workItem, out outcome) {
 	if res.ContextTokens == 0 {
 		ok = false // no usage this turn: never show a stale figure as new
 	}
-	tr.chat.send(ctxindicator.Append(clean, pct, ok))
+	final := ctxindicator.Append(clean, pct, ok)
+	if !tr.finalReply(out.live, final) {
+		tr.chat.send(final)
+	}
 
 	if res.ContextTokens > 0 {
 		// tr.log carries session_key and workspace already; LogArgs adds
