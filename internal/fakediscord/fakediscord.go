@@ -28,6 +28,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -46,8 +47,9 @@ const waitLimit = 15 * time.Second
 
 // Server is one fake Discord.
 type Server struct {
-	tb  testing.TB
-	srv *httptest.Server
+	waitFor atomic.Int64 // SetWaitLimit; 0 is waitLimit
+	tb      testing.TB
+	srv     *httptest.Server
 
 	rest    chan Call    // every REST request, in order, for Next
 	gateway chan GWFrame // every IDENTIFY and RESUME, for Frame
@@ -186,7 +188,7 @@ func (s *Server) notify() {
 // runs without the fake's lock and is tried again after every change.
 func (s *Server) Wait(tb testing.TB, what string, cond func() bool) {
 	tb.Helper()
-	deadline := time.NewTimer(waitLimit)
+	deadline := time.NewTimer(s.waitLimit())
 	defer deadline.Stop()
 	for {
 		s.mu.Lock()
@@ -208,7 +210,7 @@ func (s *Server) Wait(tb testing.TB, what string, cond func() bool) {
 // the others.
 func (s *Server) Next(tb testing.TB, method, pathPrefix string) Call {
 	tb.Helper()
-	deadline := time.NewTimer(waitLimit)
+	deadline := time.NewTimer(s.waitLimit())
 	defer deadline.Stop()
 	for {
 		select {

@@ -32,6 +32,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -51,8 +52,9 @@ const waitLimit = 15 * time.Second
 
 // Server is one fake Slack workspace.
 type Server struct {
-	tb  testing.TB
-	srv *httptest.Server
+	waitFor atomic.Int64 // SetWaitLimit; 0 is waitLimit
+	tb      testing.TB
+	srv     *httptest.Server
 
 	mu         sync.Mutex // guards everything below
 	changed    chan struct{}
@@ -193,7 +195,7 @@ func (s *Server) notify() {
 // tried again after every change the fake records.
 func (s *Server) Wait(tb testing.TB, what string, cond func() bool) {
 	tb.Helper()
-	deadline := time.NewTimer(waitLimit)
+	deadline := time.NewTimer(s.waitLimit())
 	defer deadline.Stop()
 	for {
 		s.mu.Lock()

@@ -68,3 +68,16 @@ func (s *Server) limitLocked(method string) (answer, bool) {
 	return answer{status: http.StatusTooManyRequests, body: map[string]any{"ok": false, "error": "ratelimited"},
 		header: map[string]string{"Retry-After": strconv.Itoa(max(secs, 1))}}, true
 }
+
+// SetWaitLimit sets how long the fake's waits (Wait and the waits built on
+// it) last before they fail the test, instead of its default: tests that
+// drive the real claude CLI, whose start alone takes seconds on a loaded
+// machine, wait as long as the engine's own real-CLI tests do.
+func (s *Server) SetWaitLimit(d time.Duration) { s.waitFor.Store(int64(d)) }
+
+func (s *Server) waitLimit() time.Duration {
+	if d := time.Duration(s.waitFor.Load()); d > 0 {
+		return d
+	}
+	return waitLimit
+}

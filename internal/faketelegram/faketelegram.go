@@ -28,6 +28,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -43,8 +44,9 @@ const waitLimit = 15 * time.Second
 
 // Server is one fake Bot API.
 type Server struct {
-	tb  testing.TB
-	srv *httptest.Server
+	waitFor atomic.Int64 // SetWaitLimit; 0 is waitLimit
+	tb      testing.TB
+	srv     *httptest.Server
 
 	calls chan Call // every request, in order, for Next
 
@@ -165,7 +167,7 @@ func (s *Server) notify() {
 // runs without the fake's lock and is tried again after every change.
 func (s *Server) Wait(tb testing.TB, what string, cond func() bool) {
 	tb.Helper()
-	deadline := time.NewTimer(waitLimit)
+	deadline := time.NewTimer(s.waitLimit())
 	defer deadline.Stop()
 	for {
 		s.mu.Lock()
@@ -186,7 +188,7 @@ func (s *Server) Wait(tb testing.TB, what string, cond func() bool) {
 // once), skipping others (the polls in particular).
 func (s *Server) Next(tb testing.TB, method string) Call {
 	tb.Helper()
-	deadline := time.NewTimer(waitLimit)
+	deadline := time.NewTimer(s.waitLimit())
 	defer deadline.Stop()
 	for {
 		select {

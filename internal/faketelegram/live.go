@@ -86,3 +86,16 @@ func (s *Server) deleteLocked(form url.Values) Answer {
 	s.notify()
 	return okResult(true)
 }
+
+// SetWaitLimit sets how long the fake's waits (Wait and the waits built on
+// it) last before they fail the test, instead of its default: tests that
+// drive the real claude CLI, whose start alone takes seconds on a loaded
+// machine, wait as long as the engine's own real-CLI tests do.
+func (s *Server) SetWaitLimit(d time.Duration) { s.waitFor.Store(int64(d)) }
+
+func (s *Server) waitLimit() time.Duration {
+	if d := time.Duration(s.waitFor.Load()); d > 0 {
+		return d
+	}
+	return waitLimit
+}

@@ -16,6 +16,7 @@ import (
 func startDiscord(t testing.TB, o options) (*setup, *fakediscord.Server) {
 	t.Helper()
 	f := fakediscord.New(t)
+	f.SetWaitLimit(waitLimit)
 	f.AddChannel(fakediscord.Channel{ID: "C1", Type: 0, GuildID: "G1"})
 	// Discord's bucket for edits in a channel.
 	f.SetEditLimit(5, 5*time.Second)
@@ -81,6 +82,7 @@ func TestDiscordStreamAndQuestion(t *testing.T) {
 // Telegram: the same in a private chat held to one edit a second.
 func TestTelegramStreamAndQuestion(t *testing.T) {
 	f := faketelegram.New(t)
+	f.SetWaitLimit(waitLimit)
 	f.AddChat(faketelegram.Chat{ID: 42, Type: "private"})
 	f.SetEditLimit(time.Second, 3*time.Second)
 	a, err := telegram.New(telegram.Config{Name: "telegram", Token: faketelegram.Token, APIURL: f.URL(), PollTimeout: time.Second},

@@ -14,6 +14,11 @@ import (
 	"github.com/cc-connect/cc-connect/platform"
 )
 
+// waitLimit bounds the waits on the chat: each waits on the real CLI,
+// which needs seconds to start and per request on a loaded machine (the
+// engine's real-CLI tests allow as long).
+const waitLimit = 60 * time.Second
+
 // setup is an engine serving one adapter, its claude the real CLI against
 // a fake Messages API.
 type setup struct {

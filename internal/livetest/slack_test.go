@@ -24,6 +24,7 @@ type slackSetup struct {
 func startSlack(t testing.TB, o options, mod func(*slack.Config)) *slackSetup {
 	t.Helper()
 	f := fakeslack.New(t)
+	f.SetWaitLimit(waitLimit)
 	cfg := slack.Config{Name: "slack", BotToken: fakeslack.BotToken, AppToken: fakeslack.AppToken, APIURL: f.APIURL(),
 		ReconnectMin: time.Millisecond, ReconnectMax: 10 * time.Millisecond}
 	if mod != nil {
