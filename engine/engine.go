@@ -40,6 +40,9 @@ type Binding struct {
 	RequireMention *bool
 	// AllowShell lets this binding's Admins run !sh in the workspace.
 	AllowShell bool
+	// Progress is what a turn shows while it runs: ProgressQuiet,
+	// ProgressNormal ("" too) or ProgressVerbose (live.go).
+	Progress string
 }
 
 // Options configure an Engine.
@@ -49,6 +52,8 @@ type Options struct {
 	StateDir                 string        // sessions state lives under StateDir/sessions (0700/0600)
 	IdleTimeout              time.Duration // reap idle processes after this (0 = never)
 	PermissionTimeout        time.Duration // deny a pending permission request after this (0 = never)
+	StallNotice              time.Duration // tell the thread when claude sent nothing this long (0 = never)
+	MaxTurnTime              time.Duration // interrupt a turn that runs longer (0 = no limit)
 	MaxProcesses             int           // global cap on live claude processes (0 = unlimited)
 	MaxProcessesPerWorkspace int           // per workspace cap (0 = unlimited)
 	QueueLimit               int           // per session FIFO (default 20)

@@ -83,6 +83,8 @@ func engineOptions(cfg *config.Config, log *slog.Logger) engine.Options {
 		StateDir:                 cfg.State.Dir,
 		IdleTimeout:              a.IdleTimeout.D(),
 		PermissionTimeout:        a.PermissionTimeout.D(),
+		StallNotice:              a.StallNotice.D(),
+		MaxTurnTime:              a.MaxTurnTime.D(),
 		MaxProcesses:             a.MaxProcesses,
 		MaxProcessesPerWorkspace: a.MaxProcessesPerWorkspace,
 		QueueLimit:               a.QueueLimit,
@@ -112,6 +114,7 @@ func engineBindings(cfg *config.Config) []engine.Binding {
 			Approvers:      append([]string(nil), b.Approvers...),
 			RequireMention: b.RequireMention,
 			AllowShell:     b.AllowShell,
+			Progress:       b.ProgressOf(),
 		}
 	}
 	return bindings
