@@ -39,6 +39,9 @@ func BuildArgs(cfg Config, opts StartOptions) []string {
 	if opts.SessionID != "" {
 		args = append(args, "--session-id", opts.SessionID)
 	}
+	if opts.PartialMessages {
+		args = append(args, "--include-partial-messages")
+	}
 	if m := firstNonEmpty(opts.Model, cfg.Model); m != "" {
 		args = append(args, "--model", m)
 	}

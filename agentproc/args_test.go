@@ -59,6 +59,11 @@ func TestBuildArgs(t *testing.T) {
 				"--tools", "Read,Grep,Glob", "--disallowedTools", "mcp__*", "--permission-mode", "plan"),
 		},
 		{
+			name: "partial messages for a streamed reply",
+			opts: StartOptions{ResumeID: "abc", PartialMessages: true},
+			want: append(slices.Clone(baseArgs), "--resume", "abc", "--include-partial-messages"),
+		},
+		{
 			name: "extra args last",
 			cfg:  Config{Args: []string{"--add-dir", "/x"}, Model: "m"},
 			opts: StartOptions{SessionID: "id"},

@@ -327,3 +327,56 @@ func TestCaptureMessageDuringTool(t *testing.T) {
 	c.save("midtool_"+strings.ReplaceAll(version, ".", "_"), "Fake API marker: a gated Bash call (see bash_progress); a user message with a uuid is\n"+
 		"sent while it runs. The request the fake API got next carries it wrapped (see docs/claude-code.md).")
 }
+
+// TestCaptureTaskTools: with CLAUDE_CODE_ENABLE_TODO_TOOLS=1 (and tasks
+// left on) the todo list is the Task* tools. Their results carry what a
+// checklist needs: TaskCreate's tool_use_result names the new task's id,
+// TaskUpdate's the id and the status change, TaskList's the whole list.
+func TestCaptureTaskTools(t *testing.T) {
+	t.Parallel()
+	api := fakeapi.Start(t)
+	c := startCapture(t, api, captureOpts{env: map[string]string{"CLAUDE_CODE_ENABLE_TODO_TOOLS": "1"}})
+	c.turn(`[[CALL:TaskCreate {"subject":"Write the fix","description":"Fix the bug","activeForm":"Writing the fix"}]] `+
+		`[[CALL:TaskCreate {"subject":"Run the tests","description":"go test","activeForm":"Running the tests"}]] `+
+		`[[CALL:TaskUpdate {"taskId":"1","status":"in_progress"}]] [[CALL:TaskList]]`, nil,
+		func(req map[string]any) map[string]any {
+			t.Errorf("a task tool asked the host: %v", req["request"])
+			return map[string]any{"behavior": "deny", "message": "unexpected"}
+		})
+	lines := c.lines()
+	results := map[string]map[string]any{}
+	for _, r := range toolResults(lines) {
+		results[str(r, "tool_use_id")] = r
+	}
+	var created []string
+	var updated, listed bool
+	for _, u := range toolUses(lines) {
+		r := results[str(u, "id")]
+		switch u["name"] {
+		case "TaskCreate":
+			id := str(dig(r, "_line", "tool_use_result").(map[string]any), "task", "id")
+			if id == "" || str(dig(r, "_line", "tool_use_result").(map[string]any), "task", "subject") != str(u, "input", "subject") {
+				t.Errorf("TaskCreate result %v, want the task's id and subject", dig(r, "_line", "tool_use_result"))
+			}
+			created = append(created, id)
+		case "TaskUpdate":
+			res, _ := dig(r, "_line", "tool_use_result").(map[string]any)
+			if res["success"] != true || str(res, "taskId") != "1" || str(res, "statusChange", "to") != "in_progress" {
+				t.Errorf("TaskUpdate result %v, want success for task 1 to in_progress", res)
+			}
+			updated = true
+		case "TaskList":
+			tasks, _ := dig(r, "_line", "tool_use_result", "tasks").([]any)
+			if len(tasks) != 2 || str(tasks[0].(map[string]any), "status") != "in_progress" {
+				t.Errorf("TaskList result %v, want both tasks, the first in progress", tasks)
+			}
+			listed = true
+		}
+	}
+	if strings.Join(created, ",") != "1,2" || !updated || !listed {
+		t.Errorf("created %v, updated %v, listed %v: want tasks 1 and 2, an update and a list", created, updated, listed)
+	}
+	c.finish()
+	c.save("task_tools", "Fake API markers: `[[CALL:TaskCreate …]]` twice, `[[CALL:TaskUpdate {\"taskId\":\"1\",\"status\":\"in_progress\"}]]`,\n"+
+		"`[[CALL:TaskList]]` with CLAUDE_CODE_ENABLE_TODO_TOOLS=1 (tasks on: the Task* tools, no TodoWrite).")
+}

@@ -44,7 +44,13 @@ type PermissionDecision struct {
 	// Message is what the model is told on Deny and DenyAndStop.
 	Message string
 	// Input, when set with Allow or AlwaysAllow, replaces the tool input.
+	// An AskUserQuestion is answered this way: its input with "answers"
+	// added (docs/claude-code.md §1).
 	Input json.RawMessage
+	// SetMode, when set with Allow, also switches the session's permission
+	// mode (updatedPermissions setMode, destination session): how an
+	// approved ExitPlanMode continues in acceptEdits rather than default.
+	SetMode string
 }
 
 // ErrNoPendingPermission is returned by RespondPermission when the request is
@@ -143,10 +149,19 @@ func permissionResponse(pp *pendingPerm, d PermissionDecision) (map[string]any, 
 			input = json.RawMessage("{}")
 		}
 		resp := map[string]any{"behavior": "allow", "updatedInput": input}
+		var perms []json.RawMessage
 		if d.Behavior == AlwaysAllow {
-			if perms := alwaysAllowRules(pp.suggestions); len(perms) > 0 {
-				resp["updatedPermissions"] = perms
+			perms = alwaysAllowRules(pp.suggestions)
+		}
+		if d.SetMode != "" {
+			mode, err := json.Marshal(map[string]string{"type": "setMode", "mode": d.SetMode, "destination": "session"})
+			if err != nil {
+				return nil, fmt.Errorf("answering permission request: %w", err)
 			}
+			perms = append(perms, mode)
+		}
+		if len(perms) > 0 {
+			resp["updatedPermissions"] = perms
 		}
 		return resp, nil
 	case Deny, DenyAndStop:

@@ -60,6 +60,9 @@ type ToolUse struct {
 	ID        string
 	Name      string
 	Input     json.RawMessage
+	// Parent is the tool_use id of the subagent that made the call; ""
+	// for the main conversation.
+	Parent string
 }
 
 // ToolResult is a tool_result block returned to the model.
@@ -67,6 +70,10 @@ type ToolResult struct {
 	ToolUseID string
 	Content   string
 	IsError   bool
+	// Structured is the line's tool_use_result, kept only for the task
+	// tools (TaskCreate, TaskUpdate, TaskList, TaskGet): their ids and
+	// statuses, which a checklist is built from. Nil for other tools.
+	Structured json.RawMessage
 }
 
 // PermissionRequest is a can_use_tool control request. The CLI blocks the
@@ -82,6 +89,13 @@ type PermissionRequest struct {
 	// Suggestions are the CLI's permission_suggestions, passed back
 	// verbatim as updatedPermissions for "always allow".
 	Suggestions []json.RawMessage
+	// DecisionReasonType says why the CLI asks, when it says: "mode" is an
+	// edit the permission mode forbids (plan mode leaves refusing it to
+	// the host, docs/claude-code.md §2).
+	DecisionReasonType string
+	// RequiresUserInteraction marks a request only a person can answer:
+	// AskUserQuestion and ExitPlanMode.
+	RequiresUserInteraction bool
 }
 
 // PermissionCancel says the CLI withdrew a pending permission request

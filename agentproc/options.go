@@ -54,6 +54,10 @@ type StartOptions struct {
 	Model string
 	// PermissionMode overrides Config.PermissionMode when not empty.
 	PermissionMode string
+	// PartialMessages asks the CLI for the text as it is written
+	// (--include-partial-messages): TextDelta, ThinkingDelta and CallStart
+	// events, for a reply streamed into the chat.
+	PartialMessages bool
 	// ReadOnly starts a process that cannot change anything: only the
 	// ReadOnlyTools, no MCP tools, plan mode. The flags come after
 	// Config.Args, so no permission mode or tool list in the config (or in

@@ -68,6 +68,16 @@ type wireLine struct {
 		ToolName string `json:"tool_name"`
 	} `json:"permission_denials"`
 
+	// stream_event (--include-partial-messages), tool_progress; the
+	// parent is also on assistant and user lines
+	Event           *wireStreamEvent `json:"event"`
+	APIMessageID    string           `json:"api_message_id"`
+	ParentToolUseID *string          `json:"parent_tool_use_id"`
+	ToolUseID       string           `json:"tool_use_id"`
+	ToolName        string           `json:"tool_name"`
+	ElapsedSeconds  float64          `json:"elapsed_time_seconds"`
+	Heartbeat       bool             `json:"heartbeat"`
+
 	// control_request, control_response, control_cancel_request
 	RequestID string           `json:"request_id"`
 	Request   *wireCtlRequest  `json:"request"`
@@ -114,6 +124,10 @@ type wireCtlRequest struct {
 	ToolUseID   string            `json:"tool_use_id"`
 	BlockedPath string            `json:"blocked_path"`
 	Suggestions []json.RawMessage `json:"permission_suggestions"`
+	// DecisionReasonType says why the CLI asks: "mode" for an edit that
+	// plan mode forbids (docs/claude-code.md §2).
+	DecisionReasonType      string `json:"decision_reason_type"`
+	RequiresUserInteraction bool   `json:"requires_user_interaction"`
 }
 
 // wireCtlResponse is the inner response of a control_response.
@@ -156,6 +170,9 @@ type decoder struct {
 	lastUsage Usage
 	lastModel string
 	sawCall   bool
+	// structured are the tool_use ids of the turn whose results are kept
+	// whole (structuredTools).
+	structured map[string]bool
 }
 
 // errResultDecode marks a result line that did not decode: the turn it ends
@@ -190,7 +207,7 @@ func (d *decoder) decodeLine(line []byte) decoded {
 	case "assistant":
 		return decoded{events: d.assistant(&w)}
 	case "user":
-		return decoded{events: userEvents(&w)}
+		return decoded{events: d.userEvents(&w, line)}
 	case "result":
 		return decoded{events: []Event{d.result(&w)}}
 	case "control_request":
@@ -205,6 +222,10 @@ func (d *decoder) decodeLine(line []byte) decoded {
 		}}
 	case "control_cancel_request":
 		return decoded{cancelID: w.RequestID, events: []Event{PermissionCancel{RequestID: w.RequestID}}}
+	case "stream_event":
+		return decoded{events: streamEvent(&w)}
+	case "tool_progress":
+		return decoded{events: toolProgress(&w)}
 	}
 	return decoded{}
 }
@@ -223,12 +244,17 @@ func (d *decoder) system(w *wireLine) []Event {
 	case "status":
 		var status *string
 		_ = json.Unmarshal(w.Status, &status) // not a string: not compaction news
+		var evs []Event
 		switch {
 		case status != nil && *status == "compacting":
-			return []Event{Compaction{Active: true}}
+			evs = append(evs, Compaction{Active: true})
 		case w.CompactResult != "":
-			return []Event{Compaction{Result: w.CompactResult, Error: w.CompactError}}
+			evs = append(evs, Compaction{Result: w.CompactResult, Error: w.CompactError})
 		}
+		if w.PermissionMode != "" {
+			evs = append(evs, ModeChange{Mode: w.PermissionMode})
+		}
+		return evs
 	case "compact_boundary":
 		var cb CompactBoundary
 		if m := w.CompactMetadata; m != nil {
@@ -265,20 +291,30 @@ func (d *decoder) assistant(w *wireLine) []Event {
 				MessageID: m.ID, Model: m.Model, Text: b.Text, Usage: m.Usage, Synthetic: synthetic,
 			})
 		case "tool_use":
-			evs = append(evs, ToolUse{MessageID: m.ID, ID: b.ID, Name: b.Name, Input: b.Input})
+			parent := ""
+			if w.ParentToolUseID != nil {
+				parent = *w.ParentToolUseID
+			}
+			d.noteStructured(b.ID, b.Name)
+			evs = append(evs, ToolUse{MessageID: m.ID, ID: b.ID, Name: b.Name, Input: b.Input, Parent: parent})
 		}
 	}
 	return evs
 }
 
-func userEvents(w *wireLine) []Event {
+func (d *decoder) userEvents(w *wireLine, line []byte) []Event {
 	if w.Message == nil {
 		return nil
 	}
 	var evs []Event
 	for i := range w.Message.Content {
 		if b := &w.Message.Content[i]; b.Type == "tool_result" {
-			evs = append(evs, ToolResult{ToolUseID: b.ToolUseID, Content: contentText(b.Content), IsError: b.IsError})
+			tr := ToolResult{ToolUseID: b.ToolUseID, Content: contentText(b.Content), IsError: b.IsError}
+			if d.structured[b.ToolUseID] {
+				delete(d.structured, b.ToolUseID)
+				tr.Structured = structuredResult(line)
+			}
+			evs = append(evs, tr)
 		}
 	}
 	return evs
@@ -318,6 +354,7 @@ func (d *decoder) result(w *wireLine) *Result {
 	// The next turn starts from scratch: a turn without an API call (an
 	// unknown --resume id, an idle interrupt) must not report old figures.
 	d.lastUsage, d.lastModel, d.sawCall = Usage{}, "", false
+	clear(d.structured)
 	return r
 }
 
@@ -338,6 +375,9 @@ func controlRequest(w *wireLine) decoded {
 		ToolUseID:   rq.ToolUseID,
 		BlockedPath: rq.BlockedPath,
 		Suggestions: rq.Suggestions,
+
+		DecisionReasonType:      rq.DecisionReasonType,
+		RequiresUserInteraction: rq.RequiresUserInteraction,
 	}
 	return decoded{events: []Event{pr}, perm: &pr}
 }

@@ -117,6 +117,11 @@ type Agent struct {
 	AllowedModes []string `toml:"allowed_modes"`
 	// ShellTimeout kills an admin's !sh command after this long.
 	ShellTimeout Duration `toml:"shell_timeout"`
+	// StallNotice posts one notice in a turn's thread when claude has sent
+	// nothing for this long; 0 turns it off. MaxTurnTime interrupts a
+	// turn that runs longer; 0 (the default) is no limit. See live.go.
+	StallNotice Duration `toml:"stall_notice"`
+	MaxTurnTime Duration `toml:"max_turn_time"`
 	// EnvDrop names the variables of cc-connect's environment the agent
 	// does not inherit: exact names or patterns (agentenv.DefaultEnvDrop).
 	EnvDrop []string `toml:"env_drop"`
@@ -184,6 +189,10 @@ type Binding struct {
 	// Standby the members that may take it over ([cluster] only).
 	Host    string   `toml:"host"`
 	Standby []string `toml:"standby"`
+	// Progress is what a turn shows while it runs: quiet, normal or
+	// verbose ("" until validated: ProgressOf gives the default). See
+	// live.go.
+	Progress string `toml:"progress"`
 }
 
 // Metrics configures the Prometheus endpoint ([metrics]); off unless Addr
@@ -246,6 +255,7 @@ func Default() Config {
 			CloseGrace:               Duration(5 * time.Second),
 			AllowedModes:             []string{"default", "acceptEdits", "plan"},
 			ShellTimeout:             Duration(2 * time.Minute),
+			StallNotice:              Duration(DefaultStallNotice),
 			EnvDrop:                  slices.Clone(agentenv.DefaultEnvDrop),
 		},
 		Webhooks: Webhooks{MaxBody: 1 << 20},
@@ -354,6 +364,7 @@ func (c *Config) String() string {
 	fmt.Fprintf(&b, "max_processes = %d\nmax_processes_per_workspace = %d\nqueue_limit = %d\nshutdown_grace = %s\nclose_grace = %s\n",
 		a.MaxProcesses, a.MaxProcessesPerWorkspace, a.QueueLimit, q(a.ShutdownGrace.String()), q(a.CloseGrace.String()))
 	fmt.Fprintf(&b, "allowed_modes = %s\nshell_timeout = %s\n", list(a.AllowedModes), q(a.ShellTimeout.String()))
+	fmt.Fprintf(&b, "stall_notice = %s\nmax_turn_time = %s\n", q(a.StallNotice.String()), q(a.MaxTurnTime.String()))
 	f := c.Files
 	fmt.Fprintf(&b, "\n[files]\nartifact_threshold = %s\nartifact_quota = %s\nattachment_max_size = %s\n",
 		q(f.ArtifactThreshold.String()), q(f.ArtifactQuota.String()), q(f.AttachmentMaxSize.String()))
@@ -400,6 +411,7 @@ func (c *Config) String() string {
 			b.WriteString("allow_shell = true\n")
 		}
 		bd.writeUnattended(&b)
+		fmt.Fprintf(&b, "progress = %s\n", q(bd.ProgressOf()))
 		if bd.Host != "" {
 			fmt.Fprintf(&b, "host = %s\nstandby = %s\n", q(bd.Host), list(bd.Standby))
 		}

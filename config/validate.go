@@ -74,6 +74,7 @@ func (c *Config) validate(dir string, d *decoder) (warnings []string) {
 
 	c.validateAgent(d)
 	warnings = append(warnings, c.validateLimits(d)...)
+	warnings = append(warnings, c.validateLive(d)...)
 	warnings = append(warnings, c.dangerWarnings()...)
 	// (Claude Code refuses as root only; with agent.user it runs as that
 	// user. RunAs is resolved after this, so the key is read here.)

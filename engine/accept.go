@@ -128,6 +128,11 @@ func (e *Engine) HandleMessage(ctx context.Context, m platform.Message) (platfor
 // to its control lane, and says what became of it.
 func (s *session) accept(m platform.Message) (platform.Result, error) {
 	name, args, isCmd := parseCommand(m.Text)
+	if !isCmd && s.awaitText.Load() && len(m.Attachments) == 0 && s.liveBinding().approver(m.UserID) {
+		// The running turn waits on a question or a plan's feedback: the
+		// reply answers it (journaled as a command that acted at once).
+		return s.acceptControls(m, "reply", []control{{kind: ctrlReply, text: m.Text, userName: orDefault(m.UserName, m.UserID), to: s.to}}, "")
+	}
 	if !isCmd {
 		return s.acceptItem(workItem{kind: itemTurn, msg: m, files: filesOf(m)})
 	}
@@ -163,6 +168,13 @@ func (s *session) accept(m platform.Message) (platform.Result, error) {
 	case "stop":
 		// The session goroutine stops a running !sh first, then the turn.
 		cs = append(cs, control{kind: ctrlStop, to: s.to})
+	case "skip":
+		if !s.mayApprove(m.UserID, m.UserName, "") {
+			refusal = "not an approver"
+			cs = append(cs, control{kind: ctrlNotice, text: notApproverText(m.UserName, m.UserID), to: s.to})
+			break
+		}
+		cs = append(cs, control{kind: ctrlAnswer, choice: platform.ChoiceDismiss, userName: orDefault(m.UserName, m.UserID), to: s.to})
 	case "allow", "deny":
 		// Who may answer is read from the binding in force now, for a
 		// typed answer as for a button press.
@@ -177,11 +189,20 @@ func (s *session) accept(m platform.Message) (platform.Result, error) {
 			if strings.EqualFold(args, "always") {
 				choice = platform.ChoiceAlwaysAllow
 			}
+			if strings.EqualFold(args, "edits") {
+				choice = platform.ChoicePlanAcceptEdits // a plan, approved into acceptEdits
+			}
 		}
 		cs = append(cs, control{kind: ctrlAnswer, choice: choice, userName: orDefault(m.UserName, m.UserID), to: s.to})
 	default:
 		cs = append(cs, control{kind: ctrlCommand, msg: m, cmd: name, args: args, to: s.to})
 	}
+	return s.acceptControls(m, name, cs, refusal)
+}
+
+// acceptControls journals m as a command that acts at once and hands its
+// controls to the session's control lane.
+func (s *session) acceptControls(m platform.Message, name string, cs []control, refusal string) (platform.Result, error) {
 	ok, err := s.jr.acceptControl(m, cs, s.mb)
 	if err != nil {
 		return platform.Result{}, err
@@ -270,7 +291,8 @@ func (e *Engine) HandleAction(ctx context.Context, act platform.Action) error {
 		s.notice(notApproverText(act.UserName, act.UserID))
 		return nil
 	}
-	if !s.mb.pushControl(control{kind: ctrlAnswer, requestID: act.RequestID, choice: act.Choice, userName: who, to: s.to}) {
+	if !s.mb.pushControl(control{kind: ctrlAnswer, requestID: act.RequestID, choice: act.Choice, userName: who, to: s.to,
+		question: act.Question, options: act.Options}) {
 		s.log.Warn("Session control lane full; permission answer dropped", "request_id", act.RequestID)
 		e.notify(a, s.to, "The session is busy right now; please try again in a moment.")
 	}

@@ -23,6 +23,7 @@ const helpText = `Commands (prefix ! or /):
 !sessions — this workspace's Claude Code sessions, newest first
 !resume <n|id> — switch to a listed session
 !allow [always] / !deny — answer the pending permission request
+!skip — dismiss Claude's pending questions (a reply in the thread answers them)
 !compact [instructions] — compact the conversation now (when the context figure is high)
 !model [name] — show or set this conversation's model
 !mode [mode] — show or set the permission mode (within the modes the admin allows)
@@ -35,7 +36,7 @@ const helpText = `Commands (prefix ! or /):
 var commands = map[string]bool{
 	"new": true, "btw": true, "stop": true, "status": true, "sessions": true,
 	"resume": true, "allow": true, "deny": true, "help": true,
-	"compact": true, "model": true, "mode": true, "sh": true, "schedules": true,
+	"compact": true, "model": true, "mode": true, "sh": true, "skip": true, "schedules": true,
 }
 
 // parseCommand splits "!name args" (or "/name args" for a known name).

@@ -47,6 +47,9 @@ type Binding struct {
 	// (worktree.go); Caps are its spending caps (spend.go).
 	Worktree bool
 	Caps     spend.Caps
+	// Progress is what a turn shows while it runs: ProgressQuiet,
+	// ProgressNormal ("" too) or ProgressVerbose (live.go).
+	Progress string
 }
 
 // Options configure an Engine.
@@ -56,6 +59,8 @@ type Options struct {
 	StateDir                 string        // sessions state lives under StateDir/sessions (0700/0600)
 	IdleTimeout              time.Duration // reap idle processes after this (0 = never)
 	PermissionTimeout        time.Duration // deny a pending permission request after this (0 = never)
+	StallNotice              time.Duration // tell the thread when claude sent nothing this long (0 = never)
+	MaxTurnTime              time.Duration // interrupt a turn that runs longer (0 = no limit)
 	MaxProcesses             int           // global cap on live claude processes (0 = unlimited)
 	MaxProcessesPerWorkspace int           // per workspace cap (0 = unlimited)
 	QueueLimit               int           // per session FIFO (default 20)

@@ -62,6 +62,7 @@ const (
 	ctrlReap                    // close an idle process to free a slot
 	ctrlNotice                  // post text (a queue notice, a refusal)
 	ctrlCommand                 // a command that acts at once (!status, !model…)
+	ctrlReply                   // a reply in the thread to a question or a plan waiting for it (text)
 )
 
 // control reaches a session's goroutine without queueing behind turns.
@@ -69,6 +70,8 @@ type control struct {
 	kind      ctrlKind
 	requestID string // ctrlAnswer: "" means the pending one
 	choice    platform.Choice
+	question  int                // ctrlAnswer on a question prompt: which question
+	options   platform.OptionSet // and which of its options
 	userName  string
 	to        platform.Target // where to answer the sender
 	text      string          // ctrlNotice

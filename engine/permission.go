@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -27,7 +28,15 @@ type permissions struct {
 	// this conversation; setWaiting says whether it waits on one.
 	register, unregister func(requestID string)
 	setWaiting           func(bool)
-	forChat              func(string) string // keeps host paths out of what is posted
+	// awaitText says whether a plain reply in the thread answers a
+	// pending question or plan (asks.go).
+	awaitText func(bool)
+	// allowEdits says a plan may be approved into acceptEdits (an
+	// allowed mode).
+	allowEdits bool
+	// planMode says the conversation is in plan mode now.
+	planMode func() bool
+	forChat  func(string) string // keeps host paths out of what is posted
 
 	pending []*pendingPerm
 	timer   *time.Timer // fires at the earliest deadline
@@ -41,12 +50,23 @@ type pendingPerm struct {
 	deadline    time.Time
 	asked       time.Time // for the wait metric
 	choice      string    // how it ended, for the metrics; "" = cancelled
+	// qs is the question set of an AskUserQuestion; plan marks an
+	// ExitPlanMode (asks.go).
+	qs   *questionSet
+	plan bool
 }
 
 // newPermissions gives a turn its permission desk.
 func (tr *turnRunner) newPermissions() *permissions {
 	e, key := tr.e, tr.key
 	return &permissions{chat: tr.chat, log: tr.log, metrics: e.metrics, timeout: e.opts.PermissionTimeout, forChat: tr.forChat,
+		allowEdits: slices.Contains(e.allowedModes(), "acceptEdits"),
+		planMode:   func() bool { return e.modeOf(tr.rb.get()) == "plan" },
+		awaitText: func(on bool) {
+			if tr.awaitText != nil {
+				tr.awaitText.Store(on)
+			}
+		},
 		register: func(id string) {
 			e.mu.Lock()
 			e.requests[id] = key
@@ -71,6 +91,9 @@ func (ps *permissions) first() string {
 	if len(ps.pending) == 0 {
 		return ""
 	}
+	if name := specialName(ps.pending[0]); name != "" {
+		return name
+	}
 	p := ps.pending[0].req
 	return toolSummary(p.ToolName, p.Input)
 }
@@ -91,6 +114,9 @@ func (ps *permissions) ask(proc agentProcess, req agentproc.PermissionRequest) {
 	ps.setWaiting(true)
 
 	ps.log.Info("Permission requested", "request_id", req.RequestID, "tool", req.ToolName, "blocked_path", req.BlockedPath)
+	if ps.askSpecial(proc, p) {
+		return
+	}
 	view := approvalFor(req)
 	for _, whole := range view.whole {
 		if view.refuse != "" {
@@ -161,6 +187,10 @@ func (ps *permissions) resolve(p *pendingPerm, outcome string) {
 		ps.setWaiting(false)
 	}
 	ps.arm()
+	ps.setAwait()
+	if ps.showOutcome(p, outcome) {
+		return
+	}
 	if p.viaPrompter {
 		ps.chat.resolvePermission(p.prompt, outcome)
 		return
@@ -170,6 +200,9 @@ func (ps *permissions) resolve(p *pendingPerm, outcome string) {
 
 // answer passes a chat answer (a button, !allow, !deny) to the CLI.
 func (ps *permissions) answer(proc agentProcess, c control) {
+	if ps.answerSpecial(proc, c) {
+		return
+	}
 	p := ps.find(c.requestID)
 	if p == nil {
 		ps.chat.sendTo(c.to, "That permission request is no longer pending.")
@@ -178,7 +211,7 @@ func (ps *permissions) answer(proc agentProcess, c control) {
 	who := orDefault(c.userName, "someone")
 	d := agentproc.PermissionDecision{Behavior: agentproc.Deny, Message: "Denied by " + who + " in chat."}
 	switch c.choice {
-	case platform.ChoiceAllow:
+	case platform.ChoiceAllow, platform.ChoicePlanAcceptEdits: // "!allow edits" typed for a plain request
 		d = agentproc.PermissionDecision{Behavior: agentproc.Allow}
 	case platform.ChoiceAlwaysAllow:
 		d = agentproc.PermissionDecision{Behavior: agentproc.AlwaysAllow}
@@ -206,11 +239,18 @@ func (ps *permissions) expire(proc agentProcess) {
 			continue
 		}
 		msg := fmt.Sprintf("No answer in chat within %s; the request was denied.", ps.timeout)
+		if p.qs != nil || p.plan {
+			msg = fmt.Sprintf("No answer in chat within %s; the user did not answer.", ps.timeout)
+		}
 		if err := respond(proc, p.req.RequestID, agentproc.PermissionDecision{Behavior: agentproc.Deny, Message: msg}); err != nil {
 			ps.log.Error("Denying the timed-out permission request failed", "request_id", p.req.RequestID, "error", err)
 		}
 		ps.log.Info("Permission request timed out", "request_id", p.req.RequestID, "tool", p.req.ToolName, "timeout", ps.timeout)
 		p.choice = "timeout"
+		if p.qs != nil || p.plan {
+			ps.resolve(p, fmt.Sprintf("No answer within %s.", ps.timeout))
+			continue
+		}
 		ps.resolve(p, fmt.Sprintf("denied: no answer within %s", ps.timeout))
 	}
 	ps.arm()

@@ -53,7 +53,10 @@ func (tr *turnRunner) postReply(it workItem, out outcome) {
 	if res.ContextTokens == 0 {
 		ok = false // no usage this turn: never show a stale figure as new
 	}
-	tr.chat.sendReply(ctxindicator.Append(clean, pct, ok), it.uuid, it.msg.Target.MessageID, it.replying)
+	final := ctxindicator.Append(clean, pct, ok)
+	if !tr.finalReply(out.live, final) {
+		tr.chat.sendReply(final, it.uuid, it.msg.Target.MessageID, it.replying)
+	}
 
 	if res.ContextTokens > 0 {
 		// tr.log carries session_key and workspace already; LogArgs adds

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/cc-connect/cc-connect/inbox"
@@ -41,6 +42,10 @@ type session struct {
 	tr    *turnRunner
 	shell shellSlot // the running !sh command, if any (its own lock)
 
+	// awaitText says the running turn waits on a question or a plan's
+	// feedback, which a plain reply in the thread answers (accept).
+	awaitText *atomic.Bool
+
 	// listed is the last !sessions listing, for !resume <n>; only the
 	// session goroutine touches it.
 	listed []sessionInfo
@@ -75,7 +80,7 @@ func (e *Engine) session(b Binding, m platform.Message, a platform.Adapter) (*se
 	to.MessageID = ""
 	ws := e.pool.GetOrCreate(b.Workspace).Path
 	log := e.log.With("platform", to.Platform, "channel", to.Channel, "thread", to.Thread, "session_key", key, "workspace", ws)
-	s := &session{e: e, key: key, to: to, binding: b, ws: ws, log: log}
+	s := &session{e: e, key: key, to: to, binding: b, ws: ws, log: log, awaitText: new(atomic.Bool)}
 	s.mb = newMailbox(e.opts.QueueLimit, e.busy.add)
 	s.jr = &journal{path: inboxPath(e.opts.StateDir, key), stateDir: e.opts.StateDir, limits: e.inboxLimits(),
 		seen: e.seenIDs(), now: e.now, log: log, killedAt: e.killedAt}
@@ -84,7 +89,7 @@ func (e *Engine) session(b Binding, m platform.Message, a platform.Adapter) (*se
 	s.agent = &agentSlot{ws: ws, stateDir: e.opts.StateDir, grace: e.opts.ShutdownGrace, slots: e.slots, bg: e.bg, log: log, now: e.now}
 	s.chat = &relay{to: to, original: a, current: e.adapter, bg: e.bg, log: log, metrics: e.metrics}
 	s.tr = &turnRunner{e: e, key: key, ws: ws, log: log, jr: s.jr, mb: s.mb, rb: s.rb, agent: s.agent, chat: s.chat,
-		other: s.handleControl, stopShell: s.stopShell, binding: s.liveBinding}
+		other: s.handleControl, stopShell: s.stopShell, binding: s.liveBinding, awaitText: s.awaitText}
 
 	rec, ok, lerr := e.store.load(key, e.now())
 	badIDs := rec.dropInvalidIDs()
@@ -284,6 +289,8 @@ func (s *session) idleControl(c control) {
 	switch c.kind {
 	case ctrlAnswer:
 		s.chat.sendTo(c.to, "No permission request is pending.")
+	case ctrlReply:
+		s.chat.sendTo(c.to, notWaitingText)
 	case ctrlStop:
 		if !s.stopShell(c.to) {
 			s.chat.sendTo(c.to, "Nothing is running.")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/cc-connect/cc-connect/agentproc"
@@ -58,6 +59,9 @@ type turnRunner struct {
 	// user is whose message the running turn is, charged its cost
 	// (spend.go).
 	user string
+	// awaitText is set while the turn waits on a question or a plan's
+	// feedback: a plain reply in the thread then answers it.
+	awaitText *atomic.Bool
 }
 
 // outcome is how one attempt at a turn ended.
@@ -71,6 +75,9 @@ type outcome struct {
 	compaction bool
 	compacted  *agentproc.CompactBoundary
 	compactErr string
+	// live is what the turn showed as it went: the streamed reply that
+	// the final text replaces.
+	live *live
 }
 
 // turn is the state of the running turn.
@@ -80,8 +87,9 @@ type turn struct {
 	model    string
 	perms    *permissions
 	progress progress
-	started  bool // the CLI began the turn (system/init seen)
-	stopped  bool // !stop was asked for
+	live     *live // what the turn shows as it goes (live.go)
+	started  bool  // the CLI began the turn (system/init seen)
+	stopped  bool  // !stop was asked for
 	// compacted and compactErr are what a compaction reported.
 	compacted  *agentproc.CompactBoundary
 	compactErr string
@@ -285,6 +293,8 @@ func (tr *turnRunner) ensureProcess() error {
 			return errStoppedWaiting
 		case ctrlAnswer:
 			tr.chat.sendTo(c.to, "No permission request is pending.")
+		case ctrlReply:
+			tr.chat.sendTo(c.to, notWaitingText)
 		case ctrlReap:
 			// there is no process to reap
 		default:
@@ -306,6 +316,7 @@ func (tr *turnRunner) ensureProcess() error {
 			"transcript_lookup_error", errString(err))
 	}
 	start.Model, start.PermissionMode = tr.rb.spawnSettings() // !model, !mode
+	start.PartialMessages = tr.wantsPartial()
 	tr.log.Info("Starting agent process", "session_id", orDefault(id, "new"), "model", orDefault(orDefault(start.Model, tr.e.opts.Agent.Model), "default"))
 	if err := tr.agent.start(tr.e.spawn, tr.e.opts.Agent, start); err != nil {
 		tr.e.slots.release(tr.ws)
@@ -368,7 +379,7 @@ func (tr *turnRunner) attempt(it workItem) outcome {
 		return outcome{err: err, stderr: proc.StderrTail()}
 	}
 
-	t := &turn{msg: it.msg, perms: tr.newPermissions()}
+	t := &turn{msg: it.msg, perms: tr.newPermissions(), live: tr.newLive()}
 	events := at.Events()
 	stopping := tr.e.stopping
 	var graceC, killC <-chan time.Time
@@ -383,17 +394,26 @@ func (tr *turnRunner) attempt(it workItem) outcome {
 			res, err := at.Result()
 			t.perms.endAll("the turn ended")
 			t.progress.stop()
+			if t.live.level == ProgressVerbose {
+				// The log and the checklist end as they are, not as they
+				// were at the last paced edit.
+				tr.chat.flushProgress(&t.progress)
+			}
+			t.live.stop()
 			if closed != nil {
 				<-closed
 			}
 			out := outcome{res: res, err: err, text: t.text.String(), model: t.model, stderr: proc.StderrTail(),
-				compaction: isCompaction(it.msg.Text), compacted: t.compacted, compactErr: t.compactErr}
+				compaction: isCompaction(it.msg.Text), compacted: t.compacted, compactErr: t.compactErr, live: t.live}
 			if res != nil {
 				tr.noteResult(res, t.model)
 				tr.noteContext(res)
 			}
 			if err == nil && res == nil {
 				out.err = errors.New("turn ended without a result")
+			}
+			if out.err != nil {
+				tr.endStream(t.live)
 			}
 			return out
 		case <-tr.mb.ctrl:
@@ -406,6 +426,12 @@ func (tr *turnRunner) attempt(it workItem) outcome {
 			tr.notePermissions(t)
 		case <-timerC(t.progress.timer):
 			tr.chat.flushProgress(&t.progress)
+		case <-timerC(t.live.timer):
+			tr.showStream(t.live)
+		case <-timerC(t.live.stallTimer):
+			tr.stallCheck(t)
+		case <-timerC(t.live.maxTimer):
+			tr.overMaxTime(t, proc)
 		case <-stopping:
 			stopping = nil
 			graceC = time.After(tr.e.opts.ShutdownGrace)
@@ -444,7 +470,18 @@ func timerC(t *time.Timer) <-chan time.Time {
 }
 
 func (tr *turnRunner) onEvent(t *turn, proc agentProcess, ev agentproc.Event) {
+	t.live.event()
 	switch ev := ev.(type) {
+	case agentproc.TextDelta:
+		tr.delta(t, ev)
+	case agentproc.CallStart:
+		if ev.Parent == "" {
+			t.live.para = true
+		}
+	case agentproc.ToolResult:
+		tr.noteToolResult(t, ev)
+	case agentproc.ModeChange:
+		tr.noteMode(ev.Mode)
 	case agentproc.Init:
 		t.started = true
 		t.model = ev.Model
@@ -476,19 +513,23 @@ func (tr *turnRunner) onEvent(t *turn, proc agentProcess, ev agentproc.Event) {
 		}
 		t.text.WriteString(ev.Text)
 	case agentproc.ToolUse:
-		tr.chat.showProgress(&t.progress, "Running: "+toolSummary(ev.Name, ev.Input))
+		tr.noteTool(t, ev)
 	case agentproc.Compaction:
 		if ev.Active {
-			tr.chat.showProgress(&t.progress, "Compacting the conversation…")
+			tr.showStatus(t, "Compacting the conversation…")
 		} else if ev.Result == "failed" {
 			t.compactErr = orDefault(ev.Error, "failed")
 		}
 	case agentproc.CompactBoundary:
 		t.compacted = &ev
 	case agentproc.APIRetry:
-		tr.chat.showProgress(&t.progress, fmt.Sprintf("API error %d, retrying (%d/%d)…", ev.ErrorStatus, ev.Attempt, ev.MaxRetries))
+		tr.showStatus(t, fmt.Sprintf("API error %d, retrying (%d/%d)…", ev.ErrorStatus, ev.Attempt, ev.MaxRetries))
 	case agentproc.PermissionRequest:
 		t.perms.ask(proc, ev)
+		if len(t.perms.pending) > 0 {
+			// A prompt went up: the reply streams on below it.
+			tr.restartStream(t.live)
+		}
 		tr.notePermissions(t)
 	case agentproc.PermissionCancel:
 		t.perms.cancel(ev.RequestID)
@@ -501,7 +542,7 @@ func (tr *turnRunner) onEvent(t *turn, proc agentProcess, ev agentproc.Event) {
 // control handles a control that reached the running turn.
 func (tr *turnRunner) control(t *turn, proc agentProcess, c control) {
 	switch c.kind {
-	case ctrlAnswer:
+	case ctrlAnswer, ctrlReply:
 		t.perms.answer(proc, c)
 		tr.notePermissions(t)
 	case ctrlStop:

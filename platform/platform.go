@@ -78,6 +78,11 @@ type Action struct {
 	UserName  string
 	RequestID string // the PermissionPrompt.RequestID the prompt carried
 	Choice    Choice
+	// Question and Options, for a press on a question prompt
+	// (QuestionAsker), say which question and which of its options the
+	// press chose.
+	Question int
+	Options  OptionSet
 }
 
 // Status is what the engine did with a message.
@@ -183,6 +188,10 @@ type PermissionPrompt struct {
 	// before the last go as messages of their own and the buttons go
 	// under the last.
 	Text string
+	// Choices, when set, are the prompt's buttons instead of Allow,
+	// Always allow and Deny (a plan to approve): each press comes back as
+	// an Action with its Choice.
+	Choices []PromptChoice
 }
 
 // Prompter is implemented by platforms with interactive buttons. Presses

@@ -251,6 +251,7 @@ func TestEngineOptionsCoverEveryField(t *testing.T) {
 model = "sonnet"
 max_processes = 3
 self_report = true
+max_turn_time = "2h"
 `)
 	cfg, err := config.Load(path)
 	if err != nil {

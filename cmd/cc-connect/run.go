@@ -84,6 +84,8 @@ func engineOptions(cfg *config.Config, log *slog.Logger) engine.Options {
 		StateDir:                 cfg.State.Dir,
 		IdleTimeout:              a.IdleTimeout.D(),
 		PermissionTimeout:        a.PermissionTimeout.D(),
+		StallNotice:              a.StallNotice.D(),
+		MaxTurnTime:              a.MaxTurnTime.D(),
 		MaxProcesses:             a.MaxProcesses,
 		MaxProcessesPerWorkspace: a.MaxProcessesPerWorkspace,
 		QueueLimit:               a.QueueLimit,
@@ -117,6 +119,7 @@ func engineBindings(cfg *config.Config) []engine.Binding {
 			Worktree:       b.Worktree,
 			Caps: spend.Caps{Daily: float64(b.CapDailyUSD), Monthly: float64(b.CapMonthlyUSD),
 				UserDaily: float64(b.CapUserDailyUSD), UserMonthly: float64(b.CapUserMonthlyUSD)},
+			Progress: b.ProgressOf(),
 		}
 	}
 	return bindings

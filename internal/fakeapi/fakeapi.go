@@ -67,6 +67,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Mode forces an answer regardless of the prompt, for requests whose text a
@@ -161,6 +162,9 @@ type Server struct {
 	// release is closed by ReleaseSlow; streams started before keep the
 	// channel they saw.
 	release chan struct{}
+	// firstChunks are when the first chunk of each paced answer was
+	// flushed (pace.go).
+	firstChunks []time.Time
 }
 
 // Start starts a fake API on 127.0.0.1 and stops it when the test ends.
@@ -355,6 +359,7 @@ func (s *Server) handleMessages(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, m.message())
 		return
 	}
+	m.chunkSent = s.noteChunk
 	m.stream(r.Context(), w, p.release, s.closing)
 }
 

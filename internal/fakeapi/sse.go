@@ -25,6 +25,9 @@ type reply struct {
 	tool          *toolCall // non-nil: a tool_use follows the text
 	slow          bool
 	pace          *streamSpec // non-nil: text is sent in paced chunks
+	// chunkSent, when set, is told of each paced chunk once it is
+	// flushed (pace.go).
+	chunkSent func(i int)
 }
 
 // thinkingSignature stands in for the signature the real API puts on a
@@ -217,6 +220,9 @@ func (m reply) paced(ctx context.Context, sw *sseWriter, index int, closing <-ch
 		sw.event("content_block_delta", textDelta(index, StreamChunk(i, n)))
 		if sw.err != nil {
 			return false
+		}
+		if m.chunkSent != nil {
+			m.chunkSent(i)
 		}
 	}
 	return true

@@ -1,7 +1,7 @@
 // Package fakediscord is a fake Discord for tests, served on 127.0.0.1: the
 // REST API under /api/v9 (messages, with files as multipart attachments,
-// edits, reactions, typing, threads, channels, a channel's messages and one
-// message read back, interaction callbacks, gateway discovery) and the gateway
+// edits, deletes, reactions, typing, threads, channels, a channel's messages
+// and one message read back, interaction callbacks, gateway discovery) and the gateway
 // websocket (HELLO, IDENTIFY → READY, heartbeats and their ACKs, RESUME →
 // the missed events then RESUMED, dispatches). It keeps the channels and
 // their messages, so a test can ask what the bot posted, edited and reacted
@@ -12,8 +12,9 @@
 // code 40005, a page of history holds at most 100 messages, a channel the
 // bot may not see is 403 Missing Access (50001) and one whose history it
 // may not read shows none, a rate limit is HTTP 429 with retry_after and the
-// X-RateLimit headers, an interaction answered after 3 s or twice is
-// refused.
+// X-RateLimit headers (once, or standing: SetEditLimit holds each channel's
+// edits to Discord's bucket), an interaction answered after 3 s or twice is
+// refused, and select menus are held to their limits.
 //
 // Like Discord it sends the bot's own posts back as MESSAGE_CREATE, reads
 // a channel's messages back (GET one, or the latest, newest first), and
@@ -35,6 +36,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -53,8 +55,9 @@ const waitLimit = 15 * time.Second
 
 // Server is one fake Discord.
 type Server struct {
-	tb  testing.TB
-	srv *httptest.Server
+	waitFor atomic.Int64 // SetWaitLimit; 0 is waitLimit
+	tb      testing.TB
+	srv     *httptest.Server
 
 	rest    chan Call    // every REST request, in order, for Next
 	gateway chan GWFrame // every IDENTIFY and RESUME, for Frame
@@ -79,6 +82,9 @@ type Server struct {
 	noAck        int
 	echo         bool
 	hbInterval   int
+	editLimit    int // edits per editPer in each channel; 0 = none
+	editPer      time.Duration
+	editBuckets  map[string]*editBucket
 	clock        time.Duration // added to the time: AdvanceClock
 	// uploadLimit is the most bytes of files one message may carry;
 	// noHistory and hidden the channels whose history the bot may not
@@ -143,6 +149,8 @@ type Message struct {
 	Edits       []Edit
 	// Reactions are the bot's reactions, in the order added.
 	Reactions []string
+	// Deleted says the bot deleted it (it stays listed, for tests).
+	Deleted bool
 	// Nonce is what the post's nonce was ("" when none), and Created when
 	// the fake took it (its clock, see AdvanceClock).
 	Nonce   string
@@ -220,7 +228,7 @@ func (s *Server) notify() {
 // runs without the fake's lock and is tried again after every change.
 func (s *Server) Wait(tb testing.TB, what string, cond func() bool) {
 	tb.Helper()
-	deadline := time.NewTimer(waitLimit)
+	deadline := time.NewTimer(s.waitLimit())
 	defer deadline.Stop()
 	for {
 		s.mu.Lock()
@@ -242,7 +250,7 @@ func (s *Server) Wait(tb testing.TB, what string, cond func() bool) {
 // the others.
 func (s *Server) Next(tb testing.TB, method, pathPrefix string) Call {
 	tb.Helper()
-	deadline := time.NewTimer(waitLimit)
+	deadline := time.NewTimer(s.waitLimit())
 	defer deadline.Stop()
 	for {
 		select {

@@ -269,19 +269,59 @@ type interaction struct {
 // interaction id.
 func (s *Server) Click(tb testing.TB, m Message, customID, userID, userName string) string {
 	tb.Helper()
+	return s.interact(tb, m, userID, userName, func(cur Message) (map[string]any, bool) {
+		for _, b := range cur.Buttons() {
+			if b.CustomID == customID {
+				return map[string]any{"custom_id": customID, "component_type": componentButton}, true
+			}
+		}
+		return nil, false
+	})
+}
+
+// Choose picks values of the select menu customID on the bot's message m
+// as user: an INTERACTION_CREATE whose data carries the values chosen, as
+// Discord sends when the menu closes. Values outside the menu's options, or
+// fewer or more than its min_values and max_values, fail tb.
+func (s *Server) Choose(tb testing.TB, m Message, customID, userID, userName string, values ...string) string {
+	tb.Helper()
+	return s.interact(tb, m, userID, userName, func(cur Message) (map[string]any, bool) {
+		for _, menu := range cur.Menus() {
+			if menu.CustomID != customID {
+				continue
+			}
+			if len(values) < menu.MinValues || len(values) > menu.MaxValues {
+				tb.Fatalf("fakediscord: menu %q takes %d to %d values, not %q", customID, menu.MinValues, menu.MaxValues, values)
+			}
+			for _, v := range values {
+				known := false
+				for _, o := range menu.Options {
+					known = known || o.Value == v
+				}
+				if !known {
+					tb.Fatalf("fakediscord: menu %q has no option %q", customID, v)
+				}
+			}
+			return map[string]any{"custom_id": customID, "component_type": componentSelect, "values": values}, true
+		}
+		return nil, false
+	})
+}
+
+// interact delivers the INTERACTION_CREATE of a component of m that find
+// locates in the message as it stands.
+func (s *Server) interact(tb testing.TB, m Message, userID, userName string, find func(Message) (map[string]any, bool)) string {
+	tb.Helper()
 	s.mu.Lock()
 	cur, ok := s.msgs[m.ID]
-	if !ok {
+	if !ok || cur.Deleted {
 		s.mu.Unlock()
 		tb.Fatalf("fakediscord: no message %s to click on", m.ID)
 	}
-	found := false
-	for _, b := range cur.clone().Buttons() {
-		found = found || b.CustomID == customID
-	}
+	data, found := find(cur.clone())
 	if !found {
 		s.mu.Unlock()
-		tb.Fatalf("fakediscord: message %s has no button %q: %s", m.ID, customID, cur.Components)
+		tb.Fatalf("fakediscord: message %s has no such component: %s", m.ID, cur.Components)
 	}
 	id := "I" + s.nextIDLocked()
 	in := &interaction{token: "itok-" + id, created: time.Now()}
@@ -292,7 +332,7 @@ func (s *Server) Click(tb testing.TB, m Message, customID, userID, userName stri
 	d := map[string]any{
 		"id": id, "application_id": "A1", "type": 3, "token": in.token, "version": 1,
 		"channel_id": cur.ChannelID,
-		"data":       map[string]any{"custom_id": customID, "component_type": 2},
+		"data":       data,
 		"message":    msg,
 	}
 	user := map[string]any{"id": userID, "username": userName}

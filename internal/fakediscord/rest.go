@@ -138,7 +138,12 @@ func (s *Server) answer(r *http.Request, path string, body map[string]any, files
 	case r.Method == "POST" && len(parts) == 3 && parts[0] == "channels" && parts[2] == "messages":
 		return s.postLocked(parts[1], body, files)
 	case r.Method == "PATCH" && len(parts) == 4 && parts[0] == "channels" && parts[2] == "messages":
+		if a, limited := s.editLimitLocked(parts[1]); limited {
+			return a, nil
+		}
 		return s.editLocked(parts[1], parts[3], body), nil
+	case r.Method == "DELETE" && len(parts) == 4 && parts[0] == "channels" && parts[2] == "messages":
+		return s.deleteLocked(parts[1], parts[3]), nil
 	case r.Method == "POST" && len(parts) == 5 && parts[0] == "channels" && parts[4] == "threads":
 		return s.startThreadLocked(parts[1], parts[3], body), nil
 	case r.Method == "POST" && len(parts) == 3 && parts[0] == "channels" && parts[2] == "typing":
@@ -185,19 +190,12 @@ func checkContent(body map[string]any, needSomething bool) string {
 	}
 	for i, row := range comps {
 		r, _ := row.(map[string]any)
-		buttons, _ := r["components"].([]any)
-		if r["type"] != float64(1) || len(buttons) == 0 || len(buttons) > maxRowButtons {
+		inRow, _ := r["components"].([]any)
+		if r["type"] != float64(componentActions) || len(inRow) == 0 || len(inRow) > maxRowButtons {
 			return invalidForm(fmt.Sprintf("components.%d.components", i), "BASE_TYPE_BAD_LENGTH", fmt.Sprintf("Must be between 1 and %d in length.", maxRowButtons))
 		}
-		for j, b := range buttons {
-			bo, _ := b.(map[string]any)
-			at := fmt.Sprintf("components.%d.components.%d", i, j)
-			if id, _ := bo["custom_id"].(string); len([]rune(id)) > maxCustomID {
-				return invalidForm(at+".custom_id", "BASE_TYPE_MAX_LENGTH", fmt.Sprintf("Must be %d or fewer in length.", maxCustomID))
-			}
-			if l, _ := bo["label"].(string); len([]rune(l)) > maxButtonLabel {
-				return invalidForm(at+".label", "BASE_TYPE_MAX_LENGTH", fmt.Sprintf("Must be %d or fewer in length.", maxButtonLabel))
-			}
+		if bad := checkRow(i, inRow); bad != "" {
+			return bad
 		}
 	}
 	return ""
@@ -313,7 +311,7 @@ func (s *Server) editLocked(channel, id string, body map[string]any) Answer {
 		return Answer{Status: 404, Body: unknownChannel}
 	}
 	m, ok := s.msgs[id]
-	if !ok || m.ChannelID != channel {
+	if !ok || m.ChannelID != channel || m.Deleted {
 		return Answer{Status: 404, Body: unknownMessage}
 	}
 	if m.AuthorID != BotID {

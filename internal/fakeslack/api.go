@@ -128,6 +128,9 @@ func (s *Server) answerLocked(method, auth string, form map[string]string) (answ
 		return answer{status: http.StatusTooManyRequests, body: map[string]any{"ok": false, "error": "ratelimited"},
 			header: map[string]string{"Retry-After": strconv.Itoa(retry)}}, nil
 	}
+	if a, limited := s.limitLocked(method); limited {
+		return a, nil
+	}
 	if s.down[method] > 0 {
 		s.down[method]--
 		return answer{status: http.StatusServiceUnavailable}, nil
@@ -159,6 +162,8 @@ func (s *Server) answerLocked(method, auth string, form map[string]string) (answ
 		return s.postLocked(form)
 	case "chat.update":
 		return s.updateLocked(form), nil
+	case "chat.delete":
+		return s.deleteLocked(form), nil
 	case "reactions.add", "reactions.remove":
 		return s.reactLocked(method == "reactions.add", form), nil
 	case "conversations.replies":
@@ -246,7 +251,7 @@ func (s *Server) updateLocked(form map[string]string) answer {
 		return errAnswer("channel_not_found")
 	}
 	m, ok := s.msgs[ch+"/"+ts]
-	if !ok {
+	if !ok || m.Deleted {
 		return errAnswer("message_not_found")
 	}
 	if m.BotID != BotID {
@@ -308,4 +313,22 @@ func channelType(ch string) string {
 	default:
 		return "channel"
 	}
+}
+
+// deleteLocked is chat.delete: the bot may delete its own messages only.
+func (s *Server) deleteLocked(form map[string]string) answer {
+	ch, ts := form["channel"], form["ts"]
+	if !s.knownChannelLocked(ch) {
+		return errAnswer("channel_not_found")
+	}
+	m, ok := s.msgs[ch+"/"+ts]
+	if !ok || m.Deleted {
+		return errAnswer("message_not_found")
+	}
+	if m.BotID != BotID {
+		return errAnswer("cant_delete_message")
+	}
+	m.Deleted = true
+	s.notify()
+	return okAnswer(map[string]any{"channel": ch, "ts": ts})
 }

@@ -19,10 +19,17 @@ func blockProblems(raw string) []string {
 	if len(blocks) > maxBlocks {
 		p.add("/blocks", "no more than %d items allowed", maxBlocks)
 	}
+	blockIDs := map[string]bool{}
 	for i, b := range blocks {
 		at := fmt.Sprintf("/blocks/%d", i)
 		if id, ok := b["block_id"].(string); ok && utf8.RuneCountInString(id) > maxBlockID {
 			p.add(at+"/block_id", "must be less than %d characters", maxBlockID+1)
+		}
+		if id, ok := b["block_id"].(string); ok && id != "" {
+			if blockIDs[id] {
+				p.add(at+"/block_id", "must be unique within the message; %q is used twice", id)
+			}
+			blockIDs[id] = true
 		}
 		switch b["type"] {
 		case "section":
@@ -59,8 +66,17 @@ func blockProblems(raw string) []string {
 			if len(elems) == 0 || len(elems) > 25 {
 				p.add(at+"/elements", "must provide between 1 and 25 items")
 			}
+			actionIDs := map[string]bool{}
 			for j, e := range elems {
+				eo, _ := e.(map[string]any)
+				if id, _ := eo["action_id"].(string); id != "" {
+					if actionIDs[id] {
+						p.add(fmt.Sprintf("%s/elements/%d/action_id", at, j), "must be unique within the block; %q is used twice", id)
+					}
+					actionIDs[id] = true
+				}
 				p.button(fmt.Sprintf("%s/elements/%d", at, j), e)
+				p.multiSelect(fmt.Sprintf("%s/elements/%d", at, j), e)
 			}
 		case "divider":
 		default:
@@ -111,5 +127,50 @@ func (p *problems) button(at string, e any) {
 	}
 	if st, ok := b["style"].(string); ok && st != "primary" && st != "danger" {
 		p.add(at+"/style", "must be a valid enum value")
+	}
+}
+
+// Block Kit's limits for a static multi-select menu.
+const (
+	maxMenuOptions    = 100
+	maxOptionText     = 75
+	maxOptionValue    = 150
+	maxPlaceholder    = 150
+	multiStaticSelect = "multi_static_select"
+)
+
+// multiSelect checks a multi_static_select element.
+func (p *problems) multiSelect(at string, e any) {
+	m, _ := e.(map[string]any)
+	if m["type"] != multiStaticSelect {
+		return
+	}
+	if id, _ := m["action_id"].(string); utf8.RuneCountInString(id) > maxActionID {
+		p.add(at+"/action_id", "must be less than %d characters", maxActionID+1)
+	}
+	if ph, ok := m["placeholder"].(map[string]any); ok {
+		p.textObject(at+"/placeholder", ph, maxPlaceholder, true)
+	}
+	opts, _ := m["options"].([]any)
+	if len(opts) == 0 || len(opts) > maxMenuOptions {
+		p.add(at+"/options", "must provide between 1 and %d items", maxMenuOptions)
+	}
+	values := map[string]bool{}
+	for j, o := range opts {
+		oo, _ := o.(map[string]any)
+		text, _ := oo["text"].(map[string]any)
+		p.textObject(fmt.Sprintf("%s/options/%d/text", at, j), text, maxOptionText, true)
+		v, _ := oo["value"].(string)
+		if v == "" || utf8.RuneCountInString(v) > maxOptionValue {
+			p.add(fmt.Sprintf("%s/options/%d/value", at, j), "must be between 1 and %d characters", maxOptionValue)
+		}
+		values[v] = true
+	}
+	init, _ := m["initial_options"].([]any)
+	for j, o := range init {
+		oo, _ := o.(map[string]any)
+		if v, _ := oo["value"].(string); !values[v] {
+			p.add(fmt.Sprintf("%s/initial_options/%d", at, j), "must match one of the options")
+		}
 	}
 }

@@ -1,17 +1,19 @@
 // Package fakeslack is a fake Slack for tests, served on 127.0.0.1: the Web
 // API methods cc-connect calls (auth.test, apps.connections.open,
-// chat.postMessage (with metadata), chat.update, reactions.add/remove,
-// users.info, conversations.replies and conversations.history in pages
-// (a post's metadata only with include_all_metadata), the three
-// steps of a file upload: files.getUploadURLExternal, the upload URL,
-// files.completeUploadExternal), file downloads, and Socket Mode (a websocket carrying envelopes that the client
+// chat.postMessage (with metadata), chat.update, chat.delete,
+// reactions.add/remove, users.info, conversations.replies and
+// conversations.history in pages (a post's metadata only with
+// include_all_metadata), the three steps of a file upload:
+// files.getUploadURLExternal, the upload URL, files.completeUploadExternal),
+// file downloads, and Socket Mode (a websocket carrying envelopes that the client
 // must ack). It keeps the messages of the channels it serves, so a test can
 // ask what the bot posted, edited and reacted to, and it holds the client to
 // Slack's real limits and error bodies: text over 40,000 characters is
 // msg_too_long, malformed or oversized blocks are invalid_blocks, an edit or
 // a reaction on a message that does not exist is message_not_found, a
 // missing channel is channel_not_found, a rate limit is HTTP 429 ratelimited
-// with Retry-After.
+// with Retry-After (once, or standing: SetRateLimit holds a method to its
+// tier's rate across the workspace).
 //
 // Like Slack it sends the bot's own posts back as message events, delivers a
 // mention twice (message and app_mention), and, when SetRedeliverAfter is
@@ -28,13 +30,13 @@
 package fakeslack
 
 import (
-	"cmp"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -54,11 +56,11 @@ const waitLimit = 15 * time.Second
 
 // Server is one fake Slack workspace.
 type Server struct {
-	tb  testing.TB
-	srv *httptest.Server
+	waitFor atomic.Int64 // SetWaitLimit; 0 is waitLimit
+	tb      testing.TB
+	srv     *httptest.Server
 
-	mu         sync.Mutex    // guards everything below
-	limit      time.Duration // of every wait; waitLimit unless SetWaitLimit
+	mu         sync.Mutex // guards everything below
 	changed    chan struct{}
 	calls      []Call
 	held       map[string]int // calls of a method that reached a hold
@@ -72,6 +74,7 @@ type Server struct {
 	order      []string            // message keys in posting order
 	missing    map[string]bool     // channels that do not exist
 	limited    map[string]int      // method -> Retry-After seconds for its next call
+	buckets    map[string]*bucket  // method -> its standing rate limit
 	fail       map[string]string
 	down       map[string]int
 	overrides  map[string][]answer // canned answers to give first
@@ -123,6 +126,8 @@ type Message struct {
 	// (the event's files) or the bot's (an upload shared here).
 	Files []string
 	Edits []Edit // chat.update calls applied, oldest first
+	// Deleted says chat.delete removed it (it stays listed, for tests).
+	Deleted bool
 	// Reactions are the bot's reactions on the message, in the order added.
 	Reactions []string
 	// Metadata is what a post of the bot carried (chat.postMessage's
@@ -153,6 +158,7 @@ func New(tb testing.TB) *Server {
 		msgs:      map[string]*Message{},
 		missing:   map[string]bool{},
 		limited:   map[string]int{},
+		buckets:   map[string]*bucket{},
 		fail:      map[string]string{},
 		down:      map[string]int{},
 		overrides: map[string][]answer{},
@@ -213,10 +219,7 @@ func (s *Server) notify() {
 // tried again after every change the fake records.
 func (s *Server) Wait(tb testing.TB, what string, cond func() bool) {
 	tb.Helper()
-	s.mu.Lock()
-	limit := cmp.Or(s.limit, waitLimit)
-	s.mu.Unlock()
-	deadline := time.NewTimer(limit)
+	deadline := time.NewTimer(s.waitLimit())
 	defer deadline.Stop()
 	for {
 		s.mu.Lock()
@@ -231,15 +234,6 @@ func (s *Server) Wait(tb testing.TB, what string, cond func() bool) {
 			tb.Fatalf("fakeslack: timed out waiting for %s", what)
 		}
 	}
-}
-
-// SetWaitLimit sets how long every wait may take before it fails the
-// test: longer than waitLimit for a test whose turns run the real claude
-// CLI, which takes seconds per turn on a loaded machine.
-func (s *Server) SetWaitLimit(d time.Duration) {
-	s.mu.Lock()
-	s.limit = d
-	s.mu.Unlock()
 }
 
 // Calls returns every request of method, in the order answered.

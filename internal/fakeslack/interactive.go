@@ -14,14 +14,73 @@ import (
 // button's value. It returns the envelope id.
 func (s *Server) Press(tb testing.TB, m Message, actionID, user string) string {
 	tb.Helper()
-	cur, ok := s.Message(m.Channel, m.TS)
+	return s.PressIn(tb, m, "", actionID, user)
+}
+
+// PressIn is Press for the button with actionID in the block blockID ("":
+// the first block that has one), for messages whose blocks reuse action
+// ids (a question prompt has a block per question).
+func (s *Server) PressIn(tb testing.TB, m Message, blockID, actionID, user string) string {
+	tb.Helper()
+	cur := s.liveMessage(tb, m)
+	var value string
+	found := false
+	for _, b := range cur.Buttons() {
+		if b.ActionID == actionID && (blockID == "" || b.BlockID == blockID) {
+			blockID, value, found = b.BlockID, b.Value, true
+			break
+		}
+	}
+	if !found {
+		tb.Fatalf("fakeslack: message %s/%s has no button %q in block %q; blocks: %s", m.Channel, m.TS, actionID, blockID, cur.Blocks)
+	}
+	return s.deliverAction(tb, cur, user, map[string]any{
+		"action_id": actionID, "block_id": blockID, "value": value, "type": "button",
+		"action_ts": "1700000200.000001", "text": map[string]any{"type": "plain_text", "text": actionID},
+	})
+}
+
+// Choose picks options of the multi-select menu actionID in block blockID
+// of the bot's message m, by their values, as user: Slack sends
+// block_actions with every option now selected (selected_options, in the
+// menu's order). It returns the envelope id.
+func (s *Server) Choose(tb testing.TB, m Message, blockID, actionID, user string, values ...string) string {
+	tb.Helper()
+	cur := s.liveMessage(tb, m)
+	menu, ok := cur.findMenu(blockID, actionID)
 	if !ok {
+		tb.Fatalf("fakeslack: message %s/%s has no menu %q in block %q; blocks: %s", m.Channel, m.TS, actionID, blockID, cur.Blocks)
+	}
+	var selected []any
+	for _, o := range menu.Options {
+		for _, v := range values {
+			if o.Value == v {
+				selected = append(selected, map[string]any{"text": map[string]any{"type": "plain_text", "text": o.Text.Text}, "value": o.Value})
+			}
+		}
+	}
+	if len(selected) != len(values) {
+		tb.Fatalf("fakeslack: menu %q has no option for some of %q", actionID, values)
+	}
+	return s.deliverAction(tb, cur, user, map[string]any{
+		"action_id": actionID, "block_id": blockID, "type": multiStaticSelect,
+		"selected_options": selected, "action_ts": "1700000200.000002",
+	})
+}
+
+// liveMessage is m as it is now, failing tb when it is gone.
+func (s *Server) liveMessage(tb testing.TB, m Message) Message {
+	tb.Helper()
+	cur, ok := s.Message(m.Channel, m.TS)
+	if !ok || cur.Deleted {
 		tb.Fatalf("fakeslack: no message %s/%s to press a button on", m.Channel, m.TS)
 	}
-	blockID, value, ok := findButton(cur.Blocks, actionID)
-	if !ok {
-		tb.Fatalf("fakeslack: message %s/%s has no button %q; blocks: %s", m.Channel, m.TS, actionID, cur.Blocks)
-	}
+	return cur
+}
+
+// deliverAction sends the block_actions envelope of one action on cur.
+func (s *Server) deliverAction(tb testing.TB, cur Message, user string, action map[string]any) string {
+	tb.Helper()
 	s.mu.Lock()
 	s.nEnvelope++
 	envID := fmt.Sprintf("env-%06d", s.nEnvelope)
@@ -47,23 +106,10 @@ func (s *Server) Press(tb testing.TB, m Message, actionID, user string) string {
 			"channel":      map[string]any{"id": cur.Channel, "name": "chan-" + strings.ToLower(cur.Channel)},
 			"message":      msg,
 			"response_url": s.srv.URL + "/actions/response",
-			"actions": []any{map[string]any{
-				"action_id": actionID, "block_id": blockID, "value": value, "type": "button",
-				"action_ts": "1700000200.000001", "text": map[string]any{"type": "plain_text", "text": actionID},
-			}},
+			"actions":      []any{action},
 		},
 	})
 	return envID
-}
-
-// findButton finds the button with actionID in Block Kit JSON.
-func findButton(blocks, actionID string) (blockID, value string, ok bool) {
-	for _, b := range (Message{Blocks: blocks}).Buttons() {
-		if b.ActionID == actionID {
-			return b.BlockID, b.Value, true
-		}
-	}
-	return "", "", false
 }
 
 // File is a file a user shared, served by the fake.
@@ -153,4 +199,56 @@ func (m Message) Buttons() []Button {
 		}
 	}
 	return out
+}
+
+// Menu is a multi-select menu of a message's blocks.
+type Menu struct {
+	BlockID, ActionID string
+	Options           []MenuOption
+	Initial           []string // the values of initial_options
+}
+
+// MenuOption is one option of a Menu.
+type MenuOption struct {
+	Value string
+	Text  struct {
+		Text string `json:"text"`
+	} `json:"text"`
+}
+
+// Menus lists the multi-select menus in the message's current blocks.
+func (m Message) Menus() []Menu {
+	var bs []struct {
+		Type     string `json:"type"`
+		BlockID  string `json:"block_id"`
+		Elements []struct {
+			Type     string       `json:"type"`
+			ActionID string       `json:"action_id"`
+			Options  []MenuOption `json:"options"`
+			Initial  []MenuOption `json:"initial_options"`
+		} `json:"elements"`
+	}
+	_ = json.Unmarshal([]byte(m.Blocks), &bs)
+	var out []Menu
+	for _, b := range bs {
+		for _, e := range b.Elements {
+			if b.Type == "actions" && e.Type == multiStaticSelect {
+				menu := Menu{BlockID: b.BlockID, ActionID: e.ActionID, Options: e.Options}
+				for _, o := range e.Initial {
+					menu.Initial = append(menu.Initial, o.Value)
+				}
+				out = append(out, menu)
+			}
+		}
+	}
+	return out
+}
+
+func (m Message) findMenu(blockID, actionID string) (Menu, bool) {
+	for _, menu := range m.Menus() {
+		if menu.ActionID == actionID && (blockID == "" || menu.BlockID == blockID) {
+			return menu, true
+		}
+	}
+	return Menu{}, false
 }

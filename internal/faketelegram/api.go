@@ -156,6 +156,9 @@ func (s *Server) longPoll(w http.ResponseWriter, r *http.Request, form url.Value
 
 // answerLocked answers every method but getUpdates; callers hold s.mu.
 func (s *Server) answerLocked(method string, form url.Values) Answer {
+	if a, limited := s.paceLocked(method, form); limited {
+		return a
+	}
 	switch method {
 	case "getMe":
 		return okResult(map[string]any{"id": BotID, "is_bot": true, "first_name": "CC", "username": BotUsername,
@@ -171,6 +174,8 @@ func (s *Server) answerLocked(method string, form url.Values) Answer {
 		return s.sendLocked(form)
 	case "editMessageText":
 		return s.editLocked(form)
+	case "deleteMessage":
+		return s.deleteLocked(form)
 	case "setMessageReaction":
 		return s.reactLocked(form)
 	case "answerCallbackQuery":
@@ -304,7 +309,7 @@ func (s *Server) editLocked(form url.Values) Answer {
 	}
 	id, _ := strconv.Atoi(form.Get("message_id"))
 	m, ok := s.msgs[msgKey(chat.ID, id)]
-	if !ok {
+	if !ok || m.Deleted {
 		return badRequest("message to edit not found")
 	}
 	if !m.FromBot {

@@ -32,6 +32,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -47,8 +48,9 @@ const waitLimit = 15 * time.Second
 
 // Server is one fake Bot API.
 type Server struct {
-	tb  testing.TB
-	srv *httptest.Server
+	waitFor atomic.Int64 // SetWaitLimit; 0 is waitLimit
+	tb      testing.TB
+	srv     *httptest.Server
 
 	calls chan Call // every request, in order, for Next
 
@@ -67,8 +69,10 @@ type Server struct {
 	files     map[string]File   // file_id -> file
 	content   map[string]string // file_path -> content
 	queries   map[string]*query
-	polling   chan struct{} // closed to end the running long poll with 409
-	fed       chan struct{} // closed when updates are queued
+	polling   chan struct{}  // closed to end the running long poll with 409
+	fed       chan struct{}  // closed when updates are queued
+	pace      *editPace      // SetEditLimit
+	refused   map[string]int // calls the standing limit refused, by method
 }
 
 // Call is one request as the fake received it.
@@ -110,6 +114,8 @@ type Message struct {
 	Edits    []Edit
 	// Reactions are the bot's current reactions (emoji).
 	Reactions []string
+	// Deleted says the bot deleted it (it stays listed, for tests).
+	Deleted bool
 	// File is the document or photo the bot sent (Text is its caption
 	// then); nil for a text message.
 	File *SentFile
@@ -170,7 +176,7 @@ func (s *Server) notify() {
 // runs without the fake's lock and is tried again after every change.
 func (s *Server) Wait(tb testing.TB, what string, cond func() bool) {
 	tb.Helper()
-	deadline := time.NewTimer(waitLimit)
+	deadline := time.NewTimer(s.waitLimit())
 	defer deadline.Stop()
 	for {
 		s.mu.Lock()
@@ -191,7 +197,7 @@ func (s *Server) Wait(tb testing.TB, what string, cond func() bool) {
 // once), skipping others (the polls in particular).
 func (s *Server) Next(tb testing.TB, method string) Call {
 	tb.Helper()
-	deadline := time.NewTimer(waitLimit)
+	deadline := time.NewTimer(s.waitLimit())
 	defer deadline.Stop()
 	for {
 		select {

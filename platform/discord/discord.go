@@ -63,8 +63,10 @@ type Config struct {
 	// bot answers, so each becomes its own session; without it a channel
 	// is one session and existing threads are sessions of their own.
 	ThreadPerMessage bool
-	// EditInterval is the least time between two edits of one message;
-	// edits in between are coalesced, latest wins. Zero means 1s.
+	// EditInterval is the least time between two edits in one channel
+	// (Discord's bucket is about five edits per five seconds a channel);
+	// edits of a message in between are coalesced, latest wins. Zero
+	// means 1s.
 	EditInterval time.Duration
 }
 
@@ -88,7 +90,10 @@ type Adapter struct {
 	// their buttons back to request ids.
 	prompts    *recent.Map[postedPrompt]
 	promptRefs *permbutton.Refs
-	threads    *threadBook
+	// shown is the content each message of a streamed reply shows
+	// (channel:id), so that an unchanged part is not edited again.
+	shown   *recent.Map[string]
+	threads *threadBook
 
 	// lanes run gateway events in order per conversation (a channel, a
 	// thread, a DM), conversations side by side; set by Run with handler.
@@ -152,6 +157,7 @@ func New(cfg Config, log *slog.Logger) (*Adapter, error) {
 		interactions:   recent.New[struct{}](4096),
 		prompts:        recent.New[postedPrompt](1024),
 		promptRefs:     permbutton.NewRefs(maxCustomID, 1024),
+		shown:          recent.New[string](1024),
 		threads:        newThreadBook(4096),
 		state:          connstate.New(cfg.Name, "not started"),
 		disconnected:   make(chan struct{}, 1),

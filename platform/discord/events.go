@@ -331,7 +331,14 @@ func (a *Adapter) onInteractionCreate(_ *discordgo.Session, ev *discordgo.Intera
 		a.log.Warn("Answering Discord button press failed", "channel", i.ChannelID, "error", err)
 	}
 	data := i.MessageComponentData()
+	var (
+		question int
+		options  platform.OptionSet
+	)
 	choice, ref, ok := permbutton.Decode(data.CustomID)
+	if !ok {
+		choice, question, options, ref, ok = questionPress(data)
+	}
 	if !ok {
 		return
 	}
@@ -361,7 +368,8 @@ func (a *Adapter) onInteractionCreate(_ *discordgo.Session, ev *discordgo.Intera
 				target.Channel, target.Thread = info.parent, i.ChannelID
 			}
 		}
-		act := platform.Action{Target: target, UserID: user.ID, UserName: user.Username, RequestID: reqID, Choice: choice}
+		act := platform.Action{Target: target, UserID: user.ID, UserName: user.Username, RequestID: reqID, Choice: choice,
+			Question: question, Options: options}
 		if err := h.HandleAction(ctx, act); err != nil && ctx.Err() == nil {
 			a.log.Warn("Engine did not accept Discord button press", "channel", target.Channel, "thread", target.Thread, "error", err)
 		}

@@ -16,6 +16,13 @@ import (
 // a permbutton payload.
 const maxCustomID = 100
 
+// buttonStyles maps a PromptChoice's style to Discord's.
+var buttonStyles = map[string]discordgo.ButtonStyle{
+	"primary": discordgo.PrimaryButton,
+	"danger":  discordgo.DangerButton,
+	"":        discordgo.SecondaryButton,
+}
+
 // postedPrompt is what the adapter remembers of a prompt it posted: its
 // content, to show it again with the outcome, and its Target, to address
 // the Action of a press.
@@ -49,14 +56,24 @@ func (a *Adapter) AskPermission(ctx context.Context, to platform.Target, p platf
 		return discordgo.Button{Label: label, Style: style, CustomID: permbutton.Data(c, ref)}
 	}
 	content := parts[len(parts)-1]
+	buttons := []discordgo.MessageComponent{
+		button("Allow", discordgo.SuccessButton, platform.ChoiceAllow),
+		button("Always allow", discordgo.PrimaryButton, platform.ChoiceAlwaysAllow),
+		button("Deny", discordgo.DangerButton, platform.ChoiceDeny),
+	}
+	if len(p.Choices) > 0 {
+		buttons = buttons[:0]
+		for _, c := range p.Choices {
+			if !permbutton.Known(c.Choice) {
+				return platform.Target{}, fmt.Errorf("asking permission in %s: no button for choice %q", ch, c.Choice)
+			}
+			buttons = append(buttons, button(buttonLabel(c.Label), buttonStyles[c.Style], c.Choice))
+		}
+	}
 	send := &discordgo.MessageSend{
 		Content:         content,
 		AllowedMentions: noMentions(),
-		Components: []discordgo.MessageComponent{discordgo.ActionsRow{Components: []discordgo.MessageComponent{
-			button("Allow", discordgo.SuccessButton, platform.ChoiceAllow),
-			button("Always allow", discordgo.PrimaryButton, platform.ChoiceAlwaysAllow),
-			button("Deny", discordgo.DangerButton, platform.ChoiceDeny),
-		}}},
+		Components:      []discordgo.MessageComponent{discordgo.ActionsRow{Components: buttons}},
 	}
 	var m *discordgo.Message
 	err = a.rest(ctx, func(opts ...discordgo.RequestOption) error {

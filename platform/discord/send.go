@@ -142,8 +142,8 @@ func (a *Adapter) send(ctx context.Context, to platform.Target, users []string, 
 	return last, nil
 }
 
-// Edit replaces a posted message's content (progress updates). Edits of
-// one message are spaced by EditInterval; an edit overtaken while it waits
+// Edit replaces a posted message's content (progress updates). Edits in
+// one channel are spaced by EditInterval; an edit overtaken while it waits
 // is skipped, the newest always applied. Text beyond one message is cut.
 func (a *Adapter) Edit(ctx context.Context, msg platform.Target, text string) error {
 	id := bareID(msg.MessageID)
@@ -155,7 +155,7 @@ func (a *Adapter) Edit(ctx context.Context, msg platform.Target, text string) er
 	}
 	ch := msgChannel(msg)
 	key := ch + ":" + id
-	return a.edits.Do(ctx, key, key, text, func(ctx context.Context) error {
+	return a.edits.Do(ctx, key, ch, text, func(ctx context.Context) error {
 		err := a.rest(ctx, func(opts ...discordgo.RequestOption) error {
 			e := discordgo.NewMessageEdit(ch, id).SetContent(text)
 			e.AllowedMentions = noMentions()

@@ -81,6 +81,7 @@ var (
 	_ platform.Statuser      = (*Adapter)(nil)
 	_ platform.HistoryReader = (*Adapter)(nil)
 	_ platform.FileSender    = (*Adapter)(nil)
+	_ platform.Capable       = (*Adapter)(nil)
 )
 
 // New checks cfg and returns an Adapter; nothing is read or written before
@@ -257,4 +258,13 @@ func (a *Adapter) statusf(format string, args ...any) {
 	a.statusMu.Lock()
 	defer a.statusMu.Unlock()
 	fmt.Fprintf(a.cfg.Status, format+"\n", args...)
+}
+
+// Capabilities: a terminal neither edits nor deletes what it printed and
+// has no buttons, so a reply is printed once, whole, when it is done;
+// questions come as a numbered list answered by a line, and permission
+// requests with the !allow / !deny hint. A terminal has no size limit:
+// MessageLimit only bounds what the engine renders into one message.
+func (a *Adapter) Capabilities() platform.Capabilities {
+	return platform.Capabilities{MessageLimit: 16000}
 }

@@ -328,3 +328,16 @@ func TestRunTwice(t *testing.T) {
 		t.Error("second Run succeeded")
 	}
 }
+
+// The terminal neither edits nor has buttons: the engine prints a reply
+// once, whole, and asks questions as a numbered list.
+func TestCapabilities(t *testing.T) {
+	a, err := New(Config{Name: "local", In: strings.NewReader(""), Out: io.Discard}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := platform.CapabilitiesOf(a)
+	if c.Edits || c.Buttons || c.Deletes || c.MultiSelect || c.MessageLimit < 4000 {
+		t.Errorf("capabilities = %+v", c)
+	}
+}

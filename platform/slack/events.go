@@ -489,10 +489,6 @@ func (a *Adapter) onInteraction(ctx context.Context, h platform.Handler, q *work
 	msgTS := orDefault(cb.Container.MessageTs, cb.Message.Timestamp)
 	thread := orDefault(cb.Container.ThreadTs, cb.Message.ThreadTimestamp)
 	for _, act := range cb.ActionCallback.BlockActions {
-		choice, ok := choiceForAction(act.ActionID)
-		if !ok || act.Value == "" {
-			continue
-		}
 		action := platform.Action{
 			Target: platform.Target{
 				Platform:  a.cfg.Name,
@@ -500,10 +496,15 @@ func (a *Adapter) onInteraction(ctx context.Context, h platform.Handler, q *work
 				Thread:    thread,
 				MessageID: msgTS,
 			},
-			UserID:    cb.User.ID,
-			UserName:  orDefault(cb.User.Name, cb.User.ID),
-			RequestID: act.Value,
-			Choice:    choice,
+			UserID:   cb.User.ID,
+			UserName: orDefault(cb.User.Name, cb.User.ID),
+		}
+		if c, q, opts, reqID, ok := questionAction(act); ok {
+			action.Choice, action.Question, action.Options, action.RequestID = c, q, opts, reqID
+		} else if choice, ok := choiceForAction(act.ActionID); ok && act.Value != "" {
+			action.Choice, action.RequestID = choice, act.Value
+		} else {
+			continue
 		}
 		q.put(conversationKey(channel, thread), func(ctx context.Context) {
 			if err := h.HandleAction(ctx, action); err != nil && ctx.Err() == nil {

@@ -20,16 +20,32 @@ const (
 	actionAllow       = "cc_perm_allow"
 	actionAlwaysAllow = "cc_perm_always"
 	actionDeny        = "cc_perm_deny"
+	// A plan's buttons (PermissionPrompt.Choices).
+	actionPlanDefault     = "cc_plan_default"
+	actionPlanAcceptEdits = "cc_plan_accept_edits"
+	actionPlanKeep        = "cc_plan_keep"
 )
 
+var actionChoices = map[string]platform.Choice{
+	actionAllow:           platform.ChoiceAllow,
+	actionAlwaysAllow:     platform.ChoiceAlwaysAllow,
+	actionDeny:            platform.ChoiceDeny,
+	actionPlanDefault:     platform.ChoicePlanDefault,
+	actionPlanAcceptEdits: platform.ChoicePlanAcceptEdits,
+	actionPlanKeep:        platform.ChoicePlanKeep,
+}
+
 func choiceForAction(actionID string) (platform.Choice, bool) {
-	switch actionID {
-	case actionAllow:
-		return platform.ChoiceAllow, true
-	case actionAlwaysAllow:
-		return platform.ChoiceAlwaysAllow, true
-	case actionDeny:
-		return platform.ChoiceDeny, true
+	c, ok := actionChoices[actionID]
+	return c, ok
+}
+
+// actionForChoice is the action id of a choice's button.
+func actionForChoice(c platform.Choice) (string, bool) {
+	for id, ch := range actionChoices {
+		if ch == c {
+			return id, true
+		}
 	}
 	return "", false
 }
@@ -61,11 +77,22 @@ func (a *Adapter) AskPermission(ctx context.Context, to platform.Target, p platf
 		b.Style = style
 		return b
 	}
-	blocks := append(sectionBlocks(sections), slack.NewActionBlock("cc_perm",
+	buttons := []slack.BlockElement{
 		button(actionAllow, "Allow", slack.StylePrimary),
 		button(actionAlwaysAllow, "Always allow", slack.StyleDefault),
 		button(actionDeny, "Deny", slack.StyleDanger),
-	))
+	}
+	if len(p.Choices) > 0 {
+		buttons = buttons[:0]
+		for _, c := range p.Choices {
+			id, ok := actionForChoice(c.Choice)
+			if !ok {
+				return platform.Target{}, fmt.Errorf("asking permission in slack channel %s: no button for choice %q", to.Channel, c.Choice)
+			}
+			buttons = append(buttons, button(id, cut(c.Label, buttonTextLimit), slack.Style(c.Style)))
+		}
+	}
+	blocks := append(sectionBlocks(sections), slack.NewActionBlock("cc_perm", buttons...))
 	// The text is what notifications and clients without blocks show.
 	ts, err := a.post(ctx, to, slack.MsgOptionText(fallbackText(sections), false), slack.MsgOptionBlocks(blocks...))
 	if err != nil {

@@ -112,6 +112,9 @@ type Adapter struct {
 	// resolved message can keep showing what was asked. After a restart or
 	// once full, a resolution shows the outcome under a generic title.
 	prompts *recent.Map[[]string]
+	// shown is the mrkdwn each message of a streamed reply shows
+	// ("channel:ts"), so that EditReply edits only the parts that changed.
+	shown *recent.Map[string]
 }
 
 var (
@@ -190,6 +193,7 @@ func New(cfg Config, log *slog.Logger) (*Adapter, error) {
 		users:      newUserCache(),
 		edits:      coalesce.New(newEditPacer(cfg.EditsPerMinute, cfg.EditBurst, cfg.EditInterval)),
 		prompts:    recent.New[[]string](1024),
+		shown:      recent.New[string](1024),
 	}
 	a.api = slack.New(cfg.BotToken,
 		slack.OptionAppLevelToken(cfg.AppToken),

@@ -41,6 +41,16 @@ func (a *Adapter) AskPermission(ctx context.Context, to platform.Target, p platf
 		button("♾ Always allow", platform.ChoiceAlwaysAllow),
 		button("⛔ Deny", platform.ChoiceDeny),
 	))
+	if len(p.Choices) > 0 {
+		// A plan's choices: one a row, their labels being longer.
+		kb.InlineKeyboard = nil
+		for _, c := range p.Choices {
+			if !permbutton.Known(c.Choice) {
+				return platform.Target{}, fmt.Errorf("asking permission in %s: no button for choice %q", to.Channel, c.Choice)
+			}
+			kb.InlineKeyboard = append(kb.InlineKeyboard, tgbotapi.NewInlineKeyboardRow(button(optionLabel(c.Label), c.Choice)))
+		}
+	}
 	markup, err := json.Marshal(kb)
 	if err != nil {
 		return platform.Target{}, fmt.Errorf("asking permission: %w", err)
@@ -99,7 +109,14 @@ func (a *Adapter) handleCallback(ctx context.Context, h platform.Handler, q *tgb
 	if q.From == nil || q.Message == nil || q.Message.Chat == nil {
 		return
 	}
+	var (
+		question int
+		options  platform.OptionSet
+	)
 	choice, ref, ok := permbutton.Decode(q.Data)
+	if !ok {
+		choice, question, options, ref, ok = questionPress(q.Data)
+	}
 	if !ok {
 		return // not one of our buttons
 	}
@@ -123,6 +140,8 @@ func (a *Adapter) handleCallback(ctx context.Context, h platform.Handler, q *tgb
 		UserName:  displayName(q.From),
 		RequestID: reqID,
 		Choice:    choice,
+		Question:  question,
+		Options:   options,
 	}
 	if err := h.HandleAction(ctx, act); err != nil && ctx.Err() == nil {
 		a.log.Warn("Engine did not accept Telegram button press", "channel", act.Target.Channel, "thread", thread, "error", err)

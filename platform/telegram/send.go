@@ -120,8 +120,8 @@ func (a *Adapter) send(ctx context.Context, to platform.Target, mentions []platf
 	return last, nil
 }
 
-// Edit replaces the text of a posted message (progress updates). Edits of
-// one message are spaced by EditInterval; an edit overtaken by a newer one
+// Edit replaces the text of a posted message (progress updates). Edits in
+// one chat are spaced by EditInterval (three times that in a group); an edit overtaken by a newer one
 // while it waits is skipped, the newest is always applied. Text longer than
 // one message is cut, since an edit cannot add messages.
 func (a *Adapter) Edit(ctx context.Context, msg platform.Target, text string) error {
@@ -133,7 +133,7 @@ func (a *Adapter) Edit(ctx context.Context, msg platform.Target, text string) er
 		text = parts[0]
 	}
 	key := msg.Channel + ":" + id
-	return a.edits.Do(ctx, key, key, text, func(ctx context.Context) error {
+	return a.edits.Do(ctx, key, msg.Channel, text, func(ctx context.Context) error {
 		err := a.editMessage(ctx, msg.Channel, id, toHTML(text), "")
 		if isParseError(err) {
 			err = a.editPlain(ctx, msg.Channel, id, text)

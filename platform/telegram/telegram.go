@@ -50,9 +50,9 @@ type Config struct {
 	APIURL string
 	// PollTimeout is the long-poll timeout of getUpdates. Zero means 30s.
 	PollTimeout time.Duration
-	// EditInterval is the least time between two edits of one message
-	// (progress updates); edits in between are coalesced, latest wins. Zero
-	// means 1s.
+	// EditInterval is the least time between two edits in one private
+	// chat, three times it in a group (Telegram's flood control); edits of
+	// a message in between are coalesced, latest wins. Zero means 1s.
 	EditInterval time.Duration
 }
 
@@ -77,6 +77,9 @@ type Adapter struct {
 	edits      *coalesce.Coalescer
 	prompts    *recent.Map[string] // "chat:message" -> prompt HTML, shown again with the outcome
 	promptRefs *permbutton.Refs
+	// shown is the Markdown each message of a streamed reply shows
+	// ("chat:message"), so that an unchanged part is not edited again.
+	shown *recent.Map[string]
 	// reactions remembers the one reaction the bot holds on each message
 	// ("chat:message" -> name): Telegram gives a bot a single reaction per
 	// message, so a new one replaces the old, and removing a reaction that
@@ -149,7 +152,8 @@ func New(cfg Config, log *slog.Logger) (*Adapter, error) {
 		backoffMax:          time.Minute,
 		maxTransientRetries: 3,
 		stuckPoll:           defaultStuckPoll,
-		edits:               coalesce.New(coalesce.NewInterval(cfg.EditInterval)),
+		edits:               coalesce.New(coalesce.NewScopedInterval(editSpacing(cfg.EditInterval))),
+		shown:               recent.New[string](1024),
 		prompts:             recent.New[string](1024),
 		promptRefs:          permbutton.NewRefs(maxCallbackData, 1024),
 		reactions:           recent.New[string](4096),

@@ -232,3 +232,24 @@ func TestInterval(t *testing.T) {
 		}
 	}
 }
+
+func TestScopedInterval(t *testing.T) {
+	p := NewScopedInterval(func(scope string) time.Duration {
+		if scope == "group" {
+			return 3 * time.Second
+		}
+		return time.Second
+	})
+	now := time.Unix(1000, 0)
+	p.now = func() time.Time { return now }
+	for i, s := range []struct {
+		scope string
+		want  time.Duration
+	}{
+		{"group", 0}, {"group", 3 * time.Second}, {"private", 0}, {"private", time.Second}, {"group", 6 * time.Second},
+	} {
+		if got, _ := p.Reserve(s.scope); got != s.want {
+			t.Errorf("step %d (%s): wait %v, want %v", i+1, s.scope, got, s.want)
+		}
+	}
+}

@@ -9,7 +9,8 @@ import (
 // and leaves scopes independent of each other.
 type Interval struct {
 	d   time.Duration
-	now func() time.Time // tests replace it
+	dOf func(scope string) time.Duration // when set, the spacing of each scope
+	now func() time.Time                 // tests replace it
 
 	mu    sync.Mutex           // guards slots
 	slots map[string]time.Time // scope -> earliest next send
@@ -20,6 +21,13 @@ var _ Pacer = (*Interval)(nil)
 // NewInterval returns a Pacer that spaces sends in one scope d apart.
 func NewInterval(d time.Duration) *Interval {
 	return &Interval{d: d, now: time.Now, slots: make(map[string]time.Time)}
+}
+
+// NewScopedInterval returns a Pacer that spaces sends in one scope by
+// what spacing says for it: a platform whose limit differs by kind of chat
+// (Telegram allows a group about a third of a private chat's rate).
+func NewScopedInterval(spacing func(scope string) time.Duration) *Interval {
+	return &Interval{dOf: spacing, now: time.Now, slots: make(map[string]time.Time)}
 }
 
 // Reserve books the next slot of scope. Its cancel gives the slot back
@@ -41,7 +49,11 @@ func (p *Interval) Reserve(scope string) (time.Duration, func()) {
 	if prev.After(slot) {
 		slot = prev
 	}
-	next := slot.Add(p.d)
+	d := p.d
+	if p.dOf != nil {
+		d = p.dOf(scope)
+	}
+	next := slot.Add(d)
 	p.slots[scope] = next
 	cancel := func() {
 		p.mu.Lock()

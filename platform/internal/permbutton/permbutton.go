@@ -27,6 +27,10 @@ var codes = map[platform.Choice]string{
 	platform.ChoiceAllow:       "a",
 	platform.ChoiceAlwaysAllow: "A",
 	platform.ChoiceDeny:        "d",
+	// A plan's buttons (PermissionPrompt.Choices).
+	platform.ChoicePlanDefault:     "p",
+	platform.ChoicePlanAcceptEdits: "e",
+	platform.ChoicePlanKeep:        "k",
 }
 
 // Data returns the payload of the button that answers choice c on the
@@ -72,7 +76,12 @@ func NewRefs(limit, max int) *Refs {
 // Ref returns the reference for the buttons of requestID: the id itself
 // when every payload fits, else a new short reference.
 func (r *Refs) Ref(requestID string) string {
-	if len(Prefix)+2+len(requestID) <= r.limit && !strings.HasPrefix(requestID, refMark) {
+	return r.ref(requestID, len(Prefix)+2)
+}
+
+// ref is Ref for payloads that add overhead bytes to the reference.
+func (r *Refs) ref(requestID string, overhead int) string {
+	if overhead+len(requestID) <= r.limit && !strings.HasPrefix(requestID, refMark) {
 		return requestID
 	}
 	var b [8]byte
@@ -89,4 +98,10 @@ func (r *Refs) RequestID(ref string) (string, bool) {
 		return ref, ref != ""
 	}
 	return r.long.Get(ref)
+}
+
+// Known reports whether c has a button payload (Data).
+func Known(c platform.Choice) bool {
+	_, ok := codes[c]
+	return ok
 }

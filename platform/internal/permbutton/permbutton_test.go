@@ -66,3 +66,59 @@ func TestRequestIDUnknown(t *testing.T) {
 		}
 	}
 }
+
+func TestQuestionRoundTrip(t *testing.T) {
+	uuid := "6088ef75-df8e-4e17-9492-87e166cd0d56"
+	tests := []struct {
+		name      string
+		limit     int
+		requestID string
+		c         platform.Choice
+		q, o      int
+		direct    bool
+	}{
+		{"answer fits Telegram", 64, uuid, platform.ChoiceAnswer, 3, 3, true},
+		{"toggle", 64, uuid, platform.ChoiceToggle, 1, 2, true},
+		{"submit", 100, uuid, platform.ChoiceSubmit, 2, 0, true},
+		{"dismiss", 64, uuid, platform.ChoiceDismiss, 0, 0, true},
+		{"id with the separator stays whole", 64, "a|b|c", platform.ChoiceAnswer, 0, 1, true},
+		{"long id gets a reference", 64, strings.Repeat("r", 60), platform.ChoiceAnswer, 0, 1, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := NewRefs(tt.limit, 8)
+			ref := r.QuestionRef(tt.requestID)
+			if (ref == tt.requestID) != tt.direct {
+				t.Errorf("ref %q for %q: direct=%v, want %v", ref, tt.requestID, ref == tt.requestID, tt.direct)
+			}
+			data := QuestionData(tt.c, tt.q, tt.o, ref)
+			if len(data) > tt.limit {
+				t.Fatalf("payload %q is %d bytes, over %d", data, len(data), tt.limit)
+			}
+			c, q, o, gotRef, ok := DecodeQuestion(data)
+			if !ok || c != tt.c || q != tt.q || o != tt.o {
+				t.Fatalf("DecodeQuestion(%q) = %v %d %d %v", data, c, q, o, ok)
+			}
+			if id, ok := r.RequestID(gotRef); !ok || id != tt.requestID {
+				t.Errorf("request id %q, %v; want %q", id, ok, tt.requestID)
+			}
+			if _, _, ok := Decode(data); ok {
+				t.Errorf("a question payload %q decodes as a permission button", data)
+			}
+		})
+	}
+	for _, bad := range []string{"ccq|", "ccq|a|0|0|", "ccq|z|0|0|r", "ccq|a|x|0|r", "ccq|a|10|0|r", "ccp|a|r"} {
+		if _, _, _, _, ok := DecodeQuestion(bad); ok {
+			t.Errorf("DecodeQuestion(%q) accepted", bad)
+		}
+	}
+}
+
+func TestPlanChoices(t *testing.T) {
+	for _, c := range []platform.Choice{platform.ChoicePlanDefault, platform.ChoicePlanAcceptEdits, platform.ChoicePlanKeep} {
+		got, ref, ok := Decode(Data(c, "req"))
+		if !ok || got != c || ref != "req" {
+			t.Errorf("plan choice %s: decoded %s %q %v", c, got, ref, ok)
+		}
+	}
+}

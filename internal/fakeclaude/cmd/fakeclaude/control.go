@@ -117,9 +117,11 @@ func (f *fake) handleControl(id string, raw json.RawMessage) {
 			return
 		}
 		f.permissionMode = rq.Mode
+		// The real CLI answers first, then reports the mode it is in
+		// (captures/ctl.jsonl).
+		ok(map[string]any{"mode": rq.Mode})
 		f.out.line(map[string]any{"type": "system", "subtype": "status", "status": nil,
 			"permissionMode": rq.Mode, "uuid": uuid.NewString(), "session_id": f.sessionID})
-		ok(map[string]any{"mode": rq.Mode})
 	case "initialize":
 		ok(map[string]any{"commands": []any{}, "agents": []any{}, "output_style": "default",
 			"models": []any{map[string]any{"value": "default", "resolvedModel": defaultModel}},

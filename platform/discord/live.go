@@ -1,0 +1,299 @@
+package discord
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/bwmarrin/discordgo"
+
+	"github.com/cc-connect/cc-connect/platform"
+	"github.com/cc-connect/cc-connect/platform/internal/permbutton"
+)
+
+// What a running turn shows on Discord: the reply edited in place as it is
+// written (EditReply), deleted leftovers, Claude's questions as buttons and
+// select menus, and what the adapter can do (Capabilities).
+
+var (
+	_ platform.Capable       = (*Adapter)(nil)
+	_ platform.ReplyEditor   = (*Adapter)(nil)
+	_ platform.Deleter       = (*Adapter)(nil)
+	_ platform.QuestionAsker = (*Adapter)(nil)
+)
+
+// Discord's limits on components: five action rows a message, five
+// buttons a row, 80 characters of label, 25 options a select menu.
+const (
+	maxRows        = 5
+	maxRowButtons  = 5
+	buttonLabelMax = 80
+	maxMenuOptions = 25
+)
+
+// Capabilities: Discord edits messages, within a bucket of about five
+// edits per five seconds for each channel (the adapter spaces every edit
+// in a channel EditInterval apart, one a second by default, and waits out
+// a 429); it has buttons and multi-select menus and deletes the bot's
+// posts. EditInterval gives a streamed reply half the channel's budget, so
+// that progress and prompts in the same channel still get through.
+func (a *Adapter) Capabilities() platform.Capabilities {
+	return platform.Capabilities{
+		MessageLimit:     splitLimit - 100,
+		Edits:            true,
+		EditInterval:     2 * a.cfg.EditInterval,
+		Buttons:          true,
+		MultiSelect:      true,
+		OptionLabelLimit: buttonLabelMax,
+		Deletes:          true,
+	}
+}
+
+// EditReply makes msgs show text as Send would post it: a part a message
+// already shows is left alone, a changed one is edited (paced per
+// channel; a newer edit of the same message replaces one that waits), and
+// parts beyond msgs are posted after them.
+func (a *Adapter) EditReply(ctx context.Context, to platform.Target, msgs []platform.Target, text string) ([]platform.Target, error) {
+	if strings.TrimSpace(text) == "" {
+		return msgs, nil
+	}
+	parts := splitForDiscord(discordMarkdown(text))
+	out := make([]platform.Target, 0, len(parts))
+	for i, part := range parts {
+		if i >= len(msgs) {
+			posted, err := a.postParts(ctx, to, parts[i:])
+			return append(out, posted...), err
+		}
+		m := msgs[i]
+		key := msgChannel(m) + ":" + bareID(m.MessageID)
+		if shown, ok := a.shown.Get(key); !ok || shown != part {
+			if err := a.editContent(ctx, m, part, nil); err != nil {
+				return out, err
+			}
+			a.shown.Put(key, part)
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// postParts posts rendered parts in order and remembers what each shows.
+func (a *Adapter) postParts(ctx context.Context, to platform.Target, parts []string) ([]platform.Target, error) {
+	ch, err := a.postChannel(ctx, to)
+	if err != nil {
+		return nil, err
+	}
+	var out []platform.Target
+	for i, part := range parts {
+		m, err := a.post(ctx, ch, &discordgo.MessageSend{Content: part, AllowedMentions: noMentions()})
+		if err != nil {
+			return out, fmt.Errorf("posting part %d/%d to %s: %w", i+1, len(parts), ch, err)
+		}
+		a.shown.Put(ch+":"+m.ID, part)
+		out = append(out, platform.Target{Platform: a.cfg.Name, Channel: to.Channel, Thread: to.Thread, MessageID: m.ID})
+	}
+	return out, nil
+}
+
+// post sends one message.
+func (a *Adapter) post(ctx context.Context, ch string, send *discordgo.MessageSend) (*discordgo.Message, error) {
+	var m *discordgo.Message
+	err := a.rest(ctx, func(opts ...discordgo.RequestOption) error {
+		var err error
+		m, err = a.session.ChannelMessageSendComplex(ch, send, opts...)
+		return err
+	})
+	return m, err
+}
+
+// editContent edits a message's content (and its components, when comps
+// is not nil), paced with every other edit in its channel.
+func (a *Adapter) editContent(ctx context.Context, msg platform.Target, content string, comps *[]discordgo.MessageComponent) error {
+	id := bareID(msg.MessageID)
+	if id == "" {
+		return errors.New("discord edit: no message id")
+	}
+	ch := msgChannel(msg)
+	key := ch + ":" + id
+	return a.edits.Do(ctx, key, ch, key, func(ctx context.Context) error {
+		err := a.rest(ctx, func(opts ...discordgo.RequestOption) error {
+			e := &discordgo.MessageEdit{ID: id, Channel: ch, Content: &content, Components: comps, AllowedMentions: noMentions()}
+			_, err := a.session.ChannelMessageEditComplex(e, opts...)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("editing message %s in %s: %w", id, ch, err)
+		}
+		return nil
+	})
+}
+
+// Delete removes one of the bot's messages; one already gone is fine.
+func (a *Adapter) Delete(ctx context.Context, msg platform.Target) error {
+	ch, id := msgChannel(msg), bareID(msg.MessageID)
+	err := a.rest(ctx, func(opts ...discordgo.RequestOption) error {
+		return a.session.ChannelMessageDelete(ch, id, opts...)
+	})
+	var re *discordgo.RESTError
+	if err != nil && !(errors.As(err, &re) && re.Message != nil && re.Message.Code == discordgo.ErrCodeUnknownMessage) {
+		return fmt.Errorf("deleting message %s in %s: %w", id, ch, err)
+	}
+	a.shown.Take(ch + ":" + id)
+	return nil
+}
+
+// AskQuestions posts Claude's questions: the text of all of them, then an
+// action row per open question (a button per option, or a multi-select
+// menu whose closing answers it) and one with Dismiss. Text over one
+// message goes first as messages of its own; the components go under the
+// last part.
+func (a *Adapter) AskQuestions(ctx context.Context, to platform.Target, p platform.QuestionPrompt) (platform.Target, error) {
+	parts, comps, err := a.questionMessage(p)
+	if err != nil {
+		return platform.Target{}, fmt.Errorf("asking questions in %s: %w", to.Channel, err)
+	}
+	ch, err := a.postChannel(ctx, to)
+	if err != nil {
+		return platform.Target{}, err
+	}
+	for i, part := range parts[:len(parts)-1] {
+		if _, err := a.post(ctx, ch, &discordgo.MessageSend{Content: part, AllowedMentions: noMentions()}); err != nil {
+			return platform.Target{}, fmt.Errorf("asking questions in %s: part %d/%d: %w", ch, i+1, len(parts), err)
+		}
+	}
+	m, err := a.post(ctx, ch, &discordgo.MessageSend{Content: parts[len(parts)-1], Components: comps, AllowedMentions: noMentions()})
+	if err != nil {
+		return platform.Target{}, fmt.Errorf("asking questions in %s: %w", ch, err)
+	}
+	posted := platform.Target{Platform: a.cfg.Name, Channel: to.Channel, Thread: to.Thread, MessageID: m.ID}
+	a.prompts.Put(m.ID, postedPrompt{content: parts[len(parts)-1], target: posted})
+	return posted, nil
+}
+
+// UpdateQuestions redraws the prompt's message: answered questions lose
+// their components, a closed prompt all of them. Only the message holding
+// the components is edited: when the text is over one message, it shows
+// the last part of the text as it is now.
+func (a *Adapter) UpdateQuestions(ctx context.Context, prompt platform.Target, p platform.QuestionPrompt) error {
+	parts, comps, err := a.questionMessage(p)
+	if err != nil {
+		return fmt.Errorf("updating questions in %s: %w", prompt.Channel, err)
+	}
+	if comps == nil {
+		comps = []discordgo.MessageComponent{}
+	}
+	if err := a.editContent(ctx, prompt, parts[len(parts)-1], &comps); err != nil {
+		return fmt.Errorf("updating questions: %w", err)
+	}
+	return nil
+}
+
+// questionMessage renders a prompt: its content in parts, and the
+// components that go under the last.
+func (a *Adapter) questionMessage(p platform.QuestionPrompt) ([]string, []discordgo.MessageComponent, error) {
+	if p.RequestID == "" {
+		return nil, nil, errors.New("the prompt has no request id")
+	}
+	ref := a.promptRefs.QuestionRef(p.RequestID)
+	var texts []string
+	if strings.TrimSpace(p.Intro) != "" {
+		texts = append(texts, p.Intro)
+	}
+	open := p.Outcome == ""
+	var rows []discordgo.MessageComponent
+	for qi, q := range p.Questions {
+		texts = append(texts, q.Text)
+		if !open || q.Done || len(q.Options) == 0 {
+			continue
+		}
+		row, err := questionRow(qi, q, ref)
+		if err != nil {
+			return nil, nil, err
+		}
+		rows = append(rows, row)
+	}
+	if len(rows) > 0 {
+		rows = append(rows, discordgo.ActionsRow{Components: []discordgo.MessageComponent{discordgo.Button{
+			Label: "Dismiss", Style: discordgo.SecondaryButton, CustomID: permbutton.QuestionData(platform.ChoiceDismiss, 0, 0, ref)}}})
+	}
+	if len(rows) > maxRows {
+		return nil, nil, fmt.Errorf("%d open questions need more than the %d rows of a message", len(rows)-1, maxRows)
+	}
+	if !open {
+		texts = append(texts, "**"+strings.ReplaceAll(p.Outcome, "*", "\\*")+"**")
+	}
+	text := strings.Join(texts, "\n\n")
+	if strings.TrimSpace(text) == "" {
+		return nil, nil, errors.New("the prompt has nothing to show")
+	}
+	return splitForDiscord(discordMarkdown(text)), rows, nil
+}
+
+// questionRow is an open question's row: a button per option, or a
+// multi-select menu.
+func questionRow(qi int, q platform.Question, ref string) (discordgo.MessageComponent, error) {
+	if qi > 9 || len(q.Options) > 10 {
+		return nil, fmt.Errorf("question %d has more options or questions than a button can name", qi+1)
+	}
+	if !q.MultiSelect {
+		if len(q.Options) > maxRowButtons {
+			return nil, fmt.Errorf("question %d has %d options, more than a row of buttons holds", qi+1, len(q.Options))
+		}
+		var buttons []discordgo.MessageComponent
+		for oi, o := range q.Options {
+			buttons = append(buttons, discordgo.Button{Label: buttonLabel(o.Label), Style: discordgo.PrimaryButton,
+				CustomID: permbutton.QuestionData(platform.ChoiceAnswer, qi, oi, ref)})
+		}
+		return discordgo.ActionsRow{Components: buttons}, nil
+	}
+	opts := make([]discordgo.SelectMenuOption, len(q.Options))
+	for oi, o := range q.Options {
+		opts[oi] = discordgo.SelectMenuOption{Label: buttonLabel(o.Label), Value: strconv.Itoa(oi), Default: q.Selected.Has(oi)}
+	}
+	one := 1
+	return discordgo.ActionsRow{Components: []discordgo.MessageComponent{discordgo.SelectMenu{
+		MenuType:    discordgo.StringSelectMenu,
+		CustomID:    permbutton.QuestionData(platform.ChoiceAnswer, qi, 0, ref),
+		Placeholder: "Choose, then close the menu",
+		MinValues:   &one,
+		MaxValues:   len(opts),
+		Options:     opts,
+	}}}, nil
+}
+
+// buttonLabel is an option's label on one line within Discord's limit.
+func buttonLabel(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if s == "" {
+		return "…"
+	}
+	if r := []rune(s); len(r) > buttonLabelMax {
+		return string(r[:buttonLabelMax-1]) + "…"
+	}
+	return s
+}
+
+// questionPress reads a press on a question prompt; ok is false for a
+// component that is not one.
+func questionPress(data discordgo.MessageComponentInteractionData) (c platform.Choice, q int, opts platform.OptionSet, ref string, ok bool) {
+	c, q, o, ref, ok := permbutton.DecodeQuestion(data.CustomID)
+	if !ok {
+		return "", 0, 0, "", false
+	}
+	if c != platform.ChoiceAnswer {
+		return c, q, 0, ref, true
+	}
+	if data.ComponentType != discordgo.SelectMenuComponent {
+		return c, q, platform.Options(o), ref, true
+	}
+	for _, v := range data.Values {
+		i, err := strconv.Atoi(v)
+		if err != nil {
+			return "", 0, 0, "", false
+		}
+		opts = opts.With(i)
+	}
+	return c, q, opts, ref, opts != 0
+}

@@ -1,0 +1,106 @@
+package slack
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/slack-go/slack"
+
+	"github.com/cc-connect/cc-connect/platform"
+)
+
+// What a running turn shows on Slack: the reply edited in place as it is
+// written (EditReply), deleted leftovers, and what the adapter can do
+// (Capabilities). Questions are in questions.go.
+
+var (
+	_ platform.Capable     = (*Adapter)(nil)
+	_ platform.ReplyEditor = (*Adapter)(nil)
+	_ platform.Deleter     = (*Adapter)(nil)
+)
+
+// buttonTextLimit is Block Kit's limit on a button's plain text.
+const buttonTextLimit = 75
+
+// Capabilities: Slack edits messages (chat.update, Tier 3: about 50 a
+// minute for the whole workspace, shared by every conversation), has
+// buttons and multi-select menus, and deletes the bot's posts. A message
+// shows 3,900 runes of mrkdwn whole; Markdown is kept well under that so
+// that escapes (& becomes &amp;) still fit.
+//
+// EditInterval gives one message at most half the workspace's budget: a
+// reply streamed alone takes 25 edits a minute, and two conversations
+// streaming at once still leave room for progress and prompts. The pacer
+// (editPacer) holds the workspace's and each channel's limit whatever the
+// engine asks.
+func (a *Adapter) Capabilities() platform.Capabilities {
+	interval := max(a.cfg.EditInterval, 2*time.Minute/time.Duration(a.cfg.EditsPerMinute))
+	return platform.Capabilities{
+		MessageLimit:     3000,
+		Edits:            true,
+		EditInterval:     interval,
+		Buttons:          true,
+		MultiSelect:      true,
+		OptionLabelLimit: buttonTextLimit,
+		Deletes:          true,
+	}
+}
+
+// EditReply makes msgs show text as Send would post it (mrkdwn parts under
+// MessageLimit): a part a message already shows is left alone, a changed
+// one goes through chat.update (paced; a newer edit of the same message
+// replaces one that waits), and parts beyond msgs are posted in the thread.
+func (a *Adapter) EditReply(ctx context.Context, to platform.Target, msgs []platform.Target, text string) ([]platform.Target, error) {
+	if len(msgs) == 0 {
+		posted, err := a.postParts(ctx, to, splitMrkdwn(text, MessageLimit))
+		return posted, err
+	}
+	parts := splitMrkdwn(text, MessageLimit)
+	out := make([]platform.Target, 0, len(parts))
+	for i, part := range parts {
+		if i >= len(msgs) {
+			posted, err := a.postParts(ctx, to, parts[i:])
+			return append(out, posted...), err
+		}
+		m := msgs[i]
+		key := m.Channel + ":" + messageTS(m.MessageID)
+		if shown, ok := a.shown.Get(key); !ok || shown != part {
+			if err := a.update(ctx, m, part, slack.MsgOptionText(part, false)); err != nil {
+				return out, err
+			}
+			a.shown.Put(key, part)
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// postParts posts mrkdwn parts in order and remembers what each shows.
+func (a *Adapter) postParts(ctx context.Context, to platform.Target, parts []string) ([]platform.Target, error) {
+	var out []platform.Target
+	for i, part := range parts {
+		ts, err := a.post(ctx, to, slack.MsgOptionText(part, false))
+		if err != nil {
+			return out, fmt.Errorf("posting part %d of %d to slack channel %s: %w", i+1, len(parts), to.Channel, err)
+		}
+		a.shown.Put(to.Channel+":"+ts, part)
+		out = append(out, platform.Target{Platform: a.cfg.Name, Channel: to.Channel, Thread: to.Thread, MessageID: ts})
+	}
+	return out, nil
+}
+
+// Delete removes one of the bot's messages (chat.delete); one already gone
+// is fine.
+func (a *Adapter) Delete(ctx context.Context, msg platform.Target) error {
+	ts := messageTS(msg.MessageID)
+	err := a.call(ctx, "chat.delete", true, func(ctx context.Context) error {
+		_, _, err := a.api.DeleteMessageContext(ctx, msg.Channel, ts)
+		return err
+	})
+	if err != nil && !isSlackError(err, "message_not_found") {
+		return fmt.Errorf("deleting slack message %s in %s: %w", ts, msg.Channel, err)
+	}
+	a.shown.Take(msg.Channel + ":" + ts)
+	return nil
+}
