@@ -108,6 +108,7 @@ type Agent struct {
 	SelfReport               bool              `toml:"self_report"`
 	MaxProcesses             int               `toml:"max_processes"`
 	MaxProcessesPerWorkspace int               `toml:"max_processes_per_workspace"`
+	Prewarm                  int               `toml:"prewarm"` // spare processes per recently active workspace; 0 keeps none
 	QueueLimit               int               `toml:"queue_limit"`
 	ShutdownGrace            Duration          `toml:"shutdown_grace"`
 	CloseGrace               Duration          `toml:"close_grace"`
@@ -230,6 +231,7 @@ func Default() Config {
 			SelfReport:               true,
 			MaxProcesses:             8,
 			MaxProcessesPerWorkspace: 4,
+			Prewarm:                  1,
 			QueueLimit:               20,
 			ShutdownGrace:            Duration(30 * time.Second),
 			CloseGrace:               Duration(5 * time.Second),
@@ -356,6 +358,7 @@ func (c *Config) String() string {
 		q(a.IdleTimeout.String()), q(a.PermissionTimeout.String()), a.ContextWindow, a.SelfReport)
 	fmt.Fprintf(&b, "max_processes = %d\nmax_processes_per_workspace = %d\nqueue_limit = %d\nshutdown_grace = %s\nclose_grace = %s\n",
 		a.MaxProcesses, a.MaxProcessesPerWorkspace, a.QueueLimit, q(a.ShutdownGrace.String()), q(a.CloseGrace.String()))
+	fmt.Fprintf(&b, "prewarm = %d\n", a.Prewarm)
 	fmt.Fprintf(&b, "allowed_modes = %s\nshell_timeout = %s\n", list(a.AllowedModes), q(a.ShellTimeout.String()))
 	f := c.Files
 	fmt.Fprintf(&b, "\n[files]\nartifact_threshold = %s\nartifact_quota = %s\nattachment_max_size = %s\n",
