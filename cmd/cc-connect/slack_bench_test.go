@@ -31,9 +31,10 @@ import (
 // written to the socket to its ack, every message), each for prewarm=0
 // and prewarm=1; first-gain-x (first-ms of prewarm=0 over prewarm=1);
 // spare-hits (the share of prewarm=1's first turns that ran on a spare).
-// Before the timed rounds each side runs one untimed thread, as a daemon
-// that has served its workspace before would have: it warms the CLI's own
-// caches for both, and leaves prewarm=1 its first spare.
+// Before the timed rounds each side runs one untimed turn in a thread of
+// its own, as a daemon that has served its workspace before would have: it
+// warms the CLI's own caches for both, and leaves prewarm=1 its first
+// spare.
 //
 // Every thread keeps its process (idle_timeout is 30 minutes), so the
 // workspace cap is raised to 8 on both sides: under the default 4 the
@@ -46,8 +47,8 @@ func BenchmarkSlackThreads(b *testing.B) {
 	dir := b.TempDir()
 	cold := startSlackRun(b, claude, api.URL(), filepath.Join(dir, "prewarm0"), 0)
 	warm := startSlackRun(b, claude, api.URL(), filepath.Join(dir, "prewarm1"), 1)
-	cold.thread(b, "warm-up", threadTurns)
-	warm.thread(b, "warm-up", threadTurns)
+	cold.thread(b, "warm-up", 1)
+	warm.thread(b, "warm-up", 1)
 
 	var coldFirst, warmFirst, coldLater, warmLater, coldAck, warmAck []time.Duration
 	i := 0
