@@ -209,7 +209,6 @@ func (a *Adapter) handle(ctx context.Context, h platform.Handler, text string) {
 	msg := platform.Message{
 		ID:        fmt.Sprintf("%s-%d", a.runID, n),
 		Target:    platform.Target{Platform: a.cfg.Name, Channel: Channel},
-		Type:      Type,
 		UserID:    a.cfg.User,
 		UserName:  a.cfg.User,
 		Text:      strings.TrimSpace(text),
@@ -217,7 +216,7 @@ func (a *Adapter) handle(ctx context.Context, h platform.Handler, text string) {
 		Mentioned: true,
 		Received:  a.cfg.Now(),
 	}
-	if err := h.HandleMessage(ctx, msg); err != nil {
+	if _, err := h.HandleMessage(ctx, msg); err != nil {
 		if ctx.Err() != nil {
 			return
 		}
