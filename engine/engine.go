@@ -51,6 +51,7 @@ type Options struct {
 	PermissionTimeout        time.Duration // deny a pending permission request after this (0 = never)
 	MaxProcesses             int           // global cap on live claude processes (0 = unlimited)
 	MaxProcessesPerWorkspace int           // per workspace cap (0 = unlimited)
+	Prewarm                  int           // spare processes per recently active workspace (0 = none; spares.go)
 	QueueLimit               int           // per session FIFO (default 20)
 	ContextWindow            int64         // fallback window (default 200000)
 	SelfReport               bool          // ctx track B: add the self-report instruction
@@ -91,6 +92,7 @@ type Engine struct {
 	// refused holds the threads that got the access refusal (session
 	// keys), bounded: a thread forgotten gets one refusal more.
 	refused *recentIDs
+	spare   *spares // spare processes for new conversations (spares.go)
 
 	// seenSet is the accepted message ids of every journal (journal.go);
 	// seenOnce opens it, and the journals, on first use, and finds the
@@ -149,8 +151,8 @@ func New(opts Options) (*Engine, error) {
 	if opts.ShutdownGrace <= 0 {
 		opts.ShutdownGrace = DefaultShutdownGrace
 	}
-	if opts.MaxProcesses < 0 || opts.MaxProcessesPerWorkspace < 0 {
-		return nil, errors.New("engine: process caps must not be negative")
+	if opts.MaxProcesses < 0 || opts.MaxProcessesPerWorkspace < 0 || opts.Prewarm < 0 {
+		return nil, errors.New("engine: process caps and prewarm must not be negative")
 	}
 	for i, b := range opts.Bindings {
 		if b.Platform == "" || b.Channel == "" || b.Workspace == "" {
@@ -190,6 +192,7 @@ func New(opts Options) (*Engine, error) {
 		busy:         newBusyCount(),
 		metrics:      metricsOf(opts.Metrics),
 	}
+	e.spare = newSpares(e)
 	e.wireMetrics()
 	return e, nil
 }
@@ -232,6 +235,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	e.shutting = true
 	e.mu.Unlock()
 	close(e.stopping)
+	e.spare.close()
 	e.wg.Wait() // every session loop and side question has closed its process
 	e.notices.close()
 	e.cancelBg()

@@ -85,6 +85,7 @@ func engineOptions(cfg *config.Config, log *slog.Logger) engine.Options {
 		PermissionTimeout:        a.PermissionTimeout.D(),
 		MaxProcesses:             a.MaxProcesses,
 		MaxProcessesPerWorkspace: a.MaxProcessesPerWorkspace,
+		Prewarm:                  a.Prewarm,
 		QueueLimit:               a.QueueLimit,
 		ContextWindow:            a.ContextWindow,
 		SelfReport:               a.SelfReport,
