@@ -46,6 +46,9 @@ type harnessConfig struct {
 	stopAt func(point string) bool
 	// compactBytes is the journals' compaction size (0: the default).
 	compactBytes int64
+	// chat, when set, makes the platform a Replier and a HistoryReader
+	// over it (replier_test.go), kept across restarts.
+	chat *fakeChat
 }
 
 func newHarness(t *testing.T, mutate func(*Options, *harnessConfig)) *harness {
@@ -89,9 +92,12 @@ func startHarness(t *testing.T, opts Options, cfg *harnessConfig, logs *testlog.
 	}
 	rec := newFakePlatform("fake")
 	rec.files = cfg.files
-	if cfg.plain {
+	switch {
+	case cfg.chat != nil:
+		e.AddAdapter(chatPlatform{richPlatform{rec}, cfg.chat})
+	case cfg.plain:
 		e.AddAdapter(rec)
-	} else {
+	default:
 		e.AddAdapter(richPlatform{rec})
 	}
 	ws := ""

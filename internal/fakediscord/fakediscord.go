@@ -1,17 +1,25 @@
 // Package fakediscord is a fake Discord for tests, served on 127.0.0.1: the
-// REST API under /api/v9 (messages, edits, reactions, typing, threads,
-// channels, interaction callbacks, gateway discovery) and the gateway
+// REST API under /api/v9 (messages, with files as multipart attachments,
+// edits, reactions, typing, threads, channels, a channel's messages and one
+// message read back, interaction callbacks, gateway discovery) and the gateway
 // websocket (HELLO, IDENTIFY → READY, heartbeats and their ACKs, RESUME →
 // the missed events then RESUMED, dispatches). It keeps the channels and
 // their messages, so a test can ask what the bot posted, edited and reacted
 // to, and it holds the client to Discord's real limits and error bodies:
 // content over 2,000 characters is HTTP 400 {"code":50035,"message":"Invalid
 // Form Body","errors":{...}}, an unknown channel or message is 404 with
-// code 10003 or 10008, a rate limit is HTTP 429 with retry_after and the
+// code 10003 or 10008, the files of a message over 10 MiB are 413 with
+// code 40005, a page of history holds at most 100 messages, a channel the
+// bot may not see is 403 Missing Access (50001) and one whose history it
+// may not read shows none, a rate limit is HTTP 429 with retry_after and the
 // X-RateLimit headers, an interaction answered after 3 s or twice is
 // refused.
 //
-// Like Discord it sends the bot's own posts back as MESSAGE_CREATE. For
+// Like Discord it sends the bot's own posts back as MESSAGE_CREATE, reads
+// a channel's messages back (GET one, or the latest, newest first), and
+// under enforce_nonce answers a post whose nonce the bot used within the
+// last few minutes with that earlier message, creating none (AdvanceClock
+// moves past the window). For
 // every message the bot posts or edits it works out whom Discord would
 // notify from the content and allowed_mentions (Call.Pings).
 // Tests wait on what the fake records (Next, WaitPost, WaitMessage,
@@ -71,6 +79,13 @@ type Server struct {
 	noAck        int
 	echo         bool
 	hbInterval   int
+	clock        time.Duration // added to the time: AdvanceClock
+	// uploadLimit is the most bytes of files one message may carry;
+	// noHistory and hidden the channels whose history the bot may not
+	// read, or that it may not see at all (history.go).
+	uploadLimit int
+	noHistory   map[string]bool
+	hidden      map[string]bool
 }
 
 // Call is one REST request.
@@ -78,6 +93,8 @@ type Call struct {
 	Method string
 	Path   string // without /api/v9
 	Body   map[string]any
+	// Files are the files a multipart request carried (files[n]), in order.
+	Files  []Attachment
 	Status int // the HTTP status answered
 	// Pings are whom Discord would notify for the message the call posts
 	// or edits (POST and PATCH of a channel's messages), accepted or
@@ -114,13 +131,22 @@ type Message struct {
 	ID        string
 	ChannelID string
 	AuthorID  string
+	// AuthorBot marks a post of another bot (the fake's own bot is
+	// AuthorID BotID).
+	AuthorBot bool
 	Content   string
 	// Components is the JSON of the message's components ("" or "[]" for
 	// none), as posted or last edited.
 	Components string
-	Edits      []Edit
+	// Attachments are the files posted with the message.
+	Attachments []Attachment
+	Edits       []Edit
 	// Reactions are the bot's reactions, in the order added.
 	Reactions []string
+	// Nonce is what the post's nonce was ("" when none), and Created when
+	// the fake took it (its clock, see AdvanceClock).
+	Nonce   string
+	Created time.Time
 }
 
 // Edit is one PATCH applied to a message.
@@ -145,6 +171,9 @@ func New(tb testing.TB) *Server {
 		interactions: map[string]*interaction{},
 		echo:         true,
 		hbInterval:   100,
+		uploadLimit:  maxUploadBytes,
+		noHistory:    map[string]bool{},
+		hidden:       map[string]bool{},
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/gateway", s.serveGateway)
@@ -155,6 +184,17 @@ func New(tb testing.TB) *Server {
 	tb.Cleanup(s.Close)
 	return s
 }
+
+// AdvanceClock moves the fake's clock on by d: posts older than Discord's
+// nonce window (nonceWindow) no longer answer a repeated nonce.
+func (s *Server) AdvanceClock(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.clock += d
+}
+
+// nowLocked is the fake's time; callers hold s.mu.
+func (s *Server) nowLocked() time.Time { return time.Now().Add(s.clock) }
 
 // Close drops the gateway and stops the server; safe to call twice.
 func (s *Server) Close() {
@@ -343,6 +383,7 @@ func (m *Message) clone() Message {
 	c := *m
 	c.Edits = slices.Clone(m.Edits)
 	c.Reactions = slices.Clone(m.Reactions)
+	c.Attachments = slices.Clone(m.Attachments)
 	return c
 }
 

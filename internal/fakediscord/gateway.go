@@ -237,7 +237,19 @@ func (s *Server) Post(tb testing.TB, ev map[string]any) {
 		s.channels[ch] = Channel{ID: ch, Type: typ, GuildID: guild}
 	}
 	if _, ok := s.msgs[id]; !ok && id != "" {
-		s.addMessageLocked(&Message{ID: id, ChannelID: ch, AuthorID: authorID, Content: content})
+		var atts []Attachment
+		if as, ok := ev["attachments"].([]any); ok {
+			for _, a := range as {
+				if ao, ok := a.(map[string]any); ok {
+					name, _ := ao["filename"].(string)
+					typ, _ := ao["content_type"].(string)
+					aid, _ := ao["id"].(string)
+					size, _ := ao["size"].(int)
+					atts = append(atts, Attachment{ID: aid, Filename: name, ContentType: typ, Size: size})
+				}
+			}
+		}
+		s.addMessageLocked(&Message{ID: id, ChannelID: ch, AuthorID: authorID, Content: content, Attachments: atts, Created: s.nowLocked()})
 	}
 	s.mu.Unlock()
 	s.Dispatch(tb, "MESSAGE_CREATE", ev)

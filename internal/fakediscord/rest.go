@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -23,6 +24,10 @@ const (
 	maxCustomID      = 100
 	maxButtonLabel   = 80
 	interactionLimit = 3 * time.Second
+	maxNonce         = 25
+	// nonceWindow is how long a post's nonce answers a repeated one under
+	// enforce_nonce ("the past few minutes", Discord says).
+	nonceWindow = 5 * time.Minute
 )
 
 // Error bodies Discord sends.
@@ -70,15 +75,13 @@ func writeJSON(w http.ResponseWriter, a Answer) {
 
 func (s *Server) serveREST(w http.ResponseWriter, r *http.Request) {
 	path := strings.TrimPrefix(r.URL.Path, "/api/v9")
-	var body map[string]any
-	if b, _ := io.ReadAll(r.Body); len(b) > 0 {
-		if err := json.Unmarshal(b, &body); err != nil {
-			writeJSON(w, Answer{Status: 400, Body: `{"message":"400: Bad Request","code":0}`})
-			return
-		}
+	body, files, bad := readBody(r)
+	if bad != nil {
+		writeJSON(w, *bad)
+		return
 	}
-	a, after := s.answer(r, path, body)
-	call := Call{Method: r.Method, Path: path, Body: body, Status: a.Status, Pings: messagePings(r.Method, path, body)}
+	a, after := s.answer(r, path, body, files)
+	call := Call{Method: r.Method, Path: path, Body: body, Files: files, Status: a.Status, Pings: messagePings(r.Method, path, body)}
 	s.mu.Lock()
 	s.calls = append(s.calls, call)
 	s.notify()
@@ -96,7 +99,7 @@ func (s *Server) serveREST(w http.ResponseWriter, r *http.Request) {
 
 // answer decides the answer to one REST call; after, when set, runs once
 // the answer is written (the echo of a post).
-func (s *Server) answer(r *http.Request, path string, body map[string]any) (Answer, func()) {
+func (s *Server) answer(r *http.Request, path string, body map[string]any, files []Attachment) (Answer, func()) {
 	interactionCallback := strings.HasPrefix(path, "/interactions/")
 	if !interactionCallback && r.Header.Get("Authorization") != "Bot "+Token {
 		return Answer{Status: 401, Body: unauthorized}, nil
@@ -128,8 +131,12 @@ func (s *Server) answer(r *http.Request, path string, body map[string]any) (Answ
 			return Answer{Status: 404, Body: unknownChannel}, nil
 		}
 		return Answer{Status: 200, Body: channelJSON(c)}, nil
+	case r.Method == "GET" && len(parts) == 3 && parts[0] == "channels" && parts[2] == "messages":
+		return s.messagesLocked(parts[1], r.URL.Query()), nil
+	case r.Method == "GET" && len(parts) == 4 && parts[0] == "channels" && parts[2] == "messages":
+		return s.messageLocked(parts[1], parts[3]), nil
 	case r.Method == "POST" && len(parts) == 3 && parts[0] == "channels" && parts[2] == "messages":
-		return s.postLocked(parts[1], body)
+		return s.postLocked(parts[1], body, files)
 	case r.Method == "PATCH" && len(parts) == 4 && parts[0] == "channels" && parts[2] == "messages":
 		return s.editLocked(parts[1], parts[3], body), nil
 	case r.Method == "POST" && len(parts) == 5 && parts[0] == "channels" && parts[4] == "threads":
@@ -205,23 +212,69 @@ func componentsJSON(body map[string]any) string {
 	return string(b)
 }
 
-func (s *Server) postLocked(channel string, body map[string]any) (Answer, func()) {
+func (s *Server) postLocked(channel string, body map[string]any, files []Attachment) (Answer, func()) {
 	if _, ok := s.channels[channel]; !ok {
 		return Answer{Status: 404, Body: unknownChannel}, nil
 	}
-	if bad := checkContent(body, true); bad != "" {
+	if bad := s.checkFilesLocked(files); bad != nil {
+		return *bad, nil
+	}
+	if bad := checkContent(body, len(files) == 0); bad != "" {
 		return Answer{Status: 400, Body: bad}, nil
 	}
+	nonce, bad := nonceOf(body)
+	if bad != "" {
+		return Answer{Status: 400, Body: bad}, nil
+	}
+	if enforce, _ := body["enforce_nonce"].(bool); enforce && nonce != "" {
+		// The same author's post with this nonce within the window is
+		// returned, and nothing is created: no second message, no echo.
+		for i := len(s.order) - 1; i >= 0; i-- {
+			m := s.msgs[s.order[i]]
+			if m.AuthorID == BotID && m.Nonce == nonce && s.nowLocked().Sub(m.Created) < nonceWindow {
+				obj := s.messageObjectLocked(m)
+				obj["nonce"] = nonce
+				b, _ := json.Marshal(obj)
+				return Answer{Status: 200, Body: string(b)}, nil
+			}
+		}
+	}
 	content, _ := body["content"].(string)
-	m := &Message{ID: s.nextIDLocked(), ChannelID: channel, AuthorID: BotID, Content: content, Components: componentsJSON(body)}
+	m := &Message{ID: s.nextIDLocked(), ChannelID: channel, AuthorID: BotID, Content: content, Components: componentsJSON(body),
+		Nonce: nonce, Created: s.nowLocked(), Attachments: s.storeFilesLocked(files)}
 	s.addMessageLocked(m)
 	obj := s.messageObjectLocked(m)
+	if nonce != "" {
+		// The create answer and MESSAGE_CREATE carry the nonce; a message
+		// fetched later does not.
+		obj["nonce"] = nonce
+	}
 	b, _ := json.Marshal(obj)
 	var after func()
 	if s.echo {
 		after = func() { s.dispatchOrDrop("MESSAGE_CREATE", obj) }
 	}
 	return Answer{Status: 200, Body: string(b)}, after
+}
+
+// nonceOf reads a post's nonce (a string or an integer, at most 25
+// characters), or says why Discord refuses it.
+func nonceOf(body map[string]any) (string, string) {
+	var n string
+	switch v := body["nonce"].(type) {
+	case nil:
+		return "", ""
+	case string:
+		n = v
+	case float64:
+		n = strconv.FormatFloat(v, 'f', -1, 64)
+	default:
+		return "", invalidForm("nonce", "NONCE_TYPE_INVALID", "Nonce must be an integer or a string.")
+	}
+	if len(n) > maxNonce {
+		return "", invalidForm("nonce", "BASE_TYPE_MAX_LENGTH", fmt.Sprintf("Must be %d or fewer in length.", maxNonce))
+	}
+	return n, ""
 }
 
 func (s *Server) addMessageLocked(m *Message) {
@@ -235,12 +288,15 @@ func (s *Server) addMessageLocked(m *Message) {
 // messageObjectLocked is m as the REST API and the gateway carry it.
 func (s *Server) messageObjectLocked(m *Message) map[string]any {
 	author := map[string]any{"id": m.AuthorID, "username": "user" + m.AuthorID}
+	if m.AuthorBot {
+		author["bot"] = true
+	}
 	if m.AuthorID == BotID {
 		author = map[string]any{"id": BotID, "username": BotName, "bot": true}
 	}
 	obj := map[string]any{"id": m.ID, "channel_id": m.ChannelID, "content": m.Content, "type": 0,
 		"author": author, "timestamp": "2026-11-30T12:00:00.000000+00:00", "tts": false, "mention_everyone": false,
-		"mentions": []any{}, "mention_roles": []any{}, "attachments": []any{}, "embeds": []any{}, "pinned": false}
+		"mentions": []any{}, "mention_roles": []any{}, "attachments": s.attachmentObjectsLocked(m), "embeds": []any{}, "pinned": false}
 	if m.Components != "" {
 		var c any
 		_ = json.Unmarshal([]byte(m.Components), &c)

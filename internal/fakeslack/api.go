@@ -67,7 +67,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 	}
 
 	s.mu.Lock()
-	gate := s.gate[method]
+	gate := s.gateLocked(method, form)
 	if gate != nil {
 		s.held[method]++
 		s.notify()
@@ -84,8 +84,12 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	a, after := s.answerLocked(method, auth, form)
 	call := Call{Method: method, Auth: auth, Form: form, Error: a.errorCode()}
-	if method == "chat.postMessage" || method == "chat.update" {
+	switch method {
+	case "chat.postMessage", "chat.update":
 		call.Pings = pings(form)
+	case "files.completeUploadExternal":
+		// The comment goes out as the share message's text.
+		call.Pings = pings(map[string]string{"text": form["initial_comment"]})
 	}
 	s.calls = append(s.calls, call)
 	s.notify()
@@ -141,6 +145,10 @@ func (s *Server) answerLocked(method, auth string, form map[string]string) (answ
 	if code := s.fail[method]; code != "" {
 		return errAnswer(code), nil
 	}
+	if needed := s.noScope[method]; needed != "" {
+		return answer{body: map[string]any{"ok": false, "error": "missing_scope", "needed": needed,
+			"provided": "chat:write,reactions:write,users:read,files:read"}}, nil
+	}
 	switch method {
 	case "auth.test":
 		return okAnswer(map[string]any{"url": "https://test.slack.com/", "team": "Test", "user": "ccbot",
@@ -153,6 +161,14 @@ func (s *Server) answerLocked(method, auth string, form map[string]string) (answ
 		return s.updateLocked(form), nil
 	case "reactions.add", "reactions.remove":
 		return s.reactLocked(method == "reactions.add", form), nil
+	case "conversations.replies":
+		return s.repliesLocked(form), nil
+	case "conversations.history":
+		return s.historyLocked(form), nil
+	case "files.getUploadURLExternal":
+		return s.uploadURLLocked(form), nil
+	case "files.completeUploadExternal":
+		return s.completeUploadLocked(form)
 	case "users.info":
 		id := form["user"]
 		if id == "" {
@@ -201,8 +217,12 @@ func (s *Server) postLocked(form map[string]string) (answer, func()) {
 	if a := checkContent(form); a != nil {
 		return *a, nil
 	}
+	md, bad := parseMetadata(form["metadata"])
+	if bad != nil {
+		return *bad, nil
+	}
 	m := &Message{Channel: ch, TS: s.nextTSLocked(), ThreadTS: form["thread_ts"], User: BotUserID, BotID: BotID,
-		Text: form["text"], Blocks: form["blocks"]}
+		Text: form["text"], Blocks: form["blocks"], Metadata: md}
 	s.addMessageLocked(m)
 	var after func()
 	if s.echo {

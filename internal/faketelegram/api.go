@@ -62,7 +62,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	form := r.Form
-	call := Call{Method: method, Form: form}
+	call := Call{Method: method, Form: form, Files: readFiles(r)}
 	s.mu.Lock()
 	s.log = append(s.log, call)
 	s.notify()
@@ -87,7 +87,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.Lock()
-	a = s.answerLocked(method, form)
+	if method == "sendDocument" || method == "sendPhoto" {
+		a = s.sendFileLocked(method, form, call.Files)
+	} else {
+		a = s.answerLocked(method, form)
+	}
 	s.mu.Unlock()
 	writeAnswer(w, a)
 }

@@ -2,13 +2,17 @@
 // 127.0.0.1: form-encoded POSTs to /bot<token>/<method> answered with
 // {"ok":...} JSON, getUpdates as a long poll with offsets, sendMessage,
 // editMessageText, setMessageReaction, sendChatAction, answerCallbackQuery,
-// getFile and file downloads under /file/bot<token>/. It keeps the chats'
+// sendDocument and sendPhoto (multipart uploads), getFile and file
+// downloads under /file/bot<token>/. It keeps the chats'
 // messages, so a test can ask what the bot sent, edited and reacted to,
 // and it holds the client to Telegram's real limits and error bodies: text
 // over 4,096 characters after entity parsing is "Bad Request: message is
 // too long", broken HTML is "Bad Request: can't parse entities: …", an
 // edit that changes nothing is "message is not modified", callback_data
-// over 64 bytes is BUTTON_DATA_INVALID, a reaction outside Telegram's set
+// over 64 bytes is BUTTON_DATA_INVALID, a document over 50 MB is 413
+// Request Entity Too Large, a photo over 10 MB or out of proportion is
+// PHOTO_SAVE_FILE_INVALID or PHOTO_INVALID_DIMENSIONS, a caption over 1,024
+// characters is "message caption is too long", a reaction outside Telegram's set
 // is REACTION_INVALID, flood control is HTTP 429 with
 // parameters.retry_after, and a second concurrent getUpdates ends the first
 // with 409 Conflict. It reads a message's text as Telegram does (Parse):
@@ -71,6 +75,8 @@ type Server struct {
 type Call struct {
 	Method string
 	Form   url.Values
+	// Files are the files a multipart request carried, by field name.
+	Files map[string]SentFile
 }
 
 // Answer is a canned answer (see Override).
@@ -104,6 +110,9 @@ type Message struct {
 	Edits    []Edit
 	// Reactions are the bot's current reactions (emoji).
 	Reactions []string
+	// File is the document or photo the bot sent (Text is its caption
+	// then); nil for a text message.
+	File *SentFile
 }
 
 // Edit is one editMessageText applied.
@@ -307,6 +316,11 @@ func (m *Message) clone() Message {
 	c.Edits = slices.Clone(m.Edits)
 	c.Reactions = slices.Clone(m.Reactions)
 	c.Mentions = slices.Clone(m.Mentions)
+	if m.File != nil {
+		f := *m.File
+		f.Data = slices.Clone(m.File.Data)
+		c.File = &f
+	}
 	return c
 }
 

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/cc-connect/cc-connect/platform"
+	"github.com/cc-connect/cc-connect/platform/internal/seenlog"
 )
 
 // Type is the platform type of every message this adapter produces.
@@ -70,11 +71,16 @@ type Adapter struct {
 
 	outMu    sync.Mutex // serializes writes to Out so replies never interleave
 	statusMu sync.Mutex // serializes writes to Status
+
+	// history is what was typed and printed, for History (files.go).
+	history *seenlog.Log
 }
 
 var (
-	_ platform.Adapter  = (*Adapter)(nil)
-	_ platform.Statuser = (*Adapter)(nil)
+	_ platform.Adapter       = (*Adapter)(nil)
+	_ platform.Statuser      = (*Adapter)(nil)
+	_ platform.HistoryReader = (*Adapter)(nil)
+	_ platform.FileSender    = (*Adapter)(nil)
 )
 
 // New checks cfg and returns an Adapter; nothing is read or written before
@@ -103,6 +109,7 @@ func New(cfg Config, log *slog.Logger) (*Adapter, error) {
 		log:      log.With("platform", cfg.Name),
 		runID:    fmt.Sprintf("local-%d", cfg.Now().UnixNano()),
 		readDone: make(chan struct{}),
+		history:  seenlog.New(1, historyLines),
 	}
 	a.state.Store("not started")
 	return a, nil
@@ -216,6 +223,7 @@ func (a *Adapter) handle(ctx context.Context, h platform.Handler, text string) {
 		Mentioned: true,
 		Received:  a.cfg.Now(),
 	}
+	a.noteTyped(msg)
 	if _, err := h.HandleMessage(ctx, msg); err != nil {
 		if ctx.Err() != nil {
 			return
@@ -241,6 +249,7 @@ func (a *Adapter) Send(ctx context.Context, to platform.Target, text string) (pl
 	posted := to
 	posted.Platform = a.cfg.Name
 	posted.MessageID = fmt.Sprintf("%s-out-%d", a.runID, a.outSeq.Add(1))
+	a.notePrinted(posted, text)
 	return posted, nil
 }
 

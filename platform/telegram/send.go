@@ -115,6 +115,7 @@ func (a *Adapter) send(ctx context.Context, to platform.Target, mentions []platf
 			return last, fmt.Errorf("sending part %d/%d to %s: %w", i+1, len(parts), to.Channel, err)
 		}
 		last = platform.Target{Platform: a.cfg.Name, Channel: params["chat_id"], Thread: to.Thread, MessageID: strconv.Itoa(id)}
+		a.noteSent(to, id, part)
 	}
 	return last, nil
 }
@@ -140,6 +141,7 @@ func (a *Adapter) Edit(ctx context.Context, msg platform.Target, text string) er
 		if err != nil && !isNotModified(err) {
 			return fmt.Errorf("editing message %s in %s: %w", id, msg.Channel, err)
 		}
+		a.history.Edit(msg, id, text)
 		return nil
 	})
 }

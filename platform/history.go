@@ -1,0 +1,68 @@
+package platform
+
+import (
+	"context"
+	"time"
+)
+
+// HistoryMessage is one earlier message of a conversation, as a
+// HistoryReader returns it: what was posted, by whom and when. It carries
+// no way to fetch the files it names, only their names.
+type HistoryMessage struct {
+	// ID is the message's identity in the form Message.ID has (Slack
+	// channel+ts, Discord channel+id, Telegram chat+id), so a caller can
+	// tell whether a message it was handed is one of these.
+	ID string
+	// MessageID is the message's Target.MessageID.
+	MessageID string
+	UserID    string
+	UserName  string // "" when the platform gave none; UserID names them then
+	// Text is the message's text as Message.Text would be: the platform's
+	// markup read as plain text, the bot's own mention taken out.
+	Text string
+	// Files are the names of the files posted with the message.
+	Files []string
+	Time  time.Time
+	// IsBot is set for a bot's post, this bot's included; FromSelf for
+	// this bot's own.
+	IsBot    bool
+	FromSelf bool
+	// Mentioned says the message addresses the bot, by the rules
+	// Message.Mentioned follows.
+	Mentioned bool
+	// Root marks the thread's starter message (HistoryQuery).
+	Root bool
+}
+
+// HistoryQuery says which earlier messages of a conversation a
+// HistoryReader returns.
+type HistoryQuery struct {
+	// Before is a Target.MessageID: only messages posted before it are
+	// returned, it excluded. "" means up to now.
+	Before string
+	// Limit is the most messages returned, the latest ones (the root of a
+	// thread counted in); zero or less means none.
+	Limit int
+}
+
+// HistoryReader is implemented by adapters that can read a conversation's
+// earlier messages: a thread's replies, a channel's or a DM's history.
+//
+// History returns the messages of the conversation conv names
+// (Platform, Channel, Thread; MessageID is ignored) that q selects, oldest
+// first, with whatever the platform shows there, people's, bots' and this
+// bot's own posts alike (IsBot, FromSelf): deciding what of it anyone may
+// read is the caller's. For a thread that has a starter message (a Slack
+// thread's parent, the message a Discord thread was started from), that
+// message always comes first, marked Root, even when the limit cuts the
+// messages between it and the latest ones; so Limit 1 asks whether the
+// thread's root mentioned the bot. Only edits, joins and other system
+// messages are left out, as for Message. A conversation with nothing before
+// q.Before is no messages and no error.
+//
+// Where a platform has no history API (Telegram's Bot API) the adapter
+// returns what it has seen itself since it started, and says so in its
+// docs. Without a HistoryReader the caller has no earlier messages.
+type HistoryReader interface {
+	History(ctx context.Context, conv Target, q HistoryQuery) ([]HistoryMessage, error)
+}
