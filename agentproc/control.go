@@ -241,6 +241,8 @@ func (p *Process) control(ctx context.Context, subtype string, fields map[string
 // the reader goroutine and never blocks on the CLI.
 func (p *Process) handleControl(d *decoded) {
 	switch {
+	case d.replyID == initRequestID:
+		p.answerInitialize(d.reply)
 	case d.replyID != "":
 		p.mu.Lock()
 		ch, ok := p.pending[d.replyID]

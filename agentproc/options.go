@@ -63,6 +63,9 @@ type StartOptions struct {
 	// Config.Args, so no permission mode or tool list in the config (or in
 	// Config.Args) widens them (BuildArgs).
 	ReadOnly bool
+	// Init is what the host declares in the initialize request that
+	// every process is sent at its start (initialize.go).
+	Init InitOptions
 }
 
 // ReadOnlyTools are the only tools a ReadOnly process has: they read and

@@ -68,6 +68,7 @@ type Process struct {
 	events chan Event
 	done   chan struct{} // closed after the process is reaped
 	err    error         // set before done is closed
+	init   handshake     // the initialize request (initialize.go)
 
 	mu      sync.Mutex // guards the fields below
 	pending map[string]chan controlReply
@@ -175,6 +176,7 @@ func Start(ctx context.Context, cfg Config, opts StartOptions, log *slog.Logger)
 		done:    make(chan struct{}),
 		pending: make(map[string]chan controlReply),
 		perms:   make(map[string]*pendingPerm),
+		init:    newHandshake(),
 	}
 	resume := opts.ResumeID
 	if resume == "" {
@@ -197,6 +199,7 @@ func Start(ctx context.Context, cfg Config, opts StartOptions, log *slog.Logger)
 		_ = outR.Close()
 	}()
 	go p.wait(readerDone, stderrDone)
+	p.sendInitialize(ctx, opts.Init)
 	return p, nil
 }
 
@@ -228,6 +231,7 @@ func (p *Process) wait(readerDone, stderrDone <-chan struct{}) {
 	}
 	<-readerDone
 	p.endStream()
+	p.endInitialize()
 	p.wg.Wait()
 	close(p.events)
 }

@@ -110,6 +110,7 @@ type Agent struct {
 	SelfReport               bool              `toml:"self_report"`
 	MaxProcesses             int               `toml:"max_processes"`
 	MaxProcessesPerWorkspace int               `toml:"max_processes_per_workspace"`
+	Prewarm                  int               `toml:"prewarm"` // spare processes per recently active workspace; 0 keeps none
 	QueueLimit               int               `toml:"queue_limit"`
 	ShutdownGrace            Duration          `toml:"shutdown_grace"`
 	CloseGrace               Duration          `toml:"close_grace"`
@@ -250,6 +251,7 @@ func Default() Config {
 			SelfReport:               true,
 			MaxProcesses:             8,
 			MaxProcessesPerWorkspace: 4,
+			Prewarm:                  1,
 			QueueLimit:               20,
 			ShutdownGrace:            Duration(30 * time.Second),
 			CloseGrace:               Duration(5 * time.Second),
@@ -363,6 +365,7 @@ func (c *Config) String() string {
 		q(a.IdleTimeout.String()), q(a.PermissionTimeout.String()), a.ContextWindow, a.SelfReport)
 	fmt.Fprintf(&b, "max_processes = %d\nmax_processes_per_workspace = %d\nqueue_limit = %d\nshutdown_grace = %s\nclose_grace = %s\n",
 		a.MaxProcesses, a.MaxProcessesPerWorkspace, a.QueueLimit, q(a.ShutdownGrace.String()), q(a.CloseGrace.String()))
+	fmt.Fprintf(&b, "prewarm = %d\n", a.Prewarm)
 	fmt.Fprintf(&b, "allowed_modes = %s\nshell_timeout = %s\n", list(a.AllowedModes), q(a.ShellTimeout.String()))
 	fmt.Fprintf(&b, "stall_notice = %s\nmax_turn_time = %s\n", q(a.StallNotice.String()), q(a.MaxTurnTime.String()))
 	f := c.Files

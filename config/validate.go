@@ -138,6 +138,9 @@ func (c *Config) validateAgent(d *decoder) {
 	if !bad("max_processes_per_workspace") && a.MaxProcessesPerWorkspace < 0 {
 		d.failf("agent.max_processes_per_workspace", "must be 0 (unlimited) or more, got %d", a.MaxProcessesPerWorkspace)
 	}
+	if !bad("prewarm") && a.Prewarm < 0 {
+		d.failf("agent.prewarm", "must be 0 (no spare processes) or more, got %d", a.Prewarm)
+	}
 	if !bad("queue_limit") && a.QueueLimit < 1 {
 		d.failf("agent.queue_limit", "must be at least 1, got %d", a.QueueLimit)
 	}

@@ -48,6 +48,7 @@ type fakeAgents struct {
 	// ignoreReadOnly makes ReadOnly processes start with every tool, as
 	// a CLI that ignored the read-only flags would.
 	ignoreReadOnly bool
+	chosenIDs      bool // a new process runs the session id it was started with (--session-id)
 	gate           chan struct{}
 	changed        chan struct{}
 }
@@ -149,6 +150,8 @@ func (fa *fakeAgents) spawn(ctx context.Context, cfg agentproc.Config, opts agen
 		default:
 			p.id = opts.ResumeID
 		}
+	} else if fa.chosenIDs && opts.SessionID != "" {
+		p.id = opts.SessionID // as the CLI runs --session-id
 	} else {
 		fa.nextID++
 		p.id = fakeSessionID(fa.nextID)

@@ -56,6 +56,7 @@ type Options struct {
 	MaxTurnTime              time.Duration // interrupt a turn that runs longer (0 = no limit)
 	MaxProcesses             int           // global cap on live claude processes (0 = unlimited)
 	MaxProcessesPerWorkspace int           // per workspace cap (0 = unlimited)
+	Prewarm                  int           // spare processes per recently active workspace (0 = none; spares.go)
 	QueueLimit               int           // per session FIFO (default 20)
 	ContextWindow            int64         // fallback window (default 200000)
 	SelfReport               bool          // ctx track B: add the self-report instruction
@@ -99,6 +100,7 @@ type Engine struct {
 	// rootless holds the threads whose root does not mention the bot
 	// (threadroot.go), bounded.
 	rootless *recentIDs
+	spare    *spares // spare processes for new conversations (spares.go)
 
 	// seenSet is the accepted message ids of every journal (journal.go);
 	// seenOnce opens it, and the journals, on first use, and finds the
@@ -157,8 +159,8 @@ func New(opts Options) (*Engine, error) {
 	if opts.ShutdownGrace <= 0 {
 		opts.ShutdownGrace = DefaultShutdownGrace
 	}
-	if opts.MaxProcesses < 0 || opts.MaxProcessesPerWorkspace < 0 {
-		return nil, errors.New("engine: process caps must not be negative")
+	if opts.MaxProcesses < 0 || opts.MaxProcessesPerWorkspace < 0 || opts.Prewarm < 0 {
+		return nil, errors.New("engine: process caps and prewarm must not be negative")
 	}
 	for i, b := range opts.Bindings {
 		if b.Platform == "" || b.Channel == "" || b.Workspace == "" {
@@ -199,6 +201,7 @@ func New(opts Options) (*Engine, error) {
 		busy:         newBusyCount(),
 		metrics:      metricsOf(opts.Metrics),
 	}
+	e.spare = newSpares(e)
 	e.wireMetrics()
 	return e, nil
 }
@@ -241,6 +244,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	e.shutting = true
 	e.mu.Unlock()
 	close(e.stopping)
+	e.spare.close()
 	e.wg.Wait() // every session loop and side question has closed its process
 	e.notices.close()
 	e.cancelBg()

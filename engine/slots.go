@@ -88,7 +88,8 @@ func (e *Engine) acquireSlot(ctx context.Context, ws, requester string, notify f
 		if wsFull {
 			onlyWS = ws
 		}
-		if !e.reapOldestIdle(requester, onlyWS) && !notified {
+		// Spares give way first, then the longest idle conversation.
+		if !e.spare.yield(onlyWS) && !e.reapOldestIdle(requester, onlyWS) && !notified {
 			notified = true
 			notify()
 		}

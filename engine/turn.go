@@ -113,7 +113,8 @@ func (tr *turnRunner) run(it workItem) {
 	tr.mb.setState(stateIdle)
 	tr.agent.markIdle()
 	tr.chat.turnEnded(it.msg, ok)
-	tr.e.slots.signal() // this process may now be reaped for a waiter
+	tr.e.slots.signal()    // this process may now be reaped for a waiter
+	tr.e.spare.want(tr.ws) // after the turn, never on its path
 	if retry != nil {
 		// Before the turns queued behind it, so the order holds.
 		tr.recover(*retry)
@@ -296,6 +297,9 @@ func (tr *turnRunner) ensureProcess() error {
 		}
 		return nil
 	}
+	if tr.takeSpare() {
+		return nil
+	}
 	if err := tr.e.acquireSlot(tr.e.bg, tr.ws, tr.key, func() { tr.chat.send(noticeWaiting) }, tr.mb, onCtrl); err != nil {
 		return err
 	}
@@ -318,6 +322,26 @@ func (tr *turnRunner) ensureProcess() error {
 	}
 	syncControls(tr.agent.live(), tr.rb, start.Model, start.PermissionMode, tr.e.opts.Agent.Model, tr.log)
 	return nil
+}
+
+// takeSpare gives a conversation that starts a new Claude session with
+// the engine's settings a spare process (spares.go), whose session id it
+// records before the turn as newSessionStart would. A conversation that
+// resumes, has a chosen id waiting (a crash before its first turn), or
+// runs another model or mode starts its own.
+func (tr *turnRunner) takeSpare() bool {
+	rec := tr.rb.get()
+	if model, mode := tr.rb.spawnSettings(); rec.SessionID != "" || rec.NewSessionID != "" || model != "" || mode != "" {
+		return false
+	}
+	sp := tr.e.spare.take(tr.e.spare.setupFor(tr.ws))
+	if sp == nil {
+		return false
+	}
+	tr.rb.update(func(r *record) { r.NewSessionID = sp.id })
+	tr.agent.adopt(sp.slot)
+	tr.log.Info("Taking a spare agent process", "session_id", sp.id, "ready", sp.ready)
+	return true
 }
 
 // newSessionStart chooses the id of a new Claude session and records it

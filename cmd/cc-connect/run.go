@@ -87,6 +87,7 @@ func engineOptions(cfg *config.Config, log *slog.Logger) engine.Options {
 		MaxTurnTime:              a.MaxTurnTime.D(),
 		MaxProcesses:             a.MaxProcesses,
 		MaxProcessesPerWorkspace: a.MaxProcessesPerWorkspace,
+		Prewarm:                  a.Prewarm,
 		QueueLimit:               a.QueueLimit,
 		ContextWindow:            a.ContextWindow,
 		SelfReport:               a.SelfReport,

@@ -138,10 +138,19 @@ api_url = %q
 		// A copy of a message still on its way to the journal is not
 		// acked before it: Slack retries no event it has an ack for, so
 		// acking the copy first could lose the message with a crash.
+		// Only this event's copies count: the redelivery setting applies to
+		// every envelope not yet acked, such as the echo of the previous
+		// subtest's reply, which is acked at once.
+		eventID := ""
+		for _, d := range f.Deliveries() {
+			if d.EnvelopeID == env {
+				eventID = d.EventID
+			}
+		}
 		var retries []string
 		f.Wait(t, "a redelivery", func() bool {
 			for _, d := range f.Deliveries() {
-				if d.Retry > 0 {
+				if d.Retry > 0 && d.EventID == eventID {
 					retries = append(retries, d.EnvelopeID)
 				}
 			}
