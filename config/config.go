@@ -39,6 +39,7 @@ type Config struct {
 	Log       Log        `toml:"log"`
 	Agent     Agent      `toml:"agent"`
 	Files     Files      `toml:"files"`
+	Chat      Chat       `toml:"chat"`
 	Platforms []Platform `toml:"platforms"`
 	Bindings  []Binding  `toml:"bindings"`
 	Metrics   Metrics    `toml:"metrics"`
@@ -84,6 +85,9 @@ type Files struct {
 	ArtifactQuota Size `toml:"artifact_quota"`
 	// AttachmentMaxSize is the largest attachment passed on to Claude.
 	AttachmentMaxSize Size `toml:"attachment_max_size"`
+	// SendFileMaxSize is the largest file Claude may post into the chat
+	// with its send_file tool (the platform's own limit may be lower).
+	SendFileMaxSize Size `toml:"send_file_max_size"`
 }
 
 // Log configures the process log on stderr.
@@ -173,6 +177,24 @@ type Binding struct {
 	// Standby the members that may take it over ([cluster] only).
 	Host    string   `toml:"host"`
 	Standby []string `toml:"standby"`
+
+	// Overrides of [agent] and [files] for this binding's conversations
+	// (team.go: AgentFor, FilesFor); nil keeps the global value.
+	Model                    *string           `toml:"model"`
+	PermissionMode           *string           `toml:"permission_mode"`
+	AllowedModes             []string          `toml:"allowed_modes"`
+	AppendSystemPrompt       *string           `toml:"append_system_prompt"`
+	Args                     []string          `toml:"args"` // after agent.args
+	Env                      map[string]Secret `toml:"env"`  // over agent.env; keys keep their case
+	MaxProcessesPerWorkspace *int              `toml:"max_processes_per_workspace"`
+	ArtifactThreshold        *Size             `toml:"artifact_threshold"`
+	ArtifactQuota            *Size             `toml:"artifact_quota"`
+	AttachmentMaxSize        *Size             `toml:"attachment_max_size"`
+	SendFileMaxSize          *Size             `toml:"send_file_max_size"`
+	// Switches of the team features ([chat]); nil is the default: the
+	// sender header on in channels and off in DMs, the mention on.
+	SenderHeader  *bool `toml:"sender_header"`
+	NotifyMention *bool `toml:"notify_mention"`
 }
 
 // Metrics configures the Prometheus endpoint ([metrics]); off unless Addr
@@ -219,8 +241,10 @@ func Default() Config {
 			ArtifactThreshold: 16 << 10,
 			ArtifactQuota:     64 << 20,
 			AttachmentMaxSize: 10 << 20,
+			SendFileMaxSize:   defaultSendFileMaxSize,
 		},
-		Log: Log{Level: "info", Format: "text"},
+		Chat: defaultChat(),
+		Log:  Log{Level: "info", Format: "text"},
 		Agent: Agent{
 			Command:                  "claude",
 			PermissionMode:           "default",
@@ -358,8 +382,9 @@ func (c *Config) String() string {
 		a.MaxProcesses, a.MaxProcessesPerWorkspace, a.QueueLimit, q(a.ShutdownGrace.String()), q(a.CloseGrace.String()))
 	fmt.Fprintf(&b, "allowed_modes = %s\nshell_timeout = %s\n", list(a.AllowedModes), q(a.ShellTimeout.String()))
 	f := c.Files
-	fmt.Fprintf(&b, "\n[files]\nartifact_threshold = %s\nartifact_quota = %s\nattachment_max_size = %s\n",
-		q(f.ArtifactThreshold.String()), q(f.ArtifactQuota.String()), q(f.AttachmentMaxSize.String()))
+	fmt.Fprintf(&b, "\n[files]\nartifact_threshold = %s\nartifact_quota = %s\nattachment_max_size = %s\nsend_file_max_size = %s\n",
+		q(f.ArtifactThreshold.String()), q(f.ArtifactQuota.String()), q(f.AttachmentMaxSize.String()), q(f.SendFileMaxSize.String()))
+	c.Chat.write(&b)
 	for _, p := range c.Platforms {
 		fmt.Fprintf(&b, "\n[[platforms]]\nname = %s\ntype = %s\n", q(p.Name), q(p.Type))
 		for _, s := range []struct {
@@ -393,6 +418,7 @@ func (c *Config) String() string {
 			b.WriteString("allow_shell = true\n")
 		}
 		bd.writeUnattended(&b)
+		bd.writeTeam(&b)
 		if bd.Host != "" {
 			fmt.Fprintf(&b, "host = %s\nstandby = %s\n", q(bd.Host), list(bd.Standby))
 		}
