@@ -59,6 +59,10 @@ type StartOptions struct {
 	// Config.Args, so no permission mode or tool list in the config (or in
 	// Config.Args) widens them (BuildArgs).
 	ReadOnly bool
+	// Tools are the host's tools served to this process (hosttools.go):
+	// declared in initialize and allowed without a prompt. A ReadOnly
+	// process gets none.
+	Tools []HostTool
 }
 
 // ReadOnlyTools are the only tools a ReadOnly process has: they read and

@@ -76,6 +76,7 @@ type Process struct {
 	session  string
 	unending int // turns whose Turn call gave up before their result
 
+	calls     hostCalls // the host tools' running calls (hosttools.go)
 	nextID    atomic.Uint64
 	turnBusy  atomic.Bool
 	closeOnce sync.Once
@@ -191,6 +192,13 @@ func Start(ctx context.Context, cfg Config, opts StartOptions, log *slog.Logger)
 		_ = outR.Close()
 	}()
 	go p.wait(readerDone, stderrDone)
+	if len(opts.Tools) > 0 && !opts.ReadOnly {
+		if err := p.declareHostTools(); err != nil {
+			// The process is useless without its stdin; say why.
+			_ = p.Close(context.Background())
+			return nil, fmt.Errorf("starting agent: %w", err)
+		}
+	}
 	return p, nil
 }
 
