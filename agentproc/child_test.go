@@ -217,7 +217,7 @@ func TestChildrenGetNoSecrets(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer p.Close(context.Background())
-		res, err := p.Turn(ctx, "[[EXEC:env; cat /proc/self/environ | tr '\\0' '\\n']]", nil)
+		res, err := runTurn(ctx, p, "[[EXEC:env; cat /proc/self/environ | tr '\\0' '\\n']]", nil)
 		if err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}
@@ -285,7 +285,7 @@ func TestStartAsAnotherUser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := p.Turn(ctx, `[[EXEC:id -u; id -G; echo "home=$HOME user=$USER"]]`, nil)
+	res, err := runTurn(ctx, p, `[[EXEC:id -u; id -G; echo "home=$HOME user=$USER"]]`, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

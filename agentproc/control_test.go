@@ -32,7 +32,7 @@ func TestPermissions(t *testing.T) {
 			ctx := testCtx(t)
 			var req *PermissionRequest
 			var tr *ToolResult
-			res, err := p.Turn(ctx, "[[TOOL:touch a.txt]]", func(ev Event) {
+			res, err := runTurn(ctx, p, "[[TOOL:touch a.txt]]", func(ev Event) {
 				switch ev := ev.(type) {
 				case PermissionRequest:
 					req = &ev
@@ -84,7 +84,7 @@ func TestPermissionAlwaysAllow(t *testing.T) {
 		}
 	}
 	for i := range 2 {
-		res, err := p.Turn(ctx, "[[TOOL:touch c.txt]]", on)
+		res, err := runTurn(ctx, p, "[[TOOL:touch c.txt]]", on)
 		if err != nil || res.Text != "tool said: (fake) ran: touch c.txt" {
 			t.Fatalf("turn %d: %+v, %v", i, res, err)
 		}
@@ -98,7 +98,7 @@ func TestPermissionInvalidBehavior(t *testing.T) {
 	e := newFakeEnv(t)
 	p := e.start(StartOptions{})
 	ctx := testCtx(t)
-	res, err := p.Turn(ctx, "[[TOOL:touch d.txt]]", func(ev Event) {
+	res, err := runTurn(ctx, p, "[[TOOL:touch d.txt]]", func(ev Event) {
 		if r, ok := ev.(PermissionRequest); ok {
 			if err := p.RespondPermission(ctx, r.RequestID, PermissionDecision{}); err == nil {
 				t.Error("zero Behavior accepted")
@@ -121,7 +121,7 @@ func TestPermissionCancelledByInterrupt(t *testing.T) {
 	var reqID string
 	var cancel *PermissionCancel
 	interrupted := make(chan error, 1)
-	res, err := p.Turn(ctx, "[[TOOL:touch e.txt]]", func(ev Event) {
+	res, err := runTurn(ctx, p, "[[TOOL:touch e.txt]]", func(ev Event) {
 		switch ev := ev.(type) {
 		case PermissionRequest:
 			reqID = ev.RequestID
@@ -153,7 +153,7 @@ func TestInterrupt(t *testing.T) {
 	ctx := testCtx(t)
 	interrupted := make(chan error, 1)
 	var c collect
-	res, err := p.Turn(ctx, "[[SLOW]] go", func(ev Event) {
+	res, err := runTurn(ctx, p, "[[SLOW]] go", func(ev Event) {
 		c.on(ev)
 		if _, ok := ev.(Init); ok {
 			go func() { interrupted <- p.Interrupt(ctx) }()
@@ -233,7 +233,7 @@ func TestMessageDuringToolFolds(t *testing.T) {
 	e := newFakeEnv(t)
 	p := e.start(StartOptions{})
 	ctx := testCtx(t)
-	res, err := p.Turn(ctx, "[[TOOL:touch g.txt]]", func(ev Event) {
+	res, err := runTurn(ctx, p, "[[TOOL:touch g.txt]]", func(ev Event) {
 		if r, ok := ev.(PermissionRequest); ok {
 			if _, err := p.Send(ctx, "by the way"); err != nil {
 				t.Errorf("Send: %v", err)

@@ -26,7 +26,7 @@ func TestRealBashSeesNoSecrets(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(t.Context(), turnTimeout)
 	defer cancel()
-	res, err := p.Turn(ctx, "[[TOOL:printenv]]", func(e agentproc.Event) {
+	res, err := runTurn(ctx, p, "[[TOOL:printenv]]", func(e agentproc.Event) {
 		if pr, ok := e.(agentproc.PermissionRequest); ok {
 			_ = p.RespondPermission(ctx, pr.RequestID, agentproc.PermissionDecision{Behavior: agentproc.Allow})
 		}

@@ -42,7 +42,7 @@ func TestRealPermission(t *testing.T) {
 			defer cancel()
 			var asked []agentproc.PermissionRequest
 			var answerErr error
-			res, err := p.Turn(ctx, "[[TOOL:touch x]]", func(e agentproc.Event) {
+			res, err := runTurn(ctx, p, "[[TOOL:touch x]]", func(e agentproc.Event) {
 				if pr, ok := e.(agentproc.PermissionRequest); ok {
 					asked = append(asked, pr)
 					answerErr = p.RespondPermission(ctx, pr.RequestID, tt.decision)
@@ -91,7 +91,7 @@ func TestRealInterrupt(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		res, turnErr = p.Turn(ctx, "[[SLOW]] take your time", nil)
+		res, turnErr = runTurn(ctx, p, "[[SLOW]] take your time", nil)
 	}()
 	// The slow reply streams until the CLI drops it, so once the request
 	// is in, the turn is mid-stream.
@@ -125,7 +125,7 @@ func TestRealPermissionCancelledByInterrupt(t *testing.T) {
 
 	var evs []agentproc.Event
 	var interruptErr error
-	res, err := p.Turn(ctx, "[[TOOL:touch never]]", func(e agentproc.Event) {
+	res, err := runTurn(ctx, p, "[[TOOL:touch never]]", func(e agentproc.Event) {
 		evs = append(evs, e)
 		if _, ok := e.(agentproc.PermissionRequest); ok {
 			// Leave the prompt unanswered, as a chat user who walks away.
@@ -168,7 +168,7 @@ func TestRealAlwaysAllow(t *testing.T) {
 	run := func(name string) {
 		ctx, cancel := context.WithTimeout(t.Context(), turnTimeout)
 		defer cancel()
-		res, err := p.Turn(ctx, "[[TOOL:touch "+name+"]]", func(e agentproc.Event) {
+		res, err := runTurn(ctx, p, "[[TOOL:touch "+name+"]]", func(e agentproc.Event) {
 			if pr, ok := e.(agentproc.PermissionRequest); ok {
 				asked++
 				if err := p.RespondPermission(ctx, pr.RequestID, agentproc.PermissionDecision{Behavior: agentproc.AlwaysAllow}); err != nil {
@@ -252,7 +252,7 @@ func TestRealMessageDuringToolFolds(t *testing.T) {
 	}
 	turnDone := make(chan outcome, 1)
 	go func() {
-		res, err := p.Turn(ctx, "[[TOOL:while [ ! -f gate ]; do sleep 0.05; done; echo opened]]", func(e agentproc.Event) {
+		res, err := runTurn(ctx, p, "[[TOOL:while [ ! -f gate ]; do sleep 0.05; done; echo opened]]", func(e agentproc.Event) {
 			if _, ok := e.(agentproc.ToolUse); ok {
 				once.Do(func() { close(toolRunning) })
 			}

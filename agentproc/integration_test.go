@@ -102,12 +102,21 @@ func closeProc(t testing.TB, p *agentproc.Process) {
 }
 
 // turn runs one turn and returns its result and every event before it.
+// runTurn runs one turn of text on p, passing its events to on.
+func runTurn(ctx context.Context, p *agentproc.Process, text string, on func(agentproc.Event)) (*agentproc.Result, error) {
+	t, err := p.StartTurn(ctx, agentproc.UserMessage{Text: text})
+	if err != nil {
+		return nil, err
+	}
+	return t.Wait(on)
+}
+
 func turn(t testing.TB, p *agentproc.Process, text string) (*agentproc.Result, []agentproc.Event, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), turnTimeout)
 	defer cancel()
 	var evs []agentproc.Event
-	res, err := p.Turn(ctx, text, func(e agentproc.Event) { evs = append(evs, e) })
+	res, err := runTurn(ctx, p, text, func(e agentproc.Event) { evs = append(evs, e) })
 	return res, evs, err
 }
 
@@ -313,7 +322,7 @@ func TestRealClose(t *testing.T) {
 		}
 		turnDone := make(chan outcome, 1)
 		go func() {
-			res, err := p.Turn(ctx, "[[SLOW]] finish me", nil)
+			res, err := runTurn(ctx, p, "[[SLOW]] finish me", nil)
 			turnDone <- outcome{res, err}
 		}()
 		if _, err := r.api.WaitRequest(ctx, 1); err != nil {

@@ -40,16 +40,16 @@ const (
 	pipeIdleWait = 50 * time.Millisecond
 )
 
-// ErrTurnInProgress is returned by Turn while another Turn runs on the same
-// process. Callers queue messages and run one turn at a time.
+// ErrTurnInProgress is returned by StartTurn while another turn runs on the
+// same process. Callers queue messages and run one turn at a time.
 var ErrTurnInProgress = errors.New("a turn is already running")
 
 // sessionNotFoundText is what the CLI says on --resume of an unknown id.
 const sessionNotFoundText = "No conversation found with session ID"
 
 // Process is one running claude CLI. Its methods are safe for concurrent
-// use, but only one Turn runs at a time and Turn is the only consumer of
-// Events while it runs.
+// use, but only one turn runs at a time (StartTurn), and while it runs the
+// turn is the only consumer of Events.
 type Process struct {
 	cfg  Config
 	opts StartOptions
@@ -69,12 +69,17 @@ type Process struct {
 	done   chan struct{} // closed after the process is reaped
 	err    error         // set before done is closed
 
-	mu       sync.Mutex // guards the fields below
-	pending  map[string]chan controlReply
-	perms    map[string]*pendingPerm
-	exited   bool
-	session  string
-	unending int // turns whose Turn call gave up before their result
+	mu      sync.Mutex // guards the fields below
+	pending map[string]chan controlReply
+	perms   map[string]*pendingPerm
+	exited  bool
+	session string
+
+	// routeMu guards cur and streamEnded: where the reader hands each
+	// event (turn.go).
+	routeMu     sync.Mutex
+	cur         *Turn // the running turn (or an abandoned one until its result); nil between turns
+	streamEnded bool  // the reader is done: a turn started now ends at once
 
 	calls     hostCalls // the host tools' running calls (hosttools.go)
 	nextID    atomic.Uint64
@@ -176,7 +181,8 @@ func Start(ctx context.Context, cfg Config, opts StartOptions, log *slog.Logger)
 	if resume == "" {
 		resume = "new"
 	}
-	log.Info("Agent process started", "pid", p.pid, "cwd", opts.Dir, "resume", resume,
+	// The caller's logger names the workspace (opts.Dir) already.
+	log.Info("Agent process started", "pid", p.pid, "resume", resume,
 		"fork", opts.Fork, "model", firstNonEmpty(opts.Model, cfg.Model))
 
 	readerDone := make(chan struct{})
@@ -224,11 +230,12 @@ func (p *Process) wait(readerDone, stderrDone <-chan struct{}) {
 	_ = p.stdin.Close()
 	close(p.done)
 	if err != nil {
-		p.log.Warn("Agent process exited", "pid", p.pid, "session_id", p.SessionID(), "err", err)
+		p.log.Warn("Agent process exited", "pid", p.pid, "session_id", p.SessionID(), "error", err)
 	} else {
 		p.log.Info("Agent process exited", "pid", p.pid, "session_id", p.SessionID())
 	}
 	<-readerDone
+	p.endStream()
 	p.wg.Wait()
 	close(p.events)
 }
@@ -247,8 +254,10 @@ func (p *Process) exitError(waitErr error) error {
 	return ee
 }
 
-// readLoop decodes stdout until EOF. Events are sent in order; when the
-// channel is full the loop blocks, which in turn blocks the CLI's stdout.
+// readLoop decodes stdout until EOF and hands the events, in order, to the
+// running turn (which buffers them, so the loop never waits on a turn's
+// consumer) or, between turns, to Events (when that is full the loop
+// blocks, which in turn blocks the CLI's stdout).
 func (p *Process) readLoop(r io.Reader) {
 	lr := newLineReader(r, MaxLineBytes)
 	var dec decoder
@@ -256,12 +265,12 @@ func (p *Process) readLoop(r io.Reader) {
 		line, err := lr.next()
 		if errors.Is(err, errLineTooLong) {
 			p.log.Warn("Agent output line too long", "limit", MaxLineBytes, "session_id", p.SessionID())
-			p.events <- Malformed{Line: "(line too long)", Err: fmt.Errorf("%w: %w", ErrMalformedOutput, err)}
+			p.route(Malformed{Line: "(line too long)", Err: fmt.Errorf("%w: %w", ErrMalformedOutput, err)})
 			continue
 		}
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrClosed) {
-				p.log.Warn("Reading agent output failed", "err", err, "session_id", p.SessionID())
+				p.log.Warn("Reading agent output failed", "error", err, "session_id", p.SessionID())
 			}
 			return
 		}
@@ -274,9 +283,9 @@ func (p *Process) readLoop(r io.Reader) {
 				p.session = e.SessionID
 				p.mu.Unlock()
 			case Malformed:
-				p.log.Warn("Agent wrote a malformed line", "line", e.Line, "err", e.Err, "session_id", p.SessionID())
+				p.log.Warn("Agent wrote a malformed line", "line", e.Line, "error", e.Err, "session_id", p.SessionID())
 			}
-			p.events <- ev
+			p.route(ev)
 		}
 	}
 }
@@ -292,8 +301,11 @@ func (p *Process) SessionID() string {
 	return p.session
 }
 
-// Events delivers the typed events in order. It is closed after the process
-// exited and every event was delivered. While a Turn runs, Turn consumes it.
+// Events delivers the typed events that come between turns, in order; a
+// turn started next takes those still waiting there first. It is closed
+// after the process exited and every event was delivered. While a turn
+// runs its events go to the Turn; read Events directly only on a process
+// that runs no turns.
 func (p *Process) Events() <-chan Event { return p.events }
 
 // Done is closed once the process has exited and been reaped.
@@ -315,7 +327,7 @@ func (p *Process) StderrTail() string { return p.stderr.String() }
 
 // Send writes one user message and returns the uuid it carries; the CLI
 // records that uuid in the transcript (PROTOCOL.md §14). Send does not wait
-// for the turn; see Turn.
+// for the turn; see StartTurn.
 func (p *Process) Send(ctx context.Context, text string) (string, error) {
 	id := uuid.NewString()
 	if err := p.sendUUID(ctx, id, text); err != nil {
@@ -342,99 +354,6 @@ type userLine struct {
 type userMessage struct {
 	Role    string `json:"role"`
 	Content string `json:"content"`
-}
-
-// Turn sends text and consumes Events until the turn's result, calling on
-// (which must not block long) for every other event. The result is returned
-// even with ErrPromptTooLong and ErrSessionNotFound. An *ExitError means the
-// process ended before a result; ErrMalformedOutput that the result was lost.
-// If ctx ends first, the turn keeps running in the CLI: Interrupt or Close
-// it; the next Turn first waits out that turn's result. on runs on Turn's
-// goroutine, which is the one draining Events: calls that wait for the CLI
-// (Interrupt, SetModel) must be made from another goroutine, while
-// RespondPermission and Send only write and are fine from on.
-func (p *Process) Turn(ctx context.Context, text string, on func(Event)) (*Result, error) {
-	return p.TurnWithUUID(ctx, uuid.NewString(), text, on)
-}
-
-// TurnWithUUID is Turn with the uuid the user message carries chosen by the
-// caller. The CLI stores the message under that uuid in the transcript
-// (PROTOCOL.md §14), so a caller that records the uuid durably before the
-// turn can tell after a crash whether the CLI had received the message.
-func (p *Process) TurnWithUUID(ctx context.Context, id, text string, on func(Event)) (*Result, error) {
-	if !p.turnBusy.CompareAndSwap(false, true) {
-		return nil, ErrTurnInProgress
-	}
-	defer p.turnBusy.Store(false)
-	if on == nil {
-		on = func(Event) {}
-	}
-
-	// Results of turns abandoned earlier come first on the stream; letting
-	// them end this turn would pair the reply with the wrong message.
-	p.mu.Lock()
-	stale := p.unending
-	p.mu.Unlock()
-	for stale > 0 {
-		res, err := p.nextResult(ctx, func(Event) {})
-		if err != nil {
-			return res, err
-		}
-		stale--
-		p.mu.Lock()
-		p.unending = stale
-		p.mu.Unlock()
-	}
-
-	sendErr := p.sendUUID(ctx, id, text)
-	if sendErr != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		if p.closing.Load() {
-			return nil, sendErr // Close was called: nothing went out
-		}
-		// A write fails only when the process is gone or going (an
-		// unknown --resume id exits without reading stdin); its result
-		// or exit status says more than the broken pipe does.
-		select {
-		case <-p.done:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
-	res, err := p.nextResult(ctx, on)
-	if err != nil && ctx.Err() != nil && res == nil {
-		p.mu.Lock()
-		p.unending++
-		p.mu.Unlock()
-	}
-	return res, err
-}
-
-// nextResult consumes events until a result, the end of the stream or ctx.
-func (p *Process) nextResult(ctx context.Context, on func(Event)) (*Result, error) {
-	for {
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case ev, ok := <-p.events:
-			if !ok {
-				return nil, p.endedError()
-			}
-			switch e := ev.(type) {
-			case *Result:
-				return e, resultError(e)
-			case Malformed:
-				on(ev)
-				if errors.Is(e.Err, ErrMalformedOutput) {
-					return nil, e.Err
-				}
-			default:
-				on(ev)
-			}
-		}
-	}
 }
 
 // resultError maps a result to the sentinel errors callers branch on.

@@ -15,7 +15,7 @@ func TestCrashMidTurn(t *testing.T) {
 	e := newFakeEnv(t)
 	p := e.start(StartOptions{})
 	var c collect
-	res, err := p.Turn(testCtx(t), "[[CRASH]]", c.on)
+	res, err := runTurn(testCtx(t), p, "[[CRASH]]", c.on)
 	var ee *ExitError
 	if !errors.As(err, &ee) {
 		t.Fatalf("Turn = %v, %v; want *ExitError", res, err)
@@ -87,7 +87,7 @@ func TestFlagErrorIsExitError(t *testing.T) {
 	// --session-id with --resume needs --fork-session: the CLI refuses
 	// before reading stdin.
 	p := e.start(StartOptions{ResumeID: "11111111-2222-3333-4444-555555555555", SessionID: "aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee"})
-	_, err := p.Turn(testCtx(t), "hi", nil)
+	_, err := runTurn(testCtx(t), p, "hi", nil)
 	var ee *ExitError
 	if !errors.As(err, &ee) || ee.Code != 1 || !strings.Contains(ee.StderrTail, "also needs --fork-session") {
 		t.Errorf("Turn = %v, want *ExitError with the CLI's text", err)
@@ -165,7 +165,7 @@ func TestCrashWithOrphanHoldingPipes(t *testing.T) {
 	e := newFakeEnv(t)
 	p := e.start(StartOptions{})
 	t.Cleanup(func() { _ = syscall.Kill(-p.Pid(), syscall.SIGKILL) }) // the orphan
-	res, err := p.Turn(testCtx(t), "[[ORPHAN]]", nil)
+	res, err := runTurn(testCtx(t), p, "[[ORPHAN]]", nil)
 	var ee *ExitError
 	if !errors.As(err, &ee) || ee.Code != 2 {
 		t.Fatalf("Turn = %+v, %v; want *ExitError code 2", res, err)
@@ -229,7 +229,7 @@ func TestTurnAfterClose(t *testing.T) {
 	if err := p.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Turn(ctx, "two", nil); !errors.Is(err, ErrClosed) {
+	if _, err := runTurn(ctx, p, "two", nil); !errors.Is(err, ErrClosed) {
 		t.Errorf("Turn after Close = %v, want ErrClosed", err)
 	}
 	for _, f := range []func() error{
@@ -251,7 +251,7 @@ func TestStderrTailBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close(context.Background())
-	_, err = p.Turn(testCtx(t), "[[CRASH]]", nil)
+	_, err = runTurn(testCtx(t), p, "[[CRASH]]", nil)
 	var ee *ExitError
 	if !errors.As(err, &ee) {
 		t.Fatalf("Turn = %v", err)

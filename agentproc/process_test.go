@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cc-connect/cc-connect/internal/fakeclaude"
+	"github.com/cc-connect/cc-connect/internal/testenv"
 )
 
 // fakeEnv is one isolated fake-claude world: a config dir (transcripts) and
@@ -69,8 +70,10 @@ func (e *fakeEnv) transcript(id string) string {
 	return filepath.Join(e.configDir, "projects", ProjectSlug(e.dir), id+".jsonl")
 }
 
+// testCtx bounds a test's waits by the run's own deadline: 20 s on an idle
+// machine is plenty, but under make stress a 10 MiB line takes longer.
 func testCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangLimit(t, 20*time.Second))
 	t.Cleanup(cancel)
 	return ctx
 }
@@ -90,10 +93,24 @@ func (c *collect) texts() []string {
 	return out
 }
 
+// runTurn runs one turn of text on p, passing its events to on.
+func runTurn(ctx context.Context, p *Process, text string, on func(Event)) (*Result, error) {
+	return runTurnUUID(ctx, p, "", text, on)
+}
+
+// runTurnUUID is runTurn with the message's uuid chosen.
+func runTurnUUID(ctx context.Context, p *Process, id, text string, on func(Event)) (*Result, error) {
+	t, err := p.StartTurn(ctx, UserMessage{UUID: id, Text: text})
+	if err != nil {
+		return nil, err
+	}
+	return t.Wait(on)
+}
+
 func mustTurn(t *testing.T, p *Process, text string) (*Result, *collect) {
 	t.Helper()
 	var c collect
-	res, err := p.Turn(testCtx(t), text, c.on)
+	res, err := runTurn(testCtx(t), p, text, c.on)
 	if err != nil {
 		t.Fatalf("Turn(%q): %v (stderr %q)", text, err, p.StderrTail())
 	}
@@ -241,7 +258,7 @@ func TestResumeUnknownSession(t *testing.T) {
 	e := newFakeEnv(t)
 	const id = "11111111-2222-3333-4444-555555555555"
 	p := e.start(StartOptions{ResumeID: id})
-	res, err := p.Turn(testCtx(t), "hello", nil)
+	res, err := runTurn(testCtx(t), p, "hello", nil)
 	if !errors.Is(err, ErrSessionNotFound) {
 		t.Fatalf("Turn error = %v, want ErrSessionNotFound", err)
 	}
@@ -262,7 +279,7 @@ func TestPromptTooLong(t *testing.T) {
 	e := newFakeEnv(t)
 	p := e.start(StartOptions{})
 	var c collect
-	res, err := p.Turn(testCtx(t), "[[TOOLONG]] big", c.on)
+	res, err := runTurn(testCtx(t), p, "[[TOOLONG]] big", c.on)
 	if !errors.Is(err, ErrPromptTooLong) {
 		t.Fatalf("Turn error = %v, want ErrPromptTooLong", err)
 	}
@@ -282,7 +299,7 @@ func TestPromptTooLong(t *testing.T) {
 		t.Errorf("ContextTokens = %d; a synthetic message is no API call", res.ContextTokens)
 	}
 	// The session is poisoned: the next turn fails too.
-	if _, err := p.Turn(testCtx(t), "small", nil); !errors.Is(err, ErrPromptTooLong) {
+	if _, err := runTurn(testCtx(t), p, "small", nil); !errors.Is(err, ErrPromptTooLong) {
 		t.Errorf("next turn error = %v, want ErrPromptTooLong", err)
 	}
 }
@@ -362,7 +379,7 @@ func TestTurnBusy(t *testing.T) {
 	}
 	first := make(chan turnOut, 1)
 	go func() {
-		res, err := p.Turn(ctx, "[[HANG]]", func(ev Event) {
+		res, err := runTurn(ctx, p, "[[HANG]]", func(ev Event) {
 			if _, ok := ev.(Init); ok {
 				close(running)
 			}
@@ -370,7 +387,7 @@ func TestTurnBusy(t *testing.T) {
 		first <- turnOut{res, err}
 	}()
 	<-running
-	if _, err := p.Turn(ctx, "second", nil); !errors.Is(err, ErrTurnInProgress) {
+	if _, err := runTurn(ctx, p, "second", nil); !errors.Is(err, ErrTurnInProgress) {
 		t.Errorf("concurrent Turn = %v, want ErrTurnInProgress", err)
 	}
 	if err := p.Interrupt(ctx); err != nil {
@@ -387,7 +404,7 @@ func TestTurnAfterAbandonedTurn(t *testing.T) {
 	p := e.start(StartOptions{})
 	ctx := testCtx(t)
 	short, cancel := context.WithCancel(ctx)
-	_, err := p.Turn(short, "[[HANG]]", func(ev Event) {
+	_, err := runTurn(short, p, "[[HANG]]", func(ev Event) {
 		if _, ok := ev.(Init); ok {
 			cancel()
 		}

@@ -54,7 +54,7 @@ func BenchmarkRelayTurn(b *testing.B) {
 	b.SetBytes(int64(turn.Len()))
 	b.ReportAllocs()
 	for b.Loop() {
-		res, err := p.Turn(ctx, "go on", on)
+		res, err := runTurn(ctx, p, "go on", on)
 		if err != nil || res == nil {
 			b.Fatalf("Turn = %v, %v", res, err)
 		}

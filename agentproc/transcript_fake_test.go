@@ -42,7 +42,7 @@ func TestTranscriptPathMatchesTheFake(t *testing.T) {
 				e.env["CLAUDE_CONFIG_DIR"] = ""
 			}
 			p := e.start(StartOptions{Dir: cwd})
-			res, err := p.Turn(testCtx(t), "where", nil)
+			res, err := runTurn(testCtx(t), p, "where", nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -17,11 +17,11 @@ func TestReplyAfter(t *testing.T) {
 	for _, turn := range []struct{ id, text string }{
 		{first, "one"}, {uuid.NewString(), ContinuePrompt}, {second, "two"},
 	} {
-		if _, err := p.TurnWithUUID(ctx, turn.id, turn.text, nil); err != nil {
+		if _, err := runTurnUUID(ctx, p, turn.id, turn.text, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	res, err := p.TurnWithUUID(ctx, uuid.NewString(), "three", nil)
+	res, err := runTurnUUID(ctx, p, uuid.NewString(), "three", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ func TestTurnWithUUIDLandsInTranscript(t *testing.T) {
 	p := e.start(StartOptions{})
 	ctx := testCtx(t)
 	id := uuid.NewString()
-	res, err := p.TurnWithUUID(ctx, id, "tracked turn", nil)
+	res, err := runTurnUUID(ctx, p, id, "tracked turn", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

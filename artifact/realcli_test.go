@@ -63,14 +63,16 @@ func TestRealCLIReadsTheArtifactByItsRelativePath(t *testing.T) {
 		_ = p.Close(closeCtx)
 	}()
 	var asked []string
-	res, err := p.Turn(ctx, prompt, func(e agentproc.Event) {
-		if pr, ok := e.(agentproc.PermissionRequest); ok {
-			asked = append(asked, pr.ToolName)
-			go func() { // answered off the event callback, which must not block
+	var res *agentproc.Result
+	turn, err := p.StartTurn(ctx, agentproc.UserMessage{Text: prompt})
+	if err == nil {
+		res, err = turn.Wait(func(e agentproc.Event) {
+			if pr, ok := e.(agentproc.PermissionRequest); ok {
+				asked = append(asked, pr.ToolName)
 				_ = p.RespondPermission(ctx, pr.RequestID, agentproc.PermissionDecision{Behavior: agentproc.Allow})
-			}()
-		}
-	})
+			}
+		})
+	}
 	if err != nil || res == nil {
 		t.Fatalf("turn: %+v, %v\nstderr: %s", res, err, p.StderrTail())
 	}

@@ -214,7 +214,7 @@ func serveBinding(t *testing.T, n *Node, h ingress.Handler) {
 // a platform redelivering would.
 func publish(t *testing.T, n *Node, conv, id, text string) {
 	t.Helper()
-	ev, err := ingress.NewMessage(ingress.Binding{Platform: "slack", Channel: "*"}, platform.Message{ID: id, Type: "slack",
+	ev, err := ingress.NewMessage(ingress.Binding{Platform: "slack", Channel: "*"}, platform.Message{ID: id,
 		UserID: "U1", Text: text, Target: platform.Target{Platform: "slack", Channel: "C1", Thread: conv}}, nil)
 	if err != nil {
 		t.Fatal(err)

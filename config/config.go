@@ -2,7 +2,9 @@
 // with viper, expands ${ENV_VAR} references (secrets live in the
 // environment), applies defaults and validates everything, naming the key of
 // every problem. It owns the file format and nothing else: it builds no
-// adapters, starts nothing and does not import the engine.
+// adapters, starts nothing and imports neither the engine nor agentproc (it
+// describes the agent; agentcfg builds the driver's options from it, and
+// agentenv is the rule for the agent's user and environment it checks).
 package config
 
 import (
@@ -13,7 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cc-connect/cc-connect/agentproc"
+	"github.com/cc-connect/cc-connect/agentenv"
 )
 
 // ErrNotFound means the config file does not exist. The caller points the
@@ -120,7 +122,7 @@ type Agent struct {
 	// ShellTimeout kills an admin's !sh command after this long.
 	ShellTimeout Duration `toml:"shell_timeout"`
 	// EnvDrop names the variables of cc-connect's environment the agent
-	// does not inherit: exact names or patterns (agentproc.DefaultEnvDrop).
+	// does not inherit: exact names or patterns (agentenv.DefaultEnvDrop).
 	EnvDrop []string `toml:"env_drop"`
 	// User is the OS user (name or uid) the agent, its forks and !sh run
 	// as; "" is cc-connect's own user. Another user needs cc-connect to
@@ -128,7 +130,7 @@ type Agent struct {
 	User string `toml:"user"`
 	// RunAs is User resolved in the user database by Load; nil when User
 	// is empty.
-	RunAs *agentproc.User
+	RunAs *agentenv.User
 }
 
 // Platform is one chat connection ([[platforms]]). Which token fields apply
@@ -259,7 +261,7 @@ func Default() Config {
 			CloseGrace:               Duration(5 * time.Second),
 			AllowedModes:             []string{"default", "acceptEdits", "plan"},
 			ShellTimeout:             Duration(2 * time.Minute),
-			EnvDrop:                  slices.Clone(agentproc.DefaultEnvDrop),
+			EnvDrop:                  slices.Clone(agentenv.DefaultEnvDrop),
 		},
 		Webhooks: Webhooks{MaxBody: 1 << 20},
 		Spend:    Spend{Timezone: "Local"},
@@ -269,31 +271,17 @@ func Default() Config {
 // defaultBinding is the starting point of every [[bindings]] entry.
 func defaultBinding() Binding { return Binding{Channel: "*"} }
 
-// AgentConfig returns the agent process configuration for agentproc.
-func (c *Config) AgentConfig() agentproc.Config {
-	var env map[string]string
-	if len(c.Agent.Env) > 0 {
-		env = make(map[string]string, len(c.Agent.Env))
-		for k, v := range c.Agent.Env {
-			env[k] = v.Reveal()
-		}
+// EnvValues is the agent's extra environment with the values revealed,
+// for the process that starts the agent; nil when there is none.
+func (a Agent) EnvValues() map[string]string {
+	if len(a.Env) == 0 {
+		return nil
 	}
-	secrets := make([]string, 0, len(c.SecretVars))
-	for name := range c.SecretVars {
-		secrets = append(secrets, name)
+	env := make(map[string]string, len(a.Env))
+	for k, v := range a.Env {
+		env[k] = v.Reveal()
 	}
-	return agentproc.Config{
-		Command:            c.Agent.Command,
-		Args:               append([]string(nil), c.Agent.Args...),
-		Env:                env,
-		EnvDrop:            slices.Clone(c.Agent.EnvDrop),
-		Secrets:            agentproc.NewSecretVars(secrets...),
-		User:               c.Agent.RunAs,
-		Model:              c.Agent.Model,
-		PermissionMode:     c.Agent.PermissionMode,
-		AppendSystemPrompt: c.Agent.AppendSystemPrompt,
-		CloseGrace:         c.Agent.CloseGrace.D(),
-	}
+	return env
 }
 
 // SlogLevel returns the configured log level.

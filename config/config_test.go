@@ -179,11 +179,10 @@ allow_users = ["*"]
 	if a.ContextWindow != 1000000 || a.SelfReport || a.MaxProcesses != 0 || a.MaxProcessesPerWorkspace != 2 || a.QueueLimit != 5 {
 		t.Errorf("numbers: %+v", a)
 	}
-	ac := cfg.AgentConfig()
-	if ac.Command != "/opt/claude/bin/claude" || ac.Model != "sonnet" || ac.PermissionMode != "acceptEdits" ||
-		ac.AppendSystemPrompt != "Be brief." || ac.CloseGrace != 2*time.Second ||
-		!reflect.DeepEqual(ac.Args, []string{"--allowedTools", "Bash(go test:*)"}) {
-		t.Errorf("AgentConfig() = %+v", ac)
+	if a.Command != "/opt/claude/bin/claude" || a.Model != "sonnet" || a.PermissionMode != "acceptEdits" ||
+		a.AppendSystemPrompt != "Be brief." || a.CloseGrace.D() != 2*time.Second ||
+		!reflect.DeepEqual(a.Args, []string{"--allowedTools", "Bash(go test:*)"}) {
+		t.Errorf("agent = %+v", a)
 	}
 	if p := cfg.Platforms[0]; p.BotToken.Reveal() != "xoxb-1" || p.AppToken.Reveal() != "xapp-1" || p.APIURL != "http://127.0.0.1:9000/api/" {
 		t.Errorf("slack platform = %#v", p)

@@ -120,8 +120,8 @@ env = { ANTHROPIC_BASE_URL = "http://127.0.0.1:1", MixedCase_Var = "m", lower = 
 		t.Fatal(err)
 	}
 	want := map[string]string{"ANTHROPIC_BASE_URL": "http://127.0.0.1:1", "MixedCase_Var": "m", "lower": "l"}
-	if got := cfg.AgentConfig().Env; !reflect.DeepEqual(got, want) {
-		t.Errorf("AgentConfig().Env = %v, want %v", got, want)
+	if got := cfg.Agent.EnvValues(); !reflect.DeepEqual(got, want) {
+		t.Errorf("Agent.EnvValues() = %v, want %v", got, want)
 	}
 
 	// The [agent.env] table form too.
@@ -130,7 +130,7 @@ env = { ANTHROPIC_BASE_URL = "http://127.0.0.1:1", MixedCase_Var = "m", lower = 
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := cfg.AgentConfig().Env; !reflect.DeepEqual(got, map[string]string{"CLAUDE_CONFIG_DIR": "/tmp/x"}) {
+	if got := cfg.Agent.EnvValues(); !reflect.DeepEqual(got, map[string]string{"CLAUDE_CONFIG_DIR": "/tmp/x"}) {
 		t.Errorf("[agent.env] table: Env = %v", got)
 	}
 }

@@ -7,13 +7,13 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/cc-connect/cc-connect/agentproc"
+	"github.com/cc-connect/cc-connect/agentenv"
 )
 
 // Which secrets the agent must not get, and as whom it runs: the keys
 // agent.env_drop and agent.user, and the variables that platform tokens are
-// read from. agentproc applies the rule to every child; this file only
-// finds the names and checks the keys.
+// read from. agentproc applies the rule (agentenv) to every child; this file
+// only finds the names and checks the keys.
 
 // tokenKeys are the [[platforms]] keys that hold a secret.
 var tokenKeys = []string{"bot_token", "app_token", "token"}
@@ -78,12 +78,12 @@ func (c *Config) validateSecrets(raw map[string]any, d *decoder) (warnings []str
 
 	if !d.failed["agent.env_drop"] {
 		for i, entry := range a.EnvDrop {
-			if err := agentproc.CheckEnvPattern(entry); err != nil {
+			if err := agentenv.CheckEnvPattern(entry); err != nil {
 				d.failf(fmt.Sprintf("agent.env_drop[%d]", i), "%v", err)
 			}
 		}
 		var left []string
-		for _, def := range agentproc.DefaultEnvDrop {
+		for _, def := range agentenv.DefaultEnvDrop {
 			if !slices.ContainsFunc(a.EnvDrop, func(e string) bool { return strings.EqualFold(e, def) }) {
 				left = append(left, def)
 			}
@@ -124,7 +124,7 @@ func (c *Config) validateSecrets(raw map[string]any, d *decoder) (warnings []str
 	}
 
 	if !d.failed["agent.user"] && strings.TrimSpace(a.User) != "" {
-		u, err := agentproc.LookupUser(a.User)
+		u, err := agentenv.LookupUser(a.User)
 		if err != nil {
 			d.failf("agent.user", "%v", err)
 		} else {
@@ -145,12 +145,12 @@ func (c *Config) SecretVarNames() []string {
 }
 
 // CheckAgentUser reports, naming the key, when agent.user cannot take
-// effect because cc-connect does not run as root (agentproc.ErrNotRoot).
+// effect because cc-connect does not run as root (agentenv.ErrNotRoot).
 // Loading does not check it, so that a file meant for root can be loaded
 // (and checked, with a warning) from an ordinary account: run refuses to
 // start on it, doctor reports it.
 func (c *Config) CheckAgentUser() error {
-	if err := agentproc.CheckSwitch(c.Agent.RunAs); err != nil {
+	if err := agentenv.CheckSwitch(c.Agent.RunAs); err != nil {
 		return fmt.Errorf("agent.user: %w", err)
 	}
 	return nil

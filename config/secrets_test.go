@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cc-connect/cc-connect/agentproc"
+	"github.com/cc-connect/cc-connect/agentenv"
 )
 
 // slackTOML is a Slack platform whose tokens come from SLACK_BOT and
@@ -49,16 +49,11 @@ allow_users = ["*"]
 	if !slices.Equal(cfg.LiteralSecrets, []string{"platforms[2].token"}) {
 		t.Errorf("LiteralSecrets = %q", cfg.LiteralSecrets)
 	}
-	ac := cfg.AgentConfig()
-	if !ac.Secrets.Has("SLACK_BOT") || !ac.Secrets.Has("SLACK_APP") || ac.Secrets.Has("OTHER") {
-		t.Errorf("agent config secrets = %q", ac.Secrets.Names())
+	if got := cfg.SecretVarNames(); !slices.Equal(got, []string{"SLACK_APP", "SLACK_BOT"}) {
+		t.Errorf("SecretVarNames = %q", got)
 	}
-	if !slices.Equal(ac.EnvDrop, agentproc.DefaultEnvDrop) || ac.User != nil {
-		t.Errorf("agent config env_drop %q, user %v", ac.EnvDrop, ac.User)
-	}
-	env := agentproc.BuildEnv([]string{"SLACK_BOT=b1", "SLACK_APP=xapp-a1", "OTHER=x"}, ac)
-	if slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "SLACK_") }) || !slices.Contains(env, "OTHER=x") {
-		t.Errorf("child environment = %q", env)
+	if !slices.Equal(cfg.Agent.EnvDrop, agentenv.DefaultEnvDrop) || cfg.Agent.RunAs != nil {
+		t.Errorf("env_drop %q, user %v", cfg.Agent.EnvDrop, cfg.Agent.RunAs)
 	}
 }
 
@@ -144,7 +139,7 @@ func TestAgentUser(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if u := cfg.Agent.RunAs; u == nil || u.UID != 0 || u.Name != "root" || cfg.AgentConfig().User != u {
+		if u := cfg.Agent.RunAs; u == nil || u.UID != 0 || u.Name != "root" {
 			t.Errorf("user %q: RunAs = %+v", spec, u)
 		}
 		if !strings.Contains(cfg.String(), `user = "`+spec+`"`) {
@@ -153,13 +148,13 @@ func TestAgentUser(t *testing.T) {
 	}
 	// agent.user is resolved at load; whether it can take effect is a
 	// question of who runs cc-connect.
-	cfg := &Config{Agent: Agent{RunAs: &agentproc.User{Name: "someone", UID: uint32(os.Geteuid()) + 1}}}
+	cfg := &Config{Agent: Agent{RunAs: &agentenv.User{Name: "someone", UID: uint32(os.Geteuid()) + 1}}}
 	err := cfg.CheckAgentUser()
 	if os.Geteuid() == 0 {
 		if err != nil {
 			t.Errorf("CheckAgentUser as root = %v", err)
 		}
-	} else if !errors.Is(err, agentproc.ErrNotRoot) || !strings.HasPrefix(err.Error(), "agent.user: ") {
+	} else if !errors.Is(err, agentenv.ErrNotRoot) || !strings.HasPrefix(err.Error(), "agent.user: ") {
 		t.Errorf("CheckAgentUser as uid %d = %v", os.Geteuid(), err)
 	}
 }

@@ -5,8 +5,9 @@
 //
 // The package is pure: no I/O, no goroutines, no logging. It computes the
 // figures and the strings; the engine logs, posts and stores them. It must
-// not parse the agent's stream itself (agentproc does) and it touches reply
-// text only to remove the one self-report marker it parsed.
+// not parse the agent's stream itself (agentproc does), nor import
+// agentproc: the engine turns a turn's result into Figures. It touches
+// reply text only to remove the one self-report marker it parsed.
 package ctxindicator
 
 // DefaultWindow is the context window assumed when Claude Code did not

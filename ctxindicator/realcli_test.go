@@ -69,7 +69,11 @@ func (r *rig) runTurn(t *testing.T, resumeID string, selfReport bool, prompt str
 	if err != nil {
 		t.Fatalf("starting the CLI: %v", err)
 	}
-	res, err := p.Turn(ctx, prompt, nil)
+	var res *agentproc.Result
+	turn, err := p.StartTurn(ctx, agentproc.UserMessage{Text: prompt})
+	if err == nil {
+		res, err = turn.Wait(nil)
+	}
 	closeCtx, closeCancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer closeCancel()
 	if cerr := p.Close(closeCtx); cerr != nil {
@@ -171,7 +175,7 @@ func TestRealCLIResultFeedsBothTracks(t *testing.T) {
 	if !ok || self != 15 || text != "All done." {
 		t.Fatalf("StripSelfReport(%q) = %q, %d, %v", res.Text, text, self, ok)
 	}
-	f := ctxindicator.FromResult(res, 0).WithSelfReport(self)
+	f := ctxindicator.NewFigures(res.ContextTokens, res.ContextWindow(), 0).WithSelfReport(self)
 	if f.Tokens != usage.ContextTokens() || !f.WindowReported {
 		t.Fatalf("figures %+v: want %d tokens and the CLI's window", f, usage.ContextTokens())
 	}

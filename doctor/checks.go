@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"strings"
 
+	"github.com/cc-connect/cc-connect/agentcfg"
 	"github.com/cc-connect/cc-connect/agentproc"
 	"github.com/cc-connect/cc-connect/config"
 	"github.com/cc-connect/cc-connect/lease"
@@ -51,7 +52,7 @@ func checkClaude(ctx context.Context, cfg *config.Config, opts Options) Check {
 	}
 	ctx, cancel := context.WithTimeout(ctx, opts.VersionTimeout)
 	defer cancel()
-	agent := cfg.AgentConfig()
+	agent := agentcfg.From(cfg)
 	run := exec.CommandContext(ctx, path, "--version")
 	run.Env = agentproc.BuildEnv(opts.Environ, agent)
 	if agentproc.CheckSwitch(agent.User) == nil {
@@ -116,7 +117,7 @@ var (
 // is still a login.
 func checkLogin(cfg *config.Config, opts Options) Check {
 	c := Check{Name: "claude login", Status: OK}
-	agent := cfg.AgentConfig()
+	agent := agentcfg.From(cfg)
 	env := agentproc.BuildEnv(opts.Environ, agent) // what the agent will see
 	lookup := func(name string) (value, where string) {
 		if v := agent.Env[name]; v != "" {

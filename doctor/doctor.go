@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cc-connect/cc-connect/agentcfg"
 	"github.com/cc-connect/cc-connect/agentproc"
 	"github.com/cc-connect/cc-connect/config"
 	"github.com/cc-connect/cc-connect/lease"
@@ -162,7 +163,7 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) Report {
 	opts = opts.withDefaults()
 	var r Report
 	add := func(cs ...Check) { r.Checks = append(r.Checks, cs...) }
-	agent := cfg.AgentConfig()
+	agent := agentcfg.From(cfg)
 	env := agentproc.BuildEnv(opts.Environ, agent)
 	add(checkAgentUser(ctx, cfg, agent, env))
 	add(checkAgentEnv(agent, opts.Environ))

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cc-connect/cc-connect/agentcfg"
 	"github.com/cc-connect/cc-connect/agentproc"
 	"github.com/cc-connect/cc-connect/config"
 )
@@ -66,7 +67,7 @@ allow_users = ["*"]
 
 func secretsCheck(t *testing.T, cfg *config.Config) Check {
 	t.Helper()
-	agent := cfg.AgentConfig()
+	agent := agentcfg.From(cfg)
 	c := checkSecrets(context.Background(), cfg, agent, agentproc.BuildEnv(os.Environ(), agent))
 	for _, s := range []string{"SECRETENV", "SECRETLITERAL", "SECRETAPP"} {
 		if strings.Contains(c.Detail, s) {
@@ -129,7 +130,7 @@ func TestSecretsCheckAgentUser(t *testing.T) {
 
 func TestAgentUserCheck(t *testing.T) {
 	cfg := secretsConfig(t, 0o600, 0o700, "")
-	agent := cfg.AgentConfig()
+	agent := agentcfg.From(cfg)
 	c := checkAgentUser(context.Background(), cfg, agent, agentproc.BuildEnv(os.Environ(), agent))
 	wantCheck(t, c, OK, "the user cc-connect runs as")
 	if os.Geteuid() != 0 {
@@ -138,7 +139,7 @@ func TestAgentUserCheck(t *testing.T) {
 	// nobody: the workspace is root's, and its home (/nonexistent) cannot
 	// hold a Claude Code config dir; an agent.env CLAUDE_CONFIG_DIR it owns can.
 	cfg = secretsConfig(t, 0o600, 0o755, "nobody")
-	agent = cfg.AgentConfig()
+	agent = agentcfg.From(cfg)
 	c = checkAgentUser(context.Background(), cfg, agent, agentproc.BuildEnv(os.Environ(), agent))
 	wantCheck(t, c, Warn, "cannot write the workspace "+cfg.Bindings[0].Workspace)
 	if !strings.Contains(c.Detail, "config dir /nonexistent/.claude") {
@@ -154,7 +155,7 @@ func TestAgentUserCheck(t *testing.T) {
 		}
 	}
 	cfg.Agent.Env = map[string]config.Secret{"CLAUDE_CONFIG_DIR": config.Secret(claudeDir)}
-	agent = cfg.AgentConfig()
+	agent = agentcfg.From(cfg)
 	c = checkAgentUser(context.Background(), cfg, agent, agentproc.BuildEnv(os.Environ(), agent))
 	wantCheck(t, c, OK, "run as nobody (uid 65534), not as cc-connect (uid 0); it can write the workspaces and "+claudeDir)
 }

@@ -12,9 +12,9 @@ import (
 // *agentproc.Process provides it through realProcess; tests may use an
 // in-memory fake where the fake claude binary cannot express a case.
 type agentProcess interface {
-	// Turn sends one user message and blocks until the turn's result. on is
-	// called for every event of the turn, before Turn returns.
-	Turn(ctx context.Context, text string, on func(agentproc.Event)) (*agentproc.Result, error)
+	// StartTurn sends one user message; the turn's events and result come
+	// from the agentTurn.
+	StartTurn(ctx context.Context, msg agentproc.UserMessage) (agentTurn, error)
 	Interrupt(ctx context.Context) error
 	RespondPermission(ctx context.Context, requestID string, d agentproc.PermissionDecision) error
 	Close(ctx context.Context) error
@@ -23,6 +23,15 @@ type agentProcess interface {
 	StderrTail() string
 	Pid() int
 }
+
+// agentTurn is one running turn (*agentproc.Turn): its events in order,
+// closed at its end, then its result.
+type agentTurn interface {
+	Events() <-chan agentproc.Event
+	Result() (*agentproc.Result, error)
+}
+
+var _ agentTurn = (*agentproc.Turn)(nil)
 
 // spawnFunc starts an agent process. The ctx bounds the process's life, so
 // callers pass one that outlives the process.
@@ -39,11 +48,28 @@ type sessionInfo struct {
 	BadID bool
 }
 
-// transcripts finds Claude Code's session transcripts on disk (for the
-// resume log line and for !sessions).
+// transcripts reads Claude Code's session transcripts on disk: for the
+// resume log line, for !sessions, and for recovery to tell what became of
+// a message sent before a crash.
 type transcripts interface {
 	// Find returns the transcript path and size of a session id.
 	Find(sessionID string) (path string, size int64, err error)
 	// List returns the sessions whose project folder is cwd.
 	List(cwd string) ([]sessionInfo, error)
+	// Contains reports whether the transcript at path holds the user
+	// message that carried uuid u.
+	Contains(path, u string) (bool, error)
+	// End says how the transcript's last turn ended.
+	End(path string) (agentproc.Interruption, error)
+	// ReplyAfter is the reply the transcript holds to the message u.
+	ReplyAfter(path, u string) (string, error)
+}
+
+// waitTurn reads t's events to the end, passing each to on, and returns
+// its result: for callers with nothing else to wait on.
+func waitTurn(t agentTurn, on func(agentproc.Event)) (*agentproc.Result, error) {
+	for ev := range t.Events() {
+		on(ev)
+	}
+	return t.Result()
 }

@@ -36,6 +36,7 @@ import (
 type fakeAgents struct {
 	mu        sync.Mutex // guards everything below
 	sessions  map[string][]string
+	lines     map[string][]fakeLine // per session: the messages as its transcript holds them
 	poisoned  map[string]bool
 	spawns    []agentproc.StartOptions
 	procs     []*fakeProc
@@ -66,6 +67,7 @@ func fakeForkID(n int) string { return fmt.Sprintf("00000000-0000-4000-9000-%012
 func newFakeAgents() *fakeAgents {
 	return &fakeAgents{
 		sessions: map[string][]string{},
+		lines:    map[string][]fakeLine{},
 		poisoned: map[string]bool{},
 		gate:     make(chan struct{}),
 		changed:  make(chan struct{}),
@@ -223,7 +225,42 @@ func (p *fakeProc) result(text string) *agentproc.Result {
 	}
 }
 
-func (p *fakeProc) Turn(ctx context.Context, text string, on func(agentproc.Event)) (*agentproc.Result, error) {
+// fakeLine is one user message in a fake transcript: its uuid, and the
+// reply once its turn ended with a result (a crash leaves it cut).
+type fakeLine struct {
+	uuid, text string
+	ended      bool
+	reply      string
+}
+
+func (p *fakeProc) StartTurn(ctx context.Context, msg agentproc.UserMessage) (agentTurn, error) {
+	return startFakeTurn(func(on func(agentproc.Event)) (*agentproc.Result, error) {
+		return p.fa.transcribe(p, msg, func() (*agentproc.Result, error) { return p.turn(ctx, msg.Text, on) })
+	}), nil
+}
+
+// transcribe runs a turn of p and keeps its message in the session's fake
+// transcript, as the CLI writes it: the message once the session is known,
+// the reply when the turn ended with one.
+func (fa *fakeAgents) transcribe(p *fakeProc, msg agentproc.UserMessage, run func() (*agentproc.Result, error)) (*agentproc.Result, error) {
+	if p.notFound || !p.alive() {
+		return run()
+	}
+	fa.mu.Lock()
+	i := len(fa.lines[p.id])
+	fa.lines[p.id] = append(fa.lines[p.id], fakeLine{uuid: msg.UUID, text: msg.Text})
+	fa.mu.Unlock()
+	res, err := run()
+	if res != nil {
+		fa.mu.Lock()
+		fa.lines[p.id][i].ended, fa.lines[p.id][i].reply = true, res.Text
+		fa.mu.Unlock()
+	}
+	return res, err
+}
+
+// turn runs one turn synchronously, calling on for each event.
+func (p *fakeProc) turn(ctx context.Context, text string, on func(agentproc.Event)) (*agentproc.Result, error) {
 	if !p.alive() {
 		return nil, agentproc.ErrClosed
 	}
@@ -380,6 +417,68 @@ func (p *fakeProc) SessionID() string     { return p.id }
 func (p *fakeProc) StderrTail() string    { return "" }
 func (p *fakeProc) Pid() int              { return p.pid }
 
+// fakeTurn is an agentTurn fed by a synchronous turn function running on
+// a goroutine of its own, buffered without bound as agentproc's turns are.
+type fakeTurn struct {
+	events chan agentproc.Event
+	done   chan struct{}
+	res    *agentproc.Result
+	err    error
+}
+
+func startFakeTurn(run func(on func(agentproc.Event)) (*agentproc.Result, error)) *fakeTurn {
+	t := &fakeTurn{events: make(chan agentproc.Event), done: make(chan struct{})}
+	var (
+		mu      sync.Mutex // guards backlog and ended
+		backlog []agentproc.Event
+		ended   bool
+	)
+	ready := make(chan struct{}, 1)
+	poke := func() {
+		select {
+		case ready <- struct{}{}:
+		default:
+		}
+	}
+	go func() {
+		res, err := run(func(ev agentproc.Event) {
+			mu.Lock()
+			backlog = append(backlog, ev)
+			mu.Unlock()
+			poke()
+		})
+		t.res, t.err = res, err
+		mu.Lock()
+		ended = true
+		mu.Unlock()
+		poke()
+	}()
+	go func() {
+		defer close(t.done)
+		defer close(t.events)
+		for range ready {
+			mu.Lock()
+			evs, end := backlog, ended
+			backlog = nil
+			mu.Unlock()
+			for _, ev := range evs {
+				t.events <- ev
+			}
+			if end {
+				return
+			}
+		}
+	}()
+	return t
+}
+
+func (t *fakeTurn) Events() <-chan agentproc.Event { return t.events }
+
+func (t *fakeTurn) Result() (*agentproc.Result, error) {
+	<-t.done
+	return t.res, t.err
+}
+
 // fakeTranscripts lists the fake's sessions for !sessions.
 type fakeTranscripts struct {
 	fa   *fakeAgents
@@ -396,3 +495,37 @@ func (ft *fakeTranscripts) Find(id string) (string, int64, error) {
 }
 
 func (ft *fakeTranscripts) List(cwd string) ([]sessionInfo, error) { return ft.list, nil }
+
+// line finds the message u in the fake transcript at path.
+func (ft *fakeTranscripts) line(path, u string) (fakeLine, bool) {
+	id := strings.TrimSuffix(strings.TrimPrefix(path, "/projects/"), ".jsonl")
+	ft.fa.mu.Lock()
+	defer ft.fa.mu.Unlock()
+	for _, l := range ft.fa.lines[id] {
+		if u != "" && l.uuid == u {
+			return l, true
+		}
+	}
+	return fakeLine{}, false
+}
+
+func (ft *fakeTranscripts) Contains(path, u string) (bool, error) {
+	_, ok := ft.line(path, u)
+	return ok, nil
+}
+
+func (ft *fakeTranscripts) End(path string) (agentproc.Interruption, error) {
+	id := strings.TrimSuffix(strings.TrimPrefix(path, "/projects/"), ".jsonl")
+	ft.fa.mu.Lock()
+	defer ft.fa.mu.Unlock()
+	ls := ft.fa.lines[id]
+	if len(ls) > 0 && !ls[len(ls)-1].ended {
+		return agentproc.InterruptionPrompt, nil
+	}
+	return agentproc.InterruptionNone, nil
+}
+
+func (ft *fakeTranscripts) ReplyAfter(path, u string) (string, error) {
+	l, _ := ft.line(path, u)
+	return l.reply, nil
+}

@@ -7,7 +7,20 @@ import (
 	"github.com/cc-connect/cc-connect/agentproc"
 )
 
-var _ agentProcess = (*agentproc.Process)(nil)
+// realProcess is a claude CLI process as the engine drives it.
+type realProcess struct {
+	*agentproc.Process
+}
+
+var _ agentProcess = realProcess{}
+
+func (p realProcess) StartTurn(ctx context.Context, msg agentproc.UserMessage) (agentTurn, error) {
+	t, err := p.Process.StartTurn(ctx, msg)
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
 
 // startAgent is the production spawnFunc: a real claude CLI process.
 func startAgent(ctx context.Context, cfg agentproc.Config, opts agentproc.StartOptions, log *slog.Logger) (agentProcess, error) {
@@ -15,7 +28,7 @@ func startAgent(ctx context.Context, cfg agentproc.Config, opts agentproc.StartO
 	if err != nil {
 		return nil, err
 	}
-	return p, nil
+	return realProcess{p}, nil
 }
 
 // diskTranscripts reads the transcripts the CLI writes under its config
@@ -46,4 +59,15 @@ func (d diskTranscripts) List(cwd string) ([]sessionInfo, error) {
 			FirstPrompt: orDefault(l.FirstPrompt, l.Title), BadID: !agentproc.ValidSessionID(l.SessionID)})
 	}
 	return out, nil
+}
+
+func (diskTranscripts) Contains(path, u string) (bool, error) { return agentproc.ContainsUUID(path, u) }
+
+func (diskTranscripts) End(path string) (agentproc.Interruption, error) {
+	return agentproc.ClassifyEnd(path)
+}
+
+func (diskTranscripts) ReplyAfter(path, u string) (string, error) {
+	text, _, err := agentproc.ReplyAfter(path, u)
+	return text, err
 }

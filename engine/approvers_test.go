@@ -49,15 +49,18 @@ func TestApproversAnswerText(t *testing.T) {
 	h.say("alice", "T1", "!allow")
 	h.rec.waitSend(t, "alice is not allowed to answer permission requests here.")
 	h.say("alice", "T1", "!allow always")
-	if n := len(h.rec.sends("alice is not allowed to answer")); n != 2 {
-		t.Fatalf("refusals = %d, want one per !allow (posted before HandleMessage returns)", n)
-	}
+	// The refusals are posted by the session goroutine, in order with
+	// the answers that follow them.
+	h.rec.waitSends(t, "alice is not allowed to answer", 2)
 	if got := h.rec.sends("Permission for Bash"); len(got) != 0 {
 		t.Fatalf("a refused !allow answered the prompt: %q", got)
 	}
 	h.say("bob", "T1", "!deny")
 	h.rec.waitSend(t, "Permission for Bash: denied by bob.")
 	h.rec.waitSend(t, "denied: Denied by bob in chat.")
+	if n := len(h.rec.sends("alice is not allowed to answer")); n != 2 {
+		t.Errorf("refusals = %d, want one per !allow", n)
+	}
 	if got := h.rec.sends("ran: "); len(got) != 0 {
 		t.Errorf("the denied command ran: %q", got)
 	}
@@ -104,6 +107,12 @@ func TestPermissionAnswerFromAnotherConversation(t *testing.T) {
 		}
 	}
 	const refusal = "That permission request belongs to another conversation"
+	// Posted by the notifier, off the adapter's goroutine.
+	h.rec.waitSends(t, refusal, 3)
+	other.waitSends(t, refusal, 1)
+	if got := h.rec.kinds("resolve"); len(got) != 0 {
+		t.Fatalf("a press from another conversation resolved the prompt: %+v", got)
+	}
 	if n := len(h.rec.sends(refusal)); n != 3 {
 		t.Errorf("refusals on the fake platform = %d, want 3", n)
 	}

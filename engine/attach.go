@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
@@ -25,8 +26,8 @@ import (
 // Options.AttachmentMaxBytes is zero.
 const DefaultAttachmentMaxBytes int64 = 10 << 20
 
-// fetchTimeout bounds fetching all the attachments of one message at
-// acceptance; Engine.fetchTimeout holds it (tests shorten it).
+// fetchTimeout bounds fetching all the attachments of one message before
+// its turn; Engine.fetchTimeout holds it (tests shorten it).
 const fetchTimeout = 2 * time.Minute
 
 // errNotPassed means the message was not sent to Claude and the user was
@@ -50,39 +51,60 @@ func (e *Engine) artifactStore(workspace string) *artifact.Store {
 	return artifact.NewStore(workspace, opts)
 }
 
-// prepareTurn turns a queued message into what Claude receives: the text
-// with its attachments (stored at acceptance in the workspace's private
-// folder and named by their workspace-relative paths, text ones inlined),
-// stored as an artifact when it is over the threshold, and preceded by the
-// notes of the !sh commands run since the last turn. It returns the item
-// with that prompt and the notes it took, so that they can be put back if
-// the message never reaches Claude. A compaction request goes as it is.
-// A message whose sender was taken off the allow list while it waited is
-// not passed on.
-func (s *session) prepareTurn(it workItem) (workItem, string, error) {
-	if !s.liveBinding().allowed(it.msg.UserID) {
-		s.log.Info("Dropped a queued message: its sender is no longer allowed", "user_id", it.msg.UserID, "user_name", it.msg.UserName)
-		s.send(s.e.bg, fmt.Sprintf("A message from %s was not passed to Claude: they are no longer allowed here.",
+// journaledFile is one attachment of a queued message: as the platform
+// handed it over in this run (open set), as the journal names it for a
+// replay (Ref), or as an earlier version stored it at acceptance.
+type journaledFile struct {
+	inbox.Attachment
+	open func(ctx context.Context) (io.ReadCloser, error)
+}
+
+// filesOf are a message's attachments as they are queued with it.
+func filesOf(m platform.Message) []journaledFile {
+	out := make([]journaledFile, 0, len(m.Attachments))
+	for _, a := range m.Attachments {
+		out = append(out, journaledFile{Attachment: inbox.Attachment{Name: a.Name, Mime: a.Mime, Ref: a.Ref, Declared: a.Size}, open: a.Open})
+	}
+	return out
+}
+
+// prepare turns a queued message into what Claude receives: the text with
+// its attachments (fetched now, on the session goroutine, into the
+// workspace's private folder, and named by their workspace-relative paths,
+// text ones inlined), stored as an artifact when it is over the threshold,
+// and preceded by the notes of the !sh commands run since the last turn.
+// It returns the item with that prompt and the notes it took, so that they
+// can be put back if the message never reaches Claude. A compaction
+// request goes as it is. A message whose sender was taken off the allow
+// list while it waited is not passed on.
+func (tr *turnRunner) prepare(it workItem) (workItem, string, error) {
+	if !tr.binding().allowed(it.msg.UserID) {
+		tr.log.Info("Dropped a queued message: its sender is no longer allowed", "user_id", it.msg.UserID, "user_name", it.msg.UserName)
+		tr.chat.send(fmt.Sprintf("A message from %s was not passed to Claude: they are no longer allowed here.",
 			orDefault(it.msg.UserName, it.msg.UserID)))
 		return it, "", errNotPassed
 	}
 	if isCompaction(it.msg.Text) {
 		return it, "", nil
 	}
-	store := s.e.artifactStore(s.ws.Path)
-	text := s.withAttachments(it.msg.Text, it.files)
+	store := tr.e.artifactStore(tr.ws)
+	files := tr.fetchAttachments(it.files, store)
+	if note := refusalNote(files); note != "" {
+		tr.chat.send(note)
+	}
+	text := withAttachments(tr.ws, it.msg.Text, files, tr.log)
 	prompt, a, stored, err := store.Prepare(text)
 	if err != nil {
-		s.log.Error("Storing a large message failed; not sent", "error", err, "size", len(text))
-		s.send(s.e.bg, artifact.UserMessage(err))
+		tr.log.Error("Storing a large message failed; not sent", "error", err, "size", len(text))
+		tr.chat.send(artifact.UserMessage(err))
 		return it, "", errNotPassed
 	}
 	if stored {
-		s.log.Info("Stored a large message as an artifact", "artifact", a.RelPath, "size", a.Size, "sha256", a.SHA256)
-		s.send(s.e.bg, fmt.Sprintf("Your message is long (%s), so it was saved whole as %s in the workspace and Claude was asked to read it there.",
+		tr.log.Info("Stored a large message as an artifact", "artifact", a.RelPath, "size", a.Size, "sha256", a.SHA256)
+		tr.chat.send(fmt.Sprintf("Your message is long (%s), so it was saved whole as %s in the workspace and Claude was asked to read it there.",
 			humanSize(a.Size), a.RelPath))
 	}
-	notes := s.takeShellNotes()
+	notes := tr.rb.takeShellNotes()
 	if notes != "" {
 		prompt = notes + "\n\n" + prompt
 	}
@@ -92,34 +114,42 @@ func (s *session) prepareTurn(it workItem) (workItem, string, error) {
 	return it, notes, nil
 }
 
-// keepUnsentNotes puts the shell notes back when the turn ended before the
-// message reached Claude, so they go with the next one.
-func (s *session) keepUnsentNotes(notes string, err error) {
-	if errors.Is(err, errStoppedWaiting) || errors.Is(err, errStopped) {
-		s.putBackShellNotes(notes)
-	}
-}
-
-// fetchAttachments downloads a message's attachments and stores them in
-// the workspace's .cc-connect/attachments/, before the message is
-// journaled: the journal keeps what this returns, so that a replay after a
-// restart sends the same prompt without the platform. An attachment that
+// fetchAttachments downloads the message's attachments and stores them in
+// the workspace's .cc-connect/attachments/. It runs after the message was
+// journaled (the journal names the files, so a replay after a restart
+// fetches them again) and before its turn, on the session goroutine, so it
+// holds up this conversation only; it is bounded by fetchTimeout for all
+// the files of the message together, and by shutdown. An attachment that
 // cannot be passed on comes back with the reason (refusalNote tells the
-// user).
-//
-// It runs on the adapter's goroutine, before HandleMessage returns, so it
-// is bounded: by ctx (the adapter's, which ends when the adapter stops) and
-// by fetchTimeout for all the attachments of the message together. That is
-// the longest the platform's next message can wait on it: Slack
-// acknowledges its events before handling them, but Telegram and Discord
-// hand messages to the engine one at a time.
-func (s *session) fetchAttachments(ctx context.Context, m platform.Message) []inbox.Attachment {
-	ctx, cancel := context.WithTimeout(ctx, s.e.fetchTimeout)
+// user); one stored at acceptance by an earlier version is taken as it is.
+func (tr *turnRunner) fetchAttachments(files []journaledFile, store *artifact.Store) []inbox.Attachment {
+	if len(files) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(tr.e.bg, tr.e.fetchTimeout)
 	defer cancel()
-	store := s.e.artifactStore(s.ws.Path)
-	out := make([]inbox.Attachment, 0, len(m.Attachments))
-	for _, at := range m.Attachments {
-		out = append(out, s.fetchAttachment(ctx, store, at))
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		select {
+		case <-tr.e.stopping:
+			cancel()
+		case <-stop:
+		}
+	}()
+	opener := tr.chat.opener()
+	out := make([]inbox.Attachment, 0, len(files))
+	for _, f := range files {
+		if f.Stored() {
+			out = append(out, f.Attachment)
+			continue
+		}
+		open := f.open
+		if open == nil && opener != nil && f.Ref != "" {
+			at := platform.Attachment{Name: f.Name, Size: f.Declared, Mime: f.Mime, Ref: f.Ref}
+			open = func(ctx context.Context) (io.ReadCloser, error) { return opener(ctx, at) }
+		}
+		out = append(out, tr.e.fetchAttachment(ctx, store, f.Attachment, open, tr.log))
 	}
 	return out
 }
@@ -140,10 +170,10 @@ func refusalNote(files []inbox.Attachment) string {
 }
 
 // withAttachments returns the message text followed by its attachments:
-// each listed by its path in the workspace, the text ones also inlined (so
-// they count toward the artifact threshold), the refused ones with the
+// each listed by its path in the workspace ws, the text ones also inlined
+// (so they count toward the artifact threshold), the refused ones with the
 // reason.
-func (s *session) withAttachments(text string, files []inbox.Attachment) string {
+func withAttachments(ws, text string, files []inbox.Attachment, log *slog.Logger) string {
 	if len(files) == 0 {
 		return text
 	}
@@ -164,9 +194,9 @@ func (s *session) withAttachments(text string, files []inbox.Attachment) string 
 		kind := "not text: open it with your tools if you need it"
 		if f.Text {
 			kind = "text, included below"
-			c, err := s.readStored(f)
+			c, err := readStored(ws, f)
 			if err != nil {
-				s.log.Warn("Reading a stored attachment back failed; it is listed, not included", "attachment", f.Path, "error", err)
+				log.Warn("Reading a stored attachment back failed; it is listed, not included", "attachment", f.Path, "error", err)
 				kind = "text, but it changed in the workspace since it was received, so it is not included"
 			}
 			contents[i] = c
@@ -187,8 +217,8 @@ func (s *session) withAttachments(text string, files []inbox.Attachment) string 
 // prompt. Only the bytes whose SHA-256 was recorded when the message was
 // accepted are used: the prompt is the one the message was accepted with,
 // and a file replaced since (by a link elsewhere, say) is never inlined.
-func (s *session) readStored(f inbox.Attachment) (string, error) {
-	root, err := os.OpenRoot(s.ws.Path)
+func readStored(ws string, f inbox.Attachment) (string, error) {
+	root, err := os.OpenRoot(ws)
 	if err != nil {
 		return "", fmt.Errorf("opening the workspace: %w", err)
 	}
@@ -211,53 +241,55 @@ func (s *session) readStored(f inbox.Attachment) (string, error) {
 // errChanged means a stored attachment no longer holds what was received.
 var errChanged = errors.New("content differs from the one received")
 
-// fetchAttachment downloads one attachment within the size limit and
-// stores it. Errors become a refusal that names no host path.
-func (s *session) fetchAttachment(ctx context.Context, store *artifact.Store, at platform.Attachment) inbox.Attachment {
-	limit := s.e.attachmentMax()
+// fetchAttachment downloads one attachment (at, through open) within the
+// size limit and stores it. Errors become a refusal that names no host
+// path.
+func (e *Engine) fetchAttachment(ctx context.Context, store *artifact.Store, at inbox.Attachment,
+	open func(context.Context) (io.ReadCloser, error), log *slog.Logger) inbox.Attachment {
+	limit := e.attachmentMax()
 	got := inbox.Attachment{Name: at.Name, Mime: at.Mime}
 	tooBig := func(size int64) string {
 		return fmt.Sprintf("%s is over the %s limit for attachments", humanSize(size), humanSize(limit))
 	}
-	if at.Size > limit {
-		s.log.Info("Refused an attachment over the size limit", "attachment", displayName(at.Name), "size", at.Size, "limit", limit)
-		got.Refusal = tooBig(at.Size)
+	if at.Declared > limit {
+		log.Info("Refused an attachment over the size limit", "attachment", displayName(at.Name), "size", at.Declared, "limit", limit)
+		got.Refusal = tooBig(at.Declared)
 		return got
 	}
-	if at.Open == nil {
+	if open == nil {
 		got.Refusal = "the platform gave no way to download it"
 		return got
 	}
-	data, err := readLimited(ctx, at, limit)
+	data, err := readLimited(ctx, open, limit)
 	switch {
 	case errors.Is(err, errTooBig):
-		s.log.Info("Refused an attachment over the size limit", "attachment", displayName(at.Name), "limit", limit)
+		log.Info("Refused an attachment over the size limit", "attachment", displayName(at.Name), "limit", limit)
 		got.Refusal = fmt.Sprintf("it is over the %s limit for attachments", humanSize(limit))
 		return got
 	case err != nil && ctx.Err() != nil:
-		s.log.Warn("Downloading an attachment took too long", "attachment", displayName(at.Name), "error", err)
+		log.Warn("Downloading an attachment took too long", "attachment", displayName(at.Name), "error", err)
 		got.Refusal = "downloading it took too long"
 		return got
 	case err != nil:
-		s.log.Warn("Downloading an attachment failed", "attachment", displayName(at.Name), "error", err)
+		log.Warn("Downloading an attachment failed", "attachment", displayName(at.Name), "error", err)
 		got.Refusal = "downloading it failed (the cc-connect log has the details)"
 		return got
 	}
 	a, err := store.PutAttachment(at.Name, data)
 	if err != nil {
-		s.log.Error("Storing an attachment failed", "attachment", displayName(at.Name), "error", err)
+		log.Error("Storing an attachment failed", "attachment", displayName(at.Name), "error", err)
 		got.Refusal = storeRefusal(err)
 		return got
 	}
-	s.log.Info("Stored an attachment", "attachment", a.RelPath, "size", a.Size)
+	log.Info("Stored an attachment", "attachment", a.RelPath, "size", a.Size)
 	got.Path, got.Size, got.SHA256, got.Text = a.RelPath, a.Size, a.SHA256, isText(data)
 	return got
 }
 
 var errTooBig = errors.New("attachment over the size limit")
 
-func readLimited(ctx context.Context, at platform.Attachment, limit int64) ([]byte, error) {
-	r, err := at.Open(ctx)
+func readLimited(ctx context.Context, open func(context.Context) (io.ReadCloser, error), limit int64) ([]byte, error) {
+	r, err := open(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("opening attachment: %w", err)
 	}

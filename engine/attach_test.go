@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cc-connect/cc-connect/inbox"
 	"github.com/cc-connect/cc-connect/platform"
 )
 
@@ -227,10 +228,20 @@ func TestAttachmentOnlyMessage(t *testing.T) {
 	}
 }
 
+// refAttachment is a file the platform can serve again by ref, with its
+// Open for the run it arrives in.
+func refAttachment(h *harness, ref, name, mime string, data []byte, declared int64, opened *int) platform.Attachment {
+	h.cfg.files.put(ref, data)
+	a := fileAttachment(name, mime, data, declared, opened)
+	a.Ref = ref
+	return a
+}
+
 // TestAttachmentsSurviveRestart: a message queued with attachments when
-// cc-connect stops is replayed from the journal with the same prompt: the
-// files were stored at acceptance, and the journal holds where they are
-// (the platform's download is not asked for again, nor could it be).
+// cc-connect stops is replayed from the journal with the same prompt. The
+// files were not downloaded at acceptance (the turn had not come); the
+// journal names them, and the restarted engine fetches them through the
+// adapter's AttachmentOpener before the turn, once each.
 func TestAttachmentsSurviveRestart(t *testing.T) {
 	h := newHarness(t, func(o *Options, _ *harnessConfig) {
 		o.AttachmentMaxBytes = 4000
@@ -244,16 +255,12 @@ func TestAttachmentsSurviveRestart(t *testing.T) {
 	png := []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
 	m := h.message("alice", "T1", "see the files")
 	m.Attachments = []platform.Attachment{
-		fileAttachment("notes.txt", "text/plain", []byte(notes), int64(len(notes)), &opened),
-		fileAttachment("shot.png", "image/png", png, int64(len(png)), &opened),
-		fileAttachment("huge.bin", "application/octet-stream", nil, 20<<20, &opened),
+		refAttachment(h, "F-notes", "notes.txt", "text/plain", []byte(notes), int64(len(notes)), &opened),
+		refAttachment(h, "F-shot", "shot.png", "image/png", png, int64(len(png)), &opened),
+		refAttachment(h, "F-huge", "huge.bin", "application/octet-stream", nil, 20<<20, &opened),
 	}
 	h.deliver(m)
 	h.rec.waitSend(t, "Queued (position 1)")
-	refusal := h.rec.waitSend(t, "Not passed to Claude:")
-	if !strings.Contains(refusal.Text, "huge.bin: 20.0 MB is over the 4 KB limit") {
-		t.Errorf("refusal at acceptance = %q", refusal.Text)
-	}
 
 	h = h.restart()
 	h.rec.waitSend(t, "echo: see the files")
@@ -269,60 +276,102 @@ func TestAttachmentsSurviveRestart(t *testing.T) {
 			t.Errorf("replayed prompt lacks %q:\n%s", want, prompt)
 		}
 	}
-	if opened != 2 {
-		t.Errorf("attachments downloaded %d times, want 2 (once each, at acceptance)", opened)
+	if opened != 0 {
+		t.Errorf("attachments downloaded %d times before their turn", opened)
 	}
-	if n := len(h.rec.sends("Not passed to Claude:")); n != 0 {
-		t.Errorf("the refusal was posted again after the restart (%d)", n)
+	if a, b, c := h.cfg.files.openedCount("F-notes"), h.cfg.files.openedCount("F-shot"), h.cfg.files.openedCount("F-huge"); a != 1 || b != 1 || c != 0 {
+		t.Errorf("fetched again %d, %d and %d times, want once each within the limit and never the one over it", a, b, c)
+	}
+	if got := h.rec.sends("Not passed to Claude:"); len(got) != 1 || !strings.Contains(got[0], "huge.bin: 20.0 MB is over the 4 KB limit") {
+		t.Errorf("refusals = %q, want one, before the turn", got)
 	}
 }
 
-// TestAttachmentTamperedNotInlined: a text attachment whose stored file
-// changed between acceptance and the turn is listed but not inlined, so
-// the prompt never carries content other than what the user sent.
-func TestAttachmentTamperedNotInlined(t *testing.T) {
+// TestAttachmentStoredByLandedVersion: a message the version before
+// journaled with its files already stored (their paths, sizes and SHA-256)
+// replays from those files, without a download; a text file changed since
+// it was stored is listed but not inlined, so the prompt never carries
+// content other than what the user sent.
+func TestAttachmentStoredByLandedVersion(t *testing.T) {
 	h := newHarness(t, nil)
-	h.say("alice", "T1", "long [[WAIT]]")
-	h.fa.waitFor(t, "the turn to wait", func(fa *fakeAgents) bool { return fa.waiting == 1 })
-	m := h.message("alice", "T1", "read this")
-	m.Attachments = []platform.Attachment{fileAttachment("a.txt", "text/plain", []byte("original\n"), 9, nil)}
-	h.deliver(m)
-	h.rec.waitSend(t, "Queued (position 1)")
-	rel := ".cc-connect/attachments/" + sha("original\n")[:16] + "-a.txt"
-	if err := os.WriteFile(filepath.Join(h.e.pool.GetOrCreate(h.ws).Path, filepath.FromSlash(rel)), []byte("swapped\n"), 0o600); err != nil {
+	h.stop()
+	ws := h.e.pool.GetOrCreate(h.ws).Path
+	store := func(name, content string) inbox.Attachment {
+		rel := ".cc-connect/attachments/" + sha(content)[:16] + "-" + name
+		if err := os.MkdirAll(filepath.Join(ws, ".cc-connect", "attachments"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(ws, filepath.FromSlash(rel)), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return inbox.Attachment{Name: name, Mime: "text/plain", Path: rel, Size: int64(len(content)), SHA256: sha(content), Text: true}
+	}
+	kept, changed := store("kept.txt", "kept as sent\n"), store("a.txt", "original\n")
+	if err := os.WriteFile(filepath.Join(ws, filepath.FromSlash(changed.Path)), []byte("swapped\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	h.fa.release(t)
-	h.rec.waitSend(t, "echo: read this")
+	in, err := inbox.Open(inboxPath(h.opts.StateDir, t1Key), inbox.Limits{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := h.message("alice", "T1", "read these")
+	if err := in.Append(inbox.Entry{ID: m.ID, Platform: "fake", Channel: "C1", Thread: "T1", UserID: "alice", Text: m.Text,
+		Attachments: []inbox.Attachment{kept, changed}}); err != nil {
+		t.Fatal(err)
+	}
+	in.Close()
+
+	h = h.restart()
+	h.rec.waitSend(t, "echo: read these")
 	h.waitIdle()
 	prompt := lastTurn(t, h)
-	if strings.Contains(prompt, "swapped") || strings.Contains(prompt, "original") || !strings.Contains(prompt, rel) ||
+	if !strings.Contains(prompt, "kept as sent") || !strings.Contains(prompt, kept.Path) {
+		t.Errorf("prompt lacks the stored file:\n%s", prompt)
+	}
+	if strings.Contains(prompt, "swapped") || strings.Contains(prompt, "original") || !strings.Contains(prompt, changed.Path) ||
 		!strings.Contains(prompt, "changed in the workspace") {
-		t.Errorf("prompt = %q", prompt)
+		t.Errorf("prompt = %q, want the changed file listed, not inlined", prompt)
 	}
 }
 
-// TestAttachmentFetchIsBounded: a download that does not end cannot hold
-// HandleMessage (and so the platform's next message) past the fetch
-// bound; the message is accepted with that attachment refused.
-func TestAttachmentFetchIsBounded(t *testing.T) {
+// TestAttachmentFetchIsNotOnTheAcceptPath: HandleMessage returns (and the
+// adapter acks) while the file is still downloading: the download runs on
+// the session goroutine, before the turn. There it is bounded: a download
+// that does not end is given up after fetchTimeout, and the message runs
+// with that attachment refused.
+func TestAttachmentFetchIsNotOnTheAcceptPath(t *testing.T) {
 	h := newHarness(t, nil)
 	h.e.fetchTimeout = 50 * time.Millisecond
+	// The download waits for HandleMessage to return: were it on the
+	// accept path, HandleMessage would never return.
+	returned := make(chan struct{})
 	m := h.message("alice", "T1", "with a slow file")
 	m.Attachments = []platform.Attachment{{Name: "slow.txt", Size: 10, Open: func(ctx context.Context) (io.ReadCloser, error) {
+		select {
+		case <-returned:
+		case <-time.After(waitLimit):
+		}
 		<-ctx.Done()
 		return nil, ctx.Err()
 	}}}
-	done := make(chan error, 1)
-	go func() { done <- h.e.HandleMessage(context.Background(), m) }()
+	type result struct {
+		res platform.Result
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		res, err := h.e.HandleMessage(context.Background(), m)
+		done <- result{res, err}
+	}()
 	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("HandleMessage: %v", err)
+	case r := <-done:
+		if r.err != nil || r.res.Status != platform.Queued {
+			t.Fatalf("HandleMessage = %+v, %v", r.res, r.err)
 		}
 	case <-time.After(waitLimit):
-		t.Fatal("HandleMessage did not return")
+		t.Fatal("HandleMessage did not return: the download is on the accept path")
 	}
+	close(returned)
 	refusal := h.rec.waitSend(t, "Not passed to Claude:")
 	if !strings.Contains(refusal.Text, "slow.txt: downloading it took too long") {
 		t.Errorf("refusal = %q", refusal.Text)

@@ -55,7 +55,7 @@ func (s *session) liveBinding() Binding {
 }
 
 func (e *Engine) normalized(b Binding) Binding {
-	b.Workspace = workspace.Normalize(b.Workspace, e.log)
+	b.Workspace = e.pool.normalize(b.Workspace)
 	return b
 }
 
@@ -85,12 +85,15 @@ func (b Binding) needsMention(m platform.Message) bool {
 }
 
 // pool holds one entry per workspace folder, keyed on the normalized path,
-// so two spellings of one folder can never get two entries.
+// so two spellings of one folder can never get two entries. It remembers
+// each spelling's real path, so that routing a message reads no symlinks;
+// a reload forgets them (a folder moved behind a symlink is seen then).
 type pool struct {
 	log *slog.Logger
 
-	mu         sync.Mutex // guards workspaces
+	mu         sync.Mutex // guards workspaces and real
 	workspaces map[string]*workspaceEntry
+	real       map[string]string // spelling -> normalized path
 }
 
 // workspaceEntry is one workspace folder shared by all sessions bound to it.
@@ -99,12 +102,34 @@ type workspaceEntry struct {
 }
 
 func newPool(log *slog.Logger) *pool {
-	return &pool{log: log, workspaces: map[string]*workspaceEntry{}}
+	return &pool{log: log, workspaces: map[string]*workspaceEntry{}, real: map[string]string{}}
+}
+
+// normalize is workspace.Normalize of path, read once per spelling.
+func (p *pool) normalize(path string) string {
+	p.mu.Lock()
+	real, ok := p.real[path]
+	p.mu.Unlock()
+	if ok {
+		return real
+	}
+	real = workspace.Normalize(path, p.log)
+	p.mu.Lock()
+	p.real[path] = real
+	p.mu.Unlock()
+	return real
+}
+
+// forget drops the remembered real paths (a reload reads them again).
+func (p *pool) forget() {
+	p.mu.Lock()
+	clear(p.real)
+	p.mu.Unlock()
 }
 
 // GetOrCreate returns the entry of the folder path names.
 func (p *pool) GetOrCreate(path string) *workspaceEntry {
-	key := workspace.Normalize(path, p.log)
+	key := p.normalize(path)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	w, ok := p.workspaces[key]

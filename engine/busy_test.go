@@ -55,7 +55,10 @@ func TestBusyCountedBeforeTheLoopCanFinishIt(t *testing.T) {
 	armed = true
 	mu.Unlock()
 	said := make(chan error, 1)
-	go func() { said <- h.e.HandleMessage(context.Background(), h.message("alice", "T1", "two")) }()
+	go func() {
+		_, err := h.e.HandleMessage(context.Background(), h.message("alice", "T1", "two"))
+		said <- err
+	}()
 	<-held
 	h.fa.release(t)
 	h.rec.waitSend(t, "echo: two")

@@ -38,7 +38,7 @@ func TestFailureNoticesNameNoHostPath(t *testing.T) {
 			return h
 		}, "Stored state for this conversation was unreadable"},
 		{"corrupt inbox journal", false, false, func(t *testing.T, h *harness) *harness {
-			writeFile(t, h.e.inboxPath(t1Key), "garbage\n"+`{"op":"ack","id":"x"}`+"\n")
+			writeFile(t, inboxPath(h.opts.StateDir, t1Key), "garbage\n"+`{"op":"ack","id":"x"}`+"\n")
 			h.say("alice", "T1", "hello")
 			return h
 		}, "message journal could not be read"},
@@ -63,8 +63,8 @@ func TestFailureNoticesNameNoHostPath(t *testing.T) {
 			h.say("alice", "T1", "hello")
 			h.rec.waitSend(t, "echo: hello")
 			h.waitIdle()
-			sid := h.e.sessions[t1Key].sessionID()
-			h.e.sessions[t1Key].control(h.e.bg, control{kind: ctrlReap})
+			sid := h.e.sessions[t1Key].rb.sessionID()
+			h.e.sessions[t1Key].mb.pushControl(control{kind: ctrlReap})
 			// The lease is dropped once the reaped process has exited;
 			// nothing signals that but the lock itself.
 			pollFor(t, "the reaped process to drop its session lease", func() bool {

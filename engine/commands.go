@@ -55,171 +55,116 @@ func parseCommand(text string) (name, args string, ok bool) {
 	return name, args, true
 }
 
-// command runs a chat command. Commands that change which agent session a
-// conversation uses (!new, !resume) go through the FIFO so that they apply
-// after the turns sent before them; the others act at once.
-func (e *Engine) command(ctx context.Context, s *session, m platform.Message, name, args string) {
-	reply := func(text string) { s.send(ctx, text) }
+// command runs a command that acts at once, on the session goroutine (the
+// accept path queued it in the control lane, after journaling its id).
+// !new, !resume and !compact go through the FIFO instead, so that they
+// apply after the turns sent before them (accept.go); !stop and the
+// permission answers are controls of their own.
+func (s *session) command(m platform.Message, name, args string) {
 	switch name {
 	case "help":
-		reply(helpText)
-	case "new":
-		if s.busy() {
-			reply("A new session starts after the current turn and the messages queued before this command.")
-		}
-		s.enqueueCommand(ctx, workItem{kind: itemNew, msg: m})
-	case "resume":
-		e.resumeCommand(ctx, s, m, args)
+		s.chat.send(helpText)
 	case "btw":
-		e.btw(ctx, s, m, args)
-	case "stop":
-		if s.shell.stop() {
-			reply("Stopping the shell command.")
-			if !s.busy() {
-				return
-			}
-		}
-		s.control(ctx, control{kind: ctrlStop, to: s.to})
+		s.btw(m, args)
 	case "sh":
-		e.shellCommand(ctx, s, m, args)
-	case "compact":
-		e.compact(ctx, s, m, args)
+		s.shellCommand(m, args)
 	case "model":
-		e.modelCommand(ctx, s, args)
+		s.modelCommand(args)
 	case "mode":
-		e.modeCommand(ctx, s, args)
+		s.modeCommand(args)
 	case "status":
-		reply(e.status(s))
+		s.chat.send(s.status())
 	case "sessions":
-		reply(e.listSessions(s))
-	case "allow", "deny":
-		choice := platform.ChoiceDeny
-		if name == "allow" {
-			choice = platform.ChoiceAllow
-			if strings.EqualFold(args, "always") {
-				choice = platform.ChoiceAlwaysAllow
-			}
-		}
-		if !s.mayApprove(m.UserID, m.UserName, "") {
-			reply(notApproverText(m.UserName, m.UserID))
-			return
-		}
-		s.control(ctx, control{kind: ctrlAnswer, choice: choice, userName: orDefault(m.UserName, m.UserID), to: s.to})
+		s.chat.send(s.listSessions())
 	default:
-		reply(fmt.Sprintf("Unknown command !%s. Send !help for the list.", name))
+		s.chat.send(fmt.Sprintf("Unknown command !%s. Send !help for the list.", name))
 	}
 }
 
-// enqueueCommand queues a command that must order with turns.
-func (s *session) enqueueCommand(ctx context.Context, it workItem) {
-	if err := s.enqueue(ctx, it); err != nil {
-		if s.e.isStopping() {
-			s.send(ctx, shutdownText)
-			return
-		}
-		s.send(ctx, "This conversation's session was just closed; please send the command again.")
+// compactText is the turn a !compact queues: the CLI's /compact with the
+// user's instructions, if any.
+func compactText(instructions string) string {
+	text := compactCommand
+	if instructions = strings.Join(strings.Fields(instructions), " "); instructions != "" {
+		text += " " + instructions
 	}
+	return text
 }
 
-// control hands a control to the session goroutine without blocking past
-// the caller's ctx or shutdown.
-func (s *session) control(ctx context.Context, c control) {
-	select {
-	case s.ctrl <- c:
-	case <-s.e.stopping:
-	default:
-		// The session goroutine reads controls at every step, so a full
-		// buffer means it is stuck; never stall the adapter on it.
-		s.log.Warn("Session control buffer full; control dropped", "kind", int(c.kind))
-		s.sendTo(ctx, c.to, "The session is busy right now; please try again in a moment.")
-	}
-}
-
-// busy reports whether a turn runs or work is queued.
-func (s *session) busy() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.state != stateIdle || len(s.queue) > 0
-}
-
-// doNew closes the process and forgets the session id (on the loop).
+// doNew closes the process and forgets the session id.
 func (s *session) doNew() {
-	old := s.sessionID()
-	s.closeProc()
-	s.forgetSession()
+	old := s.rb.sessionID()
+	s.agent.close()
+	s.rb.forget()
 	s.log.Info("Session reset by !new", "old_session_id", old)
 	msg := "Started a new session: your next message begins with a fresh context."
 	if old != "" {
 		msg += fmt.Sprintf(" (The previous session %s stays on disk; !sessions lists it.)", old)
 	}
-	s.send(s.e.bg, msg)
+	s.chat.send(msg)
 }
 
-// doResume switches the conversation to another Claude session (on the
-// loop); the next message resumes it.
-func (s *session) doResume(id string) {
+// doResume switches the conversation to another Claude session; the next
+// message resumes it. What the user typed (a number from !sessions, or an
+// id) is settled now, in order with the turns before it.
+func (s *session) doResume(it workItem) {
+	id := it.resumeID
+	if it.resumeArg != "" {
+		var why string
+		if id, why = s.resolveResume(it.msg, it.resumeArg); id == "" {
+			s.chat.send(why)
+			return
+		}
+	}
 	if !agentproc.ValidSessionID(id) {
-		// Only a journal edited by hand gets here: resumeCommand checks.
+		// Only a journal edited by hand gets here: resolveResume checks.
 		s.log.Error("Refusing to resume a session id that is not a UUID", "resume_id", id)
-		s.send(s.e.bg, "That is not a Claude Code session id, so the conversation keeps its session.")
+		s.chat.send("That is not a Claude Code session id, so the conversation keeps its session.")
 		return
 	}
-	old := s.sessionID()
-	s.closeProc()
-	s.forgetSession()
-	s.update(func(r *record) { r.SessionID = id })
+	old := s.rb.sessionID()
+	s.agent.close()
+	s.rb.forget()
+	s.rb.update(func(r *record) { r.SessionID = id })
 	s.log.Info("Session switched by !resume", "old_session_id", old, "session_id", id)
-	s.send(s.e.bg, fmt.Sprintf("Switched to session %s: your next message resumes it.", id))
+	s.chat.send(fmt.Sprintf("Switched to session %s: your next message resumes it.", id))
 }
 
-func (e *Engine) resumeCommand(ctx context.Context, s *session, m platform.Message, arg string) {
-	if arg == "" {
-		s.send(ctx, "Usage: !resume <n|id>, with n from !sessions.")
-		return
-	}
-	s.mu.Lock()
+// resolveResume finds the session !resume <arg> names: number n of the last
+// !sessions listing (or a fresh one), or an id of this workspace's list,
+// or, for an admin, any session UUID. It returns "" and what to tell the
+// user when there is none.
+func (s *session) resolveResume(m platform.Message, arg string) (id, why string) {
 	list := s.listed
-	s.mu.Unlock()
 	if list == nil {
-		all, err := e.tx.List(s.ws.Path)
+		all, err := s.e.tx.List(s.ws)
 		if err != nil {
 			s.log.Warn("Listing sessions failed", "error", err)
 		}
 		list, _ = resumable(all)
 	}
-	id := ""
 	if n, err := strconv.Atoi(arg); err == nil {
 		if n < 1 || n > len(list) {
-			s.send(ctx, fmt.Sprintf("There is no session %d; send !sessions for the list.", n))
-			return
+			return "", fmt.Sprintf("There is no session %d; send !sessions for the list.", n)
 		}
-		id = list[n-1].SessionID
-	} else {
-		for _, si := range list {
-			if si.SessionID == arg {
-				id = arg
-			}
-		}
-		if id == "" {
-			// An id from outside this workspace's list can reach another
-			// project's history: admins only.
-			if !s.liveBinding().admin(m.UserID) {
-				s.send(ctx, "Only an admin can resume a session that is not in this workspace's !sessions list.")
-				return
-			}
-			// The id becomes an argument of claude, whose --resume takes
-			// an optional value: anything but a UUID could pass for a flag.
-			if !agentproc.ValidSessionID(arg) {
-				s.send(ctx, "That is not a Claude Code session id: give a number from !sessions or a session UUID.")
-				return
-			}
-			id = arg
+		return list[n-1].SessionID, ""
+	}
+	for _, si := range list {
+		if si.SessionID == arg {
+			return arg, ""
 		}
 	}
-	if s.busy() {
-		s.send(ctx, "Switching after the current turn and the messages queued before this command.")
+	// An id from outside this workspace's list can reach another project's
+	// history: admins only.
+	if !s.liveBinding().admin(m.UserID) {
+		return "", "Only an admin can resume a session that is not in this workspace's !sessions list."
 	}
-	s.enqueueCommand(ctx, workItem{kind: itemResume, msg: m, resumeID: id})
+	// The id becomes an argument of claude, whose --resume takes an
+	// optional value: anything but a UUID could pass for a flag.
+	if !agentproc.ValidSessionID(arg) {
+		return "", "That is not a Claude Code session id: give a number from !sessions or a session UUID."
+	}
+	return arg, ""
 }
 
 // resumable keeps the sessions whose id may be resumed, and counts the
@@ -235,8 +180,10 @@ func resumable(all []sessionInfo) (list []sessionInfo, bad int) {
 	return list, bad
 }
 
-func (e *Engine) listSessions(s *session) string {
-	all, err := e.tx.List(s.ws.Path)
+// listSessions lists the workspace's Claude Code sessions, newest first,
+// and keeps the list for !resume <n>.
+func (s *session) listSessions() string {
+	all, err := s.e.tx.List(s.ws)
 	if err != nil {
 		s.log.Warn("Listing sessions failed", "error", err)
 		return "Could not list sessions: " + s.forChat(err.Error())
@@ -245,19 +192,17 @@ func (e *Engine) listSessions(s *session) string {
 	if bad > 0 {
 		s.log.Warn("Transcripts whose name is not a session id left out of !sessions", "count", bad)
 	}
-	s.mu.Lock()
 	s.listed = list
-	current := s.rec.SessionID
-	s.mu.Unlock()
+	current := s.rb.sessionID()
 	skipped := ""
 	if bad > 0 {
 		skipped = fmt.Sprintf("\n(%d transcript file(s) whose name is not a Claude Code session id were left out; they cannot be resumed.)", bad)
 	}
 	if len(list) == 0 {
-		return "No Claude Code sessions in " + s.ws.Path + " yet." + skipped
+		return "No Claude Code sessions in " + s.ws + " yet." + skipped
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "Sessions in %s (newest first):", s.ws.Path)
+	fmt.Fprintf(&b, "Sessions in %s (newest first):", s.ws)
 	const maxShown = 20
 	for i, si := range list {
 		if i == maxShown {
@@ -269,23 +214,26 @@ func (e *Engine) listSessions(s *session) string {
 			mark = " (current)"
 		}
 		fmt.Fprintf(&b, "\n%d. %s%s — %s, %s ago — %s", i+1, si.SessionID, mark, humanSize(si.Size),
-			humanAge(e.now().Sub(si.ModTime)), orDefault(quote(si.FirstPrompt, 60), "(no prompt)"))
+			humanAge(s.e.now().Sub(si.ModTime)), orDefault(quote(si.FirstPrompt, 60), "(no prompt)"))
 	}
 	b.WriteString("\nSend !resume <n> to switch.")
 	b.WriteString(skipped)
 	return b.String()
 }
 
-func (e *Engine) status(s *session) string {
-	s.mu.Lock()
-	rec, st, qlen, proc, idleAt, pending := s.rec, s.state, len(s.queue), s.proc, s.idleAt, s.pending
-	s.mu.Unlock()
+// status is !status: what the conversation is doing and what it holds.
+func (s *session) status() string {
+	e := s.e
+	rec := s.rb.get()
+	st, qlen, _ := s.mb.snapshot()
+	proc := s.agent.live()
+	idleAt, _ := s.agent.idleSince()
 	var b strings.Builder
 	fmt.Fprintf(&b, "State: %s", st)
-	if pending != "" {
+	if st == stateRequiresAction {
 		b.WriteString(" (waiting for a permission answer)")
 	}
-	fmt.Fprintf(&b, "\nWorkspace: %s", s.ws.Path)
+	fmt.Fprintf(&b, "\nWorkspace: %s", s.ws)
 	fmt.Fprintf(&b, "\nSession: %s", orDefault(rec.SessionID, "none yet"))
 	if rec.ContextTokens > 0 {
 		fmt.Fprintf(&b, "\n%s", rec.figures().StatusLine())
@@ -307,8 +255,8 @@ func (e *Engine) status(s *session) string {
 	fmt.Fprintf(&b, "\nModel: %s", e.modelLine(rec))
 	fmt.Fprintf(&b, "\nPermission mode: %s", e.modeOf(rec))
 	fmt.Fprintf(&b, "\nCost: $%.4f", rec.TotalCostUSD)
-	if st, ok := s.chat().(platform.Statuser); ok {
-		fmt.Fprintf(&b, "\nPlatform: %s", st.Status())
+	if st := s.chat.platformStatus(); st != "" {
+		fmt.Fprintf(&b, "\nPlatform: %s", st)
 	}
 	return b.String()
 }
@@ -316,20 +264,21 @@ func (e *Engine) status(s *session) string {
 // btw answers a side question from a fork of the current session, in its
 // own process, while the main session goes on; the main history is left
 // unchanged because the fork writes to a new session.
-func (e *Engine) btw(ctx context.Context, s *session, m platform.Message, question string) {
+func (s *session) btw(m platform.Message, question string) {
+	e := s.e
 	if question == "" {
-		s.send(ctx, "Usage: !btw <question>")
+		s.chat.send("Usage: !btw <question>")
 		return
 	}
-	id := s.sessionID()
+	id := s.rb.sessionID()
 	if id == "" {
-		s.send(ctx, "There is no session to ask about yet: send a normal message first.")
+		s.chat.send("There is no session to ask about yet: send a normal message first.")
 		return
 	}
 	e.mu.Lock()
 	if e.shutting {
 		e.mu.Unlock()
-		s.send(ctx, shutdownText)
+		s.chat.send(shutdownText)
 		return
 	}
 	e.wg.Add(1)
@@ -344,22 +293,24 @@ func (e *Engine) btw(ctx context.Context, s *session, m platform.Message, questi
 
 const sidePrefix = "(side answer) "
 
+// sideQuestion answers !btw on a goroutine of its own (the engine waits
+// for it): its own process on a fork of the session, its own slot.
 func (s *session) sideQuestion(id, question string) {
 	e := s.e
-	if err := e.acquireSlot(e.bg, s.ws.Path, s, func() { s.send(e.bg, sidePrefix+noticeWaiting) }, nil, nil); err != nil {
-		s.send(e.bg, sidePrefix+"not answered: cc-connect is shutting down.")
+	if err := e.acquireSlot(e.bg, s.ws, s.key, func() { s.chat.send(sidePrefix + noticeWaiting) }, nil, nil); err != nil {
+		s.chat.send(sidePrefix + "not answered: cc-connect is shutting down.")
 		return
 	}
-	defer e.slots.release(s.ws.Path)
-	s.log.Info("Starting a side-question process", "cwd", s.ws.Path, "session_id", id, "fork", true)
+	defer e.slots.release(s.ws)
+	s.log.Info("Starting a side-question process", "session_id", id, "fork", true)
 	// The conversation's !model applies; its !mode and the configured
 	// permission mode do not: a side question runs read-only, whatever
 	// they say (agentproc.StartOptions.ReadOnly).
-	model, _ := s.spawnSettings()
-	proc, err := e.spawn(e.bg, e.opts.Agent, agentproc.StartOptions{Dir: s.ws.Path, ResumeID: id, Fork: true, Model: model, ReadOnly: true}, s.log)
+	model, _ := s.rb.spawnSettings()
+	proc, err := e.spawn(e.bg, e.opts.Agent, agentproc.StartOptions{Dir: s.ws, ResumeID: id, Fork: true, Model: model, ReadOnly: true}, s.log)
 	if err != nil {
 		s.log.Error("Starting the side-question process failed", "session_id", id, "error", err)
-		s.send(e.bg, sidePrefix+"could not start: "+s.forChat(err.Error()))
+		s.chat.send(sidePrefix + "could not start: " + s.forChat(err.Error()))
 		return
 	}
 	done := make(chan struct{})
@@ -383,40 +334,45 @@ func (s *session) sideQuestion(id, question string) {
 		text    strings.Builder
 		unsafe  string // a tool the fork was given that can change things
 		killing sync.WaitGroup
+		res     *agentproc.Result
 	)
-	res, err := proc.Turn(e.bg, question, func(ev agentproc.Event) {
-		switch ev := ev.(type) {
-		case agentproc.Init:
-			// The CLI says which tools the fork has before it first asks
-			// the model. Should a CLI ever ignore the read-only flags, the
-			// fork is killed at once (Close with a cancelled ctx goes
-			// straight to SIGKILL), from another goroutine: Close waits for
-			// the exit, and this callback runs on the reader.
-			if t := writableTool(ev); t != "" && unsafe == "" {
-				unsafe = t
-				s.log.Error("Side-question process could change the workspace; killing it", "tool", t,
-					"tools", ev.Tools, "permission_mode", ev.PermissionMode)
-				ctx, cancel := context.WithCancel(e.bg)
-				cancel()
-				killing.Add(1)
-				go func() {
-					defer killing.Done()
-					_ = proc.Close(ctx)
-				}()
+	tr, err := proc.StartTurn(e.bg, agentproc.UserMessage{Text: question})
+	if err == nil {
+		res, err = waitTurn(tr, func(ev agentproc.Event) {
+			switch ev := ev.(type) {
+			case agentproc.Init:
+				// The CLI says which tools the fork has before it first
+				// asks the model. Should a CLI ever ignore the read-only
+				// flags, the fork is killed at once (Close with a
+				// cancelled ctx goes straight to SIGKILL), from another
+				// goroutine: Close waits for the exit, and the turn's
+				// events are still read here until it ends.
+				if t := writableTool(ev); t != "" && unsafe == "" {
+					unsafe = t
+					s.log.Error("Side-question process could change the workspace; killing it", "tool", t,
+						"tools", ev.Tools, "permission_mode", ev.PermissionMode)
+					ctx, cancel := context.WithCancel(e.bg)
+					cancel()
+					killing.Add(1)
+					go func() {
+						defer killing.Done()
+						_ = proc.Close(ctx)
+					}()
+				}
+			case agentproc.AssistantText:
+				if !ev.Synthetic {
+					text.WriteString(ev.Text)
+				}
+			case agentproc.PermissionRequest:
+				// A side question must not change the workspace. Answering
+				// only writes to stdin, so it does not block the reader long.
+				if err := proc.RespondPermission(e.bg, ev.RequestID, agentproc.PermissionDecision{
+					Behavior: agentproc.Deny, Message: "Side questions cannot use tools that need approval; answer from the conversation."}); err != nil {
+					s.log.Debug("Denying a side question's tool failed", "error", err)
+				}
 			}
-		case agentproc.AssistantText:
-			if !ev.Synthetic {
-				text.WriteString(ev.Text)
-			}
-		case agentproc.PermissionRequest:
-			// A side question must not change the workspace. Answering
-			// only writes to stdin, so it does not block the reader long.
-			if err := proc.RespondPermission(e.bg, ev.RequestID, agentproc.PermissionDecision{
-				Behavior: agentproc.Deny, Message: "Side questions cannot use tools that need approval; answer from the conversation."}); err != nil {
-				s.log.Debug("Denying a side question's tool failed", "error", err)
-			}
-		}
-	})
+		})
+	}
 	close(done)
 	<-stopped
 	killing.Wait()
@@ -424,7 +380,7 @@ func (s *session) sideQuestion(id, question string) {
 		s.log.Debug("Side-question process closed with error", "error", cerr)
 	}
 	if unsafe != "" {
-		s.send(e.bg, sidePrefix+"not answered: the agent started with a tool that can change the workspace ("+unsafe+"), so it was stopped.")
+		s.chat.send(sidePrefix + "not answered: the agent started with a tool that can change the workspace (" + unsafe + "), so it was stopped.")
 		return
 	}
 	if err != nil {
@@ -434,7 +390,7 @@ func (s *session) sideQuestion(id, question string) {
 			msg = fmt.Sprintf("the agent process %s: %s", exitDescription(exitErr), orNone(s.forChat(lastLine(exitErr.StderrTail))))
 		}
 		s.log.Error("Side question failed", "session_id", id, "error", err)
-		s.send(e.bg, sidePrefix+"failed: "+msg)
+		s.chat.send(sidePrefix + "failed: " + msg)
 		return
 	}
 	answer := res.Text
@@ -445,7 +401,7 @@ func (s *session) sideQuestion(id, question string) {
 	if strings.TrimSpace(answer) == "" {
 		answer = "(no reply text)"
 	}
-	s.send(e.bg, sidePrefix+answer)
+	s.chat.send(sidePrefix + answer)
 }
 
 // writableTool returns a tool of a side question's process that is not one

@@ -4,12 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 
 	"github.com/cc-connect/cc-connect/agentproc"
-	"github.com/cc-connect/cc-connect/ctxindicator"
-	"github.com/cc-connect/cc-connect/platform"
 )
 
 // DefaultAllowedModes are the permission modes !mode may set when
@@ -25,7 +24,7 @@ type liveController interface {
 	SetPermissionMode(ctx context.Context, mode string) error
 }
 
-var _ liveController = (*agentproc.Process)(nil)
+var _ liveController = realProcess{}
 
 // compactCommand is the text the CLI compacts on when it arrives as a
 // stream-json user message (PROTOCOL.md §14).
@@ -44,83 +43,16 @@ func (e *Engine) allowedModes() []string {
 	return DefaultAllowedModes
 }
 
-// compact queues a manual compaction as the session's next turn:
-// the user's answer to a high context figure, never started by itself.
-func (e *Engine) compact(ctx context.Context, s *session, m platform.Message, instructions string) {
-	if s.sessionID() == "" {
-		s.send(ctx, "There is no conversation to compact yet.")
-		return
-	}
-	text := compactCommand
-	if instructions = strings.Join(strings.Fields(instructions), " "); instructions != "" {
-		text += " " + instructions
-	}
-	m.Text = text
-	if err := s.enqueue(ctx, workItem{kind: itemTurn, msg: m}); err != nil {
-		if e.isStopping() {
-			s.send(ctx, shutdownText)
-			return
-		}
-		s.send(ctx, "This conversation's session was just closed; please send the command again.")
-	}
-}
-
-// reportCompaction posts how a !compact turn went and refreshes the
-// context figure from the compaction's own numbers.
-func (s *session) reportCompaction(out outcome) {
-	switch {
-	case out.compacted != nil:
-		b := out.compacted
-		s.change(func(r *record) { // saved by settle, after the post
-			var reported int64
-			if r.WindowReported {
-				reported = r.ContextWindow
-			}
-			if out.res != nil && out.res.ContextWindow() > 0 {
-				reported = out.res.ContextWindow()
-			}
-			f := ctxindicator.NewFigures(b.PostTokens, reported, orDefaultInt(r.ContextWindow, s.e.opts.ContextWindow))
-			r.ContextTokens, r.ContextWindow, r.WindowReported = f.Tokens, f.Window, f.WindowReported
-			r.ContextPct, _ = f.SDK()
-			r.SelfPct, r.HasSelfPct = 0, false // Claude's estimate predates the summary
-		})
-		s.mu.Lock()
-		f := s.rec.figures()
-		s.mu.Unlock()
-		before, _ := ctxindicator.Percent(b.PreTokens, f.Window)
-		after, ok := f.SDK()
-		text := fmt.Sprintf("Compacted the conversation: %s → %s tokens of context (%d%% → %d%%).",
-			groupThousands(b.PreTokens), groupThousands(b.PostTokens), before, after)
-		s.log.Info("Conversation compacted", "session_id", s.sessionID(), "pre_tokens", b.PreTokens,
-			"post_tokens", b.PostTokens, "trigger", b.Trigger)
-		s.send(s.e.bg, ctxindicator.Append(text, after, ok && b.PostTokens > 0))
-	case out.compactErr != "":
-		s.log.Warn("Compaction failed", "session_id", s.sessionID(), "compact_error", out.compactErr)
-		s.send(s.e.bg, "Compaction failed ("+s.forChat(out.compactErr)+"); the conversation is unchanged.")
-	default:
-		msg := "Claude Code did not report a compaction; the conversation is unchanged."
-		switch {
-		case out.res != nil && strings.TrimSpace(out.res.Text) != "":
-			msg = "Claude Code did not compact the conversation: " + quote(out.res.Text, 300)
-		case out.res != nil && len(out.res.Errors) > 0:
-			msg = "Compaction failed: " + quote(strings.Join(out.res.Errors, "; "), 300)
-		}
-		s.log.Warn("Compaction request ended without a compaction", "session_id", s.sessionID())
-		s.send(s.e.bg, msg)
-	}
-}
-
 // modelCommand shows or sets the model of this conversation.
-func (e *Engine) modelCommand(ctx context.Context, s *session, arg string) {
-	s.mu.Lock()
-	rec := s.rec
-	s.mu.Unlock()
+func (s *session) modelCommand(arg string) {
+	e := s.e
+	rec := s.rb.get()
 	if arg == "" {
-		s.send(ctx, "Model: "+e.modelLine(rec)+"\nSend !model <name> to change it for this conversation (an alias such as sonnet or opus, or a full model id), or !model default to go back to the configured one.")
+		s.chat.send("Model: " + e.modelLine(rec) + "\nSend !model <name> to change it for this conversation (an alias such as sonnet or opus, or a full model id), or !model default to go back to the configured one.")
 		return
 	}
 	if !validSetting(arg) {
-		s.send(ctx, fmt.Sprintf("%q is not a model name.", quote(arg, 60)))
+		s.chat.send(fmt.Sprintf("%q is not a model name.", quote(arg, 60)))
 		return
 	}
 	override := arg
@@ -134,32 +66,31 @@ func (e *Engine) modelCommand(ctx context.Context, s *session, arg string) {
 	})
 	if err != nil {
 		s.log.Warn("Setting the model failed", "model", arg, "error", err)
-		s.send(ctx, "Claude Code refused the model change: "+s.forChat(controlMessage(err)))
+		s.chat.send("Claude Code refused the model change: " + s.forChat(controlMessage(err)))
 		return
 	}
 	s.log.Info("Model set for the conversation", "model", orDefault(override, "configured default"))
 	if override == "" {
-		s.send(ctx, "This conversation goes back to the configured model ("+orDefault(e.opts.Agent.Model, "Claude Code's default")+") from the next turn.")
+		s.chat.send("This conversation goes back to the configured model (" + orDefault(e.opts.Agent.Model, "Claude Code's default") + ") from the next turn.")
 		return
 	}
-	s.send(ctx, "Model set to "+override+" for this conversation, from the next turn on.")
+	s.chat.send("Model set to " + override + " for this conversation, from the next turn on.")
 }
 
 // modeCommand shows or sets the permission mode of this conversation,
 // within the modes the config allows.
-func (e *Engine) modeCommand(ctx context.Context, s *session, arg string) {
-	s.mu.Lock()
-	rec := s.rec
-	s.mu.Unlock()
+func (s *session) modeCommand(arg string) {
+	e := s.e
+	rec := s.rb.get()
 	allowed := e.allowedModes()
 	if arg == "" {
-		s.send(ctx, fmt.Sprintf("Permission mode: %s\nAllowed here: %s. Send !mode <mode> to change it for this conversation.",
+		s.chat.send(fmt.Sprintf("Permission mode: %s\nAllowed here: %s. Send !mode <mode> to change it for this conversation.",
 			e.modeOf(rec), strings.Join(allowed, ", ")))
 		return
 	}
 	i := slices.IndexFunc(allowed, func(m string) bool { return strings.EqualFold(m, arg) })
 	if i < 0 {
-		s.send(ctx, fmt.Sprintf("%q is not allowed here. Allowed modes: %s.", quote(arg, 60), strings.Join(allowed, ", ")))
+		s.chat.send(fmt.Sprintf("%q is not allowed here. Allowed modes: %s.", quote(arg, 60), strings.Join(allowed, ", ")))
 		return
 	}
 	mode := allowed[i]
@@ -168,27 +99,25 @@ func (e *Engine) modeCommand(ctx context.Context, s *session, arg string) {
 	})
 	if err != nil {
 		s.log.Warn("Setting the permission mode failed", "mode", mode, "error", err)
-		s.send(ctx, "Claude Code refused the mode change: "+s.forChat(controlMessage(err)))
+		s.chat.send("Claude Code refused the mode change: " + s.forChat(controlMessage(err)))
 		return
 	}
 	s.log.Info("Permission mode set for the conversation", "mode", mode)
-	s.send(ctx, "Permission mode set to "+mode+" for this conversation.")
+	s.chat.send("Permission mode set to " + mode + " for this conversation.")
 }
 
 // setLive stores a setting in the record, then applies it to the live
 // process if there is one; if the CLI refuses, the old value is restored.
-// The record is written before the process is read, and ensureProcess
-// reads the record after it publishes a new process (syncControls), so a
-// spawn racing with the command still ends up with the new setting.
+// Commands and the process's start both run on the session goroutine, so
+// the process read here is the one the next turn uses; a process started
+// later reads the setting from the record.
 func (s *session) setLive(field func(*record) *string, value string, apply func(context.Context, liveController) error) error {
 	var old string
-	s.update(func(r *record) {
+	s.rb.update(func(r *record) {
 		old = *field(r)
 		*field(r) = value
 	})
-	s.mu.Lock()
-	proc := s.proc
-	s.mu.Unlock()
+	proc := s.agent.live()
 	c, ok := proc.(liveController)
 	if proc == nil || !ok {
 		return nil
@@ -198,7 +127,7 @@ func (s *session) setLive(field func(*record) *string, value string, apply func(
 	err := apply(ctx, c)
 	var ce *agentproc.ControlError
 	if errors.As(err, &ce) {
-		s.update(func(r *record) { *field(r) = old })
+		s.rb.update(func(r *record) { *field(r) = old })
 		return err
 	}
 	if err != nil {
@@ -209,31 +138,25 @@ func (s *session) setLive(field func(*record) *string, value string, apply func(
 	return nil
 }
 
-// spawnSettings are the model and mode the next process starts with.
-func (s *session) spawnSettings() (model, mode string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.rec.ModelOverride, s.rec.ModeOverride
-}
-
-// syncControls applies a !model or !mode that arrived while p was being
-// started with model and mode.
-func (s *session) syncControls(p agentProcess, model, mode string) {
-	nowModel, nowMode := s.spawnSettings()
+// syncControls applies to p, started with model and mode, a !model or !mode
+// stored since (the record says what holds now); defaultModel is the
+// configured one, which "!model default" goes back to.
+func syncControls(p agentProcess, rb *recordBook, model, mode, defaultModel string, log *slog.Logger) {
+	nowModel, nowMode := rb.spawnSettings()
 	c, ok := p.(liveController)
 	if !ok || (nowModel == model && nowMode == mode) {
 		return
 	}
-	ctx, cancel := context.WithTimeout(s.e.bg, controlTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), controlTimeout)
 	defer cancel()
 	if nowModel != model {
-		if err := c.SetModel(ctx, orDefault(nowModel, orDefault(s.e.opts.Agent.Model, "default"))); err != nil {
-			s.log.Warn("Applying the conversation's model failed", "model", nowModel, "error", err)
+		if err := c.SetModel(ctx, orDefault(nowModel, orDefault(defaultModel, "default"))); err != nil {
+			log.Warn("Applying the conversation's model failed", "model", nowModel, "error", err)
 		}
 	}
 	if nowMode != mode && nowMode != "" {
 		if err := c.SetPermissionMode(ctx, nowMode); err != nil {
-			s.log.Warn("Applying the conversation's permission mode failed", "mode", nowMode, "error", err)
+			log.Warn("Applying the conversation's permission mode failed", "mode", nowMode, "error", err)
 		}
 	}
 }

@@ -51,11 +51,15 @@ func (p ctlProc) SetPermissionMode(ctx context.Context, mode string) error {
 	return p.c.add("set_permission_mode " + mode)
 }
 
-// Turn compacts on "/compact": status compacting, the boundary, an empty
+func (p ctlProc) StartTurn(ctx context.Context, msg agentproc.UserMessage) (agentTurn, error) {
+	return startFakeTurn(func(on func(agentproc.Event)) (*agentproc.Result, error) { return p.turn(ctx, msg.Text, on) }), nil
+}
+
+// turn compacts on "/compact": status compacting, the boundary, an empty
 // successful result, as the CLI does.
-func (p ctlProc) Turn(ctx context.Context, text string, on func(agentproc.Event)) (*agentproc.Result, error) {
+func (p ctlProc) turn(ctx context.Context, text string, on func(agentproc.Event)) (*agentproc.Result, error) {
 	if !isCompaction(text) {
-		return p.fakeProc.Turn(ctx, text, on)
+		return p.fakeProc.turn(ctx, text, on)
 	}
 	p.fa.mu.Lock()
 	p.fa.sessions[p.id] = append(p.fa.sessions[p.id], text)
@@ -155,9 +159,7 @@ func TestModelCommandRefusals(t *testing.T) {
 				t.Errorf("control requests = %q", got)
 			}
 			s := sessionFor(t, h, "T1")
-			s.mu.Lock()
-			override := s.rec.ModelOverride
-			s.mu.Unlock()
+			override := s.rb.get().ModelOverride
 			if override != "" {
 				t.Errorf("override = %q after a refusal, want none", override)
 			}
@@ -203,12 +205,12 @@ func TestSyncControlsAfterSpawn(t *testing.T) {
 	s := sessionFor(t, h, "T1")
 	p, _ := h.e.spawn(context.Background(), agentproc.Config{}, agentproc.StartOptions{}, h.e.log)
 	defer p.Close(context.Background())
-	s.update(func(r *record) { r.ModelOverride, r.ModeOverride = "m2", "plan" })
-	s.syncControls(p, "m1", "")
+	s.rb.update(func(r *record) { r.ModelOverride, r.ModeOverride = "m2", "plan" })
+	syncControls(p, s.rb, "m1", "", "", h.e.log)
 	if got := calls.snapshot(); strings.Join(got, ",") != "set_model m2,set_permission_mode plan" {
 		t.Errorf("control requests = %q", got)
 	}
-	s.syncControls(p, "m2", "plan")
+	syncControls(p, s.rb, "m2", "plan", "", h.e.log)
 	if got := calls.snapshot(); len(got) != 2 {
 		t.Errorf("control requests = %q, want none when nothing changed", got)
 	}

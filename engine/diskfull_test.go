@@ -92,7 +92,7 @@ func TestDiskFullLosesOnlyTheMessageThatFailed(t *testing.T) {
 	if strings.Contains(notice.Text, state) {
 		t.Errorf("notice names the state dir: %q", notice.Text)
 	}
-	journal, err := os.ReadFile(h.e.inboxPath(t1Key))
+	journal, err := os.ReadFile(inboxPath(h.opts.StateDir, t1Key))
 	if err != nil {
 		t.Fatal(err)
 	}

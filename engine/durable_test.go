@@ -32,15 +32,16 @@ func stageCutTurn(t *testing.T, h *harness, rec record, u, text string) {
 	if err := h.e.store.save(rec); err != nil {
 		t.Fatal(err)
 	}
-	in, err := inbox.Open(h.e.inboxPath(t1Key), inbox.Limits{})
+	in, err := inbox.Open(inboxPath(h.opts.StateDir, t1Key), inbox.Limits{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := h.message("alice", "T1", text)
-	if err := in.Append(inbox.Entry{ID: m.ID, Target: m.Target, UserID: "alice", Text: text}); err != nil {
+	if err := in.Append(inbox.Entry{ID: m.ID, Platform: "fake", Channel: "C1", Thread: "T1", MessageID: m.Target.MessageID,
+		UserID: "alice", Text: text, UUID: u}); err != nil {
 		t.Fatal(err)
 	}
-	if err := in.MarkStarted(m.ID, u); err != nil {
+	if err := in.MarkStarted(m.ID); err != nil {
 		t.Fatal(err)
 	}
 	in.Close()
@@ -82,7 +83,7 @@ func TestDurableQueuedSurviveShutdown(t *testing.T) {
 	if got := h.rec.sends(restartQueuedText); len(got) != 2 {
 		t.Errorf("stay-queued notices = %q, want two", got)
 	}
-	in, err := inbox.Open(h.e.inboxPath(t1Key), inbox.Limits{})
+	in, err := inbox.Open(inboxPath(h.opts.StateDir, t1Key), inbox.Limits{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,9 +105,19 @@ func TestDurableQueuedSurviveShutdown(t *testing.T) {
 	if got := h.rec.sends("cc-connect restarted. Running the message that was waiting: “second”"); len(got) != 1 {
 		t.Errorf("recovery notice = %q, want one", got)
 	}
-	if fi, err := os.Stat(h.e.inboxPath(t1Key)); err != nil || fi.Size() != 0 {
-		t.Errorf("inbox after the replay: %v, %v; want empty", fi, err)
+	if n := h.pending(t1Key); n != 0 {
+		t.Errorf("inbox after the replay: %d pending, want none", n)
 	}
+}
+
+// turnWithUUID runs one turn of text with uuid id straight on p, passing
+// its events to on.
+func turnWithUUID(ctx context.Context, p *agentproc.Process, id, text string, on func(agentproc.Event)) (*agentproc.Result, error) {
+	t, err := p.StartTurn(ctx, agentproc.UserMessage{UUID: id, Text: text})
+	if err != nil {
+		return nil, err
+	}
+	return t.Wait(on)
 }
 
 // startedTurn runs one turn of text directly on the fake claude with a
@@ -120,7 +131,7 @@ func startedTurn(t *testing.T, h *harness, resumeID, id, text string) string {
 		t.Fatal(err)
 	}
 	defer p.Close(context.Background())
-	res, err := p.TurnWithUUID(context.Background(), id, text, nil)
+	res, err := turnWithUUID(context.Background(), p, id, text, nil)
 	if res == nil {
 		// A crash: the session id is in the process's init.
 		return p.SessionID()
@@ -143,7 +154,7 @@ func TestRecoveryDecision(t *testing.T) {
 	}{
 		{"not in the transcript: sent", func(t *testing.T, h *harness, u string) string {
 			return startedTurn(t, h, "", uuid.NewString(), "earlier")
-		}, "the message", "had not reached the agent yet", []string{"the message"}, "echo: the message"},
+		}, "the message", "may not have reached the agent; sending it now", []string{"the message"}, "echo: the message"},
 		{"cut off mid-turn: continued", func(t *testing.T, h *harness, u string) string {
 			return startedTurn(t, h, "", u, "cut [[CRASH]]")
 		}, "cut [[CRASH]]", "was cut off; resuming it", []string{continueText}, "echo: " + continueText},
@@ -155,7 +166,7 @@ func TestRecoveryDecision(t *testing.T) {
 		}, "paste [[TOOLONG]]", "its reply was not posted and is lost", nil, ""},
 		{"no session yet: sent", func(t *testing.T, h *harness, u string) string {
 			return ""
-		}, "first words", "had not reached the agent yet", []string{"first words"}, "echo: first words"},
+		}, "first words", "may not have reached the agent; sending it now", []string{"first words"}, "echo: first words"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -179,8 +190,8 @@ func TestRecoveryDecision(t *testing.T) {
 			if got := h.rec.sends("cc-connect restarted"); len(got) != 1 {
 				t.Errorf("notices = %q, want one", got)
 			}
-			if fi, err := os.Stat(h.e.inboxPath(t1Key)); err != nil || fi.Size() != 0 {
-				t.Errorf("inbox after recovery: %v, %v; want empty", fi, err)
+			if n := h.pending(t1Key); n != 0 {
+				t.Errorf("inbox after recovery: %d pending, want none", n)
 			}
 			if sid != "" && len(tt.want) == 0 {
 				// Nothing runs on the session now: its lease is free.
@@ -227,8 +238,8 @@ func TestRecoveryWithoutTranscriptSaysOneThing(t *testing.T) {
 	if len(lines) != 1 || lines[0].Text != "the message" || lines[0].SessionID != sid {
 		t.Errorf("claude received %+v, want the message once, in session %s", lines, sid)
 	}
-	if fi, err := os.Stat(h.e.inboxPath(t1Key)); err != nil || fi.Size() != 0 {
-		t.Errorf("inbox after recovery: %v, %v; want empty", fi, err)
+	if n := h.pending(t1Key); n != 0 {
+		t.Errorf("inbox after recovery: %d pending, want none", n)
 	}
 }
 
@@ -263,7 +274,7 @@ func TestRecoveryTellsOfCancelledPermission(t *testing.T) {
 // once an admin moved the file aside.
 func TestCorruptInboxFailsClosed(t *testing.T) {
 	h, re := newRealHarness(t, nil, nil)
-	path := h.e.inboxPath(t1Key)
+	path := inboxPath(h.opts.StateDir, t1Key)
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -325,12 +336,12 @@ func TestSessionLeaseExcludesSecondProcess(t *testing.T) {
 	h.say("alice", "T1", "hello")
 	h.rec.waitSend(t, "echo: hello")
 	h.waitIdle()
-	sid := h.e.sessions[t1Key].sessionID()
+	sid := h.e.sessions[t1Key].rb.sessionID()
 	if _, err := lease.Session(h.opts.StateDir, sid); err == nil {
 		t.Fatal("the session lease was free while its process lives")
 	}
 	mark, err := os.ReadFile(agentMarkPath(h.opts.StateDir, sid))
-	if err != nil || !strings.Contains(string(mark), strconv.Itoa(h.e.sessions[t1Key].proc.Pid())) {
+	if err != nil || !strings.Contains(string(mark), strconv.Itoa(h.e.sessions[t1Key].agent.live().Pid())) {
 		t.Errorf("agent pid file = %q, %v", mark, err)
 	}
 	h.stop()
@@ -413,7 +424,7 @@ func TestRecoveryContinueFallsBackToMessage(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-	_, _ = p.TurnWithUUID(ctx, u, text, nil) // cut: the turn never ends by itself
+	_, _ = turnWithUUID(ctx, p, u, text, nil) // cut: the turn never ends by itself
 	cancel()
 	sid := p.SessionID()
 	_ = p.Close(context.Background()) // SIGTERM after EOF: no result, as a crash
@@ -453,7 +464,7 @@ func TestDurableNewKeepsItsPlaceAcrossRestart(t *testing.T) {
 	if len(lines) != 2 || lines[1].Text != "in the new one" || lines[1].SessionID == lines[0].SessionID {
 		t.Errorf("record = %+v, want the last message alone in a fresh session", lines)
 	}
-	if fi, err := os.Stat(h.e.inboxPath(t1Key)); err != nil || fi.Size() != 0 {
-		t.Errorf("inbox after the replay: %v, %v; want empty", fi, err)
+	if n := h.pending(t1Key); n != 0 {
+		t.Errorf("inbox after the replay: %d pending, want none", n)
 	}
 }

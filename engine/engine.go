@@ -1,11 +1,15 @@
 // Package engine routes normalized chat messages to Claude Code sessions. It
-// owns bindings (which chat reaches which workspace and who may use it),
-// sessions (one per platform, channel and thread, each with one goroutine,
-// one bounded FIFO and at most one live agent process), the process caps,
-// permission prompts, chat commands and the fallbacks that keep a session
-// usable when resuming fails. It imports platform, agentproc, workspace and
-// ctxindicator, never a platform library; it never parses the CLI's wire
-// format (agentproc does) nor writes Claude Code's transcripts.
+// owns the accept path (accept.go: dedupe, route, journal with one fsync,
+// return a platform.Result, nothing posted or downloaded there), bindings
+// (which chat reaches which workspace and who may use it), sessions (one per
+// platform, channel and thread, each with one goroutine that composes a
+// mailbox, a journal, a record, an agent process, a relay and a turn
+// runner: session.go says which is which), the process caps, permission
+// prompts, chat commands, the fallbacks that keep a session usable when
+// resuming fails, and recovery after a crash. It imports platform,
+// agentproc, inbox, workspace and ctxindicator, never a platform library;
+// it never parses the CLI's wire format (agentproc does) nor writes Claude
+// Code's transcripts.
 package engine
 
 import (
@@ -84,21 +88,28 @@ type Engine struct {
 	store *store
 	pool  *pool
 	slots *slots
-	seen  *recentIDs
 	// refused holds the threads that got the access refusal (session
 	// keys), bounded: a thread forgotten gets one refusal more.
 	refused *recentIDs
 
-	// seenSet persists accepted message ids across restarts (durable.go);
-	// seenOnce opens it on first use.
-	seenOnce sync.Once
-	seenSet  *inbox.Seen
+	// seenSet is the accepted message ids of every journal (journal.go);
+	// seenOnce opens it, and the journals, on first use, and finds the
+	// journals holding pending messages, which recovery reopens.
+	seenOnce        sync.Once
+	seenSet         *inbox.Seen
+	pendingJournals []string
 
 	retireAfter  time.Duration // see defaultRetireAfter; tests shorten it
 	fetchTimeout time.Duration // see fetchTimeout; tests shorten it
+	compactBytes int64         // inbox.Limits.CompactBytes; 0 = its default, tests lower it
+	// stopAt, set by tests before Run, is called at the points where a
+	// kill decides what a restart finds (killedAt); true stops the work
+	// there, as a kill would.
+	stopAt func(point string) bool
 
 	metrics Metrics     // never nil (noMetrics when off)
 	reload  reloadState // live bindings, running adapters, conversations to rebind (reload.go)
+	notices notifier    // posts for conversations without a session (notify.go)
 
 	// bg outlives every agent process and platform call made by sessions;
 	// Run cancels it only after all sessions ended.
@@ -115,8 +126,9 @@ type Engine struct {
 
 	busy *busyCount // outstanding work, for WaitIdle (busy.go); its lock is a leaf
 
-	// testHookQueued, when set (tests only), runs in enqueue right after
-	// an item joined the FIFO and the session's lock was released.
+	// testHookQueued, when set (tests only), runs on the accept path
+	// right after an item joined the FIFO and the mailbox's lock was
+	// released.
 	testHookQueued func()
 }
 
@@ -166,7 +178,6 @@ func New(opts Options) (*Engine, error) {
 		store:        &store{dir: opts.StateDir},
 		pool:         newPool(log),
 		slots:        newSlots(opts.MaxProcesses, opts.MaxProcessesPerWorkspace),
-		seen:         newRecentIDs(4096),
 		retireAfter:  defaultRetireAfter,
 		fetchTimeout: fetchTimeout,
 		bg:           bg,
@@ -211,7 +222,7 @@ func (e *Engine) adapter(name string) (platform.Adapter, bool) {
 // An adapter that fails is logged; the others keep running.
 func (e *Engine) Run(ctx context.Context) error {
 	// Work accepted before a crash resumes before new input arrives.
-	e.recoverAll(ctx)
+	e.recoverAll()
 
 	e.startAdapters(ctx) // each under a ctx of its own, so a reload can restart one
 	<-ctx.Done()
@@ -222,6 +233,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	e.mu.Unlock()
 	close(e.stopping)
 	e.wg.Wait() // every session loop and side question has closed its process
+	e.notices.close()
 	e.cancelBg()
 	e.reload.adapters.Wait()
 	if e.seenSet != nil {
@@ -239,6 +251,23 @@ func (e *Engine) WaitIdle(ctx context.Context) error {
 	return e.busy.wait(ctx)
 }
 
+// Kill points: where the engine stops when a test kills it (stopAt), to
+// check what a restart makes of the files a kill there leaves.
+const (
+	pointClaimed  = "accept: claimed"                 // the id's claim is held, nothing written
+	pointAccepted = "accept: journaled"               // the entry is on disk, not acknowledged
+	pointStarted  = "turn: start marked"              // the start is in the journal, the message not sent
+	pointReplied  = "turn: replied, not acknowledged" // the reply is posted, the entry not acked
+)
+
+// errKilled is what work stopped at a kill point returns.
+var errKilled = errors.New("stopped at a kill point")
+
+// killedAt reports whether a test stops the engine at point.
+func (e *Engine) killedAt(point string) bool {
+	return e.stopAt != nil && e.stopAt(point)
+}
+
 func (e *Engine) isStopping() bool {
 	select {
 	case <-e.stopping:
@@ -251,8 +280,7 @@ func (e *Engine) isStopping() bool {
 // refusedMemory is how many threads the access refusal is remembered for.
 const refusedMemory = 4096
 
-// recentIDs remembers the last n message ids so a redelivered message is
-// handled once.
+// recentIDs remembers the last n ids (threads told of a refusal).
 type recentIDs struct {
 	mu    sync.Mutex // guards ids and order
 	n     int

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"os"
 	"strings"
 	"sync"
@@ -333,31 +334,29 @@ func TestAttachmentsAndEmptyMessages(t *testing.T) {
 
 func TestProgressEditsAreThrottled(t *testing.T) {
 	rec := newFakePlatform("fake")
-	e, err := New(Options{StateDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &session{e: e, adapter: richPlatform{rec}, log: e.log, to: platform.Target{Platform: "fake", Channel: "C1"}}
-	tr := &turn{}
-	s.showProgress(tr, "Running: Bash `one`")
-	s.showProgress(tr, "Running: Bash `two`")
-	s.showProgress(tr, "Running: Bash `three`")
+	none := func(string) (platform.Adapter, bool) { return nil, false }
+	r := &relay{to: platform.Target{Platform: "fake", Channel: "C1"}, original: richPlatform{rec}, current: none,
+		bg: context.Background(), log: slog.New(slog.DiscardHandler), metrics: noMetrics{}}
+	p := &progress{}
+	r.showProgress(p, "Running: Bash `one`")
+	r.showProgress(p, "Running: Bash `two`")
+	r.showProgress(p, "Running: Bash `three`")
 	if sends, edits := len(rec.kinds("send")), len(rec.kinds("edit")); sends != 1 || edits != 0 {
 		t.Fatalf("%d sends and %d edits within a second, want 1 and 0", sends, edits)
 	}
-	if tr.progress.timer == nil {
+	if p.timer == nil {
 		t.Fatal("no flush scheduled for the throttled update")
 	}
-	<-tr.progress.timer.C
-	s.flushProgress(tr)
+	<-p.timer.C
+	r.flushProgress(p)
 	edits := rec.kinds("edit")
 	if len(edits) != 1 || edits[0].Text != "Running: Bash `three`" || edits[0].To.MessageID == "" {
 		t.Errorf("edits = %+v, want one edit of the posted status to the latest text", edits)
 	}
 	// Without an editor, progress is skipped rather than flooding the chat.
 	plain := newFakePlatform("plain")
-	s.adapter = plain
-	s.showProgress(&turn{}, "Running: Bash `x`")
+	r.original = plain
+	r.showProgress(&progress{}, "Running: Bash `x`")
 	if n := len(plain.snapshot()); n != 0 {
 		t.Errorf("%d calls on a platform without edits, want 0", n)
 	}

@@ -40,6 +40,12 @@ type harnessConfig struct {
 	plain bool // a platform without optional interfaces
 	real  bool // run the real agentproc driver (against the fake claude binary)
 	fa    *fakeAgents
+	files *fakeFiles // what the platform's OpenAttachment serves, kept across restarts
+	// stopAt is the engine's kill-point hook (Engine.stopAt); a restart
+	// does not keep it.
+	stopAt func(point string) bool
+	// compactBytes is the journals' compaction size (0: the default).
+	compactBytes int64
 }
 
 func newHarness(t *testing.T, mutate func(*Options, *harnessConfig)) *harness {
@@ -72,11 +78,17 @@ func startHarness(t *testing.T, opts Options, cfg *harnessConfig, logs *testlog.
 		fa = newFakeAgents()
 	}
 	ft := &fakeTranscripts{fa: fa}
+	e.stopAt = cfg.stopAt
+	e.compactBytes = cfg.compactBytes
 	if !cfg.real {
 		e.spawn = fa.spawn
 		e.tx = ft
 	}
+	if cfg.files == nil {
+		cfg.files = &fakeFiles{data: map[string][]byte{}, opened: map[string]int{}}
+	}
 	rec := newFakePlatform("fake")
+	rec.files = cfg.files
 	if cfg.plain {
 		e.AddAdapter(rec)
 	} else {
@@ -101,6 +113,7 @@ func (h *harness) restart() *harness {
 	h.t.Helper()
 	h.stop()
 	cfg := *h.cfg
+	cfg.stopAt = nil
 	nh := startHarness(h.t, h.opts, &cfg, h.logs)
 	// Platform message ids are unique: a new message after a restart must
 	// not reuse an id the persisted seen set remembers.
@@ -127,7 +140,6 @@ func (h *harness) message(user, thread, text string) platform.Message {
 	return platform.Message{
 		ID:       fmt.Sprintf("m%d", n),
 		Target:   platform.Target{Platform: "fake", Channel: "C1", Thread: thread, MessageID: fmt.Sprintf("in-%d", n)},
-		Type:     "fake",
 		UserID:   user,
 		UserName: user,
 		Text:     text,
@@ -140,11 +152,32 @@ func (h *harness) say(user, thread, text string) {
 	h.deliver(h.message(user, thread, text))
 }
 
-func (h *harness) deliver(m platform.Message) {
+func (h *harness) deliver(m platform.Message) platform.Result {
 	h.t.Helper()
-	if err := h.e.HandleMessage(context.Background(), m); err != nil {
+	res, err := h.e.HandleMessage(context.Background(), m)
+	if err != nil {
 		h.t.Fatalf("HandleMessage(%q): %v", m.Text, err)
 	}
+	return res
+}
+
+// pending is how many messages the conversation's journal holds pending,
+// as its session sees it (0 when it has no session in memory). The file
+// itself may still hold acknowledged records: a journal is compacted at a
+// size, or when it is closed.
+func (h *harness) pending(key string) int {
+	h.t.Helper()
+	h.e.mu.Lock()
+	s := h.e.sessions[key]
+	h.e.mu.Unlock()
+	if s == nil {
+		return 0
+	}
+	in := s.jr.file()
+	if in == nil {
+		h.t.Fatalf("the journal of %s is not open", key)
+	}
+	return in.Len()
 }
 
 // waitIdle waits until the engine has no work.

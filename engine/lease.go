@@ -12,7 +12,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/cc-connect/cc-connect/lease"
 	"github.com/cc-connect/cc-connect/workspace"
 )
 
@@ -33,68 +32,6 @@ import (
 // is recorded.
 func agentMarkPath(stateDir, sessionID string) string {
 	return filepath.Join(stateDir, "locks", "sessions", sessionID+".agent")
-}
-
-// claimSession takes the session lease for id (for this session) and clears
-// an orphaned claude process left on it by a cc-connect that died. It is a
-// no-op when the session already holds the lease for id.
-func (s *session) claimSession(id string) error {
-	s.mu.Lock()
-	held, heldID := s.lease, s.leaseID
-	s.mu.Unlock()
-	if held != nil && heldID == id {
-		return nil
-	}
-	s.releaseSession()
-	l, err := lease.Session(s.e.opts.StateDir, id)
-	if err != nil {
-		return fmt.Errorf("claiming claude session %s: %w", id, err)
-	}
-	if err := killOrphanAgent(agentMarkPath(s.e.opts.StateDir, id), s.log); err != nil {
-		_ = l.Release()
-		return fmt.Errorf("claiming claude session %s: %w", id, err)
-	}
-	s.mu.Lock()
-	s.lease, s.leaseID = l, id
-	s.mu.Unlock()
-	return nil
-}
-
-// releaseSession drops the session lease, if held. Call it only once the
-// process on the session has exited.
-func (s *session) releaseSession() {
-	s.mu.Lock()
-	l, id := s.lease, s.leaseID
-	s.lease, s.leaseID = nil, ""
-	s.mu.Unlock()
-	if l == nil {
-		return
-	}
-	if err := os.Remove(agentMarkPath(s.e.opts.StateDir, id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		s.log.Warn("Removing the agent pid file failed", "session_id", id, "error", err)
-	}
-	if err := l.Release(); err != nil {
-		s.log.Warn("Releasing the session lease failed", "session_id", id, "error", err)
-	}
-}
-
-// markAgent records pid as the live claude process of the leased session.
-func (s *session) markAgent(pid int) {
-	s.mu.Lock()
-	id := s.leaseID
-	s.mu.Unlock()
-	if id == "" || pid <= 0 {
-		return
-	}
-	line := strconv.Itoa(pid)
-	if st, ok := procStart(pid); ok {
-		line += " " + st
-	}
-	if err := workspace.WriteFileAtomic(agentMarkPath(s.e.opts.StateDir, id), []byte(line+"\n")); err != nil {
-		// Without the mark an orphan after a kill could not be found;
-		// the turn still runs.
-		s.log.Warn("Recording the agent pid failed", "session_id", id, "error", err)
-	}
 }
 
 // orphanWait bounds the wait for a killed orphan to disappear.

@@ -64,9 +64,8 @@ func (e *Engine) sessionsByState() map[string]int {
 	defer e.mu.Unlock()
 	out := map[string]int{}
 	for _, s := range e.sessions {
-		s.mu.Lock()
-		out[string(s.state)]++
-		s.mu.Unlock()
+		st, _, _ := s.mb.snapshot()
+		out[string(st)]++
 	}
 	return out
 }
@@ -81,13 +80,7 @@ func (e *Engine) noteQueue() {
 	n := 0
 	e.mu.Lock()
 	for _, s := range e.sessions {
-		s.mu.Lock()
-		for _, it := range s.queue {
-			if it.kind == itemTurn {
-				n++
-			}
-		}
-		s.mu.Unlock()
+		n += s.mb.waitingTurns()
 	}
 	// Reported before e.mu is released: two callers that counted in
 	// one order must not report in the other, or a stale depth (a
@@ -129,17 +122,6 @@ func fallbackCause(err error) string {
 		return "prompt_too_long"
 	}
 	return "session_not_found"
-}
-
-// noteContext reports the context use a result left, when it had usage.
-func (s *session) noteContext(res *agentproc.Result) {
-	if res == nil || res.ContextTokens == 0 {
-		return
-	}
-	s.mu.Lock()
-	pct := s.rec.ContextPct
-	s.mu.Unlock()
-	s.e.metrics.ContextPercent(pct)
 }
 
 // permissionChoice names a permission answer for the metrics.

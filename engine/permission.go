@@ -5,12 +5,33 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
 	"github.com/cc-connect/cc-connect/agentproc"
 	"github.com/cc-connect/cc-connect/platform"
 )
+
+// permissions are the permission requests of one running turn waiting for
+// an answer in the chat: posted as buttons where the platform has them,
+// else as text with the !allow / !deny hint, and answered by a press, a
+// command, the CLI withdrawing them, or the timeout. It lives on the
+// session goroutine for the length of one turn.
+type permissions struct {
+	chat    *relay
+	log     *slog.Logger
+	metrics Metrics
+	timeout time.Duration // 0 = never
+	// register and unregister route button presses (by request id) to
+	// this conversation; setWaiting says whether it waits on one.
+	register, unregister func(requestID string)
+	setWaiting           func(bool)
+	forChat              func(string) string // keeps host paths out of what is posted
+
+	pending []*pendingPerm
+	timer   *time.Timer // fires at the earliest deadline
+}
 
 // pendingPerm is a permission request waiting for an answer in the chat.
 type pendingPerm struct {
@@ -22,79 +43,102 @@ type pendingPerm struct {
 	choice      string    // how it ended, for the metrics; "" = cancelled
 }
 
-// askPermission posts a permission request (buttons when the platform has
-// them, else text with the !allow / !deny hint) and waits for an answer, a
-// cancel from the CLI or the timeout. The approver sees the whole request
-// (approvalFor): a request too big to show, or whose whole command could
-// not be posted, is denied without asking.
-func (s *session) askPermission(t *turn, proc agentProcess, req agentproc.PermissionRequest) {
-	p := &pendingPerm{req: req, asked: time.Now()}
-	s.e.metrics.PermissionRequested()
-	if d := s.e.opts.PermissionTimeout; d > 0 {
-		p.deadline = time.Now().Add(d)
-	}
-	t.perms = append(t.perms, p)
-	s.e.mu.Lock()
-	s.e.requests[req.RequestID] = s.key
-	s.e.mu.Unlock()
-	s.mu.Lock()
-	s.state = stateRequiresAction
-	s.pending = req.RequestID
-	s.mu.Unlock()
+// newPermissions gives a turn its permission desk.
+func (tr *turnRunner) newPermissions() *permissions {
+	e, key := tr.e, tr.key
+	return &permissions{chat: tr.chat, log: tr.log, metrics: e.metrics, timeout: e.opts.PermissionTimeout, forChat: tr.forChat,
+		register: func(id string) {
+			e.mu.Lock()
+			e.requests[id] = key
+			e.mu.Unlock()
+		},
+		unregister: func(id string) {
+			e.mu.Lock()
+			delete(e.requests, id)
+			e.mu.Unlock()
+		},
+		setWaiting: func(waiting bool) {
+			if waiting {
+				tr.mb.setState(stateRequiresAction)
+			} else {
+				tr.mb.setState(stateRunning)
+			}
+		}}
+}
 
-	s.log.Info("Permission requested", "session_id", s.sessionID(), "request_id", req.RequestID, "tool", req.ToolName, "blocked_path", req.BlockedPath)
+// first names the oldest pending request ("" when none), for the record.
+func (ps *permissions) first() string {
+	if len(ps.pending) == 0 {
+		return ""
+	}
+	p := ps.pending[0].req
+	return toolSummary(p.ToolName, p.Input)
+}
+
+// ask posts a permission request and waits for an answer, a cancel from
+// the CLI or the timeout.
+// The approver sees the whole request (approvalFor): a request too big to
+// show, or whose whole command could not be posted, is denied without
+// asking.
+func (ps *permissions) ask(proc agentProcess, req agentproc.PermissionRequest) {
+	p := &pendingPerm{req: req, asked: time.Now()}
+	ps.metrics.PermissionRequested()
+	if ps.timeout > 0 {
+		p.deadline = time.Now().Add(ps.timeout)
+	}
+	ps.pending = append(ps.pending, p)
+	ps.register(req.RequestID)
+	ps.setWaiting(true)
+
+	ps.log.Info("Permission requested", "request_id", req.RequestID, "tool", req.ToolName, "blocked_path", req.BlockedPath)
 	view := approvalFor(req)
 	for _, whole := range view.whole {
 		if view.refuse != "" {
 			break
 		}
-		if posted := s.send(s.e.bg, whole); posted.MessageID == "" {
+		if posted := ps.chat.send(whole); posted.MessageID == "" {
 			view.refuse = "cc-connect could not post the whole request in the chat, so nobody could review it: the request was denied without asking."
 		}
 	}
 	if view.refuse != "" {
-		s.log.Warn("Permission request denied without asking: it cannot be shown whole", "request_id", req.RequestID, "tool", req.ToolName)
+		ps.log.Warn("Permission request denied without asking: it cannot be shown whole", "request_id", req.RequestID, "tool", req.ToolName)
 		p.choice = "unshown"
-		if err := s.respond(proc, req.RequestID, agentproc.PermissionDecision{Behavior: agentproc.Deny, Message: view.refuse}); err != nil {
-			s.log.Error("Denying the permission request failed", "request_id", req.RequestID, "error", err)
+		if err := respond(proc, req.RequestID, agentproc.PermissionDecision{Behavior: agentproc.Deny, Message: view.refuse}); err != nil {
+			ps.log.Error("Denying the permission request failed", "request_id", req.RequestID, "error", err)
 		}
-		s.resolvePermission(t, p, "denied: "+strings.TrimSuffix(view.refuse, "."))
+		ps.resolve(p, "denied: "+strings.TrimSuffix(view.refuse, "."))
 		return
 	}
-	if pr, ok := s.chat().(platform.Prompter); ok {
-		posted, err := pr.AskPermission(s.e.bg, s.to, platform.PermissionPrompt{
-			RequestID: req.RequestID, Tool: req.ToolName, Text: view.prompt,
-		})
-		if err == nil {
-			p.prompt, p.viaPrompter = posted, true
-			s.armPermTimer(t)
-			return
-		}
-		s.log.Warn("Posting the permission prompt failed; falling back to text", "error", err)
+	if posted, ok := ps.chat.askPermission(platform.PermissionPrompt{
+		RequestID: req.RequestID, Tool: req.ToolName, Text: view.prompt,
+	}); ok {
+		p.prompt, p.viaPrompter = posted, true
+		ps.arm()
+		return
 	}
-	p.prompt = s.send(s.e.bg, view.prompt+"\nReply !allow, !allow always, or !deny.")
-	s.armPermTimer(t)
+	p.prompt = ps.chat.send(view.prompt + "\nReply !allow, !allow always, or !deny.")
+	ps.arm()
 }
 
-// armPermTimer points the turn's permission timer at the earliest deadline.
-func (s *session) armPermTimer(t *turn) {
-	if t.permT != nil {
-		t.permT.Stop()
-		t.permT = nil
+// arm points the timer at the earliest deadline.
+func (ps *permissions) arm() {
+	if ps.timer != nil {
+		ps.timer.Stop()
+		ps.timer = nil
 	}
 	var first time.Time
-	for _, p := range t.perms {
+	for _, p := range ps.pending {
 		if !p.deadline.IsZero() && (first.IsZero() || p.deadline.Before(first)) {
 			first = p.deadline
 		}
 	}
 	if !first.IsZero() {
-		t.permT = time.NewTimer(max(0, time.Until(first)))
+		ps.timer = time.NewTimer(max(0, time.Until(first)))
 	}
 }
 
-func (t *turn) findPerm(id string) *pendingPerm {
-	for _, p := range t.perms {
+func (ps *permissions) find(id string) *pendingPerm {
+	for _, p := range ps.pending {
 		if id == "" || p.req.RequestID == id {
 			return p
 		}
@@ -102,43 +146,33 @@ func (t *turn) findPerm(id string) *pendingPerm {
 	return nil
 }
 
-// resolvePermission forgets a pending request and shows its outcome on the
-// prompt (or as a message).
-func (s *session) resolvePermission(t *turn, p *pendingPerm, outcome string) {
-	for i, q := range t.perms {
+// resolve forgets a pending request and shows its outcome on the prompt
+// (or as a message).
+func (ps *permissions) resolve(p *pendingPerm, outcome string) {
+	for i, q := range ps.pending {
 		if q == p {
-			t.perms = append(t.perms[:i], t.perms[i+1:]...)
+			ps.pending = append(ps.pending[:i], ps.pending[i+1:]...)
 			break
 		}
 	}
-	s.e.mu.Lock()
-	delete(s.e.requests, p.req.RequestID)
-	s.e.mu.Unlock()
-	s.e.metrics.PermissionAnswered(orDefault(p.choice, "cancelled"), time.Since(p.asked))
-	s.mu.Lock()
-	s.pending = ""
-	if len(t.perms) > 0 {
-		s.pending = t.perms[0].req.RequestID
-	} else if s.state == stateRequiresAction {
-		s.state = stateRunning
+	ps.unregister(p.req.RequestID)
+	ps.metrics.PermissionAnswered(orDefault(p.choice, "cancelled"), time.Since(p.asked))
+	if len(ps.pending) == 0 {
+		ps.setWaiting(false)
 	}
-	s.mu.Unlock()
-	s.armPermTimer(t)
-
-	tool := orDefault(p.req.DisplayName, p.req.ToolName)
-	if pr, ok := s.chat().(platform.Prompter); ok && p.viaPrompter {
-		if err := pr.ResolvePermission(s.e.bg, p.prompt, outcome); err != nil {
-			s.log.Warn("Resolving the permission prompt failed", "error", err)
-		}
+	ps.arm()
+	if p.viaPrompter {
+		ps.chat.resolvePermission(p.prompt, outcome)
 		return
 	}
-	s.send(s.e.bg, fmt.Sprintf("Permission for %s: %s.", tool, outcome))
+	ps.chat.send(fmt.Sprintf("Permission for %s: %s.", orDefault(p.req.DisplayName, p.req.ToolName), outcome))
 }
 
-func (s *session) answerPermission(t *turn, proc agentProcess, c control) {
-	p := t.findPerm(c.requestID)
+// answer passes a chat answer (a button, !allow, !deny) to the CLI.
+func (ps *permissions) answer(proc agentProcess, c control) {
+	p := ps.find(c.requestID)
 	if p == nil {
-		s.sendTo(s.e.bg, c.to, "That permission request is no longer pending.")
+		ps.chat.sendTo(c.to, "That permission request is no longer pending.")
 		return
 	}
 	who := orDefault(c.userName, "someone")
@@ -149,56 +183,61 @@ func (s *session) answerPermission(t *turn, proc agentProcess, c control) {
 	case platform.ChoiceAlwaysAllow:
 		d = agentproc.PermissionDecision{Behavior: agentproc.AlwaysAllow}
 	}
-	if err := s.respond(proc, p.req.RequestID, d); err != nil {
+	if err := respond(proc, p.req.RequestID, d); err != nil {
 		if errors.Is(err, agentproc.ErrNoPendingPermission) {
-			s.resolvePermission(t, p, "cancelled before the answer arrived")
+			ps.resolve(p, "cancelled before the answer arrived")
 			return
 		}
-		s.log.Error("Answering the permission request failed", "request_id", p.req.RequestID, "error", err)
+		ps.log.Error("Answering the permission request failed", "request_id", p.req.RequestID, "error", err)
 		p.choice = "error"
-		s.resolvePermission(t, p, fmt.Sprintf("%s by %s, but the answer could not be delivered (%s)", describe(d.Behavior), who, s.forChat(err.Error())))
+		ps.resolve(p, fmt.Sprintf("%s by %s, but the answer could not be delivered (%s)", describe(d.Behavior), who, ps.forChat(err.Error())))
 		return
 	}
-	s.log.Info("Permission answered", "request_id", p.req.RequestID, "tool", p.req.ToolName, "decision", d.Behavior.String(), "user", who)
+	ps.log.Info("Permission answered", "request_id", p.req.RequestID, "tool", p.req.ToolName, "decision", d.Behavior.String(), "user_name", who)
 	p.choice = permissionChoice(d.Behavior)
-	s.resolvePermission(t, p, fmt.Sprintf("%s by %s", describe(d.Behavior), who))
+	ps.resolve(p, fmt.Sprintf("%s by %s", describe(d.Behavior), who))
 }
 
-// permissionTimeout denies every request whose deadline has passed.
-func (s *session) permissionTimeout(t *turn, proc agentProcess) {
+// expire denies every request whose deadline has passed.
+func (ps *permissions) expire(proc agentProcess) {
 	now := time.Now()
-	for _, p := range append([]*pendingPerm(nil), t.perms...) {
+	for _, p := range append([]*pendingPerm(nil), ps.pending...) {
 		if p.deadline.IsZero() || p.deadline.After(now) {
 			continue
 		}
-		after := s.e.opts.PermissionTimeout
-		msg := fmt.Sprintf("No answer in chat within %s; the request was denied.", after)
-		if err := s.respond(proc, p.req.RequestID, agentproc.PermissionDecision{Behavior: agentproc.Deny, Message: msg}); err != nil {
-			s.log.Error("Denying the timed-out permission request failed", "request_id", p.req.RequestID, "error", err)
+		msg := fmt.Sprintf("No answer in chat within %s; the request was denied.", ps.timeout)
+		if err := respond(proc, p.req.RequestID, agentproc.PermissionDecision{Behavior: agentproc.Deny, Message: msg}); err != nil {
+			ps.log.Error("Denying the timed-out permission request failed", "request_id", p.req.RequestID, "error", err)
 		}
-		s.log.Info("Permission request timed out", "request_id", p.req.RequestID, "tool", p.req.ToolName, "timeout", after)
+		ps.log.Info("Permission request timed out", "request_id", p.req.RequestID, "tool", p.req.ToolName, "timeout", ps.timeout)
 		p.choice = "timeout"
-		s.resolvePermission(t, p, fmt.Sprintf("denied: no answer within %s", after))
+		ps.resolve(p, fmt.Sprintf("denied: no answer within %s", ps.timeout))
 	}
-	s.armPermTimer(t)
+	ps.arm()
 }
 
-// cancelPermission resolves a request the CLI withdrew.
-func (s *session) cancelPermission(t *turn, id string) {
-	if p := t.findPerm(id); p != nil && id != "" {
-		s.resolvePermission(t, p, "cancelled")
+// cancel resolves a request the CLI withdrew.
+func (ps *permissions) cancel(id string) {
+	if p := ps.find(id); p != nil && id != "" {
+		ps.resolve(p, "cancelled")
 	}
 }
 
-// endPermissions resolves whatever is still pending when the turn ends.
-func (s *session) endPermissions(t *turn, why string) {
-	for len(t.perms) > 0 {
-		s.resolvePermission(t, t.perms[0], "cancelled: "+why)
+// endAll resolves whatever is still pending when the turn ends.
+func (ps *permissions) endAll(why string) {
+	for len(ps.pending) > 0 {
+		ps.resolve(ps.pending[0], "cancelled: "+why)
 	}
-	if t.permT != nil {
-		t.permT.Stop()
-		t.permT = nil
+	if ps.timer != nil {
+		ps.timer.Stop()
+		ps.timer = nil
 	}
+}
+
+func respond(proc agentProcess, requestID string, d agentproc.PermissionDecision) error {
+	ctx, cancel := context.WithTimeout(context.Background(), controlTimeout)
+	defer cancel()
+	return proc.RespondPermission(ctx, requestID, d)
 }
 
 // toolSummary is a short human line for a tool call: "Bash `go test ./...`",
@@ -233,10 +272,4 @@ func describe(b agentproc.Behavior) string {
 	default:
 		return "denied"
 	}
-}
-
-func (s *session) respond(proc agentProcess, requestID string, d agentproc.PermissionDecision) error {
-	ctx, cancel := context.WithTimeout(s.e.bg, controlTimeout)
-	defer cancel()
-	return proc.RespondPermission(ctx, requestID, d)
 }

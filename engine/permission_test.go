@@ -62,9 +62,7 @@ func TestPermissionButtons(t *testing.T) {
 			h.e.mu.Lock()
 			st := h.e.sessions["fake/C1/T1"]
 			h.e.mu.Unlock()
-			st.mu.Lock()
-			state := st.state
-			st.mu.Unlock()
+			state, _, _ := st.mb.snapshot()
 			if state != stateRequiresAction {
 				t.Errorf("state = %s while the prompt is pending, want %s", state, stateRequiresAction)
 			}

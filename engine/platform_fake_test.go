@@ -1,8 +1,10 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"testing"
@@ -22,7 +24,8 @@ type recorded struct {
 // fakePlatform records what the engine posts. It implements only the
 // required Adapter; richPlatform adds every optional interface.
 type fakePlatform struct {
-	name string
+	name  string
+	files *fakeFiles // for richPlatform's OpenAttachment
 
 	mu      sync.Mutex // guards calls, next, changed and failOn
 	calls   []recorded
@@ -114,6 +117,20 @@ func (f *fakePlatform) waitSend(t *testing.T, sub string) recorded {
 	return got
 }
 
+// waitSends waits for n sent messages containing sub (or more).
+func (f *fakePlatform) waitSends(t *testing.T, sub string, n int) {
+	t.Helper()
+	f.waitFor(t, fmt.Sprintf("%d messages containing %q", n, sub), func(calls []recorded) bool {
+		got := 0
+		for _, c := range calls {
+			if c.Kind == "send" && strings.Contains(c.Text, sub) {
+				got++
+			}
+		}
+		return got >= n
+	})
+}
+
 // sends returns the texts sent that contain sub.
 func (f *fakePlatform) sends(sub string) []string {
 	var out []string
@@ -155,7 +172,41 @@ var (
 	_ platform.Typer    = richPlatform{}
 	_ platform.Prompter = richPlatform{}
 	_ platform.Statuser = richPlatform{}
+
+	_ platform.AttachmentOpener = richPlatform{}
 )
+
+// fakeFiles are the files a fake platform serves by Ref.
+type fakeFiles struct {
+	mu     sync.Mutex // guards data and opened
+	data   map[string][]byte
+	opened map[string]int
+}
+
+func (f *fakeFiles) put(ref string, data []byte) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.data[ref] = data
+}
+
+func (f *fakeFiles) openedCount(ref string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.opened[ref]
+}
+
+// OpenAttachment serves the file registered under a.Ref.
+func (r richPlatform) OpenAttachment(ctx context.Context, a platform.Attachment) (io.ReadCloser, error) {
+	f := r.files
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	data, ok := f.data[a.Ref]
+	if !ok {
+		return nil, fmt.Errorf("no file %q", a.Ref)
+	}
+	f.opened[a.Ref]++
+	return io.NopCloser(bytes.NewReader(data)), nil
+}
 
 func (r richPlatform) Edit(ctx context.Context, msg platform.Target, text string) error {
 	r.record(recorded{Kind: "edit", To: msg, Text: text})

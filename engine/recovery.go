@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -51,30 +50,51 @@ const (
 	recoverFresh                    // the CLI never had it, nor its session: send it in a fresh one
 )
 
-// recoverAll reopens the sessions whose journals hold pending messages.
-func (e *Engine) recoverAll(ctx context.Context) {
-	dir := filepath.Join(e.opts.StateDir, "inbox")
+// scanJournals opens every journal of dir once, so that the ids they hold
+// are seen, and returns those holding pending messages. A journal that
+// cannot be read is logged; its conversation's next message meets the
+// same error and is refused.
+func (e *Engine) scanJournals(dir string, seen *inbox.Seen) []string {
 	des, err := os.ReadDir(dir)
 	if err != nil {
 		if !errors.Is(err, os.ErrNotExist) {
-			e.log.Error("Listing inboxes for recovery failed", "dir", dir, "error", err)
+			e.log.Error("Listing inboxes failed", "dir", dir, "error", err)
 		}
-		return
+		return nil
 	}
-	n := 0
+	var pending []string
 	for _, de := range des {
 		name := de.Name()
-		if de.IsDir() || !strings.HasSuffix(name, ".jsonl") || name == "seen.jsonl" {
+		if de.IsDir() || !strings.HasSuffix(name, ".jsonl") || strings.HasPrefix(name, "seen.") {
 			continue
 		}
 		if fi, err := de.Info(); err != nil || fi.Size() == 0 {
-			continue // an empty journal: nothing pending
+			continue // an empty journal: nothing pending, no ids
 		}
 		path := filepath.Join(dir, name)
-		in, err := inbox.Open(path, e.inboxLimits())
+		in, err := inbox.Open(path, e.inboxLimits(), seen)
 		if err != nil {
-			// The conversation is not known from an unreadable file; its
-			// next message meets the same error and is refused.
+			e.log.Error("Inbox unreadable at start; its conversation refuses new input until an admin inspects the file",
+				"path", path, "error", err)
+			continue
+		}
+		if in.Len() > 0 {
+			pending = append(pending, path)
+		}
+		if err := in.Close(); err != nil {
+			e.log.Warn("Closing an inbox failed", "path", path, "error", err)
+		}
+	}
+	return pending
+}
+
+// recoverAll reopens the sessions whose journals hold pending messages.
+func (e *Engine) recoverAll() {
+	e.seenIDs()
+	n := 0
+	for _, path := range e.pendingJournals {
+		in, err := inbox.Open(path, e.inboxLimits(), e.seenIDs())
+		if err != nil {
 			e.log.Error("Inbox unreadable at start; its conversation refuses new input until an admin inspects the file",
 				"path", path, "error", err)
 			continue
@@ -84,10 +104,11 @@ func (e *Engine) recoverAll(ctx context.Context) {
 		if len(pending) == 0 {
 			continue
 		}
-		m := entryMessage(pending[0])
+		first, _ := entryItem(pending[0])
+		m := first.msg
 		key := keyOf(m.Target)
 		log := e.log.With("platform", m.Target.Platform, "channel", m.Target.Channel, "thread", m.Target.Thread, "session_key", key)
-		if e.inboxPath(key) != path {
+		if inboxPath(e.opts.StateDir, key) != path {
 			log.Error("Inbox holds messages of another conversation; left alone", "path", path)
 			continue
 		}
@@ -101,11 +122,11 @@ func (e *Engine) recoverAll(ctx context.Context) {
 			log.Warn("Pending messages for a platform that is not configured are kept, not run", "path", path, "pending", len(pending))
 			continue
 		}
-		if _, err := e.session(ctx, b, m, a); err != nil {
+		if _, err := e.session(b, m, a); err != nil {
 			log.Error("Recovering a session failed", "error", err)
 			continue
 		}
-		log.Info("Recovering pending messages", "pending", len(pending), "started", pending[0].Started())
+		log.Info("Recovering pending messages", "pending", len(pending), "started", pending[0].Started)
 		n++
 	}
 	if n > 0 {
@@ -113,63 +134,57 @@ func (e *Engine) recoverAll(ctx context.Context) {
 	}
 }
 
-// decideRecovery looks at the transcript of the session's Claude session
-// to tell what became of a message started with uuid u; path is the
-// transcript, when one was found.
-func (s *session) decideRecovery(u string) (what recovery, path string, err error) {
-	sid := s.sessionID()
-	if sid == "" {
-		s.mu.Lock()
-		sid = s.rec.NewSessionID
-		s.mu.Unlock()
-	}
+// decide looks at the transcript of the session's Claude session to tell
+// what became of a message sent with uuid u; path is the transcript, when
+// one was found.
+func (tr *turnRunner) decide(u string) (what recovery, path string, err error) {
+	rec := tr.rb.get()
+	sid := orDefault(rec.SessionID, rec.NewSessionID)
 	if sid == "" {
 		return recoverSend, "", nil // no session was ever started for it
 	}
-	if err := s.claimSession(sid); err != nil {
+	if err := tr.agent.claim(sid); err != nil {
 		return recoverSend, "", err
 	}
-	path, _, err = s.e.tx.Find(sid)
+	path, _, err = tr.e.tx.Find(sid)
 	if err != nil {
-		s.log.Info("No transcript for the interrupted turn; sending the message", "session_id", sid, "error", err)
-		if errors.Is(err, fs.ErrNotExist) && s.sessionID() != "" {
+		tr.log.Info("No transcript for the interrupted turn; sending the message", "session_id", sid, "error", err)
+		if errors.Is(err, fs.ErrNotExist) && rec.SessionID != "" {
 			// The CLI was stopped before it wrote the session's first
 			// line: resuming it would fail and fall back to a fresh
 			// session, with a notice of its own after ours. Start that
 			// fresh session at once, under the same id (nothing of it
 			// exists), and say so in the one notice.
-			s.forgetSession()
-			s.update(func(r *record) { r.NewSessionID = sid })
+			tr.rb.forget()
+			tr.rb.update(func(r *record) { r.NewSessionID = sid })
 			return recoverFresh, "", nil
 		}
 		return recoverSend, "", nil
 	}
-	has, err := agentproc.ContainsUUID(path, u)
+	has, err := tr.e.tx.Contains(path, u)
 	if err != nil {
 		return recoverSend, path, fmt.Errorf("reading transcript %s: %w", path, err)
 	}
 	if !has {
-		s.log.Info("The interrupted message is not in the transcript; sending it", "session_id", sid, "transcript", path)
+		tr.log.Info("The interrupted message is not in the transcript; sending it", "session_id", sid, "transcript", path)
 		return recoverSend, path, nil
 	}
-	end, err := agentproc.ClassifyEnd(path)
+	end, err := tr.e.tx.End(path)
 	if err != nil {
 		return recoverSend, path, fmt.Errorf("reading transcript %s: %w", path, err)
 	}
-	s.log.Info("Interrupted turn found in the transcript", "session_id", sid, "transcript", path, "end", string(end))
+	tr.log.Info("Interrupted turn found in the transcript", "session_id", sid, "transcript", path, "end", string(end))
 	if end == agentproc.InterruptionNone {
 		return recoverLost, path, nil
 	}
 	return recoverContinue, path, nil
 }
 
-// recoverTurn runs the first pending message of a session reopened after a
+// recover runs the first pending message of a session reopened after a
 // restart (or whose agent died mid-turn: it.afterCrash), posting one short
-// notice that says what happens.
-func (s *session) recoverTurn(it workItem) {
-	s.mu.Lock()
-	perm := s.rec.PendingPermission
-	s.mu.Unlock()
+// notice that says what happens, in terms of what cc-connect knows.
+func (tr *turnRunner) recover(it workItem) {
+	perm := tr.rb.get().PendingPermission
 	var note strings.Builder
 	event := "the restart"
 	note.WriteString("cc-connect restarted. ")
@@ -180,67 +195,65 @@ func (s *session) recoverTurn(it workItem) {
 	}
 	if perm != "" {
 		fmt.Fprintf(&note, "The permission request (%s) was cancelled by %s. ", perm, event)
-		s.update(func(r *record) { r.PendingPermission = "" })
+		tr.rb.update(func(r *record) { r.PendingPermission = "" })
 	}
 	q := quote(it.msg.Text, 80)
-	if it.startedUUID == "" {
-		if it.afterCrash {
-			fmt.Fprintf(&note, "Sending “%s” again.", q)
-		} else {
-			fmt.Fprintf(&note, "Running the message that was waiting: “%s”", q)
-		}
-		s.send(s.e.bg, note.String())
-		s.runTurn(it)
-		return
-	}
-	what, path, err := s.decideRecovery(it.startedUUID)
+	// The start mark is not fsynced (it survives a kill, not always a
+	// power cut), so the transcript is asked whether or not it is there.
+	what, path, err := tr.decide(it.uuid)
 	if err != nil {
 		// Resending could run the message twice and resuming could run
 		// it on a session held elsewhere; tell the user instead.
-		s.log.Error("Recovering the interrupted turn failed", "error", err)
-		fmt.Fprintf(&note, "The turn for “%s” could not be recovered (%s). Please send it again if it is still needed.", q, s.forChat(err.Error()))
-		s.send(s.e.bg, note.String())
-		s.ack(it, inbox.AckCancel)
-		s.releaseIdleLease()
+		tr.log.Error("Recovering the interrupted turn failed", "error", err)
+		fmt.Fprintf(&note, "The turn for “%s” could not be recovered (%s). Please send it again if it is still needed.", q, tr.forChat(err.Error()))
+		tr.chat.send(note.String())
+		tr.jr.ack(it, inbox.AckCancel)
+		tr.agent.releaseIfIdle()
 		return
 	}
-	switch what {
-	case recoverSend:
-		fmt.Fprintf(&note, "Your message had not reached the agent yet; sending it now: “%s”", q)
-		s.send(s.e.bg, note.String())
-		s.runTurn(it)
-	case recoverFresh:
-		fmt.Fprintf(&note, "Your message had not reached the agent yet, and its session had not been saved, so it starts afresh: sending “%s” in a new session.", q)
-		s.send(s.e.bg, note.String())
-		s.runTurn(it)
-	case recoverContinue:
+	switch {
+	case what == recoverSend && !it.started && !it.afterCrash:
+		fmt.Fprintf(&note, "Running the message that was waiting: “%s”", q)
+		tr.chat.send(note.String())
+		tr.run(it)
+	case what == recoverSend:
+		// The transcript does not hold it; that is all cc-connect knows
+		// (the CLI may have had it without writing it yet).
+		fmt.Fprintf(&note, "Your message may not have reached the agent; sending it now: “%s”", q)
+		tr.chat.send(note.String())
+		tr.run(it)
+	case what == recoverFresh:
+		fmt.Fprintf(&note, "Your message may not have reached the agent, and its session had not been saved, so it starts afresh: sending “%s” in a new session.", q)
+		tr.chat.send(note.String())
+		tr.run(it)
+	case what == recoverContinue:
 		fmt.Fprintf(&note, "The turn for “%s” was cut off; resuming it (“%s”).", q, continueText)
-		s.send(s.e.bg, note.String())
+		tr.chat.send(note.String())
 		it.continuation = true
-		s.runTurn(it)
-	case recoverLost:
-		reply, _, rerr := agentproc.ReplyAfter(path, it.startedUUID)
+		tr.run(it)
+	case what == recoverLost:
+		reply, rerr := tr.e.tx.ReplyAfter(path, it.uuid)
 		reply, _, _ = ctxindicator.StripSelfReport(reply)
-		if strings.TrimSpace(reply) == "" {
-			s.log.Warn("Reply finished before the restart but never posted, and not readable", "session_id", s.sessionID(),
+		switch {
+		case strings.TrimSpace(reply) == "":
+			tr.log.Warn("Reply finished before the restart but never posted, and not readable", "session_id", tr.rb.sessionID(),
 				"transcript", path, "error", errString(rerr))
 			fmt.Fprintf(&note, "The agent finished the turn for “%s” before %s, but its reply was not posted and is lost. Please ask again if you still need it.", q, event)
-			s.send(s.e.bg, note.String())
-		} else {
-			s.log.Info("Posting a reply finished before the restart", "session_id", s.sessionID(), "transcript", path)
+			tr.chat.send(note.String())
+		case it.replying:
+			// It was being posted: it may be in the thread already, and
+			// cc-connect cannot tell.
+			tr.log.Info("Posting again a reply that was being posted at the restart", "session_id", tr.rb.sessionID(), "transcript", path)
+			fmt.Fprintf(&note, "The agent had finished the turn for “%s” before %s, and its reply was being posted; in case it did not arrive, here it is again.", q, event)
+			tr.chat.send(note.String())
+			tr.chat.send(reply)
+		default:
+			tr.log.Info("Posting a reply finished before the restart", "session_id", tr.rb.sessionID(), "transcript", path)
 			fmt.Fprintf(&note, "The agent had finished the turn for “%s” before %s; its reply follows.", q, event)
-			s.send(s.e.bg, note.String())
-			s.send(s.e.bg, reply)
+			tr.chat.send(note.String())
+			tr.chat.send(reply)
 		}
-		s.ack(it, inbox.AckResult)
-		s.releaseIdleLease()
-	}
-}
-
-// releaseIdleLease drops a session lease recovery took when no process was
-// started on it after all, so another conversation may resume the session.
-func (s *session) releaseIdleLease() {
-	if !s.procLive() {
-		s.releaseSession()
+		tr.jr.ack(it, inbox.AckResult)
+		tr.agent.releaseIfIdle()
 	}
 }

@@ -1,121 +1,90 @@
 package engine
 
 import (
+	"context"
+	"io"
 	"log/slog"
-	"strings"
 	"time"
 
-	"github.com/cc-connect/cc-connect/agentproc"
-	"github.com/cc-connect/cc-connect/ctxindicator"
 	"github.com/cc-connect/cc-connect/platform"
 )
 
-// What a turn shows in the chat: its reply (with the context figure), the
-// reactions on the user's message, and the progress message edited while
-// it runs. Running the turn itself is turn.go's.
+// sendTimeout bounds one post, so that an adapter that stopped answering
+// cannot hold a session (and so shutdown) forever; generous for
+// rate-limited splits.
+const sendTimeout = 2 * time.Minute
 
-// noteResult takes the figures of a result (session id, context, cost)
-// into the record, in memory: settle saves them once the reply is posted,
-// so that no fsync delays the reply. The session id was saved when the turn
-// started, which is what a crash before that save needs.
-func (s *session) noteResult(res *agentproc.Result, initModel string) {
-	model := orDefault(res.Model, initModel)
-	s.change(func(r *record) {
-		if agentproc.ValidSessionID(res.SessionID) { // see onEvent
-			r.SessionID = res.SessionID
-		}
-		if model != "" {
-			r.Model = model
-		}
-		if res.TotalCostUSD > 0 {
-			r.TotalCostUSD = res.TotalCostUSD
-		}
-		if res.ContextTokens > 0 {
-			f := ctxindicator.FromResult(res, s.e.opts.ContextWindow)
-			r.ContextTokens, r.ContextWindow, r.WindowReported = f.Tokens, f.Window, f.WindowReported
-			r.ContextPct, _ = f.SDK()
-		}
-		r.LastActivity = s.e.now()
-	})
+// relay is a conversation's side of the chat: it posts through the adapter
+// registered for its platform now, reacts on the user's messages, keeps a
+// turn's progress message and posts permission prompts. Each call is one
+// platform call, bounded; the session goroutine makes them (a side
+// question's and a !sh's goroutines post their answer too). It holds no
+// state of the conversation.
+type relay struct {
+	to       platform.Target // replies go here (MessageID empty)
+	original platform.Adapter
+	current  func(name string) (platform.Adapter, bool)
+	bg       context.Context
+	log      *slog.Logger
+	metrics  Metrics
 }
 
-// relay posts the turn's reply: the result text (or the turn's assistant
-// text), the self-report marker stripped, the context indicator appended.
-func (s *session) relay(out outcome) {
-	if out.compaction {
-		s.reportCompaction(out)
-		return
+// chat is the adapter the conversation is served through: the one
+// registered under its platform's name now, so that once a reload replaced
+// it (new credentials, say), a turn that was already running posts its
+// reply, prompts and reactions through the new one. A platform removed by
+// a reload keeps the adapter the session started with.
+func (r *relay) chat() platform.Adapter {
+	if a, ok := r.current(r.to.Platform); ok {
+		return a
 	}
-	res := out.res
-	text := res.Text
-	if text == "" {
-		text = out.text
-	}
-	if res.IsError && text == "" && len(res.Errors) > 0 {
-		text = "Agent error: " + strings.Join(res.Errors, "; ")
-	}
-	if strings.HasPrefix(res.TerminalReason, "aborted") {
-		text = "Stopped."
-		if s.e.isStopping() {
-			text = "Stopped: cc-connect is shutting down. Send the message again once it is back."
-		}
-	}
-	clean, self, hasSelf := ctxindicator.StripSelfReport(text)
-	s.change(func(r *record) { // saved by settle, after the post
-		// A turn without a marker clears track B: an old estimate would
-		// show a drift that no longer exists.
-		r.SelfPct, r.HasSelfPct = self, hasSelf
-	})
-	s.mu.Lock()
-	f := s.rec.figures()
-	id := s.rec.SessionID
-	s.mu.Unlock()
-	if strings.TrimSpace(clean) == "" {
-		clean = "(no reply text)"
-	}
-	pct, ok := f.SDK()
-	if res.ContextTokens == 0 {
-		ok = false // no usage this turn: never show a stale figure as new
-	}
-	s.send(s.e.bg, ctxindicator.Append(clean, pct, ok))
-
-	if res.ContextTokens > 0 {
-		// s.log already carries session_key, which LogArgs adds too.
-		args := append(f.LogArgs(s.key), "session_id", id, "workspace", s.ws.Path)
-		level := slog.LevelInfo
-		if f.Overflow() {
-			level = slog.LevelWarn // the shown figure is clamped: the window is wrong
-		}
-		s.e.log.Log(s.e.bg, level, ctxindicator.LogMessage, args...)
-	}
+	return r.original
 }
 
-// turnStarted shows that the agent is on it: typing and an "eyes" reaction.
-func (s *session) turnStarted(m platform.Message) {
-	if ty, ok := s.chat().(platform.Typer); ok {
-		if err := ty.Typing(s.e.bg, s.to); err != nil {
-			s.log.Debug("Typing indicator failed", "error", err)
+// send posts text to the conversation.
+func (r *relay) send(text string) platform.Target { return r.sendTo(r.to, text) }
+
+// sendTo posts text to to (a thread of the conversation's platform).
+func (r *relay) sendTo(to platform.Target, text string) platform.Target {
+	to.MessageID = ""
+	ctx, cancel := context.WithTimeout(r.bg, sendTimeout)
+	defer cancel()
+	posted, err := r.chat().Send(ctx, to, text)
+	if err != nil {
+		r.metrics.PlatformError(to.Platform)
+		r.log.Error("Posting to the chat failed", "error", err)
+	}
+	return posted
+}
+
+// turnStarted shows that the agent is on m: typing and an "eyes" reaction.
+func (r *relay) turnStarted(m platform.Message) {
+	if ty, ok := r.chat().(platform.Typer); ok {
+		if err := ty.Typing(r.bg, r.to); err != nil {
+			r.log.Debug("Typing indicator failed", "error", err)
 		}
 	}
-	if r, ok := s.chat().(platform.Reactor); ok && m.Target.MessageID != "" {
-		if err := r.React(s.e.bg, m.Target, "eyes"); err != nil {
-			s.log.Debug("Reaction failed", "error", err)
+	if re, ok := r.chat().(platform.Reactor); ok && m.Target.MessageID != "" {
+		if err := re.React(r.bg, m.Target, "eyes"); err != nil {
+			r.log.Debug("Reaction failed", "error", err)
 		}
 	}
 }
 
-func (s *session) turnEnded(m platform.Message, ok bool) {
-	r, isReactor := s.chat().(platform.Reactor)
+// turnEnded swaps the "eyes" for a check mark, or a cross when the turn
+// failed.
+func (r *relay) turnEnded(m platform.Message, ok bool) {
+	re, isReactor := r.chat().(platform.Reactor)
 	if !isReactor || m.Target.MessageID == "" {
 		return
 	}
-	_ = r.Unreact(s.e.bg, m.Target, "eyes")
+	_ = re.Unreact(r.bg, m.Target, "eyes")
 	name := "white_check_mark"
 	if !ok {
 		name = "x"
 	}
-	if err := r.React(s.e.bg, m.Target, name); err != nil {
-		s.log.Debug("Reaction failed", "error", err)
+	if err := re.React(r.bg, m.Target, name); err != nil {
+		r.log.Debug("Reaction failed", "error", err)
 	}
 }
 
@@ -136,14 +105,15 @@ func (p *progress) stop() {
 	}
 }
 
-func (s *session) showProgress(t *turn, text string) {
-	ed, ok := s.chat().(platform.Editor)
+// showProgress posts or edits the turn's progress message. Without edits
+// it posts nothing: progress would flood the chat.
+func (r *relay) showProgress(p *progress, text string) {
+	ed, ok := r.chat().(platform.Editor)
 	if !ok {
-		return // without edits, progress would flood the chat
+		return
 	}
-	p := &t.progress
 	if !p.posted {
-		p.msg = s.send(s.e.bg, text)
+		p.msg = r.send(text)
 		p.posted, p.lastEdit = true, time.Now()
 		return
 	}
@@ -155,13 +125,13 @@ func (s *session) showProgress(t *turn, text string) {
 		return
 	}
 	p.lastEdit = time.Now()
-	if err := ed.Edit(s.e.bg, p.msg, text); err != nil {
-		s.log.Debug("Editing the progress message failed", "error", err)
+	if err := ed.Edit(r.bg, p.msg, text); err != nil {
+		r.log.Debug("Editing the progress message failed", "error", err)
 	}
 }
 
-func (s *session) flushProgress(t *turn) {
-	p := &t.progress
+// flushProgress posts the edit that waited for its second.
+func (r *relay) flushProgress(p *progress) {
 	p.timer = nil
 	if p.pending == "" {
 		return
@@ -169,9 +139,54 @@ func (s *session) flushProgress(t *turn) {
 	text := p.pending
 	p.pending = ""
 	p.lastEdit = time.Now()
-	if ed, ok := s.chat().(platform.Editor); ok {
-		if err := ed.Edit(s.e.bg, p.msg, text); err != nil {
-			s.log.Debug("Editing the progress message failed", "error", err)
+	if ed, ok := r.chat().(platform.Editor); ok {
+		if err := ed.Edit(r.bg, p.msg, text); err != nil {
+			r.log.Debug("Editing the progress message failed", "error", err)
 		}
 	}
+}
+
+// askPermission posts a permission prompt with buttons, when the platform
+// has them; false when it has not or the post failed (the caller falls
+// back to text).
+func (r *relay) askPermission(pp platform.PermissionPrompt) (platform.Target, bool) {
+	pr, ok := r.chat().(platform.Prompter)
+	if !ok {
+		return platform.Target{}, false
+	}
+	posted, err := pr.AskPermission(r.bg, r.to, pp)
+	if err != nil {
+		r.log.Warn("Posting the permission prompt failed; falling back to text", "error", err)
+		return platform.Target{}, false
+	}
+	return posted, true
+}
+
+// resolvePermission shows how a prompt posted with buttons ended.
+func (r *relay) resolvePermission(prompt platform.Target, outcome string) {
+	pr, ok := r.chat().(platform.Prompter)
+	if !ok {
+		return
+	}
+	if err := pr.ResolvePermission(r.bg, prompt, outcome); err != nil {
+		r.log.Warn("Resolving the permission prompt failed", "error", err)
+	}
+}
+
+// platformStatus is the adapter's connection state, "" when it reports
+// none.
+func (r *relay) platformStatus() string {
+	if st, ok := r.chat().(platform.Statuser); ok {
+		return st.Status()
+	}
+	return ""
+}
+
+// opener is how a journaled attachment is fetched again (its Ref), nil
+// when the adapter cannot.
+func (r *relay) opener() func(ctx context.Context, a platform.Attachment) (io.ReadCloser, error) {
+	if o, ok := r.chat().(platform.AttachmentOpener); ok {
+		return o.OpenAttachment
+	}
+	return nil
 }

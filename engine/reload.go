@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/cc-connect/cc-connect/platform"
 	"github.com/cc-connect/cc-connect/workspace"
@@ -101,6 +100,7 @@ func (e *Engine) Reload(ctx context.Context, r Reload) error {
 	defer e.reload.apply.Unlock()
 
 	bs := slices.Clone(r.Bindings)
+	e.pool.forget()
 	for i := range bs {
 		// Normalized once here, so that comparing with a session's
 		// workspace compares folders, not spellings.
@@ -133,9 +133,7 @@ func (e *Engine) rebindSessions(ctx context.Context, bs []Binding, restarted map
 	e.mu.Lock()
 	for _, s := range e.sessions {
 		nb, ok := resolveIn(bs, s.to.Platform, s.to.Channel)
-		s.mu.Lock()
-		busy := s.state != stateIdle || len(s.queue) > 0
-		s.mu.Unlock()
+		_, _, busy := s.mb.snapshot()
 		var m staleMark
 		switch {
 		case !ok:
@@ -145,7 +143,7 @@ func (e *Engine) rebindSessions(ctx context.Context, bs []Binding, restarted map
 				text = "cc-connect's config no longer binds this channel: the running turn finishes, then this conversation stops taking messages."
 			}
 			notices = append(notices, notice{s, text})
-		case nb.Workspace != s.ws.Path:
+		case nb.Workspace != s.ws:
 			m = staleMark{reason: "workspace changed", workspace: nb.Workspace}
 			text := fmt.Sprintf("cc-connect's config moved this channel to the workspace %s: your next message starts a new session there.", nb.Workspace)
 			if busy {
@@ -168,13 +166,10 @@ func (e *Engine) rebindSessions(ctx context.Context, bs []Binding, restarted map
 	}
 	e.mu.Unlock()
 	for _, n := range notices {
-		n.s.send(ctx, n.text)
+		n.s.notice(n.text)
 	}
 	for _, s := range marked {
-		select {
-		case s.wake <- struct{}{}:
-		default: // a wake is pending already
-		}
+		s.mb.wake()
 	}
 }
 
@@ -190,32 +185,27 @@ func (s *session) retireIfStale() bool {
 	if !ok {
 		return false
 	}
-	s.mu.Lock()
-	busy := len(s.queue) > 0
-	s.mu.Unlock()
-	if busy {
+	if _, n, _ := s.mb.snapshot(); n > 0 {
 		return false
 	}
-	s.closeProc()
+	s.agent.close()
 
+	s.jr.acceptMu.Lock()
+	defer s.jr.acceptMu.Unlock()
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	s.mu.Lock()
-	if len(s.queue) > 0 || s.proc != nil {
-		s.mu.Unlock()
+	if !s.mb.closeIfIdle(func() bool { return s.agent.live() == nil }) {
 		return false // work arrived while the process closed: it runs first
 	}
-	s.closed = true
-	s.mu.Unlock()
 	// Closed before the conversation leaves the map, so its next
 	// session opens the journal only after this one let go of it.
-	s.closeInbox()
+	s.jr.close()
 	if m.workspace != "" {
 		// Claude Code keeps sessions per folder: the old id cannot be
 		// resumed in the new workspace. Saved while e.mu is held, so the
 		// next session of this conversation loads the cleared record.
-		s.forgetSession()
-		s.update(func(r *record) { r.Workspace = m.workspace })
+		s.rb.forget()
+		s.rb.update(func(r *record) { r.Workspace = m.workspace })
 	}
 	if e.sessions[s.key] == s {
 		delete(e.sessions, s.key)
@@ -331,28 +321,19 @@ func (e *Engine) NotifyAdmins(ctx context.Context, text string) []string {
 		if admins[s] = s.liveBinding().Admins; len(admins[s]) == 0 {
 			continue
 		}
-		if cur, ok := best[s.to.Platform]; !ok || lastActive(s).After(lastActive(cur)) {
+		if cur, ok := best[s.to.Platform]; !ok || s.lastActive().After(cur.lastActive()) {
 			best[s.to.Platform] = s
 		}
 	}
 	e.mu.Unlock()
 	var told []string
 	for plat, s := range best {
-		s.send(ctx, fmt.Sprintf("Admins (%s): %s", joinNames(admins[s]), text))
-		told = append(told, plat)
+		if s.notice(fmt.Sprintf("Admins (%s): %s", joinNames(admins[s]), text)) {
+			told = append(told, plat)
+		}
 	}
 	slices.Sort(told)
 	return told
-}
-
-// lastActive is when the conversation last finished a turn, or started.
-func lastActive(s *session) time.Time {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.rec.LastActivity.After(s.idleAt) {
-		return s.rec.LastActivity
-	}
-	return s.idleAt
 }
 
 func joinNames(names []string) string { return strings.Join(names, ", ") }

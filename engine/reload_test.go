@@ -206,7 +206,7 @@ func (e *Engine) sessionLive(t *testing.T, key string) bool {
 	e.mu.Lock()
 	s := e.sessions[key]
 	e.mu.Unlock()
-	return s != nil && s.procLive()
+	return s != nil && s.agent.live() != nil
 }
 
 // runAdapter is a fake adapter that records when its Run starts and ends.
@@ -309,6 +309,8 @@ func TestNotifyAdminsOncePerPlatform(t *testing.T) {
 	if fmt.Sprint(told) != "[fake]" {
 		t.Errorf("told %v, want [fake]", told)
 	}
+	h.rec.waitSend(t, "the config has errors")
+	h.waitIdle()
 	notices := h.rec.kinds("send")
 	var got []recorded
 	for _, c := range notices {

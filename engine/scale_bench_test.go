@@ -33,6 +33,11 @@ import (
 // benchmark on a channel and does nothing else.
 type benchChat struct {
 	replies chan benchReply
+	started chan struct{} // closed when the engine ran the adapter
+	once    sync.Once
+	// sendDelay is how long each Send takes, as a platform's Web API call
+	// would; zero for most benchmarks.
+	sendDelay time.Duration
 }
 
 type benchReply struct {
@@ -42,16 +47,22 @@ type benchReply struct {
 
 var _ platform.Adapter = (*benchChat)(nil)
 
-func newBenchChat(buffer int) *benchChat { return &benchChat{replies: make(chan benchReply, buffer)} }
+func newBenchChat(buffer int) *benchChat {
+	return &benchChat{replies: make(chan benchReply, buffer), started: make(chan struct{})}
+}
 
 func (c *benchChat) Name() string { return "bench" }
 
 func (c *benchChat) Run(ctx context.Context, h platform.Handler) error {
+	c.once.Do(func() { close(c.started) })
 	<-ctx.Done()
 	return nil
 }
 
 func (c *benchChat) Send(ctx context.Context, to platform.Target, text string) (platform.Target, error) {
+	if c.sendDelay > 0 {
+		time.Sleep(c.sendDelay) // the cost of a platform call, not a wait on an event
+	}
 	c.replies <- benchReply{thread: to.Thread, text: text}
 	to.MessageID = "posted"
 	return to, nil
@@ -129,6 +140,13 @@ func startBenchEngine(tb testing.TB, agent agentproc.Config, replyBuffer int, mu
 		})
 	}
 	tb.Cleanup(env.stop)
+	// Running as the binary does: recovery done, the adapter started (its
+	// goroutine is part of every baseline).
+	select {
+	case <-chat.started:
+	case <-time.After(5 * time.Minute):
+		tb.Fatal("the engine never started its adapter")
+	}
 	return env
 }
 
@@ -139,13 +157,12 @@ func (env *benchEnv) say(tb testing.TB, thread, text string) {
 	m := platform.Message{
 		ID:       "bench-" + strconv.Itoa(env.ids),
 		Target:   platform.Target{Platform: "bench", Channel: "C1", Thread: thread},
-		Type:     "bench",
 		UserID:   "u1",
 		UserName: "u1",
 		Text:     text,
 		Received: time.Now(),
 	}
-	if err := env.e.HandleMessage(context.Background(), m); err != nil {
+	if _, err := env.e.HandleMessage(context.Background(), m); err != nil {
 		tb.Fatalf("HandleMessage: %v", err)
 	}
 }
@@ -180,7 +197,7 @@ func (env *benchEnv) reapAll(tb testing.TB) {
 	}
 	env.e.mu.Unlock()
 	for _, s := range ss {
-		s.ctrl <- control{kind: ctrlReap}
+		s.mb.pushControl(control{kind: ctrlReap})
 	}
 	env.waitLive(tb, 0)
 }
@@ -359,12 +376,16 @@ func benchScale(b *testing.B, n int) {
 	// Retirement has no event to wait on: poll until the sessions are gone.
 	retired := waitGoroutines(base.goroutines, scaleRetireAfter+time.Minute, func() bool { return env.sessionCount() == 0 })
 	b.ReportMetric(float64(retired-base.goroutines), "goroutines-left-retired")
+	retiredDump := ""
+	if retired > base.goroutines {
+		retiredDump = goroutineDump()
+	}
 	env.stop()
 	stopped := waitGoroutines(g0, time.Minute, nil)
 	b.ReportMetric(float64(stopped-g0), "goroutines-left-stopped")
 	if retired > base.goroutines || stopped > g0 {
-		b.Errorf("goroutines leaked: %d after retirement (baseline %d), %d after Run returned (baseline %d)\n%s",
-			retired, base.goroutines, stopped, g0, goroutineDump())
+		b.Errorf("goroutines leaked: %d after retirement (baseline %d), %d after Run returned (baseline %d)\nafter retirement:\n%s\nafter Run:\n%s",
+			retired, base.goroutines, stopped, g0, retiredDump, goroutineDump())
 	}
 }
 

@@ -1,120 +1,54 @@
 package engine
 
 import (
-	"context"
-	"errors"
-	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/cc-connect/cc-connect/inbox"
-	"github.com/cc-connect/cc-connect/lease"
 	"github.com/cc-connect/cc-connect/platform"
 )
 
-// state is where a session is in its turn cycle.
-type state string
+// session is one conversation (platform, channel, thread) and its Claude
+// Code session. Its goroutine (loop) is the only one that runs its work:
+// it takes the FIFO in order, serves the control lane, and owns the agent
+// process. The jobs are in parts it composes, each with its own lock and
+// each readable alone:
+//
+//   - mb, the mailbox (mailbox.go): the FIFO and the control lane;
+//   - jr, the journal (journal.go): the inbox file, one accept one fsync;
+//   - rb, the record (recordbook.go): what survives a restart about it;
+//   - agent, the process (agentslot.go): the live claude, its slot, lease;
+//   - chat, the relay (relay.go): everything posted to the conversation;
+//   - tr, the turn runner (turn.go, reply.go, recovery.go, attach.go):
+//     one message as a turn, with its fallbacks;
+//   - shell (shell.go): the running !sh command.
+//
+// Other goroutines reach a session only through its mailbox (accept.go
+// pushes, reload.go wakes) and read its parts' snapshots.
+type session struct {
+	e       *Engine
+	key     string
+	to      platform.Target // replies go here
+	binding Binding         // as the session started; rights are read from liveBinding
+	ws      string          // the workspace's normalized real path
+	log     *slog.Logger
 
-const (
-	stateIdle           state = "idle"
-	stateRunning        state = "running"
-	stateRequiresAction state = "requires_action"
-)
+	mb    *mailbox
+	jr    *journal
+	rb    *recordBook
+	agent *agentSlot
+	chat  *relay
+	tr    *turnRunner
+	shell shellSlot // the running !sh command, if any (its own lock)
 
-type itemKind int
-
-const (
-	itemTurn   itemKind = iota // a user message for the agent
-	itemNew                    // !new: ordered after the turns before it
-	itemResume                 // !resume: ordered after the turns before it
-)
-
-// workItem is one entry of a session's FIFO. The FIFO is the one place
-// where accepted work waits, so that it can later be made durable.
-type workItem struct {
-	kind     itemKind
-	msg      platform.Message
-	resumeID string
-	// files are the message's attachments as stored at acceptance
-	// (fetchAttachments), journaled with it.
-	files []inbox.Attachment
-	// Durability (durable.go, recovery.go): the message's inbox entry, the
-	// uuid it was started with before a restart, whether it is the first
-	// item of a session reopened by recovery, and whether it resumes a cut
-	// turn (so it is not marked started again).
-	inboxID      string
-	startedUUID  string
-	recovered    bool
-	continuation bool
-	afterCrash   bool // recovered once already after its agent died mid-turn
-}
-
-type ctrlKind int
-
-const (
-	ctrlAnswer ctrlKind = iota // a permission answer
-	ctrlStop                   // !stop
-	ctrlReap                   // close an idle process to free a slot
-)
-
-// control reaches a session's goroutine without queueing behind turns.
-type control struct {
-	kind      ctrlKind
-	requestID string // ctrlAnswer: "" means the pending one
-	choice    platform.Choice
-	userName  string
-	to        platform.Target // where to answer the sender
+	// listed is the last !sessions listing, for !resume <n>; only the
+	// session goroutine touches it.
+	listed []sessionInfo
 }
 
 func keyOf(t platform.Target) string {
 	return t.Platform + "/" + t.Channel + "/" + t.Thread
 }
-
-// session is one conversation (platform, channel, thread) and its Claude
-// Code session. Its goroutine (loop) owns the agent process and runs the
-// FIFO in order; other goroutines only enqueue, send controls, and read the
-// snapshot fields under mu.
-type session struct {
-	e       *Engine
-	key     string
-	to      platform.Target  // replies go here
-	adapter platform.Adapter // the one it started with; see chat
-	binding Binding
-	ws      *workspaceEntry
-	log     *slog.Logger
-	ctrl    chan control
-	wake    chan struct{} // capacity 1: the FIFO gained an item
-
-	// Guarded by mu too. inbox is the session's journal (nil while it
-	// cannot be read: inboxErr says why, and new input is refused); lease
-	// is held on leaseID while a process of ours runs on that session.
-	inbox    *inbox.Inbox
-	inboxErr error
-	lease    *lease.Lock
-	leaseID  string
-
-	// saveMu orders the writes of the record, so that the file ends up
-	// with the latest one (see saveRecord).
-	saveMu sync.Mutex
-
-	mu      sync.Mutex // guards the fields below
-	queue   []workItem
-	rec     record
-	dirty   bool // rec has changes not yet saved
-	state   state
-	proc    agentProcess
-	idleAt  time.Time     // when the live process last finished a turn
-	listed  []sessionInfo // the last !sessions listing, for !resume <n>
-	pending string        // pending permission request id
-	closed  bool          // the goroutine ended; enqueue must not add work
-
-	shell shellSlot // the running !sh command, if any (its own lock)
-}
-
-// errSessionClosed means the session's goroutine ended (retired or shut
-// down) before the item could be queued.
-var errSessionClosed = errors.New("session closed")
 
 // defaultRetireAfter is how long a session without a live process and
 // without work keeps its goroutine. Its state stays on disk, and the next
@@ -122,9 +56,11 @@ var errSessionClosed = errors.New("session closed")
 // goroutine per thread it ever saw.
 const defaultRetireAfter = 30 * time.Minute
 
-// session returns the session of m's conversation, creating it (and
-// loading its stored state) on first use and starting its goroutine.
-func (e *Engine) session(ctx context.Context, b Binding, m platform.Message, a platform.Adapter) (*session, error) {
+// session returns the session of m's conversation, creating it (loading
+// its record and journal) on first use and starting its goroutine. It
+// reads files but posts nothing: what creating it has to tell the thread
+// waits in the control lane.
+func (e *Engine) session(b Binding, m platform.Message, a platform.Adapter) (*session, error) {
 	key := keyOf(m.Target)
 	e.mu.Lock()
 	if s, ok := e.sessions[key]; ok {
@@ -137,52 +73,53 @@ func (e *Engine) session(ctx context.Context, b Binding, m platform.Message, a p
 	}
 	to := m.Target
 	to.MessageID = ""
-	s := &session{
-		e:       e,
-		key:     key,
-		to:      to,
-		adapter: a,
-		binding: b,
-		ws:      e.pool.GetOrCreate(b.Workspace),
-		ctrl:    make(chan control, 16),
-		wake:    make(chan struct{}, 1),
-		state:   stateIdle,
-	}
-	s.log = e.log.With("platform", to.Platform, "channel", to.Channel, "thread", to.Thread,
-		"session_key", key, "workspace", s.ws.Path)
+	ws := e.pool.GetOrCreate(b.Workspace).Path
+	log := e.log.With("platform", to.Platform, "channel", to.Channel, "thread", to.Thread, "session_key", key, "workspace", ws)
+	s := &session{e: e, key: key, to: to, binding: b, ws: ws, log: log}
+	s.mb = newMailbox(e.opts.QueueLimit, e.busy.add)
+	s.jr = &journal{path: inboxPath(e.opts.StateDir, key), stateDir: e.opts.StateDir, limits: e.inboxLimits(),
+		seen: e.seenIDs(), now: e.now, log: log, killedAt: e.killedAt}
+	s.jr.admins = func() []string { return s.liveBinding().Admins }
+	s.rb = &recordBook{store: e.store, log: log}
+	s.agent = &agentSlot{ws: ws, stateDir: e.opts.StateDir, grace: e.opts.ShutdownGrace, slots: e.slots, bg: e.bg, log: log, now: e.now}
+	s.chat = &relay{to: to, original: a, current: e.adapter, bg: e.bg, log: log, metrics: e.metrics}
+	s.tr = &turnRunner{e: e, key: key, ws: ws, log: log, jr: s.jr, mb: s.mb, rb: s.rb, agent: s.agent, chat: s.chat,
+		other: s.handleControl, stopShell: s.stopShell, binding: s.liveBinding}
+
 	rec, ok, lerr := e.store.load(key, e.now())
 	badIDs := rec.dropInvalidIDs()
 	if ok {
-		if rec.Workspace != s.ws.Path {
-			s.log.Warn("Stored session belongs to another workspace; keeping its id",
+		if rec.Workspace != ws {
+			log.Warn("Stored session belongs to another workspace; keeping its id",
 				"session_id", rec.SessionID, "stored_workspace", rec.Workspace)
 		}
-		rec.Workspace = s.ws.Path
+		rec.Workspace = ws
 	} else {
-		rec = record{Key: key, Platform: to.Platform, Channel: to.Channel, Thread: to.Thread, Workspace: s.ws.Path}
+		rec = record{Key: key, Platform: to.Platform, Channel: to.Channel, Thread: to.Thread, Workspace: ws}
 	}
-	s.rec = rec
-	s.dirty = len(badIDs) > 0
-	s.queue = s.openInboxLocked()
-	e.busy.add(len(s.queue))
+	s.rb.rec = rec
+	// Written by the next save; until then every load drops them again.
+	s.rb.dirty = len(badIDs) > 0
+	pending := s.jr.open()
 	e.sessions[key] = s
 	e.wg.Add(1)
 	e.mu.Unlock()
-	if s.inboxErr != nil {
-		s.log.Error("Inbox journal unreadable; the conversation refuses new input until an admin inspects it",
-			"path", e.inboxPath(key), "error", s.inboxErr, "admins", b.Admins)
-		s.send(ctx, s.failClosedText(s.inboxErr))
+	if len(pending) > 0 {
+		s.mb.push(pending...)
 	}
-
+	if err := s.jr.openErr(); err != nil {
+		log.Error("Inbox journal unreadable; the conversation refuses new input until an admin inspects it",
+			"path", s.jr.path, "error", err, "admins", s.liveBinding().Admins)
+		s.notice(s.jr.failClosedText(err))
+	}
 	if len(badIDs) > 0 {
-		s.log.Warn("Stored session ids that are not UUIDs dropped", "dropped", badIDs)
-		s.saveRecord()
-		s.send(ctx, "This conversation's stored Claude Code session id is not a valid session id, so it was dropped: your next message starts a new session.")
+		log.Warn("Stored session ids that are not UUIDs dropped", "dropped", badIDs)
+		s.notice("This conversation's stored Claude Code session id is not a valid session id, so it was dropped: your next message starts a new session.")
 	}
 	if lerr != nil {
-		s.log.Error("Session state unreadable; starting without it", "error", lerr)
+		log.Error("Session state unreadable; starting without it", "error", lerr)
 		// The error names the file and where it was moved: the log has it.
-		s.send(ctx, "Stored state for this conversation was unreadable and has been moved aside (the log says where); starting a new session.")
+		s.notice("Stored state for this conversation was unreadable and has been moved aside (the log says where); starting a new session.")
 	}
 	go s.loop()
 	return s, nil
@@ -197,76 +134,46 @@ func (e *Engine) hasSession(key string) bool {
 	return ok || e.store.exists(key)
 }
 
-// enqueue adds an item to the FIFO, or refuses it when the FIFO is full.
-// It tells the user when the item has to wait, and at which position.
-func (s *session) enqueue(ctx context.Context, it workItem) error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return errSessionClosed
+// notice hands text to the session goroutine to post; false when the
+// control lane is closed or full (the text is logged then).
+func (s *session) notice(text string) bool {
+	if !s.mb.pushControl(control{kind: ctrlNotice, text: text, to: s.to}) {
+		s.log.Warn("Notice not posted: the conversation's control lane is closed or full", "notice", quote(text, 120))
+		return false
 	}
-	if len(s.queue) >= s.e.opts.QueueLimit {
-		n := len(s.queue)
-		s.mu.Unlock()
-		s.log.Warn("Queue full; message refused", "queue_len", n)
-		s.send(ctx, fmt.Sprintf("Queue full (%d messages waiting): this message was not queued. Please send it again once the current turn is done.", n))
-		return nil
-	}
-	busy := s.state != stateIdle || len(s.queue) > 0
-	if journaled(it.kind) {
-		// On disk before the caller acknowledges the event or the user
-		// hears it is queued.
-		id, dup, refusal, reloaded := s.journalLocked(it)
-		// Counted before s.mu is released, or the loop could finish
-		// an item before it is counted (busy.go).
-		s.queue = append(s.queue, reloaded...)
-		s.e.busy.add(len(reloaded))
-		if refusal != "" || dup {
-			s.mu.Unlock()
-			if len(reloaded) > 0 {
-				s.poke()
-			}
-			if refusal != "" {
-				s.send(ctx, refusal)
-			} else {
-				s.log.Debug("Ignoring a message already in the inbox", "message_id", id)
-			}
-			return nil
-		}
-		it.inboxID = id
-	}
-	s.queue = append(s.queue, it)
-	s.e.busy.add(1)
-	pos := len(s.queue)
-	s.mu.Unlock()
-	if h := s.e.testHookQueued; h != nil {
-		h()
-	}
-	s.e.noteQueue()
-	if it.kind == itemTurn {
-		s.e.markSeen(it.msg)
-		if note := refusalNote(it.files); note != "" {
-			s.send(ctx, note)
-		}
-	}
-	s.poke()
-	if busy && it.kind == itemTurn {
-		s.send(ctx, fmt.Sprintf("Queued (position %d): it runs after the current turn.", pos))
-	}
-	return nil
+	return true
 }
 
-// poke wakes the session goroutine: the FIFO gained an item.
-func (s *session) poke() {
-	select {
-	case s.wake <- struct{}{}:
-	default:
+func (s *session) loop() {
+	defer s.e.wg.Done()
+	for {
+		it, ok := s.next()
+		if !ok {
+			s.agent.close()
+			s.agent.release() // a lease recovery took without starting a process
+			s.jr.close()
+			return
+		}
+		switch {
+		case it.kind == itemTurn && it.recovered:
+			s.tr.recover(it)
+		case it.kind == itemTurn:
+			s.tr.run(it)
+		case it.kind == itemNew:
+			s.doNew()
+			s.jr.ack(it, inbox.AckResult)
+		case it.kind == itemResume:
+			s.doResume(it)
+			s.jr.ack(it, inbox.AckResult)
+		}
+		s.e.busy.add(-1)
 	}
 }
 
-// next blocks until the FIFO has an item, handling controls, idle reaping
-// and a process that dies while idle meanwhile. It returns false when the
-// engine stops; items still queued then are refused.
+// next blocks until the FIFO has an item, serving the control lane, idle
+// reaping and a process that dies while idle meanwhile. It returns false
+// when the session ends (the engine stops, it retired); items still queued
+// at a stop are refused.
 func (s *session) next() (workItem, bool) {
 	for {
 		if s.e.isStopping() {
@@ -276,22 +183,17 @@ func (s *session) next() (workItem, bool) {
 		if s.retireIfStale() { // reload.go
 			return workItem{}, false
 		}
-		s.mu.Lock()
-		if len(s.queue) > 0 {
-			it := s.queue[0]
-			s.queue = s.queue[1:]
-			if it.kind == itemTurn {
-				// Running from the moment it leaves the FIFO: a message
-				// arriving now is told it waits, and the process is not
-				// reaped for another session.
-				s.state = stateRunning
-			}
-			s.mu.Unlock()
+		if c, ok := s.mb.takeControl(); ok {
+			s.idleControl(c)
+			s.mb.counted(-1)
+			continue
+		}
+		if it, ok := s.mb.take(); ok {
 			s.e.noteQueue()
 			return it, true
 		}
-		proc, idleAt := s.proc, s.idleAt
-		s.mu.Unlock()
+		proc := s.agent.live()
+		idleAt, _ := s.agent.idleSince()
 
 		var reapC, retireC <-chan time.Time
 		var procDone <-chan struct{}
@@ -307,18 +209,17 @@ func (s *session) next() (workItem, bool) {
 			retireC = timer.C
 		}
 		select {
-		case <-s.wake:
+		case <-s.mb.work:
+		case <-s.mb.ctrl:
 		case <-retireC:
 			if s.retire() {
 				return workItem{}, false
 			}
-		case c := <-s.ctrl:
-			s.idleControl(c)
 		case <-reapC:
 			s.reap("idle timeout")
 		case <-procDone:
-			s.log.Warn("Agent process ended while idle; the next message resumes", "session_id", s.sessionID(), "stderr", lastLine(proc.StderrTail()))
-			s.closeProc()
+			s.log.Warn("Agent process ended while idle; the next message resumes", "session_id", s.rb.sessionID(), "stderr", lastLine(proc.StderrTail()))
+			s.agent.close()
 		case <-s.e.stopping:
 		}
 		if timer != nil {
@@ -327,217 +228,119 @@ func (s *session) next() (workItem, bool) {
 	}
 }
 
-func (s *session) loop() {
-	defer s.e.wg.Done()
-	for {
-		it, ok := s.next()
-		if !ok {
-			s.closeProc()
-			s.releaseSession() // a lease recovery took without starting a process
-			s.closeInbox()
-			return
-		}
-		switch {
-		case it.kind == itemTurn && it.recovered:
-			s.recoverTurn(it)
-		case it.kind == itemTurn:
-			s.runTurn(it)
-		case it.kind == itemNew:
-			s.doNew()
-			s.ack(it, inbox.AckResult)
-		case it.kind == itemResume:
-			s.doResume(it.resumeID)
-			s.ack(it, inbox.AckResult)
-		}
-		s.e.busy.add(-1)
-	}
-}
-
 // retire ends an idle session without a process: it leaves the engine's
-// map, and the next message creates it again from its stored state.
+// map, and the next message creates it again from its stored state. The
+// journal's accept lock keeps an accept from landing between the check
+// and the close.
 func (s *session) retire() bool {
+	s.jr.acceptMu.Lock()
+	defer s.jr.acceptMu.Unlock()
 	s.e.mu.Lock()
 	defer s.e.mu.Unlock()
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	// A running !sh writes the record when it ends: the session must
 	// outlive it, or a new one could load the record before that write.
-	if len(s.queue) > 0 || s.proc != nil || s.shell.running() {
+	if !s.mb.closeIfIdle(func() bool { return s.agent.live() == nil && !s.shell.running() }) {
 		return false
 	}
-	s.closed = true
-	delete(s.e.sessions, s.key)
-	s.log.Debug("Session retired after inactivity", "session_id", s.rec.SessionID)
+	if s.e.sessions[s.key] == s {
+		delete(s.e.sessions, s.key)
+	}
+	s.log.Debug("Session retired after inactivity", "session_id", s.rb.sessionID())
 	return true
 }
 
+// refuseQueued closes the mailbox at shutdown and tells the thread what
+// becomes of what was still in it: journaled work stays for the next
+// start, anything else must be sent again.
 func (s *session) refuseQueued() {
-	s.mu.Lock()
-	q := s.queue
-	s.queue = nil
-	s.closed = true
-	s.mu.Unlock()
+	s.jr.acceptMu.Lock()
+	items, ctrls := s.mb.closeAll()
+	s.jr.acceptMu.Unlock()
 	s.e.noteQueue()
-	for _, it := range q {
+	for _, c := range ctrls {
+		if c.kind == ctrlNotice {
+			s.chat.sendTo(c.to, c.text)
+		}
+		s.mb.counted(-1)
+	}
+	for _, it := range items {
 		switch {
 		case it.kind == itemTurn && it.inboxID != "":
 			// It stays in the journal; the next start runs it.
-			s.sendTo(s.e.bg, s.to, restartQueuedText+quote(it.msg.Text, 80))
+			s.chat.send(restartQueuedText + quote(it.msg.Text, 80))
 		case it.kind == itemTurn:
-			s.sendTo(s.e.bg, s.to, "cc-connect is shutting down; this message was not processed. Please send it again later: "+quote(it.msg.Text, 80))
+			s.chat.send("cc-connect is shutting down; this message was not processed. Please send it again later: " + quote(it.msg.Text, 80))
 		}
-		s.e.busy.add(-1)
+		s.mb.counted(-1)
 	}
 }
 
+// idleControl handles a control while no turn runs.
 func (s *session) idleControl(c control) {
 	switch c.kind {
 	case ctrlAnswer:
-		s.sendTo(s.e.bg, c.to, "No permission request is pending.")
+		s.chat.sendTo(c.to, "No permission request is pending.")
 	case ctrlStop:
-		s.sendTo(s.e.bg, c.to, "Nothing is running.")
+		if !s.stopShell(c.to) {
+			s.chat.sendTo(c.to, "Nothing is running.")
+		}
 	case ctrlReap:
 		s.reap("slot needed by another session")
+	default:
+		s.handleControl(c)
 	}
+}
+
+// handleControl handles the controls that do not depend on a turn running:
+// notices and commands that act at once.
+func (s *session) handleControl(c control) {
+	switch c.kind {
+	case ctrlNotice:
+		s.chat.sendTo(c.to, c.text)
+	case ctrlCommand:
+		s.command(c.msg, c.cmd, c.args)
+	}
+}
+
+// stopShell stops the running !sh, if any, saying so to to, and reports
+// whether there was one.
+func (s *session) stopShell(to platform.Target) bool {
+	if !s.shell.running() {
+		return false
+	}
+	s.chat.sendTo(to, "Stopping the shell command.")
+	return s.shell.stop()
 }
 
 // reap closes an idle live process and keeps the session id, so the next
 // message resumes.
 func (s *session) reap(why string) {
-	s.mu.Lock()
-	proc, idleAt, rec := s.proc, s.idleAt, s.rec
-	s.mu.Unlock()
-	if proc == nil {
+	idleAt, live := s.agent.idleSince()
+	if !live {
 		return
 	}
+	rec := s.rb.get()
 	s.log.Info("Reaping idle agent process", "reason", why, "session_id", rec.SessionID,
 		"idle", s.e.now().Sub(idleAt).Round(time.Millisecond), "context_tokens", rec.ContextTokens)
-	s.closeProc()
-}
-
-// closeProc closes the live process, if any, and frees its slot.
-func (s *session) closeProc() {
-	s.mu.Lock()
-	proc := s.proc
-	s.proc = nil
-	s.mu.Unlock()
-	if proc == nil {
-		return
-	}
-	ctx, cancel := context.WithTimeout(s.e.bg, 2*s.e.opts.ShutdownGrace)
-	defer cancel()
-	if err := proc.Close(ctx); err != nil && !errors.Is(err, context.Canceled) {
-		s.log.Debug("Agent process closed with error", "error", err)
-	}
-	select {
-	case <-proc.Done():
-		s.releaseSession()
-	default:
-		// Close gave up on a process that still runs: keeping the lease
-		// (and its pid file) stops another process on its session.
-		s.log.Error("Agent process outlived Close; its session stays leased", "session_id", s.sessionID(), "pid", proc.Pid())
-	}
-	s.e.slots.release(s.ws.Path)
-}
-
-// procLive reports whether the session has a live process.
-func (s *session) procLive() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.proc != nil
+	s.agent.close()
 }
 
 // idleLiveSince returns when the live process went idle, as a sortable
 // number, and false when there is no idle live process.
 func (s *session) idleLiveSince() (int64, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.proc == nil || s.state != stateIdle || len(s.queue) > 0 {
+	if _, _, busy := s.mb.snapshot(); busy {
 		return 0, false
 	}
-	return s.idleAt.UnixNano(), true
+	at, live := s.agent.idleSince()
+	return at.UnixNano(), live
 }
 
-func (s *session) sessionID() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.rec.SessionID
-}
-
-// update changes the record under the lock and saves it when changed.
-func (s *session) update(f func(r *record)) {
-	if s.change(f) {
-		s.saveRecord()
+// lastActive is when the conversation last finished a turn, or started.
+func (s *session) lastActive() time.Time {
+	rec := s.rb.get()
+	idleAt, _ := s.agent.idleSince()
+	if rec.LastActivity.After(idleAt) {
+		return rec.LastActivity
 	}
-}
-
-// change changes the record in memory only, for figures that may reach the
-// disk later: the next saveRecord (or update) writes them. What a crash
-// must find (the session id, a chosen new session id, a pending
-// permission) goes through update.
-func (s *session) change(f func(r *record)) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	before := s.rec
-	f(&s.rec)
-	if s.rec == before {
-		return false
-	}
-	s.dirty = true
-	return true
-}
-
-// saveRecord writes the record when it has unsaved changes. The snapshot
-// is taken under saveMu, so two savers cannot leave an older record on
-// disk after a newer one.
-func (s *session) saveRecord() {
-	s.saveMu.Lock()
-	defer s.saveMu.Unlock()
-	s.mu.Lock()
-	if !s.dirty {
-		s.mu.Unlock()
-		return
-	}
-	rec := s.rec
-	s.dirty = false
-	s.mu.Unlock()
-	if err := s.e.store.save(rec); err != nil {
-		s.mu.Lock()
-		s.dirty = true // the next save tries again
-		s.mu.Unlock()
-		s.log.Error("Saving session state failed", "session_id", rec.SessionID, "error", err)
-	}
-}
-
-const sendTimeout = 2 * time.Minute
-
-// chat is the adapter the conversation is served through: the one
-// registered under its platform's name now, so that once a reload replaced
-// it (new credentials, say), a turn that was already running posts its
-// reply, prompts and reactions through the new one. A platform removed by
-// a reload keeps the adapter the session started with.
-func (s *session) chat() platform.Adapter {
-	if a, ok := s.e.adapter(s.to.Platform); ok {
-		return a
-	}
-	return s.adapter
-}
-
-// send posts text to the conversation.
-func (s *session) send(ctx context.Context, text string) platform.Target {
-	return s.sendTo(ctx, s.to, text)
-}
-
-func (s *session) sendTo(ctx context.Context, to platform.Target, text string) platform.Target {
-	to.MessageID = ""
-	// Bounded so that an adapter that stopped answering cannot hold a
-	// session (and so shutdown) forever; generous for rate-limited splits.
-	ctx, cancel := context.WithTimeout(ctx, sendTimeout)
-	defer cancel()
-	posted, err := s.chat().Send(ctx, to, text)
-	if err != nil {
-		s.e.metrics.PlatformError(to.Platform)
-		s.log.Error("Posting to the chat failed", "error", err)
-	}
-	return posted
+	return idleAt
 }

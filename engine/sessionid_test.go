@@ -74,7 +74,7 @@ func TestInitEventWithAnIDThatIsNotAUUID(t *testing.T) {
 	h.say("alice", "T1", "first [[BADID]]")
 	h.rec.waitSend(t, "echo: first")
 	h.fa.waitFor(t, "the idle process to be reaped", func(fa *fakeAgents) bool { return fa.live == 0 })
-	if id := h.e.sessions[t1Key].sessionID(); id == badSessionID {
+	if id := h.e.sessions[t1Key].rb.sessionID(); id == badSessionID {
 		t.Fatalf("stored session id %q", id)
 	}
 	if len(h.logs.Records("Agent reported a session id that is not a UUID; not stored")) == 0 {
@@ -133,12 +133,12 @@ func TestResumeFromAJournalWithAnIDThatIsNotAUUID(t *testing.T) {
 	h.rec.waitSend(t, "echo: first")
 	h.waitIdle()
 	h.stop()
-	in, err := inbox.Open(h.e.inboxPath(t1Key), inbox.Limits{})
+	in, err := inbox.Open(inboxPath(h.opts.StateDir, t1Key), inbox.Limits{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := h.message("alice", "T1", "!resume --dangerously-skip-permissions")
-	if err := in.Append(inbox.Entry{ID: m.ID, Target: m.Target, UserID: "alice", Text: m.Text, Kind: kindResume + "--dangerously-skip-permissions"}); err != nil {
+	if err := in.Append(inbox.Entry{ID: m.ID, Platform: m.Target.Platform, Channel: m.Target.Channel, Thread: m.Target.Thread, MessageID: m.Target.MessageID, UserID: "alice", Text: m.Text, Kind: kindResume + "--dangerously-skip-permissions"}); err != nil {
 		t.Fatal(err)
 	}
 	in.Close()

@@ -20,10 +20,6 @@ const (
 	shellUsageText    = "Usage: !sh <command> — runs in this conversation's workspace; the output is posted here and told to Claude at the start of the next turn."
 )
 
-// maxShellNotes bounds the notes waiting for the next turn: each note is
-// already bounded, and past this the oldest are dropped whole.
-const maxShellNotes = 16 << 10
-
 // shellSlot is the session's running !sh command: at most one runs per
 // session, and !stop and shutdown cancel it.
 type shellSlot struct {
@@ -81,10 +77,11 @@ func (e *Engine) shellTimeout() (d time.Duration) {
 // binding turns it on, both as the config says now (liveBinding); the
 // command never passes through Claude's permission prompts, which is why
 // it is this narrow.
-func (e *Engine) shellCommand(ctx context.Context, s *session, m platform.Message, command string) {
+func (s *session) shellCommand(m platform.Message, command string) {
+	e := s.e
 	refuse := func(reason, text string) {
-		s.log.Warn("Refused a shell command", "reason", reason, "user", m.UserID, "user_name", m.UserName)
-		s.send(ctx, text)
+		s.log.Warn("Refused a shell command", "reason", reason, "user_id", m.UserID, "user_name", m.UserName)
+		s.chat.send(text)
 	}
 	b := s.liveBinding()
 	switch {
@@ -95,13 +92,13 @@ func (e *Engine) shellCommand(ctx context.Context, s *session, m platform.Messag
 		refuse("user is not an admin", shellNotAdminText)
 		return
 	case strings.TrimSpace(command) == "":
-		s.send(ctx, shellUsageText)
+		s.chat.send(shellUsageText)
 		return
 	}
 	runCtx, cancel := context.WithCancel(e.bg)
 	if !s.shell.take(cancel) {
 		cancel()
-		s.send(ctx, shellBusyText)
+		s.chat.send(shellBusyText)
 		return
 	}
 	e.mu.Lock()
@@ -109,7 +106,7 @@ func (e *Engine) shellCommand(ctx context.Context, s *session, m platform.Messag
 		e.mu.Unlock()
 		s.shell.free()
 		cancel()
-		s.send(ctx, shutdownText)
+		s.chat.send(shutdownText)
 		return
 	}
 	e.wg.Add(1)
@@ -141,17 +138,17 @@ func (s *session) runShell(ctx context.Context, cancel context.CancelFunc, m pla
 		case <-ctx.Done():
 		}
 	}()
-	s.log.Info("Running an admin shell command", "user", m.UserID, "user_name", m.UserName,
+	s.log.Info("Running an admin shell command", "user_id", m.UserID, "user_name", m.UserName,
 		"command", quote(command, 500), "timeout", e.shellTimeout())
 	res := adminshell.Run(ctx, command, adminshell.Options{
-		Dir:        s.ws.Path,
+		Dir:        s.ws,
 		Env:        agentproc.BuildEnv(os.Environ(), e.opts.Agent),
 		Credential: agentproc.Credential(e.opts.Agent),
 		Timeout:    e.shellTimeout(),
 	})
 	cancel()
 	watch.Wait()
-	s.log.Info("Admin shell command ended", "user", m.UserID, "exit_code", res.ExitCode, "signal", res.Signal,
+	s.log.Info("Admin shell command ended", "user_id", m.UserID, "exit_code", res.ExitCode, "signal", res.Signal,
 		"duration", res.Duration, "timed_out", res.TimedOut, "cancelled", res.Cancelled,
 		"output_truncated", res.Truncated, "error", errString(res.Err))
 	reply := res.ChatReply()
@@ -161,49 +158,9 @@ func (s *session) runShell(ctx context.Context, cancel context.CancelFunc, m pla
 		// what the admin asked for and is posted as it is.
 		reply = s.forChat(reply)
 	}
-	s.send(e.bg, reply)
+	s.chat.send(reply)
 	if res.Err != nil {
 		return // nothing ran: nothing to tell Claude
 	}
-	note := res.Note()
-	s.update(func(r *record) { r.ShellNotes = appendNote(r.ShellNotes, note) })
-}
-
-// appendNote adds note after notes, keeping the last maxShellNotes bytes
-// (cut at a line start, and said so).
-func appendNote(notes, note string) string {
-	if notes != "" && note != "" {
-		notes += "\n\n"
-	}
-	notes += note
-	if over := len(notes) - maxShellNotes; over > 0 {
-		notes = notes[over:]
-		if i := strings.IndexByte(notes, '\n'); i >= 0 {
-			notes = notes[i+1:]
-		}
-		notes = "[Earlier shell command notes were cut.]\n" + notes
-	}
-	return notes
-}
-
-// takeShellNotes returns the notes waiting for the next turn and forgets
-// them, so Claude is told once.
-func (s *session) takeShellNotes() string {
-	var notes string
-	s.update(func(r *record) {
-		notes = r.ShellNotes
-		r.ShellNotes = ""
-	})
-	return notes
-}
-
-// putBackShellNotes keeps notes for a later turn when the message that
-// carried them never reached Claude.
-func (s *session) putBackShellNotes(notes string) {
-	if notes == "" {
-		return
-	}
-	s.update(func(r *record) {
-		r.ShellNotes = appendNote(notes, r.ShellNotes)
-	})
+	s.rb.addShellNote(res.Note())
 }

@@ -43,7 +43,7 @@ func TestShellRefusals(t *testing.T) {
 				t.Error("the refused command ran")
 			}
 			recs := h.logs.Records("Refused a shell command")
-			if len(recs) != 1 || recs[0]["reason"] != tt.reason || recs[0]["user"] != tt.user {
+			if len(recs) != 1 || recs[0]["reason"] != tt.reason || recs[0]["user_id"] != tt.user {
 				t.Errorf("refusal log = %v", recs)
 			}
 		})
@@ -214,19 +214,15 @@ func TestShellNotesBounded(t *testing.T) {
 func TestShellNoteKeptWhenTurnNotSent(t *testing.T) {
 	h := shellHarness(t, nil)
 	s := sessionFor(t, h, "T1")
-	s.update(func(r *record) { r.ShellNotes = "note-1" })
-	notes := s.takeShellNotes()
-	s.keepUnsentNotes(notes, errStoppedWaiting)
-	s.mu.Lock()
-	got := s.rec.ShellNotes
-	s.mu.Unlock()
+	s.rb.update(func(r *record) { r.ShellNotes = "note-1" })
+	notes := s.rb.takeShellNotes()
+	s.tr.keepUnsentNotes(notes, errStoppedWaiting)
+	got := s.rb.get().ShellNotes
 	if got != "note-1" {
 		t.Errorf("notes after an unsent turn = %q, want them kept", got)
 	}
-	s.keepUnsentNotes(s.takeShellNotes(), &agentproc.ExitError{Code: 1})
-	s.mu.Lock()
-	got = s.rec.ShellNotes
-	s.mu.Unlock()
+	s.tr.keepUnsentNotes(s.rb.takeShellNotes(), &agentproc.ExitError{Code: 1})
+	got = s.rb.get().ShellNotes
 	if got != "" {
 		t.Errorf("notes after a sent turn = %q, want them gone", got)
 	}

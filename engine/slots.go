@@ -68,12 +68,16 @@ func (s *slots) live() int {
 }
 
 // acquireSlot waits for a process slot in ws. At the cap it posts "waiting
-// for a free slot" once (through notify) and asks the oldest idle process of
-// another holder to close early. It fails only when ctx ends or the engine
-// stops, or when onCtrl (given, it handles the requester's controls while
-// it waits) returns an error.
-func (e *Engine) acquireSlot(ctx context.Context, ws string, requester *session, notify func(),
-	ctrl <-chan control, onCtrl func(control) error) error {
+// for a free slot" once (through notify) and asks the oldest idle process
+// to close early. It fails only when ctx ends or the engine stops, or when
+// onCtrl (given with the requester's mailbox, it handles the controls that
+// arrive while it waits) returns an error.
+func (e *Engine) acquireSlot(ctx context.Context, ws, requester string, notify func(),
+	mb *mailbox, onCtrl func(control) error) error {
+	var ctrl chan struct{}
+	if mb != nil {
+		ctrl = mb.ctrl
+	}
 	notified := false
 	for {
 		ok, wait, wsFull := e.slots.tryAcquire(ws)
@@ -90,9 +94,13 @@ func (e *Engine) acquireSlot(ctx context.Context, ws string, requester *session,
 		}
 		select {
 		case <-wait:
-		case c := <-ctrl:
-			if err := onCtrl(c); err != nil {
-				return err
+		case <-ctrl:
+			for c, ok := mb.takeControl(); ok; c, ok = mb.takeControl() {
+				err := onCtrl(c)
+				mb.counted(-1)
+				if err != nil {
+					return err
+				}
 			}
 		case <-ctx.Done():
 			return ctx.Err()
@@ -103,10 +111,10 @@ func (e *Engine) acquireSlot(ctx context.Context, ws string, requester *session,
 }
 
 // reapOldestIdle asks the session whose live process has been idle longest
-// to close it, so that requester can have its slot. onlyWS, when set,
-// limits the choice to that workspace. It reports whether one was asked;
-// the slot frees up asynchronously.
-func (e *Engine) reapOldestIdle(requester *session, onlyWS string) bool {
+// to close it, so that requester (a session key) can have its slot. onlyWS,
+// when set, limits the choice to that workspace. It reports whether one
+// was asked; the slot frees up asynchronously.
+func (e *Engine) reapOldestIdle(requester, onlyWS string) bool {
 	e.mu.Lock()
 	var victim *session
 	var oldest int64
@@ -114,7 +122,7 @@ func (e *Engine) reapOldestIdle(requester *session, onlyWS string) bool {
 		// requester may be picked too: a side question may reap its own
 		// session's idle process (the fork reads the transcript, and the
 		// next turn resumes).
-		if onlyWS != "" && s.ws.Path != onlyWS {
+		if onlyWS != "" && s.ws != onlyWS {
 			continue
 		}
 		at, ok := s.idleLiveSince()
@@ -129,9 +137,6 @@ func (e *Engine) reapOldestIdle(requester *session, onlyWS string) bool {
 	if victim == nil {
 		return false
 	}
-	select {
-	case victim.ctrl <- control{kind: ctrlReap}:
-	default:
-	}
+	victim.mb.pushControl(control{kind: ctrlReap})
 	return true
 }

@@ -36,7 +36,7 @@ func TestAgentPidFileLinkIsNotFollowed(t *testing.T) {
 	h.say("alice", "T1", "hello")
 	h.rec.waitSend(t, "echo: hello")
 	h.waitIdle()
-	sid := h.e.sessions[t1Key].sessionID()
+	sid := h.e.sessions[t1Key].rb.sessionID()
 	h.stop() // releases the lease and removes the pid file
 	mark := agentMarkPath(h.opts.StateDir, sid)
 	if err := os.Symlink(victim, mark); err != nil {
@@ -57,7 +57,7 @@ func TestAgentPidFileLinkIsNotFollowed(t *testing.T) {
 	if err != nil || !fi.Mode().IsRegular() {
 		t.Fatalf("pid file is %v (%v), want a regular file", fi.Mode(), err)
 	}
-	if b, _ := os.ReadFile(mark); !strings.HasPrefix(string(b), strconv.Itoa(h.e.sessions[t1Key].proc.Pid())+" ") {
+	if b, _ := os.ReadFile(mark); !strings.HasPrefix(string(b), strconv.Itoa(h.e.sessions[t1Key].agent.live().Pid())+" ") {
 		t.Errorf("pid file holds %q, want the live claude's pid", b)
 	}
 	if len(h.logs.Records("Removing a symbolic link found in place of an agent pid file; its target is left alone")) != 1 {

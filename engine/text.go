@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/google/uuid"
+
 	"github.com/cc-connect/cc-connect/agentproc"
 )
 
@@ -60,14 +62,22 @@ func errString(err error) string {
 	return err.Error()
 }
 
+// newUUID is a fresh random uuid (a message's, a new session's).
+func newUUID() string { return uuid.NewString() }
+
 // forChat is text made from an error (or a process's stderr) as the chat
 // may read it. Everyone in the thread reads it, so host paths go: the
 // workspace, the state dir and the home dir are named for what they are,
 // any other absolute path becomes <path>. The log keeps the error whole.
-func (s *session) forChat(text string) string {
+func (s *session) forChat(text string) string { return forChat(text, s.ws, s.e.opts.StateDir) }
+
+// forChat is session.forChat for the turn runner's texts.
+func (tr *turnRunner) forChat(text string) string { return forChat(text, tr.ws, tr.e.opts.StateDir) }
+
+func forChat(text, ws, stateDir string) string {
 	roots := []struct{ path, name string }{
-		{s.ws.Path, "<workspace>"},
-		{s.e.opts.StateDir, "<state dir>"},
+		{ws, "<workspace>"},
+		{stateDir, "<state dir>"},
 	}
 	if home, err := os.UserHomeDir(); err == nil {
 		roots = append(roots, struct{ path, name string }{home, "~"})

@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/cc-connect/cc-connect/agentproc"
+	"github.com/cc-connect/cc-connect/inbox"
 	"github.com/cc-connect/cc-connect/platform"
 )
 
@@ -23,13 +24,37 @@ const (
 // slot: the message is dropped and the session kept.
 var errStoppedWaiting = errors.New("stopped while waiting for a process slot")
 
-// turnMsg carries one event of a running turn, or its end, from the
-// goroutine blocked in Turn to the session's goroutine, in order.
-type turnMsg struct {
-	ev   agentproc.Event
-	done bool
-	res  *agentproc.Result
-	err  error
+// controlTimeout bounds a control request to the CLI, so a wedged process
+// cannot stall its session.
+const controlTimeout = 10 * time.Second
+
+// turnRunner runs a conversation's messages as turns of its claude, on the
+// session goroutine: it readies the prompt (attach.go), gets a process
+// (agentSlot, within the caps), marks the start in the journal, reads the
+// turn's events in one select loop with the controls that reach a running
+// turn (permission answers, !stop; others go back to the session through
+// other), and decides what the end means: the reply (reply.go), a fresh
+// session in place of one that cannot continue, a second try after the
+// agent died, or what a restart found (recovery.go). What it may touch:
+// the parts below and the engine-wide caps, spawner and transcripts.
+type turnRunner struct {
+	e     *Engine
+	key   string
+	ws    string
+	log   *slog.Logger
+	jr    *journal
+	mb    *mailbox
+	rb    *recordBook
+	agent *agentSlot
+	chat  *relay
+	// other handles the controls that are not the turn's: notices to
+	// post, commands that act at once. stopShell stops the session's
+	// running !sh for a !stop, saying so (false: none ran).
+	other     func(control)
+	stopShell func(to platform.Target) bool
+	// binding is the conversation's binding in force now
+	// (session.liveBinding): who may still have a queued message run.
+	binding func() Binding
 }
 
 // outcome is how one attempt at a turn ended.
@@ -45,13 +70,12 @@ type outcome struct {
 	compactErr string
 }
 
-// turn is the state of the running turn, owned by the session goroutine.
+// turn is the state of the running turn.
 type turn struct {
 	msg      platform.Message
 	text     strings.Builder
 	model    string
-	perms    []*pendingPerm
-	permT    *time.Timer
+	perms    *permissions
 	progress progress
 	started  bool // the CLI began the turn (system/init seen)
 	stopped  bool // !stop was asked for
@@ -60,75 +84,86 @@ type turn struct {
 	compactErr string
 }
 
-// runTurn runs one user message as a turn, with the fallbacks that keep the
+// run runs one user message as a turn, with the fallbacks that keep the
 // session usable, and posts the reply.
-func (s *session) runTurn(it workItem) {
-	s.turnStarted(it.msg)
-	began := s.e.turnBegan()
-	hadHistory := s.sessionID() != ""
-	it, notes, perr := s.prepareTurn(it)
+func (tr *turnRunner) run(it workItem) {
+	tr.chat.turnStarted(it.msg)
+	began := tr.e.turnBegan()
+	hadHistory := tr.rb.sessionID() != ""
+	it, notes, perr := tr.prepare(it)
 	out := outcome{err: perr}
 	if perr == nil {
-		out = s.attempt(it)
-		s.keepUnsentNotes(notes, out.err)
+		out = tr.attempt(it)
+		tr.keepUnsentNotes(notes, out.err)
 	}
-	ok := s.finish(it, out, hadHistory)
-	s.e.turnDone(out, ok, began)
-	retry := s.settle(it, out)
-	s.mu.Lock()
-	s.state = stateIdle
-	s.idleAt = s.e.now()
-	s.mu.Unlock()
-	s.turnEnded(it.msg, ok)
-	s.e.slots.signal() // this process may now be reaped for a waiter
+	ok := tr.finish(it, out, hadHistory)
+	tr.e.turnDone(out, ok, began)
+	if tr.e.killedAt(pointReplied) {
+		out = outcome{err: errKilled}
+	}
+	retry := tr.settle(it, out)
+	tr.mb.setState(stateIdle)
+	tr.agent.markIdle()
+	tr.chat.turnEnded(it.msg, ok)
+	tr.e.slots.signal() // this process may now be reaped for a waiter
 	if retry != nil {
 		// Before the turns queued behind it, so the order holds.
-		s.recoverTurn(*retry)
+		tr.recover(*retry)
+	}
+}
+
+// keepUnsentNotes puts the shell notes back when the turn ended before the
+// message reached Claude, so they go with the next one.
+func (tr *turnRunner) keepUnsentNotes(notes string, err error) {
+	if errors.Is(err, errStoppedWaiting) || errors.Is(err, errStopped) {
+		tr.rb.putBackShellNotes(notes)
 	}
 }
 
 // finish posts what the attempt produced and repairs the session when the
 // attempt failed. It reports whether the turn succeeded.
-func (s *session) finish(it workItem, out outcome, hadHistory bool) bool {
+func (tr *turnRunner) finish(it workItem, out outcome, hadHistory bool) bool {
 	var exitErr *agentproc.ExitError
 	switch {
 	case out.err == nil:
-		s.relay(out)
+		tr.postReply(it, out)
 		return succeeded(out)
+	case errors.Is(out.err, errKilled):
+		return false // a test's kill: nothing more happens
 	case errors.Is(out.err, errStopped) && it.inboxID != "":
-		s.send(s.e.bg, restartQueuedText+quote(it.msg.Text, 80))
+		tr.chat.send(restartQueuedText + quote(it.msg.Text, 80))
 		return false
 	case errors.Is(out.err, errStopped):
-		s.send(s.e.bg, shutdownText)
+		tr.chat.send(shutdownText)
 		return false
 	case errors.Is(out.err, errNotPassed):
 		return false // the user was told why
 	case errors.Is(out.err, errStoppedWaiting):
-		s.send(s.e.bg, "Stopped before the turn started: the message was dropped. The session is kept.")
+		tr.chat.send("Stopped before the turn started: the message was dropped. The session is kept.")
 		return false
 	case errors.Is(out.err, agentproc.ErrSessionNotFound),
 		errors.Is(out.err, agentproc.ErrPromptTooLong) && hadHistory:
-		return s.fallback(it, out)
+		return tr.fallback(it, out)
 	case errors.Is(out.err, agentproc.ErrPromptTooLong):
 		// A brand-new session failed on its first message: the message
 		// itself does not fit, and resending it would fail the same way.
-		s.log.Error("Message too long for a fresh session", "session_id", s.sessionID(), "error", out.err, "cwd", s.ws.Path)
-		s.forgetSession()
-		s.closeProc()
-		s.send(s.e.bg, "This message does not fit in the model's context even in a fresh session"+resultDetail(out)+". Nothing was kept; please send something shorter.")
+		tr.log.Error("Message too long for a fresh session", "session_id", tr.rb.sessionID(), "error", out.err)
+		tr.rb.forget()
+		tr.agent.close()
+		tr.chat.send("This message does not fit in the model's context even in a fresh session" + resultDetail(out) + ". Nothing was kept; please send something shorter.")
 		return false
 	case errors.As(out.err, &exitErr):
-		s.log.Error("Agent process exited mid-turn; keeping the session", "session_id", s.sessionID(),
-			"exit_code", exitErr.Code, "signal", exitErr.Signal, "stderr", exitErr.StderrTail, "cwd", s.ws.Path)
-		s.closeProc()
-		s.send(s.e.bg, fmt.Sprintf("The agent process %s: %s\nThe session is kept: your next message resumes it.",
-			exitDescription(exitErr), orNone(s.forChat(lastLine(exitErr.StderrTail)))))
+		tr.log.Error("Agent process exited mid-turn; keeping the session", "session_id", tr.rb.sessionID(),
+			"exit_code", exitErr.Code, "signal", exitErr.Signal, "stderr", exitErr.StderrTail)
+		tr.agent.close()
+		tr.chat.send(fmt.Sprintf("The agent process %s: %s\nThe session is kept: your next message resumes it.",
+			exitDescription(exitErr), orNone(tr.forChat(lastLine(exitErr.StderrTail)))))
 		return false
 	default:
-		s.log.Error("Turn failed; keeping the session", "session_id", s.sessionID(), "error", out.err,
-			"stderr", out.stderr, "cwd", s.ws.Path)
-		s.closeProc()
-		s.send(s.e.bg, fmt.Sprintf("The agent failed: %s\nThe session is kept: send your message again to retry.", s.forChat(out.err.Error())))
+		tr.log.Error("Turn failed; keeping the session", "session_id", tr.rb.sessionID(), "error", out.err,
+			"stderr", out.stderr)
+		tr.agent.close()
+		tr.chat.send(fmt.Sprintf("The agent failed: %s\nThe session is kept: send your message again to retry.", tr.forChat(out.err.Error())))
 		return false
 	}
 }
@@ -147,67 +182,92 @@ func succeeded(out outcome) bool {
 // fallback handles a session that cannot continue (resume refused, or the
 // context too large): it forgets the session id, starts a fresh session and
 // resends the user's message once.
-func (s *session) fallback(it workItem, out outcome) bool {
+func (tr *turnRunner) fallback(it workItem, out outcome) bool {
 	// A fresh session has no cut turn to continue: it gets the message.
 	it.continuation = false
-	oldID := s.sessionID()
+	oldID := tr.rb.sessionID()
 	tooLong := errors.Is(out.err, agentproc.ErrPromptTooLong)
-	s.e.metrics.Fallback(fallbackCause(out.err))
-	path, size, ferr := s.e.tx.Find(oldID)
-	s.log.Error("Agent session cannot continue; starting fresh", "session_id", oldID, "error", out.err,
-		"stderr", out.stderr, "cwd", s.ws.Path, "transcript", path, "transcript_size", size, "transcript_lookup_error", errString(ferr))
-	s.forgetSession()
-	s.closeProc()
+	tr.e.metrics.Fallback(fallbackCause(out.err))
+	path, size, ferr := tr.e.tx.Find(oldID)
+	tr.log.Error("Agent session cannot continue; starting fresh", "session_id", oldID, "error", out.err,
+		"stderr", out.stderr, "transcript", path, "transcript_size", size, "transcript_lookup_error", errString(ferr))
+	tr.rb.forget()
+	tr.agent.close()
 	if tooLong {
-		s.send(s.e.bg, noticeTooLong)
+		tr.chat.send(noticeTooLong)
 	} else {
-		s.send(s.e.bg, noticeNotFound)
+		tr.chat.send(noticeNotFound)
 	}
 
-	out2 := s.attempt(it)
+	out2 := tr.attempt(it)
 	if out2.err == nil {
-		s.log.Warn("Started a fresh agent session in place of a failed one", "old_session_id", oldID,
-			"session_id", s.sessionID(), "cwd", s.ws.Path)
-		s.relay(out2)
+		tr.log.Warn("Started a fresh agent session in place of a failed one", "old_session_id", oldID,
+			"session_id", tr.rb.sessionID())
+		tr.postReply(it, out2)
 		return succeeded(out2)
 	}
-	s.log.Error("Fresh agent session failed too", "old_session_id", oldID, "error", out2.err,
-		"stderr", out2.stderr, "cwd", s.ws.Path)
+	tr.log.Error("Fresh agent session failed too", "old_session_id", oldID, "error", out2.err, "stderr", out2.stderr)
 	if errors.Is(out2.err, agentproc.ErrPromptTooLong) || errors.Is(out2.err, agentproc.ErrSessionNotFound) {
-		s.forgetSession()
+		tr.rb.forget()
 	}
-	s.closeProc()
-	reason := s.forChat(out2.err.Error())
+	tr.agent.close()
+	reason := tr.forChat(out2.err.Error())
 	var exitErr *agentproc.ExitError
 	if errors.As(out2.err, &exitErr) {
-		reason = fmt.Sprintf("the agent process %s: %s", exitDescription(exitErr), orNone(s.forChat(lastLine(exitErr.StderrTail))))
+		reason = fmt.Sprintf("the agent process %s: %s", exitDescription(exitErr), orNone(tr.forChat(lastLine(exitErr.StderrTail))))
 	} else if errors.Is(out2.err, agentproc.ErrPromptTooLong) {
 		reason = "this message alone does not fit in the model's context" + resultDetail(out2)
 	}
-	s.send(s.e.bg, "Starting a fresh session failed too: "+reason+"\nThe session stays usable: your next message tries again.")
+	tr.chat.send("Starting a fresh session failed too: " + reason + "\nThe session stays usable: your next message tries again.")
 	return false
 }
 
-// forgetSession clears the stored Claude session id and its figures.
-func (s *session) forgetSession() {
-	s.update(func(r *record) {
-		r.SessionID, r.NewSessionID = "", ""
-		r.ContextTokens, r.ContextWindow, r.WindowReported, r.ContextPct = 0, 0, false, 0
-		r.SelfPct, r.HasSelfPct = 0, false
-	})
+// settle acknowledges the message of a finished turn, or leaves it pending
+// when the turn did not reach a durable end:
+//   - cc-connect is shutting down (the turn never started, or its process
+//     was closed before a result): the next start runs or resumes it;
+//   - the agent process died mid-turn: the returned item recovers it now,
+//     once, as a restart would (resume the cut turn, or send the message
+//     the CLI never got), before the turns queued behind it.
+//
+// A result, a !stop before the start, and a failure the user was told
+// about (also a second death of the agent) acknowledge it.
+//
+// The record is saved first, once, with what the turn changed (its figures
+// were kept in memory so that the reply went out without waiting on the
+// disk), and before the ack: a crash in between leaves the message pending,
+// and recovery reads the transcript, not the record, to tell what became of
+// it.
+func (tr *turnRunner) settle(it workItem, out outcome) (retry *workItem) {
+	tr.rb.change(func(r *record) { r.PendingPermission = "" })
+	tr.rb.save()
+	var exitErr *agentproc.ExitError
+	switch {
+	case errors.Is(out.err, errStopped), errors.Is(out.err, errKilled):
+		return nil
+	case out.res == nil && out.err != nil && tr.e.isStopping():
+		tr.log.Info("Turn cut by shutdown; its message stays in the inbox for the next start", "session_id", tr.rb.sessionID())
+		return nil
+	case out.res == nil && errors.As(out.err, &exitErr) && !it.afterCrash && it.inboxID != "":
+		r := it
+		r.afterCrash, r.continuation, r.started = true, false, tr.jr.wasStarted(it.inboxID)
+		return &r
+	case errors.Is(out.err, errStoppedWaiting):
+		tr.jr.ack(it, inbox.AckCancel)
+	default:
+		tr.jr.ack(it, inbox.AckResult)
+	}
+	return nil
 }
 
 // ensureProcess makes sure the session has a live process: it takes a slot
-// (waiting at the cap) and spawns one, resuming the stored session id.
-func (s *session) ensureProcess() error {
-	s.mu.Lock()
-	proc := s.proc
-	s.mu.Unlock()
-	if proc != nil {
+// (waiting at the cap) and starts one, resuming the stored session id.
+func (tr *turnRunner) ensureProcess() error {
+	if proc := tr.agent.live(); proc != nil {
 		select {
 		case <-proc.Done():
-			s.log.Warn("Agent process had ended; starting it again", "session_id", s.sessionID(), "stderr", lastLine(proc.StderrTail()))
-			s.closeProc()
+			tr.log.Warn("Agent process had ended; starting it again", "session_id", tr.rb.sessionID(), "stderr", lastLine(proc.StderrTail()))
+			tr.agent.close()
 		default:
 			return nil
 		}
@@ -215,165 +275,159 @@ func (s *session) ensureProcess() error {
 	onCtrl := func(c control) error {
 		switch c.kind {
 		case ctrlStop:
+			tr.stopShell(c.to)
 			return errStoppedWaiting
 		case ctrlAnswer:
-			s.sendTo(s.e.bg, c.to, "No permission request is pending.")
+			tr.chat.sendTo(c.to, "No permission request is pending.")
+		case ctrlReap:
+			// there is no process to reap
+		default:
+			tr.other(c)
 		}
-		return nil // ctrlReap: there is no process to reap
+		return nil
 	}
-	if err := s.e.acquireSlot(s.e.bg, s.ws.Path, s, func() { s.send(s.e.bg, noticeWaiting) }, s.ctrl, onCtrl); err != nil {
+	if err := tr.e.acquireSlot(tr.e.bg, tr.ws, tr.key, func() { tr.chat.send(noticeWaiting) }, tr.mb, onCtrl); err != nil {
 		return err
 	}
-	id := s.sessionID()
-	start := agentproc.StartOptions{Dir: s.ws.Path, ResumeID: id}
+	id := tr.rb.sessionID()
+	start := agentproc.StartOptions{Dir: tr.ws, ResumeID: id}
 	if id == "" {
-		start = s.newSessionStart()
+		start = tr.newSessionStart()
 	}
-	if err := s.claimSession(orDefault(start.ResumeID, start.SessionID)); err != nil {
-		s.e.slots.release(s.ws.Path)
-		return err
-	}
-	model := s.e.opts.Agent.Model
 	if id != "" {
-		path, size, err := s.e.tx.Find(id)
-		s.log.Info("Resuming agent session", "session_id", id, "transcript", path, "transcript_size", size,
+		path, size, err := tr.e.tx.Find(id)
+		tr.log.Info("Resuming agent session", "session_id", id, "transcript", path, "transcript_size", size,
 			"transcript_lookup_error", errString(err))
 	}
-	s.log.Info("Starting agent process", "cwd", s.ws.Path, "session_id", orDefault(id, "new"), "model", orDefault(model, "default"))
-	start.Model, start.PermissionMode = s.spawnSettings() // !model, !mode
-	p, err := s.e.spawn(s.e.bg, s.e.opts.Agent, start, s.log)
-	if err != nil {
-		s.releaseSession()
-		s.e.slots.release(s.ws.Path)
-		return fmt.Errorf("starting agent in %s: %w", s.ws.Path, err)
+	start.Model, start.PermissionMode = tr.rb.spawnSettings() // !model, !mode
+	tr.log.Info("Starting agent process", "session_id", orDefault(id, "new"), "model", orDefault(orDefault(start.Model, tr.e.opts.Agent.Model), "default"))
+	if err := tr.agent.start(tr.e.spawn, tr.e.opts.Agent, start); err != nil {
+		tr.e.slots.release(tr.ws)
+		return err
 	}
-	s.markAgent(p.Pid())
-	s.mu.Lock()
-	s.proc = p
-	s.idleAt = s.e.now()
-	s.mu.Unlock()
-	s.syncControls(p, start.Model, start.PermissionMode)
+	syncControls(tr.agent.live(), tr.rb, start.Model, start.PermissionMode, tr.e.opts.Agent.Model, tr.log)
 	return nil
+}
+
+// newSessionStart chooses the id of a new Claude session and records it
+// before the process starts (--session-id), so that a crash before the CLI
+// confirms it still leaves the transcript findable. When the CLI had
+// already created that session, it is resumed instead.
+func (tr *turnRunner) newSessionStart() agentproc.StartOptions {
+	pre := tr.rb.get().NewSessionID
+	if pre != "" {
+		if _, _, err := tr.e.tx.Find(pre); err == nil {
+			tr.rb.update(func(r *record) { r.SessionID, r.NewSessionID = pre, "" })
+			return agentproc.StartOptions{Dir: tr.ws, ResumeID: pre}
+		}
+	} else {
+		pre = newUUID()
+		tr.rb.update(func(r *record) { r.NewSessionID = pre })
+	}
+	return agentproc.StartOptions{Dir: tr.ws, SessionID: pre}
+}
+
+// send starts one turn of it on proc, carrying the uuid it was accepted
+// with; its start is journaled first (a write, no fsync), so that after a
+// crash the transcript tells whether the CLI had the message. A
+// continuation (recovery resuming a cut turn) sends continueText under a
+// fresh uuid and keeps the message's, which is what the transcript holds.
+func (tr *turnRunner) send(proc agentProcess, it workItem) (agentTurn, error) {
+	id, text := it.uuid, it.msg.Text
+	if id == "" || it.continuation {
+		id = newUUID()
+	}
+	if it.continuation {
+		text = continueText
+	} else if err := tr.jr.markStarted(it); err != nil {
+		// Sending now could not be told apart from not sending after a
+		// crash; refuse the turn instead.
+		return nil, err
+	}
+	if tr.e.killedAt(pointStarted) {
+		return nil, errKilled
+	}
+	return proc.StartTurn(tr.e.bg, agentproc.UserMessage{UUID: id, Text: text})
 }
 
 // attempt runs the message as one turn of the session's process, serving
 // permission prompts, !stop and progress while it runs.
-func (s *session) attempt(it workItem) outcome {
-	if err := s.ensureProcess(); err != nil {
+func (tr *turnRunner) attempt(it workItem) outcome {
+	if err := tr.ensureProcess(); err != nil {
 		return outcome{err: err}
 	}
-	s.mu.Lock()
-	proc := s.proc
-	s.mu.Unlock()
+	proc := tr.agent.live()
+	at, err := tr.send(proc, it)
+	if err != nil {
+		return outcome{err: err, stderr: proc.StderrTail()}
+	}
 
-	// The callback must not block agentproc's reader (it also reads the
-	// answers to our control requests), so events go through an unbounded
-	// queue that this goroutine drains.
-	q := newTurnQueue()
-	go func() {
-		res, err := s.sendTurn(proc, it, it.msg.Text, func(ev agentproc.Event) { q.push(turnMsg{ev: ev}) })
-		q.push(turnMsg{done: true, res: res, err: err})
-	}()
-
-	t := &turn{msg: it.msg}
-	stopping := s.e.stopping
+	t := &turn{msg: it.msg, perms: tr.newPermissions()}
+	events := at.Events()
+	stopping := tr.e.stopping
 	var graceC, killC <-chan time.Time
 	var closed chan struct{}
 	for {
 		select {
-		case <-q.signal:
-			var m turnMsg
-			for _, m = range q.drain() {
-				if m.done {
-					break
-				}
-				s.onEvent(t, proc, m.ev)
-			}
-			if !m.done {
+		case ev, ok := <-events:
+			if ok {
+				tr.onEvent(t, proc, ev)
 				continue
 			}
-			s.endPermissions(t, "the turn ended")
+			res, err := at.Result()
+			t.perms.endAll("the turn ended")
 			t.progress.stop()
 			if closed != nil {
 				<-closed
 			}
-			out := outcome{res: m.res, err: m.err, text: t.text.String(), model: t.model, stderr: proc.StderrTail(),
+			out := outcome{res: res, err: err, text: t.text.String(), model: t.model, stderr: proc.StderrTail(),
 				compaction: isCompaction(it.msg.Text), compacted: t.compacted, compactErr: t.compactErr}
-			if m.res != nil {
-				s.noteResult(m.res, t.model)
-				s.noteContext(m.res)
+			if res != nil {
+				tr.noteResult(res, t.model)
+				tr.noteContext(res)
 			}
-			if m.err == nil && m.res == nil {
+			if err == nil && res == nil {
 				out.err = errors.New("turn ended without a result")
 			}
 			return out
-		case c := <-s.ctrl:
-			s.turnControl(t, proc, c)
-		case <-timerC(t.permT):
-			s.permissionTimeout(t, proc)
-			s.notePermissions(t)
+		case <-tr.mb.ctrl:
+			for c, ok := tr.mb.takeControl(); ok; c, ok = tr.mb.takeControl() {
+				tr.control(t, proc, c)
+				tr.mb.counted(-1)
+			}
+		case <-timerC(t.perms.timer):
+			t.perms.expire(proc)
+			tr.notePermissions(t)
 		case <-timerC(t.progress.timer):
-			s.flushProgress(t)
+			tr.chat.flushProgress(&t.progress)
 		case <-stopping:
 			stopping = nil
-			graceC = time.After(s.e.opts.ShutdownGrace)
+			graceC = time.After(tr.e.opts.ShutdownGrace)
 		case <-graceC:
 			graceC = nil
-			s.log.Warn("Shutdown grace over; interrupting the running turn", "session_id", s.sessionID())
-			s.interrupt(proc)
-			killC = time.After(s.e.opts.ShutdownGrace)
+			tr.log.Warn("Shutdown grace over; interrupting the running turn", "session_id", tr.rb.sessionID())
+			tr.interrupt(proc)
+			killC = time.After(tr.e.opts.ShutdownGrace)
 		case <-killC:
 			killC = nil
-			s.log.Warn("Turn did not end after the interrupt; closing the agent process", "session_id", s.sessionID())
+			tr.log.Warn("Turn did not end after the interrupt; closing the agent process", "session_id", tr.rb.sessionID())
 			closed = make(chan struct{})
 			go func() {
 				defer close(closed)
-				_ = proc.Close(s.e.bg)
+				_ = proc.Close(tr.e.bg)
 			}()
 		}
 	}
 }
 
-// controlTimeout bounds a control request to the CLI, so a wedged process
-// cannot stall its session.
-const controlTimeout = 10 * time.Second
-
-func (s *session) interrupt(proc agentProcess) error {
-	ctx, cancel := context.WithTimeout(s.e.bg, controlTimeout)
+func (tr *turnRunner) interrupt(proc agentProcess) error {
+	ctx, cancel := context.WithTimeout(tr.e.bg, controlTimeout)
 	defer cancel()
 	err := proc.Interrupt(ctx)
 	if err != nil {
-		s.log.Warn("Interrupting the agent failed", "session_id", s.sessionID(), "error", err)
+		tr.log.Warn("Interrupting the agent failed", "session_id", tr.rb.sessionID(), "error", err)
 	}
 	return err
-}
-
-// turnQueue hands a turn's events from the goroutine blocked in Turn to the
-// session goroutine without ever blocking the sender.
-type turnQueue struct {
-	mu     sync.Mutex // guards items
-	items  []turnMsg
-	signal chan struct{} // capacity 1: items is not empty
-}
-
-func newTurnQueue() *turnQueue { return &turnQueue{signal: make(chan struct{}, 1)} }
-
-func (q *turnQueue) push(m turnMsg) {
-	q.mu.Lock()
-	q.items = append(q.items, m)
-	q.mu.Unlock()
-	select {
-	case q.signal <- struct{}{}:
-	default:
-	}
-}
-
-func (q *turnQueue) drain() []turnMsg {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	items := q.items
-	q.items = nil
-	return items
 }
 
 func timerC(t *time.Timer) <-chan time.Time {
@@ -383,7 +437,7 @@ func timerC(t *time.Timer) <-chan time.Time {
 	return t.C
 }
 
-func (s *session) onEvent(t *turn, proc agentProcess, ev agentproc.Event) {
+func (tr *turnRunner) onEvent(t *turn, proc agentProcess, ev agentproc.Event) {
 	switch ev := ev.(type) {
 	case agentproc.Init:
 		t.started = true
@@ -392,15 +446,15 @@ func (s *session) onEvent(t *turn, proc agentProcess, ev agentproc.Event) {
 			// An interrupt that reaches the CLI before it starts the
 			// turn is a no-op there, so a !stop that came that early is
 			// sent now.
-			s.interrupt(proc)
+			tr.interrupt(proc)
 		}
 		switch {
 		case ev.SessionID != "" && !agentproc.ValidSessionID(ev.SessionID):
 			// Stored, it would be passed to --resume and wedge the
 			// conversation: every later start would be refused.
-			s.log.Error("Agent reported a session id that is not a UUID; not stored", "reported_session_id", ev.SessionID)
+			tr.log.Error("Agent reported a session id that is not a UUID; not stored", "reported_session_id", ev.SessionID)
 		case ev.SessionID != "":
-			s.update(func(r *record) {
+			tr.rb.update(func(r *record) {
 				r.SessionID, r.NewSessionID = ev.SessionID, ""
 				if ev.Model != "" {
 					r.Model = ev.Model
@@ -416,45 +470,45 @@ func (s *session) onEvent(t *turn, proc agentProcess, ev agentproc.Event) {
 		}
 		t.text.WriteString(ev.Text)
 	case agentproc.ToolUse:
-		s.showProgress(t, "Running: "+toolSummary(ev.Name, ev.Input))
+		tr.chat.showProgress(&t.progress, "Running: "+toolSummary(ev.Name, ev.Input))
 	case agentproc.Compaction:
 		if ev.Active {
-			s.showProgress(t, "Compacting the conversation…")
+			tr.chat.showProgress(&t.progress, "Compacting the conversation…")
 		} else if ev.Result == "failed" {
 			t.compactErr = orDefault(ev.Error, "failed")
 		}
 	case agentproc.CompactBoundary:
 		t.compacted = &ev
 	case agentproc.APIRetry:
-		s.showProgress(t, fmt.Sprintf("API error %d, retrying (%d/%d)…", ev.ErrorStatus, ev.Attempt, ev.MaxRetries))
+		tr.chat.showProgress(&t.progress, fmt.Sprintf("API error %d, retrying (%d/%d)…", ev.ErrorStatus, ev.Attempt, ev.MaxRetries))
 	case agentproc.PermissionRequest:
-		s.askPermission(t, proc, ev)
-		s.notePermissions(t)
+		t.perms.ask(proc, ev)
+		tr.notePermissions(t)
 	case agentproc.PermissionCancel:
-		s.cancelPermission(t, ev.RequestID)
-		s.notePermissions(t)
+		t.perms.cancel(ev.RequestID)
+		tr.notePermissions(t)
 	case agentproc.Malformed:
-		s.log.Warn("Agent wrote a malformed line", "line", ev.Line, "error", ev.Err)
+		tr.log.Warn("Agent wrote a malformed line", "line", ev.Line, "error", ev.Err)
 	}
 }
 
-func (s *session) turnControl(t *turn, proc agentProcess, c control) {
+// control handles a control that reached the running turn.
+func (tr *turnRunner) control(t *turn, proc agentProcess, c control) {
 	switch c.kind {
 	case ctrlAnswer:
-		s.answerPermission(t, proc, c)
-		s.notePermissions(t)
+		t.perms.answer(proc, c)
+		tr.notePermissions(t)
 	case ctrlStop:
+		tr.stopShell(c.to)
 		t.stopped = true
 		if t.started {
-			if err := s.interrupt(proc); err != nil {
-				s.log.Warn("Interrupting the turn failed", "error", err)
-				s.sendTo(s.e.bg, c.to, "Could not stop the turn: "+s.forChat(err.Error()))
+			if err := tr.interrupt(proc); err != nil {
+				tr.log.Warn("Interrupting the turn failed", "error", err)
+				tr.chat.sendTo(c.to, "Could not stop the turn: "+tr.forChat(err.Error()))
 				return
 			}
 		}
-		s.mu.Lock()
-		n := len(s.queue)
-		s.mu.Unlock()
+		_, n, _ := tr.mb.snapshot()
 		msg := "Stopping the current turn. The session is kept."
 		switch n {
 		case 0:
@@ -464,8 +518,50 @@ func (s *session) turnControl(t *turn, proc agentProcess, c control) {
 		default:
 			msg += fmt.Sprintf(" %d queued messages stay queued and run next.", n)
 		}
-		s.sendTo(s.e.bg, c.to, msg)
+		tr.chat.sendTo(c.to, msg)
 	case ctrlReap:
 		// busy: not idle, nothing to reap
+	default:
+		tr.other(c)
 	}
+}
+
+// notePermissions records which permission request the turn waits on, so
+// that a restart can tell the thread it was cancelled.
+func (tr *turnRunner) notePermissions(t *turn) {
+	name := t.perms.first()
+	tr.rb.update(func(r *record) { r.PendingPermission = name })
+}
+
+// noteResult takes the figures of a result (session id, context, cost)
+// into the record, in memory: settle saves them once the reply is posted,
+// so that no fsync delays the reply. The session id was saved when the turn
+// started, which is what a crash before that save needs.
+func (tr *turnRunner) noteResult(res *agentproc.Result, initModel string) {
+	model := orDefault(res.Model, initModel)
+	tr.rb.change(func(r *record) {
+		if agentproc.ValidSessionID(res.SessionID) { // see onEvent
+			r.SessionID = res.SessionID
+		}
+		if model != "" {
+			r.Model = model
+		}
+		if res.TotalCostUSD > 0 {
+			r.TotalCostUSD = res.TotalCostUSD
+		}
+		if res.ContextTokens > 0 {
+			f := resultFigures(res, tr.e.opts.ContextWindow)
+			r.ContextTokens, r.ContextWindow, r.WindowReported = f.Tokens, f.Window, f.WindowReported
+			r.ContextPct, _ = f.SDK()
+		}
+		r.LastActivity = tr.e.now()
+	})
+}
+
+// noteContext reports the context use a result left, when it had usage.
+func (tr *turnRunner) noteContext(res *agentproc.Result) {
+	if res == nil || res.ContextTokens == 0 {
+		return
+	}
+	tr.e.metrics.ContextPercent(tr.rb.get().ContextPct)
 }

@@ -22,6 +22,7 @@ type faultyFile struct {
 	syncFails  int // how many syncs fail from now on
 	partial    int // bytes a failing write still puts down
 	truncFails bool
+	beforeSync func() // run once at the next sync, before it fails or not
 }
 
 func (f *faultyFile) WriteAt(p []byte, off int64) (int, error) {
@@ -39,6 +40,13 @@ func (f *faultyFile) WriteAt(p []byte, off int64) (int, error) {
 }
 
 func (f *faultyFile) Sync() error {
+	f.mu.Lock()
+	before := f.beforeSync
+	f.beforeSync = nil
+	f.mu.Unlock()
+	if before != nil {
+		before()
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.syncFails > 0 {
@@ -66,7 +74,7 @@ func (f *faultyFile) set(fn func(f *faultyFile)) {
 func openFaulty(t *testing.T, path string) (*Inbox, *faultyFile) {
 	t.Helper()
 	var ff *faultyFile
-	in, err := open(path, Limits{}, func(f *os.File) file { ff = &faultyFile{file: f}; return ff })
+	in, err := open(path, Limits{}, nil, func(f *os.File) file { ff = &faultyFile{file: f}; return ff })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +108,7 @@ func TestInboxFailedAppendLeavesJournalAsItWas(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if err := in.MarkStarted("a", "uuid-a"); err != nil {
+			if err := in.MarkStarted("a"); err != nil {
 				t.Fatal(err)
 			}
 			before, _ := os.ReadFile(path)
@@ -120,13 +128,63 @@ func TestInboxFailedAppendLeavesJournalAsItWas(t *testing.T) {
 			in.Close()
 			again := openT(t, path, Limits{})
 			got := again.Pending()
-			if strings.Join(ids(got), ",") != "a,b,d" || got[0].UUID != "uuid-a" {
+			if strings.Join(ids(got), ",") != "a,b,d" || !got[0].Started {
 				t.Errorf("after reopen: %+v, want a (started), b, d", got)
 			}
 			if r := again.Repairs(); len(r) != 0 {
 				t.Errorf("a journal kept whole needed repairs: %q", r)
 			}
 		})
+	}
+}
+
+// TestInboxFailedSyncAfterAnotherWrite: an add's fsync runs outside the
+// journal's lock, so another record can follow the add before the fsync
+// fails. The add cannot be cut off then; it is withdrawn by a record of its
+// own, and after a reopen it is neither pending nor seen (the user was told
+// it was not accepted, so a redelivery is a new message), while the record
+// written meanwhile is kept.
+func TestInboxFailedSyncAfterAnotherWrite(t *testing.T) {
+	dir := privateDir(t)
+	path := filepath.Join(dir, "s.jsonl")
+	in, ff := openFaulty(t, path)
+	if err := in.Append(entry("a")); err != nil {
+		t.Fatal(err)
+	}
+	ff.set(func(f *faultyFile) {
+		f.syncFails = 1
+		f.beforeSync = func() {
+			if err := in.MarkStarted("a"); err != nil {
+				t.Errorf("MarkStarted while the add syncs: %v", err)
+			}
+		}
+	})
+	if err := in.Append(entry("c")); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("append with a failing fsync = %v, want EIO", err)
+	}
+	if got := ids(in.Pending()); strings.Join(got, ",") != "a" {
+		t.Errorf("pending = %v, want [a]", got)
+	}
+	in.Close()
+	seen, err := OpenSeen(filepath.Join(dir, "seen.jsonl"), time.Hour, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer seen.Close()
+	again, err := Open(path, Limits{}, seen)
+	if err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	defer again.Close()
+	got := again.Pending()
+	if strings.Join(ids(got), ",") != "a" || !got[0].Started {
+		t.Errorf("after reopen: %+v, want a, started", got)
+	}
+	if seen.Has(entry("c").SeenKey()) {
+		t.Error("the withdrawn message's id is seen: its redelivery would be dropped")
+	}
+	if !seen.Has(entry("a").SeenKey()) {
+		t.Error("the accepted message's id is not seen")
 	}
 }
 
@@ -141,10 +199,10 @@ func TestInboxFailedStartAndAckKeepState(t *testing.T) {
 		}
 	}
 	ff.set(func(f *faultyFile) { f.writeFails, f.partial = 1, 10 })
-	if err := in.MarkStarted("a", "uuid-a"); !errors.Is(err, syscall.ENOSPC) {
+	if err := in.MarkStarted("a"); !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("MarkStarted = %v, want ENOSPC", err)
 	}
-	if in.Pending()[0].Started() {
+	if in.Pending()[0].Started {
 		t.Error("a failed start marked the message started")
 	}
 	ff.set(func(f *faultyFile) { f.writeFails, f.partial = 1, 10 })
@@ -156,7 +214,7 @@ func TestInboxFailedStartAndAckKeepState(t *testing.T) {
 	}
 	in.Close()
 	again := openT(t, path, Limits{})
-	if got := again.Pending(); strings.Join(ids(got), ",") != "a,b" || got[0].Started() {
+	if got := again.Pending(); strings.Join(ids(got), ",") != "a,b" || got[0].Started {
 		t.Errorf("after reopen: %+v, want a (not started), b", got)
 	}
 }
@@ -194,7 +252,7 @@ func TestInboxBrokenUntilTheCutSucceeds(t *testing.T) {
 // it is.
 func TestInboxRecoversWhatOldFailedWritesLeft(t *testing.T) {
 	add := func(id string) string {
-		rec, err := encode(record{Op: "add", Entry: &Entry{ID: id, Text: "text of " + id, UserID: "u"}})
+		rec, err := encode(diskRecord{Op: opAdd, Entry: toDisk(Entry{ID: id, Text: "text of " + id, UserID: "u"})})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -227,7 +285,7 @@ func TestInboxRecoversWhatOldFailedWritesLeft(t *testing.T) {
 			if err := os.WriteFile(path, []byte(tt.content), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			in, err := Open(path, Limits{})
+			in, err := Open(path, Limits{}, nil)
 			if tt.wantErr != nil {
 				if !errors.Is(err, tt.wantErr) {
 					t.Fatalf("Open = %v, want %v", err, tt.wantErr)
@@ -283,7 +341,9 @@ func TestInboxTooLargeMessage(t *testing.T) {
 	}
 }
 
-func TestSeenFailedAddIsCutOff(t *testing.T) {
+// TestSeenFailedKeepIsCutOff: a compaction's write of ids into the seen
+// file that fails is cut off again, and its ids are not taken as seen.
+func TestSeenFailedKeepIsCutOff(t *testing.T) {
 	path := filepath.Join(privateDir(t), "seen.jsonl")
 	var ff *faultyFile
 	s, err := openSeen(path, time.Hour, nil, func(f *os.File) file { ff = &faultyFile{file: f}; return ff })
@@ -291,17 +351,17 @@ func TestSeenFailedAddIsCutOff(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if err := s.Add("a"); err != nil {
+	if err := keepOne(s, "a"); err != nil {
 		t.Fatal(err)
 	}
 	ff.set(func(f *faultyFile) { f.writeFails, f.partial = 1, 7 })
-	if err := s.Add("b"); !errors.Is(err, syscall.ENOSPC) {
-		t.Fatalf("Add = %v, want ENOSPC", err)
+	if err := keepOne(s, "b"); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("keep = %v, want ENOSPC", err)
 	}
 	if s.Has("b") {
 		t.Error("an id that was not saved is remembered")
 	}
-	if err := s.Add("c"); err != nil {
+	if err := keepOne(s, "c"); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
@@ -339,7 +399,7 @@ func TestSeenRepairsCorruptLines(t *testing.T) {
 	if r := s.Repairs(); len(r) != 2 || !strings.Contains(r[1], "dropped 2 lines") {
 		t.Errorf("repairs = %q, want the torn tail and 2 lines reported", r)
 	}
-	if err := s.Add("f"); err != nil {
+	if err := keepOne(s, "f"); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()

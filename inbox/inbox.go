@@ -1,20 +1,20 @@
 // Package inbox keeps a session's accepted user messages on disk until their
 // turn reaches a durable end, so that a restart, a crash or a kill never
 // loses a message and never runs one twice. Each session has one
-// append-only journal file; every change is fsynced before the caller
-// acknowledges anything to the user or the platform, and a change that
-// fails to reach the disk (a full disk) is cut off again, so the journal
-// stays as it was. On open, what a crash or an older failed write left
-// (a torn last line, a cut record glued to the next one) is recovered
+// append-only journal file; accepting a message is one record, fsynced
+// before the caller acknowledges anything to the user or the platform, and
+// that record is also what makes the message's id seen (Seen). A change
+// that fails to reach the disk (a full disk) is cut off again, so the
+// journal stays as it was. On open, what a crash or an older failed write
+// left (a torn last line, a cut record glued to the next one) is recovered
 // where that cannot run anything twice or out of order, and Repairs says
 // what was done; a journal that cannot be read safely otherwise is never
 // repaired or replaced: the session fails closed and the file is kept for
-// inspection.
+// inspection. The package decides nothing about what a message means.
 package inbox
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -24,7 +24,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cc-connect/cc-connect/platform"
+	"github.com/google/uuid"
+
 	"github.com/cc-connect/cc-connect/workspace"
 )
 
@@ -32,8 +33,9 @@ import (
 // has a bigger problem than a full queue, and 8 MiB bounds a journal of
 // pasted logs.
 const (
-	DefaultMaxPending = 20
-	DefaultMaxBytes   = 8 << 20
+	DefaultMaxPending   = 20
+	DefaultMaxBytes     = 8 << 20
+	DefaultCompactBytes = 64 << 10 // a few hundred messages
 )
 
 // Errors callers branch on.
@@ -41,21 +43,26 @@ var (
 	// ErrFull: the message was not accepted (pending count or journal size
 	// at its limit). Tell the user; nothing already accepted is dropped.
 	ErrFull = errors.New("inbox is full")
-	// ErrDuplicate: a message with this ID is already pending. Accept it
-	// silently as the same message.
-	ErrDuplicate = errors.New("message already in the inbox")
+	// ErrDuplicate: the message was accepted already (Seen.Claim), or is
+	// pending in this journal (Append). Accept it silently as the same
+	// message.
+	ErrDuplicate = errors.New("message already accepted")
 	// ErrCorrupt: the journal could not be read. The session must refuse
 	// new input (fail closed) until an admin inspects the file.
 	ErrCorrupt = errors.New("inbox journal is corrupt")
 	// ErrTooLarge: the journal is over its size limit on open. Fail closed,
 	// as for ErrCorrupt.
 	ErrTooLarge = errors.New("inbox journal is too large")
-	// ErrUnknown: Ack or MarkStarted named a message that is not pending.
+	// ErrUnknown: Ack or a mark named a message that is not pending.
 	ErrUnknown = errors.New("message not in the inbox")
 	// ErrMessageTooLarge: the message alone is over the journal's size
 	// limit, so it can never be accepted (a *SizeError gives the sizes).
 	// Tell the user to send it as a file.
 	ErrMessageTooLarge = errors.New("message is over the inbox size limit")
+	// ErrNotCompacted: Ack acknowledged the message but could not compact
+	// the journal (the seen file's write failed); it stays as it is, its
+	// ids seen from the journal itself, until a later compaction.
+	ErrNotCompacted = errors.New("inbox journal not compacted")
 	// ErrBroken: a failed write could not be cut off again, so the journal
 	// takes no more changes until the next write manages to (the disk has
 	// room again) or it is opened again.
@@ -63,8 +70,8 @@ var (
 )
 
 // SizeError says why a message did not fit: its record is Size bytes, the
-// waiting messages take Used of the journal's Limit. It wraps
-// ErrMessageTooLarge when Size alone is over Limit, else ErrFull.
+// journal's records take Used of its Limit. It wraps ErrMessageTooLarge
+// when Size alone is over Limit, else ErrFull.
 type SizeError struct {
 	Size, Used, Limit int64
 }
@@ -83,104 +90,42 @@ func (e *SizeError) Unwrap() error {
 	return ErrFull
 }
 
-// Entry is one accepted user message.
-type Entry struct {
-	ID       string          `json:"id"` // the platform's message identity
-	Target   platform.Target `json:"target"`
-	UserID   string          `json:"user_id"`
-	UserName string          `json:"user_name,omitempty"`
-	Text     string          `json:"text"` // the prompt as it will be sent
-	Received time.Time       `json:"received"`
-	// UUID is the uuid the message carried to claude once its turn
-	// started; "" while it waits. After a crash, finding it in the Claude
-	// Code transcript tells whether the CLI had received the message.
-	UUID string `json:"uuid,omitempty"`
-	// Kind is "" for a message to the agent; a caller that orders other
-	// work with the messages (a command that switches sessions) names it
-	// here, so that a replay keeps that order.
-	Kind string `json:"kind,omitempty"`
-	// Attachments are the files that came with the message, as the caller
-	// stored them before journaling it: a replay builds the same prompt
-	// from them without the platform, whose download links may be gone.
-	Attachments []Attachment `json:"attachments,omitempty"`
-}
-
-// Attachment is one file of a message, already stored by the caller (or
-// refused). The journal keeps where it is, never its content.
-type Attachment struct {
-	Name    string `json:"name"`              // as the user sent it
-	Mime    string `json:"mime,omitempty"`    // as the platform declared it
-	Path    string `json:"path,omitempty"`    // where it was stored, relative to the workspace
-	Size    int64  `json:"size,omitempty"`    // bytes stored
-	SHA256  string `json:"sha256,omitempty"`  // of the bytes stored, hex
-	Text    bool   `json:"text,omitempty"`    // its content is text, to be inlined in the prompt
-	Refusal string `json:"refusal,omitempty"` // why it was not passed on; "" when it was
-}
-
-// Started reports whether the message was sent to claude.
-func (e Entry) Started() bool { return e.UUID != "" }
-
-// Limits bound one inbox. Zero fields take the defaults. MaxBytes bounds
-// what Append accepts; the start and acknowledgement records written after
-// it may take a journal a little past it, so Open refuses (ErrTooLarge)
-// only a journal over twice MaxBytes.
-type Limits struct {
-	MaxPending int
-	MaxBytes   int64
-}
-
-func (l Limits) withDefaults() Limits {
-	if l.MaxPending <= 0 {
-		l.MaxPending = DefaultMaxPending
-	}
-	if l.MaxBytes <= 0 {
-		l.MaxBytes = DefaultMaxBytes
-	}
-	return l
-}
-
-// AckReason says why a message left the inbox.
-type AckReason string
-
-const (
-	AckResult AckReason = "result" // its turn ended with a result
-	AckCancel AckReason = "cancel" // the user cancelled it
-)
-
-// record is one journal line.
-type record struct {
-	Op     string    `json:"op"` // add, start, ack
-	Entry  *Entry    `json:"entry,omitempty"`
-	ID     string    `json:"id,omitempty"`
-	UUID   string    `json:"uuid,omitempty"`
-	Reason AckReason `json:"reason,omitempty"`
-}
-
 // Inbox is one session's journal. Its methods are safe for concurrent use.
+// Fsyncs run outside its lock, so that marking a turn's start never waits
+// for another message's accept.
 type Inbox struct {
 	path   string
 	limits Limits
+	seen   *Seen // nil: ids are not tracked
 
 	mu      sync.Mutex // guards everything below
 	f       file
-	size    int64 // bytes of the journal that hold its records
-	pending []Entry
-	broken  error    // set when a failed write could not be cut off
-	repairs []string // what load recovered, for the caller's log
+	closing bool                 // Close began: nothing more is written
+	size    int64                // bytes of the journal that hold its records
+	broken  error                // set when a failed write could not be cut off
+	gen     uint64               // records written since open; compaction checks nothing came in
+	pending []Entry              // in arrival order
+	keys    map[string]time.Time // seen keys of every record in the file, with their accepted time
+	opened  time.Time            // when Open read the file: the accepted time of entries that have none
+	syncs   sync.WaitGroup       // fsyncs in flight; Close waits for them
+	repairs []string             // what load recovered, for the caller's log
 }
 
-// Open reads (or creates) the journal at path. A journal over the size
-// limit returns ErrTooLarge and one that does not parse ErrCorrupt; either
-// way the file is left as it is. A last line cut short by a crash during
-// an append is dropped: that append was never fsynced, so nobody was told
-// the message was accepted, and the platform will deliver it again.
-func Open(path string, limits Limits) (*Inbox, error) {
-	return open(path, limits, nil)
+// Open reads (or creates) the journal at path, and makes every message id
+// it holds seen in seen (which may be nil). A journal over the size limit
+// returns ErrTooLarge and one that does not parse ErrCorrupt; either way the
+// file is left as it is. A last line cut short by a crash during an append
+// is dropped: that append was never fsynced, so nobody was told the message
+// was accepted, and the platform will deliver it again. A journal with
+// nothing pending is compacted: its ids move to seen's file and it is
+// emptied.
+func Open(path string, limits Limits, seen *Seen) (*Inbox, error) {
+	return open(path, limits, seen, nil)
 }
 
 // open is Open with the journal's file wrapped by wrap (tests fail writes
 // through it as a full disk does); nil leaves it as it is.
-func open(path string, limits Limits, wrap func(*os.File) file) (*Inbox, error) {
+func open(path string, limits Limits, seen *Seen, wrap func(*os.File) file) (*Inbox, error) {
 	limits = limits.withDefaults()
 	if err := workspace.EnsurePrivateDir(filepath.Dir(path)); err != nil {
 		return nil, fmt.Errorf("opening inbox: %w", err)
@@ -191,9 +136,12 @@ func open(path string, limits Limits, wrap func(*os.File) file) (*Inbox, error) 
 	if err != nil {
 		return nil, fmt.Errorf("opening inbox: %w", err)
 	}
-	in := &Inbox{path: path, limits: limits, f: f}
+	in := &Inbox{path: path, limits: limits, seen: seen, f: f, keys: map[string]time.Time{}, opened: time.Now()}
 	if wrap != nil {
 		in.f = wrap(f)
+	}
+	if seen != nil {
+		in.opened = seen.now()
 	}
 	if err := in.load(); err != nil {
 		f.Close()
@@ -246,14 +194,31 @@ func (in *Inbox) load() error {
 		}
 	}
 	in.size = int64(valid)
+	for i := range in.pending {
+		if in.pending[i].UUID == "" {
+			// Accepted by a version that chose the uuid at the start:
+			// one chosen now goes into the start record when it is used.
+			in.pending[i].UUID = uuid.NewString()
+		}
+	}
+	if in.seen != nil {
+		for k, at := range in.keys {
+			in.seen.note(k, at)
+		}
+	}
 	if len(in.pending) == 0 && in.size > 0 {
-		return in.truncateLocked()
+		if err := in.compactLocked(); err != nil {
+			// A full disk: the ids stay seen from the journal itself,
+			// which is compacted another time.
+			in.repairs = append(in.repairs, fmt.Sprintf("kept the journal uncompacted: %v", err))
+		}
 	}
 	return nil
 }
 
 // openLimit is the largest journal Open reads: MaxBytes of messages and
-// room for their start and acknowledgement records.
+// room for their start, reply and acknowledgement records, which are
+// written past it.
 func (in *Inbox) openLimit() int64 {
 	if in.limits.MaxBytes > math.MaxInt64/2 {
 		return math.MaxInt64
@@ -262,41 +227,68 @@ func (in *Inbox) openLimit() int64 {
 }
 
 // Repairs lists what Open recovered from the journal (a torn last line, a
-// record cut short by a failed write), for the caller to log; nil when the
-// journal was whole.
+// record cut short by a failed write, a compaction a full disk refused),
+// for the caller to log; nil when the journal was whole.
 func (in *Inbox) Repairs() []string {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	return append([]string(nil), in.repairs...)
 }
 
-// apply replays one record onto the pending list.
-func (in *Inbox) apply(r record) error {
+// apply replays one record onto the pending list and the ids.
+func (in *Inbox) apply(r diskRecord) error {
 	switch r.Op {
-	case "add":
-		if r.Entry == nil || r.Entry.ID == "" {
-			return errors.New("add without an entry id")
+	case opAdd:
+		e := r.Entry.entry()
+		if e.Accepted.IsZero() {
+			e.Accepted = in.opened
 		}
-		if in.index(r.Entry.ID) >= 0 {
-			return fmt.Errorf("message %q added twice", r.Entry.ID)
+		if in.index(e.ID) >= 0 {
+			return fmt.Errorf("message %q added twice", e.ID)
 		}
-		in.pending = append(in.pending, *r.Entry)
-	case "start":
+		in.pending = append(in.pending, e)
+		in.keepKey(e.SeenKey(), e.Accepted)
+	case opSeen:
+		in.keepKey(SeenKey(r.Platform, r.ID), *r.At)
+	case opStart:
 		i := in.index(r.ID)
-		if i < 0 || r.UUID == "" {
+		if i < 0 {
 			return fmt.Errorf("start of unknown message %q", r.ID)
 		}
-		in.pending[i].UUID = r.UUID
-	case "ack":
+		if r.UUID == "" {
+			return fmt.Errorf("start of message %q without a uuid", r.ID)
+		}
+		in.pending[i].UUID, in.pending[i].Started = r.UUID, true
+	case opReply:
 		i := in.index(r.ID)
+		if i < 0 {
+			return fmt.Errorf("reply of unknown message %q", r.ID)
+		}
+		in.pending[i].Replying = true
+	case opAck:
+		i := in.index(r.ID)
+		if r.Reason == ackUnsaved {
+			// The add it withdraws may not have reached the disk; either
+			// way the caller was told it was not accepted, so its id is
+			// not seen: a redelivery is a new message.
+			if i >= 0 {
+				delete(in.keys, in.pending[i].SeenKey())
+				in.pending = append(in.pending[:i], in.pending[i+1:]...)
+			}
+			return nil
+		}
 		if i < 0 {
 			return fmt.Errorf("ack of unknown message %q", r.ID)
 		}
 		in.pending = append(in.pending[:i], in.pending[i+1:]...)
-	default:
-		return fmt.Errorf("unknown operation %q", r.Op)
 	}
 	return nil
+}
+
+func (in *Inbox) keepKey(key string, at time.Time) {
+	if old, ok := in.keys[key]; !ok || at.After(old) {
+		in.keys[key] = at
+	}
 }
 
 func (in *Inbox) index(id string) int {
@@ -308,77 +300,274 @@ func (in *Inbox) index(id string) int {
 	return -1
 }
 
-// Append accepts a message: when it returns nil, the message is on disk.
+// Append accepts a message: when it returns nil, the message is on disk,
+// with its id (which is seen from then on). It is one write and one fsync.
 func (in *Inbox) Append(e Entry) error {
 	if e.ID == "" {
 		return errors.New("appending to inbox: message without an id")
 	}
-	e.UUID = ""
+	if e.Accepted.IsZero() {
+		e.Accepted = time.Now()
+	}
+	if e.UUID == "" {
+		e.UUID = uuid.NewString() // the start record carries it
+	}
+	e.Started, e.Replying = false, false
+	rec, err := encode(diskRecord{Op: opAdd, Entry: toDisk(e)})
+	if err != nil {
+		return err
+	}
 	in.mu.Lock()
-	defer in.mu.Unlock()
-	if in.f == nil {
+	if in.f == nil || in.closing {
+		in.mu.Unlock()
 		return fmt.Errorf("appending to inbox: %w", os.ErrClosed)
 	}
 	if in.index(e.ID) >= 0 {
+		in.mu.Unlock()
 		return ErrDuplicate
 	}
 	if len(in.pending) >= in.limits.MaxPending {
-		return fmt.Errorf("%d messages are already waiting: %w", len(in.pending), ErrFull)
-	}
-	rec, err := encode(record{Op: "add", Entry: &e})
-	if err != nil {
-		return err
+		n := len(in.pending)
+		in.mu.Unlock()
+		return fmt.Errorf("%d messages are already waiting: %w", n, ErrFull)
 	}
 	if size := int64(len(rec)); size > in.limits.MaxBytes || in.size+size > in.limits.MaxBytes {
-		return fmt.Errorf("appending to inbox: %w", &SizeError{Size: size, Used: in.size, Limit: in.limits.MaxBytes})
+		used := in.size
+		in.mu.Unlock()
+		return fmt.Errorf("appending to inbox: %w", &SizeError{Size: size, Used: used, Limit: in.limits.MaxBytes})
 	}
-	if err := in.writeLocked(rec); err != nil {
+	f, off := in.f, in.size
+	err = in.writeLocked(rec)
+	if err == nil {
+		// Pending from the write on, so that no compaction empties the
+		// file under the fsync below.
+		in.pending = append(in.pending, e)
+		in.keepKey(e.SeenKey(), e.Accepted)
+		in.syncs.Add(1)
+	}
+	in.mu.Unlock()
+	if err != nil {
 		return err
 	}
-	in.pending = append(in.pending, e)
+	err = in.sync(f)
+	if err != nil {
+		in.unsave(e, off, int64(len(rec)))
+		return err
+	}
+	if in.seen != nil {
+		in.seen.note(e.SeenKey(), e.Accepted)
+	}
 	return nil
 }
 
-// MarkStarted records that the message was sent to claude with uuid.
-func (in *Inbox) MarkStarted(id, uuid string) error {
+// unsave withdraws a message whose add (n bytes at off) was written but
+// whose fsync failed: the caller tells the user it was not accepted, so a
+// replay must not run it, and its id is not seen. When nothing was written
+// after it the add is cut off again, so that the journal is as it was;
+// else (another record followed while the fsync ran outside the lock) an
+// ack record withdraws it, best effort: the disk is failing.
+func (in *Inbox) unsave(e Entry, off, n int64) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if i := in.index(e.ID); i >= 0 {
+		in.pending = append(in.pending[:i], in.pending[i+1:]...)
+	}
+	delete(in.keys, e.SeenKey())
+	if in.unwriteLocked(off, n) {
+		return
+	}
+	if rec, err := encode(diskRecord{Op: opAck, ID: e.ID, Reason: ackUnsaved}); err == nil {
+		_ = in.writeLocked(rec)
+	}
+}
+
+// unwriteLocked cuts off the n bytes at off when they are the journal's
+// last, reporting whether it did.
+func (in *Inbox) unwriteLocked(off, n int64) bool {
+	if in.f == nil || in.broken != nil || in.size != off+n {
+		return false
+	}
+	keep := in.size
+	in.size = off
+	if err := in.cutBackLocked(); err != nil {
+		in.size = keep
+		return false
+	}
+	in.gen++
+	return true
+}
+
+// MarkSeen records a message id accepted without an entry (a command that
+// acts at once), so that a redelivery of it is recognized: one write and
+// one fsync, like Append.
+func (in *Inbox) MarkSeen(platform, id string, at time.Time) error {
+	if id == "" {
+		return errors.New("marking a message seen: no id")
+	}
+	rec, err := encode(diskRecord{Op: opSeen, ID: id, Platform: platform, At: &at})
+	if err != nil {
+		return err
+	}
+	in.mu.Lock()
+	if in.f == nil {
+		in.mu.Unlock()
+		return fmt.Errorf("marking a message seen: %w", os.ErrClosed)
+	}
+	if size := int64(len(rec)); in.size+size > in.limits.MaxBytes {
+		used := in.size
+		in.mu.Unlock()
+		return fmt.Errorf("marking a message seen: %w", &SizeError{Size: size, Used: used, Limit: in.limits.MaxBytes})
+	}
+	f, off := in.f, in.size
+	err = in.writeLocked(rec)
+	if err == nil {
+		in.keepKey(SeenKey(platform, id), at)
+		in.syncs.Add(1)
+	}
+	in.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if err := in.sync(f); err != nil {
+		in.mu.Lock()
+		in.unwriteLocked(off, int64(len(rec)))
+		delete(in.keys, SeenKey(platform, id))
+		in.mu.Unlock()
+		return err
+	}
+	if in.seen != nil {
+		in.seen.note(SeenKey(platform, id), at)
+	}
+	return nil
+}
+
+// MarkStarted records that the message was written to claude, with its
+// uuid (Entry.UUID). The record is written, not fsynced: it costs no wait
+// before the message reaches claude. Recovery reads it only to say what it
+// knows; the transcript decides.
+func (in *Inbox) MarkStarted(id string) error {
+	return in.mark(id, opStart, func(e *Entry, r *diskRecord) {
+		e.Started, r.UUID = true, e.UUID
+	})
+}
+
+// MarkReplying records that the message's reply is about to be posted, so
+// that recovery after a crash knows the reply may have reached the chat.
+// Written, not fsynced, as MarkStarted.
+func (in *Inbox) MarkReplying(id string) error {
+	return in.mark(id, opReply, func(e *Entry, _ *diskRecord) { e.Replying = true })
+}
+
+func (in *Inbox) mark(id, op string, set func(*Entry, *diskRecord)) error {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	i := in.index(id)
 	if i < 0 {
-		return fmt.Errorf("marking %q started: %w", id, ErrUnknown)
+		return fmt.Errorf("marking %q (%s): %w", id, op, ErrUnknown)
 	}
-	rec, err := encode(record{Op: "start", ID: id, UUID: uuid})
+	e, r := in.pending[i], diskRecord{Op: op, ID: id}
+	set(&e, &r)
+	rec, err := encode(r)
 	if err != nil {
 		return err
 	}
 	if err := in.writeLocked(rec); err != nil {
 		return err
 	}
-	in.pending[i].UUID = uuid
+	in.pending[i] = e
 	return nil
 }
 
-// Ack removes a message whose turn reached a durable end. When nothing is
-// left pending the journal is truncated, so it only ever holds live work.
+// Ack removes a message whose turn reached a durable end (fsynced). When
+// nothing is left pending and the journal has reached CompactBytes it is
+// compacted: its ids move to the seen file, and it is emptied; below that,
+// and until it is closed, the acknowledged records stay in it (its ids are
+// seen from the journal itself).
 func (in *Inbox) Ack(id string, why AckReason) error {
+	rec, err := encode(diskRecord{Op: opAck, ID: id, Reason: why})
+	if err != nil {
+		return err
+	}
 	in.mu.Lock()
-	defer in.mu.Unlock()
 	i := in.index(id)
 	if i < 0 {
+		in.mu.Unlock()
 		return fmt.Errorf("acknowledging %q: %w", id, ErrUnknown)
 	}
-	rec, err := encode(record{Op: "ack", ID: id, Reason: why})
-	if err != nil {
-		return err
-	}
 	if err := in.writeLocked(rec); err != nil {
+		in.mu.Unlock()
 		return err
 	}
 	in.pending = append(in.pending[:i], in.pending[i+1:]...)
-	if len(in.pending) == 0 {
-		return in.truncateLocked()
+	empty := len(in.pending) == 0 && in.size >= in.limits.CompactBytes
+	f := in.f
+	in.syncs.Add(1)
+	in.mu.Unlock()
+	if err := in.sync(f); err != nil {
+		return err
+	}
+	if empty {
+		if err := in.compact(); err != nil {
+			return fmt.Errorf("%w: %w", ErrNotCompacted, err)
+		}
 	}
 	return nil
+}
+
+// compact moves the journal's ids to the seen file and empties the journal
+// when nothing is pending; the seen file's fsync runs outside the lock, and
+// the journal is emptied only if nothing was written meanwhile (a new
+// message: its ids stay in the journal until the next compaction).
+func (in *Inbox) compact() error {
+	in.mu.Lock()
+	if in.f == nil || in.closing || len(in.pending) > 0 || in.size == 0 {
+		in.mu.Unlock()
+		return nil
+	}
+	gen, keys := in.gen, cloneKeys(in.keys)
+	in.mu.Unlock()
+	if killedAt("compact: before the seen file") {
+		return errKilled
+	}
+	if in.seen != nil {
+		if err := in.seen.keep(keys); err != nil {
+			return fmt.Errorf("compacting inbox %s: %w", in.path, err)
+		}
+	}
+	if killedAt("compact: before emptying the journal") {
+		return errKilled
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.f == nil || in.closing || in.gen != gen {
+		return nil
+	}
+	return in.truncateLocked()
+}
+
+// killedAt reports whether a test stops the journal at point, as a kill
+// there would: nothing after it is written. Always false outside tests.
+var killedAt = func(point string) bool { return false }
+
+// errKilled is what an operation stopped by killedAt returns.
+var errKilled = errors.New("stopped at a kill point")
+
+// compactLocked is compact with the lock held throughout (Open, Close).
+func (in *Inbox) compactLocked() error {
+	if in.seen != nil {
+		if err := in.seen.keep(in.keys); err != nil {
+			return fmt.Errorf("compacting inbox %s: %w", in.path, err)
+		}
+	}
+	return in.truncateLocked()
+}
+
+func cloneKeys(m map[string]time.Time) map[string]time.Time {
+	out := make(map[string]time.Time, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
 }
 
 // Pending returns the waiting messages in arrival order.
@@ -398,37 +587,36 @@ func (in *Inbox) Len() int {
 // Path is the journal file.
 func (in *Inbox) Path() string { return in.path }
 
-// Close closes the journal; pending messages stay on disk for the next Open.
+// Close closes the journal, compacting it when nothing is pending; pending
+// messages stay on disk for the next Open.
 func (in *Inbox) Close() error {
 	in.mu.Lock()
-	defer in.mu.Unlock()
-	if in.f == nil {
+	if in.f == nil || in.closing {
+		in.mu.Unlock()
 		return nil
+	}
+	in.closing = true
+	in.mu.Unlock()
+	in.syncs.Wait()
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	var cerr error
+	if len(in.pending) == 0 && in.size > 0 {
+		cerr = in.compactLocked()
 	}
 	err := in.f.Close()
 	in.f = nil
-	return err
+	return errors.Join(cerr, err)
 }
 
-// encode writes one journal line. HTML escaping is off: it would turn
-// every <, > and & of a pasted log or page into six bytes.
-func encode(r record) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(r); err != nil {
-		return nil, fmt.Errorf("encoding inbox record: %w", err)
-	}
-	return b.Bytes(), nil // Encode ends it with a newline
-}
-
-// writeLocked appends rec and fsyncs it. When either fails (a full disk
-// writes part of the record, or none) the journal is cut back to where it
-// was, so that a later record never follows a torn one, and the change
-// counts as not made. When even that fails, the journal is broken: it
-// takes no further change until a later write manages the cut.
+// writeLocked writes rec at the end of the journal; durability is the
+// caller's (sync). When the write fails (a full disk writes part of the
+// record, or none) the journal is cut back to where it was, so that a
+// later record never follows a torn one, and the change counts as not
+// made. When even that fails, the journal is broken: it takes no further
+// change until a later write manages the cut.
 func (in *Inbox) writeLocked(rec []byte) error {
-	if in.f == nil {
+	if in.f == nil || in.closing {
 		return fmt.Errorf("writing inbox: %w", os.ErrClosed)
 	}
 	if in.broken != nil {
@@ -437,11 +625,7 @@ func (in *Inbox) writeLocked(rec []byte) error {
 		}
 		in.broken = nil
 	}
-	_, err := in.f.WriteAt(rec, in.size)
-	if err == nil {
-		err = in.f.Sync()
-	}
-	if err != nil {
+	if _, err := in.f.WriteAt(rec, in.size); err != nil {
 		if cerr := in.cutBackLocked(); cerr != nil {
 			in.broken = cerr
 			return fmt.Errorf("writing inbox %s: %w; cutting off the failed write failed too, so the journal takes no more changes for now: %v", in.path, err, cerr)
@@ -449,6 +633,7 @@ func (in *Inbox) writeLocked(rec []byte) error {
 		return fmt.Errorf("writing inbox %s: %w", in.path, err)
 	}
 	in.size += int64(len(rec))
+	in.gen++
 	return nil
 }
 
@@ -457,7 +642,17 @@ func (in *Inbox) cutBackLocked() error {
 	if err := in.f.Truncate(in.size); err != nil {
 		return err
 	}
-	return in.f.Sync()
+	return syncData(in.f)
+}
+
+// sync fsyncs f (the journal, as read under the lock) with what was
+// written so far; the caller counted it in syncs.
+func (in *Inbox) sync(f file) error {
+	defer in.syncs.Done()
+	if err := syncData(f); err != nil {
+		return fmt.Errorf("syncing inbox %s: %w", in.path, err)
+	}
+	return nil
 }
 
 func (in *Inbox) truncateLocked() error {
@@ -465,8 +660,10 @@ func (in *Inbox) truncateLocked() error {
 		return fmt.Errorf("truncating inbox %s: %w", in.path, err)
 	}
 	in.size = 0
-	if err := in.f.Sync(); err != nil {
-		return fmt.Errorf("syncing inbox %s: %w", in.path, err)
-	}
+	in.gen++
+	in.broken = nil
+	clear(in.keys)
+	// Not fsynced: if the emptying is lost, the journal replays with every
+	// message acknowledged, which is the same.
 	return nil
 }

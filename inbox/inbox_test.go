@@ -9,14 +9,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cc-connect/cc-connect/platform"
 	"github.com/cc-connect/cc-connect/workspace"
 )
 
 func entry(id string) Entry {
 	return Entry{
 		ID:       id,
-		Target:   platform.Target{Platform: "local", Channel: "c", Thread: "t"},
+		Platform: "local", Channel: "c", Thread: "t",
 		UserID:   "u1",
 		Text:     "message " + id,
 		Received: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC),
@@ -33,7 +32,7 @@ func ids(es []Entry) []string {
 
 func openT(t *testing.T, path string, l Limits) *Inbox {
 	t.Helper()
-	in, err := Open(path, l)
+	in, err := Open(path, l, nil)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -45,17 +44,22 @@ func TestInboxSurvivesReopenInOrder(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "inbox", "s.jsonl")
 	in := openT(t, path, Limits{})
 	for _, id := range []string{"a", "b", "c"} {
-		if err := in.Append(entry(id)); err != nil {
+		e := entry(id)
+		e.UUID = "uuid-" + id
+		if err := in.Append(e); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := in.MarkStarted("a", "uuid-a"); err != nil {
+	if err := in.MarkStarted("a"); err != nil {
 		t.Fatal(err)
 	}
 	if err := in.Ack("a", AckResult); err != nil {
 		t.Fatal(err)
 	}
-	if err := in.MarkStarted("b", "uuid-b"); err != nil {
+	if err := in.MarkStarted("b"); err != nil {
+		t.Fatal(err)
+	}
+	if err := in.MarkReplying("b"); err != nil {
 		t.Fatal(err)
 	}
 	in.Close()
@@ -65,10 +69,10 @@ func TestInboxSurvivesReopenInOrder(t *testing.T) {
 	if strings.Join(ids(got), ",") != "b,c" {
 		t.Fatalf("pending after reopen = %v, want [b c]", ids(got))
 	}
-	if !got[0].Started() || got[0].UUID != "uuid-b" || got[1].Started() {
-		t.Errorf("start marks lost: %+v", got)
+	if !got[0].Started || !got[0].Replying || got[0].UUID != "uuid-b" || got[1].Started || got[1].UUID != "uuid-c" {
+		t.Errorf("marks lost: %+v", got)
 	}
-	if got[1].Text != "message c" || got[1].Target.Thread != "t" {
+	if got[1].Text != "message c" || got[1].Thread != "t" || got[1].Platform != "local" {
 		t.Errorf("entry content lost: %+v", got[1])
 	}
 	fi, _ := os.Stat(path)
@@ -77,9 +81,27 @@ func TestInboxSurvivesReopenInOrder(t *testing.T) {
 	}
 }
 
+// TestInboxTruncatesWhenEmpty: a journal with nothing pending keeps its
+// acknowledged records until it reaches CompactBytes (or is closed), then
+// is emptied; what comes after is kept.
 func TestInboxTruncatesWhenEmpty(t *testing.T) {
 	path := journalPath(t)
-	in := openT(t, path, Limits{})
+	lazy := openT(t, filepath.Join(privateDir(t), "lazy.jsonl"), Limits{})
+	if err := lazy.Append(entry("a")); err != nil {
+		t.Fatal(err)
+	}
+	if err := lazy.Ack("a", AckResult); err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := os.Stat(lazy.Path()); fi.Size() == 0 {
+		t.Error("a small journal was emptied at its ack, want it kept until CompactBytes")
+	}
+	lazy.Close()
+	if fi, _ := os.Stat(lazy.Path()); fi.Size() != 0 {
+		t.Errorf("closed with nothing pending: %d bytes, want 0", fi.Size())
+	}
+
+	in := openT(t, path, Limits{CompactBytes: 1})
 	for i := 0; i < 3; i++ {
 		id := fmt.Sprint(i)
 		if err := in.Append(entry(id)); err != nil {
@@ -123,7 +145,7 @@ func TestInboxLimits(t *testing.T) {
 		}
 	})
 	t.Run("bytes", func(t *testing.T) {
-		in := openT(t, journalPath(t), Limits{MaxBytes: 600})
+		in := openT(t, journalPath(t), Limits{MaxBytes: 800})
 		big := entry("big")
 		big.Text = strings.Repeat("x", 400)
 		if err := in.Append(big); err != nil {
@@ -162,7 +184,7 @@ func TestInboxFailsClosed(t *testing.T) {
 			if err := os.WriteFile(path, []byte(tt.content), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			_, err := Open(path, tt.limits)
+			_, err := Open(path, tt.limits, nil)
 			if !errors.Is(err, tt.want) {
 				t.Fatalf("Open = %v, want %v", err, tt.want)
 			}
@@ -210,11 +232,11 @@ func TestSeenRemembersAcrossReopenWithinWindow(t *testing.T) {
 	if s.Has("C1:1.0") {
 		t.Fatal("new set claims to have an id")
 	}
-	if err := s.Add("C1:1.0"); err != nil {
+	if err := keepOne(s, "C1:1.0"); err != nil {
 		t.Fatal(err)
 	}
 	now = now.Add(30 * time.Minute)
-	if err := s.Add("C1:2.0"); err != nil {
+	if err := keepOne(s, "C1:2.0"); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
@@ -254,7 +276,7 @@ func TestSeenCompactsWhileRunning(t *testing.T) {
 	defer s.Close()
 	for i := 0; i < 3000; i++ {
 		now = now.Add(time.Second)
-		if err := s.Add(fmt.Sprint("id-", i)); err != nil {
+		if err := keepOne(s, fmt.Sprint("id-", i)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -297,7 +319,7 @@ func TestJournalsRefusePlantedLinks(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := Open(journal, Limits{}); !errors.Is(err, workspace.ErrSymlink) {
+	if _, err := Open(journal, Limits{}, nil); !errors.Is(err, workspace.ErrSymlink) {
 		t.Errorf("Open over a link = %v, want ErrSymlink", err)
 	}
 	if _, err := OpenSeen(seen, time.Hour, nil); !errors.Is(err, workspace.ErrSymlink) {
@@ -307,3 +329,6 @@ func TestJournalsRefusePlantedLinks(t *testing.T) {
 		t.Errorf("the link's target became %q", b)
 	}
 }
+
+// keepOne keeps one key, accepted now, as a journal's compaction does.
+func keepOne(s *Seen, key string) error { return s.keep(map[string]time.Time{key: s.now()}) }

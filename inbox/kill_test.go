@@ -15,7 +15,7 @@ import (
 // order, and the journal must open cleanly.
 func TestInboxKilledMidAppendLosesNothingAccepted(t *testing.T) {
 	if path := os.Getenv("INBOX_KILL_CHILD"); path != "" {
-		in, err := Open(path, Limits{MaxPending: 1 << 20, MaxBytes: 1 << 30})
+		in, err := Open(path, Limits{MaxPending: 1 << 20, MaxBytes: 1 << 30}, nil)
 		if err != nil {
 			fmt.Println("open error:", err)
 			os.Exit(3)
@@ -64,7 +64,7 @@ func TestInboxKilledMidAppendLosesNothingAccepted(t *testing.T) {
 				}
 			}
 			cmd.Wait()
-			in, err := Open(path, Limits{MaxPending: 1 << 20, MaxBytes: 1 << 30})
+			in, err := Open(path, Limits{MaxPending: 1 << 20, MaxBytes: 1 << 30}, nil)
 			if err != nil {
 				t.Fatalf("reopen after kill: %v", err)
 			}

@@ -21,17 +21,21 @@ var recordStart = []byte(`{"op":"`)
 //     was not accepted, so it is dropped;
 //   - a cut "start" was a turn refused because its start could not be
 //     saved, so it never reached claude: dropped;
+//   - a cut "reply" only said a reply was about to be posted; recovery
+//     asks the transcript, so it is dropped;
+//   - a cut "seen" was a command's id whose write failed: dropped (at
+//     worst a redelivery of that command runs it again);
 //   - a cut "ack" whose message id is whole ended that message's turn, so
 //     it is applied; dropping it would run the message again.
 //
 // Anything else (a line that is no record at all, a cut ack without its
 // id, a cut record of an unknown kind) fails: guessing could run a message
 // twice or out of order.
-func parseLine(l []byte) (recs []record, repairs []string, err error) {
-	var r record
-	if err := json.Unmarshal(l, &r); err == nil {
-		return []record{r}, nil, nil
-	} else if !bytes.HasPrefix(l, recordStart) {
+func parseLine(l []byte) (recs []diskRecord, repairs []string, err error) {
+	r, err := decode(l)
+	if err == nil {
+		return []diskRecord{r}, nil, nil
+	} else if json.Valid(l) || !bytes.HasPrefix(l, recordStart) {
 		return nil, nil, err
 	}
 	pieces := splitRecords(l)
@@ -49,7 +53,7 @@ func parseLine(l []byte) (recs []record, repairs []string, err error) {
 		}
 		repairs = append(repairs, what)
 	}
-	if err := json.Unmarshal(last, &r); err != nil {
+	if r, err = decode(last); err != nil {
 		return nil, nil, fmt.Errorf("the record after a cut one does not parse: %v", err)
 	}
 	return append(recs, r), repairs, nil
@@ -71,17 +75,21 @@ func splitRecords(l []byte) [][]byte {
 
 // cutRecord says what to do with a record cut short: the record to apply
 // (nil to drop it) and a description of the repair.
-func cutRecord(p []byte) (*record, string, error) {
+func cutRecord(p []byte) (*diskRecord, string, error) {
 	op, rest, ok := quoted(p[len(recordStart)-1:])
 	if !ok {
 		return nil, "", fmt.Errorf("a record cut short before its kind")
 	}
 	switch op {
-	case "add":
+	case opAdd:
 		return nil, "dropped a message record cut short by a failed write (the user was told it was not accepted)", nil
-	case "start":
+	case opStart:
 		return nil, "dropped a turn-start record cut short by a failed write (that turn was refused)", nil
-	case "ack":
+	case opReply:
+		return nil, "dropped a reply mark cut short by a failed write (recovery asks the transcript what was posted)", nil
+	case opSeen:
+		return nil, "dropped a command's seen mark cut short by a failed write (a redelivery of that command may run it again)", nil
+	case opAck:
 		const idKey = `,"id":`
 		if !bytes.HasPrefix(rest, []byte(idKey)) {
 			return nil, "", fmt.Errorf("an acknowledgement cut short before its message id")
@@ -90,7 +98,7 @@ func cutRecord(p []byte) (*record, string, error) {
 		if !ok || id == "" {
 			return nil, "", fmt.Errorf("an acknowledgement cut short inside its message id")
 		}
-		return &record{Op: "ack", ID: id}, fmt.Sprintf("applied an acknowledgement of %q cut short by a failed write", id), nil
+		return &diskRecord{Op: opAck, ID: id}, fmt.Sprintf("applied an acknowledgement of %q cut short by a failed write", id), nil
 	}
 	return nil, "", fmt.Errorf("a record of unknown kind %q cut short", op)
 }

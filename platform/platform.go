@@ -24,11 +24,17 @@ type Target struct {
 // Attachment is a file a user shared with a message. The adapter knows how
 // to fetch it (with its token); the engine, which knows the workspace,
 // decides whether to download it (size limit) and where (the workspace's
-// private attachments folder).
+// private attachments folder). It downloads it after the message is
+// journaled, before the message's turn, on the conversation's goroutine.
 type Attachment struct {
 	Name string // original file name as the user sent it
 	Size int64  // as the platform reports it; -1 when unknown
 	Mime string
+	// Ref names the file for the adapter's AttachmentOpener: what the
+	// engine journals so that a message replayed after a restart, whose
+	// Open is gone, can fetch the file again. It must hold no secret (the
+	// journal is a file). "" when the adapter cannot fetch it again.
+	Ref string
 	// Open streams the file's content. The caller closes the reader and
 	// enforces its own size limit while reading.
 	Open func(ctx context.Context) (io.ReadCloser, error)
@@ -44,9 +50,7 @@ type Message struct {
 	// MessageID cleared. Target.Thread is set by the adapter to the
 	// conversation the message belongs to (for Slack, the thread a top-level
 	// message starts).
-	Target Target
-	// Type is the platform type ("slack", "discord", "telegram", "local").
-	Type        string
+	Target      Target
 	UserID      string
 	UserName    string
 	Text        string
@@ -76,11 +80,62 @@ type Action struct {
 	Choice    Choice
 }
 
-// Handler receives normalized input from an adapter. HandleMessage returns
-// once the engine has accepted (or refused) the message; an adapter that
-// must acknowledge a platform event does so after it returns.
+// Status is what the engine did with a message.
+type Status int
+
+const (
+	// Queued: the message is accepted and on disk (journaled, or for a
+	// command that acts at once, its id is); the conversation's goroutine
+	// runs it and posts what it has to say, the notice of its place in the
+	// queue too.
+	Queued Status = iota + 1
+	// Duplicate: the same message (Message.ID) was accepted before, or
+	// its other copy was being accepted and is on disk now.
+	Duplicate
+	// Refused: not accepted (Result.Reason says why); the user is told,
+	// by the conversation's goroutine, where the engine says anything.
+	Refused
+	// Ignored: not for the engine (a bot, an unbound channel, no mention).
+	Ignored
+)
+
+func (s Status) String() string {
+	switch s {
+	case Queued:
+		return "queued"
+	case Duplicate:
+		return "duplicate"
+	case Refused:
+		return "refused"
+	case Ignored:
+		return "ignored"
+	}
+	return "unknown"
+}
+
+// Result says what the engine did with a message, in the manner of a
+// bridge's event loop that reports what it did with an event. Whatever it
+// is, the engine has made it durable (or needed nothing durable) before it
+// returns: the adapter may acknowledge the platform's event.
+type Result struct {
+	Status Status
+	// Position, for Queued, is the message's place in its conversation's
+	// queue: 0 when it runs (or acts) at once, n when n-1 messages wait
+	// before it behind the running turn.
+	Position int
+	// Reason, for Refused and Ignored, says why, for the adapter's log.
+	Reason string
+}
+
+// Handler receives normalized input from an adapter. HandleMessage does
+// only what durability needs (dedupe, journal with one fsync) and returns
+// what it did; notices, downloads and the turn come later, on the
+// conversation's own goroutine, so one slow conversation never holds up an
+// adapter's others. An error means the message was not handled (ctx ended,
+// say, while its other copy was being accepted): the adapter must not
+// acknowledge it, and the platform delivers it again.
 type Handler interface {
-	HandleMessage(ctx context.Context, m Message) error
+	HandleMessage(ctx context.Context, m Message) (Result, error)
 	HandleAction(ctx context.Context, a Action) error
 }
 
@@ -138,6 +193,14 @@ type Prompter interface {
 	// ResolvePermission edits the prompt to show who decided what and
 	// removes the buttons.
 	ResolvePermission(ctx context.Context, prompt Target, outcome string) error
+}
+
+// AttachmentOpener is implemented by adapters that can fetch a file again
+// from its Attachment.Ref, without the Open of the message it came with
+// (a message replayed after a restart). Without it such a file is named
+// to Claude as not passed on.
+type AttachmentOpener interface {
+	OpenAttachment(ctx context.Context, a Attachment) (io.ReadCloser, error)
 }
 
 // Mention is a user cc-connect itself addresses in a message it posts, so

@@ -97,7 +97,6 @@ func (t Target) ToPlatform() platform.Target {
 type Message struct {
 	ID          string       `json:"id"`
 	Target      Target       `json:"target"`
-	Type        string       `json:"type"`
 	UserID      string       `json:"user_id"`
 	UserName    string       `json:"user_name,omitempty"`
 	Text        string       `json:"text"`
@@ -137,7 +136,7 @@ func NewMessage(b Binding, m platform.Message, refs []string) (Event, error) {
 	if len(refs) != len(m.Attachments) {
 		return Event{}, fmt.Errorf("%w: %d attachments but %d references", ErrMalformed, len(m.Attachments), len(refs))
 	}
-	wm := &Message{ID: m.ID, Target: wireTarget(m.Target), Type: m.Type, UserID: m.UserID, UserName: m.UserName,
+	wm := &Message{ID: m.ID, Target: wireTarget(m.Target), UserID: m.UserID, UserName: m.UserName,
 		Text: m.Text, IsDM: m.IsDM, Mentioned: m.Mentioned, IsBot: m.IsBot, Received: m.Received}
 	for i, a := range m.Attachments {
 		wm.Attachments = append(wm.Attachments, Attachment{Name: a.Name, Size: a.Size, Mime: a.Mime, Ref: refs[i]})
@@ -252,10 +251,10 @@ type Opener func(ctx context.Context, ref string) (io.ReadCloser, error)
 // through open with the reference each carries; with a nil open they have
 // no Open, and the caller must not fetch them.
 func (m *Message) PlatformMessage(open Opener) platform.Message {
-	pm := platform.Message{ID: m.ID, Target: m.Target.ToPlatform(), Type: m.Type, UserID: m.UserID, UserName: m.UserName,
+	pm := platform.Message{ID: m.ID, Target: m.Target.ToPlatform(), UserID: m.UserID, UserName: m.UserName,
 		Text: m.Text, IsDM: m.IsDM, Mentioned: m.Mentioned, IsBot: m.IsBot, Received: m.Received}
 	for _, a := range m.Attachments {
-		pa := platform.Attachment{Name: a.Name, Size: a.Size, Mime: a.Mime}
+		pa := platform.Attachment{Name: a.Name, Size: a.Size, Mime: a.Mime, Ref: a.Ref}
 		if open != nil {
 			ref := a.Ref
 			pa.Open = func(ctx context.Context) (io.ReadCloser, error) { return open(ctx, ref) }

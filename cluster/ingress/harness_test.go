@@ -71,7 +71,7 @@ func jsFor(t testing.TB, nc *nats.Conn) jetstream.JetStream {
 // message is the event of text in conversation (channel C1, thread conv).
 func message(t testing.TB, conv, id, text string) Event {
 	t.Helper()
-	ev, err := NewMessage(testBinding, platform.Message{ID: id, Type: "slack", UserID: "U1", Text: text,
+	ev, err := NewMessage(testBinding, platform.Message{ID: id, UserID: "U1", Text: text,
 		Target: platform.Target{Platform: "slack", Channel: "C1", Thread: conv}}, nil)
 	if err != nil {
 		t.Fatal(err)

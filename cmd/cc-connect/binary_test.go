@@ -16,6 +16,7 @@ import (
 
 	"github.com/cc-connect/cc-connect/internal/fakeclaude"
 	"github.com/cc-connect/cc-connect/internal/testbin"
+	"github.com/cc-connect/cc-connect/internal/testenv"
 )
 
 // This file runs the cc-connect binary as the tests see it: built once,
@@ -135,11 +136,12 @@ func startBinaryEnv(t *testing.T, env []string, args ...string) *process {
 }
 
 // waitOut reads stdout until a line contains want, and returns the lines
-// read.
+// read. Its waits, like waitErr's and exitCode's, are bounded by the run's
+// deadline: a real CLI turn under make stress takes many times its idle 2 s.
 func (p *process) waitOut(t *testing.T, want string) []string {
 	t.Helper()
 	var lines []string
-	deadline := time.After(30 * time.Second)
+	deadline := time.After(testenv.HangLimit(t, 30*time.Second))
 	for {
 		select {
 		case line, ok := <-p.out:
@@ -158,7 +160,7 @@ func (p *process) waitOut(t *testing.T, want string) []string {
 
 func (p *process) waitErr(t *testing.T, want string) {
 	t.Helper()
-	deadline := time.After(30 * time.Second)
+	deadline := time.After(testenv.HangLimit(t, 30*time.Second))
 	for {
 		if strings.Contains(p.stderr.String(), want) {
 			return
@@ -180,7 +182,7 @@ func (p *process) exitCode(t *testing.T) int {
 	t.Helper()
 	select {
 	case <-p.exited:
-	case <-time.After(60 * time.Second):
+	case <-time.After(testenv.HangLimit(t, 60*time.Second)):
 		t.Fatal("cc-connect did not exit")
 	}
 	var exitErr *exec.ExitError

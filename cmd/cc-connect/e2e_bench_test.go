@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cc-connect/cc-connect/agentcfg"
 	"github.com/cc-connect/cc-connect/agentproc"
 	"github.com/cc-connect/cc-connect/config"
 	"github.com/cc-connect/cc-connect/internal/fakeapi"
@@ -331,7 +332,7 @@ func newDirectDriver(tb testing.TB, configPath, dir string) *directDriver {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		tb.Fatal(err)
 	}
-	return &directDriver{cfg: cfg.AgentConfig(), dir: dir}
+	return &directDriver{cfg: agentcfg.From(cfg), dir: dir}
 }
 
 // directProc is one claude process driven by directDriver.

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/cc-connect/cc-connect/agentcfg"
 	"github.com/cc-connect/cc-connect/config"
 	"github.com/cc-connect/cc-connect/engine"
 	"github.com/cc-connect/cc-connect/lease"
@@ -77,7 +78,7 @@ func newLevelLogger(l config.Log, w io.Writer) (*slog.Logger, *slog.LevelVar) {
 func engineOptions(cfg *config.Config, log *slog.Logger) engine.Options {
 	a := cfg.Agent
 	return engine.Options{
-		Agent:                    cfg.AgentConfig(),
+		Agent:                    agentcfg.From(cfg),
 		Bindings:                 engineBindings(cfg),
 		StateDir:                 cfg.State.Dir,
 		IdleTimeout:              a.IdleTimeout.D(),

@@ -16,6 +16,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/cc-connect/cc-connect/agentcfg"
 	"github.com/cc-connect/cc-connect/agentproc"
 	"github.com/cc-connect/cc-connect/config"
 	"github.com/cc-connect/cc-connect/engine"
@@ -128,7 +129,7 @@ func sessionsMain(_ context.Context, configPath string, args []string, std stdio
 // in the config or named by a record, the Claude Code transcripts (lite
 // reads: the head and tail of each file).
 func collectSessions(cfg *config.Config) (sessionsReport, error) {
-	claudeDir := agentproc.ConfigDirFor(cfg.AgentConfig())
+	claudeDir := agentproc.ConfigDirFor(agentcfg.From(cfg))
 	rep := sessionsReport{
 		StateDir:        cfg.State.Dir,
 		ClaudeConfigDir: claudeDir,

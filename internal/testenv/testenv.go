@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
+	"time"
 )
 
 // ClaudeVersion is the Claude Code CLI version the integration tier pins and
@@ -65,4 +66,22 @@ func ClaudeBinary(t testing.TB) string {
 	}
 	t.Skipf("real claude CLI not found; run `make tools` (installs @anthropic-ai/claude-code@%s into .tools/) or set CC_CONNECT_CLAUDE_BIN", ClaudeVersion)
 	return ""
+}
+
+// HangLimit is how long a test waits for something that should come before
+// it calls it a hang: what is left of the test binary's -timeout, less a
+// margin to report the hang and clean up, and never less than floor. A
+// fixed limit fails on a machine that is only slow (`make stress`: the race
+// detector, CPU hogs and every package at once make a 10 MiB line or a real
+// CLI turn take many times its usual time), while the binary's own deadline
+// is the budget the run was given. Without a deadline (-timeout 0) it is
+// floor.
+func HangLimit(t interface{ Deadline() (time.Time, bool) }, floor time.Duration) time.Duration {
+	deadline, ok := t.Deadline()
+	if !ok {
+		return floor
+	}
+	left := time.Until(deadline)
+	margin := max(left/10, 5*time.Second)
+	return max(left-margin, floor)
 }

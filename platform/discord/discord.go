@@ -25,7 +25,6 @@ import (
 	"github.com/cc-connect/cc-connect/platform/internal/backoff"
 	"github.com/cc-connect/cc-connect/platform/internal/coalesce"
 	"github.com/cc-connect/cc-connect/platform/internal/connstate"
-	"github.com/cc-connect/cc-connect/platform/internal/dedupe"
 	"github.com/cc-connect/cc-connect/platform/internal/permbutton"
 	"github.com/cc-connect/cc-connect/platform/internal/recent"
 )
@@ -82,7 +81,8 @@ type Adapter struct {
 	backoffMax     time.Duration
 
 	edits *coalesce.Coalescer
-	seen  *dedupe.Set
+	// interactions are the button presses answered lately, each once.
+	interactions *recent.Map[struct{}]
 	// prompts remembers recent prompts by message id; promptRefs maps
 	// their buttons back to request ids.
 	prompts    *recent.Map[postedPrompt]
@@ -145,7 +145,7 @@ func New(cfg Config, log *slog.Logger) (*Adapter, error) {
 		backoffMin:     time.Second,
 		backoffMax:     2 * time.Minute,
 		edits:          coalesce.New(coalesce.NewInterval(cfg.EditInterval)),
-		seen:           dedupe.New(4096, time.Hour),
+		interactions:   recent.New[struct{}](4096),
 		prompts:        recent.New[postedPrompt](1024),
 		promptRefs:     permbutton.NewRefs(maxCustomID, 1024),
 		threads:        newThreadBook(4096),
@@ -247,12 +247,12 @@ func (a *Adapter) Run(ctx context.Context, h platform.Handler) error {
 		if err != nil {
 			if fatal := gatewayFatal(err); fatal != nil {
 				a.setStatus("error: " + fatal.Error())
-				a.log.Error("Discord gateway refused the bot", "err", fatal)
+				a.log.Error("Discord gateway refused the bot", "error", fatal)
 				return fmt.Errorf("discord %s: %w", a.cfg.Name, fatal)
 			}
 			failures++
 			a.setStatus("reconnecting: " + err.Error())
-			a.log.Warn("Discord gateway connection failed, retrying", "err", err, "attempt", failures)
+			a.log.Warn("Discord gateway connection failed, retrying", "error", err, "attempt", failures)
 			_ = backoff.Sleep(ctx, backoff.Delay(failures, a.backoffMin, a.backoffMax))
 			continue
 		}
@@ -304,7 +304,7 @@ func (a *Adapter) checkToken(ctx context.Context) error {
 		return false, err
 	}, func(err error, attempt int) {
 		a.setStatus("reconnecting: " + err.Error())
-		a.log.Warn("Discord gateway discovery failed, retrying", "err", err, "attempt", attempt)
+		a.log.Warn("Discord gateway discovery failed, retrying", "error", err, "attempt", attempt)
 	})
 }
 

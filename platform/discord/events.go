@@ -27,18 +27,16 @@ func (a *Adapter) onMessageCreate(_ *discordgo.Session, ev *discordgo.MessageCre
 	if m.Type != discordgo.MessageTypeDefault && m.Type != discordgo.MessageTypeReply {
 		return // joins, pins, thread notices and other system messages
 	}
-	if !a.seen.First("m:" + m.ID) {
-		a.log.Debug("Discord message redelivered, ignored", "channel", m.ChannelID, "message", m.ID)
-		return
-	}
+	// A redelivery carries the same id: the engine's one duplicate check
+	// catches it.
 	a.enqueue(func(ctx context.Context, h platform.Handler) {
 		msg, ok := a.toMessage(ctx, m)
 		if !ok {
 			return
 		}
-		a.log.Debug("Discord message received", "channel", msg.Target.Channel, "thread", msg.Target.Thread, "user_id", msg.UserID, "user", msg.UserName, "mentioned", msg.Mentioned)
-		if err := h.HandleMessage(ctx, msg); err != nil && ctx.Err() == nil {
-			a.log.Warn("Engine did not accept Discord message", "channel", msg.Target.Channel, "thread", msg.Target.Thread, "err", err)
+		a.log.Debug("Discord message received", "channel", msg.Target.Channel, "thread", msg.Target.Thread, "user_id", msg.UserID, "user_name", msg.UserName, "mentioned", msg.Mentioned)
+		if _, err := h.HandleMessage(ctx, msg); err != nil && ctx.Err() == nil {
+			a.log.Warn("Engine did not accept Discord message", "channel", msg.Target.Channel, "thread", msg.Target.Thread, "error", err)
 		}
 	})
 }
@@ -75,7 +73,7 @@ func (a *Adapter) toMessage(ctx context.Context, m *discordgo.Message) (platform
 		info, err := a.channelInfo(ctx, m.ChannelID)
 		switch {
 		case err != nil:
-			a.log.Warn("Discord channel lookup failed; treating it as a plain channel", "channel", m.ChannelID, "err", err)
+			a.log.Warn("Discord channel lookup failed; treating it as a plain channel", "channel", m.ChannelID, "error", err)
 		case info.isThread:
 			target.Channel, target.Thread = info.parent, m.ChannelID
 			a.threads.markKnown(m.ChannelID)
@@ -88,7 +86,6 @@ func (a *Adapter) toMessage(ctx context.Context, m *discordgo.Message) (platform
 	return platform.Message{
 		ID:          m.ChannelID + ":" + m.ID,
 		Target:      target,
-		Type:        Type,
 		UserID:      m.Author.ID,
 		UserName:    name,
 		Text:        text,
@@ -179,10 +176,20 @@ func (a *Adapter) attachments(in []*discordgo.MessageAttachment) []platform.Atta
 			Name: at.Filename,
 			Size: size,
 			Mime: at.ContentType,
+			Ref:  u,
 			Open: func(ctx context.Context) (io.ReadCloser, error) { return a.download(ctx, u) },
 		})
 	}
 	return out
+}
+
+var _ platform.AttachmentOpener = (*Adapter)(nil)
+
+// OpenAttachment downloads a file again from its Ref (its CDN URL), for a
+// message replayed after a restart; Discord's links expire after a while,
+// and then the download fails.
+func (a *Adapter) OpenAttachment(ctx context.Context, at platform.Attachment) (io.ReadCloser, error) {
+	return a.download(ctx, at.Ref)
 }
 
 func (a *Adapter) download(ctx context.Context, u string) (io.ReadCloser, error) {
@@ -306,9 +313,12 @@ func (a *Adapter) onInteractionCreate(_ *discordgo.Session, ev *discordgo.Intera
 	if i == nil || i.Type != discordgo.InteractionMessageComponent {
 		return
 	}
-	if !a.seen.First("i:" + i.ID) {
+	// A press is answered once: a second copy of the interaction would
+	// fail its response and answer the prompt twice.
+	if _, dup := a.interactions.Get(i.ID); dup {
 		return
 	}
+	a.interactions.Put(i.ID, struct{}{})
 	a.mu.Lock()
 	runCtx := a.runCtx
 	a.mu.Unlock()
@@ -318,7 +328,7 @@ func (a *Adapter) onInteractionCreate(_ *discordgo.Session, ev *discordgo.Intera
 	})
 	cancel()
 	if err != nil {
-		a.log.Warn("Answering Discord button press failed", "channel", i.ChannelID, "err", err)
+		a.log.Warn("Answering Discord button press failed", "channel", i.ChannelID, "error", err)
 	}
 	data := i.MessageComponentData()
 	choice, ref, ok := permbutton.Decode(data.CustomID)
@@ -353,7 +363,7 @@ func (a *Adapter) onInteractionCreate(_ *discordgo.Session, ev *discordgo.Intera
 		}
 		act := platform.Action{Target: target, UserID: user.ID, UserName: user.Username, RequestID: reqID, Choice: choice}
 		if err := h.HandleAction(ctx, act); err != nil && ctx.Err() == nil {
-			a.log.Warn("Engine did not accept Discord button press", "channel", target.Channel, "thread", target.Thread, "err", err)
+			a.log.Warn("Engine did not accept Discord button press", "channel", target.Channel, "thread", target.Thread, "error", err)
 		}
 	})
 }

@@ -216,7 +216,6 @@ func (a *Adapter) handle(ctx context.Context, h platform.Handler, text string) {
 	msg := platform.Message{
 		ID:        fmt.Sprintf("%s-%d", a.runID, n),
 		Target:    platform.Target{Platform: a.cfg.Name, Channel: Channel},
-		Type:      Type,
 		UserID:    a.cfg.User,
 		UserName:  a.cfg.User,
 		Text:      strings.TrimSpace(text),
@@ -225,7 +224,7 @@ func (a *Adapter) handle(ctx context.Context, h platform.Handler, text string) {
 		Received:  a.cfg.Now(),
 	}
 	a.noteTyped(msg)
-	if err := h.HandleMessage(ctx, msg); err != nil {
+	if _, err := h.HandleMessage(ctx, msg); err != nil {
 		if ctx.Err() != nil {
 			return
 		}

@@ -24,9 +24,12 @@ type recorder struct {
 
 func newRecorder() *recorder { return &recorder{msgs: make(chan platform.Message, 16)} }
 
-func (r *recorder) HandleMessage(ctx context.Context, m platform.Message) error {
+func (r *recorder) HandleMessage(ctx context.Context, m platform.Message) (platform.Result, error) {
 	r.msgs <- m
-	return r.err
+	if r.err != nil {
+		return platform.Result{}, r.err
+	}
+	return platform.Result{Status: platform.Queued}, nil
 }
 
 func (r *recorder) HandleAction(ctx context.Context, a platform.Action) error {
@@ -126,7 +129,7 @@ func TestLinesBecomeMessages(t *testing.T) {
 			t.Errorf("message %d text = %q, want %q", i, m.Text, strings.TrimSpace(text))
 		}
 		wantTarget := platform.Target{Platform: "tty", Channel: "local"}
-		if m.Target != wantTarget || m.Type != "local" || m.UserID != "alice" || m.UserName != "alice" ||
+		if m.Target != wantTarget || m.UserID != "alice" || m.UserName != "alice" ||
 			!m.IsDM || !m.Mentioned || m.IsBot || m.Received.IsZero() {
 			t.Errorf("message %d = %+v", i, m)
 		}

@@ -270,10 +270,6 @@ func (a *Adapter) queueMessage(ctx context.Context, h platform.Handler, q *workQ
 		a.log.Warn("Slack event without a readable payload", "error", err)
 		return false
 	}
-	if p.EventID != "" && !a.seen.First("event:"+p.EventID) {
-		a.log.Debug("Dropping redelivered Slack event", "event_id", p.EventID, "retry_attempt", req.RetryAttempt, "retry_reason", req.RetryReason)
-		return false
-	}
 	var ev inEvent
 	if err := json.Unmarshal(p.Event, &ev); err != nil {
 		a.log.Warn("Slack event not readable", "event_id", p.EventID, "error", err)
@@ -284,21 +280,27 @@ func (a *Adapter) queueMessage(ctx context.Context, h platform.Handler, q *workQ
 		a.log.Debug("Ignoring Slack event", "type", ev.Type, "subtype", ev.Subtype, "channel", ev.Channel, "reason", why)
 		return false
 	}
-	// A mention arrives twice (message and app_mention, either first) and
-	// both carry the same channel and ts.
-	if !a.seen.First("msg:" + m.ID) {
-		a.log.Debug("Dropping second copy of a Slack message", "channel", m.Target.Channel, "thread", m.Target.Thread, "type", ev.Type)
-		return false
-	}
-	a.log.Debug("Slack message received", "channel", m.Target.Channel, "thread", m.Target.Thread,
-		"user_id", m.UserID, "dm", m.IsDM, "mentioned", m.Mentioned, "files", len(m.Attachments))
+	// A mention arrives twice (message and app_mention, either first),
+	// both with the same channel and ts, so the same m.ID; a redelivery
+	// (retry_attempt > 0) too. Every copy goes to the engine, whose one
+	// duplicate check answers Duplicate for the second only once the
+	// first is journaled: the second's ack never comes first.
+	a.log.Debug("Slack message received", "channel", m.Target.Channel, "thread", m.Target.Thread, "event_id", p.EventID,
+		"type", ev.Type, "retry_attempt", req.RetryAttempt, "user_id", m.UserID, "dm", m.IsDM, "mentioned", m.Mentioned, "files", len(m.Attachments))
 	deadline := time.AfterFunc(a.ackWait, ack)
 	q.put(func(ctx context.Context) {
 		m.UserName = a.userName(ctx, m.UserID)
-		if err := h.HandleMessage(ctx, m); err != nil && ctx.Err() == nil {
-			a.log.Warn("Handling Slack message failed", "channel", m.Target.Channel, "thread", m.Target.Thread, "error", err)
-		}
+		res, err := h.HandleMessage(ctx, m)
 		deadline.Stop()
+		if err != nil {
+			// Not handled: left unacknowledged, Slack delivers it again.
+			if ctx.Err() == nil {
+				a.log.Warn("Handling Slack message failed", "channel", m.Target.Channel, "thread", m.Target.Thread, "error", err)
+			}
+			return
+		}
+		a.log.Debug("Slack message handled", "channel", m.Target.Channel, "thread", m.Target.Thread,
+			"result", res.Status.String(), "position", res.Position, "reason", res.Reason)
 		ack()
 	})
 	return true
@@ -345,7 +347,6 @@ func (a *Adapter) toMessage(ev inEvent) (platform.Message, string) {
 			Thread:    thread,
 			MessageID: ev.TS,
 		},
-		Type:      Type,
 		UserID:    ev.User,
 		Text:      plainText(ev.Text, botUser),
 		IsDM:      isDM,
@@ -410,8 +411,17 @@ func (a *Adapter) attachment(f inFile) (platform.Attachment, bool) {
 		Name: name,
 		Size: size,
 		Mime: mime,
+		Ref:  u, // the file's own URL: no token in it
 		Open: func(ctx context.Context) (io.ReadCloser, error) { return a.openFile(ctx, u, mime) },
 	}, true
+}
+
+var _ platform.AttachmentOpener = (*Adapter)(nil)
+
+// OpenAttachment downloads a file again from its Ref (its URL), for a
+// message replayed after a restart; the same host check applies.
+func (a *Adapter) OpenAttachment(ctx context.Context, at platform.Attachment) (io.ReadCloser, error) {
+	return a.openFile(ctx, at.Ref, at.Mime)
 }
 
 // openFile downloads a shared file with the bot token. The token goes only
@@ -484,7 +494,7 @@ func (a *Adapter) userName(ctx context.Context, userID string) string {
 		return err
 	})
 	if err != nil {
-		a.log.Debug("Looking up Slack user failed", "user", userID, "error", err)
+		a.log.Debug("Looking up Slack user failed", "user_id", userID, "error", err)
 		a.users.put(userID, "", 5*time.Minute)
 		return ""
 	}

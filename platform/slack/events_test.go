@@ -95,8 +95,8 @@ func TestRoutingAndMentions(t *testing.T) {
 			if m.Text != tt.wantText {
 				t.Errorf("Text = %q, want %q", m.Text, tt.wantText)
 			}
-			if m.Type != "slack" || m.UserID != "U1" || m.UserName != "Display U1" || m.IsBot {
-				t.Errorf("Type, UserID, UserName, IsBot = %q, %q, %q, %v", m.Type, m.UserID, m.UserName, m.IsBot)
+			if m.UserID != "U1" || m.UserName != "Display U1" || m.IsBot {
+				t.Errorf("UserID, UserName, IsBot = %q, %q, %v", m.UserID, m.UserName, m.IsBot)
 			}
 			if sec := ts[:strings.Index(ts, ".")]; m.Received.UTC().Format("20060102") != "20231114" || m.Received.Unix() < 1700000000 || sec != strconv.FormatInt(m.Received.Unix(), 10) {
 				t.Errorf("Received = %v, want the time of ts %s", m.Received, ts)
@@ -109,16 +109,20 @@ func TestRoutingAndMentions(t *testing.T) {
 	}
 }
 
-func TestDedupe(t *testing.T) {
+// TestCopiesKeepTheirID: a redelivery and both copies of a mention
+// (message and app_mention, in either order) reach the engine with one id,
+// on which its one duplicate check catches every copy after the first.
+func TestCopiesKeepTheirID(t *testing.T) {
 	e := startEnv(t)
 	mention := "<@UBOT> deploy"
 
-	// A redelivery (same event_id, retry_attempt 1) runs once.
 	ev := fakeslack.MsgEvent("C1", "1700000010.000100", "U1", "once", nil)
 	e.deliver("EvRetry", 0, ev)
 	e.deliver("EvRetry", 1, ev)
-	if m := e.rec.Message(t); m.Text != "once" {
-		t.Fatalf("got %q", m.Text)
+	for range 2 {
+		if m := e.rec.Message(t); m.Text != "once" || m.ID != "C1:1700000010.000100" {
+			t.Fatalf("got %+v", m)
+		}
 	}
 	e.sentinel("1700000010.900000")
 
@@ -141,9 +145,10 @@ func TestDedupe(t *testing.T) {
 			}
 			e.deliver("EvPairA"+ts, 0, pair[0])
 			e.deliver("EvPairB"+ts, 0, pair[1])
-			m := e.rec.Message(t)
-			if !m.Mentioned || m.Text != "deploy" || m.ID != "C1:"+ts {
-				t.Errorf("got %+v, want one mentioned message C1:%s", m, ts)
+			for range 2 {
+				if m := e.rec.Message(t); !m.Mentioned || m.Text != "deploy" || m.ID != "C1:"+ts {
+					t.Errorf("got %+v, want the mentioned message C1:%s", m, ts)
+				}
 			}
 			e.sentinel(ts + "9")
 		})
@@ -232,6 +237,16 @@ func TestFileDownload(t *testing.T) {
 	if string(body) != "quarterly numbers" {
 		t.Errorf("body = %q", body)
 	}
+	// A replay after a restart fetches it again from its Ref alone.
+	rc, err = e.a.OpenAttachment(context.Background(), platform.Attachment{Name: att.Name, Mime: att.Mime, Ref: att.Ref})
+	if err != nil {
+		t.Fatalf("OpenAttachment: %v", err)
+	}
+	body, _ = io.ReadAll(rc)
+	rc.Close()
+	if string(body) != "quarterly numbers" || strings.Contains(att.Ref, fakeslack.BotToken) {
+		t.Errorf("again: body = %q, ref %q", body, att.Ref)
+	}
 	auth := e.f.Downloads()[0]
 	if auth != "Bearer "+fakeslack.BotToken {
 		t.Errorf("download Authorization = %q, want the bot token", auth)
@@ -240,6 +255,9 @@ func TestFileDownload(t *testing.T) {
 	// The token never goes to a host that is not Slack's.
 	if _, err := m.Attachments[1].Open(context.Background()); !errors.Is(err, ErrUntrustedFileURL) {
 		t.Errorf("Open of a foreign URL = %v, want ErrUntrustedFileURL", err)
+	}
+	if _, err := e.a.OpenAttachment(context.Background(), m.Attachments[1]); !errors.Is(err, ErrUntrustedFileURL) {
+		t.Errorf("OpenAttachment of a foreign URL = %v, want ErrUntrustedFileURL", err)
 	}
 	if strings.Contains(e.logs.all(), fakeslack.BotToken) {
 		t.Error("bot token appears in the logs")
@@ -480,29 +498,35 @@ func unJSON(s string) string {
 	return strings.NewReplacer(`\u0026`, "&", `\u003c`, "<", `\u003e`, ">").Replace(s)
 }
 
-// blockingHandler holds every message until release is closed.
+// blockingHandler holds every message until release is closed, then
+// returns err (nil: queued).
 type blockingHandler struct {
 	*platformtest.Handler
 	release chan struct{}
+	err     error
 }
 
-func (b blockingHandler) HandleMessage(ctx context.Context, m platform.Message) error {
+func (b blockingHandler) HandleMessage(ctx context.Context, m platform.Message) (platform.Result, error) {
 	b.Msgs <- m
 	select {
 	case <-b.release:
 	case <-ctx.Done():
 	}
-	return nil
+	if b.err != nil {
+		return platform.Result{}, b.err
+	}
+	return platform.Result{Status: platform.Queued}, nil
 }
 
 // startBlocking runs an adapter whose handler holds each message until
-// h.release is closed, with acks falling back after ackWait.
-func startBlocking(t *testing.T, ackWait time.Duration) (*env, blockingHandler) {
+// h.release is closed and then returns handleErr, with acks falling back
+// after ackWait.
+func startBlocking(t *testing.T, ackWait time.Duration, handleErr error) (*env, blockingHandler) {
 	t.Helper()
 	f := fakeslack.New(t)
 	a, logs, _ := newAdapter(t, testConfig(f))
 	a.ackWait = ackWait
-	h := blockingHandler{Handler: platformtest.NewHandler(), release: make(chan struct{})}
+	h := blockingHandler{Handler: platformtest.NewHandler(), release: make(chan struct{}), err: handleErr}
 	platformtest.Run(t, 10*time.Second, func(ctx context.Context) error { return a.Run(ctx, h) })
 	return &env{t: t, a: a, f: f, rec: h.Handler, logs: logs, conn: f.WaitConn(t, 1)}, h
 }
@@ -511,7 +535,7 @@ func startBlocking(t *testing.T, ackWait time.Duration) (*env, blockingHandler) 
 // the handler returned (the engine journals the message first), so a crash
 // before that leaves the event unacknowledged and Slack delivers it again.
 func TestAckAfterTheHandlerAccepted(t *testing.T) {
-	e, h := startBlocking(t, time.Hour)
+	e, h := startBlocking(t, time.Hour, nil)
 	f := e.f
 	const envID = "env-accept-1"
 	if err := e.conn.Send(fakeslack.EventEnvelope(envID, "EvAccept1", 0, fakeslack.MsgEvent("C1", "1700000900.000100", "U1", "journal me", nil))); err != nil {
@@ -529,12 +553,32 @@ func TestAckAfterTheHandlerAccepted(t *testing.T) {
 	e.deliver("EvEdit", 0, map[string]any{"type": "message", "subtype": "message_changed", "channel": "C1", "ts": "1700000901.000100"})
 }
 
+// TestNoAckWhenNotHandled: a message the handler returns an error for
+// (ctx ended while its other copy was being accepted, say) is not
+// acknowledged, so that Slack delivers it again; the envelopes after it
+// are acked as usual.
+func TestNoAckWhenNotHandled(t *testing.T) {
+	e, h := startBlocking(t, time.Hour, errors.New("not handled"))
+	close(h.release)
+	const envID = "env-unhandled-1"
+	if err := e.conn.Send(fakeslack.EventEnvelope(envID, "EvUnhandled1", 0, fakeslack.MsgEvent("C1", "1700000950.000100", "U1", "not now", nil))); err != nil {
+		t.Fatal(err)
+	}
+	h.Message(t)
+	e.deliver("EvEdit2", 0, map[string]any{"type": "message", "subtype": "message_changed", "channel": "C1", "ts": "1700000951.000100"})
+	// The dispatcher runs in order: the edit's ack comes after the first
+	// message's handler returned.
+	if e.f.Acked(envID) {
+		t.Error("the envelope of a message the handler did not handle was acked")
+	}
+}
+
 // TestAckDeadlineWhenHandlingIsSlow: Slack wants an ack within 3 s, so a
 // handler that takes longer (downloading attachments) does not hold the
 // ack, nor the acks of the envelopes behind it; nothing is lost or
 // reordered.
 func TestAckDeadlineWhenHandlingIsSlow(t *testing.T) {
-	e, h := startBlocking(t, 20*time.Millisecond)
+	e, h := startBlocking(t, 20*time.Millisecond, nil)
 	e.deliver("EvSlow1", 0, fakeslack.MsgEvent("C1", "1700000800.000100", "U1", "slow", nil))
 	if m := h.Message(t); m.Text != "slow" {
 		t.Fatalf("got %q", m.Text)
@@ -552,37 +596,39 @@ func TestAckDeadlineWhenHandlingIsSlow(t *testing.T) {
 	}
 }
 
-// TestLateAckRedeliveryRunsOnce: while the engine still holds a message
-// (its ack not sent), Slack delivers the event again; the copy is acked at
-// once and never reaches the engine a second time.
-func TestLateAckRedeliveryRunsOnce(t *testing.T) {
-	e, h := startBlocking(t, time.Hour)
+// TestLateAckRedeliveryWaitsForTheFirst: while the engine still holds a
+// message (its ack not sent), Slack delivers the event again. The copy is
+// not acknowledged before the first is: acking it while the first may
+// still be lost with a crash would lose the message, since Slack retries
+// no event it has an ack for. It reaches the engine after the first, with
+// the same id, and the engine's duplicate check answers it.
+func TestLateAckRedeliveryWaitsForTheFirst(t *testing.T) {
+	e, h := startBlocking(t, time.Hour, nil)
 	f := e.f
 	f.SetRedeliverAfter(time.Millisecond)
 	first := f.Deliver(t, fakeslack.MsgEvent("C1", "1700001000.000100", "U1", "once", nil))
 	if m := h.Message(t); m.Text != "once" {
 		t.Fatalf("got %q", m.Text)
 	}
-	// The retry is a new envelope of the same event, acked while the
-	// first still waits for the handler.
 	var retry string
-	f.Wait(t, "a redelivery acked", func() bool {
+	f.Wait(t, "a redelivery", func() bool {
 		for _, d := range f.Deliveries() {
-			if d.Retry > 0 && f.Acked(d.EnvelopeID) {
+			if d.Retry > 0 {
 				retry = d.EnvelopeID
 				return true
 			}
 		}
 		return false
 	})
-	if f.Acked(first) {
-		t.Fatal("the first delivery was acked before the handler returned")
-	}
 	f.SetRedeliverAfter(0)
+	// The dispatcher still holds the first: neither can have been acked.
+	if f.Acked(first) || f.Acked(retry) {
+		t.Fatalf("acked while the handler held the first copy: first %v, retry %v", f.Acked(first), f.Acked(retry))
+	}
 	close(h.release)
 	f.WaitAck(t, first)
-	e.deliver("EvAfterRetry", 0, fakeslack.MsgEvent("C1", "1700001001.000100", "U1", "next", nil))
-	if m := h.Message(t); m.Text != "next" {
-		t.Fatalf("after the redelivery %s the handler got %q, want the next message", retry, m.Text)
+	if m := h.Message(t); m.Text != "once" || m.ID != "C1:1700001000.000100" {
+		t.Fatalf("the redelivery reached the handler as %+v, want the same message", m)
 	}
+	f.WaitAck(t, retry)
 }

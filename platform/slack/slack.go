@@ -24,7 +24,6 @@ import (
 	"github.com/cc-connect/cc-connect/platform/internal/backoff"
 	"github.com/cc-connect/cc-connect/platform/internal/coalesce"
 	"github.com/cc-connect/cc-connect/platform/internal/connstate"
-	"github.com/cc-connect/cc-connect/platform/internal/dedupe"
 	"github.com/cc-connect/cc-connect/platform/internal/recent"
 )
 
@@ -104,7 +103,6 @@ type Adapter struct {
 	botUserID string
 	botID     string
 
-	seen  *dedupe.Set
 	users *userCache
 	edits *coalesce.Coalescer
 	// prompts remembers the text of open prompts ("channel:ts") so the
@@ -184,7 +182,6 @@ func New(cfg Config, log *slog.Logger) (*Adapter, error) {
 		drainGrace: defaultDrainGrace,
 		ackWait:    defaultAckWait,
 		state:      connstate.New(cfg.Name, "not started"),
-		seen:       dedupe.New(8192, 30*time.Minute),
 		users:      newUserCache(),
 		edits:      coalesce.New(newEditPacer(cfg.EditsPerMinute, cfg.EditBurst, cfg.EditInterval)),
 		prompts:    recent.New[[]string](1024),

@@ -36,14 +36,14 @@ func newStopHandler() *stopHandler {
 // letGo releases every held message.
 func (s *stopHandler) letGo() { s.let.Do(func() { close(s.release) }) }
 
-func (s *stopHandler) HandleMessage(ctx context.Context, m platform.Message) error {
+func (s *stopHandler) HandleMessage(ctx context.Context, m platform.Message) (platform.Result, error) {
 	s.started <- struct{}{}
 	select {
 	case <-s.release:
 	case <-ctx.Done():
 	}
 	s.got <- handedOver{text: m.Text, cancelled: ctx.Err() != nil}
-	return nil
+	return platform.Result{Status: platform.Queued}, nil
 }
 
 // runResult is closed when Run has returned, with what it returned.

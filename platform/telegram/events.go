@@ -40,16 +40,12 @@ type rawUpdate struct {
 func (a *Adapter) handleUpdate(ctx context.Context, h platform.Handler, raw json.RawMessage) (int, bool) {
 	var ru rawUpdate
 	if err := json.Unmarshal(raw, &ru); err != nil {
-		a.log.Warn("Telegram update not understood", "err", err)
+		a.log.Warn("Telegram update not understood", "error", err)
 		return 0, false
 	}
 	var u tgbotapi.Update
 	if err := json.Unmarshal(raw, &u); err != nil {
-		a.log.Warn("Telegram update not understood", "update_id", ru.UpdateID, "err", err)
-		return ru.UpdateID, true
-	}
-	if !a.seen.First(strconv.Itoa(ru.UpdateID)) {
-		a.log.Debug("Telegram update redelivered, ignored", "update_id", ru.UpdateID)
+		a.log.Warn("Telegram update not understood", "update_id", ru.UpdateID, "error", err)
 		return ru.UpdateID, true
 	}
 	switch {
@@ -63,9 +59,12 @@ func (a *Adapter) handleUpdate(ctx context.Context, h platform.Handler, raw json
 			return ru.UpdateID, true
 		}
 		a.noteSeen(m)
-		a.log.Debug("Telegram message received", "channel", m.Target.Channel, "thread", m.Target.Thread, "user_id", m.UserID, "user", m.UserName, "mentioned", m.Mentioned)
-		if err := h.HandleMessage(ctx, m); err != nil && ctx.Err() == nil {
-			a.log.Warn("Engine did not accept Telegram message", "channel", m.Target.Channel, "thread", m.Target.Thread, "err", err)
+		a.log.Debug("Telegram message received", "channel", m.Target.Channel, "thread", m.Target.Thread, "user_id", m.UserID, "user_name", m.UserName, "mentioned", m.Mentioned)
+		// getUpdates's offset keeps updates from coming twice within a
+		// run; after a restart one not confirmed comes again, with the
+		// same message id, which the engine's duplicate check catches.
+		if _, err := h.HandleMessage(ctx, m); err != nil && ctx.Err() == nil {
+			a.log.Warn("Engine did not accept Telegram message", "channel", m.Target.Channel, "thread", m.Target.Thread, "error", err)
 		}
 	case u.CallbackQuery != nil:
 		var tf topicFields
@@ -123,7 +122,6 @@ func (a *Adapter) toMessage(msg *tgbotapi.Message, tf topicFields) (platform.Mes
 			Thread:    thread,
 			MessageID: strconv.Itoa(msg.MessageID),
 		},
-		Type:        Type,
 		UserID:      strconv.FormatInt(msg.From.ID, 10),
 		UserName:    displayName(msg.From),
 		Text:        clean,
@@ -244,6 +242,7 @@ func (a *Adapter) attachments(msg *tgbotapi.Message) []platform.Attachment {
 			Name: name,
 			Size: sz,
 			Mime: mime,
+			Ref:  fileID, // not the download URL, which holds the bot token
 			Open: func(ctx context.Context) (io.ReadCloser, error) { return a.openFile(ctx, fileID) },
 		})
 	}
@@ -264,6 +263,14 @@ func (a *Adapter) attachments(msg *tgbotapi.Message) []platform.Attachment {
 		add(vo.FileID, "voice_"+vo.FileUniqueID+".ogg", nonEmpty(vo.MimeType, "audio/ogg"), vo.FileSize)
 	}
 	return out
+}
+
+var _ platform.AttachmentOpener = (*Adapter)(nil)
+
+// OpenAttachment downloads a file again from its Ref (its file_id), for a
+// message replayed after a restart.
+func (a *Adapter) OpenAttachment(ctx context.Context, at platform.Attachment) (io.ReadCloser, error) {
+	return a.openFile(ctx, at.Ref)
 }
 
 func nonEmpty(s, def string) string {

@@ -94,7 +94,7 @@ func (a *Adapter) ResolvePermission(ctx context.Context, prompt platform.Target,
 // until then) and hands our buttons' presses to the engine.
 func (a *Adapter) handleCallback(ctx context.Context, h platform.Handler, q *tgbotapi.CallbackQuery, tf topicFields) {
 	if _, err := a.call(ctx, "answerCallbackQuery", tgbotapi.Params{"callback_query_id": q.ID}); err != nil {
-		a.log.Warn("Answering Telegram button press failed", "err", err)
+		a.log.Warn("Answering Telegram button press failed", "error", err)
 	}
 	if q.From == nil || q.Message == nil || q.Message.Chat == nil {
 		return
@@ -125,6 +125,6 @@ func (a *Adapter) handleCallback(ctx context.Context, h platform.Handler, q *tgb
 		Choice:    choice,
 	}
 	if err := h.HandleAction(ctx, act); err != nil && ctx.Err() == nil {
-		a.log.Warn("Engine did not accept Telegram button press", "channel", act.Target.Channel, "thread", thread, "err", err)
+		a.log.Warn("Engine did not accept Telegram button press", "channel", act.Target.Channel, "thread", thread, "error", err)
 	}
 }

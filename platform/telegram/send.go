@@ -106,7 +106,7 @@ func (a *Adapter) send(ctx context.Context, to platform.Target, mentions []platf
 		}
 		id, err := a.sendMessage(ctx, params)
 		if isParseError(err) {
-			a.log.Warn("Telegram refused the formatting, sending plain text", "channel", to.Channel, "thread", to.Thread, "err", err)
+			a.log.Warn("Telegram refused the formatting, sending plain text", "channel", to.Channel, "thread", to.Thread, "error", err)
 			delete(params, "parse_mode")
 			params["text"] = plainPrefix + noMentions(part)
 			id, err = a.sendMessage(ctx, params)

@@ -25,7 +25,6 @@ import (
 	"github.com/cc-connect/cc-connect/platform/internal/backoff"
 	"github.com/cc-connect/cc-connect/platform/internal/coalesce"
 	"github.com/cc-connect/cc-connect/platform/internal/connstate"
-	"github.com/cc-connect/cc-connect/platform/internal/dedupe"
 	"github.com/cc-connect/cc-connect/platform/internal/permbutton"
 	"github.com/cc-connect/cc-connect/platform/internal/recent"
 	"github.com/cc-connect/cc-connect/platform/internal/seenlog"
@@ -72,7 +71,6 @@ type Adapter struct {
 	maxTransientRetries int
 
 	edits      *coalesce.Coalescer
-	seen       *dedupe.Set
 	prompts    *recent.Map[string] // "chat:message" -> prompt HTML, shown again with the outcome
 	promptRefs *permbutton.Refs
 	// reactions remembers the one reaction the bot holds on each message
@@ -147,7 +145,6 @@ func New(cfg Config, log *slog.Logger) (*Adapter, error) {
 		backoffMax:          time.Minute,
 		maxTransientRetries: 3,
 		edits:               coalesce.New(coalesce.NewInterval(cfg.EditInterval)),
-		seen:                dedupe.New(4096, time.Hour),
 		prompts:             recent.New[string](1024),
 		promptRefs:          permbutton.NewRefs(maxCallbackData, 1024),
 		reactions:           recent.New[string](4096),
@@ -222,7 +219,7 @@ func (a *Adapter) Run(ctx context.Context, h platform.Handler) error {
 		}
 		var updates []json.RawMessage
 		if err := json.Unmarshal(raw, &updates); err != nil {
-			a.log.Warn("Telegram getUpdates answer not understood", "err", err)
+			a.log.Warn("Telegram getUpdates answer not understood", "error", err)
 			continue
 		}
 		for _, u := range updates {
@@ -256,7 +253,7 @@ func (a *Adapter) identify(ctx context.Context) error {
 		return true, nil
 	}, func(err error, attempt int) {
 		a.setStatus("reconnecting: " + err.Error())
-		a.log.Warn("Telegram getMe failed, retrying", "err", err, "attempt", attempt)
+		a.log.Warn("Telegram getMe failed, retrying", "error", err, "attempt", attempt)
 	})
 }
 
@@ -265,15 +262,15 @@ func (a *Adapter) reportPollError(err error, failures int) {
 	case errors.Is(err, ErrConflict):
 		a.setStatus("error: " + ErrConflict.Error())
 		if failures == 1 {
-			a.log.Error("Telegram polling conflict: another process is polling this bot token; stop it or use another bot", "err", err)
+			a.log.Error("Telegram polling conflict: another process is polling this bot token; stop it or use another bot", "error", err)
 		}
 	case errors.Is(err, ErrWebhookActive):
 		a.setStatus("error: " + ErrWebhookActive.Error())
 		if failures == 1 {
-			a.log.Error("Telegram polling refused: a webhook is set for this bot token", "err", err)
+			a.log.Error("Telegram polling refused: a webhook is set for this bot token", "error", err)
 		}
 	default:
 		a.setStatus("reconnecting: " + err.Error())
-		a.log.Warn("Telegram polling failed, retrying", "err", err, "attempt", failures)
+		a.log.Warn("Telegram polling failed, retrying", "error", err, "attempt", failures)
 	}
 }

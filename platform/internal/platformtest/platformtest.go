@@ -32,10 +32,11 @@ func NewHandler() *Handler {
 	return &Handler{Msgs: make(chan platform.Message, 100), Actions: make(chan platform.Action, 100)}
 }
 
-// HandleMessage records m.
-func (h *Handler) HandleMessage(_ context.Context, m platform.Message) error {
+// HandleMessage records m; it queues every message, as an engine that
+// dedupes nothing would.
+func (h *Handler) HandleMessage(_ context.Context, m platform.Message) (platform.Result, error) {
 	h.Msgs <- m
-	return nil
+	return platform.Result{Status: platform.Queued}, nil
 }
 
 // HandleAction records a.

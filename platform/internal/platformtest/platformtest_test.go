@@ -15,7 +15,7 @@ func TestHandlerRecordsInOrder(t *testing.T) {
 	h := NewHandler()
 	ctx := context.Background()
 	for i := range 3 {
-		if err := h.HandleMessage(ctx, platform.Message{ID: fmt.Sprint(i)}); err != nil {
+		if _, err := h.HandleMessage(ctx, platform.Message{ID: fmt.Sprint(i)}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -1,12 +1,13 @@
-package ctxindicator
+package engine
 
 import (
 	"testing"
 
 	"github.com/cc-connect/cc-connect/agentproc"
+	"github.com/cc-connect/cc-connect/ctxindicator"
 )
 
-func TestFromResult(t *testing.T) {
+func TestResultFigures(t *testing.T) {
 	tests := []struct {
 		name         string
 		r            *agentproc.Result
@@ -54,16 +55,16 @@ func TestFromResult(t *testing.T) {
 		{
 			name:    "missing usage",
 			r:       &agentproc.Result{Subtype: "error_during_execution", IsError: true},
-			wantPct: 0, wantOK: false, wantWindow: DefaultWindow,
+			wantPct: 0, wantOK: false, wantWindow: ctxindicator.DefaultWindow,
 		},
 		{
 			name:    "nil result",
-			wantPct: 0, wantOK: false, wantWindow: DefaultWindow,
+			wantPct: 0, wantOK: false, wantWindow: ctxindicator.DefaultWindow,
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := FromResult(tt.r, tt.fallback)
+			f := resultFigures(tt.r, tt.fallback)
 			pct, ok := f.SDK()
 			if pct != tt.wantPct || ok != tt.wantOK {
 				t.Errorf("SDK() = %d, %v; want %d, %v", pct, ok, tt.wantPct, tt.wantOK)

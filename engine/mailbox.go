@@ -1,0 +1,238 @@
+package engine
+
+import (
+	"sync"
+
+	"github.com/cc-connect/cc-connect/platform"
+)
+
+// state is where a session is in its turn cycle.
+type state string
+
+const (
+	stateIdle           state = "idle"
+	stateRunning        state = "running"
+	stateRequiresAction state = "requires_action"
+)
+
+type itemKind int
+
+const (
+	itemTurn   itemKind = iota // a user message for the agent
+	itemNew                    // !new: ordered after the turns before it
+	itemResume                 // !resume: ordered after the turns before it
+)
+
+// workItem is one entry of a session's FIFO: accepted work, journaled
+// before it was queued.
+type workItem struct {
+	kind itemKind
+	msg  platform.Message
+	// resumeID is the session a !resume switches to; resumeArg, when set
+	// instead, what the user typed (a number from !sessions or an id),
+	// resolved when the item runs.
+	resumeID, resumeArg string
+	// Durability (journal.go, recovery.go): the message's journal entry,
+	// the uuid it was accepted with (and is sent with), whether it was
+	// sent before a restart, whether it is the first item of a session
+	// reopened by recovery, whether it resumes a cut turn (so it is not
+	// marked started again), and whether it was recovered once already
+	// after its agent died mid-turn.
+	inboxID      string
+	uuid         string
+	started      bool
+	replying     bool // its reply was being posted when cc-connect stopped
+	recovered    bool
+	continuation bool
+	afterCrash   bool
+	// files are the attachments the journal names for a replayed message
+	// (msg.Attachments, with their Open, for one accepted in this run), or
+	// those an earlier version stored at acceptance.
+	files []journaledFile
+}
+
+type ctrlKind int
+
+const (
+	ctrlAnswer  ctrlKind = iota // a permission answer
+	ctrlStop                    // !stop
+	ctrlReap                    // close an idle process to free a slot
+	ctrlNotice                  // post text (a queue notice, a refusal)
+	ctrlCommand                 // a command that acts at once (!status, !model…)
+)
+
+// control reaches a session's goroutine without queueing behind turns.
+type control struct {
+	kind      ctrlKind
+	requestID string // ctrlAnswer: "" means the pending one
+	choice    platform.Choice
+	userName  string
+	to        platform.Target // where to answer the sender
+	text      string          // ctrlNotice
+	msg       platform.Message
+	cmd       string // ctrlCommand: its name, and its arguments in args
+	args      string
+}
+
+// controlLimit bounds the control lane: past it the conversation's
+// goroutine is stuck, and new controls are refused rather than queued.
+const controlLimit = 64
+
+// mailbox is where a conversation's work waits for its goroutine: the FIFO
+// of journaled work (turns, !new, !resume) and the control lane for what
+// must not wait behind a turn (permission answers, !stop, notices to post,
+// commands that act at once, a reap). Any goroutine pushes and nothing a
+// pusher does waits on the session; only the session goroutine takes.
+// counted is told of every item and control added (the engine's busy
+// count, whose lock is a leaf), under the mailbox's lock: before the
+// session goroutine can take it, finish it and uncount it (busy.go). The
+// session goroutine tells it of each it finished.
+type mailbox struct {
+	queueLimit int
+	counted    func(n int)
+
+	mu     sync.Mutex // guards the fields below
+	items  []workItem
+	ctrls  []control
+	state  state
+	closed bool // the session goroutine ended or is ending: nothing is added
+
+	work chan struct{} // capacity 1: items gained one, or the session was woken
+	ctrl chan struct{} // capacity 1: ctrls gained one
+}
+
+func newMailbox(queueLimit int, counted func(n int)) *mailbox {
+	return &mailbox{queueLimit: queueLimit, counted: counted, state: stateIdle,
+		work: make(chan struct{}, 1), ctrl: make(chan struct{}, 1)}
+}
+
+// room reports whether an item may be queued: the mailbox is open and the
+// FIFO not full (n is how many wait). The journal checks it before it
+// writes, under its accept lock, which retirement takes too.
+func (mb *mailbox) room() (open bool, n int, full bool) {
+	mb.mu.Lock()
+	defer mb.mu.Unlock()
+	return !mb.closed, len(mb.items), len(mb.items) >= mb.queueLimit
+}
+
+// push queues items at the end of the FIFO and returns the place of the
+// last and whether it waits behind other work.
+func (mb *mailbox) push(items ...workItem) (pos int, waits bool) {
+	mb.mu.Lock()
+	waits = mb.state != stateIdle || len(mb.items) > 0
+	mb.items = append(mb.items, items...)
+	pos = len(mb.items)
+	mb.counted(len(items))
+	mb.mu.Unlock()
+	poke(mb.work)
+	return pos, waits
+}
+
+// pushControl adds c to the control lane; false when the mailbox is closed
+// or the lane is full.
+func (mb *mailbox) pushControl(c control) bool {
+	mb.mu.Lock()
+	if mb.closed || len(mb.ctrls) >= controlLimit {
+		mb.mu.Unlock()
+		return false
+	}
+	mb.ctrls = append(mb.ctrls, c)
+	mb.counted(1)
+	mb.mu.Unlock()
+	poke(mb.ctrl)
+	return true
+}
+
+// takeControl returns the oldest control, if any.
+func (mb *mailbox) takeControl() (control, bool) {
+	mb.mu.Lock()
+	defer mb.mu.Unlock()
+	if len(mb.ctrls) == 0 {
+		return control{}, false
+	}
+	c := mb.ctrls[0]
+	mb.ctrls[0] = control{}
+	mb.ctrls = mb.ctrls[1:]
+	if len(mb.ctrls) > 0 {
+		poke(mb.ctrl)
+	}
+	return c, true
+}
+
+// take returns the first item of the FIFO. A turn leaving the FIFO makes
+// the session running at once: a message arriving now is told it waits,
+// and the process is not reaped for another session.
+func (mb *mailbox) take() (workItem, bool) {
+	mb.mu.Lock()
+	defer mb.mu.Unlock()
+	if len(mb.items) == 0 {
+		return workItem{}, false
+	}
+	it := mb.items[0]
+	mb.items[0] = workItem{}
+	mb.items = mb.items[1:]
+	if it.kind == itemTurn {
+		mb.state = stateRunning
+	}
+	return it, true
+}
+
+// closeIfIdle closes the mailbox when nothing waits in it and ok() holds
+// (checked under the lock); it reports whether it closed it.
+func (mb *mailbox) closeIfIdle(ok func() bool) bool {
+	mb.mu.Lock()
+	defer mb.mu.Unlock()
+	if len(mb.items) > 0 || len(mb.ctrls) > 0 || !ok() {
+		return false
+	}
+	mb.closed = true
+	return true
+}
+
+// closeAll closes the mailbox and returns what was still in it.
+func (mb *mailbox) closeAll() ([]workItem, []control) {
+	mb.mu.Lock()
+	defer mb.mu.Unlock()
+	items, ctrls := mb.items, mb.ctrls
+	mb.items, mb.ctrls, mb.closed = nil, nil, true
+	return items, ctrls
+}
+
+func (mb *mailbox) setState(st state) {
+	mb.mu.Lock()
+	mb.state = st
+	mb.mu.Unlock()
+}
+
+// snapshot is the state, the queue length (turns and commands waiting)
+// and whether the conversation is busy (a turn runs or work waits).
+func (mb *mailbox) snapshot() (st state, queued int, busy bool) {
+	mb.mu.Lock()
+	defer mb.mu.Unlock()
+	return mb.state, len(mb.items), mb.state != stateIdle || len(mb.items) > 0
+}
+
+// waitingTurns counts the queued user turns, for the queue metric.
+func (mb *mailbox) waitingTurns() int {
+	mb.mu.Lock()
+	defer mb.mu.Unlock()
+	n := 0
+	for _, it := range mb.items {
+		if it.kind == itemTurn {
+			n++
+		}
+	}
+	return n
+}
+
+// wake makes the session goroutine look at its state again (a reload
+// marked it, say).
+func (mb *mailbox) wake() { poke(mb.work) }
+
+// poke signals a capacity-1 channel without blocking.
+func poke(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}

@@ -1,0 +1,78 @@
+package engine
+
+import (
+	"context"
+	"sync"
+
+	"github.com/cc-connect/cc-connect/platform"
+)
+
+// maxNotices bounds the notices in flight for conversations without a
+// session; past it a notice is logged and dropped (the platform is not
+// answering, and a flood of refusals would pile up goroutines).
+const maxNotices = 64
+
+// notifier posts the texts the accept path has for a conversation that
+// has no session (a refusal to a user who is not allowed, a shutdown
+// notice, a stale button), each on a goroutine of its own, so that the
+// accept path never waits on the platform. The engine closes it after the
+// sessions ended and waits for what is in flight.
+type notifier struct {
+	mu       sync.Mutex // guards the fields below
+	inflight int
+	closed   bool
+	idle     *sync.Cond // signalled when inflight drops to 0
+}
+
+// notify posts text to to through a, asynchronously. Once the engine has
+// stopped there is no goroutine left to hand it to, and no adapter running
+// whose next event it could hold up: it is posted at once.
+func (e *Engine) notify(a platform.Adapter, to platform.Target, text string) {
+	n := &e.notices
+	n.mu.Lock()
+	if n.closed {
+		n.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), sendTimeout)
+		defer cancel()
+		if _, err := a.Send(ctx, to, text); err != nil {
+			e.log.Warn("Posting a notice failed", "platform", to.Platform, "channel", to.Channel, "thread", to.Thread, "error", err)
+		}
+		return
+	}
+	if n.inflight >= maxNotices {
+		n.mu.Unlock()
+		e.log.Warn("Notice dropped", "platform", to.Platform, "channel", to.Channel, "thread", to.Thread, "notice", quote(text, 120))
+		return
+	}
+	n.inflight++
+	n.mu.Unlock()
+	e.busy.add(1)
+	go func() {
+		defer e.busy.add(-1)
+		defer n.done()
+		r := relay{to: to, original: a, current: e.adapter, bg: e.bg, log: e.log, metrics: e.metrics}
+		r.send(text)
+	}()
+}
+
+func (n *notifier) done() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.inflight--
+	if n.inflight == 0 && n.idle != nil {
+		n.idle.Broadcast()
+	}
+}
+
+// close refuses new notices and waits for those in flight.
+func (n *notifier) close() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.closed = true
+	if n.idle == nil {
+		n.idle = sync.NewCond(&n.mu)
+	}
+	for n.inflight > 0 {
+		n.idle.Wait()
+	}
+}

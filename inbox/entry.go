@@ -1,0 +1,95 @@
+package inbox
+
+import "time"
+
+// Entry is one accepted user message.
+type Entry struct {
+	ID string // the platform's message identity
+	// Where the message was posted.
+	Platform, Channel, Thread, MessageID string
+	UserID, UserName                     string
+	Text                                 string // the message as it will be prompted (before its attachments)
+	Received                             time.Time
+	// Accepted is when it was journaled (Append sets it when zero); the
+	// seen window counts from it.
+	Accepted time.Time
+	// UUID is the uuid the message carries to claude, chosen when it is
+	// accepted, so that marking its start costs no extra fsync: after a
+	// crash, finding it in the Claude Code transcript tells whether the
+	// CLI had received the message.
+	UUID string
+	// Started is set once the message was written to claude
+	// (MarkStarted); Replying once its reply was being posted
+	// (MarkReplying). Both survive a kill of cc-connect (the write is in
+	// the kernel) but not always a power cut (they are not fsynced):
+	// recovery asks the transcript, not them, what became of a message.
+	Started, Replying bool
+	// Kind is "" for a message to the agent; a caller that orders other
+	// work with the messages (a command that switches sessions) names it
+	// here, so that a replay keeps that order.
+	Kind string
+	// Attachments are the files that came with the message. The journal
+	// names them (Ref, to fetch them before the turn, again after a
+	// replay) or, as versions that fetched at acceptance wrote, where they
+	// were stored (Path); never their content.
+	Attachments []Attachment
+}
+
+// SeenKey is the entry's identity for Seen.
+func (e Entry) SeenKey() string { return SeenKey(e.Platform, e.ID) }
+
+// Attachment is one file of a message.
+type Attachment struct {
+	Name string `json:"name"`           // as the user sent it
+	Mime string `json:"mime,omitempty"` // as the platform declared it
+	// Ref is the adapter's name for the file (platform.Attachment.Ref):
+	// what it needs to download it.
+	Ref string `json:"ref,omitempty"`
+	// Declared is the size the platform announced; -1 or 0 when unknown.
+	Declared int64 `json:"declared,omitempty"`
+	// Stored at acceptance by earlier versions (and read back for their
+	// journals): where, how big, its SHA-256, whether it is text, or why
+	// it was not passed on.
+	Path    string `json:"path,omitempty"`
+	Size    int64  `json:"size,omitempty"`
+	SHA256  string `json:"sha256,omitempty"`
+	Text    bool   `json:"text,omitempty"`
+	Refusal string `json:"refusal,omitempty"`
+}
+
+// Stored reports whether the attachment was stored (or refused) when its
+// message was accepted, by a version that fetched files then.
+func (a Attachment) Stored() bool { return a.Path != "" || a.Refusal != "" }
+
+// Limits bound one inbox. Zero fields take the defaults.
+type Limits struct {
+	MaxPending int
+	MaxBytes   int64
+	// CompactBytes: a journal with nothing pending is compacted (its ids
+	// moved to the seen file, the file emptied) once it holds this many
+	// bytes, and when it is closed; below it, acknowledged records stay,
+	// so that a turn's end costs one fsync (the ack), not two.
+	CompactBytes int64
+}
+
+func (l Limits) withDefaults() Limits {
+	if l.MaxPending <= 0 {
+		l.MaxPending = DefaultMaxPending
+	}
+	if l.MaxBytes <= 0 {
+		l.MaxBytes = DefaultMaxBytes
+	}
+	if l.CompactBytes <= 0 {
+		l.CompactBytes = DefaultCompactBytes
+	}
+	return l
+}
+
+// AckReason says why a message left the inbox.
+type AckReason string
+
+const (
+	AckResult  AckReason = "result"  // its turn ended with a result
+	AckCancel  AckReason = "cancel"  // the user cancelled it
+	ackUnsaved AckReason = "unsaved" // its add was written but not synced: the caller was told it failed
+)
