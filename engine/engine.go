@@ -40,6 +40,8 @@ type Binding struct {
 	RequireMention *bool
 	// AllowShell lets this binding's Admins run !sh in the workspace.
 	AllowShell bool
+	// Setup is this binding's own agent setup and team switches (team.go).
+	Setup Setup
 }
 
 // Options configure an Engine.
@@ -61,6 +63,7 @@ type Options struct {
 	ArtifactQuota            int64         // bytes per workspace folder of artifacts or attachments (default 64 MiB)
 	AttachmentMaxBytes       int64         // largest attachment passed on (default 10 MiB)
 	AllowedModes             []string      // permission modes !mode may set (default: default, acceptEdits, plan)
+	Team                     TeamOptions   // sender header, thread context, notify, send_file (team.go)
 	Logger                   *slog.Logger
 	Metrics                  Metrics          // turns, permissions, queue, sessions…; nil = off
 	Now                      func() time.Time // for tests; nil = time.Now
@@ -80,14 +83,17 @@ var errStopped = errors.New("engine stopped")
 // Engine routes chat messages to Claude Code sessions. Create it with New,
 // add adapters, then Run it.
 type Engine struct {
-	opts  Options
-	log   *slog.Logger
-	now   func() time.Time
-	spawn spawnFunc
-	tx    transcripts
-	store *store
-	pool  *pool
-	slots *slots
+	opts Options
+	log  *slog.Logger
+	// basePrompt is the admin's agent.append_system_prompt, before the
+	// engine's own instructions are added (agentConfig).
+	basePrompt string
+	now        func() time.Time
+	spawn      spawnFunc
+	tx         transcripts
+	store      *store
+	pool       *pool
+	slots      *slots
 	// refused holds the threads that got the access refusal (session
 	// keys), bounded: a thread forgotten gets one refusal more.
 	refused *recentIDs
@@ -165,6 +171,7 @@ func New(opts Options) (*Engine, error) {
 	if now == nil {
 		now = time.Now
 	}
+	basePrompt := opts.Agent.AppendSystemPrompt
 	if opts.SelfReport {
 		opts.Agent.AppendSystemPrompt = joinPrompt(opts.Agent.AppendSystemPrompt, ctxindicator.SelfReportInstruction)
 	}
@@ -172,6 +179,7 @@ func New(opts Options) (*Engine, error) {
 	e := &Engine{
 		opts:         opts,
 		log:          log,
+		basePrompt:   basePrompt,
 		now:          now,
 		spawn:        startAgent,
 		tx:           newDiskTranscripts(opts.Agent),

@@ -46,6 +46,9 @@ type harnessConfig struct {
 	stopAt func(point string) bool
 	// compactBytes is the journals' compaction size (0: the default).
 	compactBytes int64
+	// adapter, when set, is the adapter the engine gets for the
+	// recording platform (team_test.go's, with history and files).
+	adapter func(*fakePlatform) platform.Adapter
 }
 
 func newHarness(t *testing.T, mutate func(*Options, *harnessConfig)) *harness {
@@ -55,7 +58,10 @@ func newHarness(t *testing.T, mutate func(*Options, *harnessConfig)) *harness {
 	no := false
 	opts := Options{
 		Bindings: []Binding{{Platform: "fake", Channel: "*", Workspace: ws,
-			AllowUsers: []string{"alice", "bob"}, Admins: []string{"alice"}, RequireMention: &no}},
+			AllowUsers: []string{"alice", "bob"}, Admins: []string{"alice"}, RequireMention: &no,
+			// The prompts the tests expect are the user's text alone;
+			// team_test.go turns the header on.
+			Setup: Setup{SenderHeader: &no}}},
 		StateDir:      t.TempDir(),
 		ShutdownGrace: 2 * time.Second,
 	}
@@ -89,9 +95,12 @@ func startHarness(t *testing.T, opts Options, cfg *harnessConfig, logs *testlog.
 	}
 	rec := newFakePlatform("fake")
 	rec.files = cfg.files
-	if cfg.plain {
+	switch {
+	case cfg.adapter != nil:
+		e.AddAdapter(cfg.adapter(rec))
+	case cfg.plain:
 		e.AddAdapter(rec)
-	} else {
+	default:
 		e.AddAdapter(richPlatform{rec})
 	}
 	ws := ""

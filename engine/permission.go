@@ -28,6 +28,9 @@ type permissions struct {
 	register, unregister func(requestID string)
 	setWaiting           func(bool)
 	forChat              func(string) string // keeps host paths out of what is posted
+	// ring, when set, mentions the person who asked once a prompt is
+	// posted (notify_mention), so that their phone rings.
+	ring func(tool string)
 
 	pending []*pendingPerm
 	timer   *time.Timer // fires at the earliest deadline
@@ -114,10 +117,18 @@ func (ps *permissions) ask(proc agentProcess, req agentproc.PermissionRequest) {
 	}); ok {
 		p.prompt, p.viaPrompter = posted, true
 		ps.arm()
+		ps.rung(req.ToolName)
 		return
 	}
 	p.prompt = ps.chat.send(view.prompt + "\nReply !allow, !allow always, or !deny.")
 	ps.arm()
+	ps.rung(req.ToolName)
+}
+
+func (ps *permissions) rung(tool string) {
+	if ps.ring != nil {
+		ps.ring(tool)
+	}
 }
 
 // arm points the timer at the earliest deadline.

@@ -55,6 +55,9 @@ type turnRunner struct {
 	// binding is the conversation's binding in force now
 	// (session.liveBinding): who may still have a queued message run.
 	binding func() Binding
+	// dm: the conversation is a direct message (the sender header is off
+	// there by default).
+	dm bool
 }
 
 // outcome is how one attempt at a turn ended.
@@ -89,6 +92,7 @@ type turn struct {
 func (tr *turnRunner) run(it workItem) {
 	tr.chat.turnStarted(it.msg)
 	began := tr.e.turnBegan()
+	tr.rb.noteSpeaker(it.msg)
 	hadHistory := tr.rb.sessionID() != ""
 	it, notes, perr := tr.prepare(it)
 	out := outcome{err: perr}
@@ -98,6 +102,9 @@ func (tr *turnRunner) run(it workItem) {
 	}
 	ok := tr.finish(it, out, hadHistory)
 	tr.e.turnDone(out, ok, began)
+	if perr == nil && !errors.Is(out.err, errStopped) && !errors.Is(out.err, errKilled) {
+		tr.ringIfLong(it.msg, time.Since(began), ok)
+	}
 	if tr.e.killedAt(pointReplied) {
 		out = outcome{err: errKilled}
 	}
@@ -286,7 +293,8 @@ func (tr *turnRunner) ensureProcess() error {
 		}
 		return nil
 	}
-	if err := tr.e.acquireSlot(tr.e.bg, tr.ws, tr.key, func() { tr.chat.send(noticeWaiting) }, tr.mb, onCtrl); err != nil {
+	b := tr.binding()
+	if err := tr.e.acquireSlotCap(tr.e.bg, tr.ws, tr.e.wsCapFor(b), tr.key, func() { tr.chat.send(noticeWaiting) }, tr.mb, onCtrl); err != nil {
 		return err
 	}
 	id := tr.rb.sessionID()
@@ -300,12 +308,14 @@ func (tr *turnRunner) ensureProcess() error {
 			"transcript_lookup_error", errString(err))
 	}
 	start.Model, start.PermissionMode = tr.rb.spawnSettings() // !model, !mode
-	tr.log.Info("Starting agent process", "session_id", orDefault(id, "new"), "model", orDefault(orDefault(start.Model, tr.e.opts.Agent.Model), "default"))
-	if err := tr.agent.start(tr.e.spawn, tr.e.opts.Agent, start); err != nil {
+	start.Tools = tr.hostTools(b)
+	cfg := tr.e.agentConfig(b, tr.dm)
+	tr.log.Info("Starting agent process", "session_id", orDefault(id, "new"), "model", orDefault(orDefault(start.Model, cfg.Model), "default"))
+	if err := tr.agent.start(tr.e.spawn, cfg, start); err != nil {
 		tr.e.slots.release(tr.ws)
 		return err
 	}
-	syncControls(tr.agent.live(), tr.rb, start.Model, start.PermissionMode, tr.e.opts.Agent.Model, tr.log)
+	syncControls(tr.agent.live(), tr.rb, start.Model, start.PermissionMode, cfg.Model, tr.log)
 	return nil
 }
 
@@ -337,22 +347,39 @@ func (tr *turnRunner) send(proc agentProcess, it workItem) (agentTurn, error) {
 	if id == "" || it.continuation {
 		id = newUUID()
 	}
-	if it.continuation {
+	switch {
+	case it.continuation:
 		text = continueText
-	} else if err := tr.jr.markStarted(it); err != nil {
-		// Sending now could not be told apart from not sending after a
-		// crash; refuse the turn instead.
-		return nil, err
+	case !isCompaction(text):
+		// Who wrote it, and what the thread said before (team.go).
+		text = tr.teamPrompt(it, text)
+	}
+	if !it.continuation {
+		if err := tr.jr.markStarted(it); err != nil {
+			// Sending now could not be told apart from not sending
+			// after a crash; refuse the turn instead.
+			return nil, err
+		}
 	}
 	if tr.e.killedAt(pointStarted) {
 		return nil, errKilled
 	}
-	return proc.StartTurn(tr.e.bg, agentproc.UserMessage{UUID: id, Text: text})
+	msg := agentproc.UserMessage{UUID: id, Text: text}
+	if !it.continuation {
+		msg.Images = it.images
+	}
+	return proc.StartTurn(tr.e.bg, msg)
 }
 
 // attempt runs the message as one turn of the session's process, serving
 // permission prompts, !stop and progress while it runs.
 func (tr *turnRunner) attempt(it workItem) outcome {
+	// Before ensureProcess picks a new session's id: whether the thread's
+	// earlier messages are due depends on there being none yet.
+	it.threadContext = ""
+	if !it.continuation && !isCompaction(it.msg.Text) {
+		it.threadContext = tr.threadContext(it)
+	}
 	if err := tr.ensureProcess(); err != nil {
 		return outcome{err: err}
 	}
@@ -363,6 +390,13 @@ func (tr *turnRunner) attempt(it workItem) outcome {
 	}
 
 	t := &turn{msg: it.msg, perms: tr.newPermissions()}
+	t.perms.ring = func(tool string) {
+		what := "Claude asks for your permission above."
+		if tool == "AskUserQuestion" {
+			what = "Claude asks you a question above."
+		}
+		tr.ringAsker(it.msg, what)
+	}
 	events := at.Events()
 	stopping := tr.e.stopping
 	var graceC, killC <-chan time.Time

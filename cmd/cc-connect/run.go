@@ -95,6 +95,7 @@ func engineOptions(cfg *config.Config, log *slog.Logger) engine.Options {
 		ArtifactQuota:            int64(cfg.Files.ArtifactQuota),
 		AttachmentMaxBytes:       int64(cfg.Files.AttachmentMaxSize),
 		AllowedModes:             append([]string(nil), a.AllowedModes...),
+		Team:                     teamOptions(cfg),
 		Logger:                   log,
 	}
 }
@@ -112,6 +113,7 @@ func engineBindings(cfg *config.Config) []engine.Binding {
 			Approvers:      append([]string(nil), b.Approvers...),
 			RequireMention: b.RequireMention,
 			AllowShell:     b.AllowShell,
+			Setup:          engineSetup(b),
 		}
 	}
 	return bindings

@@ -1,0 +1,169 @@
+package main
+
+import (
+	"bytes"
+	"encoding/base64"
+	"fmt"
+	"image"
+	"image/color"
+	"image/png"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/cc-connect/cc-connect/chatprompt"
+	"github.com/cc-connect/cc-connect/internal/fakeapi"
+	"github.com/cc-connect/cc-connect/internal/fakeslack"
+	"github.com/cc-connect/cc-connect/internal/testenv"
+)
+
+// teamSlackConfig runs a Slack channel against the real claude, pointed at
+// the fake Messages API, with a binding that overrides the model, every
+// long turn mentioning who asked (notify_after 0s), and the thread context
+// on.
+func teamSlackConfig(t *testing.T, claude, slackAPI string) (path, ws string, env []string) {
+	t.Helper()
+	dir := t.TempDir()
+	home := filepath.Join(dir, "home")
+	if err := os.Mkdir(home, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// Its own lock folder: the fake bot token is every test's.
+	tmp := filepath.Join(dir, "tmp")
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	env = []string{"TMPDIR=" + tmp, "SLACK_BOT_TOKEN=" + fakeslack.BotToken, "SLACK_APP_TOKEN=" + fakeslack.AppToken}
+	path = writeConfig(t, dir, fmt.Sprintf(`
+[state]
+dir = "state"
+[log]
+level = "debug"
+[agent]
+command = %q
+idle_timeout = "5m"
+model = "opus"
+[agent.env]
+HOME = %q
+CLAUDE_CONFIG_DIR = %q
+ANTHROPIC_BASE_URL = "${CC_CONNECT_TEST_API_URL}"
+ANTHROPIC_API_KEY = "sk-cc-connect-test-key"
+DISABLE_TELEMETRY = "1"
+CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC = "1"
+DISABLE_AUTOUPDATER = "1"
+[chat]
+notify_after = "0s"
+thread_context_messages = 20
+[[platforms]]
+name = "slack"
+type = "slack"
+bot_token = "${SLACK_BOT_TOKEN}"
+app_token = "${SLACK_APP_TOKEN}"
+api_url = %q
+[[bindings]]
+platform = "slack"
+channel = "C1"
+workspace = "ws"
+allow_users = ["U0ALICE", "U0BOB"]
+model = "sonnet"
+`, claude, home, filepath.Join(home, ".claude"), slackAPI))
+	return path, filepath.Join(dir, "ws"), env
+}
+
+// TestTeamThreadThroughTheBinary: a mention in a Slack thread the bot was
+// not part of reaches the real claude with the thread's earlier messages
+// and the sender header, on the binding's model; Claude's send_file posts
+// the workspace file's exact bytes into that thread; and the person who
+// asked is mentioned when the turn ends.
+func TestTeamThreadThroughTheBinary(t *testing.T) {
+	t.Parallel()
+	claude := testenv.ClaudeBinary(t)
+	api := fakeapi.Start(t)
+	f := fakeslack.New(t)
+	path, ws, env := teamSlackConfig(t, claude, f.APIURL())
+	report := []byte("build 42: 3 failures\n\x00\xff binary tail\n")
+	if err := os.WriteFile(filepath.Join(ws, "report.txt"), report, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const root, earlier, mention = "1700000100.000100", "1700000101.000100", "1700000102.000100"
+	f.Put(fakeslack.Message{Channel: "C1", TS: root, User: "U0BOB", Text: "the deploy failed again"})
+	f.Put(fakeslack.Message{Channel: "C1", TS: earlier, ThreadTS: root, User: "U0BOB", Text: "it is the migration step"})
+	p := startBinaryEnv(t, append(env, "CC_CONNECT_TEST_API_URL="+api.URL()), "run", "--config", path)
+	f.WaitConn(t, 1)
+
+	f.DeliverMention(t, fakeslack.MsgEvent("C1", mention, "U0ALICE", `<@UBOT> please send the report [[MCP:cc-connect/send_file {"path":"report.txt","comment":"the report"}]]`,
+		map[string]any{"thread_ts": root}))
+
+	up := f.WaitShared(t, "C1", root)
+	if !bytes.Equal(up.Data, report) || up.Name != "report.txt" {
+		t.Errorf("upload %q (%q), want report.txt's exact bytes", up.Name, up.Data)
+	}
+	f.WaitPost(t, "the reply in the thread", func(m fakeslack.Message) bool {
+		return m.ThreadTS == root && strings.Contains(m.Text, "sent report.txt")
+	})
+	f.WaitPost(t, "the mention of who asked", func(m fakeslack.Message) bool {
+		return m.ThreadTS == root && strings.Contains(m.Text, "<@U0ALICE>") && strings.Contains(m.Text, "the turn you asked for is done")
+	})
+
+	reqs := api.Requests()
+	first := reqs[0]
+	if first.Model != "claude-sonnet-5-5" {
+		t.Errorf("the API was asked for %q, want the binding's sonnet (claude-sonnet-5-5), not [agent]'s opus", first.Model)
+	}
+	for _, want := range []string{
+		"[cc-connect] Earlier messages of this thread", "the deploy failed again", "who started the thread", "it is the migration step",
+		"[cc-connect] message from", "(slack user U0ALICE)\nplease send the report",
+	} {
+		if !strings.Contains(first.Prompt, want) {
+			t.Errorf("the first request's prompt lacks %q:\n%s", want, first.Prompt)
+		}
+	}
+	if !slices.ContainsFunc(first.System, func(s string) bool { return strings.Contains(s, chatprompt.TeamInstruction) }) {
+		t.Error("the system prompt lacks the team instruction")
+	}
+	if strings.Contains(p.stderr.String(), "sk-cc-connect-test-key") {
+		t.Error("the API key reached the log")
+	}
+}
+
+// TestTeamImageThroughTheBinary: a picture a user posts on Slack reaches
+// the model as an image block with the bytes Slack served.
+func TestTeamImageThroughTheBinary(t *testing.T) {
+	t.Parallel()
+	claude := testenv.ClaudeBinary(t)
+	api := fakeapi.Start(t)
+	f := fakeslack.New(t)
+	path, _, env := teamSlackConfig(t, claude, f.APIURL())
+	startBinaryEnv(t, append(env, "CC_CONNECT_TEST_API_URL="+api.URL()), "run", "--config", path)
+	f.WaitConn(t, 1)
+	img := image.NewRGBA(image.Rect(0, 0, 6, 4))
+	for x := range 6 {
+		img.Set(x, 1, color.RGBA{R: 255, A: 255})
+	}
+	var pic bytes.Buffer
+	if err := png.Encode(&pic, img); err != nil {
+		t.Fatal(err)
+	}
+	file := f.AddFile("F9", "graph.png", "image/png", pic.String())
+	const ts = "1700000200.000100"
+	f.DeliverMention(t, fakeslack.MsgEvent("C1", ts, "U0ALICE", "<@UBOT> what does this show?", map[string]any{
+		"subtype": "file_share", "files": []any{file.Object()},
+	}))
+	f.WaitPost(t, "the reply", func(m fakeslack.Message) bool {
+		return m.ThreadTS == ts && strings.Contains(m.Text, "what does this show?")
+	})
+	var got []fakeapi.Image
+	for _, m := range api.Requests()[0].Messages {
+		if m.Role == "user" {
+			got = append(got, m.Images()...)
+		}
+	}
+	if len(got) != 1 || got[0].MediaType != "image/png" {
+		t.Fatalf("images the model got %+v, want the PNG", got)
+	}
+	if data, err := base64.StdEncoding.DecodeString(got[0].Data); err != nil || !bytes.Equal(data, pic.Bytes()) {
+		t.Errorf("the model's image is not the bytes Slack served (%v)", err)
+	}
+}
