@@ -20,6 +20,10 @@ import (
 // prompt: without them the turn goes on.
 const historyTimeout = 15 * time.Second
 
+// notAllowedText stands for the text of an earlier message whose author
+// may not use this binding.
+const notAllowedText = "(not shown: its author is not one of the people allowed to use cc-connect here)"
+
 // errNoFiles is what send_file says where the chat cannot take files.
 var errNoFiles = errors.New("this chat cannot take files from cc-connect")
 
@@ -69,11 +73,18 @@ func (tr *turnRunner) threadContext(it workItem) string {
 		tr.log.Warn("Reading the thread's earlier messages failed; the prompt goes without them", "error", err)
 		return ""
 	}
+	b := tr.binding()
 	kept := msgs[:0:0]
 	for _, m := range msgs {
-		if m.ID != it.msg.ID && m.MessageID != it.msg.Target.MessageID {
-			kept = append(kept, m)
+		if m.ID == it.msg.ID || m.MessageID == it.msg.Target.MessageID {
+			continue
 		}
+		if !m.FromSelf && !b.allowed(m.UserID) {
+			// Only allowed users reach the agent: the others are named,
+			// what they wrote is not passed on.
+			m.Text, m.Files = notAllowedText, nil
+		}
+		kept = append(kept, m)
 	}
 	block := chatprompt.ThreadContext(kept, bounds)
 	if block != "" {
