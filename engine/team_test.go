@@ -166,6 +166,17 @@ func TestThreadContextOnFirstMention(t *testing.T) {
 	if q := tp.queries; len(q) != 1 || q[0].Before != m.Target.MessageID || q[0].Limit != 11 {
 		t.Errorf("history queries %+v, want one before %s", q, m.Target.MessageID)
 	}
+	// A message the terminal cannot place (no message id) gets none: what
+	// was typed after it would pass for earlier.
+	h2, tp2 := newTeamHarness(t, nil)
+	tp2.history = tp.history
+	m2 := h2.message("alice", "T1", "no id")
+	m2.Target.MessageID = ""
+	h2.deliver(m2)
+	h2.rec.waitSend(t, "echo:")
+	if got := h2.prompts(sess1); len(got) != 1 || strings.Contains(got[0], "Earlier messages") || len(tp2.queries) != 0 {
+		t.Errorf("prompt without a message id %q, %d history queries", got, len(tp2.queries))
+	}
 	// The conversation has a session now: no context again.
 	h.say("alice", "T1", "and now?")
 	h.rec.waitSends(t, "echo:", 2)

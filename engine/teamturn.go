@@ -58,6 +58,12 @@ func (tr *turnRunner) threadContext(it workItem) string {
 	if bounds.Messages <= 0 || rec.SessionID != "" || rec.NewSessionID != "" || it.recovered || it.afterCrash {
 		return ""
 	}
+	if it.msg.Target.MessageID == "" {
+		// Nothing to read before (the terminal names no message): the
+		// messages after this one, queued behind it, would pass for
+		// earlier ones.
+		return ""
+	}
 	fresh := rec.HadSession
 	if fresh && !tr.e.opts.Team.ThreadContextOnFresh {
 		return ""
@@ -76,8 +82,9 @@ func (tr *turnRunner) threadContext(it workItem) string {
 	b := tr.binding()
 	kept := msgs[:0:0]
 	for _, m := range msgs {
-		if m.ID == it.msg.ID || m.MessageID == it.msg.Target.MessageID {
-			continue
+		if m.ID == it.msg.ID || m.MessageID == it.msg.Target.MessageID ||
+			(!m.Time.IsZero() && !it.msg.Received.IsZero() && m.Time.After(it.msg.Received)) {
+			continue // this message, or one posted after it
 		}
 		if !m.FromSelf && !b.allowed(m.UserID) {
 			// Only allowed users reach the agent: the others are named,

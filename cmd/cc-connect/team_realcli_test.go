@@ -15,6 +15,7 @@ import (
 
 	"github.com/cc-connect/cc-connect/chatprompt"
 	"github.com/cc-connect/cc-connect/internal/fakeapi"
+	"github.com/cc-connect/cc-connect/internal/fakediscord"
 	"github.com/cc-connect/cc-connect/internal/fakeslack"
 	"github.com/cc-connect/cc-connect/internal/testenv"
 )
@@ -25,17 +26,38 @@ import (
 // on.
 func teamSlackConfig(t *testing.T, claude, slackAPI string) (path, ws string, env []string) {
 	t.Helper()
+	path, ws, env = teamConfig(t, claude, fmt.Sprintf(`
+[[platforms]]
+name = "slack"
+type = "slack"
+bot_token = "${SLACK_BOT_TOKEN}"
+app_token = "${SLACK_APP_TOKEN}"
+api_url = %q
+[[bindings]]
+platform = "slack"
+channel = "C1"
+workspace = "ws"
+allow_users = ["U0ALICE", "U0BOB"]
+model = "sonnet"
+`, slackAPI))
+	return path, ws, append(env, "SLACK_BOT_TOKEN="+fakeslack.BotToken, "SLACK_APP_TOKEN="+fakeslack.AppToken)
+}
+
+// teamConfig writes a config for the real claude against the fake
+// Messages API with [chat] notify_after 0s and the platforms and bindings
+// given; it returns its path, the workspace and the environment to start
+// the binary with (its own TMPDIR: the fakes' bot tokens are every
+// test's, and the token lock would keep two tests apart).
+func teamConfig(t *testing.T, claude, platforms string) (path, ws string, env []string) {
+	t.Helper()
 	dir := t.TempDir()
 	home := filepath.Join(dir, "home")
-	if err := os.Mkdir(home, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	// Its own lock folder: the fake bot token is every test's.
 	tmp := filepath.Join(dir, "tmp")
-	if err := os.Mkdir(tmp, 0o700); err != nil {
-		t.Fatal(err)
+	for _, d := range []string{home, tmp} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
 	}
-	env = []string{"TMPDIR=" + tmp, "SLACK_BOT_TOKEN=" + fakeslack.BotToken, "SLACK_APP_TOKEN=" + fakeslack.AppToken}
 	path = writeConfig(t, dir, fmt.Sprintf(`
 [state]
 dir = "state"
@@ -56,20 +78,8 @@ DISABLE_AUTOUPDATER = "1"
 [chat]
 notify_after = "0s"
 thread_context_messages = 20
-[[platforms]]
-name = "slack"
-type = "slack"
-bot_token = "${SLACK_BOT_TOKEN}"
-app_token = "${SLACK_APP_TOKEN}"
-api_url = %q
-[[bindings]]
-platform = "slack"
-channel = "C1"
-workspace = "ws"
-allow_users = ["U0ALICE", "U0BOB"]
-model = "sonnet"
-`, claude, home, filepath.Join(home, ".claude"), slackAPI))
-	return path, filepath.Join(dir, "ws"), env
+%s`, claude, home, filepath.Join(home, ".claude"), platforms))
+	return path, filepath.Join(dir, "ws"), []string{"TMPDIR=" + tmp}
 }
 
 // TestTeamThreadThroughTheBinary: a mention in a Slack thread the bot was
@@ -165,5 +175,50 @@ func TestTeamImageThroughTheBinary(t *testing.T) {
 	}
 	if data, err := base64.StdEncoding.DecodeString(got[0].Data); err != nil || !bytes.Equal(data, pic.Bytes()) {
 		t.Errorf("the model's image is not the bytes Slack served (%v)", err)
+	}
+}
+
+// TestTeamDiscordThroughTheBinary: on Discord, the real claude's send_file
+// posts the file's exact bytes as an attachment in the thread the mention
+// opened, the prompt carries the sender header, and the asker is
+// mentioned by id when the turn ends.
+func TestTeamDiscordThroughTheBinary(t *testing.T) {
+	t.Parallel()
+	claude := testenv.ClaudeBinary(t)
+	api := fakeapi.Start(t)
+	f := fakediscord.New(t)
+	f.AddChannel(fakediscord.Channel{ID: "C1", Type: 0, GuildID: "G1", Name: "dev"})
+	path, ws, env := teamConfig(t, claude, fmt.Sprintf(`
+[[platforms]]
+name = "discord"
+type = "discord"
+token = "${DISCORD_BOT_TOKEN}"
+api_url = %q
+thread_per_message = true
+[[bindings]]
+platform = "discord"
+workspace = "ws"
+allow_users = ["7"]
+`, f.URL()))
+	data := []byte("a,b\n1,2\n")
+	if err := os.WriteFile(filepath.Join(ws, "table.csv"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	startBinaryEnv(t, append(env, "DISCORD_BOT_TOKEN="+fakediscord.Token, "CC_CONNECT_TEST_API_URL="+api.URL()), "run", "--config", path)
+	f.WaitConnected(t, 1)
+	bot := map[string]any{"id": fakediscord.BotID, "username": fakediscord.BotName, "bot": true}
+	f.Post(t, fakediscord.MessageEvent("2001", "C1", "G1", "7",
+		"<@"+fakediscord.BotID+`> the table please [[MCP:cc-connect/send_file {"path":"table.csv"}]]`, map[string]any{"mentions": []any{bot}}))
+	post := f.WaitPost(t, "the file in the thread", func(m fakediscord.Message) bool {
+		return m.ChannelID == "2001" && len(m.Attachments) == 1
+	})
+	if a := post.Attachments[0]; a.Filename != "table.csv" || !bytes.Equal(a.Data, data) {
+		t.Errorf("attachment %q %q, want table.csv's exact bytes", a.Filename, a.Data)
+	}
+	f.WaitPost(t, "the mention of who asked", func(m fakediscord.Message) bool {
+		return m.ChannelID == "2001" && strings.HasPrefix(m.Content, "<@7>")
+	})
+	if p := api.Requests()[0].Prompt; !strings.Contains(p, "[cc-connect] message from") || !strings.Contains(p, "(discord user 7)\nthe table please") {
+		t.Errorf("prompt %q lacks the sender header", p)
 	}
 }
