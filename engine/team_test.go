@@ -321,3 +321,31 @@ func TestSendFileTool(t *testing.T) {
 	}
 	var _ agentproc.HostTool = spawns[0].Tools[0]
 }
+
+// TestBindingSetupReload: a reload's new setup applies to the
+// conversation's next process; the running one keeps its own.
+func TestBindingSetupReload(t *testing.T) {
+	t.Parallel()
+	haiku, sonnet := "haiku", "sonnet"
+	h, _ := newTeamHarness(t, func(o *Options) { o.Bindings[0].Setup.Model = &haiku })
+	h.say("alice", "T1", "one")
+	h.rec.waitSend(t, "echo:")
+	h.reload(Reload{Bindings: h.bindingsWith(func(bs []Binding) []Binding {
+		bs[0].Setup.Model = &sonnet
+		return bs
+	})})
+	h.say("alice", "T1", "two")
+	h.rec.waitSends(t, "echo:", 2)
+	if n := len(h.fa.spawnsSnapshot()); n != 1 {
+		t.Fatalf("%d processes: the reload restarted the running one", n)
+	}
+	h.say("alice", "T1", "!new")
+	h.rec.waitSend(t, "Started a new session")
+	h.say("alice", "T1", "three")
+	h.rec.waitSends(t, "echo:", 3)
+	h.fa.mu.Lock()
+	defer h.fa.mu.Unlock()
+	if len(h.fa.configs) != 2 || h.fa.configs[0].Model != "haiku" || h.fa.configs[1].Model != "sonnet" {
+		t.Errorf("models of the processes: %+v", h.fa.configs)
+	}
+}
