@@ -17,6 +17,7 @@ import (
 	"github.com/cc-connect/cc-connect/internal/fakeapi"
 	"github.com/cc-connect/cc-connect/internal/fakediscord"
 	"github.com/cc-connect/cc-connect/internal/fakeslack"
+	"github.com/cc-connect/cc-connect/internal/faketelegram"
 	"github.com/cc-connect/cc-connect/internal/testenv"
 )
 
@@ -219,6 +220,49 @@ allow_users = ["7"]
 		return m.ChannelID == "2001" && strings.HasPrefix(m.Content, "<@7>")
 	})
 	if p := api.Requests()[0].Prompt; !strings.Contains(p, "[cc-connect] message from") || !strings.Contains(p, "(discord user 7)\nthe table please") {
+		t.Errorf("prompt %q lacks the sender header", p)
+	}
+}
+
+// TestTeamTelegramThroughTheBinary: in a Telegram forum topic, the real
+// claude's send_file sends the file's exact bytes as a document into the
+// topic, and the prompt carries the sender header.
+func TestTeamTelegramThroughTheBinary(t *testing.T) {
+	t.Parallel()
+	claude := testenv.ClaudeBinary(t)
+	api := fakeapi.Start(t)
+	f := faketelegram.New(t)
+	path, ws, env := teamConfig(t, claude, fmt.Sprintf(`
+[[platforms]]
+name = "telegram"
+type = "telegram"
+token = "${TELEGRAM_BOT_TOKEN}"
+api_url = %q
+[[bindings]]
+platform = "telegram"
+workspace = "ws"
+allow_users = ["7"]
+`, f.URL()))
+	data := []byte("%PDF-1.4 not really\n\x00\x01")
+	if err := os.WriteFile(filepath.Join(ws, "notes.pdf"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	startBinaryEnv(t, append(env, "TELEGRAM_BOT_TOKEN="+faketelegram.Token, "CC_CONNECT_TEST_API_URL="+api.URL()), "run", "--config", path)
+	f.Wait(t, "the first poll", func() bool { return len(f.Calls("getUpdates")) > 0 })
+	text := "@" + faketelegram.BotUsername + ` the notes [[MCP:cc-connect/send_file {"path":"notes.pdf","comment":"here they are"}]]`
+	f.Send(map[string]any{
+		"chat": map[string]any{"id": -1001, "type": "supergroup", "is_forum": true, "title": "dev"},
+		"from": faketelegram.User(7, "alice", false), "text": text,
+		"entities":          []any{map[string]any{"type": "mention", "offset": 0, "length": 1 + len(faketelegram.BotUsername)}},
+		"message_thread_id": 77, "is_topic_message": true,
+	})
+	doc := f.WaitSent(t, "the document in the topic", func(m faketelegram.Message) bool {
+		return m.File != nil && m.ChatID == -1001 && m.ThreadID == 77
+	})
+	if doc.File.Photo || doc.File.Name != "notes.pdf" || !bytes.Equal(doc.File.Data, data) || doc.Text != "here they are" {
+		t.Errorf("sent %+v (caption %q), want notes.pdf's exact bytes as a document with the comment", doc.File, doc.Text)
+	}
+	if p := api.Requests()[0].Prompt; !strings.Contains(p, "(telegram user 7)\nthe notes") {
 		t.Errorf("prompt %q lacks the sender header", p)
 	}
 }
