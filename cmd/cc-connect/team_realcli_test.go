@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cc-connect/cc-connect/chatprompt"
 	"github.com/cc-connect/cc-connect/internal/fakeapi"
@@ -107,14 +108,24 @@ func TestTeamThreadThroughTheBinary(t *testing.T) {
 	f.DeliverMention(t, fakeslack.MsgEvent("C1", mention, "U0ALICE", `<@UBOT> please send the report [[MCP:cc-connect/send_file {"path":"report.txt","comment":"the report"}]]`,
 		map[string]any{"thread_ts": root}))
 
-	up := f.WaitShared(t, "C1", root)
+	limit := testenv.HangLimit(t, 60*time.Second)
+	var up fakeslack.Upload
+	f.WaitWithin(t, limit, "the file shared in the thread", func() bool {
+		for _, u := range f.Uploads() {
+			if u.Channel == "C1" && u.ThreadTS == root {
+				up = u
+				return true
+			}
+		}
+		return false
+	})
 	if !bytes.Equal(up.Data, report) || up.Name != "report.txt" {
 		t.Errorf("upload %q (%q), want report.txt's exact bytes", up.Name, up.Data)
 	}
-	f.WaitPost(t, "the reply in the thread", func(m fakeslack.Message) bool {
+	slackPostWithin(t, f, limit, "the reply in the thread", func(m fakeslack.Message) bool {
 		return m.ThreadTS == root && strings.Contains(m.Text, "sent report.txt")
 	})
-	f.WaitPost(t, "the mention of who asked", func(m fakeslack.Message) bool {
+	slackPostWithin(t, f, limit, "the mention of who asked", func(m fakeslack.Message) bool {
 		return m.ThreadTS == root && strings.Contains(m.Text, "<@U0ALICE>") && strings.Contains(m.Text, "the turn you asked for is done")
 	})
 
@@ -162,7 +173,7 @@ func TestTeamImageThroughTheBinary(t *testing.T) {
 	f.DeliverMention(t, fakeslack.MsgEvent("C1", ts, "U0ALICE", "<@UBOT> what does this show?", map[string]any{
 		"subtype": "file_share", "files": []any{file.Object()},
 	}))
-	f.WaitPost(t, "the reply", func(m fakeslack.Message) bool {
+	slackPostWithin(t, f, testenv.HangLimit(t, 60*time.Second), "the reply", func(m fakeslack.Message) bool {
 		return m.ThreadTS == ts && strings.Contains(m.Text, "what does this show?")
 	})
 	var got []fakeapi.Image
@@ -210,13 +221,14 @@ allow_users = ["7"]
 	bot := map[string]any{"id": fakediscord.BotID, "username": fakediscord.BotName, "bot": true}
 	f.Post(t, fakediscord.MessageEvent("2001", "C1", "G1", "7",
 		"<@"+fakediscord.BotID+`> the table please [[MCP:cc-connect/send_file {"path":"table.csv"}]]`, map[string]any{"mentions": []any{bot}}))
-	post := f.WaitPost(t, "the file in the thread", func(m fakediscord.Message) bool {
+	limit := testenv.HangLimit(t, 60*time.Second)
+	post := discordPostWithin(t, f, limit, "the file in the thread", func(m fakediscord.Message) bool {
 		return m.ChannelID == "2001" && len(m.Attachments) == 1
 	})
 	if a := post.Attachments[0]; a.Filename != "table.csv" || !bytes.Equal(a.Data, data) {
 		t.Errorf("attachment %q %q, want table.csv's exact bytes", a.Filename, a.Data)
 	}
-	f.WaitPost(t, "the mention of who asked", func(m fakediscord.Message) bool {
+	discordPostWithin(t, f, limit, "the mention of who asked", func(m fakediscord.Message) bool {
 		return m.ChannelID == "2001" && strings.HasPrefix(m.Content, "<@7>")
 	})
 	if p := api.Requests()[0].Prompt; !strings.Contains(p, "[cc-connect] message from") || !strings.Contains(p, "(discord user 7)\nthe table please") {
@@ -256,8 +268,15 @@ allow_users = ["7"]
 		"entities":          []any{map[string]any{"type": "mention", "offset": 0, "length": 1 + len(faketelegram.BotUsername)}},
 		"message_thread_id": 77, "is_topic_message": true,
 	})
-	doc := f.WaitSent(t, "the document in the topic", func(m faketelegram.Message) bool {
-		return m.File != nil && m.ChatID == -1001 && m.ThreadID == 77
+	var doc faketelegram.Message
+	f.WaitWithin(t, testenv.HangLimit(t, 60*time.Second), "the document in the topic", func() bool {
+		for _, m := range f.Sent() {
+			if m.File != nil && m.ChatID == -1001 && m.ThreadID == 77 {
+				doc = m
+				return true
+			}
+		}
+		return false
 	})
 	if doc.File.Photo || doc.File.Name != "notes.pdf" || !bytes.Equal(doc.File.Data, data) || doc.Text != "here they are" {
 		t.Errorf("sent %+v (caption %q), want notes.pdf's exact bytes as a document with the comment", doc.File, doc.Text)
@@ -265,4 +284,37 @@ allow_users = ["7"]
 	if p := api.Requests()[0].Prompt; !strings.Contains(p, "(telegram user 7)\nthe notes") {
 		t.Errorf("prompt %q lacks the sender header", p)
 	}
+}
+
+// slackPostWithin waits, as long as the run allows, for a post match
+// accepts (a real CLI turn on a loaded machine outlasts the fake's limit).
+func slackPostWithin(t *testing.T, f *fakeslack.Server, limit time.Duration, what string, match func(fakeslack.Message) bool) fakeslack.Message {
+	t.Helper()
+	var found fakeslack.Message
+	f.WaitWithin(t, limit, "a post: "+what, func() bool {
+		for _, m := range f.Posts() {
+			if match(m) {
+				found = m
+				return true
+			}
+		}
+		return false
+	})
+	return found
+}
+
+// discordPostWithin is slackPostWithin on the fake Discord.
+func discordPostWithin(t *testing.T, f *fakediscord.Server, limit time.Duration, what string, match func(fakediscord.Message) bool) fakediscord.Message {
+	t.Helper()
+	var found fakediscord.Message
+	f.WaitWithin(t, limit, "a post: "+what, func() bool {
+		for _, m := range f.Posts() {
+			if match(m) {
+				found = m
+				return true
+			}
+		}
+		return false
+	})
+	return found
 }
