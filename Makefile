@@ -97,11 +97,12 @@ bench-smoke:
 	$(GO) test -run '^$$' -bench . -benchtime=1x -benchmem ./...
 
 # soak kills cc-connect at many random points with messages queued and
-# checks that each runs exactly once, in order (20 iterations run in
-# `test`). CC_SOAK_ITERATIONS and CC_SOAK_SEED override.
+# checks that each runs exactly once, in order, through the terminal chat
+# and through the fake Slack (20 iterations of each run in `test`); -v
+# shows the counts. CC_SOAK_ITERATIONS and CC_SOAK_SEED override.
 CC_SOAK_ITERATIONS ?= 200
 soak:
-	CC_SOAK_ITERATIONS=$(CC_SOAK_ITERATIONS) $(GO) test -count=1 -timeout 60m -run '^TestSoakKillRestart$$' ./cmd/cc-connect/
+	CC_SOAK_ITERATIONS=$(CC_SOAK_ITERATIONS) $(GO) test -count=1 -timeout 60m -v -run '^(TestSoakKillRestart|TestSlackSoakKillRestart)$$' ./cmd/cc-connect/
 
 run:
 	$(GO) run ./cmd/cc-connect run --config $(CONFIG)

@@ -147,6 +147,15 @@ type Platform struct {
 	// ThreadPerMessage (discord) opens a thread for each top-level message
 	// in a bound channel.
 	ThreadPerMessage bool `toml:"thread_per_message"`
+	// Slack's pacing (type slack; zero means the default, see
+	// docs/configuration.md): the chat.update budget across the workspace,
+	// the edits that may go back to back, the least time between two edits
+	// in a channel, and the backoff bounds between attempts to reach Slack.
+	EditsPerMinute int      `toml:"edits_per_minute"`
+	EditBurst      int      `toml:"edit_burst"`
+	EditInterval   Duration `toml:"edit_interval"`
+	ReconnectMin   Duration `toml:"reconnect_min"`
+	ReconnectMax   Duration `toml:"reconnect_max"`
 }
 
 // Binding connects a platform's channel to a workspace ([[bindings]]).
@@ -375,19 +384,29 @@ func (c *Config) String() string {
 	c.Chat.write(&b)
 	for _, p := range c.Platforms {
 		fmt.Fprintf(&b, "\n[[platforms]]\nname = %s\ntype = %s\n", q(p.Name), q(p.Type))
-		for _, s := range []struct {
-			key string
-			val Secret
-		}{{"bot_token", p.BotToken}, {"app_token", p.AppToken}, {"token", p.Token}} {
-			if s.val != "" {
-				fmt.Fprintf(&b, "%s = %s\n", s.key, q(s.val.String()))
-			}
+		for _, t := range p.setTokens() {
+			fmt.Fprintf(&b, "%s = %s\n", t.Key, q(t.Value.String()))
 		}
 		if p.APIURL != "" {
 			fmt.Fprintf(&b, "api_url = %s\n", q(redactURL(p.APIURL)))
 		}
 		if p.ThreadPerMessage {
 			b.WriteString("thread_per_message = true\n")
+		}
+		for _, kv := range []struct {
+			key string
+			set bool
+			val string
+		}{
+			{"edits_per_minute", p.EditsPerMinute != 0, fmt.Sprint(p.EditsPerMinute)},
+			{"edit_burst", p.EditBurst != 0, fmt.Sprint(p.EditBurst)},
+			{"edit_interval", p.EditInterval != 0, q(p.EditInterval.String())},
+			{"reconnect_min", p.ReconnectMin != 0, q(p.ReconnectMin.String())},
+			{"reconnect_max", p.ReconnectMax != 0, q(p.ReconnectMax.String())},
+		} {
+			if kv.set {
+				fmt.Fprintf(&b, "%s = %s\n", kv.key, kv.val)
+			}
 		}
 	}
 	if c.Metrics.Addr != "" {

@@ -115,6 +115,11 @@ type = "slack"
 bot_token = "xoxb-1"
 app_token = "xapp-1"
 api_url = "http://127.0.0.1:9000/api/"
+edits_per_minute = 20
+edit_burst = 1
+edit_interval = "2s"
+reconnect_min = "500ms"
+reconnect_max = "30s"
 
 [[platforms]]
 name = "dc"
@@ -186,6 +191,10 @@ allow_users = ["*"]
 	}
 	if p := cfg.Platforms[0]; p.BotToken.Reveal() != "xoxb-1" || p.AppToken.Reveal() != "xapp-1" || p.APIURL != "http://127.0.0.1:9000/api/" {
 		t.Errorf("slack platform = %#v", p)
+	}
+	if p := cfg.Platforms[0]; p.EditsPerMinute != 20 || p.EditBurst != 1 || p.EditInterval.D() != 2*time.Second ||
+		p.ReconnectMin.D() != 500*time.Millisecond || p.ReconnectMax.D() != 30*time.Second {
+		t.Errorf("slack pacing = %d %d %s %s %s", p.EditsPerMinute, p.EditBurst, p.EditInterval, p.ReconnectMin, p.ReconnectMax)
 	}
 	if !cfg.Platforms[1].ThreadPerMessage {
 		t.Error("discord thread_per_message not set")
@@ -280,6 +289,18 @@ func TestLoadErrors(t *testing.T) {
 			nil, []string{"platforms[1].bot_token: is required", "platforms[1].app_token: is required"}},
 		{"slack tokens swapped", minimal + "[[platforms]]\nname = \"s\"\ntype = \"slack\"\nbot_token = \"xapp-1\"\napp_token = \"xoxb-1\"\n",
 			nil, []string{"platforms[1].bot_token: must start with xoxb-", "platforms[1].app_token: must start with xapp-"}},
+		{"slack pacing out of range", minimal + "[[platforms]]\nname = \"s\"\ntype = \"slack\"\nbot_token = \"xoxb-1\"\napp_token = \"xapp-1\"\n" +
+			"edits_per_minute = 601\nedit_burst = -1\nedit_interval = \"-1s\"\nreconnect_min = \"10ms\"\n",
+			nil, []string{"platforms[1].edits_per_minute: 601 is not between 1 and 600", "platforms[1].edit_burst: -1 is negative",
+				"platforms[1].edit_interval: -1s is negative", "platforms[1].reconnect_min: 10ms is less than 100ms"}},
+		{"slack reconnect_max below reconnect_min", minimal + "[[platforms]]\nname = \"s\"\ntype = \"slack\"\nbot_token = \"xoxb-1\"\napp_token = \"xapp-1\"\n" +
+			"reconnect_min = \"30s\"\nreconnect_max = \"10s\"\n",
+			nil, []string{"platforms[1].reconnect_max: 10s is less than reconnect_min (30s)"}},
+		{"slack reconnect_min above the default maximum", minimal + "[[platforms]]\nname = \"s\"\ntype = \"slack\"\nbot_token = \"xoxb-1\"\napp_token = \"xapp-1\"\n" +
+			"reconnect_min = \"5m\"\n",
+			nil, []string{"platforms[1].reconnect_min: 5m0s is more than reconnect_max (unset: 2m0s)"}},
+		{"slack pacing on discord", minimal + "[[platforms]]\nname = \"d\"\ntype = \"discord\"\ntoken = \"t\"\nedit_burst = 2\n",
+			nil, []string{"platforms[1].edit_burst: is not used by type discord"}},
 		{"discord token missing", minimal + "[[platforms]]\nname = \"d\"\ntype = \"discord\"\n",
 			nil, []string{"platforms[1].token: is required"}},
 		{"telegram token shape", minimal + "[[platforms]]\nname = \"t\"\ntype = \"telegram\"\ntoken = \"nocolon\"\n",

@@ -102,13 +102,8 @@ func (c *Config) validateSecrets(raw map[string]any, d *decoder) (warnings []str
 	}
 	tokens := map[string]string{} // value -> key
 	for i, p := range c.Platforms {
-		for _, t := range []struct {
-			key string
-			val Secret
-		}{{"bot_token", p.BotToken}, {"app_token", p.AppToken}, {"token", p.Token}} {
-			if t.val != "" {
-				tokens[t.val.Reveal()] = fmt.Sprintf("platforms[%d].%s", i, t.key)
-			}
+		for _, t := range p.setTokens() {
+			tokens[t.Value.Reveal()] = fmt.Sprintf("platforms[%d].%s", i, t.Key)
 		}
 	}
 	c.checkEnvSecrets("agent.env", a.Env, rawEnv, tokens, d)

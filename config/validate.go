@@ -1,12 +1,14 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/cc-connect/cc-connect/workspace"
 )
@@ -22,7 +24,7 @@ var (
 // set for a type that ignores it is reported, since it usually means the
 // entry's type or the key is wrong.
 var platformKeys = map[string][]string{
-	TypeSlack:    {"bot_token", "app_token", "api_url"},
+	TypeSlack:    {"bot_token", "app_token", "api_url", "edits_per_minute", "edit_burst", "edit_interval", "reconnect_min", "reconnect_max"},
 	TypeDiscord:  {"token", "api_url", "thread_per_message"},
 	TypeTelegram: {"token", "api_url"},
 	TypeLocal:    {},
@@ -176,22 +178,27 @@ func (c *Config) validatePlatforms(d *decoder) (warnings []string) {
 			"token":              p.Token != "",
 			"api_url":            p.APIURL != "",
 			"thread_per_message": p.ThreadPerMessage,
+			"edits_per_minute":   p.EditsPerMinute != 0,
+			"edit_burst":         p.EditBurst != 0,
+			"edit_interval":      p.EditInterval != 0,
+			"reconnect_min":      p.ReconnectMin != 0,
+			"reconnect_max":      p.ReconnectMax != 0,
 		}
-		for _, k := range []string{"bot_token", "app_token", "token", "api_url", "thread_per_message"} {
+		for _, k := range []string{"bot_token", "app_token", "token", "api_url", "thread_per_message",
+			"edits_per_minute", "edit_burst", "edit_interval", "reconnect_min", "reconnect_max"} {
 			if set[k] && !slices.Contains(used, k) {
 				d.failf(key+"."+k, "is not used by type %s", p.Type)
 			}
 		}
+		for _, tok := range p.Tokens() {
+			ok := checkToken(d, key+"."+tok.Key, tok.Value, tok.Prefix, tok.What)
+			if ok && p.Type == TypeTelegram && !telegramTokenShape(tok.Value.Reveal()) {
+				d.failf(key+"."+tok.Key, "does not look like a Telegram bot token (expected <bot id>:<secret> as @BotFather gives it)")
+			}
+		}
 		switch p.Type {
 		case TypeSlack:
-			checkToken(d, key+".bot_token", p.BotToken, "xoxb-", "the Slack bot token (OAuth & Permissions, starts with xoxb-)")
-			checkToken(d, key+".app_token", p.AppToken, "xapp-", "the Slack app-level token with connections:write (Basic Information, starts with xapp-)")
-		case TypeDiscord:
-			checkToken(d, key+".token", p.Token, "", "the Discord bot token (Developer Portal, Bot tab)")
-		case TypeTelegram:
-			if checkToken(d, key+".token", p.Token, "", "the Telegram bot token from @BotFather") && !telegramTokenShape(p.Token.Reveal()) {
-				d.failf(key+".token", "does not look like a Telegram bot token (expected <bot id>:<secret> as @BotFather gives it)")
-			}
+			checkSlackPacing(d, key, p)
 		case TypeLocal:
 			if local >= 0 {
 				d.failf(key+".type", "only one local platform can read the terminal (platforms[%d] already does)", local)
@@ -213,6 +220,50 @@ func (c *Config) validatePlatforms(d *decoder) (warnings []string) {
 		}
 	}
 	return warnings
+}
+
+// Slack's pacing: what its defaults are and how far a setting may go.
+const (
+	DefaultSlackEditsPerMinute = 50 // Slack's Tier 3, which chat.update is in
+	DefaultSlackEditBurst      = 3
+	DefaultSlackEditInterval   = time.Second
+	DefaultSlackReconnectMin   = time.Second
+	DefaultSlackReconnectMax   = 2 * time.Minute
+
+	maxSlackEditsPerMinute = 600 // past Slack's limits: every edit would wait out a 429
+	minSlackReconnect      = 100 * time.Millisecond
+)
+
+// checkSlackPacing checks a Slack entry's edit and reconnect settings
+// (zero: the default).
+func checkSlackPacing(d *decoder, key string, p Platform) {
+	bad := func(k string) bool { return d.failed[key+"."+k] }
+	if n := p.EditsPerMinute; !bad("edits_per_minute") && (n < 0 || n > maxSlackEditsPerMinute) {
+		d.failf(key+".edits_per_minute", "%d is not between 1 and %d (0 or unset: %d, Slack's rate for chat.update)", n, maxSlackEditsPerMinute, DefaultSlackEditsPerMinute)
+	}
+	if n := p.EditBurst; !bad("edit_burst") && n < 0 {
+		d.failf(key+".edit_burst", "%d is negative (0 or unset: %d)", n, DefaultSlackEditBurst)
+	}
+	if v := p.EditInterval.D(); !bad("edit_interval") && v < 0 {
+		d.failf(key+".edit_interval", "%s is negative (0 or unset: %s)", v, DefaultSlackEditInterval)
+	}
+	for _, r := range []struct {
+		k   string
+		v   time.Duration
+		def time.Duration
+	}{{"reconnect_min", p.ReconnectMin.D(), DefaultSlackReconnectMin}, {"reconnect_max", p.ReconnectMax.D(), DefaultSlackReconnectMax}} {
+		if !bad(r.k) && r.v != 0 && r.v < minSlackReconnect {
+			d.failf(key+"."+r.k, "%s is less than %s: reconnecting that fast hammers Slack (0 or unset: %s)", r.v, minSlackReconnect, r.def)
+		}
+	}
+	lo, hi := cmp.Or(p.ReconnectMin.D(), DefaultSlackReconnectMin), cmp.Or(p.ReconnectMax.D(), DefaultSlackReconnectMax)
+	switch {
+	case hi >= lo || bad("reconnect_min") || bad("reconnect_max"):
+	case p.ReconnectMax != 0:
+		d.failf(key+".reconnect_max", "%s is less than reconnect_min (%s)", hi, lo)
+	default:
+		d.failf(key+".reconnect_min", "%s is more than reconnect_max (unset: %s)", lo, hi)
+	}
 }
 
 // checkToken reports a missing token or one with the wrong prefix, and says

@@ -272,22 +272,6 @@ func existingParent(path string) string {
 	}
 }
 
-// tokenRule is one token a platform type needs.
-type tokenRule struct {
-	key    string
-	get    func(config.Platform) config.Secret
-	prefix string
-}
-
-var tokenRules = map[string][]tokenRule{
-	config.TypeSlack: {
-		{"bot_token", func(p config.Platform) config.Secret { return p.BotToken }, "xoxb-"},
-		{"app_token", func(p config.Platform) config.Secret { return p.AppToken }, "xapp-"},
-	},
-	config.TypeDiscord:  {{"token", func(p config.Platform) config.Secret { return p.Token }, ""}},
-	config.TypeTelegram: {{"token", func(p config.Platform) config.Secret { return p.Token }, ""}},
-}
-
 // checkTokens checks that each platform has its tokens, without printing
 // or sending them. Whitespace is the common slip (a newline kept from an
 // env file) that the platform would later reject as an invalid token.
@@ -295,24 +279,24 @@ func checkTokens(cfg *config.Config) []Check {
 	checks := make([]Check, 0, len(cfg.Platforms))
 	for _, p := range cfg.Platforms {
 		c := Check{Name: fmt.Sprintf("platform %s (%s)", p.Name, p.Type), Status: OK}
-		rules, ok := tokenRules[p.Type]
-		if !ok {
+		tokens := p.Tokens()
+		if len(tokens) == 0 {
 			c.Detail = "no token needed"
 			checks = append(checks, c)
 			continue
 		}
 		var problems, set []string
-		for _, r := range rules {
-			v := r.get(p).Reveal()
+		for _, tok := range tokens {
+			v := tok.Value.Reveal()
 			switch {
 			case v == "":
-				problems = append(problems, r.key+" is empty")
+				problems = append(problems, tok.Key+" is empty")
 			case strings.TrimSpace(v) != v || strings.ContainsAny(v, " \t\r\n"):
-				problems = append(problems, r.key+" contains spaces or a line break (left over from an env file?)")
-			case r.prefix != "" && !strings.HasPrefix(v, r.prefix):
-				problems = append(problems, r.key+" does not start with "+r.prefix)
+				problems = append(problems, tok.Key+" contains spaces or a line break (left over from an env file?)")
+			case tok.Prefix != "" && !strings.HasPrefix(v, tok.Prefix):
+				problems = append(problems, tok.Key+" does not start with "+tok.Prefix)
 			default:
-				set = append(set, r.key)
+				set = append(set, tok.Key)
 			}
 		}
 		if len(problems) > 0 {
@@ -376,17 +360,8 @@ func lockCheck(name string, acquire func() (*lease.Lock, error), heldHint string
 }
 
 // tokenOf is the token whose lock identifies a platform's bot on this
-// host, as `run` locks it: Slack's app token (one Socket Mode connection
-// set per app), else the bot token.
-func tokenOf(p config.Platform) string {
-	switch p.Type {
-	case config.TypeSlack:
-		return p.AppToken.Reveal()
-	case config.TypeDiscord, config.TypeTelegram:
-		return p.Token.Reveal()
-	}
-	return ""
-}
+// host, as `run` locks it (config.Platform.IdentityToken).
+func tokenOf(p config.Platform) string { return p.IdentityToken().Reveal() }
 
 // checkMetrics tries the metrics address the way `run` will listen on it.
 func checkMetrics(cfg *config.Config) Check {

@@ -25,7 +25,10 @@ const (
 //     within the seen window; a second copy of a message being accepted
 //     waits for the first to be on disk;
 //  3. route: binding, allow list, mention, the conversation's session
-//     (created from its files when it has none in memory);
+//     (created from its files when it has none in memory); a reply
+//     without a mention in a thread the engine does not know has the
+//     thread's root read back, and accepted first when it mentions the
+//     bot (threadroot.go): the one platform call on this path;
 //  4. journal: one record, one fsync (journal.accept), which makes the id
 //     seen too, and the item is in the conversation's FIFO;
 //  5. return what it did (platform.Result): the adapter acknowledges.
@@ -80,8 +83,22 @@ func (e *Engine) HandleMessage(ctx context.Context, m platform.Message) (platfor
 	}
 	key := keyOf(m.Target)
 	if b.needsMention(m) && !m.Mentioned && !e.hasSession(key) {
-		log.Debug("Ignoring a message that does not mention the bot", "session_key", key)
-		return ignored("no mention of the bot"), nil
+		root, ok := e.threadRoot(ctx, a, m)
+		if !ok {
+			log.Debug("Ignoring a message that does not mention the bot", "session_key", key)
+			return ignored("no mention of the bot"), nil
+		}
+		// The root never reached the engine, or not yet (threadroot.go):
+		// it goes first, so the conversation starts where it started.
+		log.Info("Accepting a thread's root read back from the platform, before a reply that came first",
+			"session_key", key, "message_id", root.ID)
+		if _, err := e.HandleMessage(ctx, root); err != nil {
+			return platform.Result{}, err
+		}
+		if !e.hasSession(key) {
+			log.Debug("Ignoring a reply whose thread's root was not accepted", "session_key", key)
+			return ignored("no mention of the bot"), nil
+		}
 	}
 	reply := m.Target
 	reply.MessageID = ""

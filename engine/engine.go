@@ -97,6 +97,9 @@ type Engine struct {
 	// refused holds the threads that got the access refusal (session
 	// keys), bounded: a thread forgotten gets one refusal more.
 	refused *recentIDs
+	// rootless holds the threads whose root does not mention the bot
+	// (threadroot.go), bounded.
+	rootless *recentIDs
 
 	// seenSet is the accepted message ids of every journal (journal.go);
 	// seenOnce opens it, and the journals, on first use, and finds the
@@ -194,6 +197,7 @@ func New(opts Options) (*Engine, error) {
 		adapters:     map[string]platform.Adapter{},
 		sessions:     map[string]*session{},
 		refused:      newRecentIDs(refusedMemory),
+		rootless:     newRecentIDs(rootlessMemory),
 		requests:     map[string]string{},
 		busy:         newBusyCount(),
 		metrics:      metricsOf(opts.Metrics),
@@ -315,6 +319,13 @@ func (r *recentIDs) add(id string) bool {
 		r.order = r.order[1:]
 	}
 	return true
+}
+
+// has reports whether id is remembered.
+func (r *recentIDs) has(id string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.ids[id]
 }
 
 // len is how many ids are remembered.

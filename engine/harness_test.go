@@ -49,6 +49,9 @@ type harnessConfig struct {
 	// adapter, when set, is the adapter the engine gets for the
 	// recording platform (team_test.go's, with history and files).
 	adapter func(*fakePlatform) platform.Adapter
+	// chat, when set, makes the platform a Replier and a HistoryReader
+	// over it (replier_test.go), kept across restarts.
+	chat *fakeChat
 }
 
 func newHarness(t *testing.T, mutate func(*Options, *harnessConfig)) *harness {
@@ -98,6 +101,8 @@ func startHarness(t *testing.T, opts Options, cfg *harnessConfig, logs *testlog.
 	switch {
 	case cfg.adapter != nil:
 		e.AddAdapter(cfg.adapter(rec))
+	case cfg.chat != nil:
+		e.AddAdapter(chatPlatform{richPlatform{rec}, cfg.chat})
 	case cfg.plain:
 		e.AddAdapter(rec)
 	default:

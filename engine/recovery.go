@@ -234,12 +234,24 @@ func (tr *turnRunner) recover(it workItem) {
 	case what == recoverLost:
 		reply, rerr := tr.e.tx.ReplyAfter(path, it.uuid)
 		reply, _, _ = ctxindicator.StripSelfReport(reply)
+		if strings.TrimSpace(reply) != "" {
+			// Posting it now: a kill from here on must find it marked,
+			// or the next start would post it (and its notice) again.
+			tr.jr.markReplying(it)
+		}
 		switch {
 		case strings.TrimSpace(reply) == "":
 			tr.log.Warn("Reply finished before the restart but never posted, and not readable", "session_id", tr.rb.sessionID(),
 				"transcript", path, "error", errString(rerr))
 			fmt.Fprintf(&note, "The agent finished the turn for “%s” before %s, but its reply was not posted and is lost. Please ask again if you still need it.", q, event)
 			tr.chat.send(note.String())
+		case it.replying && tr.chat.canFindReplies():
+			// It was being posted: the adapter looks for its parts and
+			// posts only those that did not land, without a notice (the
+			// reader sees one reply, whole).
+			res := tr.chat.sendReply(reply, it.uuid, it.msg.Target.MessageID, true)
+			tr.log.Info("Completing a reply that was being posted at the restart", "session_id", tr.rb.sessionID(), "transcript", path,
+				"parts", res.Parts, "found", res.Found, "posted", res.Posted)
 		case it.replying:
 			// It was being posted: it may be in the thread already, and
 			// cc-connect cannot tell.
@@ -251,7 +263,10 @@ func (tr *turnRunner) recover(it workItem) {
 			tr.log.Info("Posting a reply finished before the restart", "session_id", tr.rb.sessionID(), "transcript", path)
 			fmt.Fprintf(&note, "The agent had finished the turn for “%s” before %s; its reply follows.", q, event)
 			tr.chat.send(note.String())
-			tr.chat.send(reply)
+			tr.chat.sendReply(reply, it.uuid, it.msg.Target.MessageID, true)
+		}
+		if tr.e.killedAt(pointReplied) {
+			return // a test's kill: the reply is posted, the entry not acked
 		}
 		tr.jr.ack(it, inbox.AckResult)
 		tr.agent.releaseIfIdle()

@@ -57,6 +57,40 @@ func (r *relay) sendTo(to platform.Target, text string) platform.Target {
 	return posted
 }
 
+// sendReply posts a turn's reply. Through an adapter that is a
+// platform.Replier every part carries key (the uuid the message was
+// journaled and sent to claude with), so that the reply can be found on
+// the platform again; with again (the reply may have been posted, wholly
+// or in part, before a restart) the adapter first looks for its parts and
+// posts only the others. after is the message the reply answers. Other
+// adapters post it with Send.
+func (r *relay) sendReply(text, key, after string, again bool) platform.ReplyResult {
+	rp, ok := r.chat().(platform.Replier)
+	if !ok || key == "" {
+		return platform.ReplyResult{Last: r.send(text), Parts: 1, Posted: 1}
+	}
+	to := r.to
+	to.MessageID = ""
+	ctx, cancel := context.WithTimeout(r.bg, sendTimeout)
+	defer cancel()
+	res, err := rp.SendReply(ctx, to, text, platform.Reply{Key: key, After: after, Again: again})
+	if err != nil {
+		r.metrics.PlatformError(to.Platform)
+		r.log.Error("Posting the reply failed", "error", err, "parts", res.Parts, "posted", res.Posted)
+	}
+	if res.Found > 0 {
+		r.log.Info("Reply found posted before the restart", "parts", res.Parts, "found", res.Found, "posted", res.Posted)
+	}
+	return res
+}
+
+// canFindReplies reports whether the adapter can tell which parts of a
+// reply it posted before a restart (a platform.Replier).
+func (r *relay) canFindReplies() bool {
+	_, ok := r.chat().(platform.Replier)
+	return ok
+}
+
 // turnStarted shows that the agent is on m: typing and an "eyes" reaction.
 func (r *relay) turnStarted(m platform.Message) {
 	if ty, ok := r.chat().(platform.Typer); ok {

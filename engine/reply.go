@@ -15,7 +15,9 @@ import (
 // postReply posts the turn's reply: the result text (or the turn's
 // assistant text), the self-report marker stripped, the context indicator
 // appended. The journal notes first that the reply is being posted, so
-// that recovery after a crash knows it may have reached the chat.
+// that recovery after a crash knows it may have reached the chat; each
+// part carries the message's journaled uuid where the adapter can tag a
+// post (relay.sendReply), so that recovery can find what landed.
 func (tr *turnRunner) postReply(it workItem, out outcome) {
 	tr.jr.markReplying(it)
 	if out.compaction {
@@ -51,7 +53,7 @@ func (tr *turnRunner) postReply(it workItem, out outcome) {
 	if res.ContextTokens == 0 {
 		ok = false // no usage this turn: never show a stale figure as new
 	}
-	tr.chat.send(ctxindicator.Append(clean, pct, ok))
+	tr.chat.sendReply(ctxindicator.Append(clean, pct, ok), it.uuid, it.msg.Target.MessageID, it.replying)
 
 	if res.ContextTokens > 0 {
 		// tr.log carries session_key and workspace already; LogArgs adds

@@ -60,10 +60,15 @@ func newLocalAdapter(p config.Platform, deps adapterDeps) (platform.Adapter, err
 
 func newSlackAdapter(p config.Platform, deps adapterDeps) (platform.Adapter, error) {
 	return slack.New(slack.Config{
-		Name:     p.Name,
-		BotToken: p.BotToken.Reveal(),
-		AppToken: p.AppToken.Reveal(),
-		APIURL:   p.APIURL,
+		Name:           p.Name,
+		BotToken:       p.BotToken.Reveal(),
+		AppToken:       p.AppToken.Reveal(),
+		APIURL:         p.APIURL,
+		EditsPerMinute: p.EditsPerMinute,
+		EditBurst:      p.EditBurst,
+		EditInterval:   p.EditInterval.D(),
+		ReconnectMin:   p.ReconnectMin.D(),
+		ReconnectMax:   p.ReconnectMax.D(),
 	}, deps.Log)
 }
 

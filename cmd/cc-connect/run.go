@@ -121,15 +121,7 @@ func engineBindings(cfg *config.Config) []engine.Binding {
 
 // platformToken is the credential that identifies a platform's bot: two
 // cc-connects polling one token steal each other's events.
-func platformToken(p config.Platform) string {
-	switch p.Type {
-	case config.TypeSlack:
-		return p.AppToken.Reveal()
-	case config.TypeDiscord, config.TypeTelegram:
-		return p.Token.Reveal()
-	}
-	return ""
-}
+func platformToken(p config.Platform) string { return p.IdentityToken().Reveal() }
 
 // acquireLocks takes the state dir lock and one lock per bot token, so a
 // second cc-connect on the same state or the same bot refuses to start.

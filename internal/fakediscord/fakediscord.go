@@ -15,7 +15,11 @@
 // X-RateLimit headers, an interaction answered after 3 s or twice is
 // refused.
 //
-// Like Discord it sends the bot's own posts back as MESSAGE_CREATE. For
+// Like Discord it sends the bot's own posts back as MESSAGE_CREATE, reads
+// a channel's messages back (GET one, or the latest, newest first), and
+// under enforce_nonce answers a post whose nonce the bot used within the
+// last few minutes with that earlier message, creating none (AdvanceClock
+// moves past the window). For
 // every message the bot posts or edits it works out whom Discord would
 // notify from the content and allowed_mentions (Call.Pings).
 // Tests wait on what the fake records (Next, WaitPost, WaitMessage,
@@ -75,6 +79,7 @@ type Server struct {
 	noAck        int
 	echo         bool
 	hbInterval   int
+	clock        time.Duration // added to the time: AdvanceClock
 	// uploadLimit is the most bytes of files one message may carry;
 	// noHistory and hidden the channels whose history the bot may not
 	// read, or that it may not see at all (history.go).
@@ -138,6 +143,10 @@ type Message struct {
 	Edits       []Edit
 	// Reactions are the bot's reactions, in the order added.
 	Reactions []string
+	// Nonce is what the post's nonce was ("" when none), and Created when
+	// the fake took it (its clock, see AdvanceClock).
+	Nonce   string
+	Created time.Time
 }
 
 // Edit is one PATCH applied to a message.
@@ -175,6 +184,17 @@ func New(tb testing.TB) *Server {
 	tb.Cleanup(s.Close)
 	return s
 }
+
+// AdvanceClock moves the fake's clock on by d: posts older than Discord's
+// nonce window (nonceWindow) no longer answer a repeated nonce.
+func (s *Server) AdvanceClock(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.clock += d
+}
+
+// nowLocked is the fake's time; callers hold s.mu.
+func (s *Server) nowLocked() time.Time { return time.Now().Add(s.clock) }
 
 // Close drops the gateway and stops the server; safe to call twice.
 func (s *Server) Close() {

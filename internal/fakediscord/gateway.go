@@ -249,7 +249,7 @@ func (s *Server) Post(tb testing.TB, ev map[string]any) {
 				}
 			}
 		}
-		s.addMessageLocked(&Message{ID: id, ChannelID: ch, AuthorID: authorID, Content: content, Attachments: atts})
+		s.addMessageLocked(&Message{ID: id, ChannelID: ch, AuthorID: authorID, Content: content, Attachments: atts, Created: s.nowLocked()})
 	}
 	s.mu.Unlock()
 	s.Dispatch(tb, "MESSAGE_CREATE", ev)

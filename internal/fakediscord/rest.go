@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -23,6 +24,10 @@ const (
 	maxCustomID      = 100
 	maxButtonLabel   = 80
 	interactionLimit = 3 * time.Second
+	maxNonce         = 25
+	// nonceWindow is how long a post's nonce answers a repeated one under
+	// enforce_nonce ("the past few minutes", Discord says).
+	nonceWindow = 5 * time.Minute
 )
 
 // Error bodies Discord sends.
@@ -217,17 +222,59 @@ func (s *Server) postLocked(channel string, body map[string]any, files []Attachm
 	if bad := checkContent(body, len(files) == 0); bad != "" {
 		return Answer{Status: 400, Body: bad}, nil
 	}
+	nonce, bad := nonceOf(body)
+	if bad != "" {
+		return Answer{Status: 400, Body: bad}, nil
+	}
+	if enforce, _ := body["enforce_nonce"].(bool); enforce && nonce != "" {
+		// The same author's post with this nonce within the window is
+		// returned, and nothing is created: no second message, no echo.
+		for i := len(s.order) - 1; i >= 0; i-- {
+			m := s.msgs[s.order[i]]
+			if m.AuthorID == BotID && m.Nonce == nonce && s.nowLocked().Sub(m.Created) < nonceWindow {
+				obj := s.messageObjectLocked(m)
+				obj["nonce"] = nonce
+				b, _ := json.Marshal(obj)
+				return Answer{Status: 200, Body: string(b)}, nil
+			}
+		}
+	}
 	content, _ := body["content"].(string)
 	m := &Message{ID: s.nextIDLocked(), ChannelID: channel, AuthorID: BotID, Content: content, Components: componentsJSON(body),
-		Attachments: s.storeFilesLocked(files)}
+		Nonce: nonce, Created: s.nowLocked(), Attachments: s.storeFilesLocked(files)}
 	s.addMessageLocked(m)
 	obj := s.messageObjectLocked(m)
+	if nonce != "" {
+		// The create answer and MESSAGE_CREATE carry the nonce; a message
+		// fetched later does not.
+		obj["nonce"] = nonce
+	}
 	b, _ := json.Marshal(obj)
 	var after func()
 	if s.echo {
 		after = func() { s.dispatchOrDrop("MESSAGE_CREATE", obj) }
 	}
 	return Answer{Status: 200, Body: string(b)}, after
+}
+
+// nonceOf reads a post's nonce (a string or an integer, at most 25
+// characters), or says why Discord refuses it.
+func nonceOf(body map[string]any) (string, string) {
+	var n string
+	switch v := body["nonce"].(type) {
+	case nil:
+		return "", ""
+	case string:
+		n = v
+	case float64:
+		n = strconv.FormatFloat(v, 'f', -1, 64)
+	default:
+		return "", invalidForm("nonce", "NONCE_TYPE_INVALID", "Nonce must be an integer or a string.")
+	}
+	if len(n) > maxNonce {
+		return "", invalidForm("nonce", "BASE_TYPE_MAX_LENGTH", fmt.Sprintf("Must be %d or fewer in length.", maxNonce))
+	}
+	return n, ""
 }
 
 func (s *Server) addMessageLocked(m *Message) {

@@ -67,7 +67,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 	}
 
 	s.mu.Lock()
-	gate := s.gate[method]
+	gate := s.gateLocked(method, form)
 	if gate != nil {
 		s.held[method]++
 		s.notify()
@@ -217,8 +217,12 @@ func (s *Server) postLocked(form map[string]string) (answer, func()) {
 	if a := checkContent(form); a != nil {
 		return *a, nil
 	}
+	md, bad := parseMetadata(form["metadata"])
+	if bad != nil {
+		return *bad, nil
+	}
 	m := &Message{Channel: ch, TS: s.nextTSLocked(), ThreadTS: form["thread_ts"], User: BotUserID, BotID: BotID,
-		Text: form["text"], Blocks: form["blocks"]}
+		Text: form["text"], Blocks: form["blocks"], Metadata: md}
 	s.addMessageLocked(m)
 	var after func()
 	if s.echo {

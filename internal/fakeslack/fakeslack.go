@@ -1,7 +1,8 @@
 // Package fakeslack is a fake Slack for tests, served on 127.0.0.1: the Web
 // API methods cc-connect calls (auth.test, apps.connections.open,
-// chat.postMessage, chat.update, reactions.add/remove, users.info,
-// conversations.replies and conversations.history in pages, the three
+// chat.postMessage (with metadata), chat.update, reactions.add/remove,
+// users.info, conversations.replies and conversations.history in pages
+// (a post's metadata only with include_all_metadata), the three
 // steps of a file upload: files.getUploadURLExternal, the upload URL,
 // files.completeUploadExternal), file downloads, and Socket Mode (a websocket carrying envelopes that the client
 // must ack). It keeps the messages of the channels it serves, so a test can
@@ -15,7 +16,8 @@
 // Like Slack it sends the bot's own posts back as message events, delivers a
 // mention twice (message and app_mention), and, when SetRedeliverAfter is
 // set, redelivers an envelope that was not acked in time (Slack waits 3 s)
-// with retry_attempt counting up. For every post and update it works out
+// with retry_attempt counting up, on the next connection when none is open;
+// a thread reply's event names its root's author (parent_user_id). For every post and update it works out
 // whom and what Slack would notify or link (Call.Pings): the control
 // sequences in the text and blocks, and "@name" words where link_names or a
 // block's missing verbatim makes Slack look for names.
@@ -58,24 +60,27 @@ type Server struct {
 	changed    chan struct{}
 	calls      []Call
 	held       map[string]int // calls of a method that reached a hold
+	holds      []*hold        // holds in force, the newest last
 	acks       []string
 	deliveries []Delivery
 	conns      []*Conn
 	ts         int                 // the last ts handed out
+	newest     string              // the newest ts of any message kept
 	msgs       map[string]*Message // by channel + "/" + ts
 	order      []string            // message keys in posting order
 	missing    map[string]bool     // channels that do not exist
 	limited    map[string]int      // method -> Retry-After seconds for its next call
-	gate       map[string]chan struct{}
 	fail       map[string]string
 	down       map[string]int
 	overrides  map[string][]answer // canned answers to give first
 	files      map[string]string   // download path -> content
 	downloads  []string            // Authorization headers of file downloads
 	pending    map[string]*pendingEnvelope
+	parked     []*pendingEnvelope // redeliveries waiting for a connection
 	nEnvelope  int
 	nEvent     int
 	redeliver  time.Duration
+	retries    int // how often an unacked event is sent again
 	echo       bool
 	onAck      func(envelopeID string)
 	// uploads are the bot's files by id (upload.go); uploadLimit the
@@ -118,6 +123,9 @@ type Message struct {
 	Edits []Edit // chat.update calls applied, oldest first
 	// Reactions are the bot's reactions on the message, in the order added.
 	Reactions []string
+	// Metadata is what a post of the bot carried (chat.postMessage's
+	// metadata), nil when none.
+	Metadata *Metadata
 }
 
 // Edit is one chat.update applied to a message.
@@ -143,12 +151,12 @@ func New(tb testing.TB) *Server {
 		msgs:      map[string]*Message{},
 		missing:   map[string]bool{},
 		limited:   map[string]int{},
-		gate:      map[string]chan struct{}{},
 		fail:      map[string]string{},
 		down:      map[string]int{},
 		overrides: map[string][]answer{},
 		files:     map[string]string{},
 		pending:   map[string]*pendingEnvelope{},
+		retries:   3,
 		echo:      true,
 
 		uploads:     map[string]*Upload{},
@@ -170,17 +178,15 @@ func New(tb testing.TB) *Server {
 func (s *Server) Close() {
 	s.mu.Lock()
 	conns := s.conns
-	for _, g := range s.gate {
-		select {
-		case <-g:
-		default:
-			close(g)
-		}
+	for _, h := range s.holds {
+		h.open()
 	}
+	s.holds = nil
 	for _, p := range s.pending {
 		p.timer.Stop()
 	}
 	clear(s.pending)
+	s.parked = nil
 	s.mu.Unlock()
 	for _, c := range conns {
 		c.Close()
@@ -335,6 +341,9 @@ func (s *Server) addMessageLocked(m *Message) {
 		s.order = append(s.order, k)
 	}
 	s.msgs[k] = m
+	if s.newest == "" || tsBefore(s.newest, m.TS) {
+		s.newest = m.TS
+	}
 	s.notify()
 }
 
@@ -391,22 +400,44 @@ func (s *Server) Down(method string, n int) {
 
 // Hold makes calls of method wait until release is called (or the server
 // closes). WaitHeld tells when one arrived.
-func (s *Server) Hold(method string) (release func()) {
+func (s *Server) Hold(method string) (release func()) { return s.HoldWhere(method, nil) }
+
+// HoldWhere is Hold for the calls of method whose form match accepts (nil:
+// every call): a chat.postMessage to one channel, say, while the others
+// go through. Method Download holds file downloads (the form has the
+// file's "path").
+func (s *Server) HoldWhere(method string, match func(form map[string]string) bool) (release func()) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	g := make(chan struct{})
-	s.gate[method] = g
-	var once sync.Once
+	h := &hold{method: method, match: match, gate: make(chan struct{})}
+	s.holds = append(s.holds, h)
 	return func() {
-		once.Do(func() {
-			s.mu.Lock()
-			if s.gate[method] == g {
-				delete(s.gate, method)
-			}
-			s.mu.Unlock()
-			close(g)
-		})
+		s.mu.Lock()
+		s.holds = slices.DeleteFunc(s.holds, func(x *hold) bool { return x == h })
+		s.mu.Unlock()
+		h.open()
 	}
+}
+
+// hold is one Hold in force.
+type hold struct {
+	method string
+	match  func(map[string]string) bool
+	gate   chan struct{}
+	once   sync.Once
+}
+
+func (h *hold) open() { h.once.Do(func() { close(h.gate) }) }
+
+// gateLocked returns the gate a call must wait at, or nil; callers hold
+// s.mu.
+func (s *Server) gateLocked(method string, form map[string]string) chan struct{} {
+	for i := len(s.holds) - 1; i >= 0; i-- { // the newest hold first
+		if h := s.holds[i]; h.method == method && (h.match == nil || h.match(form)) {
+			return h.gate
+		}
+	}
+	return nil
 }
 
 // SetEcho chooses whether the bot's own posts come back as message events
@@ -419,12 +450,23 @@ func (s *Server) SetEcho(on bool) {
 
 // SetRedeliverAfter makes the fake send an events_api envelope again, as a
 // new envelope with retry_attempt one higher and retry_reason "timeout",
-// when it was not acked within d; up to three retries, as Slack does. Zero
-// (the default) turns redelivery off.
+// when it was not acked within d; up to three retries, as Slack does
+// (SetRetries changes that). A retry due while no connection is open waits
+// for the next one, as Slack keeps trying a while. Zero (the default) turns
+// redelivery off.
 func (s *Server) SetRedeliverAfter(d time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.redeliver = d
+}
+
+// SetRetries sets how often an unacked event is sent again (three, as
+// Slack, unless set): a soak that kills the client again and again may
+// want Slack to keep trying longer than a few times.
+func (s *Server) SetRetries(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.retries = n
 }
 
 // OnAck sets a function called with each acked envelope id as soon as the
@@ -473,7 +515,14 @@ func (s *Server) Downloads() []string {
 // nextTS hands out a fresh message ts; callers hold s.mu.
 func (s *Server) nextTSLocked() string {
 	s.ts++
-	return fmt.Sprintf("1700000100.%06d", s.ts)
+	ts := fmt.Sprintf("1700000100.%06d", s.ts)
+	// As on Slack, a post is newer than every message before it, those a
+	// test delivered with its own ts included.
+	if s.newest != "" && !tsBefore(s.newest, ts) {
+		k := tsKey(s.newest)
+		ts = fmt.Sprintf("%d.%06d", k[0]+(k[1]+1)/1000000, (k[1]+1)%1000000)
+	}
+	return ts
 }
 
 // knownChannel reports whether channel exists; callers hold s.mu.

@@ -128,10 +128,10 @@ func page(msgs []*Message, form map[string]string, def, maxLimit int) ([]*Messag
 	return msgs[:limit], base64.StdEncoding.EncodeToString([]byte("next_ts:" + msgs[limit].TS)), nil
 }
 
-func pageAnswer(msgs []*Message, next string) answer {
+func (s *Server) pageAnswerLocked(msgs []*Message, next string, form map[string]string) answer {
 	out := make([]any, len(msgs))
 	for i, m := range msgs {
-		out[i] = messageObject(m)
+		out[i] = s.withThreadLocked(messageObject(m), m, form)
 	}
 	fields := map[string]any{"messages": out, "has_more": next != ""}
 	if next != "" {
@@ -180,7 +180,7 @@ func (s *Server) repliesLocked(form map[string]string) answer {
 	if bad != nil {
 		return *bad
 	}
-	return pageAnswer(msgs, next)
+	return s.pageAnswerLocked(msgs, next, form)
 }
 
 // historyLocked answers conversations.history: the channel's top-level
@@ -211,5 +211,5 @@ func (s *Server) historyLocked(form map[string]string) answer {
 	if bad != nil {
 		return *bad
 	}
-	return pageAnswer(msgs, next)
+	return s.pageAnswerLocked(msgs, next, form)
 }

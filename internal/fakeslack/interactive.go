@@ -98,8 +98,19 @@ func (s *Server) serveFile(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.downloads = append(s.downloads, r.Header.Get("Authorization"))
 	body, ok := s.files[r.URL.Path]
+	gate := s.gateLocked(Download, map[string]string{"path": r.URL.Path})
+	if gate != nil {
+		s.held[Download]++
+	}
 	s.notify()
 	s.mu.Unlock()
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-r.Context().Done():
+			return
+		}
+	}
 	if r.Header.Get("Authorization") != "Bearer "+BotToken {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		_, _ = w.Write([]byte("<!DOCTYPE html><html><head><title>Slack</title></head><body>Sign in to Slack</body></html>"))

@@ -42,8 +42,13 @@ func (s *Server) serveSocket(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	s.conns = append(s.conns, c)
+	parked := s.parked
+	s.parked = nil
 	s.notify()
 	s.mu.Unlock()
+	for _, p := range parked {
+		_, _ = s.sendEvent(p.eventID, p.event, p.retry)
+	}
 
 	go func() {
 		tick := time.NewTicker(pingEvery)
@@ -104,6 +109,9 @@ func (c *Conn) Close() {
 	c.once.Do(func() {
 		close(c.done)
 		_ = c.ws.Close()
+		c.s.mu.Lock()
+		c.s.notify() // waiters on Closed
+		c.s.mu.Unlock()
 	})
 }
 
@@ -159,6 +167,7 @@ func (s *Server) Deliver(tb testing.TB, event map[string]any) string {
 	s.mu.Lock()
 	s.nEvent++
 	eventID := fmt.Sprintf("Ev%06d", s.nEvent)
+	event = s.withParentLocked(event)
 	s.recordEventLocked(event)
 	s.mu.Unlock()
 	id, err := s.sendEvent(eventID, event, 0)
@@ -200,6 +209,28 @@ func (s *Server) DeliverMention(tb testing.TB, event map[string]any) (message, a
 	return s.Deliver(tb, event), s.Deliver(tb, mention)
 }
 
+// withParentLocked adds parent_user_id to a thread reply that lacks it, as
+// Slack sends it: the user (or bot user) who wrote the thread's root, when
+// the fake knows the root. Callers hold s.mu.
+func (s *Server) withParentLocked(ev map[string]any) map[string]any {
+	ch, _ := ev["channel"].(string)
+	ts, _ := ev["ts"].(string)
+	thread, _ := ev["thread_ts"].(string)
+	if _, set := ev["parent_user_id"]; set || thread == "" || thread == ts {
+		return ev
+	}
+	root, ok := s.msgs[ch+"/"+thread]
+	if !ok {
+		return ev
+	}
+	out := make(map[string]any, len(ev)+1)
+	for k, v := range ev {
+		out[k] = v
+	}
+	out["parent_user_id"] = root.User
+	return out
+}
+
 // recordEventLocked keeps a delivered user message in its channel; callers
 // hold s.mu.
 func (s *Server) recordEventLocked(ev map[string]any) {
@@ -229,29 +260,54 @@ func (s *Server) recordEventLocked(ev map[string]any) {
 
 // sendEvent wraps event in a fresh envelope and sends it, then arms its
 // redelivery: only once it is on the wire, so that a copy never overtakes
-// the envelope it repeats.
+// the envelope it repeats. A redelivery finding no connection is parked
+// until one opens.
 func (s *Server) sendEvent(eventID string, event map[string]any, retry int) (string, error) {
 	s.mu.Lock()
+	c := s.liveLocked()
+	if c == nil && retry > 0 && s.redeliver > 0 {
+		s.parked = append(s.parked, &pendingEnvelope{eventID: eventID, event: event, retry: retry})
+		s.mu.Unlock()
+		return "", nil
+	}
 	s.nEnvelope++
 	envID := fmt.Sprintf("env-%06d", s.nEnvelope)
-	c := s.liveLocked()
 	s.deliveries = append(s.deliveries, Delivery{EnvelopeID: envID, EventID: eventID, Retry: retry})
 	s.notify()
 	s.mu.Unlock()
 	if c == nil {
 		return envID, fmt.Errorf("no socket connection")
 	}
-	if err := c.Send(EventEnvelope(envID, eventID, retry, event)); err != nil {
-		return envID, err
-	}
+	// A write to a connection the client just dropped fails, or lands
+	// unread: either way the redelivery below sends it again.
+	err := c.Send(EventEnvelope(envID, eventID, retry, event))
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.redeliver > 0 && retry < 3 && !slices.Contains(s.acks, envID) {
+	if s.redeliver > 0 && retry < s.retries && !slices.Contains(s.acks, envID) {
 		p := &pendingEnvelope{eventID: eventID, event: event, retry: retry}
 		p.timer = time.AfterFunc(s.redeliver, func() { s.redeliverEnvelope(envID) })
 		s.pending[envID] = p
 	}
-	return envID, nil
+	return envID, err
+}
+
+// RedeliverNow sends every envelope that waits for its ack again at once,
+// as if its time had come: a test decides the moment instead of a timer.
+// It needs SetRedeliverAfter set (a long time keeps the timers out of the
+// way).
+func (s *Server) RedeliverNow() {
+	s.mu.Lock()
+	var due []string
+	for id, p := range s.pending {
+		if p.timer.Stop() {
+			due = append(due, id)
+		}
+	}
+	s.mu.Unlock()
+	slices.Sort(due) // in the order they were sent
+	for _, id := range due {
+		s.redeliverEnvelope(id)
+	}
 }
 
 // redeliverEnvelope sends an envelope again when its ack is late.

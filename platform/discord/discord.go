@@ -25,6 +25,7 @@ import (
 	"github.com/cc-connect/cc-connect/platform/internal/backoff"
 	"github.com/cc-connect/cc-connect/platform/internal/coalesce"
 	"github.com/cc-connect/cc-connect/platform/internal/connstate"
+	"github.com/cc-connect/cc-connect/platform/internal/lanes"
 	"github.com/cc-connect/cc-connect/platform/internal/permbutton"
 	"github.com/cc-connect/cc-connect/platform/internal/recent"
 )
@@ -89,13 +90,16 @@ type Adapter struct {
 	promptRefs *permbutton.Refs
 	threads    *threadBook
 
-	events       chan func(context.Context, platform.Handler) // gateway events, handled in order by Run
+	// lanes run gateway events in order per conversation (a channel, a
+	// thread, a DM), conversations side by side; set by Run with handler.
+	lanes        *lanes.Lanes
+	handler      platform.Handler
 	disconnected chan struct{}
 	runCtx       context.Context // set by Run; event handlers stop with it
 
 	state *connstate.State // for !status and the metrics
 
-	mu     sync.Mutex // guards selfID and runCtx
+	mu     sync.Mutex // guards selfID, runCtx, lanes and handler
 	selfID string
 }
 
@@ -150,7 +154,6 @@ func New(cfg Config, log *slog.Logger) (*Adapter, error) {
 		promptRefs:     permbutton.NewRefs(maxCustomID, 1024),
 		threads:        newThreadBook(4096),
 		state:          connstate.New(cfg.Name, "not started"),
-		events:         make(chan func(context.Context, platform.Handler), 256),
 		disconnected:   make(chan struct{}, 1),
 		runCtx:         context.Background(),
 	}
@@ -207,22 +210,16 @@ func (a *Adapter) self() string {
 func (a *Adapter) Run(ctx context.Context, h platform.Handler) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	ln := lanes.New(ctx, maxQueued)
 	a.mu.Lock()
-	a.runCtx = ctx
+	a.runCtx, a.lanes, a.handler = ctx, ln, h
 	a.mu.Unlock()
 	a.conns.reset()
 	stopConns := context.AfterFunc(ctx, a.conns.closeAll)
 	defer stopConns()
-
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		a.dispatch(ctx, h)
-	}()
 	defer func() {
 		cancel()
-		wg.Wait()
+		ln.Close()
 	}()
 
 	a.setStatus("connecting")
@@ -323,28 +320,28 @@ func gatewayFatal(err error) error {
 	return nil
 }
 
-// dispatch runs queued gateway events in arrival order until ctx ends.
-func (a *Adapter) dispatch(ctx context.Context, h platform.Handler) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case ev := <-a.events:
+// maxQueued bounds the gateway events queued or being handled across
+// all conversations; past it the gateway reader waits.
+const maxQueued = 256
+
+// enqueue hands an event to the lane of its conversation (key: the
+// channel id it came in, which for a thread is the thread's own id), so
+// that a slow one (a channel lookup, the engine) holds up only its own
+// conversation. It gives up when Run ends so the gateway reader never
+// blocks on a stopped adapter; what is queued then is dropped, as the
+// gateway's events are not acknowledged one by one.
+func (a *Adapter) enqueue(key string, ev func(context.Context, platform.Handler)) {
+	a.mu.Lock()
+	ctx, ln, h := a.runCtx, a.lanes, a.handler
+	a.mu.Unlock()
+	if ln == nil {
+		return
+	}
+	ln.Add(ctx.Done(), key, func(ctx context.Context) {
+		if ctx.Err() == nil {
 			ev(ctx, h)
 		}
-	}
-}
-
-// enqueue hands an event to the dispatcher; it gives up when Run ends so
-// the gateway reader never blocks on a stopped adapter.
-func (a *Adapter) enqueue(ev func(context.Context, platform.Handler)) {
-	a.mu.Lock()
-	ctx := a.runCtx
-	a.mu.Unlock()
-	select {
-	case a.events <- ev:
-	case <-ctx.Done():
-	}
+	})
 }
 
 func (a *Adapter) onReady(_ *discordgo.Session, r *discordgo.Ready) {

@@ -107,23 +107,44 @@ func TestIdentifyAndRouting(t *testing.T) {
 	for _, tt := range tests {
 		f.Post(t, tt.ev)
 	}
-	f.Post(t, fakediscord.MessageEvent("99", "D1", "", "8", "sentinel", nil))
-
+	// Conversations are handled side by side: a sentinel closes each, and
+	// all are counted in; a filtered message would take a sentinel's place.
+	sentinels := []string{"C1", "T1", "D1"}
+	for i, ch := range sentinels {
+		guild := "G1"
+		if ch == "D1" {
+			guild = ""
+		}
+		f.Post(t, fakediscord.MessageEvent(fmt.Sprint(90+i), ch, guild, "8", "sentinel", nil))
+	}
+	got := map[string]platform.Message{}
+	wanted := 0
+	for _, tt := range tests {
+		if tt.want != nil {
+			wanted++
+		}
+	}
+	for range wanted + len(sentinels) {
+		m := h.Message(t)
+		got[m.ID] = m
+	}
 	for _, tt := range tests {
 		if tt.want == nil {
 			continue
 		}
-		got := h.Message(t)
 		w := *tt.want
 		w.Target.Platform = "dc-test"
+		got := got[w.ID]
 		if got.ID != w.ID || got.Target != w.Target || got.Text != w.Text || got.IsDM != w.IsDM ||
 			got.Mentioned != w.Mentioned || got.UserID != w.UserID || got.IsBot ||
 			got.UserName != "user"+w.UserID || got.Received.IsZero() {
 			t.Errorf("%s:\n got %+v\nwant %+v", tt.name, got, w)
 		}
 	}
-	if got := h.Message(t); got.Text != "sentinel" {
-		t.Fatalf("a filtered message reached the handler: %+v", got)
+	for i, ch := range sentinels {
+		if m, ok := got[fmt.Sprintf("%s:%d", ch, 90+i)]; !ok || m.Text != "sentinel" {
+			t.Errorf("the sentinel of %s did not come among the first %d messages: a filtered message reached the handler (%v)", ch, len(got), got)
+		}
 	}
 	if s := a.Status(); s != "connected" {
 		t.Errorf("status = %q", s)

@@ -29,7 +29,7 @@ func (a *Adapter) onMessageCreate(_ *discordgo.Session, ev *discordgo.MessageCre
 	}
 	// A redelivery carries the same id: the engine's one duplicate check
 	// catches it.
-	a.enqueue(func(ctx context.Context, h platform.Handler) {
+	a.enqueue(m.ChannelID, func(ctx context.Context, h platform.Handler) {
 		msg, ok := a.toMessage(ctx, m)
 		if !ok {
 			return
@@ -349,7 +349,7 @@ func (a *Adapter) onInteractionCreate(_ *discordgo.Session, ev *discordgo.Intera
 	}
 	msgID := i.Message.ID
 	user := u
-	a.enqueue(func(ctx context.Context, h platform.Handler) {
+	a.enqueue(i.ChannelID, func(ctx context.Context, h platform.Handler) {
 		// The prompt's remembered target saves a channel lookup, but only
 		// where the press was made in that channel: the engine matches a
 		// press to its request by where it came from too.

@@ -33,6 +33,15 @@ func runConnected(t *testing.T, f *fakediscord.Server, a *Adapter, h platform.Ha
 	t.Helper()
 	platformtest.Run(t, 15*time.Second, func(ctx context.Context) error { return a.Run(ctx, h) })
 	f.WaitConnected(t, 1)
+	// The fake has sent READY; the adapter learns its own id from it on
+	// the gateway reader, which nothing signals: look until it has.
+	deadline := time.Now().Add(10 * time.Second)
+	for a.self() == "" {
+		if time.Now().After(deadline) {
+			t.Fatal("the adapter did not learn its own id from READY")
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // guildChannel is a text channel of guild G1.

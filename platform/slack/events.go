@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/slack-go/slack"
+	"github.com/slack-go/slack/slackevents"
 	"github.com/slack-go/slack/socketmode"
 
 	"github.com/cc-connect/cc-connect/platform"
@@ -85,7 +85,7 @@ func (a *Adapter) pump(ctx context.Context, smc *socketmode.Client, h platform.H
 				continue
 			}
 			if req.Type == socketmode.RequestTypeEventsAPI {
-				a.onEventsAPI(ctx, h, q, &req, a.acker(ctx, smc, req.EnvelopeID))
+				a.onRawEventsAPI(h, q, &req, a.acker(ctx, smc, req.EnvelopeID))
 			} else {
 				a.ack(ctx, smc, req.EnvelopeID)
 				a.log.Warn("Slack sent an unreadable envelope", "type", req.Type, "error", bad.Cause)
@@ -94,7 +94,7 @@ func (a *Adapter) pump(ctx context.Context, smc *socketmode.Client, h platform.H
 			if evt.Request == nil {
 				continue
 			}
-			a.onEventsAPI(ctx, h, q, evt.Request, a.acker(ctx, smc, evt.Request.EnvelopeID))
+			a.onEventsAPI(h, q, evt.Request, evt.Data, a.acker(ctx, smc, evt.Request.EnvelopeID))
 		case socketmode.EventTypeInteractive:
 			if evt.Request == nil {
 				continue
@@ -138,90 +138,23 @@ func (a *Adapter) ack(ctx context.Context, smc *socketmode.Client, envelopeID st
 	}
 }
 
-// defaultDrainGrace is how long a stopping adapter keeps handing already
-// acknowledged events to the handler: long enough for the engine to
-// answer or journal a few messages, short enough not to hold up a
-// shutdown or reload.
-const defaultDrainGrace = 5 * time.Second
-
-// workQueue carries acknowledged events from the pump to the dispatcher.
-// Slack never redelivers an acked event, so what is queued must reach the
-// handler even when Run is stopping: the handler's context outlives Run's
-// by a grace (graceAfterStop) and only then is the rest given up, loudly.
-type workQueue struct {
-	ch chan func(context.Context)
-	// handle is the handler's context: not cancelled with Run's, but when
-	// the grace after it runs out.
-	handle    context.Context
-	giveUp    context.CancelFunc
-	finished  chan struct{} // closed when the dispatcher has drained ch
-	closeOnce sync.Once
-	log       *slog.Logger
-}
-
-func newWorkQueue(ctx context.Context, size int, log *slog.Logger) *workQueue {
-	handle, giveUp := context.WithCancel(context.WithoutCancel(ctx))
-	return &workQueue{ch: make(chan func(context.Context), size), handle: handle, giveUp: giveUp,
-		finished: make(chan struct{}), log: log}
-}
-
-// put queues work, waiting while the queue is full. It gives up only when
-// the grace after stopping has run out, so an event acked during a
-// shutdown is not dropped while the dispatcher can still take it.
-func (q *workQueue) put(work func(context.Context)) {
-	select {
-	case q.ch <- work:
-	case <-q.handle.Done():
-		q.log.Warn("Slack event acknowledged but not handed over before stopping", "dropped", 1)
-	}
-}
-
-// close ends the queue; only the pump's owner calls it, after the pump.
-func (q *workQueue) close() { q.closeOnce.Do(func() { close(q.ch) }) }
-
-// graceAfterStop returns the goroutine that, once ctx (Run's) ends, gives
-// the dispatcher grace to drain the queue and then cancels the handler's
-// context.
-func (q *workQueue) graceAfterStop(ctx context.Context, grace time.Duration) func() {
-	return func() {
-		select {
-		case <-q.finished:
-			return
-		case <-ctx.Done():
-		}
-		t := time.NewTimer(grace)
-		defer t.Stop()
-		select {
-		case <-q.finished:
-		case <-t.C:
-			q.giveUp()
-		}
-	}
-}
-
-// dispatch runs queued work in order until the queue is closed and
-// drained. One goroutine keeps the order in which Slack delivered
-// messages, which is the order of a conversation.
-func (a *Adapter) dispatch(q *workQueue) {
-	defer close(q.finished)
-	defer q.giveUp()
-	dropped := 0
-	for work := range q.ch {
-		if q.handle.Err() != nil {
-			dropped++
-			continue
-		}
-		work(q.handle)
-	}
-	if dropped > 0 {
-		a.log.Warn("Slack events acknowledged but not handed over before stopping", "dropped", dropped)
-	}
-}
-
-// eventsAPIPayload is the part of an events_api envelope's payload we read.
+// eventsAPIPayload is the part of an events_api envelope's payload we
+// read, for the rare envelope slack-go could not parse.
 type eventsAPIPayload struct {
 	EventID string          `json:"event_id"`
 	Event   json.RawMessage `json:"event"`
+}
+
+// Slack-go decodes an events_api payload once, into the type its registry
+// names for the inner event's type. Naming inEvent for the two message
+// kinds makes that decode the only one: the adapter reads the fields it
+// judges by straight from slack-go's result (slackevents.MessageEvent
+// lacks parent_user_id, hidden and the files). The registry is
+// process-wide and must not change while events are parsed: it is set
+// here, before any adapter runs, and only this package reads these types.
+func init() {
+	slackevents.EventsAPIInnerEventMapping[slackevents.Message] = inEvent{}
+	slackevents.EventsAPIInnerEventMapping[slackevents.AppMention] = inEvent{}
 }
 
 // inEvent is a message or app_mention event as Slack sends it. Both kinds
@@ -253,29 +186,50 @@ type inFile struct {
 	URLPrivateDownload string `json:"url_private_download"`
 }
 
-// onEventsAPI handles one events_api envelope; ack acks it. Whatever is not
-// a new message for the engine is acked at once.
-func (a *Adapter) onEventsAPI(ctx context.Context, h platform.Handler, q *workQueue, req *socketmode.Request, ack func()) {
-	if !a.queueMessage(ctx, h, q, req, ack) {
+// onEventsAPI handles one events_api envelope as slack-go decoded it; ack
+// acks it. Whatever is not a new message for the engine is acked at once.
+func (a *Adapter) onEventsAPI(h platform.Handler, q *workQueue, req *socketmode.Request, data any, ack func()) {
+	api, ok := data.(slackevents.EventsAPIEvent)
+	cb, _ := api.Data.(*slackevents.EventsAPICallbackEvent)
+	ev, _ := api.InnerEvent.Data.(*inEvent)
+	if !ok || cb == nil || ev == nil {
+		// Another event type (subscribed to, but not one the engine
+		// reads), or none.
+		a.log.Debug("Ignoring Slack event", "type", api.InnerEvent.Type)
+		ack()
+		return
+	}
+	if !a.queueMessage(h, q, req, cb.EventID, ev, ack) {
 		ack()
 	}
 }
 
-// queueMessage queues the envelope's message for the handler and reports
-// whether it did; the queued work acks the envelope once the handler
-// returned, or after ackWait, whichever comes first.
-func (a *Adapter) queueMessage(ctx context.Context, h platform.Handler, q *workQueue, req *socketmode.Request, ack func()) bool {
+// onRawEventsAPI handles an events_api envelope that slack-go could not
+// parse, decoding it here (more forgivingly).
+func (a *Adapter) onRawEventsAPI(h platform.Handler, q *workQueue, req *socketmode.Request, ack func()) {
 	var p eventsAPIPayload
+	var ev inEvent
 	if err := json.Unmarshal(req.Payload, &p); err != nil || len(p.Event) == 0 {
 		a.log.Warn("Slack event without a readable payload", "error", err)
-		return false
+		ack()
+		return
 	}
-	var ev inEvent
 	if err := json.Unmarshal(p.Event, &ev); err != nil {
 		a.log.Warn("Slack event not readable", "event_id", p.EventID, "error", err)
-		return false
+		ack()
+		return
 	}
-	m, why := a.toMessage(ev)
+	if !a.queueMessage(h, q, req, p.EventID, &ev, ack) {
+		ack()
+	}
+}
+
+// queueMessage queues the event's message for the handler, on its
+// conversation's lane, and reports whether it did; the queued work acks
+// the envelope once the handler returned, or after ackWait, whichever
+// comes first.
+func (a *Adapter) queueMessage(h platform.Handler, q *workQueue, req *socketmode.Request, eventID string, ev *inEvent, ack func()) bool {
+	m, why := a.toMessage(*ev)
 	if why != "" {
 		a.log.Debug("Ignoring Slack event", "type", ev.Type, "subtype", ev.Subtype, "channel", ev.Channel, "reason", why)
 		return false
@@ -285,10 +239,10 @@ func (a *Adapter) queueMessage(ctx context.Context, h platform.Handler, q *workQ
 	// (retry_attempt > 0) too. Every copy goes to the engine, whose one
 	// duplicate check answers Duplicate for the second only once the
 	// first is journaled: the second's ack never comes first.
-	a.log.Debug("Slack message received", "channel", m.Target.Channel, "thread", m.Target.Thread, "event_id", p.EventID,
+	a.log.Debug("Slack message received", "channel", m.Target.Channel, "thread", m.Target.Thread, "event_id", eventID,
 		"type", ev.Type, "retry_attempt", req.RetryAttempt, "user_id", m.UserID, "dm", m.IsDM, "mentioned", m.Mentioned, "files", len(m.Attachments))
 	deadline := time.AfterFunc(a.ackWait, ack)
-	q.put(func(ctx context.Context) {
+	q.put(conversationKey(m.Target.Channel, m.Target.Thread), func(ctx context.Context) {
 		m.UserName = a.userName(ctx, m.UserID)
 		res, err := h.HandleMessage(ctx, m)
 		deadline.Stop()
@@ -309,23 +263,40 @@ func (a *Adapter) queueMessage(ctx context.Context, h platform.Handler, q *workQ
 // toMessage normalizes a message or app_mention event, or says why it is
 // not one the engine should see.
 func (a *Adapter) toMessage(ev inEvent) (platform.Message, string) {
+	if why := a.skipReason(ev); why != "" {
+		return platform.Message{}, why
+	}
+	return a.normalize(ev), ""
+}
+
+// skipReason says why an event is not a person's message for the engine,
+// or "" when it is one.
+func (a *Adapter) skipReason(ev inEvent) string {
 	botUser, botID := a.identity()
 	switch {
 	case ev.Type != "message" && ev.Type != "app_mention":
-		return platform.Message{}, "not a message"
+		return "not a message"
 	case !userSubtype(ev.Subtype):
-		return platform.Message{}, "subtype " + ev.Subtype
+		return "subtype " + ev.Subtype
 	case ev.Hidden:
-		return platform.Message{}, "hidden"
+		return "hidden"
 	case ev.Channel == "" || ev.TS == "":
-		return platform.Message{}, "no channel or ts"
+		return "no channel or ts"
 	case (botUser != "" && ev.User == botUser) || (botID != "" && ev.BotID == botID):
-		return platform.Message{}, "own message"
+		return "own message"
 	case ev.BotID != "":
-		return platform.Message{}, "bot message"
+		return "bot message"
 	case ev.User == "":
-		return platform.Message{}, "no user"
+		return "no user"
 	}
+	return ""
+}
+
+// normalize turns a message (an event, or one read back from a thread)
+// into a platform.Message: its conversation, whether it addresses the
+// bot, its text as Claude should read it, its files.
+func (a *Adapter) normalize(ev inEvent) platform.Message {
+	botUser, _ := a.identity()
 	isDM := ev.ChannelType == "im" || (ev.ChannelType == "" && strings.HasPrefix(ev.Channel, "D"))
 	thread := ev.TS
 	switch {
@@ -358,7 +329,7 @@ func (a *Adapter) toMessage(ev inEvent) (platform.Message, string) {
 			m.Attachments = append(m.Attachments, att)
 		}
 	}
-	return m, ""
+	return m
 }
 
 // userSubtype reports whether a message subtype is something a person
@@ -534,7 +505,7 @@ func (a *Adapter) onInteraction(ctx context.Context, h platform.Handler, q *work
 			RequestID: act.Value,
 			Choice:    choice,
 		}
-		q.put(func(ctx context.Context) {
+		q.put(conversationKey(channel, thread), func(ctx context.Context) {
 			if err := h.HandleAction(ctx, action); err != nil && ctx.Err() == nil {
 				a.log.Warn("Handling Slack button failed", "channel", channel, "thread", thread, "error", err)
 			}

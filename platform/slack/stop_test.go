@@ -88,12 +88,14 @@ func startStopping(t *testing.T, h *stopHandler, grace time.Duration) (*env, con
 		run.wait(t, "at the end of the test")
 	})
 	e := &env{t: t, a: a, f: f, rec: h.Handler, logs: logs, conn: f.WaitConn(t, 1)}
-	// The first message occupies the handler; the next three wait in the
-	// adapter's queue, already acknowledged to Slack.
+	// The first message occupies the handler; the next three, replies in
+	// its thread, wait behind it on its conversation's lane, already
+	// acknowledged to Slack.
 	e.deliver("EvStop1", 0, fakeslack.MsgEvent("C1", "1700000900.000100", "U1", "m1", nil))
 	<-h.started
 	for i := 2; i <= 4; i++ {
-		e.deliver(fmt.Sprintf("EvStop%d", i), 0, fakeslack.MsgEvent("C1", fmt.Sprintf("1700000900.00010%d", i), "U1", fmt.Sprintf("m%d", i), nil))
+		e.deliver(fmt.Sprintf("EvStop%d", i), 0, fakeslack.MsgEvent("C1", fmt.Sprintf("1700000900.00010%d", i), "U1", fmt.Sprintf("m%d", i),
+			map[string]any{"thread_ts": "1700000900.000100"}))
 	}
 	return e, cancel, run
 }

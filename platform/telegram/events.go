@@ -35,18 +35,22 @@ type rawUpdate struct {
 	} `json:"callback_query"`
 }
 
-// handleUpdate dispatches one update and returns its update_id (ok false
-// when even that could not be read).
-func (a *Adapter) handleUpdate(ctx context.Context, h platform.Handler, raw json.RawMessage) (int, bool) {
+// readUpdate reads one update: its update_id (ok false when even that
+// could not be read), the lane of its conversation (its chat, and topic
+// in a forum), and the work that hands it to h, nil when there is nothing
+// to hand over. Only the work may be slow; it runs on the lane, and
+// reports false when the engine did not take the message (it is to be
+// handed over again).
+func (a *Adapter) readUpdate(h platform.Handler, raw json.RawMessage) (id int, ok bool, key string, work func(context.Context) bool) {
 	var ru rawUpdate
 	if err := json.Unmarshal(raw, &ru); err != nil {
 		a.log.Warn("Telegram update not understood", "error", err)
-		return 0, false
+		return 0, false, "", nil
 	}
 	var u tgbotapi.Update
 	if err := json.Unmarshal(raw, &u); err != nil {
 		a.log.Warn("Telegram update not understood", "update_id", ru.UpdateID, "error", err)
-		return ru.UpdateID, true
+		return ru.UpdateID, true, "", nil
 	}
 	switch {
 	case u.Message != nil:
@@ -56,24 +60,47 @@ func (a *Adapter) handleUpdate(ctx context.Context, h platform.Handler, raw json
 		}
 		m, ok := a.toMessage(u.Message, tf)
 		if !ok {
-			return ru.UpdateID, true
+			return ru.UpdateID, true, "", nil
 		}
 		a.noteSeen(m)
 		a.log.Debug("Telegram message received", "channel", m.Target.Channel, "thread", m.Target.Thread, "user_id", m.UserID, "user_name", m.UserName, "mentioned", m.Mentioned)
-		// getUpdates's offset keeps updates from coming twice within a
-		// run; after a restart one not confirmed comes again, with the
-		// same message id, which the engine's duplicate check catches.
-		if _, err := h.HandleMessage(ctx, m); err != nil && ctx.Err() == nil {
-			a.log.Warn("Engine did not accept Telegram message", "channel", m.Target.Channel, "thread", m.Target.Thread, "error", err)
+		return ru.UpdateID, true, laneKey(m.Target.Channel, m.Target.Thread), func(ctx context.Context) bool {
+			// getUpdates's offset keeps updates from coming twice within
+			// a run; after a restart one not confirmed comes again, with
+			// the same message id, which the engine's duplicate check
+			// catches.
+			if _, err := h.HandleMessage(ctx, m); err != nil {
+				if ctx.Err() == nil {
+					a.log.Warn("Engine did not accept Telegram message", "channel", m.Target.Channel, "thread", m.Target.Thread, "error", err)
+				}
+				return false
+			}
+			return true
 		}
 	case u.CallbackQuery != nil:
 		var tf topicFields
 		if ru.CallbackQuery != nil && ru.CallbackQuery.Message != nil {
 			tf = *ru.CallbackQuery.Message
 		}
-		a.handleCallback(ctx, h, u.CallbackQuery, tf)
+		key := ""
+		if q := u.CallbackQuery; q.Message != nil && q.Message.Chat != nil {
+			key = laneKey(strconv.FormatInt(q.Message.Chat.ID, 10), topicOf(tf))
+		}
+		return ru.UpdateID, true, key, func(ctx context.Context) bool {
+			a.handleCallback(ctx, h, u.CallbackQuery, tf)
+			return true
+		}
 	}
-	return ru.UpdateID, true
+	return ru.UpdateID, true, "", nil
+}
+
+// topicOf is a forum topic's thread ("" outside a topic), as Target.Thread
+// names it.
+func topicOf(tf topicFields) string {
+	if tf.IsTopicMessage && tf.MessageThreadID != 0 {
+		return strconv.Itoa(tf.MessageThreadID)
+	}
+	return ""
 }
 
 // toMessage normalizes a user message; ok is false for what the engine
@@ -100,10 +127,7 @@ func (a *Adapter) toMessage(msg *tgbotapi.Message, tf topicFields) (platform.Mes
 		return platform.Message{}, false // joins, pins, stickers and other service messages
 	}
 
-	thread := ""
-	if tf.IsTopicMessage && tf.MessageThreadID != 0 {
-		thread = strconv.Itoa(tf.MessageThreadID)
-	}
+	thread := topicOf(tf)
 	clean, mentioned, forOther := stripMention(text, entities, self.UserName)
 	if forOther {
 		return platform.Message{}, false // a /command@otherbot

@@ -25,6 +25,7 @@ import (
 	"github.com/cc-connect/cc-connect/platform/internal/backoff"
 	"github.com/cc-connect/cc-connect/platform/internal/coalesce"
 	"github.com/cc-connect/cc-connect/platform/internal/connstate"
+	"github.com/cc-connect/cc-connect/platform/internal/lanes"
 	"github.com/cc-connect/cc-connect/platform/internal/permbutton"
 	"github.com/cc-connect/cc-connect/platform/internal/recent"
 	"github.com/cc-connect/cc-connect/platform/internal/seenlog"
@@ -69,6 +70,9 @@ type Adapter struct {
 	backoffMin          time.Duration
 	backoffMax          time.Duration
 	maxTransientRetries int
+	// stuckPoll is how long polling waits, while an update is in flight
+	// and nothing new came, before asking again.
+	stuckPoll time.Duration
 
 	edits      *coalesce.Coalescer
 	prompts    *recent.Map[string] // "chat:message" -> prompt HTML, shown again with the outcome
@@ -144,6 +148,7 @@ func New(cfg Config, log *slog.Logger) (*Adapter, error) {
 		backoffMin:          time.Second,
 		backoffMax:          time.Minute,
 		maxTransientRetries: 3,
+		stuckPoll:           defaultStuckPoll,
 		edits:               coalesce.New(coalesce.NewInterval(cfg.EditInterval)),
 		prompts:             recent.New[string](1024),
 		promptRefs:          permbutton.NewRefs(maxCallbackData, 1024),
@@ -188,14 +193,26 @@ func (a *Adapter) Run(ctx context.Context, h platform.Handler) error {
 	a.setStatus("connected")
 	a.log.Info("Telegram bot connected", "bot", "@"+a.botUser().UserName)
 
-	offset := 0
+	// Updates are handled in order per conversation, conversations side
+	// by side (poll.go): getUpdates confirms only what every lane has
+	// handed over.
+	ln := lanes.New(ctx, maxQueued)
+	defer ln.Close()
+	tr := newUpdateTracker()
 	failures := 0
 	for ctx.Err() == nil {
+		offset, busy := tr.offset()
+		timeout := a.cfg.PollTimeout
+		if busy {
+			// From the oldest update in flight: Telegram answers at once
+			// with it and what came after, the new ones among them.
+			timeout = 0
+		}
 		raw, err := a.request(ctx, "getUpdates", tgbotapi.Params{
 			"offset":          strconv.Itoa(offset),
-			"timeout":         strconv.Itoa(int(a.cfg.PollTimeout / time.Second)),
+			"timeout":         strconv.Itoa(int(timeout / time.Second)),
 			"allowed_updates": `["message","callback_query"]`,
-		}, a.cfg.PollTimeout+a.requestTimeout, 0)
+		}, timeout+a.requestTimeout, 0)
 		if err != nil {
 			if ctx.Err() != nil {
 				break
@@ -222,11 +239,11 @@ func (a *Adapter) Run(ctx context.Context, h platform.Handler) error {
 			a.log.Warn("Telegram getUpdates answer not understood", "error", err)
 			continue
 		}
-		for _, u := range updates {
-			id, ok := a.handleUpdate(ctx, h, u)
-			if ok && id >= offset {
-				offset = id + 1
-			}
+		if fresh := a.queueUpdates(ctx, h, ln, tr, updates); busy && fresh == 0 {
+			// Only updates still in flight came back: wait for one to be
+			// handed over (or for a while, for new ones) before asking
+			// again.
+			tr.waitChange(ctx, a.stuckPoll)
 		}
 	}
 	a.setStatus("stopped")
