@@ -254,6 +254,8 @@ func (p *Process) handleControl(d *decoded) {
 		p.mu.Lock()
 		p.perms[d.perm.RequestID] = &pendingPerm{input: d.perm.Input, suggestions: d.perm.Suggestions}
 		p.mu.Unlock()
+	case d.mcp != nil:
+		p.handleMCP(d.mcp)
 	case d.cancelID != "":
 		p.mu.Lock()
 		delete(p.perms, d.cancelID)

@@ -27,11 +27,21 @@ const initRequestID = "ccc_0_initialize"
 // value declares nothing, which the CLI accepts. Fields added here (the SDK
 // MCP servers the host serves, for one) must be omitted from the request
 // when empty, so that a host that declares nothing sends a bare initialize.
-type InitOptions struct{}
+type InitOptions struct {
+	// SDKMCPServers names the MCP servers the host serves over stdin and
+	// stdout (hosttools.go); Start sets it when the process gets Tools.
+	// The CLI takes one initialize only ("Already initialized" after), so
+	// the handshake is where the host's tools are declared.
+	SDKMCPServers []string
+}
 
 // request is the initialize control request for o.
 func (o InitOptions) request() map[string]any {
-	return map[string]any{"subtype": "initialize"}
+	req := map[string]any{"subtype": "initialize"}
+	if len(o.SDKMCPServers) > 0 {
+		req["sdkMcpServers"] = o.SDKMCPServers
+	}
+	return req
 }
 
 // InitInfo is the CLI's answer to initialize: the fields cc-connect reads,

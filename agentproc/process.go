@@ -82,6 +82,7 @@ type Process struct {
 	cur         *Turn // the running turn (or an abandoned one until its result); nil between turns
 	streamEnded bool  // the reader is done: a turn started now ends at once
 
+	calls     hostCalls // the host tools' running calls (hosttools.go)
 	nextID    atomic.Uint64
 	turnBusy  atomic.Bool
 	closeOnce sync.Once
@@ -199,7 +200,14 @@ func Start(ctx context.Context, cfg Config, opts StartOptions, log *slog.Logger)
 		_ = outR.Close()
 	}()
 	go p.wait(readerDone, stderrDone)
-	p.sendInitialize(ctx, opts.Init)
+	init := opts.Init
+	if len(opts.Tools) > 0 && !opts.ReadOnly {
+		// The host's tools are declared in the one handshake, before
+		// anything else is written to stdin, so that the first prompt
+		// already has them.
+		init.SDKMCPServers = []string{HostServerName}
+	}
+	p.sendInitialize(ctx, init)
 	return p, nil
 }
 

@@ -73,6 +73,8 @@ func (c *Config) validate(dir string, d *decoder) (warnings []string) {
 	}
 
 	c.validateAgent(d)
+	c.validateChat(d)
+	c.validateFilesSendMax(d)
 	warnings = append(warnings, c.validateLimits(d)...)
 	warnings = append(warnings, c.validateLive(d)...)
 	warnings = append(warnings, c.dangerWarnings()...)
@@ -392,6 +394,7 @@ func (c *Config) validateBindings(dir string, d *decoder) (warnings []string) {
 				}
 			}
 		}
+		warnings = append(warnings, c.validateTeamBinding(key, b, d)...)
 		if len(b.AllowUsers) == 0 && !bad("allow_users") {
 			warnings = append(warnings, fmt.Sprintf(`%s.allow_users is empty: nobody may use this binding (write ["*"] for everyone in the channel)`, key))
 		}

@@ -39,6 +39,7 @@ type fakeAgents struct {
 	lines     map[string][]fakeLine // per session: the messages as its transcript holds them
 	poisoned  map[string]bool
 	spawns    []agentproc.StartOptions
+	configs   []agentproc.Config // each spawn's
 	procs     []*fakeProc
 	live      int
 	maxLive   int
@@ -127,6 +128,7 @@ func (fa *fakeAgents) spawn(ctx context.Context, cfg agentproc.Config, opts agen
 	fa.mu.Lock()
 	defer fa.mu.Unlock()
 	fa.spawns = append(fa.spawns, opts)
+	fa.configs = append(fa.configs, cfg)
 	fa.live++
 	fa.maxLive = max(fa.maxLive, fa.live)
 	p := &fakeProc{

@@ -43,6 +43,8 @@ type Binding struct {
 	// Progress is what a turn shows while it runs: ProgressQuiet,
 	// ProgressNormal ("" too) or ProgressVerbose (live.go).
 	Progress string
+	// Setup is this binding's own agent setup and team switches (team.go).
+	Setup Setup
 }
 
 // Options configure an Engine.
@@ -67,6 +69,7 @@ type Options struct {
 	ArtifactQuota            int64         // bytes per workspace folder of artifacts or attachments (default 64 MiB)
 	AttachmentMaxBytes       int64         // largest attachment passed on (default 10 MiB)
 	AllowedModes             []string      // permission modes !mode may set (default: default, acceptEdits, plan)
+	Team                     TeamOptions   // sender header, thread context, notify, send_file (team.go)
 	Logger                   *slog.Logger
 	Metrics                  Metrics          // turns, permissions, queue, sessions…; nil = off
 	Now                      func() time.Time // for tests; nil = time.Now
@@ -86,14 +89,17 @@ var errStopped = errors.New("engine stopped")
 // Engine routes chat messages to Claude Code sessions. Create it with New,
 // add adapters, then Run it.
 type Engine struct {
-	opts  Options
-	log   *slog.Logger
-	now   func() time.Time
-	spawn spawnFunc
-	tx    transcripts
-	store *store
-	pool  *pool
-	slots *slots
+	opts Options
+	log  *slog.Logger
+	// basePrompt is the admin's agent.append_system_prompt, before the
+	// engine's own instructions are added (agentConfig).
+	basePrompt string
+	now        func() time.Time
+	spawn      spawnFunc
+	tx         transcripts
+	store      *store
+	pool       *pool
+	slots      *slots
 	// refused holds the threads that got the access refusal (session
 	// keys), bounded: a thread forgotten gets one refusal more.
 	refused *recentIDs
@@ -175,6 +181,7 @@ func New(opts Options) (*Engine, error) {
 	if now == nil {
 		now = time.Now
 	}
+	basePrompt := opts.Agent.AppendSystemPrompt
 	if opts.SelfReport {
 		opts.Agent.AppendSystemPrompt = joinPrompt(opts.Agent.AppendSystemPrompt, ctxindicator.SelfReportInstruction)
 	}
@@ -182,6 +189,7 @@ func New(opts Options) (*Engine, error) {
 	e := &Engine{
 		opts:         opts,
 		log:          log,
+		basePrompt:   basePrompt,
 		now:          now,
 		spawn:        startAgent,
 		tx:           newDiskTranscripts(opts.Agent),

@@ -3,6 +3,7 @@ package engine
 import (
 	"sync"
 
+	"github.com/cc-connect/cc-connect/agentproc"
 	"github.com/cc-connect/cc-connect/platform"
 )
 
@@ -49,6 +50,12 @@ type workItem struct {
 	// (msg.Attachments, with their Open, for one accepted in this run), or
 	// those an earlier version stored at acceptance.
 	files []journaledFile
+	// images are the message's pictures, read back once prepare stored
+	// them, sent with its prompt as image blocks (teamturn.go).
+	images []agentproc.Image
+	// threadContext is the thread's earlier messages for this attempt's
+	// prompt, decided before the process starts (teamturn.go).
+	threadContext string
 }
 
 type ctrlKind int

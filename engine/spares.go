@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -37,10 +38,21 @@ const spareFailPause = time.Minute
 // spareSetup is what a spare was started for: a new conversation may take
 // it only when it would start its process the same way. agent is the
 // engine's agent config as of the last reload (compared by identity: each
-// reload renews it, see renew).
+// reload renews it, see renew); how is the process's whole setup as the
+// conversation whose turn asked for it would start one (its binding's agent
+// config and whether it streams), so that a binding with its own model,
+// prompt, arguments or environment, or another progress level, never gets
+// a process started for another.
 type spareSetup struct {
 	ws    string
 	agent *agentproc.Config
+	how   string
+}
+
+// spareHow is spareSetup.how for cfg and partial (fmt prints maps with
+// their keys sorted, so equal configs read the same).
+func spareHow(cfg agentproc.Config, partial bool) string {
+	return fmt.Sprintf("%#v partial=%t", cfg, partial)
 }
 
 // spare is one process kept for the next new conversation of a workspace.
@@ -49,6 +61,10 @@ type spare struct {
 	proc  agentProcess // the process, for its goroutine (slot's is cleared when taken)
 	id    string       // the session id it was started with
 	setup spareSetup
+	// tools is where the host tools it was started with (declared in its
+	// initialize, before any conversation had it) send their calls: the
+	// conversation that takes it sets them (turnRunner.takeSpare).
+	tools *toolTarget
 	since time.Time     // when it started, then when it became ready
 	ready bool          // it answered initialize (guarded by spares.mu)
 	gone  chan struct{} // closed when it leaves the pool: taken or closed
@@ -100,15 +116,17 @@ func newSpares(e *Engine) *spares {
 }
 
 // setupFor is what a new conversation in ws would start its process with.
-func (p *spares) setupFor(ws string) spareSetup {
+func (p *spares) setupFor(ws string, cfg agentproc.Config, partial bool) spareSetup {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return spareSetup{ws: ws, agent: p.agent}
+	return spareSetup{ws: ws, agent: p.agent, how: spareHow(cfg, partial)}
 }
 
 // want notes a turn in ws and starts spares until ws has n, ready or
-// starting. It returns at once: the start runs on the spare's goroutine.
-func (p *spares) want(ws string) {
+// starting, set up as cfg and partial say (the conversation whose turn it
+// was: the next new one is likely of the same binding). It returns at once:
+// the start runs on the spare's goroutine.
+func (p *spares) want(ws string, cfg agentproc.Config, partial bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.n <= 0 || p.closed {
@@ -123,7 +141,7 @@ func (p *spares) want(ws string) {
 	if !w.failedAt.IsZero() && p.now().Sub(w.failedAt) < spareFailPause {
 		return
 	}
-	setup := spareSetup{ws: ws, agent: p.agent}
+	setup := spareSetup{ws: ws, agent: p.agent, how: spareHow(cfg, partial)}
 	for have := len(w.spares) + w.starting; have < p.n; have++ {
 		// A spare never waits for a slot: at a full cap none starts.
 		if ok, _, _ := p.slots.tryAcquire(ws); !ok {
@@ -131,7 +149,7 @@ func (p *spares) want(ws string) {
 		}
 		w.starting++
 		p.wg.Add(1)
-		go p.run(setup)
+		go p.run(setup, cfg, partial)
 	}
 }
 
@@ -292,9 +310,9 @@ func (p *spares) notifyLocked() {
 // run is a spare's goroutine: it starts the process in the slot want
 // took, puts it in the pool, waits for it to be ready, then keeps it until
 // it is taken, dies, idles out, or the pool closes.
-func (p *spares) run(setup spareSetup) {
+func (p *spares) run(setup spareSetup, cfg agentproc.Config, partial bool) {
 	defer p.wg.Done()
-	sp := p.start(setup)
+	sp := p.start(setup, cfg, partial)
 	p.mu.Lock()
 	w := p.byWS[setup.ws]
 	w.starting--
@@ -319,12 +337,14 @@ func (p *spares) run(setup spareSetup) {
 
 // start starts a spare for setup in the slot want took; nil when it did
 // not start (the slot is freed, and the workspace pauses).
-func (p *spares) start(setup spareSetup) *spare {
+func (p *spares) start(setup spareSetup, cfg agentproc.Config, partial bool) *spare {
 	id := p.newID()
+	tools := &toolTarget{}
 	// agentproc names the session itself once the CLI has one.
 	log := p.log.With("workspace", setup.ws)
 	slot := &agentSlot{ws: setup.ws, stateDir: p.stateDir, grace: p.grace, slots: p.slots, bg: p.bg, log: log, now: p.now}
-	if err := slot.start(p.spawn, *setup.agent, agentproc.StartOptions{Dir: setup.ws, SessionID: id}); err != nil {
+	opts := agentproc.StartOptions{Dir: setup.ws, SessionID: id, PartialMessages: partial, Tools: tools.hostTools()}
+	if err := slot.start(p.spawn, cfg, opts); err != nil {
 		p.slots.release(setup.ws)
 		p.mu.Lock()
 		p.byWS[setup.ws].failedAt = p.now()
@@ -332,7 +352,7 @@ func (p *spares) start(setup spareSetup) *spare {
 		p.log.Warn("Spare agent process did not start", "workspace", setup.ws, "error", err)
 		return nil
 	}
-	return &spare{slot: slot, proc: slot.live(), id: id, setup: setup, since: p.now(), gone: make(chan struct{})}
+	return &spare{slot: slot, proc: slot.live(), id: id, setup: setup, tools: tools, since: p.now(), gone: make(chan struct{})}
 }
 
 // awaitReady waits for sp's start-up handshake while it is in the pool.

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"strings"
@@ -333,9 +334,9 @@ func newTestSpares(t *testing.T, n, max int) (*spares, *gatedAgents) {
 func TestSpareReadiness(t *testing.T) {
 	p, g := newTestSpares(t, 1, 0)
 	const ws = "/ws"
-	p.want(ws)
+	p.want(ws, agentproc.Config{}, false)
 	loading := g.nth(t, 1)
-	p.want(ws) // one is starting: no second
+	p.want(ws, agentproc.Config{}, false) // one is starting: no second
 	if r, s := p.count(); r != 0 || s != 1 {
 		t.Fatalf("ready %d, starting %d; want one starting", r, s)
 	}
@@ -344,14 +345,14 @@ func TestSpareReadiness(t *testing.T) {
 		defer p.mu.Unlock()
 		return len(p.byWS[ws].spares) == 1
 	})
-	sp := p.take(p.setupFor(ws))
+	sp := p.take(p.setupFor(ws, agentproc.Config{}, false))
 	if sp == nil || sp.proc != agentProcess(loading) || sp.ready {
 		t.Fatalf("took %+v, want the loading spare", sp)
 	}
 	sp.slot.close()
 	waitSlots(t, p.slots, 0)
 
-	p.want(ws)
+	p.want(ws, agentproc.Config{}, false)
 	failing := g.nth(t, 2)
 	failing.err = &agentproc.ControlError{Subtype: "initialize", Message: "refused"}
 	close(failing.ready)
@@ -360,7 +361,7 @@ func TestSpareReadiness(t *testing.T) {
 	if failing.alive() {
 		t.Error("the spare that failed its handshake still runs")
 	}
-	p.want(ws)
+	p.want(ws, agentproc.Config{}, false)
 	if r, s := p.count(); r+s != 0 {
 		t.Errorf("a spare started right after one failed (ready %d, starting %d)", r, s)
 	}
@@ -369,18 +370,18 @@ func TestSpareReadiness(t *testing.T) {
 	p.mu.Lock()
 	p.byWS[ws].failedAt = time.Now().Add(-spareFailPause)
 	p.mu.Unlock()
-	p.want(ws)
+	p.want(ws, agentproc.Config{}, false)
 	good := g.nth(t, 3)
 	close(good.ready)
 	waitSpares(t, p, "a ready spare", func(r, _ int) bool { return r == 1 })
-	if p.take(spareSetup{ws: "/other", agent: p.agent}) != nil {
+	if p.take(p.setupFor("/other", agentproc.Config{}, false)) != nil {
 		t.Error("a spare of another workspace was handed out")
 	}
-	sp = p.take(p.setupFor(ws))
+	sp = p.take(p.setupFor(ws, agentproc.Config{}, false))
 	if sp == nil || sp.proc != agentProcess(good) || !sp.ready || sp.id != good.opts.SessionID {
 		t.Fatalf("took %+v, want the ready spare", sp)
 	}
-	if p.take(p.setupFor(ws)) != nil {
+	if p.take(p.setupFor(ws, agentproc.Config{}, false)) != nil {
 		t.Error("one spare handed out twice")
 	}
 	sp.slot.close()
@@ -390,25 +391,25 @@ func TestSpareReadiness(t *testing.T) {
 // once it started, and later spares start with the new config.
 func TestSpareRenew(t *testing.T) {
 	p, g := newTestSpares(t, 1, 0)
-	p.want("/a")
+	p.want("/a", agentproc.Config{}, false)
 	a := g.nth(t, 1)
 	close(a.ready)
 	waitSpares(t, p, "a ready spare", func(r, _ int) bool { return r == 1 })
-	p.want("/b")
+	p.want("/b", agentproc.Config{}, false)
 	b := g.nth(t, 2)
 
 	p.renew(&agentproc.Config{Model: "opus"})
 	close(b.ready)
 	waitSpares(t, p, "both spares dropped", func(r, s int) bool { return r+s == 0 })
 	g.fa.waitFor(t, "both spares to exit", func(fa *fakeAgents) bool { return fa.live == 0 })
-	if p.take(p.setupFor("/a")) != nil || p.take(p.setupFor("/b")) != nil {
+	if p.take(p.setupFor("/a", agentproc.Config{}, false)) != nil || p.take(p.setupFor("/b", agentproc.Config{}, false)) != nil {
 		t.Error("a spare of the old config was handed out")
 	}
-	p.want("/a")
+	p.want("/a", agentproc.Config{}, false)
 	c := g.nth(t, 3)
 	close(c.ready)
 	waitSpares(t, p, "a spare of the new config", func(r, _ int) bool { return r == 1 })
-	if sp := p.take(p.setupFor("/a")); sp == nil || sp.setup.agent.Model != "opus" {
+	if sp := p.take(p.setupFor("/a", agentproc.Config{}, false)); sp == nil || sp.setup.agent.Model != "opus" {
 		t.Errorf("took %+v, want the spare of the new config", sp)
 	}
 }
@@ -420,7 +421,7 @@ func TestSpareWaitsForNoSlot(t *testing.T) {
 	if ok, _, _ := p.slots.tryAcquire("/ws"); !ok {
 		t.Fatal("no slot for the test's own process")
 	}
-	p.want("/ws")
+	p.want("/ws", agentproc.Config{}, false)
 	waitSpares(t, p, "the start given up", func(r, s int) bool { return r+s == 0 })
 	g.mu.Lock()
 	n := len(g.gates)
@@ -433,7 +434,7 @@ func TestSpareWaitsForNoSlot(t *testing.T) {
 // TestSpareExitsUnused: a spare that dies is dropped and its slot freed.
 func TestSpareExitsUnused(t *testing.T) {
 	p, g := newTestSpares(t, 1, 0)
-	p.want("/ws")
+	p.want("/ws", agentproc.Config{}, false)
 	a := g.nth(t, 1)
 	close(a.ready)
 	waitSpares(t, p, "a ready spare", func(r, _ int) bool { return r == 1 })
@@ -523,13 +524,13 @@ func TestSpareThroughTheDriver(t *testing.T) {
 // and no more however many turns it has; a full cap stops the count short.
 func TestSparesUpToPrewarm(t *testing.T) {
 	p, g := newTestSpares(t, 2, 3)
-	p.want("/ws")
-	p.want("/ws")
+	p.want("/ws", agentproc.Config{}, false)
+	p.want("/ws", agentproc.Config{}, false)
 	close(g.nth(t, 1).ready)
 	close(g.nth(t, 2).ready)
 	waitSpares(t, p, "two ready spares", func(r, _ int) bool { return r == 2 })
-	p.want("/ws")
-	p.want("/other") // one slot left of 3: one spare, not two
+	p.want("/ws", agentproc.Config{}, false)
+	p.want("/other", agentproc.Config{}, false) // one slot left of 3: one spare, not two
 	close(g.nth(t, 3).ready)
 	waitSpares(t, p, "three ready spares", func(r, _ int) bool { return r == 3 })
 	g.mu.Lock()
@@ -541,4 +542,52 @@ func TestSparesUpToPrewarm(t *testing.T) {
 	if p.slots.live() != 3 {
 		t.Errorf("%d slots held, want one per spare", p.slots.live())
 	}
+}
+
+// TestSpareServesOnlyItsSetup: a spare started for one binding's setup (its
+// agent config, whether it streams) is never handed to a conversation that
+// would start its process otherwise; and the host tools it declared at its
+// start call the conversation that took it, not nothing.
+func TestSpareServesOnlyItsSetup(t *testing.T) {
+	p, g := newTestSpares(t, 1, 0)
+	const ws = "/ws"
+	opus := agentproc.Config{Model: "opus", Env: map[string]string{"B": "2", "A": "1"}}
+	p.want(ws, opus, true)
+	sp1 := g.nth(t, 1)
+	close(sp1.ready)
+	waitSpares(t, p, "a ready spare", func(r, _ int) bool { return r == 1 })
+	if n := len(sp1.opts.Tools); n != 1 || sp1.opts.Tools[0].Name != "send_file" || !sp1.opts.PartialMessages {
+		t.Fatalf("spare started with tools %v, partial %v; want send_file and partial messages", sp1.opts.Tools, sp1.opts.PartialMessages)
+	}
+	if _, err := sp1.opts.Tools[0].Call(context.Background(), nil); !errors.Is(err, errNoConversation) {
+		t.Errorf("a call before any conversation took the spare = %v, want errNoConversation", err)
+	}
+	for _, other := range []struct {
+		name    string
+		cfg     agentproc.Config
+		partial bool
+	}{
+		{"another model", agentproc.Config{Model: "sonnet", Env: opus.Env}, true},
+		{"another environment", agentproc.Config{Model: "opus", Env: map[string]string{"A": "1"}}, true},
+		{"no streaming", opus, false},
+		{"the engine's defaults", agentproc.Config{}, false},
+	} {
+		if p.take(p.setupFor(ws, other.cfg, other.partial)) != nil {
+			t.Errorf("%s: took a spare started for another setup", other.name)
+		}
+	}
+	same := agentproc.Config{Model: "opus", Env: map[string]string{"A": "1", "B": "2"}}
+	sp := p.take(p.setupFor(ws, same, true))
+	if sp == nil {
+		t.Fatal("the spare was not handed to a conversation of its own setup")
+	}
+	var got string
+	sp.tools.set([]agentproc.HostTool{{Name: "send_file", Call: func(_ context.Context, args json.RawMessage) (string, error) {
+		got = string(args)
+		return "sent", nil
+	}}})
+	if out, err := sp1.opts.Tools[0].Call(context.Background(), json.RawMessage(`{"path":"a"}`)); err != nil || out != "sent" || got != `{"path":"a"}` {
+		t.Errorf("call after the take = %q, %v (conversation got %q); want it served by the conversation's tool", out, err, got)
+	}
+	sp.slot.close()
 }

@@ -98,6 +98,7 @@ func engineOptions(cfg *config.Config, log *slog.Logger) engine.Options {
 		ArtifactQuota:            int64(cfg.Files.ArtifactQuota),
 		AttachmentMaxBytes:       int64(cfg.Files.AttachmentMaxSize),
 		AllowedModes:             append([]string(nil), a.AllowedModes...),
+		Team:                     teamOptions(cfg),
 		Logger:                   log,
 	}
 }
@@ -116,6 +117,7 @@ func engineBindings(cfg *config.Config) []engine.Binding {
 			RequireMention: b.RequireMention,
 			AllowShell:     b.AllowShell,
 			Progress:       b.ProgressOf(),
+			Setup:          engineSetup(b),
 		}
 	}
 	return bindings

@@ -33,7 +33,7 @@ api_url = %q
 		// Slack sends a mention twice: as a message and as an app_mention.
 		f.DeliverMention(t, fakeslack.MsgEvent("C1", ts, "U1", "<@UBOT> hello there", nil))
 		reply := f.WaitPost(t, "the reply in the thread", func(m fakeslack.Message) bool {
-			return m.Channel == "C1" && m.ThreadTS == ts && strings.Contains(m.Text, "echo: hello there")
+			return m.Channel == "C1" && m.ThreadTS == ts && strings.Contains(m.Text, "message from") && strings.Contains(m.Text, "\nhello there")
 		})
 		if !ctxFigure.MatchString(reply.Text) {
 			t.Errorf("reply %q does not end with the context figure", reply.Text)
@@ -174,7 +174,7 @@ api_url = %q
 		}
 		releaseTurn()
 		f.WaitPost(t, "the reply", func(m fakeslack.Message) bool {
-			return m.ThreadTS == ts && strings.Contains(m.Text, "echo: journal me")
+			return m.ThreadTS == ts && strings.Contains(m.Text, "message from") && strings.Contains(m.Text, "\njournal me")
 		})
 		if n := strings.Count(strings.Join(r.prompts(t), "\n"), "journal me"); n != 1 {
 			t.Errorf("claude got the message %d times, want once", n)
