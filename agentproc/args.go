@@ -52,6 +52,13 @@ func BuildArgs(cfg Config, opts StartOptions) []string {
 		args = append(args, "--append-system-prompt", cfg.AppendSystemPrompt)
 	}
 	args = append(args, cfg.Args...)
+	if !opts.ReadOnly {
+		// After the admin's own --allowedTools: repeated flags add up
+		// (TestCaptureSdkMCPBesideAdminRules).
+		for _, t := range opts.Tools {
+			args = append(args, "--allowedTools", HostToolName(t.Name))
+		}
+	}
 	if opts.ReadOnly {
 		// Seen on the real CLI (engine's TestRealCLIBtwCannotWrite): --tools
 		// leaves only these built-in tools ("No such tool available: Write"),

@@ -20,6 +20,17 @@ func TestBuildArgs(t *testing.T) {
 	}{
 		{name: "new session", want: baseArgs},
 		{
+			name: "host tools after the admin's args",
+			cfg:  Config{Args: []string{"--allowedTools", "Bash(ls:*)"}},
+			opts: StartOptions{Tools: []HostTool{{Name: "send_file"}}},
+			want: append(slices.Clone(baseArgs), "--allowedTools", "Bash(ls:*)", "--allowedTools", "mcp__cc-connect__send_file"),
+		},
+		{
+			name: "no host tools when read-only",
+			opts: StartOptions{ReadOnly: true, Tools: []HostTool{{Name: "send_file"}}},
+			want: append(slices.Clone(baseArgs), "--tools", "Read,Grep,Glob", "--disallowedTools", "mcp__*", "--permission-mode", "plan"),
+		},
+		{
 			name: "resume",
 			opts: StartOptions{ResumeID: "abc"},
 			want: append(slices.Clone(baseArgs), "--resume", "abc"),

@@ -266,3 +266,43 @@ func readJournal(t *testing.T, path string) []map[string]any {
 	}
 	return out
 }
+
+// TestCaptureSdkMCPBesideAdminRules: the host adds its own --allowedTools
+// for send_file after the admin's (agent.args) and sends initialize without
+// waiting for its answer before the first prompt. Both rules hold (the CLI
+// adds up repeated --allowedTools, a later one does not replace an earlier
+// one), and the turn runs with the server connected.
+func TestCaptureSdkMCPBesideAdminRules(t *testing.T) {
+	t.Parallel()
+	api := fakeapi.Start(t)
+	c := startCapture(t, api, captureOpts{args: []string{"--allowedTools", "Bash(touch:*)", "--allowedTools", sendFileName}})
+	srv := &sdkMCP{name: "cc-connect"}
+	c.control("init_1", map[string]any{"subtype": "initialize", "sdkMcpServers": []string{"cc-connect"}})
+	var perms []string
+	res := c.turn(`[[MCP:cc-connect/send_file {"path":"report.txt"}]] [[TOOL:touch made-by-bash]]`, srv, func(req map[string]any) map[string]any {
+		perms = append(perms, str(req, "request", "tool_name"))
+		return map[string]any{"behavior": "deny", "message": "not expected"}
+	})
+	if len(perms) != 0 {
+		t.Errorf("asked for %v although both tools are allowed", perms)
+	}
+	if len(srv.calls) != 1 || srv.calls[0]["path"] != "report.txt" {
+		t.Errorf("tools/call arguments %v, want one call for report.txt", srv.calls)
+	}
+	if _, err := os.Stat(filepath.Join(c.dir, "made-by-bash")); err != nil {
+		t.Errorf("the allowed Bash command did not run: %v", err)
+	}
+	var initOK bool
+	for _, l := range c.lines() {
+		if l["type"] == "control_response" && str(l, "response", "request_id") == "init_1" {
+			initOK = str(l, "response", "subtype") == "success"
+		}
+	}
+	if !initOK {
+		t.Error("no successful answer to initialize")
+	}
+	if res["is_error"] != false {
+		t.Errorf("result %v", res)
+	}
+	c.finish()
+}

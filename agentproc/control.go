@@ -241,6 +241,8 @@ func (p *Process) control(ctx context.Context, subtype string, fields map[string
 // the reader goroutine and never blocks on the CLI.
 func (p *Process) handleControl(d *decoded) {
 	switch {
+	case d.replyID == initRequestID:
+		p.answerInitialize(d.reply)
 	case d.replyID != "":
 		p.mu.Lock()
 		ch, ok := p.pending[d.replyID]
@@ -252,6 +254,8 @@ func (p *Process) handleControl(d *decoded) {
 		p.mu.Lock()
 		p.perms[d.perm.RequestID] = &pendingPerm{input: d.perm.Input, suggestions: d.perm.Suggestions}
 		p.mu.Unlock()
+	case d.mcp != nil:
+		p.handleMCP(d.mcp)
 	case d.cancelID != "":
 		p.mu.Lock()
 		delete(p.perms, d.cancelID)

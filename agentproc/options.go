@@ -63,6 +63,14 @@ type StartOptions struct {
 	// Config.Args, so no permission mode or tool list in the config (or in
 	// Config.Args) widens them (BuildArgs).
 	ReadOnly bool
+	// Init is what the host declares in the initialize request that
+	// every process is sent at its start (initialize.go). Start adds the
+	// host's SDK MCP server to it when Tools are served.
+	Init InitOptions
+	// Tools are the host's tools served to this process (hosttools.go):
+	// declared in initialize and allowed without a prompt. A ReadOnly
+	// process gets none.
+	Tools []HostTool
 }
 
 // ReadOnlyTools are the only tools a ReadOnly process has: they read and

@@ -68,6 +68,7 @@ type Process struct {
 	events chan Event
 	done   chan struct{} // closed after the process is reaped
 	err    error         // set before done is closed
+	init   handshake     // the initialize request (initialize.go)
 
 	mu      sync.Mutex // guards the fields below
 	pending map[string]chan controlReply
@@ -81,6 +82,7 @@ type Process struct {
 	cur         *Turn // the running turn (or an abandoned one until its result); nil between turns
 	streamEnded bool  // the reader is done: a turn started now ends at once
 
+	calls     hostCalls // the host tools' running calls (hosttools.go)
 	nextID    atomic.Uint64
 	turnBusy  atomic.Bool
 	closeOnce sync.Once
@@ -175,6 +177,7 @@ func Start(ctx context.Context, cfg Config, opts StartOptions, log *slog.Logger)
 		done:    make(chan struct{}),
 		pending: make(map[string]chan controlReply),
 		perms:   make(map[string]*pendingPerm),
+		init:    newHandshake(),
 	}
 	resume := opts.ResumeID
 	if resume == "" {
@@ -197,6 +200,14 @@ func Start(ctx context.Context, cfg Config, opts StartOptions, log *slog.Logger)
 		_ = outR.Close()
 	}()
 	go p.wait(readerDone, stderrDone)
+	init := opts.Init
+	if len(opts.Tools) > 0 && !opts.ReadOnly {
+		// The host's tools are declared in the one handshake, before
+		// anything else is written to stdin, so that the first prompt
+		// already has them.
+		init.SDKMCPServers = []string{HostServerName}
+	}
+	p.sendInitialize(ctx, init)
 	return p, nil
 }
 
@@ -228,6 +239,7 @@ func (p *Process) wait(readerDone, stderrDone <-chan struct{}) {
 	}
 	<-readerDone
 	p.endStream()
+	p.endInitialize()
 	p.wg.Wait()
 	close(p.events)
 }

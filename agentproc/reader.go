@@ -128,6 +128,9 @@ type wireCtlRequest struct {
 	// plan mode forbids (docs/claude-code.md §2).
 	DecisionReasonType      string `json:"decision_reason_type"`
 	RequiresUserInteraction bool   `json:"requires_user_interaction"`
+	// mcp_message
+	ServerName string          `json:"server_name"`
+	Message    json.RawMessage `json:"message"`
 }
 
 // wireCtlResponse is the inner response of a control_response.
@@ -161,6 +164,8 @@ type decoded struct {
 	perm *PermissionRequest
 	// cancelID is set for control_cancel_request.
 	cancelID string
+	// mcp is set for an mcp_message request to the host's tools.
+	mcp *mcpMessage
 }
 
 // decoder turns lines into events. It remembers the last real assistant
@@ -363,6 +368,13 @@ func controlRequest(w *wireLine) decoded {
 		return decoded{unsupported: w.RequestID}
 	}
 	rq := w.Request
+	if rq.Subtype == "mcp_message" {
+		m := &mcpMessage{requestID: w.RequestID, server: rq.ServerName}
+		if err := json.Unmarshal(rq.Message, &m.msg); err != nil {
+			return decoded{unsupported: w.RequestID, unsupportedType: "mcp_message without a JSON-RPC message"}
+		}
+		return decoded{mcp: m}
+	}
 	if rq.Subtype != "can_use_tool" {
 		return decoded{unsupported: w.RequestID, unsupportedType: rq.Subtype}
 	}

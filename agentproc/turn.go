@@ -21,6 +21,8 @@ type UserMessage struct {
 	// the CLI had received the message. "" picks a random one.
 	UUID string
 	Text string
+	// Images go with Text as image blocks (images.go).
+	Images []Image
 }
 
 // Turn is one turn running on a Process: its events in order on Events,
@@ -116,7 +118,7 @@ func (p *Process) StartTurn(ctx context.Context, msg UserMessage) (*Turn, error)
 	p.cur = t
 	p.takeWaiting(t)
 	p.routeMu.Unlock()
-	if err := p.sendUUID(ctx, id, msg.Text); err != nil {
+	if err := p.sendContent(ctx, id, msg.Text, msg.Images); err != nil {
 		switch {
 		case ctx.Err() != nil:
 			p.dropTurn(t)

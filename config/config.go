@@ -41,6 +41,7 @@ type Config struct {
 	Log       Log        `toml:"log"`
 	Agent     Agent      `toml:"agent"`
 	Files     Files      `toml:"files"`
+	Chat      Chat       `toml:"chat"`
 	Platforms []Platform `toml:"platforms"`
 	Bindings  []Binding  `toml:"bindings"`
 	Metrics   Metrics    `toml:"metrics"`
@@ -86,6 +87,9 @@ type Files struct {
 	ArtifactQuota Size `toml:"artifact_quota"`
 	// AttachmentMaxSize is the largest attachment passed on to Claude.
 	AttachmentMaxSize Size `toml:"attachment_max_size"`
+	// SendFileMaxSize is the largest file Claude may post into the chat
+	// with its send_file tool (the platform's own limit may be lower).
+	SendFileMaxSize Size `toml:"send_file_max_size"`
 }
 
 // Log configures the process log on stderr.
@@ -110,6 +114,7 @@ type Agent struct {
 	SelfReport               bool              `toml:"self_report"`
 	MaxProcesses             int               `toml:"max_processes"`
 	MaxProcessesPerWorkspace int               `toml:"max_processes_per_workspace"`
+	Prewarm                  int               `toml:"prewarm"` // spare processes per recently active workspace; 0 keeps none
 	QueueLimit               int               `toml:"queue_limit"`
 	ShutdownGrace            Duration          `toml:"shutdown_grace"`
 	CloseGrace               Duration          `toml:"close_grace"`
@@ -193,6 +198,24 @@ type Binding struct {
 	// verbose ("" until validated: ProgressOf gives the default). See
 	// live.go.
 	Progress string `toml:"progress"`
+
+	// Overrides of [agent] and [files] for this binding's conversations
+	// (team.go: AgentFor, FilesFor); nil keeps the global value.
+	Model                    *string           `toml:"model"`
+	PermissionMode           *string           `toml:"permission_mode"`
+	AllowedModes             []string          `toml:"allowed_modes"`
+	AppendSystemPrompt       *string           `toml:"append_system_prompt"`
+	Args                     []string          `toml:"args"` // after agent.args
+	Env                      map[string]Secret `toml:"env"`  // over agent.env; keys keep their case
+	MaxProcessesPerWorkspace *int              `toml:"max_processes_per_workspace"`
+	ArtifactThreshold        *Size             `toml:"artifact_threshold"`
+	ArtifactQuota            *Size             `toml:"artifact_quota"`
+	AttachmentMaxSize        *Size             `toml:"attachment_max_size"`
+	SendFileMaxSize          *Size             `toml:"send_file_max_size"`
+	// Switches of the team features ([chat]); nil is the default: the
+	// sender header on in channels and off in DMs, the mention on.
+	SenderHeader  *bool `toml:"sender_header"`
+	NotifyMention *bool `toml:"notify_mention"`
 }
 
 // Metrics configures the Prometheus endpoint ([metrics]); off unless Addr
@@ -239,8 +262,10 @@ func Default() Config {
 			ArtifactThreshold: 16 << 10,
 			ArtifactQuota:     64 << 20,
 			AttachmentMaxSize: 10 << 20,
+			SendFileMaxSize:   defaultSendFileMaxSize,
 		},
-		Log: Log{Level: "info", Format: "text"},
+		Chat: defaultChat(),
+		Log:  Log{Level: "info", Format: "text"},
 		Agent: Agent{
 			Command:                  "claude",
 			PermissionMode:           "default",
@@ -250,6 +275,7 @@ func Default() Config {
 			SelfReport:               true,
 			MaxProcesses:             8,
 			MaxProcessesPerWorkspace: 4,
+			Prewarm:                  1,
 			QueueLimit:               20,
 			ShutdownGrace:            Duration(30 * time.Second),
 			CloseGrace:               Duration(5 * time.Second),
@@ -363,11 +389,13 @@ func (c *Config) String() string {
 		q(a.IdleTimeout.String()), q(a.PermissionTimeout.String()), a.ContextWindow, a.SelfReport)
 	fmt.Fprintf(&b, "max_processes = %d\nmax_processes_per_workspace = %d\nqueue_limit = %d\nshutdown_grace = %s\nclose_grace = %s\n",
 		a.MaxProcesses, a.MaxProcessesPerWorkspace, a.QueueLimit, q(a.ShutdownGrace.String()), q(a.CloseGrace.String()))
+	fmt.Fprintf(&b, "prewarm = %d\n", a.Prewarm)
 	fmt.Fprintf(&b, "allowed_modes = %s\nshell_timeout = %s\n", list(a.AllowedModes), q(a.ShellTimeout.String()))
 	fmt.Fprintf(&b, "stall_notice = %s\nmax_turn_time = %s\n", q(a.StallNotice.String()), q(a.MaxTurnTime.String()))
 	f := c.Files
-	fmt.Fprintf(&b, "\n[files]\nartifact_threshold = %s\nartifact_quota = %s\nattachment_max_size = %s\n",
-		q(f.ArtifactThreshold.String()), q(f.ArtifactQuota.String()), q(f.AttachmentMaxSize.String()))
+	fmt.Fprintf(&b, "\n[files]\nartifact_threshold = %s\nartifact_quota = %s\nattachment_max_size = %s\nsend_file_max_size = %s\n",
+		q(f.ArtifactThreshold.String()), q(f.ArtifactQuota.String()), q(f.AttachmentMaxSize.String()), q(f.SendFileMaxSize.String()))
+	c.Chat.write(&b)
 	for _, p := range c.Platforms {
 		fmt.Fprintf(&b, "\n[[platforms]]\nname = %s\ntype = %s\n", q(p.Name), q(p.Type))
 		for _, t := range p.setTokens() {
@@ -412,6 +440,7 @@ func (c *Config) String() string {
 		}
 		bd.writeUnattended(&b)
 		fmt.Fprintf(&b, "progress = %s\n", q(bd.ProgressOf()))
+		bd.writeTeam(&b)
 		if bd.Host != "" {
 			fmt.Fprintf(&b, "host = %s\nstandby = %s\n", q(bd.Host), list(bd.Standby))
 		}

@@ -73,7 +73,7 @@ func TestLoadDefaults(t *testing.T) {
 	if !reflect.DeepEqual(*cfg, want) {
 		t.Errorf("loaded config differs from defaults:\n got %#v\nwant %#v", *cfg, want)
 	}
-	if cfg.Agent.IdleTimeout.D() != 30*time.Minute || cfg.Agent.QueueLimit != 20 || cfg.Agent.ContextWindow != 200000 {
+	if cfg.Agent.IdleTimeout.D() != 30*time.Minute || cfg.Agent.QueueLimit != 20 || cfg.Agent.ContextWindow != 200000 || cfg.Agent.Prewarm != 1 {
 		t.Errorf("agent defaults: %+v", cfg.Agent)
 	}
 }
@@ -103,6 +103,7 @@ context_window = 1000000
 self_report = false
 max_processes = 0
 max_processes_per_workspace = 2
+prewarm = 0
 queue_limit = 5
 shutdown_grace = "10s"
 close_grace = "2s"
@@ -181,7 +182,7 @@ allow_users = ["*"]
 		a.ShutdownGrace.D() != 10*time.Second || a.CloseGrace.D() != 2*time.Second {
 		t.Errorf("durations: %+v", a)
 	}
-	if a.ContextWindow != 1000000 || a.SelfReport || a.MaxProcesses != 0 || a.MaxProcessesPerWorkspace != 2 || a.QueueLimit != 5 {
+	if a.ContextWindow != 1000000 || a.SelfReport || a.MaxProcesses != 0 || a.MaxProcessesPerWorkspace != 2 || a.QueueLimit != 5 || a.Prewarm != 0 {
 		t.Errorf("numbers: %+v", a)
 	}
 	if a.Command != "/opt/claude/bin/claude" || a.Model != "sonnet" || a.PermissionMode != "acceptEdits" ||
@@ -243,9 +244,10 @@ func TestLoadErrors(t *testing.T) {
 			nil, []string{`bindings[1].allow_users[0]: expected a string, got an integer: write ids in quotes ("42")`}},
 		{"bool type", minimal + "[agent]\nself_report = \"yes\"\n",
 			nil, []string{"agent.self_report: expected true or false"}},
-		{"negative cap", minimal + "[agent]\nmax_processes = -1\nmax_processes_per_workspace = -2\nqueue_limit = 0\ncontext_window = 0\n",
+		{"negative cap", minimal + "[agent]\nmax_processes = -1\nmax_processes_per_workspace = -2\nqueue_limit = 0\ncontext_window = 0\nprewarm = -1\n",
 			nil, []string{"agent.max_processes: must be 0 (unlimited) or more", "agent.max_processes_per_workspace: must be 0",
-				"agent.queue_limit: must be at least 1", "agent.context_window: must be greater than zero"}},
+				"agent.queue_limit: must be at least 1", "agent.context_window: must be greater than zero",
+				"agent.prewarm: must be 0 (no spare processes) or more"}},
 		{"bad size", minimal + "[files]\nartifact_quota = \"64 megs\"\nattachment_max_size = 0\nartifact_threshold = true\n",
 			nil, []string{`files.artifact_quota: "64 megs" is not a size`, "files.attachment_max_size: must be greater than zero",
 				"files.artifact_threshold: expected a size"}},

@@ -17,6 +17,7 @@ const (
 	maxDuration       = 365 * 24 * time.Hour
 	maxQueueLimit     = 1000
 	maxContextWindow  = 1_000_000_000
+	maxPrewarm        = 8
 )
 
 // validateLimits refuses sizes, durations and counts past their bounds and
@@ -67,6 +68,13 @@ func (c *Config) validateLimits(d *decoder) (warnings []string) {
 	}
 	if !bad("agent.context_window") && c.Agent.ContextWindow > maxContextWindow {
 		d.failf("agent.context_window", "%d is too large: at most %d tokens", c.Agent.ContextWindow, maxContextWindow)
+	}
+	if !bad("agent.prewarm") && c.Agent.Prewarm > maxPrewarm {
+		d.failf("agent.prewarm", "%d is too large: at most %d spare processes per workspace (each is a whole claude process)", c.Agent.Prewarm, maxPrewarm)
+	}
+	if n, perWS := c.Agent.Prewarm, c.Agent.MaxProcessesPerWorkspace; !bad("agent.prewarm") && n > 0 && perWS > 0 && n >= perWS && n <= maxPrewarm {
+		warnings = append(warnings, fmt.Sprintf("agent.prewarm (%d) is not below agent.max_processes_per_workspace (%d): spares may fill a workspace's slots, and each new conversation there that cannot use one waits for a spare to close",
+			n, perWS))
 	}
 	return warnings
 }

@@ -29,6 +29,7 @@ func TestLimitsRefuseOverflowAndNonsense(t *testing.T) {
 		{"shell timeout past a year", "[agent]\nshell_timeout = \"9000h\"\n", "agent.shell_timeout: 9000h0m0s is too long"},
 		{"queue limit at int max", "[agent]\nqueue_limit = 9223372036854775807\n", "agent.queue_limit: 9223372036854775807 is too large: at most 1000"},
 		{"context window past any model", "[agent]\ncontext_window = 9223372036854775807\n", "agent.context_window: 9223372036854775807 is too large"},
+		{"prewarm past the bound", "[agent]\nprewarm = 9\nmax_processes_per_workspace = 0\n", "agent.prewarm: 9 is too large: at most 8"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -40,7 +41,7 @@ func TestLimitsRefuseOverflowAndNonsense(t *testing.T) {
 		})
 	}
 	// At the bounds, values load.
-	text := minimal + "[files]\nattachment_max_size = \"1GiB\"\nartifact_quota = \"1024GiB\"\n[agent]\nidle_timeout = \"8760h\"\nqueue_limit = 1000\n"
+	text := minimal + "[files]\nattachment_max_size = \"1GiB\"\nartifact_quota = \"1024GiB\"\n[agent]\nidle_timeout = \"8760h\"\nqueue_limit = 1000\nprewarm = 8\nmax_processes_per_workspace = 0\n"
 	if _, err := load(writeConfig(t, text), envMap(nil)); err != nil {
 		t.Errorf("values at the bounds: %v", err)
 	}
@@ -79,6 +80,9 @@ func TestDangerousSettingsWarn(t *testing.T) {
 			[]string{"state.seen_window is 1m0s: platforms redeliver messages for up to an hour"}},
 		{"a tiny permission timeout", minimal + "[agent]\npermission_timeout = \"1s\"\n",
 			[]string{"agent.permission_timeout is 1s: a permission request is denied before anyone can answer it"}},
+		{"spares as many as a workspace's slots", minimal + "[agent]\nprewarm = 2\nmax_processes_per_workspace = 2\n",
+			[]string{"agent.prewarm (2) is not below agent.max_processes_per_workspace (2): spares may fill a workspace's slots"}},
+		{"spares with no workspace cap", minimal + "[agent]\nprewarm = 4\nmax_processes_per_workspace = 0\n", nil},
 		{"attachments larger than the quota", minimal + "[files]\nattachment_max_size = \"100MiB\"\n",
 			[]string{"files.attachment_max_size (100MiB) is larger than files.artifact_quota (64MiB)"}},
 	}

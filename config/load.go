@@ -58,6 +58,13 @@ func load(path string, lookup func(string) (string, bool)) (*Config, error) {
 	if agent, ok := settings["agent"].(map[string]any); ok {
 		delete(agent, "env") // decoded from the raw tree below
 	}
+	if bindings, ok := settings["bindings"].([]any); ok {
+		for _, item := range bindings {
+			if b, ok := item.(map[string]any); ok {
+				delete(b, "env") // decoded from the raw tree below
+			}
+		}
+	}
 
 	cfg := Default()
 	cfg.Path = abs
@@ -75,6 +82,8 @@ func load(path string, lookup func(string) (string, bool)) (*Config, error) {
 			d.decodeValue("agent.env", env, reflect.ValueOf(&cfg.Agent.Env).Elem())
 		}
 	}
+
+	decodeBindingEnv(raw, &cfg, d)
 
 	cfg.Warnings = cfg.validate(filepath.Dir(abs), d)
 	cfg.Warnings = append(cfg.Warnings, cfg.validateSecrets(raw, d)...)

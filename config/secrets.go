@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -105,25 +106,16 @@ func (c *Config) validateSecrets(raw map[string]any, d *decoder) (warnings []str
 			tokens[t.Value.Reveal()] = fmt.Sprintf("platforms[%d].%s", i, t.Key)
 		}
 	}
-	for _, k := range a.envKeys() {
-		key := "agent.env." + k
-		if d.failed["agent.env"] || d.failed[key] {
-			continue
-		}
-		if from, ok := c.SecretVars[k]; ok {
-			d.failf(key, "%s is the variable %s is read from: the agent must not get a platform token", k, from)
-			continue
-		}
-		val, _ := rawEnv[k].(string)
-		if refs := envRefs(val); len(refs) > 0 {
-			if i := slices.IndexFunc(refs, func(n string) bool { _, ok := c.SecretVars[n]; return ok }); i >= 0 {
-				d.failf(key, "takes ${%s}, which %s is read from: the agent must not get a platform token", refs[i], c.SecretVars[refs[i]])
-				continue
+	c.checkEnvSecrets("agent.env", a.Env, rawEnv, tokens, d)
+	bindings, _ := raw["bindings"].([]any)
+	for i := range c.Bindings {
+		var rawB map[string]any
+		if i < len(bindings) {
+			if m, ok := bindings[i].(map[string]any); ok {
+				rawB, _ = m["env"].(map[string]any)
 			}
 		}
-		if from, ok := tokens[a.Env[k].Reveal()]; ok && a.Env[k] != "" {
-			d.failf(key, "holds the value of %s: the agent must not get a platform token", from)
-		}
+		c.checkEnvSecrets(fmt.Sprintf("bindings[%d].env", i), c.Bindings[i].Env, rawB, tokens, d)
 	}
 
 	if !d.failed["agent.user"] && strings.TrimSpace(a.User) != "" {
@@ -157,4 +149,32 @@ func (c *Config) CheckAgentUser() error {
 		return fmt.Errorf("agent.user: %w", err)
 	}
 	return nil
+}
+
+// checkEnvSecrets keeps an agent environment (agent.env, a binding's env)
+// from handing the agent a platform token: by the variable's name, by a
+// ${VAR} it takes, or by its value. rawEnv is the entry's raw table, for
+// the references before expansion.
+func (c *Config) checkEnvSecrets(prefix string, env map[string]Secret, rawEnv map[string]any, tokens map[string]string, d *decoder) {
+	keys := slices.Sorted(maps.Keys(env))
+	for _, k := range keys {
+		key := prefix + "." + k
+		if d.failed[prefix] || d.failed[key] {
+			continue
+		}
+		if from, ok := c.SecretVars[k]; ok {
+			d.failf(key, "%s is the variable %s is read from: the agent must not get a platform token", k, from)
+			continue
+		}
+		val, _ := rawEnv[k].(string)
+		if refs := envRefs(val); len(refs) > 0 {
+			if i := slices.IndexFunc(refs, func(n string) bool { _, ok := c.SecretVars[n]; return ok }); i >= 0 {
+				d.failf(key, "takes ${%s}, which %s is read from: the agent must not get a platform token", refs[i], c.SecretVars[refs[i]])
+				continue
+			}
+		}
+		if from, ok := tokens[env[k].Reveal()]; ok && env[k] != "" {
+			d.failf(key, "holds the value of %s: the agent must not get a platform token", from)
+		}
+	}
 }

@@ -73,6 +73,8 @@ func (c *Config) validate(dir string, d *decoder) (warnings []string) {
 	}
 
 	c.validateAgent(d)
+	c.validateChat(d)
+	c.validateFilesSendMax(d)
 	warnings = append(warnings, c.validateLimits(d)...)
 	warnings = append(warnings, c.validateLive(d)...)
 	warnings = append(warnings, c.dangerWarnings()...)
@@ -137,6 +139,9 @@ func (c *Config) validateAgent(d *decoder) {
 	}
 	if !bad("max_processes_per_workspace") && a.MaxProcessesPerWorkspace < 0 {
 		d.failf("agent.max_processes_per_workspace", "must be 0 (unlimited) or more, got %d", a.MaxProcessesPerWorkspace)
+	}
+	if !bad("prewarm") && a.Prewarm < 0 {
+		d.failf("agent.prewarm", "must be 0 (no spare processes) or more, got %d", a.Prewarm)
 	}
 	if !bad("queue_limit") && a.QueueLimit < 1 {
 		d.failf("agent.queue_limit", "must be at least 1, got %d", a.QueueLimit)
@@ -389,6 +394,7 @@ func (c *Config) validateBindings(dir string, d *decoder) (warnings []string) {
 				}
 			}
 		}
+		warnings = append(warnings, c.validateTeamBinding(key, b, d)...)
 		if len(b.AllowUsers) == 0 && !bad("allow_users") {
 			warnings = append(warnings, fmt.Sprintf(`%s.allow_users is empty: nobody may use this binding (write ["*"] for everyone in the channel)`, key))
 		}

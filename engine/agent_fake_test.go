@@ -39,6 +39,7 @@ type fakeAgents struct {
 	lines     map[string][]fakeLine // per session: the messages as its transcript holds them
 	poisoned  map[string]bool
 	spawns    []agentproc.StartOptions
+	configs   []agentproc.Config // each spawn's
 	procs     []*fakeProc
 	live      int
 	maxLive   int
@@ -48,6 +49,7 @@ type fakeAgents struct {
 	// ignoreReadOnly makes ReadOnly processes start with every tool, as
 	// a CLI that ignored the read-only flags would.
 	ignoreReadOnly bool
+	chosenIDs      bool // a new process runs the session id it was started with (--session-id)
 	gate           chan struct{}
 	changed        chan struct{}
 }
@@ -126,6 +128,7 @@ func (fa *fakeAgents) spawn(ctx context.Context, cfg agentproc.Config, opts agen
 	fa.mu.Lock()
 	defer fa.mu.Unlock()
 	fa.spawns = append(fa.spawns, opts)
+	fa.configs = append(fa.configs, cfg)
 	fa.live++
 	fa.maxLive = max(fa.maxLive, fa.live)
 	p := &fakeProc{
@@ -149,6 +152,8 @@ func (fa *fakeAgents) spawn(ctx context.Context, cfg agentproc.Config, opts agen
 		default:
 			p.id = opts.ResumeID
 		}
+	} else if fa.chosenIDs && opts.SessionID != "" {
+		p.id = opts.SessionID // as the CLI runs --session-id
 	} else {
 		fa.nextID++
 		p.id = fakeSessionID(fa.nextID)

@@ -42,7 +42,18 @@ func (e *Engine) attachmentMax() int64 {
 }
 
 func (e *Engine) artifactStore(workspace string) *artifact.Store {
+	return e.artifactStoreFor(workspace, Binding{})
+}
+
+// artifactStoreFor is artifactStore with b's own files limits.
+func (e *Engine) artifactStoreFor(workspace string, b Binding) *artifact.Store {
 	opts := artifact.Options{Threshold: e.opts.ArtifactThreshold, Quota: e.opts.ArtifactQuota}
+	if t := b.Setup.ArtifactThreshold; t != nil {
+		opts.Threshold = *t
+	}
+	if q := b.Setup.ArtifactQuota; q != nil {
+		opts.Quota = *q
+	}
 	if c := agentproc.Credential(e.opts.Agent); c != nil {
 		// The agent runs as another user: let it read what it is
 		// pointed at.
@@ -88,12 +99,13 @@ func (tr *turnRunner) prepare(it workItem) (workItem, string, error) {
 	if isCompaction(it.msg.Text) {
 		return it, "", nil
 	}
-	store := tr.e.artifactStore(tr.ws)
+	store := tr.e.artifactStoreFor(tr.ws, tr.binding())
 	files := tr.fetchAttachments(it.files, store)
 	if note := refusalNote(files); note != "" {
 		tr.chat.send(note)
 	}
 	text := withAttachments(tr.ws, it.msg.Text, files, tr.log)
+	it.images = imagesOf(tr.ws, files, tr.log)
 	prompt, a, stored, err := store.Prepare(text)
 	if err != nil {
 		tr.log.Error("Storing a large message failed; not sent", "error", err, "size", len(text))
@@ -150,7 +162,7 @@ func (tr *turnRunner) fetchAttachments(files []journaledFile, store *artifact.St
 			at := platform.Attachment{Name: f.Name, Size: f.Declared, Mime: f.Mime, Ref: f.Ref}
 			open = func(ctx context.Context) (io.ReadCloser, error) { return opener(ctx, at) }
 		}
-		out = append(out, tr.e.fetchAttachment(ctx, store, f.Attachment, open, tr.log))
+		out = append(out, tr.e.fetchAttachment(ctx, store, f.Attachment, open, tr.e.attachmentMaxFor(tr.binding()), tr.log))
 	}
 	return out
 }
@@ -246,8 +258,7 @@ var errChanged = errors.New("content differs from the one received")
 // size limit and stores it. Errors become a refusal that names no host
 // path.
 func (e *Engine) fetchAttachment(ctx context.Context, store *artifact.Store, at inbox.Attachment,
-	open func(context.Context) (io.ReadCloser, error), log *slog.Logger) inbox.Attachment {
-	limit := e.attachmentMax()
+	open func(context.Context) (io.ReadCloser, error), limit int64, log *slog.Logger) inbox.Attachment {
 	got := inbox.Attachment{Name: at.Name, Mime: at.Mime}
 	tooBig := func(size int64) string {
 		return fmt.Sprintf("%s is over the %s limit for attachments", humanSize(size), humanSize(limit))

@@ -257,9 +257,12 @@ func (s *session) status() string {
 	if !rec.LastActivity.IsZero() {
 		fmt.Fprintf(&b, "\nLast turn: %s ago", humanAge(e.now().Sub(rec.LastActivity)))
 	}
-	fmt.Fprintf(&b, "\nModel: %s", e.modelLine(rec))
-	fmt.Fprintf(&b, "\nPermission mode: %s", e.modeOf(rec))
+	fmt.Fprintf(&b, "\nModel: %s", e.modelLine(rec, s.liveBinding()))
+	fmt.Fprintf(&b, "\nPermission mode: %s", e.modeOf(rec, s.liveBinding()))
 	fmt.Fprintf(&b, "\nCost: $%.4f", rec.TotalCostUSD)
+	if who := speakers(rec); len(who) > 0 {
+		fmt.Fprintf(&b, "\nPeople in this session: %s", strings.Join(who, ", "))
+	}
 	if st := s.chat.platformStatus(); st != "" {
 		fmt.Fprintf(&b, "\nPlatform: %s", st)
 	}

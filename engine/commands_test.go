@@ -214,9 +214,9 @@ func TestBindingPathsNormalizeToOneWorkspace(t *testing.T) {
 	}
 	h := newHarness(t, func(o *Options, _ *harnessConfig) {
 		o.Bindings = []Binding{
-			{Platform: "fake", Channel: "C1", Workspace: real + "/", AllowUsers: []string{"*"}, RequireMention: new(bool)},
-			{Platform: "fake", Channel: "C2", Workspace: link, AllowUsers: []string{"*"}, RequireMention: new(bool)},
-			{Platform: "fake", Channel: "*", Workspace: filepath.Join(real, "..", "proj"), AllowUsers: []string{"*"}, RequireMention: new(bool)},
+			{Platform: "fake", Channel: "C1", Workspace: real + "/", AllowUsers: []string{"*"}, RequireMention: new(bool), Setup: Setup{SenderHeader: new(bool)}},
+			{Platform: "fake", Channel: "C2", Workspace: link, AllowUsers: []string{"*"}, RequireMention: new(bool), Setup: Setup{SenderHeader: new(bool)}},
+			{Platform: "fake", Channel: "*", Workspace: filepath.Join(real, "..", "proj"), AllowUsers: []string{"*"}, RequireMention: new(bool), Setup: Setup{SenderHeader: new(bool)}},
 		}
 		o.MaxProcessesPerWorkspace = 1
 	})

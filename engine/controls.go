@@ -48,7 +48,7 @@ func (s *session) modelCommand(arg string) {
 	e := s.e
 	rec := s.rb.get()
 	if arg == "" {
-		s.chat.send("Model: " + e.modelLine(rec) + "\nSend !model <name> to change it for this conversation (an alias such as sonnet or opus, or a full model id), or !model default to go back to the configured one.")
+		s.chat.send("Model: " + e.modelLine(rec, s.liveBinding()) + "\nSend !model <name> to change it for this conversation (an alias such as sonnet or opus, or a full model id), or !model default to go back to the configured one.")
 		return
 	}
 	if !validSetting(arg) {
@@ -59,7 +59,7 @@ func (s *session) modelCommand(arg string) {
 	live := arg
 	if strings.EqualFold(arg, "default") {
 		override = ""
-		live = orDefault(e.opts.Agent.Model, "default")
+		live = orDefault(e.agentConfig(s.liveBinding(), false).Model, "default")
 	}
 	err := s.setLive(func(r *record) *string { return &r.ModelOverride }, override, func(ctx context.Context, c liveController) error {
 		return c.SetModel(ctx, live)
@@ -71,7 +71,7 @@ func (s *session) modelCommand(arg string) {
 	}
 	s.log.Info("Model set for the conversation", "model", orDefault(override, "configured default"))
 	if override == "" {
-		s.chat.send("This conversation goes back to the configured model (" + orDefault(e.opts.Agent.Model, "Claude Code's default") + ") from the next turn.")
+		s.chat.send("This conversation goes back to the configured model (" + orDefault(e.agentConfig(s.liveBinding(), false).Model, "Claude Code's default") + ") from the next turn.")
 		return
 	}
 	s.chat.send("Model set to " + override + " for this conversation, from the next turn on.")
@@ -82,10 +82,10 @@ func (s *session) modelCommand(arg string) {
 func (s *session) modeCommand(arg string) {
 	e := s.e
 	rec := s.rb.get()
-	allowed := e.allowedModes()
+	allowed := e.modesFor(s.liveBinding())
 	if arg == "" {
 		s.chat.send(fmt.Sprintf("Permission mode: %s\nAllowed here: %s. Send !mode <mode> to change it for this conversation.",
-			e.modeOf(rec), strings.Join(allowed, ", ")))
+			e.modeOf(rec, s.liveBinding()), strings.Join(allowed, ", ")))
 		return
 	}
 	i := slices.IndexFunc(allowed, func(m string) bool { return strings.EqualFold(m, arg) })
@@ -161,18 +161,18 @@ func syncControls(p agentProcess, rb *recordBook, model, mode, defaultModel stri
 	}
 }
 
-func (e *Engine) modelLine(rec record) string {
+func (e *Engine) modelLine(rec record, b Binding) string {
 	switch {
 	case rec.ModelOverride != "" && rec.Model != "" && rec.Model != rec.ModelOverride:
 		return fmt.Sprintf("%s (set with !model: %s)", rec.Model, rec.ModelOverride)
 	case rec.ModelOverride != "":
 		return rec.ModelOverride + " (set with !model)"
 	}
-	return orDefault(rec.Model, orDefault(e.opts.Agent.Model, "default"))
+	return orDefault(rec.Model, orDefault(e.agentConfig(b, false).Model, "default"))
 }
 
-func (e *Engine) modeOf(rec record) string {
-	return orDefault(rec.ModeOverride, orDefault(e.opts.Agent.PermissionMode, "default"))
+func (e *Engine) modeOf(rec record, b Binding) string {
+	return orDefault(rec.ModeOverride, orDefault(e.agentConfig(b, false).PermissionMode, "default"))
 }
 
 // validSetting accepts a model name: one word that cannot be read as a

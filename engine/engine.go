@@ -50,6 +50,8 @@ type Binding struct {
 	// Progress is what a turn shows while it runs: ProgressQuiet,
 	// ProgressNormal ("" too) or ProgressVerbose (live.go).
 	Progress string
+	// Setup is this binding's own agent setup and team switches (team.go).
+	Setup Setup
 }
 
 // Options configure an Engine.
@@ -63,6 +65,7 @@ type Options struct {
 	MaxTurnTime              time.Duration // interrupt a turn that runs longer (0 = no limit)
 	MaxProcesses             int           // global cap on live claude processes (0 = unlimited)
 	MaxProcessesPerWorkspace int           // per workspace cap (0 = unlimited)
+	Prewarm                  int           // spare processes per recently active workspace (0 = none; spares.go)
 	QueueLimit               int           // per session FIFO (default 20)
 	ContextWindow            int64         // fallback window (default 200000)
 	SelfReport               bool          // ctx track B: add the self-report instruction
@@ -73,6 +76,7 @@ type Options struct {
 	ArtifactQuota            int64         // bytes per workspace folder of artifacts or attachments (default 64 MiB)
 	AttachmentMaxBytes       int64         // largest attachment passed on (default 10 MiB)
 	AllowedModes             []string      // permission modes !mode may set (default: default, acceptEdits, plan)
+	Team                     TeamOptions   // sender header, thread context, notify, send_file (team.go)
 	Logger                   *slog.Logger
 	Metrics                  Metrics          // turns, permissions, queue, sessions…; nil = off
 	Now                      func() time.Time // for tests; nil = time.Now
@@ -97,20 +101,24 @@ var errStopped = errors.New("engine stopped")
 // Engine routes chat messages to Claude Code sessions. Create it with New,
 // add adapters, then Run it.
 type Engine struct {
-	opts  Options
-	log   *slog.Logger
-	now   func() time.Time
-	spawn spawnFunc
-	tx    transcripts
-	store *store
-	pool  *pool
-	slots *slots
+	opts Options
+	log  *slog.Logger
+	// basePrompt is the admin's agent.append_system_prompt, before the
+	// engine's own instructions are added (agentConfig).
+	basePrompt string
+	now        func() time.Time
+	spawn      spawnFunc
+	tx         transcripts
+	store      *store
+	pool       *pool
+	slots      *slots
 	// refused holds the threads that got the access refusal (session
 	// keys), bounded: a thread forgotten gets one refusal more.
 	refused *recentIDs
 	// rootless holds the threads whose root does not mention the bot
 	// (threadroot.go), bounded.
 	rootless *recentIDs
+	spare    *spares // spare processes for new conversations (spares.go)
 
 	// seenSet is the accepted message ids of every journal (journal.go);
 	// seenOnce opens it, and the journals, on first use, and finds the
@@ -170,8 +178,8 @@ func New(opts Options) (*Engine, error) {
 	if opts.ShutdownGrace <= 0 {
 		opts.ShutdownGrace = DefaultShutdownGrace
 	}
-	if opts.MaxProcesses < 0 || opts.MaxProcessesPerWorkspace < 0 {
-		return nil, errors.New("engine: process caps must not be negative")
+	if opts.MaxProcesses < 0 || opts.MaxProcessesPerWorkspace < 0 || opts.Prewarm < 0 {
+		return nil, errors.New("engine: process caps and prewarm must not be negative")
 	}
 	for i, b := range opts.Bindings {
 		if b.Platform == "" || b.Channel == "" || b.Workspace == "" {
@@ -186,6 +194,7 @@ func New(opts Options) (*Engine, error) {
 	if now == nil {
 		now = time.Now
 	}
+	basePrompt := opts.Agent.AppendSystemPrompt
 	if opts.SelfReport {
 		opts.Agent.AppendSystemPrompt = joinPrompt(opts.Agent.AppendSystemPrompt, ctxindicator.SelfReportInstruction)
 	}
@@ -193,6 +202,7 @@ func New(opts Options) (*Engine, error) {
 	e := &Engine{
 		opts:         opts,
 		log:          log,
+		basePrompt:   basePrompt,
 		now:          now,
 		spawn:        startAgent,
 		tx:           newDiskTranscripts(opts.Agent),
@@ -212,6 +222,7 @@ func New(opts Options) (*Engine, error) {
 		busy:         newBusyCount(),
 		metrics:      metricsOf(opts.Metrics),
 	}
+	e.spare = newSpares(e)
 	e.wireMetrics()
 	e.runs.init(opts.StateDir)
 	return e, nil
@@ -256,6 +267,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	e.shutting = true
 	e.mu.Unlock()
 	close(e.stopping)
+	e.spare.close()
 	e.wg.Wait() // every session loop and side question has closed its process
 	e.notices.close()
 	e.cancelBg()

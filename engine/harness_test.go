@@ -47,6 +47,9 @@ type harnessConfig struct {
 	stopAt func(point string) bool
 	// compactBytes is the journals' compaction size (0: the default).
 	compactBytes int64
+	// adapter, when set, is the adapter the engine gets for the
+	// recording platform (team_test.go's, with history and files).
+	adapter func(*fakePlatform) platform.Adapter
 	// chat, when set, makes the platform a Replier and a HistoryReader
 	// over it (replier_test.go), kept across restarts.
 	chat *fakeChat
@@ -59,7 +62,10 @@ func newHarness(t *testing.T, mutate func(*Options, *harnessConfig)) *harness {
 	no := false
 	opts := Options{
 		Bindings: []Binding{{Platform: "fake", Channel: "*", Workspace: ws,
-			AllowUsers: []string{"alice", "bob"}, Admins: []string{"alice"}, RequireMention: &no}},
+			AllowUsers: []string{"alice", "bob"}, Admins: []string{"alice"}, RequireMention: &no,
+			// The prompts the tests expect are the user's text alone;
+			// team_test.go turns the header on.
+			Setup: Setup{SenderHeader: &no}}},
 		StateDir:      t.TempDir(),
 		ShutdownGrace: 2 * time.Second,
 	}
@@ -94,6 +100,8 @@ func startHarness(t *testing.T, opts Options, cfg *harnessConfig, logs *testlog.
 	rec := newFakePlatform("fake")
 	rec.files = cfg.files
 	switch {
+	case cfg.adapter != nil:
+		e.AddAdapter(cfg.adapter(rec))
 	case cfg.chat != nil:
 		e.AddAdapter(chatPlatform{richPlatform{rec}, cfg.chat})
 	case cfg.plain:

@@ -254,7 +254,7 @@ func itemEntry(it workItem, now time.Time) inbox.Entry {
 		id = "local-" + uuid.NewString()
 	}
 	en := inbox.Entry{ID: id, Platform: m.Target.Platform, Channel: m.Target.Channel, Thread: m.Target.Thread,
-		MessageID: m.Target.MessageID, UserID: m.UserID, UserName: m.UserName, Text: m.Text, Received: m.Received,
+		MessageID: m.Target.MessageID, UserID: m.UserID, UserName: m.UserName, Text: m.Text, Received: m.Received, DM: m.IsDM,
 		Accepted: now, UUID: uuid.NewString()}
 	switch it.kind {
 	case itemNew:
@@ -279,7 +279,7 @@ func itemEntry(it workItem, now time.Time) inbox.Entry {
 func entryItem(en inbox.Entry) (workItem, bool) {
 	to := platform.Target{Platform: en.Platform, Channel: en.Channel, Thread: en.Thread, MessageID: en.MessageID}
 	it := workItem{kind: itemTurn, inboxID: en.ID, uuid: en.UUID, started: en.Started, replying: en.Replying,
-		msg: platform.Message{ID: en.ID, Target: to, UserID: en.UserID, UserName: en.UserName, Text: en.Text, Received: en.Received}}
+		msg: platform.Message{ID: en.ID, Target: to, UserID: en.UserID, UserName: en.UserName, Text: en.Text, Received: en.Received, IsDM: en.DM}}
 	for _, a := range en.Attachments {
 		it.files = append(it.files, journaledFile{Attachment: a})
 	}

@@ -3,6 +3,7 @@ package engine
 import (
 	"sync"
 
+	"github.com/cc-connect/cc-connect/agentproc"
 	"github.com/cc-connect/cc-connect/platform"
 )
 
@@ -52,6 +53,12 @@ type workItem struct {
 	files []journaledFile
 	// run is the run this item came from (trigger.go); nil for chat.
 	run *runInfo
+	// images are the message's pictures, read back once prepare stored
+	// them, sent with its prompt as image blocks (teamturn.go).
+	images []agentproc.Image
+	// threadContext is the thread's earlier messages for this attempt's
+	// prompt, decided before the process starts (teamturn.go).
+	threadContext string
 }
 
 type ctrlKind int

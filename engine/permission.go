@@ -37,6 +37,9 @@ type permissions struct {
 	// planMode says the conversation is in plan mode now.
 	planMode func() bool
 	forChat  func(string) string // keeps host paths out of what is posted
+	// ring, when set, mentions the person who asked once a prompt is
+	// posted (notify_mention), so that their phone rings.
+	ring func(tool string)
 
 	pending []*pendingPerm
 	timer   *time.Timer // fires at the earliest deadline
@@ -60,8 +63,8 @@ type pendingPerm struct {
 func (tr *turnRunner) newPermissions() *permissions {
 	e, key := tr.e, tr.key
 	return &permissions{chat: tr.chat, log: tr.log, metrics: e.metrics, timeout: e.opts.PermissionTimeout, forChat: tr.forChat,
-		allowEdits: slices.Contains(e.allowedModes(), "acceptEdits"),
-		planMode:   func() bool { return e.modeOf(tr.rb.get()) == "plan" },
+		allowEdits: slices.Contains(e.modesFor(tr.binding()), "acceptEdits"),
+		planMode:   func() bool { return e.modeOf(tr.rb.get(), tr.binding()) == "plan" },
 		awaitText: func(on bool) {
 			if tr.awaitText != nil {
 				tr.awaitText.Store(on)
@@ -140,10 +143,18 @@ func (ps *permissions) ask(proc agentProcess, req agentproc.PermissionRequest) {
 	}); ok {
 		p.prompt, p.viaPrompter = posted, true
 		ps.arm()
+		ps.rung(req.ToolName)
 		return
 	}
 	p.prompt = ps.chat.send(view.prompt + "\nReply !allow, !allow always, or !deny.")
 	ps.arm()
+	ps.rung(req.ToolName)
+}
+
+func (ps *permissions) rung(tool string) {
+	if ps.ring != nil {
+		ps.ring(tool)
+	}
 }
 
 // arm points the timer at the earliest deadline.

@@ -87,6 +87,8 @@ func (rb *recordBook) save() {
 // forget clears the stored Claude session id and its figures.
 func (rb *recordBook) forget() {
 	rb.update(func(r *record) {
+		r.HadSession = r.HadSession || r.SessionID != ""
+		r.Speakers = ""
 		r.SessionID, r.NewSessionID = "", ""
 		r.ContextTokens, r.ContextWindow, r.WindowReported, r.ContextPct = 0, 0, false, 0
 		r.SelfPct, r.HasSelfPct = 0, false

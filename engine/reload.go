@@ -114,6 +114,9 @@ func (e *Engine) Reload(ctx context.Context, r Reload) error {
 		restarted[n] = true
 	}
 	e.reload.bindings.Store(&bs)
+	// Spares were started under the old config: none outlives it.
+	agent := e.opts.Agent
+	e.spare.renew(&agent)
 	e.rebindSessions(ctx, bs, restarted)
 	return e.swapAdapters(ctx, r.Adapters, r.Remove)
 }

@@ -59,7 +59,7 @@ func TestReloadNewBindingRoutesAtOnce(t *testing.T) {
 	}
 	h.reload(Reload{Bindings: h.bindingsWith(func(bs []Binding) []Binding {
 		return append(bs, Binding{Platform: "fake", Channel: "C2", Workspace: t.TempDir(), AllowUsers: []string{"alice"},
-			RequireMention: bs[0].RequireMention})
+			RequireMention: bs[0].RequireMention, Setup: bs[0].Setup})
 	})})
 	h.deliver(h.inChannel("C2", "alice", "T1", "after"))
 	h.rec.waitSend(t, "echo: after")

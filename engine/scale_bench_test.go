@@ -106,7 +106,9 @@ func startBenchEngine(tb testing.TB, agent agentproc.Config, replyBuffer int, mu
 	opts := Options{
 		Agent: agent,
 		Bindings: []Binding{{Platform: "bench", Channel: "*", Workspace: tb.TempDir(),
-			AllowUsers: []string{"*"}, RequireMention: &no}},
+			AllowUsers: []string{"*"}, RequireMention: &no,
+			// The replies checked are the prompt echoed alone.
+			Setup: Setup{SenderHeader: &no}}},
 		StateDir:      tb.TempDir(),
 		ShutdownGrace: 10 * time.Second,
 		// What the binary logs at its default level, formatted and dropped.

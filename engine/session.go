@@ -102,7 +102,9 @@ func (e *Engine) session(b Binding, m platform.Message, a platform.Adapter) (*se
 	} else {
 		rec = record{Key: key, Platform: to.Platform, Channel: to.Channel, Thread: to.Thread, Workspace: ws}
 	}
+	rec.DM = rec.DM || m.IsDM
 	s.rb.rec = rec
+	s.tr.dm = rec.DM
 	// Written by the next save; until then every load drops them again.
 	s.rb.dirty = len(badIDs) > 0
 	pending := s.jr.open()

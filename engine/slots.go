@@ -24,12 +24,18 @@ func newSlots(max, perWS int) *slots {
 // channel that is closed when trying again may succeed, and whether the
 // workspace cap (rather than the global one) is the one that is full.
 func (s *slots) tryAcquire(ws string) (ok bool, wait <-chan struct{}, wsFull bool) {
+	return s.tryAcquireCap(ws, s.perWS)
+}
+
+// tryAcquireCap is tryAcquire under a workspace cap of perWS (a binding's
+// own, Setup.MaxProcessesPerWorkspace); 0 is none.
+func (s *slots) tryAcquireCap(ws string, perWS int) (ok bool, wait <-chan struct{}, wsFull bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.max > 0 && s.total >= s.max {
 		return false, s.changed, false
 	}
-	if s.perWS > 0 && s.byWS[ws] >= s.perWS {
+	if perWS > 0 && s.byWS[ws] >= perWS {
 		return false, s.changed, true
 	}
 	s.total++
@@ -74,13 +80,19 @@ func (s *slots) live() int {
 // arrive while it waits) returns an error.
 func (e *Engine) acquireSlot(ctx context.Context, ws, requester string, notify func(),
 	mb *mailbox, onCtrl func(control) error) error {
+	return e.acquireSlotCap(ctx, ws, e.opts.MaxProcessesPerWorkspace, requester, notify, mb, onCtrl)
+}
+
+// acquireSlotCap is acquireSlot under the workspace cap perWS.
+func (e *Engine) acquireSlotCap(ctx context.Context, ws string, perWS int, requester string, notify func(),
+	mb *mailbox, onCtrl func(control) error) error {
 	var ctrl chan struct{}
 	if mb != nil {
 		ctrl = mb.ctrl
 	}
 	notified := false
 	for {
-		ok, wait, wsFull := e.slots.tryAcquire(ws)
+		ok, wait, wsFull := e.slots.tryAcquireCap(ws, perWS)
 		if ok {
 			return nil
 		}
@@ -88,7 +100,8 @@ func (e *Engine) acquireSlot(ctx context.Context, ws, requester string, notify f
 		if wsFull {
 			onlyWS = ws
 		}
-		if !e.reapOldestIdle(requester, onlyWS) && !notified {
+		// Spares give way first, then the longest idle conversation.
+		if !e.spare.yield(onlyWS) && !e.reapOldestIdle(requester, onlyWS) && !notified {
 			notified = true
 			notify()
 		}

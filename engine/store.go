@@ -55,6 +55,18 @@ type record struct {
 	// PendingPermission names the permission request the running turn
 	// waits on, so that a restart can say it was cancelled.
 	PendingPermission string `json:"pending_permission,omitempty"`
+	// HadSession: the conversation had a Claude session that was
+	// forgotten (!new, a fallback), so the next one starts fresh rather
+	// than first (thread_context_on_fresh).
+	HadSession bool `json:"had_session,omitempty"`
+	// DM: the conversation is a direct message. Kept here because a
+	// message replayed from the journal no longer says so, and the
+	// sender header and the mentions are off in DMs by default.
+	DM bool `json:"dm,omitempty"`
+	// Speakers are who wrote the messages of the current session, one
+	// "name (id)" a line, in the order they first spoke (!status). A
+	// string keeps the record comparable.
+	Speakers string `json:"speakers,omitempty"`
 }
 
 // dropInvalidIDs clears the session ids that are not canonical UUIDs (a

@@ -62,6 +62,9 @@ type turnRunner struct {
 	// awaitText is set while the turn waits on a question or a plan's
 	// feedback: a plain reply in the thread then answers it.
 	awaitText *atomic.Bool
+	// dm: the conversation is a direct message (the sender header is off
+	// there by default).
+	dm bool
 }
 
 // outcome is how one attempt at a turn ended.
@@ -103,6 +106,7 @@ func (tr *turnRunner) run(it workItem) {
 	}
 	tr.chat.turnStarted(it.msg)
 	began := tr.e.turnBegan()
+	tr.rb.noteSpeaker(it.msg)
 	hadHistory := tr.rb.sessionID() != ""
 	it, notes, perr := tr.prepare(it)
 	out := outcome{err: perr}
@@ -112,6 +116,9 @@ func (tr *turnRunner) run(it workItem) {
 	}
 	ok := tr.finish(it, out, hadHistory)
 	tr.e.turnDone(out, ok, began)
+	if perr == nil && !errors.Is(out.err, errStopped) && !errors.Is(out.err, errKilled) {
+		tr.ringIfLong(it.msg, time.Since(began), ok)
+	}
 	if tr.e.killedAt(pointReplied) {
 		out = outcome{err: errKilled}
 	}
@@ -119,7 +126,8 @@ func (tr *turnRunner) run(it workItem) {
 	tr.mb.setState(stateIdle)
 	tr.agent.markIdle()
 	tr.chat.turnEnded(it.msg, ok)
-	tr.e.slots.signal() // this process may now be reaped for a waiter
+	tr.e.slots.signal()                                                              // this process may now be reaped for a waiter
+	tr.e.spare.want(tr.ws, tr.e.agentConfig(tr.binding(), tr.dm), tr.wantsPartial()) // after the turn, never on its path
 	if retry != nil {
 		// Before the turns queued behind it, so the order holds.
 		tr.recover(*retry)
@@ -302,7 +310,13 @@ func (tr *turnRunner) ensureProcess() error {
 		}
 		return nil
 	}
-	if err := tr.e.acquireSlot(tr.e.bg, tr.ws, tr.key, func() { tr.chat.send(noticeWaiting) }, tr.mb, onCtrl); err != nil {
+	b := tr.binding()
+	cfg := tr.e.agentConfig(b, tr.dm)
+	partial := tr.wantsPartial()
+	if tr.takeSpare(b, cfg, partial) {
+		return nil
+	}
+	if err := tr.e.acquireSlotCap(tr.e.bg, tr.ws, tr.e.wsCapFor(b), tr.key, func() { tr.chat.send(noticeWaiting) }, tr.mb, onCtrl); err != nil {
 		return err
 	}
 	id := tr.rb.sessionID()
@@ -316,14 +330,37 @@ func (tr *turnRunner) ensureProcess() error {
 			"transcript_lookup_error", errString(err))
 	}
 	start.Model, start.PermissionMode = tr.rb.spawnSettings() // !model, !mode
-	start.PartialMessages = tr.wantsPartial()
-	tr.log.Info("Starting agent process", "session_id", orDefault(id, "new"), "model", orDefault(orDefault(start.Model, tr.e.opts.Agent.Model), "default"))
-	if err := tr.agent.start(tr.e.spawn, tr.e.opts.Agent, start); err != nil {
+	start.PartialMessages = partial
+	start.Tools = tr.hostTools(b)
+	tr.log.Info("Starting agent process", "session_id", orDefault(id, "new"), "model", orDefault(orDefault(start.Model, cfg.Model), "default"))
+	if err := tr.agent.start(tr.e.spawn, cfg, start); err != nil {
 		tr.e.slots.release(tr.ws)
 		return err
 	}
-	syncControls(tr.agent.live(), tr.rb, start.Model, start.PermissionMode, tr.e.opts.Agent.Model, tr.log)
+	syncControls(tr.agent.live(), tr.rb, start.Model, start.PermissionMode, cfg.Model, tr.log)
 	return nil
+}
+
+// takeSpare gives a conversation that starts a new Claude session with
+// its binding's settings (cfg, partial) a spare process started for them
+// (spares.go), points the spare's host tools at this conversation, and
+// records the spare's session id before the turn as newSessionStart would. A conversation that
+// resumes, has a chosen id waiting (a crash before its first turn), or
+// runs another model or mode starts its own.
+func (tr *turnRunner) takeSpare(b Binding, cfg agentproc.Config, partial bool) bool {
+	rec := tr.rb.get()
+	if model, mode := tr.rb.spawnSettings(); rec.SessionID != "" || rec.NewSessionID != "" || model != "" || mode != "" {
+		return false
+	}
+	sp := tr.e.spare.take(tr.e.spare.setupFor(tr.ws, cfg, partial))
+	if sp == nil {
+		return false
+	}
+	sp.tools.set(tr.hostTools(b))
+	tr.rb.update(func(r *record) { r.NewSessionID = sp.id })
+	tr.agent.adopt(sp.slot)
+	tr.log.Info("Taking a spare agent process", "session_id", sp.id, "ready", sp.ready)
+	return true
 }
 
 // newSessionStart chooses the id of a new Claude session and records it
@@ -354,22 +391,39 @@ func (tr *turnRunner) send(proc agentProcess, it workItem) (agentTurn, error) {
 	if id == "" || it.continuation {
 		id = newUUID()
 	}
-	if it.continuation {
+	switch {
+	case it.continuation:
 		text = continueText
-	} else if err := tr.jr.markStarted(it); err != nil {
-		// Sending now could not be told apart from not sending after a
-		// crash; refuse the turn instead.
-		return nil, err
+	case !isCompaction(text):
+		// Who wrote it, and what the thread said before (team.go).
+		text = tr.teamPrompt(it, text)
+	}
+	if !it.continuation {
+		if err := tr.jr.markStarted(it); err != nil {
+			// Sending now could not be told apart from not sending
+			// after a crash; refuse the turn instead.
+			return nil, err
+		}
 	}
 	if tr.e.killedAt(pointStarted) {
 		return nil, errKilled
 	}
-	return proc.StartTurn(tr.e.bg, agentproc.UserMessage{UUID: id, Text: text})
+	msg := agentproc.UserMessage{UUID: id, Text: text}
+	if !it.continuation {
+		msg.Images = it.images
+	}
+	return proc.StartTurn(tr.e.bg, msg)
 }
 
 // attempt runs the message as one turn of the session's process, serving
 // permission prompts, !stop and progress while it runs.
 func (tr *turnRunner) attempt(it workItem) outcome {
+	// Before ensureProcess picks a new session's id: whether the thread's
+	// earlier messages are due depends on there being none yet.
+	it.threadContext = ""
+	if !it.continuation && !isCompaction(it.msg.Text) {
+		it.threadContext = tr.threadContext(it)
+	}
 	if err := tr.ensureProcess(); err != nil {
 		return outcome{err: err}
 	}
@@ -380,6 +434,13 @@ func (tr *turnRunner) attempt(it workItem) outcome {
 	}
 
 	t := &turn{msg: it.msg, perms: tr.newPermissions(), live: tr.newLive()}
+	t.perms.ring = func(tool string) {
+		what := "Claude asks for your permission above."
+		if tool == "AskUserQuestion" {
+			what = "Claude asks you a question above."
+		}
+		tr.ringAsker(it.msg, what)
+	}
 	events := at.Events()
 	stopping := tr.e.stopping
 	var graceC, killC <-chan time.Time

@@ -10,6 +10,9 @@ type Entry struct {
 	UserID, UserName                     string
 	Text                                 string // the message as it will be prompted (before its attachments)
 	Received                             time.Time
+	// DM marks a message of a direct conversation with the bot, so that
+	// a replay keeps the sender header and the mentions off there.
+	DM bool
 	// Accepted is when it was journaled (Append sets it when zero); the
 	// seen window counts from it.
 	Accepted time.Time

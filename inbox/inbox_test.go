@@ -46,6 +46,7 @@ func TestInboxSurvivesReopenInOrder(t *testing.T) {
 	for _, id := range []string{"a", "b", "c"} {
 		e := entry(id)
 		e.UUID = "uuid-" + id
+		e.DM = id == "c"
 		if err := in.Append(e); err != nil {
 			t.Fatal(err)
 		}
@@ -72,7 +73,7 @@ func TestInboxSurvivesReopenInOrder(t *testing.T) {
 	if !got[0].Started || !got[0].Replying || got[0].UUID != "uuid-b" || got[1].Started || got[1].UUID != "uuid-c" {
 		t.Errorf("marks lost: %+v", got)
 	}
-	if got[1].Text != "message c" || got[1].Thread != "t" || got[1].Platform != "local" {
+	if got[1].Text != "message c" || got[1].Thread != "t" || got[1].Platform != "local" || !got[1].DM || got[0].DM {
 		t.Errorf("entry content lost: %+v", got[1])
 	}
 	fi, _ := os.Stat(path)

@@ -33,7 +33,7 @@ thread_per_message = true
 	t.Run("a mention gets one threaded reply with the context figure", func(t *testing.T) {
 		f.Post(t, mention("1001", "hello there"))
 		reply := f.WaitPost(t, "the reply in the message's thread", func(m fakediscord.Message) bool {
-			return m.ChannelID == "1001" && strings.Contains(m.Content, "echo: hello there")
+			return m.ChannelID == "1001" && strings.Contains(m.Content, "message from") && strings.Contains(m.Content, "\nhello there")
 		})
 		if !ctxFigure.MatchString(reply.Content) {
 			t.Errorf("reply %q does not end with the context figure", reply.Content)
@@ -54,7 +54,7 @@ thread_per_message = true
 		}
 		n := 0
 		for _, m := range f.Posts() {
-			if strings.Contains(m.Content, "echo: hello there") {
+			if strings.Contains(m.Content, "message from") && strings.Contains(m.Content, "\nhello there") {
 				n++
 			}
 		}

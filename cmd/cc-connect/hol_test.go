@@ -61,7 +61,7 @@ api_url = %q
 		t.Logf("CB's message %d acked %v after it was sent, with CA's posts and CD's download held", i, ackedAt[env].Sub(sent))
 		mu.Unlock()
 		f.WaitPost(t, "the answer in CB", func(m fakeslack.Message) bool {
-			return m.Channel == "CB" && m.ThreadTS == ts && strings.Contains(m.Text, fmt.Sprintf("echo: b%d", i))
+			return m.Channel == "CB" && m.ThreadTS == ts && strings.Contains(m.Text, fmt.Sprintf("\nb%d", i))
 		})
 	}
 	for _, m := range f.Posts() {
@@ -72,7 +72,7 @@ api_url = %q
 
 	releasePosts()
 	releaseDownload()
-	for _, want := range []struct{ ch, thread, text string }{{"CA", a1, "echo: a1"}, {"CA", a1, "echo: a2"}, {"CD", d1, "echo: d1"}} {
+	for _, want := range []struct{ ch, thread, text string }{{"CA", a1, "\na1"}, {"CA", a1, "\na2"}, {"CD", d1, "\nd1"}} {
 		f.WaitPost(t, want.text, func(m fakeslack.Message) bool {
 			return m.Channel == want.ch && m.ThreadTS == want.thread && strings.Contains(m.Text, want.text)
 		})

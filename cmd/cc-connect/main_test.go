@@ -265,6 +265,8 @@ max_turn_time = "2h"
 	cfg.Bindings[0].Worktree = true
 	cfg.Bindings[0].CapUserDailyUSD = 5
 	cfg.Spend.AdminsExempt = true
+	haiku := "haiku"
+	cfg.Bindings[0].Model = &haiku
 	opts := engineOptions(cfg, newLogger(cfg.Log, io.Discard))
 	for _, v := range []reflect.Value{reflect.ValueOf(opts), reflect.ValueOf(opts.Bindings[0])} {
 		for i := range v.NumField() {
@@ -286,7 +288,7 @@ max_turn_time = "2h"
 	b := opts.Bindings[0]
 	if b.Platform != "tty" || b.Channel != "*" || b.Workspace != cfg.Bindings[0].Workspace ||
 		b.RequireMention == nil || *b.RequireMention || b.Admins[0] != "root" || b.AllowUsers[0] != "*" || !b.AllowShell ||
-		len(b.Approvers) != 1 || b.Approvers[0] != "root" {
+		len(b.Approvers) != 1 || b.Approvers[0] != "root" || b.Setup.Model == nil || *b.Setup.Model != "haiku" {
 		t.Errorf("binding = %+v", b)
 	}
 	if opts.Agent.Model != "sonnet" || opts.MaxProcesses != 3 || opts.IdleTimeout != 30*time.Minute || opts.StateDir != cfg.State.Dir {

@@ -19,6 +19,9 @@ func TestRunMetricsCountTurns(t *testing.T) {
 	p.write(t, "two\n")
 	p.waitOut(t, "echo: two")
 	p.waitOut(t, "[ctx:")
+	// The spare process (agent.prewarm, 1 by default) started after the
+	// first turn counts as a live process too.
+	p.waitErr(t, `msg="Spare agent process ready"`)
 
 	// The reply is posted before the turn is counted as finished, and a
 	// separate process gives no event for that: poll with a deadline.
@@ -49,7 +52,7 @@ func TestRunMetricsCountTurns(t *testing.T) {
 		"cc_connect_context_percent_count 2",
 		"cc_connect_turns_running 0",
 		`cc_connect_sessions{state="idle"} 1`,
-		"cc_connect_agent_processes 1",
+		"cc_connect_agent_processes 2",
 	} {
 		if !strings.Contains(text, want+"\n") {
 			t.Errorf("/metrics lacks %q", want)

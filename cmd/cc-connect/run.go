@@ -88,6 +88,7 @@ func engineOptions(cfg *config.Config, log *slog.Logger) engine.Options {
 		MaxTurnTime:              a.MaxTurnTime.D(),
 		MaxProcesses:             a.MaxProcesses,
 		MaxProcessesPerWorkspace: a.MaxProcessesPerWorkspace,
+		Prewarm:                  a.Prewarm,
 		QueueLimit:               a.QueueLimit,
 		ContextWindow:            a.ContextWindow,
 		SelfReport:               a.SelfReport,
@@ -99,6 +100,7 @@ func engineOptions(cfg *config.Config, log *slog.Logger) engine.Options {
 		AttachmentMaxBytes:       int64(cfg.Files.AttachmentMaxSize),
 		AllowedModes:             append([]string(nil), a.AllowedModes...),
 		SpendAdminsExempt:        cfg.Spend.AdminsExempt,
+		Team:                     teamOptions(cfg),
 		Logger:                   log,
 	}
 }
@@ -120,6 +122,7 @@ func engineBindings(cfg *config.Config) []engine.Binding {
 			Caps: spend.Caps{Daily: float64(b.CapDailyUSD), Monthly: float64(b.CapMonthlyUSD),
 				UserDaily: float64(b.CapUserDailyUSD), UserMonthly: float64(b.CapUserMonthlyUSD)},
 			Progress: b.ProgressOf(),
+			Setup:    engineSetup(b),
 		}
 	}
 	return bindings

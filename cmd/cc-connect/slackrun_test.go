@@ -33,7 +33,7 @@ api_url = %q
 		// Slack sends a mention twice: as a message and as an app_mention.
 		f.DeliverMention(t, fakeslack.MsgEvent("C1", ts, "U1", "<@UBOT> hello there", nil))
 		reply := f.WaitPost(t, "the reply in the thread", func(m fakeslack.Message) bool {
-			return m.Channel == "C1" && m.ThreadTS == ts && strings.Contains(m.Text, "echo: hello there")
+			return m.Channel == "C1" && m.ThreadTS == ts && strings.Contains(m.Text, "message from") && strings.Contains(m.Text, "\nhello there")
 		})
 		if !ctxFigure.MatchString(reply.Text) {
 			t.Errorf("reply %q does not end with the context figure", reply.Text)
@@ -138,10 +138,19 @@ api_url = %q
 		// A copy of a message still on its way to the journal is not
 		// acked before it: Slack retries no event it has an ack for, so
 		// acking the copy first could lose the message with a crash.
+		// Only this event's copies count: the redelivery setting applies to
+		// every envelope not yet acked, such as the echo of the previous
+		// subtest's reply, which is acked at once.
+		eventID := ""
+		for _, d := range f.Deliveries() {
+			if d.EnvelopeID == env {
+				eventID = d.EventID
+			}
+		}
 		var retries []string
 		f.Wait(t, "a redelivery", func() bool {
 			for _, d := range f.Deliveries() {
-				if d.Retry > 0 {
+				if d.Retry > 0 && d.EventID == eventID {
 					retries = append(retries, d.EnvelopeID)
 				}
 			}
@@ -165,7 +174,7 @@ api_url = %q
 		}
 		releaseTurn()
 		f.WaitPost(t, "the reply", func(m fakeslack.Message) bool {
-			return m.ThreadTS == ts && strings.Contains(m.Text, "echo: journal me")
+			return m.ThreadTS == ts && strings.Contains(m.Text, "message from") && strings.Contains(m.Text, "\njournal me")
 		})
 		if n := strings.Count(strings.Join(r.prompts(t), "\n"), "journal me"); n != 1 {
 			t.Errorf("claude got the message %d times, want once", n)

@@ -94,6 +94,7 @@ platform = "chat"
 channel = "*"
 workspace = "ws"
 allow_users = ["U1"]
+sender_header = false
 `, fakeclaude.Build(t), filepath.Join(dir, "claude-config"), f.APIURL()))
 	return path, filepath.Join(dir, "state")
 }

@@ -50,6 +50,9 @@ dir = "state"
 [agent]
 command = %q
 env = { CLAUDE_CONFIG_DIR = %q }
+# The spawns counted are the ones a message needs; a spare (agent.prewarm)
+# would start after the turn, racing the shutdown.
+prewarm = 0
 `, wrapper, filepath.Join(dir, "claude-config"))+localChatTOML)
 
 	// The local chat's session, made the normal way; then the others.

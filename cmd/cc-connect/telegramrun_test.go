@@ -38,7 +38,7 @@ api_url = %q
 	t.Run("a mention gets one reply in the topic with the context figure", func(t *testing.T) {
 		id := mention(77, "hello there")
 		reply := f.WaitSent(t, "the reply in the topic", func(m faketelegram.Message) bool {
-			return m.ChatID == forumID && m.ThreadID == 77 && strings.Contains(m.Text, "echo: hello there")
+			return m.ChatID == forumID && m.ThreadID == 77 && strings.Contains(m.Text, "message from") && strings.Contains(m.Text, "\nhello there")
 		})
 		if !ctxFigure.MatchString(reply.Text) {
 			t.Errorf("reply %q does not end with the context figure", reply.Text)
@@ -57,7 +57,7 @@ api_url = %q
 		}
 		n := 0
 		for _, m := range f.Sent() {
-			if strings.Contains(m.Text, "echo: hello there") {
+			if strings.Contains(m.Text, "message from") && strings.Contains(m.Text, "\nhello there") {
 				n++
 			}
 		}

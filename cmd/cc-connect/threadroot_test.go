@@ -30,10 +30,10 @@ api_url = %q
 	f.AddMessage("C1", root, "U1", "<@UBOT> why is the build red")
 	f.WaitAck(t, f.Deliver(t, fakeslack.MsgEvent("C1", reply, "U2", "the linter fails", map[string]any{"thread_ts": root})))
 	first := f.WaitPost(t, "the root's answer", func(m fakeslack.Message) bool {
-		return m.ThreadTS == root && strings.Contains(m.Text, "echo: why is the build red")
+		return m.ThreadTS == root && strings.Contains(m.Text, "\nwhy is the build red")
 	})
 	second := f.WaitPost(t, "the reply's answer", func(m fakeslack.Message) bool {
-		return m.ThreadTS == root && strings.Contains(m.Text, "echo: the linter fails")
+		return m.ThreadTS == root && strings.Contains(m.Text, "\nthe linter fails")
 	})
 	if !(first.TS < second.TS) {
 		t.Errorf("the reply was answered (%s) before its root (%s)", second.TS, first.TS)
@@ -43,14 +43,14 @@ api_url = %q
 	// A marker in the same thread: its turn runs after any the late root
 	// would have queued.
 	f.Deliver(t, fakeslack.MsgEvent("C1", "1700000003.000100", "U1", "<@UBOT> marker", map[string]any{"thread_ts": root}))
-	f.WaitPost(t, "the marker's answer", func(m fakeslack.Message) bool { return strings.Contains(m.Text, "echo: marker") })
+	f.WaitPost(t, "the marker's answer", func(m fakeslack.Message) bool { return strings.Contains(m.Text, "\nmarker") })
 	prompts := strings.Join(r.prompts(t), "\n")
 	for _, text := range []string{"why is the build red", "the linter fails"} {
 		if n := strings.Count(prompts, text); n != 1 {
 			t.Errorf("claude got %q %d times, want once", text, n)
 		}
 	}
-	if n := slackPostsIn(f, root, "echo: why is the build red"); n != 1 {
+	if n := slackPostsIn(f, root, "\nwhy is the build red"); n != 1 {
 		t.Errorf("the root was answered %d times, want once", n)
 	}
 	r.stop(t)

@@ -140,7 +140,7 @@ prompt = "Say the noon word."
 	p.waitErr(t, `msg="Schedule added" component=schedule schedule=noon`)
 	clock.setAndWait(t, p, day.Add(12*time.Hour+30*time.Second))
 	lines := p.waitOut(t, "Scheduled: noon")
-	lines = append(lines, p.waitOut(t, "echo: Say the noon word.")...)
+	lines = append(lines, p.waitOut(t, "Say the noon word.")...)
 	if linesWith(lines, "Scheduled: noon") != 1 {
 		t.Errorf("header posted %d times: %q", linesWith(lines, "Scheduled: noon"), lines)
 	}
@@ -179,13 +179,13 @@ prompt = "Say the noon word."
 	clock.set(t, day.Add(36*time.Hour+20*time.Minute))
 	p = startClockBinary(t, clock, api, nil, "run", "--config", path)
 	lines = p.waitOut(t, "Scheduled: noon")
-	lines = append(lines, p.waitOut(t, "echo: Say the noon word.")...)
+	lines = append(lines, p.waitOut(t, "Say the noon word.")...)
 	// Once it is done (a run still working makes the next one skip).
 	p.waitErr(t, `msg="Run finished" platform=tty channel=local thread="" run_id=schedule:noon@2026-03-11T12:00Z`)
 	// And the day after, on the clock again.
 	clock.setAndWait(t, p, day.Add(60*time.Hour+10*time.Second))
 	lines = append(lines, p.waitOut(t, "Scheduled: noon")...)
-	lines = append(lines, p.waitOut(t, "echo: Say the noon word.")...)
+	lines = append(lines, p.waitOut(t, "Say the noon word.")...)
 	p.stdin.Close()
 	if code := p.exitCode(t); code != 0 {
 		t.Fatalf("exit code %d", code)
@@ -495,12 +495,12 @@ prompt = "Summarize yesterday's commits."
 		t.Errorf("header posted in thread %q, want the channel", header.ThreadTS)
 	}
 	f.WaitPost(t, "the reply under the header", func(m fakeslack.Message) bool {
-		return m.ThreadTS == header.TS && strings.Contains(m.Text, "echo: Summarize yesterday's commits.")
+		return m.ThreadTS == header.TS && strings.Contains(m.Text, "Summarize yesterday's commits.")
 	})
 	f.Deliver(t, fakeslack.MsgEvent("C1", "1773046900.000100", "U1", "and the open pull requests?",
 		map[string]any{"thread_ts": header.TS, "parent_user_id": "UBOT"}))
 	f.WaitPost(t, "the answer in the thread", func(m fakeslack.Message) bool {
-		return m.ThreadTS == header.TS && strings.Contains(m.Text, "echo: and the open pull requests?")
+		return m.ThreadTS == header.TS && strings.Contains(m.Text, "and the open pull requests?")
 	})
 	recs := fakeclaude.ReadRecord(t, record)
 	sessions := map[string]bool{}

@@ -94,6 +94,8 @@
 //	FAKECLAUDE_RELEASE=<file>       ends [[SLOW]] turns once the file exists
 //	FAKECLAUDE_IGNORE_SIGTERM=1     ignore SIGTERM (to test SIGKILL escalation)
 //	FAKECLAUDE_VERSION=<v>          what --version prints (default the pinned release)
+//	FAKECLAUDE_INITIALIZE=refuse    answer initialize with an error; =ignore: never
+//	                                answer it
 //
 // Usage per call: input_tokens as above, cache_creation 1500, cache_read
 // 2500 + 100 per earlier call of the session, so the context grows.

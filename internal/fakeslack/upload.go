@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // maxUploadBytes is the largest file Slack takes (1 GB); SetUploadLimit
@@ -215,4 +216,26 @@ func orTitle(u *Upload) string {
 		return u.Title
 	}
 	return u.Name
+}
+
+// WaitWithin is Wait with a limit of the caller's: a turn of the real
+// claude CLI on a loaded machine takes many times the fake's own limit,
+// and its tests wait as long as their run allows (testenv.HangLimit).
+func (s *Server) WaitWithin(tb testing.TB, limit time.Duration, what string, cond func() bool) {
+	tb.Helper()
+	deadline := time.NewTimer(limit)
+	defer deadline.Stop()
+	for {
+		s.mu.Lock()
+		ch := s.changed
+		s.mu.Unlock()
+		if cond() {
+			return
+		}
+		select {
+		case <-ch:
+		case <-deadline.C:
+			tb.Fatalf("fakeslack: timed out after %s waiting for %s", limit, what)
+		}
+	}
 }

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"testing"
+	"time"
 	"unicode/utf16"
 )
 
@@ -151,4 +153,26 @@ func (s *Server) Documents() []Message {
 		}
 	}
 	return out
+}
+
+// WaitWithin is Wait with a limit of the caller's: a turn of the real
+// claude CLI on a loaded machine takes many times the fake's own limit,
+// and its tests wait as long as their run allows (testenv.HangLimit).
+func (s *Server) WaitWithin(tb testing.TB, limit time.Duration, what string, cond func() bool) {
+	tb.Helper()
+	deadline := time.NewTimer(limit)
+	defer deadline.Stop()
+	for {
+		s.mu.Lock()
+		ch := s.changed
+		s.mu.Unlock()
+		if cond() {
+			return
+		}
+		select {
+		case <-ch:
+		case <-deadline.C:
+			tb.Fatalf("faketelegram: timed out after %s waiting for %s", limit, what)
+		}
+	}
 }

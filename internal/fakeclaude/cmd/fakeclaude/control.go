@@ -123,6 +123,13 @@ func (f *fake) handleControl(id string, raw json.RawMessage) {
 		f.out.line(map[string]any{"type": "system", "subtype": "status", "status": nil,
 			"permissionMode": rq.Mode, "uuid": uuid.NewString(), "session_id": f.sessionID})
 	case "initialize":
+		switch os.Getenv("FAKECLAUDE_INITIALIZE") {
+		case "refuse":
+			fail("Already initialized", "")
+			return
+		case "ignore":
+			return
+		}
 		ok(map[string]any{"commands": []any{}, "agents": []any{}, "output_style": "default",
 			"models": []any{map[string]any{"value": "default", "resolvedModel": defaultModel}},
 			"pid":    os.Getpid(), "claude_code_version": version,
