@@ -87,9 +87,10 @@ func filesOf(m platform.Message) []journaledFile {
 // It returns the item with that prompt and the notes it took, so that they
 // can be put back if the message never reaches Claude. A compaction
 // request goes as it is. A message whose sender was taken off the allow
-// list while it waited is not passed on.
+// list while it waited is not passed on; a run (a schedule's, a webhook's)
+// is the config's and has no place in that list.
 func (tr *turnRunner) prepare(it workItem) (workItem, string, error) {
-	if !tr.binding().allowed(it.msg.UserID) {
+	if it.run == nil && !tr.binding().allowed(it.msg.UserID) { // a run needs no place in the list (trigger.go)
 		tr.log.Info("Dropped a queued message: its sender is no longer allowed", "user_id", it.msg.UserID, "user_name", it.msg.UserName)
 		tr.chat.send(fmt.Sprintf("A message from %s was not passed to Claude: they are no longer allowed here.",
 			orDefault(it.msg.UserName, it.msg.UserID)))

@@ -28,6 +28,7 @@ const helpText = `Commands (prefix ! or /):
 !model [name] — show or set this conversation's model
 !mode [mode] — show or set the permission mode (within the modes the admin allows)
 !sh <command> — admins, where enabled: run a shell command in the workspace; Claude hears of it next turn
+!schedules [pause|resume NAME] — this channel's schedules and their next run; admins pause and resume them
 !help — this list`
 
 // commands are the known command names; "/x" is a command only when x is
@@ -35,7 +36,7 @@ const helpText = `Commands (prefix ! or /):
 var commands = map[string]bool{
 	"new": true, "btw": true, "stop": true, "status": true, "sessions": true,
 	"resume": true, "allow": true, "deny": true, "help": true,
-	"compact": true, "model": true, "mode": true, "sh": true, "skip": true,
+	"compact": true, "model": true, "mode": true, "sh": true, "skip": true, "schedules": true,
 }
 
 // parseCommand splits "!name args" (or "/name args" for a known name).
@@ -74,9 +75,11 @@ func (s *session) command(m platform.Message, name, args string) {
 	case "mode":
 		s.modeCommand(args)
 	case "status":
-		s.chat.send(s.status())
+		s.chat.send(s.status() + s.unattendedStatus(m.UserID))
 	case "sessions":
 		s.chat.send(s.listSessions())
+	case "schedules":
+		s.schedulesCommand(m, args) // trigger.go
 	default:
 		s.chat.send(fmt.Sprintf("Unknown command !%s. Send !help for the list.", name))
 	}
@@ -102,6 +105,7 @@ func (s *session) doNew() {
 	if old != "" {
 		msg += fmt.Sprintf(" (The previous session %s stays on disk; !sessions lists it.)", old)
 	}
+	msg += s.newWorktree() // worktree.go
 	s.chat.send(msg)
 }
 
@@ -288,10 +292,11 @@ func (s *session) btw(m platform.Message, question string) {
 	e.wg.Add(1)
 	e.busy.add(1)
 	e.mu.Unlock()
+	ws := s.ws // read here: a worktree move changes it on this goroutine (worktree.go)
 	go func() {
 		defer e.wg.Done()
 		defer e.busy.add(-1)
-		s.sideQuestion(id, question)
+		s.sideQuestion(id, question, m.UserID, ws)
 	}()
 }
 
@@ -299,19 +304,22 @@ const sidePrefix = "(side answer) "
 
 // sideQuestion answers !btw on a goroutine of its own (the engine waits
 // for it): its own process on a fork of the session, its own slot.
-func (s *session) sideQuestion(id, question string) {
+func (s *session) sideQuestion(id, question, user, ws string) {
 	e := s.e
-	if err := e.acquireSlot(e.bg, s.ws, s.key, func() { s.chat.send(sidePrefix + noticeWaiting) }, nil, nil); err != nil {
+	if s.refuseSideOverCap(user) { // spend.go
+		return
+	}
+	if err := e.acquireSlot(e.bg, ws, s.key, func() { s.chat.send(sidePrefix + noticeWaiting) }, nil, nil); err != nil {
 		s.chat.send(sidePrefix + "not answered: cc-connect is shutting down.")
 		return
 	}
-	defer e.slots.release(s.ws)
+	defer e.slots.release(ws)
 	s.log.Info("Starting a side-question process", "session_id", id, "fork", true)
 	// The conversation's !model applies; its !mode and the configured
 	// permission mode do not: a side question runs read-only, whatever
 	// they say (agentproc.StartOptions.ReadOnly).
 	model, _ := s.rb.spawnSettings()
-	proc, err := e.spawn(e.bg, e.opts.Agent, agentproc.StartOptions{Dir: s.ws, ResumeID: id, Fork: true, Model: model, ReadOnly: true}, s.log)
+	proc, err := e.spawn(e.bg, e.opts.Agent, agentproc.StartOptions{Dir: ws, ResumeID: id, Fork: true, Model: model, ReadOnly: true}, s.log)
 	if err != nil {
 		s.log.Error("Starting the side-question process failed", "session_id", id, "error", err)
 		s.chat.send(sidePrefix + "could not start: " + s.forChat(err.Error()))
@@ -397,6 +405,7 @@ func (s *session) sideQuestion(id, question string) {
 		s.chat.send(sidePrefix + "failed: " + msg)
 		return
 	}
+	s.recordForkSpend(user, id, res) // spend.go
 	answer := res.Text
 	if answer == "" {
 		answer = text.String()

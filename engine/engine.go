@@ -6,8 +6,10 @@
 // mailbox, a journal, a record, an agent process, a relay and a turn
 // runner: session.go says which is which), the process caps, permission
 // prompts, chat commands, the fallbacks that keep a session usable when
-// resuming fails, and recovery after a crash. It imports platform,
-// agentproc, inbox, workspace and ctxindicator, never a platform library;
+// resuming fails, recovery after a crash, and work that starts without a
+// person (runs, spending caps, worktrees: trigger.go). It imports platform,
+// agentproc, inbox, workspace and ctxindicator, and the leaf packages
+// trigger, schedule, spend and worktree, never a platform library;
 // it never parses the CLI's wire format (agentproc does) nor writes Claude
 // Code's transcripts.
 package engine
@@ -24,6 +26,7 @@ import (
 	"github.com/cc-connect/cc-connect/ctxindicator"
 	"github.com/cc-connect/cc-connect/inbox"
 	"github.com/cc-connect/cc-connect/platform"
+	"github.com/cc-connect/cc-connect/spend"
 )
 
 // Binding connects a platform channel to a workspace and says who may use it.
@@ -40,6 +43,10 @@ type Binding struct {
 	RequireMention *bool
 	// AllowShell lets this binding's Admins run !sh in the workspace.
 	AllowShell bool
+	// Worktree gives each conversation its own git worktree of Workspace
+	// (worktree.go); Caps are its spending caps (spend.go).
+	Worktree bool
+	Caps     spend.Caps
 	// Progress is what a turn shows while it runs: ProgressQuiet,
 	// ProgressNormal ("" too) or ProgressVerbose (live.go).
 	Progress string
@@ -73,6 +80,11 @@ type Options struct {
 	Logger                   *slog.Logger
 	Metrics                  Metrics          // turns, permissions, queue, sessions…; nil = off
 	Now                      func() time.Time // for tests; nil = time.Now
+	// Spending is the spending ledger turns are charged to and checked
+	// against (spend.go); nil: no caps. SpendAdminsExempt lets a binding's
+	// admins start turns over its caps.
+	Spending          *spend.Ledger
+	SpendAdminsExempt bool
 }
 
 // Defaults applied by New.
@@ -126,6 +138,7 @@ type Engine struct {
 	metrics Metrics     // never nil (noMetrics when off)
 	reload  reloadState // live bindings, running adapters, conversations to rebind (reload.go)
 	notices notifier    // posts for conversations without a session (notify.go)
+	runs    runState    // runs without a person (trigger.go)
 
 	// bg outlives every agent process and platform call made by sessions;
 	// Run cancels it only after all sessions ended.
@@ -211,6 +224,7 @@ func New(opts Options) (*Engine, error) {
 	}
 	e.spare = newSpares(e)
 	e.wireMetrics()
+	e.runs.init(opts.StateDir)
 	return e, nil
 }
 
@@ -243,6 +257,7 @@ func (e *Engine) adapter(name string) (platform.Adapter, bool) {
 func (e *Engine) Run(ctx context.Context) error {
 	// Work accepted before a crash resumes before new input arrives.
 	e.recoverAll()
+	close(e.runs.ready) // runs are taken from now on (trigger.go)
 
 	e.startAdapters(ctx) // each under a ctx of its own, so a reload can restart one
 	<-ctx.Done()

@@ -37,10 +37,11 @@ type harness struct {
 }
 
 type harnessConfig struct {
-	plain bool // a platform without optional interfaces
-	real  bool // run the real agentproc driver (against the fake claude binary)
-	fa    *fakeAgents
-	files *fakeFiles // what the platform's OpenAttachment serves, kept across restarts
+	plain   bool // a platform without optional interfaces
+	threads bool // a rich platform with threads under posted messages (platform.Threader)
+	real    bool // run the real agentproc driver (against the fake claude binary)
+	fa      *fakeAgents
+	files   *fakeFiles // what the platform's OpenAttachment serves, kept across restarts
 	// stopAt is the engine's kill-point hook (Engine.stopAt); a restart
 	// does not keep it.
 	stopAt func(point string) bool
@@ -105,6 +106,8 @@ func startHarness(t *testing.T, opts Options, cfg *harnessConfig, logs *testlog.
 		e.AddAdapter(chatPlatform{richPlatform{rec}, cfg.chat})
 	case cfg.plain:
 		e.AddAdapter(rec)
+	case cfg.threads:
+		e.AddAdapter(threadedPlatform{richPlatform{rec}})
 	default:
 		e.AddAdapter(richPlatform{rec})
 	}

@@ -265,6 +265,9 @@ func itemEntry(it workItem, now time.Time) inbox.Entry {
 			en.Kind = kindResumeArg + it.resumeArg
 		}
 	}
+	if k := runKind(it); k != "" {
+		en.Kind = k
+	}
 	for _, a := range m.Attachments {
 		en.Attachments = append(en.Attachments, inbox.Attachment{Name: a.Name, Mime: a.Mime, Ref: a.Ref, Declared: a.Size})
 	}
@@ -288,6 +291,12 @@ func entryItem(en inbox.Entry) (workItem, bool) {
 		it.kind, it.resumeArg = itemResume, strings.TrimPrefix(en.Kind, kindResumeArg)
 	case strings.HasPrefix(en.Kind, kindResume):
 		it.kind, it.resumeID = itemResume, strings.TrimPrefix(en.Kind, kindResume)
+	case isRunKind(en.Kind):
+		k, run, ok := runOfKind(en.Kind)
+		if !ok {
+			return workItem{}, false
+		}
+		it.kind, it.run = k, run
 	default:
 		return workItem{}, false
 	}

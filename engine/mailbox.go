@@ -22,6 +22,7 @@ const (
 	itemTurn   itemKind = iota // a user message for the agent
 	itemNew                    // !new: ordered after the turns before it
 	itemResume                 // !resume: ordered after the turns before it
+	itemRun                    // a run waiting for its header and thread (trigger.go)
 )
 
 // workItem is one entry of a session's FIFO: accepted work, journaled
@@ -50,6 +51,8 @@ type workItem struct {
 	// (msg.Attachments, with their Open, for one accepted in this run), or
 	// those an earlier version stored at acceptance.
 	files []journaledFile
+	// run is the run this item came from (trigger.go); nil for chat.
+	run *runInfo
 	// images are the message's pictures, read back once prepare stored
 	// them, sent with its prompt as image blocks (teamturn.go).
 	images []agentproc.Image

@@ -146,7 +146,7 @@ func (e *Engine) rebindSessions(ctx context.Context, bs []Binding, restarted map
 				text = "cc-connect's config no longer binds this channel: the running turn finishes, then this conversation stops taking messages."
 			}
 			notices = append(notices, notice{s, text})
-		case nb.Workspace != s.ws:
+		case nb.Workspace != s.binding.Workspace: // s.ws may be its worktree
 			m = staleMark{reason: "workspace changed", workspace: nb.Workspace}
 			text := fmt.Sprintf("cc-connect's config moved this channel to the workspace %s: your next message starts a new session there.", nb.Workspace)
 			if busy {

@@ -94,11 +94,11 @@ func (e *Engine) session(b Binding, m platform.Message, a platform.Adapter) (*se
 	rec, ok, lerr := e.store.load(key, e.now())
 	badIDs := rec.dropInvalidIDs()
 	if ok {
-		if rec.Workspace != ws {
+		if rec.Workspace != ws && rec.Worktree == "" { // a worktree's is its own (worktree.go)
 			log.Warn("Stored session belongs to another workspace; keeping its id",
 				"session_id", rec.SessionID, "stored_workspace", rec.Workspace)
+			rec.Workspace = ws
 		}
-		rec.Workspace = ws
 	} else {
 		rec = record{Key: key, Platform: to.Platform, Channel: to.Channel, Thread: to.Thread, Workspace: ws}
 	}
@@ -113,6 +113,7 @@ func (e *Engine) session(b Binding, m platform.Message, a platform.Adapter) (*se
 	e.mu.Unlock()
 	if len(pending) > 0 {
 		s.mb.push(pending...)
+		e.noteRecoveredRuns(pending)
 	}
 	if err := s.jr.openErr(); err != nil {
 		log.Error("Inbox journal unreadable; the conversation refuses new input until an admin inspects it",
@@ -172,7 +173,10 @@ func (s *session) loop() {
 		case it.kind == itemResume:
 			s.doResume(it)
 			s.jr.ack(it, inbox.AckResult)
+		case it.kind == itemRun:
+			s.handOff(it)
 		}
+		s.e.runFinished(it)
 		s.e.busy.add(-1)
 	}
 }

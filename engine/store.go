@@ -35,6 +35,11 @@ type record struct {
 	SelfPct        int     `json:"self_pct,omitempty"`
 	HasSelfPct     bool    `json:"has_self_pct,omitempty"`
 	TotalCostUSD   float64 `json:"total_cost_usd,omitempty"`
+	// Worktree is the branch of the conversation's git worktree (its path
+	// is Workspace) on a worktree binding; WorktreeGen counts its !new,
+	// each of which moves it to a new worktree (worktree.go).
+	Worktree    string `json:"worktree,omitempty"`
+	WorktreeGen int    `json:"worktree_gen,omitempty"`
 	// ModelOverride and ModeOverride are what !model and !mode set for this
 	// conversation; every later spawn passes them (--model,
 	// --permission-mode), so they survive reaps, resumes and restarts.

@@ -56,6 +56,9 @@ type turnRunner struct {
 	// binding is the conversation's binding in force now
 	// (session.liveBinding): who may still have a queued message run.
 	binding func() Binding
+	// user is whose message the running turn is, charged its cost
+	// (spend.go).
+	user string
 	// awaitText is set while the turn waits on a question or a plan's
 	// feedback: a plain reply in the thread then answers it.
 	awaitText *atomic.Bool
@@ -98,6 +101,9 @@ type turn struct {
 // run runs one user message as a turn, with the fallbacks that keep the
 // session usable, and posts the reply.
 func (tr *turnRunner) run(it workItem) {
+	if !tr.admit(&it) { // trigger.go: a run's header, the caps, the worktree
+		return
+	}
 	tr.chat.turnStarted(it.msg)
 	began := tr.e.turnBegan()
 	tr.rb.noteSpeaker(it.msg)
@@ -658,6 +664,7 @@ func (tr *turnRunner) noteResult(res *agentproc.Result, initModel string) {
 		}
 		r.LastActivity = tr.e.now()
 	})
+	tr.recordSpend(res) // spend.go
 }
 
 // noteContext reports the context use a result left, when it had usage.

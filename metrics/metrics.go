@@ -50,6 +50,7 @@ type Metrics struct {
 	sessionsFunc  func() map[string]int
 	processesFunc func() int
 	healthFunc    func() error
+	spendFunc     func() []Spend
 }
 
 // New builds the collectors. It has no side effects: nothing is served
@@ -76,6 +77,7 @@ func New() *Metrics {
 			"Sessions known to the engine, by state (idle, running, requires_action, …).", []string{"state"}, nil)},
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: Namespace, Name: "agent_processes",
 			Help: "Live Claude Code processes."}, m.liveProcesses),
+		newSpendCollector(m),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)

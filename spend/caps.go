@@ -174,3 +174,7 @@ func (l *Ledger) StatusLine(binding, user string, caps Caps) string {
 	return fmt.Sprintf("Spend: binding %s today, %s this month; you %s today, %s this month",
 		of(b.Day, caps.Daily), of(b.Month, caps.Monthly), of(u.Day, caps.UserDaily), of(u.Month, caps.UserMonthly))
 }
+
+// Now is the ledger's clock: the instant its windows and an OverCap's
+// Text are read at.
+func (l *Ledger) Now() time.Time { return l.now() }

@@ -90,7 +90,14 @@ func startBinary(t *testing.T, args ...string) *process {
 // environment.
 func startBinaryEnv(t *testing.T, env []string, args ...string) *process {
 	t.Helper()
-	cmd := exec.Command(buildBinary(t), args...)
+	return startBinaryPath(t, buildBinary(t), env, args...)
+}
+
+// startBinaryPath starts the cc-connect binary at bin (one built with other
+// flags) with env added to the test's own environment.
+func startBinaryPath(t *testing.T, bin string, env []string, args ...string) *process {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
 	cmd.Env = append(append(os.Environ(), "USER=tester"), env...)
 	stdin, stdout, stderr := pipes(t, cmd)
 	p := &process{cmd: cmd, stdin: stdin, out: make(chan string, 1024), errLn: make(chan string, 1024),

@@ -262,6 +262,9 @@ max_turn_time = "2h"
 	cfg.Bindings[0].Admins = []string{"root"}
 	cfg.Bindings[0].Approvers = []string{"root"}
 	cfg.Bindings[0].AllowShell = true
+	cfg.Bindings[0].Worktree = true
+	cfg.Bindings[0].CapUserDailyUSD = 5
+	cfg.Spend.AdminsExempt = true
 	haiku := "haiku"
 	cfg.Bindings[0].Model = &haiku
 	opts := engineOptions(cfg, newLogger(cfg.Log, io.Discard))
@@ -272,6 +275,9 @@ max_turn_time = "2h"
 				continue
 			}
 			if name == "Metrics" { // set by run when [metrics] is on
+				continue
+			}
+			if name == "Spending" { // set by run from the ledger it opened
 				continue
 			}
 			if v.Field(i).IsZero() {

@@ -17,6 +17,7 @@ import (
 	"github.com/cc-connect/cc-connect/engine"
 	"github.com/cc-connect/cc-connect/lease"
 	"github.com/cc-connect/cc-connect/metrics"
+	"github.com/cc-connect/cc-connect/spend"
 )
 
 // loadConfig loads and checks the config, printing what is wrong; it
@@ -98,6 +99,7 @@ func engineOptions(cfg *config.Config, log *slog.Logger) engine.Options {
 		ArtifactQuota:            int64(cfg.Files.ArtifactQuota),
 		AttachmentMaxBytes:       int64(cfg.Files.AttachmentMaxSize),
 		AllowedModes:             append([]string(nil), a.AllowedModes...),
+		SpendAdminsExempt:        cfg.Spend.AdminsExempt,
 		Team:                     teamOptions(cfg),
 		Logger:                   log,
 	}
@@ -116,8 +118,11 @@ func engineBindings(cfg *config.Config) []engine.Binding {
 			Approvers:      append([]string(nil), b.Approvers...),
 			RequireMention: b.RequireMention,
 			AllowShell:     b.AllowShell,
-			Progress:       b.ProgressOf(),
-			Setup:          engineSetup(b),
+			Worktree:       b.Worktree,
+			Caps: spend.Caps{Daily: float64(b.CapDailyUSD), Monthly: float64(b.CapMonthlyUSD),
+				UserDaily: float64(b.CapUserDailyUSD), UserMonthly: float64(b.CapUserMonthlyUSD)},
+			Progress: b.ProgressOf(),
+			Setup:    engineSetup(b),
 		}
 	}
 	return bindings
@@ -221,15 +226,44 @@ func runCommand(ctx context.Context, path string, std stdio) int {
 		defer func() { cancel(); <-served }()
 		log.Info("Serving metrics", "addr", ln.Addr().String())
 	}
+	clock, err := runClock(ctx, log)
+	if err != nil {
+		log.Error("Starting the clock failed", "error", err)
+		return exitFailure
+	}
+	// Ledgers that cannot be read and a taken webhook port fail the start.
+	un, err := openUnattended(cfg, clock, log)
+	if err != nil {
+		log.Error("Opening schedules, webhooks or the spending ledger failed", "error", err)
+		return exitFailure
+	}
+	defer un.close()
+	m.SetSpendFunc(spendFigures(un.spend))
 	opts := engineOptions(cfg, log)
 	if m != nil {
 		opts.Metrics = m
 	}
+	opts.Spending = un.spend
 	eng, err := engine.New(opts)
 	if err != nil {
 		log.Error("Creating the engine failed", "error", err)
 		return exitFailure
 	}
+	sched, err := un.scheduler(cfg, eng)
+	if err != nil {
+		log.Error("Creating the scheduler failed", "error", err)
+		return exitFailure
+	}
+	if sched != nil {
+		eng.SetSchedules(sched)
+	}
+	// Runs wait in Submit until the engine has recovered what a crash
+	// left; the listener and the scheduler stop before the engine does.
+	if err := un.start(ctx, cfg, eng); err != nil {
+		log.Error("Starting schedules and webhooks failed", "error", err)
+		return exitFailure
+	}
+	defer func() { cancel(); un.wait() }()
 	deps := adapterDeps{
 		Stdin:       std.In,
 		Stdout:      std.Out,

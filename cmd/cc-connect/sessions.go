@@ -39,6 +39,10 @@ type sessionsReport struct {
 	Instance        instanceInfo      `json:"instance"`
 	Sessions        []sessionRow      `json:"sessions"`
 	Workspaces      []workspaceReport `json:"workspaces"`
+	// RetiredWorktrees are the worktrees of worktree bindings that no
+	// session uses any more (after a !new): kept until an admin merges
+	// and removes them with `cc-connect worktrees`.
+	RetiredWorktrees []worktreeRow `json:"retired_worktrees,omitempty"`
 }
 
 type instanceInfo struct {
@@ -85,7 +89,7 @@ type transcriptRow struct {
 }
 
 // sessionsMain is `cc-connect sessions [--config FILE] [--json]`.
-func sessionsMain(_ context.Context, configPath string, args []string, std stdio) int {
+func sessionsMain(ctx context.Context, configPath string, args []string, std stdio) int {
 	fs := flag.NewFlagSet("cc-connect sessions", flag.ContinueOnError)
 	fs.SetOutput(std.Err)
 	fs.Usage = func() { fmt.Fprint(std.Err, usageText) }
@@ -108,6 +112,10 @@ func sessionsMain(_ context.Context, configPath string, args []string, std stdio
 	}
 	rep, err := collectSessions(cfg)
 	if err != nil {
+		fmt.Fprintf(std.Err, "cc-connect sessions: %v\n", err)
+		return exitFailure
+	}
+	if rep.RetiredWorktrees, err = retiredWorktrees(ctx, cfg); err != nil {
 		fmt.Fprintf(std.Err, "cc-connect sessions: %v\n", err)
 		return exitFailure
 	}
@@ -290,6 +298,9 @@ func writeSessions(w io.Writer, rep sessionsReport, now time.Time) error {
 		if err := tw.Flush(); err != nil {
 			return err
 		}
+	}
+	if err := writeRetiredWorktrees(&b, rep.RetiredWorktrees); err != nil {
+		return err
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -236,4 +237,45 @@ func writeWorktrees(w io.Writer, rows []worktreeRow) error {
 	_, err := fmt.Fprintln(w, "\ncc-connect worktrees prune removes the retired ones that are clean and merged; "+
 		"cc-connect worktrees remove [--force] BRANCH removes one.")
 	return err
+}
+
+// retiredWorktrees are the worktrees no session record uses, for
+// `cc-connect sessions`; none without a worktree binding.
+func retiredWorktrees(ctx context.Context, cfg *config.Config) ([]worktreeRow, error) {
+	if !slices.ContainsFunc(cfg.Bindings, func(b config.Binding) bool { return b.Worktree }) {
+		return nil, nil
+	}
+	rows, err := collectWorktrees(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	var out []worktreeRow
+	for _, r := range rows {
+		if !r.InUse && r.Problem == "" {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// writeRetiredWorktrees is the part of `cc-connect sessions` that lists
+// retired conversations' worktrees.
+func writeRetiredWorktrees(b *strings.Builder, rows []worktreeRow) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	fmt.Fprintf(b, "\nWorktrees of retired conversations (%d), kept until removed with `cc-connect worktrees prune` or `remove`:\n", len(rows))
+	tw := tabwriter.NewWriter(b, 0, 4, 2, ' ', 0)
+	for _, r := range rows {
+		state := "clean"
+		if r.Changes > 0 {
+			state = fmt.Sprintf("%d uncommitted", r.Changes)
+		}
+		merged := "merged"
+		if r.Ahead > 0 {
+			merged = fmt.Sprintf("%d commits not merged", r.Ahead)
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s, %s\t%s\n", r.Branch, r.Path, state, merged, orDash(r.Conversation))
+	}
+	return tw.Flush()
 }

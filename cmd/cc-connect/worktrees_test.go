@@ -141,3 +141,26 @@ func TestWorktreesCommand(t *testing.T) {
 		t.Errorf("remove of an unknown worktree: %d %s", code, errOut)
 	}
 }
+
+// `cc-connect sessions` lists the worktrees no conversation uses any more,
+// and not the one a session record still works in.
+func TestSessionsListsRetiredWorktrees(t *testing.T) {
+	t.Parallel()
+	path, clean, dirty, used := worktreesFixture(t)
+	code, out, errOut := runCLI(t, "--config", path, "sessions")
+	if code != exitOK {
+		t.Fatalf("sessions: %d %s", code, errOut)
+	}
+	_, retired, _ := strings.Cut(out, "Worktrees of retired conversations (2)")
+	if retired == "" || !strings.Contains(retired, clean.Branch) || !strings.Contains(retired, dirty.Branch) || strings.Contains(retired, used.Branch) {
+		t.Errorf("sessions output lacks the retired worktrees (or lists the used one):\n%s", out)
+	}
+	if !strings.Contains(retired, "1 uncommitted, merged") {
+		t.Errorf("the dirty worktree's state is not shown:\n%s", retired)
+	}
+	code, out, _ = runCLI(t, "--config", path, "sessions", "--json")
+	var rep sessionsReport
+	if err := json.Unmarshal([]byte(out), &rep); code != exitOK || err != nil || len(rep.RetiredWorktrees) != 2 {
+		t.Errorf("sessions --json: %d %v, %d retired worktrees, want 2", code, err, len(rep.RetiredWorktrees))
+	}
+}

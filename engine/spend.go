@@ -1,0 +1,129 @@
+package engine
+
+import (
+	"time"
+
+	"github.com/cc-connect/cc-connect/agentproc"
+	"github.com/cc-connect/cc-connect/inbox"
+	"github.com/cc-connect/cc-connect/spend"
+)
+
+// Spending caps (docs/unattended.md). The ledger (Options.Spending) is
+// charged after every turn from the cost Claude Code reports, to the
+// binding and to the user whose message started the turn; before a turn
+// starts, the binding's caps are checked and a turn over one is refused
+// with the cap's text. A binding is named in the ledger by its platform
+// and channel as configured ("slack/C0123", "tty/*").
+
+func spendKey(b Binding) string { return b.Platform + "/" + b.Channel }
+
+// spendNow is the ledger's clock (the windows' and the reset times').
+func (e *Engine) spendNow() time.Time {
+	if l := e.opts.Spending; l != nil {
+		return l.Now()
+	}
+	return e.now()
+}
+
+// overCap returns the cap that refuses a turn of user in b, or nil.
+func (e *Engine) overCap(b Binding, user string) *spend.OverCap {
+	l := e.opts.Spending
+	if l == nil || !b.Caps.Any() {
+		return nil
+	}
+	if e.opts.SpendAdminsExempt && b.admin(user) {
+		return nil
+	}
+	return l.Check(spendKey(b), user, b.Caps)
+}
+
+// liveBinding is the binding in force now for the conversation.
+func (tr *turnRunner) liveBinding() (Binding, bool) {
+	return tr.e.resolve(tr.chat.to.Platform, tr.chat.to.Channel)
+}
+
+// refuseOverCap refuses a turn over a spending cap before it starts: the
+// conversation is told which cap and when it resets, and the message
+// leaves the journal (it was answered). A turn a restart found started is
+// not refused: it was under the cap when it began.
+func (tr *turnRunner) refuseOverCap(it workItem) bool {
+	if it.started || it.recovered || it.continuation {
+		return false
+	}
+	b, ok := tr.liveBinding()
+	if !ok {
+		return false
+	}
+	over := tr.e.overCap(b, it.msg.UserID)
+	if over == nil {
+		return false
+	}
+	tr.log.Info("Turn refused: a spending cap is reached", "user_id", it.msg.UserID, "error", over)
+	tr.chat.send(over.Text(tr.e.spendNow()))
+	tr.jr.ack(it, inbox.AckResult)
+	tr.mb.setState(stateIdle)
+	return true
+}
+
+// recordSpend charges a turn's result to the ledger.
+func (tr *turnRunner) recordSpend(res *agentproc.Result) {
+	l := tr.e.opts.Spending
+	if l == nil || res == nil || res.TotalCostUSD <= 0 {
+		return
+	}
+	b, ok := tr.liveBinding()
+	if !ok {
+		return
+	}
+	cost, err := l.Record(spend.Turn{Binding: spendKey(b), User: tr.user, SessionID: res.SessionID, TotalUSD: res.TotalCostUSD})
+	if err != nil {
+		tr.log.Error("Writing the spending ledger failed; the charge counts in memory", "error", err)
+	}
+	tr.log.Debug("Turn charged", "user_id", tr.user, "cost_usd", cost, "session_id", res.SessionID)
+}
+
+// recordForkSpend charges a side question's fork, from its parent's
+// total.
+func (s *session) recordForkSpend(user, parent string, res *agentproc.Result) {
+	l := s.e.opts.Spending
+	if l == nil || res == nil || res.TotalCostUSD <= 0 {
+		return
+	}
+	b, ok := s.e.resolve(s.to.Platform, s.to.Channel)
+	if !ok {
+		return
+	}
+	if _, err := l.Record(spend.Turn{Binding: spendKey(b), User: user, SessionID: res.SessionID, TotalUSD: res.TotalCostUSD,
+		ForkedFrom: parent}); err != nil {
+		s.log.Error("Writing the spending ledger failed; the charge counts in memory", "error", err)
+	}
+}
+
+// spendStatus is !status's spend line; "" without a ledger.
+func (s *session) spendStatus(user string) string {
+	l := s.e.opts.Spending
+	if l == nil {
+		return ""
+	}
+	b, ok := s.e.resolve(s.to.Platform, s.to.Channel)
+	if !ok {
+		return ""
+	}
+	return l.StatusLine(spendKey(b), user, b.Caps)
+}
+
+// refuseSideOverCap refuses a side question over a spending cap: a fork
+// costs like a turn.
+func (s *session) refuseSideOverCap(user string) bool {
+	b, ok := s.e.resolve(s.to.Platform, s.to.Channel)
+	if !ok {
+		return false
+	}
+	over := s.e.overCap(b, user)
+	if over == nil {
+		return false
+	}
+	s.log.Info("Side question refused: a spending cap is reached", "user_id", user, "error", over)
+	s.chat.send(sidePrefix + over.Text(s.e.spendNow()))
+	return true
+}

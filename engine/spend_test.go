@@ -1,0 +1,110 @@
+package engine
+
+import (
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cc-connect/cc-connect/spend"
+	"github.com/cc-connect/cc-connect/trigger"
+)
+
+func openLedger(t *testing.T, now func() time.Time) *spend.Ledger {
+	t.Helper()
+	l, err := spend.Open(filepath.Join(t.TempDir(), "spend.json"), time.UTC, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// The fake agent reports a session total of $0.01 per message: a user cap
+// of $0.015 lets two turns start (the second ends over it) and refuses
+// the third, saying which cap and when it resets; the admin is exempt when
+// configured, and runs are refused like anyone.
+func TestSpendingCapRefusesTheNextTurn(t *testing.T) {
+	t.Parallel()
+	noon := time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)
+	ledger := openLedger(t, func() time.Time { return noon })
+	h := newHarness(t, func(o *Options, _ *harnessConfig) {
+		o.Spending, o.SpendAdminsExempt = ledger, true
+		o.Bindings[0].Caps = spend.Caps{UserDaily: 0.015, Daily: 0.035}
+	})
+	h.say("bob", "T1", "one")
+	h.rec.waitSend(t, "echo: one")
+	h.say("bob", "T1", "two")
+	h.rec.waitSend(t, "echo: two")
+	h.waitIdle()
+	h.say("bob", "T1", "three")
+	refusal := h.rec.waitSend(t, "spending cap")
+	want := "You have reached your daily spending cap of $0.01 ($0.02 spent today)"
+	if !strings.HasPrefix(refusal.Text, "You have reached your daily spending cap of $0.0") || !strings.Contains(refusal.Text, "2026-03-11 00:00 UTC (in 12h") {
+		t.Errorf("refusal %q, want like %q, resetting at midnight", refusal.Text, want)
+	}
+	h.waitIdle()
+	if got := h.rec.sends("echo: three"); len(got) != 0 {
+		t.Errorf("the refused turn ran: %q", got)
+	}
+	if got := ledger.User("fake/*", "bob").Day; got < 0.0199 || got > 0.0201 {
+		t.Errorf("bob spent $%.4f today, want $0.02", got)
+	}
+	h.say("bob", "T1", "!btw why so quiet?")
+	h.rec.waitSend(t, sidePrefix+"You have reached your daily spending cap")
+	h.waitIdle()
+	// The admin is exempt from the user cap and still charged.
+	h.say("alice", "T2", "admin turn")
+	h.rec.waitSend(t, "echo: admin turn")
+	h.waitIdle()
+	if got := ledger.Binding("fake/*").Day; got < 0.0299 {
+		t.Errorf("binding spent $%.4f, want the admin's turn counted", got)
+	}
+	h.say("bob", "T1", "!status")
+	status := h.rec.waitSend(t, "Spend: ")
+	if !strings.Contains(status.Text, "Spend: binding $0.03 of $0.04 today") || !strings.Contains(status.Text, "you $0.02 of $0.01 today") {
+		t.Errorf("!status spend line:\n%s", status.Text)
+	}
+	// Over the binding's own cap now ($0.04 with one more turn): a run is
+	// refused for good, and says so in the channel.
+	h.say("alice", "T2", "admin again")
+	h.rec.waitSend(t, "echo: admin again")
+	h.waitIdle()
+	// A side question's fork is charged from its parent's total: one
+	// message more than the parent, $0.01.
+	before := ledger.User("fake/*", "alice").Day
+	h.say("alice", "T2", "!btw what now?")
+	h.rec.waitSend(t, sidePrefix+"echo: what now?")
+	h.waitIdle()
+	if got := ledger.User("fake/*", "alice").Day - before; got < 0.0099 || got > 0.0101 {
+		t.Errorf("the fork was charged $%.4f, want $0.01", got)
+	}
+	err := h.submit(testRun("schedule:nightly@y", "costly"))
+	if !errors.Is(err, trigger.ErrRefused) {
+		t.Fatalf("run over the binding cap: %v, want ErrRefused", err)
+	}
+	h.rec.waitSend(t, "This binding has reached its daily spending cap")
+}
+
+// A run journaled before a restart and submitted again is a duplicate,
+// even over a cap: it is not refused, and nothing is posted about it.
+func TestResubmittedRunIsNotRefusedOverACap(t *testing.T) {
+	t.Parallel()
+	ledger := openLedger(t, time.Now)
+	h := newHarness(t, func(o *Options, _ *harnessConfig) {
+		o.Spending = ledger
+		o.Bindings[0].Caps = spend.Caps{Daily: 0.005}
+	})
+	r := testRun("schedule:nightly@z", "under the cap")
+	if err := h.submit(r); err != nil {
+		t.Fatal(err)
+	}
+	h.rec.waitSend(t, "echo: under the cap")
+	h.waitIdle()
+	if err := h.submit(r); !errors.Is(err, trigger.ErrDuplicate) {
+		t.Errorf("resubmitted over the cap: %v, want ErrDuplicate", err)
+	}
+	if got := h.rec.sends("spending cap"); len(got) != 0 {
+		t.Errorf("a refusal was posted for a duplicate: %q", got)
+	}
+}
