@@ -144,6 +144,7 @@ channel = "*"
 workspace = "ws"
 allow_users = ["U1"]
 require_mention = false
+sender_header = false
 `, claude, prewarm, home, filepath.Join(home, ".claude"), apiURL, fakeslack.BotToken, fakeslack.AppToken, f.APIURL()))
 	r := &slackRun{slack: f, log: newLineWatch(), acked: map[string]time.Time{}}
 	f.OnAck(func(id string) {
