@@ -228,21 +228,7 @@ func (s *Server) notify() {
 // runs without the fake's lock and is tried again after every change.
 func (s *Server) Wait(tb testing.TB, what string, cond func() bool) {
 	tb.Helper()
-	deadline := time.NewTimer(s.waitLimit())
-	defer deadline.Stop()
-	for {
-		s.mu.Lock()
-		ch := s.changed
-		s.mu.Unlock()
-		if cond() {
-			return
-		}
-		select {
-		case <-ch:
-		case <-deadline.C:
-			tb.Fatalf("fakediscord: timed out waiting for %s", what)
-		}
-	}
+	s.WaitWithin(tb, s.waitLimit(), what, cond)
 }
 
 // Next returns the next REST call (in the order received, each once)

@@ -219,21 +219,7 @@ func (s *Server) notify() {
 // tried again after every change the fake records.
 func (s *Server) Wait(tb testing.TB, what string, cond func() bool) {
 	tb.Helper()
-	deadline := time.NewTimer(s.waitLimit())
-	defer deadline.Stop()
-	for {
-		s.mu.Lock()
-		ch := s.changed
-		s.mu.Unlock()
-		if cond() {
-			return
-		}
-		select {
-		case <-ch:
-		case <-deadline.C:
-			tb.Fatalf("fakeslack: timed out waiting for %s", what)
-		}
-	}
+	s.WaitWithin(tb, s.waitLimit(), what, cond)
 }
 
 // Calls returns every request of method, in the order answered.
