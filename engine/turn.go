@@ -354,7 +354,15 @@ func (tr *turnRunner) takeSpare(b Binding, cfg agentproc.Config, partial bool) b
 	}
 	sp := tr.e.spare.take(tr.e.spare.setupFor(tr.ws, cfg, partial))
 	if sp == nil {
+		if tr.e.spare.on() {
+			tr.e.metrics.SpareTaken("none")
+		}
 		return false
+	}
+	if sp.ready {
+		tr.e.metrics.SpareTaken("ready")
+	} else {
+		tr.e.metrics.SpareTaken("loading")
 	}
 	sp.tools.set(tr.hostTools(b))
 	tr.rb.update(func(r *record) { r.NewSessionID = sp.id })
