@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -343,6 +344,19 @@ func (r *recentIDs) add(id string) bool {
 		r.order = r.order[1:]
 	}
 	return true
+}
+
+// forget drops id.
+func (r *recentIDs) forget(id string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.ids[id] {
+		return
+	}
+	delete(r.ids, id)
+	if i := slices.Index(r.order, id); i >= 0 {
+		r.order = slices.Delete(r.order, i, i+1)
+	}
 }
 
 // has reports whether id is remembered.
