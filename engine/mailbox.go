@@ -44,6 +44,11 @@ type workItem struct {
 	uuid         string
 	started      bool
 	replying     bool // its reply was being posted when cc-connect stopped
+	// streamed are the messages its reply was streamed into, and parts
+	// the parts of its reply known posted, as the journal had them when
+	// cc-connect stopped (recovery.go).
+	streamed []platform.Target
+	parts    []int
 	recovered    bool
 	continuation bool
 	afterCrash   bool

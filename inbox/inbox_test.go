@@ -60,7 +60,7 @@ func TestInboxSurvivesReopenInOrder(t *testing.T) {
 	if err := in.MarkStarted("b"); err != nil {
 		t.Fatal(err)
 	}
-	if err := in.MarkReplying("b"); err != nil {
+	if err := in.MarkReplying("b", nil); err != nil {
 		t.Fatal(err)
 	}
 	in.Close()

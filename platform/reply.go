@@ -59,3 +59,28 @@ type ReplyResult struct {
 type Replier interface {
 	SendReply(ctx context.Context, to Target, text string, r Reply) (ReplyResult, error)
 }
+
+// ReplyFinisher is implemented by adapters that stream a reply
+// (ReplyEditor) and can turn the streamed messages into the reply for
+// good. FinishReply makes msgs show text as SendReply would post it (the
+// same split), its edits not waiting behind the pacing of the stream's own
+// edits (only behind the platform's real limit), each part tagged with
+// r.Key where the platform can tag an edit; parts beyond msgs are posted
+// as SendReply posts them (tagged; r.Again, r.Done and r.Landed apply).
+// It returns the messages that hold a part, in order: messages of msgs
+// beyond them are the caller's to remove. Called again with the same
+// messages and text (after a restart, with r.Again) it changes nothing
+// the reader sees and posts only the parts not found.
+type ReplyFinisher interface {
+	FinishReply(ctx context.Context, to Target, msgs []Target, text string, r Reply) ([]Target, error)
+}
+
+// PartRecorder is implemented by a Replier that can neither tag its posts
+// nor find them again (Telegram): SendReply and FinishReply honour r.Done
+// and call r.Landed, so that the engine writes each part down as it lands
+// and, after a restart, posts only the parts it has no record of. The
+// window left is one journal write per part.
+type PartRecorder interface {
+	Replier
+	RecordsParts()
+}

@@ -55,10 +55,16 @@ func newGatePacer() *gatePacer {
 	return &gatePacer{reserved: make(chan string, 10), gate: make(chan struct{})}
 }
 
-func (p *gatePacer) Reserve(scope string) (time.Duration, func()) {
+func (p *gatePacer) Reserve(scope string) (time.Duration, func(bool)) {
 	p.reserved <- scope
 	<-p.gate
-	return 0, func() { p.mu.Lock(); p.cancels++; p.mu.Unlock() }
+	return 0, func(sent bool) {
+		if !sent {
+			p.mu.Lock()
+			p.cancels++
+			p.mu.Unlock()
+		}
+	}
 }
 
 type outcome struct {
@@ -200,7 +206,7 @@ func TestInterval(t *testing.T) {
 	p := NewInterval(time.Second)
 	now := time.Unix(1000, 0)
 	p.now = func() time.Time { return now }
-	cancels := map[int]func(){}
+	cancels := map[int]func(bool){}
 	steps := []struct {
 		advance time.Duration
 		scope   string
@@ -222,7 +228,7 @@ func TestInterval(t *testing.T) {
 	for i, s := range steps {
 		now = now.Add(s.advance)
 		if s.cancel > 0 {
-			cancels[s.cancel]()
+			cancels[s.cancel](false)
 			continue
 		}
 		got, cancel := p.Reserve(s.scope)
