@@ -65,8 +65,8 @@ type state struct {
 type request struct {
 	desc  string // what the edit shows, for Pending (logs and tests)
 	first bool   // DoFirst: booked ahead of ordinary edits
-	send func(context.Context) error
-	done chan error // capacity 1; gets the outcome at most once
+	send  func(context.Context) error
+	done  chan error // capacity 1; gets the outcome at most once
 }
 
 // New returns a Coalescer whose sends are paced by p.
