@@ -380,6 +380,15 @@ func (p *fakeProc) turn(ctx context.Context, text string, on func(agentproc.Even
 	if strings.Contains(text, "[[EMPTY]]") {
 		reply = ""
 	}
+	if strings.Contains(text, "[[STREAM]]") {
+		// The reply's start streams, then the turn waits for the test
+		// (release); a kill meanwhile leaves it unfinished in the
+		// transcript, as a killed CLI does.
+		on(agentproc.TextDelta{Text: reply[:min(len(reply), 12)]})
+		if !wait(fa.gate) {
+			return nil, &agentproc.ExitError{Code: -1, Signal: "killed"}
+		}
+	}
 	if reply != "" {
 		on(agentproc.AssistantText{Text: reply})
 	}

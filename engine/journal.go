@@ -281,7 +281,7 @@ func entryItem(en inbox.Entry) (workItem, bool) {
 	to := platform.Target{Platform: en.Platform, Channel: en.Channel, Thread: en.Thread, MessageID: en.MessageID}
 	it := workItem{kind: itemTurn, inboxID: en.ID, uuid: en.UUID, started: en.Started, replying: en.Replying,
 		msg:   platform.Message{ID: en.ID, Target: to, UserID: en.UserID, UserName: en.UserName, Text: en.Text, Received: en.Received, IsDM: en.DM},
-		parts: slices.Clone(en.Parts)}
+		parts: slices.Clone(en.Parts), replyTail: en.ReplyTail}
 	for _, p := range en.Streamed {
 		it.streamed = append(it.streamed, platform.Target{Platform: en.Platform, Channel: p.Channel, Thread: p.Thread, MessageID: p.ID})
 	}
@@ -348,14 +348,14 @@ func (j *journal) markStarted(it workItem) error {
 // markReplying records that the reply to it is about to be posted, so that
 // recovery after a crash knows it may have reached the chat (and, with an
 // adapter that can tell, could ask whether it did).
-// streamed are the messages a streamed reply is about to be finished in
-// (one write for both).
-func (j *journal) markReplying(it workItem, streamed []platform.Target) {
+// streamed are the messages a streamed reply is about to be finished in,
+// tail what the reply carries after the agent's text (one write for all).
+func (j *journal) markReplying(it workItem, streamed []platform.Target, tail string) {
 	in := j.file()
 	if it.inboxID == "" || in == nil {
 		return
 	}
-	if err := in.MarkReplying(it.inboxID, postedOf(streamed)); err != nil {
+	if err := in.MarkReplying(it.inboxID, postedOf(streamed), tail); err != nil {
 		j.log.Warn("Journaling the reply's post failed", "message_id", it.inboxID, "error", err)
 	}
 }

@@ -49,6 +49,7 @@ type workItem struct {
 	// cc-connect stopped (recovery.go).
 	streamed     []platform.Target
 	parts        []int
+	replyTail    string // what the reply being posted carried after the agent's text
 	recovered    bool
 	continuation bool
 	afterCrash   bool

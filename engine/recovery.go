@@ -241,9 +241,10 @@ func (tr *turnRunner) recover(it workItem) {
 		reply, rerr := tr.e.tx.ReplyAfter(path, it.uuid)
 		reply, _, _ = ctxindicator.StripSelfReport(reply)
 		if strings.TrimSpace(reply) != "" {
+			reply += it.replyTail // the very text that was being posted: the same parts
 			// Posting it now: a kill from here on must find it marked,
 			// or the next start would post it (and its notice) again.
-			tr.jr.markReplying(it, it.streamed)
+			tr.jr.markReplying(it, it.streamed, it.replyTail)
 		}
 		switch {
 		case strings.TrimSpace(reply) == "":

@@ -21,10 +21,8 @@ import (
 // part carries the message's journaled uuid where the adapter can tag a
 // post (relay.sendReply), so that recovery can find what landed.
 func (tr *turnRunner) postReply(it workItem, out outcome) {
-	// One write: the reply is being posted, and into which streamed
-	// messages, so that recovery finishes those instead of posting anew.
-	tr.jr.markReplying(it, streamedMsgs(out.live))
 	if out.compaction {
+		tr.jr.markReplying(it, nil, "")
 		tr.reportCompaction(out)
 		return
 	}
@@ -58,6 +56,10 @@ func (tr *turnRunner) postReply(it workItem, out outcome) {
 		ok = false // no usage this turn: never show a stale figure as new
 	}
 	final := ctxindicator.Append(clean, pct, ok)
+	// One write: the reply is being posted, into which streamed messages,
+	// and what it carries after Claude's text, so that recovery posts the
+	// very same text, into the same messages.
+	tr.jr.markReplying(it, streamedMsgs(out.live), strings.TrimPrefix(final, clean))
 	if !tr.finalReply(it, out.live, final) {
 		tr.chat.sendReply(final, tr.replyOf(it, it.replying))
 	}

@@ -35,6 +35,10 @@ type Entry struct {
 	// messages again and posts only the parts not named.
 	Streamed []Posted
 	Parts    []int
+	// ReplyTail is what the reply being posted carried after the agent's
+	// text (the context figure), so that recovery posts exactly the same
+	// text: the same split into the same parts.
+	ReplyTail string
 	// Kind is "" for a message to the agent; a caller that orders other
 	// work with the messages (a command that switches sessions) names it
 	// here, so that a replay keeps that order.

@@ -15,7 +15,7 @@ import (
 //	{"op":"seen","id":…,"platform":…,"at":…} a message id accepted without an entry (a command)
 //	{"op":"start","id":…,"uuid":…}         the message was written to claude, carrying uuid
 //	{"op":"stream","id":…,"msgs":[…]}      the messages its reply streams into
-//	{"op":"reply","id":…,"msgs":[…]}       its reply was being posted (into msgs, when streamed)
+//	{"op":"reply","id":…,"msgs":[…],"tail":…} its reply was being posted (into msgs, when streamed; tail after the agent's text)
 //	{"op":"part","id":…,"part":n}          part n of its reply was posted
 //	{"op":"ack","id":…,"reason":…}         it reached a durable end
 //
@@ -35,6 +35,7 @@ type diskRecord struct {
 	UUID     string     `json:"uuid,omitempty"`     // start
 	Msgs     []Posted   `json:"msgs,omitempty"`     // stream, reply
 	Part     *int       `json:"part,omitempty"`     // part
+	Tail     string     `json:"tail,omitempty"`     // reply
 	Reason   AckReason  `json:"reason,omitempty"`
 }
 

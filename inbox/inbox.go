@@ -265,7 +265,7 @@ func (in *Inbox) apply(r diskRecord) error {
 		if i < 0 {
 			return fmt.Errorf("reply of unknown message %q", r.ID)
 		}
-		in.pending[i].Replying = true
+		in.pending[i].Replying, in.pending[i].ReplyTail = true, r.Tail
 		if len(r.Msgs) > 0 {
 			in.pending[i].Streamed = r.Msgs
 		}
@@ -330,7 +330,7 @@ func (in *Inbox) Append(e Entry) error {
 	if e.UUID == "" {
 		e.UUID = uuid.NewString() // the start record carries it
 	}
-	e.Started, e.Replying, e.Streamed, e.Parts = false, false, nil, nil
+	e.Started, e.Replying, e.Streamed, e.Parts, e.ReplyTail = false, false, nil, nil, ""
 	rec, err := encode(diskRecord{Op: opAdd, Entry: toDisk(e)})
 	if err != nil {
 		return err
@@ -472,9 +472,11 @@ func (in *Inbox) MarkStarted(id string) error {
 // MarkReplying records that the message's reply is about to be posted, so
 // that recovery after a crash knows the reply may have reached the chat.
 // Written, not fsynced, as MarkStarted.
-func (in *Inbox) MarkReplying(id string, streamed []Posted) error {
+// streamed are the messages its text goes to when it was streamed, tail
+// what the reply carries after the agent's text (Entry.ReplyTail).
+func (in *Inbox) MarkReplying(id string, streamed []Posted, tail string) error {
 	return in.mark(id, opReply, func(e *Entry, r *diskRecord) {
-		e.Replying = true
+		e.Replying, e.ReplyTail, r.Tail = true, tail, tail
 		if len(streamed) > 0 {
 			e.Streamed, r.Msgs = slices.Clone(streamed), slices.Clone(streamed)
 		}
