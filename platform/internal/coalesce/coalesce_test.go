@@ -259,3 +259,54 @@ func TestScopedInterval(t *testing.T) {
 		}
 	}
 }
+
+// firstPacer makes ordinary edits wait an hour (booking nothing) and books
+// first edits at once.
+type firstPacer struct {
+	waiting chan struct{} // gets one value per ordinary reservation
+}
+
+func (p *firstPacer) Reserve(string) (time.Duration, func(bool)) {
+	p.waiting <- struct{}{}
+	return time.Hour, nil
+}
+
+func (p *firstPacer) ReserveFirst(string) (time.Duration, func(bool)) {
+	return 0, func(bool) {}
+}
+
+// TestFirstDoesNotWaitBehindTheStream: a message's ordinary edit waits for
+// its slot (an hour); its last edit, sent with DoFirst, wakes it, takes its
+// place and goes at once; the ordinary edit's caller learns it was
+// superseded, and only the last text is sent.
+func TestFirstDoesNotWaitBehindTheStream(t *testing.T) {
+	p := &firstPacer{waiting: make(chan struct{}, 10)}
+	c := New(p)
+	var mu sync.Mutex
+	var sent []string
+	send := func(text string) func(context.Context) error {
+		return func(context.Context) error {
+			mu.Lock()
+			sent = append(sent, text)
+			mu.Unlock()
+			return nil
+		}
+	}
+	ordinary := make(chan error, 1)
+	go func() { ordinary <- c.Do(context.Background(), "m", "C1", "streamed", send("streamed")) }()
+	<-p.waiting // the ordinary edit holds the message's turn and waits
+	if err := c.DoFirst(context.Background(), "m", "C1", "final", send("final")); err != nil {
+		t.Fatalf("DoFirst = %v", err)
+	}
+	if err := <-ordinary; err != nil {
+		t.Errorf("the superseded edit = %v, want nil", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(sent) != 1 || sent[0] != "final" {
+		t.Errorf("sent %q, want the final text alone", sent)
+	}
+	if n := c.Len(); n != 0 {
+		t.Errorf("%d message states left behind", n)
+	}
+}
