@@ -216,6 +216,7 @@ func (tr *turnRunner) recover(it workItem) {
 	}
 	if what != recoverLost {
 		tr.cutStream(it) // a new turn answers: what was streamed is not the reply
+		it.streamed = nil
 	}
 	switch {
 	case what == recoverSend && !it.started && !it.afterCrash:
@@ -321,4 +322,7 @@ func (tr *turnRunner) cutStream(it workItem) {
 		}
 		cancel()
 	}
+	// The messages are done with: a kill during the turn that answers now
+	// must not finish its reply in them.
+	tr.jr.markStreamed(it, nil)
 }

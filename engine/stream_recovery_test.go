@@ -356,6 +356,13 @@ func (p streamPlatform) Edit(ctx context.Context, m platform.Target, text string
 // the old engine go and it is stopped.
 func (h *harness) killStreamHere(t *testing.T, s *streamStore, release func()) *harness {
 	t.Helper()
+	return h.killStreamInto(t, s, release, nil)
+}
+
+// killStreamInto is killStreamHere with the restarted engine stopping at
+// next's point.
+func (h *harness) killStreamInto(t *testing.T, s *streamStore, release func(), next *killPoint) *harness {
+	t.Helper()
 	snap := t.TempDir()
 	copyTree(t, h.opts.StateDir, snap)
 	s.kill()
@@ -365,6 +372,9 @@ func (h *harness) killStreamHere(t *testing.T, s *streamStore, release func()) *
 	opts.StateDir = snap
 	cfg := *h.cfg
 	cfg.stopAt = nil
+	if next != nil {
+		cfg.stopAt = next.hook
+	}
 	nh := startHarness(t, opts, &cfg, h.logs)
 	nh.ids.Store(h.ids.Load())
 	return nh
@@ -407,6 +417,30 @@ func TestStreamedReplyAcrossKills(t *testing.T) {
 				t.Errorf("the streamed message shows %q, want it marked cut off (%q)", got, cutOffText)
 			}
 			if rest := strings.Join(got[1:], ""); strings.Count(rest, resumed) != 1 || strings.Contains(rest, "…") {
+				t.Errorf("after it the thread shows %q, want the resumed turn's reply once", rest)
+			}
+		})
+
+		t.Run(kind+"/after the stream's first post, then after the resumed turn's reply", func(t *testing.T) {
+			s := newStreamStore(kind)
+			kp := newKillPoint(pointStreamed, 1)
+			h := newStreamHarness(t, s, kp.hook)
+			h.deliver(h.message("alice", "T1", text))
+			kp.wait(t)
+			again := newKillPoint(pointReplied, 1)
+			h = h.killStreamInto(t, s, func() { kp.release <- false }, again)
+			again.wait(t)
+			h = h.killStreamHere(t, s, func() { again.release <- true })
+			h.logs.WaitRecords(t, waitLimit, "Recovering pending messages", 2)
+			h.waitIdle()
+			// The resumed turn's reply is where it was posted, once; the
+			// message cut off by the first kill still says so.
+			resumed := "echo: " + continueText
+			got := s.visible()
+			if len(got) == 0 || got[0] != cutOffText {
+				t.Errorf("the first stream shows %q, want it marked cut off", got)
+			}
+			if rest := strings.Join(got[1:], ""); strings.Count(rest, resumed) != 1 {
 				t.Errorf("after it the thread shows %q, want the resumed turn's reply once", rest)
 			}
 		})

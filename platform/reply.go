@@ -48,10 +48,10 @@ type ReplyResult struct {
 //     with enforce_nonce, so that Discord itself returns the earlier
 //     message for a repeat within a few minutes; older repeats are posted.
 //
-// A platform with neither (Telegram's Bot API) implements no Replier: the
-// engine posts with Send and writes down each part as it lands, so that
-// only a part posted just before a kill, whose record was not yet written,
-// is posted again.
+// A platform with neither (Telegram's Bot API) is a PartRecorder: the
+// engine writes down each part as it lands (Landed) and names them in Done
+// after a restart, so that only a part posted just before a kill, whose
+// record was not yet written, is posted again.
 //
 // An error leaves the parts posted so far posted (Landed told which).
 // Without Replier the engine posts replies with Send, and after a restart
