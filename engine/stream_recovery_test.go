@@ -532,3 +532,28 @@ func TestStreamedReplyAcrossKills(t *testing.T) {
 
 // harnessCtx is the context line the fake agent's figures give a reply.
 const harnessCtx = "\n[ctx: 25%]"
+
+// TestFailedTurnMarksItsStream: a turn whose agent dies while its reply
+// streams leaves the streamed text marked as unfinished, not as a reply,
+// and the turn recovered once answers below it.
+func TestFailedTurnMarksItsStream(t *testing.T) {
+	s := newStreamStore("slack")
+	h := newStreamHarness(t, s, nil)
+	h.deliver(h.message("alice", "T1", "[[STREAM]] tell me about the build"))
+	s.waitFor(t, "the stream", func() bool { return len(s.visible()) > 0 })
+	fa := h.cfg.fa
+	fa.mu.Lock()
+	p := fa.procs[len(fa.procs)-1]
+	fa.mu.Unlock()
+	p.exit() // the agent dies mid-turn
+	resumed := "echo: " + continueText
+	s.waitFor(t, "the recovered turn's reply", func() bool {
+		return strings.Contains(strings.Join(s.visible(), ""), resumed)
+	})
+	h.waitIdle()
+	got := s.visible()
+	if len(got) == 0 || !strings.HasPrefix(got[0], "echo: [[STR") || strings.HasSuffix(got[0], "…") ||
+		!strings.Contains(strings.Join(got, ""), failedText) {
+		t.Errorf("the thread shows %q, want the streamed text first, marked unfinished (%q)", got, failedText)
+	}
+}
