@@ -295,6 +295,7 @@ const (
 	pointAccepted = "accept: journaled"               // the entry is on disk, not acknowledged
 	pointStarted  = "turn: start marked"              // the start is in the journal, the message not sent
 	pointReplied  = "turn: replied, not acknowledged" // the reply is posted, the entry not acked
+	pointStreamed = "turn: stream posted"             // a streamed reply's message is posted and journaled
 )
 
 // errKilled is what work stopped at a kill point returns.
