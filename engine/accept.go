@@ -236,11 +236,19 @@ func (s *session) acceptItem(it workItem) (platform.Result, error) {
 		h()
 	}
 	s.e.noteQueue()
+	queued := fmt.Sprintf("Queued (position %d): it runs after the current turn.", a.pos)
+	if a.late {
+		s.log.Info("A message came after a later one had started; it runs next", "message_id", it.msg.ID, "position", a.pos)
+		if !a.waits {
+			queued = "It runs now."
+		}
+		s.notice(fmt.Sprintf(lateText, quote(it.msg.Text, 80), queued))
+	}
 	if !a.waits {
 		return platform.Result{Status: platform.Queued}, nil
 	}
-	if it.kind == itemTurn {
-		s.notice(fmt.Sprintf("Queued (position %d): it runs after the current turn.", a.pos))
+	if it.kind == itemTurn && !a.late {
+		s.notice(queued)
 	}
 	return platform.Result{Status: platform.Queued, Position: a.pos}, nil
 }
