@@ -349,3 +349,32 @@ func TestBindingSetupReload(t *testing.T) {
 		t.Errorf("models of the processes: %+v", h.fa.configs)
 	}
 }
+
+// TestBtwWaitsUnderTheBindingsCap: a side question's process counts against
+// its binding's workspace cap, not the global one: with the binding's cap
+// at 1 and a turn running, !btw waits for the slot.
+func TestBtwWaitsUnderTheBindingsCap(t *testing.T) {
+	t.Parallel()
+	one := 1
+	h, _ := newTeamHarness(t, func(o *Options) {
+		o.MaxProcessesPerWorkspace = 4
+		o.Bindings[0].Setup.MaxProcessesPerWorkspace = &one
+	})
+	h.say("alice", "T1", "first")
+	h.rec.waitSend(t, "echo:")
+	h.say("alice", "T1", "[[WAIT]] long")
+	h.fa.waitFor(t, "the turn", func(fa *fakeAgents) bool { return fa.waiting == 1 })
+	h.say("alice", "T1", "!btw what now?")
+	h.rec.waitSend(t, sidePrefix+noticeWaiting)
+	h.fa.release(t)
+	side := h.rec.waitSend(t, sidePrefix+"echo:")
+	if !strings.Contains(side.Text, "what now?") {
+		t.Errorf("side answer %q", side.Text)
+	}
+	h.fa.mu.Lock()
+	maxLive := h.fa.maxLive
+	h.fa.mu.Unlock()
+	if maxLive != 1 {
+		t.Errorf("%d processes at once, want 1 under the binding's cap", maxLive)
+	}
+}
