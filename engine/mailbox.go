@@ -142,7 +142,9 @@ func (mb *mailbox) push(items ...workItem) (pos int, waits, late bool) {
 		i := insertAt(mb.items, it)
 		mb.items = slices.Insert(mb.items, i, it)
 		pos = i + 1
-		late = before(it, mb.taken)
+		// Late: posted before a turn taken in this process, or before
+		// one started before a restart that waits to be recovered.
+		late = before(it, mb.taken) || i > 0 && mb.items[i-1].started && before(it, mb.items[i-1])
 	}
 	waits = mb.state != stateIdle || pos > 1
 	mb.counted(len(items))

@@ -194,3 +194,39 @@ func TestInPlatformOrder(t *testing.T) {
 		})
 	}
 }
+
+// TestMailboxLate: an item posted before one taken, or before one started
+// before a restart that still waits for recovery, is late; one posted
+// before a waiting item that was not started is not.
+func TestMailboxLate(t *testing.T) {
+	it := func(seq uint64, started bool) workItem {
+		return workItem{kind: itemTurn, started: started, msg: platform.Message{Seq: seq, Target: platform.Target{Platform: "fake", Channel: "C"}}}
+	}
+	for _, tc := range []struct {
+		name     string
+		queued   []workItem
+		take     bool
+		push     workItem
+		wantPos  int
+		wantLate bool
+	}{
+		{"before a waiting one", []workItem{it(20, false)}, false, it(10, false), 1, false},
+		{"after a waiting one", []workItem{it(20, false)}, false, it(30, false), 2, false},
+		{"before the taken one", []workItem{it(20, false)}, true, it(10, false), 1, true},
+		{"after the taken one", []workItem{it(20, false)}, true, it(30, false), 1, false},
+		{"before one started before a restart", []workItem{it(20, true), it(40, false)}, false, it(10, false), 2, true},
+		{"between it and a later one", []workItem{it(20, true), it(40, false)}, false, it(30, false), 2, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mb := newMailbox(10, func(int) {})
+			mb.push(tc.queued...)
+			if tc.take {
+				mb.take()
+			}
+			pos, _, late := mb.push(tc.push)
+			if pos != tc.wantPos || late != tc.wantLate {
+				t.Errorf("pushed at %d, late %v; want %d, %v", pos, late, tc.wantPos, tc.wantLate)
+			}
+		})
+	}
+}
