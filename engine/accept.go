@@ -28,7 +28,10 @@ const (
 //     (created from its files when it has none in memory); a reply
 //     without a mention in a thread the engine does not know has the
 //     thread's root read back, and accepted first when it mentions the
-//     bot (threadroot.go): the one platform call on this path;
+//     bot (threadroot.go); the first message of a known thread after a
+//     start has the messages before it that the engine never journaled
+//     read back and accepted first (ordergap.go): the platform calls on
+//     this path, each once per thread;
 //  4. journal: one record, one fsync (journal.accept), which makes the id
 //     seen too, and the item is in the conversation's FIFO;
 //  5. return what it did (platform.Result): the adapter acknowledges.
@@ -105,6 +108,15 @@ func (e *Engine) HandleMessage(ctx context.Context, m platform.Message) (platfor
 	if !b.allowed(m.UserID) {
 		e.refuseOnce(a, reply, m)
 		return refused("user not allowed"), nil
+	}
+	// The first message of a known thread after a start: what a dead
+	// instance took and never journaled goes first (ordergap.go).
+	for _, mm := range e.missingBefore(ctx, a, b, m) {
+		log.Info("Accepting a message read back from its thread, posted before one that came first after a start",
+			"session_key", key, "message_id", mm.ID)
+		if _, err := e.HandleMessage(ctx, mm); err != nil {
+			return platform.Result{}, err
+		}
 	}
 	// A session that retired between lookup and accept is created again.
 	for {

@@ -1,8 +1,11 @@
 package engine
 
 import (
+	"context"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/cc-connect/cc-connect/inbox"
 	"github.com/cc-connect/cc-connect/platform"
@@ -228,5 +231,120 @@ func TestMailboxLate(t *testing.T) {
 				t.Errorf("pushed at %d, late %v; want %d, %v", pos, late, tc.wantPos, tc.wantLate)
 			}
 		})
+	}
+}
+
+// threadHistory is what a HistoryReader platform shows of each thread,
+// kept across restarts, and how often it was read.
+type threadHistory struct {
+	mu      sync.Mutex
+	threads map[string][]platform.HistoryMessage
+	reads   int
+}
+
+func (th *threadHistory) set(thread string, hist ...platform.HistoryMessage) {
+	th.mu.Lock()
+	defer th.mu.Unlock()
+	th.threads[thread] = hist
+}
+
+func (th *threadHistory) readCount() int {
+	th.mu.Lock()
+	defer th.mu.Unlock()
+	return th.reads
+}
+
+// historyPlatform is a rich fake platform that reads threads back.
+type historyPlatform struct {
+	richPlatform
+	th *threadHistory
+}
+
+var _ platform.HistoryReader = historyPlatform{}
+
+func (p historyPlatform) History(_ context.Context, conv platform.Target, q platform.HistoryQuery) ([]platform.HistoryMessage, error) {
+	p.th.mu.Lock()
+	defer p.th.mu.Unlock()
+	p.th.reads++
+	hist := p.th.threads[conv.Thread]
+	return hist[max(0, len(hist)-q.Limit):], nil
+}
+
+// past is what a HistoryReader shows of a message that reached the engine.
+func past(m platform.Message) platform.HistoryMessage {
+	return platform.HistoryMessage{ID: m.ID, MessageID: m.Target.MessageID, UserID: m.UserID, UserName: m.UserName,
+		Text: m.Text, Seq: m.Seq, Root: m.Target.Thread == m.Target.MessageID}
+}
+
+// TestMissingBeforeTheFirstMessageAfterAStart: the messages a dead
+// instance took and never journaled are read back when the first message
+// of their thread reaches the new one, and run first, oldest first; the
+// thread's last message the engine took is the anchor, and without one
+// nothing is read back. Files and users who may not use the agent are
+// left to their retries; a retry of a message read back is a duplicate;
+// a thread is read once; past the window after the start, never.
+func TestMissingBeforeTheFirstMessageAfterAStart(t *testing.T) {
+	th := &threadHistory{threads: map[string][]platform.HistoryMessage{}}
+	h := newHarness(t, func(o *Options, c *harnessConfig) {
+		c.adapter = func(rec *fakePlatform) platform.Adapter { return historyPlatform{richPlatform{rec}, th} }
+	})
+	at := func(user, thread string, seq uint64, text string) platform.Message {
+		m := h.message(user, thread, text)
+		m.Seq = seq
+		if seq == 100 {
+			m.Target.MessageID = thread // the thread's root
+		}
+		return m
+	}
+	root, root2 := at("alice", "T1", 100, "the root"), at("alice", "T2", 100, "another root")
+	h.deliver(root)
+	h.rec.waitSend(t, "echo: the root") // T1's session is sess1, T2's sess2
+	h.deliver(root2)
+	h.rec.waitSend(t, "echo: another root")
+	h.waitIdle()
+	h = h.restart()
+
+	// What the dead instance took: first, then a file, a stranger's
+	// message, then second; none journaled.
+	first, second := at("alice", "T1", 200, "first"), at("bob", "T1", 300, "second")
+	withFile := past(at("alice", "T1", 250, "a file"))
+	withFile.Files = []string{"notes.txt"}
+	stranger := past(at("mallory", "T1", 260, "let me in"))
+	bot := platform.HistoryMessage{ID: "bot-1", MessageID: "bot-1", Text: "echo: the root", IsBot: true, FromSelf: true, Seq: 150}
+	th.set("T1", past(root), bot, past(first), withFile, stranger, past(second))
+	// T2's window holds no message the engine took: no anchor.
+	th.set("T2", past(at("bob", "T2", 210, "chatter")))
+
+	h.deliver(at("alice", "T1", 400, "third"))
+	h.rec.waitSend(t, "echo: third")
+	h.waitIdle()
+	if got, want := h.fa.history(sess1), []string{"the root", "first", "second", "third"}; strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("T1's agent got %q, want %q", got, want)
+	}
+	if res := h.deliver(first); res.Status != platform.Duplicate {
+		t.Errorf("the retry of a message read back: %+v, want a duplicate", res)
+	}
+	h.deliver(at("alice", "T1", 500, "fourth"))
+	h.deliver(at("alice", "T2", 400, "in T2"))
+	h.rec.waitSend(t, "echo: in T2")
+	h.waitIdle()
+	if got, want := h.fa.history(sess2), []string{"another root", "in T2"}; strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("T2's agent got %q, want %q (nothing read back without an anchor)", got, want)
+	}
+	if n := th.readCount(); n != 2 {
+		t.Errorf("%d thread reads, want one per thread", n)
+	}
+
+	h = h.restart()
+	h.e.born = h.e.now().Add(-gapWindow - time.Minute)
+	th.set("T1", past(root), past(at("alice", "T1", 600, "missing")))
+	h.deliver(at("alice", "T1", 700, "late in the day"))
+	h.rec.waitSend(t, "echo: late in the day")
+	h.waitIdle()
+	if n := th.readCount(); n != 2 {
+		t.Errorf("%d thread reads, want none more past the window", n)
+	}
+	if got := h.rec.sends("echo: missing"); len(got) != 0 {
+		t.Errorf("read back past the window: %q", got)
 	}
 }

@@ -465,7 +465,8 @@ func slackSoakOrder(t *testing.T, f *fakeslack.Server, msgs []soakMsg, acks *soa
 				t.Logf("out of order, both pending: %s answered before %s", later.text, early.text)
 			default:
 				late++
-				t.Logf("out of order, %s came after %s had started (acked: %v, told: %v)", early.text, later.text, started != nil, told[early.ts])
+				t.Logf("out of order, %s came after %s had started (acked: %v, the later's 👀 by then: %v, told: %v)",
+					early.text, later.text, started != nil, started[later.ts], told[early.ts])
 			}
 		}
 	}
