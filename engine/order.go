@@ -25,10 +25,12 @@ import "slices"
 //     queues what it finds by the same rule, the started messages first
 //     (inPlatformOrder): the order survives a restart.
 //
-// The running turn is never held back for a message that may still come:
-// the engine cannot know that one is missing without asking the platform
-// (a Slack event carries no sequence number), and asking on every message
-// would cost every message a platform call (docs/architecture.md).
+// The running turn is never held back for a message that may still come.
+// A Slack event carries no sequence number, so a missing message shows
+// only in the thread itself: the first message of a known thread after a
+// start has what no instance journaled read back and taken first
+// (ordergap.go), which costs the normal path nothing; a message later
+// even than that runs next, with lateText.
 
 // lateText tells the sender of a message (quoted) that came after a later
 // message of the conversation had started; the second verb is queued's
