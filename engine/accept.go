@@ -28,7 +28,10 @@ const (
 //     (created from its files when it has none in memory); a reply
 //     without a mention in a thread the engine does not know has the
 //     thread's root read back, and accepted first when it mentions the
-//     bot (threadroot.go): the one platform call on this path;
+//     bot (threadroot.go); the first message of a known thread after a
+//     start has the messages before it that the engine never journaled
+//     read back and accepted first (ordergap.go): the platform calls on
+//     this path, each once per thread;
 //  4. journal: one record, one fsync (journal.accept), which makes the id
 //     seen too, and the item is in the conversation's FIFO;
 //  5. return what it did (platform.Result): the adapter acknowledges.
@@ -105,6 +108,15 @@ func (e *Engine) HandleMessage(ctx context.Context, m platform.Message) (platfor
 	if !b.allowed(m.UserID) {
 		e.refuseOnce(a, reply, m)
 		return refused("user not allowed"), nil
+	}
+	// The first message of a known thread after a start: what a dead
+	// instance took and never journaled goes first (ordergap.go).
+	for _, mm := range e.missingBefore(ctx, a, b, m) {
+		log.Info("Accepting a message read back from its thread, posted before one that came first after a start",
+			"session_key", key, "message_id", mm.ID)
+		if _, err := e.HandleMessage(ctx, mm); err != nil {
+			return platform.Result{}, err
+		}
 	}
 	// A session that retired between lookup and accept is created again.
 	for {
@@ -236,11 +248,19 @@ func (s *session) acceptItem(it workItem) (platform.Result, error) {
 		h()
 	}
 	s.e.noteQueue()
+	queued := fmt.Sprintf("Queued (position %d): it runs after the current turn.", a.pos)
+	if a.late {
+		s.log.Info("A message came after a later one had started; it runs next", "message_id", it.msg.ID, "position", a.pos)
+		if !a.waits {
+			queued = "It runs now."
+		}
+		s.notice(fmt.Sprintf(lateText, quote(it.msg.Text, 80), queued))
+	}
 	if !a.waits {
 		return platform.Result{Status: platform.Queued}, nil
 	}
-	if it.kind == itemTurn {
-		s.notice(fmt.Sprintf("Queued (position %d): it runs after the current turn.", a.pos))
+	if it.kind == itemTurn && !a.late {
+		s.notice(queued)
 	}
 	return platform.Result{Status: platform.Queued, Position: a.pos}, nil
 }

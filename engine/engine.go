@@ -119,7 +119,12 @@ type Engine struct {
 	// rootless holds the threads whose root does not mention the bot
 	// (threadroot.go), bounded.
 	rootless *recentIDs
-	spare    *spares // spare processes for new conversations (spares.go)
+	// gapChecked holds the conversations whose thread was read back for
+	// messages missing before their first one (ordergap.go), bounded;
+	// born is when the engine was made, which bounds when that happens.
+	gapChecked *recentIDs
+	born       time.Time
+	spare      *spares // spare processes for new conversations (spares.go)
 
 	// seenSet is the accepted message ids of every journal (journal.go);
 	// seenOnce opens it, and the journals, on first use, and finds the
@@ -219,6 +224,8 @@ func New(opts Options) (*Engine, error) {
 		sessions:     map[string]*session{},
 		refused:      newRecentIDs(refusedMemory),
 		rootless:     newRecentIDs(rootlessMemory),
+		gapChecked:   newRecentIDs(rootlessMemory),
+		born:         now(),
 		requests:     map[string]string{},
 		busy:         newBusyCount(),
 		metrics:      metricsOf(opts.Metrics),

@@ -117,15 +117,18 @@ func (j *journal) openLocked() []workItem {
 	}
 	pending := in.Pending()
 	items := make([]workItem, 0, len(pending))
-	for i, en := range pending {
+	for _, en := range pending {
 		it, ok := entryItem(en)
 		if !ok {
 			// Written by a newer cc-connect: keep it for that one.
 			j.log.Warn("Inbox entry of an unknown kind skipped", "kind", en.Kind, "message_id", en.ID)
 			continue
 		}
-		it.recovered = i == 0 && it.kind == itemTurn
 		items = append(items, it)
+	}
+	items = inPlatformOrder(items)
+	if len(items) > 0 {
+		items[0].recovered = items[0].kind == itemTurn
 	}
 	return items
 }
@@ -144,12 +147,13 @@ func (j *journal) file() *inbox.Inbox {
 	return j.in
 }
 
-// accepted is where accept put an item: its place in the FIFO and whether
-// it waits behind other work; refusal, when set, is what to tell the user
+// accepted is where accept put an item: its place in the FIFO, whether it
+// waits behind other work and whether it came late; refusal, when set, is what to tell the user
 // instead (it was not accepted).
 type accepted struct {
 	pos     int
 	waits   bool
+	late    bool // posted before a turn that had started (order.go)
 	refusal string
 	reason  string // the refusal, for the adapter's log
 }
@@ -217,8 +221,8 @@ func (j *journal) accept(it workItem, mb *mailbox) (accepted, error) {
 		return accepted{refusal: fmt.Sprintf(inboxWriteText, why), reason: "journal write failed"}, nil
 	}
 	it.inboxID, it.uuid = en.ID, en.UUID
-	pos, waits := mb.push(it)
-	return accepted{pos: pos, waits: waits}, nil
+	pos, waits, late := mb.push(it)
+	return accepted{pos: pos, waits: waits, late: late}, nil
 }
 
 // acceptControl records m's id in the journal (one fsync), then hands cs
@@ -256,7 +260,7 @@ func itemEntry(it workItem, now time.Time) inbox.Entry {
 	}
 	en := inbox.Entry{ID: id, Platform: m.Target.Platform, Channel: m.Target.Channel, Thread: m.Target.Thread,
 		MessageID: m.Target.MessageID, UserID: m.UserID, UserName: m.UserName, Text: m.Text, Received: m.Received, DM: m.IsDM,
-		Accepted: now, UUID: uuid.NewString()}
+		Seq: m.Seq, Accepted: now, UUID: uuid.NewString()}
 	switch it.kind {
 	case itemNew:
 		en.Kind = kindNew
@@ -280,7 +284,8 @@ func itemEntry(it workItem, now time.Time) inbox.Entry {
 func entryItem(en inbox.Entry) (workItem, bool) {
 	to := platform.Target{Platform: en.Platform, Channel: en.Channel, Thread: en.Thread, MessageID: en.MessageID}
 	it := workItem{kind: itemTurn, inboxID: en.ID, uuid: en.UUID, started: en.Started, replying: en.Replying,
-		msg:   platform.Message{ID: en.ID, Target: to, UserID: en.UserID, UserName: en.UserName, Text: en.Text, Received: en.Received, IsDM: en.DM},
+		msg: platform.Message{ID: en.ID, Target: to, UserID: en.UserID, UserName: en.UserName, Text: en.Text, Received: en.Received, IsDM: en.DM,
+			Seq: en.Seq},
 		parts: slices.Clone(en.Parts), replyTail: en.ReplyTail}
 	for _, p := range en.Streamed {
 		it.streamed = append(it.streamed, platform.Target{Platform: en.Platform, Channel: p.Channel, Thread: p.Thread, MessageID: p.ID})

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"slices"
 	"sync"
 
 	"github.com/cc-connect/cc-connect/agentproc"
@@ -115,6 +116,9 @@ type mailbox struct {
 	ctrls  []control
 	state  state
 	closed bool // the session goroutine ended or is ending: nothing is added
+	// taken is the latest item by the platform's order that left the FIFO
+	// (its message only): an item posted before it comes late.
+	taken workItem
 
 	work chan struct{} // capacity 1: items gained one, or the session was woken
 	ctrl chan struct{} // capacity 1: ctrls gained one
@@ -134,17 +138,25 @@ func (mb *mailbox) room() (open bool, n int, full bool) {
 	return !mb.closed, len(mb.items), len(mb.items) >= mb.queueLimit
 }
 
-// push queues items at the end of the FIFO and returns the place of the
-// last and whether it waits behind other work.
-func (mb *mailbox) push(items ...workItem) (pos int, waits bool) {
+// push queues items in the platform's order (order.go): each before the
+// waiting items posted after it. It returns the place of the last and
+// whether it waits behind other work, and late when the last was posted
+// before a turn that was already taken (it cannot go back in time).
+func (mb *mailbox) push(items ...workItem) (pos int, waits, late bool) {
 	mb.mu.Lock()
-	waits = mb.state != stateIdle || len(mb.items) > 0
-	mb.items = append(mb.items, items...)
-	pos = len(mb.items)
+	for _, it := range items {
+		i := insertAt(mb.items, it)
+		mb.items = slices.Insert(mb.items, i, it)
+		pos = i + 1
+		// Late: posted before a turn taken in this process, or before
+		// one started before a restart that waits to be recovered.
+		late = before(it, mb.taken) || i > 0 && mb.items[i-1].started && before(it, mb.items[i-1])
+	}
+	waits = mb.state != stateIdle || pos > 1
 	mb.counted(len(items))
 	mb.mu.Unlock()
 	poke(mb.work)
-	return pos, waits
+	return pos, waits, late
 }
 
 // pushControl adds c to the control lane; false when the mailbox is closed
@@ -192,6 +204,9 @@ func (mb *mailbox) take() (workItem, bool) {
 	mb.items = mb.items[1:]
 	if it.kind == itemTurn {
 		mb.state = stateRunning
+	}
+	if it.msg.Seq != 0 && !before(it, mb.taken) {
+		mb.taken = workItem{msg: it.msg} // the message alone: its order
 	}
 	return it, true
 }

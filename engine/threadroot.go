@@ -62,5 +62,6 @@ func (e *Engine) threadRoot(ctx context.Context, a platform.Adapter, m platform.
 		Text:      r.Text,
 		Mentioned: true,
 		Received:  r.Time,
+		Seq:       r.Seq,
 	}, true
 }

@@ -10,6 +10,11 @@ type Entry struct {
 	UserID, UserName                     string
 	Text                                 string // the message as it will be prompted (before its attachments)
 	Received                             time.Time
+	// Seq is the platform's order of the message in its conversation
+	// (platform.Message.Seq), 0 when it has none: recovery runs the
+	// waiting messages in this order, not the order they were journaled
+	// in (a retry journaled after a later message).
+	Seq uint64
 	// DM marks a message of a direct conversation with the bot, so that
 	// a replay keeps the sender header and the mentions off there.
 	DM bool

@@ -60,6 +60,7 @@ type diskEntry struct {
 	UserName    string       `json:"user_name,omitempty"`
 	Text        string       `json:"text"`
 	Received    time.Time    `json:"received"`
+	Seq         uint64       `json:"seq,omitempty"`
 	Accepted    *time.Time   `json:"accepted,omitempty"`
 	UUID        string       `json:"uuid,omitempty"`
 	Kind        string       `json:"kind,omitempty"`
@@ -81,13 +82,13 @@ type legacyTarget struct {
 func toDisk(e Entry) *diskEntry {
 	accepted := e.Accepted
 	return &diskEntry{ID: e.ID, Platform: e.Platform, Channel: e.Channel, Thread: e.Thread, MessageID: e.MessageID,
-		UserID: e.UserID, UserName: e.UserName, Text: e.Text, Received: e.Received, Accepted: &accepted,
+		UserID: e.UserID, UserName: e.UserName, Text: e.Text, Received: e.Received, Seq: e.Seq, Accepted: &accepted,
 		UUID: e.UUID, Kind: e.Kind, DM: e.DM, Attachments: e.Attachments}
 }
 
 func (d *diskEntry) entry() Entry {
 	e := Entry{ID: d.ID, Platform: d.Platform, Channel: d.Channel, Thread: d.Thread, MessageID: d.MessageID,
-		UserID: d.UserID, UserName: d.UserName, Text: d.Text, Received: d.Received, UUID: d.UUID, Kind: d.Kind,
+		UserID: d.UserID, UserName: d.UserName, Text: d.Text, Received: d.Received, Seq: d.Seq, UUID: d.UUID, Kind: d.Kind,
 		DM: d.DM, Attachments: d.Attachments}
 	if t := d.Target; t != nil && e.Platform == "" {
 		e.Platform, e.Channel, e.Thread, e.MessageID = t.Platform, t.Channel, t.Thread, t.MessageID

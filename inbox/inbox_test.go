@@ -48,6 +48,10 @@ func TestInboxSurvivesReopenInOrder(t *testing.T) {
 		e := entry(id)
 		e.UUID = "uuid-" + id
 		e.DM = id == "c"
+		e.Seq = uint64(len(id) * 1000) // any value; it must come back
+		if id == "c" {
+			e.Seq = 1<<63 + 7 // and the largest do too (no float on the way)
+		}
 		if err := in.Append(e); err != nil {
 			t.Fatal(err)
 		}
@@ -73,6 +77,9 @@ func TestInboxSurvivesReopenInOrder(t *testing.T) {
 	}
 	if !got[0].Started || !got[0].Replying || got[0].UUID != "uuid-b" || got[1].Started || got[1].UUID != "uuid-c" {
 		t.Errorf("marks lost: %+v", got)
+	}
+	if got[0].Seq != 1000 || got[1].Seq != 1<<63+7 {
+		t.Errorf("platform order lost: %d, %d", got[0].Seq, got[1].Seq)
 	}
 	if got[1].Text != "message c" || got[1].Thread != "t" || got[1].Platform != "local" || !got[1].DM || got[0].DM {
 		t.Errorf("entry content lost: %+v", got[1])

@@ -32,6 +32,9 @@ type HistoryMessage struct {
 	Mentioned bool
 	// Root marks the thread's starter message (HistoryQuery).
 	Root bool
+	// Seq is the message's platform order, as Message.Seq; 0 when the
+	// adapter gives none.
+	Seq uint64
 }
 
 // HistoryQuery says which earlier messages of a conversation a

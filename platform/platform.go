@@ -59,6 +59,14 @@ type Message struct {
 	IsBot       bool // sent by a bot (adapters drop these; the engine re-checks)
 	Attachments []Attachment
 	Received    time.Time
+	// Seq is the platform's order of the message within its conversation
+	// (Slack's ts in microseconds, a Discord snowflake, a Telegram
+	// message id): of two messages of one conversation the later has the
+	// larger Seq. The engine runs the messages waiting in a conversation
+	// in this order, whatever order they were delivered in (a retry after
+	// a restart comes late). Zero when the adapter knows no order (the
+	// terminal, whose messages cannot overtake each other).
+	Seq uint64
 }
 
 // Choice is a user's answer to a permission request.

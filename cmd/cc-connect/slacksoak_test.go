@@ -29,9 +29,12 @@ import (
 // last instance finish. Every message must get exactly one reply: the
 // counts of lost and doubled replies are logged and must be zero. Replies
 // that came in another order than their thread's messages are counted
-// too, and only logged: a message whose delivery met a kill comes again
-// as Slack's retry, and a message posted after it may reach the restarted
-// instance first; Slack itself promises no order then.
+// too, by pairs (slackSoakOrder): a pair whose earlier message was
+// journaled (acked) while the later one had not started (no 👀 yet) was
+// pending with it, and must be answered in order; a pair whose earlier
+// message reached cc-connect only after the later one started (its
+// delivery met a kill, and its retry came after) cannot be, and is only
+// counted.
 func TestSlackSoakKillRestart(t *testing.T) {
 	n := soakIterations(t)
 	seed := uint64(time.Now().UnixNano())
@@ -51,11 +54,15 @@ func TestSlackSoakKillRestart(t *testing.T) {
 	})
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	t.Logf("%d iterations, %d messages, %d SIGKILLs (%d after a push, %d in a turn, %d after a reply, %d idle): %d lost, %d doubled, %d out of order",
+	t.Logf("%d iterations, %d messages, %d SIGKILLs (%d after a push, %d in a turn, %d after a reply, %d idle): %d lost, %d doubled, "+
+		"%d threads out of order (%d pairs both pending, %d pairs whose earlier came after the later started)",
 		n, st.messages, st.kills[0]+st.kills[1]+st.kills[2]+st.kills[3], st.kills[0], st.kills[1], st.kills[2], st.kills[3],
-		st.lost, st.doubled, st.reordered)
+		st.lost, st.doubled, st.reordered, st.pendingPairs, st.latePairs)
 	if st.lost+st.doubled > 0 {
 		t.Errorf("%d lost, %d doubled", st.lost, st.doubled)
+	}
+	if st.pendingPairs > 0 && os.Getenv("CC_SOAK_ORDER_LOG_ONLY") == "" {
+		t.Errorf("%d pairs of messages that were both pending answered out of order", st.pendingPairs)
 	}
 }
 
@@ -65,6 +72,9 @@ type slackSoakStats struct {
 	messages                 int
 	kills                    [4]int // by kind: after a push, in a turn, after a reply, idle
 	lost, doubled, reordered int
+	// Out-of-order pairs (slackSoakOrder): both pending, or the earlier
+	// one late.
+	pendingPairs, latePairs int
 }
 
 // soakMsg is one message of a burst.
@@ -151,12 +161,14 @@ func slackKillRestartOnce(t *testing.T, rng *rand.Rand, iter int, st *slackSoakS
 			threads[j] = threads[j][1:]
 		}
 	}
+	acks := watchSoakAcks(f)
 	push := func(m soakMsg) {
 		if m.root {
-			f.DeliverMention(t, fakeslack.MsgEvent("C1", m.ts, "U1", "<@UBOT> "+m.text, nil))
+			env, twin := f.DeliverMention(t, fakeslack.MsgEvent("C1", m.ts, "U1", "<@UBOT> "+m.text, nil))
+			acks.pushed(m.ts, env, twin)
 			return
 		}
-		f.Deliver(t, fakeslack.MsgEvent("C1", m.ts, "U1", m.text, map[string]any{"thread_ts": m.thread}))
+		acks.pushed(m.ts, f.Deliver(t, fakeslack.MsgEvent("C1", m.ts, "U1", m.text, map[string]any{"thread_ts": m.thread})))
 	}
 
 	kills := 1 + rng.IntN(3)
@@ -222,11 +234,14 @@ func slackKillRestartOnce(t *testing.T, rng *rand.Rand, iter int, st *slackSoakS
 	}
 
 	lost, doubled, reordered := slackSoakCount(t, f, msgs)
+	pendingPairs, latePairs := slackSoakOrder(t, f, msgs, acks)
 	st.mu.Lock()
 	st.messages += len(msgs)
 	st.lost += lost
 	st.doubled += doubled
 	st.reordered += reordered
+	st.pendingPairs += pendingPairs
+	st.latePairs += latePairs
 	st.mu.Unlock()
 	if lost+doubled > 0 {
 		t.Errorf("%d lost, %d doubled; pushed %+v", lost, doubled, msgs)
@@ -339,3 +354,135 @@ func contains(s []string, v string) bool {
 	}
 	return false
 }
+
+// soakAcks records, at each ack of an iteration's envelopes, which
+// messages had a turn started then (a 👀 asked for): what slackSoakOrder
+// needs to tell a pair that was pending together from one whose earlier
+// message came late. The envelope's message is looked up at the end: an
+// ack may come before Deliver returns its envelope id.
+type soakAcks struct {
+	f  *fakeslack.Server
+	mu sync.Mutex                 // guards the fields below
+	at map[string]map[string]bool // envelope id -> the ts that had a 👀 when it was acked
+	// events are the event ids of each pushed message's envelopes (a
+	// mention's twin too): its retries carry the same.
+	events map[string]string // event id -> ts
+}
+
+func watchSoakAcks(f *fakeslack.Server) *soakAcks {
+	a := &soakAcks{f: f, at: map[string]map[string]bool{}, events: map[string]string{}}
+	f.OnAck(func(env string) {
+		started := soakStarted(f)
+		a.mu.Lock()
+		a.at[env] = started
+		a.mu.Unlock()
+	})
+	return a
+}
+
+// soakStarted is the set of message ts that cc-connect reacted 👀 to (a
+// turn it took), asked for or done.
+func soakStarted(f *fakeslack.Server) map[string]bool {
+	out := map[string]bool{}
+	for _, c := range f.Calls("reactions.add") {
+		if c.Form["name"] == "eyes" {
+			out[c.Form["timestamp"]] = true
+		}
+	}
+	return out
+}
+
+// pushed notes the envelopes a push of the message ts made.
+func (a *soakAcks) pushed(ts string, envs ...string) {
+	ids := map[string]string{}
+	for _, d := range a.f.Deliveries() {
+		ids[d.EnvelopeID] = d.EventID
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, env := range envs {
+		if ev := ids[env]; ev != "" {
+			a.events[ev] = ts
+		}
+	}
+}
+
+// firstAck returns, per message ts, the 👀 set at the first ack of any of
+// its envelopes (nil: never acked).
+func (a *soakAcks) firstAck() map[string]map[string]bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := map[string]map[string]bool{}
+	for _, env := range a.f.Acks() { // in ack order
+		for _, d := range a.f.Deliveries() {
+			if d.EnvelopeID != env {
+				continue
+			}
+			if ts, ok := a.events[d.EventID]; ok && out[ts] == nil {
+				out[ts] = a.at[env]
+			}
+		}
+	}
+	return out
+}
+
+// slackSoakOrder counts, per thread, the pairs of messages answered in the
+// other order than they were posted (the later one's first answer before
+// the earlier one's), by what they were when the earlier one was first
+// acknowledged, so journaled: pending, when the later one had not started
+// (the fault: they must be answered in Slack's order), or late, when it
+// had. A pending pair whose earlier message cc-connect said it had to run
+// after the later one (its late notice) was journaled between the later
+// one's start and its 👀, and counts as late: the 👀 is how the soak sees a
+// start, a few milliseconds after it.
+func slackSoakOrder(t *testing.T, f *fakeslack.Server, msgs []soakMsg, acks *soakAcks) (pending, late int) {
+	t.Helper()
+	first := acks.firstAck()
+	posts := f.Posts()
+	answered := map[string]int{} // ts -> index of its first answer
+	told := map[string]bool{}    // ts -> cc-connect said it came late
+	for _, m := range msgs {
+		answered[m.ts] = -1
+		for i, p := range posts {
+			// Its echo, or the notice of its cut turn resumed (whose echo,
+			// of the continuation, follows).
+			if p.ThreadTS == m.thread && (strings.Contains(p.Text, "echo: "+m.text) ||
+				strings.Contains(p.Text, "was cut off; resuming it") && strings.Contains(p.Text, "“"+m.text+"”")) {
+				answered[m.ts] = i
+				break
+			}
+			if p.ThreadTS == m.thread && strings.Contains(p.Text, "“"+m.text+"” reached cc-connect after a later message") {
+				told[m.ts] = true
+			}
+		}
+	}
+	for i, a := range msgs {
+		for _, b := range msgs[i+1:] {
+			if a.thread != b.thread {
+				continue
+			}
+			early, later := a, b
+			if soakTSBefore(b.ts, a.ts) {
+				early, later = b, a
+			}
+			ia, ib := answered[early.ts], answered[later.ts]
+			if ia < 0 || ib < 0 || ia < ib {
+				continue // unanswered (counted as lost), or in order
+			}
+			started := first[early.ts]
+			switch {
+			case started != nil && !started[later.ts] && !told[early.ts]:
+				pending++
+				t.Logf("out of order, both pending: %s answered before %s", later.text, early.text)
+			default:
+				late++
+				t.Logf("out of order, %s came after %s had started (acked: %v, the later's 👀 by then: %v, told: %v)",
+					early.text, later.text, started != nil, started[later.ts], told[early.ts])
+			}
+		}
+	}
+	return pending, late
+}
+
+// soakTSBefore orders two ts of the soak's (same width, so as strings).
+func soakTSBefore(a, b string) bool { return len(a) < len(b) || len(a) == len(b) && a < b }

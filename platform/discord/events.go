@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -94,6 +95,7 @@ func (a *Adapter) toMessage(ctx context.Context, m *discordgo.Message) (platform
 		IsBot:       m.Author.Bot,
 		Attachments: atts,
 		Received:    m.Timestamp,
+		Seq:         snowflakeSeq(m.ID),
 	}, true
 }
 
@@ -374,4 +376,15 @@ func (a *Adapter) onInteractionCreate(_ *discordgo.Session, ev *discordgo.Intera
 			a.log.Warn("Engine did not accept Discord button press", "channel", target.Channel, "thread", target.Thread, "error", err)
 		}
 	})
+}
+
+// snowflakeSeq is a message id as platform.Message.Seq: a snowflake, whose
+// high bits are its time, so later messages have larger ones. Zero for an
+// id that is not a number.
+func snowflakeSeq(id string) uint64 {
+	n, err := strconv.ParseUint(id, 10, 64)
+	if err != nil {
+		return 0
+	}
+	return n
 }

@@ -156,6 +156,7 @@ func (a *Adapter) historyMessage(ch string, m *discordgo.Message) (platform.Hist
 		UserName:  m.Author.Username,
 		Text:      text,
 		Time:      m.Timestamp,
+		Seq:       snowflakeSeq(m.ID),
 		IsBot:     m.Author.Bot || m.WebhookID != "",
 		FromSelf:  m.Author.ID == self,
 		Mentioned: mentioned,

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -323,6 +324,7 @@ func (a *Adapter) normalize(ev inEvent) platform.Message {
 		IsDM:      isDM,
 		Mentioned: mentioned,
 		Received:  tsTime(ev.TS),
+		Seq:       tsSeq(ev.TS),
 	}
 	for _, f := range ev.Files {
 		if att, ok := a.attachment(f); ok {
@@ -356,6 +358,24 @@ func tsTime(ts string) time.Time {
 		us, _ = strconv.ParseInt(frac, 10, 64)
 	}
 	return time.Unix(s, us*1000)
+}
+
+// tsSeq is a message ts as platform.Message.Seq: microseconds since the
+// epoch, which Slack hands out in order within a channel. Zero for a ts
+// that does not parse (no order is claimed for it).
+func tsSeq(ts string) uint64 {
+	sec, frac, _ := strings.Cut(ts, ".")
+	s, err := strconv.ParseUint(sec, 10, 64)
+	if err != nil || len(frac) > 6 || s > math.MaxUint64/1_000_000-1 {
+		return 0
+	}
+	var us uint64
+	if frac != "" {
+		if us, err = strconv.ParseUint((frac + "000000")[:6], 10, 64); err != nil {
+			return 0
+		}
+	}
+	return s*1_000_000 + us
 }
 
 func (a *Adapter) attachment(f inFile) (platform.Attachment, bool) {

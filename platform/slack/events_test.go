@@ -101,6 +101,9 @@ func TestRoutingAndMentions(t *testing.T) {
 			if sec := ts[:strings.Index(ts, ".")]; m.Received.UTC().Format("20060102") != "20231114" || m.Received.Unix() < 1700000000 || sec != strconv.FormatInt(m.Received.Unix(), 10) {
 				t.Errorf("Received = %v, want the time of ts %s", m.Received, ts)
 			}
+			if m.Seq != tsSeq(ts) || m.Seq == 0 {
+				t.Errorf("Seq = %d, want the ts %s in microseconds", m.Seq, ts)
+			}
 		})
 	}
 	// users.info is asked once and cached.
@@ -631,4 +634,29 @@ func TestLateAckRedeliveryWaitsForTheFirst(t *testing.T) {
 		t.Fatalf("the redelivery reached the handler as %+v, want the same message", m)
 	}
 	f.WaitAck(t, retry)
+}
+
+// TestTSSeq: a ts orders as Slack hands them out, microseconds included;
+// one that does not parse claims no order.
+func TestTSSeq(t *testing.T) {
+	for _, tc := range []struct {
+		ts   string
+		want uint64
+	}{
+		{"1700000000.000100", 1700000000000100},
+		{"1700000000.1", 1700000000100000},
+		{"1700000001", 1700000001000000},
+		{"", 0},
+		{"abc.000001", 0},
+		{"1700000000.x", 0},
+		{"1700000000.0000001", 0},
+		{"99999999999999999999.000001", 0},
+	} {
+		if got := tsSeq(tc.ts); got != tc.want {
+			t.Errorf("tsSeq(%q) = %d, want %d", tc.ts, got, tc.want)
+		}
+	}
+	if !(tsSeq("1700000000.000099") < tsSeq("1700000000.000100") && tsSeq("1700000000.999999") < tsSeq("1700000001.000000")) {
+		t.Error("ts out of order")
+	}
 }

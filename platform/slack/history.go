@@ -141,6 +141,7 @@ func (a *Adapter) historyMessage(ctx context.Context, channel string, m slack.Me
 		UserID:    m.User,
 		Text:      plainText(m.Text, botUser),
 		Time:      tsTime(m.Timestamp),
+		Seq:       tsSeq(m.Timestamp),
 		IsBot:     isBot || self,
 		FromSelf:  self,
 		Mentioned: botUser != "" && (strings.Contains(m.Text, "<@"+botUser+">") || strings.Contains(m.Text, "<@"+botUser+"|")),

@@ -154,6 +154,8 @@ func (a *Adapter) toMessage(msg *tgbotapi.Message, tf topicFields) (platform.Mes
 		IsBot:       msg.From.IsBot,
 		Attachments: atts,
 		Received:    time.Unix(int64(msg.Date), 0),
+		// Message ids count up within a chat (its topics included).
+		Seq: uint64(max(msg.MessageID, 0)),
 	}, true
 }
 

@@ -1,0 +1,350 @@
+package engine
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cc-connect/cc-connect/inbox"
+	"github.com/cc-connect/cc-connect/platform"
+)
+
+// sayAt delivers alice's text in T1 with the platform's order seq (0: the
+// platform gives none).
+func (h *harness) sayAt(seq uint64, text string) platform.Result {
+	h.t.Helper()
+	m := h.message("alice", "T1", text)
+	m.Seq = seq
+	return h.deliver(m)
+}
+
+// waitWaiting waits until n [[WAIT]] turns are held by the fake agent.
+func waitWaiting(t *testing.T, fa *fakeAgents, n int) {
+	t.Helper()
+	fa.waitFor(t, "a turn waiting", func(fa *fakeAgents) bool { return fa.waiting == n })
+}
+
+// TestWaitingMessagesRunInPlatformOrder: messages that wait behind a
+// running turn run in the platform's order, whatever order they came in
+// (a retry after a restart comes after messages posted later); one
+// without an order keeps its place, and nothing moves ahead of it.
+func TestWaitingMessagesRunInPlatformOrder(t *testing.T) {
+	type msg struct {
+		seq  uint64
+		text string
+	}
+	for _, tc := range []struct {
+		name      string
+		delivered []msg
+		want      []string
+	}{
+		{"in order", []msg{{20, "A"}, {30, "B"}}, []string{"A", "B"}},
+		{"the earlier second", []msg{{30, "B"}, {20, "A"}}, []string{"A", "B"}},
+		{"reversed", []msg{{40, "C"}, {30, "B"}, {20, "A"}}, []string{"A", "B", "C"}},
+		{"one in between", []msg{{20, "A"}, {40, "C"}, {30, "B"}}, []string{"A", "B", "C"}},
+		{"a message without an order is a barrier", []msg{{30, "B"}, {0, "X"}, {20, "A"}, {40, "C"}}, []string{"B", "X", "A", "C"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, nil)
+			h.sayAt(10, "first [[WAIT]]")
+			waitWaiting(t, h.fa, 1)
+			for _, m := range tc.delivered {
+				if res := h.sayAt(m.seq, m.text); res.Status != platform.Queued {
+					t.Fatalf("%s: %+v, want queued", m.text, res)
+				}
+			}
+			h.fa.release(t)
+			h.waitIdle()
+			want := append([]string{"first [[WAIT]]"}, tc.want...)
+			if got := h.fa.history(sess1); strings.Join(got, "|") != strings.Join(want, "|") {
+				t.Errorf("the agent got %q, want %q", got, want)
+			}
+			if got := h.rec.sends("reached cc-connect after a later message"); len(got) != 0 {
+				t.Errorf("late notices for messages that were all waiting: %q", got)
+			}
+		})
+	}
+}
+
+// TestQueuedPositionIsThePlatformOrders: the position a waiting message is
+// told is where it runs, not where it came.
+func TestQueuedPositionIsThePlatformOrders(t *testing.T) {
+	h := newHarness(t, nil)
+	h.sayAt(10, "first [[WAIT]]")
+	waitWaiting(t, h.fa, 1)
+	h.sayAt(30, "B")
+	if res := h.sayAt(20, "A"); res.Position != 1 {
+		t.Errorf("A queued at %d, want 1 (before B)", res.Position)
+	}
+	h.rec.waitSends(t, "Queued (position 1)", 2)
+	h.fa.release(t)
+	h.waitIdle()
+}
+
+// TestLateMessageRunsNextAndIsTold: a message that arrives after a later
+// one started cannot go back in time. It runs next, before the later
+// messages still waiting, and its sender is told why its answer comes
+// after that one's; once nothing runs, it runs at once, with the same
+// word.
+func TestLateMessageRunsNextAndIsTold(t *testing.T) {
+	h := newHarness(t, nil)
+	h.sayAt(30, "B [[WAIT]]")
+	waitWaiting(t, h.fa, 1)
+	h.sayAt(40, "C")
+	if res := h.sayAt(20, "A"); res.Position != 1 {
+		t.Errorf("the late A queued at %d, want 1 (next)", res.Position)
+	}
+	h.rec.waitSend(t, "after a later message of this conversation had started, so it is answered after that one. Queued (position 1)")
+	h.fa.release(t)
+	h.waitIdle()
+	// B is over; a message posted before it is late, and runs now.
+	h.sayAt(25, "A2")
+	h.rec.waitSend(t, "echo: A2")
+	h.waitIdle()
+	if got, want := h.fa.history(sess1), []string{"B [[WAIT]]", "A", "C", "A2"}; strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("the agent got %q, want %q", got, want)
+	}
+	if got := h.rec.sends("reached cc-connect after a later message"); len(got) != 2 || !strings.HasSuffix(got[1], "It runs now.") {
+		t.Errorf("late notices = %q, want one for A and one for A2 saying it runs now", got)
+	}
+	if got := h.rec.sends("Queued (position"); len(got) != 2 {
+		t.Errorf("queue notices = %q, want C's and A's (in its late notice)", got)
+	}
+}
+
+// TestRecoveryRunsInPlatformOrder: after a restart the journal's pending
+// messages run in the platform's order, not the order they were journaled
+// in; one that was started runs first (recovery looks at it), and the
+// order the journal keeps is the platform's after a reopen too.
+func TestRecoveryRunsInPlatformOrder(t *testing.T) {
+	type entry struct {
+		seq     uint64
+		text    string
+		started bool
+	}
+	for _, tc := range []struct {
+		name    string
+		journal []entry
+		want    []string
+	}{
+		{"journaled in reverse", []entry{{30, "C", false}, {20, "B", false}, {10, "A", false}}, []string{"A", "B", "C"}},
+		{"a retry journaled last", []entry{{20, "B", false}, {30, "C", false}, {10, "A", false}}, []string{"A", "B", "C"}},
+		{"the started one first", []entry{{30, "C", true}, {20, "B", false}, {10, "A", false}}, []string{"C", "A", "B"}},
+		{"without an order, in the journal's", []entry{{0, "B", false}, {0, "A", false}}, []string{"B", "A"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, nil)
+			h.stop()
+			in, err := inbox.Open(inboxPath(h.opts.StateDir, t1Key), inbox.Limits{}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, en := range tc.journal {
+				m := h.message("alice", "T1", en.text)
+				if err := in.Append(inbox.Entry{ID: m.ID, Platform: "fake", Channel: "C1", Thread: "T1", MessageID: m.Target.MessageID,
+					UserID: "alice", Text: en.text, Seq: en.seq}); err != nil {
+					t.Fatal(err)
+				}
+				if en.started {
+					if err := in.MarkStarted(m.ID); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			in.Close()
+			h = h.restart()
+			h.rec.waitSend(t, "echo: "+tc.want[len(tc.want)-1])
+			h.waitIdle()
+			if got := h.fa.history(sess1); strings.Join(got, "|") != strings.Join(tc.want, "|") {
+				t.Errorf("the agent got %q, want %q", got, tc.want)
+			}
+			if got := h.rec.sends("reached cc-connect after a later message"); len(got) != 0 {
+				t.Errorf("late notices on recovery: %q", got)
+			}
+		})
+	}
+}
+
+// TestInPlatformOrder pins the queueing rule itself, channel by channel.
+func TestInPlatformOrder(t *testing.T) {
+	it := func(text string, seq uint64, channel string, started bool) workItem {
+		return workItem{started: started, msg: platform.Message{Text: text, Seq: seq,
+			Target: platform.Target{Platform: "fake", Channel: channel}}}
+	}
+	for _, tc := range []struct {
+		name  string
+		items []workItem
+		want  string
+	}{
+		{"empty", nil, ""},
+		{"sorted", []workItem{it("a", 1, "C", false), it("b", 2, "C", false)}, "a b"},
+		{"reversed", []workItem{it("c", 3, "C", false), it("b", 2, "C", false), it("a", 1, "C", false)}, "a b c"},
+		{"started first", []workItem{it("a", 1, "C", false), it("b", 2, "C", true)}, "b a"},
+		{"barrier", []workItem{it("b", 2, "C", false), it("x", 0, "C", false), it("a", 1, "C", false)}, "b x a"},
+		{"another channel is no order", []workItem{it("b", 2, "C", false), it("a", 1, "D", false)}, "b a"},
+		{"equal seqs keep theirs", []workItem{it("a", 1, "C", false), it("a2", 1, "C", false)}, "a a2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, it := range inPlatformOrder(tc.items) {
+				got = append(got, it.msg.Text)
+			}
+			if strings.Join(got, " ") != tc.want {
+				t.Errorf("order %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestMailboxLate: an item posted before one taken, or before one started
+// before a restart that still waits for recovery, is late; one posted
+// before a waiting item that was not started is not.
+func TestMailboxLate(t *testing.T) {
+	it := func(seq uint64, started bool) workItem {
+		return workItem{kind: itemTurn, started: started, msg: platform.Message{Seq: seq, Target: platform.Target{Platform: "fake", Channel: "C"}}}
+	}
+	for _, tc := range []struct {
+		name     string
+		queued   []workItem
+		take     bool
+		push     workItem
+		wantPos  int
+		wantLate bool
+	}{
+		{"before a waiting one", []workItem{it(20, false)}, false, it(10, false), 1, false},
+		{"after a waiting one", []workItem{it(20, false)}, false, it(30, false), 2, false},
+		{"before the taken one", []workItem{it(20, false)}, true, it(10, false), 1, true},
+		{"after the taken one", []workItem{it(20, false)}, true, it(30, false), 1, false},
+		{"before one started before a restart", []workItem{it(20, true), it(40, false)}, false, it(10, false), 2, true},
+		{"between it and a later one", []workItem{it(20, true), it(40, false)}, false, it(30, false), 2, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mb := newMailbox(10, func(int) {})
+			mb.push(tc.queued...)
+			if tc.take {
+				mb.take()
+			}
+			pos, _, late := mb.push(tc.push)
+			if pos != tc.wantPos || late != tc.wantLate {
+				t.Errorf("pushed at %d, late %v; want %d, %v", pos, late, tc.wantPos, tc.wantLate)
+			}
+		})
+	}
+}
+
+// threadHistory is what a HistoryReader platform shows of each thread,
+// kept across restarts, and how often it was read.
+type threadHistory struct {
+	mu      sync.Mutex
+	threads map[string][]platform.HistoryMessage
+	reads   int
+}
+
+func (th *threadHistory) set(thread string, hist ...platform.HistoryMessage) {
+	th.mu.Lock()
+	defer th.mu.Unlock()
+	th.threads[thread] = hist
+}
+
+func (th *threadHistory) readCount() int {
+	th.mu.Lock()
+	defer th.mu.Unlock()
+	return th.reads
+}
+
+// historyPlatform is a rich fake platform that reads threads back.
+type historyPlatform struct {
+	richPlatform
+	th *threadHistory
+}
+
+var _ platform.HistoryReader = historyPlatform{}
+
+func (p historyPlatform) History(_ context.Context, conv platform.Target, q platform.HistoryQuery) ([]platform.HistoryMessage, error) {
+	p.th.mu.Lock()
+	defer p.th.mu.Unlock()
+	p.th.reads++
+	hist := p.th.threads[conv.Thread]
+	return hist[max(0, len(hist)-q.Limit):], nil
+}
+
+// past is what a HistoryReader shows of a message that reached the engine.
+func past(m platform.Message) platform.HistoryMessage {
+	return platform.HistoryMessage{ID: m.ID, MessageID: m.Target.MessageID, UserID: m.UserID, UserName: m.UserName,
+		Text: m.Text, Seq: m.Seq, Root: m.Target.Thread == m.Target.MessageID}
+}
+
+// TestMissingBeforeTheFirstMessageAfterAStart: the messages a dead
+// instance took and never journaled are read back when the first message
+// of their thread reaches the new one, and run first, oldest first; the
+// thread's last message the engine took is the anchor, and without one
+// nothing is read back. Files and users who may not use the agent are
+// left to their retries; a retry of a message read back is a duplicate;
+// a thread is read once; past the window after the start, never.
+func TestMissingBeforeTheFirstMessageAfterAStart(t *testing.T) {
+	th := &threadHistory{threads: map[string][]platform.HistoryMessage{}}
+	h := newHarness(t, func(o *Options, c *harnessConfig) {
+		c.adapter = func(rec *fakePlatform) platform.Adapter { return historyPlatform{richPlatform{rec}, th} }
+	})
+	at := func(user, thread string, seq uint64, text string) platform.Message {
+		m := h.message(user, thread, text)
+		m.Seq = seq
+		if seq == 100 {
+			m.Target.MessageID = thread // the thread's root
+		}
+		return m
+	}
+	root, root2 := at("alice", "T1", 100, "the root"), at("alice", "T2", 100, "another root")
+	h.deliver(root)
+	h.rec.waitSend(t, "echo: the root") // T1's session is sess1, T2's sess2
+	h.deliver(root2)
+	h.rec.waitSend(t, "echo: another root")
+	h.waitIdle()
+	h = h.restart()
+
+	// What the dead instance took: first, then a file, a stranger's
+	// message, then second; none journaled.
+	first, second := at("alice", "T1", 200, "first"), at("bob", "T1", 300, "second")
+	withFile := past(at("alice", "T1", 250, "a file"))
+	withFile.Files = []string{"notes.txt"}
+	stranger := past(at("mallory", "T1", 260, "let me in"))
+	bot := platform.HistoryMessage{ID: "bot-1", MessageID: "bot-1", Text: "echo: the root", IsBot: true, FromSelf: true, Seq: 150}
+	th.set("T1", past(root), bot, past(first), withFile, stranger, past(second))
+	// T2's window holds no message the engine took: no anchor.
+	th.set("T2", past(at("bob", "T2", 210, "chatter")))
+
+	h.deliver(at("alice", "T1", 400, "third"))
+	h.rec.waitSend(t, "echo: third")
+	h.waitIdle()
+	if got, want := h.fa.history(sess1), []string{"the root", "first", "second", "third"}; strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("T1's agent got %q, want %q", got, want)
+	}
+	if res := h.deliver(first); res.Status != platform.Duplicate {
+		t.Errorf("the retry of a message read back: %+v, want a duplicate", res)
+	}
+	h.deliver(at("alice", "T1", 500, "fourth"))
+	h.deliver(at("alice", "T2", 400, "in T2"))
+	h.rec.waitSend(t, "echo: in T2")
+	h.waitIdle()
+	if got, want := h.fa.history(sess2), []string{"another root", "in T2"}; strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("T2's agent got %q, want %q (nothing read back without an anchor)", got, want)
+	}
+	if n := th.readCount(); n != 2 {
+		t.Errorf("%d thread reads, want one per thread", n)
+	}
+
+	h = h.restart()
+	h.e.born = h.e.now().Add(-gapWindow - time.Minute)
+	th.set("T1", past(root), past(at("alice", "T1", 600, "missing")))
+	h.deliver(at("alice", "T1", 700, "late in the day"))
+	h.rec.waitSend(t, "echo: late in the day")
+	h.waitIdle()
+	if n := th.readCount(); n != 2 {
+		t.Errorf("%d thread reads, want none more past the window", n)
+	}
+	if got := h.rec.sends("echo: missing"); len(got) != 0 {
+		t.Errorf("read back past the window: %q", got)
+	}
+}
