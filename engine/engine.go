@@ -155,6 +155,10 @@ type Engine struct {
 
 	busy *busyCount // outstanding work, for WaitIdle (busy.go); its lock is a leaf
 
+	// cluster is set by JoinCluster: the conversations of clustered
+	// platforms come from the cluster's stream (cluster.go).
+	cluster *ClusterOptions
+
 	// testHookQueued, when set (tests only), runs on the accept path
 	// right after an item joined the FIFO and the mailbox's lock was
 	// released.

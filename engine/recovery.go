@@ -122,6 +122,11 @@ func (e *Engine) recoverAll() {
 			log.Warn("Pending messages for a platform that is not configured are kept, not run", "path", path, "pending", len(pending))
 			continue
 		}
+		if e.clustered(m.Target.Platform) {
+			// The stream delivers again what nobody finished (cluster.go).
+			log.Info("Pending messages of a cluster binding wait for their redelivery", "path", path, "pending", len(pending))
+			continue
+		}
 		if _, err := e.session(b, m, a); err != nil {
 			log.Error("Recovering a session failed", "error", err)
 			continue

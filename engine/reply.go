@@ -19,6 +19,12 @@ import (
 // part carries the message's journaled uuid where the adapter can tag a
 // post (relay.sendReply), so that recovery can find what landed.
 func (tr *turnRunner) postReply(it workItem, out outcome) {
+	if !tr.jr.settleFirst(tr.e.bg, it) {
+		// Not settled in the cluster's stream: the binding's next holder
+		// runs it and posts the reply, once (cluster.go). Nothing more
+		// is posted or edited here.
+		return
+	}
 	tr.jr.markReplying(it)
 	if out.compaction {
 		tr.reportCompaction(out)

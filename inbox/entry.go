@@ -36,6 +36,11 @@ type Entry struct {
 	// replay) or, as versions that fetched at acceptance wrote, where they
 	// were stored (Path); never their content.
 	Attachments []Attachment
+	// Fence is the fencing token of the cluster lease the message was
+	// journaled under (a message from a cluster's ingress stream); 0
+	// outside a cluster. It tells an entry of this host's tenure from one
+	// of an earlier tenure, whose message another host may have answered.
+	Fence uint64
 }
 
 // SeenKey is the entry's identity for Seen.

@@ -128,6 +128,9 @@ type Action struct {
 	UserName  string          `json:"user_name,omitempty"`
 	RequestID string          `json:"request_id"`
 	Choice    platform.Choice `json:"choice"`
+	// Question and Options: a press on a question prompt.
+	Question int                `json:"question,omitempty"`
+	Options  platform.OptionSet `json:"options,omitempty"`
 }
 
 // NewMessage makes the event of a chat message routed by binding b. refs
@@ -149,7 +152,7 @@ func NewMessage(b Binding, m platform.Message, refs []string) (Event, error) {
 // the press ("" if it has none: then a redelivery is not deduplicated).
 func NewAction(b Binding, id string, a platform.Action) (Event, error) {
 	ev := Event{V: Version, Kind: KindAction, Binding: b, Action: &Action{ID: id, Target: wireTarget(a.Target),
-		UserID: a.UserID, UserName: a.UserName, RequestID: a.RequestID, Choice: a.Choice}}
+		UserID: a.UserID, UserName: a.UserName, RequestID: a.RequestID, Choice: a.Choice, Question: a.Question, Options: a.Options}}
 	return ev, ev.Validate()
 }
 
@@ -267,5 +270,5 @@ func (m *Message) PlatformMessage(open Opener) platform.Message {
 // PlatformAction is the action as the engine takes it.
 func (a *Action) PlatformAction() platform.Action {
 	return platform.Action{Target: a.Target.ToPlatform(), UserID: a.UserID, UserName: a.UserName,
-		RequestID: a.RequestID, Choice: a.Choice}
+		RequestID: a.RequestID, Choice: a.Choice, Question: a.Question, Options: a.Options}
 }
