@@ -51,6 +51,9 @@ type ClusterOptions struct {
 	// Standby says whether this host serves the binding of platform and
 	// channel (as the config writes it) as a standby.
 	Standby func(platform, channel string) bool
+	// Inbound, when set, is the handler an adapter runs with instead of
+	// the engine (the cluster's publisher); nil for the engine itself.
+	Inbound func(platform string) platform.Handler
 	// Status, when set, is the cluster's report for !status (owner,
 	// standbys, lease age, each host's health).
 	Status func(ctx context.Context) (string, error)
@@ -88,6 +91,17 @@ const settleTimeout = 5 * time.Second
 func (e *Engine) JoinCluster(o ClusterOptions) *ClusterIngress {
 	e.cluster = &o
 	return &ClusterIngress{e: e}
+}
+
+// inbound is the handler adapter a runs with: the engine, or in a
+// cluster the publisher that hands a's events to their binding's owner.
+func (e *Engine) inbound(a platform.Adapter) platform.Handler {
+	if e.cluster != nil && e.cluster.Inbound != nil {
+		if h := e.cluster.Inbound(a.Name()); h != nil {
+			return h
+		}
+	}
+	return e
 }
 
 // clustered says whether the conversation of a platform instance is fed

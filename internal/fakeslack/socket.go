@@ -141,8 +141,23 @@ func (s *Server) WaitConn(tb testing.TB, n int) *Conn {
 	return s.conns[n-1]
 }
 
-// live returns the newest open connection, or nil; callers hold s.mu.
+// live returns the connection the next envelope goes to: the newest open
+// one, or with SetSpread one of the open ones at random, as Slack spreads
+// an app's envelopes over its connections; nil when none is open. Callers
+// hold s.mu.
 func (s *Server) liveLocked() *Conn {
+	if s.spread != nil {
+		var open []*Conn
+		for _, c := range s.conns {
+			if !c.Closed() {
+				open = append(open, c)
+			}
+		}
+		if len(open) == 0 {
+			return nil
+		}
+		return open[s.spread.IntN(len(open))]
+	}
 	for i := len(s.conns) - 1; i >= 0; i-- {
 		if !s.conns[i].Closed() {
 			return s.conns[i]

@@ -499,6 +499,9 @@ func (a *Adapter) onInteraction(ctx context.Context, h platform.Handler, q *work
 			UserID:   cb.User.ID,
 			UserName: orDefault(cb.User.Name, cb.User.ID),
 		}
+		if act.ActionTs != "" {
+			action.ID = act.ActionTs + ":" + act.ActionID + ":" + cb.User.ID
+		}
 		if c, q, opts, reqID, ok := questionAction(act); ok {
 			action.Choice, action.Question, action.Options, action.RequestID = c, q, opts, reqID
 		} else if choice, ok := choiceForAction(act.ActionID); ok && act.Value != "" {
