@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/cc-connect/cc-connect/cluster/ingress"
 	"github.com/cc-connect/cc-connect/platform"
@@ -17,6 +18,11 @@ import (
 // again, perhaps to a host whose NATS connection works). The binding's
 // owner, wherever it runs, consumes it.
 type Inbound struct{ n *Node }
+
+// PublishTimeout bounds one publish: a host cut off from NATS gives up
+// within Slack's 3 s ack deadline, leaves the envelope unacknowledged,
+// and Slack sends it again, to any connection.
+const PublishTimeout = 2 * time.Second
 
 var _ platform.Handler = Inbound{}
 
@@ -49,6 +55,8 @@ func (in Inbound) HandleMessage(ctx context.Context, m platform.Message) (platfo
 			"channel", m.Target.Channel, "error", err)
 		return platform.Result{Status: platform.Ignored, Reason: "not publishable"}, nil
 	}
+	ctx, cancel := context.WithTimeout(ctx, PublishTimeout)
+	defer cancel()
 	pub, err := in.n.pub.Publish(ctx, ev)
 	if err != nil {
 		return platform.Result{}, fmt.Errorf("handing a message to the binding's owner: %w", err)
@@ -72,6 +80,8 @@ func (in Inbound) HandleAction(ctx context.Context, a platform.Action) error {
 			"channel", a.Target.Channel, "error", err)
 		return nil
 	}
+	ctx, cancel := context.WithTimeout(ctx, PublishTimeout)
+	defer cancel()
 	if _, err := in.n.pub.Publish(ctx, ev); err != nil {
 		return fmt.Errorf("handing a button press to the binding's owner: %w", err)
 	}

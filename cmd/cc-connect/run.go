@@ -275,6 +275,7 @@ func runCommand(ctx context.Context, path string, std stdio) int {
 		Interactive: isTerminal(std.In),
 		User:        currentUser(),
 		Log:         log,
+		Cluster:     cfg.Cluster != nil,
 		OnEOF: func(ctx context.Context) {
 			if !shutdownAtEOF(cfg) {
 				log.Info("Terminal input ended; the other platforms keep running")
