@@ -10,8 +10,10 @@ import (
 	"time"
 
 	"github.com/cc-connect/cc-connect/cluster/clustertest"
+	"github.com/cc-connect/cc-connect/internal/fakeapi"
 	"github.com/cc-connect/cc-connect/internal/fakeclaude"
 	"github.com/cc-connect/cc-connect/internal/fakeslack"
+	"github.com/cc-connect/cc-connect/internal/testenv"
 )
 
 // Three cc-connect binaries as one bot (docs/cluster.md): a 3-node
@@ -47,6 +49,21 @@ sender_header = false
 func newClusterMember(t *testing.T, name string, urls []string, f *fakeslack.Server) *clusterMember {
 	t.Helper()
 	dir := t.TempDir()
+	record, release := filepath.Join(dir, "record.jsonl"), filepath.Join(dir, "release")
+	agent := fmt.Sprintf(`[agent]
+command = %q
+env = { CLAUDE_CONFIG_DIR = %q, FAKECLAUDE_RECORD = %q, FAKECLAUDE_RELEASE = %q }
+shutdown_grace = "5s"
+`, fakeclaude.Build(t), filepath.Join(dir, "claude-config"), record, release)
+	return newClusterMemberWith(t, dir, name, urls, f, agent, replicas3)
+}
+
+const replicas3 = 3
+
+// newClusterMemberWith writes host name's config in dir with its own
+// [agent] table.
+func newClusterMemberWith(t *testing.T, dir, name string, urls []string, f *fakeslack.Server, agent string, replicas int) *clusterMember {
+	t.Helper()
 	m := &clusterMember{name: name, dir: dir, record: filepath.Join(dir, "record.jsonl"), release: filepath.Join(dir, "release")}
 	quoted := make([]string, len(urls))
 	for i, u := range urls {
@@ -57,23 +74,20 @@ func newClusterMember(t *testing.T, name string, urls []string, f *fakeslack.Ser
 dir = "state"
 [log]
 level = "debug"
-[agent]
-command = %q
-env = { CLAUDE_CONFIG_DIR = %q, FAKECLAUDE_RECORD = %q, FAKECLAUDE_RELEASE = %q }
-shutdown_grace = "5s"
+%s
 [cluster]
 host = %q
 members = ["a", "b", "c"]
 urls = [%s]
 lease_ttl = "3s"
-replicas = 3
+replicas = %d
 [[platforms]]
 name = "chat"
 type = "slack"
 bot_token = "${SLACK_BOT_TOKEN}"
 app_token = "${SLACK_APP_TOKEN}"
 api_url = %q
-`, fakeclaude.Build(t), filepath.Join(dir, "claude-config"), m.record, m.release, name, strings.Join(quoted, ", "), f.APIURL())+clusterBindingTOML)
+`, agent, name, strings.Join(quoted, ", "), replicas, f.APIURL())+clusterBindingTOML)
 	tmp := filepath.Join(dir, "tmp")
 	if err := os.Mkdir(tmp, 0o700); err != nil {
 		t.Fatal(err)
@@ -285,4 +299,65 @@ func TestClusterOfThreeBinaries(t *testing.T) {
 			t.Errorf("the owner ran the killed turn %d times", n)
 		}
 	})
+}
+
+// TestClusterRealClaude: the real CLI behind the cluster path. Two hosts
+// on one NATS node (a owns the binding, c only publishes what reaches it);
+// Slack spreads the mention's two copies over both connections; the reply
+// lands once, in the mention's thread, with what the fake Messages API
+// answered the real claude.
+func TestClusterRealClaude(t *testing.T) {
+	t.Parallel()
+	claude := testenv.ClaudeBinary(t)
+	api := fakeapi.Start(t)
+	srv := clustertest.Single(t)
+	f := fakeslack.New(t)
+	f.SetSpread(7)
+	var hosts []*clusterMember
+	for _, name := range []string{"a", "c"} {
+		dir := t.TempDir()
+		home := filepath.Join(dir, "home")
+		if err := os.Mkdir(home, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		agent := fmt.Sprintf(`[agent]
+command = %q
+idle_timeout = "5m"
+[agent.env]
+HOME = %q
+CLAUDE_CONFIG_DIR = %q
+ANTHROPIC_BASE_URL = "${CC_CONNECT_TEST_API_URL}"
+ANTHROPIC_API_KEY = "sk-cc-connect-test-key"
+DISABLE_TELEMETRY = "1"
+CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC = "1"
+DISABLE_AUTOUPDATER = "1"
+`, claude, home, filepath.Join(home, ".claude"))
+		m := newClusterMemberWith(t, dir, name, []string{srv.ClientURL()}, f, agent, 1)
+		m.env = append(m.env, "CC_CONNECT_TEST_API_URL="+api.URL())
+		m.start(t)
+		hosts = append(hosts, m)
+	}
+	f.WaitConn(t, 2)
+	hosts[0].p.waitErr(t, "Serving the binding")
+
+	const ts = "1700000009.000100"
+	f.DeliverMention(t, fakeslack.MsgEvent("C1", ts, "U1", "<@UBOT> hello from the cluster", nil))
+	reply := f.WaitPost(t, "the real claude's reply in the thread", func(m fakeslack.Message) bool {
+		return m.ThreadTS == ts && strings.Contains(m.Text, "echo: ")
+	})
+	if !strings.Contains(reply.Text, "hello from the cluster") || reply.Channel != "C1" {
+		t.Fatalf("reply %+v does not answer the mention", reply)
+	}
+	if !strings.Contains(string(lastRequest(t, api).Body), "hello from the cluster") {
+		t.Errorf("the fake API never saw the message")
+	}
+	hosts[0].p.waitErr(t, "context_usage")
+	if n := len(echoes(f, ts)); n != 1 {
+		t.Errorf("%d replies in the thread, want 1", n)
+	}
+	for _, h := range hosts {
+		if s := h.p.stderr.String(); strings.Contains(s, "sk-cc-connect-test-key") {
+			t.Errorf("host %s logged the API key", h.name)
+		}
+	}
 }
