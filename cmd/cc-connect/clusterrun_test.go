@@ -55,14 +55,14 @@ command = %q
 env = { CLAUDE_CONFIG_DIR = %q, FAKECLAUDE_RECORD = %q, FAKECLAUDE_RELEASE = %q }
 shutdown_grace = "5s"
 `, fakeclaude.Build(t), filepath.Join(dir, "claude-config"), record, release)
-	return newClusterMemberWith(t, dir, name, urls, f, agent, replicas3)
+	return newClusterMemberWith(t, dir, name, urls, f, agent, replicas3, clusterBindingTOML)
 }
 
 const replicas3 = 3
 
 // newClusterMemberWith writes host name's config in dir with its own
 // [agent] table.
-func newClusterMemberWith(t *testing.T, dir, name string, urls []string, f *fakeslack.Server, agent string, replicas int) *clusterMember {
+func newClusterMemberWith(t *testing.T, dir, name string, urls []string, f *fakeslack.Server, agent string, replicas int, binding string) *clusterMember {
 	t.Helper()
 	m := &clusterMember{name: name, dir: dir, record: filepath.Join(dir, "record.jsonl"), release: filepath.Join(dir, "release")}
 	quoted := make([]string, len(urls))
@@ -87,7 +87,7 @@ type = "slack"
 bot_token = "${SLACK_BOT_TOKEN}"
 app_token = "${SLACK_APP_TOKEN}"
 api_url = %q
-`, agent, name, strings.Join(quoted, ", "), replicas, f.APIURL())+clusterBindingTOML)
+`, agent, name, strings.Join(quoted, ", "), replicas, f.APIURL())+binding)
 	tmp := filepath.Join(dir, "tmp")
 	if err := os.Mkdir(tmp, 0o700); err != nil {
 		t.Fatal(err)
@@ -185,11 +185,13 @@ func TestClusterOfThreeBinaries(t *testing.T) {
 	c := newClusterMember(t, "c", urls, f)
 	hosts := []*clusterMember{a, b, c}
 	b.setRelease(t, true) // [[SLOW]] turns hang on a, and end at once on b
-	for _, h := range hosts {
-		h.start(t)
-	}
-	f.WaitConn(t, 3)
+	// The owner first: a standby that finds the lease free long enough
+	// takes it, and these subtests start with a as the holder.
+	a.start(t)
 	a.p.waitErr(t, "Serving the binding")
+	b.start(t)
+	c.start(t)
+	f.WaitConn(t, 3)
 
 	const root1, root2 = "1700000001.000100", "1700000002.000100"
 	t.Run("every message is answered once, in order, by the owner", func(t *testing.T) {
@@ -332,13 +334,15 @@ DISABLE_TELEMETRY = "1"
 CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC = "1"
 DISABLE_AUTOUPDATER = "1"
 `, claude, home, filepath.Join(home, ".claude"))
-		m := newClusterMemberWith(t, dir, name, []string{srv.ClientURL()}, f, agent, 1)
+		m := newClusterMemberWith(t, dir, name, []string{srv.ClientURL()}, f, agent, 1, clusterBindingTOML)
 		m.env = append(m.env, "CC_CONNECT_TEST_API_URL="+api.URL())
 		m.start(t)
+		if name == "a" {
+			m.p.waitErr(t, "Serving the binding")
+		}
 		hosts = append(hosts, m)
 	}
 	f.WaitConn(t, 2)
-	hosts[0].p.waitErr(t, "Serving the binding")
 
 	const ts = "1700000009.000100"
 	f.DeliverMention(t, fakeslack.MsgEvent("C1", ts, "U1", "<@UBOT> hello from the cluster", nil))
