@@ -11,6 +11,7 @@ import (
 	"github.com/cc-connect/cc-connect/cluster/ingress"
 	"github.com/cc-connect/cc-connect/cluster/kvlease"
 	"github.com/cc-connect/cc-connect/cluster/names"
+	"github.com/cc-connect/cc-connect/inbox"
 	"github.com/cc-connect/cc-connect/platform"
 )
 
@@ -54,6 +55,10 @@ type ClusterOptions struct {
 	// Inbound, when set, is the handler an adapter runs with instead of
 	// the engine (the cluster's publisher); nil for the engine itself.
 	Inbound func(platform string) platform.Handler
+	// InStream, when set, says whether the ingress stream still holds
+	// the event of sequence seq (false: it was settled, and nobody gets it
+	// again).
+	InStream func(ctx context.Context, seq uint64) (bool, error)
 	// Status, when set, is the cluster's report for !status (owner,
 	// standbys, lease age, each host's health).
 	Status func(ctx context.Context) (string, error)
@@ -209,6 +214,59 @@ func (e *Engine) reattach(m platform.Message, d *ingress.Delivery) (ingress.Resu
 	s.log.Info("A redelivered message is pending here: it runs under the new delivery", "message_id", m.ID,
 		"deliveries", d.NumDelivered)
 	return ingress.Journaled, nil
+}
+
+// queueSettled queues again the parked entries of s whose reply was
+// being posted when this host stopped and whose event the stream no longer
+// holds: settled, they come to no host again, so this one recovers them
+// (the reply is read back from the transcript and posted, once).
+func (e *Engine) queueSettled(s *session) {
+	if s.jr.cl == nil || e.cluster.InStream == nil {
+		return
+	}
+	s.jr.cl.mu.Lock()
+	var cands []workItem
+	for _, it := range s.jr.cl.parked {
+		if it.replying && it.seq != 0 {
+			cands = append(cands, it)
+		}
+	}
+	s.jr.cl.mu.Unlock()
+	for _, it := range cands {
+		ctx, cancel := context.WithTimeout(e.bg, settleTimeout)
+		in, err := e.cluster.InStream(ctx, it.seq)
+		cancel()
+		if err != nil {
+			s.log.Warn("Asking the stream about a message whose reply was being posted failed; it stays parked",
+				"message_id", it.inboxID, "error", err)
+			continue
+		}
+		if in {
+			continue // not settled: it is delivered again, to whoever holds the lease
+		}
+		s.jr.cl.mu.Lock()
+		_, still := s.jr.cl.parked[it.inboxID]
+		delete(s.jr.cl.parked, it.inboxID)
+		s.jr.cl.mu.Unlock()
+		if !still {
+			continue
+		}
+		s.log.Info("A message settled before this host stopped, its reply not posted: recovering it here", "message_id", it.inboxID)
+		it.recovered = true
+		s.mb.push(it)
+	}
+}
+
+// replyingFromStream says whether a journal holds an entry from the
+// stream whose reply was being posted: its session is opened at start, so
+// that queueSettled can recover it if the stream settled it.
+func replyingFromStream(pending []inbox.Entry) bool {
+	for _, en := range pending {
+		if en.Replying && en.Seq != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // liveSession is the conversation's session in memory, or nil.

@@ -192,7 +192,7 @@ func (j *journal) accept(it workItem, mb *mailbox) (accepted, error) {
 		if err := it.dlv.Fence.Check(); err != nil {
 			return accepted{}, err
 		}
-		en.Fence = it.dlv.Fence.Token()
+		en.Fence, en.Seq = it.dlv.Fence.Token(), it.dlv.Seq
 	}
 	err := in.Append(en)
 	if err == nil && j.killedAt(pointAccepted) {
@@ -226,7 +226,7 @@ func (j *journal) accept(it workItem, mb *mailbox) (accepted, error) {
 		}
 		return accepted{refusal: fmt.Sprintf(inboxWriteText, why), reason: "journal write failed"}, nil
 	}
-	it.inboxID, it.uuid, it.fence = en.ID, en.UUID, en.Fence
+	it.inboxID, it.uuid, it.fence, it.seq = en.ID, en.UUID, en.Fence, en.Seq
 	if it.dlv != nil && j.cl != nil {
 		j.track(en.ID, it.dlv)
 	}
@@ -293,7 +293,7 @@ func itemEntry(it workItem, now time.Time) inbox.Entry {
 // for a kind this version does not know.
 func entryItem(en inbox.Entry) (workItem, bool) {
 	to := platform.Target{Platform: en.Platform, Channel: en.Channel, Thread: en.Thread, MessageID: en.MessageID}
-	it := workItem{kind: itemTurn, inboxID: en.ID, uuid: en.UUID, started: en.Started, replying: en.Replying, fence: en.Fence,
+	it := workItem{kind: itemTurn, inboxID: en.ID, uuid: en.UUID, started: en.Started, replying: en.Replying, fence: en.Fence, seq: en.Seq,
 		msg: platform.Message{ID: en.ID, Target: to, UserID: en.UserID, UserName: en.UserName, Text: en.Text, Received: en.Received, IsDM: en.DM}}
 	for _, a := range en.Attachments {
 		it.files = append(it.files, journaledFile{Attachment: a})

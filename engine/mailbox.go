@@ -52,6 +52,7 @@ type workItem struct {
 	// a cluster's stream); dlv, on the accept path only, the delivery the
 	// journal's cluster ledger keeps for it (cluster.go).
 	fence uint64
+	seq   uint64 // its sequence in the ingress stream
 	dlv   *ingress.Delivery
 	// files are the attachments the journal names for a replayed message
 	// (msg.Attachments, with their Open, for one accepted in this run), or

@@ -19,13 +19,13 @@ import (
 // part carries the message's journaled uuid where the adapter can tag a
 // post (relay.sendReply), so that recovery can find what landed.
 func (tr *turnRunner) postReply(it workItem, out outcome) {
+	tr.jr.markReplying(it)
 	if !tr.jr.settleFirst(tr.e.bg, it) {
 		// Not settled in the cluster's stream: the binding's next holder
 		// runs it and posts the reply, once (cluster.go). Nothing more
 		// is posted or edited here.
 		return
 	}
-	tr.jr.markReplying(it)
 	if out.compaction {
 		tr.reportCompaction(out)
 		return

@@ -41,6 +41,10 @@ type Entry struct {
 	// outside a cluster. It tells an entry of this host's tenure from one
 	// of an earlier tenure, whose message another host may have answered.
 	Fence uint64
+	// Seq is the message's sequence in the cluster's ingress stream (0
+	// outside a cluster): a restart asks the stream whether it is still
+	// there, that is, whether it was settled.
+	Seq uint64
 }
 
 // SeenKey is the entry's identity for Seen.

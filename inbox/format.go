@@ -59,6 +59,7 @@ type diskEntry struct {
 	DM          bool         `json:"dm,omitempty"`
 	Attachments []Attachment `json:"attachments,omitempty"`
 	Fence       uint64       `json:"fence,omitempty"`
+	Seq         uint64       `json:"seq,omitempty"`
 	// Target is where the message was posted, as journals before this
 	// format wrote it; never written now.
 	Target *legacyTarget `json:"target,omitempty"`
@@ -76,13 +77,13 @@ func toDisk(e Entry) *diskEntry {
 	accepted := e.Accepted
 	return &diskEntry{ID: e.ID, Platform: e.Platform, Channel: e.Channel, Thread: e.Thread, MessageID: e.MessageID,
 		UserID: e.UserID, UserName: e.UserName, Text: e.Text, Received: e.Received, Accepted: &accepted,
-		UUID: e.UUID, Kind: e.Kind, DM: e.DM, Attachments: e.Attachments, Fence: e.Fence}
+		UUID: e.UUID, Kind: e.Kind, DM: e.DM, Attachments: e.Attachments, Fence: e.Fence, Seq: e.Seq}
 }
 
 func (d *diskEntry) entry() Entry {
 	e := Entry{ID: d.ID, Platform: d.Platform, Channel: d.Channel, Thread: d.Thread, MessageID: d.MessageID,
 		UserID: d.UserID, UserName: d.UserName, Text: d.Text, Received: d.Received, UUID: d.UUID, Kind: d.Kind,
-		DM: d.DM, Attachments: d.Attachments, Fence: d.Fence}
+		DM: d.DM, Attachments: d.Attachments, Fence: d.Fence, Seq: d.Seq}
 	if t := d.Target; t != nil && e.Platform == "" {
 		e.Platform, e.Channel, e.Thread, e.MessageID = t.Platform, t.Channel, t.Thread, t.MessageID
 	}
