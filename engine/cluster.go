@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -267,6 +269,19 @@ func replyingFromStream(pending []inbox.Entry) bool {
 		}
 	}
 	return false
+}
+
+// replyKey names an item's reply on the platform (platform.Reply.Key):
+// the uuid it was journaled with, or for an event of a cluster's stream a
+// key every host derives alike from the platform's message id, so that a
+// host that recovers a reply after a kill finds it when another host,
+// which got the event again, posted it.
+func replyKey(it workItem) string {
+	if it.seq == 0 || it.inboxID == "" {
+		return it.uuid
+	}
+	sum := sha256.Sum256([]byte(it.msg.Target.Platform + "\x00" + it.inboxID))
+	return "m-" + hex.EncodeToString(sum[:16])
 }
 
 // liveSession is the conversation's session in memory, or nil.

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,38 +28,36 @@ const clusterTTL = 2 * time.Second
 var fakeAll = names.Binding{Platform: "fake", Channel: "*"}
 
 type clusterHost struct {
-	name string
-	h    *harness
-	node *cluster.Node
-	stop context.CancelFunc
-	done chan error
+	name   string
+	h      *harness
+	node   *cluster.Node
+	stop   context.CancelFunc
+	done   chan error
+	halted sync.Once
+}
+
+// halt stops serving the binding (the engine keeps running) and waits.
+func (c *clusterHost) halt() {
+	c.halted.Do(func() {
+		c.stop()
+		<-c.done
+	})
 }
 
 // startClusterHost starts host name's engine and node against url.
-func startClusterHost(t *testing.T, name, url string) *clusterHost {
+func startClusterHost(t *testing.T, name, url string, stopAt ...func(string) bool) *clusterHost {
 	t.Helper()
 	h := newHarness(t, func(o *Options, c *harnessConfig) {
 		o.Bindings[0].Progress = ProgressQuiet // the reply only: one post per turn
+		if len(stopAt) > 0 {
+			c.stopAt = stopAt[0] // the restart (restartClusterHost) does not keep it
+		}
 	})
 	// JoinCluster must precede Run: start a fresh engine on the harness's
 	// options instead of the one it runs.
 	h.stop()
-	e, err := New(h.opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.spawn, e.tx = h.fa.spawn, h.ft
-	rec := newFakePlatform("fake")
-	rec.files = h.cfg.files
-	e.AddAdapter(richPlatform{rec})
-	ci := e.JoinCluster(ClusterOptions{Host: name, Clustered: func(p string) bool { return p == "fake" },
-		Standby: func(p, ch string) bool { return name == "b" }})
-	nh := &harness{t: t, e: e, fa: h.fa, rec: rec, ft: h.ft, ws: h.ws, logs: h.logs, runDone: make(chan error, 1), opts: h.opts, cfg: h.cfg}
-	ctx, cancel := context.WithCancel(context.Background())
-	nh.cancel = cancel
-	go func() { nh.runDone <- e.Run(ctx) }()
-	t.Cleanup(nh.stop)
-
+	var node *cluster.Node
+	nh, ci := runClusterEngine(t, name, h, &node)
 	s := cluster.Settings{Host: name, Members: []string{"a", "b"}, URLs: []string{url}, StateDir: filepath.Join(t.TempDir(), "state"),
 		LeaseTTL: clusterTTL, Replicas: 1, Names: names.Names{Prefix: "t"},
 		Bindings: []cluster.BindingSpec{{Binding: fakeAll, Host: "a", Standby: []string{"b"}}}}
@@ -72,8 +72,46 @@ func startClusterHost(t *testing.T, name, url string) *clusterHost {
 	sctx2, stop := context.WithCancel(context.Background())
 	ch := &clusterHost{name: name, h: nh, node: node, stop: stop, done: make(chan error, 1)}
 	go func() { ch.done <- node.ServeBinding(sctx2, fakeAll, ci) }()
-	t.Cleanup(func() { stop(); <-ch.done })
+	t.Cleanup(ch.halt)
 	return ch
+}
+
+// runClusterEngine starts an engine joined to the cluster on h's options,
+// state, fake agents and transcripts.
+func runClusterEngine(t *testing.T, name string, h *harness, node **cluster.Node) (*harness, *ClusterIngress) {
+	t.Helper()
+	e, err := New(h.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.spawn, e.tx = h.fa.spawn, h.ft
+	e.stopAt = h.cfg.stopAt
+	h.cfg.stopAt = nil
+	rec := newFakePlatform("fake")
+	rec.files = h.cfg.files
+	e.AddAdapter(richPlatform{rec})
+	ci := e.JoinCluster(ClusterOptions{Host: name, Clustered: func(p string) bool { return p == "fake" },
+		Standby:  func(p, ch string) bool { return name == "b" },
+		InStream: func(ctx context.Context, seq uint64) (bool, error) { return (*node).InStream(ctx, seq) }})
+	nh := &harness{t: t, e: e, fa: h.fa, rec: rec, ft: h.ft, ws: h.ws, logs: h.logs, runDone: make(chan error, 1), opts: h.opts, cfg: h.cfg}
+	ctx, cancel := context.WithCancel(context.Background())
+	nh.cancel = cancel
+	go func() { nh.runDone <- e.Run(ctx) }()
+	t.Cleanup(nh.stop)
+	return nh, ci
+}
+
+// restartClusterHost starts a new engine for c's state and serves the
+// binding with it on c's node, as a restart of that host would.
+func restartClusterHost(t *testing.T, c *clusterHost) *clusterHost {
+	t.Helper()
+	node := c.node
+	nh, ci := runClusterEngine(t, c.name, c.h, &node)
+	ctx, stop := context.WithCancel(context.Background())
+	nc := &clusterHost{name: c.name, h: nh, node: c.node, stop: stop, done: make(chan error, 1)}
+	go func() { nc.done <- c.node.ServeBinding(ctx, fakeAll, ci) }()
+	t.Cleanup(nc.halt)
+	return nc
 }
 
 // publish publishes a message of conversation thread as host on's adapter
@@ -197,5 +235,40 @@ func TestClusterPartitionedOwnerStopsAndStandbyFinishes(t *testing.T) {
 	// it moved.
 	if n := len(b.h.rec.sends("moved to host b")); n != 1 {
 		t.Fatalf("the moved notice was posted %d times, want 1:\n%s", n, dump(b.h.rec.snapshot()))
+	}
+}
+
+// TestClusterKilledBetweenSettleAndReply: a host killed after its event
+// was settled in the stream and before the reply was posted gets that
+// event from no host again; its next start asks the stream, finds it
+// settled, and posts the reply from the transcript, once.
+func TestClusterKilledBetweenSettleAndReply(t *testing.T) {
+	srv := clustertest.Single(t)
+	var killed atomic.Bool
+	a := startClusterHost(t, "a", srv.ClientURL(), func(p string) bool {
+		if p == pointSettled {
+			killed.Store(true)
+			return true
+		}
+		return killed.Load() && p == pointReplied // the rest of the turn dies with it
+	})
+	publish(t, a, "k-1", "T1", "settled then killed")
+	pollFor(t, "the event settled, the reply not posted", func() bool {
+		return killed.Load() && a.h.e.busy.count() == 0
+	})
+	if e := a.echoes(); len(e) != 0 {
+		t.Fatalf("posted %q before the kill point", e)
+	}
+	waitInHand(t, a.node, 0) // settled: the stream has nothing of it
+	// The restart: a new engine on the same state, the same node.
+	a.halt()
+	a.h.stop()
+	b := restartClusterHost(t, a)
+	if got := b.waitEchoes(t, 1); got[0] != "settled then killed" {
+		t.Fatalf("after the restart, replies = %q", got)
+	}
+	b.h.waitIdle()
+	if n := len(b.echoes()); n != 1 {
+		t.Fatalf("%d replies after the restart, want 1", n)
 	}
 }

@@ -298,6 +298,7 @@ const (
 	pointAccepted = "accept: journaled"               // the entry is on disk, not acknowledged
 	pointStarted  = "turn: start marked"              // the start is in the journal, the message not sent
 	pointReplied  = "turn: replied, not acknowledged" // the reply is posted, the entry not acked
+	pointSettled  = "turn: settled, reply not posted" // a cluster's event is settled, its reply not posted
 )
 
 // errKilled is what work stopped at a kill point returns.

@@ -257,7 +257,7 @@ func (tr *turnRunner) recover(it workItem) {
 			// It was being posted: the adapter looks for its parts and
 			// posts only those that did not land, without a notice (the
 			// reader sees one reply, whole).
-			res := tr.chat.sendReply(reply, it.uuid, it.msg.Target.MessageID, true)
+			res := tr.chat.sendReply(reply, replyKey(it), it.msg.Target.MessageID, true)
 			tr.log.Info("Completing a reply that was being posted at the restart", "session_id", tr.rb.sessionID(), "transcript", path,
 				"parts", res.Parts, "found", res.Found, "posted", res.Posted)
 		case it.replying:
@@ -271,7 +271,7 @@ func (tr *turnRunner) recover(it workItem) {
 			tr.log.Info("Posting a reply finished before the restart", "session_id", tr.rb.sessionID(), "transcript", path)
 			fmt.Fprintf(&note, "The agent had finished the turn for “%s” before %s; its reply follows.", q, event)
 			tr.chat.send(note.String())
-			tr.chat.sendReply(reply, it.uuid, it.msg.Target.MessageID, true)
+			tr.chat.sendReply(reply, replyKey(it), it.msg.Target.MessageID, true)
 		}
 		if tr.e.killedAt(pointReplied) {
 			return // a test's kill: the reply is posted, the entry not acked

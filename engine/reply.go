@@ -26,6 +26,9 @@ func (tr *turnRunner) postReply(it workItem, out outcome) {
 		// is posted or edited here.
 		return
 	}
+	if tr.e.killedAt(pointSettled) {
+		return
+	}
 	if out.compaction {
 		tr.reportCompaction(out)
 		return
@@ -61,7 +64,7 @@ func (tr *turnRunner) postReply(it workItem, out outcome) {
 	}
 	final := ctxindicator.Append(clean, pct, ok)
 	if !tr.finalReply(out.live, final) {
-		tr.chat.sendReply(final, it.uuid, it.msg.Target.MessageID, it.replying)
+		tr.chat.sendReply(final, replyKey(it), it.msg.Target.MessageID, it.replying)
 	}
 
 	if res.ContextTokens > 0 {
