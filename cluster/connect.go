@@ -157,9 +157,9 @@ func setup(ctx context.Context, js jetstream.JetStream, s Settings, log *slog.Lo
 	var kv jetstream.KeyValue
 	wait := 100 * time.Millisecond
 	for {
-		_, err := js.CreateOrUpdateStream(ctx, ingress.StreamConfig(s.Names, s.Replicas))
+		err := ensureStream(ctx, js, ingress.StreamConfig(s.Names, s.Replicas))
 		if err == nil {
-			kv, err = js.CreateOrUpdateKeyValue(ctx, kvlease.BucketConfig(s.Names.Bucket(), s.Replicas))
+			kv, err = ensureBucket(ctx, js, kvlease.BucketConfig(s.Names.Bucket(), s.Replicas))
 		}
 		if err == nil {
 			return kv, nil
@@ -175,6 +175,27 @@ func setup(ctx context.Context, js jetstream.JetStream, s Settings, log *slog.Lo
 		}
 		wait = min(2*wait, 2*time.Second)
 	}
+}
+
+// ensureStream creates the stream, or updates it only when its config
+// differs: every host runs this as it starts, and an update while another
+// host creates its consumer races inside nats-server 2.15 (the race
+// detector sees the file store's config written and read at once).
+func ensureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig) error {
+	_, err := js.CreateStream(ctx, cfg)
+	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+		_, err = js.UpdateStream(ctx, cfg) // created with another config: this build's applies
+	}
+	return err
+}
+
+// ensureBucket is ensureStream for the lease bucket.
+func ensureBucket(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+	kv, err := js.CreateKeyValue(ctx, cfg)
+	if errors.Is(err, jetstream.ErrBucketExists) {
+		kv, err = js.UpdateKeyValue(ctx, cfg)
+	}
+	return kv, err
 }
 
 // passing says whether a JetStream API error may go away by itself: no

@@ -155,6 +155,23 @@ func (n *Node) Offsets(platform string) *offsets.Store {
 	return offsets.New(n.kv, names.Offset(platform))
 }
 
+// InStream says whether the ingress stream still holds the event of
+// sequence seq: a work queue drops an event once it is acknowledged, so
+// false means it was settled and no host gets it again.
+func (n *Node) InStream(ctx context.Context, seq uint64) (bool, error) {
+	st, err := n.js.Stream(ctx, n.s.Names.Stream())
+	if err != nil {
+		return false, fmt.Errorf("reading the ingress stream: %w", err)
+	}
+	if _, err := st.GetMsg(ctx, seq); err != nil {
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return false, nil
+		}
+		return false, fmt.Errorf("reading event %d of the ingress stream: %w", seq, err)
+	}
+	return true, nil
+}
+
 // Settings are the node's settings.
 func (n *Node) Settings() Settings { return n.s }
 

@@ -96,6 +96,10 @@ func FromConfig(cfg *config.Config) (Settings, bool) {
 	return s, true
 }
 
+// Fingerprint is the ConfigHash of s as FromConfig computes it (for
+// settings built by hand, in tests).
+func (s Settings) Fingerprint() string { return s.fingerprint() }
+
 // fingerprint hashes the members, the prefix and every binding's owners.
 func (s Settings) fingerprint() string {
 	var b strings.Builder

@@ -188,6 +188,9 @@ func checkWorkspaces(cfg *config.Config) []Check {
 	var order []string
 	users := map[string][]string{}
 	for _, b := range cfg.Bindings {
+		if cfg.ServedElsewhere(b) {
+			continue // another cluster member's folder: it need not exist here
+		}
 		if _, seen := users[b.Workspace]; !seen {
 			order = append(order, b.Workspace)
 		}

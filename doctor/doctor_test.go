@@ -280,6 +280,27 @@ func TestWorkspaceChecks(t *testing.T) {
 	}
 }
 
+// TestWorkspaceChecksSkipOtherHosts: in a cluster, a binding this host
+// neither owns nor stands by for has its workspace on another machine.
+func TestWorkspaceChecksSkipOtherHosts(t *testing.T) {
+	t.Parallel()
+	here, gone := t.TempDir(), filepath.Join(t.TempDir(), "on-build-2")
+	cfg := config.Default()
+	cfg.Cluster = &config.Cluster{Host: "build-1", Members: []string{"build-1", "build-2"}}
+	cfg.Bindings = []config.Binding{
+		{Platform: "eng", Channel: "C1", Workspace: here, Host: "build-1"},
+		{Platform: "eng", Channel: "C2", Workspace: gone, Host: "build-2"},
+		{Platform: "eng", Channel: "C3", Workspace: gone + "-standby", Host: "build-2", Standby: []string{"build-1"}},
+	}
+	checks := checkWorkspaces(&cfg)
+	if len(checks) != 2 {
+		t.Fatalf("%d checks, want the two of this host (owner, standby): %+v", len(checks), checks)
+	}
+	r := Report{Checks: checks}
+	wantCheck(t, find(t, r, "workspace "+here), OK, "bound to eng/C1")
+	wantCheck(t, find(t, r, "workspace "+gone+"-standby"), Fail, "does not exist")
+}
+
 func TestStateDirCheck(t *testing.T) {
 	t.Parallel()
 	mkdir := func(mode os.FileMode) func(t *testing.T) string {

@@ -62,7 +62,7 @@ func checkAgentUser(ctx context.Context, cfg *config.Config, agent agentproc.Con
 	var problems []string
 	seen := map[string]bool{}
 	for _, b := range cfg.Bindings {
-		if seen[b.Workspace] {
+		if seen[b.Workspace] || cfg.ServedElsewhere(b) {
 			continue
 		}
 		seen[b.Workspace] = true

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/cc-connect/cc-connect/cluster/ingress"
 	"github.com/cc-connect/cc-connect/inbox"
 	"github.com/cc-connect/cc-connect/platform"
 )
@@ -52,6 +53,12 @@ func refused(why string) platform.Result {
 // (see the accept path above). An error means it was not handled and must
 // not be acknowledged.
 func (e *Engine) HandleMessage(ctx context.Context, m platform.Message) (platform.Result, error) {
+	return e.handleMessage(ctx, m, nil)
+}
+
+// handleMessage is HandleMessage for a message from a cluster's stream too
+// (d is its delivery, nil otherwise: cluster.go).
+func (e *Engine) handleMessage(ctx context.Context, m platform.Message, d *ingress.Delivery) (platform.Result, error) {
 	log := e.log.With("platform", m.Target.Platform, "channel", m.Target.Channel, "thread", m.Target.Thread)
 	e.metrics.PlatformEvent(m.Target.Platform, "message")
 	if m.IsBot {
@@ -125,7 +132,7 @@ func (e *Engine) HandleMessage(ctx context.Context, m platform.Message) (platfor
 			e.notify(a, reply, shutdownText)
 			return refused("shutting down"), nil
 		}
-		res, err := s.accept(m)
+		res, err := s.accept(m, d)
 		if !errors.Is(err, errSessionClosed) {
 			return res, err
 		}
@@ -138,7 +145,11 @@ func (e *Engine) HandleMessage(ctx context.Context, m platform.Message) (platfor
 
 // accept journals m into the session, or hands a command that acts at once
 // to its control lane, and says what became of it.
-func (s *session) accept(m platform.Message) (platform.Result, error) {
+func (s *session) accept(m platform.Message, d *ingress.Delivery) (platform.Result, error) {
+	acceptItem := func(it workItem) (platform.Result, error) {
+		it.dlv = d
+		return s.acceptItem(it)
+	}
 	name, args, isCmd := parseCommand(m.Text)
 	if !isCmd && s.awaitText.Load() && len(m.Attachments) == 0 && s.liveBinding().approver(m.UserID) {
 		// The running turn waits on a question or a plan's feedback: the
@@ -146,7 +157,7 @@ func (s *session) accept(m platform.Message) (platform.Result, error) {
 		return s.acceptControls(m, "reply", []control{{kind: ctrlReply, text: m.Text, userName: orDefault(m.UserName, m.UserID), to: s.to}}, "")
 	}
 	if !isCmd {
-		return s.acceptItem(workItem{kind: itemTurn, msg: m, files: filesOf(m)})
+		return acceptItem(workItem{kind: itemTurn, msg: m, files: filesOf(m)})
 	}
 	_, _, busy := s.mb.snapshot()
 	switch name {
@@ -154,7 +165,7 @@ func (s *session) accept(m platform.Message) (platform.Result, error) {
 		if busy {
 			s.notice("A new session starts after the current turn and the messages queued before this command.")
 		}
-		return s.acceptItem(workItem{kind: itemNew, msg: m})
+		return acceptItem(workItem{kind: itemNew, msg: m})
 	case "resume":
 		if args == "" {
 			s.notice("Usage: !resume <n|id>, with n from !sessions.")
@@ -165,14 +176,14 @@ func (s *session) accept(m platform.Message) (platform.Result, error) {
 		}
 		// Which session n or the id names is settled when it runs, in
 		// order: listing the workspace's sessions is not the accept path's.
-		return s.acceptItem(workItem{kind: itemResume, msg: m, resumeArg: args})
+		return acceptItem(workItem{kind: itemResume, msg: m, resumeArg: args})
 	case "compact":
 		if s.rb.sessionID() == "" {
 			s.notice("There is no conversation to compact yet.")
 			return refused("nothing to compact"), nil
 		}
 		m.Text = compactText(args)
-		return s.acceptItem(workItem{kind: itemTurn, msg: m})
+		return acceptItem(workItem{kind: itemTurn, msg: m})
 	}
 	var cs []control
 	refusal := "" // the command is refused, with a notice in cs

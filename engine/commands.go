@@ -75,7 +75,7 @@ func (s *session) command(m platform.Message, name, args string) {
 	case "mode":
 		s.modeCommand(args)
 	case "status":
-		s.chat.send(s.status() + s.unattendedStatus(m.UserID))
+		s.chat.send(s.status() + s.unattendedStatus(m.UserID) + s.e.clusterStatus())
 	case "sessions":
 		s.chat.send(s.listSessions())
 	case "schedules":

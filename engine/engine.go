@@ -161,6 +161,10 @@ type Engine struct {
 
 	busy *busyCount // outstanding work, for WaitIdle (busy.go); its lock is a leaf
 
+	// cluster is set by JoinCluster: the conversations of clustered
+	// platforms come from the cluster's stream (cluster.go).
+	cluster *ClusterOptions
+
 	// testHookQueued, when set (tests only), runs on the accept path
 	// right after an item joined the FIFO and the mailbox's lock was
 	// released.
@@ -303,6 +307,7 @@ const (
 	pointStarted  = "turn: start marked"              // the start is in the journal, the message not sent
 	pointReplied  = "turn: replied, not acknowledged" // the reply is posted, the entry not acked
 	pointStreamed = "turn: stream posted"             // a streamed reply's message is posted and journaled
+	pointSettled  = "turn: settled, reply not posted" // a cluster's event is settled, its reply not posted
 )
 
 // errKilled is what work stopped at a kill point returns.

@@ -81,6 +81,10 @@ type journal struct {
 	// the mailbox between two accepts.
 	acceptMu sync.Mutex
 
+	// cl links a clustered conversation to the cluster's stream
+	// (cluster.go); nil outside a cluster.
+	cl *clusterLedger
+
 	mu  sync.Mutex // guards in and err
 	in  *inbox.Inbox
 	err error // why the journal cannot be read; new input is refused meanwhile
@@ -180,7 +184,7 @@ func (j *journal) accept(it workItem, mb *mailbox) (accepted, error) {
 	}
 	in, openErr := j.in, j.err
 	j.mu.Unlock()
-	if len(reloaded) > 0 {
+	if reloaded = j.queueable(reloaded); len(reloaded) > 0 {
 		mb.push(reloaded...)
 	}
 	if in == nil {
@@ -188,6 +192,13 @@ func (j *journal) accept(it workItem, mb *mailbox) (accepted, error) {
 		return accepted{refusal: j.failClosedText(openErr), reason: "journal unreadable"}, nil
 	}
 	en := itemEntry(it, j.now())
+	if it.dlv != nil {
+		// The write made on the lease's strength: checked right before.
+		if err := it.dlv.Fence.Check(); err != nil {
+			return accepted{}, err
+		}
+		en.Fence, en.StreamSeq = it.dlv.Fence.Token(), it.dlv.Seq
+	}
 	err := in.Append(en)
 	if err == nil && j.killedAt(pointAccepted) {
 		return accepted{}, errKilled
@@ -220,7 +231,11 @@ func (j *journal) accept(it workItem, mb *mailbox) (accepted, error) {
 		}
 		return accepted{refusal: fmt.Sprintf(inboxWriteText, why), reason: "journal write failed"}, nil
 	}
-	it.inboxID, it.uuid = en.ID, en.UUID
+	it.inboxID, it.uuid, it.fence, it.streamSeq = en.ID, en.UUID, en.Fence, en.StreamSeq
+	if it.dlv != nil && j.cl != nil {
+		j.track(en.ID, it.dlv)
+	}
+	it.dlv = nil // the ledger holds it: a redelivery may replace it
 	pos, waits, late := mb.push(it)
 	return accepted{pos: pos, waits: waits, late: late}, nil
 }
@@ -283,7 +298,7 @@ func itemEntry(it workItem, now time.Time) inbox.Entry {
 // for a kind this version does not know.
 func entryItem(en inbox.Entry) (workItem, bool) {
 	to := platform.Target{Platform: en.Platform, Channel: en.Channel, Thread: en.Thread, MessageID: en.MessageID}
-	it := workItem{kind: itemTurn, inboxID: en.ID, uuid: en.UUID, started: en.Started, replying: en.Replying,
+	it := workItem{kind: itemTurn, inboxID: en.ID, uuid: en.UUID, started: en.Started, replying: en.Replying, fence: en.Fence, streamSeq: en.StreamSeq,
 		msg: platform.Message{ID: en.ID, Target: to, UserID: en.UserID, UserName: en.UserName, Text: en.Text, Received: en.Received, IsDM: en.DM,
 			Seq: en.Seq},
 		parts: slices.Clone(en.Parts), replyTail: en.ReplyTail}
@@ -403,6 +418,12 @@ func (j *journal) ack(it workItem, why inbox.AckReason) {
 	if it.inboxID == "" || in == nil {
 		return
 	}
+	if err := j.fenced(it); err != nil {
+		// Not ours to finish: the binding's next holder runs it.
+		j.park(it, err)
+		return
+	}
+	defer j.finished(it)
 	err := in.Ack(it.inboxID, why)
 	if errors.Is(err, inbox.ErrNotCompacted) {
 		j.log.Warn("Compacting the inbox journal failed; it stays as it is until a later compaction", "error", err)

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/cc-connect/cc-connect/agentproc"
+	"github.com/cc-connect/cc-connect/cluster/ingress"
 	"github.com/cc-connect/cc-connect/platform"
 )
 
@@ -54,6 +55,12 @@ type workItem struct {
 	recovered    bool
 	continuation bool
 	afterCrash   bool
+	// fence is the cluster lease token it was journaled under (0: not from
+	// a cluster's stream); dlv, on the accept path only, the delivery the
+	// journal's cluster ledger keeps for it (cluster.go).
+	fence     uint64
+	streamSeq uint64 // its sequence in the ingress stream
+	dlv       *ingress.Delivery
 	// files are the attachments the journal names for a replayed message
 	// (msg.Attachments, with their Open, for one accepted in this run), or
 	// those an earlier version stored at acceptance.
@@ -77,6 +84,7 @@ const (
 	ctrlNotice                  // post text (a queue notice, a refusal)
 	ctrlCommand                 // a command that acts at once (!status, !model…)
 	ctrlReply                   // a reply in the thread to a question or a plan waiting for it (text)
+	ctrlFence                   // the binding's cluster lease was lost: stop the running turn unanswered
 )
 
 // control reaches a session's goroutine without queueing behind turns.

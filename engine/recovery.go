@@ -124,6 +124,11 @@ func (e *Engine) recoverAll() {
 			log.Warn("Pending messages for a platform that is not configured are kept, not run", "path", path, "pending", len(pending))
 			continue
 		}
+		if e.clustered(m.Target.Platform) && !replyingFromStream(pending) {
+			// The stream delivers again what nobody finished (cluster.go).
+			log.Info("Pending messages of a cluster binding wait for their redelivery", "path", path, "pending", len(pending))
+			continue
+		}
 		if _, err := e.session(b, m, a); err != nil {
 			log.Error("Recovering a session failed", "error", err)
 			continue
@@ -239,6 +244,9 @@ func (tr *turnRunner) recover(it workItem) {
 		it.continuation = true
 		tr.run(it)
 	case what == recoverLost:
+		if !tr.jr.settleFirst(tr.e.bg, it) {
+			return // the binding's next holder posts it (cluster.go)
+		}
 		reply, rerr := tr.e.tx.ReplyAfter(path, it.uuid)
 		reply, _, _ = ctxindicator.StripSelfReport(reply)
 		if strings.TrimSpace(reply) != "" {

@@ -265,7 +265,7 @@ func (e *Engine) runAdapterLocked(ctx context.Context, a platform.Adapter) {
 		defer e.reload.adapters.Done()
 		defer close(r.done)
 		defer cancel()
-		if err := a.Run(actx, e); err != nil && !errors.Is(err, context.Canceled) {
+		if err := a.Run(actx, e.inbound(a)); err != nil && !errors.Is(err, context.Canceled) {
 			e.log.Error("Platform adapter stopped", "platform", a.Name(), "error", err)
 		}
 	}()

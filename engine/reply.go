@@ -23,7 +23,9 @@ import (
 func (tr *turnRunner) postReply(it workItem, out outcome) {
 	if out.compaction {
 		tr.jr.markReplying(it, nil, "")
-		tr.reportCompaction(out)
+		if tr.settleFirst(it) {
+			tr.reportCompaction(out)
+		}
 		return
 	}
 	res := out.res
@@ -60,6 +62,9 @@ func (tr *turnRunner) postReply(it workItem, out outcome) {
 	// and what it carries after Claude's text, so that recovery posts the
 	// very same text, into the same messages.
 	tr.jr.markReplying(it, streamedMsgs(out.live), strings.TrimPrefix(final, clean))
+	if !tr.settleFirst(it) {
+		return
+	}
 	if !tr.finalReply(it, out.live, final) {
 		tr.chat.sendReply(final, tr.replyOf(it, it.replying))
 	}
@@ -81,7 +86,7 @@ func (tr *turnRunner) postReply(it workItem, out outcome) {
 // names as posted skipped and, where the platform can neither tag nor find
 // its posts, each part written down as it lands (one write a part).
 func (tr *turnRunner) replyOf(it workItem, again bool) platform.Reply {
-	r := platform.Reply{Key: it.uuid, After: it.msg.Target.MessageID, Again: again}
+	r := platform.Reply{Key: replyKey(it), After: it.msg.Target.MessageID, Again: again}
 	if done := slices.Clone(it.parts); len(done) > 0 {
 		r.Done = func(part int) bool { return slices.Contains(done, part) }
 	}
@@ -89,6 +94,18 @@ func (tr *turnRunner) replyOf(it workItem, again bool) platform.Reply {
 		r.Landed = func(part, _ int) { tr.jr.markPart(it, part) }
 	}
 	return r
+}
+
+// settleFirst settles a cluster's event in its stream before anything of
+// its reply is posted (the journal says the reply is being posted first);
+// false when it was not settled: the binding's next holder runs it and
+// posts the reply, once (cluster.go), so nothing more is posted or edited
+// here.
+func (tr *turnRunner) settleFirst(it workItem) bool {
+	if !tr.jr.settleFirst(tr.e.bg, it) {
+		return false
+	}
+	return !tr.e.killedAt(pointSettled)
 }
 
 // reportCompaction posts how a !compact turn went and refreshes the

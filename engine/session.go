@@ -85,6 +85,9 @@ func (e *Engine) session(b Binding, m platform.Message, a platform.Adapter) (*se
 	s.jr = &journal{path: inboxPath(e.opts.StateDir, key), stateDir: e.opts.StateDir, limits: e.inboxLimits(),
 		seen: e.seenIDs(), now: e.now, log: log, killedAt: e.killedAt}
 	s.jr.admins = func() []string { return s.liveBinding().Admins }
+	if e.clustered(to.Platform) {
+		s.jr.cl = newClusterLedger()
+	}
 	s.rb = &recordBook{store: e.store, log: log}
 	s.agent = &agentSlot{ws: ws, stateDir: e.opts.StateDir, grace: e.opts.ShutdownGrace, slots: e.slots, bg: e.bg, log: log, now: e.now}
 	s.chat = &relay{to: to, original: a, current: e.adapter, bg: e.bg, log: log, metrics: e.metrics}
@@ -107,7 +110,7 @@ func (e *Engine) session(b Binding, m platform.Message, a platform.Adapter) (*se
 	s.tr.dm = rec.DM
 	// Written by the next save; until then every load drops them again.
 	s.rb.dirty = len(badIDs) > 0
-	pending := s.jr.open()
+	pending := s.jr.queueable(s.jr.open())
 	e.sessions[key] = s
 	e.wg.Add(1)
 	e.mu.Unlock()
@@ -115,6 +118,7 @@ func (e *Engine) session(b Binding, m platform.Message, a platform.Adapter) (*se
 		s.mb.push(pending...)
 		e.noteRecoveredRuns(pending)
 	}
+	e.queueSettled(s)
 	if err := s.jr.openErr(); err != nil {
 		log.Error("Inbox journal unreadable; the conversation refuses new input until an admin inspects it",
 			"path", s.jr.path, "error", err, "admins", s.liveBinding().Admins)
@@ -161,6 +165,12 @@ func (s *session) loop() {
 			s.agent.release() // a lease recovery took without starting a process
 			s.jr.close()
 			return
+		}
+		if err := s.jr.fenced(it); err != nil {
+			// Served elsewhere now (cluster.go): not run, not acknowledged.
+			s.jr.park(it, err)
+			s.e.busy.add(-1)
+			continue
 		}
 		switch {
 		case it.kind == itemTurn && it.recovered:
@@ -299,6 +309,8 @@ func (s *session) idleControl(c control) {
 		}
 	case ctrlReap:
 		s.reap("slot needed by another session")
+	case ctrlFence:
+		// Nothing runs: what is queued is checked before it runs.
 	default:
 		s.handleControl(c)
 	}

@@ -152,6 +152,8 @@ func (tr *turnRunner) finish(it workItem, out outcome, hadHistory bool) bool {
 		return succeeded(out)
 	case errors.Is(out.err, errKilled):
 		return false // a test's kill: nothing more happens
+	case errors.Is(out.err, errFenced):
+		return false // the binding's next holder runs it (cluster.go)
 	case errors.Is(out.err, errStopped) && it.inboxID != "":
 		tr.chat.send(restartQueuedText + quote(it.msg.Text, 80))
 		return false
@@ -305,6 +307,8 @@ func (tr *turnRunner) ensureProcess() error {
 			tr.chat.sendTo(c.to, notWaitingText)
 		case ctrlReap:
 			// there is no process to reap
+		case ctrlFence:
+			return errFenced
 		default:
 			tr.other(c)
 		}
@@ -647,6 +651,13 @@ func (tr *turnRunner) control(t *turn, proc agentProcess, c control) {
 		tr.chat.sendTo(c.to, msg)
 	case ctrlReap:
 		// busy: not idle, nothing to reap
+	case ctrlFence:
+		// The binding is served elsewhere now: its next holder runs
+		// this turn again; its end here is not acknowledged.
+		t.stopped = true
+		if t.started {
+			tr.interrupt(proc)
+		}
 	default:
 		tr.other(c)
 	}

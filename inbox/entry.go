@@ -53,6 +53,15 @@ type Entry struct {
 	// replay) or, as versions that fetched at acceptance wrote, where they
 	// were stored (Path); never their content.
 	Attachments []Attachment
+	// Fence is the fencing token of the cluster lease the message was
+	// journaled under (a message from a cluster's ingress stream); 0
+	// outside a cluster. It tells an entry of this host's tenure from one
+	// of an earlier tenure, whose message another host may have answered.
+	Fence uint64
+	// StreamSeq is the message's sequence in the cluster's ingress stream
+	// (0 outside a cluster): a restart asks the stream whether it is still
+	// there, that is, whether it was settled.
+	StreamSeq uint64
 }
 
 // Posted names one message the bot posted for an entry's reply.

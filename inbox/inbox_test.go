@@ -49,6 +49,7 @@ func TestInboxSurvivesReopenInOrder(t *testing.T) {
 		e.UUID = "uuid-" + id
 		e.DM = id == "c"
 		e.Seq = uint64(len(id) * 1000) // any value; it must come back
+		e.Fence, e.StreamSeq = 3, uint64(len(id)*10)
 		if id == "c" {
 			e.Seq = 1<<63 + 7 // and the largest do too (no float on the way)
 		}
@@ -77,6 +78,9 @@ func TestInboxSurvivesReopenInOrder(t *testing.T) {
 	}
 	if !got[0].Started || !got[0].Replying || got[0].UUID != "uuid-b" || got[1].Started || got[1].UUID != "uuid-c" {
 		t.Errorf("marks lost: %+v", got)
+	}
+	if got[0].Fence != 3 || got[0].StreamSeq != 10 {
+		t.Errorf("cluster fence and stream sequence lost: %d, %d", got[0].Fence, got[0].StreamSeq)
 	}
 	if got[0].Seq != 1000 || got[1].Seq != 1<<63+7 {
 		t.Errorf("platform order lost: %d, %d", got[0].Seq, got[1].Seq)

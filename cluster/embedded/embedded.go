@@ -47,6 +47,10 @@ type Options struct {
 	ClusterListen string
 	// Routes are the other nodes' route URLs (nats-route://host:port).
 	Routes []string
+	// NoAdvertise keeps the node from telling clients the other nodes'
+	// client URLs, so that a client reaches only the URLs it was given
+	// (tests that cut a client off through a proxy).
+	NoAdvertise bool
 	// NKeys are the user public keys allowed to connect. Empty lets
 	// anyone in who can reach Listen: the caller allows that only on
 	// loopback, for tests, or with no listener at all.
@@ -153,7 +157,7 @@ func serverOptions(o Options) (*server.Options, error) {
 		if err != nil {
 			return nil, fmt.Errorf("embedded NATS cluster listen address: %w", err)
 		}
-		opts.Cluster = server.ClusterOpts{Name: ClusterName, Host: host, Port: port}
+		opts.Cluster = server.ClusterOpts{Name: ClusterName, Host: host, Port: port, NoAdvertise: o.NoAdvertise}
 		if port == 0 {
 			opts.Cluster.Port = server.RANDOM_PORT
 		}

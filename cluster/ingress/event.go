@@ -105,6 +105,9 @@ type Message struct {
 	IsBot       bool         `json:"is_bot,omitempty"`
 	Attachments []Attachment `json:"attachments,omitempty"`
 	Received    time.Time    `json:"received"`
+	// Seq is the platform's order of the message in its conversation
+	// (platform.Message.Seq): the owner runs waiting messages by it.
+	Seq uint64 `json:"seq,omitempty"`
 }
 
 // Attachment is a file of a message, by reference: the owner fetches it
@@ -128,6 +131,9 @@ type Action struct {
 	UserName  string          `json:"user_name,omitempty"`
 	RequestID string          `json:"request_id"`
 	Choice    platform.Choice `json:"choice"`
+	// Question and Options: a press on a question prompt.
+	Question int                `json:"question,omitempty"`
+	Options  platform.OptionSet `json:"options,omitempty"`
 }
 
 // NewMessage makes the event of a chat message routed by binding b. refs
@@ -137,7 +143,7 @@ func NewMessage(b Binding, m platform.Message, refs []string) (Event, error) {
 		return Event{}, fmt.Errorf("%w: %d attachments but %d references", ErrMalformed, len(m.Attachments), len(refs))
 	}
 	wm := &Message{ID: m.ID, Target: wireTarget(m.Target), UserID: m.UserID, UserName: m.UserName,
-		Text: m.Text, IsDM: m.IsDM, Mentioned: m.Mentioned, IsBot: m.IsBot, Received: m.Received}
+		Text: m.Text, IsDM: m.IsDM, Mentioned: m.Mentioned, IsBot: m.IsBot, Received: m.Received, Seq: m.Seq}
 	for i, a := range m.Attachments {
 		wm.Attachments = append(wm.Attachments, Attachment{Name: a.Name, Size: a.Size, Mime: a.Mime, Ref: refs[i]})
 	}
@@ -149,7 +155,7 @@ func NewMessage(b Binding, m platform.Message, refs []string) (Event, error) {
 // the press ("" if it has none: then a redelivery is not deduplicated).
 func NewAction(b Binding, id string, a platform.Action) (Event, error) {
 	ev := Event{V: Version, Kind: KindAction, Binding: b, Action: &Action{ID: id, Target: wireTarget(a.Target),
-		UserID: a.UserID, UserName: a.UserName, RequestID: a.RequestID, Choice: a.Choice}}
+		UserID: a.UserID, UserName: a.UserName, RequestID: a.RequestID, Choice: a.Choice, Question: a.Question, Options: a.Options}}
 	return ev, ev.Validate()
 }
 
@@ -252,7 +258,7 @@ type Opener func(ctx context.Context, ref string) (io.ReadCloser, error)
 // no Open, and the caller must not fetch them.
 func (m *Message) PlatformMessage(open Opener) platform.Message {
 	pm := platform.Message{ID: m.ID, Target: m.Target.ToPlatform(), UserID: m.UserID, UserName: m.UserName,
-		Text: m.Text, IsDM: m.IsDM, Mentioned: m.Mentioned, IsBot: m.IsBot, Received: m.Received}
+		Text: m.Text, IsDM: m.IsDM, Mentioned: m.Mentioned, IsBot: m.IsBot, Received: m.Received, Seq: m.Seq}
 	for _, a := range m.Attachments {
 		pa := platform.Attachment{Name: a.Name, Size: a.Size, Mime: a.Mime, Ref: a.Ref}
 		if open != nil {
@@ -267,5 +273,5 @@ func (m *Message) PlatformMessage(open Opener) platform.Message {
 // PlatformAction is the action as the engine takes it.
 func (a *Action) PlatformAction() platform.Action {
 	return platform.Action{Target: a.Target.ToPlatform(), UserID: a.UserID, UserName: a.UserName,
-		RequestID: a.RequestID, Choice: a.Choice}
+		RequestID: a.RequestID, Choice: a.Choice, Question: a.Question, Options: a.Options}
 }

@@ -3,6 +3,7 @@ package ingress
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -89,9 +90,32 @@ func (p *Publisher) Publish(ctx context.Context, ev Event) (Published, error) {
 	if id := ev.MsgID(); id != "" {
 		opts = append(opts, jetstream.WithMsgID(id))
 	}
-	ack, err := p.js.PublishMsg(ctx, msg, opts...)
-	if err != nil {
-		return Published{}, fmt.Errorf("publishing to %s: %w", msg.Subject, err)
+	for wait := 5 * time.Millisecond; ; wait = min(2*wait, 100*time.Millisecond) {
+		ack, err := p.js.PublishMsg(ctx, msg, opts...)
+		if err == nil {
+			return Published{Seq: ack.Sequence, Duplicate: ack.Duplicate}, nil
+		}
+		// Slack sends a mention twice (message and app_mention), often
+		// to two hosts at once: the stream refuses the second copy while
+		// it is storing the first, and answers it as a duplicate once it
+		// has.
+		if !inProcess(err) {
+			return Published{}, fmt.Errorf("publishing to %s: %w", msg.Subject, err)
+		}
+		select {
+		case <-ctx.Done():
+			return Published{}, fmt.Errorf("publishing to %s: %w", msg.Subject, err)
+		case <-time.After(wait):
+		}
 	}
-	return Published{Seq: ack.Sequence, Duplicate: ack.Duplicate}, nil
+}
+
+// errCodeDuplicateInProcess is JetStream's "duplicate message id is in
+// process" (NATS_JS_DUPLICATE_MESSAGE_ID_IN_PROCESS), which nats.go has no
+// constant for.
+const errCodeDuplicateInProcess jetstream.ErrorCode = 10158
+
+func inProcess(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == errCodeDuplicateInProcess
 }

@@ -31,6 +31,9 @@ type adapterDeps struct {
 	// Observer, when set, is given to adapters that report connection
 	// errors and reconnects (platform.Observed): the metrics.
 	Observer platform.Observer
+	// Cluster: the adapters' handler publishes to a cluster's stream
+	// (cluster_run.go).
+	Cluster bool
 }
 
 // adapterFactory builds one adapter from its [[platforms]] entry. It must
@@ -69,6 +72,7 @@ func newSlackAdapter(p config.Platform, deps adapterDeps) (platform.Adapter, err
 		EditInterval:   p.EditInterval.D(),
 		ReconnectMin:   p.ReconnectMin.D(),
 		ReconnectMax:   p.ReconnectMax.D(),
+		AckHandledOnly: deps.Cluster,
 	}, deps.Log)
 }
 

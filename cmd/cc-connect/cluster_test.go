@@ -95,18 +95,57 @@ standby = ["b"]
 	}
 }
 
-// TestRunRefusesACluster: until run serves a cluster, a host must not run
-// alone on a config meant for several (they would all answer).
-func TestRunRefusesACluster(t *testing.T) {
+// TestRunRefusesWhatACannotClusterRun: a platform whose one connection
+// the cluster cannot share out yet, and runs every host would fire, are
+// refused before anything starts, naming the key.
+func TestRunRefusesWhatAClusterCannotRun(t *testing.T) {
 	t.Parallel()
-	text := "[state]\ndir = \"state\"\n[cluster]\nhost = \"a\"\nmembers = [\"a\"]\nurls = [\"nats://127.0.0.1:1\"]\n" + localChatTOML
-	path := writeConfig(t, t.TempDir(), text)
-	code, _, stderr := runCLI(t, "run", "--config", path)
-	if code != exitUsage || !strings.Contains(stderr, "cannot serve a cluster yet") {
-		t.Fatalf("exit %d, stderr %q", code, stderr)
-	}
-	if _, err := os.Stat(filepath.Join(filepath.Dir(path), "state")); !os.IsNotExist(err) {
-		t.Errorf("run left state behind: %v", err)
+	head := "[state]\ndir = \"state\"\n[cluster]\nhost = \"a\"\nmembers = [\"a\"]\nurls = [\"nats://127.0.0.1:1\"]\n"
+	for _, tc := range []struct{ name, toml, want string }{
+		{"telegram", `
+[[platforms]]
+name = "tg"
+type = "telegram"
+token = "123:abc"
+[[bindings]]
+platform = "tg"
+channel = "1"
+workspace = "ws"
+allow_users = ["*"]
+host = "a"
+`, "platforms[0] (tg): a telegram platform cannot run in a cluster"},
+		{"discord", `
+[[platforms]]
+name = "dc"
+type = "discord"
+token = "abc"
+[[bindings]]
+platform = "dc"
+channel = "1"
+workspace = "ws"
+allow_users = ["*"]
+host = "a"
+`, "platforms[0] (dc): a discord platform cannot run in a cluster"},
+		{"schedules", localChatTOML + `
+[[schedules]]
+name = "nightly"
+cron = "0 3 * * *"
+platform = "tty"
+channel = "local"
+prompt = "run the tests"
+`, "schedules: scheduled runs cannot run in a cluster"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			path := writeConfig(t, t.TempDir(), head+tc.toml)
+			code, _, stderr := runCLI(t, "run", "--config", path)
+			if code != exitUsage || !strings.Contains(stderr, tc.want) {
+				t.Fatalf("exit %d, stderr %q; want %q", code, stderr, tc.want)
+			}
+			if _, err := os.Stat(filepath.Join(filepath.Dir(path), "state")); !os.IsNotExist(err) {
+				t.Errorf("run left state behind: %v", err)
+			}
+		})
 	}
 }
 

@@ -93,6 +93,13 @@ func (r *reloader) reload(ctx context.Context, why string) {
 		r.log.Info("Config reloaded: nothing changed", "path", path)
 		return
 	}
+	if held := clusterHeld(r.running, cfg, ch); len(held) > 0 {
+		// Every host must route alike: applied by one host alone, a
+		// change of the bindings or platforms would split the bot.
+		r.log.Warn("Config change not applied: a cluster host applies changes of its [cluster], [[bindings]] and "+
+			"[[platforms]] when it restarts (docs/cluster.md)", "path", path, "keys", held)
+		return
+	}
 	restart := slices.Clone(ch.Restart)
 
 	// The terminal chat cannot be restarted: the old reader would still

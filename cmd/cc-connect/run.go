@@ -142,6 +142,12 @@ func acquireLocks(cfg *config.Config) (*instanceLocks, error) {
 		return locks, err
 	}
 	locks.state = l
+	if cfg.Cluster != nil {
+		// The hosts of a cluster share the bot's tokens by design (each
+		// opens its own Slack connection; pollers follow leases): the
+		// state dir's lock is what keeps two cc-connects apart.
+		return locks, nil
+	}
 	taken, err := locks.take(cfg.Platforms)
 	if err != nil {
 		return locks, err
@@ -163,10 +169,8 @@ func runCommand(ctx context.Context, path string, std stdio) int {
 	if cfg == nil {
 		return exitUsage
 	}
-	if cfg.Cluster != nil {
-		// Run alone, each host of a cluster would answer everything.
-		fmt.Fprintf(std.Err, "cc-connect: %s has a [cluster] table, and this version of run cannot serve a cluster yet "+
-			"(docs/cluster.md): remove the table to run this host alone\n", cfg.Path)
+	if err := checkClusterPlatforms(cfg); err != nil {
+		fmt.Fprintf(std.Err, "cc-connect: invalid config %s:\n%v\n", cfg.Path, err)
 		return exitUsage
 	}
 	if err := checkAgentCommand(cfg.Agent.Command); err != nil {
@@ -271,6 +275,7 @@ func runCommand(ctx context.Context, path string, std stdio) int {
 		Interactive: isTerminal(std.In),
 		User:        currentUser(),
 		Log:         log,
+		Cluster:     cfg.Cluster != nil,
 		OnEOF: func(ctx context.Context) {
 			if !shutdownAtEOF(cfg) {
 				log.Info("Terminal input ended; the other platforms keep running")
@@ -291,6 +296,21 @@ func runCommand(ctx context.Context, path string, std stdio) int {
 	if err != nil {
 		fmt.Fprintf(std.Err, "cc-connect: invalid config %s:\n%v\n", cfg.Path, err)
 		return exitUsage
+	}
+	// With [cluster]: the adapters publish, and this host's engine
+	// consumes the bindings it owns or stands by for (cluster_run.go).
+	ch, ci, err := joinCluster(ctx, cfg, eng, log)
+	if err != nil {
+		log.Error("Joining the cluster failed", "error", err)
+		return exitFailure
+	}
+	defer func() { cancel(); ch.close() }()
+	if adapters, err = prepareClusterAdapters(ctx, ch, cfg, adapters, log); err != nil {
+		log.Error("Preparing the platforms for the cluster failed", "error", err)
+		return exitFailure
+	}
+	if ch != nil {
+		ch.serve(ctx, ci)
 	}
 	names := make([]string, len(adapters))
 	for i, a := range adapters {

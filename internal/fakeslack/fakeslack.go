@@ -32,6 +32,7 @@ package fakeslack
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -89,6 +90,7 @@ type Server struct {
 	redeliver  time.Duration
 	retries    int // how often an unacked event is sent again
 	echo       bool
+	spread     *rand.Rand // SetSpread; nil: the newest connection gets every envelope
 	onAck      func(envelopeID string)
 	// uploads are the bot's files by id (upload.go); uploadLimit the
 	// largest file the workspace takes; noScope the scope each method
@@ -437,6 +439,15 @@ func (s *Server) gateLocked(method string, form map[string]string) chan struct{}
 		}
 	}
 	return nil
+}
+
+// SetSpread makes every envelope (a redelivery too) go to one of the open
+// Socket Mode connections at random, from seed, as Slack spreads an app's
+// envelopes over all of them; by default the newest gets them all.
+func (s *Server) SetSpread(seed uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.spread = rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 }
 
 // SetEcho chooses whether the bot's own posts come back as message events

@@ -243,6 +243,9 @@ func (a *Adapter) queueMessage(h platform.Handler, q *workQueue, req *socketmode
 	a.log.Debug("Slack message received", "channel", m.Target.Channel, "thread", m.Target.Thread, "event_id", eventID,
 		"type", ev.Type, "retry_attempt", req.RetryAttempt, "user_id", m.UserID, "dm", m.IsDM, "mentioned", m.Mentioned, "files", len(m.Attachments))
 	deadline := time.AfterFunc(a.ackWait, ack)
+	if a.cfg.AckHandledOnly {
+		deadline.Stop()
+	}
 	q.put(conversationKey(m.Target.Channel, m.Target.Thread), func(ctx context.Context) {
 		m.UserName = a.userName(ctx, m.UserID)
 		res, err := h.HandleMessage(ctx, m)
@@ -518,6 +521,9 @@ func (a *Adapter) onInteraction(ctx context.Context, h platform.Handler, q *work
 			},
 			UserID:   cb.User.ID,
 			UserName: orDefault(cb.User.Name, cb.User.ID),
+		}
+		if act.ActionTs != "" {
+			action.ID = act.ActionTs + ":" + act.ActionID + ":" + cb.User.ID
 		}
 		if c, q, opts, reqID, ok := questionAction(act); ok {
 			action.Choice, action.Question, action.Options, action.RequestID = c, q, opts, reqID

@@ -312,6 +312,12 @@ func TestButtonsToActionAndResolution(t *testing.T) {
 	}{{"cc_perm_allow", platform.ChoiceAllow}, {"cc_perm_always", platform.ChoiceAlwaysAllow}, {"cc_perm_deny", platform.ChoiceDeny}} {
 		e.f.WaitAck(t, e.f.Press(t, msg, c.action, "U1"))
 		got := e.rec.Action(t)
+		// The press's id (action_ts, the button, the user): what a
+		// cluster's stream dedupes a redelivered press by.
+		if !strings.HasSuffix(got.ID, ":"+c.action+":U1") || strings.HasPrefix(got.ID, ":") {
+			t.Errorf("action id %q, want <action_ts>:%s:U1", got.ID, c.action)
+		}
+		got.ID = ""
 		want := platform.Action{Target: prompt, UserID: "U1", UserName: "u1", RequestID: "req-7", Choice: c.want}
 		if got != want {
 			t.Errorf("action = %+v, want %+v", got, want)

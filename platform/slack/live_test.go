@@ -196,6 +196,10 @@ func TestQuestionsToActions(t *testing.T) {
 	for i, pr := range presses {
 		e.f.WaitAck(t, pr.press())
 		got := e.rec.Action(t)
+		if got.ID == "" {
+			t.Errorf("press %d: no action id", i+1)
+		}
+		got.ID = ""
 		want := pr.want
 		want.Target, want.UserID, want.UserName, want.RequestID = prompt, "U1", "u1", "req-q"
 		if got != want {

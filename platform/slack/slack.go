@@ -68,6 +68,12 @@ type Config struct {
 	// client, then with its own backoff.
 	ReconnectMin time.Duration
 	ReconnectMax time.Duration
+	// AckHandledOnly acks a message's envelope only once the handler
+	// took it, never at the ack deadline: a cluster host's handler
+	// publishes to the cluster's stream, and an envelope it could not
+	// publish must come again, from Slack, perhaps to another host
+	// (docs/cluster.md).
+	AckHandledOnly bool
 	// HTTPClient carries Web API calls and file downloads. Nil means a
 	// client with a 60 second timeout.
 	HTTPClient *http.Client

@@ -35,7 +35,9 @@ type Cluster struct {
 	dirs  []string
 }
 
-// StartCluster starts n nodes routed to each other. JetStream clustering
+// StartCluster starts n nodes routed to each other. They do not advertise
+// each other to clients: a client reaches only the URLs it was given, so
+// that a proxy in front of them can cut it off. JetStream clustering
 // needs each node's routes configured up front, so the route ports are
 // picked first (a port the kernel hands out and that is released again:
 // another process could take it in between, which fails the test loudly).
@@ -60,7 +62,7 @@ func StartCluster(t testing.TB, n int) *Cluster {
 			}
 		}
 		s, err := embedded.Start(embedded.Options{Name: fmt.Sprintf("n%d", i+1), StoreDir: dir, Listen: "127.0.0.1:0",
-			ClusterListen: ports[i], Routes: routes, Log: quiet()})
+			ClusterListen: ports[i], Routes: routes, NoAdvertise: true, Log: quiet()})
 		if err != nil {
 			t.Fatal(err)
 		}

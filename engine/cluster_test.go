@@ -1,0 +1,274 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cc-connect/cc-connect/cluster"
+	"github.com/cc-connect/cc-connect/cluster/clustertest"
+	"github.com/cc-connect/cc-connect/cluster/ingress"
+	"github.com/cc-connect/cc-connect/cluster/names"
+	"github.com/cc-connect/cc-connect/platform"
+)
+
+// The engine as a cluster's consumer, on a real JetStream server: two
+// hosts, a (the owner) and b (its standby), each an engine with its fake
+// platform and fake agents, and a cluster.Node serving binding fake/*.
+// Events are published as an adapter of either host would.
+
+const clusterTTL = 2 * time.Second
+
+var fakeAll = names.Binding{Platform: "fake", Channel: "*"}
+
+type clusterHost struct {
+	name   string
+	h      *harness
+	node   *cluster.Node
+	stop   context.CancelFunc
+	done   chan error
+	halted sync.Once
+}
+
+// halt stops serving the binding (the engine keeps running) and waits.
+func (c *clusterHost) halt() {
+	c.halted.Do(func() {
+		c.stop()
+		<-c.done
+	})
+}
+
+// startClusterHost starts host name's engine and node against url.
+func startClusterHost(t *testing.T, name, url string, stopAt ...func(string) bool) *clusterHost {
+	t.Helper()
+	h := newHarness(t, func(o *Options, c *harnessConfig) {
+		o.Bindings[0].Progress = ProgressQuiet // the reply only: one post per turn
+		if len(stopAt) > 0 {
+			c.stopAt = stopAt[0] // the restart (restartClusterHost) does not keep it
+		}
+	})
+	// JoinCluster must precede Run: start a fresh engine on the harness's
+	// options instead of the one it runs.
+	h.stop()
+	var node *cluster.Node
+	nh, ci := runClusterEngine(t, name, h, &node)
+	s := cluster.Settings{Host: name, Members: []string{"a", "b"}, URLs: []string{url}, StateDir: filepath.Join(t.TempDir(), "state"),
+		LeaseTTL: clusterTTL, Replicas: 1, Names: names.Names{Prefix: "t"},
+		Bindings: []cluster.BindingSpec{{Binding: fakeAll, Host: "a", Standby: []string{"b"}}}}
+	s.ConfigHash = s.Fingerprint()
+	sctx, scancel := context.WithTimeout(context.Background(), waitLimit)
+	defer scancel()
+	node, err := cluster.Start(sctx, s, cluster.Options{Log: slog.New(slog.DiscardHandler), Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(node.Close)
+	sctx2, stop := context.WithCancel(context.Background())
+	ch := &clusterHost{name: name, h: nh, node: node, stop: stop, done: make(chan error, 1)}
+	go func() { ch.done <- node.ServeBinding(sctx2, fakeAll, ci) }()
+	t.Cleanup(ch.halt)
+	return ch
+}
+
+// runClusterEngine starts an engine joined to the cluster on h's options,
+// state, fake agents and transcripts.
+func runClusterEngine(t *testing.T, name string, h *harness, node **cluster.Node) (*harness, *ClusterIngress) {
+	t.Helper()
+	e, err := New(h.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.spawn, e.tx = h.fa.spawn, h.ft
+	e.stopAt = h.cfg.stopAt
+	h.cfg.stopAt = nil
+	rec := newFakePlatform("fake")
+	rec.files = h.cfg.files
+	e.AddAdapter(richPlatform{rec})
+	ci := e.JoinCluster(ClusterOptions{Host: name, Clustered: func(p string) bool { return p == "fake" },
+		Standby:  func(p, ch string) bool { return name == "b" },
+		InStream: func(ctx context.Context, seq uint64) (bool, error) { return (*node).InStream(ctx, seq) }})
+	nh := &harness{t: t, e: e, fa: h.fa, rec: rec, ft: h.ft, ws: h.ws, logs: h.logs, runDone: make(chan error, 1), opts: h.opts, cfg: h.cfg}
+	ctx, cancel := context.WithCancel(context.Background())
+	nh.cancel = cancel
+	go func() { nh.runDone <- e.Run(ctx) }()
+	t.Cleanup(nh.stop)
+	return nh, ci
+}
+
+// restartClusterHost starts a new engine for c's state and serves the
+// binding with it on c's node, as a restart of that host would.
+func restartClusterHost(t *testing.T, c *clusterHost) *clusterHost {
+	t.Helper()
+	node := c.node
+	nh, ci := runClusterEngine(t, c.name, c.h, &node)
+	ctx, stop := context.WithCancel(context.Background())
+	nc := &clusterHost{name: c.name, h: nh, node: c.node, stop: stop, done: make(chan error, 1)}
+	go func() { nc.done <- c.node.ServeBinding(ctx, fakeAll, ci) }()
+	t.Cleanup(nc.halt)
+	return nc
+}
+
+// publish publishes a message of conversation thread as host on's adapter
+// would; the message id is fixed by the caller, so that a test can
+// publish the same platform event twice.
+func publish(t *testing.T, on *clusterHost, id, thread, text string) {
+	t.Helper()
+	m := platform.Message{ID: id, Target: platform.Target{Platform: "fake", Channel: "C1", Thread: thread, MessageID: "in-" + id},
+		UserID: "alice", UserName: "alice", Text: text, Received: time.Now()}
+	ev, err := ingress.NewMessage(ingress.Binding{Platform: "fake", Channel: "*"}, m, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	if _, err := on.node.Publisher().Publish(ctx, ev); err != nil {
+		t.Fatalf("publishing %s: %v", id, err)
+	}
+}
+
+// echoes are the replies a host posted, in order.
+func (c *clusterHost) echoes() []string {
+	var out []string
+	for _, r := range c.h.rec.snapshot() {
+		if r.Kind == "send" && strings.HasPrefix(r.Text, "echo: ") {
+			out = append(out, strings.SplitN(strings.TrimPrefix(r.Text, "echo: "), "\n", 2)[0])
+		}
+	}
+	return out
+}
+
+func (c *clusterHost) waitEchoes(t *testing.T, n int) []string {
+	t.Helper()
+	c.h.rec.waitFor(t, fmt.Sprintf("%d replies on host %s", n, c.name), func([]recorded) bool { return len(c.echoes()) >= n })
+	return c.echoes()
+}
+
+func TestClusterAnswersEachEventOnceInOrder(t *testing.T) {
+	srv := clustertest.Single(t)
+	a := startClusterHost(t, "a", srv.ClientURL())
+	b := startClusterHost(t, "b", srv.ClientURL())
+	var want []string
+	for i := range 4 {
+		text := fmt.Sprintf("t1 message %d", i)
+		// Every event reaches both hosts, as Slack's twin deliveries and
+		// redeliveries do: the stream keeps one.
+		publish(t, a, fmt.Sprintf("t1-%d", i), "T1", text)
+		publish(t, b, fmt.Sprintf("t1-%d", i), "T1", text)
+		want = append(want, text)
+	}
+	got := a.waitEchoes(t, len(want))
+	a.h.waitIdle()
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("owner's replies = %q, want %q in order, once each", got, want)
+	}
+	if e := b.echoes(); len(e) != 0 {
+		t.Fatalf("the standby answered %q while the owner held the lease", e)
+	}
+	// A command that acts at once is settled in the stream at once: the
+	// binding has nothing in hand after it.
+	publish(t, b, "t1-status", "T1", "!status")
+	a.h.rec.waitSend(t, "Session")
+	waitInHand(t, a.node, 0)
+}
+
+// waitInHand waits until the binding's consumer has n events in hand.
+func waitInHand(t *testing.T, n *cluster.Node, want int) {
+	t.Helper()
+	pollFor(t, fmt.Sprintf("%d events in hand", want), func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		r, err := n.Status(ctx)
+		if err != nil || len(r.Bindings) != 1 {
+			return false
+		}
+		return r.Bindings[0].InHand == want && r.Bindings[0].Waiting == 0
+	})
+}
+
+func TestClusterPartitionedOwnerStopsAndStandbyFinishes(t *testing.T) {
+	srv := clustertest.Single(t)
+	proxy := clustertest.NewProxy(t, strings.TrimPrefix(srv.ClientURL(), "nats://"))
+	a := startClusterHost(t, "a", proxy.URL())
+	b := startClusterHost(t, "b", srv.ClientURL())
+
+	publish(t, b, "p-1", "T1", "before")
+	if got := a.waitEchoes(t, 1); got[0] != "before" {
+		t.Fatalf("first reply %q", got)
+	}
+	publish(t, b, "p-2", "T1", "[[WAIT]] cut")
+	publish(t, b, "p-3", "T1", "after the cut")
+	a.h.fa.waitFor(t, "the owner running the held turn", func(fa *fakeAgents) bool {
+		return strings.Contains(strings.Join(fa.sessions[sess1], "|"), "[[WAIT]] cut")
+	})
+	proxy.Cut()
+	// The standby takes the lease and gets both events again once their
+	// ack wait is over; its held turn is let go.
+	b.h.fa.release(t)
+	got := b.waitEchoes(t, 2)
+	if strings.Join(got, "|") != "[[WAIT]] cut|after the cut" {
+		t.Fatalf("standby's replies = %q", got)
+	}
+	// The owner was interrupted when its fence failed, and posted
+	// nothing of the turn it lost.
+	proxy.Heal()
+	publish(t, b, "p-4", "T1", "healed")
+	if got := b.waitEchoes(t, 3); got[2] != "healed" {
+		t.Fatalf("after healing, replies = %q", got)
+	}
+	b.h.waitIdle()
+	a.h.waitIdle()
+	if e := a.echoes(); strings.Join(e, "|") != "before" {
+		t.Fatalf("the cut-off owner posted %q; want only the reply before the cut", e)
+	}
+	for _, r := range a.h.rec.snapshot() {
+		if r.Kind == "send" && strings.Contains(r.Text, "Stopped") {
+			t.Fatalf("the cut-off owner told the thread %q", r.Text)
+		}
+	}
+	// The standby had no record of the conversation: it said once where
+	// it moved.
+	if n := len(b.h.rec.sends("moved to host b")); n != 1 {
+		t.Fatalf("the moved notice was posted %d times, want 1:\n%s", n, dump(b.h.rec.snapshot()))
+	}
+}
+
+// TestClusterKilledBetweenSettleAndReply: a host killed after its event
+// was settled in the stream and before the reply was posted gets that
+// event from no host again; its next start asks the stream, finds it
+// settled, and posts the reply from the transcript, once.
+func TestClusterKilledBetweenSettleAndReply(t *testing.T) {
+	srv := clustertest.Single(t)
+	var killed atomic.Bool
+	a := startClusterHost(t, "a", srv.ClientURL(), func(p string) bool {
+		if p == pointSettled {
+			killed.Store(true)
+			return true
+		}
+		return killed.Load() && p == pointReplied // the rest of the turn dies with it
+	})
+	publish(t, a, "k-1", "T1", "settled then killed")
+	pollFor(t, "the event settled, the reply not posted", func() bool {
+		return killed.Load() && a.h.e.busy.count() == 0
+	})
+	if e := a.echoes(); len(e) != 0 {
+		t.Fatalf("posted %q before the kill point", e)
+	}
+	waitInHand(t, a.node, 0) // settled: the stream has nothing of it
+	// The restart: a new engine on the same state, the same node.
+	a.halt()
+	a.h.stop()
+	b := restartClusterHost(t, a)
+	if got := b.waitEchoes(t, 1); got[0] != "settled then killed" {
+		t.Fatalf("after the restart, replies = %q", got)
+	}
+	b.h.waitIdle()
+	if n := len(b.echoes()); n != 1 {
+		t.Fatalf("%d replies after the restart, want 1", n)
+	}
+}
