@@ -104,6 +104,10 @@ type Adapter struct {
 
 	state *connstate.State // for !status and the metrics
 
+	// gate, when set, says when this host holds the bot's gateway shard
+	// (a cluster: gate.go).
+	gate platform.Gate
+
 	mu     sync.Mutex // guards selfID, runCtx, lanes and handler
 	selfID string
 }
@@ -220,13 +224,13 @@ func (a *Adapter) Run(ctx context.Context, h platform.Handler) error {
 	a.mu.Lock()
 	a.runCtx, a.lanes, a.handler = ctx, ln, h
 	a.mu.Unlock()
-	a.conns.reset()
-	stopConns := context.AfterFunc(ctx, a.conns.closeAll)
-	defer stopConns()
 	defer func() {
 		cancel()
 		ln.Close()
 	}()
+	if a.gate != nil {
+		defer a.gate.Close()
+	}
 
 	a.setStatus("connecting")
 	if err := a.checkToken(ctx); err != nil {
@@ -237,7 +241,30 @@ func (a *Adapter) Run(ctx context.Context, h platform.Handler) error {
 		a.setStatus("error: " + err.Error())
 		return err
 	}
+	var err error
+	if a.gate == nil {
+		err = a.connect(ctx)
+	} else {
+		err = a.runGated(ctx)
+	}
+	if err != nil {
+		return err
+	}
+	a.setStatus("stopped")
+	return nil
+}
 
+// connect holds the gateway connection open, reopening it when it drops,
+// until ctx ends (nil) or the gateway refuses the bot (the error). The
+// connection is closed when it returns.
+func (a *Adapter) connect(ctx context.Context) error {
+	a.conns.reset()
+	stopConns := context.AfterFunc(ctx, a.conns.closeAll)
+	defer stopConns()
+	defer func() {
+		a.session.Close()
+		drain(a.disconnected)
+	}()
 	failures := 0
 	for ctx.Err() == nil {
 		err := a.session.Open()
@@ -280,8 +307,6 @@ func (a *Adapter) Run(ctx context.Context, h platform.Handler) error {
 			_ = backoff.Sleep(ctx, backoff.Delay(failures, a.backoffMin, a.backoffMax))
 		}
 	}
-	a.session.Close()
-	a.setStatus("stopped")
 	return nil
 }
 
