@@ -1,9 +1,12 @@
 package main
 
 import (
+	"context"
+	"fmt"
 	"log/slog"
 
 	"github.com/cc-connect/cc-connect/cluster"
+	"github.com/cc-connect/cc-connect/config"
 	"github.com/cc-connect/cc-connect/platform"
 	"github.com/cc-connect/cc-connect/platform/discord"
 	"github.com/cc-connect/cc-connect/platform/telegram"
@@ -19,28 +22,43 @@ import (
 // which in a cluster publishes to the ingress stream and returns once the
 // stream acknowledged it: Telegram stores its offset only past what that
 // handler took.
+//
+// Each function below prepares one adapter: call it once the node is
+// started and the adapter built, before the adapter runs, and run the
+// adapter it returns (the same one, gated). An adapter that stops releases
+// its lease, so the next host takes over at once; Node.Close ends every
+// claim.
 
-// gateReceivers gives each Telegram adapter its poller gate and each
-// Discord adapter its shard gate. Call it once the node is started and the
-// adapters are built, before any adapter runs; an adapter stopping
-// releases its lease (the next host takes over at once), and Node.Close
-// ends every claim. It returns the names of the adapters it gated.
-func gateReceivers(node *cluster.Node, adapters []platform.Adapter, log *slog.Logger) []string {
-	var gated []string
-	for _, ad := range adapters {
-		switch a := ad.(type) {
-		case *telegram.Adapter:
-			g := node.PollerGate(a.Name())
-			a.SetGate(g)
-			log.Info("Telegram polls from one host at a time", "platform", a.Name(), "lease", g.Key())
-		case *discord.Adapter:
-			g := node.ShardGate(a.Name(), 0)
-			a.SetGate(g)
-			log.Info("Discord's gateway is held by one host at a time", "platform", a.Name(), "lease", g.Key())
-		default:
-			continue
-		}
-		gated = append(gated, ad.Name())
+// gateTelegram makes a Telegram adapter poll only while this host holds
+// the platform's poller lease.
+func gateTelegram(_ context.Context, node *cluster.Node, a platform.Adapter, p config.Platform, log *slog.Logger) (platform.Adapter, error) {
+	tg, ok := a.(*telegram.Adapter)
+	if !ok {
+		return nil, fmt.Errorf("a %s platform whose adapter is %T", p.Type, a)
 	}
-	return gated
+	g := node.PollerGate(tg.Name())
+	tg.SetGate(g)
+	log.Info("Telegram polls from one cluster host at a time", "platform", tg.Name(), "lease", g.Key())
+	return tg, nil
+}
+
+// gateDiscord makes a Discord adapter open the gateway only while this
+// host holds the platform's shard lease (shard 0: the adapter is one
+// shard).
+func gateDiscord(_ context.Context, node *cluster.Node, a platform.Adapter, p config.Platform, log *slog.Logger) (platform.Adapter, error) {
+	dc, ok := a.(*discord.Adapter)
+	if !ok {
+		return nil, fmt.Errorf("a %s platform whose adapter is %T", p.Type, a)
+	}
+	g := node.ShardGate(dc.Name(), 0)
+	dc.SetGate(g)
+	log.Info("Discord's gateway is held by one cluster host at a time", "platform", dc.Name(), "lease", g.Key())
+	return dc, nil
+}
+
+// receiverGates are the platform types whose inbound connection one host
+// at a time may hold, with what prepares their adapters.
+var receiverGates = map[string]func(context.Context, *cluster.Node, platform.Adapter, config.Platform, *slog.Logger) (platform.Adapter, error){
+	config.TypeTelegram: gateTelegram,
+	config.TypeDiscord:  gateDiscord,
 }
