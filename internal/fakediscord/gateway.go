@@ -193,6 +193,14 @@ func (s *Server) Overlaps() int {
 	return s.overlaps
 }
 
+// Open reports whether a gateway connection is open (its client has not
+// closed it, as far as the fake has seen).
+func (s *Server) Open() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.conn != nil
+}
+
 // Connects reports how many handshakes (READY or RESUMED) completed.
 func (s *Server) Connects() int {
 	s.mu.Lock()

@@ -22,12 +22,13 @@ import (
 // happens after it is READY: the events of the gap (from the old
 // connection's close to the new READY) are not delivered to anybody. A
 // RESUME would replay them, but it needs the old session's id and
-// sequence, which discordgo keeps to itself; and events queued on the old
-// holder when it lost the tenure are still handed on (nobody else has
-// them). So a shard that moves loses the messages of the gap: about the
-// lease TTL when the holder dies, well under a second when it stops (it
-// releases the lease as it goes). The users of those messages see no
-// answer and send again.
+// sequence, which discordgo keeps to itself (so only a host that gets the
+// shard back resumes, its own session); events queued on the old holder
+// when it lost the tenure are still handed on (nobody else has them). So
+// a shard that moves loses the messages of the gap: about the lease TTL
+// when the holder dies, about a second when it stops (discordgo's close
+// waits a second, then the lease is released). The users of those
+// messages see no answer and send again.
 
 // SetGate makes Run open the gateway only while this host holds g's
 // tenure. Call it before Run; without it the adapter always connects, as
