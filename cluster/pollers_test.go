@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -174,7 +173,8 @@ func newTelegram(t *testing.T, f *faketelegram.Server) *telegram.Adapter {
 // poller is stopped mid-stream (its Run cancelled: it releases the lease),
 // then the next one is cut off from NATS (its lease expires, as when its
 // heartbeat stops), while updates keep coming: every update is published
-// exactly once, in order, none skipped, and only one host polls at a time.
+// exactly once, in order, none skipped; each move hands polling to one
+// other host, the cut-off one stops, and the offset ends past the last.
 func TestTelegramPollerMovesBetweenHosts(t *testing.T) {
 	t.Parallel()
 	f := faketelegram.New(t)
@@ -256,7 +256,4 @@ func TestTelegramPollerMovesBetweenHosts(t *testing.T) {
 		next, err := third.node.Offsets("tg").Load(ctx)
 		return err == nil && next > int64(len(want))
 	})
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		t.Fatal("timed out")
-	}
 }
