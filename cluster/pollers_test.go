@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -110,21 +111,51 @@ func waitCond(t *testing.T, what string, cond func() bool) {
 // host is one cc-connect host of the test: its node, through a proxy
 // that can cut it off from NATS, and its adapter's run.
 type host struct {
-	name   string
-	proxy  *natstest.Proxy
-	node   *Node
+	name  string
+	proxy *natstest.Proxy
+	node  *Node
+	run   func(ctx context.Context, h *host) error
+
+	mu     sync.Mutex // guards cancel, done, err
 	cancel context.CancelFunc
 	done   chan struct{} // closed when run returned, with err
 	err    error
 }
 
+// start runs the host's adapter until stop (or the test's end).
+func (h *host) start(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	h.mu.Lock()
+	h.cancel, h.done = cancel, done
+	h.mu.Unlock()
+	go func() {
+		defer close(done)
+		err := h.run(ctx, h)
+		h.mu.Lock()
+		h.err = err
+		h.mu.Unlock()
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+}
+
+// stop cancels the adapter's run and waits for it to return.
 func (h *host) stop(t *testing.T) {
 	t.Helper()
-	h.cancel()
+	h.mu.Lock()
+	cancel, done := h.cancel, h.done
+	h.mu.Unlock()
+	cancel()
 	select {
-	case <-h.done:
-		if h.err != nil {
-			t.Errorf("%s: Run returned %v", h.name, h.err)
+	case <-done:
+		h.mu.Lock()
+		err := h.err
+		h.mu.Unlock()
+		if err != nil {
+			t.Errorf("%s: Run returned %v", h.name, err)
 		}
 	case <-time.After(waitTimeout):
 		t.Fatalf("%s: Run did not return after cancel", h.name)
@@ -132,26 +163,17 @@ func (h *host) stop(t *testing.T) {
 }
 
 // startHosts starts one node per name, each through its own proxy, and
-// runs run(node) on each until the test ends.
+// runs run on each until the test ends (or the host is stopped).
 func startHosts(t *testing.T, url string, hostNames []string, run func(ctx context.Context, h *host) error) []*host {
 	t.Helper()
 	var hosts []*host
 	for _, name := range hostNames {
-		h := &host{name: name, proxy: natstest.NewProxy(t, strings.TrimPrefix(url, "nats://")), done: make(chan struct{})}
+		h := &host{name: name, proxy: natstest.NewProxy(t, strings.TrimPrefix(url, "nats://")), run: run}
 		s := testSettings(t, name, nil, 1, "a")
 		s.URLs = []string{h.proxy.URL()}
 		s.LeaseTTL = 1500 * time.Millisecond
 		h.node = startNode(t, s)
-		ctx, cancel := context.WithCancel(context.Background())
-		h.cancel = cancel
-		go func() {
-			defer close(h.done)
-			h.err = run(ctx, h)
-		}()
-		t.Cleanup(func() {
-			cancel()
-			<-h.done
-		})
+		h.start(t)
 		hosts = append(hosts, h)
 	}
 	return hosts
@@ -256,4 +278,92 @@ func TestTelegramPollerMovesBetweenHosts(t *testing.T) {
 		next, err := third.node.Offsets("tg").Load(ctx)
 		return err == nil && next > int64(len(want))
 	})
+}
+
+// TestTelegramPollerSurvivesRandomMoves: the poller's holder is stopped
+// and restarted, or cut off from NATS and later let back, at random (the
+// seed is logged), each time mid-stream, for several rounds: the stream
+// ends with every update once, in order.
+func TestTelegramPollerSurvivesRandomMoves(t *testing.T) {
+	t.Parallel()
+	f := faketelegram.New(t)
+	url := natstest.Single(t).ClientURL()
+	var mu sync.Mutex
+	adapters := map[*host]*telegram.Adapter{}
+	hosts := startHosts(t, url, []string{"a", "b", "c"}, func(ctx context.Context, h *host) error {
+		ad := newTelegram(t, f)
+		ad.SetGate(h.node.PollerGate("tg"))
+		mu.Lock()
+		adapters[h] = ad
+		mu.Unlock()
+		return ad.Run(ctx, publishHandler{n: h.node, b: tgAll})
+	})
+	// holder waits until exactly one host polls, and it is not skip.
+	holder := func(skip *host) *host {
+		var found *host
+		waitCond(t, "one host polling", func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			var p []*host
+			for _, h := range hosts {
+				if ad := adapters[h]; ad != nil && ad.Status() == "connected" {
+					p = append(p, h)
+				}
+			}
+			if len(p) != 1 || p[0] == skip {
+				return false
+			}
+			found = p[0]
+			return true
+		})
+		return found
+	}
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(uint64(seed), 0))
+	var want []string
+	send := func(n int) {
+		for range n {
+			text := fmt.Sprintf("m%03d", len(want))
+			f.Send(map[string]any{"chat": map[string]any{"id": 42, "type": "private"}, "from": faketelegram.User(7, "alice", false), "text": text})
+			want = append(want, text)
+		}
+	}
+	var cut *host
+	moves := map[string]int{}
+	for range 6 {
+		h := holder(cut)
+		send(10)
+		waitStream(t, h.node, len(want)-7) // mid-stream: some read, not all published
+		if cut != nil {
+			cut.proxy.Heal()
+			cut = nil
+		}
+		if rng.IntN(2) == 0 {
+			moves["stop"]++
+			h.stop(t)
+			h.start(t)
+		} else {
+			moves["cut"]++
+			h.proxy.Cut()
+			cut = h
+		}
+	}
+	last := holder(cut)
+	if cut != nil {
+		cut.proxy.Heal()
+	}
+	send(5)
+	waitStream(t, last.node, len(want))
+	t.Logf("moves: %v", moves)
+
+	texts, perID := streamTexts(t, last.node)
+	if !slices.Equal(texts, want) {
+		t.Errorf("the stream holds\n%v\nwant\n%v", texts, want)
+	}
+	for id, n := range perID {
+		if n != 1 {
+			t.Errorf("message %s published %d times", id, n)
+		}
+	}
 }
