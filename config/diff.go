@@ -22,8 +22,11 @@ type Changes struct {
 	Bindings []BindingChange
 	// LogLevel is set when log.level changed (it applies live).
 	LogLevel bool
+	// Chat lists the [chat] keys that changed (they apply live, from each
+	// conversation's next turn).
+	Chat []string
 	// Restart lists the keys that changed but only take effect after a
-	// restart (state.dir, log.format, agent.*, files.*, metrics.*).
+	// restart (state.dir, log.format, agent.*, files.*, metrics.*, …).
 	Restart []string
 }
 
@@ -53,7 +56,7 @@ const (
 
 // liveSections are the top-level keys whose changes a reload applies (the
 // lists are compared entry by entry; of [log] only the level applies live).
-var liveSections = []string{"platforms", "bindings", "log"}
+var liveSections = []string{"platforms", "bindings", "log", "chat"}
 
 // Diff compares two loaded configs. Both must come from Load (validated,
 // paths resolved), so that equal settings compare equal.
@@ -105,6 +108,7 @@ func Diff(old, cur *Config) Changes {
 	}
 
 	c.LogLevel = old.Log.Level != cur.Log.Level
+	c.Chat = changedKeys(reflect.ValueOf(old.Chat), reflect.ValueOf(cur.Chat), "chat")
 	for _, f := range tomlFields(reflect.TypeFor[Config]()) {
 		ov := reflect.ValueOf(*old).Field(f.index)
 		nv := reflect.ValueOf(*cur).Field(f.index)
@@ -157,13 +161,13 @@ func deref(v reflect.Value) any {
 // Empty reports whether nothing changed.
 func (c Changes) Empty() bool {
 	return len(c.PlatformsAdded) == 0 && len(c.PlatformsRemoved) == 0 && len(c.PlatformsChanged) == 0 &&
-		len(c.Bindings) == 0 && !c.LogLevel && len(c.Restart) == 0
+		len(c.Bindings) == 0 && !c.LogLevel && len(c.Chat) == 0 && len(c.Restart) == 0
 }
 
 // Live reports whether any change applies without a restart.
 func (c Changes) Live() bool {
 	return len(c.PlatformsAdded) > 0 || len(c.PlatformsRemoved) > 0 || len(c.PlatformsChanged) > 0 ||
-		len(c.Bindings) > 0 || c.LogLevel
+		len(c.Bindings) > 0 || c.LogLevel || len(c.Chat) > 0
 }
 
 // Summary describes each live change in one line, for the log. Values are
@@ -195,6 +199,9 @@ func (c Changes) Summary() []string {
 	}
 	if c.LogLevel {
 		out = append(out, "log.level changed: applies now")
+	}
+	if len(c.Chat) > 0 {
+		out = append(out, fmt.Sprintf("%s changed: applies from each conversation's next turn", strings.Join(c.Chat, ", ")))
 	}
 	return out
 }

@@ -73,6 +73,13 @@ allow_users = ["*"]
 			Changes{LogLevel: true, Restart: []string{"state.dir", "log.format", "agent.env", "agent.model"}},
 		},
 		{
+			"chat keys apply live",
+			func(s string) string {
+				return "[chat]\nnotify_after = \"5m\"\nthread_context_on_fresh = true\n" + s
+			},
+			Changes{Chat: []string{"chat.notify_after", "chat.thread_context_on_fresh"}},
+		},
+		{
 			"platform removed with its binding",
 			func(s string) string {
 				i := strings.Index(s, "[[platforms]]\nname = \"local\"")

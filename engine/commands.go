@@ -309,7 +309,7 @@ func (s *session) sideQuestion(id, question, user, ws string) {
 	if s.refuseSideOverCap(user) { // spend.go
 		return
 	}
-	if err := e.acquireSlot(e.bg, ws, s.key, func() { s.chat.send(sidePrefix + noticeWaiting) }, nil, nil); err != nil {
+	if err := e.acquireSlotCap(e.bg, ws, e.wsCapFor(s.liveBinding()), s.key, func() { s.chat.send(sidePrefix + noticeWaiting) }, nil, nil); err != nil {
 		s.chat.send(sidePrefix + "not answered: cc-connect is shutting down.")
 		return
 	}

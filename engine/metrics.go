@@ -21,9 +21,14 @@ type Metrics interface {
 	ContextPercent(pct int)
 	PlatformEvent(platform, kind string)
 	PlatformError(platform string)
+	// SpareTaken counts a new Claude session's start while spares are on
+	// (agent.prewarm > 0), by what it found: "ready", "loading" (a spare
+	// still in its handshake) or "none" (it started its own process).
+	SpareTaken(outcome string)
 	// The figures a scrape reads from the engine itself.
 	SetSessionsFunc(f func() map[string]int)
 	SetProcessesFunc(f func() int)
+	SetSparesFunc(f func() map[string]int)
 }
 
 // noMetrics is the Metrics of an engine without any.
@@ -38,8 +43,10 @@ func (noMetrics) QueueDepth(int)                           {}
 func (noMetrics) ContextPercent(int)                       {}
 func (noMetrics) PlatformEvent(string, string)             {}
 func (noMetrics) PlatformError(string)                     {}
+func (noMetrics) SpareTaken(string)                        {}
 func (noMetrics) SetSessionsFunc(func() map[string]int)    {}
 func (noMetrics) SetProcessesFunc(func() int)              {}
+func (noMetrics) SetSparesFunc(func() map[string]int)      {}
 
 var _ Metrics = noMetrics{}
 
@@ -55,6 +62,14 @@ func metricsOf(m Metrics) Metrics {
 func (e *Engine) wireMetrics() {
 	e.metrics.SetSessionsFunc(e.sessionsByState)
 	e.metrics.SetProcessesFunc(e.slots.live)
+	e.metrics.SetSparesFunc(e.sparesByState)
+}
+
+// sparesByState counts the spare processes by state: ready, or starting
+// (spawning or in their handshake).
+func (e *Engine) sparesByState() map[string]int {
+	ready, starting := e.spare.count()
+	return map[string]int{"ready": ready, "starting": starting}
 }
 
 // sessionsByState counts the conversations in memory by state (idle,

@@ -109,3 +109,33 @@ func TestMetricsQueueDepthAndLiveProcesses(t *testing.T) {
 		t.Errorf("after the queue drained: depth %v, ok turns %v", got[`cc_connect_queue_depth`], got[`cc_connect_turns_total{outcome="ok"}`])
 	}
 }
+
+// TestMetricsSpares: the first conversation finds no spare and starts its
+// own process; the next one takes the spare left ready after that turn;
+// the scrape shows both, and the replacement spare waiting.
+func TestMetricsSpares(t *testing.T) {
+	m := metrics.New()
+	h := spareHarness(t, func(o *Options) { o.Metrics = m })
+	h.say("alice", "T1", "one")
+	h.rec.waitSend(t, "echo: one")
+	waitSpares(t, h.e.spare, "a spare after the first turn", func(r, _ int) bool { return r == 1 })
+	if got := scrape(t, m); got[`cc_connect_spare_processes{state="ready"}`] != 1 || got[`cc_connect_spare_takes_total{outcome="none"}`] != 1 {
+		t.Errorf("after the first turn: ready spares %v, starts without one %v; want 1 and 1",
+			got[`cc_connect_spare_processes{state="ready"}`], got[`cc_connect_spare_takes_total{outcome="none"}`])
+	}
+	h.say("bob", "T2", "two")
+	h.rec.waitSend(t, "echo: two")
+	waitSpares(t, h.e.spare, "the spare replaced", func(r, _ int) bool { return r == 1 })
+	got := scrape(t, m)
+	for series, v := range map[string]float64{
+		`cc_connect_spare_takes_total{outcome="ready"}`: 1,
+		`cc_connect_spare_takes_total{outcome="none"}`:  1,
+		`cc_connect_spare_processes{state="ready"}`:     1,
+		`cc_connect_spare_processes{state="starting"}`:  0,
+		`cc_connect_agent_processes`:                    3, // T1's, T2's (the old spare) and the new spare
+	} {
+		if got[series] != v {
+			t.Errorf("%s = %v, want %v", series, got[series], v)
+		}
+	}
+}

@@ -37,13 +37,17 @@ type Reload struct {
 	Adapters []platform.Adapter
 	// Remove names adapters to stop and forget.
 	Remove []string
+	// Team, when set, replaces the [chat] settings; each conversation's
+	// next turn reads them (nil keeps those in force).
+	Team *TeamOptions
 }
 
 // reloadState is what a reload changes while the engine runs.
 type reloadState struct {
-	bindings atomic.Pointer[[]Binding] // nil until the first Reload: opts.Bindings apply
-	apply    sync.Mutex                // one Reload at a time
-	adapters sync.WaitGroup            // every adapter Run started by runAdapterLocked
+	bindings atomic.Pointer[[]Binding]   // nil until the first Reload: opts.Bindings apply
+	team     atomic.Pointer[TeamOptions] // nil until a Reload sets one: opts.Team applies
+	apply    sync.Mutex                  // one Reload at a time
+	adapters sync.WaitGroup              // every adapter Run started by runAdapterLocked
 
 	mu     sync.Mutex      // guards the fields below; taken after e.mu, never before
 	runCtx context.Context // Run's ctx once adapters started; nil before
@@ -70,6 +74,14 @@ func (e *Engine) bindings() []Binding {
 		return *p
 	}
 	return e.opts.Bindings
+}
+
+// team returns the [chat] settings in force.
+func (e *Engine) team() TeamOptions {
+	if p := e.reload.team.Load(); p != nil {
+		return *p
+	}
+	return e.opts.Team
 }
 
 // checkBindings applies New's checks to a binding list.
@@ -114,6 +126,10 @@ func (e *Engine) Reload(ctx context.Context, r Reload) error {
 		restarted[n] = true
 	}
 	e.reload.bindings.Store(&bs)
+	if r.Team != nil {
+		t := *r.Team
+		e.reload.team.Store(&t)
+	}
 	// Spares were started under the old config: none outlives it.
 	agent := e.opts.Agent
 	e.spare.renew(&agent)

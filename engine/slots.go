@@ -73,17 +73,12 @@ func (s *slots) live() int {
 	return s.total
 }
 
-// acquireSlot waits for a process slot in ws. At the cap it posts "waiting
-// for a free slot" once (through notify) and asks the oldest idle process
-// to close early. It fails only when ctx ends or the engine stops, or when
-// onCtrl (given with the requester's mailbox, it handles the controls that
+// acquireSlotCap waits for a process slot in ws under the workspace cap
+// perWS (the binding's: wsCapFor). At the cap it posts "waiting for a free
+// slot" once (through notify) and asks the oldest idle process to close
+// early. It fails only when ctx ends or the engine stops, or when onCtrl
+// (given with the requester's mailbox, it handles the controls that
 // arrive while it waits) returns an error.
-func (e *Engine) acquireSlot(ctx context.Context, ws, requester string, notify func(),
-	mb *mailbox, onCtrl func(control) error) error {
-	return e.acquireSlotCap(ctx, ws, e.opts.MaxProcessesPerWorkspace, requester, notify, mb, onCtrl)
-}
-
-// acquireSlotCap is acquireSlot under the workspace cap perWS.
 func (e *Engine) acquireSlotCap(ctx context.Context, ws string, perWS int, requester string, notify func(),
 	mb *mailbox, onCtrl func(control) error) error {
 	var ctrl chan struct{}

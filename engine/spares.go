@@ -236,6 +236,9 @@ func (p *spares) renew(agent *agentproc.Config) {
 	}
 }
 
+// on reports whether spares are kept at all (agent.prewarm > 0).
+func (p *spares) on() bool { return p.n > 0 }
+
 // count is the number of spares ready, and of those starting (spawning
 // or loading).
 func (p *spares) count() (ready, starting int) {

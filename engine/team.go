@@ -130,8 +130,8 @@ func (e *Engine) sendFileMax(b Binding) int64 {
 	if b.Setup.SendFileMaxBytes != nil {
 		return *b.Setup.SendFileMaxBytes
 	}
-	if e.opts.Team.SendFileMaxBytes > 0 {
-		return e.opts.Team.SendFileMaxBytes
+	if e.team().SendFileMaxBytes > 0 {
+		return e.team().SendFileMaxBytes
 	}
 	return DefaultSendFileMaxBytes
 }

@@ -349,3 +349,69 @@ func TestBindingSetupReload(t *testing.T) {
 		t.Errorf("models of the processes: %+v", h.fa.configs)
 	}
 }
+
+// TestBtwWaitsUnderTheBindingsCap: a side question's process counts against
+// its binding's workspace cap, not the global one: with the binding's cap
+// at 1 and a turn running, !btw waits for the slot.
+func TestBtwWaitsUnderTheBindingsCap(t *testing.T) {
+	t.Parallel()
+	one := 1
+	h, _ := newTeamHarness(t, func(o *Options) {
+		o.MaxProcessesPerWorkspace = 4
+		o.Bindings[0].Setup.MaxProcessesPerWorkspace = &one
+	})
+	h.say("alice", "T1", "first")
+	h.rec.waitSend(t, "echo:")
+	h.say("alice", "T1", "[[WAIT]] long")
+	h.fa.waitFor(t, "the turn", func(fa *fakeAgents) bool { return fa.waiting == 1 })
+	h.say("alice", "T1", "!btw what now?")
+	h.rec.waitSend(t, sidePrefix+noticeWaiting)
+	h.fa.release(t)
+	side := h.rec.waitSend(t, sidePrefix+"echo:")
+	if !strings.Contains(side.Text, "what now?") {
+		t.Errorf("side answer %q", side.Text)
+	}
+	h.fa.mu.Lock()
+	maxLive := h.fa.maxLive
+	h.fa.mu.Unlock()
+	if maxLive != 1 {
+		t.Errorf("%d processes at once, want 1 under the binding's cap", maxLive)
+	}
+}
+
+// TestReloadedChatSettingsApplyToTheNextTurn: [chat] changes by reload,
+// without a restart: a conversation that rang nobody rings after the
+// reload lowers notify_after, and its bindings stay as they were.
+func TestReloadedChatSettingsApplyToTheNextTurn(t *testing.T) {
+	t.Parallel()
+	h, tp := newTeamHarness(t, nil) // notify_after -1: never
+	mentions := func() int {
+		tp.mu.Lock()
+		defer tp.mu.Unlock()
+		return len(tp.mentions)
+	}
+	h.say("alice", "T1", "before")
+	h.rec.waitSend(t, "echo:")
+	h.waitIdle()
+	if n := mentions(); n != 0 {
+		t.Fatalf("%d mentions before the reload, want none", n)
+	}
+	team := h.e.opts.Team
+	team.NotifyAfter = 0
+	if err := h.e.Reload(context.Background(), Reload{Bindings: h.e.bindings(), Team: &team}); err != nil {
+		t.Fatal(err)
+	}
+	h.say("alice", "T1", "after")
+	h.rec.waitFor(t, "the mention after the reload", func(c []recorded) bool {
+		return slices.ContainsFunc(c, func(r recorded) bool {
+			return r.Kind == "mention" && strings.HasPrefix(r.Text, "alice: the turn you asked for is done")
+		})
+	})
+	// A reload without Team keeps the settings in force.
+	if err := h.e.Reload(context.Background(), Reload{Bindings: h.e.bindings()}); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.e.team().NotifyAfter; got != 0 {
+		t.Errorf("notify_after after a reload without [chat]: %v, want the reloaded 0", got)
+	}
+}

@@ -50,7 +50,7 @@ func (tr *turnRunner) platformType() string { return tr.chat.to.Platform }
 // threadContext is the block of the thread's earlier messages for it, or
 // "" when none is due or the platform has none.
 func (tr *turnRunner) threadContext(it workItem) string {
-	bounds := tr.e.opts.Team.ThreadContext
+	bounds := tr.e.team().ThreadContext
 	rec := tr.rb.get()
 	// Only before a session's first turn: once a session was chosen (its
 	// id, or the one picked before the CLI confirmed it), the thread's
@@ -65,7 +65,7 @@ func (tr *turnRunner) threadContext(it workItem) string {
 		return ""
 	}
 	fresh := rec.HadSession
-	if fresh && !tr.e.opts.Team.ThreadContextOnFresh {
+	if fresh && !tr.e.team().ThreadContextOnFresh {
 		return ""
 	}
 	hr, ok := tr.chat.chat().(platform.HistoryReader)
@@ -158,7 +158,7 @@ func (tr *turnRunner) ringAsker(m platform.Message, text string) {
 
 // ringIfLong rings the asker when a turn ran at least notify_after.
 func (tr *turnRunner) ringIfLong(m platform.Message, took time.Duration, ok bool) {
-	after := tr.e.opts.Team.NotifyAfter
+	after := tr.e.team().NotifyAfter
 	if after < 0 || took < after {
 		return
 	}

@@ -332,7 +332,13 @@ func (tr *turnRunner) ensureProcess() error {
 	start.Model, start.PermissionMode = tr.rb.spawnSettings() // !model, !mode
 	start.PartialMessages = partial
 	start.Tools = tr.hostTools(b)
-	tr.log.Info("Starting agent process", "session_id", orDefault(id, "new"), "model", orDefault(orDefault(start.Model, cfg.Model), "default"))
+	attrs := []any{"session_id", orDefault(id, "new"), "model", orDefault(orDefault(start.Model, cfg.Model), "default")}
+	if wt := tr.rb.get().Worktree; wt != "" {
+		// The session's workspace key names the binding's folder; the
+		// process runs in the conversation's worktree (worktree.go).
+		attrs = append(attrs, "worktree", tr.ws, "branch", wt)
+	}
+	tr.log.Info("Starting agent process", attrs...)
 	if err := tr.agent.start(tr.e.spawn, cfg, start); err != nil {
 		tr.e.slots.release(tr.ws)
 		return err
@@ -354,7 +360,15 @@ func (tr *turnRunner) takeSpare(b Binding, cfg agentproc.Config, partial bool) b
 	}
 	sp := tr.e.spare.take(tr.e.spare.setupFor(tr.ws, cfg, partial))
 	if sp == nil {
+		if tr.e.spare.on() {
+			tr.e.metrics.SpareTaken("none")
+		}
 		return false
+	}
+	if sp.ready {
+		tr.e.metrics.SpareTaken("ready")
+	} else {
+		tr.e.metrics.SpareTaken("loading")
 	}
 	sp.tools.set(tr.hostTools(b))
 	tr.rb.update(func(r *record) { r.NewSessionID = sp.id })

@@ -62,6 +62,18 @@ func TestEachConversationWorksInItsWorktree(t *testing.T) {
 			t.Errorf("worktree %s has no checkout: %v", d, err)
 		}
 	}
+	// The log names where each process runs, beside the binding's folder.
+	var logged []string
+	for _, r := range h.logs.Records("Starting agent process") {
+		if b, _ := r["branch"].(string); !strings.HasPrefix(b, "cc-connect/") {
+			t.Errorf("Starting agent process logged branch %q, want the worktree's", b)
+		}
+		wt, _ := r["worktree"].(string)
+		logged = append(logged, wt)
+	}
+	if got := strings.Join(logged, " "); len(logged) != 2 || !strings.Contains(got, d1) || !strings.Contains(got, d2) {
+		t.Errorf("Starting agent process logged worktrees %q, want %s and %s", logged, d1, d2)
+	}
 	recs, err := ReadRecords(h.opts.StateDir)
 	if err != nil {
 		t.Fatal(err)

@@ -45,10 +45,12 @@ type Metrics struct {
 	platformErrors     *prometheus.CounterVec
 	reconnects         *prometheus.CounterVec
 	contextPercent     prometheus.Histogram
+	spareTakes         *prometheus.CounterVec
 
 	mu            sync.Mutex // guards the funcs below, set after New by the engine
 	sessionsFunc  func() map[string]int
 	processesFunc func() int
+	sparesFunc    func() map[string]int
 	healthFunc    func() error
 	spendFunc     func() []Spend
 }
@@ -70,13 +72,16 @@ func New() *Metrics {
 	m.platformEvents = f.counterVec("platform_events_total", "Events received from chat platforms, by platform instance and kind (message, action, …).", "platform", "kind")
 	m.platformErrors = f.counterVec("platform_errors_total", "Errors talking to chat platforms, by platform instance.", "platform")
 	m.reconnects = f.counterVec("platform_reconnects_total", "Reconnections to chat platforms, by platform instance.", "platform")
+	m.spareTakes = f.counterVec("spare_takes_total", "New Claude sessions with the binding's own model and mode (those a spare can serve) started while agent.prewarm is on, by what they found: ready (a spare that had answered its handshake), loading (one still in it) or none (a process of their own).", "outcome")
 	m.contextPercent = f.histogram("context_percent", "Context window use after each turn, in percent.", contextBuckets)
 
 	m.reg.MustRegister(
-		sessionsCollector{m: m, desc: prometheus.NewDesc(Namespace+"_sessions",
+		statesCollector{read: m.sessions, desc: prometheus.NewDesc(Namespace+"_sessions",
 			"Sessions known to the engine, by state (idle, running, requires_action, …).", []string{"state"}, nil)},
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: Namespace, Name: "agent_processes",
 			Help: "Live Claude Code processes."}, m.liveProcesses),
+		statesCollector{read: m.spares, desc: prometheus.NewDesc(Namespace+"_spare_processes",
+			"Spare Claude Code processes (agent.prewarm), by state (ready, starting); included in agent_processes.", []string{"state"}, nil)},
 		newSpendCollector(m),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
@@ -243,6 +248,25 @@ func (m *Metrics) SetProcessesFunc(f func() int) {
 	m.mu.Unlock()
 }
 
+// SetSparesFunc sets what reports the spare processes by state (ready,
+// starting), called at each scrape. nil removes it.
+func (m *Metrics) SetSparesFunc(f func() map[string]int) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	m.sparesFunc = f
+	m.mu.Unlock()
+}
+
+// SpareTaken counts a new session's start by what it found of the spares.
+func (m *Metrics) SpareTaken(outcome string) {
+	if m == nil {
+		return
+	}
+	m.spareTakes.WithLabelValues(label(outcome)).Inc()
+}
+
 // SetHealthFunc sets the check behind /healthz: a non-nil error makes it
 // answer 503 with the error's text. Without one, /healthz answers 200 while
 // the process serves. nil removes it.
@@ -275,26 +299,43 @@ func (m *Metrics) health() error {
 	return f()
 }
 
-// sessionsCollector reports the sessions-by-state func at scrape time. A
-// GaugeVec would keep a state's last value after the state empties; this
-// reports exactly the states the func returns.
-type sessionsCollector struct {
-	m    *Metrics
+// statesCollector reports a by-state func at scrape time (sessions,
+// spares). A GaugeVec would keep a state's last value after the state
+// empties; this reports exactly the states the func returns.
+type statesCollector struct {
+	read func() map[string]int
 	desc *prometheus.Desc
 }
 
-func (c sessionsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+func (c statesCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
 
-func (c sessionsCollector) Collect(ch chan<- prometheus.Metric) {
-	c.m.mu.Lock()
-	f := c.m.sessionsFunc
-	c.m.mu.Unlock()
-	if f == nil {
-		return
-	}
-	for state, n := range f() {
+func (c statesCollector) Collect(ch chan<- prometheus.Metric) {
+	for state, n := range c.read() {
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n), label(state))
 	}
 }
 
-var _ prometheus.Collector = sessionsCollector{}
+var _ prometheus.Collector = statesCollector{}
+
+// sessions and spares call the func the engine set, if any, outside the
+// lock: it takes the engine's own.
+func (m *Metrics) sessions() map[string]int {
+	m.mu.Lock()
+	f := m.sessionsFunc
+	m.mu.Unlock()
+	return callStates(f)
+}
+
+func (m *Metrics) spares() map[string]int {
+	m.mu.Lock()
+	f := m.sparesFunc
+	m.mu.Unlock()
+	return callStates(f)
+}
+
+func callStates(f func() map[string]int) map[string]int {
+	if f == nil {
+		return nil
+	}
+	return f()
+}

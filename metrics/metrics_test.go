@@ -62,6 +62,10 @@ func TestMetricsRecordWhatTheyAreTold(t *testing.T) {
 	m.ContextPercent(140) // clamped to 100
 	m.SetSessionsFunc(func() map[string]int { return map[string]int{"idle": 4, "running": 2} })
 	m.SetProcessesFunc(func() int { return 5 })
+	m.SetSparesFunc(func() map[string]int { return map[string]int{"ready": 1, "starting": 2} })
+	m.SpareTaken("ready")
+	m.SpareTaken("ready")
+	m.SpareTaken("none")
 
 	body := scrape(t, m.Handler())
 	for _, tt := range []struct{ series, want string }{
@@ -91,6 +95,10 @@ func TestMetricsRecordWhatTheyAreTold(t *testing.T) {
 		{`cc_connect_sessions{state="idle"}`, "4"},
 		{`cc_connect_sessions{state="running"}`, "2"},
 		{`cc_connect_agent_processes`, "5"},
+		{`cc_connect_spare_processes{state="ready"}`, "1"},
+		{`cc_connect_spare_processes{state="starting"}`, "2"},
+		{`cc_connect_spare_takes_total{outcome="ready"}`, "2"},
+		{`cc_connect_spare_takes_total{outcome="none"}`, "1"},
 	} {
 		got, ok := sample(body, tt.series)
 		if !ok {

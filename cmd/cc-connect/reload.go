@@ -166,7 +166,9 @@ func (r *reloader) reload(ctx context.Context, why string) {
 		}
 		return
 	}
-	if err := r.eng.Reload(ctx, engine.Reload{Bindings: engineBindings(cfg), Adapters: add, Remove: remove}); err != nil {
+	// [chat] applies live; files.send_file_max_size in it stays as started.
+	team := teamOptions(runningConfig(r.running, cfg))
+	if err := r.eng.Reload(ctx, engine.Reload{Bindings: engineBindings(cfg), Adapters: add, Remove: remove, Team: &team}); err != nil {
 		r.locks.drop(taken)
 		r.fail(ctx, err)
 		return

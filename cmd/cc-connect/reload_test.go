@@ -199,6 +199,23 @@ func TestReloadApplies(t *testing.T) {
 			},
 		},
 		{
+			name: "chat keys apply live; files keys stay as started",
+			edit: func(s string) string {
+				return "[chat]\nnotify_after = \"7m\"\nthread_context_messages = 3\n[files]\nsend_file_max_size = \"1MiB\"\n" + s
+			},
+			check: func(t *testing.T, r engine.Reload, logs *testlog.Buffer) {
+				if r.Team == nil || r.Team.NotifyAfter != 7*time.Minute || r.Team.ThreadContext.Messages != 3 {
+					t.Fatalf("reloaded [chat] settings: %+v", r.Team)
+				}
+				if r.Team.SendFileMaxBytes == 1<<20 {
+					t.Errorf("files.send_file_max_size applied by reload; it needs a restart")
+				}
+				if recs := logs.Records("Config change needs a restart to apply"); len(recs) != 1 || recs[0]["key"] != "files.send_file_max_size" {
+					t.Errorf("restart keys logged: %v", recs)
+				}
+			},
+		},
+		{
 			name: "restart-only keys are reported, the rest applies",
 			edit: func(s string) string {
 				s = strings.Replace(s, "[agent]\n", "[state]\ndir = \"elsewhere\"\n[log]\nlevel = \"debug\"\n[agent]\nmodel = \"opus\"\n", 1)
