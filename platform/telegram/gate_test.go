@@ -126,3 +126,29 @@ func TestGatedPollingFollowsTheTenure(t *testing.T) {
 		}
 	}
 }
+
+// TestNoteSeenFillsHistoryOnAHostThatDoesNotPoll: an owner that is not
+// the poller learns the chat's messages from the stream (NoteSeen) and
+// shows them in History with its own replies, each once.
+func TestNoteSeenFillsHistoryOnAHostThatDoesNotPoll(t *testing.T) {
+	t.Parallel()
+	f := faketelegram.New(t)
+	addChats(f)
+	a := newTestAdapter(t, f, nil)
+	ctx := context.Background()
+	conv := platform.Target{Platform: "tg-test", Channel: "42"}
+	m := platform.Message{ID: "42:5", Target: platform.Target{Platform: "tg-test", Channel: "42", MessageID: "5"},
+		UserID: "7", UserName: "alice", Text: "fix the build", IsDM: true}
+	a.NoteSeen(m)
+	a.NoteSeen(m) // redelivered: noted once
+	if _, err := a.Send(ctx, conv, "On it."); err != nil {
+		t.Fatal(err)
+	}
+	all, err := a.History(ctx, conv, platform.HistoryQuery{Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != 2 || all[0].Text != "fix the build" || all[0].UserName != "alice" || !all[1].FromSelf {
+		t.Errorf("history %+v", all)
+	}
+}
