@@ -72,6 +72,10 @@ const (
 
 // Action is a button press (or equivalent) on a permission prompt.
 type Action struct {
+	// ID is the platform's identity of the press, the same on a
+	// redelivery (a cluster's stream drops the second copy by it); "" when
+	// the platform gives none.
+	ID string
 	// Target is the prompt message the button belongs to.
 	Target    Target
 	UserID    string
