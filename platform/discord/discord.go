@@ -16,6 +16,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/bwmarrin/discordgo"
@@ -259,15 +260,31 @@ func (a *Adapter) Run(ctx context.Context, h platform.Handler) error {
 // connection is closed when it returns.
 func (a *Adapter) connect(ctx context.Context) error {
 	a.conns.reset()
-	stopConns := context.AfterFunc(ctx, a.conns.closeAll)
+	drain(a.disconnected) // a late one of an earlier connection
+	// Cutting the connections unblocks an Open waiting for HELLO or READY
+	// (it has no context). An open connection is closed by Close instead:
+	// cut under it, the library's reader would close the session itself,
+	// possibly once a later Open has made a new connection, and close that.
+	var opening atomic.Bool
+	stopConns := context.AfterFunc(ctx, func() {
+		if opening.Load() {
+			a.conns.closeAll()
+		}
+	})
 	defer stopConns()
 	defer func() {
 		a.session.Close()
+		a.conns.closeAll()
 		drain(a.disconnected)
 	}()
 	failures := 0
 	for ctx.Err() == nil {
+		opening.Store(true)
+		if ctx.Err() != nil {
+			break
+		}
 		err := a.session.Open()
+		opening.Store(false)
 		if errors.Is(err, discordgo.ErrWSAlreadyOpen) {
 			err = nil
 		}
