@@ -252,8 +252,9 @@ func (e *Engine) refuseOnce(a platform.Adapter, to platform.Target, m platform.M
 	first := e.refused.add(key)
 	e.log.Info("Refused a message from a user who is not allowed", "platform", to.Platform, "channel", to.Channel,
 		"thread", to.Thread, "session_key", key, "user_id", m.UserID, "user_name", m.UserName, "told", first)
-	if first {
-		e.notify(a, to, refusalText)
+	if first && !e.notify(a, to, refusalText) {
+		// Not told after all: the thread's next message tries again.
+		e.refused.forget(key)
 	}
 }
 

@@ -380,6 +380,15 @@ func (p *fakeProc) turn(ctx context.Context, text string, on func(agentproc.Even
 	if strings.Contains(text, "[[EMPTY]]") {
 		reply = ""
 	}
+	if strings.Contains(text, "[[STREAM]]") {
+		// The reply's start streams, then the turn waits for the test
+		// (release); a kill meanwhile leaves it unfinished in the
+		// transcript, as a killed CLI does.
+		on(agentproc.TextDelta{Text: reply[:min(len(reply), 12)]})
+		if !wait(fa.gate) {
+			return nil, &agentproc.ExitError{Code: -1, Signal: "killed"}
+		}
+	}
 	if reply != "" {
 		on(agentproc.AssistantText{Text: reply})
 	}
@@ -530,7 +539,19 @@ func (ft *fakeTranscripts) End(path string) (agentproc.Interruption, error) {
 	return agentproc.InterruptionNone, nil
 }
 
+// ReplyAfter is the reply of the last turn from u's on, as the CLI's
+// transcript holds it after u: a resumed turn ("Continue from where you
+// left off.", under a uuid of its own) answers for u.
 func (ft *fakeTranscripts) ReplyAfter(path, u string) (string, error) {
-	l, _ := ft.line(path, u)
-	return l.reply, nil
+	id := strings.TrimSuffix(strings.TrimPrefix(path, "/projects/"), ".jsonl")
+	ft.fa.mu.Lock()
+	defer ft.fa.mu.Unlock()
+	reply, from := "", false
+	for _, l := range ft.fa.lines[id] {
+		from = from || (u != "" && l.uuid == u)
+		if from && l.ended && l.reply != "" {
+			reply = l.reply
+		}
+	}
+	return reply, nil
 }

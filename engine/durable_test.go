@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"log/slog"
 	"os"
@@ -423,9 +424,25 @@ func TestRecoveryContinueFallsBackToMessage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-	_, _ = turnWithUUID(ctx, p, u, text, nil) // cut: the turn never ends by itself
+	// The turn never ends by itself: cut it once the CLI has written the
+	// message to its transcript, which is what makes recovery resume it
+	// (a fixed wait lost that race on a loaded machine).
+	ctx, cancel := context.WithCancel(context.Background())
+	cut := make(chan struct{})
+	go func() {
+		defer close(cut)
+		_, _ = turnWithUUID(ctx, p, u, text, nil)
+	}()
+	pollFor(t, "the message in the transcript", func() bool {
+		path, _, err := h.e.tx.Find(p.SessionID())
+		if err != nil {
+			return false
+		}
+		b, _ := os.ReadFile(path)
+		return bytes.Contains(b, []byte(u))
+	})
 	cancel()
+	<-cut
 	sid := p.SessionID()
 	_ = p.Close(context.Background()) // SIGTERM after EOF: no result, as a crash
 	if err := os.WriteFile(release, nil, 0o600); err != nil {

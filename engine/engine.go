@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -294,6 +295,7 @@ const (
 	pointAccepted = "accept: journaled"               // the entry is on disk, not acknowledged
 	pointStarted  = "turn: start marked"              // the start is in the journal, the message not sent
 	pointReplied  = "turn: replied, not acknowledged" // the reply is posted, the entry not acked
+	pointStreamed = "turn: stream posted"             // a streamed reply's message is posted and journaled
 )
 
 // errKilled is what work stopped at a kill point returns.
@@ -343,6 +345,19 @@ func (r *recentIDs) add(id string) bool {
 		r.order = r.order[1:]
 	}
 	return true
+}
+
+// forget drops id.
+func (r *recentIDs) forget(id string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.ids[id] {
+		return
+	}
+	delete(r.ids, id)
+	if i := slices.Index(r.order, id); i >= 0 {
+		r.order = slices.Delete(r.order, i, i+1)
+	}
 }
 
 // has reports whether id is remembered.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -279,7 +280,11 @@ func itemEntry(it workItem, now time.Time) inbox.Entry {
 func entryItem(en inbox.Entry) (workItem, bool) {
 	to := platform.Target{Platform: en.Platform, Channel: en.Channel, Thread: en.Thread, MessageID: en.MessageID}
 	it := workItem{kind: itemTurn, inboxID: en.ID, uuid: en.UUID, started: en.Started, replying: en.Replying,
-		msg: platform.Message{ID: en.ID, Target: to, UserID: en.UserID, UserName: en.UserName, Text: en.Text, Received: en.Received, IsDM: en.DM}}
+		msg:   platform.Message{ID: en.ID, Target: to, UserID: en.UserID, UserName: en.UserName, Text: en.Text, Received: en.Received, IsDM: en.DM},
+		parts: slices.Clone(en.Parts), replyTail: en.ReplyTail}
+	for _, p := range en.Streamed {
+		it.streamed = append(it.streamed, platform.Target{Platform: en.Platform, Channel: p.Channel, Thread: p.Thread, MessageID: p.ID})
+	}
 	for _, a := range en.Attachments {
 		it.files = append(it.files, journaledFile{Attachment: a})
 	}
@@ -343,14 +348,48 @@ func (j *journal) markStarted(it workItem) error {
 // markReplying records that the reply to it is about to be posted, so that
 // recovery after a crash knows it may have reached the chat (and, with an
 // adapter that can tell, could ask whether it did).
-func (j *journal) markReplying(it workItem) {
+// streamed are the messages a streamed reply is about to be finished in,
+// tail what the reply carries after the agent's text (one write for all).
+func (j *journal) markReplying(it workItem, streamed []platform.Target, tail string) {
 	in := j.file()
 	if it.inboxID == "" || in == nil {
 		return
 	}
-	if err := in.MarkReplying(it.inboxID); err != nil {
+	if err := in.MarkReplying(it.inboxID, postedOf(streamed), tail); err != nil {
 		j.log.Warn("Journaling the reply's post failed", "message_id", it.inboxID, "error", err)
 	}
+}
+
+// markStreamed records the messages the reply to it is streamed into, so
+// that recovery after a kill can finish them or say they were cut off.
+func (j *journal) markStreamed(it workItem, msgs []platform.Target) {
+	in := j.file()
+	if it.inboxID == "" || in == nil {
+		return
+	}
+	if err := in.MarkStreamed(it.inboxID, postedOf(msgs)); err != nil {
+		j.log.Warn("Journaling the streamed reply's messages failed", "message_id", it.inboxID, "error", err)
+	}
+}
+
+// markPart records that part of the reply to it was posted, where the
+// platform cannot find its posts again.
+func (j *journal) markPart(it workItem, part int) {
+	in := j.file()
+	if it.inboxID == "" || in == nil {
+		return
+	}
+	if err := in.MarkPart(it.inboxID, part); err != nil {
+		j.log.Warn("Journaling a posted part of the reply failed", "message_id", it.inboxID, "part", part, "error", err)
+	}
+}
+
+func postedOf(msgs []platform.Target) []inbox.Posted {
+	var out []inbox.Posted
+	for _, m := range msgs {
+		out = append(out, inbox.Posted{Channel: m.Channel, Thread: m.Thread, ID: m.MessageID})
+	}
+	return out
 }
 
 // ack removes a message whose turn reached a durable end.

@@ -18,6 +18,14 @@ import (
 // agentproc carries only answer text as TextDelta, and only the main
 // conversation's (not a subagent's) is streamed.
 
+// streamHold is how long a reply's first text waits before it is shown:
+// a short answer (most in a chat) is done by then and is posted once,
+// whole, without the edit that would turn a streamed message into the
+// reply; a longer one shows as it is written from then on. It is well
+// inside the time a person takes to notice, and the typing indicator and
+// the 👀 on the message show meanwhile that Claude is on it.
+const streamHold = 400 * time.Millisecond
+
 // Progress levels of a binding.
 const (
 	ProgressQuiet   = "quiet"
@@ -37,8 +45,11 @@ type live struct {
 	msgs     []platform.Target
 	shown    string
 	lastEdit time.Time
-	timer    *time.Timer // an edit waiting for EditInterval
+	timer    *time.Timer // the first text's hold, or an edit waiting for EditInterval
 	broken   bool        // an edit failed: the final text is posted instead
+	// posted, when set, is told the streamed messages each time one is
+	// added (the journal records them for recovery).
+	posted func([]platform.Target)
 
 	// verbose: the tool log and the checklist, under the status line.
 	status string
@@ -113,7 +124,11 @@ func (tr *turnRunner) delta(t *turn, ev agentproc.TextDelta) {
 		return
 	}
 	if len(l.msgs) == 0 {
-		tr.showStream(l) // the first text shows at once
+		// The first text shows after streamHold: a reply that is done
+		// by then is posted once, whole, and costs the platform no edit.
+		if l.timer == nil {
+			l.timer = time.NewTimer(streamHold)
+		}
 		return
 	}
 	if wait := l.caps.EditInterval - time.Since(l.lastEdit); wait > 0 {
@@ -133,7 +148,11 @@ func (tr *turnRunner) showStream(l *live) {
 		return
 	}
 	msgs, ok := tr.chat.editReply(l.msgs, text)
+	grew := len(msgs) > len(l.msgs)
 	l.msgs, l.lastEdit = msgs, time.Now()
+	if grew && l.posted != nil {
+		l.posted(msgs) // a new message holds part of the reply: the journal names it
+	}
 	if !ok {
 		l.broken = true
 		return
@@ -161,9 +180,19 @@ func (tr *turnRunner) restartStream(l *live) {
 	}
 }
 
+// streamedMsgs are the messages a turn's reply was streamed into and that
+// its final text can go to; nil when nothing was streamed or an edit
+// failed (the final text is posted instead).
+func streamedMsgs(l *live) []platform.Target {
+	if l == nil || l.broken {
+		return nil
+	}
+	return l.msgs
+}
+
 // finalReply replaces the streamed reply with the final text; false when
 // nothing was streamed or the edit failed (the caller posts it).
-func (tr *turnRunner) finalReply(l *live, text string) bool {
+func (tr *turnRunner) finalReply(it workItem, l *live, text string) bool {
 	if l == nil || len(l.msgs) == 0 {
 		return false
 	}
@@ -176,9 +205,9 @@ func (tr *turnRunner) finalReply(l *live, text string) bool {
 		tr.dropStream(old)
 		return false
 	}
-	msgs, ok := tr.chat.editReply(old, text)
+	msgs, ok := tr.chat.finishReply(old, text, tr.replyOf(it, false))
 	if !ok {
-		tr.dropStream(old[len(msgs):])
+		tr.dropStream(old[min(len(msgs), len(old)):])
 		return false
 	}
 	tr.dropStream(old[min(len(msgs), len(old)):])
@@ -294,8 +323,13 @@ func (tr *turnRunner) noteMode(mode string) {
 	tr.rb.update(func(r *record) { r.ModeOverride = mode })
 }
 
+// failedText ends what a streamed reply of a failed turn showed: no final
+// text replaces it, and it must not read as a reply that was finished.
+const failedText = "_(The turn failed before this reply was finished; see below.)_"
+
 // endStream leaves a streamed reply of a turn that failed showing the text
-// so far without the mark that more is coming: no final text replaces it.
+// so far, marked as unfinished instead of with the mark that more is
+// coming (the failure's notice follows it).
 func (tr *turnRunner) endStream(l *live) {
 	if l == nil || len(l.msgs) == 0 || l.broken {
 		return
@@ -306,6 +340,6 @@ func (tr *turnRunner) endStream(l *live) {
 	}
 	text := strings.TrimSuffix(streamingText(l.text.String()), "\n…")
 	if text != "" {
-		l.msgs, _ = tr.chat.editReply(l.msgs, text)
+		l.msgs, _ = tr.chat.finishReply(l.msgs, text+"\n\n"+failedText, platform.Reply{})
 	}
 }

@@ -40,10 +40,16 @@ type workItem struct {
 	// reopened by recovery, whether it resumes a cut turn (so it is not
 	// marked started again), and whether it was recovered once already
 	// after its agent died mid-turn.
-	inboxID      string
-	uuid         string
-	started      bool
-	replying     bool // its reply was being posted when cc-connect stopped
+	inboxID  string
+	uuid     string
+	started  bool
+	replying bool // its reply was being posted when cc-connect stopped
+	// streamed are the messages its reply was streamed into, and parts
+	// the parts of its reply known posted, as the journal had them when
+	// cc-connect stopped (recovery.go).
+	streamed     []platform.Target
+	parts        []int
+	replyTail    string // what the reply being posted carried after the agent's text
 	recovered    bool
 	continuation bool
 	afterCrash   bool

@@ -26,8 +26,9 @@ type notifier struct {
 
 // notify posts text to to through a, asynchronously. Once the engine has
 // stopped there is no goroutine left to hand it to, and no adapter running
-// whose next event it could hold up: it is posted at once.
-func (e *Engine) notify(a platform.Adapter, to platform.Target, text string) {
+// whose next event it could hold up: it is posted at once. It reports
+// false when the notice was dropped (too many in flight).
+func (e *Engine) notify(a platform.Adapter, to platform.Target, text string) bool {
 	n := &e.notices
 	n.mu.Lock()
 	if n.closed {
@@ -37,12 +38,12 @@ func (e *Engine) notify(a platform.Adapter, to platform.Target, text string) {
 		if _, err := a.Send(ctx, to, text); err != nil {
 			e.log.Warn("Posting a notice failed", "platform", to.Platform, "channel", to.Channel, "thread", to.Thread, "error", err)
 		}
-		return
+		return true
 	}
 	if n.inflight >= maxNotices {
 		n.mu.Unlock()
 		e.log.Warn("Notice dropped", "platform", to.Platform, "channel", to.Channel, "thread", to.Thread, "notice", quote(text, 120))
-		return
+		return false
 	}
 	n.inflight++
 	n.mu.Unlock()
@@ -53,6 +54,7 @@ func (e *Engine) notify(a platform.Adapter, to platform.Target, text string) {
 		r := relay{to: to, original: a, current: e.adapter, bg: e.bg, log: e.log, metrics: e.metrics}
 		r.send(text)
 	}()
+	return true
 }
 
 func (n *notifier) done() {

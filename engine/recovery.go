@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -11,6 +12,7 @@ import (
 	"github.com/cc-connect/cc-connect/agentproc"
 	"github.com/cc-connect/cc-connect/ctxindicator"
 	"github.com/cc-connect/cc-connect/inbox"
+	"github.com/cc-connect/cc-connect/platform"
 )
 
 // Crash recovery. Run reopens, before any adapter starts, every session
@@ -207,9 +209,14 @@ func (tr *turnRunner) recover(it workItem) {
 		tr.log.Error("Recovering the interrupted turn failed", "error", err)
 		fmt.Fprintf(&note, "The turn for “%s” could not be recovered (%s). Please send it again if it is still needed.", q, tr.forChat(err.Error()))
 		tr.chat.send(note.String())
+		tr.cutStream(it)
 		tr.jr.ack(it, inbox.AckCancel)
 		tr.agent.releaseIfIdle()
 		return
+	}
+	if what != recoverLost {
+		tr.cutStream(it) // a new turn answers: what was streamed is not the reply
+		it.streamed = nil
 	}
 	switch {
 	case what == recoverSend && !it.started && !it.afterCrash:
@@ -235,9 +242,10 @@ func (tr *turnRunner) recover(it workItem) {
 		reply, rerr := tr.e.tx.ReplyAfter(path, it.uuid)
 		reply, _, _ = ctxindicator.StripSelfReport(reply)
 		if strings.TrimSpace(reply) != "" {
+			reply += it.replyTail // the very text that was being posted: the same parts
 			// Posting it now: a kill from here on must find it marked,
 			// or the next start would post it (and its notice) again.
-			tr.jr.markReplying(it)
+			tr.jr.markReplying(it, it.streamed, it.replyTail)
 		}
 		switch {
 		case strings.TrimSpace(reply) == "":
@@ -245,13 +253,35 @@ func (tr *turnRunner) recover(it workItem) {
 				"transcript", path, "error", errString(rerr))
 			fmt.Fprintf(&note, "The agent finished the turn for “%s” before %s, but its reply was not posted and is lost. Please ask again if you still need it.", q, event)
 			tr.chat.send(note.String())
+			tr.cutStream(it)
+		case len(it.streamed) > 0 && tr.chat.canFinish():
+			// It was streamed into messages the journal names: they are
+			// made to show the reply (again: an edit to what a message
+			// shows already changes nothing), parts beyond them posted
+			// where none is found or recorded, without a notice.
+			msgs, ok := tr.chat.finishReply(it.streamed, reply, tr.replyOf(it, true))
+			tr.log.Info("Finishing a streamed reply after the restart", "session_id", tr.rb.sessionID(), "transcript", path,
+				"streamed", len(it.streamed), "parts", len(msgs), "ok", ok)
+			if ok {
+				tr.dropStream(it.streamed[min(len(msgs), len(it.streamed)):])
+			} else {
+				tr.dropStream(it.streamed[min(len(msgs), len(it.streamed)):])
+				tr.chat.sendReply(reply, tr.replyOf(it, true))
+			}
 		case it.replying && tr.chat.canFindReplies():
 			// It was being posted: the adapter looks for its parts and
 			// posts only those that did not land, without a notice (the
 			// reader sees one reply, whole).
-			res := tr.chat.sendReply(reply, it.uuid, it.msg.Target.MessageID, true)
+			res := tr.chat.sendReply(reply, tr.replyOf(it, true))
 			tr.log.Info("Completing a reply that was being posted at the restart", "session_id", tr.rb.sessionID(), "transcript", path,
 				"parts", res.Parts, "found", res.Found, "posted", res.Posted)
+		case it.replying && tr.chat.recordsParts() && len(it.parts) > 0:
+			// Some parts are recorded as posted: the others follow,
+			// without a notice; only a part that landed just before the
+			// kill, before its record, can show twice.
+			res := tr.chat.sendReply(reply, tr.replyOf(it, true))
+			tr.log.Info("Completing a reply that was being posted at the restart", "session_id", tr.rb.sessionID(), "transcript", path,
+				"parts", res.Parts, "recorded", len(it.parts), "posted", res.Posted)
 		case it.replying:
 			// It was being posted: it may be in the thread already, and
 			// cc-connect cannot tell.
@@ -263,7 +293,7 @@ func (tr *turnRunner) recover(it workItem) {
 			tr.log.Info("Posting a reply finished before the restart", "session_id", tr.rb.sessionID(), "transcript", path)
 			fmt.Fprintf(&note, "The agent had finished the turn for “%s” before %s; its reply follows.", q, event)
 			tr.chat.send(note.String())
-			tr.chat.sendReply(reply, it.uuid, it.msg.Target.MessageID, true)
+			tr.chat.sendReply(reply, tr.replyOf(it, true))
 		}
 		if tr.e.killedAt(pointReplied) {
 			return // a test's kill: the reply is posted, the entry not acked
@@ -271,4 +301,28 @@ func (tr *turnRunner) recover(it workItem) {
 		tr.jr.ack(it, inbox.AckResult)
 		tr.agent.releaseIfIdle()
 	}
+}
+
+// cutOffText replaces what a streamed message showed of a reply that a
+// restart or a failure cut off, where no final text will replace it.
+const cutOffText = "_(This reply was cut off before it was finished; see below.)_"
+
+// cutStream marks the messages a reply was streamed into before a restart,
+// when no final text goes to them (the turn runs again, or its reply is
+// lost): they would otherwise read as a reply, partial and ending in "…".
+func (tr *turnRunner) cutStream(it workItem) {
+	ed, ok := tr.chat.chat().(platform.Editor)
+	if !ok || len(it.streamed) == 0 {
+		return
+	}
+	for _, m := range it.streamed {
+		ctx, cancel := context.WithTimeout(tr.e.bg, sendTimeout)
+		if err := ed.Edit(ctx, m, cutOffText); err != nil {
+			tr.log.Warn("Marking a cut-off streamed reply failed", "error", err)
+		}
+		cancel()
+	}
+	// The messages are done with: a kill during the turn that answers now
+	// must not finish its reply in them.
+	tr.jr.markStreamed(it, nil)
 }

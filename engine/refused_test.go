@@ -14,11 +14,18 @@ func TestAccessRefusalMemoryIsBounded(t *testing.T) {
 	const extra = 10
 	for i := range refusedMemory + extra {
 		h.say("mallory", fmt.Sprintf("T%d", i), "hi")
+		if i%(maxNotices/2) == 0 {
+			// The refusals are posted by the notifier, which drops what
+			// a flood puts past its bound (and then forgets the thread:
+			// TestDroppedRefusalIsToldNextTime): let it drain, so that
+			// every thread is told and remembered.
+			h.waitIdle()
+		}
 	}
-	// The refusals are posted by the notifier, which drops what a flood
-	// puts past its bound (T0's, the first, is always posted): let it
-	// drain before the threads write again.
 	h.waitIdle()
+	if d := h.logs.Records("Notice dropped"); len(d) != 0 {
+		t.Fatalf("%d refusals dropped: the flood outran the notifier", len(d))
+	}
 	if n := h.e.refused.len(); n != refusedMemory {
 		t.Errorf("refusal memory holds %d threads, want at most %d", n, refusedMemory)
 	}
@@ -39,5 +46,38 @@ func TestAccessRefusalMemoryIsBounded(t *testing.T) {
 	}
 	if n := count(fmt.Sprintf("T%d", refusedMemory+extra-1)); n != 1 {
 		t.Errorf("a recent thread got %d refusals, want 1", n)
+	}
+}
+
+// TestDroppedRefusalIsToldNextTime: a refusal the notifier drops (too many
+// in flight) leaves the thread untold, so its next message is refused
+// aloud; until then the memory does not count it as told.
+func TestDroppedRefusalIsToldNextTime(t *testing.T) {
+	h := newHarness(t, nil)
+	n := &h.e.notices
+	n.mu.Lock()
+	n.inflight = maxNotices // the notifier is full
+	n.mu.Unlock()
+	h.say("mallory", "T1", "hi")
+	if h.e.refused.has(keyOf(h.message("mallory", "T1", "").Target)) {
+		t.Error("a thread whose refusal was dropped is remembered as told")
+	}
+	n.mu.Lock()
+	n.inflight = 0
+	n.mu.Unlock()
+	h.say("mallory", "T1", "hi again")
+	h.rec.waitSend(t, refusalText)
+	h.waitIdle()
+	told := 0
+	for _, c := range h.rec.kinds("send") {
+		if c.Text == refusalText {
+			told++
+		}
+	}
+	if told != 1 {
+		t.Errorf("%d refusals posted, want the one after the dropped one", told)
+	}
+	if len(h.logs.Records("Notice dropped")) != 1 {
+		t.Errorf("the first refusal was not dropped: the test did not test the drop")
 	}
 }

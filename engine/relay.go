@@ -64,16 +64,16 @@ func (r *relay) sendTo(to platform.Target, text string) platform.Target {
 // or in part, before a restart) the adapter first looks for its parts and
 // posts only the others. after is the message the reply answers. Other
 // adapters post it with Send.
-func (r *relay) sendReply(text, key, after string, again bool) platform.ReplyResult {
+func (r *relay) sendReply(text string, rp0 platform.Reply) platform.ReplyResult {
 	rp, ok := r.chat().(platform.Replier)
-	if !ok || key == "" {
+	if !ok || rp0.Key == "" {
 		return platform.ReplyResult{Last: r.send(text), Parts: 1, Posted: 1}
 	}
 	to := r.to
 	to.MessageID = ""
 	ctx, cancel := context.WithTimeout(r.bg, sendTimeout)
 	defer cancel()
-	res, err := rp.SendReply(ctx, to, text, platform.Reply{Key: key, After: after, Again: again})
+	res, err := rp.SendReply(ctx, to, text, rp0)
 	if err != nil {
 		r.metrics.PlatformError(to.Platform)
 		r.log.Error("Posting the reply failed", "error", err, "parts", res.Parts, "posted", res.Posted)
@@ -85,9 +85,17 @@ func (r *relay) sendReply(text, key, after string, again bool) platform.ReplyRes
 }
 
 // canFindReplies reports whether the adapter can tell which parts of a
-// reply it posted before a restart (a platform.Replier).
+// reply it posted before a restart (a platform.Replier that tags its
+// posts, not a PartRecorder).
 func (r *relay) canFindReplies() bool {
 	_, ok := r.chat().(platform.Replier)
+	return ok && !r.recordsParts()
+}
+
+// recordsParts reports whether the adapter relies on the engine to write
+// down each part of a reply as it lands (platform.PartRecorder).
+func (r *relay) recordsParts() bool {
+	_, ok := r.chat().(platform.PartRecorder)
 	return ok
 }
 

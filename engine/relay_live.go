@@ -77,3 +77,33 @@ func (r *relay) deleteMsg(m platform.Target) bool {
 	}
 	return true
 }
+
+// finishReply makes the streamed messages msgs show the reply text for
+// good (platform.ReplyFinisher: tagged, not behind the stream's pacing,
+// parts beyond msgs posted as a reply is); an adapter without it gets the
+// text through EditReply. ok is false when that failed; the returned
+// messages are those that hold a part.
+func (r *relay) finishReply(msgs []platform.Target, text string, rp platform.Reply) ([]platform.Target, bool) {
+	f, ok := r.chat().(platform.ReplyFinisher)
+	if !ok {
+		return r.editReply(msgs, text)
+	}
+	to := r.to
+	to.MessageID = ""
+	ctx, cancel := context.WithTimeout(r.bg, sendTimeout)
+	defer cancel()
+	out, err := f.FinishReply(ctx, to, msgs, text, rp)
+	if err != nil {
+		r.metrics.PlatformError(r.to.Platform)
+		r.log.Warn("Finishing the streamed reply failed", "error", err)
+		return out, false
+	}
+	return out, true
+}
+
+// canFinish reports whether the adapter edits a streamed reply into the
+// reply (platform.ReplyFinisher), so that recovery can finish one again.
+func (r *relay) canFinish() bool {
+	_, ok := r.chat().(platform.ReplyFinisher)
+	return ok
+}

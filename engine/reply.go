@@ -3,10 +3,12 @@ package engine
 import (
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 
 	"github.com/cc-connect/cc-connect/agentproc"
 	"github.com/cc-connect/cc-connect/ctxindicator"
+	"github.com/cc-connect/cc-connect/platform"
 )
 
 // What a finished turn posts: its reply, with the context figure (or, for
@@ -19,8 +21,8 @@ import (
 // part carries the message's journaled uuid where the adapter can tag a
 // post (relay.sendReply), so that recovery can find what landed.
 func (tr *turnRunner) postReply(it workItem, out outcome) {
-	tr.jr.markReplying(it)
 	if out.compaction {
+		tr.jr.markReplying(it, nil, "")
 		tr.reportCompaction(out)
 		return
 	}
@@ -54,8 +56,12 @@ func (tr *turnRunner) postReply(it workItem, out outcome) {
 		ok = false // no usage this turn: never show a stale figure as new
 	}
 	final := ctxindicator.Append(clean, pct, ok)
-	if !tr.finalReply(out.live, final) {
-		tr.chat.sendReply(final, it.uuid, it.msg.Target.MessageID, it.replying)
+	// One write: the reply is being posted, into which streamed messages,
+	// and what it carries after Claude's text, so that recovery posts the
+	// very same text, into the same messages.
+	tr.jr.markReplying(it, streamedMsgs(out.live), strings.TrimPrefix(final, clean))
+	if !tr.finalReply(it, out.live, final) {
+		tr.chat.sendReply(final, tr.replyOf(it, it.replying))
 	}
 
 	if res.ContextTokens > 0 {
@@ -68,6 +74,21 @@ func (tr *turnRunner) postReply(it workItem, out outcome) {
 		}
 		tr.e.log.Log(tr.e.bg, level, ctxindicator.LogMessage, args...)
 	}
+}
+
+// replyOf is how the reply to it is posted: tagged with the uuid it was
+// journaled with, after the message it answers, the parts the journal
+// names as posted skipped and, where the platform can neither tag nor find
+// its posts, each part written down as it lands (one write a part).
+func (tr *turnRunner) replyOf(it workItem, again bool) platform.Reply {
+	r := platform.Reply{Key: it.uuid, After: it.msg.Target.MessageID, Again: again}
+	if done := slices.Clone(it.parts); len(done) > 0 {
+		r.Done = func(part int) bool { return slices.Contains(done, part) }
+	}
+	if tr.chat.recordsParts() {
+		r.Landed = func(part, _ int) { tr.jr.markPart(it, part) }
+	}
+	return r
 }
 
 // reportCompaction posts how a !compact turn went and refreshes the

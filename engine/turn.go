@@ -448,6 +448,10 @@ func (tr *turnRunner) attempt(it workItem) outcome {
 	}
 
 	t := &turn{msg: it.msg, perms: tr.newPermissions(), live: tr.newLive()}
+	t.live.posted = func(msgs []platform.Target) {
+		tr.jr.markStreamed(it, msgs)
+		tr.e.killedAt(pointStreamed) // a test's kill: what a restart finds is on disk
+	}
 	t.perms.ring = func(tool string) {
 		what := "Claude asks for your permission above."
 		if tool == "AskUserQuestion" {

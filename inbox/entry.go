@@ -27,6 +27,18 @@ type Entry struct {
 	// the kernel) but not always a power cut (they are not fsynced):
 	// recovery asks the transcript, not them, what became of a message.
 	Started, Replying bool
+	// Streamed are the messages that show the reply as it was streamed,
+	// and that its final text edits (MarkStreamed, or MarkReplying with
+	// them); Parts the parts of the reply known to be posted (MarkPart),
+	// for a platform that cannot find its own posts. Written, not
+	// fsynced, as the marks above: after a kill recovery edits those
+	// messages again and posts only the parts not named.
+	Streamed []Posted
+	Parts    []int
+	// ReplyTail is what the reply being posted carried after the agent's
+	// text (the context figure), so that recovery posts exactly the same
+	// text: the same split into the same parts.
+	ReplyTail string
 	// Kind is "" for a message to the agent; a caller that orders other
 	// work with the messages (a command that switches sessions) names it
 	// here, so that a replay keeps that order.
@@ -36,6 +48,13 @@ type Entry struct {
 	// replay) or, as versions that fetched at acceptance wrote, where they
 	// were stored (Path); never their content.
 	Attachments []Attachment
+}
+
+// Posted names one message the bot posted for an entry's reply.
+type Posted struct {
+	Channel string `json:"channel,omitempty"`
+	Thread  string `json:"thread,omitempty"`
+	ID      string `json:"id"`
 }
 
 // SeenKey is the entry's identity for Seen.

@@ -14,7 +14,9 @@ import (
 //	{"op":"add","entry":{…}}               a message accepted (fsynced)
 //	{"op":"seen","id":…,"platform":…,"at":…} a message id accepted without an entry (a command)
 //	{"op":"start","id":…,"uuid":…}         the message was written to claude, carrying uuid
-//	{"op":"reply","id":…}                  its reply was being posted
+//	{"op":"stream","id":…,"msgs":[…]}      the messages its reply streams into
+//	{"op":"reply","id":…,"msgs":[…],"tail":…} its reply was being posted (into msgs, when streamed; tail after the agent's text)
+//	{"op":"part","id":…,"part":n}          part n of its reply was posted
 //	{"op":"ack","id":…,"reason":…}         it reached a durable end
 //
 // cc-connect up to this format wrote the entry's target with the Go field
@@ -31,15 +33,20 @@ type diskRecord struct {
 	Platform string     `json:"platform,omitempty"` // seen
 	At       *time.Time `json:"at,omitempty"`       // seen
 	UUID     string     `json:"uuid,omitempty"`     // start
+	Msgs     []Posted   `json:"msgs,omitempty"`     // stream, reply
+	Part     *int       `json:"part,omitempty"`     // part
+	Tail     string     `json:"tail,omitempty"`     // reply
 	Reason   AckReason  `json:"reason,omitempty"`
 }
 
 const (
-	opAdd   = "add"
-	opSeen  = "seen"
-	opStart = "start"
-	opReply = "reply"
-	opAck   = "ack"
+	opAdd    = "add"
+	opSeen   = "seen"
+	opStart  = "start"
+	opReply  = "reply"
+	opStream = "stream"
+	opPart   = "part"
+	opAck    = "ack"
 )
 
 // diskEntry is an Entry as the journal keeps it.
@@ -119,9 +126,13 @@ func decode(line []byte) (diskRecord, error) {
 		if r.ID == "" || r.At == nil {
 			return r, errors.New("seen without an id or a time")
 		}
-	case opStart, opReply, opAck:
+	case opStart, opReply, opStream, opAck:
 		if r.ID == "" {
 			return r, fmt.Errorf("%s without an id", r.Op)
+		}
+	case opPart:
+		if r.ID == "" || r.Part == nil || *r.Part < 0 {
+			return r, errors.New("part without an id or a part")
 		}
 	default:
 		return r, fmt.Errorf("unknown operation %q", r.Op)

@@ -21,6 +21,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -264,7 +265,24 @@ func (in *Inbox) apply(r diskRecord) error {
 		if i < 0 {
 			return fmt.Errorf("reply of unknown message %q", r.ID)
 		}
-		in.pending[i].Replying = true
+		in.pending[i].Replying, in.pending[i].ReplyTail = true, r.Tail
+		if len(r.Msgs) > 0 {
+			in.pending[i].Streamed = r.Msgs
+		}
+	case opStream:
+		i := in.index(r.ID)
+		if i < 0 {
+			return fmt.Errorf("stream of unknown message %q", r.ID)
+		}
+		in.pending[i].Streamed = r.Msgs
+	case opPart:
+		i := in.index(r.ID)
+		if i < 0 {
+			return fmt.Errorf("part of unknown message %q", r.ID)
+		}
+		if !slices.Contains(in.pending[i].Parts, *r.Part) {
+			in.pending[i].Parts = append(in.pending[i].Parts, *r.Part)
+		}
 	case opAck:
 		i := in.index(r.ID)
 		if r.Reason == ackUnsaved {
@@ -312,7 +330,7 @@ func (in *Inbox) Append(e Entry) error {
 	if e.UUID == "" {
 		e.UUID = uuid.NewString() // the start record carries it
 	}
-	e.Started, e.Replying = false, false
+	e.Started, e.Replying, e.Streamed, e.Parts, e.ReplyTail = false, false, nil, nil, ""
 	rec, err := encode(diskRecord{Op: opAdd, Entry: toDisk(e)})
 	if err != nil {
 		return err
@@ -454,8 +472,38 @@ func (in *Inbox) MarkStarted(id string) error {
 // MarkReplying records that the message's reply is about to be posted, so
 // that recovery after a crash knows the reply may have reached the chat.
 // Written, not fsynced, as MarkStarted.
-func (in *Inbox) MarkReplying(id string) error {
-	return in.mark(id, opReply, func(e *Entry, _ *diskRecord) { e.Replying = true })
+// streamed are the messages its text goes to when it was streamed, tail
+// what the reply carries after the agent's text (Entry.ReplyTail).
+func (in *Inbox) MarkReplying(id string, streamed []Posted, tail string) error {
+	return in.mark(id, opReply, func(e *Entry, r *diskRecord) {
+		e.Replying, e.ReplyTail, r.Tail = true, tail, tail
+		if len(streamed) > 0 {
+			e.Streamed, r.Msgs = slices.Clone(streamed), slices.Clone(streamed)
+		}
+	})
+}
+
+// MarkStreamed records the messages the message's reply is streamed into
+// (all of them, each time one is added), so that after a kill recovery
+// can make them show the reply, or say they were cut off, instead of
+// leaving a partial reply that looks whole. Written, not fsynced.
+func (in *Inbox) MarkStreamed(id string, msgs []Posted) error {
+	return in.mark(id, opStream, func(e *Entry, r *diskRecord) {
+		e.Streamed, r.Msgs = slices.Clone(msgs), slices.Clone(msgs)
+	})
+}
+
+// MarkPart records that part of the message's reply was posted: on a
+// platform that can neither tag a post nor find it, so that after a kill
+// only the parts not recorded are posted, and a part posted again is one
+// posted just before the kill, before this write. Written, not fsynced.
+func (in *Inbox) MarkPart(id string, part int) error {
+	return in.mark(id, opPart, func(e *Entry, r *diskRecord) {
+		r.Part = &part
+		if !slices.Contains(e.Parts, part) {
+			e.Parts = append(slices.Clone(e.Parts), part)
+		}
+	})
 }
 
 func (in *Inbox) mark(id, op string, set func(*Entry, *diskRecord)) error {

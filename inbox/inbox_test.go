@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -60,7 +61,7 @@ func TestInboxSurvivesReopenInOrder(t *testing.T) {
 	if err := in.MarkStarted("b"); err != nil {
 		t.Fatal(err)
 	}
-	if err := in.MarkReplying("b"); err != nil {
+	if err := in.MarkReplying("b", nil, ""); err != nil {
 		t.Fatal(err)
 	}
 	in.Close()
@@ -333,3 +334,48 @@ func TestJournalsRefusePlantedLinks(t *testing.T) {
 
 // keepOne keeps one key, accepted now, as a journal's compaction does.
 func keepOne(s *Seen, key string) error { return s.keep(map[string]time.Time{key: s.now()}) }
+
+// TestReplyMarksSurviveReopen: the messages a reply streams into, the
+// messages and tail of the reply mark, and each part recorded as posted
+// come back after a reopen, the latest stream record winning; an entry
+// appended afresh carries none of them.
+func TestReplyMarksSurviveReopen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "inbox", "s.jsonl")
+	in := openT(t, path, Limits{})
+	for _, id := range []string{"a", "b"} {
+		if err := in.Append(entry(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	one := []Posted{{Channel: "C1", Thread: "T1", ID: "m1"}}
+	two := append(slices.Clone(one), Posted{Channel: "C1", Thread: "T1", ID: "m2"})
+	steps := []func() error{
+		func() error { return in.MarkStreamed("a", one) },
+		func() error { return in.MarkStreamed("a", two) },
+		func() error { return in.MarkReplying("a", two, "\n[ctx: 3%]") },
+		func() error { return in.MarkPart("b", 0) },
+		func() error { return in.MarkPart("b", 2) },
+		func() error { return in.MarkPart("b", 2) },
+	}
+	for i, step := range steps {
+		if err := step(); err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+	}
+	if err := in.MarkPart("nobody", 1); !errors.Is(err, ErrUnknown) {
+		t.Errorf("a part of an unknown message: %v, want ErrUnknown", err)
+	}
+	in.Close()
+
+	got := openT(t, path, Limits{}).Pending()
+	if len(got) != 2 {
+		t.Fatalf("pending %v", ids(got))
+	}
+	a, b := got[0], got[1]
+	if !slices.Equal(a.Streamed, two) || !a.Replying || a.ReplyTail != "\n[ctx: 3%]" || len(a.Parts) != 0 {
+		t.Errorf("a after reopen: %+v", a)
+	}
+	if !slices.Equal(b.Parts, []int{0, 2}) || b.Replying || len(b.Streamed) != 0 {
+		t.Errorf("b after reopen: %+v", b)
+	}
+}

@@ -48,14 +48,39 @@ type ReplyResult struct {
 //     with enforce_nonce, so that Discord itself returns the earlier
 //     message for a repeat within a few minutes; older repeats are posted.
 //
-// A platform with neither (Telegram's Bot API) implements no Replier: the
-// engine posts with Send and writes down each part as it lands, so that
-// only a part posted just before a kill, whose record was not yet written,
-// is posted again.
+// A platform with neither (Telegram's Bot API) is a PartRecorder: the
+// engine writes down each part as it lands (Landed) and names them in Done
+// after a restart, so that only a part posted just before a kill, whose
+// record was not yet written, is posted again.
 //
 // An error leaves the parts posted so far posted (Landed told which).
 // Without Replier the engine posts replies with Send, and after a restart
 // posts again a reply that was being posted.
 type Replier interface {
 	SendReply(ctx context.Context, to Target, text string, r Reply) (ReplyResult, error)
+}
+
+// ReplyFinisher is implemented by adapters that stream a reply
+// (ReplyEditor) and can turn the streamed messages into the reply for
+// good. FinishReply makes msgs show text as SendReply would post it (the
+// same split), its edits not waiting behind the pacing of the stream's own
+// edits (only behind the platform's real limit), each part tagged with
+// r.Key where the platform can tag an edit; parts beyond msgs are posted
+// as SendReply posts them (tagged; r.Again, r.Done and r.Landed apply).
+// It returns the messages that hold a part, in order: messages of msgs
+// beyond them are the caller's to remove. Called again with the same
+// messages and text (after a restart, with r.Again) it changes nothing
+// the reader sees and posts only the parts not found.
+type ReplyFinisher interface {
+	FinishReply(ctx context.Context, to Target, msgs []Target, text string, r Reply) ([]Target, error)
+}
+
+// PartRecorder is implemented by a Replier that can neither tag its posts
+// nor find them again (Telegram): SendReply and FinishReply honour r.Done
+// and call r.Landed, so that the engine writes each part down as it lands
+// and, after a restart, posts only the parts it has no record of. The
+// window left is one journal write per part.
+type PartRecorder interface {
+	Replier
+	RecordsParts()
 }

@@ -19,7 +19,9 @@ import (
 // TestSlackSoakKillRestart is the random-kill soak through Slack: the
 // built binary against the fake Slack (Socket Mode, events sent again
 // when their ack is late, a mention's app_mention twin, thread replies
-// that do not mention the bot) and the fake claude. Each iteration posts a
+// that do not mention the bot) and the fake claude, the replies streamed
+// (progress normal; half of them slow enough to show as they are
+// written, then finished by an edit). Each iteration posts a
 // burst of 2 to 6 messages over 2 or 3 threads, SIGKILLs cc-connect (and
 // so its claude children) at a random moment — 0 to 20 ms after a push,
 // while a turn runs, or just after a reply was posted — one to three
@@ -121,14 +123,23 @@ func slackKillRestartOnce(t *testing.T, rng *rand.Rand, iter int, st *slackSoakS
 	nThreads := 2 + rng.IntN(2)
 	threads := make([][]soakMsg, nThreads)
 	total := nThreads
+	// Half the messages get a reply that takes 0.8 s in 8 text deltas: it
+	// is streamed into the thread (past the engine's hold) and finished by
+	// an edit, so that kills land inside a streamed reply too.
+	streamed := func(text string) string {
+		if rng.IntN(2) == 0 {
+			return text + " [[DRIP:8]]"
+		}
+		return text
+	}
 	for j := range threads {
 		ts := fmt.Sprintf("17%05d%03d.%06d", iter, j, 100)
-		threads[j] = []soakMsg{{text: fmt.Sprintf("it%d-t%d-m0", iter, j), ts: ts, thread: ts, root: true}}
+		threads[j] = []soakMsg{{text: streamed(fmt.Sprintf("it%d-t%d-m0", iter, j)), ts: ts, thread: ts, root: true}}
 	}
 	for k := 0; total < 6 && rng.IntN(3) != 0; k++ {
 		j := rng.IntN(nThreads)
 		root := threads[j][0].ts
-		threads[j] = append(threads[j], soakMsg{text: fmt.Sprintf("it%d-t%d-r%d", iter, j, k),
+		threads[j] = append(threads[j], soakMsg{text: streamed(fmt.Sprintf("it%d-t%d-r%d", iter, j, k)),
 			ts: fmt.Sprintf("17%05d%03d.%06d", iter, j, 200+k), thread: root})
 		total++
 	}

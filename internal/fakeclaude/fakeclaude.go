@@ -67,6 +67,10 @@
 //	              without --include-partial-messages) until an interrupt
 //	              (partial assistant, aborted_streaming), or until the file named
 //	              by FAKECLAUDE_RELEASE exists; [[SLOW:N]] ends after N chunks.
+//	[[DRIP:N]]    the echo reply in N text deltas 100 ms apart (stream_event
+//	              lines with --include-partial-messages; nothing until the end
+//	              without), then the whole assistant message; an interrupt
+//	              meanwhile aborts it.
 //	[[MALFORMED]] write a non-JSON stdout line, then reply normally.
 //	[[SELF:NN]]   the echo reply ends with the model's self-report line
 //	              "[ctx: ~NN%]".

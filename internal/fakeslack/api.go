@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -83,7 +84,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 
 	s.mu.Lock()
 	a, after := s.answerLocked(method, auth, form)
-	call := Call{Method: method, Auth: auth, Form: form, Error: a.errorCode()}
+	call := Call{Method: method, Auth: auth, Form: form, Error: a.errorCode(), At: time.Now()}
 	switch method {
 	case "chat.postMessage", "chat.update":
 		call.Pings = pings(form)
@@ -128,7 +129,7 @@ func (s *Server) answerLocked(method, auth string, form map[string]string) (answ
 		return answer{status: http.StatusTooManyRequests, body: map[string]any{"ok": false, "error": "ratelimited"},
 			header: map[string]string{"Retry-After": strconv.Itoa(retry)}}, nil
 	}
-	if a, limited := s.limitLocked(method); limited {
+	if a, limited := s.limitLocked(method, time.Now()); limited {
 		return a, nil
 	}
 	if s.down[method] > 0 {
@@ -266,6 +267,13 @@ func (s *Server) updateLocked(form map[string]string) answer {
 	}
 	if _, set := form["blocks"]; set {
 		m.Blocks = form["blocks"]
+	}
+	if raw, set := form["metadata"]; set {
+		md, bad := parseMetadata(raw)
+		if bad != nil {
+			return *bad
+		}
+		m.Metadata = md
 	}
 	m.Edits = append(m.Edits, Edit{Text: form["text"], Blocks: form["blocks"]})
 	s.notify()

@@ -12,8 +12,9 @@
 // msg_too_long, malformed or oversized blocks are invalid_blocks, an edit or
 // a reaction on a message that does not exist is message_not_found, a
 // missing channel is channel_not_found, a rate limit is HTTP 429 ratelimited
-// with Retry-After (once, or standing: SetRateLimit holds a method to its
-// tier's rate across the workspace).
+// with Retry-After (once, or standing: chat.update is held to Tier 3, 50
+// calls in any minute across the workspace, bursts allowed, and
+// SetWindowLimit or SetRateLimit hold a method to another rate).
 //
 // Like Slack it sends the bot's own posts back as message events, delivers a
 // mention twice (message and app_mention), and, when SetRedeliverAfter is
@@ -75,6 +76,7 @@ type Server struct {
 	missing    map[string]bool     // channels that do not exist
 	limited    map[string]int      // method -> Retry-After seconds for its next call
 	buckets    map[string]*bucket  // method -> its standing rate limit
+	windows    map[string]windowLimit
 	fail       map[string]string
 	down       map[string]int
 	overrides  map[string][]answer // canned answers to give first
@@ -110,6 +112,8 @@ type Call struct {
 	// "@name" where Slack finds names itself, see link_names and
 	// verbatim) and channel links (<#C1>). Empty for other methods.
 	Pings []string
+	// At is when the fake answered it (limits count calls by it).
+	At time.Time
 }
 
 // Message is one message in a channel: a user's (delivered as an event) or
@@ -159,6 +163,7 @@ func New(tb testing.TB) *Server {
 		missing:   map[string]bool{},
 		limited:   map[string]int{},
 		buckets:   map[string]*bucket{},
+		windows:   map[string]windowLimit{"chat.update": {n: Tier3PerMinute, d: time.Minute}},
 		fail:      map[string]string{},
 		down:      map[string]int{},
 		overrides: map[string][]answer{},

@@ -220,7 +220,8 @@ func TestSlackVerboseTodoChecklist(t *testing.T) {
 	})
 	var board string
 	for _, m := range s.inThread(ts) {
-		if strings.Contains(m.Text, "Todo") {
+		// The progress message, not the reply (which names the todos too).
+		if strings.Contains(m.Text, "Todo") && !ctxLine.MatchString(m.Text) {
 			board = m.Text
 		}
 	}

@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/cc-connect/cc-connect/internal/fakeslack"
 	"github.com/cc-connect/cc-connect/platform"
+	"github.com/cc-connect/cc-connect/platform/internal/coalesce"
 )
 
 // texts are what the fake holds of msgs now.
@@ -251,5 +253,66 @@ func TestPlanChoicesAsButtons(t *testing.T) {
 		Choices: []platform.PromptChoice{{Choice: "bogus", Label: "?"}}})
 	if err == nil {
 		t.Error("a choice without a button was accepted")
+	}
+}
+
+// TestStreamedRepliesKeepTheWorkspaceBudget: six conversations in three
+// channels stream their replies at once and finish them, against a fake
+// that holds chat.update to 10 calls in any second (Slack's Tier 3 shape,
+// a minute scaled down to a second, bursts allowed) and a pacer given the
+// same budget. No call is refused, no window of a second holds more than
+// 10 updates, and every reply ends exactly as the final text, tagged.
+func TestStreamedRepliesKeepTheWorkspaceBudget(t *testing.T) {
+	const budget = 10
+	f := fakeslack.New(t)
+	f.SetWindowLimit("chat.update", budget, time.Second)
+	e := startEnvWith(t, f, testConfig(f))
+	e.a.edits = coalesce.New(newWindowPacer(budget, 3, 50*time.Millisecond, time.Second))
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	errs := make(chan error, 6)
+	for c := range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			to := platform.Target{Platform: "slack-test", Channel: fmt.Sprintf("C%d", c%3+1), Thread: fmt.Sprintf("17000006%02d.000100", c)}
+			var msgs []platform.Target
+			text := ""
+			for i := range 5 {
+				text += fmt.Sprintf("conversation %d, chunk %d. ", c, i)
+				var err error
+				if msgs, err = e.a.EditReply(ctx, to, msgs, text+"\n…"); err != nil {
+					errs <- err
+					return
+				}
+			}
+			final := text + "done."
+			key := fmt.Sprintf("turn-%d", c)
+			msgs, err := e.a.FinishReply(ctx, to, msgs, final, platform.Reply{Key: key})
+			if err != nil {
+				errs <- err
+				return
+			}
+			for _, m := range msgs {
+				got, _ := f.Message(m.Channel, m.MessageID)
+				if got.Text != ToMrkdwn(final) || got.Metadata == nil || got.Metadata.EventPayload["key"] != key {
+					errs <- fmt.Errorf("conversation %d ends as %q (metadata %+v), want %q tagged %s", c, got.Text, got.Metadata, ToMrkdwn(final), key)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if n := f.RateLimited("chat.update"); n != 0 {
+		t.Errorf("%d updates refused by the rate limit, want none", n)
+	}
+	if n := f.MaxInWindow("chat.update", time.Second); n > budget {
+		t.Errorf("%d updates in one second, want at most %d", n, budget)
+	}
+	if n := len(f.Succeeded("chat.update")); n <= budget {
+		t.Errorf("only %d updates: the budget was never reached, the test shows nothing", n)
 	}
 }

@@ -47,7 +47,7 @@ func (a *Adapter) SendReply(ctx context.Context, to platform.Target, text string
 			a.log.Warn("Looking for a reply posted before the restart failed; posting it", "channel", to.Channel, "thread", to.Thread, "error", err)
 		}
 	}
-	for i, part := range parts {
+	for i := range parts {
 		if ts, ok := found[i]; ok {
 			res.Found++
 			res.Last.MessageID = ts
@@ -56,22 +56,90 @@ func (a *Adapter) SendReply(ctx context.Context, to platform.Target, text string
 		if r.Done != nil && r.Done(i) {
 			continue
 		}
-		opts := []slack.MsgOption{slack.MsgOptionText(part, false)}
-		if r.Key != "" {
-			opts = append(opts, slack.MsgOptionMetadata(slack.SlackMetadata{EventType: replyEventType,
-				EventPayload: map[string]any{"key": r.Key, "part": i, "parts": len(parts)}}))
-		}
-		ts, err := a.post(ctx, to, opts...)
+		ts, err := a.postPart(ctx, to, parts, i, r)
 		if err != nil {
-			return res, fmt.Errorf("sending part %d of %d to slack channel %s: %w", i+1, len(parts), to.Channel, err)
+			return res, err
 		}
 		res.Posted++
 		res.Last.MessageID = ts
-		if r.Landed != nil {
-			r.Landed(i, len(parts))
-		}
 	}
 	return res, nil
+}
+
+// postPart posts part i of a reply, tagged with r.Key, and tells r.Landed.
+func (a *Adapter) postPart(ctx context.Context, to platform.Target, parts []string, i int, r platform.Reply) (string, error) {
+	opts := []slack.MsgOption{slack.MsgOptionText(parts[i], false)}
+	if r.Key != "" {
+		opts = append(opts, replyMetadata(r.Key, i, len(parts)))
+	}
+	ts, err := a.post(ctx, to, opts...)
+	if err != nil {
+		return "", fmt.Errorf("sending part %d of %d to slack channel %s: %w", i+1, len(parts), to.Channel, err)
+	}
+	a.shown.Put(to.Channel+":"+ts, parts[i])
+	if r.Landed != nil {
+		r.Landed(i, len(parts))
+	}
+	return ts, nil
+}
+
+func replyMetadata(key string, part, parts int) slack.MsgOption {
+	return slack.MsgOptionMetadata(slack.SlackMetadata{EventType: replyEventType,
+		EventPayload: map[string]any{"key": key, "part": part, "parts": parts}})
+}
+
+var _ platform.ReplyFinisher = (*Adapter)(nil)
+
+// FinishReply turns a streamed reply into the reply (platform.ReplyFinisher):
+// each message of msgs gets its part through chat.update with the reply's
+// metadata, booked ahead of the stream's own edits (editPacer.ReserveFirst:
+// only the workspace's budget can make it wait), and the parts beyond msgs
+// are posted tagged, as SendReply posts them. With r.Again the thread is read
+// first: a part found tagged is edited again where msgs has no message for
+// it, and not posted a second time.
+func (a *Adapter) FinishReply(ctx context.Context, to platform.Target, msgs []platform.Target, text string, r platform.Reply) ([]platform.Target, error) {
+	if strings.TrimSpace(text) == "" {
+		return msgs, fmt.Errorf("finishing a reply in slack channel %s: %w", to.Channel, ErrEmptyMessage)
+	}
+	parts := splitMrkdwn(text, MessageLimit)
+	var found map[int]string
+	if r.Again && r.Key != "" {
+		var err error
+		if found, err = a.findReply(ctx, to, r.Key, r.After); err != nil {
+			a.log.Warn("Looking for a reply finished before the restart failed; finishing it", "channel", to.Channel, "thread", to.Thread, "error", err)
+		}
+	}
+	out := make([]platform.Target, 0, len(parts))
+	for i, part := range parts {
+		m, ok := platform.Target{}, false
+		switch ts, tagged := found[i]; {
+		case i < len(msgs):
+			m, ok = msgs[i], true
+		case tagged:
+			m, ok = platform.Target{Platform: a.cfg.Name, Channel: to.Channel, Thread: to.Thread, MessageID: ts}, true
+		}
+		if !ok {
+			if r.Done != nil && r.Done(i) {
+				continue
+			}
+			ts, err := a.postPart(ctx, to, parts, i, r)
+			if err != nil {
+				return out, err
+			}
+			out = append(out, platform.Target{Platform: a.cfg.Name, Channel: to.Channel, Thread: to.Thread, MessageID: ts})
+			continue
+		}
+		opts := []slack.MsgOption{slack.MsgOptionText(part, false)}
+		if r.Key != "" {
+			opts = append(opts, replyMetadata(r.Key, i, len(parts)))
+		}
+		if err := a.updateFirst(ctx, m, part, opts...); err != nil {
+			return out, err
+		}
+		a.shown.Put(m.Channel+":"+messageTS(m.MessageID), part)
+		out = append(out, m)
+	}
+	return out, nil
 }
 
 // findReply returns the ts of each part of the reply key that the bot

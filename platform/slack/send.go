@@ -94,12 +94,25 @@ func (a *Adapter) Edit(ctx context.Context, msg platform.Target, text string) er
 
 // update runs chat.update through the edit throttle.
 func (a *Adapter) update(ctx context.Context, msg platform.Target, desc string, opts ...slack.MsgOption) error {
+	return a.updateVia(ctx, a.edits.Do, msg, desc, opts...)
+}
+
+// updateFirst is update for the edit that finishes a streamed reply: it
+// supersedes the stream's waiting edit of the message and is booked ahead
+// of ordinary edits (editPacer.ReserveFirst).
+func (a *Adapter) updateFirst(ctx context.Context, msg platform.Target, desc string, opts ...slack.MsgOption) error {
+	return a.updateVia(ctx, a.edits.DoFirst, msg, desc, opts...)
+}
+
+type editDo func(ctx context.Context, key, scope, desc string, send func(context.Context) error) error
+
+func (a *Adapter) updateVia(ctx context.Context, do editDo, msg platform.Target, desc string, opts ...slack.MsgOption) error {
 	ts := messageTS(msg.MessageID)
 	if msg.Channel == "" || ts == "" {
 		return fmt.Errorf("editing slack message: target has no channel or message id")
 	}
 	opts = append(opts, slack.MsgOptionLinkNames(false))
-	err := a.edits.Do(ctx, msg.Channel+":"+ts, msg.Channel, desc, func(ctx context.Context) error {
+	err := do(ctx, msg.Channel+":"+ts, msg.Channel, desc, func(ctx context.Context) error {
 		return a.call(ctx, "chat.update", true, func(ctx context.Context) error {
 			_, _, _, err := a.api.UpdateMessageContext(ctx, msg.Channel, ts, opts...)
 			return err

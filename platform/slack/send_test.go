@@ -255,29 +255,85 @@ func TestEditLongTextIsCut(t *testing.T) {
 	}
 }
 
+// TestThrottlePacing walks the pacer's three limits on a fake clock: the
+// bucket and the channel interval for ordinary edits, the window's budget
+// (its reserve kept from ordinary edits) for all, and a first edit that
+// skips the first two. An edit that has to wait books nothing and asks
+// again (a nil done).
 func TestThrottlePacing(t *testing.T) {
-	// 60 a minute with a burst of 2, and 500ms between edits of a channel.
-	p := newEditPacer(60, 2, 500*time.Millisecond)
+	// 10 in a window of 10 s (a reserve of 2), ordinary edits from a bucket
+	// of 2 refilling at one a second, 500ms between edits of a channel.
+	p := newWindowPacer(10, 2, 500*time.Millisecond, 10*time.Second)
 	now := time.Unix(1000, 0)
 	p.now = func() time.Time { return now }
-	steps := []struct {
+	type step struct {
 		advance time.Duration
 		channel string
+		first   bool
 		want    time.Duration
-	}{
-		{0, "A", 0},                      // burst token 1
-		{0, "B", 0},                      // burst token 2, other channel
-		{0, "C", time.Second},            // bucket empty: one token a second
-		{0, "A", 2 * time.Second},        // next token after that
-		{10 * time.Second, "D", 0},       // refilled, but only to the burst
-		{0, "D", 500 * time.Millisecond}, // channel interval dominates
-		{0, "E", time.Second},            // the burst is spent again
+	}
+	steps := []step{
+		{0, "A", false, 0},                                 // bucket token 1
+		{0, "B", false, 0},                                 // bucket token 2, another channel
+		{0, "C", false, time.Second},                       // the bucket is empty: one token a second
+		{0, "A", true, 0},                                  // a first edit takes no token, skips A's interval
+		{time.Second, "A", false, 0},                       // a token again; A's interval is past
+		{0, "A", false, time.Second},                       // bucket empty again (and A's interval)
+		{10*time.Second + time.Millisecond, "D", false, 0}, // everything left the window
+		{0, "D", false, 500 * time.Millisecond},            // the channel interval dominates
+		{500 * time.Millisecond, "D", false, 0},            // its slot came
+		{time.Second, "E", false, 0},                       // 3 in the window
+		{time.Second, "F", false, 0},                       // 4
+		{time.Second, "G", false, 0},                       // 5
+		{time.Second, "H", false, 0},                       // 6
+		{time.Second, "I", false, 0},                       // 7
+		{time.Second, "J", false, 0},                       // 8: the ordinary share is spent
+		{time.Second, "K", false, 2500 * time.Millisecond}, // until D's first leaves the window
+		{0, "K", true, 0},                                  // 9: the reserve serves a first edit
+		{0, "L", true, 0},                                  // 10
+		{0, "L", true, 2500 * time.Millisecond},            // the budget is spent for every edit
 	}
 	for i, s := range steps {
 		now = now.Add(s.advance)
-		if got, _ := p.Reserve(s.channel); got != s.want {
-			t.Errorf("step %d (%s): wait %v, want %v", i, s.channel, got, s.want)
+		var got time.Duration
+		var done func(bool)
+		if s.first {
+			got, done = p.ReserveFirst(s.channel)
+		} else {
+			got, done = p.Reserve(s.channel)
 		}
+		if got != s.want {
+			t.Errorf("step %d (%s, first %t): wait %v, want %v", i+1, s.channel, s.first, got, s.want)
+		}
+		if (done == nil) != (s.want > 0) {
+			t.Errorf("step %d: booked %t with a wait of %v", i+1, done != nil, got)
+		}
+		if done != nil {
+			done(true)
+		}
+	}
+}
+
+// TestThrottleCountsCallsInFlight: a call still in flight counts as made
+// now, and from when it ended once it returned, so that a slow call does
+// not leave the window before Slack can have counted it.
+func TestThrottleCountsCallsInFlight(t *testing.T) {
+	p := newWindowPacer(2, 10, 0, 10*time.Second)
+	now := time.Unix(1000, 0)
+	p.now = func() time.Time { return now }
+	_, a := p.ReserveFirst("A")
+	_, b := p.ReserveFirst("A")
+	now = now.Add(20 * time.Second) // both still in flight
+	if w, done := p.ReserveFirst("A"); done != nil || w != flightRecheck {
+		t.Fatalf("with two calls in flight: wait %v, booked %t; want to ask again after %v", w, done != nil, flightRecheck)
+	}
+	a(true) // ends now, at 20 s
+	b(false)
+	if w, done := p.ReserveFirst("A"); done == nil || w != 0 {
+		t.Fatalf("after one call was given back: wait %v", w)
+	}
+	if w, _ := p.ReserveFirst("A"); w != 10*time.Second {
+		t.Errorf("the call that ended at 20 s leaves the window at 30 s: wait %v, want 10s", w)
 	}
 }
 

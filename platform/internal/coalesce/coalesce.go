@@ -16,11 +16,25 @@ import (
 )
 
 // Pacer books send slots. Reserve books the next send in scope and
-// returns how long to wait before it starts, and a cancel to call when
-// that send will not happen after all (the waiter gave up, or had nothing
-// left to send), so the slot can be given back.
+// returns how long to wait before it starts, and done, called once: with
+// false when that send will not happen after all (the waiter gave up, was
+// woken to book again, or had nothing left to send), so the slot can be
+// given back; with true once the send returned, so that a pacer that
+// counts sends in a window can count this one from when it ended. A nil
+// done means nothing was booked: the caller asks again after the wait (a
+// pacer that books only what can go now).
 type Pacer interface {
-	Reserve(scope string) (wait time.Duration, cancel func())
+	Reserve(scope string) (wait time.Duration, done func(sent bool))
+}
+
+// FirstPacer is a Pacer that can book a send ahead of the others: the
+// last edit of a message (the one that turns a streamed reply into the
+// reply) goes as soon as the platform's own limit allows, not behind the
+// spacing a pacer keeps between ordinary edits. ReserveFirst books it; a
+// Pacer without it books such a send with Reserve.
+type FirstPacer interface {
+	Pacer
+	ReserveFirst(scope string) (wait time.Duration, done func(sent bool))
 }
 
 // Coalescer queues the edits of each message (by key). While one edit of a
@@ -43,14 +57,16 @@ type Coalescer struct {
 // that one caller holds while it waits for a slot and sends.
 type state struct {
 	turn    chan struct{} // capacity 1; held while waiting and sending for this message
+	wake    chan struct{} // capacity 1; a first edit wakes the turn's holder to book again
 	pending *request
 	refs    int // callers using this state; it leaves the map at zero
 }
 
 type request struct {
-	desc string // what the edit shows, for Pending (logs and tests)
-	send func(context.Context) error
-	done chan error // capacity 1; gets the outcome at most once
+	desc  string // what the edit shows, for Pending (logs and tests)
+	first bool   // DoFirst: booked ahead of ordinary edits
+	send  func(context.Context) error
+	done  chan error // capacity 1; gets the outcome at most once
 }
 
 // New returns a Coalescer whose sends are paced by p.
@@ -64,11 +80,23 @@ func New(p Pacer) *Coalescer {
 // send gets the context of whichever caller sends it. Do returns send's
 // error, or ctx's when ctx ends before the edit was sent.
 func (c *Coalescer) Do(ctx context.Context, key, scope, desc string, send func(context.Context) error) error {
-	r := &request{desc: desc, send: send, done: make(chan error, 1)}
+	return c.do(ctx, key, scope, &request{desc: desc, send: send, done: make(chan error, 1)})
+}
+
+// DoFirst is Do for the last edit of a message: it supersedes a waiting
+// edit of the message as Do does, and it is booked with the pacer's
+// ReserveFirst (FirstPacer), waking the caller that holds the message's
+// turn if that one waits for an ordinary slot, so that it does not wait
+// behind the spacing of the edits before it.
+func (c *Coalescer) DoFirst(ctx context.Context, key, scope, desc string, send func(context.Context) error) error {
+	return c.do(ctx, key, scope, &request{desc: desc, first: true, send: send, done: make(chan error, 1)})
+}
+
+func (c *Coalescer) do(ctx context.Context, key, scope string, r *request) error {
 	c.mu.Lock()
 	st := c.states[key]
 	if st == nil {
-		st = &state{turn: make(chan struct{}, 1)}
+		st = &state{turn: make(chan struct{}, 1), wake: make(chan struct{}, 1)}
 		c.states[key] = st
 	}
 	st.refs++
@@ -76,6 +104,12 @@ func (c *Coalescer) Do(ctx context.Context, key, scope, desc string, send func(c
 		st.pending.done <- nil // superseded: the newer text covers it
 	}
 	st.pending = r
+	if r.first {
+		select {
+		case st.wake <- struct{}{}:
+		default:
+		}
+	}
 	queued := c.queued
 	c.mu.Unlock()
 	defer c.release(key, st)
@@ -99,11 +133,27 @@ func (c *Coalescer) Do(ctx context.Context, key, scope, desc string, send func(c
 			return err
 		default:
 		}
-		wait, cancel := c.pacer.Reserve(scope)
-		if err := backoff.Sleep(ctx, wait); err != nil {
-			cancel()
+		select {
+		case <-st.wake: // a wake for an edit already in hand
+		default:
+		}
+		c.mu.Lock()
+		first := st.pending != nil && st.pending.first
+		c.mu.Unlock()
+		wait, done := c.reserve(scope, first)
+		booked := done != nil
+		if !booked {
+			done = func(bool) {}
+		}
+		woken, err := c.sleep(ctx, st, wait, first)
+		if err != nil {
+			done(false)
 			c.withdraw(st, r)
 			return err
+		}
+		if woken || !booked {
+			done(false) // a first edit came, or nothing was booked: ask again
+			continue
 		}
 		c.mu.Lock()
 		cur := st.pending
@@ -112,10 +162,11 @@ func (c *Coalescer) Do(ctx context.Context, key, scope, desc string, send func(c
 		if cur == nil {
 			// r was answered meanwhile (superseded by an edit whose caller
 			// then gave up); the select above returns it.
-			cancel()
+			done(false)
 			continue
 		}
-		err := cur.send(ctx)
+		err = cur.send(ctx)
+		done(true)
 		if cur != r && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 			// Our caller gave up while sending someone else's text: put it
 			// back for its owner, who is waiting for the turn.
@@ -129,6 +180,33 @@ func (c *Coalescer) Do(ctx context.Context, key, scope, desc string, send func(c
 			continue
 		}
 		cur.done <- err
+	}
+}
+
+// reserve books the next send, ahead of the others when first and the
+// pacer can.
+func (c *Coalescer) reserve(scope string, first bool) (time.Duration, func(bool)) {
+	if fp, ok := c.pacer.(FirstPacer); ok && first {
+		return fp.ReserveFirst(scope)
+	}
+	return c.pacer.Reserve(scope)
+}
+
+// sleep waits d for an ordinary edit's slot, or until a first edit of the
+// message wakes it (woken); a first edit's own wait is not cut short.
+func (c *Coalescer) sleep(ctx context.Context, st *state, d time.Duration, first bool) (woken bool, err error) {
+	if d <= 0 || first {
+		return false, backoff.Sleep(ctx, d)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false, ctx.Err()
+	case <-st.wake:
+		return true, nil
+	case <-t.C:
+		return false, nil
 	}
 }
 

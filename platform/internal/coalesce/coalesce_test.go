@@ -55,10 +55,16 @@ func newGatePacer() *gatePacer {
 	return &gatePacer{reserved: make(chan string, 10), gate: make(chan struct{})}
 }
 
-func (p *gatePacer) Reserve(scope string) (time.Duration, func()) {
+func (p *gatePacer) Reserve(scope string) (time.Duration, func(bool)) {
 	p.reserved <- scope
 	<-p.gate
-	return 0, func() { p.mu.Lock(); p.cancels++; p.mu.Unlock() }
+	return 0, func(sent bool) {
+		if !sent {
+			p.mu.Lock()
+			p.cancels++
+			p.mu.Unlock()
+		}
+	}
 }
 
 type outcome struct {
@@ -200,7 +206,7 @@ func TestInterval(t *testing.T) {
 	p := NewInterval(time.Second)
 	now := time.Unix(1000, 0)
 	p.now = func() time.Time { return now }
-	cancels := map[int]func(){}
+	cancels := map[int]func(bool){}
 	steps := []struct {
 		advance time.Duration
 		scope   string
@@ -222,7 +228,7 @@ func TestInterval(t *testing.T) {
 	for i, s := range steps {
 		now = now.Add(s.advance)
 		if s.cancel > 0 {
-			cancels[s.cancel]()
+			cancels[s.cancel](false)
 			continue
 		}
 		got, cancel := p.Reserve(s.scope)
@@ -251,5 +257,56 @@ func TestScopedInterval(t *testing.T) {
 		if got, _ := p.Reserve(s.scope); got != s.want {
 			t.Errorf("step %d (%s): wait %v, want %v", i+1, s.scope, got, s.want)
 		}
+	}
+}
+
+// firstPacer makes ordinary edits wait an hour (booking nothing) and books
+// first edits at once.
+type firstPacer struct {
+	waiting chan struct{} // gets one value per ordinary reservation
+}
+
+func (p *firstPacer) Reserve(string) (time.Duration, func(bool)) {
+	p.waiting <- struct{}{}
+	return time.Hour, nil
+}
+
+func (p *firstPacer) ReserveFirst(string) (time.Duration, func(bool)) {
+	return 0, func(bool) {}
+}
+
+// TestFirstDoesNotWaitBehindTheStream: a message's ordinary edit waits for
+// its slot (an hour); its last edit, sent with DoFirst, wakes it, takes its
+// place and goes at once; the ordinary edit's caller learns it was
+// superseded, and only the last text is sent.
+func TestFirstDoesNotWaitBehindTheStream(t *testing.T) {
+	p := &firstPacer{waiting: make(chan struct{}, 10)}
+	c := New(p)
+	var mu sync.Mutex
+	var sent []string
+	send := func(text string) func(context.Context) error {
+		return func(context.Context) error {
+			mu.Lock()
+			sent = append(sent, text)
+			mu.Unlock()
+			return nil
+		}
+	}
+	ordinary := make(chan error, 1)
+	go func() { ordinary <- c.Do(context.Background(), "m", "C1", "streamed", send("streamed")) }()
+	<-p.waiting // the ordinary edit holds the message's turn and waits
+	if err := c.DoFirst(context.Background(), "m", "C1", "final", send("final")); err != nil {
+		t.Fatalf("DoFirst = %v", err)
+	}
+	if err := <-ordinary; err != nil {
+		t.Errorf("the superseded edit = %v, want nil", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(sent) != 1 || sent[0] != "final" {
+		t.Errorf("sent %q, want the final text alone", sent)
+	}
+	if n := c.Len(); n != 0 {
+		t.Errorf("%d message states left behind", n)
 	}
 }

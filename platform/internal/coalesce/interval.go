@@ -30,9 +30,9 @@ func NewScopedInterval(spacing func(scope string) time.Duration) *Interval {
 	return &Interval{dOf: spacing, now: time.Now, slots: make(map[string]time.Time)}
 }
 
-// Reserve books the next slot of scope. Its cancel gives the slot back
-// unless a later reservation in scope was made meanwhile.
-func (p *Interval) Reserve(scope string) (time.Duration, func()) {
+// Reserve books the next slot of scope. Its done(false) gives the slot
+// back unless a later reservation in scope was made meanwhile.
+func (p *Interval) Reserve(scope string) (time.Duration, func(bool)) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := p.now()
@@ -55,7 +55,10 @@ func (p *Interval) Reserve(scope string) (time.Duration, func()) {
 	}
 	next := slot.Add(d)
 	p.slots[scope] = next
-	cancel := func() {
+	cancel := func(sent bool) {
+		if sent {
+			return
+		}
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		if cur, ok := p.slots[scope]; ok && cur.Equal(next) {

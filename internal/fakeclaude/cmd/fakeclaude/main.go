@@ -45,6 +45,8 @@ type options struct {
 	// narrow the tool set, as the CLI does.
 	tools      []string
 	disallowed []string
+	// partial is --include-partial-messages: a [[DRIP:N]] reply streams.
+	partial bool
 }
 
 var boolFlags = map[string]bool{
@@ -92,6 +94,8 @@ func parseArgs(args []string) (options, error) {
 				o.fork = true
 			case "--continue", "-c":
 				o.cont = true
+			case "--include-partial-messages":
+				o.partial = true
 			}
 		case valueFlags[name]:
 			if !hasVal {

@@ -67,6 +67,7 @@ var (
 	reHuge = regexp.MustCompile(`\[\[HUGE:(\d+)\]\]`)
 	reSelf = regexp.MustCompile(`\[\[SELF:(\d+)\]\]`)
 	reExec = regexp.MustCompile(`\[\[EXEC:([^\]]*)\]\]`)
+	reDrip = regexp.MustCompile(`\[\[DRIP:(\d+)\]\]`)
 )
 
 const (
@@ -148,6 +149,15 @@ func (f *fake) runTurn(m userMsg) {
 		}
 		if f.checkStopped(t) {
 			res = f.aborted(t, interruptedText, "aborted_streaming")
+			break
+		}
+		if mm := reDrip.FindStringSubmatch(text); mm != nil {
+			n, _ := strconv.Atoi(mm[1])
+			if !f.drip(t, reply, n) {
+				res = f.aborted(t, interruptedText, "aborted_streaming")
+				break
+			}
+			res = success(reply)
 			break
 		}
 		f.reply(t, reply, strings.Contains(text, "[[BIG]]"))
@@ -390,6 +400,40 @@ func crash() {
 func (f *fake) reply(t *turnState, text string, big bool) {
 	u := f.apiCall(big)
 	f.emitAssistant(t, f.newMsgID(), textBlock(text), u)
+}
+
+// dripGap is the time between the text deltas of a [[DRIP:N]] reply.
+const dripGap = 100 * time.Millisecond
+
+// drip writes the reply as the CLI does with --include-partial-messages:
+// a message_start, then the text in n deltas dripGap apart (without the
+// flag, nothing until the end), then the whole assistant message. False
+// when an interrupt came first.
+func (f *fake) drip(t *turnState, text string, n int) bool {
+	u := f.apiCall(false)
+	id := f.newMsgID()
+	runes := []rune(text)
+	n = max(1, min(n, len(runes)))
+	event := func(ev map[string]any) {
+		if f.opts.partial {
+			f.out.line(map[string]any{"type": "stream_event", "event": ev, "session_id": f.sessionID,
+				"parent_tool_use_id": nil, "uuid": uuid.NewString(), "api_message_id": id})
+		}
+	}
+	event(map[string]any{"type": "message_start", "message": map[string]any{"id": id}})
+	for i := range n {
+		if i > 0 {
+			select {
+			case <-t.interrupt:
+				return false
+			case <-time.After(dripGap):
+			}
+		}
+		chunk := string(runes[i*len(runes)/n : (i+1)*len(runes)/n])
+		event(map[string]any{"type": "content_block_delta", "index": 0, "delta": map[string]any{"type": "text_delta", "text": chunk}})
+	}
+	f.emitAssistant(t, id, textBlock(text), u)
+	return true
 }
 
 func (f *fake) newMsgID() string {
