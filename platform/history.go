@@ -69,3 +69,12 @@ type HistoryQuery struct {
 type HistoryReader interface {
 	History(ctx context.Context, conv Target, q HistoryQuery) ([]HistoryMessage, error)
 }
+
+// SeenNoter is implemented by a HistoryReader that remembers what it
+// received itself (Telegram's). In a cluster another host may receive a
+// conversation's messages (the one poller), so the owner hands the
+// adapter each message it takes from the stream; one the adapter saw
+// already (the same ID) is not noted twice.
+type SeenNoter interface {
+	NoteSeen(m Message)
+}

@@ -30,8 +30,12 @@ import (
 type clusterPlatformFunc func(ctx context.Context, node *cluster.Node, a platform.Adapter, p config.Platform, log *slog.Logger) (platform.Adapter, error)
 
 // clusterPlatforms are the registered clusterPlatformFuncs, by platform
-// type. Telegram's poller lease and Discord's shard leases plug in here.
-var clusterPlatforms = map[string]clusterPlatformFunc{}
+// type: Telegram's poller lease and Discord's shard lease
+// (cluster_pollers.go).
+var clusterPlatforms = map[string]clusterPlatformFunc{
+	config.TypeTelegram: gateTelegram,
+	config.TypeDiscord:  gateDiscord,
+}
 
 // checkClusterPlatforms refuses, naming the key, the platforms a cluster
 // cannot run in this build.

@@ -95,37 +95,12 @@ standby = ["b"]
 	}
 }
 
-// TestRunRefusesWhatACannotClusterRun: a platform whose one connection
-// the cluster cannot share out yet, and runs every host would fire, are
+// TestRunRefusesWhatAClusterCannotRun: runs every host would fire are
 // refused before anything starts, naming the key.
 func TestRunRefusesWhatAClusterCannotRun(t *testing.T) {
 	t.Parallel()
 	head := "[state]\ndir = \"state\"\n[cluster]\nhost = \"a\"\nmembers = [\"a\"]\nurls = [\"nats://127.0.0.1:1\"]\n"
 	for _, tc := range []struct{ name, toml, want string }{
-		{"telegram", `
-[[platforms]]
-name = "tg"
-type = "telegram"
-token = "123:abc"
-[[bindings]]
-platform = "tg"
-channel = "1"
-workspace = "ws"
-allow_users = ["*"]
-host = "a"
-`, "platforms[0] (tg): a telegram platform cannot run in a cluster"},
-		{"discord", `
-[[platforms]]
-name = "dc"
-type = "discord"
-token = "abc"
-[[bindings]]
-platform = "dc"
-channel = "1"
-workspace = "ws"
-allow_users = ["*"]
-host = "a"
-`, "platforms[0] (dc): a discord platform cannot run in a cluster"},
 		{"schedules", localChatTOML + `
 [[schedules]]
 name = "nightly"
@@ -134,6 +109,10 @@ platform = "tty"
 channel = "local"
 prompt = "run the tests"
 `, "schedules: scheduled runs cannot run in a cluster"},
+		{"webhooks", localChatTOML + `
+[webhooks]
+addr = "127.0.0.1:0"
+`, "webhooks: webhook runs cannot run in a cluster"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

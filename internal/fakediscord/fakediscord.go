@@ -77,6 +77,7 @@ type Server struct {
 	interactions map[string]*interaction
 	heartbeats   int
 	connects     int // READY or RESUMED sent
+	overlaps     int // connections opened while another was open
 	closeCode    int
 	silent       int
 	noAck        int
@@ -411,8 +412,9 @@ func (s *Server) nextIDLocked() string {
 
 // gwConn is the gateway connection.
 type gwConn struct {
-	ws  *websocket.Conn
-	wmu sync.Mutex
+	ws   *websocket.Conn
+	wmu  sync.Mutex
+	gone chan struct{} // closed when its handler returned
 }
 
 func (c *gwConn) write(v any) error {

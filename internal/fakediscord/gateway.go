@@ -24,9 +24,32 @@ func (s *Server) serveGateway(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return
 	}
-	c := &gwConn{ws: ws}
+	c := &gwConn{ws: ws, gone: make(chan struct{})}
+	defer func() {
+		s.mu.Lock()
+		if s.conn == c {
+			s.conn = nil
+		}
+		s.mu.Unlock()
+		close(c.gone)
+	}()
 	s.mu.Lock()
 	old := s.conn
+	s.mu.Unlock()
+	if old != nil {
+		// A client that closed its connection just before has it gone
+		// in a moment (its close is on the way); one still open is a
+		// second session of the shard, which gets every event too.
+		select {
+		case <-old.gone:
+		case <-time.After(overlapGrace):
+			s.mu.Lock()
+			s.overlaps++
+			s.mu.Unlock()
+		}
+	}
+	s.mu.Lock()
+	old = s.conn
 	s.conn = c
 	silent := s.silent > 0
 	if silent {
@@ -154,6 +177,28 @@ func (s *Server) Drop() {
 	if c != nil {
 		c.ws.NetConn().Close()
 	}
+}
+
+// overlapGrace is how long a new gateway connection waits for the one
+// before it to go, when that one's client closed it, before it counts as
+// open at the same time (Overlaps).
+const overlapGrace = 500 * time.Millisecond
+
+// Overlaps reports how many gateway connections were opened while another
+// was still open: two sessions of one shard, both getting every event (a
+// cluster must never have two). The fake then closes the older one.
+func (s *Server) Overlaps() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.overlaps
+}
+
+// Open reports whether a gateway connection is open (its client has not
+// closed it, as far as the fake has seen).
+func (s *Server) Open() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.conn != nil
 }
 
 // Connects reports how many handshakes (READY or RESUMED) completed.

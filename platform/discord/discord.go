@@ -16,6 +16,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/bwmarrin/discordgo"
@@ -103,6 +104,10 @@ type Adapter struct {
 	runCtx       context.Context // set by Run; event handlers stop with it
 
 	state *connstate.State // for !status and the metrics
+
+	// gate, when set, says when this host holds the bot's gateway shard
+	// (a cluster: gate.go).
+	gate platform.Gate
 
 	mu     sync.Mutex // guards selfID, runCtx, lanes and handler
 	selfID string
@@ -220,13 +225,13 @@ func (a *Adapter) Run(ctx context.Context, h platform.Handler) error {
 	a.mu.Lock()
 	a.runCtx, a.lanes, a.handler = ctx, ln, h
 	a.mu.Unlock()
-	a.conns.reset()
-	stopConns := context.AfterFunc(ctx, a.conns.closeAll)
-	defer stopConns()
 	defer func() {
 		cancel()
 		ln.Close()
 	}()
+	if a.gate != nil {
+		defer a.gate.Close()
+	}
 
 	a.setStatus("connecting")
 	if err := a.checkToken(ctx); err != nil {
@@ -237,10 +242,49 @@ func (a *Adapter) Run(ctx context.Context, h platform.Handler) error {
 		a.setStatus("error: " + err.Error())
 		return err
 	}
+	var err error
+	if a.gate == nil {
+		err = a.connect(ctx)
+	} else {
+		err = a.runGated(ctx)
+	}
+	if err != nil {
+		return err
+	}
+	a.setStatus("stopped")
+	return nil
+}
 
+// connect holds the gateway connection open, reopening it when it drops,
+// until ctx ends (nil) or the gateway refuses the bot (the error). The
+// connection is closed when it returns.
+func (a *Adapter) connect(ctx context.Context) error {
+	a.conns.reset()
+	drain(a.disconnected) // a late one of an earlier connection
+	// Cutting the connections unblocks an Open waiting for HELLO or READY
+	// (it has no context). An open connection is closed by Close instead:
+	// cut under it, the library's reader would close the session itself,
+	// possibly once a later Open has made a new connection, and close that.
+	var opening atomic.Bool
+	stopConns := context.AfterFunc(ctx, func() {
+		if opening.Load() {
+			a.conns.closeAll()
+		}
+	})
+	defer stopConns()
+	defer func() {
+		a.session.Close()
+		a.conns.closeAll()
+		drain(a.disconnected)
+	}()
 	failures := 0
 	for ctx.Err() == nil {
+		opening.Store(true)
+		if ctx.Err() != nil {
+			break
+		}
 		err := a.session.Open()
+		opening.Store(false)
 		if errors.Is(err, discordgo.ErrWSAlreadyOpen) {
 			err = nil
 		}
@@ -280,8 +324,6 @@ func (a *Adapter) Run(ctx context.Context, h platform.Handler) error {
 			_ = backoff.Sleep(ctx, backoff.Delay(failures, a.backoffMin, a.backoffMax))
 		}
 	}
-	a.session.Close()
-	a.setStatus("stopped")
 	return nil
 }
 

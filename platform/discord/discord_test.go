@@ -327,7 +327,7 @@ func TestPermissionButtons(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Fatal("no action")
 		}
-		want := platform.Action{Target: posted, UserID: "7", UserName: "alice", RequestID: reqID, Choice: platform.ChoiceDeny}
+		want := platform.Action{ID: id, Target: posted, UserID: "7", UserName: "alice", RequestID: reqID, Choice: platform.ChoiceDeny}
 		if act != want {
 			t.Fatalf("action = %+v, want %+v", act, want)
 		}

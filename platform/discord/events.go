@@ -370,7 +370,7 @@ func (a *Adapter) onInteractionCreate(_ *discordgo.Session, ev *discordgo.Intera
 				target.Channel, target.Thread = info.parent, i.ChannelID
 			}
 		}
-		act := platform.Action{Target: target, UserID: user.ID, UserName: user.Username, RequestID: reqID, Choice: choice,
+		act := platform.Action{ID: i.ID, Target: target, UserID: user.ID, UserName: user.Username, RequestID: reqID, Choice: choice,
 			Question: question, Options: options}
 		if err := h.HandleAction(ctx, act); err != nil && ctx.Err() == nil {
 			a.log.Warn("Engine did not accept Discord button press", "channel", target.Channel, "thread", target.Thread, "error", err)

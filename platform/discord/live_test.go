@@ -205,6 +205,10 @@ func TestQuestionsToActions(t *testing.T) {
 		got := h.Action(t)
 		want := pr.want
 		want.Target, want.UserID, want.UserName, want.RequestID = prompt, "7", "ann", "req-q"
+		if got.ID == "" {
+			t.Errorf("press %d: no id", i+1)
+		}
+		want.ID = got.ID // the interaction's id, which the fake makes up
 		if got != want {
 			t.Errorf("press %d: action %+v, want %+v", i+1, got, want)
 		}

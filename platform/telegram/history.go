@@ -37,8 +37,14 @@ func (a *Adapter) noteSeen(m platform.Message) {
 	for _, at := range m.Attachments {
 		hm.Files = append(hm.Files, at.Name)
 	}
-	a.history.Add(m.Target, hm)
+	a.history.AddOnce(m.Target, hm)
 }
+
+var _ platform.SeenNoter = (*Adapter)(nil)
+
+// NoteSeen remembers a message another host received (in a cluster, the
+// poller), for History; one seen already is not noted twice.
+func (a *Adapter) NoteSeen(m platform.Message) { a.noteSeen(m) }
 
 // noteSent remembers a message the bot posted.
 func (a *Adapter) noteSent(to platform.Target, id int, text string, files ...string) {

@@ -186,10 +186,10 @@ func TestQuestionsToActions(t *testing.T) {
 		{"Dismiss", platform.Action{Choice: platform.ChoiceDismiss}},
 	}
 	for i, pr := range presses {
-		f.Press(t, msg, pr.button, from)
+		id := f.Press(t, msg, pr.button, from)
 		got := h.Action(t)
 		want := pr.want
-		want.Target, want.UserID, want.UserName, want.RequestID = prompt, "7", "ann", "req-q"
+		want.ID, want.Target, want.UserID, want.UserName, want.RequestID = id, prompt, "7", "ann", "req-q"
 		if got != want {
 			t.Errorf("press %d: action %+v, want %+v", i+1, got, want)
 		}

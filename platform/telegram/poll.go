@@ -76,8 +76,10 @@ type updateTracker struct {
 	changed  chan struct{}    // closed and replaced when one finishes
 }
 
-func newUpdateTracker() *updateTracker {
-	return &updateTracker{inflight: map[int]struct{}{}, redo: map[int]struct{}{}, changed: make(chan struct{})}
+// newUpdateTracker starts at offset next: updates below it were handed
+// over already (by an earlier poller, in a cluster).
+func newUpdateTracker(next int) *updateTracker {
+	return &updateTracker{next: next, inflight: map[int]struct{}{}, redo: map[int]struct{}{}, changed: make(chan struct{})}
 }
 
 // start marks update id as in flight; false when it was seen already

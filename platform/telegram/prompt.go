@@ -130,6 +130,7 @@ func (a *Adapter) handleCallback(ctx context.Context, h platform.Handler, q *tgb
 		thread = strconv.Itoa(tf.MessageThreadID)
 	}
 	act := platform.Action{
+		ID: q.ID, // the same when the update is read again (a poller taking over)
 		Target: platform.Target{
 			Platform:  a.cfg.Name,
 			Channel:   strconv.FormatInt(q.Message.Chat.ID, 10),

@@ -90,6 +90,10 @@ type Adapter struct {
 
 	state *connstate.State // for !status and the metrics
 
+	// gate, when set, says when this host is the bot's one poller (a
+	// cluster: gate.go).
+	gate platform.Gate
+
 	mu   sync.Mutex // guards self
 	self tgbotapi.User
 }
@@ -181,10 +185,14 @@ func (a *Adapter) botUser() tgbotapi.User {
 }
 
 // Run checks the token (getMe), then long-polls getUpdates until ctx is
-// cancelled, handing messages and button presses to h in order. Polling
+// cancelled, handing messages and button presses to h in order (with a
+// gate, only while this host is the bot's poller: gate.go). Polling
 // trouble is retried with capped, jittered backoff and reported through
 // Status and the log; only a refused token ends Run with an error.
 func (a *Adapter) Run(ctx context.Context, h platform.Handler) error {
+	if a.gate != nil {
+		defer a.gate.Close()
+	}
 	a.setStatus("connecting")
 	if err := a.identify(ctx); err != nil {
 		if ctx.Err() != nil {
@@ -197,15 +205,36 @@ func (a *Adapter) Run(ctx context.Context, h platform.Handler) error {
 	a.setStatus("connected")
 	a.log.Info("Telegram bot connected", "bot", "@"+a.botUser().UserName)
 
+	var err error
+	if a.gate == nil {
+		err = a.poll(ctx, h, newUpdateTracker(0), nil)
+	} else {
+		err = a.runGated(ctx, h)
+	}
+	if err != nil {
+		return err
+	}
+	a.setStatus("stopped")
+	return nil
+}
+
+// poll long-polls getUpdates from tr's offset until ctx ends (nil), the
+// token is refused, or before, called with the offset before each
+// getUpdates, fails (its error is returned).
+func (a *Adapter) poll(ctx context.Context, h platform.Handler, tr *updateTracker, before func(ctx context.Context, offset int) error) error {
 	// Updates are handled in order per conversation, conversations side
 	// by side (poll.go): getUpdates confirms only what every lane has
 	// handed over.
 	ln := lanes.New(ctx, maxQueued)
 	defer ln.Close()
-	tr := newUpdateTracker()
 	failures := 0
 	for ctx.Err() == nil {
 		offset, busy := tr.offset()
+		if before != nil {
+			if err := before(ctx, offset); err != nil {
+				return err
+			}
+		}
 		timeout := a.cfg.PollTimeout
 		if busy {
 			// From the oldest update in flight: Telegram answers at once
@@ -250,7 +279,6 @@ func (a *Adapter) Run(ctx context.Context, h platform.Handler) error {
 			tr.waitChange(ctx, a.stuckPoll)
 		}
 	}
-	a.setStatus("stopped")
 	return nil
 }
 

@@ -463,7 +463,7 @@ func TestPermissionButtons(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Fatal("no action")
 		}
-		want := platform.Action{Target: platform.Target{Platform: "tg-test", Channel: "-1001", Thread: "77", MessageID: posted.MessageID},
+		want := platform.Action{ID: qid, Target: platform.Target{Platform: "tg-test", Channel: "-1001", Thread: "77", MessageID: posted.MessageID},
 			UserID: "7", UserName: "alice", RequestID: reqID, Choice: platform.ChoiceAlwaysAllow}
 		if act != want {
 			t.Fatalf("action = %+v, want %+v", act, want)

@@ -35,11 +35,25 @@ func Key(conv platform.Target) string { return conv.Channel + "\x00" + conv.Thre
 func (l *Log) Add(conv platform.Target, m platform.HistoryMessage) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.addLocked(conv, m, false)
+}
+
+// AddOnce is Add, unless conv already holds a message with m's ID.
+func (l *Log) AddOnce(conv platform.Target, m platform.HistoryMessage) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.addLocked(conv, m, m.ID != "")
+}
+
+func (l *Log) addLocked(conv platform.Target, m platform.HistoryMessage, once bool) {
 	key := Key(conv)
 	p, ok := l.convs.Get(key)
 	if !ok {
 		p = &[]platform.HistoryMessage{}
 		l.convs.Put(key, p)
+	}
+	if once && slices.ContainsFunc(*p, func(h platform.HistoryMessage) bool { return h.ID == m.ID }) {
+		return
 	}
 	*p = append(*p, m)
 	if over := len(*p) - l.per; over > 0 {

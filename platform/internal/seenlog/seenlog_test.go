@@ -56,3 +56,16 @@ func TestLog(t *testing.T) {
 		t.Errorf("after an edit: %+v", got)
 	}
 }
+
+func TestAddOnceSkipsAnIDAlreadyHeld(t *testing.T) {
+	l := New(4, 10)
+	conv := platform.Target{Channel: "C1"}
+	l.AddOnce(conv, platform.HistoryMessage{ID: "1", Text: "a"})
+	l.AddOnce(conv, platform.HistoryMessage{ID: "1", Text: "a again"})
+	l.AddOnce(conv, platform.HistoryMessage{Text: "no id"})
+	l.AddOnce(conv, platform.HistoryMessage{Text: "no id"})
+	got := l.History(conv, platform.HistoryQuery{Limit: 10})
+	if len(got) != 3 || got[0].Text != "a" {
+		t.Errorf("history %+v, want a and both messages without an id", got)
+	}
+}

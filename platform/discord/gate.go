@@ -1,0 +1,101 @@
+package discord
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/bwmarrin/discordgo"
+
+	"github.com/cc-connect/cc-connect/platform"
+	"github.com/cc-connect/cc-connect/platform/internal/backoff"
+)
+
+// In a cluster, every gateway connection of a shard gets every event, so
+// two hosts connected would both answer everything. The hosts elect one
+// holder per shard through a gate (platform.Gate, a lease): only it opens
+// the gateway; the others only call REST (replies, edits, reactions,
+// threads, history), which any host may with the token. This adapter is
+// one shard (shard 0 of 1): Discord requires more only past 2,500 guilds.
+//
+// When the tenure ends the connection is closed; the next holder opens
+// its own with a new IDENTIFY. Discord sends a new session only what
+// happens after it is READY: the events of the gap (from the old
+// connection's close to the new READY) are not delivered to anybody. A
+// RESUME would replay them, but it needs the old session's id and
+// sequence, which discordgo keeps to itself (so only a host that gets the
+// shard back resumes, its own session); events queued on the old holder
+// when it lost the tenure are still handed on (nobody else has them). So
+// a shard that moves loses the messages of the gap: about the lease TTL
+// when the holder dies, about a second when it stops (discordgo's close
+// waits a second, then the lease is released). The users of those
+// messages see no answer and send again.
+
+// SetGate makes Run open the gateway only while this host holds g's
+// tenure. Call it before Run; without it the adapter always connects, as
+// a host alone does.
+func (a *Adapter) SetGate(g platform.Gate) { a.gate = g }
+
+// runGated holds the gateway through one tenure after another until ctx
+// ends.
+func (a *Adapter) runGated(ctx context.Context) error {
+	// The bot's own id is learnt from READY on the holder; the other
+	// hosts post and read history, which need it, so they ask REST.
+	if err := a.learnSelf(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	for {
+		a.setStatus("standby: another host holds the gateway")
+		t, err := a.gate.Acquire(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			a.setStatus("error: " + err.Error())
+			return fmt.Errorf("discord %s: waiting for the gateway shard: %w", a.cfg.Name, err)
+		}
+		a.log.Info("Discord gateway on this host")
+		tctx, cancel := context.WithCancel(ctx)
+		go func() {
+			select {
+			case <-t.Lost():
+				cancel()
+			case <-tctx.Done():
+			}
+		}()
+		err = a.connect(tctx)
+		cancel()
+		if err != nil {
+			return err
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		a.log.Warn("Discord gateway moved off this host", "error", t.Check())
+	}
+}
+
+// learnSelf reads the bot's user (GET /users/@me), retrying passing
+// failures.
+func (a *Adapter) learnSelf(ctx context.Context) error {
+	return backoff.Retry(ctx, a.backoffMin, a.backoffMax, func() (bool, error) {
+		var u *discordgo.User
+		err := a.rest(ctx, func(opts ...discordgo.RequestOption) error {
+			var err error
+			u, err = a.session.User("@me", opts...)
+			return err
+		})
+		if err != nil {
+			return false, fmt.Errorf("discord %s: reading the bot's user: %w", a.cfg.Name, err)
+		}
+		a.mu.Lock()
+		a.selfID = u.ID
+		a.mu.Unlock()
+		return true, nil
+	}, func(err error, attempt int) {
+		a.setStatus("reconnecting: " + err.Error())
+		a.log.Warn("Reading the Discord bot's user failed, retrying", "error", err, "attempt", attempt)
+	})
+}
