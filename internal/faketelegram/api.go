@@ -72,6 +72,17 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.overrides[method] = q[1:]
 		a = q[0]
 	}
+	// A long poll is the active one from the moment it is logged, in the
+	// same locked step: a test that waits on the log and then starts a
+	// second poller must find the first one registered, to end it (409).
+	var mine chan struct{}
+	if method == "getUpdates" && a.Status == 0 {
+		if s.polling != nil {
+			close(s.polling)
+		}
+		mine = make(chan struct{})
+		s.polling = mine
+	}
 	s.mu.Unlock()
 	select {
 	case s.calls <- call:
@@ -83,7 +94,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if method == "getUpdates" {
-		s.longPoll(w, r, form)
+		s.longPoll(w, r, form, mine)
 		return
 	}
 	s.mu.Lock()
@@ -98,8 +109,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 
 // longPoll answers the updates at or after offset (confirming the ones
 // before), waiting up to timeout seconds for some to arrive. A newer poll
-// ends this one with 409, as Telegram does.
-func (s *Server) longPoll(w http.ResponseWriter, r *http.Request, form url.Values) {
+// (registered as mine by the handler) ends this one with 409, as Telegram
+// does.
+func (s *Server) longPoll(w http.ResponseWriter, r *http.Request, form url.Values, mine chan struct{}) {
 	offset, _ := strconv.Atoi(form.Get("offset"))
 	timeout, _ := strconv.Atoi(form.Get("timeout"))
 	limit, _ := strconv.Atoi(form.Get("limit"))
@@ -108,13 +120,6 @@ func (s *Server) longPoll(w http.ResponseWriter, r *http.Request, form url.Value
 	}
 	deadline := time.NewTimer(time.Duration(timeout) * time.Second)
 	defer deadline.Stop()
-	s.mu.Lock()
-	if s.polling != nil {
-		close(s.polling)
-	}
-	mine := make(chan struct{})
-	s.polling = mine
-	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
 		if s.polling == mine {
