@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cc-connect/cc-connect/internal/testenv"
 )
 
 // Discord's limits for files and history, from its documentation: the
@@ -263,19 +265,12 @@ func (s *Server) messageLocked(channel, id string) Answer {
 // and its tests wait as long as their run allows (testenv.HangLimit).
 func (s *Server) WaitWithin(tb testing.TB, limit time.Duration, what string, cond func() bool) {
 	tb.Helper()
-	deadline := time.NewTimer(limit)
-	defer deadline.Stop()
-	for {
-		s.mu.Lock()
-		ch := s.changed
-		s.mu.Unlock()
-		if cond() {
-			return
-		}
-		select {
-		case <-ch:
-		case <-deadline.C:
-			tb.Fatalf("fakediscord: timed out after %s waiting for %s", limit, what)
-		}
-	}
+	testenv.WaitFor(tb, limit, "fakediscord", what, s.changedChan, cond)
+}
+
+// changedChan is the channel the next change closes.
+func (s *Server) changedChan() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.changed
 }

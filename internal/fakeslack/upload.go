@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cc-connect/cc-connect/internal/testenv"
 )
 
 // maxUploadBytes is the largest file Slack takes (1 GB); SetUploadLimit
@@ -223,19 +225,12 @@ func orTitle(u *Upload) string {
 // and its tests wait as long as their run allows (testenv.HangLimit).
 func (s *Server) WaitWithin(tb testing.TB, limit time.Duration, what string, cond func() bool) {
 	tb.Helper()
-	deadline := time.NewTimer(limit)
-	defer deadline.Stop()
-	for {
-		s.mu.Lock()
-		ch := s.changed
-		s.mu.Unlock()
-		if cond() {
-			return
-		}
-		select {
-		case <-ch:
-		case <-deadline.C:
-			tb.Fatalf("fakeslack: timed out after %s waiting for %s", limit, what)
-		}
-	}
+	testenv.WaitFor(tb, limit, "fakeslack", what, s.changedChan, cond)
+}
+
+// changedChan is the channel the next change closes.
+func (s *Server) changedChan() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.changed
 }

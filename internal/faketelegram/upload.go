@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf16"
+
+	"github.com/cc-connect/cc-connect/internal/testenv"
 )
 
 // Telegram's limits for files a bot uploads, from the Bot API
@@ -160,19 +162,12 @@ func (s *Server) Documents() []Message {
 // and its tests wait as long as their run allows (testenv.HangLimit).
 func (s *Server) WaitWithin(tb testing.TB, limit time.Duration, what string, cond func() bool) {
 	tb.Helper()
-	deadline := time.NewTimer(limit)
-	defer deadline.Stop()
-	for {
-		s.mu.Lock()
-		ch := s.changed
-		s.mu.Unlock()
-		if cond() {
-			return
-		}
-		select {
-		case <-ch:
-		case <-deadline.C:
-			tb.Fatalf("faketelegram: timed out after %s waiting for %s", limit, what)
-		}
-	}
+	testenv.WaitFor(tb, limit, "faketelegram", what, s.changedChan, cond)
+}
+
+// changedChan is the channel the next change closes.
+func (s *Server) changedChan() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.changed
 }

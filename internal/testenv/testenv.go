@@ -85,3 +85,25 @@ func HangLimit(t interface{ Deadline() (time.Time, bool) }, floor time.Duration)
 	margin := max(left/10, 5*time.Second)
 	return max(left-margin, floor)
 }
+
+// WaitFor waits until cond holds or limit passes, checking it again each
+// time the channel changed returns is closed (a fake server closes and
+// replaces it on every change). changed is read before cond, so that a
+// change between the two is not missed. who names the waiter in the
+// failure.
+func WaitFor(tb testing.TB, limit time.Duration, who, what string, changed func() <-chan struct{}, cond func() bool) {
+	tb.Helper()
+	deadline := time.NewTimer(limit)
+	defer deadline.Stop()
+	for {
+		ch := changed()
+		if cond() {
+			return
+		}
+		select {
+		case <-ch:
+		case <-deadline.C:
+			tb.Fatalf("%s: timed out after %s waiting for %s", who, limit, what)
+		}
+	}
+}
