@@ -28,7 +28,10 @@ import (
 // had not finished; and an entry this host journaled runs here only while
 // its delivery's fence holds. Entries of an earlier run or tenure are
 // parked: they run again only when the stream delivers them again (then
-// nobody else finished them).
+// nobody else finished them); one whose event the stream no longer holds
+// is recovered here only if its reply was being posted (at once when this
+// host settled it, else once this host holds the lease), and dropped when
+// a later tenure finished it (settleParked).
 //
 // The rules, in the order a message meets them:
 //   - Accept checks the fence right before the journal write and stores
@@ -38,8 +41,9 @@ import (
 //   - before an item runs, and before its journal ack, the fence is
 //     checked: a failed one parks the item (no ack anywhere);
 //   - the reply is posted only after the event is settled (the server
-//     confirmed the ack): an owner cut off right then does not post, and
-//     the next holder runs the turn again and posts the reply once;
+//     confirmed the ack, which the journal then records): an owner cut
+//     off right then does not post, and the next holder runs the turn
+//     again and posts the reply once;
 //   - a tenure's end interrupts the binding's running turns, which then
 //     end fenced: parked, unacknowledged.
 
@@ -218,45 +222,113 @@ func (e *Engine) reattach(m platform.Message, d *ingress.Delivery) (ingress.Resu
 	return ingress.Journaled, nil
 }
 
-// queueSettled queues again the parked entries of s whose reply was
-// being posted when this host stopped and whose event the stream no longer
-// holds: settled, they come to no host again, so this one recovers them
-// (the reply is read back from the transcript and posted, once).
-func (e *Engine) queueSettled(s *session) {
-	if s.jr.cl == nil || e.cluster.InStream == nil {
+// settleParked decides what becomes of the parked entries of s whose
+// event the stream may no longer hold, which therefore come to no host
+// again:
+//   - an entry whose event this host settled (the server confirmed it)
+//     while its reply was being posted is recovered at once: nobody else
+//     has the event, so this host alone posts the reply (read back from
+//     the transcript, looked up on the platform first, posted once);
+//   - an entry whose reply was being posted when this host stopped, its
+//     settlement not confirmed, waits until this host serves the binding:
+//     not in the stream any more, its event was settled by this host's
+//     settlement in flight or by a later holder that ran it again (which
+//     posted its reply before its tenure ended), and the recovery looks
+//     the reply up on the platform before it posts. Recovering it while
+//     another host holds the lease could post it beside that host's;
+//   - an entry journaled under an earlier tenure and not in the stream
+//     any more was finished by a later holder: it is dropped, never run
+//     here.
+//
+// Entries still in the stream stay parked: they are delivered again, to
+// whoever holds the lease. It runs when a session opens and when a
+// tenure starts (StartTenure).
+func (e *Engine) settleParked(s *session) {
+	if s.jr.cl == nil || e.cluster == nil || e.cluster.InStream == nil {
 		return
 	}
+	cur := e.tenures.fence(s.binding.Platform, s.binding.Channel)
 	s.jr.cl.mu.Lock()
 	var cands []workItem
 	for _, it := range s.jr.cl.parked {
-		if it.replying && it.streamSeq != 0 {
+		switch {
+		case it.streamSeq == 0:
+		case it.settled && it.replying, cur != nil && (it.replying || it.fence != cur.Token()):
 			cands = append(cands, it)
 		}
 	}
 	s.jr.cl.mu.Unlock()
 	for _, it := range cands {
+		if it.settled && it.replying {
+			e.recoverParked(s, it, "A message this host settled before it stopped, its reply not posted: recovering it here")
+			continue
+		}
 		ctx, cancel := context.WithTimeout(e.bg, settleTimeout)
 		in, err := e.cluster.InStream(ctx, it.streamSeq)
 		cancel()
 		if err != nil {
-			s.log.Warn("Asking the stream about a message whose reply was being posted failed; it stays parked",
-				"message_id", it.inboxID, "error", err)
+			s.log.Warn("Asking the stream about a parked message failed; it stays parked", "message_id", it.inboxID, "error", err)
 			continue
 		}
-		if in {
-			continue // not settled: it is delivered again, to whoever holds the lease
+		switch {
+		case in:
+			// Not settled: it is delivered again, to whoever holds the lease.
+		case it.replying:
+			e.recoverParked(s, it, "A message whose reply was being posted when this host stopped is settled: recovering it here, the reply looked up before it is posted")
+		default:
+			s.jr.drop(it, cur.Token())
 		}
-		s.jr.cl.mu.Lock()
-		_, still := s.jr.cl.parked[it.inboxID]
-		delete(s.jr.cl.parked, it.inboxID)
-		s.jr.cl.mu.Unlock()
-		if !still {
-			continue
-		}
-		s.log.Info("A message settled before this host stopped, its reply not posted: recovering it here", "message_id", it.inboxID)
-		it.recovered = true
-		s.mb.push(it)
 	}
+}
+
+// recoverParked queues parked entry it again, to be recovered (recovery.go).
+func (e *Engine) recoverParked(s *session, it workItem, why string) {
+	s.jr.cl.mu.Lock()
+	_, still := s.jr.cl.parked[it.inboxID]
+	delete(s.jr.cl.parked, it.inboxID)
+	s.jr.cl.mu.Unlock()
+	if !still {
+		return // redelivered meanwhile: it runs under that delivery
+	}
+	s.log.Info(why, "message_id", it.inboxID)
+	it.recovered = true
+	s.mb.push(it)
+}
+
+// tenures are the fences of the cluster bindings this host serves now.
+type tenures struct {
+	mu sync.Mutex // guards m
+	m  map[names.Binding]*kvlease.Fence
+}
+
+func (t *tenures) set(b names.Binding, f *kvlease.Fence) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.m == nil {
+		t.m = map[names.Binding]*kvlease.Fence{}
+	}
+	t.m[b] = f
+}
+
+// end forgets b's tenure f (not a later one).
+func (t *tenures) end(b names.Binding, f *kvlease.Fence) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.m[b] == f {
+		delete(t.m, b)
+	}
+}
+
+// fence is the fence of this host's tenure of the binding of platform and
+// channel (as the config writes them) while it holds; nil otherwise.
+func (t *tenures) fence(platform, channel string) *kvlease.Fence {
+	t.mu.Lock()
+	f := t.m[names.Binding{Platform: platform, Channel: channel}]
+	t.mu.Unlock()
+	if f == nil || f.Check() != nil {
+		return nil
+	}
+	return f
 }
 
 // replyingFromStream says whether a journal holds an entry from the
@@ -291,26 +363,44 @@ func (e *Engine) liveSession(key string) *session {
 	return e.sessions[key]
 }
 
-// StartTenure is called when this host starts serving binding b. Entries
-// journaled under another tenure are parked already (they run only when
-// redelivered), so nothing needs dropping here.
+// StartTenure is called when this host starts serving binding b. Its
+// conversations' parked entries are decided (settleParked): entries of an
+// earlier tenure that a later holder finished are dropped, replies this
+// host was posting are recovered once the stream no longer holds them.
 func (c *ClusterIngress) StartTenure(ctx context.Context, b names.Binding, f *kvlease.Fence) error {
-	c.e.log.Info("Serving a cluster binding", "platform", b.Platform, "channel", b.Channel, "token", f.Token())
+	e := c.e
+	select {
+	case <-e.runs.ready: // the journals a crash left are open
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	e.log.Info("Serving a cluster binding", "platform", b.Platform, "channel", b.Channel, "token", f.Token())
+	e.tenures.set(b, f)
+	for _, s := range e.bindingSessions(b) {
+		e.settleParked(s)
+	}
 	return nil
 }
 
-// EndTenure interrupts the running turns of binding b: they end fenced,
-// their messages parked and unacknowledged, for the next holder.
-func (c *ClusterIngress) EndTenure(b names.Binding, f *kvlease.Fence, why error) {
-	e := c.e
+// bindingSessions are the sessions in memory of binding b.
+func (e *Engine) bindingSessions(b names.Binding) []*session {
 	e.mu.Lock()
+	defer e.mu.Unlock()
 	var ss []*session
 	for _, s := range e.sessions {
 		if s.binding.Platform == b.Platform && s.binding.Channel == b.Channel {
 			ss = append(ss, s)
 		}
 	}
-	e.mu.Unlock()
+	return ss
+}
+
+// EndTenure interrupts the running turns of binding b: they end fenced,
+// their messages parked and unacknowledged, for the next holder.
+func (c *ClusterIngress) EndTenure(b names.Binding, f *kvlease.Fence, why error) {
+	e := c.e
+	e.tenures.end(b, f)
+	ss := e.bindingSessions(b)
 	e.log.Warn("Stopped serving a cluster binding; its running turns stop unanswered, for the next holder",
 		"platform", b.Platform, "channel", b.Channel, "token", f.Token(), "sessions", len(ss), "error", why)
 	for _, s := range ss {
@@ -409,6 +499,24 @@ func (j *journal) track(id string, d *ingress.Delivery) {
 	j.cl.mu.Unlock()
 }
 
+// drop acknowledges parked entry it in the journal without running it: a
+// later holder of the binding's lease (of tenure token) finished it.
+func (j *journal) drop(it workItem, token uint64) {
+	j.cl.mu.Lock()
+	_, still := j.cl.parked[it.inboxID]
+	delete(j.cl.parked, it.inboxID)
+	j.cl.mu.Unlock()
+	in := j.file()
+	if !still || in == nil {
+		return
+	}
+	j.log.Info("A message of an earlier tenure was finished by a later holder of the lease: dropped here",
+		"message_id", it.inboxID, "fence", it.fence, "token", token)
+	if err := in.Ack(it.inboxID, inbox.AckElsewhere); err != nil && !errors.Is(err, inbox.ErrNotCompacted) {
+		j.log.Warn("Dropping a message of an earlier tenure from the inbox failed; it stays parked", "message_id", it.inboxID, "error", err)
+	}
+}
+
 // park keeps it pending and unrun until the stream delivers it again.
 func (j *journal) park(it workItem, why error) {
 	if j.cl == nil || it.inboxID == "" {
@@ -482,6 +590,13 @@ func (j *journal) settleFirst(bg context.Context, it workItem) bool {
 	if err := d.Settle(ctx); err != nil {
 		j.park(it, err)
 		return false
+	}
+	// Settled by this host: no host gets the event again, so after a
+	// kill this host's recovery alone posts the reply (settleParked).
+	if in := j.file(); in != nil {
+		if err := in.MarkSettled(it.inboxID); err != nil {
+			j.log.Warn("Journaling the event's settlement failed", "message_id", it.inboxID, "error", err)
+		}
 	}
 	j.cl.mu.Lock()
 	if j.cl.deliveries[it.inboxID] == d {

@@ -28,12 +28,13 @@ const clusterTTL = 2 * time.Second
 var fakeAll = names.Binding{Platform: "fake", Channel: "*"}
 
 type clusterHost struct {
-	name   string
-	h      *harness
-	node   *cluster.Node
-	stop   context.CancelFunc
-	done   chan error
-	halted sync.Once
+	name     string
+	h        *harness
+	node     *cluster.Node
+	settings cluster.Settings // the node's, for a restart after a kill
+	stop     context.CancelFunc
+	done     chan error
+	halted   sync.Once
 }
 
 // halt stops serving the binding (the engine keeps running) and waits.
@@ -70,7 +71,7 @@ func startClusterHost(t *testing.T, name, url string, stopAt ...func(string) boo
 	}
 	t.Cleanup(node.Close)
 	sctx2, stop := context.WithCancel(context.Background())
-	ch := &clusterHost{name: name, h: nh, node: node, stop: stop, done: make(chan error, 1)}
+	ch := &clusterHost{name: name, h: nh, node: node, settings: s, stop: stop, done: make(chan error, 1)}
 	go func() { ch.done <- node.ServeBinding(sctx2, fakeAll, ci) }()
 	t.Cleanup(ch.halt)
 	return ch
@@ -270,5 +271,129 @@ func TestClusterKilledBetweenSettleAndReply(t *testing.T) {
 	b.h.waitIdle()
 	if n := len(b.echoes()); n != 1 {
 		t.Fatalf("%d replies after the restart, want 1", n)
+	}
+}
+
+// killAt returns a kill-point hook that kills the engine at point once,
+// and with it the rest of that turn.
+func killAt(point string, killed *atomic.Bool) func(string) bool {
+	return func(p string) bool {
+		if p == point && !killed.Load() {
+			killed.Store(true)
+			return true
+		}
+		return killed.Load() && p == pointReplied
+	}
+}
+
+// kill stops c as kill -9 would: its engine, its serving and its node
+// (heartbeats, lease renewals), releasing nothing.
+func (c *clusterHost) kill() {
+	c.halt()
+	c.h.stop()
+	c.node.Close()
+}
+
+// restartKilled starts c again after kill: a new node on the same
+// settings (the same state dir, so it may reclaim its leases) and a new
+// engine on c's state.
+func restartKilled(t *testing.T, c *clusterHost) *clusterHost {
+	t.Helper()
+	var node *cluster.Node
+	nh, ci := runClusterEngine(t, c.name, c.h, &node)
+	sctx, scancel := context.WithTimeout(context.Background(), waitLimit)
+	defer scancel()
+	node, err := cluster.Start(sctx, c.settings, cluster.Options{Log: slog.New(slog.DiscardHandler), Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(node.Close)
+	ctx, stop := context.WithCancel(context.Background())
+	nc := &clusterHost{name: c.name, h: nh, node: node, settings: c.settings, stop: stop, done: make(chan error, 1)}
+	go func() { nc.done <- node.ServeBinding(ctx, fakeAll, ci) }()
+	t.Cleanup(nc.halt)
+	return nc
+}
+
+// TestClusterUnsettledReplyWaitsForTheLease: a host killed after marking
+// a reply and before settling its event comes back while the standby,
+// which got the event again, ran it and posted the reply. The stream no
+// longer holds the event, but the returning host did not settle it: it
+// posts nothing while the standby holds the lease (it would post beside
+// the standby's reply), and recovers the reply only once it serves the
+// binding again, looking it up first where the platform can.
+func TestClusterUnsettledReplyWaitsForTheLease(t *testing.T) {
+	srv := clustertest.Single(t)
+	var killed atomic.Bool
+	a := startClusterHost(t, "a", srv.ClientURL(), killAt(pointSettling, &killed))
+	b := startClusterHost(t, "b", srv.ClientURL())
+	publish(t, a, "u-1", "T1", "marked then killed")
+	pollFor(t, "the reply marked, the event not settled", func() bool { return killed.Load() && a.h.e.busy.count() == 0 })
+	a.kill()
+	if got := b.waitEchoes(t, 1); got[0] != "marked then killed" {
+		t.Fatalf("the standby's replies = %q", got)
+	}
+	b.h.waitIdle()
+	waitInHand(t, b.node, 0) // settled by the standby
+
+	a2 := restartKilled(t, a)
+	<-a2.h.e.runs.ready // recovery has opened the journal
+	a2.h.waitIdle()
+	if e := a2.echoes(); len(e) != 0 {
+		t.Fatalf("the returning host posted %q while the standby holds the lease", e)
+	}
+	if n := len(a2.h.rec.snapshot()); n != 0 {
+		t.Fatalf("the returning host posted while the standby holds the lease:\n%s", dump(a2.h.rec.snapshot()))
+	}
+
+	// The standby dies: the owner takes the lease back and recovers the
+	// reply it was posting. This fake platform cannot find its posts, so
+	// it says it posts the reply again in case it did not arrive.
+	b.kill()
+	a2.h.logs.WaitRecords(t, waitLimit, "A message whose reply was being posted when this host stopped is settled: recovering it here, the reply looked up before it is posted", 1)
+	if got := a2.waitEchoes(t, 1); got[0] != "marked then killed" {
+		t.Fatalf("the owner's replies after taking the lease back = %q", got)
+	}
+	a2.h.rec.waitSend(t, "in case it did not arrive")
+}
+
+// TestClusterOldTenureEntryDropped: a message the owner journaled and
+// started before it was killed, and that the standby then answered, is
+// not run by the owner when it serves the binding again: its next message
+// in the conversation finds it in the journal, of an earlier tenure and
+// settled, and drops it.
+func TestClusterOldTenureEntryDropped(t *testing.T) {
+	srv := clustertest.Single(t)
+	var killed atomic.Bool
+	a := startClusterHost(t, "a", srv.ClientURL(), killAt(pointStarted, &killed))
+	b := startClusterHost(t, "b", srv.ClientURL())
+	publish(t, a, "o-1", "T1", "started then killed")
+	pollFor(t, "the turn started, then killed", func() bool { return killed.Load() && a.h.e.busy.count() == 0 })
+	a.kill()
+	if got := b.waitEchoes(t, 1); got[0] != "started then killed" {
+		t.Fatalf("the standby's replies = %q", got)
+	}
+	b.h.waitIdle()
+	waitInHand(t, b.node, 0)
+
+	a2 := restartKilled(t, a)
+	<-a2.h.e.runs.ready
+	b.kill()
+	a2.h.logs.WaitRecords(t, waitLimit, "Serving a cluster binding", 2) // the first tenure, then this one
+	publish(t, a2, "o-2", "T1", "next")
+	a2.h.logs.WaitRecords(t, waitLimit, "A message of an earlier tenure was finished by a later holder of the lease: dropped here", 1)
+	if got := a2.waitEchoes(t, 1); got[0] != "next" {
+		t.Fatalf("the owner's replies = %q, want only the next message", got)
+	}
+	a2.h.waitIdle()
+	if got := a2.echoes(); len(got) != 1 {
+		t.Fatalf("the owner's replies = %q, want only the next message", got)
+	}
+	s := a2.h.e.liveSession(keyOf(platform.Target{Platform: "fake", Channel: "C1", Thread: "T1"}))
+	if s == nil {
+		t.Fatal("no session for the conversation")
+	}
+	if p := s.jr.file().Pending(); len(p) != 0 {
+		t.Fatalf("the journal still holds %+v", p)
 	}
 }

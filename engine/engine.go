@@ -164,6 +164,7 @@ type Engine struct {
 	// cluster is set by JoinCluster: the conversations of clustered
 	// platforms come from the cluster's stream (cluster.go).
 	cluster *ClusterOptions
+	tenures tenures // the bindings this host serves now, in a cluster (cluster.go)
 
 	// testHookQueued, when set (tests only), runs on the accept path
 	// right after an item joined the FIFO and the mailbox's lock was
@@ -308,6 +309,7 @@ const (
 	pointReplied  = "turn: replied, not acknowledged" // the reply is posted, the entry not acked
 	pointStreamed = "turn: stream posted"             // a streamed reply's message is posted and journaled
 	pointSettled  = "turn: settled, reply not posted" // a cluster's event is settled, its reply not posted
+	pointSettling = "turn: reply marked, not settled" // a cluster's event's reply is marked, the settle not sent
 )
 
 // errKilled is what work stopped at a kill point returns.

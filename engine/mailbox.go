@@ -60,7 +60,10 @@ type workItem struct {
 	// journal's cluster ledger keeps for it (cluster.go).
 	fence     uint64
 	streamSeq uint64 // its sequence in the ingress stream
-	dlv       *ingress.Delivery
+	// settled: this host settled its event in the stream before it
+	// stopped (inbox.Entry.Settled), so this host alone posts its reply.
+	settled bool
+	dlv     *ingress.Delivery
 	// files are the attachments the journal names for a replayed message
 	// (msg.Attachments, with their Open, for one accepted in this run), or
 	// those an earlier version stored at acceptance.

@@ -81,6 +81,9 @@ func (r *relay) sendReply(text string, rp0 platform.Reply) platform.ReplyResult 
 	if res.Found > 0 {
 		r.log.Info("Reply found posted before the restart", "parts", res.Parts, "found", res.Found, "posted", res.Posted)
 	}
+	// Which host posted which reply, when: what a doubled reply is traced by.
+	r.log.Debug("Reply sent", "reply_key", rp0.Key, "again", rp0.Again, "parts", res.Parts, "found", res.Found,
+		"posted", res.Posted, "message_id", res.Last.MessageID)
 	return res
 }
 

@@ -102,7 +102,7 @@ func (tr *turnRunner) replyOf(it workItem, again bool) platform.Reply {
 // posts the reply, once (cluster.go), so nothing more is posted or edited
 // here.
 func (tr *turnRunner) settleFirst(it workItem) bool {
-	if !tr.jr.settleFirst(tr.e.bg, it) {
+	if tr.e.killedAt(pointSettling) || !tr.jr.settleFirst(tr.e.bg, it) {
 		return false
 	}
 	return !tr.e.killedAt(pointSettled)

@@ -118,7 +118,7 @@ func (e *Engine) session(b Binding, m platform.Message, a platform.Adapter) (*se
 		s.mb.push(pending...)
 		e.noteRecoveredRuns(pending)
 	}
-	e.queueSettled(s)
+	e.settleParked(s)
 	if err := s.jr.openErr(); err != nil {
 		log.Error("Inbox journal unreadable; the conversation refuses new input until an admin inspects it",
 			"path", s.jr.path, "error", err, "admins", s.liveBinding().Admins)

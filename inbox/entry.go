@@ -62,6 +62,10 @@ type Entry struct {
 	// (0 outside a cluster): a restart asks the stream whether it is still
 	// there, that is, whether it was settled.
 	StreamSeq uint64
+	// Settled is set once the stream confirmed that this host settled the
+	// message's event (MarkSettled, after MarkReplying): no host gets it
+	// again, so this one alone posts its reply. Written, not fsynced.
+	Settled bool
 }
 
 // Posted names one message the bot posted for an entry's reply.
@@ -125,7 +129,10 @@ func (l Limits) withDefaults() Limits {
 type AckReason string
 
 const (
-	AckResult  AckReason = "result"  // its turn ended with a result
-	AckCancel  AckReason = "cancel"  // the user cancelled it
-	ackUnsaved AckReason = "unsaved" // its add was written but not synced: the caller was told it failed
+	AckResult AckReason = "result" // its turn ended with a result
+	AckCancel AckReason = "cancel" // the user cancelled it
+	// AckElsewhere: a cluster's event that the binding's later lease
+	// holder finished; this host no longer runs it.
+	AckElsewhere AckReason = "elsewhere"
+	ackUnsaved   AckReason = "unsaved" // its add was written but not synced: the caller was told it failed
 )

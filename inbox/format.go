@@ -36,6 +36,7 @@ type diskRecord struct {
 	Msgs     []Posted   `json:"msgs,omitempty"`     // stream, reply
 	Part     *int       `json:"part,omitempty"`     // part
 	Tail     string     `json:"tail,omitempty"`     // reply
+	Settled  bool       `json:"settled,omitempty"`  // reply: MarkSettled
 	Reason   AckReason  `json:"reason,omitempty"`
 }
 

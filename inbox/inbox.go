@@ -266,6 +266,7 @@ func (in *Inbox) apply(r diskRecord) error {
 			return fmt.Errorf("reply of unknown message %q", r.ID)
 		}
 		in.pending[i].Replying, in.pending[i].ReplyTail = true, r.Tail
+		in.pending[i].Settled = in.pending[i].Settled || r.Settled
 		if len(r.Msgs) > 0 {
 			in.pending[i].Streamed = r.Msgs
 		}
@@ -330,7 +331,7 @@ func (in *Inbox) Append(e Entry) error {
 	if e.UUID == "" {
 		e.UUID = uuid.NewString() // the start record carries it
 	}
-	e.Started, e.Replying, e.Streamed, e.Parts, e.ReplyTail = false, false, nil, nil, ""
+	e.Started, e.Replying, e.Streamed, e.Parts, e.ReplyTail, e.Settled = false, false, nil, nil, "", false
 	rec, err := encode(diskRecord{Op: opAdd, Entry: toDisk(e)})
 	if err != nil {
 		return err
@@ -480,6 +481,16 @@ func (in *Inbox) MarkReplying(id string, streamed []Posted, tail string) error {
 		if len(streamed) > 0 {
 			e.Streamed, r.Msgs = slices.Clone(streamed), slices.Clone(streamed)
 		}
+	})
+}
+
+// MarkSettled records that the cluster's stream confirmed this host's
+// settlement of the message's event (Entry.Settled). It is a reply record
+// (with the same tail), so that a version that does not know the mark
+// reads it as the MarkReplying before it. Written, not fsynced.
+func (in *Inbox) MarkSettled(id string) error {
+	return in.mark(id, opReply, func(e *Entry, r *diskRecord) {
+		e.Replying, e.Settled, r.Tail, r.Settled = true, true, e.ReplyTail, true
 	})
 }
 

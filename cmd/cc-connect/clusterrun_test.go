@@ -31,6 +31,7 @@ type clusterMember struct {
 	release string // [[SLOW]] turns end once this file exists
 	env     []string
 	p       *process
+	runs    []*process // every start of this host, the current one last
 }
 
 const clusterBindingTOML = `
@@ -99,6 +100,24 @@ api_url = %q
 func (m *clusterMember) start(t *testing.T) {
 	t.Helper()
 	m.p = startBinaryEnv(t, m.env, "run", "--config", m.config)
+	m.runs = append(m.runs, m.p)
+}
+
+// logsAbout returns the log lines of every run of this host that contain
+// one of subs, each prefixed with the host and the run's number.
+func (m *clusterMember) logsAbout(subs ...string) []string {
+	var out []string
+	for i, p := range m.runs {
+		for _, ln := range strings.Split(p.stderr.String(), "\n") {
+			for _, s := range subs {
+				if s != "" && strings.Contains(ln, s) {
+					out = append(out, fmt.Sprintf("%s#%d %s", m.name, i+1, ln))
+					break
+				}
+			}
+		}
+	}
+	return out
 }
 
 // prompts are the texts this host's fake claude was sent.

@@ -80,7 +80,9 @@ shutdown_grace = "5s"
 				return
 			default:
 			}
-			ts := fmt.Sprintf("1700100000.%06d", i)
+			// A second to each mention: the bot's posts (the fake stamps each
+			// one after the newest message) fit in between.
+			ts := fmt.Sprintf("%d.000100", 1700100000+i)
 			// [[SLOW:N]] turns last N×10 ms: kills land mid-turn.
 			x, y := f.DeliverMention(t, fakeslack.MsgEvent("C1", ts, "U1", fmt.Sprintf("<@UBOT> [[SLOW:%d]] soak %d", 5+i%30, i), nil))
 			mu.Lock()
@@ -133,6 +135,16 @@ shutdown_grace = "5s"
 		case n > 1:
 			doubled++
 			t.Errorf("thread %s: %d replies: %q", ts, n, echoes(f, ts))
+			for _, p := range f.Posts() {
+				if p.ThreadTS == ts && p.BotID != "" {
+					t.Logf("  posted in %s: ts %s metadata %+v %q", ts, p.TS, p.Metadata, p.Text)
+				}
+			}
+			for _, h := range hosts {
+				for _, ln := range h.logsAbout(ts) {
+					t.Logf("  %s", ln)
+				}
+			}
 		}
 	}
 	t.Logf("cluster soak: %d kills, %d messages: %d lost, %d doubled", kills, len(all), lost, doubled)

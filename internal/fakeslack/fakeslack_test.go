@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -416,5 +417,48 @@ func TestPings(t *testing.T) {
 	_, _, err := api.PostMessageContext(ctx, "C1", slack.MsgOptionText("<!everyone> "+strings.Repeat("x", 40001), false))
 	if c := s.Calls("chat.postMessage"); slackErr(err) != "msg_too_long" || strings.Join(c[len(c)-1].Pings, " ") != "<!everyone>" {
 		t.Errorf("refused post: %v, pings %q", err, c[len(c)-1].Pings)
+	}
+}
+
+// errorsTB records a test's Errorf calls instead of failing it.
+type errorsTB struct {
+	testing.TB
+	errs []string
+}
+
+func (e *errorsTB) Errorf(format string, args ...any) {
+	e.errs = append(e.errs, fmt.Sprintf(format, args...))
+}
+
+// TestDeliverRefusesATSTaken: a message delivered with the ts of a post
+// the fake already stamped would turn that post into the message's thread
+// root, and its thread would read as another's; Deliver says so. The
+// same message delivered again (a retry made by hand) is no clash.
+func TestDeliverRefusesATSTaken(t *testing.T) {
+	s := New(t)
+	dial(t, s)
+	s.WaitConn(t, 1)
+	s.Deliver(t, MsgEvent("C1", "1700000001.000100", "U1", "root", nil))
+	_, post, err := client(s).PostMessage("C1", slack.MsgOptionText("reply", false), slack.MsgOptionTS("1700000001.000100"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name  string
+		ts    string
+		clash bool
+	}{
+		{"the same message again", "1700000001.000100", false},
+		{"a new ts", "1700000002.000100", false},
+		{"the ts of the bot's post", post, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := &errorsTB{TB: t}
+			s.Deliver(rec, MsgEvent("C1", tt.ts, "U1", "hi", nil))
+			if got := len(rec.errs) > 0; got != tt.clash {
+				t.Errorf("Deliver with ts %s: errors %q, want a clash: %v", tt.ts, rec.errs, tt.clash)
+			}
+		})
 	}
 }

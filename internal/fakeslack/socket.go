@@ -183,8 +183,14 @@ func (s *Server) Deliver(tb testing.TB, event map[string]any) string {
 	s.nEvent++
 	eventID := fmt.Sprintf("Ev%06d", s.nEvent)
 	event = s.withParentLocked(event)
-	s.recordEventLocked(event)
+	clash := s.recordEventLocked(event)
 	s.mu.Unlock()
+	if clash != "" {
+		// Slack stamps each message with a ts of its own; a test that
+		// picks one the fake already gave a post would make that post
+		// the message's thread (conversations.replies) and lose it.
+		tb.Errorf("fakeslack: delivering a message with ts %s, which is already %s in its channel: pick ts with room for the bot's posts", event["ts"], clash)
+	}
 	id, err := s.sendEvent(eventID, event, 0)
 	s.mu.Lock()
 	armed := s.pending[id] != nil
@@ -251,16 +257,23 @@ func (s *Server) withParentLocked(ev map[string]any) map[string]any {
 	return out
 }
 
-// recordEventLocked keeps a delivered user message in its channel; callers
-// hold s.mu.
-func (s *Server) recordEventLocked(ev map[string]any) {
+// recordEventLocked keeps a delivered user message in its channel, and
+// describes the other message that has its ts already, if any (a message
+// delivered again is not another); callers hold s.mu.
+func (s *Server) recordEventLocked(ev map[string]any) (clash string) {
 	ch, _ := ev["channel"].(string)
 	ts, _ := ev["ts"].(string)
 	if ch == "" || ts == "" {
-		return
+		return ""
 	}
-	if _, ok := s.msgs[ch+"/"+ts]; ok {
-		return
+	if m, ok := s.msgs[ch+"/"+ts]; ok {
+		switch user, _ := ev["user"].(string); {
+		case m.BotID == BotID:
+			return fmt.Sprintf("the bot's post %q", m.Text)
+		case m.User != user:
+			return "a message of " + m.User
+		}
+		return ""
 	}
 	user, _ := ev["user"].(string)
 	text, _ := ev["text"].(string)
@@ -276,6 +289,7 @@ func (s *Server) recordEventLocked(ev map[string]any) {
 		}
 	}
 	s.addMessageLocked(&Message{Channel: ch, TS: ts, ThreadTS: thread, User: user, BotID: bot, Text: text, Files: files})
+	return ""
 }
 
 // sendEvent wraps event in a fresh envelope and sends it, then arms its

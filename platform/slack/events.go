@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/slack-go/slack"
@@ -100,9 +101,12 @@ func (a *Adapter) pump(ctx context.Context, smc *socketmode.Client, h platform.H
 			if evt.Request == nil {
 				continue
 			}
-			a.ack(ctx, smc, evt.Request.EnvelopeID)
-			if cb, ok := evt.Data.(slack.InteractionCallback); ok {
-				a.onInteraction(ctx, h, q, cb)
+			ack := a.acker(ctx, smc, evt.Request.EnvelopeID)
+			if !a.cfg.AckHandledOnly {
+				ack()
+			}
+			if cb, ok := evt.Data.(slack.InteractionCallback); !ok || !a.onInteraction(h, q, cb, ack) {
+				ack()
 			}
 		default:
 			// Slash commands and whatever Slack adds later: acked so Slack
@@ -503,11 +507,17 @@ func (a *Adapter) userName(ctx context.Context, userID string) string {
 	return name
 }
 
-// onInteraction turns permission button presses into actions.
-func (a *Adapter) onInteraction(ctx context.Context, h platform.Handler, q *workQueue, cb slack.InteractionCallback) {
+// onInteraction turns permission button presses into actions, queued for
+// the handler, and reports whether it queued any; ack acks the envelope
+// once the handler took every one (with AckHandledOnly it is not acked
+// before: a cluster host's handler publishes the press, and a press it
+// could not publish is not acked, so Slack tells the user it failed
+// rather than dropping it silently).
+func (a *Adapter) onInteraction(h platform.Handler, q *workQueue, cb slack.InteractionCallback, ack func()) bool {
 	if cb.Type != slack.InteractionTypeBlockActions {
-		return
+		return false
 	}
+	var actions []platform.Action
 	channel := orDefault(cb.Container.ChannelID, cb.Channel.ID)
 	msgTS := orDefault(cb.Container.MessageTs, cb.Message.Timestamp)
 	thread := orDefault(cb.Container.ThreadTs, cb.Message.ThreadTimestamp)
@@ -532,10 +542,22 @@ func (a *Adapter) onInteraction(ctx context.Context, h platform.Handler, q *work
 		} else {
 			continue
 		}
+		actions = append(actions, action)
+	}
+	var left atomic.Int32 // the actions the handler has not yet taken
+	left.Store(int32(len(actions)))
+	for _, action := range actions {
 		q.put(conversationKey(channel, thread), func(ctx context.Context) {
-			if err := h.HandleAction(ctx, action); err != nil && ctx.Err() == nil {
-				a.log.Warn("Handling Slack button failed", "channel", channel, "thread", thread, "error", err)
+			if err := h.HandleAction(ctx, action); err != nil {
+				if ctx.Err() == nil {
+					a.log.Warn("Handling Slack button failed", "channel", channel, "thread", thread, "error", err)
+				}
+				return
+			}
+			if left.Add(-1) == 0 {
+				ack()
 			}
 		})
 	}
+	return len(actions) > 0
 }
