@@ -154,7 +154,7 @@ func (s *session) accept(m platform.Message, d *ingress.Delivery) (platform.Resu
 	if !isCmd && s.awaitText.Load() && len(m.Attachments) == 0 && s.liveBinding().approver(m.UserID) {
 		// The running turn waits on a question or a plan's feedback: the
 		// reply answers it (journaled as a command that acted at once).
-		return s.acceptControls(m, "reply", []control{{kind: ctrlReply, text: m.Text, userName: orDefault(m.UserName, m.UserID), to: s.to}}, "")
+		return s.acceptControls(m, "reply", []control{{kind: ctrlReply, text: m.Text, userName: orDefault(m.UserName, m.UserID), to: s.to, msg: m}}, "")
 	}
 	if !isCmd {
 		return acceptItem(workItem{kind: itemTurn, msg: m, files: filesOf(m)})
@@ -274,6 +274,29 @@ func (s *session) acceptItem(it workItem) (platform.Result, error) {
 		s.notice(queued)
 	}
 	return platform.Result{Status: platform.Queued, Position: a.pos}, nil
+}
+
+// replyAsTurn queues a thread reply that was taken for the answer to a
+// question or a plan which was gone by the time the session goroutine read
+// it (a button or another reply answered it first, the CLI withdrew it, the
+// turn ended): the sender's words run as the conversation's next turn
+// instead of being dropped. The message's own id was remembered as a
+// command's (acceptControl), so the turn is journaled under a derived one;
+// a redelivery of the message is still a duplicate of the command.
+func (s *session) replyAsTurn(c control) {
+	m := c.msg
+	if m.Text == "" { // not from a thread message (a test's bare control)
+		s.chat.sendTo(c.to, notWaitingText)
+		return
+	}
+	if m.ID != "" {
+		m.ID += "#turn"
+	}
+	s.log.Info("A reply came after its question or plan was settled; it runs as a turn", "message_id", c.msg.ID)
+	if _, err := s.acceptItem(workItem{kind: itemTurn, msg: m, files: filesOf(m)}); err != nil {
+		s.log.Warn("Queueing a late reply as a turn failed", "message_id", c.msg.ID, "error", err)
+		s.chat.sendTo(c.to, notWaitingText)
+	}
 }
 
 // refuseOnce answers a user who may not use the agent, once per thread, so

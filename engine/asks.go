@@ -132,7 +132,11 @@ func (ps *permissions) answerSpecial(proc agentProcess, c control) bool {
 	p := ps.special(c)
 	if p == nil || (p.qs == nil && !p.plan) {
 		if c.kind == ctrlReply {
-			ps.chat.sendTo(c.to, notWaitingText)
+			if ps.lateReply == nil {
+				ps.chat.sendTo(c.to, notWaitingText)
+			} else {
+				ps.lateReply(c)
+			}
 			return true
 		}
 		if c.choice == platform.ChoiceDismiss {

@@ -31,6 +31,9 @@ type permissions struct {
 	// awaitText says whether a plain reply in the thread answers a
 	// pending question or plan (asks.go).
 	awaitText func(bool)
+	// lateReply takes a reply that came for a question or a plan that is
+	// no longer pending (turnRunner.lateReply).
+	lateReply func(control)
 	// allowEdits says a plan may be approved into acceptEdits (an
 	// allowed mode).
 	allowEdits bool
@@ -63,6 +66,7 @@ type pendingPerm struct {
 func (tr *turnRunner) newPermissions() *permissions {
 	e, key := tr.e, tr.key
 	return &permissions{chat: tr.chat, log: tr.log, metrics: e.metrics, timeout: e.opts.PermissionTimeout, forChat: tr.forChat,
+		lateReply:  tr.lateReply,
 		allowEdits: slices.Contains(e.modesFor(tr.binding()), "acceptEdits"),
 		planMode:   func() bool { return e.modeOf(tr.rb.get(), tr.binding()) == "plan" },
 		awaitText: func(on bool) {

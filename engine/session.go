@@ -92,7 +92,7 @@ func (e *Engine) session(b Binding, m platform.Message, a platform.Adapter) (*se
 	s.agent = &agentSlot{ws: ws, stateDir: e.opts.StateDir, grace: e.opts.ShutdownGrace, slots: e.slots, bg: e.bg, log: log, now: e.now}
 	s.chat = &relay{to: to, original: a, current: e.adapter, bg: e.bg, log: log, metrics: e.metrics}
 	s.tr = &turnRunner{e: e, key: key, ws: ws, log: log, jr: s.jr, mb: s.mb, rb: s.rb, agent: s.agent, chat: s.chat,
-		other: s.handleControl, stopShell: s.stopShell, binding: s.liveBinding, awaitText: s.awaitText}
+		other: s.handleControl, lateReply: s.replyAsTurn, stopShell: s.stopShell, binding: s.liveBinding, awaitText: s.awaitText}
 
 	rec, ok, lerr := e.store.load(key, e.now())
 	badIDs := rec.dropInvalidIDs()
@@ -302,7 +302,7 @@ func (s *session) idleControl(c control) {
 	case ctrlAnswer:
 		s.chat.sendTo(c.to, "No permission request is pending.")
 	case ctrlReply:
-		s.chat.sendTo(c.to, notWaitingText)
+		s.replyAsTurn(c)
 	case ctrlStop:
 		if !s.stopShell(c.to) {
 			s.chat.sendTo(c.to, "Nothing is running.")

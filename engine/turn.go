@@ -53,6 +53,9 @@ type turnRunner struct {
 	// running !sh for a !stop, saying so (false: none ran).
 	other     func(control)
 	stopShell func(to platform.Target) bool
+	// lateReply takes a thread reply whose question or plan was settled
+	// before it was read: it runs as a turn (session.replyAsTurn).
+	lateReply func(control)
 	// binding is the conversation's binding in force now
 	// (session.liveBinding): who may still have a queued message run.
 	binding func() Binding
@@ -304,7 +307,7 @@ func (tr *turnRunner) ensureProcess() error {
 		case ctrlAnswer:
 			tr.chat.sendTo(c.to, "No permission request is pending.")
 		case ctrlReply:
-			tr.chat.sendTo(c.to, notWaitingText)
+			tr.lateReply(c)
 		case ctrlReap:
 			// there is no process to reap
 		case ctrlFence:
