@@ -146,6 +146,14 @@ func (c *ClusterIngress) Accept(ctx context.Context, d *ingress.Delivery) (ingre
 	// Attachments travel by reference: the adapter of this host fetches
 	// them (platform.AttachmentOpener) before the turn.
 	m := d.Event.Message.PlatformMessage(nil)
+	// An adapter that remembers what it received, for History (Telegram's,
+	// whose Bot API cannot read a chat back), learns what another host
+	// received as if it had itself: the poller may be elsewhere.
+	if a, ok := c.e.adapter(m.Target.Platform); ok {
+		if sn, ok := a.(platform.SeenNoter); ok {
+			sn.NoteSeen(m)
+		}
+	}
 	key := keyOf(m.Target)
 	known := c.e.hasSession(key)
 	res, err := c.e.handleMessage(ctx, m, d)
@@ -170,15 +178,19 @@ func (c *ClusterIngress) Accept(ctx context.Context, d *ingress.Delivery) (ingre
 
 // moved says whether a conversation new to this host had run elsewhere:
 // its event was delivered before (to the host that died or lost the
-// lease), or this host stands by for the binding and the message is a
-// reply in a thread that started before.
+// lease), or this host stands by for the binding and the message does not
+// start its conversation: a reply in a Slack or Discord thread that
+// started before, or any message of a conversation without threads (a
+// Telegram chat, a Slack DM, a Discord channel, whose Thread is ""). A
+// message that starts its own thread (a Slack mention, a Discord message
+// given a thread of its own) is a new conversation wherever it runs.
 func (c *ClusterIngress) moved(m platform.Message, d *ingress.Delivery) bool {
 	if d.NumDelivered > 1 {
 		return true
 	}
 	o := c.e.cluster
-	inThread := m.Target.Thread != "" && m.Target.Thread != m.Target.MessageID
-	return inThread && o.Standby != nil && o.Standby(d.Event.Binding.Platform, d.Event.Binding.Channel)
+	continues := m.Target.Thread != m.Target.MessageID
+	return continues && o.Standby != nil && o.Standby(d.Event.Binding.Platform, d.Event.Binding.Channel)
 }
 
 func movedText(host string, d *ingress.Delivery) string {
