@@ -15,6 +15,7 @@ import (
 	"github.com/cc-connect/cc-connect/cluster/names"
 	"github.com/cc-connect/cc-connect/inbox"
 	"github.com/cc-connect/cc-connect/platform"
+	"github.com/cc-connect/cc-connect/trigger"
 )
 
 // The engine's side of a cluster (docs/cluster.md). The adapters of a
@@ -139,6 +140,8 @@ func (c *ClusterIngress) Accept(ctx context.Context, d *ingress.Delivery) (ingre
 			return 0, err
 		}
 		return ingress.Settled, nil
+	case ingress.KindRun:
+		return c.acceptRun(ctx, d)
 	case ingress.KindMessage:
 	default:
 		return 0, fmt.Errorf("%w: kind %q", ingress.ErrPoison, d.Event.Kind)
@@ -174,6 +177,24 @@ func (c *ClusterIngress) Accept(ctx context.Context, d *ingress.Delivery) (ingre
 		return ingress.Journaled, nil
 	}
 	return ingress.Settled, nil // ignored, or refused with the user told
+}
+
+// acceptRun journals a run without a person that a schedule or a webhook
+// on some host published for this binding. It is settled in the stream
+// once journaled here (or refused, or journaled before): from then on the
+// journal runs it, as it runs a run submitted on this host.
+func (c *ClusterIngress) acceptRun(ctx context.Context, d *ingress.Delivery) (ingress.Result, error) {
+	r := d.Event.Run.TriggerRun()
+	err := c.e.Submit(ctx, r)
+	switch {
+	case err == nil, errors.Is(err, trigger.ErrDuplicate):
+		return ingress.Settled, nil
+	case errors.Is(err, trigger.ErrRefused):
+		c.e.log.Warn("A run from the cluster's stream was refused", "platform", r.Platform, "channel", r.Channel,
+			"run_id", r.ID, "error", err)
+		return ingress.Settled, nil
+	}
+	return 0, err
 }
 
 // moved says whether a conversation new to this host had run elsewhere:
