@@ -2,12 +2,14 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/cc-connect/cc-connect/cluster/ingress"
 	"github.com/cc-connect/cc-connect/platform"
+	"github.com/cc-connect/cc-connect/trigger"
 )
 
 // Inbound is the handler a cluster host's adapters run with in place of
@@ -86,4 +88,29 @@ func (in Inbound) HandleAction(ctx context.Context, a platform.Action) error {
 		return fmt.Errorf("handing a button press to the binding's owner: %w", err)
 	}
 	return nil
+}
+
+// ErrUnbound: no binding routes a run's platform and channel; the run can
+// never be taken.
+var ErrUnbound = errors.New("no binding routes the channel")
+
+// PublishRun hands a run without a person (a schedule's, a webhook's) to
+// its binding's owner, as a platform message is: it returns once the
+// stream acknowledged it, and says whether the stream had it already (the
+// same run id, within its duplicate window: a schedule that another host
+// fired before a failover, a webhook delivered to two hosts).
+func (n *Node) PublishRun(ctx context.Context, r trigger.Run) (duplicate bool, err error) {
+	b, ok := n.s.Route(r.Platform, r.Channel)
+	if !ok {
+		return false, fmt.Errorf("%w: %s/%s", ErrUnbound, r.Platform, r.Channel)
+	}
+	ev, err := ingress.NewRun(ingress.Binding{Platform: b.Platform, Channel: b.Channel}, r)
+	if err != nil {
+		return false, err
+	}
+	pub, err := n.pub.Publish(ctx, ev)
+	if err != nil {
+		return false, fmt.Errorf("handing a run to the binding's owner: %w", err)
+	}
+	return pub.Duplicate, nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/cc-connect/cc-connect/cluster/names"
 	"github.com/cc-connect/cc-connect/inbox"
 	"github.com/cc-connect/cc-connect/platform"
+	"github.com/cc-connect/cc-connect/trigger"
 )
 
 // The engine's side of a cluster (docs/cluster.md). The adapters of a
@@ -143,6 +144,8 @@ func (c *ClusterIngress) Accept(ctx context.Context, d *ingress.Delivery) (ingre
 			return 0, err
 		}
 		return ingress.Settled, nil
+	case ingress.KindRun:
+		return c.acceptRun(ctx, d)
 	case ingress.KindMessage:
 	default:
 		return 0, fmt.Errorf("%w: kind %q", ingress.ErrPoison, d.Event.Kind)
@@ -150,6 +153,14 @@ func (c *ClusterIngress) Accept(ctx context.Context, d *ingress.Delivery) (ingre
 	// Attachments travel by reference: the adapter of this host fetches
 	// them (platform.AttachmentOpener) before the turn.
 	m := d.Event.Message.PlatformMessage(nil)
+	// An adapter that remembers what it received, for History (Telegram's,
+	// whose Bot API cannot read a chat back), learns what another host
+	// received as if it had itself: the poller may be elsewhere.
+	if a, ok := c.e.adapter(m.Target.Platform); ok {
+		if sn, ok := a.(platform.SeenNoter); ok {
+			sn.NoteSeen(m)
+		}
+	}
 	key := keyOf(m.Target)
 	known := c.e.hasSession(key)
 	res, err := c.e.handleMessage(ctx, m, d)
@@ -172,17 +183,39 @@ func (c *ClusterIngress) Accept(ctx context.Context, d *ingress.Delivery) (ingre
 	return ingress.Settled, nil // ignored, or refused with the user told
 }
 
+// acceptRun journals a run without a person that a schedule or a webhook
+// on some host published for this binding. It is settled in the stream
+// once journaled here (or refused, or journaled before): from then on the
+// journal runs it, as it runs a run submitted on this host.
+func (c *ClusterIngress) acceptRun(ctx context.Context, d *ingress.Delivery) (ingress.Result, error) {
+	r := d.Event.Run.TriggerRun()
+	err := c.e.Submit(ctx, r)
+	switch {
+	case err == nil, errors.Is(err, trigger.ErrDuplicate):
+		return ingress.Settled, nil
+	case errors.Is(err, trigger.ErrRefused):
+		c.e.log.Warn("A run from the cluster's stream was refused", "platform", r.Platform, "channel", r.Channel,
+			"run_id", r.ID, "error", err)
+		return ingress.Settled, nil
+	}
+	return 0, err
+}
+
 // moved says whether a conversation new to this host had run elsewhere:
 // its event was delivered before (to the host that died or lost the
-// lease), or this host stands by for the binding and the message is a
-// reply in a thread that started before.
+// lease), or this host stands by for the binding and the message does not
+// start its conversation: a reply in a Slack or Discord thread that
+// started before, or any message of a conversation without threads (a
+// Telegram chat, a Slack DM, a Discord channel, whose Thread is ""). A
+// message that starts its own thread (a Slack mention, a Discord message
+// given a thread of its own) is a new conversation wherever it runs.
 func (c *ClusterIngress) moved(m platform.Message, d *ingress.Delivery) bool {
 	if d.NumDelivered > 1 {
 		return true
 	}
 	o := c.e.cluster
-	inThread := m.Target.Thread != "" && m.Target.Thread != m.Target.MessageID
-	return inThread && o.Standby != nil && o.Standby(d.Event.Binding.Platform, d.Event.Binding.Channel)
+	continues := m.Target.Thread != m.Target.MessageID
+	return continues && o.Standby != nil && o.Standby(d.Event.Binding.Platform, d.Event.Binding.Channel)
 }
 
 func movedText(host string, d *ingress.Delivery) string {

@@ -87,6 +87,12 @@ type Options struct {
 	// clockwork.FakeClock and drive it.
 	Clock  clockwork.Clock
 	Logger *slog.Logger
+	// Serves, when set, says whether this host may fire a schedule of
+	// platform and channel now: in a cluster, whether it holds the lease
+	// of the binding that routes them. While it is false the schedule
+	// waits, its ledger untouched, so that the host that holds the lease
+	// next fires what is due (call Wake when that changes).
+	Serves func(platform, channel string) bool
 }
 
 // Scheduler runs the schedules. Run is its one goroutine, which makes every
@@ -97,7 +103,8 @@ type Scheduler struct {
 	sub    trigger.Submitter
 	clock  clockwork.Clock
 	log    *slog.Logger
-	wake   chan struct{} // capacity 1: something changed, look again
+	serves func(platform, channel string) bool // nil: always
+	wake   chan struct{}                       // capacity 1: something changed, look again
 
 	// Owned by Run's goroutine: retry state of failed submissions.
 	retryAt map[string]time.Time
@@ -144,6 +151,7 @@ func New(opts Options) (*Scheduler, error) {
 		sub:     opts.Submitter,
 		clock:   clock,
 		log:     log,
+		serves:  opts.Serves,
 		wake:    make(chan struct{}, 1),
 		retryAt: map[string]time.Time{},
 		backoff: map[string]time.Duration{},
@@ -237,6 +245,9 @@ func (s *Scheduler) step(ctx context.Context, sc *Schedule, now time.Time, start
 	e, _ := s.ledger.get(sc.Name)
 	if e.Paused {
 		return time.Time{}
+	}
+	if s.serves != nil && !s.serves(sc.Platform, sc.Channel) {
+		return time.Time{} // another host fires it; Wake when this one may
 	}
 	if at := s.retryAt[sc.Name]; !at.IsZero() && now.Before(at) {
 		return at

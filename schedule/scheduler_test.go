@@ -82,6 +82,7 @@ type harness struct {
 	path   string
 	logs   *testlog.Buffer
 	scheds []Schedule
+	serves func(platform, channel string) bool // Options.Serves
 
 	sched  *Scheduler
 	cancel context.CancelFunc
@@ -118,7 +119,7 @@ func (h *harness) start() {
 		h.t.Fatal(err)
 	}
 	h.sched, err = New(Options{Schedules: h.scheds, Ledger: ledger, Submitter: h.sub, Clock: h.clock,
-		Logger: slog.New(slog.NewJSONHandler(h.logs, nil))})
+		Logger: slog.New(slog.NewJSONHandler(h.logs, nil)), Serves: h.serves})
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -636,4 +637,57 @@ func TestDailyRunAcrossDaylightSaving(t *testing.T) {
 		h.advanceTo(tc.local)
 		h.expectRun(tc.id)
 	}
+}
+
+// TestScheduleWaitsForItsHost: in a cluster only the host that holds a
+// schedule's binding fires it. While Serves says no, a due run is neither
+// submitted nor written off in the ledger; once this host may (it took
+// the lease, and Wake says so) it fires the latest run due, which the
+// stream drops if the previous holder published it already.
+func TestScheduleWaitsForItsHost(t *testing.T) {
+	t.Parallel()
+	here := schedule(t, "here", "0 * * * *", time.Hour, OverlapSkip)
+	there := schedule(t, "there", "0 * * * *", time.Hour, OverlapSkip)
+	there.Channel = "C2"
+	h := newHarness(t, "2025-06-01T01:58:00Z", here, there)
+	var mu sync.Mutex
+	holds := map[string]bool{"C1": true}
+	h.serves = func(p, ch string) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return p == "slack" && holds[ch]
+	}
+	h.start()
+	h.advance(2 * time.Minute)
+	h.expectRun("schedule:here@2025-06-01T02:00Z")
+	h.expectNoRun()
+	h.advance(30 * time.Minute)
+	h.expectNoRun()
+
+	mu.Lock()
+	holds["C2"] = true // this host took C2's lease
+	mu.Unlock()
+	h.sched.Wake()
+	h.expectRun("schedule:there@2025-06-01T02:00Z")
+	h.advance(30 * time.Minute)
+	got := map[string]bool{}
+	for range 2 {
+		select {
+		case r := <-h.sub.got:
+			got[r.ID] = true
+		case <-time.After(10 * time.Second):
+			t.Fatalf("runs at 03:00: %v, want both schedules'", got)
+		}
+	}
+	if !got["schedule:here@2025-06-01T03:00Z"] || !got["schedule:there@2025-06-01T03:00Z"] {
+		t.Errorf("runs at 03:00: %v", got)
+	}
+
+	mu.Lock()
+	holds["C1"] = false // C1's lease went to another host
+	mu.Unlock()
+	h.sched.Wake()
+	h.advance(time.Hour)
+	h.expectRun("schedule:there@2025-06-01T04:00Z")
+	h.expectNoRun()
 }

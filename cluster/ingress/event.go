@@ -20,6 +20,7 @@ import (
 
 	"github.com/cc-connect/cc-connect/cluster/names"
 	"github.com/cc-connect/cc-connect/platform"
+	"github.com/cc-connect/cc-connect/trigger"
 )
 
 // Version is the wire form this build writes, and the newest it reads.
@@ -47,6 +48,9 @@ type Kind string
 const (
 	KindMessage Kind = "message"
 	KindAction  Kind = "action" // a button press on a permission prompt
+	// KindRun is a run without a person (a schedule's, a webhook's):
+	// whichever host it started on, the binding's owner journals it.
+	KindRun Kind = "run"
 )
 
 // Event is one normalized inbound event on the wire.
@@ -63,6 +67,37 @@ type Event struct {
 	Published time.Time `json:"published"`
 	Message   *Message  `json:"message,omitempty"`
 	Action    *Action   `json:"action,omitempty"`
+	Run       *Run      `json:"run,omitempty"`
+}
+
+// Run is trigger.Run on the wire. Target is where its conversation lives
+// (no message id: the run has none on the platform yet).
+type Run struct {
+	ID           string       `json:"id"`
+	Kind         trigger.Kind `json:"kind"`
+	Name         string       `json:"name,omitempty"`
+	Target       Target       `json:"target"`
+	Conversation string       `json:"conversation,omitempty"`
+	Header       string       `json:"header,omitempty"`
+	Prompt       string       `json:"prompt"`
+	UserID       string       `json:"user_id"`
+	UserName     string       `json:"user_name,omitempty"`
+	At           time.Time    `json:"at"`
+}
+
+// TriggerRun is the run as the trigger package has it.
+func (r *Run) TriggerRun() trigger.Run {
+	return trigger.Run{ID: r.ID, Kind: r.Kind, Name: r.Name, Platform: r.Target.Platform, Channel: r.Target.Channel,
+		Thread: r.Target.Thread, Conversation: r.Conversation, Header: r.Header, Prompt: r.Prompt,
+		UserID: r.UserID, UserName: r.UserName, At: r.At}
+}
+
+// NewRun makes the event of a run routed by binding b.
+func NewRun(b Binding, r trigger.Run) (Event, error) {
+	ev := Event{V: Version, Kind: KindRun, Binding: b, Run: &Run{ID: r.ID, Kind: r.Kind, Name: r.Name,
+		Target:       Target{Platform: r.Platform, Channel: r.Channel, Thread: r.Thread},
+		Conversation: r.Conversation, Header: r.Header, Prompt: r.Prompt, UserID: r.UserID, UserName: r.UserName, At: r.At}}
+	return ev, ev.Validate()
 }
 
 // Binding names a [[bindings]] entry.
@@ -164,6 +199,9 @@ func (ev Event) target() Target {
 	if ev.Action != nil {
 		return ev.Action.Target
 	}
+	if ev.Run != nil {
+		return ev.Run.Target
+	}
 	if ev.Message != nil {
 		return ev.Message.Target
 	}
@@ -186,6 +224,8 @@ func (ev Event) MsgID() string {
 		id = ev.Message.ID
 	case ev.Action != nil:
 		id = ev.Action.ID
+	case ev.Run != nil:
+		id = ev.Run.ID
 	}
 	if id == "" {
 		return ""
@@ -208,15 +248,22 @@ func (ev Event) Validate() error {
 	}
 	switch ev.Kind {
 	case KindMessage:
-		if ev.Message == nil || ev.Action != nil {
+		if ev.Message == nil || ev.Action != nil || ev.Run != nil {
 			return bad("a message event must carry a message only")
 		}
 	case KindAction:
-		if ev.Action == nil || ev.Message != nil {
+		if ev.Action == nil || ev.Message != nil || ev.Run != nil {
 			return bad("an action event must carry an action only")
 		}
 		if ev.Action.RequestID == "" {
 			return bad("an action without a request id")
+		}
+	case KindRun:
+		if ev.Run == nil || ev.Message != nil || ev.Action != nil {
+			return bad("a run event must carry a run only")
+		}
+		if ev.Run.ID == "" {
+			return bad("a run without an id") // its id is what dedupes it
 		}
 	default:
 		return bad("kind %q", ev.Kind)

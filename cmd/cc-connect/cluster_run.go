@@ -2,16 +2,20 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"reflect"
 	"sync"
 
 	"github.com/cc-connect/cc-connect/cluster"
+	"github.com/cc-connect/cc-connect/cluster/ingress"
 	"github.com/cc-connect/cc-connect/cluster/kvlease"
+	"github.com/cc-connect/cc-connect/cluster/names"
 	"github.com/cc-connect/cc-connect/config"
 	"github.com/cc-connect/cc-connect/engine"
 	"github.com/cc-connect/cc-connect/platform"
+	"github.com/cc-connect/cc-connect/trigger"
 )
 
 // What `run` does with a [cluster] table (docs/cluster.md): join the
@@ -43,15 +47,6 @@ func checkClusterPlatforms(cfg *config.Config) error {
 	if cfg.Cluster == nil {
 		return nil
 	}
-	// Every host reads the same file: each would fire every schedule.
-	if len(cfg.Schedules) > 0 {
-		return fmt.Errorf("schedules: scheduled runs cannot run in a cluster with this build: every host would fire " +
-			"them (docs/cluster.md); run them on a cc-connect outside the cluster")
-	}
-	if len(cfg.Webhooks.Hooks) > 0 || cfg.Webhooks.Addr != "" {
-		return fmt.Errorf("webhooks: webhook runs cannot run in a cluster with this build (docs/cluster.md); " +
-			"run them on a cc-connect outside the cluster")
-	}
 	for i, p := range cfg.Platforms {
 		switch p.Type {
 		case config.TypeLocal, config.TypeSlack:
@@ -68,9 +63,18 @@ func checkClusterPlatforms(cfg *config.Config) error {
 
 // clusterHost is this host's part in the cluster while run runs.
 type clusterHost struct {
-	node *cluster.Node
-	log  *slog.Logger
-	wg   sync.WaitGroup
+	node      *cluster.Node
+	eng       *engine.Engine
+	clustered map[string]bool // platform instances whose events come through the cluster
+	log       *slog.Logger
+	wg        sync.WaitGroup
+
+	mu sync.Mutex // guards the fields below
+	// fences are the tenures this host serves now, by binding.
+	fences map[names.Binding]*kvlease.Fence
+	// wake is told when a tenure starts (the scheduler's Wake); nil
+	// without schedules.
+	wake func()
 }
 
 // joinCluster starts the node and joins the engine to it; nil without a
@@ -116,7 +120,106 @@ func joinCluster(ctx context.Context, cfg *config.Config, eng *engine.Engine, lo
 			return r.Text(), nil
 		},
 	})
-	return &clusterHost{node: node, log: log}, ci, nil
+	return &clusterHost{node: node, eng: eng, clustered: clustered, log: log, fences: map[names.Binding]*kvlease.Fence{}}, ci, nil
+}
+
+// Runs without a person in a cluster (docs/cluster.md): every host reads
+// the same [[schedules]] and [webhooks], so each runs the scheduler and
+// the webhook listener, but a schedule fires only on the host that holds
+// its binding's lease (serves), and a run, wherever it starts, is
+// published to the ingress stream like a platform message (Submit), with
+// its id as Nats-Msg-Id: the binding's owner journals it, and a run
+// published twice (a webhook delivered to two hosts, a schedule that the
+// next holder fires again after a failover) is stored once.
+
+var _ trigger.Submitter = (*clusterHost)(nil)
+
+// Submit publishes r to its binding's owner (trigger.Submitter). A run of
+// a platform outside the cluster (the terminal, this host's own) goes to
+// this host's engine.
+func (c *clusterHost) Submit(ctx context.Context, r trigger.Run) error {
+	if !c.clustered[r.Platform] {
+		return c.eng.Submit(ctx, r)
+	}
+	dup, err := c.node.PublishRun(ctx, r)
+	switch {
+	case errors.Is(err, cluster.ErrUnbound), errors.Is(err, ingress.ErrMalformed):
+		return fmt.Errorf("%w: %v", trigger.ErrRefused, err)
+	case err != nil:
+		return err
+	case dup:
+		return trigger.ErrDuplicate
+	}
+	return nil
+}
+
+// Working says whether this host's engine holds run id, queued or running
+// (trigger.Submitter): a schedule fires on the binding's holder, which is
+// the one that runs it, so its overlap check asks the right engine (a run
+// still on its way through the stream is not counted yet).
+func (c *clusterHost) Working(id string) bool { return c.eng.Working(id) }
+
+// serves says whether this host may fire a schedule of platform and
+// channel now (schedule.Options.Serves): it holds the lease of their
+// binding and its fence holds, or the platform is this host's own.
+func (c *clusterHost) serves(platform, channel string) bool {
+	if !c.clustered[platform] {
+		return true
+	}
+	b, ok := c.node.Settings().Route(platform, channel)
+	if !ok {
+		return true // the engine refuses it, once, as without a cluster
+	}
+	c.mu.Lock()
+	f := c.fences[b]
+	c.mu.Unlock()
+	return f != nil && f.Check() == nil
+}
+
+// setWake names what to tell when a tenure starts; call it before serve.
+func (c *clusterHost) setWake(f func()) {
+	c.mu.Lock()
+	c.wake = f
+	c.mu.Unlock()
+}
+
+// tenures is the engine's handler for one binding, noting on the host
+// which tenures it serves.
+type tenures struct {
+	c  *clusterHost
+	ci *engine.ClusterIngress
+}
+
+var (
+	_ ingress.Handler       = tenures{}
+	_ cluster.TenureHandler = tenures{}
+)
+
+func (t tenures) Accept(ctx context.Context, d *ingress.Delivery) (ingress.Result, error) {
+	return t.ci.Accept(ctx, d)
+}
+
+func (t tenures) StartTenure(ctx context.Context, b names.Binding, f *kvlease.Fence) error {
+	if err := t.ci.StartTenure(ctx, b, f); err != nil {
+		return err
+	}
+	t.c.mu.Lock()
+	t.c.fences[b] = f
+	wake := t.c.wake
+	t.c.mu.Unlock()
+	if wake != nil {
+		wake() // the binding's schedules fire here now
+	}
+	return nil
+}
+
+func (t tenures) EndTenure(b names.Binding, f *kvlease.Fence, why error) {
+	t.c.mu.Lock()
+	if t.c.fences[b] == f {
+		delete(t.c.fences, b)
+	}
+	t.c.mu.Unlock()
+	t.ci.EndTenure(b, f, why)
 }
 
 // serve consumes, until ctx ends, every binding this host owns or stands
@@ -130,7 +233,7 @@ func (c *clusterHost) serve(ctx context.Context, ci *engine.ClusterIngress) {
 		c.wg.Add(1)
 		go func() {
 			defer c.wg.Done()
-			if err := c.node.ServeBinding(ctx, b.Binding, ci); err != nil && ctx.Err() == nil {
+			if err := c.node.ServeBinding(ctx, b.Binding, tenures{c: c, ci: ci}); err != nil && ctx.Err() == nil {
 				c.log.Error("Serving a cluster binding stopped", "binding", b.Binding.String(), "error", err)
 			}
 		}()

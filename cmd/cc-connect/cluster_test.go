@@ -95,39 +95,6 @@ standby = ["b"]
 	}
 }
 
-// TestRunRefusesWhatAClusterCannotRun: runs every host would fire are
-// refused before anything starts, naming the key.
-func TestRunRefusesWhatAClusterCannotRun(t *testing.T) {
-	t.Parallel()
-	head := "[state]\ndir = \"state\"\n[cluster]\nhost = \"a\"\nmembers = [\"a\"]\nurls = [\"nats://127.0.0.1:1\"]\n"
-	for _, tc := range []struct{ name, toml, want string }{
-		{"schedules", localChatTOML + `
-[[schedules]]
-name = "nightly"
-cron = "0 3 * * *"
-platform = "tty"
-channel = "local"
-prompt = "run the tests"
-`, "schedules: scheduled runs cannot run in a cluster"},
-		{"webhooks", localChatTOML + `
-[webhooks]
-addr = "127.0.0.1:0"
-`, "webhooks: webhook runs cannot run in a cluster"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			path := writeConfig(t, t.TempDir(), head+tc.toml)
-			code, _, stderr := runCLI(t, "run", "--config", path)
-			if code != exitUsage || !strings.Contains(stderr, tc.want) {
-				t.Fatalf("exit %d, stderr %q; want %q", code, stderr, tc.want)
-			}
-			if _, err := os.Stat(filepath.Join(filepath.Dir(path), "state")); !os.IsNotExist(err) {
-				t.Errorf("run left state behind: %v", err)
-			}
-		})
-	}
-}
-
 func TestClusterNKey(t *testing.T) {
 	t.Parallel()
 	file := filepath.Join(t.TempDir(), "seed")

@@ -18,6 +18,7 @@ import (
 	"github.com/cc-connect/cc-connect/lease"
 	"github.com/cc-connect/cc-connect/metrics"
 	"github.com/cc-connect/cc-connect/spend"
+	"github.com/cc-connect/cc-connect/trigger"
 )
 
 // loadConfig loads and checks the config, printing what is wrong; it
@@ -253,17 +254,35 @@ func runCommand(ctx context.Context, path string, std stdio) int {
 		log.Error("Creating the engine failed", "error", err)
 		return exitFailure
 	}
-	sched, err := un.scheduler(cfg, eng)
+	// With [cluster]: the adapters publish, and this host's engine
+	// consumes the bindings it owns or stands by for (cluster_run.go).
+	ch, ci, err := joinCluster(ctx, cfg, eng, log)
+	if err != nil {
+		log.Error("Joining the cluster failed", "error", err)
+		return exitFailure
+	}
+	defer func() { cancel(); ch.close() }()
+	// In a cluster, runs go to their binding's owner through the stream,
+	// and a schedule fires only where its binding's lease is held.
+	var sub trigger.Submitter = eng
+	var serves func(platform, channel string) bool
+	if ch != nil {
+		sub, serves = ch, ch.serves
+	}
+	sched, err := un.scheduler(cfg, sub, serves)
 	if err != nil {
 		log.Error("Creating the scheduler failed", "error", err)
 		return exitFailure
 	}
 	if sched != nil {
 		eng.SetSchedules(sched)
+		if ch != nil {
+			ch.setWake(sched.Wake)
+		}
 	}
 	// Runs wait in Submit until the engine has recovered what a crash
 	// left; the listener and the scheduler stop before the engine does.
-	if err := un.start(ctx, cfg, eng); err != nil {
+	if err := un.start(ctx, cfg, sub); err != nil {
 		log.Error("Starting schedules and webhooks failed", "error", err)
 		return exitFailure
 	}
@@ -297,14 +316,6 @@ func runCommand(ctx context.Context, path string, std stdio) int {
 		fmt.Fprintf(std.Err, "cc-connect: invalid config %s:\n%v\n", cfg.Path, err)
 		return exitUsage
 	}
-	// With [cluster]: the adapters publish, and this host's engine
-	// consumes the bindings it owns or stands by for (cluster_run.go).
-	ch, ci, err := joinCluster(ctx, cfg, eng, log)
-	if err != nil {
-		log.Error("Joining the cluster failed", "error", err)
-		return exitFailure
-	}
-	defer func() { cancel(); ch.close() }()
 	if adapters, err = prepareClusterAdapters(ctx, ch, cfg, adapters, log); err != nil {
 		log.Error("Preparing the platforms for the cluster failed", "error", err)
 		return exitFailure
