@@ -182,13 +182,18 @@ type threadTimes struct {
 func (r *slackRun) thread(tb testing.TB, name string, n int) threadTimes {
 	tb.Helper()
 	r.threads++
-	root := fmt.Sprintf("1800000%03d.000100", r.threads)
+	// A message's ts is a second after the one before it: the fake
+	// stamps the bot's posts (the reply, a "Queued" notice) a microsecond
+	// after the newest message, as Slack stamps them after it, and a
+	// message must not take a ts a post already has.
+	tsOf := func(k int) string { return fmt.Sprintf("%d.000100", 1800000000+r.threads*1000+k) }
+	root := tsOf(0)
 	var out threadTimes
 	for k := range n {
 		text := fmt.Sprintf("%s turn %d.", name, k+1)
 		ts, extra := root, map[string]any(nil)
 		if k > 0 {
-			ts = fmt.Sprintf("1800000%03d.%06d", r.threads, 100+k)
+			ts = tsOf(k)
 			extra = map[string]any{"thread_ts": root}
 		}
 		t0 := time.Now()
