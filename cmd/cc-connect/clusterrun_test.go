@@ -228,11 +228,11 @@ func TestClusterOfThreeBinaries(t *testing.T) {
 		want1, want2 = append(want1, "first thread"), append(want2, "second thread")
 		for i := range 5 {
 			text := fmt.Sprintf("reply %d in one", i)
-			deliver(fakeslack.MsgEvent("C1", fmt.Sprintf("1700000001.%06d", 200+i), "U1", text, map[string]any{"thread_ts": root1}))
+			deliver(fakeslack.MsgEvent("C1", fmt.Sprintf("1700000001.%06d", 1000*(i+1)), "U1", text, map[string]any{"thread_ts": root1}))
 			want1 = append(want1, text)
 			if i%2 == 0 {
 				text := fmt.Sprintf("reply %d in two", i)
-				deliver(fakeslack.MsgEvent("C1", fmt.Sprintf("1700000002.%06d", 200+i), "U1", text, map[string]any{"thread_ts": root2}))
+				deliver(fakeslack.MsgEvent("C1", fmt.Sprintf("1700000002.%06d", 1000*(i+1)), "U1", text, map[string]any{"thread_ts": root2}))
 				want2 = append(want2, text)
 			}
 		}

@@ -142,6 +142,10 @@ func slackKillRestartOnce(t *testing.T, rng *rand.Rand, iter int, st *slackSoakS
 		}
 		return text
 	}
+	// A message's ts leaves a millisecond of room after it: the fake
+	// stamps the bot's posts (replies, "Queued" notices, streamed parts)
+	// a microsecond after the newest message of the channel, and refuses
+	// a message whose ts a post already has.
 	for j := range threads {
 		ts := fmt.Sprintf("17%05d%03d.%06d", iter, j, 100)
 		threads[j] = []soakMsg{{text: streamed(fmt.Sprintf("it%d-t%d-m0", iter, j)), ts: ts, thread: ts, root: true}}
@@ -150,7 +154,7 @@ func slackKillRestartOnce(t *testing.T, rng *rand.Rand, iter int, st *slackSoakS
 		j := rng.IntN(nThreads)
 		root := threads[j][0].ts
 		threads[j] = append(threads[j], soakMsg{text: streamed(fmt.Sprintf("it%d-t%d-r%d", iter, j, k)),
-			ts: fmt.Sprintf("17%05d%03d.%06d", iter, j, 200+k), thread: root})
+			ts: fmt.Sprintf("17%05d%03d.%06d", iter, j, 1000*(k+1)), thread: root})
 		total++
 	}
 	var msgs []soakMsg
