@@ -62,8 +62,9 @@ type Ledger struct {
 	loc  *time.Location
 	now  func() time.Time
 
-	mu sync.Mutex // guards f; held across the write so that writes land in order
-	f  file
+	mu    sync.Mutex // guards f and dirty; held across the write so that writes land in order
+	f     file
+	dirty bool // f holds charges not written yet
 }
 
 type file struct {
@@ -159,11 +160,46 @@ type Turn struct {
 // must not be lifted by a full disk) and the error is returned; the next
 // successful write keeps it.
 func (l *Ledger) Record(t Turn) (float64, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	cost, err := l.chargeLocked(t)
+	if err != nil {
+		return 0, err
+	}
+	return cost, l.flushLocked()
+}
+
+// Charge is Record without the write: the charge counts at once (Check
+// sees it), and the next Flush or Record writes it. It lets a caller keep
+// the write, an fsync or two, off a path that waits for it.
+func (l *Ledger) Charge(t Turn) (float64, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.chargeLocked(t)
+}
+
+// Flush writes the ledger when it holds charges not written yet.
+func (l *Ledger) Flush() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.flushLocked()
+}
+
+func (l *Ledger) flushLocked() error {
+	if !l.dirty {
+		return nil
+	}
+	if err := l.writeLocked(); err != nil {
+		return err
+	}
+	l.dirty = false
+	return nil
+}
+
+func (l *Ledger) chargeLocked(t Turn) (float64, error) {
 	if math.IsNaN(t.TotalUSD) || math.IsInf(t.TotalUSD, 0) || t.TotalUSD < 0 {
 		return 0, fmt.Errorf("recording a turn: %w: %v", ErrBadCost, t.TotalUSD)
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	now := l.now()
 	total := toMicro(t.TotalUSD)
 	var base micro
@@ -201,9 +237,7 @@ func (l *Ledger) Record(t Turn) (float64, error) {
 	}
 	u.add(day, month, cost)
 	l.pruneLocked(now, month)
-	if err := l.writeLocked(); err != nil {
-		return cost.usd(), err
-	}
+	l.dirty = true
 	return cost.usd(), nil
 }
 

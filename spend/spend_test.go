@@ -261,3 +261,63 @@ func TestStatusLine(t *testing.T) {
 		t.Errorf("StatusLine = %q, want %q", got, want)
 	}
 }
+
+// TestChargeThenFlush: a charge counts for the caps at once and reaches
+// the file only with Flush; a Flush with nothing new writes nothing, and
+// one after a failed write writes what the failure kept.
+func TestChargeThenFlush(t *testing.T) {
+	t.Parallel()
+	dir := privateDir(t)
+	path := filepath.Join(dir, "spend.json")
+	c := &clock{t: time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)}
+	l := open(t, path, time.UTC, c)
+	cost, err := l.Charge(Turn{Binding: "b", User: "u", SessionID: "s", TotalUSD: 2})
+	if err != nil || !near(cost, 2) {
+		t.Fatalf("Charge = %v, %v; want 2, nil", cost, err)
+	}
+	if o := l.Check("b", "u", Caps{Daily: 2}); o == nil {
+		t.Error("a charge not flushed yet does not count for the cap")
+	}
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("Charge wrote the ledger (stat: %v)", err)
+	}
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if o := open(t, path, time.UTC, c).Check("b", "u", Caps{Daily: 2}); o == nil || !near(o.Spent, 2) {
+		t.Fatalf("the flushed ledger, reopened: %+v, want $2 spent", o)
+	}
+	// Nothing new: the file is left alone.
+	if err := os.Chmod(path, 0o400); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.Stat(path)
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := os.Stat(path); !after.ModTime().Equal(before.ModTime()) {
+		t.Error("a Flush with nothing new rewrote the ledger")
+	}
+
+	// A charge whose write failed is written by the next Flush that can.
+	blocked := filepath.Join(dir, "blocked")
+	lb := open(t, filepath.Join(blocked, "spend.json"), time.UTC, c)
+	if err := os.WriteFile(blocked, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lb.Record(Turn{Binding: "b", User: "u", SessionID: "s", TotalUSD: 3}); err == nil {
+		t.Fatal("Record wrote through a file")
+	}
+	if err := os.Remove(blocked); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(blocked, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := lb.Flush(); err != nil {
+		t.Fatalf("Flush after the disk came back: %v", err)
+	}
+	if o := open(t, filepath.Join(blocked, "spend.json"), time.UTC, c).Check("b", "u", Caps{Daily: 3}); o == nil || !near(o.Spent, 3) {
+		t.Fatalf("the charge of the failed write, reopened: %+v, want $3 spent", o)
+	}
+}
