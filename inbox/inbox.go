@@ -543,34 +543,51 @@ func (in *Inbox) mark(id, op string, set func(*Entry, *diskRecord)) error {
 // and until it is closed, the acknowledged records stay in it (its ids are
 // seen from the journal itself).
 func (in *Inbox) Ack(id string, why AckReason) error {
-	rec, err := encode(diskRecord{Op: opAck, ID: id, Reason: why})
+	sync, err := in.AckUnsynced(id, why)
 	if err != nil {
 		return err
+	}
+	return sync()
+}
+
+// AckUnsynced is Ack in two steps, for a caller that keeps the fsync off
+// its path. It writes the ack record: from then on the message is not
+// pending, and a process killed after it does not run the message again
+// (the record is in the kernel's cache, and every record written later
+// follows it in the file). It returns the rest of Ack, which the caller
+// must run once: the fsync that makes the ack survive the machine, and
+// the compaction that may follow it. Close waits for it.
+func (in *Inbox) AckUnsynced(id string, why AckReason) (sync func() error, err error) {
+	rec, err := encode(diskRecord{Op: opAck, ID: id, Reason: why})
+	if err != nil {
+		return nil, err
 	}
 	in.mu.Lock()
 	i := in.index(id)
 	if i < 0 {
 		in.mu.Unlock()
-		return fmt.Errorf("acknowledging %q: %w", id, ErrUnknown)
+		return nil, fmt.Errorf("acknowledging %q: %w", id, ErrUnknown)
 	}
 	if err := in.writeLocked(rec); err != nil {
 		in.mu.Unlock()
-		return err
+		return nil, err
 	}
 	in.pending = append(in.pending[:i], in.pending[i+1:]...)
 	empty := len(in.pending) == 0 && in.size >= in.limits.CompactBytes
 	f := in.f
 	in.syncs.Add(1)
 	in.mu.Unlock()
-	if err := in.sync(f); err != nil {
-		return err
-	}
-	if empty {
-		if err := in.compact(); err != nil {
-			return fmt.Errorf("%w: %w", ErrNotCompacted, err)
+	return func() error {
+		if err := in.sync(f); err != nil {
+			return err
 		}
-	}
-	return nil
+		if empty {
+			if err := in.compact(); err != nil {
+				return fmt.Errorf("%w: %w", ErrNotCompacted, err)
+			}
+		}
+		return nil
+	}, nil
 }
 
 // compact moves the journal's ids to the seen file and empties the journal

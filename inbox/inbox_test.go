@@ -136,6 +136,55 @@ func TestInboxTruncatesWhenEmpty(t *testing.T) {
 	}
 }
 
+// TestAckUnsynced: the message leaves Pending at the write, an unknown id
+// is refused, and the compaction an Ack would make waits for the fsync
+// step, which the caller runs; Close waits for that step.
+func TestAckUnsynced(t *testing.T) {
+	path := journalPath(t)
+	in := openT(t, path, Limits{CompactBytes: 1})
+	if _, err := in.AckUnsynced("nope", AckResult); !errors.Is(err, ErrUnknown) {
+		t.Errorf("AckUnsynced of an unknown id = %v, want ErrUnknown", err)
+	}
+	for _, id := range []string{"a", "b"} {
+		if err := in.Append(entry(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sync, err := in.AckUnsynced("a", AckResult)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(in.Pending()); strings.Join(got, ",") != "b" {
+		t.Errorf("pending after AckUnsynced(a) = %v, want [b]", got)
+	}
+	if err := sync(); err != nil {
+		t.Fatal(err)
+	}
+	syncB, err := in.AckUnsynced("b", AckResult)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := os.Stat(path); fi.Size() == 0 {
+		t.Error("the journal was emptied before the ack's fsync step ran")
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- in.Close() }()
+	select {
+	case err := <-closed:
+		t.Fatalf("Close returned (%v) before the ack's fsync step ran", err)
+	default:
+	}
+	if err := syncB(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := os.Stat(path); fi.Size() != 0 {
+		t.Errorf("journal is %d bytes with nothing pending, want 0", fi.Size())
+	}
+}
+
 func TestInboxLimits(t *testing.T) {
 	t.Run("pending count", func(t *testing.T) {
 		in := openT(t, journalPath(t), Limits{MaxPending: 2})

@@ -10,7 +10,9 @@ import (
 
 // TestInboxKilledMidAppendLosesNothingAccepted runs a child that appends and
 // acknowledges in a loop, reporting each accepted id on stdout once Append
-// returned, and SIGKILLs it at several points. Every id the child reported
+// returned and each acknowledged one once Ack returned (or, for
+// AckUnsynced, once its record was written, before the fsync), and
+// SIGKILLs it at several points. Every id the child reported
 // as accepted and not acknowledged must be pending after reopening, in
 // order, and the journal must open cleanly.
 func TestInboxKilledMidAppendLosesNothingAccepted(t *testing.T) {
@@ -26,11 +28,23 @@ func TestInboxKilledMidAppendLosesNothingAccepted(t *testing.T) {
 				os.Exit(4)
 			}
 			fmt.Println("add", id)
-			if i%3 == 0 {
+			switch i % 6 {
+			case 0:
 				if err := in.Ack(id, AckResult); err != nil {
 					os.Exit(5)
 				}
 				fmt.Println("ack", id)
+			case 3:
+				// Reported before its fsync: a kill of the process
+				// after the write must not bring it back.
+				sync, err := in.AckUnsynced(id, AckResult)
+				if err != nil {
+					os.Exit(5)
+				}
+				fmt.Println("ack", id)
+				if err := sync(); err != nil {
+					os.Exit(6)
+				}
 			}
 		}
 	}
