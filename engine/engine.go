@@ -140,6 +140,9 @@ type Engine struct {
 	// kill decides what a restart finds (killedAt); true stops the work
 	// there, as a kill would.
 	stopAt func(point string) bool
+	// beforeTail, set by tests before Run, is called on a turn's tail
+	// before its writes (tail.go): a slow disk.
+	beforeTail func()
 
 	metrics Metrics     // never nil (noMetrics when off)
 	reload  reloadState // live bindings, running adapters, conversations to rebind (reload.go)

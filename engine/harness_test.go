@@ -45,6 +45,8 @@ type harnessConfig struct {
 	// stopAt is the engine's kill-point hook (Engine.stopAt); a restart
 	// does not keep it.
 	stopAt func(point string) bool
+	// beforeTail is Engine.beforeTail; a restart does not keep it.
+	beforeTail func()
 	// compactBytes is the journals' compaction size (0: the default).
 	compactBytes int64
 	// adapter, when set, is the adapter the engine gets for the
@@ -89,6 +91,7 @@ func startHarness(t *testing.T, opts Options, cfg *harnessConfig, logs *testlog.
 	}
 	ft := &fakeTranscripts{fa: fa}
 	e.stopAt = cfg.stopAt
+	e.beforeTail = cfg.beforeTail
 	e.compactBytes = cfg.compactBytes
 	if !cfg.real {
 		e.spawn = fa.spawn
@@ -130,7 +133,7 @@ func (h *harness) restart() *harness {
 	h.t.Helper()
 	h.stop()
 	cfg := *h.cfg
-	cfg.stopAt = nil
+	cfg.stopAt, cfg.beforeTail = nil, nil
 	nh := startHarness(h.t, h.opts, &cfg, h.logs)
 	// Platform message ids are unique: a new message after a restart must
 	// not reuse an id the persisted seen set remembers.

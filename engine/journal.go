@@ -414,25 +414,39 @@ func postedOf(msgs []platform.Target) []inbox.Posted {
 }
 
 // ack removes a message whose turn reached a durable end.
-func (j *journal) ack(it workItem, why inbox.AckReason) {
+func (j *journal) ack(it workItem, why inbox.AckReason) { j.ackLater(it, why)() }
+
+// ackLater is ack in two steps (inbox.AckUnsynced): it writes the ack, so
+// that a kill from then on does not run the message again, and returns
+// the rest, the fsync and the stream's ack, for a turn's tail to run.
+func (j *journal) ackLater(it workItem, why inbox.AckReason) (finish func()) {
 	in := j.file()
 	if it.inboxID == "" || in == nil {
-		return
+		return func() {}
 	}
 	if err := j.fenced(it); err != nil {
 		// Not ours to finish: the binding's next holder runs it.
 		j.park(it, err)
-		return
+		return func() {}
 	}
-	defer j.finished(it)
-	err := in.Ack(it.inboxID, why)
-	if errors.Is(err, inbox.ErrNotCompacted) {
-		j.log.Warn("Compacting the inbox journal failed; it stays as it is until a later compaction", "error", err)
-		return
-	}
-	if err != nil {
+	failed := func(err error) {
+		if errors.Is(err, inbox.ErrNotCompacted) {
+			j.log.Warn("Compacting the inbox journal failed; it stays as it is until a later compaction", "error", err)
+			return
+		}
 		j.log.Error("Acknowledging a message in the inbox failed; it may run again after a restart",
 			"message_id", it.inboxID, "error", err)
+	}
+	sync, err := in.AckUnsynced(it.inboxID, why)
+	if err != nil {
+		failed(err)
+		return func() { j.finished(it) }
+	}
+	return func() {
+		if err := sync(); err != nil {
+			failed(err)
+		}
+		j.finished(it)
 	}
 }
 

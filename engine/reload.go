@@ -207,6 +207,7 @@ func (s *session) retireIfStale() bool {
 	if _, n, _ := s.mb.snapshot(); n > 0 {
 		return false
 	}
+	s.tr.tail.wait() // its ack goes in the journal closed below
 	s.agent.close()
 
 	s.jr.acceptMu.Lock()

@@ -92,7 +92,8 @@ func (e *Engine) session(b Binding, m platform.Message, a platform.Adapter) (*se
 	s.agent = &agentSlot{ws: ws, stateDir: e.opts.StateDir, grace: e.opts.ShutdownGrace, slots: e.slots, bg: e.bg, log: log, now: e.now}
 	s.chat = &relay{to: to, original: a, current: e.adapter, bg: e.bg, log: log, metrics: e.metrics}
 	s.tr = &turnRunner{e: e, key: key, ws: ws, log: log, jr: s.jr, mb: s.mb, rb: s.rb, agent: s.agent, chat: s.chat,
-		other: s.handleControl, lateReply: s.replyAsTurn, stopShell: s.stopShell, binding: s.liveBinding, awaitText: s.awaitText}
+		other: s.handleControl, lateReply: s.replyAsTurn, stopShell: s.stopShell, binding: s.liveBinding, awaitText: s.awaitText,
+		tail: &tail{e: e}}
 
 	rec, ok, lerr := e.store.load(key, e.now())
 	badIDs := rec.dropInvalidIDs()
@@ -161,6 +162,7 @@ func (s *session) loop() {
 	for {
 		it, ok := s.next()
 		if !ok {
+			s.tr.tail.wait()
 			s.agent.close()
 			s.agent.release() // a lease recovery took without starting a process
 			s.jr.close()

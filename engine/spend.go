@@ -65,8 +65,21 @@ func (tr *turnRunner) refuseOverCap(it workItem) bool {
 	return true
 }
 
-// recordSpend charges a turn's result to the ledger.
-func (tr *turnRunner) recordSpend(res *agentproc.Result) {
+// chargeResults charges the results the turn's attempts had (a fallback
+// makes two) to the ledger, in memory: settle calls it once the reply is
+// posted, so that the next turn's caps count them, and the turn's tail
+// writes the ledger (flushSpend). A crash before that write loses
+// nothing that counts for long: a session's next result carries its
+// total.
+func (tr *turnRunner) chargeResults() {
+	for _, res := range tr.charges {
+		tr.charge(res)
+	}
+	tr.charges = tr.charges[:0]
+}
+
+// charge charges a turn's result to the ledger, in memory.
+func (tr *turnRunner) charge(res *agentproc.Result) {
 	l := tr.e.opts.Spending
 	if l == nil || res == nil || res.TotalCostUSD <= 0 {
 		return
@@ -75,11 +88,21 @@ func (tr *turnRunner) recordSpend(res *agentproc.Result) {
 	if !ok {
 		return
 	}
-	cost, err := l.Record(spend.Turn{Binding: spendKey(b), User: tr.user, SessionID: res.SessionID, TotalUSD: res.TotalCostUSD})
+	cost, err := l.Charge(spend.Turn{Binding: spendKey(b), User: tr.user, SessionID: res.SessionID, TotalUSD: res.TotalCostUSD})
 	if err != nil {
-		tr.log.Error("Writing the spending ledger failed; the charge counts in memory", "error", err)
+		tr.log.Error("Charging the spending ledger failed", "error", err)
+		return
 	}
 	tr.log.Debug("Turn charged", "user_id", tr.user, "cost_usd", cost, "session_id", res.SessionID)
+}
+
+// flushSpend writes the ledger's charges, on a turn's tail.
+func (tr *turnRunner) flushSpend() {
+	if l := tr.e.opts.Spending; l != nil {
+		if err := l.Flush(); err != nil {
+			tr.log.Error("Writing the spending ledger failed; the charge counts in memory", "error", err)
+		}
+	}
 }
 
 // recordForkSpend charges a side question's fork, from its parent's

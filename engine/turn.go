@@ -62,6 +62,11 @@ type turnRunner struct {
 	// user is whose message the running turn is, charged its cost
 	// (spend.go).
 	user string
+	// charges are the running turn's results not yet charged to the
+	// spending ledger: settle charges them after the reply (spend.go).
+	charges []*agentproc.Result
+	// tail runs an acknowledged turn's writes after its reply (tail.go).
+	tail *tail
 	// awaitText is set while the turn waits on a question or a plan's
 	// feedback: a plain reply in the thread then answers it.
 	awaitText *atomic.Bool
@@ -260,31 +265,53 @@ func (tr *turnRunner) fallback(it workItem, out outcome) bool {
 // A result, a !stop before the start, and a failure the user was told
 // about (also a second death of the agent) acknowledge it.
 //
-// The record is saved first, once, with what the turn changed (its figures
-// were kept in memory so that the reply went out without waiting on the
-// disk), and before the ack: a crash in between leaves the message pending,
-// and recovery reads the transcript, not the record, to tell what became of
-// it.
+// The record is saved once, with what the turn changed (its figures were
+// kept in memory so that the reply went out without waiting on the disk).
+// An acknowledged turn's ack is written here, before the session goes on,
+// so that a kill from then on finds the message done; the record's save,
+// the ledger's write and the journal's fsync are the turn's tail, which
+// runs off the session goroutine (tail.go). A kill before the tail ends
+// costs the record the turn's figures (context, cost, last activity) until
+// the next result, and never a message. A turn left pending saves here.
 func (tr *turnRunner) settle(it workItem, out outcome) (retry *workItem) {
 	tr.rb.change(func(r *record) { r.PendingPermission = "" })
-	tr.rb.save()
+	tr.chargeResults() // spend.go: in memory, so the next turn's caps count it
 	var exitErr *agentproc.ExitError
+	why := inbox.AckResult
 	switch {
 	case errors.Is(out.err, errStopped), errors.Is(out.err, errKilled):
+		tr.saveNow()
 		return nil
 	case out.res == nil && out.err != nil && tr.e.isStopping():
+		tr.saveNow()
 		tr.log.Info("Turn cut by shutdown; its message stays in the inbox for the next start", "session_id", tr.rb.sessionID())
 		return nil
 	case out.res == nil && errors.As(out.err, &exitErr) && !it.afterCrash && it.inboxID != "":
+		tr.saveNow()
 		r := it
 		r.afterCrash, r.continuation, r.started = true, false, tr.jr.wasStarted(it.inboxID)
 		return &r
 	case errors.Is(out.err, errStoppedWaiting):
-		tr.jr.ack(it, inbox.AckCancel)
-	default:
-		tr.jr.ack(it, inbox.AckResult)
+		why = inbox.AckCancel
 	}
+	// The ack is written here, before the next item runs: a kill after
+	// the next turn's start must find this message done, not pending
+	// beside it. Its fsync and the rest wait for the tail.
+	finish := tr.jr.ackLater(it, why)
+	tr.tail.run(func() {
+		tr.rb.save()
+		tr.flushSpend()
+		finish()
+	})
 	return nil
+}
+
+// saveNow saves the record and the ledger on the session goroutine, after
+// the last tail.
+func (tr *turnRunner) saveNow() {
+	tr.tail.wait()
+	tr.rb.save()
+	tr.flushSpend()
 }
 
 // ensureProcess makes sure the session has a live process: it takes a slot
@@ -674,9 +701,10 @@ func (tr *turnRunner) notePermissions(t *turn) {
 }
 
 // noteResult takes the figures of a result (session id, context, cost)
-// into the record, in memory: settle saves them once the reply is posted,
-// so that no fsync delays the reply. The session id was saved when the turn
-// started, which is what a crash before that save needs.
+// into the record, in memory: settle charges the spending ledger and the
+// turn's tail saves both once the reply is posted, so that no fsync
+// delays the reply. The session id was saved when the turn started, which
+// is what a crash before that save needs.
 func (tr *turnRunner) noteResult(res *agentproc.Result, initModel string) {
 	model := orDefault(res.Model, initModel)
 	tr.rb.change(func(r *record) {
@@ -696,7 +724,7 @@ func (tr *turnRunner) noteResult(res *agentproc.Result, initModel string) {
 		}
 		r.LastActivity = tr.e.now()
 	})
-	tr.recordSpend(res) // spend.go
+	tr.charges = append(tr.charges, res)
 }
 
 // noteContext reports the context use a result left, when it had usage.

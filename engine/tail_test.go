@@ -1,0 +1,104 @@
+package engine
+
+import (
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cc-connect/cc-connect/spend"
+)
+
+// slowTails holds every turn's tail (its record save, ledger write and
+// journal ack) until release: a disk that takes its time.
+type slowTails struct {
+	held chan struct{}
+	once sync.Once
+}
+
+func newSlowTails(t *testing.T) *slowTails {
+	s := &slowTails{held: make(chan struct{})}
+	t.Cleanup(s.release) // before the harness stops: its stop waits for tails
+	return s
+}
+
+func (s *slowTails) hook()    { <-s.held }
+func (s *slowTails) release() { s.once.Do(func() { close(s.held) }) }
+
+// TestNextTurnDoesNotWaitForTheTail: while a turn's fsyncs after its reply
+// are held, the next message of the conversation still runs and is
+// answered; both acks are written (neither message is pending), the
+// record on disk waits for the tail and the engine is not idle until the
+// tails are done; then the record holds the turns' figures.
+func TestNextTurnDoesNotWaitForTheTail(t *testing.T) {
+	t.Parallel()
+	slow := newSlowTails(t)
+	h := newHarness(t, func(_ *Options, c *harnessConfig) { c.beforeTail = slow.hook })
+	t.Cleanup(slow.release) // runs before h.stop, registered earlier
+	h.say("alice", "T1", "one")
+	h.rec.waitSend(t, "echo: one")
+	h.say("alice", "T1", "two")
+	h.rec.waitSend(t, "echo: two")
+	if n := h.pending(t1Key); n != 0 {
+		t.Errorf("%d messages pending while the first turn's tail is held, want 0 (the acks are written before it)", n)
+	}
+	if h.e.busy.count() == 0 {
+		t.Error("the engine counts as idle while a turn's writes are held")
+	}
+	if rec, _, _ := h.e.store.load(t1Key, time.Now()); rec.ContextTokens != 0 {
+		t.Errorf("the record on disk has the turn's figures (%d tokens) before its tail ran", rec.ContextTokens)
+	}
+	slow.release()
+	h.waitIdle()
+	if n := h.pending(t1Key); n != 0 {
+		t.Errorf("%d messages pending after the tails ran, want 0", n)
+	}
+	if rec, ok, err := h.e.store.load(t1Key, time.Now()); !ok || err != nil || rec.ContextTokens != 50000 {
+		t.Errorf("the record on disk after the tails = %+v (found %v, %v); want the last turn's figures", rec, ok, err)
+	}
+}
+
+// TestChargeCountsBeforeTheLedgerIsWritten: the spending ledger is written
+// on the turn's tail, but the charge counts at once: with the tail held, a
+// turn over the cap refuses the next one, and the ledger file is written
+// once the tail runs.
+func TestChargeCountsBeforeTheLedgerIsWritten(t *testing.T) {
+	t.Parallel()
+	noon := time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)
+	dir := filepath.Join(t.TempDir(), "state")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "spend.json")
+	ledger, err := spend.Open(path, time.UTC, func() time.Time { return noon })
+	if err != nil {
+		t.Fatal(err)
+	}
+	slow := newSlowTails(t)
+	h := newHarness(t, func(o *Options, c *harnessConfig) {
+		o.Spending = ledger
+		o.Bindings[0].Caps = spend.Caps{UserDaily: 0.005} // the fake's first turn costs $0.01
+		c.beforeTail = slow.hook
+	})
+	t.Cleanup(slow.release)
+	h.say("bob", "T1", "one")
+	h.rec.waitSend(t, "echo: one")
+	h.say("bob", "T1", "two")
+	h.rec.waitSend(t, "spending cap")
+	if got := h.rec.sends("echo: two"); len(got) != 0 {
+		t.Errorf("a turn over the cap ran while the ledger's write was held: %q", got)
+	}
+	if l, err := spend.Open(path, time.UTC, func() time.Time { return noon }); err != nil || l.User("fake/*", "bob").Day != 0 {
+		t.Fatalf("the ledger on disk before the tail ran: %v (open: %v); want nothing yet", l.User("fake/*", "bob"), err)
+	}
+	slow.release()
+	h.waitIdle()
+	l, err := spend.Open(path, time.UTC, func() time.Time { return noon })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := l.User("fake/*", "bob").Day; got < 0.0099 || got > 0.0101 {
+		t.Errorf("the ledger on disk after the tail: bob spent $%.4f, want $0.01", got)
+	}
+}
