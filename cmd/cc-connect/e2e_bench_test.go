@@ -161,7 +161,11 @@ type inProcessRun struct {
 }
 
 // startRunInProcess writes a config for dir (state, workspace) and starts
-// runCommand on it. The agent is the real CLI against apiURL.
+// runCommand on it. The agent is the real CLI against apiURL. It keeps no
+// spare process (prewarm = 0): the turns here resume a session, which a
+// spare cannot serve, and under a 1 ms idle timeout the cold run would
+// start and close one around every turn, on the CPU the timed turns
+// share (BenchmarkSlackThreads measures spares).
 func startRunInProcess(tb testing.TB, claude, apiURL, home, dir, idleTimeout string) *inProcessRun {
 	tb.Helper()
 	path := writeConfig(tb, dir, fmt.Sprintf(`
@@ -172,6 +176,7 @@ level = "info"
 [agent]
 command = %q
 idle_timeout = %q
+prewarm = 0
 self_report = false
 [agent.env]
 HOME = %q
