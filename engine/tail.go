@@ -6,7 +6,10 @@ package engine
 // cluster), three files and four or five fsyncs, about a millisecond on a
 // fast disk and far more on a slow one. It runs on a goroutine of its own,
 // so that a message that arrived meanwhile starts its turn at once instead
-// of waiting on the disk.
+// of waiting on the disk. The turn's wrap-up follows on the same goroutine
+// (turnRunner.run): the reaction's swap and a spare's start, which went
+// after the fsyncs when they ran on the session goroutine, and stay there
+// so that a message sent right after the reply is accepted before them.
 //
 // What recovery relies on is written before the tail starts: the ack
 // record (settle), so that a kill after the next turn's start finds this

@@ -130,12 +130,27 @@ func (tr *turnRunner) run(it workItem) {
 	if tr.e.killedAt(pointReplied) {
 		out = outcome{err: errKilled}
 	}
-	retry := tr.settle(it, out)
+	retry, durable := tr.settle(it, out)
 	tr.mb.setState(stateIdle)
 	tr.agent.markIdle()
-	tr.chat.turnEnded(it.msg, ok)
-	tr.e.slots.signal()                                                              // this process may now be reaped for a waiter
-	tr.e.spare.want(tr.ws, tr.e.agentConfig(tr.binding(), tr.dm), tr.wantsPartial()) // after the turn, never on its path
+	tr.e.slots.signal() // this process may now be reaped for a waiter
+	cfg, partial := tr.e.agentConfig(tr.binding(), tr.dm), tr.wantsPartial()
+	wrapUp := func() {
+		tr.chat.turnEnded(it.msg, ok)
+		tr.e.spare.want(tr.ws, cfg, partial) // after the turn, never on its path
+	}
+	if durable != nil {
+		// The reaction's swap and a spare's start go after the tail's
+		// fsyncs, as they went after the settle's: a message sent right
+		// after the reply is accepted (and acknowledged) before them,
+		// instead of sharing the CPU with two API calls and a spawn.
+		tr.tail.run(func() {
+			durable()
+			wrapUp()
+		})
+	} else {
+		wrapUp()
+	}
 	if retry != nil {
 		// Before the turns queued behind it, so the order holds.
 		tr.recover(*retry)
@@ -270,10 +285,11 @@ func (tr *turnRunner) fallback(it workItem, out outcome) bool {
 // An acknowledged turn's ack is written here, before the session goes on,
 // so that a kill from then on finds the message done; the record's save,
 // the ledger's write and the journal's fsync are the turn's tail, which
-// runs off the session goroutine (tail.go). A kill before the tail ends
+// runs off the session goroutine (tail.go): settle returns it as durable,
+// for run to start with the turn's wrap-up. A kill before the tail ends
 // costs the record the turn's figures (context, cost, last activity) until
 // the next result, and never a message. A turn left pending saves here.
-func (tr *turnRunner) settle(it workItem, out outcome) (retry *workItem) {
+func (tr *turnRunner) settle(it workItem, out outcome) (retry *workItem, durable func()) {
 	tr.rb.change(func(r *record) { r.PendingPermission = "" })
 	tr.chargeResults() // spend.go: in memory, so the next turn's caps count it
 	var exitErr *agentproc.ExitError
@@ -281,16 +297,16 @@ func (tr *turnRunner) settle(it workItem, out outcome) (retry *workItem) {
 	switch {
 	case errors.Is(out.err, errStopped), errors.Is(out.err, errKilled):
 		tr.saveNow()
-		return nil
+		return nil, nil
 	case out.res == nil && out.err != nil && tr.e.isStopping():
 		tr.saveNow()
 		tr.log.Info("Turn cut by shutdown; its message stays in the inbox for the next start", "session_id", tr.rb.sessionID())
-		return nil
+		return nil, nil
 	case out.res == nil && errors.As(out.err, &exitErr) && !it.afterCrash && it.inboxID != "":
 		tr.saveNow()
 		r := it
 		r.afterCrash, r.continuation, r.started = true, false, tr.jr.wasStarted(it.inboxID)
-		return &r
+		return &r, nil
 	case errors.Is(out.err, errStoppedWaiting):
 		why = inbox.AckCancel
 	}
@@ -298,12 +314,16 @@ func (tr *turnRunner) settle(it workItem, out outcome) (retry *workItem) {
 	// the next turn's start must find this message done, not pending
 	// beside it. Its fsync and the rest wait for the tail.
 	finish := tr.jr.ackLater(it, why)
-	tr.tail.run(func() {
+	return nil, func() {
+		// A message of this conversation being accepted goes first (the
+		// lock is a barrier here, nothing is guarded): its fsync is what
+		// its platform's ack waits for.
+		tr.jr.acceptMu.Lock()
+		tr.jr.acceptMu.Unlock()
 		tr.rb.save()
 		tr.flushSpend()
 		finish()
-	})
-	return nil
+	}
 }
 
 // saveNow saves the record and the ledger on the session goroutine, after
