@@ -41,12 +41,28 @@ import (
 // sixth thread finds the workspace full, where spares give way and none
 // is started, and the figure would measure reaping instead (spare-hits
 // shows it; docs/performance.md gives that run too).
+//
+// send= is when each later message of a thread is sent: at-reply, the
+// moment its previous reply is posted (the previous turn's wrap-up, its
+// fsyncs and its reactions, then run while the message is accepted), or
+// at-done, once the previous turn's check mark is on its message, as a
+// person who reads the reply first sends it.
 func BenchmarkSlackThreads(b *testing.B) {
+	for _, pace := range []struct {
+		name   string
+		atDone bool
+	}{{"send=at-reply", false}, {"send=at-done", true}} {
+		b.Run(pace.name, func(b *testing.B) { benchSlackThreads(b, pace.atDone) })
+	}
+}
+
+func benchSlackThreads(b *testing.B, atDone bool) {
 	claude := testenv.ClaudeBinary(b)
 	api := fakeapi.Start(b)
 	dir := b.TempDir()
 	cold := startSlackRun(b, claude, api.URL(), filepath.Join(dir, "prewarm0"), 0)
 	warm := startSlackRun(b, claude, api.URL(), filepath.Join(dir, "prewarm1"), 1)
+	cold.atDone, warm.atDone = atDone, atDone
 	cold.thread(b, "warm-up", 1)
 	warm.thread(b, "warm-up", 1)
 
@@ -93,6 +109,7 @@ type slackRun struct {
 	slack   *fakeslack.Server
 	log     *lineWatch
 	threads int
+	atDone  bool // send a thread's next message once the turn before it ended
 
 	mu    sync.Mutex
 	acked map[string]time.Time // envelope id -> when its ack arrived
@@ -206,6 +223,16 @@ func (r *slackRun) thread(tb testing.TB, name string, n int) threadTimes {
 		r.mu.Lock()
 		out.acks = append(out.acks, r.acked[env].Sub(t0))
 		r.mu.Unlock()
+		if r.atDone {
+			r.slack.Wait(tb, "the check mark on "+text, func() bool {
+				for _, c := range r.slack.Succeeded("reactions.add") {
+					if c.Form["timestamp"] == ts && c.Form["name"] == "white_check_mark" {
+						return true
+					}
+				}
+				return false
+			})
+		}
 	}
 	return out
 }
