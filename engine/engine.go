@@ -143,6 +143,12 @@ type Engine struct {
 	// beforeTail, set by tests before Run, is called on a turn's tail
 	// before its writes (tail.go): a slow disk.
 	beforeTail func()
+	// tailAdded, set by tests before Run, is called when a settled turn's
+	// tail is added, its ack written (tail.run).
+	tailAdded func()
+	// tailQuiet and tailMaxWait are the tail's waits (tail.go); tests
+	// change them.
+	tailQuiet, tailMaxWait time.Duration
 
 	metrics Metrics     // never nil (noMetrics when off)
 	reload  reloadState // live bindings, running adapters, conversations to rebind (reload.go)
@@ -225,6 +231,8 @@ func New(opts Options) (*Engine, error) {
 		slots:        newSlots(opts.MaxProcesses, opts.MaxProcessesPerWorkspace),
 		retireAfter:  defaultRetireAfter,
 		fetchTimeout: fetchTimeout,
+		tailQuiet:    tailQuiet,
+		tailMaxWait:  tailMaxWait,
 		bg:           bg,
 		cancelBg:     cancel,
 		stopping:     make(chan struct{}),

@@ -47,6 +47,10 @@ type harnessConfig struct {
 	stopAt func(point string) bool
 	// beforeTail is Engine.beforeTail; a restart does not keep it.
 	beforeTail func()
+	// tailAdded is Engine.tailAdded; a restart does not keep it.
+	tailAdded func()
+	// tailQuiet and tailMaxWait, when set, are the engine's (tail.go).
+	tailQuiet, tailMaxWait time.Duration
 	// compactBytes is the journals' compaction size (0: the default).
 	compactBytes int64
 	// adapter, when set, is the adapter the engine gets for the
@@ -91,7 +95,13 @@ func startHarness(t *testing.T, opts Options, cfg *harnessConfig, logs *testlog.
 	}
 	ft := &fakeTranscripts{fa: fa}
 	e.stopAt = cfg.stopAt
-	e.beforeTail = cfg.beforeTail
+	e.beforeTail, e.tailAdded = cfg.beforeTail, cfg.tailAdded
+	if cfg.tailQuiet > 0 {
+		e.tailQuiet = cfg.tailQuiet
+	}
+	if cfg.tailMaxWait > 0 {
+		e.tailMaxWait = cfg.tailMaxWait
+	}
 	e.compactBytes = cfg.compactBytes
 	if !cfg.real {
 		e.spawn = fa.spawn
@@ -133,7 +143,7 @@ func (h *harness) restart() *harness {
 	h.t.Helper()
 	h.stop()
 	cfg := *h.cfg
-	cfg.stopAt, cfg.beforeTail = nil, nil
+	cfg.stopAt, cfg.beforeTail, cfg.tailAdded = nil, nil, nil
 	nh := startHarness(h.t, h.opts, &cfg, h.logs)
 	// Platform message ids are unique: a new message after a restart must
 	// not reuse an id the persisted seen set remembers.

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,7 +24,27 @@ func newSlowTails(t *testing.T) *slowTails {
 	return s
 }
 
-func (s *slowTails) hook()    { <-s.held }
+func (s *slowTails) hook() { <-s.held }
+
+// tailsAdded counts the turns whose tail was added: each one's ack is
+// written by then.
+type tailsAdded chan struct{}
+
+func newTailsAdded() tailsAdded { return make(tailsAdded, 16) }
+
+func (a tailsAdded) hook() { a <- struct{}{} }
+
+// wait waits for n more tails.
+func (a tailsAdded) wait(t *testing.T, n int) {
+	t.Helper()
+	for range n {
+		select {
+		case <-a:
+		case <-time.After(waitLimit):
+			t.Fatal("no turn's tail was added")
+		}
+	}
+}
 func (s *slowTails) release() { s.once.Do(func() { close(s.held) }) }
 
 // TestNextTurnDoesNotWaitForTheTail: while a turn's fsyncs after its reply
@@ -33,13 +54,14 @@ func (s *slowTails) release() { s.once.Do(func() { close(s.held) }) }
 // tails are done; then the record holds the turns' figures.
 func TestNextTurnDoesNotWaitForTheTail(t *testing.T) {
 	t.Parallel()
-	slow := newSlowTails(t)
-	h := newHarness(t, func(_ *Options, c *harnessConfig) { c.beforeTail = slow.hook })
+	slow, added := newSlowTails(t), newTailsAdded()
+	h := newHarness(t, func(_ *Options, c *harnessConfig) { c.beforeTail, c.tailAdded = slow.hook, added.hook })
 	t.Cleanup(slow.release) // runs before h.stop, registered earlier
 	h.say("alice", "T1", "one")
 	h.rec.waitSend(t, "echo: one")
 	h.say("alice", "T1", "two")
 	h.rec.waitSend(t, "echo: two")
+	added.wait(t, 2)
 	if n := h.pending(t1Key); n != 0 {
 		t.Errorf("%d messages pending while the first turn's tail is held, want 0 (the acks are written before it)", n)
 	}
@@ -100,5 +122,55 @@ func TestChargeCountsBeforeTheLedgerIsWritten(t *testing.T) {
 	}
 	if got := l.User("fake/*", "bob").Day; got < 0.0099 || got > 0.0101 {
 		t.Errorf("the ledger on disk after the tail: bob spent $%.4f, want $0.01", got)
+	}
+}
+
+// TestTurnsCloseTogetherShareOneTail: the tails of turns that follow each
+// other within the quiet time run as one batch, and a shutdown runs it at
+// once: before it the record on disk lacks the turns' figures though both
+// acks are written; after it the record has the last turn's figures.
+func TestTurnsCloseTogetherShareOneTail(t *testing.T) {
+	t.Parallel()
+	var batches atomic.Int32
+	added := newTailsAdded()
+	h := newHarness(t, func(_ *Options, c *harnessConfig) {
+		c.tailQuiet, c.tailMaxWait = time.Hour, time.Hour
+		c.beforeTail, c.tailAdded = func() { batches.Add(1) }, added.hook
+	})
+	h.say("alice", "T1", "one")
+	h.rec.waitSend(t, "echo: one")
+	h.say("alice", "T1", "two")
+	h.rec.waitSend(t, "echo: two")
+	added.wait(t, 2)
+	if n := h.pending(t1Key); n != 0 {
+		t.Errorf("%d messages pending while the tail waits, want 0 (the acks are written before it)", n)
+	}
+	if rec, _, _ := h.e.store.load(t1Key, time.Now()); rec.ContextTokens != 0 {
+		t.Errorf("the record on disk has the turns' figures (%d tokens) while the tail waits", rec.ContextTokens)
+	}
+	if n := batches.Load(); n != 0 {
+		t.Errorf("%d tail batches ran within the quiet time, want 0", n)
+	}
+	h.stop()
+	if n := batches.Load(); n != 1 {
+		t.Errorf("%d tail batches ran for two turns close together, want 1", n)
+	}
+	if rec, ok, err := h.e.store.load(t1Key, time.Now()); !ok || err != nil || rec.ContextTokens != 50000 {
+		t.Errorf("the record on disk after the shutdown = %+v (found %v, %v); want the last turn's figures", rec, ok, err)
+	}
+}
+
+// TestTailWaitsNoLongerThanItsBound: with a conversation that is never
+// quiet long enough, the tail still runs by its bound.
+func TestTailWaitsNoLongerThanItsBound(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(_ *Options, c *harnessConfig) {
+		c.tailQuiet, c.tailMaxWait = time.Hour, 50*time.Millisecond
+	})
+	h.say("alice", "T1", "one")
+	h.rec.waitSend(t, "echo: one")
+	h.waitIdle()
+	if rec, ok, err := h.e.store.load(t1Key, time.Now()); !ok || err != nil || rec.ContextTokens != 50000 {
+		t.Errorf("the record on disk once idle = %+v (found %v, %v); want the turn's figures", rec, ok, err)
 	}
 }
