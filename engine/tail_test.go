@@ -26,6 +26,8 @@ func newSlowTails(t *testing.T) *slowTails {
 
 func (s *slowTails) hook() { <-s.held }
 
+func (s *slowTails) release() { s.once.Do(func() { close(s.held) }) }
+
 // tailsAdded counts the turns whose tail was added: each one's ack is
 // written by then.
 type tailsAdded chan struct{}
@@ -45,7 +47,15 @@ func (a tailsAdded) wait(t *testing.T, n int) {
 		}
 	}
 }
-func (s *slowTails) release() { s.once.Do(func() { close(s.held) }) }
+
+// wantTurnFigures checks that the record on disk has the fake's turn
+// figures, when (after what) it should.
+func wantTurnFigures(t *testing.T, h *harness, when string) {
+	t.Helper()
+	if rec, ok, err := h.e.store.load(t1Key, time.Now()); !ok || err != nil || rec.ContextTokens != 50000 {
+		t.Errorf("the record on disk %s = %+v (found %v, %v); want the last turn's figures", when, rec, ok, err)
+	}
+}
 
 // TestNextTurnDoesNotWaitForTheTail: while a turn's fsyncs after its reply
 // are held, the next message of the conversation still runs and is
@@ -76,9 +86,7 @@ func TestNextTurnDoesNotWaitForTheTail(t *testing.T) {
 	if n := h.pending(t1Key); n != 0 {
 		t.Errorf("%d messages pending after the tails ran, want 0", n)
 	}
-	if rec, ok, err := h.e.store.load(t1Key, time.Now()); !ok || err != nil || rec.ContextTokens != 50000 {
-		t.Errorf("the record on disk after the tails = %+v (found %v, %v); want the last turn's figures", rec, ok, err)
-	}
+	wantTurnFigures(t, h, "after the tails")
 }
 
 // TestChargeCountsBeforeTheLedgerIsWritten: the spending ledger is written
@@ -155,9 +163,7 @@ func TestTurnsCloseTogetherShareOneTail(t *testing.T) {
 	if n := batches.Load(); n != 1 {
 		t.Errorf("%d tail batches ran for two turns close together, want 1", n)
 	}
-	if rec, ok, err := h.e.store.load(t1Key, time.Now()); !ok || err != nil || rec.ContextTokens != 50000 {
-		t.Errorf("the record on disk after the shutdown = %+v (found %v, %v); want the last turn's figures", rec, ok, err)
-	}
+	wantTurnFigures(t, h, "after the shutdown")
 }
 
 // TestTailWaitsNoLongerThanItsBound: with a conversation that is never
@@ -170,7 +176,5 @@ func TestTailWaitsNoLongerThanItsBound(t *testing.T) {
 	h.say("alice", "T1", "one")
 	h.rec.waitSend(t, "echo: one")
 	h.waitIdle()
-	if rec, ok, err := h.e.store.load(t1Key, time.Now()); !ok || err != nil || rec.ContextTokens != 50000 {
-		t.Errorf("the record on disk once idle = %+v (found %v, %v); want the turn's figures", rec, ok, err)
-	}
+	wantTurnFigures(t, h, "once idle")
 }
