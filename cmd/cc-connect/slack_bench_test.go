@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cc-connect/cc-connect/internal/fakeapi"
+	"github.com/cc-connect/cc-connect/internal/fakeclaude"
 	"github.com/cc-connect/cc-connect/internal/fakeslack"
 	"github.com/cc-connect/cc-connect/internal/testenv"
 )
@@ -47,17 +48,32 @@ import (
 // fsyncs and its reactions, then run while the message is accepted), or
 // at-done, once the previous turn's check mark is on its message, as a
 // person who reads the reply first sends it.
+//
+// cli= is the agent: real, the scenario above; fake, the fake CLI
+// (internal/fakeclaude), which answers at once and writes little. The
+// real CLI's own writes at the end of its turn land on the disk just as a
+// message sent at-reply is fsynced, and that fsync pays for them; the
+// fake's figures are cc-connect's share of the ack without them.
 func BenchmarkSlackThreads(b *testing.B) {
-	for _, pace := range []struct {
-		name   string
-		atDone bool
-	}{{"send=at-reply", false}, {"send=at-done", true}} {
-		b.Run(pace.name, func(b *testing.B) { benchSlackThreads(b, pace.atDone) })
+	for _, cli := range []string{"real", "fake"} {
+		for _, pace := range []struct {
+			name   string
+			atDone bool
+		}{{"send=at-reply", false}, {"send=at-done", true}} {
+			b.Run("cli="+cli+"/"+pace.name, func(b *testing.B) {
+				claude := ""
+				if cli == "real" {
+					claude = testenv.ClaudeBinary(b)
+				} else {
+					claude = fakeclaude.Build(b)
+				}
+				benchSlackThreads(b, claude, pace.atDone)
+			})
+		}
 	}
 }
 
-func benchSlackThreads(b *testing.B, atDone bool) {
-	claude := testenv.ClaudeBinary(b)
+func benchSlackThreads(b *testing.B, claude string, atDone bool) {
 	api := fakeapi.Start(b)
 	dir := b.TempDir()
 	cold := startSlackRun(b, claude, api.URL(), filepath.Join(dir, "prewarm0"), 0)
