@@ -16,6 +16,7 @@ import (
 	"github.com/cc-connect/cc-connect/cluster/kvlease"
 	"github.com/cc-connect/cc-connect/cluster/names"
 	"github.com/cc-connect/cc-connect/cluster/offsets"
+	"github.com/cc-connect/cc-connect/cluster/pauses"
 )
 
 // ErrNotServed: this host neither owns the binding nor stands by for it;
@@ -154,6 +155,9 @@ func (n *Node) Leases() *kvlease.Manager { return n.leases }
 func (n *Node) Offsets(platform string) *offsets.Store {
 	return offsets.New(n.kv, names.Offset(platform))
 }
+
+// Pauses is where the schedules' pauses are kept for every host.
+func (n *Node) Pauses() *pauses.Store { return pauses.New(n.kv) }
 
 // InStream says whether the ingress stream still holds the event of
 // sequence seq: a work queue drops an event once it is acknowledged, so

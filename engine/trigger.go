@@ -90,7 +90,7 @@ func runOfKind(kind string) (itemKind, *runInfo, bool) {
 // Schedules is the scheduler as the engine uses it: !schedules, and a
 // wake-up when a run ends (schedule.Scheduler).
 type Schedules interface {
-	Chat(args string, who schedule.Asker) string
+	Chat(ctx context.Context, args string, who schedule.Asker) string
 	Wake()
 }
 
@@ -375,7 +375,9 @@ func (s *session) schedulesCommand(m platform.Message, args string) {
 	if !ok {
 		b = s.binding
 	}
-	s.chat.send(sc.Chat(args, schedule.Asker{Platform: s.to.Platform, Channel: s.to.Channel, UserID: m.UserID, Admin: b.admin(m.UserID)}))
+	// In a cluster the pauses are read and written in its bucket
+	// (schedule.Pauses), bounded there.
+	s.chat.send(sc.Chat(s.e.bg, args, schedule.Asker{Platform: s.to.Platform, Channel: s.to.Channel, UserID: m.UserID, Admin: b.admin(m.UserID)}))
 }
 
 func isRunKind(kind string) bool {

@@ -172,7 +172,7 @@ type fakeSchedules struct {
 	wakes int
 }
 
-func (f *fakeSchedules) Chat(args string, who schedule.Asker) string {
+func (f *fakeSchedules) Chat(_ context.Context, args string, who schedule.Asker) string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.asked = append(f.asked, who)

@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -18,10 +19,15 @@ type Asker struct {
 // returns the text to post. Without arguments it lists the schedules that
 // post in the asker's channel with their next run. Pausing and resuming is
 // for the binding's admins, and only for those schedules.
-func (s *Scheduler) Chat(args string, who Asker) string {
+func (s *Scheduler) Chat(ctx context.Context, args string, who Asker) string {
 	fields := strings.Fields(args)
+	all, err := s.List(ctx)
+	if err != nil {
+		s.log.Error("Listing schedules for chat failed", "user_id", who.UserID, "error", err)
+		return "Could not read the schedules' pauses from the cluster (the log has the details); try again."
+	}
 	var here []Status
-	for _, st := range s.List() {
+	for _, st := range all {
 		if st.Platform == who.Platform && st.Channel == who.Channel {
 			here = append(here, st)
 		}
@@ -55,25 +61,25 @@ func (s *Scheduler) Chat(args string, who Asker) string {
 		return fmt.Sprintf("No schedule named %q posts in this channel. Schedules here: %s.", name, strings.Join(names, ", "))
 	}
 	var changed bool
-	var err error
 	if verb == "pause" {
-		changed, err = s.Pause(name, who.UserID)
+		changed, err = s.Pause(ctx, name, who.UserID)
 	} else {
-		changed, err = s.Resume(name, who.UserID)
+		changed, err = s.Resume(ctx, name, who.UserID)
 	}
 	switch {
 	case errors.Is(err, ErrUnknownSchedule):
 		return fmt.Sprintf("No schedule named %q.", name)
 	case err != nil:
 		s.log.Error("Changing a schedule from chat failed", "schedule", name, "user_id", who.UserID, "error", err)
-		return fmt.Sprintf("Could not %s %s: the schedule ledger could not be written (the log has the details).", verb, name)
+		return fmt.Sprintf("Could not %s %s: the schedule ledger or the cluster's pauses could not be written (the log has the details).", verb, name)
 	case verb == "pause" && changed:
 		return fmt.Sprintf("Paused %s: it does not run until an admin resumes it (!schedules resume %s).", name, name)
 	case verb == "pause":
 		return fmt.Sprintf("%s was already paused.", name)
 	case changed:
 		next := ""
-		for _, st := range s.List() {
+		after, _ := s.List(ctx)
+		for _, st := range after {
 			if st.Name == name && !st.Next.IsZero() {
 				next = "; next run " + st.Next.Format("2006-01-02 15:04 MST")
 			}

@@ -42,7 +42,7 @@ func TestChat(t *testing.T) {
 		{"resume nightly", admin, "nightly is not paused."},
 	}
 	for _, st := range steps {
-		if got := s.Chat(st.args, st.who); !strings.Contains(got, st.want) {
+		if got := s.Chat(t.Context(), st.args, st.who); !strings.Contains(got, st.want) {
 			t.Errorf("!schedules %s as %s:\n%s\nwant it to contain\n%s", st.args, st.who.UserID, got, st.want)
 		}
 	}

@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -26,36 +27,58 @@ type Status struct {
 	LastRun string
 }
 
-// List returns every schedule's status, in config order.
-func (s *Scheduler) List() []Status {
+// List returns every schedule's status, in config order. With a Pauses
+// store the pauses are read from it; an error means they could not be.
+func (s *Scheduler) List(ctx context.Context) ([]Status, error) {
 	now := s.clock.Now()
 	out := make([]Status, 0, len(s.scheds))
 	for _, sc := range s.scheds {
 		e, _ := s.ledger.get(sc.Name)
-		out = append(out, Status{
+		st := Status{
 			Name: sc.Name, Cron: sc.Cron.String(), Platform: sc.Platform, Channel: sc.Channel, Thread: sc.Thread,
 			Continue: sc.Continue, Overlap: sc.Overlap, Next: sc.Cron.Next(maxTime(e.Last, now)),
 			Paused: e.Paused, PausedBy: e.PausedBy, PausedAt: e.PausedAt, Pending: inZone(e.Pending, sc.Cron.Location()),
 			LastRun: e.LastRun,
-		})
+		}
+		if s.pauses != nil && !st.Paused {
+			p, err := s.sharedPause(ctx, sc.Name)
+			if err != nil {
+				return nil, fmt.Errorf("listing schedules: %w", err)
+			}
+			st.Paused, st.PausedBy, st.PausedAt = p.Paused, p.By, p.At
+			if !p.Paused && p.Resumed.After(e.Last) {
+				st.Next = sc.Cron.Next(maxTime(p.Resumed, now))
+			}
+		}
+		out = append(out, st)
 	}
-	return out
+	return out, nil
 }
 
 // Pause stops name from running until Resume; by (a user id) is recorded
 // with it. It reports whether the schedule was running before. A run
-// already submitted is not recalled.
-func (s *Scheduler) Pause(name, by string) (bool, error) {
+// already submitted is not recalled. With a Pauses store the pause is
+// kept there, for every host.
+func (s *Scheduler) Pause(ctx context.Context, name, by string) (bool, error) {
 	if !s.known(name) {
 		return false, fmt.Errorf("pausing %q: %w", name, ErrUnknownSchedule)
 	}
 	was := false
-	err := s.ledger.update(name, func(e *entry) {
-		was = !e.Paused
-		if was {
-			e.Paused, e.PausedBy, e.PausedAt = true, by, s.clock.Now()
+	var err error
+	if s.pauses != nil {
+		if e, _ := s.ledger.get(name); !e.Paused {
+			ctx, cancel := context.WithTimeout(ctx, pausesWait)
+			was, err = s.pauses.Pause(ctx, name, by, s.clock.Now())
+			cancel()
 		}
-	})
+	} else {
+		err = s.ledger.update(name, func(e *entry) {
+			was = !e.Paused
+			if was {
+				e.Paused, e.PausedBy, e.PausedAt = true, by, s.clock.Now()
+			}
+		})
+	}
 	if err != nil {
 		return false, fmt.Errorf("pausing %q: %w", name, err)
 	}
@@ -68,17 +91,29 @@ func (s *Scheduler) Pause(name, by string) (bool, error) {
 
 // Resume lets a paused schedule run again. The instants that passed while
 // it was paused are not caught up: it runs next at its next instant from
-// now. It reports whether the schedule was paused before.
-func (s *Scheduler) Resume(name, by string) (bool, error) {
+// now. It reports whether the schedule was paused before. With a Pauses
+// store it lifts the pause there, and one this host's ledger kept from
+// before the cluster.
+func (s *Scheduler) Resume(ctx context.Context, name, by string) (bool, error) {
 	if !s.known(name) {
 		return false, fmt.Errorf("resuming %q: %w", name, ErrUnknownSchedule)
 	}
+	now := s.clock.Now()
 	was := false
+	if s.pauses != nil {
+		ctx, cancel := context.WithTimeout(ctx, pausesWait)
+		shared, err := s.pauses.Resume(ctx, name, now)
+		cancel()
+		if err != nil {
+			return false, fmt.Errorf("resuming %q: %w", name, err)
+		}
+		was = shared
+	}
 	err := s.ledger.update(name, func(e *entry) {
-		was = e.Paused
-		if was {
+		if e.Paused || was {
+			was = true
 			e.Paused, e.PausedBy, e.PausedAt = false, "", time.Time{}
-			e.Last, e.Pending = maxTime(e.Last, s.clock.Now()), time.Time{}
+			e.Last, e.Pending = maxTime(e.Last, now), time.Time{}
 		}
 	})
 	if err != nil {

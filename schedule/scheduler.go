@@ -93,7 +93,39 @@ type Options struct {
 	// waits, its ledger untouched, so that the host that holds the lease
 	// next fires what is due (call Wake when that changes).
 	Serves func(platform, channel string) bool
+	// Pauses, when set, keeps the pauses of !schedules pause where every
+	// host that may fire a schedule reads them (a cluster's bucket), in
+	// place of this host's ledger. Nil: the ledger keeps them.
+	Pauses Pauses
 }
+
+// Pause is a schedule's pause as a Pauses store keeps it.
+type Pause struct {
+	Paused bool      `json:"paused"`
+	By     string    `json:"by,omitempty"`
+	At     time.Time `json:"at,omitzero"`
+	// Resumed is when the last pause was lifted: the instants before it
+	// passed while the schedule was paused and are not caught up, on any
+	// host (each host's ledger has its own last instant settled).
+	Resumed time.Time `json:"resumed,omitzero"`
+}
+
+// Pauses keeps the pauses of schedules for every host (cluster/pauses).
+// Pause and Resume report whether they changed anything; Get's zero Pause
+// is a schedule never paused.
+type Pauses interface {
+	Get(ctx context.Context, name string) (Pause, error)
+	Pause(ctx context.Context, name, by string, at time.Time) (bool, error)
+	Resume(ctx context.Context, name string, at time.Time) (bool, error)
+}
+
+// pausesWait bounds one call to a Pauses store; pausesRetry is when a step
+// whose read failed looks again (the schedule does not fire meanwhile: a
+// pause it could not read may be there).
+const (
+	pausesWait  = 5 * time.Second
+	pausesRetry = 30 * time.Second
+)
 
 // Scheduler runs the schedules. Run is its one goroutine, which makes every
 // decision; Pause, Resume and Wake may be called from any goroutine.
@@ -104,6 +136,7 @@ type Scheduler struct {
 	clock  clockwork.Clock
 	log    *slog.Logger
 	serves func(platform, channel string) bool // nil: always
+	pauses Pauses                              // nil: the ledger keeps pauses
 	wake   chan struct{}                       // capacity 1: something changed, look again
 
 	// Owned by Run's goroutine: retry state of failed submissions.
@@ -152,6 +185,7 @@ func New(opts Options) (*Scheduler, error) {
 		clock:   clock,
 		log:     log,
 		serves:  opts.Serves,
+		pauses:  opts.Pauses,
 		wake:    make(chan struct{}, 1),
 		retryAt: map[string]time.Time{},
 		backoff: map[string]time.Duration{},
@@ -244,10 +278,31 @@ func (s *Scheduler) start() error {
 func (s *Scheduler) step(ctx context.Context, sc *Schedule, now time.Time, startup bool) time.Time {
 	e, _ := s.ledger.get(sc.Name)
 	if e.Paused {
-		return time.Time{}
+		return s.paused(sc, e, now)
 	}
 	if s.serves != nil && !s.serves(sc.Platform, sc.Channel) {
 		return time.Time{} // another host fires it; Wake when this one may
+	}
+	if s.pauses != nil {
+		p, err := s.sharedPause(ctx, sc.Name)
+		switch {
+		case err != nil:
+			s.log.Warn("Reading the schedule's pause failed; it does not run until it is read", "schedule", sc.Name,
+				"retry_in", pausesRetry, "error", err)
+			return now.Add(pausesRetry)
+		case p.Paused:
+			return s.paused(sc, e, now)
+		case p.Resumed.After(e.Last):
+			// Resumed on another host: what passed while paused is
+			// not due here either.
+			s.log.Info("Schedule resumed on another host; what passed while it was paused is not caught up",
+				"schedule", sc.Name, "resumed_at", p.Resumed)
+			if err := s.ledger.update(sc.Name, func(e *entry) { e.Last, e.Pending = maxTime(e.Last, p.Resumed), time.Time{} }); err != nil {
+				s.log.Error("Writing the schedule ledger failed; retrying", "schedule", sc.Name, "retry_in", retryMin, "error", err)
+				return now.Add(retryMin)
+			}
+			e, _ = s.ledger.get(sc.Name)
+		}
 	}
 	if at := s.retryAt[sc.Name]; !at.IsZero() && now.Before(at) {
 		return at
@@ -315,6 +370,24 @@ func (s *Scheduler) step(ctx context.Context, sc *Schedule, now time.Time, start
 	}
 	s.retryAt[sc.Name] = now.Add(wait)
 	return s.retryAt[sc.Name]
+}
+
+// paused is step for a paused schedule: nothing runs, and an instant that
+// came due meanwhile is logged, so that "why did it not run" has an answer
+// in the log; it looks again at the next instant, to log that one. Not
+// even its ledger moves: Resume skips what passed.
+func (s *Scheduler) paused(sc *Schedule, e entry, now time.Time) time.Time {
+	if _, latest := due(sc.Cron, e.Last, now); !latest.IsZero() {
+		s.log.Debug("Not running a paused schedule", "schedule", sc.Name, "scheduled_at", latest)
+	}
+	return sc.Cron.Next(maxTime(e.Last, now))
+}
+
+// sharedPause reads name's pause from the Pauses store, within pausesWait.
+func (s *Scheduler) sharedPause(ctx context.Context, name string) (Pause, error) {
+	ctx, cancel := context.WithTimeout(ctx, pausesWait)
+	defer cancel()
+	return s.pauses.Get(ctx, name)
 }
 
 // settle writes a decision to the ledger and returns when to look again.

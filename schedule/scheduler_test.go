@@ -83,6 +83,7 @@ type harness struct {
 	logs   *testlog.Buffer
 	scheds []Schedule
 	serves func(platform, channel string) bool // Options.Serves
+	pauses Pauses                              // Options.Pauses
 
 	sched  *Scheduler
 	cancel context.CancelFunc
@@ -119,7 +120,7 @@ func (h *harness) start() {
 		h.t.Fatal(err)
 	}
 	h.sched, err = New(Options{Schedules: h.scheds, Ledger: ledger, Submitter: h.sub, Clock: h.clock,
-		Logger: slog.New(slog.NewJSONHandler(h.logs, nil)), Serves: h.serves})
+		Logger: slog.New(slog.NewJSONHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})), Serves: h.serves, Pauses: h.pauses})
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -351,7 +352,7 @@ func TestOverlapWait(t *testing.T) {
 	h.advance(time.Hour) // 02:00 waits
 	h.expectNoRun()
 	h.logs.WaitRecord(t, 10*time.Second, "Scheduled run waits for the previous run", "scheduled_at", "2025-06-01T02:00:00Z")
-	if st := h.sched.List()[0]; !st.Pending.Equal(time.Date(2025, 6, 1, 2, 0, 0, 0, time.UTC)) {
+	if st := h.list()[0]; !st.Pending.Equal(time.Date(2025, 6, 1, 2, 0, 0, 0, time.UTC)) {
 		t.Errorf("List shows pending %s", st.Pending)
 	}
 	// Polled while it waits, and still waiting at 03:00: the two collapse.
@@ -392,29 +393,29 @@ func TestPauseAndResumePersist(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, "2025-06-01T01:59:00Z", schedule(t, "nightly", "0 2 * * *", 48*time.Hour, OverlapSkip))
 	h.start()
-	if was, err := h.sched.Pause("nightly", "U_ADMIN"); err != nil || !was {
+	if was, err := h.sched.Pause(t.Context(), "nightly", "U_ADMIN"); err != nil || !was {
 		t.Fatalf("Pause = %t, %v", was, err)
 	}
 	h.logs.WaitRecords(t, 10*time.Second, "Schedule paused", 1)
-	if was, err := h.sched.Pause("nightly", "U_ADMIN"); err != nil || was {
+	if was, err := h.sched.Pause(t.Context(), "nightly", "U_ADMIN"); err != nil || was {
 		t.Errorf("second Pause = %t, %v; want false, nil", was, err)
 	}
 	h.clock.Advance(time.Minute) // 02:00 passes while paused
 	h.stop()
 	h.clock.Advance(24 * time.Hour) // and the next one while down
 	h.start0()
-	st := h.sched.List()[0]
+	st := h.list()[0]
 	if !st.Paused || st.PausedBy != "U_ADMIN" {
 		t.Fatalf("after a restart: %+v, want paused by U_ADMIN", st)
 	}
-	if was, err := h.sched.Resume("nightly", "U_ADMIN"); err != nil || !was {
+	if was, err := h.sched.Resume(t.Context(), "nightly", "U_ADMIN"); err != nil || !was {
 		t.Fatalf("Resume = %t, %v", was, err)
 	}
 	h.idle()
 	h.expectNoRun() // what passed while paused is not caught up, even within catch_up
 	h.advance(24 * time.Hour)
 	h.expectRun("schedule:nightly@2025-06-03T02:00Z")
-	if _, err := h.sched.Pause("nope", "U_ADMIN"); !errors.Is(err, ErrUnknownSchedule) {
+	if _, err := h.sched.Pause(t.Context(), "nope", "U_ADMIN"); !errors.Is(err, ErrUnknownSchedule) {
 		t.Errorf("Pause of an unknown schedule: %v", err)
 	}
 }
@@ -690,4 +691,142 @@ func TestScheduleWaitsForItsHost(t *testing.T) {
 	h.advance(time.Hour)
 	h.expectRun("schedule:there@2025-06-01T04:00Z")
 	h.expectNoRun()
+}
+
+// list is the scheduler's List, failing the test on an error.
+func (h *harness) list() []Status {
+	h.t.Helper()
+	l, err := h.sched.List(h.t.Context())
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return l
+}
+
+// memPauses is a Pauses store in memory, shared by the harnesses of two
+// hosts as a cluster's bucket is (cluster/pauses tests the real one).
+type memPauses struct {
+	mu  sync.Mutex
+	m   map[string]Pause
+	err error // every call fails with it while set
+}
+
+func (p *memPauses) Get(_ context.Context, name string) (Pause, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.m[name], p.err
+}
+
+func (p *memPauses) Pause(_ context.Context, name, by string, at time.Time) (bool, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.err != nil || p.m[name].Paused {
+		return false, p.err
+	}
+	p.m[name] = Pause{Paused: true, By: by, At: at}
+	return true, nil
+}
+
+func (p *memPauses) Resume(_ context.Context, name string, at time.Time) (bool, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.err != nil || !p.m[name].Paused {
+		return false, p.err
+	}
+	p.m[name] = Pause{Resumed: at}
+	return true, nil
+}
+
+func (p *memPauses) fail(err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.err = err
+}
+
+// TestSharedPauseHoldsOnTheNextHost: two hosts' schedulers, each with its
+// own ledger and one pause store between them, as in a cluster. A pause
+// made on the host that held the lease holds on the host that takes it
+// (without the store, the second host's ledger knows no pause and, within
+// catch_up, fires what passed); a resume there is not undone by the first
+// host's older ledger when the lease comes back; a store that cannot be
+// read fires nothing until it can.
+func TestSharedPauseHoldsOnTheNextHost(t *testing.T) {
+	t.Parallel()
+	nightly := schedule(t, "nightly", "0 2 * * *", 48*time.Hour, OverlapSkip)
+	// Each host always serves a schedule of its own, so that its
+	// scheduler always waits on a timer that idle can see.
+	local := func(name string) Schedule {
+		sc := schedule(t, name, "0 0 1 1 *", time.Hour, OverlapSkip)
+		sc.Channel = name
+		return sc
+	}
+	store := &memPauses{m: map[string]Pause{}}
+	var mu sync.Mutex
+	holder := "a"
+	host := func(name string) *harness {
+		h := newHarness(t, "2025-06-01T01:59:00Z", nightly, local("own-"+name))
+		h.pauses = store
+		h.serves = func(_, ch string) bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return ch == "own-"+name || (ch == "C1" && holder == name)
+		}
+		return h
+	}
+	hold := func(h *harness, name string) {
+		mu.Lock()
+		holder = name
+		mu.Unlock()
+		h.sched.Wake()
+	}
+	a, b := host("a"), host("b")
+	a.start()
+	b.start()
+	both := func(d time.Duration) {
+		a.advance(d)
+		b.advance(d)
+	}
+
+	if was, err := a.sched.Pause(t.Context(), "nightly", "U_ADMIN"); err != nil || !was {
+		t.Fatalf("Pause on a = %t, %v", was, err)
+	}
+	if was, err := b.sched.Pause(t.Context(), "nightly", "U_OTHER"); err != nil || was {
+		t.Errorf("Pause on b of a schedule paused on a = %t, %v; want false (already paused)", was, err)
+	}
+	both(time.Minute) // 02:00 passes on a, paused
+	a.expectNoRun()
+
+	hold(b, "b") // a's lease went to b
+	b.logs.WaitRecords(t, 10*time.Second, "Not running a paused schedule", 1)
+	both(time.Minute)
+	b.expectNoRun()
+	if st := b.list()[0]; !st.Paused || st.PausedBy != "U_ADMIN" {
+		t.Errorf("b lists %+v, want paused by U_ADMIN", st)
+	}
+
+	if was, err := b.sched.Resume(t.Context(), "nightly", "U_ADMIN"); err != nil || !was {
+		t.Fatalf("Resume on b = %t, %v", was, err)
+	}
+	b.idle()
+	both(time.Minute)
+	b.expectNoRun() // 02:00 passed while paused: not caught up
+
+	hold(a, "a") // back to a, whose ledger still has 01:59 as its last
+	a.logs.WaitRecords(t, 10*time.Second, "Schedule resumed on another host; what passed while it was paused is not caught up", 1)
+	both(time.Minute)
+	a.expectNoRun()
+	if st := a.list()[0]; st.Paused || !st.Next.Equal(time.Date(2025, 6, 2, 2, 0, 0, 0, time.UTC)) {
+		t.Errorf("a lists %+v, want running, next 2025-06-02 02:00", st)
+	}
+
+	a.advanceTo(time.Date(2025, 6, 2, 1, 0, 0, 0, time.UTC))
+	b.advanceTo(time.Date(2025, 6, 2, 1, 0, 0, 0, time.UTC))
+	store.fail(errors.New("no responders"))
+	both(time.Hour) // 02:00 due, its pause unreadable
+	a.expectNoRun()
+	a.logs.WaitRecords(t, 10*time.Second, "Reading the schedule's pause failed; it does not run until it is read", 1)
+	store.fail(nil)
+	both(pausesRetry)
+	a.expectRun("schedule:nightly@2025-06-02T02:00Z")
+	b.expectNoRun()
 }

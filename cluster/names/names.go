@@ -196,3 +196,6 @@ const MemberPrefix = "member."
 
 // Offset is the key of a poller's stored offset.
 func Offset(platform string) string { return "offset." + Escape(platform) }
+
+// SchedulePause is the key of a paused schedule's pause (absent: it runs).
+func SchedulePause(schedule string) string { return "pause.schedule." + Escape(schedule) }

@@ -27,62 +27,10 @@ func TestClusterSchedulesAndWebhooks(t *testing.T) {
 	srv := clustertest.Single(t)
 	f := faketelegram.New(t)
 	claude := fakeclaude.Build(t)
-	const secret = "hook-secret-0123456789"
+	const secret = unattendedSecret
 	day := time.Date(2026, 3, 10, 0, 0, 0, 0, time.UTC)
 	clock := newTestClock(t, day.Add(11*time.Hour+59*time.Minute))
-	start := func(name string) *process {
-		dir := t.TempDir()
-		cfg := writeConfig(t, dir, fmt.Sprintf(`
-[state]
-dir = "state"
-[log]
-level = "debug"
-[agent]
-command = %q
-env = { CLAUDE_CONFIG_DIR = %q, FAKECLAUDE_RECORD = %q }
-[cluster]
-host = %q
-members = ["a", "b"]
-urls = [%q]
-lease_ttl = "3s"
-[[platforms]]
-name = "chat"
-type = "telegram"
-token = "${TELEGRAM_BOT_TOKEN}"
-api_url = %q
-[[bindings]]
-platform = "chat"
-channel = "*"
-workspace = "ws"
-allow_users = ["7"]
-host = "a"
-standby = ["b"]
-progress = "quiet"
-sender_header = false
-[[schedules]]
-name = "noon"
-platform = "chat"
-channel = "42"
-cron = "0 12 * * *"
-timezone = "UTC"
-prompt = "Say the noon word."
-[webhooks]
-addr = "127.0.0.1:0"
-[[webhooks.hooks]]
-name = "ci-failed"
-secret = "${HOOK_SECRET}"
-platform = "chat"
-channel = "42"
-prompt = "CI failed on main: look at it."
-template = "run #{{.run}}"
-`, claude, filepath.Join(dir, "cc"), filepath.Join(dir, "record.jsonl"), name, srv.ClientURL(), f.URL()))
-		tmp := filepath.Join(dir, "tmp")
-		if err := os.Mkdir(tmp, 0o700); err != nil {
-			t.Fatal(err)
-		}
-		return startBinaryPath(t, buildClockBinary(t), []string{"TMPDIR=" + tmp, "TELEGRAM_BOT_TOKEN=" + faketelegram.Token,
-			"HOOK_SECRET=" + secret, "CC_CONNECT_TEST_CLOCK=" + clock.path}, "run", "--config", cfg)
-	}
+	start := func(name string) *process { return startUnattendedHost(t, srv.ClientURL(), f, claude, clock, name) }
 	a := start("a")
 	a.waitErr(t, "Serving a cluster binding")
 	b := start("b")
@@ -163,6 +111,61 @@ template = "run #{{.run}}"
 	}
 }
 
+// TestClusterPauseHoldsAcrossFailover: an admin pauses the schedule in
+// chat on the owner, a; after kill -9 of a, b takes the binding and does
+// not fire the run that came due while it was paused, though it is within
+// catch_up and b's own ledger knows no pause (the pause is in the
+// cluster's bucket); resumed in chat on b, it fires the next day, on b.
+func TestClusterPauseHoldsAcrossFailover(t *testing.T) {
+	t.Parallel()
+	srv := clustertest.Single(t)
+	f := faketelegram.New(t)
+	claude := fakeclaude.Build(t)
+	day := time.Date(2026, 3, 10, 0, 0, 0, 0, time.UTC)
+	clock := newTestClock(t, day.Add(11*time.Hour+59*time.Minute))
+	a := startUnattendedHost(t, srv.ClientURL(), f, claude, clock, "a")
+	a.waitErr(t, "Serving a cluster binding")
+	b := startUnattendedHost(t, srv.ClientURL(), f, claude, clock, "b")
+	b.waitErr(t, `msg="Schedule added" component=schedule schedule=noon`)
+	b.waitErr(t, "Joined the cluster")
+	sent := func(s string) int {
+		n := 0
+		for _, m := range f.Sent() {
+			if m.ChatID == 42 && strings.Contains(m.Text, s) {
+				n++
+			}
+		}
+		return n
+	}
+	say := func(text string) {
+		f.Send(map[string]any{"chat": map[string]any{"id": 42, "type": "private"}, "from": faketelegram.User(7, "alice", false), "text": text})
+	}
+
+	say("!schedules pause noon")
+	f.Wait(t, "the pause's answer", func() bool { return sent("Paused noon") == 1 })
+	a.waitErr(t, `msg="Schedule paused" component=schedule schedule=noon user_id=7`)
+	clock.set(t, day.Add(12*time.Hour+30*time.Second))
+	a.waitErr(t, `msg="Not running a paused schedule" component=schedule schedule=noon scheduled_at=2026-03-10T12:00:00.000Z`)
+
+	if err := a.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-a.exited
+	b.waitErr(t, "Serving a cluster binding")
+	b.waitErr(t, `msg="Not running a paused schedule" component=schedule schedule=noon scheduled_at=2026-03-10T12:00:00.000Z`)
+	say("!schedules")
+	f.Wait(t, "the listing on b", func() bool { return sent("paused by 7") == 1 })
+	say("!schedules resume noon")
+	f.Wait(t, "the resume's answer", func() bool { return sent("Resumed noon; next run 2026-03-11 12:00 UTC") == 1 })
+
+	clock.set(t, day.Add(36*time.Hour+30*time.Second))
+	f.Wait(t, "the next day's run, on b", func() bool { return sent("echo: Say the noon word.") == 1 })
+	b.waitErr(t, `run_id=schedule:noon@2026-03-11T12:00Z`)
+	if strings.Contains(a.stderr.String()+b.stderr.String(), "run_id=schedule:noon@2026-03-10T12:00Z") {
+		t.Errorf("the paused day's run was submitted:\n%s", grepLines(a.stderr.String()+b.stderr.String(), "Scheduled run"))
+	}
+}
+
 // grepLines returns the lines of s containing sub.
 func grepLines(s, sub string) string {
 	var out []string
@@ -172,4 +175,67 @@ func grepLines(s, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// unattendedSecret is the webhook secret of startUnattendedHost's hosts.
+const unattendedSecret = "hook-secret-0123456789"
+
+// startUnattendedHost starts host name of a two-host cluster ("a" owns
+// chat 42's binding, "b" stands by; user 7 is allowed and an admin) on
+// NATS at natsURL and the fake Telegram f, with the schedule "noon" at
+// 12:00 UTC in chat 42 and the webhook "ci-failed", on the test clock.
+func startUnattendedHost(t *testing.T, natsURL string, f *faketelegram.Server, claude string, clock *testClock, name string) *process {
+	t.Helper()
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, fmt.Sprintf(`
+[state]
+dir = "state"
+[log]
+level = "debug"
+[agent]
+command = %q
+env = { CLAUDE_CONFIG_DIR = %q, FAKECLAUDE_RECORD = %q }
+[cluster]
+host = %q
+members = ["a", "b"]
+urls = [%q]
+lease_ttl = "3s"
+[[platforms]]
+name = "chat"
+type = "telegram"
+token = "${TELEGRAM_BOT_TOKEN}"
+api_url = %q
+[[bindings]]
+platform = "chat"
+channel = "*"
+workspace = "ws"
+allow_users = ["7"]
+admins = ["7"]
+host = "a"
+standby = ["b"]
+progress = "quiet"
+sender_header = false
+[[schedules]]
+name = "noon"
+platform = "chat"
+channel = "42"
+cron = "0 12 * * *"
+timezone = "UTC"
+prompt = "Say the noon word."
+[webhooks]
+addr = "127.0.0.1:0"
+[[webhooks.hooks]]
+name = "ci-failed"
+secret = "${HOOK_SECRET}"
+platform = "chat"
+channel = "42"
+prompt = "CI failed on main: look at it."
+template = "run #{{.run}}"
+`, claude, filepath.Join(dir, "cc"), filepath.Join(dir, "record.jsonl"), name, natsURL, f.URL()))
+	tmp := filepath.Join(dir, "tmp")
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return startBinaryPath(t, buildClockBinary(t), []string{"TMPDIR=" + tmp, "TELEGRAM_BOT_TOKEN=" + faketelegram.Token,
+		"HOOK_SECRET=" + unattendedSecret, "CC_CONNECT_TEST_CLOCK=" + clock.path}, "run", "--config", cfg)
 }

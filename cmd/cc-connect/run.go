@@ -17,6 +17,7 @@ import (
 	"github.com/cc-connect/cc-connect/engine"
 	"github.com/cc-connect/cc-connect/lease"
 	"github.com/cc-connect/cc-connect/metrics"
+	"github.com/cc-connect/cc-connect/schedule"
 	"github.com/cc-connect/cc-connect/spend"
 	"github.com/cc-connect/cc-connect/trigger"
 )
@@ -266,10 +267,11 @@ func runCommand(ctx context.Context, path string, std stdio) int {
 	// and a schedule fires only where its binding's lease is held.
 	var sub trigger.Submitter = eng
 	var serves func(platform, channel string) bool
+	var pauses schedule.Pauses
 	if ch != nil {
-		sub, serves = ch, ch.serves
+		sub, serves, pauses = ch, ch.serves, ch.node.Pauses()
 	}
-	sched, err := un.scheduler(cfg, sub, serves)
+	sched, err := un.scheduler(cfg, sub, serves, pauses)
 	if err != nil {
 		log.Error("Creating the scheduler failed", "error", err)
 		return exitFailure

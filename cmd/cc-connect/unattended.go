@@ -68,9 +68,10 @@ func (u *unattended) close() {
 }
 
 // scheduler builds the scheduler of cfg's schedules, taking runs into sub
-// and firing a schedule only while serves says so (nil: always); nil
-// without schedules. It starts nothing: start runs it.
-func (u *unattended) scheduler(cfg *config.Config, sub trigger.Submitter, serves func(platform, channel string) bool) (*schedule.Scheduler, error) {
+// and firing a schedule only while serves says so (nil: always), with the
+// pauses kept in pauses (nil: in the ledger); nil without schedules. It
+// starts nothing: start runs it.
+func (u *unattended) scheduler(cfg *config.Config, sub trigger.Submitter, serves func(platform, channel string) bool, pauses schedule.Pauses) (*schedule.Scheduler, error) {
 	if u.ledger == nil {
 		return nil, nil
 	}
@@ -79,7 +80,7 @@ func (u *unattended) scheduler(cfg *config.Config, sub trigger.Submitter, serves
 		return nil, err
 	}
 	s, err := schedule.New(schedule.Options{Schedules: scheds, Ledger: u.ledger, Submitter: sub, Clock: u.clock,
-		Logger: u.log.With("component", "schedule"), Serves: serves})
+		Logger: u.log.With("component", "schedule"), Serves: serves, Pauses: pauses})
 	if err != nil {
 		return nil, fmt.Errorf("schedules: %w", err)
 	}

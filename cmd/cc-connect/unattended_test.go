@@ -119,7 +119,7 @@ prompt = "Say noon."
 	}
 	defer un.close()
 	sink := newRunSink()
-	if _, err := un.scheduler(cfg, sink, nil); err != nil {
+	if _, err := un.scheduler(cfg, sink, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(t.Context())
