@@ -19,18 +19,7 @@ func TestPausesAreSharedByHosts(t *testing.T) {
 	srv := natstest.Single(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	store := func() *Store {
-		js, err := jetstream.New(natstest.Connect(t, srv.ClientURL()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "b"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return New(kv)
-	}
-	a, b := store(), store()
+	a, b := New(bucket(ctx, t, srv.ClientURL())), New(bucket(ctx, t, srv.ClientURL()))
 	at := time.Date(2026, 3, 10, 11, 0, 0, 0, time.UTC)
 
 	if p, err := a.Get(ctx, "noon"); err != nil || p != (schedule.Pause{}) {
@@ -81,14 +70,7 @@ func TestConcurrentPausesOneWins(t *testing.T) {
 	srv := natstest.Single(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	js, err := jetstream.New(natstest.Connect(t, srv.ClientURL()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "b"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	kv := bucket(ctx, t, srv.ClientURL())
 	const n = 8
 	at := time.Date(2026, 3, 10, 11, 0, 0, 0, time.UTC)
 	type answer struct {
@@ -121,4 +103,19 @@ func TestConcurrentPausesOneWins(t *testing.T) {
 	if p, err := New(kv).Get(ctx, "noon"); err != nil || !p.Paused || p.By != winner {
 		t.Errorf("stored %+v, %v; want paused by %q", p, err, winner)
 	}
+}
+
+// bucket is the key-value bucket "b" on the server at url, over a
+// connection of its own (a host's).
+func bucket(ctx context.Context, t *testing.T, url string) jetstream.KeyValue {
+	t.Helper()
+	js, err := jetstream.New(natstest.Connect(t, url))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kv
 }

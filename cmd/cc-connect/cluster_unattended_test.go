@@ -36,16 +36,7 @@ func TestClusterSchedulesAndWebhooks(t *testing.T) {
 	b := start("b")
 	b.waitErr(t, `msg="Schedule added" component=schedule schedule=noon`)
 	b.waitErr(t, "Joined the cluster")
-	// sent counts the bot's posts in chat 42 containing s.
-	sent := func(s string) int {
-		n := 0
-		for _, m := range f.Sent() {
-			if m.ChatID == 42 && strings.Contains(m.Text, s) {
-				n++
-			}
-		}
-		return n
-	}
+	sent := func(s string) int { return sentIn42(f, s) }
 	at := func(d time.Duration) {
 		clock.set(t, day.Add(d))
 		for _, p := range []*process{a, b} {
@@ -128,15 +119,7 @@ func TestClusterPauseHoldsAcrossFailover(t *testing.T) {
 	b := startUnattendedHost(t, srv.ClientURL(), f, claude, clock, "b")
 	b.waitErr(t, `msg="Schedule added" component=schedule schedule=noon`)
 	b.waitErr(t, "Joined the cluster")
-	sent := func(s string) int {
-		n := 0
-		for _, m := range f.Sent() {
-			if m.ChatID == 42 && strings.Contains(m.Text, s) {
-				n++
-			}
-		}
-		return n
-	}
+	sent := func(s string) int { return sentIn42(f, s) }
 	say := func(text string) {
 		f.Send(map[string]any{"chat": map[string]any{"id": 42, "type": "private"}, "from": faketelegram.User(7, "alice", false), "text": text})
 	}
@@ -175,6 +158,17 @@ func grepLines(s, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// sentIn42 counts the bot's posts in chat 42 containing s.
+func sentIn42(f *faketelegram.Server, s string) int {
+	n := 0
+	for _, m := range f.Sent() {
+		if m.ChatID == 42 && strings.Contains(m.Text, s) {
+			n++
+		}
+	}
+	return n
 }
 
 // unattendedSecret is the webhook secret of startUnattendedHost's hosts.
