@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/cc-connect/cc-connect/cluster/ingress"
 	"github.com/cc-connect/cc-connect/inbox"
@@ -58,7 +59,15 @@ func (e *Engine) HandleMessage(ctx context.Context, m platform.Message) (platfor
 
 // handleMessage is HandleMessage for a message from a cluster's stream too
 // (d is its delivery, nil otherwise: cluster.go).
-func (e *Engine) handleMessage(ctx context.Context, m platform.Message, d *ingress.Delivery) (platform.Result, error) {
+func (e *Engine) handleMessage(ctx context.Context, m platform.Message, d *ingress.Delivery) (res platform.Result, err error) {
+	// The platform's ack waits for this (Slack redelivers after 3 s): a
+	// slow disk shows in the accept duration before it shows as doubles.
+	began := time.Now()
+	defer func() {
+		if err == nil && res.Status == platform.Queued {
+			e.metrics.MessageAccepted(m.Target.Platform, time.Since(began))
+		}
+	}()
 	log := e.log.With("platform", m.Target.Platform, "channel", m.Target.Channel, "thread", m.Target.Thread)
 	e.metrics.PlatformEvent(m.Target.Platform, "message")
 	if m.IsBot {

@@ -20,6 +20,10 @@ type Metrics interface {
 	QueueDepth(n int)
 	ContextPercent(pct int)
 	PlatformEvent(platform, kind string)
+	// MessageAccepted times a chat message accepted (queued), from the
+	// engine's receiving it to its journal record on disk: what the
+	// platform's ack waits for.
+	MessageAccepted(platform string, d time.Duration)
 	PlatformError(platform string)
 	// SpareTaken counts a new Claude session's start while spares are on
 	// (agent.prewarm > 0), by what it found: "ready", "loading" (a spare
@@ -42,6 +46,7 @@ func (noMetrics) PermissionAnswered(string, time.Duration) {}
 func (noMetrics) QueueDepth(int)                           {}
 func (noMetrics) ContextPercent(int)                       {}
 func (noMetrics) PlatformEvent(string, string)             {}
+func (noMetrics) MessageAccepted(string, time.Duration)    {}
 func (noMetrics) PlatformError(string)                     {}
 func (noMetrics) SpareTaken(string)                        {}
 func (noMetrics) SetSessionsFunc(func() map[string]int)    {}

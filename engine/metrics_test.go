@@ -53,6 +53,9 @@ func TestMetricsAfterTurns(t *testing.T) {
 	h.say("alice", "T1", "[[TOOLONG]]")
 	h.rec.waitSend(t, "Starting a fresh session failed too")
 	h.waitIdle()
+	// Refused: an event, not an accept.
+	h.say("mallory", "T2", "hi")
+	h.rec.waitSend(t, refusalText)
 
 	got := scrape(t, m)
 	want := map[string]float64{
@@ -65,8 +68,9 @@ func TestMetricsAfterTurns(t *testing.T) {
 		`cc_connect_permission_requests_total`:                             1,
 		`cc_connect_permission_answers_total{choice="allow"}`:              1,
 		`cc_connect_permission_wait_seconds_count{choice="allow"}`:         1,
-		`cc_connect_platform_events_total{kind="message",platform="fake"}`: 3,
+		`cc_connect_platform_events_total{kind="message",platform="fake"}`: 4,
 		`cc_connect_platform_events_total{kind="action",platform="fake"}`:  1,
+		`cc_connect_accept_duration_seconds_count{platform="fake"}`:        3,
 		`cc_connect_context_percent_count`:                                 2,
 		`cc_connect_context_percent_bucket{le="20"}`:                       0,
 		`cc_connect_context_percent_bucket{le="30"}`:                       2,

@@ -24,6 +24,10 @@ var (
 	turnBuckets       = []float64{1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1200, 1800, 3600}
 	permissionBuckets = []float64{1, 5, 10, 30, 60, 120, 300, 600, 1200, 1800}
 	contextBuckets    = []float64{10, 20, 30, 40, 50, 60, 70, 80, 90, 95, 100}
+	// Accepting a message is one journal write and its fsync: under a
+	// millisecond on a quiet local disk, and Slack redelivers what is not
+	// acked within 3 s.
+	acceptBuckets = []float64{0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5}
 )
 
 // Metrics holds cc-connect's collectors in a registry of its own (not the
@@ -42,6 +46,7 @@ type Metrics struct {
 	permissionWait     *prometheus.HistogramVec
 	queueDepth         prometheus.Gauge
 	platformEvents     *prometheus.CounterVec
+	acceptDuration     *prometheus.HistogramVec
 	platformErrors     *prometheus.CounterVec
 	reconnects         *prometheus.CounterVec
 	contextPercent     prometheus.Histogram
@@ -70,6 +75,7 @@ func New() *Metrics {
 	m.permissionWait = f.histogramVec("permission_wait_seconds", "How long permission requests waited for their answer, by choice.", permissionBuckets, "choice")
 	m.queueDepth = f.gauge("queue_depth", "Messages waiting behind a running turn, over all sessions.")
 	m.platformEvents = f.counterVec("platform_events_total", "Events received from chat platforms, by platform instance and kind (message, action, …).", "platform", "kind")
+	m.acceptDuration = f.histogramVec("accept_duration_seconds", "How long accepting a chat message took, from the engine's receiving it to its journal record on disk (the platform's ack waits for it; Slack redelivers after 3 s), by platform instance.", acceptBuckets, "platform")
 	m.platformErrors = f.counterVec("platform_errors_total", "Errors talking to chat platforms, by platform instance.", "platform")
 	m.reconnects = f.counterVec("platform_reconnects_total", "Reconnections to chat platforms, by platform instance.", "platform")
 	m.spareTakes = f.counterVec("spare_takes_total", "New Claude sessions with the binding's own model and mode (those a spare can serve) started while agent.prewarm is on, by what they found: ready (a spare that had answered its handshake), loading (one still in it) or none (a process of their own).", "outcome")
@@ -151,6 +157,15 @@ func (m *Metrics) TurnFinished(outcome string, d time.Duration) {
 	m.turnsRunning.Dec()
 	m.turns.WithLabelValues(outcome).Inc()
 	m.turnDuration.WithLabelValues(outcome).Observe(d.Seconds())
+}
+
+// MessageAccepted times a chat message the engine accepted (journaled), by
+// platform instance.
+func (m *Metrics) MessageAccepted(platform string, d time.Duration) {
+	if m == nil {
+		return
+	}
+	m.acceptDuration.WithLabelValues(label(platform)).Observe(d.Seconds())
 }
 
 // Fallback counts a session restarted fresh, by cause (a short fixed word

@@ -56,6 +56,8 @@ func TestMetricsRecordWhatTheyAreTold(t *testing.T) {
 	m.PlatformEvent("slack-eng", "message")
 	m.PlatformEvent("slack-eng", "action")
 	m.PlatformError("tg")
+	m.MessageAccepted("slack-eng", 2*time.Millisecond)
+	m.MessageAccepted("slack-eng", 40*time.Millisecond)
 	m.Reconnect("slack-eng")
 	m.ContextPercent(15)
 	m.ContextPercent(95)
@@ -87,6 +89,9 @@ func TestMetricsRecordWhatTheyAreTold(t *testing.T) {
 		{`cc_connect_platform_events_total{kind="message",platform="slack-eng"}`, "2"},
 		{`cc_connect_platform_events_total{kind="action",platform="slack-eng"}`, "1"},
 		{`cc_connect_platform_errors_total{platform="tg"}`, "1"},
+		{`cc_connect_accept_duration_seconds_count{platform="slack-eng"}`, "2"},
+		{`cc_connect_accept_duration_seconds_bucket{platform="slack-eng",le="0.005"}`, "1"},
+		{`cc_connect_accept_duration_seconds_bucket{platform="slack-eng",le="0.05"}`, "2"},
 		{`cc_connect_platform_reconnects_total{platform="slack-eng"}`, "1"},
 		{`cc_connect_context_percent_count`, "3"},
 		{`cc_connect_context_percent_sum`, "210"},
