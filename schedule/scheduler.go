@@ -298,8 +298,7 @@ func (s *Scheduler) step(ctx context.Context, sc *Schedule, now time.Time, start
 			s.log.Info("Schedule resumed on another host; what passed while it was paused is not caught up",
 				"schedule", sc.Name, "resumed_at", p.Resumed)
 			if err := s.ledger.update(sc.Name, func(e *entry) { e.Last, e.Pending = maxTime(e.Last, p.Resumed), time.Time{} }); err != nil {
-				s.log.Error("Writing the schedule ledger failed; retrying", "schedule", sc.Name, "retry_in", retryMin, "error", err)
-				return now.Add(retryMin)
+				return s.retryWrite(sc, now, s.log.With("schedule", sc.Name), err)
 			}
 			e, _ = s.ledger.get(sc.Name)
 		}
@@ -396,10 +395,7 @@ func (s *Scheduler) sharedPause(ctx context.Context, name string) (Pause, error)
 // by the engine as a duplicate, so it still runs once).
 func (s *Scheduler) settle(sc *Schedule, now time.Time, log *slog.Logger, f func(e *entry)) time.Time {
 	if err := s.ledger.update(sc.Name, f); err != nil {
-		wait := s.nextBackoff(sc.Name)
-		log.Error("Writing the schedule ledger failed; retrying", "retry_in", wait, "error", err)
-		s.retryAt[sc.Name] = now.Add(wait)
-		return s.retryAt[sc.Name]
+		return s.retryWrite(sc, now, log, err)
 	}
 	delete(s.retryAt, sc.Name)
 	delete(s.backoff, sc.Name)
@@ -408,6 +404,15 @@ func (s *Scheduler) settle(sc *Schedule, now time.Time, log *slog.Logger, f func
 		return now.Add(busyPoll)
 	}
 	return sc.Cron.Next(maxTime(e.Last, now))
+}
+
+// retryWrite is what a failed ledger write settles: the step is tried
+// again after a backoff, and says when.
+func (s *Scheduler) retryWrite(sc *Schedule, now time.Time, log *slog.Logger, err error) time.Time {
+	wait := s.nextBackoff(sc.Name)
+	log.Error("Writing the schedule ledger failed; retrying", "retry_in", wait, "error", err)
+	s.retryAt[sc.Name] = now.Add(wait)
+	return s.retryAt[sc.Name]
 }
 
 func (s *Scheduler) nextBackoff(name string) time.Duration {
