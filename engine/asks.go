@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/cc-connect/cc-connect/agentproc"
+	"github.com/cc-connect/cc-connect/engine/procs"
 	"github.com/cc-connect/cc-connect/platform"
 )
 
@@ -27,7 +28,7 @@ const (
 
 // askSpecial serves the requests that are not plain permission requests:
 // it reports whether it took p.
-func (ps *permissions) askSpecial(proc agentProcess, p *pendingPerm) bool {
+func (ps *permissions) askSpecial(proc procs.Process, p *pendingPerm) bool {
 	req := p.req
 	switch {
 	case req.DecisionReasonType == "mode" && ps.planMode != nil && ps.planMode():
@@ -128,7 +129,7 @@ func (ps *permissions) special(c control) *pendingPerm {
 }
 
 // answerSpecial answers a question or a plan; false when c is not for one.
-func (ps *permissions) answerSpecial(proc agentProcess, c control) bool {
+func (ps *permissions) answerSpecial(proc procs.Process, c control) bool {
 	p := ps.special(c)
 	if p == nil || (p.qs == nil && !p.plan) {
 		if c.kind == ctrlReply {
@@ -154,7 +155,7 @@ func (ps *permissions) answerSpecial(proc agentProcess, c control) bool {
 	return true
 }
 
-func (ps *permissions) answerQuestion(proc agentProcess, p *pendingPerm, c control, who string) {
+func (ps *permissions) answerQuestion(proc procs.Process, p *pendingPerm, c control, who string) {
 	qs := p.qs
 	switch {
 	case c.kind == ctrlReply:
@@ -192,7 +193,7 @@ func (ps *permissions) answerQuestion(proc agentProcess, p *pendingPerm, c contr
 	ps.deliver(proc, p, agentproc.PermissionDecision{Behavior: agentproc.Allow, Input: input}, "Answered by "+qs.answeredBy()+".")
 }
 
-func (ps *permissions) answerPlan(proc agentProcess, p *pendingPerm, c control, who string) {
+func (ps *permissions) answerPlan(proc procs.Process, p *pendingPerm, c control, who string) {
 	input := p.req.Input
 	switch {
 	case c.kind == ctrlReply:
@@ -220,7 +221,7 @@ func (ps *permissions) answerPlan(proc agentProcess, p *pendingPerm, c control, 
 }
 
 // deliver sends d for p and shows outcome on its prompt.
-func (ps *permissions) deliver(proc agentProcess, p *pendingPerm, d agentproc.PermissionDecision, outcome string) {
+func (ps *permissions) deliver(proc procs.Process, p *pendingPerm, d agentproc.PermissionDecision, outcome string) {
 	if err := respond(proc, p.req.RequestID, d); err != nil {
 		if errors.Is(err, agentproc.ErrNoPendingPermission) {
 			p.choice = ""

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cc-connect/cc-connect/agentproc"
 	"github.com/cc-connect/cc-connect/ctxindicator"
+	"github.com/cc-connect/cc-connect/engine/procs"
 	"github.com/cc-connect/cc-connect/platform"
 )
 
@@ -98,7 +99,7 @@ func compactText(instructions string) string {
 // doNew closes the process and forgets the session id.
 func (s *session) doNew() {
 	old := s.rb.sessionID()
-	s.agent.close()
+	s.agent.Close()
 	s.rb.forget()
 	s.log.Info("Session reset by !new", "old_session_id", old)
 	msg := "Started a new session: your next message begins with a fresh context."
@@ -128,7 +129,7 @@ func (s *session) doResume(it workItem) {
 		return
 	}
 	old := s.rb.sessionID()
-	s.agent.close()
+	s.agent.Close()
 	s.rb.forget()
 	s.rb.update(func(r *record) { r.SessionID = id })
 	s.log.Info("Session switched by !resume", "old_session_id", old, "session_id", id)
@@ -174,7 +175,7 @@ func (s *session) resolveResume(m platform.Message, arg string) (id, why string)
 
 // resumable keeps the sessions whose id may be resumed, and counts the
 // transcripts left out because their name is not a session id.
-func resumable(all []sessionInfo) (list []sessionInfo, bad int) {
+func resumable(all []procs.SessionInfo) (list []procs.SessionInfo, bad int) {
 	for _, si := range all {
 		if si.BadID || !agentproc.ValidSessionID(si.SessionID) {
 			bad++
@@ -231,8 +232,8 @@ func (s *session) status() string {
 	e := s.e
 	rec := s.rb.get()
 	st, qlen, _ := s.mb.snapshot()
-	proc := s.agent.live()
-	idleAt, _ := s.agent.idleSince()
+	proc := s.agent.Live()
+	idleAt, _ := s.agent.IdleSince()
 	var b strings.Builder
 	fmt.Fprintf(&b, "State: %s", st)
 	if st == stateRequiresAction {
@@ -313,7 +314,7 @@ func (s *session) sideQuestion(id, question, user, ws string) {
 		s.chat.send(sidePrefix + "not answered: cc-connect is shutting down.")
 		return
 	}
-	defer e.slots.release(ws)
+	defer e.slots.Release(ws)
 	s.log.Info("Starting a side-question process", "session_id", id, "fork", true)
 	// The conversation's !model applies; its !mode and the configured
 	// permission mode do not: a side question runs read-only, whatever
@@ -350,7 +351,7 @@ func (s *session) sideQuestion(id, question, user, ws string) {
 	)
 	tr, err := proc.StartTurn(e.bg, agentproc.UserMessage{Text: question})
 	if err == nil {
-		res, err = waitTurn(tr, func(ev agentproc.Event) {
+		res, err = procs.WaitTurn(tr, func(ev agentproc.Event) {
 			switch ev := ev.(type) {
 			case agentproc.Init:
 				// The CLI says which tools the fork has before it first

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cc-connect/cc-connect/engine/procs"
 )
 
 func TestParseCommand(t *testing.T) {
@@ -150,7 +152,7 @@ func TestSessionsAndResume(t *testing.T) {
 	h.fa.mu.Lock()
 	h.fa.sessions[old2] = []string{"earlier"}
 	h.fa.mu.Unlock()
-	h.ft.list = []sessionInfo{
+	h.ft.list = []procs.SessionInfo{
 		{SessionID: old1, Size: 2048, ModTime: time.Now().Add(-time.Hour), FirstPrompt: "fix the login bug"},
 		{SessionID: old2, Size: 3 << 20, ModTime: time.Now().Add(-49 * time.Hour), FirstPrompt: "write docs"},
 	}

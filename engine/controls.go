@@ -9,22 +9,13 @@ import (
 	"strings"
 
 	"github.com/cc-connect/cc-connect/agentproc"
+	"github.com/cc-connect/cc-connect/engine/procs"
 )
 
 // DefaultAllowedModes are the permission modes !mode may set when
 // Options.AllowedModes is empty: none of them skips the permission prompts
 // for commands.
 var DefaultAllowedModes = []string{"default", "acceptEdits", "plan"}
-
-// liveController is what !model and !mode need from a live process;
-// *agentproc.Process has it. A process without it (a test fake) gets the
-// setting at its next spawn only.
-type liveController interface {
-	SetModel(ctx context.Context, model string) error
-	SetPermissionMode(ctx context.Context, mode string) error
-}
-
-var _ liveController = realProcess{}
 
 // compactCommand is the text the CLI compacts on when it arrives as a
 // stream-json user message (PROTOCOL.md §14).
@@ -61,7 +52,7 @@ func (s *session) modelCommand(arg string) {
 		override = ""
 		live = orDefault(e.agentConfig(s.liveBinding(), false).Model, "default")
 	}
-	err := s.setLive(func(r *record) *string { return &r.ModelOverride }, override, func(ctx context.Context, c liveController) error {
+	err := s.setLive(func(r *record) *string { return &r.ModelOverride }, override, func(ctx context.Context, c procs.Controller) error {
 		return c.SetModel(ctx, live)
 	})
 	if err != nil {
@@ -94,7 +85,7 @@ func (s *session) modeCommand(arg string) {
 		return
 	}
 	mode := allowed[i]
-	err := s.setLive(func(r *record) *string { return &r.ModeOverride }, mode, func(ctx context.Context, c liveController) error {
+	err := s.setLive(func(r *record) *string { return &r.ModeOverride }, mode, func(ctx context.Context, c procs.Controller) error {
 		return c.SetPermissionMode(ctx, mode)
 	})
 	if err != nil {
@@ -111,14 +102,14 @@ func (s *session) modeCommand(arg string) {
 // Commands and the process's start both run on the session goroutine, so
 // the process read here is the one the next turn uses; a process started
 // later reads the setting from the record.
-func (s *session) setLive(field func(*record) *string, value string, apply func(context.Context, liveController) error) error {
+func (s *session) setLive(field func(*record) *string, value string, apply func(context.Context, procs.Controller) error) error {
 	var old string
 	s.rb.update(func(r *record) {
 		old = *field(r)
 		*field(r) = value
 	})
-	proc := s.agent.live()
-	c, ok := proc.(liveController)
+	proc := s.agent.Live()
+	c, ok := proc.(procs.Controller)
 	if proc == nil || !ok {
 		return nil
 	}
@@ -141,9 +132,9 @@ func (s *session) setLive(field func(*record) *string, value string, apply func(
 // syncControls applies to p, started with model and mode, a !model or !mode
 // stored since (the record says what holds now); defaultModel is the
 // configured one, which "!model default" goes back to.
-func syncControls(p agentProcess, rb *recordBook, model, mode, defaultModel string, log *slog.Logger) {
+func syncControls(p procs.Process, rb *recordBook, model, mode, defaultModel string, log *slog.Logger) {
 	nowModel, nowMode := rb.spawnSettings()
-	c, ok := p.(liveController)
+	c, ok := p.(procs.Controller)
 	if !ok || (nowModel == model && nowMode == mode) {
 		return
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/cc-connect/cc-connect/agentproc"
+	"github.com/cc-connect/cc-connect/engine/procs"
 	"github.com/cc-connect/cc-connect/metrics"
 )
 
@@ -41,7 +42,7 @@ func (c *ctlCalls) snapshot() []string {
 	return append([]string(nil), c.calls...)
 }
 
-var _ liveController = ctlProc{}
+var _ procs.Controller = ctlProc{}
 
 func (p ctlProc) SetModel(ctx context.Context, model string) error {
 	return p.c.add("set_model " + model)
@@ -51,7 +52,7 @@ func (p ctlProc) SetPermissionMode(ctx context.Context, mode string) error {
 	return p.c.add("set_permission_mode " + mode)
 }
 
-func (p ctlProc) StartTurn(ctx context.Context, msg agentproc.UserMessage) (agentTurn, error) {
+func (p ctlProc) StartTurn(ctx context.Context, msg agentproc.UserMessage) (procs.Turn, error) {
 	return startFakeTurn(func(on func(agentproc.Event)) (*agentproc.Result, error) { return p.turn(ctx, msg.Text, on) }), nil
 }
 
@@ -88,7 +89,7 @@ func controlHarness(t *testing.T, mutate func(*Options)) (*harness, *ctlCalls) {
 		}
 	})
 	calls := &ctlCalls{refuse: map[string]bool{}}
-	h.e.spawn = func(ctx context.Context, cfg agentproc.Config, opts agentproc.StartOptions, log *slog.Logger) (agentProcess, error) {
+	h.e.spawn = func(ctx context.Context, cfg agentproc.Config, opts agentproc.StartOptions, log *slog.Logger) (procs.Process, error) {
 		p, err := h.fa.spawn(ctx, cfg, opts, log)
 		if err != nil {
 			return nil, err
@@ -119,7 +120,7 @@ func TestModelCommand(t *testing.T) {
 
 	// Remembered for the next spawn (after a restart of cc-connect too).
 	h = h.restart()
-	h.e.spawn = func(ctx context.Context, cfg agentproc.Config, opts agentproc.StartOptions, log *slog.Logger) (agentProcess, error) {
+	h.e.spawn = func(ctx context.Context, cfg agentproc.Config, opts agentproc.StartOptions, log *slog.Logger) (procs.Process, error) {
 		p, err := h.fa.spawn(ctx, cfg, opts, log)
 		return ctlProc{fakeProc: p.(*fakeProc), c: calls}, err
 	}

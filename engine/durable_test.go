@@ -5,17 +5,16 @@ import (
 	"context"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/cc-connect/cc-connect/agentproc"
+	"github.com/cc-connect/cc-connect/engine/procs"
 	"github.com/cc-connect/cc-connect/inbox"
 	"github.com/cc-connect/cc-connect/internal/fakeclaude"
 	"github.com/cc-connect/cc-connect/lease"
@@ -341,8 +340,8 @@ func TestSessionLeaseExcludesSecondProcess(t *testing.T) {
 	if _, err := lease.Session(h.opts.StateDir, sid); err == nil {
 		t.Fatal("the session lease was free while its process lives")
 	}
-	mark, err := os.ReadFile(agentMarkPath(h.opts.StateDir, sid))
-	if err != nil || !strings.Contains(string(mark), strconv.Itoa(h.e.sessions[t1Key].agent.live().Pid())) {
+	mark, err := os.ReadFile(procs.MarkPath(h.opts.StateDir, sid))
+	if err != nil || !strings.Contains(string(mark), strconv.Itoa(h.e.sessions[t1Key].agent.Live().Pid())) {
 		t.Errorf("agent pid file = %q, %v", mark, err)
 	}
 	h.stop()
@@ -351,62 +350,6 @@ func TestSessionLeaseExcludesSecondProcess(t *testing.T) {
 		t.Fatalf("session lease after shutdown: %v", err)
 	}
 	l.Release()
-}
-
-// TestKillOrphanAgent: the claude process a killed cc-connect left behind
-// is killed (with its process group) by the next holder of the session
-// lease; a pid file naming a process that is gone, or a pid now used by
-// another process, kills nothing.
-func TestKillOrphanAgent(t *testing.T) {
-	if _, ok := procStart(os.Getpid()); !ok {
-		t.Skip("no /proc: orphans are not detected here")
-	}
-	start := func() *exec.Cmd {
-		cmd := exec.Command("sleep", "60")
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-		return cmd
-	}
-	dir := t.TempDir()
-	write := func(name, content string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	orphan := start()
-	st, _ := procStart(orphan.Process.Pid)
-	reaped := make(chan error, 1)
-	go func() { reaped <- orphan.Wait() }()
-	if err := killOrphanAgent(write("orphan.agent", strconv.Itoa(orphan.Process.Pid)+" "+st+"\n"), h0Log()); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-reaped:
-		if ws, ok := err.(*exec.ExitError); !ok || ws.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-			t.Errorf("orphan ended with %v, want SIGKILL", err)
-		}
-	case <-time.After(waitLimit):
-		t.Fatal("the orphan was not killed")
-	}
-
-	bystander := start()
-	for name, content := range map[string]string{
-		"reused.agent": strconv.Itoa(bystander.Process.Pid) + " 1\n", // same pid, other start time
-		"gone.agent":   "999999999 1\n",
-		"empty.agent":  "",
-	} {
-		if err := killOrphanAgent(write(name, content), h0Log()); err != nil {
-			t.Errorf("%s: %v", name, err)
-		}
-	}
-	if !procAlive(bystander.Process.Pid) {
-		t.Error("a process that only reuses the pid was killed")
-	}
 }
 
 func h0Log() *slog.Logger { return slog.New(slog.DiscardHandler) }

@@ -25,6 +25,7 @@ import (
 
 	"github.com/cc-connect/cc-connect/agentproc"
 	"github.com/cc-connect/cc-connect/ctxindicator"
+	"github.com/cc-connect/cc-connect/engine/procs"
 	"github.com/cc-connect/cc-connect/inbox"
 	"github.com/cc-connect/cc-connect/platform"
 	"github.com/cc-connect/cc-connect/spend"
@@ -108,11 +109,11 @@ type Engine struct {
 	// engine's own instructions are added (agentConfig).
 	basePrompt string
 	now        func() time.Time
-	spawn      spawnFunc
-	tx         transcripts
+	spawn      procs.SpawnFunc
+	tx         procs.Transcripts
 	store      *store
 	pool       *pool
-	slots      *slots
+	slots      *procs.Caps
 	// refused holds the threads that got the access refusal (session
 	// keys), bounded: a thread forgotten gets one refusal more.
 	refused *recentIDs
@@ -124,7 +125,7 @@ type Engine struct {
 	// born is when the engine was made, which bounds when that happens.
 	gapChecked *recentIDs
 	born       time.Time
-	spare      *spares // spare processes for new conversations (spares.go)
+	spare      *procs.Spares // spare processes for new conversations (spares.go)
 
 	// seenSet is the accepted message ids of every journal (journal.go);
 	// seenOnce opens it, and the journals, on first use, and finds the
@@ -224,11 +225,11 @@ func New(opts Options) (*Engine, error) {
 		log:          log,
 		basePrompt:   basePrompt,
 		now:          now,
-		spawn:        startAgent,
-		tx:           newDiskTranscripts(opts.Agent),
+		spawn:        procs.Start,
+		tx:           procs.NewDiskTranscripts(opts.Agent),
 		store:        &store{dir: opts.StateDir},
 		pool:         newPool(log),
-		slots:        newSlots(opts.MaxProcesses, opts.MaxProcessesPerWorkspace),
+		slots:        procs.NewCaps(opts.MaxProcesses, opts.MaxProcessesPerWorkspace),
 		retireAfter:  defaultRetireAfter,
 		fetchTimeout: fetchTimeout,
 		tailQuiet:    tailQuiet,
@@ -246,7 +247,12 @@ func New(opts Options) (*Engine, error) {
 		busy:         newBusyCount(),
 		metrics:      metricsOf(opts.Metrics),
 	}
-	e.spare = newSpares(e)
+	e.spare = procs.NewSpares(procs.SparesConfig{N: opts.Prewarm, Idle: opts.IdleTimeout, Caps: e.slots,
+		// e.spawn is read at each start: tests swap it after New.
+		Spawn: func(ctx context.Context, cfg agentproc.Config, o agentproc.StartOptions, log *slog.Logger) (procs.Process, error) {
+			return e.spawn(ctx, cfg, o, log)
+		},
+		StateDir: opts.StateDir, Grace: opts.ShutdownGrace, BG: e.bg, Log: log, Now: now, NewID: newUUID, Agent: opts.Agent})
 	e.wireMetrics()
 	e.runs.init(opts.StateDir)
 	return e, nil
@@ -291,7 +297,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	e.shutting = true
 	e.mu.Unlock()
 	close(e.stopping)
-	e.spare.close()
+	e.spare.Close()
 	e.wg.Wait() // every session loop and side question has closed its process
 	e.notices.close()
 	e.cancelBg()

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cc-connect/cc-connect/agentproc"
+	"github.com/cc-connect/cc-connect/engine/procs"
 	"github.com/cc-connect/cc-connect/platform"
 )
 
@@ -300,7 +301,7 @@ func (tr *turnRunner) stallCheck(t *turn) {
 }
 
 // overMaxTime interrupts a turn that ran past max_turn_time.
-func (tr *turnRunner) overMaxTime(t *turn, proc agentProcess) {
+func (tr *turnRunner) overMaxTime(t *turn, proc procs.Process) {
 	l := t.live
 	l.maxTimer = nil
 	l.overTime = tr.e.opts.MaxTurnTime

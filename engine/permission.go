@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cc-connect/cc-connect/agentproc"
+	"github.com/cc-connect/cc-connect/engine/procs"
 	"github.com/cc-connect/cc-connect/platform"
 )
 
@@ -110,7 +111,7 @@ func (ps *permissions) first() string {
 // The approver sees the whole request (approvalFor): a request too big to
 // show, or whose whole command could not be posted, is denied without
 // asking.
-func (ps *permissions) ask(proc agentProcess, req agentproc.PermissionRequest) {
+func (ps *permissions) ask(proc procs.Process, req agentproc.PermissionRequest) {
 	p := &pendingPerm{req: req, asked: time.Now()}
 	ps.metrics.PermissionRequested()
 	if ps.timeout > 0 {
@@ -214,7 +215,7 @@ func (ps *permissions) resolve(p *pendingPerm, outcome string) {
 }
 
 // answer passes a chat answer (a button, !allow, !deny) to the CLI.
-func (ps *permissions) answer(proc agentProcess, c control) {
+func (ps *permissions) answer(proc procs.Process, c control) {
 	if ps.answerSpecial(proc, c) {
 		return
 	}
@@ -247,7 +248,7 @@ func (ps *permissions) answer(proc agentProcess, c control) {
 }
 
 // expire denies every request whose deadline has passed.
-func (ps *permissions) expire(proc agentProcess) {
+func (ps *permissions) expire(proc procs.Process) {
 	now := time.Now()
 	for _, p := range append([]*pendingPerm(nil), ps.pending...) {
 		if p.deadline.IsZero() || p.deadline.After(now) {
@@ -289,7 +290,7 @@ func (ps *permissions) endAll(why string) {
 	}
 }
 
-func respond(proc agentProcess, requestID string, d agentproc.PermissionDecision) error {
+func respond(proc procs.Process, requestID string, d agentproc.PermissionDecision) error {
 	ctx, cancel := context.WithTimeout(context.Background(), controlTimeout)
 	defer cancel()
 	return proc.RespondPermission(ctx, requestID, d)

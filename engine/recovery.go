@@ -150,7 +150,7 @@ func (tr *turnRunner) decide(u string) (what recovery, path string, err error) {
 	if sid == "" {
 		return recoverSend, "", nil // no session was ever started for it
 	}
-	if err := tr.agent.claim(sid); err != nil {
+	if err := tr.agent.Claim(sid); err != nil {
 		return recoverSend, "", err
 	}
 	path, _, err = tr.e.tx.Find(sid)
@@ -216,7 +216,7 @@ func (tr *turnRunner) recover(it workItem) {
 		tr.chat.send(note.String())
 		tr.cutStream(it)
 		tr.jr.ack(it, inbox.AckCancel)
-		tr.agent.releaseIfIdle()
+		tr.agent.ReleaseIfIdle()
 		return
 	}
 	if what != recoverLost {
@@ -307,7 +307,7 @@ func (tr *turnRunner) recover(it workItem) {
 			return // a test's kill: the reply is posted, the entry not acked
 		}
 		tr.jr.ack(it, inbox.AckResult)
-		tr.agent.releaseIfIdle()
+		tr.agent.ReleaseIfIdle()
 	}
 }
 

@@ -132,7 +132,7 @@ func (e *Engine) Reload(ctx context.Context, r Reload) error {
 	}
 	// Spares were started under the old config: none outlives it.
 	agent := e.opts.Agent
-	e.spare.renew(&agent)
+	e.spare.Renew(&agent)
 	e.rebindSessions(ctx, bs, restarted)
 	return e.swapAdapters(ctx, r.Adapters, r.Remove)
 }
@@ -208,13 +208,13 @@ func (s *session) retireIfStale() bool {
 		return false
 	}
 	s.tr.tail.wait() // its ack goes in the journal closed below
-	s.agent.close()
+	s.agent.Close()
 
 	s.jr.acceptMu.Lock()
 	defer s.jr.acceptMu.Unlock()
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if !s.mb.closeIfIdle(func() bool { return s.agent.live() == nil }) {
+	if !s.mb.closeIfIdle(func() bool { return s.agent.Live() == nil }) {
 		return false // work arrived while the process closed: it runs first
 	}
 	// Closed before the conversation leaves the map, so its next

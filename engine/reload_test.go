@@ -206,7 +206,7 @@ func (e *Engine) sessionLive(t *testing.T, key string) bool {
 	e.mu.Lock()
 	s := e.sessions[key]
 	e.mu.Unlock()
-	return s != nil && s.agent.live() != nil
+	return s != nil && s.agent.Live() != nil
 }
 
 // runAdapter is a fake adapter that records when its Run starts and ends.

@@ -204,27 +204,8 @@ func (env *benchEnv) reapAll(tb testing.TB) {
 	env.waitLive(tb, 0)
 }
 
-// waitLive waits until exactly n processes hold a slot; it wakes whenever
-// a slot is released.
-func (env *benchEnv) waitLive(tb testing.TB, n int) {
-	tb.Helper()
-	sl := env.e.slots
-	deadline := time.NewTimer(5 * time.Minute)
-	defer deadline.Stop()
-	for {
-		sl.mu.Lock()
-		live, ch := sl.total, sl.changed
-		sl.mu.Unlock()
-		if live == n {
-			return
-		}
-		select {
-		case <-ch:
-		case <-deadline.C:
-			tb.Fatalf("timed out with %d live processes, want %d", live, n)
-		}
-	}
-}
+// waitLive waits until exactly n processes hold a slot.
+func (env *benchEnv) waitLive(tb testing.TB, n int) { waitLiveSlots(tb, env.e.slots, n) }
 
 // memSnapshot is this process's own memory and goroutines at one moment.
 type memSnapshot struct {

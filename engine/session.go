@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cc-connect/cc-connect/engine/procs"
 	"github.com/cc-connect/cc-connect/inbox"
 	"github.com/cc-connect/cc-connect/platform"
 )
@@ -37,7 +38,7 @@ type session struct {
 	mb    *mailbox
 	jr    *journal
 	rb    *recordBook
-	agent *agentSlot
+	agent *procs.Slot
 	chat  *relay
 	tr    *turnRunner
 	shell shellSlot // the running !sh command, if any (its own lock)
@@ -48,7 +49,7 @@ type session struct {
 
 	// listed is the last !sessions listing, for !resume <n>; only the
 	// session goroutine touches it.
-	listed []sessionInfo
+	listed []procs.SessionInfo
 }
 
 func keyOf(t platform.Target) string {
@@ -89,7 +90,7 @@ func (e *Engine) session(b Binding, m platform.Message, a platform.Adapter) (*se
 		s.jr.cl = newClusterLedger()
 	}
 	s.rb = &recordBook{store: e.store, log: log}
-	s.agent = &agentSlot{ws: ws, stateDir: e.opts.StateDir, grace: e.opts.ShutdownGrace, slots: e.slots, bg: e.bg, log: log, now: e.now}
+	s.agent = procs.NewSlot(procs.SlotConfig{Dir: ws, StateDir: e.opts.StateDir, Grace: e.opts.ShutdownGrace, Caps: e.slots, BG: e.bg, Log: log, Now: e.now})
 	s.chat = &relay{to: to, original: a, current: e.adapter, bg: e.bg, log: log, metrics: e.metrics}
 	s.tr = &turnRunner{e: e, key: key, ws: ws, log: log, jr: s.jr, mb: s.mb, rb: s.rb, agent: s.agent, chat: s.chat,
 		other: s.handleControl, lateReply: s.replyAsTurn, stopShell: s.stopShell, binding: s.liveBinding, awaitText: s.awaitText,
@@ -163,8 +164,8 @@ func (s *session) loop() {
 		it, ok := s.next()
 		if !ok {
 			s.tr.tail.wait()
-			s.agent.close()
-			s.agent.release() // a lease recovery took without starting a process
+			s.agent.Close()
+			s.agent.Release() // a lease recovery took without starting a process
 			s.jr.close()
 			return
 		}
@@ -215,8 +216,8 @@ func (s *session) next() (workItem, bool) {
 			s.e.noteQueue()
 			return it, true
 		}
-		proc := s.agent.live()
-		idleAt, _ := s.agent.idleSince()
+		proc := s.agent.Live()
+		idleAt, _ := s.agent.IdleSince()
 
 		var reapC, retireC <-chan time.Time
 		var procDone <-chan struct{}
@@ -242,7 +243,7 @@ func (s *session) next() (workItem, bool) {
 			s.reap("idle timeout")
 		case <-procDone:
 			s.log.Warn("Agent process ended while idle; the next message resumes", "session_id", s.rb.sessionID(), "stderr", lastLine(proc.StderrTail()))
-			s.agent.close()
+			s.agent.Close()
 		case <-s.e.stopping:
 		}
 		if timer != nil {
@@ -262,7 +263,7 @@ func (s *session) retire() bool {
 	defer s.e.mu.Unlock()
 	// A running !sh writes the record when it ends: the session must
 	// outlive it, or a new one could load the record before that write.
-	if !s.mb.closeIfIdle(func() bool { return s.agent.live() == nil && !s.shell.running() }) {
+	if !s.mb.closeIfIdle(func() bool { return s.agent.Live() == nil && !s.shell.running() }) {
 		return false
 	}
 	if s.e.sessions[s.key] == s {
@@ -342,14 +343,14 @@ func (s *session) stopShell(to platform.Target) bool {
 // reap closes an idle live process and keeps the session id, so the next
 // message resumes.
 func (s *session) reap(why string) {
-	idleAt, live := s.agent.idleSince()
+	idleAt, live := s.agent.IdleSince()
 	if !live {
 		return
 	}
 	rec := s.rb.get()
 	s.log.Info("Reaping idle agent process", "reason", why, "session_id", rec.SessionID,
 		"idle", s.e.now().Sub(idleAt).Round(time.Millisecond), "context_tokens", rec.ContextTokens)
-	s.agent.close()
+	s.agent.Close()
 }
 
 // idleLiveSince returns when the live process went idle, as a sortable
@@ -358,14 +359,14 @@ func (s *session) idleLiveSince() (int64, bool) {
 	if _, _, busy := s.mb.snapshot(); busy {
 		return 0, false
 	}
-	at, live := s.agent.idleSince()
+	at, live := s.agent.IdleSince()
 	return at.UnixNano(), live
 }
 
 // lastActive is when the conversation last finished a turn, or started.
 func (s *session) lastActive() time.Time {
 	rec := s.rb.get()
-	idleAt, _ := s.agent.idleSince()
+	idleAt, _ := s.agent.IdleSince()
 	if rec.LastActivity.After(idleAt) {
 		return rec.LastActivity
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cc-connect/cc-connect/agentproc"
+	"github.com/cc-connect/cc-connect/engine/procs"
 	"github.com/cc-connect/cc-connect/inbox"
 )
 
@@ -21,7 +22,7 @@ func TestSessionsListLeavesOutIDsThatAreNotUUIDs(t *testing.T) {
 	h.fa.mu.Lock()
 	h.fa.sessions[old1] = []string{"earlier"}
 	h.fa.mu.Unlock()
-	h.ft.list = []sessionInfo{
+	h.ft.list = []procs.SessionInfo{
 		{SessionID: "--dangerously-skip-permissions", Size: 10, ModTime: time.Now(), FirstPrompt: "planted"},
 		{SessionID: old1, Size: 2048, ModTime: time.Now().Add(-time.Hour), FirstPrompt: "fix the login bug"},
 		{SessionID: "notes", BadID: true, ModTime: time.Now()},
@@ -57,7 +58,7 @@ func TestDiskTranscriptsFlagNamesThatAreNotUUIDs(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	all, err := diskTranscripts{configDir: configDir}.List(ws)
+	all, err := procs.NewDiskTranscripts(agentproc.Config{Env: map[string]string{"CLAUDE_CONFIG_DIR": configDir}}).List(ws)
 	if err != nil || len(all) != 2 {
 		t.Fatalf("List = %+v, %v", all, err)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cc-connect/cc-connect/agentproc"
+	"github.com/cc-connect/cc-connect/engine/procs"
 	"github.com/google/uuid"
 )
 
@@ -61,9 +62,9 @@ func BenchmarkStartup(b *testing.B) {
 			o.StateDir = seed.state
 			o.Bindings[0].Workspace = seed.ws
 		}, func(e *Engine) {
-			e.spawn = func(ctx context.Context, cfg agentproc.Config, opts agentproc.StartOptions, log *slog.Logger) (agentProcess, error) {
+			e.spawn = func(ctx context.Context, cfg agentproc.Config, opts agentproc.StartOptions, log *slog.Logger) (procs.Process, error) {
 				spawns.Add(1)
-				return startAgent(ctx, cfg, opts, log)
+				return procs.Start(ctx, cfg, opts, log)
 			}
 		})
 		before += spawns.Load()

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cc-connect/cc-connect/agentproc"
+	"github.com/cc-connect/cc-connect/engine/procs"
 	"github.com/cc-connect/cc-connect/inbox"
 	"github.com/cc-connect/cc-connect/platform"
 )
@@ -46,7 +47,7 @@ type turnRunner struct {
 	jr    *journal
 	mb    *mailbox
 	rb    *recordBook
-	agent *agentSlot
+	agent *procs.Slot
 	chat  *relay
 	// other handles the controls that are not the turn's: notices to
 	// post, commands that act at once. stopShell stops the session's
@@ -132,12 +133,12 @@ func (tr *turnRunner) run(it workItem) {
 	}
 	retry, durable := tr.settle(it, out)
 	tr.mb.setState(stateIdle)
-	tr.agent.markIdle()
-	tr.e.slots.signal() // this process may now be reaped for a waiter
+	tr.agent.MarkIdle()
+	tr.e.slots.Signal() // this process may now be reaped for a waiter
 	cfg, partial := tr.e.agentConfig(tr.binding(), tr.dm), tr.wantsPartial()
 	wrapUp := func() {
 		tr.chat.turnEnded(it.msg, ok)
-		tr.e.spare.want(tr.ws, cfg, partial) // after the turn, never on its path
+		tr.e.spare.Want(tr.ws, cfg, partial) // after the turn, never on its path
 	}
 	if durable != nil {
 		// The reaction's swap and a spare's start go after the tail's
@@ -196,20 +197,20 @@ func (tr *turnRunner) finish(it workItem, out outcome, hadHistory bool) bool {
 		// itself does not fit, and resending it would fail the same way.
 		tr.log.Error("Message too long for a fresh session", "session_id", tr.rb.sessionID(), "error", out.err)
 		tr.rb.forget()
-		tr.agent.close()
+		tr.agent.Close()
 		tr.chat.send("This message does not fit in the model's context even in a fresh session" + resultDetail(out) + ". Nothing was kept; please send something shorter.")
 		return false
 	case errors.As(out.err, &exitErr):
 		tr.log.Error("Agent process exited mid-turn; keeping the session", "session_id", tr.rb.sessionID(),
 			"exit_code", exitErr.Code, "signal", exitErr.Signal, "stderr", exitErr.StderrTail)
-		tr.agent.close()
+		tr.agent.Close()
 		tr.chat.send(fmt.Sprintf("The agent process %s: %s\nThe session is kept: your next message resumes it.",
 			exitDescription(exitErr), orNone(tr.forChat(lastLine(exitErr.StderrTail)))))
 		return false
 	default:
 		tr.log.Error("Turn failed; keeping the session", "session_id", tr.rb.sessionID(), "error", out.err,
 			"stderr", out.stderr)
-		tr.agent.close()
+		tr.agent.Close()
 		tr.chat.send(fmt.Sprintf("The agent failed: %s\nThe session is kept: send your message again to retry.", tr.forChat(out.err.Error())))
 		return false
 	}
@@ -239,7 +240,7 @@ func (tr *turnRunner) fallback(it workItem, out outcome) bool {
 	tr.log.Error("Agent session cannot continue; starting fresh", "session_id", oldID, "error", out.err,
 		"stderr", out.stderr, "transcript", path, "transcript_size", size, "transcript_lookup_error", errString(ferr))
 	tr.rb.forget()
-	tr.agent.close()
+	tr.agent.Close()
 	if tooLong {
 		tr.chat.send(noticeTooLong)
 	} else {
@@ -257,7 +258,7 @@ func (tr *turnRunner) fallback(it workItem, out outcome) bool {
 	if errors.Is(out2.err, agentproc.ErrPromptTooLong) || errors.Is(out2.err, agentproc.ErrSessionNotFound) {
 		tr.rb.forget()
 	}
-	tr.agent.close()
+	tr.agent.Close()
 	reason := tr.forChat(out2.err.Error())
 	var exitErr *agentproc.ExitError
 	if errors.As(out2.err, &exitErr) {
@@ -337,11 +338,11 @@ func (tr *turnRunner) saveNow() {
 // ensureProcess makes sure the session has a live process: it takes a slot
 // (waiting at the cap) and starts one, resuming the stored session id.
 func (tr *turnRunner) ensureProcess() error {
-	if proc := tr.agent.live(); proc != nil {
+	if proc := tr.agent.Live(); proc != nil {
 		select {
 		case <-proc.Done():
 			tr.log.Warn("Agent process had ended; starting it again", "session_id", tr.rb.sessionID(), "stderr", lastLine(proc.StderrTail()))
-			tr.agent.close()
+			tr.agent.Close()
 		default:
 			return nil
 		}
@@ -393,11 +394,11 @@ func (tr *turnRunner) ensureProcess() error {
 		attrs = append(attrs, "worktree", tr.ws, "branch", wt)
 	}
 	tr.log.Info("Starting agent process", attrs...)
-	if err := tr.agent.start(tr.e.spawn, cfg, start); err != nil {
-		tr.e.slots.release(tr.ws)
+	if err := tr.agent.Start(tr.e.spawn, cfg, start); err != nil {
+		tr.e.slots.Release(tr.ws)
 		return err
 	}
-	syncControls(tr.agent.live(), tr.rb, start.Model, start.PermissionMode, cfg.Model, tr.log)
+	syncControls(tr.agent.Live(), tr.rb, start.Model, start.PermissionMode, cfg.Model, tr.log)
 	return nil
 }
 
@@ -412,22 +413,22 @@ func (tr *turnRunner) takeSpare(b Binding, cfg agentproc.Config, partial bool) b
 	if model, mode := tr.rb.spawnSettings(); rec.SessionID != "" || rec.NewSessionID != "" || model != "" || mode != "" {
 		return false
 	}
-	sp := tr.e.spare.take(tr.e.spare.setupFor(tr.ws, cfg, partial))
+	sp := tr.e.spare.Take(tr.e.spare.SetupFor(tr.ws, cfg, partial))
 	if sp == nil {
-		if tr.e.spare.on() {
+		if tr.e.spare.On() {
 			tr.e.metrics.SpareTaken("none")
 		}
 		return false
 	}
-	if sp.ready {
+	if sp.Ready {
 		tr.e.metrics.SpareTaken("ready")
 	} else {
 		tr.e.metrics.SpareTaken("loading")
 	}
-	sp.tools.set(tr.hostTools(b))
-	tr.rb.update(func(r *record) { r.NewSessionID = sp.id })
-	tr.agent.adopt(sp.slot)
-	tr.log.Info("Taking a spare agent process", "session_id", sp.id, "ready", sp.ready)
+	sp.Tools.Set(tr.hostTools(b))
+	tr.rb.update(func(r *record) { r.NewSessionID = sp.ID })
+	tr.agent.Adopt(sp.Slot)
+	tr.log.Info("Taking a spare agent process", "session_id", sp.ID, "ready", sp.Ready)
 	return true
 }
 
@@ -454,7 +455,7 @@ func (tr *turnRunner) newSessionStart() agentproc.StartOptions {
 // crash the transcript tells whether the CLI had the message. A
 // continuation (recovery resuming a cut turn) sends continueText under a
 // fresh uuid and keeps the message's, which is what the transcript holds.
-func (tr *turnRunner) send(proc agentProcess, it workItem) (agentTurn, error) {
+func (tr *turnRunner) send(proc procs.Process, it workItem) (procs.Turn, error) {
 	id, text := it.uuid, it.msg.Text
 	if id == "" || it.continuation {
 		id = newUUID()
@@ -495,7 +496,7 @@ func (tr *turnRunner) attempt(it workItem) outcome {
 	if err := tr.ensureProcess(); err != nil {
 		return outcome{err: err}
 	}
-	proc := tr.agent.live()
+	proc := tr.agent.Live()
 	at, err := tr.send(proc, it)
 	if err != nil {
 		return outcome{err: err, stderr: proc.StderrTail()}
@@ -585,7 +586,7 @@ func (tr *turnRunner) attempt(it workItem) outcome {
 	}
 }
 
-func (tr *turnRunner) interrupt(proc agentProcess) error {
+func (tr *turnRunner) interrupt(proc procs.Process) error {
 	ctx, cancel := context.WithTimeout(tr.e.bg, controlTimeout)
 	defer cancel()
 	err := proc.Interrupt(ctx)
@@ -602,7 +603,7 @@ func timerC(t *time.Timer) <-chan time.Time {
 	return t.C
 }
 
-func (tr *turnRunner) onEvent(t *turn, proc agentProcess, ev agentproc.Event) {
+func (tr *turnRunner) onEvent(t *turn, proc procs.Process, ev agentproc.Event) {
 	t.live.event()
 	switch ev := ev.(type) {
 	case agentproc.TextDelta:
@@ -673,7 +674,7 @@ func (tr *turnRunner) onEvent(t *turn, proc agentProcess, ev agentproc.Event) {
 }
 
 // control handles a control that reached the running turn.
-func (tr *turnRunner) control(t *turn, proc agentProcess, c control) {
+func (tr *turnRunner) control(t *turn, proc procs.Process, c control) {
 	switch c.kind {
 	case ctrlAnswer, ctrlReply:
 		t.perms.answer(proc, c)

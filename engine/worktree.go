@@ -34,7 +34,7 @@ func worktreeConversation(key string, gen int) string {
 // cannot be made.
 func (tr *turnRunner) ensureWorktree() bool {
 	b, ok := tr.liveBinding()
-	if !ok || !b.Worktree || tr.agent.live() != nil {
+	if !ok || !b.Worktree || tr.agent.Live() != nil {
 		return true
 	}
 	rec := tr.rb.get()
@@ -69,7 +69,8 @@ func (e *Engine) moveSession(key, ws string) {
 	if s == nil {
 		return
 	}
-	s.tr.ws, s.agent.ws = ws, ws
+	s.tr.ws = ws
+	s.agent.SetDir(ws)
 }
 
 // newWorktree is !new's part on a worktree binding: the next turn makes a

@@ -1,4 +1,4 @@
-package engine
+package procs
 
 import (
 	"errors"
@@ -30,7 +30,7 @@ import (
 
 // agentMarkPath is where the pid of the live claude process of a session
 // is recorded.
-func agentMarkPath(stateDir, sessionID string) string {
+func MarkPath(stateDir, sessionID string) string {
 	return filepath.Join(stateDir, "locks", "sessions", sessionID+".agent")
 }
 
@@ -66,8 +66,8 @@ func killOrphanAgent(path string, log *slog.Logger) error {
 	if err != nil || pid <= 1 {
 		return nil
 	}
-	start, known := procStart(pid)
-	if !known || len(fields) < 2 || fields[1] != start || !procAlive(pid) {
+	start, known := ProcStart(pid)
+	if !known || len(fields) < 2 || fields[1] != start || !PidAlive(pid) {
 		// Gone, or the pid now names another process: nothing of ours.
 		return nil
 	}
@@ -75,7 +75,7 @@ func killOrphanAgent(path string, log *slog.Logger) error {
 	_ = syscall.Kill(-pid, syscall.SIGKILL) // its process group: the CLI and its tools
 	_ = syscall.Kill(pid, syscall.SIGKILL)
 	deadline := time.Now().Add(orphanWait)
-	for procAlive(pid) {
+	for PidAlive(pid) {
 		// Not our child: there is nothing to wait on but its /proc entry.
 		if time.Now().After(deadline) {
 			return fmt.Errorf("orphaned agent process %d did not exit after SIGKILL", pid)
@@ -88,7 +88,7 @@ func killOrphanAgent(path string, log *slog.Logger) error {
 // procStart is the start time of pid (field 22 of /proc/<pid>/stat, in
 // clock ticks since boot), which tells a process from a later one that got
 // the same pid. Without /proc it reports false and orphans are not killed.
-func procStart(pid int) (string, bool) {
+func ProcStart(pid int) (string, bool) {
 	stat, ok := procStat(pid)
 	if !ok || len(stat) < 20 {
 		return "", false
@@ -96,8 +96,8 @@ func procStart(pid int) (string, bool) {
 	return stat[19], true
 }
 
-// procAlive reports whether pid is a live process (not a zombie).
-func procAlive(pid int) bool {
+// PidAlive reports whether pid is a live process (not a zombie).
+func PidAlive(pid int) bool {
 	stat, ok := procStat(pid)
 	if !ok || len(stat) < 1 {
 		return false

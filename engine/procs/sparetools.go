@@ -1,4 +1,4 @@
-package engine
+package procs
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 // and a spare starts before any conversation has it; so its tools are
 // declared as every process's are (name, description, schema) and call
 // through here, to the tools of the conversation that took it.
-type toolTarget struct {
+type ToolTarget struct {
 	mu    sync.Mutex
 	calls map[string]func(context.Context, json.RawMessage) (string, error)
 }
@@ -25,8 +25,8 @@ type toolTarget struct {
 // conversation sends.
 var errNoConversation = errors.New("this process serves no conversation yet")
 
-// set points the tools at a conversation's (turnRunner.hostTools).
-func (t *toolTarget) set(tools []agentproc.HostTool) {
+// Set points the tools at a conversation's (turnRunner.hostTools).
+func (t *ToolTarget) Set(tools []agentproc.HostTool) {
 	calls := make(map[string]func(context.Context, json.RawMessage) (string, error), len(tools))
 	for _, tool := range tools {
 		calls[tool.Name] = tool.Call
@@ -36,9 +36,9 @@ func (t *toolTarget) set(tools []agentproc.HostTool) {
 	t.mu.Unlock()
 }
 
-// hostTools are the tools a spare declares: those turnRunner.hostTools
+// HostTools are the tools a spare declares: those turnRunner.hostTools
 // gives every process, calling through t.
-func (t *toolTarget) hostTools() []agentproc.HostTool {
+func (t *ToolTarget) HostTools() []agentproc.HostTool {
 	tool := sendfile.Tool(sendfile.Config{}) // its name, description and schema
 	name := tool.Name
 	tool.Call = func(ctx context.Context, args json.RawMessage) (string, error) {

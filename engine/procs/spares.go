@@ -1,4 +1,4 @@
-package engine
+package procs
 
 import (
 	"context"
@@ -43,7 +43,7 @@ const spareFailPause = time.Minute
 // config and whether it streams), so that a binding with its own model,
 // prompt, arguments or environment, or another progress level, never gets
 // a process started for another.
-type spareSetup struct {
+type SpareSetup struct {
 	ws    string
 	agent *agentproc.Config
 	how   string
@@ -55,30 +55,30 @@ func spareHow(cfg agentproc.Config, partial bool) string {
 	return fmt.Sprintf("%#v partial=%t", cfg, partial)
 }
 
-// spare is one process kept for the next new conversation of a workspace.
-type spare struct {
-	slot  *agentSlot   // the process, its slot, its lease (until taken)
-	proc  agentProcess // the process, for its goroutine (slot's is cleared when taken)
-	id    string       // the session id it was started with
-	setup spareSetup
-	// tools is where the host tools it was started with (declared in its
+// Spare is one process kept for the next new conversation of a workspace.
+type Spare struct {
+	Slot  *Slot   // the process, its slot, its lease (until taken)
+	proc  Process // the process, for its goroutine (slot's is cleared when taken)
+	ID    string  // the session id it was started with
+	setup SpareSetup
+	// Tools is where the host tools it was started with (declared in its
 	// initialize, before any conversation had it) send their calls: the
 	// conversation that takes it sets them (turnRunner.takeSpare).
-	tools *toolTarget
+	Tools *ToolTarget
 	since time.Time     // when it started, then when it became ready
-	ready bool          // it answered initialize (guarded by spares.mu)
+	Ready bool          // it answered initialize (guarded by spares.mu)
 	gone  chan struct{} // closed when it leaves the pool: taken or closed
 }
 
-// spares is the engine's pool of spare processes. Sessions call want after
+// Spares is the engine's pool of spare processes. Sessions call want after
 // a turn and take when they start a new Claude session; acquireSlot calls
 // yield; Run calls close. Each spare has one goroutine (run) from its
 // start until it leaves the pool.
-type spares struct {
+type Spares struct {
 	n        int           // spares per recently active workspace; 0 = none
 	idle     time.Duration // 0 = never reaped
-	spawn    spawnFunc
-	slots    *slots
+	spawn    SpawnFunc
+	slots    *Caps
 	stateDir string
 	grace    time.Duration
 	bg       context.Context
@@ -98,35 +98,47 @@ type spares struct {
 
 // wsSpares is one workspace's part of the pool.
 type wsSpares struct {
-	spares   []*spare // started, oldest first; ready or still loading
+	spares   []*Spare // started, oldest first; ready or still loading
 	starting int      // spawning, not in spares yet
 	lastTurn time.Time
 	failedAt time.Time
 }
 
-func newSpares(e *Engine) *spares {
-	agent := e.opts.Agent
-	// e.spawn is read at each start: tests swap it after New.
-	spawn := func(ctx context.Context, cfg agentproc.Config, opts agentproc.StartOptions, log *slog.Logger) (agentProcess, error) {
-		return e.spawn(ctx, cfg, opts, log)
-	}
-	return &spares{n: e.opts.Prewarm, idle: e.opts.IdleTimeout, spawn: spawn, slots: e.slots,
-		stateDir: e.opts.StateDir, grace: e.opts.ShutdownGrace, bg: e.bg, log: e.log, now: e.now, newID: newUUID,
+// SparesConfig is what the pool is made with.
+type SparesConfig struct {
+	N        int           // spares per recently active workspace; 0 = none
+	Idle     time.Duration // 0 = never reaped
+	Spawn    SpawnFunc     // called at each start
+	Caps     *Caps
+	StateDir string
+	Grace    time.Duration
+	BG       context.Context
+	Log      *slog.Logger
+	Now      func() time.Time
+	NewID    func() string // a new session id
+	Agent    agentproc.Config
+}
+
+// NewSpares makes the pool; it starts nothing.
+func NewSpares(c SparesConfig) *Spares {
+	agent := c.Agent
+	return &Spares{n: c.N, idle: c.Idle, spawn: c.Spawn, slots: c.Caps,
+		stateDir: c.StateDir, grace: c.Grace, bg: c.BG, log: c.Log, now: c.Now, newID: c.NewID,
 		stop: make(chan struct{}), agent: &agent, byWS: map[string]*wsSpares{}, changed: make(chan struct{})}
 }
 
-// setupFor is what a new conversation in ws would start its process with.
-func (p *spares) setupFor(ws string, cfg agentproc.Config, partial bool) spareSetup {
+// SetupFor is what a new conversation in ws would start its process with.
+func (p *Spares) SetupFor(ws string, cfg agentproc.Config, partial bool) SpareSetup {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return spareSetup{ws: ws, agent: p.agent, how: spareHow(cfg, partial)}
+	return SpareSetup{ws: ws, agent: p.agent, how: spareHow(cfg, partial)}
 }
 
-// want notes a turn in ws and starts spares until ws has n, ready or
+// Want notes a turn in ws and starts spares until ws has n, ready or
 // starting, set up as cfg and partial say (the conversation whose turn it
 // was: the next new one is likely of the same binding). It returns at once:
 // the start runs on the spare's goroutine.
-func (p *spares) want(ws string, cfg agentproc.Config, partial bool) {
+func (p *Spares) Want(ws string, cfg agentproc.Config, partial bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.n <= 0 || p.closed {
@@ -141,10 +153,10 @@ func (p *spares) want(ws string, cfg agentproc.Config, partial bool) {
 	if !w.failedAt.IsZero() && p.now().Sub(w.failedAt) < spareFailPause {
 		return
 	}
-	setup := spareSetup{ws: ws, agent: p.agent, how: spareHow(cfg, partial)}
+	setup := SpareSetup{ws: ws, agent: p.agent, how: spareHow(cfg, partial)}
 	for have := len(w.spares) + w.starting; have < p.n; have++ {
 		// A spare never waits for a slot: at a full cap none starts.
-		if ok, _, _ := p.slots.tryAcquire(ws); !ok {
+		if ok, _, _ := p.slots.TryAcquire(ws); !ok {
 			return
 		}
 		w.starting++
@@ -153,24 +165,24 @@ func (p *spares) want(ws string, cfg agentproc.Config, partial bool) {
 	}
 }
 
-// take hands over a spare of ws started for setup, or nil: a ready one
+// Take hands over a spare of ws started for setup, or nil: a ready one
 // if any, else one still loading (started before this conversation asked,
 // it answers sooner than a process started now would; its first message
 // waits in its stdin). The caller adopts sp.slot: the process, its slot
 // and its lease are then its.
-func (p *spares) take(setup spareSetup) *spare {
+func (p *Spares) Take(setup SpareSetup) *Spare {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	w := p.byWS[setup.ws]
 	if w == nil {
 		return nil
 	}
-	var pick *spare
+	var pick *Spare
 	for _, sp := range w.spares {
-		if sp.setup != setup || !alive(sp.proc) {
+		if sp.setup != setup || !Alive(sp.proc) {
 			continue // its goroutine closes it
 		}
-		if pick == nil || sp.ready && !pick.ready {
+		if pick == nil || sp.Ready && !pick.Ready {
 			pick = sp
 		}
 	}
@@ -180,13 +192,13 @@ func (p *spares) take(setup spareSetup) *spare {
 	return pick
 }
 
-// yield closes one spare, of ws when ws is set (its cap is the full
+// Yield closes one spare, of ws when ws is set (its cap is the full
 // one), else the oldest of any workspace, so that a conversation gets its
 // slot. It reports whether it closed one; the slot frees up when the
 // process has exited (slots.release wakes the waiter).
-func (p *spares) yield(ws string) bool {
+func (p *Spares) Yield(ws string) bool {
 	p.mu.Lock()
-	var victim *spare
+	var victim *Spare
 	for name, w := range p.byWS {
 		if ws != "" && name != ws {
 			continue
@@ -206,48 +218,66 @@ func (p *spares) yield(ws string) bool {
 	p.mu.Unlock()
 	go func() {
 		defer p.wg.Done()
-		p.log.Info("Closing a spare agent process: a conversation needs its slot", "workspace", victim.setup.ws, "session_id", victim.id)
-		victim.slot.close()
+		p.log.Info("Closing a spare agent process: a conversation needs its slot", "workspace", victim.setup.ws, "session_id", victim.ID)
+		victim.Slot.Close()
 	}()
 	return true
 }
 
-// renew closes every spare and makes those still spawning close once
+// Renew closes every spare and makes those still spawning close once
 // started; later spares start with agent. A reload calls it: the agent's
 // environment is built at the spawn from settings a reload may change
 // (the variables kept from every agent child, the bindings), and a spare
 // started before must not carry the old ones into a conversation.
-func (p *spares) renew(agent *agentproc.Config) {
+func (p *Spares) Renew(agent *agentproc.Config) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.agent = agent
-	var drop []*spare
+	var drop []*Spare
 	for _, w := range p.byWS {
 		drop = append(drop, w.spares...)
 	}
 	for _, sp := range drop {
 		p.removeLocked(sp)
-		p.log.Info("Closing a spare agent process: the configuration was reloaded", "workspace", sp.setup.ws, "session_id", sp.id)
+		p.log.Info("Closing a spare agent process: the configuration was reloaded", "workspace", sp.setup.ws, "session_id", sp.ID)
 		p.wg.Add(1)
 		go func() {
 			defer p.wg.Done()
-			sp.slot.close()
+			sp.Slot.Close()
 		}()
 	}
 }
 
-// on reports whether spares are kept at all (agent.prewarm > 0).
-func (p *spares) on() bool { return p.n > 0 }
+// Changed is closed at the pool's next change: a spare ready, or gone.
+func (p *Spares) Changed() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.changed
+}
 
-// count is the number of spares ready, and of those starting (spawning
+// Pooled is the number of spares of ws in the pool, ready or loading
+// (started, its handshake not answered), not those still spawning.
+func (p *Spares) Pooled(ws string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if w := p.byWS[ws]; w != nil {
+		return len(w.spares)
+	}
+	return 0
+}
+
+// On reports whether spares are kept at all (agent.prewarm > 0).
+func (p *Spares) On() bool { return p.n > 0 }
+
+// Count is the number of spares ready, and of those starting (spawning
 // or loading).
-func (p *spares) count() (ready, starting int) {
+func (p *Spares) Count() (ready, starting int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, w := range p.byWS {
 		starting += w.starting
 		for _, sp := range w.spares {
-			if sp.ready {
+			if sp.Ready {
 				ready++
 			} else {
 				starting++
@@ -257,9 +287,9 @@ func (p *spares) count() (ready, starting int) {
 	return ready, starting
 }
 
-// close stops starting spares and closes every one; it returns when all
+// Close stops starting spares and closes every one; it returns when all
 // have exited.
-func (p *spares) close() {
+func (p *Spares) Close() {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -268,7 +298,7 @@ func (p *spares) close() {
 	}
 	p.closed = true
 	close(p.stop)
-	var all []*spare
+	var all []*Spare
 	for _, w := range p.byWS {
 		all = append(all, w.spares...)
 	}
@@ -281,7 +311,7 @@ func (p *spares) close() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			sp.slot.close()
+			sp.Slot.Close()
 		}()
 	}
 	wg.Wait()
@@ -290,7 +320,7 @@ func (p *spares) close() {
 
 // removeLocked takes sp out of the pool; whoever removes it closes it (or,
 // for take, owns it).
-func (p *spares) removeLocked(sp *spare) {
+func (p *Spares) removeLocked(sp *Spare) {
 	w := p.byWS[sp.setup.ws]
 	if w == nil {
 		return
@@ -305,7 +335,7 @@ func (p *spares) removeLocked(sp *spare) {
 	}
 }
 
-func (p *spares) notifyLocked() {
+func (p *Spares) notifyLocked() {
 	close(p.changed)
 	p.changed = make(chan struct{})
 }
@@ -313,7 +343,7 @@ func (p *spares) notifyLocked() {
 // run is a spare's goroutine: it starts the process in the slot want
 // took, puts it in the pool, waits for it to be ready, then keeps it until
 // it is taken, dies, idles out, or the pool closes.
-func (p *spares) run(setup spareSetup, cfg agentproc.Config, partial bool) {
+func (p *Spares) run(setup SpareSetup, cfg agentproc.Config, partial bool) {
 	defer p.wg.Done()
 	sp := p.start(setup, cfg, partial)
 	p.mu.Lock()
@@ -329,7 +359,7 @@ func (p *spares) run(setup spareSetup, cfg agentproc.Config, partial bool) {
 		return
 	}
 	if drop {
-		sp.slot.close()
+		sp.Slot.Close()
 		return
 	}
 	if !p.awaitReady(sp) {
@@ -340,22 +370,22 @@ func (p *spares) run(setup spareSetup, cfg agentproc.Config, partial bool) {
 
 // start starts a spare for setup in the slot want took; nil when it did
 // not start (the slot is freed, and the workspace pauses).
-func (p *spares) start(setup spareSetup, cfg agentproc.Config, partial bool) *spare {
+func (p *Spares) start(setup SpareSetup, cfg agentproc.Config, partial bool) *Spare {
 	id := p.newID()
-	tools := &toolTarget{}
+	tools := &ToolTarget{}
 	// agentproc names the session itself once the CLI has one.
 	log := p.log.With("workspace", setup.ws)
-	slot := &agentSlot{ws: setup.ws, stateDir: p.stateDir, grace: p.grace, slots: p.slots, bg: p.bg, log: log, now: p.now}
-	opts := agentproc.StartOptions{Dir: setup.ws, SessionID: id, PartialMessages: partial, Tools: tools.hostTools()}
-	if err := slot.start(p.spawn, cfg, opts); err != nil {
-		p.slots.release(setup.ws)
+	slot := NewSlot(SlotConfig{Dir: setup.ws, StateDir: p.stateDir, Grace: p.grace, Caps: p.slots, BG: p.bg, Log: log, Now: p.now})
+	opts := agentproc.StartOptions{Dir: setup.ws, SessionID: id, PartialMessages: partial, Tools: tools.HostTools()}
+	if err := slot.Start(p.spawn, cfg, opts); err != nil {
+		p.slots.Release(setup.ws)
 		p.mu.Lock()
 		p.byWS[setup.ws].failedAt = p.now()
 		p.mu.Unlock()
 		p.log.Warn("Spare agent process did not start", "workspace", setup.ws, "error", err)
 		return nil
 	}
-	return &spare{slot: slot, proc: slot.live(), id: id, setup: setup, tools: tools, since: p.now(), gone: make(chan struct{})}
+	return &Spare{Slot: slot, proc: slot.Live(), ID: id, setup: setup, Tools: tools, since: p.now(), gone: make(chan struct{})}
 }
 
 // awaitReady waits for sp's start-up handshake while it is in the pool.
@@ -363,7 +393,7 @@ func (p *spares) start(setup spareSetup, cfg agentproc.Config, partial bool) *sp
 // taken meanwhile (the taker waits no more than the CLI does), closed by
 // whoever removed it, or failed (then it is closed here and the workspace
 // pauses).
-func (p *spares) awaitReady(sp *spare) bool {
+func (p *Spares) awaitReady(sp *Spare) bool {
 	var err error
 	if r, ok := sp.proc.(readier); ok {
 		select {
@@ -384,22 +414,22 @@ func (p *spares) awaitReady(sp *spare) bool {
 		p.removeLocked(sp)
 		p.byWS[sp.setup.ws].failedAt = p.now()
 	} else {
-		sp.ready, sp.since = true, p.now()
+		sp.Ready, sp.since = true, p.now()
 		p.notifyLocked()
 	}
 	p.mu.Unlock()
 	if err != nil {
-		p.log.Warn("Spare agent process was not ready; closing it", "workspace", sp.setup.ws, "session_id", sp.id, "error", err)
-		sp.slot.close()
+		p.log.Warn("Spare agent process was not ready; closing it", "workspace", sp.setup.ws, "session_id", sp.ID, "error", err)
+		sp.Slot.Close()
 		return false
 	}
-	p.log.Info("Spare agent process ready", "workspace", sp.setup.ws, "session_id", sp.id)
-	p.slots.signal() // a conversation waiting at the cap may now close it
+	p.log.Info("Spare agent process ready", "workspace", sp.setup.ws, "session_id", sp.ID)
+	p.slots.Signal() // a conversation waiting at the cap may now close it
 	return true
 }
 
 // keep holds a ready spare until it leaves the pool.
-func (p *spares) keep(sp *spare) {
+func (p *Spares) keep(sp *Spare) {
 	proc := sp.proc
 	for {
 		var timeout <-chan time.Time
@@ -443,19 +473,19 @@ func (p *spares) keep(sp *spare) {
 			return
 		}
 		if why == "it exited" {
-			p.log.Warn("Spare agent process exited unused", "workspace", sp.setup.ws, "session_id", sp.id,
+			p.log.Warn("Spare agent process exited unused", "workspace", sp.setup.ws, "session_id", sp.ID,
 				"stderr", lastLine(proc.StderrTail()))
 		} else {
-			p.log.Info("Closing a spare agent process", "reason", why, "workspace", sp.setup.ws, "session_id", sp.id)
+			p.log.Info("Closing a spare agent process", "reason", why, "workspace", sp.setup.ws, "session_id", sp.ID)
 		}
-		sp.slot.close()
+		sp.Slot.Close()
 		return
 	}
 }
 
 // idleFromLocked is when sp's idle time counts from: it became ready, or
 // its workspace's last turn, whichever is later.
-func (p *spares) idleFromLocked(sp *spare) time.Time {
+func (p *Spares) idleFromLocked(sp *Spare) time.Time {
 	from := sp.since
 	if w := p.byWS[sp.setup.ws]; w != nil && w.lastTurn.After(from) {
 		from = w.lastTurn
@@ -472,7 +502,7 @@ type readier interface {
 
 var _ readier = realProcess{}
 
-func alive(p agentProcess) bool {
+func Alive(p Process) bool {
 	if p == nil {
 		return false
 	}
@@ -484,14 +514,14 @@ func alive(p agentProcess) bool {
 	}
 }
 
-// adopt makes from's process, slot and lease this slot's: a spare taken
+// Adopt makes from's process, slot and lease this slot's: a spare taken
 // by a new conversation. The slot must hold no process.
-func (a *agentSlot) adopt(from *agentSlot) {
+func (a *Slot) Adopt(from *Slot) {
 	from.mu.Lock()
 	proc, l, id := from.proc, from.lease, from.leaseID
 	from.proc, from.lease, from.leaseID = nil, nil, ""
 	from.mu.Unlock()
-	a.release() // a lease recovery took without a process, if any
+	a.Release() // a lease recovery took without a process, if any
 	a.mu.Lock()
 	a.proc, a.lease, a.leaseID, a.idleAt = proc, l, id, a.now()
 	a.mu.Unlock()

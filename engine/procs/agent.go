@@ -1,20 +1,21 @@
-package engine
+package procs
 
 import (
 	"context"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/cc-connect/cc-connect/agentproc"
 )
 
-// agentProcess is what the engine needs from one live Claude Code process.
+// Process is what the engine needs from one live Claude Code process.
 // *agentproc.Process provides it through realProcess; tests may use an
 // in-memory fake where the fake claude binary cannot express a case.
-type agentProcess interface {
+type Process interface {
 	// StartTurn sends one user message; the turn's events and result come
 	// from the agentTurn.
-	StartTurn(ctx context.Context, msg agentproc.UserMessage) (agentTurn, error)
+	StartTurn(ctx context.Context, msg agentproc.UserMessage) (Turn, error)
 	Interrupt(ctx context.Context) error
 	RespondPermission(ctx context.Context, requestID string, d agentproc.PermissionDecision) error
 	Close(ctx context.Context) error
@@ -26,19 +27,19 @@ type agentProcess interface {
 
 // agentTurn is one running turn (*agentproc.Turn): its events in order,
 // closed at its end, then its result.
-type agentTurn interface {
+type Turn interface {
 	Events() <-chan agentproc.Event
 	Result() (*agentproc.Result, error)
 }
 
-var _ agentTurn = (*agentproc.Turn)(nil)
+var _ Turn = (*agentproc.Turn)(nil)
 
 // spawnFunc starts an agent process. The ctx bounds the process's life, so
 // callers pass one that outlives the process.
-type spawnFunc func(ctx context.Context, cfg agentproc.Config, opts agentproc.StartOptions, log *slog.Logger) (agentProcess, error)
+type SpawnFunc func(ctx context.Context, cfg agentproc.Config, opts agentproc.StartOptions, log *slog.Logger) (Process, error)
 
 // sessionInfo is one Claude Code session of a workspace, as !sessions lists it.
-type sessionInfo struct {
+type SessionInfo struct {
 	SessionID   string
 	Size        int64
 	ModTime     time.Time
@@ -48,14 +49,14 @@ type sessionInfo struct {
 	BadID bool
 }
 
-// transcripts reads Claude Code's session transcripts on disk: for the
+// Transcripts reads Claude Code's session transcripts on disk: for the
 // resume log line, for !sessions, and for recovery to tell what became of
 // a message sent before a crash.
-type transcripts interface {
+type Transcripts interface {
 	// Find returns the transcript path and size of a session id.
 	Find(sessionID string) (path string, size int64, err error)
 	// List returns the sessions whose project folder is cwd.
-	List(cwd string) ([]sessionInfo, error)
+	List(cwd string) ([]SessionInfo, error)
 	// Contains reports whether the transcript at path holds the user
 	// message that carried uuid u.
 	Contains(path, u string) (bool, error)
@@ -67,9 +68,31 @@ type transcripts interface {
 
 // waitTurn reads t's events to the end, passing each to on, and returns
 // its result: for callers with nothing else to wait on.
-func waitTurn(t agentTurn, on func(agentproc.Event)) (*agentproc.Result, error) {
+func WaitTurn(t Turn, on func(agentproc.Event)) (*agentproc.Result, error) {
 	for ev := range t.Events() {
 		on(ev)
 	}
 	return t.Result()
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+// lastLine is the last non-empty line of s, at most 300 characters, for
+// logs.
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if l := strings.TrimSpace(lines[i]); l != "" {
+			if r := []rune(l); len(r) > 300 {
+				return string(r[:300]) + "…"
+			}
+			return l
+		}
+	}
+	return ""
 }
