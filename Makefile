@@ -19,7 +19,7 @@ CLAUDE_BIN := $(TOOLS_DIR)/node_modules/.bin/claude
 CONFIG ?= config.example.toml
 
 .DEFAULT_GOAL := build
-.PHONY: build test lint fmt-check vet tools bench bench-smoke soak stress test-cli test-cli-latest run clean
+.PHONY: build test lint fmt-check vet arch tools bench bench-smoke soak stress test-cli test-cli-latest run clean
 
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/cc-connect ./cmd/cc-connect
@@ -30,7 +30,7 @@ test: tools lint
 	$(GO) test -race -count=1 -timeout 15m ./...
 	$(MAKE) --no-print-directory bench-smoke
 
-lint: fmt-check vet
+lint: fmt-check vet arch
 
 fmt-check:
 	@out="$$(find . -name '*.go' -not -path './.tools/*' -not -path '*/node_modules/*' -not -path './.git/*' -print0 | xargs -0 gofmt -l)"; \
@@ -38,6 +38,12 @@ fmt-check:
 
 vet:
 	$(GO) vet ./...
+
+# arch holds every package, its tests included, to the package map in
+# docs/architecture.md ("Packages"), and reports the types with more methods
+# than the limits written there (-methods=enforce makes those fail too).
+arch:
+	$(GO) run ./internal/archcheck
 
 # tools installs the pinned CLI once; a matching copy is left alone.
 tools:
