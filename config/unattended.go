@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -16,6 +15,7 @@ import (
 	// tzdata (a slim container) must still know them.
 	_ "time/tzdata"
 
+	"github.com/cc-connect/cc-connect/binding"
 	"github.com/cc-connect/cc-connect/schedule"
 	"github.com/cc-connect/cc-connect/webhook"
 )
@@ -134,9 +134,8 @@ func (d *decoder) decodeUSD(path string, val any, v reflect.Value) {
 
 // routes reports whether a binding takes messages of platform's channel.
 func (c *Config) routes(platform, channel string) bool {
-	return slices.ContainsFunc(c.Bindings, func(b Binding) bool {
-		return b.Platform == platform && (b.Channel == channel || b.Channel == "*")
-	})
+	_, ok := binding.Route(c.BindingSpecs(), platform, channel)
+	return ok
 }
 
 // checkTarget checks the platform and channel of a schedule or a hook:

@@ -101,7 +101,7 @@ func (e *Engine) handleMessage(ctx context.Context, m platform.Message, d *ingre
 		return platform.Result{}, fmt.Errorf("handling a message: no adapter named %q", m.Target.Platform)
 	}
 	key := keyOf(m.Target)
-	if b.needsMention(m) && !m.Mentioned && !e.hasSession(key) {
+	if b.NeedsMention(m.IsDM) && !m.Mentioned && !e.hasSession(key) {
 		root, ok := e.threadRoot(ctx, a, m)
 		if !ok {
 			log.Debug("Ignoring a message that does not mention the bot", "session_key", key)
@@ -121,7 +121,7 @@ func (e *Engine) handleMessage(ctx context.Context, m platform.Message, d *ingre
 	}
 	reply := m.Target
 	reply.MessageID = ""
-	if !b.allowed(m.UserID) {
+	if !b.Allowed(m.UserID) {
 		e.refuseOnce(a, reply, m)
 		return refused("user not allowed"), nil
 	}
@@ -160,7 +160,7 @@ func (s *session) accept(m platform.Message, d *ingress.Delivery) (platform.Resu
 		return s.acceptItem(it)
 	}
 	name, args, isCmd := parseCommand(m.Text)
-	if !isCmd && s.awaitText.Load() && len(m.Attachments) == 0 && s.liveBinding().approver(m.UserID) {
+	if !isCmd && s.awaitText.Load() && len(m.Attachments) == 0 && s.liveBinding().Approver(m.UserID) {
 		// The running turn waits on a question or a plan's feedback: the
 		// reply answers it (journaled as a command that acted at once).
 		return s.acceptControls(m, "reply", []control{{kind: ctrlReply, text: m.Text, userName: orDefault(m.UserName, m.UserID), to: s.to, msg: m}}, "")
@@ -367,7 +367,7 @@ func (e *Engine) HandleAction(ctx context.Context, act platform.Action) error {
 // requests: one of the approvers of the binding in force now, not of the
 // one the session started under (liveBinding). A refusal is logged.
 func (s *session) mayApprove(userID, userName, requestID string) bool {
-	if s.liveBinding().approver(userID) {
+	if s.liveBinding().Approver(userID) {
 		return true
 	}
 	s.log.Info("Refused a permission answer from a user who may not approve", "user_id", userID,

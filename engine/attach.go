@@ -18,6 +18,7 @@ import (
 
 	"github.com/cc-connect/cc-connect/agentproc"
 	"github.com/cc-connect/cc-connect/artifact"
+	"github.com/cc-connect/cc-connect/binding"
 	"github.com/cc-connect/cc-connect/inbox"
 	"github.com/cc-connect/cc-connect/platform"
 )
@@ -42,11 +43,11 @@ func (e *Engine) attachmentMax() int64 {
 }
 
 func (e *Engine) artifactStore(workspace string) *artifact.Store {
-	return e.artifactStoreFor(workspace, Binding{})
+	return e.artifactStoreFor(workspace, binding.Binding{})
 }
 
 // artifactStoreFor is artifactStore with b's own files limits.
-func (e *Engine) artifactStoreFor(workspace string, b Binding) *artifact.Store {
+func (e *Engine) artifactStoreFor(workspace string, b binding.Binding) *artifact.Store {
 	opts := artifact.Options{Threshold: e.opts.ArtifactThreshold, Quota: e.opts.ArtifactQuota}
 	if t := b.Setup.ArtifactThreshold; t != nil {
 		opts.Threshold = *t
@@ -90,7 +91,7 @@ func filesOf(m platform.Message) []journaledFile {
 // list while it waited is not passed on; a run (a schedule's, a webhook's)
 // is the config's and has no place in that list.
 func (tr *turnRunner) prepare(it workItem) (workItem, string, error) {
-	if it.run == nil && !tr.binding().allowed(it.msg.UserID) { // a run needs no place in the list (trigger.go)
+	if it.run == nil && !tr.binding().Allowed(it.msg.UserID) { // a run needs no place in the list (trigger.go)
 		tr.log.Info("Dropped a queued message: its sender is no longer allowed", "user_id", it.msg.UserID, "user_name", it.msg.UserName)
 		tr.chat.send(fmt.Sprintf("A message from %s was not passed to Claude: they are no longer allowed here.",
 			orDefault(it.msg.UserName, it.msg.UserID)))

@@ -2,43 +2,21 @@ package engine
 
 import (
 	"log/slog"
-	"slices"
 	"sync"
 
-	"github.com/cc-connect/cc-connect/platform"
+	"github.com/cc-connect/cc-connect/binding"
 	"github.com/cc-connect/cc-connect/workspace"
 )
 
 // resolve finds the binding of a platform channel: an exact channel beats
 // "*". The returned copy's Workspace is normalized, so every spelling of a
 // folder (trailing slash, symlink, "..") becomes one key.
-func (e *Engine) resolve(plat, channel string) (Binding, bool) {
-	b, ok := resolveIn(e.bindings(), plat, channel)
+func (e *Engine) resolve(plat, channel string) (binding.Binding, bool) {
+	b, ok := binding.Route(e.bindings(), plat, channel)
 	if !ok {
-		return Binding{}, false
+		return binding.Binding{}, false
 	}
 	return e.normalized(b), true
-}
-
-// resolveIn finds the binding of a platform channel in bs.
-func resolveIn(bs []Binding, plat, channel string) (Binding, bool) {
-	var wildcard *Binding
-	for i := range bs {
-		b := &bs[i]
-		if b.Platform != plat {
-			continue
-		}
-		if b.Channel == channel {
-			return *b, true
-		}
-		if b.Channel == "*" && wildcard == nil {
-			wildcard = b
-		}
-	}
-	if wildcard != nil {
-		return *wildcard, true
-	}
-	return Binding{}, false
 }
 
 // liveBinding is the conversation's binding in the config in force now. A
@@ -47,41 +25,16 @@ func resolveIn(bs []Binding, plat, channel string) (Binding, bool) {
 // so a right taken away applies to the very next command. A conversation
 // whose binding was removed keeps the one it started with: its channel
 // takes no new messages, and what is running may still be answered.
-func (s *session) liveBinding() Binding {
-	if b, ok := resolveIn(s.e.bindings(), s.to.Platform, s.to.Channel); ok {
+func (s *session) liveBinding() binding.Binding {
+	if b, ok := binding.Route(s.e.bindings(), s.to.Platform, s.to.Channel); ok {
 		return b
 	}
 	return s.binding
 }
 
-func (e *Engine) normalized(b Binding) Binding {
+func (e *Engine) normalized(b binding.Binding) binding.Binding {
 	b.Workspace = e.pool.normalize(b.Workspace)
 	return b
-}
-
-func listed(list []string, id string) bool {
-	return id != "" && (slices.Contains(list, "*") || slices.Contains(list, id))
-}
-
-// allowed says whether a user may reach the agent through b.
-func (b Binding) allowed(userID string) bool { return listed(b.AllowUsers, userID) }
-
-// admin says whether a user may run admin-only commands through b.
-func (b Binding) admin(userID string) bool { return listed(b.Admins, userID) }
-
-// approver says whether a user may answer permission prompts through b:
-// an allowed user, and one of the approvers when b names any.
-func (b Binding) approver(userID string) bool {
-	return b.allowed(userID) && (len(b.Approvers) == 0 || listed(b.Approvers, userID))
-}
-
-// needsMention says whether messages in this conversation must mention the
-// bot to start a session: by default in channels, not in DMs.
-func (b Binding) needsMention(m platform.Message) bool {
-	if b.RequireMention != nil {
-		return *b.RequireMention && !m.IsDM
-	}
-	return !m.IsDM
 }
 
 // pool holds one entry per workspace folder, keyed on the normalized path,

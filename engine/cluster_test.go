@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cc-connect/cc-connect/binding"
 	"github.com/cc-connect/cc-connect/cluster"
 	"github.com/cc-connect/cc-connect/cluster/clustertest"
 	"github.com/cc-connect/cc-connect/cluster/ingress"
@@ -49,7 +50,7 @@ func (c *clusterHost) halt() {
 func startClusterHost(t *testing.T, name, url string, stopAt ...func(string) bool) *clusterHost {
 	t.Helper()
 	h := newHarness(t, func(o *Options, c *harnessConfig) {
-		o.Bindings[0].Progress = ProgressQuiet // the reply only: one post per turn
+		o.Bindings[0].Progress = binding.ProgressQuiet // the reply only: one post per turn
 		if len(stopAt) > 0 {
 			c.stopAt = stopAt[0] // the restart (restartClusterHost) does not keep it
 		}

@@ -162,7 +162,7 @@ func (s *session) resolveResume(m platform.Message, arg string) (id, why string)
 	}
 	// An id from outside this workspace's list can reach another project's
 	// history: admins only.
-	if !s.liveBinding().admin(m.UserID) {
+	if !s.liveBinding().Admin(m.UserID) {
 		return "", "Only an admin can resume a session that is not in this workspace's !sessions list."
 	}
 	// The id becomes an argument of claude, whose --resume takes an

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cc-connect/cc-connect/binding"
 	"github.com/cc-connect/cc-connect/engine/procs"
 )
 
@@ -215,10 +216,10 @@ func TestBindingPathsNormalizeToOneWorkspace(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := newHarness(t, func(o *Options, _ *harnessConfig) {
-		o.Bindings = []Binding{
-			{Platform: "fake", Channel: "C1", Workspace: real + "/", AllowUsers: []string{"*"}, RequireMention: new(bool), Setup: Setup{SenderHeader: new(bool)}},
-			{Platform: "fake", Channel: "C2", Workspace: link, AllowUsers: []string{"*"}, RequireMention: new(bool), Setup: Setup{SenderHeader: new(bool)}},
-			{Platform: "fake", Channel: "*", Workspace: filepath.Join(real, "..", "proj"), AllowUsers: []string{"*"}, RequireMention: new(bool), Setup: Setup{SenderHeader: new(bool)}},
+		o.Bindings = []binding.Binding{
+			{Platform: "fake", Channel: "C1", Workspace: real + "/", AllowUsers: []string{"*"}, RequireMention: new(bool), Setup: binding.Setup{SenderHeader: new(bool)}},
+			{Platform: "fake", Channel: "C2", Workspace: link, AllowUsers: []string{"*"}, RequireMention: new(bool), Setup: binding.Setup{SenderHeader: new(bool)}},
+			{Platform: "fake", Channel: "*", Workspace: filepath.Join(real, "..", "proj"), AllowUsers: []string{"*"}, RequireMention: new(bool), Setup: binding.Setup{SenderHeader: new(bool)}},
 		}
 		o.MaxProcessesPerWorkspace = 1
 	})
@@ -250,7 +251,7 @@ func TestBindingPathsNormalizeToOneWorkspace(t *testing.T) {
 }
 
 func TestResolveExactChannelBeatsWildcard(t *testing.T) {
-	e, err := New(Options{StateDir: t.TempDir(), Bindings: []Binding{
+	e, err := New(Options{StateDir: t.TempDir(), Bindings: []binding.Binding{
 		{Platform: "p", Channel: "*", Workspace: "/w/any"},
 		{Platform: "p", Channel: "C1", Workspace: "/w/one/"},
 		{Platform: "q", Channel: "C1", Workspace: "/w/q"},

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/cc-connect/cc-connect/agentproc"
+	"github.com/cc-connect/cc-connect/binding"
 	"github.com/cc-connect/cc-connect/engine/procs"
 )
 
@@ -152,7 +153,7 @@ func syncControls(p procs.Process, rb *recordBook, model, mode, defaultModel str
 	}
 }
 
-func (e *Engine) modelLine(rec record, b Binding) string {
+func (e *Engine) modelLine(rec record, b binding.Binding) string {
 	switch {
 	case rec.ModelOverride != "" && rec.Model != "" && rec.Model != rec.ModelOverride:
 		return fmt.Sprintf("%s (set with !model: %s)", rec.Model, rec.ModelOverride)
@@ -162,7 +163,7 @@ func (e *Engine) modelLine(rec record, b Binding) string {
 	return orDefault(rec.Model, orDefault(e.agentConfig(b, false).Model, "default"))
 }
 
-func (e *Engine) modeOf(rec record, b Binding) string {
+func (e *Engine) modeOf(rec record, b binding.Binding) string {
 	return orDefault(rec.ModeOverride, orDefault(e.agentConfig(b, false).PermissionMode, "default"))
 }
 

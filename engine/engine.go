@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/cc-connect/cc-connect/agentproc"
+	"github.com/cc-connect/cc-connect/binding"
 	"github.com/cc-connect/cc-connect/ctxindicator"
 	"github.com/cc-connect/cc-connect/engine/procs"
 	"github.com/cc-connect/cc-connect/inbox"
@@ -31,35 +32,10 @@ import (
 	"github.com/cc-connect/cc-connect/spend"
 )
 
-// Binding connects a platform channel to a workspace and says who may use it.
-type Binding struct {
-	Platform   string   // adapter instance name
-	Channel    string   // channel/chat id, or "*" for any
-	Workspace  string   // normalized with workspace.Normalize at resolution
-	AllowUsers []string // empty = nobody; "*" = everyone
-	Admins     []string
-	// Approvers may answer permission prompts (buttons, !allow, !deny);
-	// empty = every allowed user. Only allowed users approve either way.
-	Approvers []string
-	// RequireMention: nil = default (on in channels, off in DMs).
-	RequireMention *bool
-	// AllowShell lets this binding's Admins run !sh in the workspace.
-	AllowShell bool
-	// Worktree gives each conversation its own git worktree of Workspace
-	// (worktree.go); Caps are its spending caps (spend.go).
-	Worktree bool
-	Caps     spend.Caps
-	// Progress is what a turn shows while it runs: ProgressQuiet,
-	// ProgressNormal ("" too) or ProgressVerbose (live.go).
-	Progress string
-	// Setup is this binding's own agent setup and team switches (team.go).
-	Setup Setup
-}
-
 // Options configure an Engine.
 type Options struct {
 	Agent                    agentproc.Config // base agent config (command, args, env, model, mode)
-	Bindings                 []Binding
+	Bindings                 []binding.Binding
 	StateDir                 string        // sessions state lives under StateDir/sessions (0700/0600)
 	IdleTimeout              time.Duration // reap idle processes after this (0 = never)
 	PermissionTimeout        time.Duration // deny a pending permission request after this (0 = never)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cc-connect/cc-connect/binding"
 	"github.com/cc-connect/cc-connect/internal/testlog"
 	"github.com/cc-connect/cc-connect/platform"
 )
@@ -67,11 +68,11 @@ func newHarness(t *testing.T, mutate func(*Options, *harnessConfig)) *harness {
 	ws := t.TempDir()
 	no := false
 	opts := Options{
-		Bindings: []Binding{{Platform: "fake", Channel: "*", Workspace: ws,
+		Bindings: []binding.Binding{{Platform: "fake", Channel: "*", Workspace: ws,
 			AllowUsers: []string{"alice", "bob"}, Admins: []string{"alice"}, RequireMention: &no,
 			// The prompts the tests expect are the user's text alone;
 			// team_test.go turns the header on.
-			Setup: Setup{SenderHeader: &no}}},
+			Setup: binding.Setup{SenderHeader: &no}}},
 		StateDir:      t.TempDir(),
 		ShutdownGrace: 2 * time.Second,
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cc-connect/cc-connect/agentproc"
+	"github.com/cc-connect/cc-connect/binding"
 	"github.com/cc-connect/cc-connect/engine/procs"
 	"github.com/cc-connect/cc-connect/platform"
 )
@@ -26,13 +27,6 @@ import (
 // inside the time a person takes to notice, and the typing indicator and
 // the 👀 on the message show meanwhile that Claude is on it.
 const streamHold = 400 * time.Millisecond
-
-// Progress levels of a binding.
-const (
-	ProgressQuiet   = "quiet"
-	ProgressNormal  = "normal"
-	ProgressVerbose = "verbose"
-)
 
 // live is the turn's live view. It lives on the session goroutine.
 type live struct {
@@ -69,12 +63,12 @@ type live struct {
 
 // newLive gives a turn its live view.
 func (tr *turnRunner) newLive() *live {
-	l := &live{level: ProgressNormal, caps: tr.chat.caps(), stallAfter: tr.e.opts.StallNotice, lastEvent: time.Now(),
+	l := &live{level: binding.ProgressNormal, caps: tr.chat.caps(), stallAfter: tr.e.opts.StallNotice, lastEvent: time.Now(),
 		doing: "starting"}
 	if tr.binding != nil && tr.binding().Progress != "" {
 		l.level = tr.binding().Progress
 	}
-	l.stream = l.level != ProgressQuiet && l.caps.Edits
+	l.stream = l.level != binding.ProgressQuiet && l.caps.Edits
 	if l.stallAfter > 0 {
 		l.stallTimer = time.NewTimer(l.stallAfter)
 	}
@@ -95,11 +89,11 @@ func (l *live) stop() {
 
 // wantsPartial says whether the turn's process should send text deltas.
 func (tr *turnRunner) wantsPartial() bool {
-	b := Binding{}
+	b := binding.Binding{}
 	if tr.binding != nil {
 		b = tr.binding()
 	}
-	return b.Progress != ProgressQuiet && tr.chat.caps().Edits
+	return b.Progress != binding.ProgressQuiet && tr.chat.caps().Edits
 }
 
 // event notes that claude said something, for the stall notice.
@@ -250,7 +244,7 @@ func (tr *turnRunner) noteToolResult(t *turn, ev agentproc.ToolResult) {
 	l := t.live
 	known := l.tools.end(ev.ToolUseID, ev.IsError)
 	changed := l.todo.fromTaskResult(ev.Structured)
-	if l.level == ProgressVerbose && (known || changed) {
+	if l.level == binding.ProgressVerbose && (known || changed) {
 		tr.showStatus(t, l.status)
 	}
 }
@@ -265,9 +259,9 @@ func (tr *turnRunner) showStatus(t *turn, status string) {
 	}
 	l.status = status
 	switch l.level {
-	case ProgressQuiet:
+	case binding.ProgressQuiet:
 		return
-	case ProgressVerbose:
+	case binding.ProgressVerbose:
 		parts := []string{status}
 		half := max(200, l.caps.MessageLimit/2-50)
 		if !l.tools.empty() {

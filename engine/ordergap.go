@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/cc-connect/cc-connect/binding"
 	"github.com/cc-connect/cc-connect/inbox"
 	"github.com/cc-connect/cc-connect/platform"
 )
@@ -41,7 +42,7 @@ const (
 // missingBefore returns the messages of m's thread posted before it that
 // the engine never journaled and should take first, oldest first; nil on
 // the normal path (see above). b is m's binding.
-func (e *Engine) missingBefore(ctx context.Context, a platform.Adapter, b Binding, m platform.Message) []platform.Message {
+func (e *Engine) missingBefore(ctx context.Context, a platform.Adapter, b binding.Binding, m platform.Message) []platform.Message {
 	t := m.Target
 	hr, ok := a.(platform.HistoryReader)
 	seen := e.seenIDs()
@@ -76,7 +77,7 @@ func (e *Engine) missingBefore(ctx context.Context, a platform.Adapter, b Bindin
 			return missing
 		case h.Root:
 			return nil // reached the root unseen: no anchor
-		case len(h.Files) > 0 || !b.allowed(h.UserID):
+		case len(h.Files) > 0 || !b.Allowed(h.UserID):
 			continue
 		}
 		missing = append(missing, platform.Message{

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/cc-connect/cc-connect/binding"
 	"github.com/cc-connect/cc-connect/platform"
 	"github.com/cc-connect/cc-connect/workspace"
 )
@@ -31,7 +32,7 @@ import (
 // Reload is a change of configuration for a running engine.
 type Reload struct {
 	// Bindings is the complete new list; it replaces the current one.
-	Bindings []Binding
+	Bindings []binding.Binding
 	// Adapters are adapters to add, or to replace the running adapter of
 	// the same Name (stopped first, then the new one started).
 	Adapters []platform.Adapter
@@ -44,10 +45,10 @@ type Reload struct {
 
 // reloadState is what a reload changes while the engine runs.
 type reloadState struct {
-	bindings atomic.Pointer[[]Binding]   // nil until the first Reload: opts.Bindings apply
-	team     atomic.Pointer[TeamOptions] // nil until a Reload sets one: opts.Team applies
-	apply    sync.Mutex                  // one Reload at a time
-	adapters sync.WaitGroup              // every adapter Run started by runAdapterLocked
+	bindings atomic.Pointer[[]binding.Binding] // nil until the first Reload: opts.Bindings apply
+	team     atomic.Pointer[TeamOptions]       // nil until a Reload sets one: opts.Team applies
+	apply    sync.Mutex                        // one Reload at a time
+	adapters sync.WaitGroup                    // every adapter Run started by runAdapterLocked
 
 	mu     sync.Mutex      // guards the fields below; taken after e.mu, never before
 	runCtx context.Context // Run's ctx once adapters started; nil before
@@ -69,7 +70,7 @@ type staleMark struct {
 }
 
 // bindings returns the bindings in force.
-func (e *Engine) bindings() []Binding {
+func (e *Engine) bindings() []binding.Binding {
 	if p := e.reload.bindings.Load(); p != nil {
 		return *p
 	}
@@ -85,7 +86,7 @@ func (e *Engine) team() TeamOptions {
 }
 
 // checkBindings applies New's checks to a binding list.
-func checkBindings(bs []Binding) error {
+func checkBindings(bs []binding.Binding) error {
 	for i, b := range bs {
 		if b.Platform == "" || b.Channel == "" || b.Workspace == "" {
 			return fmt.Errorf("engine: bindings[%d]: platform, channel and workspace are required", i)
@@ -140,7 +141,7 @@ func (e *Engine) Reload(ctx context.Context, r Reload) error {
 // rebindSessions marks the conversations that cannot keep their session
 // under the new bindings, tells those with a changed workspace or a removed
 // binding, and wakes them so that idle ones end at once.
-func (e *Engine) rebindSessions(ctx context.Context, bs []Binding, restarted map[string]bool) {
+func (e *Engine) rebindSessions(ctx context.Context, bs []binding.Binding, restarted map[string]bool) {
 	type notice struct {
 		s    *session
 		text string
@@ -151,7 +152,7 @@ func (e *Engine) rebindSessions(ctx context.Context, bs []Binding, restarted map
 	)
 	e.mu.Lock()
 	for _, s := range e.sessions {
-		nb, ok := resolveIn(bs, s.to.Platform, s.to.Channel)
+		nb, ok := binding.Route(bs, s.to.Platform, s.to.Channel)
 		_, _, busy := s.mb.snapshot()
 		var m staleMark
 		switch {

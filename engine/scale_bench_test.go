@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/cc-connect/cc-connect/agentproc"
+	"github.com/cc-connect/cc-connect/binding"
 	"github.com/cc-connect/cc-connect/internal/fakeclaude"
 	"github.com/cc-connect/cc-connect/platform"
 )
@@ -105,10 +106,10 @@ func startBenchEngine(tb testing.TB, agent agentproc.Config, replyBuffer int, mu
 	no := false
 	opts := Options{
 		Agent: agent,
-		Bindings: []Binding{{Platform: "bench", Channel: "*", Workspace: tb.TempDir(),
+		Bindings: []binding.Binding{{Platform: "bench", Channel: "*", Workspace: tb.TempDir(),
 			AllowUsers: []string{"*"}, RequireMention: &no,
 			// The replies checked are the prompt echoed alone.
-			Setup: Setup{SenderHeader: &no}}},
+			Setup: binding.Setup{SenderHeader: &no}}},
 		StateDir:      tb.TempDir(),
 		ShutdownGrace: 10 * time.Second,
 		// What the binary logs at its default level, formatted and dropped.

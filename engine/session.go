@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cc-connect/cc-connect/binding"
 	"github.com/cc-connect/cc-connect/engine/procs"
 	"github.com/cc-connect/cc-connect/inbox"
 	"github.com/cc-connect/cc-connect/platform"
@@ -31,7 +32,7 @@ type session struct {
 	e       *Engine
 	key     string
 	to      platform.Target // replies go here
-	binding Binding         // as the session started; rights are read from liveBinding
+	binding binding.Binding // as the session started; rights are read from liveBinding
 	ws      string          // the workspace's normalized real path
 	log     *slog.Logger
 
@@ -66,7 +67,7 @@ const defaultRetireAfter = 30 * time.Minute
 // its record and journal) on first use and starting its goroutine. It
 // reads files but posts nothing: what creating it has to tell the thread
 // waits in the control lane.
-func (e *Engine) session(b Binding, m platform.Message, a platform.Adapter) (*session, error) {
+func (e *Engine) session(b binding.Binding, m platform.Message, a platform.Adapter) (*session, error) {
 	key := keyOf(m.Target)
 	e.mu.Lock()
 	if s, ok := e.sessions[key]; ok {

@@ -88,7 +88,7 @@ func (s *session) shellCommand(m platform.Message, command string) {
 	case !b.AllowShell:
 		refuse("shell is off for this binding", shellOffText)
 		return
-	case !b.admin(m.UserID):
+	case !b.Admin(m.UserID):
 		refuse("user is not an admin", shellNotAdminText)
 		return
 	case strings.TrimSpace(command) == "":

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cc-connect/cc-connect/agentproc"
+	"github.com/cc-connect/cc-connect/binding"
 	"github.com/cc-connect/cc-connect/engine/procs"
 	"github.com/cc-connect/cc-connect/lease"
 )
@@ -213,7 +214,7 @@ func TestReloadDropsSpares(t *testing.T) {
 			if moved {
 				ws = t.TempDir()
 			}
-			h.reload(Reload{Bindings: h.bindingsWith(func(bs []Binding) []Binding {
+			h.reload(Reload{Bindings: h.bindingsWith(func(bs []binding.Binding) []binding.Binding {
 				bs[0].Workspace = ws
 				return bs
 			})})

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/cc-connect/cc-connect/agentproc"
+	"github.com/cc-connect/cc-connect/binding"
 	"github.com/cc-connect/cc-connect/inbox"
 	"github.com/cc-connect/cc-connect/spend"
 )
@@ -15,7 +16,7 @@ import (
 // with the cap's text. A binding is named in the ledger by its platform
 // and channel as configured ("slack/C0123", "tty/*").
 
-func spendKey(b Binding) string { return b.Platform + "/" + b.Channel }
+func spendKey(b binding.Binding) string { return b.Platform + "/" + b.Channel }
 
 // spendNow is the ledger's clock (the windows' and the reset times').
 func (e *Engine) spendNow() time.Time {
@@ -26,19 +27,19 @@ func (e *Engine) spendNow() time.Time {
 }
 
 // overCap returns the cap that refuses a turn of user in b, or nil.
-func (e *Engine) overCap(b Binding, user string) *spend.OverCap {
+func (e *Engine) overCap(b binding.Binding, user string) *spend.OverCap {
 	l := e.opts.Spending
 	if l == nil || !b.Caps.Any() {
 		return nil
 	}
-	if e.opts.SpendAdminsExempt && b.admin(user) {
+	if e.opts.SpendAdminsExempt && b.Admin(user) {
 		return nil
 	}
 	return l.Check(spendKey(b), user, b.Caps)
 }
 
 // liveBinding is the binding in force now for the conversation.
-func (tr *turnRunner) liveBinding() (Binding, bool) {
+func (tr *turnRunner) liveBinding() (binding.Binding, bool) {
 	return tr.e.resolve(tr.chat.to.Platform, tr.chat.to.Channel)
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cc-connect/cc-connect/agentproc"
+	"github.com/cc-connect/cc-connect/binding"
 	"github.com/cc-connect/cc-connect/chatprompt"
 	"github.com/cc-connect/cc-connect/ctxindicator"
 	"github.com/cc-connect/cc-connect/platform"
@@ -16,31 +17,6 @@ import (
 // thread said before the bot was called in (thread context), whom to ring
 // when a long turn ends or a prompt waits (notify), and a binding's own
 // agent setup. The rules are here; the text is chatprompt's.
-
-// Setup overrides the agent setup and the files limits for one binding's
-// conversations, and switches its team features; nil and empty fields keep
-// the engine's Options. A reload applies it to each conversation's next
-// process (the running one keeps the setup it started with).
-type Setup struct {
-	Model              *string
-	PermissionMode     *string
-	AllowedModes       []string
-	AppendSystemPrompt *string
-	Args               []string          // after Options.Agent.Args
-	Env                map[string]string // over Options.Agent.Env
-	// MaxProcessesPerWorkspace is the workspace cap this binding's
-	// conversations wait for (every binding's processes in the workspace
-	// count).
-	MaxProcessesPerWorkspace *int
-	ArtifactThreshold        *int
-	ArtifactQuota            *int64
-	AttachmentMaxBytes       *int64
-	SendFileMaxBytes         *int64
-	// SenderHeader: nil = on in channels, off in direct messages.
-	SenderHeader *bool
-	// NotifyMention: nil = on.
-	NotifyMention *bool
-}
 
 // TeamOptions are the engine-wide settings of the team features.
 type TeamOptions struct {
@@ -61,22 +37,10 @@ type TeamOptions struct {
 // DefaultSendFileMaxBytes is TeamOptions.SendFileMaxBytes when zero.
 const DefaultSendFileMaxBytes int64 = 20 << 20
 
-// headerOn says whether prompts in a conversation of b start with who
-// wrote them.
-func (b Binding) headerOn(dm bool) bool {
-	if b.Setup.SenderHeader != nil {
-		return *b.Setup.SenderHeader
-	}
-	return !dm
-}
-
-// notifyOn says whether b's conversations ring the person who asked.
-func (b Binding) notifyOn() bool { return b.Setup.NotifyMention == nil || *b.Setup.NotifyMention }
-
 // agentConfig is the agent setup of a conversation of b: Options.Agent
 // with b's overrides, the self-report instruction, and the team
 // instruction where prompts carry the sender header.
-func (e *Engine) agentConfig(b Binding, dm bool) agentproc.Config {
+func (e *Engine) agentConfig(b binding.Binding, dm bool) agentproc.Config {
 	cfg := e.opts.Agent
 	cfg.AppendSystemPrompt = e.basePrompt
 	s := b.Setup
@@ -103,14 +67,14 @@ func (e *Engine) agentConfig(b Binding, dm bool) agentproc.Config {
 	if e.opts.SelfReport {
 		cfg.AppendSystemPrompt = joinPrompt(cfg.AppendSystemPrompt, ctxindicator.SelfReportInstruction)
 	}
-	if b.headerOn(dm) {
+	if b.HeaderOn(dm) {
 		cfg.AppendSystemPrompt = joinPrompt(cfg.AppendSystemPrompt, chatprompt.TeamInstruction)
 	}
 	return cfg
 }
 
 // modesFor are the modes !mode may set in b's conversations.
-func (e *Engine) modesFor(b Binding) []string {
+func (e *Engine) modesFor(b binding.Binding) []string {
 	if b.Setup.AllowedModes != nil {
 		return b.Setup.AllowedModes
 	}
@@ -118,7 +82,7 @@ func (e *Engine) modesFor(b Binding) []string {
 }
 
 // wsCapFor is the per-workspace process cap b's conversations wait for.
-func (e *Engine) wsCapFor(b Binding) int {
+func (e *Engine) wsCapFor(b binding.Binding) int {
 	if b.Setup.MaxProcessesPerWorkspace != nil {
 		return *b.Setup.MaxProcessesPerWorkspace
 	}
@@ -126,7 +90,7 @@ func (e *Engine) wsCapFor(b Binding) int {
 }
 
 // sendFileMax is the largest file send_file posts for b.
-func (e *Engine) sendFileMax(b Binding) int64 {
+func (e *Engine) sendFileMax(b binding.Binding) int64 {
 	if b.Setup.SendFileMaxBytes != nil {
 		return *b.Setup.SendFileMaxBytes
 	}
@@ -137,7 +101,7 @@ func (e *Engine) sendFileMax(b Binding) int64 {
 }
 
 // attachmentMaxFor is the largest attachment passed on for b.
-func (e *Engine) attachmentMaxFor(b Binding) int64 {
+func (e *Engine) attachmentMaxFor(b binding.Binding) int64 {
 	if b.Setup.AttachmentMaxBytes != nil {
 		return *b.Setup.AttachmentMaxBytes
 	}

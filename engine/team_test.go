@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cc-connect/cc-connect/agentproc"
+	"github.com/cc-connect/cc-connect/binding"
 	"github.com/cc-connect/cc-connect/chatprompt"
 	"github.com/cc-connect/cc-connect/platform"
 )
@@ -63,7 +64,7 @@ func newTeamHarness(t *testing.T, mutate func(*Options)) (*harness, *teamPlatfor
 	t.Helper()
 	tp := &teamPlatform{maxFile: 1 << 20}
 	h := newHarness(t, func(o *Options, c *harnessConfig) {
-		o.Bindings[0].Setup = Setup{} // the defaults: header on in channels
+		o.Bindings[0].Setup = binding.Setup{} // the defaults: header on in channels
 		o.Team.ThreadContext = chatprompt.Bounds{Messages: 10, Bytes: 4096}
 		o.Team.NotifyAfter = -1
 		if mutate != nil {
@@ -216,7 +217,7 @@ func TestBindingSetup(t *testing.T) {
 		o.Agent.Args = []string{"--a"}
 		o.Agent.Env = map[string]string{"K": "global", "G": "1"}
 		o.Agent.AppendSystemPrompt = "global prompt"
-		o.Bindings[0].Setup = Setup{Model: &model, AppendSystemPrompt: &prompt, Args: []string{"--b"},
+		o.Bindings[0].Setup = binding.Setup{Model: &model, AppendSystemPrompt: &prompt, Args: []string{"--b"},
 			Env: map[string]string{"K": "binding"}, AllowedModes: []string{"plan"}, MaxProcessesPerWorkspace: &one}
 	})
 	h.say("alice", "T1", "[[WAIT]] hi")
@@ -330,7 +331,7 @@ func TestBindingSetupReload(t *testing.T) {
 	h, _ := newTeamHarness(t, func(o *Options) { o.Bindings[0].Setup.Model = &haiku })
 	h.say("alice", "T1", "one")
 	h.rec.waitSend(t, "echo:")
-	h.reload(Reload{Bindings: h.bindingsWith(func(bs []Binding) []Binding {
+	h.reload(Reload{Bindings: h.bindingsWith(func(bs []binding.Binding) []binding.Binding {
 		bs[0].Setup.Model = &sonnet
 		return bs
 	})})

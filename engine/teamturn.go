@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cc-connect/cc-connect/agentproc"
+	"github.com/cc-connect/cc-connect/binding"
 	"github.com/cc-connect/cc-connect/chatprompt"
 	"github.com/cc-connect/cc-connect/inbox"
 	"github.com/cc-connect/cc-connect/platform"
@@ -34,7 +35,7 @@ var errNoFiles = errors.New("this chat cannot take files from cc-connect")
 // wrote the message. text is the prompt prepare built.
 func (tr *turnRunner) teamPrompt(it workItem, text string) string {
 	b := tr.binding()
-	if b.headerOn(tr.dm || it.msg.IsDM) {
+	if b.HeaderOn(tr.dm || it.msg.IsDM) {
 		text = chatprompt.WithHeader(chatprompt.Sender{Name: it.msg.UserName, ID: it.msg.UserID, Platform: tr.platformType()}, text)
 	}
 	if it.threadContext != "" {
@@ -86,7 +87,7 @@ func (tr *turnRunner) threadContext(it workItem) string {
 			(!m.Time.IsZero() && !it.msg.Received.IsZero() && m.Time.After(it.msg.Received)) {
 			continue // this message, or one posted after it
 		}
-		if !m.FromSelf && !b.allowed(m.UserID) {
+		if !m.FromSelf && !b.Allowed(m.UserID) {
 			// Only allowed users reach the agent: the others are named,
 			// what they wrote is not passed on.
 			m.Text, m.Files = notAllowedText, nil
@@ -102,7 +103,7 @@ func (tr *turnRunner) threadContext(it workItem) string {
 
 // hostTools are the tools of cc-connect's that a process of this
 // conversation gets: send_file, posting into this conversation.
-func (tr *turnRunner) hostTools(b Binding) []agentproc.HostTool {
+func (tr *turnRunner) hostTools(b binding.Binding) []agentproc.HostTool {
 	to := tr.chat.to
 	var limit int64
 	if fs, ok := tr.chat.chat().(platform.FileSender); ok {
@@ -141,7 +142,7 @@ const sendFileTimeout = 5 * time.Minute
 // says not, not for a message without a user, and only where the platform
 // can mention.
 func (tr *turnRunner) ringAsker(m platform.Message, text string) {
-	if tr.dm || m.IsDM || m.UserID == "" || !tr.binding().notifyOn() {
+	if tr.dm || m.IsDM || m.UserID == "" || !tr.binding().NotifyOn() {
 		return
 	}
 	ms, ok := tr.chat.chat().(platform.MentionSender)

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cc-connect/cc-connect/binding"
 	"github.com/cc-connect/cc-connect/inbox"
 	"github.com/cc-connect/cc-connect/platform"
 	"github.com/cc-connect/cc-connect/schedule"
@@ -232,7 +233,7 @@ func (e *Engine) Submit(ctx context.Context, r trigger.Run) error {
 // acceptRun claims its id and journals it into its conversation, as
 // HandleMessage does a chat message; check, when set, may refuse it once
 // the claim is held (it is not a duplicate).
-func (e *Engine) acceptRun(ctx context.Context, b Binding, a platform.Adapter, it workItem, check func() error) error {
+func (e *Engine) acceptRun(ctx context.Context, b binding.Binding, a platform.Adapter, it workItem, check func() error) error {
 	claim, err := e.seenClaim(ctx, it.msg)
 	switch {
 	case errors.Is(err, inbox.ErrDuplicate):
@@ -377,7 +378,7 @@ func (s *session) schedulesCommand(m platform.Message, args string) {
 	}
 	// In a cluster the pauses are read and written in its bucket
 	// (schedule.Pauses), bounded there.
-	s.chat.send(sc.Chat(s.e.bg, args, schedule.Asker{Platform: s.to.Platform, Channel: s.to.Channel, UserID: m.UserID, Admin: b.admin(m.UserID)}))
+	s.chat.send(sc.Chat(s.e.bg, args, schedule.Asker{Platform: s.to.Platform, Channel: s.to.Channel, UserID: m.UserID, Admin: b.Admin(m.UserID)}))
 }
 
 func isRunKind(kind string) bool {

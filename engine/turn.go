@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cc-connect/cc-connect/agentproc"
+	"github.com/cc-connect/cc-connect/binding"
 	"github.com/cc-connect/cc-connect/engine/procs"
 	"github.com/cc-connect/cc-connect/inbox"
 	"github.com/cc-connect/cc-connect/platform"
@@ -59,7 +60,7 @@ type turnRunner struct {
 	lateReply func(control)
 	// binding is the conversation's binding in force now
 	// (session.liveBinding): who may still have a queued message run.
-	binding func() Binding
+	binding func() binding.Binding
 	// user is whose message the running turn is, charged its cost
 	// (spend.go).
 	user string
@@ -408,7 +409,7 @@ func (tr *turnRunner) ensureProcess() error {
 // records the spare's session id before the turn as newSessionStart would. A conversation that
 // resumes, has a chosen id waiting (a crash before its first turn), or
 // runs another model or mode starts its own.
-func (tr *turnRunner) takeSpare(b Binding, cfg agentproc.Config, partial bool) bool {
+func (tr *turnRunner) takeSpare(b binding.Binding, cfg agentproc.Config, partial bool) bool {
 	rec := tr.rb.get()
 	if model, mode := tr.rb.spawnSettings(); rec.SessionID != "" || rec.NewSessionID != "" || model != "" || mode != "" {
 		return false
@@ -528,7 +529,7 @@ func (tr *turnRunner) attempt(it workItem) outcome {
 			res, err := at.Result()
 			t.perms.endAll("the turn ended")
 			t.progress.stop()
-			if t.live.level == ProgressVerbose {
+			if t.live.level == binding.ProgressVerbose {
 				// The log and the checklist end as they are, not as they
 				// were at the last paced edit.
 				tr.chat.flushProgress(&t.progress)
