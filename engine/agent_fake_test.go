@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -294,7 +295,7 @@ func (p *fakeProc) turn(ctx context.Context, text string, on func(agentproc.Even
 	}
 	// Like the CLI, a read-only process reports the narrowed tool set
 	// and plan mode (agentproc.BuildArgs).
-	tools, mode := []string{"Bash", "Edit", "Read", "Write"}, orDefault(p.opts.PermissionMode, "default")
+	tools, mode := []string{"Bash", "Edit", "Read", "Write"}, cmp.Or(p.opts.PermissionMode, "default")
 	if p.opts.ReadOnly && !ignoreReadOnly {
 		tools, mode = agentproc.ReadOnlyTools, "plan"
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/cc-connect/cc-connect/cluster/clustertest"
 	"github.com/cc-connect/cc-connect/cluster/ingress"
 	"github.com/cc-connect/cc-connect/cluster/names"
+	"github.com/cc-connect/cc-connect/engine/conv"
 	"github.com/cc-connect/cc-connect/platform"
 )
 
@@ -87,7 +88,7 @@ func runClusterEngine(t *testing.T, name string, h *harness, node **cluster.Node
 		t.Fatal(err)
 	}
 	e.spawn, e.tx = h.fa.spawn, h.ft
-	e.stopAt = h.cfg.stopAt
+	e.convs.SetTestHooks(conv.TestHooks{StopAt: h.cfg.stopAt})
 	h.cfg.stopAt = nil
 	rec := newFakePlatform("fake")
 	rec.files = h.cfg.files
@@ -248,15 +249,15 @@ func TestClusterKilledBetweenSettleAndReply(t *testing.T) {
 	srv := clustertest.Single(t)
 	var killed atomic.Bool
 	a := startClusterHost(t, "a", srv.ClientURL(), func(p string) bool {
-		if p == pointSettled {
+		if p == conv.PointSettled {
 			killed.Store(true)
 			return true
 		}
-		return killed.Load() && p == pointReplied // the rest of the turn dies with it
+		return killed.Load() && p == conv.PointReplied // the rest of the turn dies with it
 	})
 	publish(t, a, "k-1", "T1", "settled then killed")
 	pollFor(t, "the event settled, the reply not posted", func() bool {
-		return killed.Load() && a.h.e.busy.count() == 0
+		return killed.Load() && a.h.e.convs.Outstanding() == 0
 	})
 	if e := a.echoes(); len(e) != 0 {
 		t.Fatalf("posted %q before the kill point", e)
@@ -283,7 +284,7 @@ func killAt(point string, killed *atomic.Bool) func(string) bool {
 			killed.Store(true)
 			return true
 		}
-		return killed.Load() && p == pointReplied
+		return killed.Load() && p == conv.PointReplied
 	}
 }
 
@@ -326,10 +327,10 @@ func restartKilled(t *testing.T, c *clusterHost) *clusterHost {
 func TestClusterUnsettledReplyWaitsForTheLease(t *testing.T) {
 	srv := clustertest.Single(t)
 	var killed atomic.Bool
-	a := startClusterHost(t, "a", srv.ClientURL(), killAt(pointSettling, &killed))
+	a := startClusterHost(t, "a", srv.ClientURL(), killAt(conv.PointSettling, &killed))
 	b := startClusterHost(t, "b", srv.ClientURL())
 	publish(t, a, "u-1", "T1", "marked then killed")
-	pollFor(t, "the reply marked, the event not settled", func() bool { return killed.Load() && a.h.e.busy.count() == 0 })
+	pollFor(t, "the reply marked, the event not settled", func() bool { return killed.Load() && a.h.e.convs.Outstanding() == 0 })
 	a.kill()
 	if got := b.waitEchoes(t, 1); got[0] != "marked then killed" {
 		t.Fatalf("the standby's replies = %q", got)
@@ -338,7 +339,7 @@ func TestClusterUnsettledReplyWaitsForTheLease(t *testing.T) {
 	waitInHand(t, b.node, 0) // settled by the standby
 
 	a2 := restartKilled(t, a)
-	<-a2.h.e.runs.ready // recovery has opened the journal
+	<-a2.h.e.convs.Ready() // recovery has opened the journal
 	a2.h.waitIdle()
 	if e := a2.echoes(); len(e) != 0 {
 		t.Fatalf("the returning host posted %q while the standby holds the lease", e)
@@ -366,10 +367,10 @@ func TestClusterUnsettledReplyWaitsForTheLease(t *testing.T) {
 func TestClusterOldTenureEntryDropped(t *testing.T) {
 	srv := clustertest.Single(t)
 	var killed atomic.Bool
-	a := startClusterHost(t, "a", srv.ClientURL(), killAt(pointStarted, &killed))
+	a := startClusterHost(t, "a", srv.ClientURL(), killAt(conv.PointStarted, &killed))
 	b := startClusterHost(t, "b", srv.ClientURL())
 	publish(t, a, "o-1", "T1", "started then killed")
-	pollFor(t, "the turn started, then killed", func() bool { return killed.Load() && a.h.e.busy.count() == 0 })
+	pollFor(t, "the turn started, then killed", func() bool { return killed.Load() && a.h.e.convs.Outstanding() == 0 })
 	a.kill()
 	if got := b.waitEchoes(t, 1); got[0] != "started then killed" {
 		t.Fatalf("the standby's replies = %q", got)
@@ -378,7 +379,7 @@ func TestClusterOldTenureEntryDropped(t *testing.T) {
 	waitInHand(t, b.node, 0)
 
 	a2 := restartKilled(t, a)
-	<-a2.h.e.runs.ready
+	<-a2.h.e.convs.Ready()
 	b.kill()
 	a2.h.logs.WaitRecords(t, waitLimit, "Serving a cluster binding", 2) // the first tenure, then this one
 	publish(t, a2, "o-2", "T1", "next")
@@ -390,11 +391,11 @@ func TestClusterOldTenureEntryDropped(t *testing.T) {
 	if got := a2.echoes(); len(got) != 1 {
 		t.Fatalf("the owner's replies = %q, want only the next message", got)
 	}
-	s := a2.h.e.liveSession(keyOf(platform.Target{Platform: "fake", Channel: "C1", Thread: "T1"}))
+	s := a2.h.e.convs.Lookup(conv.Key(platform.Target{Platform: "fake", Channel: "C1", Thread: "T1"}))
 	if s == nil {
 		t.Fatal("no session for the conversation")
 	}
-	if p := s.jr.file().Pending(); len(p) != 0 {
+	if p := s.Pending(); len(p) != 0 {
 		t.Fatalf("the journal still holds %+v", p)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/cc-connect/cc-connect/agentproc"
+	"github.com/cc-connect/cc-connect/engine/conv"
 	"github.com/cc-connect/cc-connect/engine/procs"
 	"github.com/cc-connect/cc-connect/metrics"
 )
@@ -59,7 +60,7 @@ func (p ctlProc) StartTurn(ctx context.Context, msg agentproc.UserMessage) (proc
 // turn compacts on "/compact": status compacting, the boundary, an empty
 // successful result, as the CLI does.
 func (p ctlProc) turn(ctx context.Context, text string, on func(agentproc.Event)) (*agentproc.Result, error) {
-	if !isCompaction(text) {
+	if !conv.IsCompaction(text) {
 		return p.fakeProc.turn(ctx, text, on)
 	}
 	p.fa.mu.Lock()
@@ -160,7 +161,7 @@ func TestModelCommandRefusals(t *testing.T) {
 				t.Errorf("control requests = %q", got)
 			}
 			s := sessionFor(t, h, "T1")
-			override := s.rb.get().ModelOverride
+			override := s.Record().ModelOverride
 			if override != "" {
 				t.Errorf("override = %q after a refusal, want none", override)
 			}
@@ -195,25 +196,6 @@ func TestModeCommand(t *testing.T) {
 	h.say("alice", "T1", "!status")
 	if st := h.rec.waitSend(t, "State: "); !strings.Contains(st.Text, "Permission mode: acceptEdits") {
 		t.Errorf("status = %q", st.Text)
-	}
-}
-
-// A !model that lands while a process is being started reaches it: the
-// spawn reads the record, and ensureProcess re-reads it after publishing
-// the process.
-func TestSyncControlsAfterSpawn(t *testing.T) {
-	h, calls := controlHarness(t, nil)
-	s := sessionFor(t, h, "T1")
-	p, _ := h.e.spawn(context.Background(), agentproc.Config{}, agentproc.StartOptions{}, h.e.log)
-	defer p.Close(context.Background())
-	s.rb.update(func(r *record) { r.ModelOverride, r.ModeOverride = "m2", "plan" })
-	syncControls(p, s.rb, "m1", "", "", h.e.log)
-	if got := calls.snapshot(); strings.Join(got, ",") != "set_model m2,set_permission_mode plan" {
-		t.Errorf("control requests = %q", got)
-	}
-	syncControls(p, s.rb, "m2", "plan", "", h.e.log)
-	if got := calls.snapshot(); len(got) != 2 {
-		t.Errorf("control requests = %q, want none when nothing changed", got)
 	}
 }
 
@@ -272,7 +254,7 @@ func TestBtwUsesModelNotMode(t *testing.T) {
 	h.say("alice", "T1", "hello")
 	h.rec.waitSend(t, "echo: hello")
 	h.say("alice", "T1", "!btw what did I say?")
-	h.rec.waitSend(t, sidePrefix)
+	h.rec.waitSend(t, conv.SidePrefix)
 	h.waitIdle()
 	var fork *agentproc.StartOptions
 	for _, sp := range h.fa.spawnsSnapshot() {

@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/cc-connect/cc-connect/agentproc"
+	"github.com/cc-connect/cc-connect/engine/conv"
 	"github.com/cc-connect/cc-connect/engine/procs"
 	"github.com/cc-connect/cc-connect/inbox"
 	"github.com/cc-connect/cc-connect/internal/fakeclaude"
@@ -25,14 +26,14 @@ const t1Key = "fake/C1/T1"
 // stageCutTurn leaves what a crash in the middle of alice's turn in T1
 // leaves: the conversation's record (rec, with its key and workspace
 // filled in) and text in its inbox, started as turn u.
-func stageCutTurn(t *testing.T, h *harness, rec record, u, text string) {
+func stageCutTurn(t *testing.T, h *harness, rec conv.Record, u, text string) {
 	t.Helper()
 	rec.Key, rec.Platform, rec.Channel, rec.Thread = t1Key, "fake", "C1", "T1"
-	rec.Workspace = h.e.pool.GetOrCreate(h.ws).Path
-	if err := h.e.store.save(rec); err != nil {
+	rec.Workspace = h.e.pool.normalize(h.ws)
+	if err := conv.NewStore(h.opts.StateDir).Save(rec); err != nil {
 		t.Fatal(err)
 	}
-	in, err := inbox.Open(inboxPath(h.opts.StateDir, t1Key), inbox.Limits{}, nil)
+	in, err := inbox.Open(conv.InboxPath(h.opts.StateDir, t1Key), inbox.Limits{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,10 +81,10 @@ func TestDurableQueuedSurviveShutdown(t *testing.T) {
 	h.say("bob", "T1", "third")
 	h.rec.waitSend(t, "Queued (position 2)")
 	h.stop()
-	if got := h.rec.sends(restartQueuedText); len(got) != 2 {
+	if got := h.rec.sends(conv.RestartQueuedText); len(got) != 2 {
 		t.Errorf("stay-queued notices = %q, want two", got)
 	}
-	in, err := inbox.Open(inboxPath(h.opts.StateDir, t1Key), inbox.Limits{}, nil)
+	in, err := inbox.Open(conv.InboxPath(h.opts.StateDir, t1Key), inbox.Limits{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +127,7 @@ func turnWithUUID(ctx context.Context, p *agentproc.Process, id, text string, on
 func startedTurn(t *testing.T, h *harness, resumeID, id, text string) string {
 	t.Helper()
 	cfg := h.opts.Agent
-	p, err := agentproc.Start(context.Background(), cfg, agentproc.StartOptions{Dir: h.e.pool.GetOrCreate(h.ws).Path, ResumeID: resumeID}, nil)
+	p, err := agentproc.Start(context.Background(), cfg, agentproc.StartOptions{Dir: h.e.pool.normalize(h.ws), ResumeID: resumeID}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +158,7 @@ func TestRecoveryDecision(t *testing.T) {
 		}, "the message", "may not have reached the agent; sending it now", []string{"the message"}, "echo: the message"},
 		{"cut off mid-turn: continued", func(t *testing.T, h *harness, u string) string {
 			return startedTurn(t, h, "", u, "cut [[CRASH]]")
-		}, "cut [[CRASH]]", "was cut off; resuming it", []string{continueText}, "echo: " + continueText},
+		}, "cut [[CRASH]]", "was cut off; resuming it", []string{conv.ContinueText}, "echo: " + conv.ContinueText},
 		{"finished, reply not posted: posted from the transcript", func(t *testing.T, h *harness, u string) string {
 			return startedTurn(t, h, "", u, "done")
 		}, "done", "had finished the turn for “done” before the restart; its reply follows", nil, "echo: done"},
@@ -175,7 +176,7 @@ func TestRecoveryDecision(t *testing.T) {
 			u := uuid.NewString()
 			sid := tt.setup(t, h, u)
 			before := len(readRecord(t, re.record))
-			stageCutTurn(t, h, record{SessionID: sid}, u, tt.text)
+			stageCutTurn(t, h, conv.Record{SessionID: sid}, u, tt.text)
 
 			h = h.restart()
 			h.rec.waitSend(t, tt.notice)
@@ -220,7 +221,7 @@ func TestRecoveryWithoutTranscriptSaysOneThing(t *testing.T) {
 	h, re := newRealHarness(t, nil, nil)
 	h.stop()
 	sid, u := uuid.NewString(), uuid.NewString()
-	stageCutTurn(t, h, record{SessionID: sid}, u, "the message")
+	stageCutTurn(t, h, conv.Record{SessionID: sid}, u, "the message")
 
 	h = h.restart()
 	h.rec.waitSend(t, "echo: the message")
@@ -250,7 +251,7 @@ func TestRecoveryTellsOfCancelledPermission(t *testing.T) {
 	h.stop()
 	u := uuid.NewString()
 	sid := startedTurn(t, h, "", u, "tool [[TOOL:make build]] [[CRASH]]")
-	stageCutTurn(t, h, record{SessionID: sid, PendingPermission: "Bash `make build`"}, u, "tool")
+	stageCutTurn(t, h, conv.Record{SessionID: sid, PendingPermission: "Bash `make build`"}, u, "tool")
 	before := len(readRecord(t, re.record))
 	h = h.restart()
 	note := h.rec.waitSend(t, "cc-connect restarted")
@@ -258,12 +259,12 @@ func TestRecoveryTellsOfCancelledPermission(t *testing.T) {
 		!strings.Contains(note.Text, "resuming it") {
 		t.Errorf("notice = %q", note.Text)
 	}
-	h.rec.waitSend(t, "echo: "+continueText)
+	h.rec.waitSend(t, "echo: "+conv.ContinueText)
 	h.waitIdle()
-	if got := fakeclaude.Texts(readRecord(t, re.record)[before:]); strings.Join(got, "|") != continueText {
+	if got := fakeclaude.Texts(readRecord(t, re.record)[before:]); strings.Join(got, "|") != conv.ContinueText {
 		t.Errorf("claude received %q, want only the continuation", got)
 	}
-	rec, _, _ := h.e.store.load(t1Key, time.Now())
+	rec, _, _ := conv.NewStore(h.opts.StateDir).Load(t1Key, time.Now())
 	if rec.PendingPermission != "" {
 		t.Errorf("pending permission still recorded: %q", rec.PendingPermission)
 	}
@@ -274,7 +275,7 @@ func TestRecoveryTellsOfCancelledPermission(t *testing.T) {
 // once an admin moved the file aside.
 func TestCorruptInboxFailsClosed(t *testing.T) {
 	h, re := newRealHarness(t, nil, nil)
-	path := inboxPath(h.opts.StateDir, t1Key)
+	path := conv.InboxPath(h.opts.StateDir, t1Key)
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -336,12 +337,12 @@ func TestSessionLeaseExcludesSecondProcess(t *testing.T) {
 	h.say("alice", "T1", "hello")
 	h.rec.waitSend(t, "echo: hello")
 	h.waitIdle()
-	sid := h.e.sessions[t1Key].rb.sessionID()
+	sid := h.e.convs.Lookup(t1Key).Record().SessionID
 	if _, err := lease.Session(h.opts.StateDir, sid); err == nil {
 		t.Fatal("the session lease was free while its process lives")
 	}
 	mark, err := os.ReadFile(procs.MarkPath(h.opts.StateDir, sid))
-	if err != nil || !strings.Contains(string(mark), strconv.Itoa(h.e.sessions[t1Key].agent.Live().Pid())) {
+	if err != nil || !strings.Contains(string(mark), strconv.Itoa(h.e.convs.Lookup(t1Key).Process().Pid())) {
 		t.Errorf("agent pid file = %q, %v", mark, err)
 	}
 	h.stop()
@@ -363,7 +364,7 @@ func TestRecoveryContinueFallsBackToMessage(t *testing.T) {
 	h.stop()
 	u := uuid.NewString()
 	const text = "long job [[SLOW]]"
-	p, err := agentproc.Start(context.Background(), h.opts.Agent, agentproc.StartOptions{Dir: h.e.pool.GetOrCreate(h.ws).Path}, nil)
+	p, err := agentproc.Start(context.Background(), h.opts.Agent, agentproc.StartOptions{Dir: h.e.pool.normalize(h.ws)}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -391,15 +392,15 @@ func TestRecoveryContinueFallsBackToMessage(t *testing.T) {
 	if err := os.WriteFile(release, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	stageCutTurn(t, h, record{SessionID: sid}, u, text)
+	stageCutTurn(t, h, conv.Record{SessionID: sid}, u, text)
 	before := len(readRecord(t, re.record))
 
 	h = h.restart()
 	h.rec.waitSend(t, "was cut off; resuming it")
-	h.rec.waitSend(t, noticeTooLong)
+	h.rec.waitSend(t, conv.NoticeTooLong)
 	h.waitIdle()
 	got := readRecord(t, re.record)[before:]
-	if len(got) != 2 || got[0].Text != continueText || got[0].SessionID != sid || got[1].Text != text || got[1].SessionID == sid {
+	if len(got) != 2 || got[0].Text != conv.ContinueText || got[0].SessionID != sid || got[1].Text != text || got[1].SessionID == sid {
 		t.Errorf("claude received %+v, want the continuation in %s, then the message in a fresh session", got, sid)
 	}
 }

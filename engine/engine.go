@@ -21,15 +21,17 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cc-connect/cc-connect/agentproc"
 	"github.com/cc-connect/cc-connect/binding"
 	"github.com/cc-connect/cc-connect/ctxindicator"
+	"github.com/cc-connect/cc-connect/engine/conv"
 	"github.com/cc-connect/cc-connect/engine/procs"
-	"github.com/cc-connect/cc-connect/inbox"
 	"github.com/cc-connect/cc-connect/platform"
 	"github.com/cc-connect/cc-connect/spend"
+	"github.com/google/uuid"
 )
 
 // Options configure an Engine.
@@ -72,24 +74,18 @@ const (
 	DefaultShutdownGrace = 30 * time.Second
 )
 
-// errStopped means work was not started because the engine is shutting
-// down; the user is told to send the message again later.
-var errStopped = errors.New("engine stopped")
-
 // Engine routes chat messages to Claude Code sessions. Create it with New,
-// add adapters, then Run it.
+// add adapters, then Run it. Its conversations are a conv.Set's; the
+// engine keeps routing, bindings, reloads and submission, and is the
+// conversations' conv.Host (host.go).
 type Engine struct {
-	opts Options
-	log  *slog.Logger
-	// basePrompt is the admin's agent.append_system_prompt, before the
-	// engine's own instructions are added (agentConfig).
-	basePrompt string
-	now        func() time.Time
-	spawn      procs.SpawnFunc
-	tx         procs.Transcripts
-	store      *store
-	pool       *pool
-	slots      *procs.Caps
+	opts  Options
+	log   *slog.Logger
+	now   func() time.Time
+	spawn procs.SpawnFunc
+	tx    procs.Transcripts
+	pool  *pool
+	slots *procs.Caps
 	// refused holds the threads that got the access refusal (session
 	// keys), bounded: a thread forgotten gets one refusal more.
 	refused *recentIDs
@@ -101,61 +97,26 @@ type Engine struct {
 	// born is when the engine was made, which bounds when that happens.
 	gapChecked *recentIDs
 	born       time.Time
-	spare      *procs.Spares // spare processes for new conversations (spares.go)
+	spare      *procs.Spares // spare processes for new conversations
 
-	// seenSet is the accepted message ids of every journal (journal.go);
-	// seenOnce opens it, and the journals, on first use, and finds the
-	// journals holding pending messages, which recovery reopens.
-	seenOnce        sync.Once
-	seenSet         *inbox.Seen
-	pendingJournals []string
-
-	retireAfter  time.Duration // see defaultRetireAfter; tests shorten it
-	fetchTimeout time.Duration // see fetchTimeout; tests shorten it
-	compactBytes int64         // inbox.Limits.CompactBytes; 0 = its default, tests lower it
-	// stopAt, set by tests before Run, is called at the points where a
-	// kill decides what a restart finds (killedAt); true stops the work
-	// there, as a kill would.
-	stopAt func(point string) bool
-	// beforeTail, set by tests before Run, is called on a turn's tail
-	// before its writes (tail.go): a slow disk.
-	beforeTail func()
-	// tailAdded, set by tests before Run, is called when a settled turn's
-	// tail is added, its ack written (tail.run).
-	tailAdded func()
-	// tailQuiet and tailMaxWait are the tail's waits (tail.go); tests
-	// change them.
-	tailQuiet, tailMaxWait time.Duration
-
-	metrics Metrics     // never nil (noMetrics when off)
-	reload  reloadState // live bindings, running adapters, conversations to rebind (reload.go)
-	notices notifier    // posts for conversations without a session (notify.go)
-	runs    runState    // runs without a person (trigger.go)
-
-	// bg outlives every agent process and platform call made by sessions;
-	// Run cancels it only after all sessions ended.
+	convs *conv.Set // the conversations
+	// bg outlives every agent process and platform call made by the
+	// conversations; Run cancels it only after all of them ended.
 	bg       context.Context
 	cancelBg context.CancelFunc
-	stopping chan struct{} // closed when Run's ctx is cancelled
-	wg       sync.WaitGroup
+	metrics  Metrics     // never nil (a no-op when off)
+	reload   reloadState // live bindings, running adapters (reload.go)
+	notices  notifier    // posts for conversations without a session (notify.go)
+	sched    atomic.Pointer[Schedules]
 
-	mu       sync.Mutex // guards the fields below
+	mu       sync.Mutex // guards adapters and shutting
 	adapters map[string]platform.Adapter
-	sessions map[string]*session
-	requests map[string]string // pending permission request id -> session key
-	shutting bool
-
-	busy *busyCount // outstanding work, for WaitIdle (busy.go); its lock is a leaf
+	shutting bool // Run is stopping: no adapter starts any more
 
 	// cluster is set by JoinCluster: the conversations of clustered
 	// platforms come from the cluster's stream (cluster.go).
 	cluster *ClusterOptions
 	tenures tenures // the bindings this host serves now, in a cluster (cluster.go)
-
-	// testHookQueued, when set (tests only), runs on the accept path
-	// right after an item joined the FIFO and the mailbox's lock was
-	// released.
-	testHookQueued func()
 }
 
 var _ platform.Handler = (*Engine)(nil)
@@ -191,46 +152,44 @@ func New(opts Options) (*Engine, error) {
 	if now == nil {
 		now = time.Now
 	}
-	basePrompt := opts.Agent.AppendSystemPrompt
+	base := opts.Agent // the conversations add the engine's instructions themselves
 	if opts.SelfReport {
 		opts.Agent.AppendSystemPrompt = joinPrompt(opts.Agent.AppendSystemPrompt, ctxindicator.SelfReportInstruction)
 	}
 	bg, cancel := context.WithCancel(context.Background())
 	e := &Engine{
-		opts:         opts,
-		log:          log,
-		basePrompt:   basePrompt,
-		now:          now,
-		spawn:        procs.Start,
-		tx:           procs.NewDiskTranscripts(opts.Agent),
-		store:        &store{dir: opts.StateDir},
-		pool:         newPool(log),
-		slots:        procs.NewCaps(opts.MaxProcesses, opts.MaxProcessesPerWorkspace),
-		retireAfter:  defaultRetireAfter,
-		fetchTimeout: fetchTimeout,
-		tailQuiet:    tailQuiet,
-		tailMaxWait:  tailMaxWait,
-		bg:           bg,
-		cancelBg:     cancel,
-		stopping:     make(chan struct{}),
-		adapters:     map[string]platform.Adapter{},
-		sessions:     map[string]*session{},
-		refused:      newRecentIDs(refusedMemory),
-		rootless:     newRecentIDs(rootlessMemory),
-		gapChecked:   newRecentIDs(rootlessMemory),
-		born:         now(),
-		requests:     map[string]string{},
-		busy:         newBusyCount(),
-		metrics:      metricsOf(opts.Metrics),
+		bg:         bg,
+		cancelBg:   cancel,
+		opts:       opts,
+		log:        log,
+		now:        now,
+		spawn:      procs.Start,
+		tx:         procs.NewDiskTranscripts(opts.Agent),
+		pool:       newPool(log),
+		slots:      procs.NewCaps(opts.MaxProcesses, opts.MaxProcessesPerWorkspace),
+		adapters:   map[string]platform.Adapter{},
+		refused:    newRecentIDs(refusedMemory),
+		rootless:   newRecentIDs(rootlessMemory),
+		gapChecked: newRecentIDs(rootlessMemory),
+		born:       now(),
+		metrics:    conv.MetricsOf(opts.Metrics),
 	}
 	e.spare = procs.NewSpares(procs.SparesConfig{N: opts.Prewarm, Idle: opts.IdleTimeout, Caps: e.slots,
 		// e.spawn is read at each start: tests swap it after New.
 		Spawn: func(ctx context.Context, cfg agentproc.Config, o agentproc.StartOptions, log *slog.Logger) (procs.Process, error) {
 			return e.spawn(ctx, cfg, o, log)
 		},
-		StateDir: opts.StateDir, Grace: opts.ShutdownGrace, BG: e.bg, Log: log, Now: now, NewID: newUUID, Agent: opts.Agent})
+		StateDir: opts.StateDir, Grace: opts.ShutdownGrace, BG: bg, Log: log, Now: now, NewID: uuid.NewString, Agent: opts.Agent})
+	e.convs = conv.NewSet(conv.Options{
+		Agent: base, SelfReport: opts.SelfReport, StateDir: opts.StateDir,
+		IdleTimeout: opts.IdleTimeout, PermissionTimeout: opts.PermissionTimeout, StallNotice: opts.StallNotice,
+		MaxTurnTime: opts.MaxTurnTime, MaxProcessesPerWorkspace: opts.MaxProcessesPerWorkspace,
+		QueueLimit: opts.QueueLimit, ContextWindow: opts.ContextWindow, ShutdownGrace: opts.ShutdownGrace,
+		SeenWindow: opts.SeenWindow, ShellTimeout: opts.ShellTimeout, ArtifactThreshold: opts.ArtifactThreshold,
+		ArtifactQuota: opts.ArtifactQuota, AttachmentMaxBytes: opts.AttachmentMaxBytes, AllowedModes: opts.AllowedModes,
+		Spending: opts.Spending, SpendAdminsExempt: opts.SpendAdminsExempt,
+	}, conv.Deps{Host: host{e}, BG: bg, Caps: e.slots, Spares: e.spare, Log: log, Metrics: e.metrics, Now: now})
 	e.wireMetrics()
-	e.runs.init(opts.StateDir)
 	return e, nil
 }
 
@@ -256,14 +215,13 @@ func (e *Engine) adapter(name string) (platform.Adapter, bool) {
 }
 
 // Run runs every adapter and the sessions until ctx is cancelled; call it
-// once. Then it
-// stops admitting messages, lets running turns finish within ShutdownGrace,
-// interrupts and closes every agent process, and returns when all are gone.
-// An adapter that fails is logged; the others keep running.
+// once. Then it stops admitting messages, lets running turns finish within
+// ShutdownGrace, interrupts and closes every agent process, and returns
+// when all are gone. An adapter that fails is logged; the others keep
+// running.
 func (e *Engine) Run(ctx context.Context) error {
 	// Work accepted before a crash resumes before new input arrives.
-	e.recoverAll()
-	close(e.runs.ready) // runs are taken from now on (trigger.go)
+	e.convs.Recover()
 
 	e.startAdapters(ctx) // each under a ctx of its own, so a reload can restart one
 	<-ctx.Done()
@@ -272,17 +230,13 @@ func (e *Engine) Run(ctx context.Context) error {
 	e.mu.Lock()
 	e.shutting = true
 	e.mu.Unlock()
-	close(e.stopping)
+	e.convs.Stop()
 	e.spare.Close()
-	e.wg.Wait() // every session loop and side question has closed its process
+	e.convs.Wait() // every session loop and side question has closed its process
 	e.notices.close()
 	e.cancelBg()
 	e.reload.adapters.Wait()
-	if e.seenSet != nil {
-		if err := e.seenSet.Close(); err != nil {
-			e.log.Warn("Closing the seen message ids failed", "error", err)
-		}
-	}
+	e.convs.Close()
 	e.log.Info("Shutdown complete")
 	return nil
 }
@@ -290,32 +244,12 @@ func (e *Engine) Run(ctx context.Context) error {
 // WaitIdle returns when no turn runs and no queue holds work, or when ctx
 // ends.
 func (e *Engine) WaitIdle(ctx context.Context) error {
-	return e.busy.wait(ctx)
-}
-
-// Kill points: where the engine stops when a test kills it (stopAt), to
-// check what a restart makes of the files a kill there leaves.
-const (
-	pointClaimed  = "accept: claimed"                 // the id's claim is held, nothing written
-	pointAccepted = "accept: journaled"               // the entry is on disk, not acknowledged
-	pointStarted  = "turn: start marked"              // the start is in the journal, the message not sent
-	pointReplied  = "turn: replied, not acknowledged" // the reply is posted, the entry not acked
-	pointStreamed = "turn: stream posted"             // a streamed reply's message is posted and journaled
-	pointSettled  = "turn: settled, reply not posted" // a cluster's event is settled, its reply not posted
-	pointSettling = "turn: reply marked, not settled" // a cluster's event's reply is marked, the settle not sent
-)
-
-// errKilled is what work stopped at a kill point returns.
-var errKilled = errors.New("stopped at a kill point")
-
-// killedAt reports whether a test stops the engine at point.
-func (e *Engine) killedAt(point string) bool {
-	return e.stopAt != nil && e.stopAt(point)
+	return e.convs.WaitIdle(ctx)
 }
 
 func (e *Engine) isStopping() bool {
 	select {
-	case <-e.stopping:
+	case <-e.convs.Stopping():
 		return true
 	default:
 		return false

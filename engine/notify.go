@@ -3,7 +3,9 @@ package engine
 import (
 	"context"
 	"sync"
+	"time"
 
+	"github.com/cc-connect/cc-connect/engine/conv"
 	"github.com/cc-connect/cc-connect/platform"
 )
 
@@ -42,19 +44,38 @@ func (e *Engine) notify(a platform.Adapter, to platform.Target, text string) boo
 	}
 	if n.inflight >= maxNotices {
 		n.mu.Unlock()
-		e.log.Warn("Notice dropped", "platform", to.Platform, "channel", to.Channel, "thread", to.Thread, "notice", quote(text, 120))
+		e.log.Warn("Notice dropped", "platform", to.Platform, "channel", to.Channel, "thread", to.Thread,
+			"notice", conv.Quote(text, 120))
 		return false
 	}
 	n.inflight++
 	n.mu.Unlock()
-	e.busy.add(1)
+	e.convs.Busy(1)
 	go func() {
-		defer e.busy.add(-1)
+		defer e.convs.Busy(-1)
 		defer n.done()
-		r := relay{to: to, original: a, current: e.adapter, bg: e.bg, log: e.log, metrics: e.metrics}
-		r.send(text)
+		e.post(a, to, text)
 	}()
 	return true
+}
+
+// sendTimeout bounds one notice's post, so that an adapter that stopped
+// answering cannot hold the shutdown forever.
+const sendTimeout = 2 * time.Minute
+
+// post posts text to to through the adapter registered under a's name now
+// (a reload may have replaced a), else a.
+func (e *Engine) post(a platform.Adapter, to platform.Target, text string) {
+	if cur, ok := e.adapter(to.Platform); ok {
+		a = cur
+	}
+	to.MessageID = ""
+	ctx, cancel := context.WithTimeout(e.bg, sendTimeout)
+	defer cancel()
+	if _, err := a.Send(ctx, to, text); err != nil {
+		e.metrics.PlatformError(to.Platform)
+		e.log.Error("Posting to the chat failed", "platform", to.Platform, "channel", to.Channel, "thread", to.Thread, "error", err)
+	}
 }
 
 func (n *notifier) done() {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cc-connect/cc-connect/binding"
+	"github.com/cc-connect/cc-connect/engine/conv"
 	"github.com/cc-connect/cc-connect/inbox"
 	"github.com/cc-connect/cc-connect/platform"
 )
@@ -45,12 +46,12 @@ const (
 func (e *Engine) missingBefore(ctx context.Context, a platform.Adapter, b binding.Binding, m platform.Message) []platform.Message {
 	t := m.Target
 	hr, ok := a.(platform.HistoryReader)
-	seen := e.seenIDs()
+	seen := e.convs.Seen()
 	if !ok || seen == nil || m.Seq == 0 || t.Thread == "" || t.Thread == t.MessageID || e.now().Sub(e.born) > gapWindow {
 		return nil
 	}
-	key := keyOf(t)
-	if e.gapChecked.has(key) || !e.hasSession(key) {
+	key := conv.Key(t)
+	if e.gapChecked.has(key) || !e.convs.Has(key) {
 		return nil // a thread without a session has its root read back instead (threadroot.go)
 	}
 	e.gapChecked.add(key)

@@ -3,6 +3,8 @@ package engine
 import (
 	"fmt"
 	"testing"
+
+	"github.com/cc-connect/cc-connect/engine/conv"
 )
 
 // TestAccessRefusalMemoryIsBounded: a user who is not allowed, writing in
@@ -59,7 +61,7 @@ func TestDroppedRefusalIsToldNextTime(t *testing.T) {
 	n.inflight = maxNotices // the notifier is full
 	n.mu.Unlock()
 	h.say("mallory", "T1", "hi")
-	if h.e.refused.has(keyOf(h.message("mallory", "T1", "").Target)) {
+	if h.e.refused.has(conv.Key(h.message("mallory", "T1", "").Target)) {
 		t.Error("a thread whose refusal was dropped is remembered as told")
 	}
 	n.mu.Lock()

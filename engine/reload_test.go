@@ -204,10 +204,8 @@ func TestReloadRefusesInvalidBindings(t *testing.T) {
 // sessionLive reports whether the conversation has a live process.
 func (e *Engine) sessionLive(t *testing.T, key string) bool {
 	t.Helper()
-	e.mu.Lock()
-	s := e.sessions[key]
-	e.mu.Unlock()
-	return s != nil && s.agent.Live() != nil
+	s := e.convs.Lookup(key)
+	return s != nil && s.Process() != nil
 }
 
 // runAdapter is a fake adapter that records when its Run starts and ends.

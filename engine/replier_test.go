@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/cc-connect/cc-connect/engine/conv"
 	"github.com/cc-connect/cc-connect/platform"
 )
 
@@ -105,7 +106,7 @@ func TestRepliesCarryTheJournaledKey(t *testing.T) {
 // second time, not even a notice.
 func TestKilledWhileReplyingFindsTheReply(t *testing.T) {
 	chat := newFakeChat()
-	kp := newKillPoint(pointReplied, 1)
+	kp := newKillPoint(conv.PointReplied, 1)
 	h, _ := newRealHarness(t, nil, nil)
 	h.stop()
 	cfg := *h.cfg
@@ -228,7 +229,7 @@ func (h *harness) killInto(t *testing.T, kp, next *killPoint) *harness {
 // the platform: the reply and its notice are in the chat once.
 func TestKilledTwiceWhileReplying(t *testing.T) {
 	chat := newFakeChat()
-	first := newKillPoint(pointReplied, 1)
+	first := newKillPoint(conv.PointReplied, 1)
 	h, _ := newRealHarness(t, nil, nil)
 	h.stop()
 	cfg := *h.cfg
@@ -243,7 +244,7 @@ func TestKilledTwiceWhileReplying(t *testing.T) {
 	chat.mu.Lock()
 	chat.posted = map[string]int{}
 	chat.mu.Unlock()
-	second := newKillPoint(pointReplied, 1)
+	second := newKillPoint(conv.PointReplied, 1)
 	h = h.killInto(t, first, second)
 	second.wait(t)
 	if got := h.rec.sends("echo: count the files"); len(got) != 1 {

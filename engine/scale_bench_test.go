@@ -20,6 +20,7 @@ import (
 
 	"github.com/cc-connect/cc-connect/agentproc"
 	"github.com/cc-connect/cc-connect/binding"
+	"github.com/cc-connect/cc-connect/engine/conv"
 	"github.com/cc-connect/cc-connect/internal/fakeclaude"
 	"github.com/cc-connect/cc-connect/platform"
 )
@@ -183,25 +184,13 @@ func (env *benchEnv) waitIdle(tb testing.TB) {
 }
 
 // sessionCount is how many sessions the engine holds in memory.
-func (env *benchEnv) sessionCount() int {
-	env.e.mu.Lock()
-	defer env.e.mu.Unlock()
-	return len(env.e.sessions)
-}
+func (env *benchEnv) sessionCount() int { return env.e.convs.Len() }
 
 // reapAll asks every session to close its idle process, through the
 // control the process cap uses, and waits until no process is live.
 func (env *benchEnv) reapAll(tb testing.TB) {
 	tb.Helper()
-	env.e.mu.Lock()
-	ss := make([]*session, 0, len(env.e.sessions))
-	for _, s := range env.e.sessions {
-		ss = append(ss, s)
-	}
-	env.e.mu.Unlock()
-	for _, s := range ss {
-		s.mb.pushControl(control{kind: ctrlReap})
-	}
+	env.e.convs.ReapIdle()
 	env.waitLive(tb, 0)
 }
 
@@ -308,7 +297,7 @@ func benchScale(b *testing.B, n int) {
 	g0 := runtime.NumGoroutine()
 	env := startBenchEngine(b, agent, 4*n, func(o *Options) {
 		o.IdleTimeout = 0 // processes stay live until reapAll
-	}, func(e *Engine) { e.retireAfter = scaleRetireAfter })
+	}, func(e *Engine) { e.convs.SetTestHooks(conv.TestHooks{RetireAfter: scaleRetireAfter}) })
 	base := snapshot()
 	threads := make([]string, n)
 	for i := range threads {

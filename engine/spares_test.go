@@ -8,6 +8,7 @@ import (
 
 	"github.com/cc-connect/cc-connect/agentproc"
 	"github.com/cc-connect/cc-connect/binding"
+	"github.com/cc-connect/cc-connect/engine/conv"
 	"github.com/cc-connect/cc-connect/engine/procs"
 	"github.com/cc-connect/cc-connect/lease"
 )
@@ -56,15 +57,13 @@ func (fa *fakeAgents) procOf(id string) *fakeProc {
 	return nil
 }
 
-func (h *harness) record(thread string) record {
+func (h *harness) record(thread string) conv.Record {
 	h.t.Helper()
-	h.e.mu.Lock()
-	s := h.e.sessions["fake/C1/"+thread]
-	h.e.mu.Unlock()
+	s := h.e.convs.Lookup("fake/C1/" + thread)
 	if s == nil {
 		h.t.Fatalf("no session for thread %s", thread)
 	}
-	return s.rb.get()
+	return s.Record()
 }
 
 // TestSpareServesTheNextNewConversation: after a turn the workspace gets a

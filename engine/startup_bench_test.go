@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cc-connect/cc-connect/agentproc"
+	"github.com/cc-connect/cc-connect/engine/conv"
 	"github.com/cc-connect/cc-connect/engine/procs"
 	"github.com/google/uuid"
 )
@@ -37,9 +38,9 @@ func BenchmarkStartup(b *testing.B) {
 	seed.say(b, "T0000", "hello")
 	seed.chat.waitReplies(b, 1, "echo: hello")
 	seed.stop()
-	st := &store{dir: seed.state}
+	st := conv.NewStore(seed.state)
 	key := "bench/C1/T0000"
-	rec, ok, err := st.load(key, time.Now())
+	rec, ok, err := st.Load(key, time.Now())
 	if err != nil || !ok || rec.SessionID == "" {
 		b.Fatalf("seed session %q: %+v, %v, %v", key, rec, ok, err)
 	}
@@ -48,7 +49,7 @@ func BenchmarkStartup(b *testing.B) {
 		r.Thread = fmt.Sprintf("T%04d", i)
 		r.Key = "bench/C1/" + r.Thread
 		r.SessionID = uuid.NewString()
-		if err := st.save(r); err != nil {
+		if err := st.Save(r); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/cc-connect/cc-connect/engine/conv"
 	"github.com/cc-connect/cc-connect/engine/procs"
 )
 
@@ -38,7 +39,7 @@ func TestAgentPidFileLinkIsNotFollowed(t *testing.T) {
 	h.say("alice", "T1", "hello")
 	h.rec.waitSend(t, "echo: hello")
 	h.waitIdle()
-	sid := h.e.sessions[t1Key].rb.sessionID()
+	sid := h.e.convs.Lookup(t1Key).Record().SessionID
 	h.stop() // releases the lease and removes the pid file
 	mark := procs.MarkPath(h.opts.StateDir, sid)
 	if err := os.Symlink(victim, mark); err != nil {
@@ -59,7 +60,7 @@ func TestAgentPidFileLinkIsNotFollowed(t *testing.T) {
 	if err != nil || !fi.Mode().IsRegular() {
 		t.Fatalf("pid file is %v (%v), want a regular file", fi.Mode(), err)
 	}
-	if b, _ := os.ReadFile(mark); !strings.HasPrefix(string(b), strconv.Itoa(h.e.sessions[t1Key].agent.Live().Pid())+" ") {
+	if b, _ := os.ReadFile(mark); !strings.HasPrefix(string(b), strconv.Itoa(h.e.convs.Lookup(t1Key).Process().Pid())+" ") {
 		t.Errorf("pid file holds %q, want the live claude's pid", b)
 	}
 	if len(h.logs.Records("Removing a symbolic link found in place of an agent pid file; its target is left alone")) != 1 {
@@ -77,7 +78,7 @@ func TestSessionRecordLinkIsNotFollowed(t *testing.T) {
 	if err := os.WriteFile(victim, []byte(victimText), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p := h.e.store.path(t1Key)
+	p := conv.NewStore(h.opts.StateDir).Path(t1Key)
 	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 		t.Fatal(err)
 	}

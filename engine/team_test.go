@@ -14,6 +14,7 @@ import (
 	"github.com/cc-connect/cc-connect/agentproc"
 	"github.com/cc-connect/cc-connect/binding"
 	"github.com/cc-connect/cc-connect/chatprompt"
+	"github.com/cc-connect/cc-connect/engine/conv"
 	"github.com/cc-connect/cc-connect/platform"
 )
 
@@ -154,8 +155,8 @@ func TestThreadContextOnFirstMention(t *testing.T) {
 		t.Fatalf("prompts %q", got)
 	}
 	shown := slices.Clone(tp.history)
-	shown[0].Text = notAllowedText // carol is not in allow_users
-	shown[2].Text, shown[2].Files = notAllowedText, nil
+	shown[0].Text = conv.NotAllowedText // carol is not in allow_users
+	shown[2].Text, shown[2].Files = conv.NotAllowedText, nil
 	want := chatprompt.ThreadContext(shown, chatprompt.Bounds{Messages: 10, Bytes: 4096}) + "\n" +
 		"[cc-connect] message from alice (fake user alice)\ncan you look?"
 	if got[0] != want {
@@ -224,7 +225,7 @@ func TestBindingSetup(t *testing.T) {
 	h.fa.waitFor(t, "the first turn", func(fa *fakeAgents) bool { return fa.waiting == 1 })
 	// The binding's workspace cap of 1: a second thread waits for the first.
 	h.say("alice", "T2", "busy")
-	h.rec.waitSend(t, noticeWaiting)
+	h.rec.waitSend(t, conv.NoticeWaiting)
 	h.fa.release(t)
 	h.rec.waitSends(t, "echo:", 2)
 	cfg := h.fa.configs[0]
@@ -366,9 +367,9 @@ func TestBtwWaitsUnderTheBindingsCap(t *testing.T) {
 	h.say("alice", "T1", "[[WAIT]] long")
 	h.fa.waitFor(t, "the turn", func(fa *fakeAgents) bool { return fa.waiting == 1 })
 	h.say("alice", "T1", "!btw what now?")
-	h.rec.waitSend(t, sidePrefix+noticeWaiting)
+	h.rec.waitSend(t, conv.SidePrefix+conv.NoticeWaiting)
 	h.fa.release(t)
-	side := h.rec.waitSend(t, sidePrefix+"echo:")
+	side := h.rec.waitSend(t, conv.SidePrefix+"echo:")
 	if !strings.Contains(side.Text, "what now?") {
 		t.Errorf("side answer %q", side.Text)
 	}

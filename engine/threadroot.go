@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/cc-connect/cc-connect/engine/conv"
 	"github.com/cc-connect/cc-connect/platform"
 )
 
@@ -35,7 +36,7 @@ func (e *Engine) threadRoot(ctx context.Context, a platform.Adapter, m platform.
 	if !ok || m.IsDM || t.Thread == "" || t.Thread == t.MessageID {
 		return platform.Message{}, false
 	}
-	key := keyOf(t)
+	key := conv.Key(t)
 	if e.rootless.has(key) {
 		return platform.Message{}, false
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cc-connect/cc-connect/engine/conv"
 	"github.com/cc-connect/cc-connect/platform"
 	"github.com/cc-connect/cc-connect/schedule"
 	"github.com/cc-connect/cc-connect/trigger"
@@ -50,7 +51,7 @@ func TestRunThreadsUnderItsHeader(t *testing.T) {
 	}
 	reply := h.rec.waitSend(t, "echo: triage the issues")
 	thread := reply.To.Thread
-	if thread == "" || strings.HasPrefix(thread, runThreadPrefix) {
+	if thread == "" || strings.HasPrefix(thread, "run:") {
 		t.Fatalf("reply posted to %+v, want the thread under the header", reply.To)
 	}
 	h.waitIdle()
@@ -232,7 +233,7 @@ func (h headerFailing) Send(ctx context.Context, to platform.Target, text string
 func TestRunWhoseHeaderFailsRunsAfterARestart(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, func(_ *Options, c *harnessConfig) { c.threads = true })
-	h.e.runs.headerWait = time.Millisecond
+	h.e.convs.SetTestHooks(conv.TestHooks{HeaderWait: time.Millisecond})
 	h.e.AddAdapter(headerFailing{threadedPlatform{richPlatform{h.rec}}})
 	r := testRun("schedule:nightly@2026-03-10T01:30Z", "triage after all")
 	if err := h.submit(r); err != nil {

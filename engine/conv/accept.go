@@ -1,0 +1,253 @@
+package conv
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/cc-connect/cc-connect/binding"
+	"github.com/cc-connect/cc-connect/cluster/ingress"
+	"github.com/cc-connect/cc-connect/platform"
+)
+
+// ShutdownText answers a message that came while cc-connect shuts down.
+const ShutdownText = "cc-connect is shutting down; this message was not processed. Please send it again later."
+
+func refused(why string) platform.Result {
+	return platform.Result{Status: platform.Refused, Reason: why}
+}
+
+// accept journals m into the session, or hands a command that acts at once
+// to its control lane, and says what became of it.
+func (s *Conversation) accept(m platform.Message, d *ingress.Delivery) (platform.Result, error) {
+	acceptItem := func(it workItem) (platform.Result, error) {
+		it.dlv = d
+		return s.acceptItem(it)
+	}
+	name, args, isCmd := parseCommand(m.Text)
+	if !isCmd && s.awaitText.Load() && len(m.Attachments) == 0 && s.liveBinding().Approver(m.UserID) {
+		// The running turn waits on a question or a plan's feedback: the
+		// reply answers it (journaled as a command that acted at once).
+		return s.acceptControls(m, "reply", []control{{kind: ctrlReply, text: m.Text, userName: orDefault(m.UserName, m.UserID), to: s.to, msg: m}}, "")
+	}
+	if !isCmd {
+		return acceptItem(workItem{kind: itemTurn, msg: m, files: filesOf(m)})
+	}
+	_, _, busy := s.mb.snapshot()
+	switch name {
+	case "new":
+		if busy {
+			s.notice("A new session starts after the current turn and the messages queued before this command.")
+		}
+		return acceptItem(workItem{kind: itemNew, msg: m})
+	case "resume":
+		if args == "" {
+			s.notice("Usage: !resume <n|id>, with n from !sessions.")
+			return refused("usage"), nil
+		}
+		if busy {
+			s.notice("Switching after the current turn and the messages queued before this command.")
+		}
+		// Which session n or the id names is settled when it runs, in
+		// order: listing the workspace's sessions is not the accept path's.
+		return acceptItem(workItem{kind: itemResume, msg: m, resumeArg: args})
+	case "compact":
+		if s.rb.sessionID() == "" {
+			s.notice("There is no conversation to compact yet.")
+			return refused("nothing to compact"), nil
+		}
+		m.Text = compactText(args)
+		return acceptItem(workItem{kind: itemTurn, msg: m})
+	}
+	var cs []control
+	refusal := "" // the command is refused, with a notice in cs
+	switch name {
+	case "stop":
+		// The session goroutine stops a running !sh first, then the turn.
+		cs = append(cs, control{kind: ctrlStop, to: s.to})
+	case "skip":
+		if !s.mayApprove(m.UserID, m.UserName, "") {
+			refusal = "not an approver"
+			cs = append(cs, control{kind: ctrlNotice, text: NotApproverText(m.UserName, m.UserID), to: s.to})
+			break
+		}
+		cs = append(cs, control{kind: ctrlAnswer, choice: platform.ChoiceDismiss, userName: orDefault(m.UserName, m.UserID), to: s.to})
+	case "allow", "deny":
+		// Who may answer is read from the binding in force now, for a
+		// typed answer as for a button press.
+		if !s.mayApprove(m.UserID, m.UserName, "") {
+			refusal = "not an approver"
+			cs = append(cs, control{kind: ctrlNotice, text: NotApproverText(m.UserName, m.UserID), to: s.to})
+			break
+		}
+		choice := platform.ChoiceDeny
+		if name == "allow" {
+			choice = platform.ChoiceAllow
+			if strings.EqualFold(args, "always") {
+				choice = platform.ChoiceAlwaysAllow
+			}
+			if strings.EqualFold(args, "edits") {
+				choice = platform.ChoicePlanAcceptEdits // a plan, approved into acceptEdits
+			}
+		}
+		cs = append(cs, control{kind: ctrlAnswer, choice: choice, userName: orDefault(m.UserName, m.UserID), to: s.to})
+	default:
+		cs = append(cs, control{kind: ctrlCommand, msg: m, cmd: name, args: args, to: s.to})
+	}
+	return s.acceptControls(m, name, cs, refusal)
+}
+
+// acceptControls journals m as a command that acts at once and hands its
+// controls to the session's control lane.
+func (s *Conversation) acceptControls(m platform.Message, name string, cs []control, refusal string) (platform.Result, error) {
+	ok, err := s.jr.acceptControl(m, cs, s.mb)
+	if err != nil {
+		return platform.Result{}, err
+	}
+	if !ok {
+		// The goroutine is stuck: it reads its controls at every step.
+		s.log.Warn("Session control lane full; command refused", "command", name)
+		s.e.host.Notify(s.chat.chat(), s.to, "The session is busy right now; please try again in a moment.")
+		return refused("conversation busy"), nil
+	}
+	if refusal != "" {
+		return refused(refusal), nil
+	}
+	return platform.Result{Status: platform.Queued}, nil
+}
+
+// acceptItem journals it and queues it; a turn that has to wait is told
+// its place by the session goroutine.
+func (s *Conversation) acceptItem(it workItem) (platform.Result, error) {
+	a, err := s.jr.accept(it, s.mb)
+	switch {
+	case err != nil:
+		return platform.Result{}, err
+	case a.pos < 0:
+		return platform.Result{Status: platform.Duplicate}, nil
+	case a.refusal != "":
+		s.notice(a.refusal)
+		return refused(a.reason), nil
+	}
+	if h := s.e.testHookQueued; h != nil {
+		h()
+	}
+	s.e.noteQueue()
+	queued := fmt.Sprintf("Queued (position %d): it runs after the current turn.", a.pos)
+	if a.late {
+		s.log.Info("A message came after a later one had started; it runs next", "message_id", it.msg.ID, "position", a.pos)
+		if !a.waits {
+			queued = "It runs now."
+		}
+		s.notice(fmt.Sprintf(lateText, Quote(it.msg.Text, 80), queued))
+	}
+	if !a.waits {
+		return platform.Result{Status: platform.Queued}, nil
+	}
+	if it.kind == itemTurn && !a.late {
+		s.notice(queued)
+	}
+	return platform.Result{Status: platform.Queued, Position: a.pos}, nil
+}
+
+// replyAsTurn queues a thread reply that was taken for the answer to a
+// question or a plan which was gone by the time the session goroutine read
+// it (a button or another reply answered it first, the CLI withdrew it, the
+// turn ended): the sender's words run as the conversation's next turn
+// instead of being dropped. The message's own id was remembered as a
+// command's (acceptControl), so the turn is journaled under a derived one;
+// a redelivery of the message is still a duplicate of the command.
+func (s *Conversation) replyAsTurn(c control) {
+	m := c.msg
+	if m.Text == "" { // not from a thread message (a test's bare control)
+		s.chat.sendTo(c.to, notWaitingText)
+		return
+	}
+	if m.ID != "" {
+		m.ID += "#turn"
+	}
+	s.log.Info("A reply came after its question or plan was settled; it runs as a turn", "message_id", c.msg.ID)
+	if _, err := s.acceptItem(workItem{kind: itemTurn, msg: m, files: filesOf(m)}); err != nil {
+		s.log.Warn("Queueing a late reply as a turn failed", "message_id", c.msg.ID, "error", err)
+		s.chat.sendTo(c.to, notWaitingText)
+	}
+}
+
+// mayApprove says whether a user may answer the session's permission
+// requests: one of the approvers of the binding in force now, not of the
+// one the session started under (liveBinding). A refusal is logged.
+func (s *Conversation) mayApprove(userID, userName, requestID string) bool {
+	if s.liveBinding().Approver(userID) {
+		return true
+	}
+	s.log.Info("Refused a permission answer from a user who may not approve", "user_id", userID,
+		"user_name", userName, "request_id", requestID)
+	return false
+}
+
+func NotApproverText(userName, userID string) string {
+	return fmt.Sprintf("%s is not allowed to answer permission requests here.", orDefault(userName, userID))
+}
+
+// Accept journals m into its conversation (created from its files when it
+// has none in memory), or hands a command that acts at once to its
+// control lane, and says what became of it; b is m's binding, a its
+// adapter, d its delivery from a cluster's stream (nil otherwise).
+// ErrStopped: the engine is shutting down and nothing was written.
+func (e *Set) Accept(b binding.Binding, a platform.Adapter, m platform.Message, d *ingress.Delivery) (platform.Result, error) {
+	// A session that retired between lookup and accept is created again.
+	for {
+		s, err := e.session(b, m, a)
+		if err != nil {
+			return platform.Result{}, err
+		}
+		res, err := s.accept(m, d)
+		if !errors.Is(err, errSessionClosed) {
+			return res, err
+		}
+		if e.isStopping() {
+			return platform.Result{}, ErrStopped
+		}
+	}
+}
+
+// Answer routes a button press on a permission prompt to the conversation
+// that asked: only from the prompt's own conversation, only by one of the
+// approvers of the binding in force now (mayApprove). It returns the
+// notice to post in the conversation the press came from when the press
+// answers nothing there; "" when the conversation took it (and tells the
+// presser itself when they may not approve).
+func (e *Set) Answer(act platform.Action) string {
+	reply := act.Target
+	reply.MessageID = ""
+	e.mu.Lock()
+	key, pending := e.requests[act.RequestID]
+	s := e.sessions[key]
+	e.mu.Unlock()
+	if !pending || s == nil {
+		return "That permission request is no longer pending."
+	}
+	// The id alone is not enough: a press must come from the prompt's
+	// own conversation, so that a request id seen (or guessed) in one
+	// channel cannot be answered from another where the user may approve.
+	if where := Key(reply); where != key {
+		e.log.Warn("Refused a permission answer from another conversation", "session_key", key,
+			"from", where, "user_id", act.UserID, "user_name", act.UserName, "request_id", act.RequestID)
+		return "That permission request belongs to another conversation; answer it there."
+	}
+	who := orDefault(act.UserName, act.UserID)
+	if !s.mayApprove(act.UserID, act.UserName, act.RequestID) {
+		s.notice(NotApproverText(act.UserName, act.UserID))
+		return ""
+	}
+	if !s.mb.pushControl(control{kind: ctrlAnswer, requestID: act.RequestID, choice: act.Choice, userName: who, to: s.to,
+		question: act.Question, options: act.Options}) {
+		s.log.Warn("Session control lane full; permission answer dropped", "request_id", act.RequestID)
+		return busyText
+	}
+	return ""
+}
+
+// busyText answers what a conversation whose control lane is full could
+// not take.
+const busyText = "The session is busy right now; please try again in a moment."

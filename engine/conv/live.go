@@ -1,0 +1,340 @@
+package conv
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/cc-connect/cc-connect/agentproc"
+	"github.com/cc-connect/cc-connect/binding"
+	"github.com/cc-connect/cc-connect/engine/procs"
+	"github.com/cc-connect/cc-connect/platform"
+)
+
+// What a running turn shows as it goes, at the binding's progress level:
+// the reply streamed into the thread while Claude writes it (one message
+// edited in place, rolling over into more at the platform's split, paced
+// within its edit limits), the status line or, verbose, a compact tool log
+// and Claude's todo list, a notice when claude has gone quiet for
+// stall_notice, and the interrupt at max_turn_time. Thinking never shows:
+// agentproc carries only answer text as TextDelta, and only the main
+// conversation's (not a subagent's) is streamed.
+
+// streamHold is how long a reply's first text waits before it is shown:
+// a short answer (most in a chat) is done by then and is posted once,
+// whole, without the edit that would turn a streamed message into the
+// reply; a longer one shows as it is written from then on. It is well
+// inside the time a person takes to notice, and the typing indicator and
+// the 👀 on the message show meanwhile that Claude is on it.
+const streamHold = 400 * time.Millisecond
+
+// live is the turn's live view. It lives on the session goroutine.
+type live struct {
+	level string
+	caps  platform.Capabilities
+
+	// The reply as it is written.
+	stream   bool // the level and the platform stream the reply
+	text     strings.Builder
+	para     bool // a new API call began: its text starts a paragraph
+	msgs     []platform.Target
+	shown    string
+	lastEdit time.Time
+	timer    *time.Timer // the first text's hold, or an edit waiting for EditInterval
+	broken   bool        // an edit failed: the final text is posted instead
+	// posted, when set, is told the streamed messages each time one is
+	// added (the journal records them for recovery).
+	posted func([]platform.Target)
+
+	// verbose: the tool log and the checklist, under the status line.
+	status string
+	tools  toolLog
+	todo   checklist
+
+	// stall_notice and max_turn_time.
+	stallAfter time.Duration
+	lastEvent  time.Time
+	doing      string // what the turn did last, for the stall notice
+	stalled    bool   // told already; cleared by the next event
+	stallTimer *time.Timer
+	maxTimer   *time.Timer
+	overTime   time.Duration // set when max_turn_time stopped the turn
+}
+
+// newLive gives a turn its live view.
+func (tr *turnRunner) newLive() *live {
+	l := &live{level: binding.ProgressNormal, caps: tr.chat.caps(), stallAfter: tr.e.opts.StallNotice, lastEvent: time.Now(),
+		doing: "starting"}
+	if tr.binding != nil && tr.binding().Progress != "" {
+		l.level = tr.binding().Progress
+	}
+	l.stream = l.level != binding.ProgressQuiet && l.caps.Edits
+	if l.stallAfter > 0 {
+		l.stallTimer = time.NewTimer(l.stallAfter)
+	}
+	if d := tr.e.opts.MaxTurnTime; d > 0 {
+		l.maxTimer = time.NewTimer(d)
+	}
+	return l
+}
+
+func (l *live) stop() {
+	for _, t := range []*time.Timer{l.timer, l.stallTimer, l.maxTimer} {
+		if t != nil {
+			t.Stop()
+		}
+	}
+	l.timer, l.stallTimer, l.maxTimer = nil, nil, nil
+}
+
+// wantsPartial says whether the turn's process should send text deltas.
+func (tr *turnRunner) wantsPartial() bool {
+	b := binding.Binding{}
+	if tr.binding != nil {
+		b = tr.binding()
+	}
+	return b.Progress != binding.ProgressQuiet && tr.chat.caps().Edits
+}
+
+// event notes that claude said something, for the stall notice.
+func (l *live) event() {
+	l.lastEvent = time.Now()
+	l.stalled = false
+}
+
+// delta adds streamed answer text and shows it, now or when the edit
+// interval allows.
+func (tr *turnRunner) delta(t *turn, ev agentproc.TextDelta) {
+	l := t.live
+	if ev.Parent != "" {
+		return // a subagent's text is not the answer
+	}
+	if l.para && l.text.Len() > 0 {
+		l.text.WriteString("\n\n")
+	}
+	l.para = false
+	l.text.WriteString(ev.Text)
+	l.doing = "writing the reply"
+	if !l.stream || l.broken {
+		return
+	}
+	if len(l.msgs) == 0 {
+		// The first text shows after streamHold: a reply that is done
+		// by then is posted once, whole, and costs the platform no edit.
+		if l.timer == nil {
+			l.timer = time.NewTimer(streamHold)
+		}
+		return
+	}
+	if wait := l.caps.EditInterval - time.Since(l.lastEdit); wait > 0 {
+		if l.timer == nil {
+			l.timer = time.NewTimer(wait)
+		}
+		return
+	}
+	tr.showStream(l)
+}
+
+// showStream makes the thread show the text so far.
+func (tr *turnRunner) showStream(l *live) {
+	l.timer = nil
+	text := streamingText(l.text.String())
+	if text == "" || text == l.shown {
+		return
+	}
+	msgs, ok := tr.chat.editReply(l.msgs, text)
+	grew := len(msgs) > len(l.msgs)
+	l.msgs, l.lastEdit = msgs, time.Now()
+	if grew && l.posted != nil {
+		l.posted(msgs) // a new message holds part of the reply: the journal names it
+	}
+	if !ok {
+		l.broken = true
+		return
+	}
+	l.shown = text
+}
+
+// restartStream moves the streamed reply below a prompt just posted: its
+// messages are deleted and the text so far is posted again under the
+// prompt at the next delta. Without deletes the messages keep what they
+// show.
+func (tr *turnRunner) restartStream(l *live) {
+	if len(l.msgs) == 0 {
+		return
+	}
+	if l.caps.Deletes {
+		for _, m := range l.msgs {
+			tr.chat.deleteMsg(m)
+		}
+	}
+	l.msgs, l.shown = nil, ""
+	if l.timer != nil {
+		l.timer.Stop()
+		l.timer = nil
+	}
+}
+
+// streamedMsgs are the messages a turn's reply was streamed into and that
+// its final text can go to; nil when nothing was streamed or an edit
+// failed (the final text is posted instead).
+func streamedMsgs(l *live) []platform.Target {
+	if l == nil || l.broken {
+		return nil
+	}
+	return l.msgs
+}
+
+// finalReply replaces the streamed reply with the final text; false when
+// nothing was streamed or the edit failed (the caller posts it).
+func (tr *turnRunner) finalReply(it workItem, l *live, text string) bool {
+	if l == nil || len(l.msgs) == 0 {
+		return false
+	}
+	if l.timer != nil {
+		l.timer.Stop()
+		l.timer = nil
+	}
+	old := l.msgs
+	if l.broken {
+		tr.dropStream(old)
+		return false
+	}
+	msgs, ok := tr.chat.finishReply(old, text, tr.replyOf(it, false))
+	if !ok {
+		tr.dropStream(old[min(len(msgs), len(old)):])
+		return false
+	}
+	tr.dropStream(old[min(len(msgs), len(old)):])
+	l.msgs = msgs
+	return true
+}
+
+// dropStream deletes streamed messages the final text does not use; a
+// platform without deletes gets them marked as superseded.
+func (tr *turnRunner) dropStream(msgs []platform.Target) {
+	for _, m := range msgs {
+		if tr.chat.deleteMsg(m) {
+			continue
+		}
+		if ed, ok := tr.chat.chat().(platform.Editor); ok {
+			_ = ed.Edit(tr.e.bg, m, "_(see the reply below)_")
+		}
+	}
+}
+
+// noteTool records a tool call for the log, the checklist and the status.
+func (tr *turnRunner) noteTool(t *turn, ev agentproc.ToolUse) {
+	l := t.live
+	summary := toolSummary(ev.Name, ev.Input)
+	l.doing = "running " + summary
+	l.para = true
+	if ev.Parent != "" {
+		summary = "↳ " + summary // a subagent's
+	}
+	l.tools.start(ev.ID, summary, nil)
+	if ev.Name == "TodoWrite" {
+		l.todo.fromTodoWrite(ev.Input)
+	}
+	tr.showStatus(t, "Running: "+toolSummary(ev.Name, ev.Input))
+}
+
+// noteToolResult marks a call's outcome, and keeps a task tool's list.
+func (tr *turnRunner) noteToolResult(t *turn, ev agentproc.ToolResult) {
+	l := t.live
+	known := l.tools.end(ev.ToolUseID, ev.IsError)
+	changed := l.todo.fromTaskResult(ev.Structured)
+	if l.level == binding.ProgressVerbose && (known || changed) {
+		tr.showStatus(t, l.status)
+	}
+}
+
+// showStatus shows the status line (normal), with the tool log and the
+// checklist under it (verbose); quiet shows nothing.
+func (tr *turnRunner) showStatus(t *turn, status string) {
+	l := t.live
+	if l == nil {
+		tr.chat.showProgress(&t.progress, status)
+		return
+	}
+	l.status = status
+	switch l.level {
+	case binding.ProgressQuiet:
+		return
+	case binding.ProgressVerbose:
+		parts := []string{status}
+		half := max(200, l.caps.MessageLimit/2-50)
+		if !l.tools.empty() {
+			parts = append(parts, l.tools.text(half))
+		}
+		if !l.todo.empty() {
+			parts = append(parts, l.todo.text(half))
+		}
+		status = strings.Join(parts, "\n\n")
+	}
+	tr.chat.showProgress(&t.progress, status)
+}
+
+// stallCheck posts the stall notice when claude has sent nothing for
+// stall_notice, and sets the timer for the next check. A turn waiting on
+// the chat (a permission, a question, a plan) is not stalled.
+func (tr *turnRunner) stallCheck(t *turn) {
+	l := t.live
+	quiet := time.Since(l.lastEvent)
+	if quiet >= l.stallAfter && !l.stalled && len(t.perms.pending) == 0 {
+		l.stalled = true
+		tr.log.Warn("Turn stalled: no event from claude", "session_id", tr.rb.sessionID(), "quiet_for", quiet.Round(time.Second), "doing", l.doing)
+		tr.chat.send(fmt.Sprintf("⏳ No word from Claude for %s; it was last %s. It may still be working: send `!stop` to stop the turn (the session is kept).",
+			quiet.Round(time.Second), l.doing))
+	}
+	next := l.stallAfter - time.Since(l.lastEvent)
+	if next <= 0 {
+		next = l.stallAfter
+	}
+	l.stallTimer = time.NewTimer(next)
+}
+
+// overMaxTime interrupts a turn that ran past max_turn_time.
+func (tr *turnRunner) overMaxTime(t *turn, proc procs.Process) {
+	l := t.live
+	l.maxTimer = nil
+	l.overTime = tr.e.opts.MaxTurnTime
+	tr.log.Warn("Turn ran past max_turn_time; interrupting it", "session_id", tr.rb.sessionID(), "max_turn_time", l.overTime)
+	t.stopped = true
+	if t.started {
+		_ = tr.interrupt(proc)
+	}
+	tr.chat.send(fmt.Sprintf("⏱ This turn ran longer than %s (max_turn_time), so it was stopped. The session is kept.", l.overTime))
+}
+
+// noteMode keeps the permission mode the CLI reports it switched to (a
+// plan approved into default or acceptEdits) as the conversation's, so
+// that the next process starts in it: the mode belongs to the process
+// (docs/claude-code.md §2).
+func (tr *turnRunner) noteMode(mode string) {
+	if mode == "" {
+		return
+	}
+	tr.rb.update(func(r *Record) { r.ModeOverride = mode })
+}
+
+// FailedText ends what a streamed reply of a failed turn showed: no final
+// text replaces it, and it must not read as a reply that was finished.
+const FailedText = "_(The turn failed before this reply was finished; see below.)_"
+
+// endStream leaves a streamed reply of a turn that failed showing the text
+// so far, marked as unfinished instead of with the mark that more is
+// coming (the failure's notice follows it).
+func (tr *turnRunner) endStream(l *live) {
+	if l == nil || len(l.msgs) == 0 || l.broken {
+		return
+	}
+	if l.timer != nil {
+		l.timer.Stop()
+		l.timer = nil
+	}
+	text := strings.TrimSuffix(streamingText(l.text.String()), "\n…")
+	if text != "" {
+		l.msgs, _ = tr.chat.finishReply(l.msgs, text+"\n\n"+FailedText, platform.Reply{})
+	}
+}

@@ -1,0 +1,107 @@
+package conv
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/cc-connect/cc-connect/worktree"
+)
+
+// A worktree per conversation (docs/unattended.md). On a binding with
+// Worktree set, a conversation's claude runs in its own git worktree of
+// the binding's workspace: made (worktree.Manager.Create, which is
+// idempotent) on the session goroutine before the conversation's first
+// turn, never on the accept path; its path becomes the session's
+// workspace, recorded, so that `cc-connect worktrees` sees it in use. !new
+// moves the conversation to a new worktree (the record's generation) and
+// keeps the old one for an admin to merge and remove.
+
+// worktreeTimeout bounds making a worktree (a few git commands).
+const worktreeTimeout = time.Minute
+
+// worktreeConversation names a conversation's worktree of a generation.
+func worktreeConversation(key string, gen int) string {
+	if gen == 0 {
+		return key
+	}
+	return key + "#" + strconv.Itoa(gen)
+}
+
+// ensureWorktree moves a worktree binding's conversation into its worktree
+// before a turn, while no process runs; false (the user told why) when it
+// cannot be made.
+func (tr *turnRunner) ensureWorktree() bool {
+	b, ok := tr.liveBinding()
+	if !ok || !b.Worktree || tr.agent.Live() != nil {
+		return true
+	}
+	rec := tr.rb.get()
+	conv := worktreeConversation(tr.key, rec.WorktreeGen)
+	ctx, cancel := context.WithTimeout(tr.e.bg, worktreeTimeout)
+	defer cancel()
+	wt, err := worktree.New(b.Workspace).Create(ctx, conv)
+	if err != nil {
+		tr.log.Error("Making the conversation's worktree failed", "error", err)
+		tr.chat.send(fmt.Sprintf("This conversation's git worktree could not be made, so the message was not sent to Claude: %v", err))
+		return false
+	}
+	if wt.Path != tr.ws {
+		tr.log.Info("Conversation works in its worktree", "worktree", wt.Path, "branch", wt.Branch)
+		tr.e.moveSession(tr.key, wt.Path)
+	}
+	if rec.Workspace != wt.Path || rec.Worktree != wt.Branch {
+		tr.rb.update(func(r *Record) { r.Workspace, r.Worktree = wt.Path, wt.Branch })
+	}
+	return true
+}
+
+// moveSession points a session's parts at a new workspace folder; called
+// on its goroutine while it has no process.
+func (e *Set) moveSession(key, ws string) {
+	e.mu.Lock()
+	s := e.sessions[key]
+	if s != nil {
+		s.ws = ws
+	}
+	e.mu.Unlock()
+	if s == nil {
+		return
+	}
+	s.tr.ws = ws
+	s.agent.SetDir(ws)
+}
+
+// newWorktree is !new's part on a worktree binding: the next turn makes a
+// new worktree; the old one stays. It returns what to add to !new's
+// answer.
+func (s *Conversation) newWorktree() string {
+	rec := s.rb.get()
+	if rec.Worktree == "" {
+		return ""
+	}
+	s.rb.update(func(r *Record) { r.WorktreeGen++; r.Worktree = ""; r.Workspace = s.binding.Workspace })
+	s.e.moveSession(s.key, s.binding.Workspace)
+	return fmt.Sprintf(" Its worktree (branch %s) is kept: `cc-connect worktrees` lists it; the next message works in a new one.", rec.Worktree)
+}
+
+// worktreeStatus is !status's worktree line; "" outside a worktree.
+func (s *Conversation) worktreeStatus() string {
+	rec := s.rb.get()
+	if rec.Worktree == "" {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(s.e.bg, 10*time.Second)
+	defer cancel()
+	m := worktree.New(s.binding.Workspace)
+	wt, err := m.Find(ctx, rec.Workspace)
+	if err != nil {
+		return fmt.Sprintf("Worktree: branch %s (its state could not be read: %v)", rec.Worktree, err)
+	}
+	st, err := m.State(ctx, wt)
+	if err != nil {
+		return fmt.Sprintf("Worktree: branch %s of %s (its state could not be read: %v)", wt.Branch, wt.Base, err)
+	}
+	return fmt.Sprintf("Worktree: branch %s of %s, %s", wt.Branch, wt.Base, st)
+}
