@@ -7,8 +7,10 @@ import (
 )
 
 // Overrides are answers a test puts ahead of a fake's own, by key (a
-// method, "POST /channels/C1/messages"): each is given once, in the order
-// queued. The zero value is ready; it has a lock of its own.
+// method, "POST /channels/C1/messages"): each is given to one call (or to
+// the next n, Set), in the order queued; a fake may keep several, one for
+// each point of its answer where a test may step in. The zero value is
+// ready; it has a lock of its own.
 type Overrides[A any] struct {
 	mu sync.Mutex // guards q
 	q  map[string][]repeated[A]
