@@ -178,8 +178,9 @@ func New(cfg Config, log *slog.Logger) (*Adapter, error) {
 	s.Client = &http.Client{Transport: transport, Timeout: time.Minute}
 	s.Dialer = &websocket.Dialer{NetDialContext: a.conns.dial, HandshakeTimeout: 30 * time.Second, Proxy: http.ProxyFromEnvironment}
 	s.Identify.Intents = Intents
-	// Rate limits come back as errors that rest() waits out under ctx;
-	// the library's own retry sleeps without any way to cancel it.
+	// Rate limits come back as errors that rest() waits out under ctx
+	// (retryPolicy); the library's own retry sleeps without any way to
+	// cancel it.
 	s.ShouldRetryOnRateLimit = false
 	// Reconnecting is Run's job, with capped backoff and status reporting;
 	// the library's loop would outlive Run.

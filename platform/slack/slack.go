@@ -25,6 +25,7 @@ import (
 	"github.com/cc-connect/cc-connect/platform/internal/coalesce"
 	"github.com/cc-connect/cc-connect/platform/internal/connstate"
 	"github.com/cc-connect/cc-connect/platform/internal/recent"
+	"github.com/cc-connect/cc-connect/platform/internal/retry"
 )
 
 // Type is the platform type this adapter reports in Message.Type.
@@ -402,38 +403,50 @@ func errText(err error) string {
 	return err.Error()
 }
 
-// call runs one Web API call, waiting out 429s for as long as ctx allows so
-// no reply is ever dropped. Server errors (5xx) are retried a few times only
-// for idempotent calls: a failed chat.postMessage may still have posted.
+// call runs one Web API call through the adapter's retry (retryPolicy):
+// 429s are waited out for as long as ctx allows, so no reply is ever
+// dropped; server errors (5xx) are retried a few times only for idempotent
+// calls, since a failed chat.postMessage may still have posted.
 func (a *Adapter) call(ctx context.Context, method string, idempotent bool, f func(context.Context) error) error {
-	serverErrors := 0
-	for {
-		err := f(ctx)
-		if err == nil {
-			return nil
-		}
-		var rl *slack.RateLimitedError
-		if errors.As(err, &rl) {
-			wait := rl.RetryAfter
-			if wait <= 0 {
-				wait = time.Second
-			}
-			a.log.Warn("Slack rate limit hit, waiting", "method", method, "retry_after", wait)
-			if err := a.sleep(ctx, wait); err != nil {
-				return fmt.Errorf("%s: waiting out a rate limit: %w", method, err)
-			}
-			continue
-		}
-		var sc slack.StatusCodeError
-		if idempotent && errors.As(err, &sc) && sc.Code >= 500 && serverErrors < 3 {
-			serverErrors++
-			if err := a.sleep(ctx, time.Duration(serverErrors)*time.Second); err != nil {
-				return fmt.Errorf("%s: %w", method, err)
-			}
-			continue
-		}
+	if err := a.retryPolicy().Do(ctx, method, idempotent, f); err != nil {
 		return fmt.Errorf("%s: %w", method, err)
 	}
+	return nil
+}
+
+// retryPolicy is how the adapter retries Slack's calls: a rate limit
+// after Slack's Retry-After (a second when it names none), a server error
+// three times, a second more each time. slack-go retries nothing itself
+// unless asked (OptionRetry, which the adapter does not set), so nothing
+// is retried twice.
+func (a *Adapter) retryPolicy() retry.Policy {
+	return retry.Policy{
+		Platform:  "Slack",
+		Classify:  slackVerdict,
+		Transient: 3,
+		Backoff:   func(n int) time.Duration { return time.Duration(n) * time.Second },
+		Sleep:     func(ctx context.Context, d time.Duration) error { return a.sleep(ctx, d) },
+		Log:       a.log,
+	}
+}
+
+// slackVerdict reads slack-go's errors: a 429 with Retry-After comes as a
+// RateLimitedError, any other HTTP failure as a StatusCodeError (a 429
+// without the header among them); a download made without slack-go
+// fails with a retry.StatusError.
+func slackVerdict(err error) retry.Verdict {
+	var rl *slack.RateLimitedError
+	var sc slack.StatusCodeError
+	var se *retry.StatusError
+	switch {
+	case errors.As(err, &rl):
+		return retry.Verdict{Kind: retry.RateLimited, After: rl.RetryAfter}
+	case errors.As(err, &sc):
+		return retry.HTTPVerdict(sc.Code, 0)
+	case errors.As(err, &se):
+		return retry.HTTPVerdict(se.Code, se.RetryAfter)
+	}
+	return retry.Verdict{Kind: retry.Fail}
 }
 
 // slogOutput lets slack-go's debug logger write through slog. slack-go
