@@ -29,6 +29,7 @@ import (
 	"github.com/cc-connect/cc-connect/platform/internal/lanes"
 	"github.com/cc-connect/cc-connect/platform/internal/permbutton"
 	"github.com/cc-connect/cc-connect/platform/internal/recent"
+	"github.com/cc-connect/cc-connect/platform/internal/replykit"
 )
 
 // Type is the platform type name used in config and in platform.Message.
@@ -91,9 +92,8 @@ type Adapter struct {
 	// their buttons back to request ids.
 	prompts    *recent.Map[postedPrompt]
 	promptRefs *permbutton.Refs
-	// shown is the content each message of a streamed reply shows
-	// (channel:id), so that an unchanged part is not edited again.
-	shown   *recent.Map[string]
+	// replies posts and edits turns' replies (reply.go).
+	replies *replykit.Kit
 	threads *threadBook
 
 	// lanes run gateway events in order per conversation (a channel, a
@@ -162,12 +162,12 @@ func New(cfg Config, log *slog.Logger) (*Adapter, error) {
 		interactions:   recent.New[struct{}](4096),
 		prompts:        recent.New[postedPrompt](1024),
 		promptRefs:     permbutton.NewRefs(maxCustomID, 1024),
-		shown:          recent.New[string](1024),
 		threads:        newThreadBook(4096),
 		state:          connstate.New(cfg.Name, "not started"),
 		disconnected:   make(chan struct{}, 1),
 		runCtx:         context.Background(),
 	}
+	a.replies = replykit.New(cfg.Name, replyWire{a}, a.log)
 	s, err := discordgo.New("Bot " + token)
 	if err != nil {
 		return nil, fmt.Errorf("discord %s: %w", cfg.Name, err)

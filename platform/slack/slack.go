@@ -25,6 +25,7 @@ import (
 	"github.com/cc-connect/cc-connect/platform/internal/coalesce"
 	"github.com/cc-connect/cc-connect/platform/internal/connstate"
 	"github.com/cc-connect/cc-connect/platform/internal/recent"
+	"github.com/cc-connect/cc-connect/platform/internal/replykit"
 	"github.com/cc-connect/cc-connect/platform/internal/retry"
 )
 
@@ -119,9 +120,8 @@ type Adapter struct {
 	// resolved message can keep showing what was asked. After a restart or
 	// once full, a resolution shows the outcome under a generic title.
 	prompts *recent.Map[[]string]
-	// shown is the mrkdwn each message of a streamed reply shows
-	// ("channel:ts"), so that EditReply edits only the parts that changed.
-	shown *recent.Map[string]
+	// replies posts and edits turns' replies (reply.go).
+	replies *replykit.Kit
 }
 
 var (
@@ -200,8 +200,8 @@ func New(cfg Config, log *slog.Logger) (*Adapter, error) {
 		users:      newUserCache(),
 		edits:      coalesce.New(newEditPacer(cfg.EditsPerMinute, cfg.EditBurst, cfg.EditInterval)),
 		prompts:    recent.New[[]string](1024),
-		shown:      recent.New[string](1024),
 	}
+	a.replies = replykit.New(cfg.Name, replyWire{a}, log)
 	a.api = slack.New(cfg.BotToken,
 		slack.OptionAppLevelToken(cfg.AppToken),
 		slack.OptionAPIURL(cfg.APIURL),

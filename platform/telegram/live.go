@@ -70,32 +70,7 @@ func (a *Adapter) Capabilities() platform.Capabilities {
 // newer edit of the same message replaces one that waits), and parts
 // beyond msgs are posted after them.
 func (a *Adapter) EditReply(ctx context.Context, to platform.Target, msgs []platform.Target, text string) ([]platform.Target, error) {
-	if strings.TrimSpace(text) == "" {
-		return msgs, nil
-	}
-	parts := splitForTelegram(text)
-	out := make([]platform.Target, 0, len(parts))
-	for i, part := range parts {
-		if i >= len(msgs) {
-			m, err := a.postPart(ctx, to, part, i == 0)
-			if err != nil {
-				return out, fmt.Errorf("posting part %d/%d to %s: %w", i+1, len(parts), to.Channel, err)
-			}
-			a.shown.Put(m.Channel+":"+m.MessageID, part)
-			out = append(out, m)
-			continue
-		}
-		m := msgs[i]
-		key := m.Channel + ":" + bareMessageID(m.MessageID)
-		if shown, ok := a.shown.Get(key); !ok || shown != part {
-			if err := a.Edit(ctx, m, part); err != nil {
-				return out, err
-			}
-			a.shown.Put(key, part)
-		}
-		out = append(out, m)
-	}
-	return out, nil
+	return a.replies.EditReply(ctx, to, msgs, text)
 }
 
 // postPart posts one part as Send does: HTML, or plain text when Telegram
@@ -129,7 +104,7 @@ func (a *Adapter) Delete(ctx context.Context, msg platform.Target) error {
 	if err != nil && !(errors.As(err, &ae) && strings.Contains(ae.Description, "message to delete not found")) {
 		return fmt.Errorf("deleting message %s in %s: %w", id, msg.Channel, err)
 	}
-	a.shown.Take(msg.Channel + ":" + id)
+	a.replies.Forget(msg)
 	return nil
 }
 

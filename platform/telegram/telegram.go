@@ -28,6 +28,7 @@ import (
 	"github.com/cc-connect/cc-connect/platform/internal/lanes"
 	"github.com/cc-connect/cc-connect/platform/internal/permbutton"
 	"github.com/cc-connect/cc-connect/platform/internal/recent"
+	"github.com/cc-connect/cc-connect/platform/internal/replykit"
 	"github.com/cc-connect/cc-connect/platform/internal/seenlog"
 )
 
@@ -77,9 +78,8 @@ type Adapter struct {
 	edits      *coalesce.Coalescer
 	prompts    *recent.Map[string] // "chat:message" -> prompt HTML, shown again with the outcome
 	promptRefs *permbutton.Refs
-	// shown is the Markdown each message of a streamed reply shows
-	// ("chat:message"), so that an unchanged part is not edited again.
-	shown *recent.Map[string]
+	// replies posts and edits turns' replies (reply.go).
+	replies *replykit.Kit
 	// reactions remembers the one reaction the bot holds on each message
 	// ("chat:message" -> name): Telegram gives a bot a single reaction per
 	// message, so a new one replaces the old, and removing a reaction that
@@ -144,7 +144,7 @@ func New(cfg Config, log *slog.Logger) (*Adapter, error) {
 	// a constructor must not touch the network.
 	base := &tgbotapi.BotAPI{Token: cfg.Token, Client: client}
 	base.SetAPIEndpoint(apiURL + "/bot%s/%s")
-	return &Adapter{
+	a := &Adapter{
 		cfg:                 cfg,
 		log:                 log.With("platform", cfg.Name),
 		apiURL:              apiURL,
@@ -157,13 +157,14 @@ func New(cfg Config, log *slog.Logger) (*Adapter, error) {
 		maxTransientRetries: 3,
 		stuckPoll:           defaultStuckPoll,
 		edits:               coalesce.New(coalesce.NewScopedInterval(editSpacing(cfg.EditInterval))),
-		shown:               recent.New[string](1024),
 		prompts:             recent.New[string](1024),
 		promptRefs:          permbutton.NewRefs(maxCallbackData, 1024),
 		reactions:           recent.New[string](4096),
 		history:             seenlog.New(historyConversations, historyPerChat),
 		state:               connstate.New(cfg.Name, "not started"),
-	}, nil
+	}
+	a.replies = replykit.New(cfg.Name, replyWire{a}, a.log)
+	return a, nil
 }
 
 // Name returns the instance name.
