@@ -163,7 +163,7 @@ func New(cfg Config, log *slog.Logger) (*Adapter, error) {
 		prompts:        recent.New[postedPrompt](1024),
 		promptRefs:     permbutton.NewRefs(maxCustomID, 1024),
 		threads:        newThreadBook(4096),
-		state:          connstate.New(cfg.Name, "not started"),
+		state:          connstate.New(cfg.Name),
 		disconnected:   make(chan struct{}, 1),
 		runCtx:         context.Background(),
 	}
@@ -200,9 +200,9 @@ func New(cfg Config, log *slog.Logger) (*Adapter, error) {
 func (a *Adapter) Name() string { return a.cfg.Name }
 
 // Status reports the gateway state for !status.
-func (a *Adapter) Status() string { return a.state.Get() }
+func (a *Adapter) Status() platform.ConnStatus { return a.state.Get() }
 
-func (a *Adapter) setStatus(s string) { a.state.Set(s) }
+func (a *Adapter) setStatus(s platform.ConnState, detail string) { a.state.Set(s, detail) }
 
 // SetObserver makes the adapter report connection errors and reconnects
 // to o (the metrics).
@@ -234,13 +234,13 @@ func (a *Adapter) Run(ctx context.Context, h platform.Handler) error {
 		defer a.gate.Close()
 	}
 
-	a.setStatus("connecting")
+	a.setStatus(platform.Connecting, "")
 	if err := a.checkToken(ctx); err != nil {
 		if ctx.Err() != nil {
-			a.setStatus("stopped")
+			a.setStatus(platform.Stopped, "")
 			return nil
 		}
-		a.setStatus("error: " + err.Error())
+		a.setStatus(refusal(err), err.Error())
 		return err
 	}
 	var err error
@@ -252,7 +252,7 @@ func (a *Adapter) Run(ctx context.Context, h platform.Handler) error {
 	if err != nil {
 		return err
 	}
-	a.setStatus("stopped")
+	a.setStatus(platform.Stopped, "")
 	return nil
 }
 
@@ -294,12 +294,12 @@ func (a *Adapter) connect(ctx context.Context) error {
 		}
 		if err != nil {
 			if fatal := gatewayFatal(err); fatal != nil {
-				a.setStatus("error: " + fatal.Error())
+				a.setStatus(refusal(fatal), fatal.Error())
 				a.log.Error("Discord gateway refused the bot", "error", fatal)
 				return fmt.Errorf("discord %s: %w", a.cfg.Name, fatal)
 			}
 			failures++
-			a.setStatus("reconnecting: " + err.Error())
+			a.setStatus(platform.TransientDisconnect, err.Error())
 			a.log.Warn("Discord gateway connection failed, retrying", "error", err, "attempt", failures)
 			_ = backoff.Sleep(ctx, backoff.Delay(failures, a.backoffMin, a.backoffMax))
 			continue
@@ -309,7 +309,7 @@ func (a *Adapter) connect(ctx context.Context) error {
 			a.log.Info("Discord gateway reconnected", "after_failures", failures)
 		}
 		failures = 0
-		a.setStatus("connected")
+		a.setStatus(platform.Connected, "")
 		select {
 		case <-ctx.Done():
 		case <-a.disconnected:
@@ -319,7 +319,7 @@ func (a *Adapter) connect(ctx context.Context) error {
 			// connection short.
 			a.session.Close()
 			drain(a.disconnected)
-			a.setStatus("reconnecting: connection lost")
+			a.setStatus(platform.TransientDisconnect, "connection lost")
 			a.log.Warn("Discord gateway connection lost, reconnecting")
 			failures = 1
 			_ = backoff.Sleep(ctx, backoff.Delay(failures, a.backoffMin, a.backoffMax))
@@ -349,9 +349,19 @@ func (a *Adapter) checkToken(ctx context.Context) error {
 		}
 		return false, err
 	}, func(err error, attempt int) {
-		a.setStatus("reconnecting: " + err.Error())
+		a.setStatus(platform.TransientDisconnect, err.Error())
 		a.log.Warn("Discord gateway discovery failed, retrying", "error", err, "attempt", attempt)
 	})
+}
+
+// refusal is the state for an error no reconnect fixes: a refused token
+// is bad credentials, anything else (the intents, the cluster's gate) a
+// failure the admin must look at.
+func refusal(err error) platform.ConnState {
+	if errors.Is(err, ErrUnauthorized) {
+		return platform.BadCredentials
+	}
+	return platform.Failing
 }
 
 // gatewayFatal maps the gateway close codes that no reconnect can fix.

@@ -44,22 +44,22 @@ func (a *Adapter) pump(ctx context.Context, smc *socketmode.Client, h platform.H
 		switch evt.Type {
 		case socketmode.EventTypeConnecting:
 			if ev, ok := evt.Data.(*slack.ConnectingEvent); ok && (ev.ConnectionCount > 0 || ev.Attempt > 1 || lastTrouble != "") {
-				a.setStatus("reconnecting: " + orDefault(lastTrouble, "connection closed"))
+				a.setStatus(platform.TransientDisconnect, orDefault(lastTrouble, "connection closed"))
 				a.log.Info("Slack reconnecting", "attempt", ev.Attempt, "reason", orDefault(lastTrouble, "connection closed"))
 			} else {
-				a.setStatus("connecting")
+				a.setStatus(platform.Connecting, "")
 			}
 		case socketmode.EventTypeConnectionError:
 			if ev, ok := evt.Data.(*slack.ConnectionErrorEvent); ok {
 				lastTrouble = errText(ev.ErrorObj)
-				a.setStatus("reconnecting: " + lastTrouble)
+				a.setStatus(platform.TransientDisconnect, lastTrouble)
 				a.log.Warn("Slack connection failed", "error", ev.ErrorObj, "attempt", ev.Attempt)
 				signal(sig.failed)
 			}
 		case socketmode.EventTypeIncomingError:
 			if ev, ok := evt.Data.(*slack.IncomingEventError); ok && ctx.Err() == nil {
 				lastTrouble = "connection lost: " + errText(ev.ErrorObj)
-				a.setStatus("reconnecting: " + lastTrouble)
+				a.setStatus(platform.TransientDisconnect, lastTrouble)
 				a.log.Warn("Slack connection lost", "error", ev.ErrorObj)
 			}
 		case socketmode.EventTypeInvalidAuth:
@@ -67,7 +67,7 @@ func (a *Adapter) pump(ctx context.Context, smc *socketmode.Client, h platform.H
 		case socketmode.EventTypeConnected:
 			signal(sig.connected)
 			lastTrouble = ""
-			a.setStatus("connected")
+			a.setStatus(platform.Connected, "")
 			a.log.Info("Slack connected")
 		case socketmode.EventTypeHello:
 			a.log.Debug("Slack said hello")

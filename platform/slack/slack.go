@@ -196,7 +196,7 @@ func New(cfg Config, log *slog.Logger) (*Adapter, error) {
 		sleep:      backoff.Sleep,
 		drainGrace: defaultDrainGrace,
 		ackWait:    defaultAckWait,
-		state:      connstate.New(cfg.Name, "not started"),
+		state:      connstate.New(cfg.Name),
 		users:      newUserCache(),
 		edits:      coalesce.New(newEditPacer(cfg.EditsPerMinute, cfg.EditBurst, cfg.EditInterval)),
 		prompts:    recent.New[[]string](1024),
@@ -214,11 +214,12 @@ func New(cfg Config, log *slog.Logger) (*Adapter, error) {
 // Name returns the instance name.
 func (a *Adapter) Name() string { return a.cfg.Name }
 
-// Status reports the connection state: "connected", "connecting",
-// "reconnecting: <why>", or "stopped…".
-func (a *Adapter) Status() string { return a.state.Get() }
+// Status reports the connection state: connecting, connected, a transient
+// disconnect with its cause, bad credentials once Slack refused a token
+// (Run has returned then), or stopped.
+func (a *Adapter) Status() platform.ConnStatus { return a.state.Get() }
 
-func (a *Adapter) setStatus(s string) { a.state.Set(s) }
+func (a *Adapter) setStatus(s platform.ConnState, detail string) { a.state.Set(s, detail) }
 
 // SetObserver makes the adapter report connection errors and reconnects
 // to o (the metrics).
@@ -237,15 +238,15 @@ func (a *Adapter) Run(ctx context.Context, h platform.Handler) error {
 	if h == nil {
 		return errors.New("running slack adapter: nil handler")
 	}
-	a.setStatus("connecting")
+	a.setStatus(platform.Connecting, "")
 	err := a.runLoop(ctx, h)
 	switch {
 	case err == nil || ctx.Err() != nil:
-		a.setStatus("stopped")
+		a.setStatus(platform.Stopped, "")
 		a.log.Info("Slack adapter stopped")
 		return nil
 	default:
-		a.setStatus("stopped: " + err.Error())
+		a.setStatus(platform.BadCredentials, err.Error())
 		a.log.Error("Slack adapter stopped", "error", err)
 		return err
 	}
@@ -300,7 +301,7 @@ func (a *Adapter) identify(ctx context.Context) error {
 			return fmt.Errorf("checking the bot token: %w", err)
 		}
 		d := bo.Next()
-		a.setStatus("reconnecting: " + err.Error())
+		a.setStatus(platform.TransientDisconnect, err.Error())
 		a.log.Warn("Slack unreachable, retrying", "error", err, "backoff", d)
 		if err := a.sleep(ctx, d); err != nil {
 			return err
@@ -365,7 +366,7 @@ func (a *Adapter) runSocket(ctx context.Context, smc *socketmode.Client, sig soc
 			// The pump has logged the failure and set the status.
 			a.log.Info("Slack backing off before reconnecting", "backoff", d)
 		} else {
-			a.setStatus("reconnecting: " + errText(err))
+			a.setStatus(platform.TransientDisconnect, errText(err))
 			a.log.Warn("Slack socket mode stopped, backing off", "error", errText(err), "backoff", d)
 		}
 		if a.sleep(ctx, d) != nil {

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cc-connect/cc-connect/platform"
 )
 
 func TestNewValidatesConfig(t *testing.T) {
@@ -32,8 +34,8 @@ func TestNewValidatesConfig(t *testing.T) {
 				if err != nil {
 					t.Fatalf("New: %v", err)
 				}
-				if !strings.HasSuffix(a.cfg.APIURL, "/") || a.Name() != "s" || a.Status() != "not started" {
-					t.Errorf("cfg %+v, status %q", a.cfg, a.Status())
+				if !strings.HasSuffix(a.cfg.APIURL, "/") || a.Name() != "s" || a.Status().State != platform.NotStarted {
+					t.Errorf("cfg %+v, status %v", a.cfg, a.Status())
 				}
 				return
 			}

@@ -161,7 +161,7 @@ func New(cfg Config, log *slog.Logger) (*Adapter, error) {
 		promptRefs:          permbutton.NewRefs(maxCallbackData, 1024),
 		reactions:           recent.New[string](4096),
 		history:             seenlog.New(historyConversations, historyPerChat),
-		state:               connstate.New(cfg.Name, "not started"),
+		state:               connstate.New(cfg.Name),
 	}
 	a.replies = replykit.New(cfg.Name, replyWire{a}, a.log)
 	return a, nil
@@ -171,9 +171,9 @@ func New(cfg Config, log *slog.Logger) (*Adapter, error) {
 func (a *Adapter) Name() string { return a.cfg.Name }
 
 // Status reports the polling state for !status.
-func (a *Adapter) Status() string { return a.state.Get() }
+func (a *Adapter) Status() platform.ConnStatus { return a.state.Get() }
 
-func (a *Adapter) setStatus(s string) { a.state.Set(s) }
+func (a *Adapter) setStatus(s platform.ConnState, detail string) { a.state.Set(s, detail) }
 
 // SetObserver makes the adapter report connection errors and reconnects
 // to o (the metrics).
@@ -194,16 +194,16 @@ func (a *Adapter) Run(ctx context.Context, h platform.Handler) error {
 	if a.gate != nil {
 		defer a.gate.Close()
 	}
-	a.setStatus("connecting")
+	a.setStatus(platform.Connecting, "")
 	if err := a.identify(ctx); err != nil {
 		if ctx.Err() != nil {
-			a.setStatus("stopped")
+			a.setStatus(platform.Stopped, "")
 			return nil
 		}
-		a.setStatus("error: " + err.Error())
+		a.setStatus(refusal(err), err.Error())
 		return err
 	}
-	a.setStatus("connected")
+	a.setStatus(platform.Connected, "")
 	a.log.Info("Telegram bot connected", "bot", "@"+a.botUser().UserName)
 
 	var err error
@@ -215,7 +215,7 @@ func (a *Adapter) Run(ctx context.Context, h platform.Handler) error {
 	if err != nil {
 		return err
 	}
-	a.setStatus("stopped")
+	a.setStatus(platform.Stopped, "")
 	return nil
 }
 
@@ -253,7 +253,7 @@ func (a *Adapter) poll(ctx context.Context, h platform.Handler, tr *updateTracke
 			}
 			if errors.Is(err, ErrUnauthorized) {
 				// The token was revoked while running: no retry helps.
-				a.setStatus("error: " + ErrUnauthorized.Error())
+				a.setStatus(platform.BadCredentials, ErrUnauthorized.Error())
 				return fmt.Errorf("telegram %s: %w", a.cfg.Name, ErrUnauthorized)
 			}
 			failures++
@@ -266,7 +266,7 @@ func (a *Adapter) poll(ctx context.Context, h platform.Handler, tr *updateTracke
 		if failures > 0 {
 			a.log.Info("Telegram polling recovered", "after_failures", failures)
 			failures = 0
-			a.setStatus("connected")
+			a.setStatus(platform.Connected, "")
 		}
 		var updates []json.RawMessage
 		if err := json.Unmarshal(raw, &updates); err != nil {
@@ -302,25 +302,35 @@ func (a *Adapter) identify(ctx context.Context) error {
 		a.mu.Unlock()
 		return true, nil
 	}, func(err error, attempt int) {
-		a.setStatus("reconnecting: " + err.Error())
+		a.setStatus(platform.TransientDisconnect, err.Error())
 		a.log.Warn("Telegram getMe failed, retrying", "error", err, "attempt", attempt)
 	})
+}
+
+// refusal is the state for an error no retry fixes: a refused token is
+// bad credentials, anything else (the cluster's gate, an answer that does
+// not decode) a failure the admin must look at.
+func refusal(err error) platform.ConnState {
+	if errors.Is(err, ErrUnauthorized) {
+		return platform.BadCredentials
+	}
+	return platform.Failing
 }
 
 func (a *Adapter) reportPollError(err error, failures int) {
 	switch {
 	case errors.Is(err, ErrConflict):
-		a.setStatus("error: " + ErrConflict.Error())
+		a.setStatus(platform.Failing, ErrConflict.Error())
 		if failures == 1 {
 			a.log.Error("Telegram polling conflict: another process is polling this bot token; stop it or use another bot", "error", err)
 		}
 	case errors.Is(err, ErrWebhookActive):
-		a.setStatus("error: " + ErrWebhookActive.Error())
+		a.setStatus(platform.Failing, ErrWebhookActive.Error())
 		if failures == 1 {
 			a.log.Error("Telegram polling refused: a webhook is set for this bot token", "error", err)
 		}
 	default:
-		a.setStatus("reconnecting: " + err.Error())
+		a.setStatus(platform.TransientDisconnect, err.Error())
 		a.log.Warn("Telegram polling failed, retrying", "error", err, "attempt", failures)
 	}
 }
