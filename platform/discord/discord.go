@@ -144,7 +144,7 @@ func New(cfg Config, log *slog.Logger) (*Adapter, error) {
 		base = u
 	}
 	if cfg.EditInterval <= 0 {
-		cfg.EditInterval = time.Second
+		cfg.EditInterval = platform.DefaultEditInterval
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)

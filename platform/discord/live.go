@@ -40,15 +40,13 @@ const (
 // posts. EditInterval gives a streamed reply half the channel's budget, so
 // that progress and prompts in the same channel still get through.
 func (a *Adapter) Capabilities() platform.Capabilities {
-	return platform.Capabilities{
-		MessageLimit:     splitLimit - 100,
-		Edits:            true,
-		EditInterval:     2 * a.cfg.EditInterval,
-		Buttons:          true,
-		MultiSelect:      true,
-		OptionLabelLimit: buttonLabelMax,
-		Deletes:          true,
-	}
+	c := platform.Abilities(a)
+	c.MessageLimit = splitLimit - 100
+	c.EditRate = platform.EditRate{Interval: a.cfg.EditInterval}
+	c.EditInterval = 2 * a.cfg.EditInterval
+	c.MultiSelect = true
+	c.OptionLabelLimit = buttonLabelMax
+	return c
 }
 
 // EditReply makes msgs show text as Send would post it: a part a message

@@ -268,5 +268,7 @@ func (a *Adapter) statusf(format string, args ...any) {
 // requests with the !allow / !deny hint. A terminal has no size limit:
 // MessageLimit only bounds what the engine renders into one message.
 func (a *Adapter) Capabilities() platform.Capabilities {
-	return platform.Capabilities{MessageLimit: 16000}
+	c := platform.Abilities(a)
+	c.MessageLimit = 16000
+	return c
 }

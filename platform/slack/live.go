@@ -33,16 +33,13 @@ const buttonTextLimit = 75
 // (editPacer) holds the workspace's and each channel's limit whatever the
 // engine asks.
 func (a *Adapter) Capabilities() platform.Capabilities {
-	interval := max(a.cfg.EditInterval, 2*time.Minute/time.Duration(a.cfg.EditsPerMinute))
-	return platform.Capabilities{
-		MessageLimit:     3000,
-		Edits:            true,
-		EditInterval:     interval,
-		Buttons:          true,
-		MultiSelect:      true,
-		OptionLabelLimit: buttonTextLimit,
-		Deletes:          true,
-	}
+	c := platform.Abilities(a)
+	c.MessageLimit = 3000
+	c.EditRate = platform.EditRate{PerMinute: a.cfg.EditsPerMinute, Burst: a.cfg.EditBurst, Interval: a.cfg.EditInterval}
+	c.EditInterval = max(a.cfg.EditInterval, 2*time.Minute/time.Duration(a.cfg.EditsPerMinute))
+	c.MultiSelect = true
+	c.OptionLabelLimit = buttonTextLimit
+	return c
 }
 
 // EditReply makes msgs show text as Send would post it (mrkdwn parts under

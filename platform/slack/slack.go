@@ -35,6 +35,14 @@ const Type = "slack"
 // DefaultAPIURL is the Web API base used when Config.APIURL is empty.
 const DefaultAPIURL = slack.APIURL
 
+// DefaultEditRate is how fast chat.update goes when the config names
+// nothing (edits_per_minute, edit_burst, edit_interval): Slack's Tier 3,
+// which chat.update is in, allows a workspace about 50 a minute; three
+// may go back to back, a second apart in one channel. It is the one place
+// these defaults are written (config.example.toml shows them, and a test
+// holds it to that).
+var DefaultEditRate = platform.EditRate{PerMinute: 50, Burst: 3, Interval: platform.DefaultEditInterval}
+
 // Config configures one Slack adapter instance (one Slack app in one
 // workspace).
 type Config struct {
@@ -53,15 +61,15 @@ type Config struct {
 	// apps.connections.open on this base.
 	APIURL string
 	// EditsPerMinute is the budget for chat.update across the workspace
-	// (Slack's Tier 3 allows about 50 a minute). Zero means 50. These five
-	// are [[platforms]] keys of the same names (edit_interval,
-	// reconnect_min, …).
+	// (Slack's Tier 3 allows about 50 a minute). These five are
+	// [[platforms]] keys of the same names (edit_interval, reconnect_min,
+	// …). Zero, for each of the three edit settings, means
+	// DefaultEditRate's.
 	EditsPerMinute int
 	// EditBurst is how many edits may go out back to back before
-	// EditsPerMinute applies. Zero means 3.
+	// EditsPerMinute applies.
 	EditBurst int
 	// EditInterval is the least time between two edits in one channel.
-	// Zero means one second.
 	EditInterval time.Duration
 	// ReconnectMin and ReconnectMax bound the exponential backoff (with
 	// jitter) between attempts to reach Slack when the first auth.test or
@@ -166,13 +174,13 @@ func New(cfg Config, log *slog.Logger) (*Adapter, error) {
 		return nil, fmt.Errorf("%w: %s: edit and reconnect settings must not be negative", ErrInvalidConfig, cfg.Name)
 	}
 	if cfg.EditsPerMinute == 0 {
-		cfg.EditsPerMinute = 50
+		cfg.EditsPerMinute = DefaultEditRate.PerMinute
 	}
 	if cfg.EditBurst == 0 {
-		cfg.EditBurst = 3
+		cfg.EditBurst = DefaultEditRate.Burst
 	}
 	if cfg.EditInterval == 0 {
-		cfg.EditInterval = time.Second
+		cfg.EditInterval = DefaultEditRate.Interval
 	}
 	if cfg.ReconnectMin == 0 {
 		cfg.ReconnectMin = time.Second

@@ -54,15 +54,13 @@ func editSpacing(d time.Duration) func(chat string) time.Duration {
 // deletes the bot's posts. EditInterval gives a streamed reply half a
 // private chat's budget; in a group the pacer spaces it further.
 func (a *Adapter) Capabilities() platform.Capabilities {
-	return platform.Capabilities{
-		MessageLimit:     splitLimit - 200,
-		Edits:            true,
-		EditInterval:     2 * a.cfg.EditInterval,
-		Buttons:          true,
-		MultiSelect:      false,
-		OptionLabelLimit: optionLabelLimit,
-		Deletes:          true,
-	}
+	c := platform.Abilities(a)
+	c.MessageLimit = splitLimit - 200
+	c.EditRate = platform.EditRate{Interval: a.cfg.EditInterval} // three times it in a group: editSpacing
+	c.EditInterval = 2 * a.cfg.EditInterval
+	c.MultiSelect = false
+	c.OptionLabelLimit = optionLabelLimit
+	return c
 }
 
 // EditReply makes msgs show text as Send would post it: a part a message

@@ -134,7 +134,7 @@ func New(cfg Config, log *slog.Logger) (*Adapter, error) {
 		cfg.PollTimeout = 30 * time.Second
 	}
 	if cfg.EditInterval <= 0 {
-		cfg.EditInterval = time.Second
+		cfg.EditInterval = platform.DefaultEditInterval
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
