@@ -9,8 +9,10 @@ import (
 )
 
 // TestRetries: flood control is waited out and a server error retried for
-// a Bot API call; an upload, which may have gone through, waits out flood
-// control but is not sent again after a server error.
+// a Bot API call; an upload waits out flood control too. (That an upload
+// is not sent again after a server error cannot be seen here: the Bot API
+// library reports no error_code for an upload, so its 500 reads as a
+// refusal whatever the adapter asks.)
 func TestRetries(t *testing.T) {
 	f := faketelegram.New(t)
 	addChats(f)
@@ -34,12 +36,5 @@ func TestRetries(t *testing.T) {
 	}
 	if n := len(f.Calls("sendDocument")); n != 2 {
 		t.Errorf("%d sendDocument calls, want 2 (429, the upload)", n)
-	}
-	f.Override("sendDocument", down)
-	if _, err := a.SendFile(ctx, to, platform.OutgoingFile{Name: "b.txt", Data: []byte("x")}); err == nil {
-		t.Error("SendFile during a 500 succeeded")
-	}
-	if n := len(f.Calls("sendDocument")); n != 3 {
-		t.Errorf("%d sendDocument calls, want 3: the upload that met a 500 was sent again", n)
 	}
 }
