@@ -84,6 +84,9 @@ type Spend struct {
 	Timezone string `toml:"timezone"`
 	// AdminsExempt lets a binding's admins start turns over its caps.
 	AdminsExempt bool `toml:"admins_exempt"`
+	// TurnReserveUSD is the least a turn reserves against the caps before
+	// it starts (spend.Ledger.SetReserve).
+	TurnReserveUSD USD `toml:"turn_reserve_usd"`
 }
 
 // USD is an amount in US dollars, written as a number (20, 7.5) or a
@@ -273,6 +276,11 @@ func (c *Config) validateUnattended(d *decoder) (warnings []string) {
 			d.failf("spend.timezone", "%v", err)
 		}
 	}
+	if !bad("spend.turn_reserve_usd") && c.Spend.TurnReserveUSD <= 0 {
+		// Nothing reserved would let every thread that starts at once
+		// pass the caps, as checking before and charging after did.
+		d.failf("spend.turn_reserve_usd", "must be more than 0: what a turn reserves against the caps before it starts (about what one of your turns costs), got %s", c.Spend.TurnReserveUSD)
+	}
 	for i, b := range c.Bindings {
 		key := fmt.Sprintf("bindings[%d]", i)
 		if b.Worktree && !bad(key+".worktree") && !bad(key+".workspace") && b.Workspace != "" {
@@ -304,7 +312,7 @@ func (b Binding) writeUnattended(w *strings.Builder) {
 // TOML; hook secrets appear as Redacted.
 func (c *Config) writeUnattended(w *strings.Builder) {
 	q := strconv.Quote
-	fmt.Fprintf(w, "\n[spend]\ntimezone = %s\nadmins_exempt = %t\n", q(c.Spend.Timezone), c.Spend.AdminsExempt)
+	fmt.Fprintf(w, "\n[spend]\ntimezone = %s\nadmins_exempt = %t\nturn_reserve_usd = %s\n", q(c.Spend.Timezone), c.Spend.AdminsExempt, c.Spend.TurnReserveUSD)
 	if c.Webhooks.Addr != "" || len(c.Webhooks.Hooks) > 0 {
 		fmt.Fprintf(w, "\n[webhooks]\naddr = %s\nallow_remote = %t\nmax_body = %s\n", q(c.Webhooks.Addr), c.Webhooks.AllowRemote, q(c.Webhooks.MaxBody.String()))
 		for _, h := range c.Webhooks.Hooks {

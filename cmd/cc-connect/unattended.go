@@ -47,6 +47,7 @@ func openUnattended(cfg *config.Config, clock clockwork.Clock, log *slog.Logger)
 	if u.spend, err = spend.Open(spend.Path(cfg.State.Dir), loc, clock.Now); err != nil {
 		return nil, fmt.Errorf("opening the spending ledger: %w", err)
 	}
+	u.spend.SetReserve(float64(cfg.Spend.TurnReserveUSD))
 	if len(cfg.Schedules) > 0 {
 		if u.ledger, err = schedule.OpenLedger(schedule.LedgerPath(cfg.State.Dir)); err != nil {
 			return nil, fmt.Errorf("opening the schedule ledger: %w", err)
