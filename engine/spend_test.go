@@ -154,3 +154,40 @@ func TestConcurrentThreadsKeepTheUserCap(t *testing.T) {
 		t.Errorf("bob spent $%.4f: over the cap by more than one turn", got)
 	}
 }
+
+// A turn admitted under the caps that then does not run (its worktree
+// cannot be made), and a side question whose fork fails, free what they
+// reserved: the caps are not held by work that never ran.
+func TestReservationsFreedWhenNothingRuns(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		worktree bool
+		text     string
+		notice   string
+	}{
+		{"a worktree that cannot be made", true, "hello", "git worktree could not be made"},
+		{"a side question that fails", false, "!btw [[CRASH]] why?", sidePrefix + "failed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ledger := openLedger(t, time.Now)
+			h := newHarness(t, func(o *Options, _ *harnessConfig) {
+				o.Spending = ledger
+				o.Bindings[0].Caps = spend.Caps{UserDaily: 5}
+				o.Bindings[0].Worktree = tc.worktree // the workspace is no git repository
+			})
+			if !tc.worktree {
+				h.say("bob", "T1", "first")
+				h.rec.waitSend(t, "echo: first")
+				h.waitIdle()
+			}
+			h.say("bob", "T1", tc.text)
+			h.rec.waitSend(t, tc.notice)
+			h.waitIdle()
+			if b, u := ledger.Held("fake/*", "bob"); b != 0 || u != 0 {
+				t.Errorf("$%.2f still held (bob $%.2f) after %s", b, u, tc.name)
+			}
+		})
+	}
+}
