@@ -216,7 +216,7 @@ func TestTelegramPollerMovesBetweenHosts(t *testing.T) {
 		defer mu.Unlock()
 		var out []*host
 		for _, h := range hosts {
-			if ad := adapters[h.name]; ad != nil && ad.Status() == "connected" {
+			if ad := adapters[h.name]; ad != nil && ad.Status().State == platform.Connected {
 				out = append(out, h)
 			}
 		}
@@ -306,7 +306,7 @@ func TestTelegramPollerSurvivesRandomMoves(t *testing.T) {
 			defer mu.Unlock()
 			var p []*host
 			for _, h := range hosts {
-				if ad := adapters[h]; ad != nil && ad.Status() == "connected" {
+				if ad := adapters[h]; ad != nil && ad.Status().State == platform.Connected {
 					p = append(p, h)
 				}
 			}

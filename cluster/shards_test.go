@@ -11,6 +11,7 @@ import (
 	"github.com/cc-connect/cc-connect/cluster/ingress"
 	"github.com/cc-connect/cc-connect/cluster/internal/natstest"
 	"github.com/cc-connect/cc-connect/internal/fakediscord"
+	"github.com/cc-connect/cc-connect/platform"
 	"github.com/cc-connect/cc-connect/platform/discord"
 )
 
@@ -44,7 +45,7 @@ func TestDiscordShardMovesBetweenHosts(t *testing.T) {
 		defer mu.Unlock()
 		var out []*host
 		for _, h := range hosts {
-			if ad := adapters[h.name]; ad != nil && ad.Status() == "connected" {
+			if ad := adapters[h.name]; ad != nil && ad.Status().State == platform.Connected {
 				out = append(out, h)
 			}
 		}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/cc-connect/cc-connect/agentenv"
+	"github.com/cc-connect/cc-connect/spend"
 )
 
 // ErrNotFound means the config file does not exist. The caller points the
@@ -285,7 +286,7 @@ func Default() Config {
 			EnvDrop:                  slices.Clone(agentenv.DefaultEnvDrop),
 		},
 		Webhooks: Webhooks{MaxBody: 1 << 20},
-		Spend:    Spend{Timezone: "Local"},
+		Spend:    Spend{Timezone: "Local", TurnReserveUSD: spend.DefaultReserve},
 	}
 }
 

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"net"
@@ -64,11 +65,16 @@ type Webhooks struct {
 
 // Hook is one [[webhooks.hooks]] route.
 type Hook struct {
-	Name     string `toml:"name"`
-	Secret   Secret `toml:"secret"`
+	Name   string `toml:"name"`
+	Secret Secret `toml:"secret"`
+	// Sender is how requests are signed: "github" (the default) or
+	// "generic" (a signed timestamp and the body).
+	Sender   string `toml:"sender"`
 	Platform string `toml:"platform"`
 	Channel  string `toml:"channel"`
-	// Events are the GitHub events taken (X-GitHub-Event); empty: all.
+	// Events is refused when set: X-GitHub-Event is not signed, so a
+	// captured body could be sent again as another event. It is kept as a
+	// key so that a config that has it is told why.
 	Events []string `toml:"events"`
 	// Filter, when set, is a template that must render "true".
 	Filter Verbatim `toml:"filter"`
@@ -84,6 +90,9 @@ type Spend struct {
 	Timezone string `toml:"timezone"`
 	// AdminsExempt lets a binding's admins start turns over its caps.
 	AdminsExempt bool `toml:"admins_exempt"`
+	// TurnReserveUSD is the least a turn reserves against the caps before
+	// it starts (spend.Ledger.SetReserve).
+	TurnReserveUSD USD `toml:"turn_reserve_usd"`
 }
 
 // USD is an amount in US dollars, written as a number (20, 7.5) or a
@@ -219,6 +228,7 @@ func (c *Config) validateUnattended(d *decoder) (warnings []string) {
 		d.failf("webhooks.max_body", "must be between 1 byte and 32MiB, got %s", w.MaxBody)
 	}
 	hookNames := map[string]int{}
+	secrets := map[string]int{}
 	for i, h := range w.Hooks {
 		key := fmt.Sprintf("webhooks.hooks[%d]", i)
 		switch {
@@ -237,12 +247,19 @@ func (c *Config) validateUnattended(d *decoder) (warnings []string) {
 			} else if len(h.Secret.Reveal()) < 16 {
 				warnings = append(warnings, fmt.Sprintf("%s.secret is shorter than 16 characters: anyone who guesses it can start runs", key))
 			}
+			if j, dup := secrets[h.Secret.Reveal()]; dup && h.Secret != "" {
+				d.failf(key+".secret", "is the secret of webhooks.hooks[%d]: a body signed for one hook could be sent to the other; give each hook its own", j)
+			} else {
+				secrets[h.Secret.Reveal()] = i
+			}
 		}
 		c.checkTarget(d, key, h.Platform, h.Channel)
-		for j, e := range h.Events {
-			if strings.TrimSpace(e) == "" {
-				d.failf(fmt.Sprintf("%s.events[%d]", key, j), "must not be empty")
-			}
+		if !bad(key+".sender") && h.Sender != "" && h.Sender != string(webhook.SenderGitHub) && h.Sender != string(webhook.SenderGeneric) {
+			d.failf(key+".sender", "%q is not github or generic", h.Sender)
+		}
+		if !bad(key+".events") && len(h.Events) > 0 {
+			d.failf(key+".events", "is no longer taken: GitHub does not sign X-GitHub-Event, so a captured body could be sent again as another event; "+
+				"remove it, choose the events in the webhook's settings on GitHub, and test the body in filter (e.g. '{{if index . \"workflow_run\"}}…')")
 		}
 		if !bad(key+".prompt") && strings.TrimSpace(h.Prompt) == "" {
 			d.failf(key+".prompt", "is required (what Claude is asked to do with each request)")
@@ -271,6 +288,11 @@ func (c *Config) validateUnattended(d *decoder) (warnings []string) {
 		if _, err := schedule.LoadZone(c.Spend.Timezone); err != nil {
 			d.failf("spend.timezone", "%v", err)
 		}
+	}
+	if !bad("spend.turn_reserve_usd") && c.Spend.TurnReserveUSD <= 0 {
+		// Nothing reserved would let every thread that starts at once
+		// pass the caps, as checking before and charging after did.
+		d.failf("spend.turn_reserve_usd", "must be more than 0: what a turn reserves against the caps before it starts (about what one of your turns costs), got %s", c.Spend.TurnReserveUSD)
 	}
 	for i, b := range c.Bindings {
 		key := fmt.Sprintf("bindings[%d]", i)
@@ -303,16 +325,12 @@ func (b Binding) writeUnattended(w *strings.Builder) {
 // TOML; hook secrets appear as Redacted.
 func (c *Config) writeUnattended(w *strings.Builder) {
 	q := strconv.Quote
-	fmt.Fprintf(w, "\n[spend]\ntimezone = %s\nadmins_exempt = %t\n", q(c.Spend.Timezone), c.Spend.AdminsExempt)
+	fmt.Fprintf(w, "\n[spend]\ntimezone = %s\nadmins_exempt = %t\nturn_reserve_usd = %s\n", q(c.Spend.Timezone), c.Spend.AdminsExempt, c.Spend.TurnReserveUSD)
 	if c.Webhooks.Addr != "" || len(c.Webhooks.Hooks) > 0 {
 		fmt.Fprintf(w, "\n[webhooks]\naddr = %s\nallow_remote = %t\nmax_body = %s\n", q(c.Webhooks.Addr), c.Webhooks.AllowRemote, q(c.Webhooks.MaxBody.String()))
 		for _, h := range c.Webhooks.Hooks {
-			events := make([]string, len(h.Events))
-			for i, e := range h.Events {
-				events[i] = q(e)
-			}
-			fmt.Fprintf(w, "\n[[webhooks.hooks]]\nname = %s\nsecret = %s\nplatform = %s\nchannel = %s\nevents = [%s]\nfilter = %s\nprompt = %s\ntemplate = %s\n",
-				q(h.Name), q(h.Secret.String()), q(h.Platform), q(h.Channel), strings.Join(events, ", "), q(string(h.Filter)), q(h.Prompt), q(string(h.Template)))
+			fmt.Fprintf(w, "\n[[webhooks.hooks]]\nname = %s\nsecret = %s\nsender = %s\nplatform = %s\nchannel = %s\nfilter = %s\nprompt = %s\ntemplate = %s\n",
+				q(h.Name), q(h.Secret.String()), q(cmp.Or(h.Sender, string(webhook.SenderGitHub))), q(h.Platform), q(h.Channel), q(string(h.Filter)), q(h.Prompt), q(string(h.Template)))
 		}
 	}
 	for _, s := range c.Schedules {

@@ -46,7 +46,6 @@ name = "ci-failed"
 secret = "${HOOK_SECRET}"
 platform = "slack"
 channel = "C1"
-events = ["workflow_run"]
 filter = '{{eq .workflow_run.conclusion "failure"}}'
 prompt = "CI failed: look at it."
 template = '''
@@ -91,7 +90,7 @@ func TestLoadUnattended(t *testing.T) {
 		t.Fatalf("webhooks %+v", w)
 	}
 	h := w.Hooks[0]
-	if h.Secret.Reveal() != "0123456789abcdef-secret" || !strings.Contains(string(h.Template), "{{range $i, $p :=") || h.Events[0] != "workflow_run" {
+	if h.Secret.Reveal() != "0123456789abcdef-secret" || !strings.Contains(string(h.Template), "{{range $i, $p :=") || h.Sender != "" {
 		t.Errorf("hook %+v", h)
 	}
 	if len(cfg.Schedules) != 2 {
@@ -152,6 +151,11 @@ func TestUnattendedErrors(t *testing.T) {
 		{"hook no prompt", hook(strings.Replace(okHook, `prompt = "p"`, `prompt = ""`, 1)), `webhooks.hooks[0].prompt: is required`},
 		{"hook unrouted", hook(strings.Replace(okHook, `"C1"`, `"C9"`, 1)), `webhooks.hooks[0].channel: no [[bindings]] entry routes slack/C9`},
 		{"hook unknown key", hook(okHook + "secert = \"x\"\n"), `webhooks.hooks[0].secert: unknown key (did you mean webhooks.hooks[0].secret?)`},
+		{"hook events", hook(okHook + "events = [\"workflow_run\"]\n"), `webhooks.hooks[0].events: is no longer taken: GitHub does not sign X-GitHub-Event`},
+		{"hook sender", hook(okHook + "sender = \"gitlab\"\n"), `webhooks.hooks[0].sender: "gitlab" is not github or generic`},
+		{"hook secret shared", hook(okHook + "[[webhooks.hooks]]\n" + strings.Replace(okHook, `"h"`, `"h2"`, 1)),
+			`webhooks.hooks[1].secret: is the secret of webhooks.hooks[0]`},
+		{"turn reserve", unattendedBase + "[spend]\nturn_reserve_usd = 0\n", `spend.turn_reserve_usd: must be more than 0`},
 		{"max body", unattendedBase + "[webhooks]\nmax_body = \"64MiB\"\n", `webhooks.max_body: must be between 1 byte and 32MiB`},
 		{"webhook addr", unattendedBase + "[webhooks]\naddr = \"nohost\"\n", `webhooks.addr: "nohost" is not host:port`},
 		{"spend zone", unattendedBase + "[spend]\ntimezone = \"Nowhere/City\"\n", `spend.timezone: unknown time zone "Nowhere/City"`},

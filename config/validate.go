@@ -226,13 +226,12 @@ func (c *Config) validatePlatforms(d *decoder) (warnings []string) {
 	return warnings
 }
 
-// Slack's pacing: what its defaults are and how far a setting may go.
+// Slack's pacing: how far a setting may go, and the reconnect defaults
+// that the check of min against max needs. The edit defaults are the
+// adapter's (slack.DefaultEditRate), written once there.
 const (
-	DefaultSlackEditsPerMinute = 50 // Slack's Tier 3, which chat.update is in
-	DefaultSlackEditBurst      = 3
-	DefaultSlackEditInterval   = time.Second
-	DefaultSlackReconnectMin   = time.Second
-	DefaultSlackReconnectMax   = 2 * time.Minute
+	DefaultSlackReconnectMin = time.Second
+	DefaultSlackReconnectMax = 2 * time.Minute
 
 	maxSlackEditsPerMinute = 600 // past Slack's limits: every edit would wait out a 429
 	minSlackReconnect      = 100 * time.Millisecond
@@ -243,13 +242,13 @@ const (
 func checkSlackPacing(d *decoder, key string, p Platform) {
 	bad := func(k string) bool { return d.failed[key+"."+k] }
 	if n := p.EditsPerMinute; !bad("edits_per_minute") && (n < 0 || n > maxSlackEditsPerMinute) {
-		d.failf(key+".edits_per_minute", "%d is not between 1 and %d (0 or unset: %d, Slack's rate for chat.update)", n, maxSlackEditsPerMinute, DefaultSlackEditsPerMinute)
+		d.failf(key+".edits_per_minute", "%d is not between 1 and %d (0 or unset: Slack's rate for chat.update)", n, maxSlackEditsPerMinute)
 	}
 	if n := p.EditBurst; !bad("edit_burst") && n < 0 {
-		d.failf(key+".edit_burst", "%d is negative (0 or unset: %d)", n, DefaultSlackEditBurst)
+		d.failf(key+".edit_burst", "%d is negative (0 or unset: the default)", n)
 	}
 	if v := p.EditInterval.D(); !bad("edit_interval") && v < 0 {
-		d.failf(key+".edit_interval", "%s is negative (0 or unset: %s)", v, DefaultSlackEditInterval)
+		d.failf(key+".edit_interval", "%s is negative (0 or unset: the default)", v)
 	}
 	for _, r := range []struct {
 		k   string

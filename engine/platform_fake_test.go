@@ -238,4 +238,6 @@ func (r richPlatform) ResolvePermission(ctx context.Context, prompt platform.Tar
 	return nil
 }
 
-func (r richPlatform) Status() string { return "connected" }
+func (r richPlatform) Status() platform.ConnStatus {
+	return platform.ConnStatus{State: platform.Connected}
+}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -107,5 +108,87 @@ func TestResubmittedRunIsNotRefusedOverACap(t *testing.T) {
 	}
 	if got := h.rec.sends("spending cap"); len(got) != 0 {
 		t.Errorf("a refusal was posted for a duplicate: %q", got)
+	}
+}
+
+// Five threads of one user start turns at once against a daily cap that
+// two turns fill: each turn reserves its estimate before it starts, so two
+// run and three are refused, saying that running turns hold the rest, and
+// what was spent stays under the cap (checked before and charged after,
+// all five ran). Once they end, one more turn may start under the cap and
+// end over it by one turn; the next is refused.
+func TestConcurrentThreadsKeepTheUserCap(t *testing.T) {
+	t.Parallel()
+	ledger := openLedger(t, time.Now)
+	ledger.SetReserve(0.01) // what a turn of the fake costs
+	h := newHarness(t, func(o *Options, _ *harnessConfig) {
+		o.Spending = ledger
+		o.Bindings[0].Caps = spend.Caps{UserDaily: 0.025}
+	})
+	const threads = 5
+	for i := range threads {
+		h.say("bob", fmt.Sprintf("T%d", i), fmt.Sprintf("[[WAIT]] thread %d", i))
+	}
+	h.rec.waitSends(t, "This message would take you over your daily spending cap of $0.03", threads-2)
+	h.fa.waitFor(t, "two turns running", func(fa *fakeAgents) bool { return fa.waiting == 2 })
+	if b, u := ledger.Held("fake/*", "bob"); b < 0.0199 || b > 0.0201 || u != b {
+		t.Errorf("the running turns hold $%.4f (bob $%.4f), want $0.02", b, u)
+	}
+	h.fa.release(t)
+	h.fa.release(t)
+	h.waitIdle()
+	if got := h.rec.sends("echo: [[WAIT]] thread"); len(got) != 2 {
+		t.Errorf("%d turns ran, want 2: %q", len(got), got)
+	}
+	if got := ledger.User("fake/*", "bob").Day; got < 0.0199 || got > 0.0201 {
+		t.Errorf("bob spent $%.4f, want $0.02 under the $0.025 cap", got)
+	}
+	if b, _ := ledger.Held("fake/*", "bob"); b != 0 {
+		t.Errorf("ended turns still hold $%.4f", b)
+	}
+	h.say("bob", "T9", "one more")
+	h.rec.waitSend(t, "echo: one more")
+	h.waitIdle()
+	h.say("bob", "T9", "and another")
+	h.rec.waitSend(t, "You have reached your daily spending cap of $0.03 ($0.03 spent today)")
+	if got := ledger.User("fake/*", "bob").Day; got > 0.025+0.01+1e-9 {
+		t.Errorf("bob spent $%.4f: over the cap by more than one turn", got)
+	}
+}
+
+// A turn admitted under the caps that then does not run (its worktree
+// cannot be made), and a side question whose fork fails, free what they
+// reserved: the caps are not held by work that never ran.
+func TestReservationsFreedWhenNothingRuns(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		worktree bool
+		text     string
+		notice   string
+	}{
+		{"a worktree that cannot be made", true, "hello", "git worktree could not be made"},
+		{"a side question that fails", false, "!btw [[CRASH]] why?", conv.SidePrefix + "failed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ledger := openLedger(t, time.Now)
+			h := newHarness(t, func(o *Options, _ *harnessConfig) {
+				o.Spending = ledger
+				o.Bindings[0].Caps = spend.Caps{UserDaily: 5}
+				o.Bindings[0].Worktree = tc.worktree // the workspace is no git repository
+			})
+			if !tc.worktree {
+				h.say("bob", "T1", "first")
+				h.rec.waitSend(t, "echo: first")
+				h.waitIdle()
+			}
+			h.say("bob", "T1", tc.text)
+			h.rec.waitSend(t, tc.notice)
+			h.waitIdle()
+			if b, u := ledger.Held("fake/*", "bob"); b != 0 || u != 0 {
+				t.Errorf("$%.2f still held (bob $%.2f) after %s", b, u, tc.name)
+			}
+		})
 	}
 }

@@ -12,27 +12,26 @@ import (
 
 // Capabilities says what a platform can do and within which limits. Each
 // adapter returns one (Capable); the engine reads it to decide how to show
-// a turn, and tests read it instead of copying a platform's numbers.
+// a turn, and tests read it instead of copying a platform's numbers. What
+// an optional interface says (Edits, Reacts, Buttons, …) is filled in by
+// Abilities, so that the two cannot disagree.
 type Capabilities struct {
 	// MessageLimit is how many runes of Markdown one message shows whole:
 	// what the engine renders into a single message (a progress log, a
 	// checklist) stays under it. Longer text goes through Send, which
 	// splits it.
 	MessageLimit int
-	// Edits says posted messages can be edited in place (Editor,
-	// ReplyEditor): replies are then streamed as they are written and
-	// progress is shown in one message.
-	Edits bool
+	// EditRate is the pacing the adapter keeps for every edit, within its
+	// platform's limits.
+	EditRate EditRate
 	// EditInterval is the least time between two edits of one message
-	// that the engine aims for. The adapter's own pacing keeps the
-	// platform's limits whatever the engine asks (per workspace, channel
-	// or chat, shared by every conversation there), skipping texts a newer
-	// one replaced while it waited; this keeps one conversation from
-	// spending that shared budget on states nobody reads.
+	// that the engine aims for. The adapter's own pacing (EditRate) keeps
+	// the platform's limits whatever the engine asks (per workspace,
+	// channel or chat, shared by every conversation there), skipping
+	// texts a newer one replaced while it waited; this keeps one
+	// conversation from spending that shared budget on states nobody
+	// reads.
 	EditInterval time.Duration
-	// Buttons says prompts get buttons (Prompter, QuestionAsker); without
-	// them they are text, answered with commands or a reply.
-	Buttons bool
 	// MultiSelect says a multi-select question gets a select menu
 	// (ChoiceAnswer or ChoiceSelect with several options). Without it, it
 	// shows a toggle per option and a Done button (ChoiceToggle,
@@ -42,9 +41,58 @@ type Capabilities struct {
 	// shows; longer labels are cut by the adapter (the whole option is in
 	// the prompt's text).
 	OptionLabelLimit int
+
+	// What the adapter can do, as its optional interfaces say (Abilities).
+
+	// Edits says posted messages can be edited in place (ReplyEditor,
+	// Editor): replies are then streamed as they are written and progress
+	// is shown in one message.
+	Edits bool
 	// Deletes says posted messages can be deleted (Deleter).
 	Deletes bool
+	// Reacts says messages take emoji reactions (Reactor).
+	Reacts bool
+	// Buttons says prompts get buttons (Prompter, QuestionAsker); without
+	// them they are text, answered with commands or a reply.
+	Buttons bool
+	// Threads says a conversation can be started as a thread under a
+	// posted message (Threader).
+	Threads bool
+	// History says a conversation's earlier messages can be read back
+	// (HistoryReader).
+	History bool
+	// TagsReplies says each part of a reply is tagged so that the
+	// platform, or the adapter, knows it again after a restart (a Replier
+	// that is no PartRecorder).
+	TagsReplies bool
+	// RecordsParts says the engine must write down each part of a reply
+	// as it lands (PartRecorder).
+	RecordsParts bool
+	// Typing says the platform shows a typing indicator (Typer).
+	Typing bool
+	// Files says files can be posted (FileSender).
+	Files bool
 }
+
+// EditRate is how fast an adapter edits posted messages: at most
+// PerMinute edits in any minute across the scope its platform counts
+// (Slack: the workspace), Burst of them back to back, and Interval
+// between two edits in one channel or chat.
+type EditRate struct {
+	PerMinute int // 0: the platform counts no budget per minute
+	Burst     int
+	Interval  time.Duration
+}
+
+// The limits of an adapter that names none, and the defaults the adapters
+// start from.
+const (
+	// DefaultMessageLimit is a message every platform shows whole.
+	DefaultMessageLimit = 1900
+	// DefaultEditInterval is the least time between two edits in one
+	// channel when the config names none (edit_interval).
+	DefaultEditInterval = time.Second
+)
 
 // Capable is implemented by adapters that describe their platform.
 type Capable interface {
@@ -52,16 +100,34 @@ type Capable interface {
 }
 
 // CapabilitiesOf returns a's Capabilities, or for an adapter that gives
-// none, what its optional interfaces say, with a message limit that every
-// platform holds.
+// none, what its optional interfaces say (Abilities) within the default
+// limits.
 func CapabilitiesOf(a Adapter) Capabilities {
 	if c, ok := a.(Capable); ok {
 		return c.Capabilities()
 	}
+	c := Abilities(a)
+	c.MessageLimit = DefaultMessageLimit
+	c.EditInterval = DefaultEditInterval
+	c.EditRate = EditRate{Interval: DefaultEditInterval}
+	return c
+}
+
+// Abilities is what a's optional interfaces say it can do, with no limits
+// set: an adapter's Capabilities starts from it.
+func Abilities(a Adapter) Capabilities {
 	_, edits := a.(ReplyEditor)
-	_, buttons := a.(Prompter)
 	_, deletes := a.(Deleter)
-	return Capabilities{MessageLimit: 1900, Edits: edits, EditInterval: time.Second, Buttons: buttons, Deletes: deletes}
+	_, reacts := a.(Reactor)
+	_, buttons := a.(Prompter)
+	_, threads := a.(Threader)
+	_, history := a.(HistoryReader)
+	_, replies := a.(Replier)
+	_, records := a.(PartRecorder)
+	_, typing := a.(Typer)
+	_, files := a.(FileSender)
+	return Capabilities{Edits: edits, Deletes: deletes, Reacts: reacts, Buttons: buttons, Threads: threads,
+		History: history, TagsReplies: replies && !records, RecordsParts: records, Typing: typing, Files: files}
 }
 
 // ReplyEditor is implemented by platforms that can show a reply while it is

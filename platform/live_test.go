@@ -53,14 +53,29 @@ func (editing) EditReply(context.Context, Target, []Target, string) ([]Target, e
 }
 func (editing) Delete(context.Context, Target) error { return nil }
 
+type (
+	tagging   struct{ plain }
+	recording struct{ tagging }
+)
+
+func (tagging) SendReply(context.Context, Target, string, Reply) (ReplyResult, error) {
+	return ReplyResult{}, nil
+}
+func (recording) RecordsParts() {}
+
 func TestCapabilitiesOf(t *testing.T) {
 	tests := []struct {
 		name string
 		a    Adapter
 		want Capabilities
 	}{
-		{"nothing", plain{}, Capabilities{MessageLimit: 1900, EditInterval: time.Second}},
-		{"edits and deletes", editing{}, Capabilities{MessageLimit: 1900, Edits: true, EditInterval: time.Second, Deletes: true}},
+		{"nothing", plain{}, Capabilities{MessageLimit: 1900, EditInterval: time.Second, EditRate: EditRate{Interval: time.Second}}},
+		{"edits and deletes", editing{}, Capabilities{MessageLimit: 1900, Edits: true, EditInterval: time.Second,
+			EditRate: EditRate{Interval: time.Second}, Deletes: true}},
+		{"a part recorder", recording{}, Capabilities{MessageLimit: 1900, EditInterval: time.Second,
+			EditRate: EditRate{Interval: time.Second}, RecordsParts: true}},
+		{"a replier that tags", tagging{}, Capabilities{MessageLimit: 1900, EditInterval: time.Second,
+			EditRate: EditRate{Interval: time.Second}, TagsReplies: true}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

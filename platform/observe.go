@@ -1,22 +1,20 @@
 package platform
 
-import "strings"
-
-// ObserveStatus reports a connection state change to o, for adapters whose
-// Statuser states follow the common words: a state of "reconnecting: …",
-// "error: …" or "stopped: …" is a failure, and "connected" after
-// "reconnecting" or "error" (an adapter that retries after it) is a
-// reconnect. Every adapter sets its state where its
+// ObserveStatus reports a change of an adapter's connection state to o: a
+// change to a failure (ConnState.Failure) is a platform error, and so is
+// each report of a transient disconnect, which an adapter makes once per
+// attempt that failed; Connected after a failure (an adapter that retries
+// after it) is a reconnect. Every adapter sets its state where its
 // connection changes, so this is the one place that needs to count them.
 // A nil o ignores everything.
-func ObserveStatus(o Observer, platform, old, cur string) {
-	if o == nil || old == cur && !strings.HasPrefix(cur, "reconnecting") {
+func ObserveStatus(o Observer, platform string, old, cur ConnStatus) {
+	if o == nil || old == cur && cur.State != TransientDisconnect {
 		return
 	}
 	switch {
-	case strings.HasPrefix(cur, "reconnecting"), strings.HasPrefix(cur, "error"), strings.HasPrefix(cur, "stopped: "):
+	case cur.State.Failure():
 		o.PlatformError(platform)
-	case cur == "connected" && (strings.HasPrefix(old, "reconnecting") || strings.HasPrefix(old, "error")):
+	case cur.State == Connected && old.State.Failure():
 		o.Reconnect(platform)
 	}
 }

@@ -243,10 +243,82 @@ type MentionSender interface {
 	SendMentioning(ctx context.Context, to Target, mentions []Mention, text string) (Target, error)
 }
 
-// Statuser is implemented by adapters that report connection state for
-// !status and the logs ("connected", "reconnecting: ...").
+// Statuser is implemented by adapters that report their connection's
+// state, for !status and the metrics (ObserveStatus).
 type Statuser interface {
-	Status() string
+	Status() ConnStatus
+}
+
+// ConnState is where an adapter's connection stands, in the manner of a
+// bridge's states: the metrics and !status read the state, never words.
+type ConnState int
+
+const (
+	// NotStarted: Run has not been called.
+	NotStarted ConnState = iota
+	// Connecting: Run is making its first connection.
+	Connecting
+	// Connected: messages come in.
+	Connected
+	// Standby: another host of a cluster receives (ConnStatus.Detail says
+	// so); this one sends and waits to take over.
+	Standby
+	// TransientDisconnect: the connection is lost or cannot be made now;
+	// the adapter retries with backoff.
+	TransientDisconnect
+	// BadCredentials: the platform refused the token. No retry helps: the
+	// admin must fix the token.
+	BadCredentials
+	// Failing: the platform, or the cluster, refuses for another reason
+	// that the admin must fix (Discord's intents, another process polling
+	// a Telegram token, a webhook set on it); the adapter may keep trying.
+	Failing
+	// Stopped: nothing more comes in: Run returned, or the terminal's
+	// input ended.
+	Stopped
+)
+
+// String is the state in the words !status uses.
+func (s ConnState) String() string {
+	switch s {
+	case NotStarted:
+		return "not started"
+	case Connecting:
+		return "connecting"
+	case Connected:
+		return "connected"
+	case Standby:
+		return "standby"
+	case TransientDisconnect:
+		return "reconnecting"
+	case BadCredentials, Failing:
+		return "error"
+	case Stopped:
+		return "stopped"
+	}
+	return "unknown"
+}
+
+// Failure reports whether s is a connection failure (the metrics count
+// each change to one).
+func (s ConnState) Failure() bool {
+	return s == TransientDisconnect || s == BadCredentials || s == Failing
+}
+
+// ConnStatus is an adapter's connection state and, apart from it, the text
+// that says why (an error, the host that receives).
+type ConnStatus struct {
+	State  ConnState
+	Detail string // "" when the state says it all
+}
+
+// String is the status as !status shows it: "connected",
+// "reconnecting: connection lost".
+func (s ConnStatus) String() string {
+	if s.Detail == "" {
+		return s.State.String()
+	}
+	return s.State.String() + ": " + s.Detail
 }
 
 // Observer counts what happens on a platform connection that only the

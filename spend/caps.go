@@ -62,12 +62,17 @@ type OverCap struct {
 	Spent  float64
 	// Resets is when the window ends and turns are taken again.
 	Resets time.Time
+	// Held is what the turns running now hold against the cap, and
+	// Estimate what the refused turn would have held (Reserve): a turn is
+	// refused under the cap when its estimate does not fit beside them.
+	Held, Estimate float64
 }
 
 // Check says whether user may start a turn in binding: nil when no cap is
 // reached, else the first cap reached (the binding's before the user's,
-// daily before monthly). A turn that starts under a cap may end over it;
-// the next one is refused.
+// daily before monthly). It counts what was spent, not what running turns
+// hold: it answers whether a run may be queued at all, and Reserve, when
+// the turn starts, whether it runs.
 func (l *Ledger) Check(binding, user string, caps Caps) *OverCap {
 	if !caps.Any() {
 		return nil
@@ -97,12 +102,23 @@ func (o *OverCap) Error() string {
 	if o.User != "" {
 		who = "user " + o.User
 	}
+	if o.under() {
+		return fmt.Sprintf("%s %s spending cap of $%.2f would be exceeded ($%.2f spent, $%.2f held by running turns, $%.2f for this one)",
+			who, o.Period, o.Limit, o.Spent, o.Held, o.Estimate)
+	}
 	return fmt.Sprintf("%s %s spending cap of $%.2f reached ($%.2f spent)", who, o.Period, o.Limit, o.Spent)
 }
+
+// under reports whether the cap is not reached yet: the turn was refused
+// for what the running turns hold.
+func (o *OverCap) under() bool { return o.Held > 0 && toMicro(o.Spent) < toMicro(o.Limit) }
 
 // Text is the refusal to post in the conversation: which cap, how much
 // was spent, and when it resets (in the ledger's zone, and how far away).
 func (o *OverCap) Text(now time.Time) string {
+	if o.under() {
+		return o.heldText(now)
+	}
 	window := "today"
 	if o.Period == "monthly" {
 		window = "this month"

@@ -11,6 +11,10 @@
 // charges the difference. Keeping that memory in the same file as the
 // totals makes a turn count once even across a crash. It decides nothing
 // about who is exempt; the engine does.
+//
+// Caps hold under concurrency by reserving before and settling after
+// (reserve.go): a turn holds an estimate of its cost against the caps
+// before it starts, and its real cost replaces the estimate when it ends.
 package spend
 
 import (
@@ -62,15 +66,23 @@ type Ledger struct {
 	loc  *time.Location
 	now  func() time.Time
 
-	mu    sync.Mutex // guards f and dirty; held across the write so that writes land in order
+	mu    sync.Mutex // guards everything below; held across the write so that writes land in order
 	f     file
 	dirty bool // f holds charges not written yet
+	// reserve is the least a turn holds (SetReserve).
+	reserve micro
 }
 
 type file struct {
 	Version  int                      `json:"version"`
 	Bindings map[string]*scope        `json:"bindings"`
 	Sessions map[string]*sessionTotal `json:"sessions"`
+	// Holds are the reservations of turns running now (reserve.go), by
+	// the key of each; Recent the last turns' costs of each binding, which
+	// a reservation is reckoned from. Both came after version 1's first
+	// files, which read as empty ones.
+	Holds  map[string]*hold   `json:"holds,omitempty"`
+	Recent map[string][]micro `json:"recent_micro_usd,omitempty"`
 }
 
 // scope is the totals of a binding, or of one user within it.
@@ -102,8 +114,9 @@ func Open(path string, loc *time.Location, now func() time.Time) (*Ledger, error
 	if now == nil {
 		now = time.Now
 	}
-	l := &Ledger{path: path, loc: loc, now: now,
-		f: file{Version: fileVersion, Bindings: map[string]*scope{}, Sessions: map[string]*sessionTotal{}}}
+	l := &Ledger{path: path, loc: loc, now: now, reserve: toMicro(DefaultReserve),
+		f: file{Version: fileVersion, Bindings: map[string]*scope{}, Sessions: map[string]*sessionTotal{},
+			Holds: map[string]*hold{}, Recent: map[string][]micro{}}}
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return l, nil
@@ -133,6 +146,23 @@ func Open(path string, loc *time.Location, now func() time.Time) (*Ledger, error
 		if s == nil {
 			return nil, fmt.Errorf("%w: %s: session %q has an empty entry", ErrCorrupt, path, k)
 		}
+	}
+	if f.Holds == nil {
+		f.Holds = map[string]*hold{}
+	}
+	if f.Recent == nil {
+		f.Recent = map[string][]micro{}
+	}
+	// The holds in the file are of turns an earlier process ran: a crash
+	// cut them, or the ledger was written before their settle was. They
+	// keep counting for a while, so that a restart does not lift a cap
+	// that turns still running before it filled.
+	until := now().Add(orphanGrace)
+	for k, h := range f.Holds {
+		if h == nil {
+			return nil, fmt.Errorf("%w: %s: reservation %q has an empty entry", ErrCorrupt, path, k)
+		}
+		h.until = until
 	}
 	l.f = f
 	return l, nil
@@ -166,7 +196,7 @@ func (l *Ledger) Record(t Turn) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return cost, l.flushLocked()
+	return cost.usd(), l.flushLocked()
 }
 
 // Charge is Record without the write: the charge counts at once (Check
@@ -175,7 +205,8 @@ func (l *Ledger) Record(t Turn) (float64, error) {
 func (l *Ledger) Charge(t Turn) (float64, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.chargeLocked(t)
+	cost, err := l.chargeLocked(t)
+	return cost.usd(), err
 }
 
 // Flush writes the ledger when it holds charges not written yet.
@@ -196,7 +227,7 @@ func (l *Ledger) flushLocked() error {
 	return nil
 }
 
-func (l *Ledger) chargeLocked(t Turn) (float64, error) {
+func (l *Ledger) chargeLocked(t Turn) (micro, error) {
 	if math.IsNaN(t.TotalUSD) || math.IsInf(t.TotalUSD, 0) || t.TotalUSD < 0 {
 		return 0, fmt.Errorf("recording a turn: %w: %v", ErrBadCost, t.TotalUSD)
 	}
@@ -238,7 +269,7 @@ func (l *Ledger) chargeLocked(t Turn) (float64, error) {
 	u.add(day, month, cost)
 	l.pruneLocked(now, month)
 	l.dirty = true
-	return cost.usd(), nil
+	return cost, nil
 }
 
 func (w *window) add(day, month string, cost micro) {
@@ -276,6 +307,7 @@ func (l *Ledger) pruneLocked(now time.Time, month string) {
 		}
 	}
 	maps.DeleteFunc(l.f.Sessions, func(_ string, s *sessionTotal) bool { return now.Sub(s.Seen) > sessionMemory })
+	maps.DeleteFunc(l.f.Recent, func(b string, _ []micro) bool { return l.f.Bindings[b] == nil })
 }
 
 func (l *Ledger) writeLocked() error {

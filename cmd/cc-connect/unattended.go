@@ -27,17 +27,18 @@ type unattended struct {
 	log   *slog.Logger
 	clock clockwork.Clock
 
-	spend  *spend.Ledger
-	ledger *schedule.Ledger // nil without [[schedules]]
-	ln     net.Listener     // nil without webhooks.addr
+	spend   *spend.Ledger
+	ledger  *schedule.Ledger // nil without [[schedules]]
+	ln      net.Listener     // nil without webhooks.addr
+	replays *webhook.Replays // nil without webhooks.addr
 
 	sched *schedule.Scheduler // set by start
 	wg    sync.WaitGroup
 }
 
 // openUnattended opens the spending ledger, the schedule ledger when
-// schedules are configured, and the webhook listener when webhooks.addr is
-// set. On error what was opened is closed.
+// schedules are configured, and the webhook listener and its replay record
+// when webhooks.addr is set. On error what was opened is closed.
 func openUnattended(cfg *config.Config, clock clockwork.Clock, log *slog.Logger) (*unattended, error) {
 	u := &unattended{log: log, clock: clock}
 	loc, err := schedule.LoadZone(cfg.Spend.Timezone)
@@ -47,23 +48,32 @@ func openUnattended(cfg *config.Config, clock clockwork.Clock, log *slog.Logger)
 	if u.spend, err = spend.Open(spend.Path(cfg.State.Dir), loc, clock.Now); err != nil {
 		return nil, fmt.Errorf("opening the spending ledger: %w", err)
 	}
+	u.spend.SetReserve(float64(cfg.Spend.TurnReserveUSD))
 	if len(cfg.Schedules) > 0 {
 		if u.ledger, err = schedule.OpenLedger(schedule.LedgerPath(cfg.State.Dir)); err != nil {
 			return nil, fmt.Errorf("opening the schedule ledger: %w", err)
 		}
 	}
 	if cfg.Webhooks.Addr != "" {
+		if u.replays, err = webhook.OpenReplays(webhook.ReplaysPath(cfg.State.Dir), clock.Now); err != nil {
+			return nil, err
+		}
 		if u.ln, err = webhook.Listen(cfg.Webhooks.Addr, cfg.Webhooks.AllowRemote); err != nil {
+			_ = u.replays.Close()
 			return nil, err
 		}
 	}
 	return u, nil
 }
 
-// close releases the listener of an unattended that was not started.
+// close releases the listener and the replay record of an unattended
+// that was not started.
 func (u *unattended) close() {
 	if u.ln != nil {
 		_ = u.ln.Close()
+	}
+	if u.replays != nil {
+		_ = u.replays.Close()
 	}
 }
 
@@ -98,7 +108,7 @@ func (u *unattended) start(ctx context.Context, cfg *config.Config, sub trigger.
 			return err
 		}
 		srv, err := webhook.New(webhook.Options{Hooks: hooks, MaxBody: int64(cfg.Webhooks.MaxBody), Submitter: sub,
-			Logger: u.log.With("component", "webhook"), Now: u.clock.Now})
+			Replays: u.replays, Logger: u.log.With("component", "webhook"), Now: u.clock.Now})
 		if err != nil {
 			return fmt.Errorf("webhooks: %w", err)
 		}
@@ -153,8 +163,8 @@ func webhookHooks(cfg *config.Config) ([]webhook.Hook, error) {
 				return nil, fmt.Errorf("%s.filter: %w", key, err)
 			}
 		}
-		out[i] = webhook.Hook{Name: h.Name, Secret: []byte(h.Secret.Reveal()), Platform: h.Platform, Channel: h.Channel,
-			Prompt: h.Prompt, Template: tmpl, Events: append([]string(nil), h.Events...), Filter: filter}
+		out[i] = webhook.Hook{Name: h.Name, Secret: []byte(h.Secret.Reveal()), Sender: webhook.Sender(h.Sender),
+			Platform: h.Platform, Channel: h.Channel, Prompt: h.Prompt, Template: tmpl, Filter: filter}
 	}
 	return out, nil
 }

@@ -226,7 +226,6 @@ name = "ci-failed"
 secret = "${HOOK_SECRET}"
 platform = "tty"
 channel = "local"
-events = ["workflow_run"]
 filter = '{{and (eq .action "completed") (eq .workflow_run.conclusion "failure")}}'
 prompt = "CI failed on main: look at it."
 template = "Workflow {{.workflow.name}} run #{{.workflow_run.run_number}} on {{.workflow_run.head_branch}}: {{.workflow_run.conclusion}}"
@@ -253,7 +252,7 @@ template = "Workflow {{.workflow.name}} run #{{.workflow_run.run_number}} on {{.
 	if in, err := r.journaled(id); err != nil || !in {
 		t.Fatalf("run %s not in the journal when 202 arrived (%v)", id, err)
 	}
-	p.waitOut(t, "Webhook: ci-failed (workflow_run)")
+	p.waitOut(t, "Webhook: ci-failed")
 	p.waitOut(t, "echo: ")
 	if last := lastRequest(t, api); !last.Contains("CI failed on main: look at it.") || !last.Contains("Workflow CI run #812 on main: failure") {
 		t.Error("claude was not given the hook's prompt and the rendered payload")

@@ -94,7 +94,6 @@ name = "ci-failed"
 secret = "a-secret-of-sixteen-chars"
 platform = "tty"
 channel = "local"
-events = ["workflow_run"]
 prompt = "CI failed: look at it."
 template = "Run {{.workflow_run.id}}: {{.workflow_run.conclusion}}"
 [[schedules]]

@@ -307,9 +307,11 @@ const SidePrefix = "(side answer) "
 // for it): its own process on a fork of the session, its own slot.
 func (s *Conversation) sideQuestion(id, question, user, ws string) {
 	e := s.e
-	if s.refuseSideOverCap(user) { // spend.go
+	hold, refused := s.refuseSideOverCap(user) // spend.go: reserves its estimate
+	if refused {
 		return
 	}
+	defer s.releaseSide(hold) // spend.go: frees it when no result settled it
 	if err := e.acquireSlotCap(e.bg, ws, e.wsCapFor(s.liveBinding()), s.key, func() { s.chat.send(SidePrefix + NoticeWaiting) }, nil, nil); err != nil {
 		s.chat.send(SidePrefix + "not answered: cc-connect is shutting down.")
 		return
@@ -406,7 +408,7 @@ func (s *Conversation) sideQuestion(id, question, user, ws string) {
 		s.chat.send(SidePrefix + "failed: " + msg)
 		return
 	}
-	s.recordForkSpend(user, id, res) // spend.go
+	s.recordForkSpend(hold, user, id, res) // spend.go
 	answer := res.Text
 	if answer == "" {
 		answer = text.String()

@@ -218,11 +218,11 @@ func (r *relay) resolvePermission(prompt platform.Target, outcome string) {
 	}
 }
 
-// platformStatus is the adapter's connection state, "" when it reports
-// none.
+// platformStatus is the adapter's connection state as !status shows it,
+// "" when it reports none.
 func (r *relay) platformStatus() string {
 	if st, ok := r.chat().(platform.Statuser); ok {
-		return st.Status()
+		return st.Status().String()
 	}
 	return ""
 }

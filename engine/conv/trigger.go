@@ -311,6 +311,7 @@ func (tr *turnRunner) admit(it *workItem) bool {
 		return false
 	}
 	if !tr.ensureWorktree() {
+		tr.releaseSpend() // spend.go: the turn does not run
 		tr.jr.ack(*it, inbox.AckResult)
 		tr.mb.setState(stateIdle)
 		return false

@@ -25,8 +25,13 @@
 // notify from the content and allowed_mentions (Call.Pings).
 // Tests wait on what the fake records (Next, WaitPost, WaitMessage,
 // WaitConnected, …), never on time. The fake is for tests only and imports
-// nothing of cc-connect's: its limits are Discord's numbers, not the
-// adapter's.
+// nothing of cc-connect's but its test helpers (testenv, fakekit): its
+// limits are Discord's numbers, not the adapter's.
+//
+// The machinery under it (change notification and waits, the call log, the
+// message store, overrides, rate limiters, id sequences) is
+// internal/fakekit's, shared with the other fakes; this package keeps
+// Discord's wire protocol and rules.
 package fakediscord
 
 import (
@@ -36,10 +41,10 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/cc-connect/cc-connect/internal/fakekit"
 	"github.com/gorilla/websocket"
 )
 
@@ -51,29 +56,28 @@ const (
 	SessionID = "sess-1"
 )
 
-const waitLimit = 15 * time.Second
+// maxUnread is how many REST calls may wait unread by Next: more is a
+// client in a retry loop.
+const maxUnread = 10000
 
 // Server is one fake Discord.
 type Server struct {
-	waitFor atomic.Int64 // SetWaitLimit; 0 is waitLimit
-	tb      testing.TB
-	srv     *httptest.Server
+	tb  testing.TB
+	srv *httptest.Server
+	sig *fakekit.Signal // every change the fake records
 
-	rest    chan Call    // every REST request, in order, for Next
-	gateway chan GWFrame // every IDENTIFY and RESUME, for Frame
+	calls     *fakekit.Log[Call]    // every REST request, in order; Next reads it as a queue
+	frames    *fakekit.Log[GWFrame] // every IDENTIFY and RESUME, for Frame
+	overrides fakekit.Overrides[Answer]
+	ids       fakekit.Seq // snowflakes
 
-	mu           sync.Mutex // guards everything below
-	changed      chan struct{}
-	calls        []Call
+	mu           sync.Mutex // guards everything below, and msgs
+	msgs         *fakekit.Store[string, Message]
 	conn         *gwConn
 	seq          int
 	events       []dispatched // every dispatch, for RESUME's replay
-	nextID       int
 	channels     map[string]Channel
-	msgs         map[string]*Message // by id
-	order        []string
-	overrides    map[string][]Answer // "METHOD /path" -> answers to give first
-	files        map[string]string   // CDN path -> content
+	files        map[string]string // CDN path -> content
 	interactions map[string]*interaction
 	heartbeats   int
 	connects     int // READY or RESUMED sent
@@ -85,7 +89,7 @@ type Server struct {
 	hbInterval   int
 	editLimit    int // edits per editPer in each channel; 0 = none
 	editPer      time.Duration
-	editBuckets  map[string]*editBucket
+	editBuckets  map[string]*fakekit.Bucket
 	clock        time.Duration // added to the time: AdvanceClock
 	// uploadLimit is the most bytes of files one message may carry;
 	// noHistory and hidden the channels whose history the bot may not
@@ -117,11 +121,7 @@ type GWFrame struct {
 }
 
 // Answer is a canned REST answer (see Override).
-type Answer struct {
-	Status int
-	Body   string
-	Header map[string]string
-}
+type Answer = fakekit.Answer
 
 // Channel is a channel the fake knows. Type is Discord's: 0 a guild text
 // channel, 1 a DM, 11 a public thread.
@@ -167,15 +167,13 @@ type Edit struct {
 // New starts a fake Discord that stops when tb ends.
 func New(tb testing.TB) *Server {
 	tb.Helper()
+	sig := fakekit.NewSignal("fakediscord")
 	s := &Server{
 		tb:           tb,
-		rest:         make(chan Call, 10000),
-		gateway:      make(chan GWFrame, 100),
-		changed:      make(chan struct{}),
-		nextID:       5000,
+		sig:          sig,
+		calls:        fakekit.NewLog[Call](sig),
+		frames:       fakekit.NewLog[GWFrame](sig),
 		channels:     map[string]Channel{},
-		msgs:         map[string]*Message{},
-		overrides:    map[string][]Answer{},
 		files:        map[string]string{},
 		interactions: map[string]*interaction{},
 		echo:         true,
@@ -184,6 +182,8 @@ func New(tb testing.TB) *Server {
 		noHistory:    map[string]bool{},
 		hidden:       map[string]bool{},
 	}
+	s.msgs = fakekit.NewStore[string](&s.mu, sig, (*Message).clone)
+	s.ids.Past(5000)
 	mux := http.NewServeMux()
 	mux.HandleFunc("/gateway", s.serveGateway)
 	mux.HandleFunc("/gateway/", s.serveGateway) // discordgo adds a slash and a query
@@ -220,51 +220,44 @@ func (s *Server) Close() {
 // URL is the server's base URL: what a client's api_url should be.
 func (s *Server) URL() string { return s.srv.URL }
 
-func (s *Server) notify() {
-	close(s.changed)
-	s.changed = make(chan struct{})
-}
-
 // Wait blocks until cond holds, failing tb after a generous limit. cond
 // runs without the fake's lock and is tried again after every change.
 func (s *Server) Wait(tb testing.TB, what string, cond func() bool) {
 	tb.Helper()
-	s.WaitWithin(tb, s.waitLimit(), what, cond)
+	s.sig.Wait(tb, what, cond)
 }
+
+// WaitWithin is Wait with a limit of the caller's: a turn of the real
+// claude CLI on a loaded machine takes many times the fake's own limit,
+// and its tests wait as long as their run allows (testenv.HangLimit).
+func (s *Server) WaitWithin(tb testing.TB, limit time.Duration, what string, cond func() bool) {
+	tb.Helper()
+	s.sig.WaitWithin(tb, limit, what, cond)
+}
+
+// SetWaitLimit sets how long the fake's waits (Wait, Next, Frame and the
+// waits built on them) last before they fail the test, instead of its
+// default: tests that drive the real claude CLI, whose start alone takes
+// seconds on a loaded machine, wait as long as the engine's own real-CLI
+// tests do.
+func (s *Server) SetWaitLimit(d time.Duration) { s.sig.SetLimit(d) }
 
 // Next returns the next REST call (in the order received, each once)
 // whose method is method and whose path starts with pathPrefix, skipping
 // the others.
 func (s *Server) Next(tb testing.TB, method, pathPrefix string) Call {
 	tb.Helper()
-	deadline := time.NewTimer(s.waitLimit())
-	defer deadline.Stop()
-	for {
-		select {
-		case c := <-s.rest:
-			if c.Method == method && strings.HasPrefix(c.Path, pathPrefix) {
-				return c
-			}
-		case <-deadline.C:
-			tb.Fatalf("fakediscord: no %s %s call", method, pathPrefix)
-		}
-	}
+	return s.calls.Next(tb, fmt.Sprintf("a %s %s call", method, pathPrefix), func(c Call) bool {
+		return c.Method == method && strings.HasPrefix(c.Path, pathPrefix)
+	})
 }
 
 // Calls returns every REST call so far.
-func (s *Server) Calls() []Call {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.calls)
-}
+func (s *Server) Calls() []Call { return s.calls.All() }
 
 // Override makes the next call of key ("POST /channels/C1/messages")
 // answer a instead of the default; several queue up.
-func (s *Server) Override(key string, a Answer) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.overrides[key] = append(s.overrides[key], a)
-}
+func (s *Server) Override(key string, a Answer) { s.overrides.Add(key, a) }
 
 // RateLimit answers the next call of key with HTTP 429 as Discord does:
 // {"message":"You are being rate limited.","retry_after":…,"global":false}
@@ -324,54 +317,22 @@ func (s *Server) SetNoAck(n int) {
 
 // Posts returns the bot's messages in the order posted.
 func (s *Server) Posts() []Message {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []Message
-	for _, id := range s.order {
-		if m := s.msgs[id]; m.AuthorID == BotID {
-			out = append(out, m.clone())
-		}
-	}
-	return out
+	return s.msgs.Select(func(m *Message) bool { return m.AuthorID == BotID })
 }
 
 // WaitPost waits for a post of the bot that match accepts.
 func (s *Server) WaitPost(tb testing.TB, what string, match func(Message) bool) Message {
 	tb.Helper()
-	var found Message
-	s.Wait(tb, "a post: "+what, func() bool {
-		for _, m := range s.Posts() {
-			if match(m) {
-				found = m
-				return true
-			}
-		}
-		return false
-	})
-	return found
+	return s.msgs.WaitFirst(tb, "a post: "+what, func(m Message) bool { return m.AuthorID == BotID && match(m) })
 }
 
 // Message returns the message with id.
-func (s *Server) Message(id string) (Message, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	m, ok := s.msgs[id]
-	if !ok {
-		return Message{}, false
-	}
-	return m.clone(), true
-}
+func (s *Server) Message(id string) (Message, bool) { return s.msgs.Get(id) }
 
 // WaitMessage waits until the message id satisfies cond.
 func (s *Server) WaitMessage(tb testing.TB, id, what string, cond func(Message) bool) Message {
 	tb.Helper()
-	var found Message
-	s.Wait(tb, fmt.Sprintf("message %s: %s", id, what), func() bool {
-		m, ok := s.Message(id)
-		found = m
-		return ok && cond(m)
-	})
-	return found
+	return s.msgs.WaitKey(tb, id, fmt.Sprintf("message %s: %s", id, what), cond)
 }
 
 func (m *Message) clone() Message {
@@ -404,11 +365,8 @@ func (s *Server) serveFile(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write([]byte(c))
 }
 
-// nextIDLocked hands out a fresh snowflake; callers hold s.mu.
-func (s *Server) nextIDLocked() string {
-	s.nextID++
-	return fmt.Sprint(s.nextID)
-}
+// nextID hands out a fresh snowflake.
+func (s *Server) nextID() string { return fmt.Sprint(s.ids.Next()) }
 
 // gwConn is the gateway connection.
 type gwConn struct {

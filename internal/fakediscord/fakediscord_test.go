@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/bwmarrin/discordgo"
+	"github.com/cc-connect/cc-connect/internal/fakekit"
 )
 
 // session is a discordgo session whose endpoints point at the fake.
@@ -17,7 +18,7 @@ func session(t *testing.T, s *Server, token string) *discordgo.Session {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d.Client = &http.Client{Transport: redirect{s.URL()}, Timeout: waitLimit}
+	d.Client = &http.Client{Transport: redirect{s.URL()}, Timeout: fakekit.DefaultWaitLimit}
 	d.ShouldRetryOnRateLimit = false
 	d.ShouldReconnectOnError = false
 	d.LogLevel = -1
@@ -177,7 +178,7 @@ func TestGatewayEchoAndInteractions(t *testing.T) {
 		select {
 		case c := <-got:
 			return c
-		case <-time.After(waitLimit):
+		case <-time.After(fakekit.DefaultWaitLimit):
 			t.Fatal("no MESSAGE_CREATE")
 			return ""
 		}
@@ -202,7 +203,7 @@ func TestGatewayEchoAndInteractions(t *testing.T) {
 	var ic *discordgo.InteractionCreate
 	select {
 	case ic = <-clicks:
-	case <-time.After(waitLimit):
+	case <-time.After(fakekit.DefaultWaitLimit):
 		t.Fatal("no INTERACTION_CREATE")
 	}
 	if ic.ID != id || ic.MessageComponentData().CustomID != "allow:1" || ic.Member.User.ID != "7" || ic.Message.ID != post.ID {

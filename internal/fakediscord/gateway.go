@@ -84,15 +84,15 @@ func (s *Server) serveGateway(w http.ResponseWriter, r *http.Request) {
 		case 1:
 			s.mu.Lock()
 			s.heartbeats++
-			s.notify()
 			s.mu.Unlock()
+			s.sig.Notify()
 			if ack {
 				_ = c.write(map[string]any{"op": 11})
 			}
 		case 2, 6:
 			var d map[string]any
 			_ = json.Unmarshal(fr.D, &d)
-			s.gateway <- GWFrame{Op: fr.Op, D: d}
+			s.frames.Add(GWFrame{Op: fr.Op, D: d})
 			if !s.handshake(c, fr.Op, d) {
 				return
 			}
@@ -139,7 +139,7 @@ func (s *Server) handshake(c *gwConn, op int, d map[string]any) bool {
 		_ = c.write(map[string]any{"op": 0, "t": "RESUMED", "s": s.seq, "d": map[string]any{}})
 	}
 	s.connects++
-	s.notify()
+	s.sig.Notify()
 	return true
 }
 
@@ -224,25 +224,12 @@ func (s *Server) Heartbeats() int {
 // Frame returns the next IDENTIFY or RESUME the client sent.
 func (s *Server) Frame(tb testing.TB) GWFrame {
 	tb.Helper()
-	select {
-	case fr := <-s.gateway:
-		return fr
-	case <-time.After(waitLimit):
-		tb.Fatal("fakediscord: no IDENTIFY or RESUME")
-	}
-	return GWFrame{}
+	return s.frames.Next(tb, "an IDENTIFY or RESUME", nil)
 }
 
 // PendingFrame returns an IDENTIFY or RESUME already sent and not read by
 // Frame, if any.
-func (s *Server) PendingFrame() (GWFrame, bool) {
-	select {
-	case fr := <-s.gateway:
-		return fr, true
-	default:
-		return GWFrame{}, false
-	}
-}
+func (s *Server) PendingFrame() (GWFrame, bool) { return s.frames.TryNext(nil) }
 
 // MessageEvent builds a MESSAGE_CREATE payload of a user's message; extra
 // fields override or add.
@@ -281,7 +268,7 @@ func (s *Server) Post(tb testing.TB, ev map[string]any) {
 		}
 		s.channels[ch] = Channel{ID: ch, Type: typ, GuildID: guild}
 	}
-	if _, ok := s.msgs[id]; !ok && id != "" {
+	if _, ok := s.msgs.LookupLocked(id); !ok && id != "" {
 		var atts []Attachment
 		if as, ok := ev["attachments"].([]any); ok {
 			for _, a := range as {
@@ -358,7 +345,7 @@ func (s *Server) Choose(tb testing.TB, m Message, customID, userID, userName str
 func (s *Server) interact(tb testing.TB, m Message, userID, userName string, find func(Message) (map[string]any, bool)) string {
 	tb.Helper()
 	s.mu.Lock()
-	cur, ok := s.msgs[m.ID]
+	cur, ok := s.msgs.LookupLocked(m.ID)
 	if !ok || cur.Deleted {
 		s.mu.Unlock()
 		tb.Fatalf("fakediscord: no message %s to click on", m.ID)
@@ -368,7 +355,7 @@ func (s *Server) interact(tb testing.TB, m Message, userID, userName string, fin
 		s.mu.Unlock()
 		tb.Fatalf("fakediscord: message %s has no such component: %s", m.ID, cur.Components)
 	}
-	id := "I" + s.nextIDLocked()
+	id := "I" + s.nextID()
 	in := &interaction{token: "itok-" + id, created: time.Now()}
 	s.interactions[id] = in
 	msg := s.messageObjectLocked(cur)
@@ -415,7 +402,7 @@ func (s *Server) interactionCallbackLocked(id, token string, body map[string]any
 		return Answer{Status: 400, Body: invalidForm("type", "BASE_TYPE_CHOICES", "Value must be one of {1, 4, 5, 6, 7, 8, 9}.")}
 	}
 	in.answered, in.answer = true, body
-	s.notify()
+	s.sig.Notify()
 	return Answer{Status: 204}
 }
 

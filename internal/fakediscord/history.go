@@ -10,10 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"testing"
-	"time"
-
-	"github.com/cc-connect/cc-connect/internal/testenv"
 )
 
 // Discord's limits for files and history, from its documentation: the
@@ -148,7 +144,7 @@ func (s *Server) checkFilesLocked(files []Attachment) *Answer {
 func (s *Server) storeFilesLocked(files []Attachment) []Attachment {
 	out := make([]Attachment, len(files))
 	for i, f := range files {
-		f.ID = s.nextIDLocked()
+		f.ID = s.nextID()
 		if f.ContentType == "" {
 			f.ContentType = "application/octet-stream"
 		}
@@ -196,8 +192,8 @@ func (s *Server) messagesLocked(channel string, q url.Values) Answer {
 		limit = n
 	}
 	var inChannel []*Message
-	for _, id := range s.order {
-		if m := s.msgs[id]; m.ChannelID == channel {
+	for m := range s.msgs.AllLocked() {
+		if m.ChannelID == channel {
 			inChannel = append(inChannel, m)
 		}
 	}
@@ -252,25 +248,10 @@ func (s *Server) messageLocked(channel, id string) Answer {
 	if s.noHistory[channel] {
 		return Answer{Status: 403, Body: missingPerms}
 	}
-	m, ok := s.msgs[id]
+	m, ok := s.msgs.LookupLocked(id)
 	if !ok || m.ChannelID != channel {
 		return Answer{Status: 404, Body: unknownMessage}
 	}
 	b, _ := json.Marshal(s.messageObjectLocked(m))
 	return Answer{Status: 200, Body: string(b)}
-}
-
-// WaitWithin is Wait with a limit of the caller's: a turn of the real
-// claude CLI on a loaded machine takes many times the fake's own limit,
-// and its tests wait as long as their run allows (testenv.HangLimit).
-func (s *Server) WaitWithin(tb testing.TB, limit time.Duration, what string, cond func() bool) {
-	tb.Helper()
-	testenv.WaitFor(tb, limit, "fakediscord", what, s.changedChan, cond)
-}
-
-// changedChan is the channel the next change closes.
-func (s *Server) changedChan() <-chan struct{} {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.changed
 }

@@ -6,6 +6,8 @@ import (
 	"math"
 	"net/http"
 	"time"
+
+	"github.com/cc-connect/cc-connect/internal/fakekit"
 )
 
 // What a reply streamed into a channel and a question prompt need of the
@@ -22,12 +24,6 @@ const (
 	componentActions = 1
 )
 
-// editBucket is one channel's budget of message edits.
-type editBucket struct {
-	tokens float64
-	last   time.Time
-}
-
 // SetEditLimit holds message edits to n per period in each channel, as
 // Discord's per-channel bucket does (about 5 per 5 s): an edit past it is
 // answered HTTP 429 {"message":"You are being rate limited.",
@@ -37,20 +33,12 @@ func (s *Server) SetEditLimit(n int, per time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.editLimit, s.editPer = n, per
-	s.editBuckets = map[string]*editBucket{}
+	s.editBuckets = map[string]*fakekit.Bucket{}
 }
 
 // RateLimitedEdits returns how many edits the standing limit refused.
 func (s *Server) RateLimitedEdits() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := 0
-	for _, c := range s.calls {
-		if c.Method == http.MethodPatch && c.Status == http.StatusTooManyRequests {
-			n++
-		}
-	}
-	return n
+	return s.calls.Count(func(c Call) bool { return c.Method == http.MethodPatch && c.Status == http.StatusTooManyRequests })
 }
 
 // editLimitLocked spends an edit of channel, or gives Discord's refusal.
@@ -58,20 +46,17 @@ func (s *Server) editLimitLocked(channel string) (Answer, bool) {
 	if s.editLimit <= 0 {
 		return Answer{}, false
 	}
-	rate := float64(s.editLimit) / s.editPer.Seconds()
 	now := time.Now()
 	b := s.editBuckets[channel]
 	if b == nil {
-		b = &editBucket{tokens: float64(s.editLimit), last: now}
+		b = fakekit.NewBucket(float64(s.editLimit)/s.editPer.Seconds(), float64(s.editLimit), now)
 		s.editBuckets[channel] = b
 	}
-	b.tokens = math.Min(float64(s.editLimit), b.tokens+now.Sub(b.last).Seconds()*rate)
-	b.last = now
-	if b.tokens >= 1 {
-		b.tokens--
+	wait, ok := b.Take(now)
+	if ok {
 		return Answer{}, false
 	}
-	retry := (1 - b.tokens) / rate
+	retry := wait.Seconds()
 	return Answer{
 		Status: http.StatusTooManyRequests,
 		Body:   fmt.Sprintf(`{"message":"You are being rate limited.","retry_after":%.3f,"global":false}`, retry),
@@ -93,7 +78,7 @@ func (s *Server) deleteLocked(channel, id string) Answer {
 	if _, ok := s.channels[channel]; !ok {
 		return Answer{Status: 404, Body: unknownChannel}
 	}
-	m, ok := s.msgs[id]
+	m, ok := s.msgs.LookupLocked(id)
 	if !ok || m.ChannelID != channel || m.Deleted {
 		return Answer{Status: 404, Body: unknownMessage}
 	}
@@ -101,7 +86,7 @@ func (s *Server) deleteLocked(channel, id string) Answer {
 		return Answer{Status: 403, Body: `{"message":"Missing Permissions","code":50013}`}
 	}
 	m.Deleted = true
-	s.notify()
+	s.msgs.ChangedLocked(id)
 	return Answer{Status: 204}
 }
 
@@ -217,17 +202,4 @@ func (m Message) Menus() []Menu {
 		}
 	}
 	return out
-}
-
-// SetWaitLimit sets how long the fake's waits (Wait and the waits built on
-// it) last before they fail the test, instead of its default: tests that
-// drive the real claude CLI, whose start alone takes seconds on a loaded
-// machine, wait as long as the engine's own real-CLI tests do.
-func (s *Server) SetWaitLimit(d time.Duration) { s.waitFor.Store(int64(d)) }
-
-func (s *Server) waitLimit() time.Duration {
-	if d := time.Duration(s.waitFor.Load()); d > 0 {
-		return d
-	}
-	return waitLimit
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/bwmarrin/discordgo"
+	"github.com/cc-connect/cc-connect/internal/fakekit"
 )
 
 // The standing edit limit refuses edits past the channel's budget with
@@ -170,7 +171,7 @@ func TestChoose(t *testing.T) {
 		if data.CustomID != "menu" || data.ComponentType != discordgo.SelectMenuComponent || strings.Join(data.Values, ",") != "0,2" {
 			t.Fatalf("data = %+v", data)
 		}
-	case <-time.After(waitLimit):
+	case <-time.After(fakekit.DefaultWaitLimit):
 		t.Fatal("no INTERACTION_CREATE")
 	}
 }

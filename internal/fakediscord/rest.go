@@ -3,7 +3,6 @@ package fakediscord
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -60,38 +59,19 @@ func nestErrors(path []string, code, message string) map[string]any {
 	return map[string]any{path[0]: nestErrors(path[1:], code, message)}
 }
 
-func writeJSON(w http.ResponseWriter, a Answer) {
-	for k, v := range a.Header {
-		w.Header().Set(k, v)
-	}
-	if a.Body == "" {
-		w.WriteHeader(a.Status)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(a.Status)
-	_, _ = io.WriteString(w, a.Body)
-}
-
 func (s *Server) serveREST(w http.ResponseWriter, r *http.Request) {
 	path := strings.TrimPrefix(r.URL.Path, "/api/v9")
 	body, files, bad := readBody(r)
 	if bad != nil {
-		writeJSON(w, *bad)
+		bad.Write(w)
 		return
 	}
 	a, after := s.answer(r, path, body, files)
 	call := Call{Method: r.Method, Path: path, Body: body, Files: files, Status: a.Status, Pings: messagePings(r.Method, path, body)}
-	s.mu.Lock()
-	s.calls = append(s.calls, call)
-	s.notify()
-	s.mu.Unlock()
-	select {
-	case s.rest <- call:
-	default:
-		s.tb.Errorf("fakediscord: REST call log full at %s %s (a retry loop?)", r.Method, path)
+	if s.calls.Add(call) > maxUnread {
+		s.tb.Errorf("fakediscord: more than %d REST calls unread by Next at %s %s (a retry loop?)", maxUnread, r.Method, path)
 	}
-	writeJSON(w, a)
+	a.Write(w)
 	if after != nil {
 		after()
 	}
@@ -107,9 +87,8 @@ func (s *Server) answer(r *http.Request, path string, body map[string]any, files
 	key := r.Method + " " + path
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if q := s.overrides[key]; len(q) > 0 {
-		s.overrides[key] = q[1:]
-		return q[0], nil
+	if a, ok := s.overrides.Next(key); ok {
+		return a, nil
 	}
 	// Paths carry an emoji escaped; match on the decoded segments.
 	var parts []string
@@ -227,18 +206,21 @@ func (s *Server) postLocked(channel string, body map[string]any, files []Attachm
 	if enforce, _ := body["enforce_nonce"].(bool); enforce && nonce != "" {
 		// The same author's post with this nonce within the window is
 		// returned, and nothing is created: no second message, no echo.
-		for i := len(s.order) - 1; i >= 0; i-- {
-			m := s.msgs[s.order[i]]
+		var earlier *Message // the latest, should there be several
+		for m := range s.msgs.AllLocked() {
 			if m.AuthorID == BotID && m.Nonce == nonce && s.nowLocked().Sub(m.Created) < nonceWindow {
-				obj := s.messageObjectLocked(m)
-				obj["nonce"] = nonce
-				b, _ := json.Marshal(obj)
-				return Answer{Status: 200, Body: string(b)}, nil
+				earlier = m
 			}
+		}
+		if earlier != nil {
+			obj := s.messageObjectLocked(earlier)
+			obj["nonce"] = nonce
+			b, _ := json.Marshal(obj)
+			return Answer{Status: 200, Body: string(b)}, nil
 		}
 	}
 	content, _ := body["content"].(string)
-	m := &Message{ID: s.nextIDLocked(), ChannelID: channel, AuthorID: BotID, Content: content, Components: componentsJSON(body),
+	m := &Message{ID: s.nextID(), ChannelID: channel, AuthorID: BotID, Content: content, Components: componentsJSON(body),
 		Nonce: nonce, Created: s.nowLocked(), Attachments: s.storeFilesLocked(files)}
 	s.addMessageLocked(m)
 	obj := s.messageObjectLocked(m)
@@ -275,13 +257,7 @@ func nonceOf(body map[string]any) (string, string) {
 	return n, ""
 }
 
-func (s *Server) addMessageLocked(m *Message) {
-	if _, ok := s.msgs[m.ID]; !ok {
-		s.order = append(s.order, m.ID)
-	}
-	s.msgs[m.ID] = m
-	s.notify()
-}
+func (s *Server) addMessageLocked(m *Message) { s.msgs.PutLocked(m.ID, m) }
 
 // messageObjectLocked is m as the REST API and the gateway carry it.
 func (s *Server) messageObjectLocked(m *Message) map[string]any {
@@ -310,7 +286,7 @@ func (s *Server) editLocked(channel, id string, body map[string]any) Answer {
 	if _, ok := s.channels[channel]; !ok {
 		return Answer{Status: 404, Body: unknownChannel}
 	}
-	m, ok := s.msgs[id]
+	m, ok := s.msgs.LookupLocked(id)
 	if !ok || m.ChannelID != channel || m.Deleted {
 		return Answer{Status: 404, Body: unknownMessage}
 	}
@@ -328,7 +304,7 @@ func (s *Server) editLocked(channel, id string, body map[string]any) Answer {
 		m.Components = componentsJSON(body)
 	}
 	m.Edits = append(m.Edits, Edit{Content: m.Content, Components: m.Components})
-	s.notify()
+	s.msgs.ChangedLocked(id)
 	b, _ := json.Marshal(s.messageObjectLocked(m))
 	return Answer{Status: 200, Body: string(b)}
 }
@@ -338,7 +314,7 @@ func (s *Server) startThreadLocked(channel, id string, body map[string]any) Answ
 	if !ok {
 		return Answer{Status: 404, Body: unknownChannel}
 	}
-	if m, ok := s.msgs[id]; !ok || m.ChannelID != channel {
+	if m, ok := s.msgs.LookupLocked(id); !ok || m.ChannelID != channel {
 		return Answer{Status: 404, Body: unknownMessage}
 	}
 	if _, exists := s.channels[id]; exists {
@@ -350,7 +326,7 @@ func (s *Server) startThreadLocked(channel, id string, body map[string]any) Answ
 	}
 	th := Channel{ID: id, Type: 11, GuildID: parent.GuildID, ParentID: channel, Name: name}
 	s.channels[id] = th
-	s.notify()
+	s.sig.Notify()
 	return Answer{Status: 201, Body: channelJSON(th)}
 }
 
@@ -358,7 +334,7 @@ func (s *Server) reactLocked(add bool, channel, id, emoji string) Answer {
 	if _, ok := s.channels[channel]; !ok {
 		return Answer{Status: 404, Body: unknownChannel}
 	}
-	m, ok := s.msgs[id]
+	m, ok := s.msgs.LookupLocked(id)
 	if !ok || m.ChannelID != channel {
 		return Answer{Status: 404, Body: unknownMessage}
 	}
@@ -377,7 +353,7 @@ func (s *Server) reactLocked(add bool, channel, id, emoji string) Answer {
 	case !add && i >= 0:
 		m.Reactions = append(m.Reactions[:i], m.Reactions[i+1:]...)
 	}
-	s.notify()
+	s.msgs.ChangedLocked(id)
 	return Answer{Status: 204}
 }
 

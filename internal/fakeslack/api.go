@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/cc-connect/cc-connect/internal/fakekit"
 )
 
 // Slack's limits, from its documentation: message text (longer is
@@ -67,19 +69,8 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		auth = "Bearer " + form["token"]
 	}
 
-	s.mu.Lock()
-	gate := s.gateLocked(method, form)
-	if gate != nil {
-		s.held[method]++
-		s.notify()
-	}
-	s.mu.Unlock()
-	if gate != nil {
-		select {
-		case <-gate:
-		case <-r.Context().Done():
-			return
-		}
+	if !s.holds.Pass(r.Context(), method, form) {
+		return
 	}
 
 	s.mu.Lock()
@@ -92,49 +83,43 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		// The comment goes out as the share message's text.
 		call.Pings = pings(map[string]string{"text": form["initial_comment"]})
 	}
-	s.calls = append(s.calls, call)
-	s.notify()
+	if w := s.windows[method]; w != nil {
+		countInWindow(w, call)
+	}
+	s.calls.Add(call)
 	s.mu.Unlock()
-	write(w, a)
+	a.write(w)
 	if after != nil {
 		after()
 	}
 }
 
-func write(w http.ResponseWriter, a answer) {
-	for k, v := range a.header {
-		w.Header().Set(k, v)
+// write sends a as Slack does: JSON with its charset, or a bare status.
+func (a answer) write(w http.ResponseWriter) {
+	out := fakekit.Answer{Status: a.status, Header: a.header}
+	if a.body != nil {
+		b, _ := json.Marshal(a.body)
+		out.Body = string(b) + "\n"
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	}
-	if a.body == nil {
-		w.WriteHeader(a.status)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	if a.status != 0 {
-		w.WriteHeader(a.status)
-	}
-	_ = json.NewEncoder(w).Encode(a.body)
+	out.Write(w)
 }
 
 // answerLocked decides the answer to one call; after, when set, runs once
 // the answer is written (the echo of a post comes after its answer, as on
 // Slack). Callers hold s.mu.
 func (s *Server) answerLocked(method, auth string, form map[string]string) (answer, func()) {
-	if q := s.overrides[method]; len(q) > 0 {
-		s.overrides[method] = q[1:]
-		return q[0], nil
+	if a, ok := s.overrides.Next(method); ok {
+		return a, nil
 	}
-	if retry, ok := s.limited[method]; ok {
-		delete(s.limited, method)
-		return answer{status: http.StatusTooManyRequests, body: map[string]any{"ok": false, "error": "ratelimited"},
-			header: map[string]string{"Retry-After": strconv.Itoa(retry)}}, nil
+	if a, ok := s.limited.Next(method); ok {
+		return a, nil
 	}
 	if a, limited := s.limitLocked(method, time.Now()); limited {
 		return a, nil
 	}
-	if s.down[method] > 0 {
-		s.down[method]--
-		return answer{status: http.StatusServiceUnavailable}, nil
+	if a, ok := s.down.Next(method); ok {
+		return a, nil
 	}
 	want := BotToken
 	if method == "apps.connections.open" {
@@ -236,7 +221,7 @@ func (s *Server) postLocked(form map[string]string) (answer, func()) {
 			"text": m.Text, "ts": m.TS, "event_ts": m.TS, "channel_type": channelType(ch)}
 		if m.ThreadTS != "" {
 			echo["thread_ts"] = m.ThreadTS
-			if root, ok := s.msgs[ch+"/"+m.ThreadTS]; ok {
+			if root, ok := s.lookupLocked(ch, m.ThreadTS); ok {
 				echo["parent_user_id"] = root.User
 			}
 		}
@@ -251,7 +236,7 @@ func (s *Server) updateLocked(form map[string]string) answer {
 	if !s.knownChannelLocked(ch) {
 		return errAnswer("channel_not_found")
 	}
-	m, ok := s.msgs[ch+"/"+ts]
+	m, ok := s.lookupLocked(ch, ts)
 	if !ok || m.Deleted {
 		return errAnswer("message_not_found")
 	}
@@ -276,7 +261,7 @@ func (s *Server) updateLocked(form map[string]string) answer {
 		m.Metadata = md
 	}
 	m.Edits = append(m.Edits, Edit{Text: form["text"], Blocks: form["blocks"]})
-	s.notify()
+	s.changedLocked(m)
 	return okAnswer(map[string]any{"channel": ch, "ts": ts, "text": m.Text})
 }
 
@@ -288,7 +273,7 @@ func (s *Server) reactLocked(add bool, form map[string]string) answer {
 	if name == "" || strings.ContainsAny(name, ": ") {
 		return errAnswer("invalid_name")
 	}
-	m, ok := s.msgs[ch+"/"+ts]
+	m, ok := s.lookupLocked(ch, ts)
 	if !ok {
 		return errAnswer("message_not_found")
 	}
@@ -308,7 +293,7 @@ func (s *Server) reactLocked(add bool, form map[string]string) answer {
 	default:
 		m.Reactions = append(m.Reactions[:i], m.Reactions[i+1:]...)
 	}
-	s.notify()
+	s.changedLocked(m)
 	return okAnswer(nil)
 }
 
@@ -329,7 +314,7 @@ func (s *Server) deleteLocked(form map[string]string) answer {
 	if !s.knownChannelLocked(ch) {
 		return errAnswer("channel_not_found")
 	}
-	m, ok := s.msgs[ch+"/"+ts]
+	m, ok := s.lookupLocked(ch, ts)
 	if !ok || m.Deleted {
 		return errAnswer("message_not_found")
 	}
@@ -337,6 +322,6 @@ func (s *Server) deleteLocked(form map[string]string) answer {
 		return errAnswer("cant_delete_message")
 	}
 	m.Deleted = true
-	s.notify()
+	s.changedLocked(m)
 	return okAnswer(map[string]any{"channel": ch, "ts": ts})
 }

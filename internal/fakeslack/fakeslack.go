@@ -27,7 +27,13 @@
 //
 // Tests wait on what the fake records (WaitAck, WaitPost, WaitCalls, …),
 // never on time. The fake is for tests only and imports nothing of
-// cc-connect's: its limits are Slack's numbers, not the adapter's.
+// cc-connect's but its test helpers (testenv, fakekit): its limits are
+// Slack's numbers, not the adapter's.
+//
+// The machinery under it (change notification and waits, the call log, the
+// message store, overrides, rate limiters, id sequences) is
+// internal/fakekit's, shared with the other fakes; this package keeps
+// Slack's wire protocol and rules.
 package fakeslack
 
 import (
@@ -38,9 +44,10 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/cc-connect/cc-connect/internal/fakekit"
 )
 
 // Credentials and identity the fake accepts and reports.
@@ -53,53 +60,50 @@ const (
 	AppID     = "A1"
 )
 
-// waitLimit bounds every wait: generous, for -race on a busy machine.
-const waitLimit = 15 * time.Second
-
 // Server is one fake Slack workspace.
 type Server struct {
-	waitFor atomic.Int64 // SetWaitLimit; 0 is waitLimit
-	tb      testing.TB
-	srv     *httptest.Server
+	tb  testing.TB
+	srv *httptest.Server
+	sig *fakekit.Signal // every change the fake records
 
-	mu         sync.Mutex // guards everything below
-	changed    chan struct{}
-	calls      []Call
-	held       map[string]int // calls of a method that reached a hold
-	holds      []*hold        // holds in force, the newest last
-	acks       []string
-	deliveries []Delivery
-	conns      []*Conn
-	ts         int                 // the last ts handed out
-	newest     string              // the newest ts of any message kept
-	msgs       map[string]*Message // by channel + "/" + ts
-	order      []string            // message keys in posting order
-	missing    map[string]bool     // channels that do not exist
-	limited    map[string]int      // method -> Retry-After seconds for its next call
-	buckets    map[string]*bucket  // method -> its standing rate limit
-	windows    map[string]windowLimit
-	fail       map[string]string
-	down       map[string]int
-	overrides  map[string][]answer // canned answers to give first
-	files      map[string]string   // download path -> content
-	downloads  []string            // Authorization headers of file downloads
-	pending    map[string]*pendingEnvelope
-	parked     []*pendingEnvelope // redeliveries waiting for a connection
-	nEnvelope  int
-	nEvent     int
-	redeliver  time.Duration
-	retries    int // how often an unacked event is sent again
-	echo       bool
-	spread     *rand.Rand // SetSpread; nil: the newest connection gets every envelope
-	onAck      func(envelopeID string)
+	calls      *fakekit.Log[Call]
+	acks       *fakekit.Log[string]
+	deliveries *fakekit.Log[Delivery]
+	downloads  *fakekit.Log[string] // Authorization headers of file downloads
+	holds      *fakekit.Holds[map[string]string]
+	overrides  fakekit.Overrides[answer] // Override: canned answers, first of all
+	limited    fakekit.Overrides[answer] // RateLimit: a 429 for the next call
+	down       fakekit.Overrides[answer] // Down: 503s for the next calls
+	nEnvelope  fakekit.Seq
+	nEvent     fakekit.Seq
+	nUpload    fakekit.Seq
+
+	mu        sync.Mutex // guards everything below, and msgs
+	msgs      *fakekit.Store[msgKey, Message]
+	ts        fakekit.Seq // message ts in microseconds: past every ts kept
+	conns     []*Conn
+	missing   map[string]bool            // channels that do not exist
+	buckets   map[string]*fakekit.Bucket // method -> its standing rate limit
+	windows   map[string]*fakekit.Window // method -> its standing window
+	fail      map[string]string
+	files     map[string]string // download path -> content
+	pending   map[string]*pendingEnvelope
+	parked    []*pendingEnvelope // redeliveries waiting for a connection
+	redeliver time.Duration
+	retries   int // how often an unacked event is sent again
+	echo      bool
+	spread    *rand.Rand // SetSpread; nil: the newest connection gets every envelope
+	onAck     func(envelopeID string)
 	// uploads are the bot's files by id (upload.go); uploadLimit the
 	// largest file the workspace takes; noScope the scope each method
 	// lacks (MissingScope).
 	uploads     map[string]*Upload
-	nUpload     int
 	uploadLimit int64
 	noScope     map[string]string
 }
+
+// msgKey is where a message is: its channel and ts.
+type msgKey struct{ channel, ts string }
 
 // Call is one Web API request as the fake answered it.
 type Call struct {
@@ -157,27 +161,30 @@ type Delivery struct {
 // New starts a fake Slack that stops when tb ends.
 func New(tb testing.TB) *Server {
 	tb.Helper()
+	sig := fakekit.NewSignal("fakeslack")
 	s := &Server{
-		tb:        tb,
-		changed:   make(chan struct{}),
-		held:      map[string]int{},
-		msgs:      map[string]*Message{},
-		missing:   map[string]bool{},
-		limited:   map[string]int{},
-		buckets:   map[string]*bucket{},
-		windows:   map[string]windowLimit{"chat.update": {n: Tier3PerMinute, d: time.Minute}},
-		fail:      map[string]string{},
-		down:      map[string]int{},
-		overrides: map[string][]answer{},
-		files:     map[string]string{},
-		pending:   map[string]*pendingEnvelope{},
-		retries:   3,
-		echo:      true,
+		tb:         tb,
+		sig:        sig,
+		calls:      fakekit.NewLog[Call](sig),
+		acks:       fakekit.NewLog[string](sig),
+		deliveries: fakekit.NewLog[Delivery](sig),
+		downloads:  fakekit.NewLog[string](sig),
+		holds:      fakekit.NewHolds[map[string]string](sig),
+		missing:    map[string]bool{},
+		buckets:    map[string]*fakekit.Bucket{},
+		windows:    map[string]*fakekit.Window{"chat.update": {N: Tier3PerMinute, D: time.Minute}},
+		fail:       map[string]string{},
+		files:      map[string]string{},
+		pending:    map[string]*pendingEnvelope{},
+		retries:    3,
+		echo:       true,
 
 		uploads:     map[string]*Upload{},
 		uploadLimit: maxUploadBytes,
 		noScope:     map[string]string{},
 	}
+	s.msgs = fakekit.NewStore[msgKey](&s.mu, sig, (*Message).clone)
+	s.ts.Past(firstTS)
 	mux := http.NewServeMux()
 	mux.HandleFunc("/api/", s.serveAPI)
 	mux.HandleFunc("/socket", s.serveSocket)
@@ -191,12 +198,9 @@ func New(tb testing.TB) *Server {
 // Close stops the server: it releases held calls, drops the sockets and
 // stops redeliveries. It is safe to call more than once.
 func (s *Server) Close() {
+	s.holds.ReleaseAll()
 	s.mu.Lock()
 	conns := s.conns
-	for _, h := range s.holds {
-		h.open()
-	}
-	s.holds = nil
 	for _, p := range s.pending {
 		p.timer.Stop()
 	}
@@ -215,42 +219,36 @@ func (s *Server) URL() string { return s.srv.URL }
 // APIURL is what a client's api_url should be: URL + "/api/".
 func (s *Server) APIURL() string { return s.srv.URL + "/api/" }
 
-// notify wakes waiters; callers hold s.mu.
-func (s *Server) notify() {
-	close(s.changed)
-	s.changed = make(chan struct{})
-}
-
 // Wait blocks until cond holds, failing tb after a generous limit. cond
 // runs without the fake's lock (it may call the fake's accessors) and is
 // tried again after every change the fake records.
 func (s *Server) Wait(tb testing.TB, what string, cond func() bool) {
 	tb.Helper()
-	s.WaitWithin(tb, s.waitLimit(), what, cond)
+	s.sig.Wait(tb, what, cond)
 }
+
+// WaitWithin is Wait with a limit of the caller's: a turn of the real
+// claude CLI on a loaded machine takes many times the fake's own limit,
+// and its tests wait as long as their run allows (testenv.HangLimit).
+func (s *Server) WaitWithin(tb testing.TB, limit time.Duration, what string, cond func() bool) {
+	tb.Helper()
+	s.sig.WaitWithin(tb, limit, what, cond)
+}
+
+// SetWaitLimit sets how long the fake's waits (Wait and the waits built on
+// it) last before they fail the test, instead of its default: tests that
+// drive the real claude CLI, whose start alone takes seconds on a loaded
+// machine, wait as long as the engine's own real-CLI tests do.
+func (s *Server) SetWaitLimit(d time.Duration) { s.sig.SetLimit(d) }
 
 // Calls returns every request of method, in the order answered.
 func (s *Server) Calls(method string) []Call {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []Call
-	for _, c := range s.calls {
-		if c.Method == method {
-			out = append(out, c)
-		}
-	}
-	return out
+	return s.calls.Select(func(c Call) bool { return c.Method == method })
 }
 
 // Succeeded returns the requests of method answered ok:true.
 func (s *Server) Succeeded(method string) []Call {
-	var out []Call
-	for _, c := range s.Calls(method) {
-		if c.Error == "" {
-			out = append(out, c)
-		}
-	}
-	return out
+	return s.calls.Select(func(c Call) bool { return c.Method == method && c.Error == "" })
 }
 
 // WaitCalls waits until n requests of method were answered and returns
@@ -262,11 +260,7 @@ func (s *Server) WaitCalls(tb testing.TB, method string, n int) []Call {
 }
 
 // Held reports how many calls of method reached a Hold so far.
-func (s *Server) Held(method string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.held[method]
-}
+func (s *Server) Held(method string) int { return s.holds.Held(method) }
 
 // WaitHeld waits until n calls of method are (or were) held.
 func (s *Server) WaitHeld(tb testing.TB, method string, n int) {
@@ -277,54 +271,24 @@ func (s *Server) WaitHeld(tb testing.TB, method string, n int) {
 // Posts returns the bot's messages in the order posted (with their edits
 // and reactions so far).
 func (s *Server) Posts() []Message {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []Message
-	for _, k := range s.order {
-		if m := s.msgs[k]; m.BotID == BotID {
-			out = append(out, m.clone())
-		}
-	}
-	return out
+	return s.msgs.Select(func(m *Message) bool { return m.BotID == BotID })
 }
 
 // WaitPost waits for a post of the bot that match accepts and returns it.
 func (s *Server) WaitPost(tb testing.TB, what string, match func(Message) bool) Message {
 	tb.Helper()
-	var found Message
-	s.Wait(tb, "a post: "+what, func() bool {
-		for _, m := range s.Posts() {
-			if match(m) {
-				found = m
-				return true
-			}
-		}
-		return false
-	})
-	return found
+	return s.msgs.WaitFirst(tb, "a post: "+what, func(m Message) bool { return m.BotID == BotID && match(m) })
 }
 
 // Message returns the message at channel and ts, if there is one.
 func (s *Server) Message(channel, ts string) (Message, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	m, ok := s.msgs[channel+"/"+ts]
-	if !ok {
-		return Message{}, false
-	}
-	return m.clone(), true
+	return s.msgs.Get(msgKey{channel, ts})
 }
 
 // WaitMessage waits until the message at channel and ts satisfies cond.
 func (s *Server) WaitMessage(tb testing.TB, channel, ts, what string, cond func(Message) bool) Message {
 	tb.Helper()
-	var found Message
-	s.Wait(tb, fmt.Sprintf("message %s/%s: %s", channel, ts, what), func() bool {
-		m, ok := s.Message(channel, ts)
-		found = m
-		return ok && cond(m)
-	})
-	return found
+	return s.msgs.WaitKey(tb, msgKey{channel, ts}, fmt.Sprintf("message %s/%s: %s", channel, ts, what), cond)
 }
 
 // AddMessage puts a user's message into a channel without delivering an
@@ -336,17 +300,21 @@ func (s *Server) AddMessage(channel, ts, user, text string) {
 	s.addMessageLocked(&Message{Channel: channel, TS: ts, User: user, Text: text})
 }
 
+// addMessageLocked keeps m; callers hold s.mu.
 func (s *Server) addMessageLocked(m *Message) {
-	k := m.Channel + "/" + m.TS
-	if _, ok := s.msgs[k]; !ok {
-		s.order = append(s.order, k)
-	}
-	s.msgs[k] = m
-	if s.newest == "" || tsBefore(s.newest, m.TS) {
-		s.newest = m.TS
-	}
-	s.notify()
+	s.msgs.PutLocked(msgKey{m.Channel, m.TS}, m)
+	// As on Slack, a post is newer than every message before it, those a
+	// test delivered with its own ts included.
+	s.ts.Past(tsMicros(m.TS))
 }
+
+// lookupLocked returns the message at channel and ts; callers hold s.mu.
+func (s *Server) lookupLocked(channel, ts string) (*Message, bool) {
+	return s.msgs.LookupLocked(msgKey{channel, ts})
+}
+
+// changedLocked records that m changed in place; callers hold s.mu.
+func (s *Server) changedLocked(m *Message) { s.msgs.ChangedLocked(msgKey{m.Channel, m.TS}) }
 
 func (m *Message) clone() Message {
 	c := *m
@@ -367,9 +335,7 @@ func (s *Server) DeleteChannel(channel string) {
 // RateLimit answers the next call of method with HTTP 429, Retry-After
 // retryAfter seconds and {"ok":false,"error":"ratelimited"}.
 func (s *Server) RateLimit(method string, retryAfter int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.limited[method] = retryAfter
+	s.limited.Set(method, 1, rateLimited(retryAfter))
 }
 
 // Fail answers every call of method with {"ok":false,"error":code} until
@@ -387,16 +353,12 @@ func (s *Server) Fail(method, code string) {
 // Override answers the next call of method with status and the JSON body
 // (a Slack answer the fake has no helper for); several queue up.
 func (s *Server) Override(method string, status int, body map[string]any) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.overrides[method] = append(s.overrides[method], answer{status: status, body: body})
+	s.overrides.Add(method, answer{status: status, body: body})
 }
 
 // Down answers the next n calls of method with HTTP 503.
 func (s *Server) Down(method string, n int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.down[method] = n
+	s.down.Set(method, n, answer{status: http.StatusServiceUnavailable})
 }
 
 // Hold makes calls of method wait until release is called (or the server
@@ -408,37 +370,7 @@ func (s *Server) Hold(method string) (release func()) { return s.HoldWhere(metho
 // go through. Method Download holds file downloads (the form has the
 // file's "path").
 func (s *Server) HoldWhere(method string, match func(form map[string]string) bool) (release func()) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	h := &hold{method: method, match: match, gate: make(chan struct{})}
-	s.holds = append(s.holds, h)
-	return func() {
-		s.mu.Lock()
-		s.holds = slices.DeleteFunc(s.holds, func(x *hold) bool { return x == h })
-		s.mu.Unlock()
-		h.open()
-	}
-}
-
-// hold is one Hold in force.
-type hold struct {
-	method string
-	match  func(map[string]string) bool
-	gate   chan struct{}
-	once   sync.Once
-}
-
-func (h *hold) open() { h.once.Do(func() { close(h.gate) }) }
-
-// gateLocked returns the gate a call must wait at, or nil; callers hold
-// s.mu.
-func (s *Server) gateLocked(method string, form map[string]string) chan struct{} {
-	for i := len(s.holds) - 1; i >= 0; i-- { // the newest hold first
-		if h := s.holds[i]; h.method == method && (h.match == nil || h.match(form)) {
-			return h.gate
-		}
-	}
-	return nil
+	return s.holds.Hold(method, match)
 }
 
 // SetSpread makes every envelope (a redelivery too) go to one of the open
@@ -490,17 +422,11 @@ func (s *Server) OnAck(f func(envelopeID string)) {
 
 // Acked reports whether envelopeID was acked.
 func (s *Server) Acked(envelopeID string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Contains(s.acks, envelopeID)
+	return s.acks.Count(func(id string) bool { return id == envelopeID }) > 0
 }
 
 // Acks returns the acked envelope ids in order.
-func (s *Server) Acks() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.acks)
-}
+func (s *Server) Acks() []string { return s.acks.All() }
 
 // WaitAck waits until envelopeID is acked.
 func (s *Server) WaitAck(tb testing.TB, envelopeID string) {
@@ -509,30 +435,19 @@ func (s *Server) WaitAck(tb testing.TB, envelopeID string) {
 }
 
 // Deliveries returns every envelope sent, in order.
-func (s *Server) Deliveries() []Delivery {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.deliveries)
-}
+func (s *Server) Deliveries() []Delivery { return s.deliveries.All() }
 
 // Downloads returns the Authorization header of every file download.
-func (s *Server) Downloads() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.downloads)
-}
+func (s *Server) Downloads() []string { return s.downloads.All() }
 
-// nextTS hands out a fresh message ts; callers hold s.mu.
+// firstTS is the ts of the fake's first post, in microseconds.
+const firstTS = 1700000100 * 1_000_000
+
+// nextTSLocked hands out a fresh message ts, newer than every message
+// kept; callers hold s.mu.
 func (s *Server) nextTSLocked() string {
-	s.ts++
-	ts := fmt.Sprintf("1700000100.%06d", s.ts)
-	// As on Slack, a post is newer than every message before it, those a
-	// test delivered with its own ts included.
-	if s.newest != "" && !tsBefore(s.newest, ts) {
-		k := tsKey(s.newest)
-		ts = fmt.Sprintf("%d.%06d", k[0]+(k[1]+1)/1000000, (k[1]+1)%1000000)
-	}
-	return ts
+	n := s.ts.Next()
+	return fmt.Sprintf("%d.%06d", n/1_000_000, n%1_000_000)
 }
 
 // knownChannel reports whether channel exists; callers hold s.mu.

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cc-connect/cc-connect/internal/fakekit"
 	"github.com/gorilla/websocket"
 	"github.com/slack-go/slack"
 )
@@ -227,7 +228,7 @@ type envelope struct {
 
 func readEnvelope(t *testing.T, ws *websocket.Conn) envelope {
 	t.Helper()
-	_ = ws.SetReadDeadline(time.Now().Add(waitLimit))
+	_ = ws.SetReadDeadline(time.Now().Add(fakekit.DefaultWaitLimit))
 	var e envelope
 	if err := ws.ReadJSON(&e); err != nil {
 		t.Fatal(err)
@@ -314,7 +315,7 @@ func TestMentionTwinsEchoAndPress(t *testing.T) {
 			} `json:"container"`
 		} `json:"payload"`
 	}
-	_ = ws.SetReadDeadline(time.Now().Add(waitLimit))
+	_ = ws.SetReadDeadline(time.Now().Add(fakekit.DefaultWaitLimit))
 	if err := ws.ReadJSON(&press); err != nil {
 		t.Fatal(err)
 	}

@@ -40,22 +40,20 @@ func (s *Server) MissingScope(method, needed string) {
 	s.noScope[method] = needed
 }
 
-// tsKey orders Slack timestamps ("1700000000.000100") by time; a ts that is
-// not one sorts first.
-func tsKey(ts string) [2]int64 {
+// tsMicros is a Slack timestamp ("1700000000.000100") in microseconds,
+// which orders timestamps by time; a ts that is not one is -1 and sorts
+// first.
+func tsMicros(ts string) int64 {
 	sec, frac, _ := strings.Cut(ts, ".")
 	a, err := strconv.ParseInt(sec, 10, 64)
 	if err != nil {
-		return [2]int64{-1, -1}
+		return -1
 	}
 	b, _ := strconv.ParseInt((frac + "000000")[:6], 10, 64)
-	return [2]int64{a, b}
+	return a*1_000_000 + b
 }
 
-func tsBefore(a, b string) bool {
-	ka, kb := tsKey(a), tsKey(b)
-	return ka[0] < kb[0] || (ka[0] == kb[0] && ka[1] < kb[1])
-}
+func tsBefore(a, b string) bool { return tsMicros(a) < tsMicros(b) }
 
 // inRange applies conversations.*'s latest, oldest and inclusive to ts.
 func inRange(ts string, form map[string]string) bool {
@@ -150,19 +148,18 @@ func (s *Server) repliesLocked(form map[string]string) answer {
 	if ts == "" {
 		return errAnswer("invalid_arguments")
 	}
-	root, ok := s.msgs[ch+"/"+ts]
+	root, ok := s.lookupLocked(ch, ts)
 	if !ok {
 		return errAnswer("thread_not_found")
 	}
 	if root.ThreadTS != "" && root.ThreadTS != root.TS {
 		// ts names a reply: Slack answers with its thread.
-		if r, ok := s.msgs[ch+"/"+root.ThreadTS]; ok {
+		if r, ok := s.lookupLocked(ch, root.ThreadTS); ok {
 			root = r
 		}
 	}
 	var thread []*Message
-	for _, k := range s.order {
-		m := s.msgs[k]
+	for m := range s.msgs.AllLocked() {
 		if m.Channel == ch && (m.TS == root.TS || m.ThreadTS == root.TS) && inRange(m.TS, form) {
 			thread = append(thread, m)
 		}
@@ -192,8 +189,7 @@ func (s *Server) historyLocked(form map[string]string) answer {
 		return errAnswer("channel_not_found")
 	}
 	var top []*Message
-	for _, k := range s.order {
-		m := s.msgs[k]
+	for m := range s.msgs.AllLocked() {
 		if m.Channel == ch && (m.ThreadTS == "" || m.ThreadTS == m.TS) && inRange(m.TS, form) {
 			top = append(top, m)
 		}

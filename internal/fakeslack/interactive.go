@@ -81,10 +81,7 @@ func (s *Server) liveMessage(tb testing.TB, m Message) Message {
 // deliverAction sends the block_actions envelope of one action on cur.
 func (s *Server) deliverAction(tb testing.TB, cur Message, user string, action map[string]any) string {
 	tb.Helper()
-	s.mu.Lock()
-	s.nEnvelope++
-	envID := fmt.Sprintf("env-%06d", s.nEnvelope)
-	s.mu.Unlock()
+	envID := fmt.Sprintf("env-%06d", s.nEnvelope.Next())
 	container := map[string]any{"type": "message", "message_ts": cur.TS, "channel_id": cur.Channel, "is_ephemeral": false}
 	msg := map[string]any{"type": "message", "user": BotUserID, "bot_id": BotID, "ts": cur.TS, "text": cur.Text}
 	if cur.ThreadTS != "" {
@@ -142,20 +139,11 @@ func (s *Server) AddFile(id, name, mime, content string) File {
 
 func (s *Server) serveFile(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
-	s.downloads = append(s.downloads, r.Header.Get("Authorization"))
 	body, ok := s.files[r.URL.Path]
-	gate := s.gateLocked(Download, map[string]string{"path": r.URL.Path})
-	if gate != nil {
-		s.held[Download]++
-	}
-	s.notify()
 	s.mu.Unlock()
-	if gate != nil {
-		select {
-		case <-gate:
-		case <-r.Context().Done():
-			return
-		}
+	s.downloads.Add(r.Header.Get("Authorization"))
+	if !s.holds.Pass(r.Context(), Download, map[string]string{"path": r.URL.Path}) {
+		return
 	}
 	if r.Header.Get("Authorization") != "Bearer "+BotToken {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")

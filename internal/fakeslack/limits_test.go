@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/cc-connect/cc-connect/internal/fakekit"
 	"github.com/slack-go/slack"
 )
 
@@ -128,7 +130,7 @@ func TestMultiSelectMenu(t *testing.T) {
 	ws := dial(t, s)
 	s.WaitConn(t, 1)
 	s.Choose(t, posted, "q0", "pick", "U1", "0", "1")
-	_ = ws.SetReadDeadline(time.Now().Add(waitLimit))
+	_ = ws.SetReadDeadline(time.Now().Add(fakekit.DefaultWaitLimit))
 	var env struct {
 		Payload json.RawMessage `json:"payload"`
 	}
@@ -143,5 +145,49 @@ func TestMultiSelectMenu(t *testing.T) {
 	if len(acts) != 1 || acts[0].BlockID != "q0" || acts[0].ActionID != "pick" || len(acts[0].SelectedOptions) != 2 ||
 		acts[0].SelectedOptions[1].Value != "1" || cb.User.ID != "U1" {
 		t.Errorf("the menu's action = %+v", acts)
+	}
+}
+
+// TestChatUpdateHeldToTier3: by default chat.update takes 50 calls in any
+// minute across the workspace, in a burst if need be; the 51st is refused
+// with Slack's 429 and Retry-After, and changes nothing. A window set later
+// counts the calls made before it.
+func TestChatUpdateHeldToTier3(t *testing.T) {
+	s := New(t)
+	api := client(s)
+	ctx := context.Background()
+	var ts []string
+	for _, ch := range []string{"C1", "C2"} {
+		_, id, err := api.PostMessageContext(ctx, ch, slack.MsgOptionText("v0", false))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts = append(ts, id)
+	}
+	for i := range Tier3PerMinute {
+		if _, _, _, err := api.UpdateMessageContext(ctx, "C1", ts[0], slack.MsgOptionText(fmt.Sprint("v", i+1), false)); err != nil {
+			t.Fatalf("update %d of the minute's %d: %v", i+1, Tier3PerMinute, err)
+		}
+	}
+	_, _, _, err := api.UpdateMessageContext(ctx, "C2", ts[1], slack.MsgOptionText("v1", false))
+	var rl *slack.RateLimitedError
+	if !errors.As(err, &rl) || rl.RetryAfter < time.Second || rl.RetryAfter > time.Minute {
+		t.Fatalf("update %d in another channel = %v, want HTTP 429 with Retry-After within the minute", Tier3PerMinute+1, err)
+	}
+	if m, _ := s.Message("C2", ts[1]); m.Text != "v0" || len(m.Edits) != 0 {
+		t.Errorf("the refused update changed the message: %+v", m)
+	}
+	if n := s.MaxInWindow("chat.update", time.Minute); n != Tier3PerMinute {
+		t.Errorf("MaxInWindow = %d, want %d (the refusal does not count)", n, Tier3PerMinute)
+	}
+
+	s.SetWindowLimit("chat.update", 100, time.Minute)
+	for i := range 100 - Tier3PerMinute {
+		if _, _, _, err := api.UpdateMessageContext(ctx, "C2", ts[1], slack.MsgOptionText(fmt.Sprint("w", i), false)); err != nil {
+			t.Fatalf("update %d under a window of 100: %v", Tier3PerMinute+i+1, err)
+		}
+	}
+	if _, _, _, err := api.UpdateMessageContext(ctx, "C2", ts[1], slack.MsgOptionText("over", false)); !errors.As(err, &rl) {
+		t.Errorf("update 101 in the minute = %v, want HTTP 429: the window forgot the calls before it was set", err)
 	}
 }

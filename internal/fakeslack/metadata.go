@@ -46,13 +46,13 @@ func (s *Server) withThreadLocked(o map[string]any, m *Message, form map[string]
 		}
 	}
 	if m.ThreadTS != "" && m.ThreadTS != m.TS {
-		if p, ok := s.msgs[m.Channel+"/"+m.ThreadTS]; ok && p.User != "" {
+		if p, ok := s.lookupLocked(m.Channel, m.ThreadTS); ok && p.User != "" {
 			o["parent_user_id"] = p.User
 		}
 	} else {
 		replies := 0
-		for _, k := range s.order {
-			if x := s.msgs[k]; x.Channel == m.Channel && x.ThreadTS == m.TS && x.TS != m.TS {
+		for x := range s.msgs.AllLocked() {
+			if x.Channel == m.Channel && x.ThreadTS == m.TS && x.TS != m.TS {
 				replies++
 			}
 		}

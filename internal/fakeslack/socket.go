@@ -44,7 +44,7 @@ func (s *Server) serveSocket(w http.ResponseWriter, r *http.Request) {
 	s.conns = append(s.conns, c)
 	parked := s.parked
 	s.parked = nil
-	s.notify()
+	s.sig.Notify()
 	s.mu.Unlock()
 	for _, p := range parked {
 		_, _ = s.sendEvent(p.eventID, p.event, p.retry)
@@ -85,13 +85,15 @@ func (s *Server) serveSocket(w http.ResponseWriter, r *http.Request) {
 		if hook != nil {
 			hook(ack.EnvelopeID)
 		}
+		// Under s.mu, so that sendEvent, which arms a redelivery under it
+		// unless the envelope is acked, never arms one for an acked
+		// envelope.
 		s.mu.Lock()
-		s.acks = append(s.acks, ack.EnvelopeID)
 		if p := s.pending[ack.EnvelopeID]; p != nil {
 			p.timer.Stop()
 			delete(s.pending, ack.EnvelopeID)
 		}
-		s.notify()
+		s.acks.Add(ack.EnvelopeID)
 		s.mu.Unlock()
 	}
 }
@@ -109,9 +111,7 @@ func (c *Conn) Close() {
 	c.once.Do(func() {
 		close(c.done)
 		_ = c.ws.Close()
-		c.s.mu.Lock()
-		c.s.notify() // waiters on Closed
-		c.s.mu.Unlock()
+		c.s.sig.Notify() // waiters on Closed
 	})
 }
 
@@ -180,8 +180,7 @@ type pendingEnvelope struct {
 func (s *Server) Deliver(tb testing.TB, event map[string]any) string {
 	tb.Helper()
 	s.mu.Lock()
-	s.nEvent++
-	eventID := fmt.Sprintf("Ev%06d", s.nEvent)
+	eventID := fmt.Sprintf("Ev%06d", s.nEvent.Next())
 	event = s.withParentLocked(event)
 	clash := s.recordEventLocked(event)
 	s.mu.Unlock()
@@ -210,7 +209,7 @@ func (s *Server) DeliverEnvelope(tb testing.TB, envelope map[string]any) {
 	s.mu.Lock()
 	c := s.liveLocked()
 	id, _ := envelope["envelope_id"].(string)
-	s.deliveries = append(s.deliveries, Delivery{EnvelopeID: id})
+	s.deliveries.Add(Delivery{EnvelopeID: id})
 	s.mu.Unlock()
 	if c == nil {
 		tb.Fatal("fakeslack: no socket connection")
@@ -245,7 +244,7 @@ func (s *Server) withParentLocked(ev map[string]any) map[string]any {
 	if _, set := ev["parent_user_id"]; set || thread == "" || thread == ts {
 		return ev
 	}
-	root, ok := s.msgs[ch+"/"+thread]
+	root, ok := s.lookupLocked(ch, thread)
 	if !ok {
 		return ev
 	}
@@ -266,7 +265,7 @@ func (s *Server) recordEventLocked(ev map[string]any) (clash string) {
 	if ch == "" || ts == "" {
 		return ""
 	}
-	if m, ok := s.msgs[ch+"/"+ts]; ok {
+	if m, ok := s.lookupLocked(ch, ts); ok {
 		switch user, _ := ev["user"].(string); {
 		case m.BotID == BotID:
 			return fmt.Sprintf("the bot's post %q", m.Text)
@@ -304,10 +303,8 @@ func (s *Server) sendEvent(eventID string, event map[string]any, retry int) (str
 		s.mu.Unlock()
 		return "", nil
 	}
-	s.nEnvelope++
-	envID := fmt.Sprintf("env-%06d", s.nEnvelope)
-	s.deliveries = append(s.deliveries, Delivery{EnvelopeID: envID, EventID: eventID, Retry: retry})
-	s.notify()
+	envID := fmt.Sprintf("env-%06d", s.nEnvelope.Next())
+	s.deliveries.Add(Delivery{EnvelopeID: envID, EventID: eventID, Retry: retry})
 	s.mu.Unlock()
 	if c == nil {
 		return envID, fmt.Errorf("no socket connection")
@@ -317,7 +314,7 @@ func (s *Server) sendEvent(eventID string, event map[string]any, retry int) (str
 	err := c.Send(EventEnvelope(envID, eventID, retry, event))
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.redeliver > 0 && retry < s.retries && !slices.Contains(s.acks, envID) {
+	if s.redeliver > 0 && retry < s.retries && !s.Acked(envID) {
 		p := &pendingEnvelope{eventID: eventID, event: event, retry: retry}
 		p.timer = time.AfterFunc(s.redeliver, func() { s.redeliverEnvelope(envID) })
 		s.pending[envID] = p
@@ -360,8 +357,7 @@ func (s *Server) redeliverEnvelope(envID string) {
 // does; errors are ignored (a closed socket simply misses it).
 func (s *Server) deliverEcho(event map[string]any) {
 	s.mu.Lock()
-	s.nEvent++
-	eventID := fmt.Sprintf("Ev%06d", s.nEvent)
+	eventID := fmt.Sprintf("Ev%06d", s.nEvent.Next())
 	live := s.liveLocked() != nil
 	s.mu.Unlock()
 	if live {

@@ -11,9 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/cc-connect/cc-connect/internal/testenv"
 )
 
 // maxUploadBytes is the largest file Slack takes (1 GB); SetUploadLimit
@@ -53,7 +50,7 @@ func (s *Server) Uploads() []Upload {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []Upload
-	for i := 1; i <= s.nUpload; i++ {
+	for i := int64(1); i <= s.nUpload.Last(); i++ {
 		if u, ok := s.uploads[uploadID(i)]; ok {
 			c := *u
 			c.Data = slices.Clone(u.Data)
@@ -80,7 +77,7 @@ func (s *Server) WaitShared(tb testing.TB, channel, threadTS string) Upload {
 	return found
 }
 
-func uploadID(n int) string { return fmt.Sprintf("F%07d", n) }
+func uploadID(n int64) string { return fmt.Sprintf("F%07d", n) }
 
 // uploadURLLocked answers files.getUploadURLExternal.
 func (s *Server) uploadURLLocked(form map[string]string) answer {
@@ -95,10 +92,9 @@ func (s *Server) uploadURLLocked(form map[string]string) answer {
 	case length > s.uploadLimit:
 		return errAnswer("file_upload_size_restricted")
 	}
-	s.nUpload++
-	id := uploadID(s.nUpload)
+	id := uploadID(s.nUpload.Next())
 	s.uploads[id] = &Upload{ID: id, Name: name, Length: int(length)}
-	s.notify()
+	s.sig.Notify()
 	return okAnswer(map[string]any{"file_id": id, "upload_url": s.srv.URL + "/upload/v1/" + id})
 }
 
@@ -144,7 +140,7 @@ func (s *Server) serveUpload(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	u.Data = data
-	s.notify()
+	s.sig.Notify()
 	s.mu.Unlock()
 	_, _ = fmt.Fprintf(w, "OK - %d", len(data))
 }
@@ -194,7 +190,7 @@ func (s *Server) completeUploadLocked(form map[string]string) (answer, func()) {
 		for _, u := range ups {
 			u.Channel = "-"
 		}
-		s.notify()
+		s.sig.Notify()
 		return okAnswer(map[string]any{"files": out}), nil
 	}
 	m := &Message{Channel: ch, TS: s.nextTSLocked(), ThreadTS: thread, User: BotUserID, BotID: BotID,
@@ -218,19 +214,4 @@ func orTitle(u *Upload) string {
 		return u.Title
 	}
 	return u.Name
-}
-
-// WaitWithin is Wait with a limit of the caller's: a turn of the real
-// claude CLI on a loaded machine takes many times the fake's own limit,
-// and its tests wait as long as their run allows (testenv.HangLimit).
-func (s *Server) WaitWithin(tb testing.TB, limit time.Duration, what string, cond func() bool) {
-	tb.Helper()
-	testenv.WaitFor(tb, limit, "fakeslack", what, s.changedChan, cond)
-}
-
-// changedChan is the channel the next change closes.
-func (s *Server) changedChan() <-chan struct{} {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.changed
 }

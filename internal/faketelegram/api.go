@@ -34,19 +34,13 @@ func okResult(v any) Answer {
 	return Answer{Status: 200, Body: string(b)}
 }
 
-func writeAnswer(w http.ResponseWriter, a Answer) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(a.Status)
-	_, _ = w.Write([]byte(a.Body))
-}
-
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if rest, ok := strings.CutPrefix(r.URL.Path, "/file/bot"+Token+"/"); ok {
 		s.mu.Lock()
 		content, found := s.content[rest]
 		s.mu.Unlock()
 		if !found {
-			writeAnswer(w, Answer{Status: 404, Body: `{"ok":false,"error_code":404,"description":"Not Found"}`})
+			Answer{Status: 404, Body: `{"ok":false,"error_code":404,"description":"Not Found"}`}.Write(w)
 			return
 		}
 		_, _ = w.Write([]byte(content))
@@ -54,43 +48,35 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	method, ok := strings.CutPrefix(r.URL.Path, "/bot"+Token+"/")
 	if !ok {
-		writeAnswer(w, Answer{Status: 401, Body: `{"ok":false,"error_code":401,"description":"Unauthorized"}`})
+		Answer{Status: 401, Body: `{"ok":false,"error_code":401,"description":"Unauthorized"}`}.Write(w)
 		return
 	}
 	if err := r.ParseMultipartForm(1 << 20); err != nil && err != http.ErrNotMultipart {
-		writeAnswer(w, badRequest("invalid request: "+err.Error()))
+		badRequest("invalid request: " + err.Error()).Write(w)
 		return
 	}
 	form := r.Form
 	call := Call{Method: method, Form: form, Files: readFiles(r)}
 	s.mu.Lock()
-	s.log = append(s.log, call)
-	s.notify()
-	var a Answer
-	q := s.overrides[method]
-	if len(q) > 0 {
-		s.overrides[method] = q[1:]
-		a = q[0]
-	}
+	a, overridden := s.overrides.Next(method)
 	// A long poll is the active one from the moment it is logged, in the
 	// same locked step: a test that waits on the log and then starts a
 	// second poller must find the first one registered, to end it (409).
 	var mine chan struct{}
-	if method == "getUpdates" && a.Status == 0 {
+	if method == "getUpdates" && !overridden {
 		if s.polling != nil {
 			close(s.polling)
 		}
 		mine = make(chan struct{})
 		s.polling = mine
 	}
+	unread := s.calls.Add(call)
 	s.mu.Unlock()
-	select {
-	case s.calls <- call:
-	default:
-		s.tb.Errorf("faketelegram: call log full at %s (a retry loop?)", method)
+	if unread > maxUnread {
+		s.tb.Errorf("faketelegram: more than %d calls unread by Next at %s (a retry loop?)", maxUnread, method)
 	}
-	if a.Status != 0 {
-		writeAnswer(w, a)
+	if overridden {
+		a.Write(w)
 		return
 	}
 	if method == "getUpdates" {
@@ -104,7 +90,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		a = s.answerLocked(method, form)
 	}
 	s.mu.Unlock()
-	writeAnswer(w, a)
+	a.Write(w)
 }
 
 // longPoll answers the updates at or after offset (confirming the ones
@@ -138,20 +124,20 @@ func (s *Server) longPoll(w http.ResponseWriter, r *http.Request, form url.Value
 		}
 		n := min(limit, len(s.updates))
 		batch := s.updates[:n]
-		fed := s.fed
+		fed := s.fed.Changed() // under s.mu, as Feed notifies: no update slips between
 		s.mu.Unlock()
 		if n > 0 {
 			b, _ := json.Marshal(map[string]any{"ok": true, "result": batch})
-			writeAnswer(w, Answer{Status: 200, Body: string(b)})
+			Answer{Status: 200, Body: string(b)}.Write(w)
 			return
 		}
 		select {
 		case <-fed:
 		case <-mine:
-			writeAnswer(w, Answer{Status: 409, Body: conflictBody})
+			Answer{Status: 409, Body: conflictBody}.Write(w)
 			return
 		case <-deadline.C:
-			writeAnswer(w, okResult([]any{}))
+			okResult([]any{}).Write(w)
 			return
 		case <-r.Context().Done():
 			return
@@ -189,7 +175,7 @@ func (s *Server) answerLocked(method string, form url.Values) Answer {
 			return badRequest("query is too old and response timeout expired or query ID is invalid")
 		}
 		q.answered = true
-		s.notify()
+		s.sig.Notify()
 		return okResult(true)
 	case "getFile":
 		f, ok := s.files[form.Get("file_id")]
@@ -281,8 +267,7 @@ func (s *Server) sendLocked(form url.Values) Answer {
 		return *bad
 	}
 	thread, _ := strconv.Atoi(form.Get("message_thread_id"))
-	s.nextMsgID++
-	m := &Message{ChatID: chat.ID, MessageID: s.nextMsgID, ThreadID: thread, FromBot: true,
+	m := &Message{ChatID: chat.ID, MessageID: int(s.msgIDs.Next()), ThreadID: thread, FromBot: true,
 		Text: visible, Raw: form.Get("text"), ParseMode: form.Get("parse_mode"), ReplyMarkup: markup, Mentions: mentions}
 	s.addMessageLocked(m)
 	return okResult(s.messageObject(m, chat))
@@ -313,7 +298,7 @@ func (s *Server) editLocked(form url.Values) Answer {
 		return badRequest("chat not found")
 	}
 	id, _ := strconv.Atoi(form.Get("message_id"))
-	m, ok := s.msgs[msgKey(chat.ID, id)]
+	m, ok := s.lookupLocked(chat.ID, id)
 	if !ok || m.Deleted {
 		return badRequest("message to edit not found")
 	}
@@ -333,7 +318,7 @@ func (s *Server) editLocked(form url.Values) Answer {
 	}
 	m.Text, m.Raw, m.ParseMode, m.ReplyMarkup, m.Mentions = visible, form.Get("text"), form.Get("parse_mode"), markup, mentions
 	m.Edits = append(m.Edits, Edit{Text: visible, ParseMode: m.ParseMode, ReplyMarkup: markup, Mentions: mentions})
-	s.notify()
+	s.changedLocked(m)
 	return okResult(s.messageObject(m, chat))
 }
 
@@ -352,7 +337,7 @@ func (s *Server) reactLocked(form url.Values) Answer {
 		return badRequest("chat not found")
 	}
 	id, _ := strconv.Atoi(form.Get("message_id"))
-	m, ok := s.msgs[msgKey(chat.ID, id)]
+	m, ok := s.lookupLocked(chat.ID, id)
 	if !ok {
 		return badRequest("message to react not found")
 	}
@@ -376,7 +361,7 @@ func (s *Server) reactLocked(form url.Values) Answer {
 		now = append(now, r.Emoji)
 	}
 	m.Reactions = now
-	s.notify()
+	s.changedLocked(m)
 	return okResult(true)
 }
 
@@ -396,7 +381,7 @@ func validReaction(e string) bool {
 func (s *Server) Press(tb testing.TB, m Message, buttonText string, from map[string]any) string {
 	tb.Helper()
 	s.mu.Lock()
-	cur, ok := s.msgs[msgKey(m.ChatID, m.MessageID)]
+	cur, ok := s.lookupLocked(m.ChatID, m.MessageID)
 	if !ok {
 		s.mu.Unlock()
 		tb.Fatalf("faketelegram: no message %d/%d to press a button on", m.ChatID, m.MessageID)
@@ -411,15 +396,15 @@ func (s *Server) Press(tb testing.TB, m Message, buttonText string, from map[str
 		s.mu.Unlock()
 		tb.Fatalf("faketelegram: message %d/%d has no button %q: %s", m.ChatID, m.MessageID, buttonText, cur.ReplyMarkup)
 	}
-	s.nextUpd++
-	qid := fmt.Sprintf("cbq%d", s.nextUpd)
+	upd := s.updIDs.Next()
+	qid := fmt.Sprintf("cbq%d", upd)
 	s.queries[qid] = &query{created: time.Now()}
 	msg := s.messageObject(cur, s.chats[cur.ChatID])
-	upd := map[string]any{"update_id": s.nextUpd, "callback_query": map[string]any{
+	update := map[string]any{"update_id": upd, "callback_query": map[string]any{
 		"id": qid, "from": from, "chat_instance": "ci-" + strconv.FormatInt(cur.ChatID, 10), "data": data, "message": msg,
 	}}
 	s.mu.Unlock()
-	b, _ := json.Marshal(upd)
+	b, _ := json.Marshal(update)
 	s.Feed(string(b))
 	return qid
 }

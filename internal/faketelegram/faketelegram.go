@@ -20,7 +20,13 @@
 //
 // Tests wait on what the fake records (Next, WaitSent, WaitMessage, …),
 // never on time. The fake is for tests only and imports nothing of
-// cc-connect's: its limits are Telegram's numbers, not the adapter's.
+// cc-connect's but its test helpers (testenv, fakekit): its limits are
+// Telegram's numbers, not the adapter's.
+//
+// The machinery under it (change notification and waits, the call log, the
+// message store, overrides, rate limiters, id sequences) is
+// internal/fakekit's, shared with the other fakes; this package keeps
+// Telegram's wire protocol and rules.
 package faketelegram
 
 import (
@@ -32,9 +38,10 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/cc-connect/cc-connect/internal/fakekit"
 )
 
 // The bot the fake serves.
@@ -44,35 +51,40 @@ const (
 	BotUsername = "cc_bot"
 )
 
-const waitLimit = 15 * time.Second
+// maxUnread is how many calls may wait unread by Next: more is a client in
+// a retry loop.
+const maxUnread = 10000
 
 // Server is one fake Bot API.
 type Server struct {
-	waitFor atomic.Int64 // SetWaitLimit; 0 is waitLimit
-	tb      testing.TB
-	srv     *httptest.Server
+	tb  testing.TB
+	srv *httptest.Server
+	sig *fakekit.Signal // every change the fake records
+	fed *fakekit.Signal // updates queued: what a long poll waits for
 
-	calls chan Call // every request, in order, for Next
+	calls     *fakekit.Log[Call] // every request, in order; Next reads it as a queue
+	overrides fakekit.Overrides[Answer]
+	msgIDs    fakekit.Seq
+	updIDs    fakekit.Seq
 
-	mu        sync.Mutex // guards everything below
-	changed   chan struct{}
-	log       []Call
+	mu        sync.Mutex // guards everything below, and msgs
+	msgs      *fakekit.Store[msgKey, Message]
 	updates   []json.RawMessage // queued, not yet confirmed by an offset
 	updateIDs []int
-	nextUpd   int
-	overrides map[string][]Answer
-	nextMsgID int
 	chats     map[int64]Chat
-	migrated  map[int64]int64     // group -> the supergroup it became
-	msgs      map[string]*Message // by chat/message id
-	order     []string
+	migrated  map[int64]int64   // group -> the supergroup it became
 	files     map[string]File   // file_id -> file
 	content   map[string]string // file_path -> content
 	queries   map[string]*query
 	polling   chan struct{}  // closed to end the running long poll with 409
-	fed       chan struct{}  // closed when updates are queued
 	pace      *editPace      // SetEditLimit
 	refused   map[string]int // calls the standing limit refused, by method
+}
+
+// msgKey is where a message is: its chat and id.
+type msgKey struct {
+	chat int64
+	id   int
 }
 
 // Call is one request as the fake received it.
@@ -84,10 +96,7 @@ type Call struct {
 }
 
 // Answer is a canned answer (see Override).
-type Answer struct {
-	Status int
-	Body   string
-}
+type Answer = fakekit.Answer
 
 // Chat is a chat the fake knows.
 type Chat struct {
@@ -141,21 +150,22 @@ type query struct {
 // New starts a fake Bot API that stops when tb ends.
 func New(tb testing.TB) *Server {
 	tb.Helper()
+	sig := fakekit.NewSignal("faketelegram")
 	s := &Server{
-		tb:        tb,
-		calls:     make(chan Call, 10000),
-		changed:   make(chan struct{}),
-		nextUpd:   1000,
-		overrides: map[string][]Answer{},
-		nextMsgID: 100,
-		chats:     map[int64]Chat{},
-		migrated:  map[int64]int64{},
-		msgs:      map[string]*Message{},
-		files:     map[string]File{},
-		content:   map[string]string{},
-		queries:   map[string]*query{},
-		fed:       make(chan struct{}),
+		tb:       tb,
+		sig:      sig,
+		fed:      fakekit.NewSignal("faketelegram"),
+		calls:    fakekit.NewLog[Call](sig),
+		chats:    map[int64]Chat{},
+		migrated: map[int64]int64{},
+		files:    map[string]File{},
+		content:  map[string]string{},
+		queries:  map[string]*query{},
+		refused:  map[string]int{},
 	}
+	s.msgs = fakekit.NewStore[msgKey](&s.mu, sig, (*Message).clone)
+	s.msgIDs.Past(100)
+	s.updIDs.Past(1000)
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	tb.Cleanup(s.Close)
 	return s
@@ -167,61 +177,50 @@ func (s *Server) Close() { s.srv.Close() }
 // URL is what a client's api_url should be.
 func (s *Server) URL() string { return s.srv.URL }
 
-func (s *Server) notify() {
-	close(s.changed)
-	s.changed = make(chan struct{})
-}
-
 // Wait blocks until cond holds, failing tb after a generous limit. cond
 // runs without the fake's lock and is tried again after every change.
 func (s *Server) Wait(tb testing.TB, what string, cond func() bool) {
 	tb.Helper()
-	s.WaitWithin(tb, s.waitLimit(), what, cond)
+	s.sig.Wait(tb, what, cond)
 }
+
+// WaitWithin is Wait with a limit of the caller's: a turn of the real
+// claude CLI on a loaded machine takes many times the fake's own limit,
+// and its tests wait as long as their run allows (testenv.HangLimit).
+func (s *Server) WaitWithin(tb testing.TB, limit time.Duration, what string, cond func() bool) {
+	tb.Helper()
+	s.sig.WaitWithin(tb, limit, what, cond)
+}
+
+// SetWaitLimit sets how long the fake's waits (Wait, Next and the waits
+// built on them) last before they fail the test, instead of its default:
+// tests that drive the real claude CLI, whose start alone takes seconds on
+// a loaded machine, wait as long as the engine's own real-CLI tests do.
+func (s *Server) SetWaitLimit(d time.Duration) { s.sig.SetLimit(d) }
 
 // Next returns the next request of method (in the order received, each
 // once), skipping others (the polls in particular).
 func (s *Server) Next(tb testing.TB, method string) Call {
 	tb.Helper()
-	deadline := time.NewTimer(s.waitLimit())
-	defer deadline.Stop()
-	for {
-		select {
-		case c := <-s.calls:
-			if c.Method == method {
-				return c
-			}
-		case <-deadline.C:
-			tb.Fatalf("faketelegram: no %s call", method)
-		}
-	}
+	return s.calls.Next(tb, "a "+method+" call", func(c Call) bool { return c.Method == method })
 }
 
 // Calls returns every request of method so far.
 func (s *Server) Calls(method string) []Call {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []Call
-	for _, c := range s.log {
-		if c.Method == method {
-			out = append(out, c)
-		}
-	}
-	return out
+	return s.calls.Select(func(c Call) bool { return c.Method == method })
 }
 
 // Override makes the next call of method answer a; several queue up.
-func (s *Server) Override(method string, a Answer) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.overrides[method] = append(s.overrides[method], a)
-}
+func (s *Server) Override(method string, a Answer) { s.overrides.Add(method, a) }
 
 // FloodWait answers the next call of method as Telegram's flood control
 // does: HTTP 429 with parameters.retry_after seconds.
-func (s *Server) FloodWait(method string, retryAfter int) {
-	s.Override(method, Answer{Status: 429, Body: fmt.Sprintf(
-		`{"ok":false,"error_code":429,"description":"Too Many Requests: retry after %d","parameters":{"retry_after":%d}}`, retryAfter, retryAfter)})
+func (s *Server) FloodWait(method string, retryAfter int) { s.Override(method, floodWait(retryAfter)) }
+
+// floodWait is Telegram's flood control answer.
+func floodWait(retryAfter int) Answer {
+	return Answer{Status: 429, Body: fmt.Sprintf(
+		`{"ok":false,"error_code":429,"description":"Too Many Requests: retry after %d","parameters":{"retry_after":%d}}`, retryAfter, retryAfter)}
 }
 
 // Conflict answers the next getUpdates as Telegram does when another
@@ -251,57 +250,23 @@ func (s *Server) Migrate(from, to int64) {
 
 // Sent returns the bot's messages in the order sent.
 func (s *Server) Sent() []Message {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []Message
-	for _, k := range s.order {
-		if m := s.msgs[k]; m.FromBot {
-			out = append(out, m.clone())
-		}
-	}
-	return out
+	return s.msgs.Select(func(m *Message) bool { return m.FromBot })
 }
 
 // WaitSent waits for a message of the bot that match accepts.
 func (s *Server) WaitSent(tb testing.TB, what string, match func(Message) bool) Message {
 	tb.Helper()
-	var found Message
-	s.Wait(tb, "a message sent: "+what, func() bool {
-		for _, m := range s.Sent() {
-			if match(m) {
-				found = m
-				return true
-			}
-		}
-		return false
-	})
-	return found
+	return s.msgs.WaitFirst(tb, "a message sent: "+what, func(m Message) bool { return m.FromBot && match(m) })
 }
 
 // Message returns a message by chat and id.
-func (s *Server) Message(chat int64, id int) (Message, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	m, ok := s.msgs[msgKey(chat, id)]
-	if !ok {
-		return Message{}, false
-	}
-	return m.clone(), true
-}
+func (s *Server) Message(chat int64, id int) (Message, bool) { return s.msgs.Get(msgKey{chat, id}) }
 
 // WaitMessage waits until the message satisfies cond.
 func (s *Server) WaitMessage(tb testing.TB, chat int64, id int, what string, cond func(Message) bool) Message {
 	tb.Helper()
-	var found Message
-	s.Wait(tb, fmt.Sprintf("message %d/%d: %s", chat, id, what), func() bool {
-		m, ok := s.Message(chat, id)
-		found = m
-		return ok && cond(m)
-	})
-	return found
+	return s.msgs.WaitKey(tb, msgKey{chat, id}, fmt.Sprintf("message %d/%d: %s", chat, id, what), cond)
 }
-
-func msgKey(chat int64, id int) string { return strconv.FormatInt(chat, 10) + "/" + strconv.Itoa(id) }
 
 func (m *Message) clone() Message {
 	c := *m
@@ -316,14 +281,15 @@ func (m *Message) clone() Message {
 	return c
 }
 
-func (s *Server) addMessageLocked(m *Message) {
-	k := msgKey(m.ChatID, m.MessageID)
-	if _, ok := s.msgs[k]; !ok {
-		s.order = append(s.order, k)
-	}
-	s.msgs[k] = m
-	s.notify()
+func (s *Server) addMessageLocked(m *Message) { s.msgs.PutLocked(msgKey{m.ChatID, m.MessageID}, m) }
+
+// lookupLocked returns the message id in chat; callers hold s.mu.
+func (s *Server) lookupLocked(chat int64, id int) (*Message, bool) {
+	return s.msgs.LookupLocked(msgKey{chat, id})
 }
+
+// changedLocked records that m changed in place; callers hold s.mu.
+func (s *Server) changedLocked(m *Message) { s.msgs.ChangedLocked(msgKey{m.ChatID, m.MessageID}) }
 
 // AddFile makes content downloadable as file_id id (getFile, then the file
 // endpoint).
@@ -348,11 +314,10 @@ func (s *Server) Feed(updates ...string) {
 		_ = json.Unmarshal([]byte(u), &head)
 		s.updates = append(s.updates, json.RawMessage(u))
 		s.updateIDs = append(s.updateIDs, head.UpdateID)
-		s.nextUpd = max(s.nextUpd, head.UpdateID)
+		s.updIDs.Past(int64(head.UpdateID))
 	}
-	close(s.fed)
-	s.fed = make(chan struct{})
-	s.notify()
+	s.fed.Notify()
+	s.sig.Notify()
 }
 
 // Send delivers a user's message (a Bot API Message object; message_id and
@@ -361,8 +326,7 @@ func (s *Server) Feed(updates ...string) {
 func (s *Server) Send(msg map[string]any) int {
 	s.mu.Lock()
 	if _, ok := msg["message_id"]; !ok {
-		s.nextMsgID++
-		msg["message_id"] = s.nextMsgID
+		msg["message_id"] = int(s.msgIDs.Next())
 	}
 	if _, ok := msg["date"]; !ok {
 		msg["date"] = time.Now().Unix()
@@ -380,8 +344,7 @@ func (s *Server) Send(msg map[string]any) int {
 	_, mentions, _ := Parse(text, "")
 	s.addMessageLocked(&Message{ChatID: chatID, MessageID: id, ThreadID: toInt(msg["message_thread_id"]),
 		FromBot: toInt(from["id"]) == BotID, Text: text, Raw: text, Mentions: mentions})
-	s.nextUpd++
-	b, _ := json.Marshal(map[string]any{"update_id": s.nextUpd, "message": msg})
+	b, _ := json.Marshal(map[string]any{"update_id": s.updIDs.Next(), "message": msg})
 	s.mu.Unlock()
 	s.Feed(string(b))
 	return id

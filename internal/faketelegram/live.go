@@ -1,11 +1,11 @@
 package faketelegram
 
 import (
-	"fmt"
-	"math"
 	"net/url"
 	"strconv"
 	"time"
+
+	"github.com/cc-connect/cc-connect/internal/fakekit"
 )
 
 // What a reply streamed into a chat needs of the fake: a standing limit on
@@ -14,10 +14,10 @@ import (
 // deleteMessage.
 
 // editPace is the standing limit: the least time between two edits in one
-// chat, by kind of chat.
+// chat, by kind of chat, kept as a window of one edit per chat.
 type editPace struct {
 	private, group time.Duration
-	last           map[int64]time.Time
+	chats          map[int64]*fakekit.Window
 }
 
 // SetEditLimit holds editMessageText to one edit per private every
@@ -28,7 +28,7 @@ type editPace struct {
 func (s *Server) SetEditLimit(private, group time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.pace = &editPace{private: private, group: group, last: map[int64]time.Time{}}
+	s.pace = &editPace{private: private, group: group, chats: map[int64]*fakekit.Window{}}
 }
 
 // FloodRefused returns how many calls of method the standing limit refused.
@@ -54,17 +54,15 @@ func (s *Server) paceLocked(method string, form url.Values) (Answer, bool) {
 	if gap <= 0 {
 		return Answer{}, false
 	}
-	now := time.Now()
-	if next := s.pace.last[chat.ID].Add(gap); now.Before(next) {
-		retry := int(math.Max(1, math.Ceil(next.Sub(now).Seconds())))
-		if s.refused == nil {
-			s.refused = map[string]int{}
-		}
-		s.refused[method]++
-		return Answer{Status: 429, Body: fmt.Sprintf(
-			`{"ok":false,"error_code":429,"description":"Too Many Requests: retry after %d","parameters":{"retry_after":%d}}`, retry, retry)}, true
+	w := s.pace.chats[chat.ID]
+	if w == nil {
+		w = &fakekit.Window{N: 1, D: gap}
+		s.pace.chats[chat.ID] = w
 	}
-	s.pace.last[chat.ID] = now
+	if wait, ok := w.Take(time.Now()); !ok {
+		s.refused[method]++
+		return floodWait(fakekit.RetrySeconds(wait)), true
+	}
 	return Answer{}, false
 }
 
@@ -75,7 +73,7 @@ func (s *Server) deleteLocked(form url.Values) Answer {
 		return badRequest("chat not found")
 	}
 	id, _ := strconv.Atoi(form.Get("message_id"))
-	m, ok := s.msgs[msgKey(chat.ID, id)]
+	m, ok := s.lookupLocked(chat.ID, id)
 	if !ok || m.Deleted {
 		return badRequest("message to delete not found")
 	}
@@ -83,19 +81,6 @@ func (s *Server) deleteLocked(form url.Values) Answer {
 		return badRequest("message can't be deleted")
 	}
 	m.Deleted = true
-	s.notify()
+	s.changedLocked(m)
 	return okResult(true)
-}
-
-// SetWaitLimit sets how long the fake's waits (Wait and the waits built on
-// it) last before they fail the test, instead of its default: tests that
-// drive the real claude CLI, whose start alone takes seconds on a loaded
-// machine, wait as long as the engine's own real-CLI tests do.
-func (s *Server) SetWaitLimit(d time.Duration) { s.waitFor.Store(int64(d)) }
-
-func (s *Server) waitLimit() time.Duration {
-	if d := time.Duration(s.waitFor.Load()); d > 0 {
-		return d
-	}
-	return waitLimit
 }

@@ -10,11 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"testing"
-	"time"
 	"unicode/utf16"
-
-	"github.com/cc-connect/cc-connect/internal/testenv"
 )
 
 // Telegram's limits for files a bot uploads, from the Bot API
@@ -108,8 +104,7 @@ func (s *Server) sendFileLocked(method string, form url.Values, files map[string
 		visible, mentions = v, m
 	}
 	thread, _ := strconv.Atoi(form.Get("message_thread_id"))
-	s.nextMsgID++
-	m := &Message{ChatID: chat.ID, MessageID: s.nextMsgID, ThreadID: thread, FromBot: true,
+	m := &Message{ChatID: chat.ID, MessageID: int(s.msgIDs.Next()), ThreadID: thread, FromBot: true,
 		Text: visible, Raw: form.Get("caption"), ParseMode: form.Get("parse_mode"), Mentions: mentions, File: &f}
 	s.addMessageLocked(m)
 	obj := s.messageObject(m, chat)
@@ -155,19 +150,4 @@ func (s *Server) Documents() []Message {
 		}
 	}
 	return out
-}
-
-// WaitWithin is Wait with a limit of the caller's: a turn of the real
-// claude CLI on a loaded machine takes many times the fake's own limit,
-// and its tests wait as long as their run allows (testenv.HangLimit).
-func (s *Server) WaitWithin(tb testing.TB, limit time.Duration, what string, cond func() bool) {
-	tb.Helper()
-	testenv.WaitFor(tb, limit, "faketelegram", what, s.changedChan, cond)
-}
-
-// changedChan is the channel the next change closes.
-func (s *Server) changedChan() <-chan struct{} {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.changed
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/cc-connect/cc-connect/platform/internal/lanes"
 	"github.com/cc-connect/cc-connect/platform/internal/permbutton"
 	"github.com/cc-connect/cc-connect/platform/internal/recent"
+	"github.com/cc-connect/cc-connect/platform/internal/replykit"
 )
 
 // Type is the platform type name used in config and in platform.Message.
@@ -91,9 +92,8 @@ type Adapter struct {
 	// their buttons back to request ids.
 	prompts    *recent.Map[postedPrompt]
 	promptRefs *permbutton.Refs
-	// shown is the content each message of a streamed reply shows
-	// (channel:id), so that an unchanged part is not edited again.
-	shown   *recent.Map[string]
+	// replies posts and edits turns' replies (reply.go).
+	replies *replykit.Kit
 	threads *threadBook
 
 	// lanes run gateway events in order per conversation (a channel, a
@@ -144,7 +144,7 @@ func New(cfg Config, log *slog.Logger) (*Adapter, error) {
 		base = u
 	}
 	if cfg.EditInterval <= 0 {
-		cfg.EditInterval = time.Second
+		cfg.EditInterval = platform.DefaultEditInterval
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -162,12 +162,12 @@ func New(cfg Config, log *slog.Logger) (*Adapter, error) {
 		interactions:   recent.New[struct{}](4096),
 		prompts:        recent.New[postedPrompt](1024),
 		promptRefs:     permbutton.NewRefs(maxCustomID, 1024),
-		shown:          recent.New[string](1024),
 		threads:        newThreadBook(4096),
-		state:          connstate.New(cfg.Name, "not started"),
+		state:          connstate.New(cfg.Name),
 		disconnected:   make(chan struct{}, 1),
 		runCtx:         context.Background(),
 	}
+	a.replies = replykit.New(cfg.Name, replyWire{a}, a.log)
 	s, err := discordgo.New("Bot " + token)
 	if err != nil {
 		return nil, fmt.Errorf("discord %s: %w", cfg.Name, err)
@@ -178,8 +178,9 @@ func New(cfg Config, log *slog.Logger) (*Adapter, error) {
 	s.Client = &http.Client{Transport: transport, Timeout: time.Minute}
 	s.Dialer = &websocket.Dialer{NetDialContext: a.conns.dial, HandshakeTimeout: 30 * time.Second, Proxy: http.ProxyFromEnvironment}
 	s.Identify.Intents = Intents
-	// Rate limits come back as errors that rest() waits out under ctx;
-	// the library's own retry sleeps without any way to cancel it.
+	// Rate limits come back as errors that rest() waits out under ctx
+	// (retryPolicy); the library's own retry sleeps without any way to
+	// cancel it.
 	s.ShouldRetryOnRateLimit = false
 	// Reconnecting is Run's job, with capped backoff and status reporting;
 	// the library's loop would outlive Run.
@@ -199,9 +200,9 @@ func New(cfg Config, log *slog.Logger) (*Adapter, error) {
 func (a *Adapter) Name() string { return a.cfg.Name }
 
 // Status reports the gateway state for !status.
-func (a *Adapter) Status() string { return a.state.Get() }
+func (a *Adapter) Status() platform.ConnStatus { return a.state.Get() }
 
-func (a *Adapter) setStatus(s string) { a.state.Set(s) }
+func (a *Adapter) setStatus(s platform.ConnState, detail string) { a.state.Set(s, detail) }
 
 // SetObserver makes the adapter report connection errors and reconnects
 // to o (the metrics).
@@ -233,13 +234,13 @@ func (a *Adapter) Run(ctx context.Context, h platform.Handler) error {
 		defer a.gate.Close()
 	}
 
-	a.setStatus("connecting")
+	a.setStatus(platform.Connecting, "")
 	if err := a.checkToken(ctx); err != nil {
 		if ctx.Err() != nil {
-			a.setStatus("stopped")
+			a.setStatus(platform.Stopped, "")
 			return nil
 		}
-		a.setStatus("error: " + err.Error())
+		a.setStatus(refusal(err), err.Error())
 		return err
 	}
 	var err error
@@ -251,7 +252,7 @@ func (a *Adapter) Run(ctx context.Context, h platform.Handler) error {
 	if err != nil {
 		return err
 	}
-	a.setStatus("stopped")
+	a.setStatus(platform.Stopped, "")
 	return nil
 }
 
@@ -293,12 +294,12 @@ func (a *Adapter) connect(ctx context.Context) error {
 		}
 		if err != nil {
 			if fatal := gatewayFatal(err); fatal != nil {
-				a.setStatus("error: " + fatal.Error())
+				a.setStatus(refusal(fatal), fatal.Error())
 				a.log.Error("Discord gateway refused the bot", "error", fatal)
 				return fmt.Errorf("discord %s: %w", a.cfg.Name, fatal)
 			}
 			failures++
-			a.setStatus("reconnecting: " + err.Error())
+			a.setStatus(platform.TransientDisconnect, err.Error())
 			a.log.Warn("Discord gateway connection failed, retrying", "error", err, "attempt", failures)
 			_ = backoff.Sleep(ctx, backoff.Delay(failures, a.backoffMin, a.backoffMax))
 			continue
@@ -308,7 +309,7 @@ func (a *Adapter) connect(ctx context.Context) error {
 			a.log.Info("Discord gateway reconnected", "after_failures", failures)
 		}
 		failures = 0
-		a.setStatus("connected")
+		a.setStatus(platform.Connected, "")
 		select {
 		case <-ctx.Done():
 		case <-a.disconnected:
@@ -318,7 +319,7 @@ func (a *Adapter) connect(ctx context.Context) error {
 			// connection short.
 			a.session.Close()
 			drain(a.disconnected)
-			a.setStatus("reconnecting: connection lost")
+			a.setStatus(platform.TransientDisconnect, "connection lost")
 			a.log.Warn("Discord gateway connection lost, reconnecting")
 			failures = 1
 			_ = backoff.Sleep(ctx, backoff.Delay(failures, a.backoffMin, a.backoffMax))
@@ -348,9 +349,19 @@ func (a *Adapter) checkToken(ctx context.Context) error {
 		}
 		return false, err
 	}, func(err error, attempt int) {
-		a.setStatus("reconnecting: " + err.Error())
+		a.setStatus(platform.TransientDisconnect, err.Error())
 		a.log.Warn("Discord gateway discovery failed, retrying", "error", err, "attempt", attempt)
 	})
+}
+
+// refusal is the state for an error no reconnect fixes: a refused token
+// is bad credentials, anything else (the intents, the cluster's gate) a
+// failure the admin must look at.
+func refusal(err error) platform.ConnState {
+	if errors.Is(err, ErrUnauthorized) {
+		return platform.BadCredentials
+	}
+	return platform.Failing
 }
 
 // gatewayFatal maps the gateway close codes that no reconnect can fix.

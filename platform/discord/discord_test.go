@@ -146,7 +146,7 @@ func TestIdentifyAndRouting(t *testing.T) {
 			t.Errorf("the sentinel of %s did not come among the first %d messages: a filtered message reached the handler (%v)", ch, len(got), got)
 		}
 	}
-	if s := a.Status(); s != "connected" {
+	if s := a.Status(); s.State != platform.Connected {
 		t.Errorf("status = %q", s)
 	}
 }
@@ -371,9 +371,9 @@ func TestReconnectResumes(t *testing.T) {
 	}
 	// Status has no event of its own; poll it briefly.
 	deadline := time.Now().Add(10 * time.Second)
-	for a.Status() != "connected" {
+	for a.Status().State != platform.Connected {
 		if time.Now().After(deadline) {
-			t.Fatalf("status after reconnect = %q", a.Status())
+			t.Fatalf("status after reconnect = %v", a.Status())
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -433,11 +433,15 @@ func TestGatewayRefusals(t *testing.T) {
 			if !errors.Is(err, tt.want) {
 				t.Fatalf("Run = %v, want %v", err, tt.want)
 			}
-			if strings.Contains(err.Error(), "secret") || strings.Contains(a.Status(), "secret") {
+			if strings.Contains(err.Error(), "secret") || strings.Contains(a.Status().String(), "secret") {
 				t.Fatalf("token leaked: %v", err)
 			}
-			if !strings.HasPrefix(a.Status(), "error: ") {
-				t.Errorf("status = %q", a.Status())
+			want := platform.Failing
+			if tt.want == ErrUnauthorized {
+				want = platform.BadCredentials
+			}
+			if s := a.Status(); s.State != want || !strings.HasPrefix(s.String(), "error: ") {
+				t.Errorf("status = %v (%d), want %v", s, s.State, want)
 			}
 		})
 	}

@@ -47,13 +47,13 @@ func (a *Adapter) runGated(ctx context.Context) error {
 		return err
 	}
 	for {
-		a.setStatus("standby: another host holds the gateway")
+		a.setStatus(platform.Standby, "another host holds the gateway")
 		t, err := a.gate.Acquire(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
-			a.setStatus("error: " + err.Error())
+			a.setStatus(refusal(err), err.Error())
 			return fmt.Errorf("discord %s: waiting for the gateway shard: %w", a.cfg.Name, err)
 		}
 		a.log.Info("Discord gateway on this host")
@@ -95,7 +95,7 @@ func (a *Adapter) learnSelf(ctx context.Context) error {
 		a.mu.Unlock()
 		return true, nil
 	}, func(err error, attempt int) {
-		a.setStatus("reconnecting: " + err.Error())
+		a.setStatus(platform.TransientDisconnect, err.Error())
 		a.log.Warn("Reading the Discord bot's user failed, retrying", "error", err, "attempt", attempt)
 	})
 }

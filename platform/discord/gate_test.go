@@ -35,7 +35,7 @@ func TestGatedGatewayFollowsTheTenure(t *testing.T) {
 	if a.self() != fakediscord.BotID {
 		t.Errorf("the bot's id is %q without the gateway, want %s", a.self(), fakediscord.BotID)
 	}
-	if s := a.Status(); s != "standby: another host holds the gateway" {
+	if s := a.Status(); s != (platform.ConnStatus{State: platform.Standby, Detail: "another host holds the gateway"}) {
 		t.Errorf("status %q without a tenure", s)
 	}
 

@@ -40,15 +40,13 @@ const (
 // posts. EditInterval gives a streamed reply half the channel's budget, so
 // that progress and prompts in the same channel still get through.
 func (a *Adapter) Capabilities() platform.Capabilities {
-	return platform.Capabilities{
-		MessageLimit:     splitLimit - 100,
-		Edits:            true,
-		EditInterval:     2 * a.cfg.EditInterval,
-		Buttons:          true,
-		MultiSelect:      true,
-		OptionLabelLimit: buttonLabelMax,
-		Deletes:          true,
-	}
+	c := platform.Abilities(a)
+	c.MessageLimit = splitLimit - 100
+	c.EditRate = platform.EditRate{Interval: a.cfg.EditInterval}
+	c.EditInterval = 2 * a.cfg.EditInterval
+	c.MultiSelect = true
+	c.OptionLabelLimit = buttonLabelMax
+	return c
 }
 
 // EditReply makes msgs show text as Send would post it: a part a message
@@ -56,45 +54,7 @@ func (a *Adapter) Capabilities() platform.Capabilities {
 // channel; a newer edit of the same message replaces one that waits), and
 // parts beyond msgs are posted after them.
 func (a *Adapter) EditReply(ctx context.Context, to platform.Target, msgs []platform.Target, text string) ([]platform.Target, error) {
-	if strings.TrimSpace(text) == "" {
-		return msgs, nil
-	}
-	parts := splitForDiscord(discordMarkdown(text))
-	out := make([]platform.Target, 0, len(parts))
-	for i, part := range parts {
-		if i >= len(msgs) {
-			posted, err := a.postParts(ctx, to, parts[i:])
-			return append(out, posted...), err
-		}
-		m := msgs[i]
-		key := msgChannel(m) + ":" + bareID(m.MessageID)
-		if shown, ok := a.shown.Get(key); !ok || shown != part {
-			if err := a.editContent(ctx, m, part, nil); err != nil {
-				return out, err
-			}
-			a.shown.Put(key, part)
-		}
-		out = append(out, m)
-	}
-	return out, nil
-}
-
-// postParts posts rendered parts in order and remembers what each shows.
-func (a *Adapter) postParts(ctx context.Context, to platform.Target, parts []string) ([]platform.Target, error) {
-	ch, err := a.postChannel(ctx, to)
-	if err != nil {
-		return nil, err
-	}
-	var out []platform.Target
-	for i, part := range parts {
-		m, err := a.post(ctx, ch, &discordgo.MessageSend{Content: part, AllowedMentions: noMentions()})
-		if err != nil {
-			return out, fmt.Errorf("posting part %d/%d to %s: %w", i+1, len(parts), ch, err)
-		}
-		a.shown.Put(ch+":"+m.ID, part)
-		out = append(out, platform.Target{Platform: a.cfg.Name, Channel: to.Channel, Thread: to.Thread, MessageID: m.ID})
-	}
-	return out, nil
+	return a.replies.EditReply(ctx, to, msgs, text)
 }
 
 // post sends one message.
@@ -140,7 +100,7 @@ func (a *Adapter) Delete(ctx context.Context, msg platform.Target) error {
 	if err != nil && !(errors.As(err, &re) && re.Message != nil && re.Message.Code == discordgo.ErrCodeUnknownMessage) {
 		return fmt.Errorf("deleting message %s in %s: %w", id, ch, err)
 	}
-	a.shown.Take(ch + ":" + id)
+	a.replies.Forget(msg)
 	return nil
 }
 

@@ -138,8 +138,14 @@ func TestCapabilities(t *testing.T) {
 	f := fakediscord.New(t)
 	a := newTestAdapter(t, f, nil)
 	c := a.Capabilities()
-	if c.EditInterval != 2*time.Second || !c.Edits || !c.Buttons || !c.MultiSelect || !c.Deletes || c.OptionLabelLimit != 80 {
+	// Half of the channel's spacing for one message.
+	if c.EditRate != (platform.EditRate{Interval: platform.DefaultEditInterval}) || c.EditInterval != 2*c.EditRate.Interval ||
+		!c.MultiSelect || c.OptionLabelLimit != 80 {
 		t.Errorf("capabilities = %+v", c)
+	}
+	can := platform.Capabilities{Edits: true, Deletes: true, Reacts: true, Buttons: true, History: true, TagsReplies: true, Typing: true, Files: true}
+	if got := platform.Abilities(a); got != can || c.Edits != can.Edits || c.Typing != can.Typing {
+		t.Errorf("abilities %+v, want %+v", got, can)
 	}
 	if got := platform.CapabilitiesOf(a); got != c {
 		t.Errorf("CapabilitiesOf = %+v, want the adapter's own", got)

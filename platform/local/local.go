@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/cc-connect/cc-connect/platform"
+	"github.com/cc-connect/cc-connect/platform/internal/connstate"
 	"github.com/cc-connect/cc-connect/platform/internal/seenlog"
 )
 
@@ -62,10 +63,10 @@ type Adapter struct {
 	log *slog.Logger
 
 	running atomic.Bool
-	state   atomic.Value // string, for Status
-	seq     atomic.Int64 // inbound message counter
-	outSeq  atomic.Int64 // outbound message counter
-	runID   string       // "local-<unix nanos>", unique per process run
+	state   *connstate.State // for !status
+	seq     atomic.Int64     // inbound message counter
+	outSeq  atomic.Int64     // outbound message counter
+	runID   string           // "local-<unix nanos>", unique per process run
 
 	readDone chan struct{} // closed when the reader goroutine has ended
 
@@ -111,16 +112,17 @@ func New(cfg Config, log *slog.Logger) (*Adapter, error) {
 		runID:    fmt.Sprintf("local-%d", cfg.Now().UnixNano()),
 		readDone: make(chan struct{}),
 		history:  seenlog.New(1, historyLines),
+		state:    connstate.New(cfg.Name),
 	}
-	a.state.Store("not started")
 	return a, nil
 }
 
 // Name returns the instance name.
 func (a *Adapter) Name() string { return a.cfg.Name }
 
-// Status reports whether input is still being read.
-func (a *Adapter) Status() string { return a.state.Load().(string) }
+// Status reports whether input is still being read: connected while it
+// is, stopped ("input closed") once it ended.
+func (a *Adapter) Status() platform.ConnStatus { return a.state.Get() }
 
 // Run reads messages from In and hands them to h until ctx ends. At the end
 // of input it calls OnEOF, then waits for ctx. It returns nil when ctx ends.
@@ -137,14 +139,14 @@ func (a *Adapter) Run(ctx context.Context, h platform.Handler) error {
 	readErr := make(chan error, 1)
 	go a.read(ctx, lines, readErr)
 
-	a.state.Store("reading input")
+	a.state.Set(platform.Connected, "")
 	if a.cfg.Interactive {
 		a.statusf("cc-connect: type a message and press Enter (end a line with \\ to continue it); Ctrl-D to finish")
 	}
 	for {
 		select {
 		case <-ctx.Done():
-			a.state.Store("stopped")
+			a.state.Set(platform.Stopped, "")
 			return nil
 		case line, ok := <-lines:
 			if ok {
@@ -155,13 +157,13 @@ func (a *Adapter) Run(ctx context.Context, h platform.Handler) error {
 				a.log.Error("Reading the terminal failed", "error", err)
 				a.statusf("cc-connect: reading input failed: %v", err)
 			}
-			a.state.Store("input closed")
+			a.state.Set(platform.Stopped, "input closed")
 			if a.cfg.OnEOF != nil {
 				a.statusf("cc-connect: end of input")
 				a.cfg.OnEOF(ctx)
 			}
 			<-ctx.Done()
-			a.state.Store("stopped")
+			a.state.Set(platform.Stopped, "")
 			return nil
 		}
 	}
@@ -266,5 +268,7 @@ func (a *Adapter) statusf(format string, args ...any) {
 // requests with the !allow / !deny hint. A terminal has no size limit:
 // MessageLimit only bounds what the engine renders into one message.
 func (a *Adapter) Capabilities() platform.Capabilities {
-	return platform.Capabilities{MessageLimit: 16000}
+	c := platform.Abilities(a)
+	c.MessageLimit = 16000
+	return c
 }

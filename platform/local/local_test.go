@@ -141,8 +141,8 @@ func TestLinesBecomeMessages(t *testing.T) {
 		}
 		ids[m.ID] = true
 	}
-	if got := h.a.Status(); got != "reading input" {
-		t.Errorf("Status() = %q", got)
+	if got := h.a.Status(); got.State != platform.Connected {
+		t.Errorf("Status() = %v", got)
 	}
 	if !strings.Contains(h.status.String(), "Ctrl-D to finish") {
 		t.Errorf("no usage hint on the status writer: %q", h.status.String())
@@ -188,8 +188,8 @@ func TestEOFCallsHookThenWaitsForCancel(t *testing.T) {
 		t.Fatalf("Run returned before its context ended: %v", err)
 	default:
 	}
-	if got := h.a.Status(); got != "input closed" {
-		t.Errorf("Status() = %q, want input closed", got)
+	if got := h.a.Status(); got != (platform.ConnStatus{State: platform.Stopped, Detail: "input closed"}) {
+		t.Errorf("Status() = %v, want stopped: input closed", got)
 	}
 	h.cancel()
 	if err := <-h.done; err != nil {
@@ -313,8 +313,8 @@ func TestNewValidates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.Name() != "x" || a.cfg.User != "local" || a.Status() != "not started" {
-		t.Errorf("defaults: name %q user %q status %q", a.Name(), a.cfg.User, a.Status())
+	if a.Name() != "x" || a.cfg.User != "local" || a.Status().State != platform.NotStarted {
+		t.Errorf("defaults: name %q user %q status %v", a.Name(), a.cfg.User, a.Status())
 	}
 }
 
@@ -337,7 +337,7 @@ func TestCapabilities(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := platform.CapabilitiesOf(a)
-	if c.Edits || c.Buttons || c.Deletes || c.MultiSelect || c.MessageLimit < 4000 {
+	if c != (platform.Capabilities{MessageLimit: c.MessageLimit, History: true, Files: true}) || c.MessageLimit < 4000 {
 		t.Errorf("capabilities = %+v", c)
 	}
 }

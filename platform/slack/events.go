@@ -3,6 +3,7 @@ package slack
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -19,6 +20,7 @@ import (
 	"github.com/slack-go/slack/socketmode"
 
 	"github.com/cc-connect/cc-connect/platform"
+	"github.com/cc-connect/cc-connect/platform/internal/retry"
 )
 
 // pump reads the Socket Mode client's events: it keeps the connection
@@ -42,22 +44,22 @@ func (a *Adapter) pump(ctx context.Context, smc *socketmode.Client, h platform.H
 		switch evt.Type {
 		case socketmode.EventTypeConnecting:
 			if ev, ok := evt.Data.(*slack.ConnectingEvent); ok && (ev.ConnectionCount > 0 || ev.Attempt > 1 || lastTrouble != "") {
-				a.setStatus("reconnecting: " + orDefault(lastTrouble, "connection closed"))
+				a.setStatus(platform.TransientDisconnect, orDefault(lastTrouble, "connection closed"))
 				a.log.Info("Slack reconnecting", "attempt", ev.Attempt, "reason", orDefault(lastTrouble, "connection closed"))
 			} else {
-				a.setStatus("connecting")
+				a.setStatus(platform.Connecting, "")
 			}
 		case socketmode.EventTypeConnectionError:
 			if ev, ok := evt.Data.(*slack.ConnectionErrorEvent); ok {
 				lastTrouble = errText(ev.ErrorObj)
-				a.setStatus("reconnecting: " + lastTrouble)
+				a.setStatus(platform.TransientDisconnect, lastTrouble)
 				a.log.Warn("Slack connection failed", "error", ev.ErrorObj, "attempt", ev.Attempt)
 				signal(sig.failed)
 			}
 		case socketmode.EventTypeIncomingError:
 			if ev, ok := evt.Data.(*slack.IncomingEventError); ok && ctx.Err() == nil {
 				lastTrouble = "connection lost: " + errText(ev.ErrorObj)
-				a.setStatus("reconnecting: " + lastTrouble)
+				a.setStatus(platform.TransientDisconnect, lastTrouble)
 				a.log.Warn("Slack connection lost", "error", ev.ErrorObj)
 			}
 		case socketmode.EventTypeInvalidAuth:
@@ -65,7 +67,7 @@ func (a *Adapter) pump(ctx context.Context, smc *socketmode.Client, h platform.H
 		case socketmode.EventTypeConnected:
 			signal(sig.connected)
 			lastTrouble = ""
-			a.setStatus("connected")
+			a.setStatus(platform.Connected, "")
 			a.log.Info("Slack connected")
 		case socketmode.EventTypeHello:
 			a.log.Debug("Slack said hello")
@@ -430,35 +432,33 @@ func (a *Adapter) openFile(ctx context.Context, rawURL, mime string) (io.ReadClo
 	if err != nil || !a.trustedFileHost(u) {
 		return nil, fmt.Errorf("downloading slack file: %w", ErrUntrustedFileURL)
 	}
-	for {
+	var body io.ReadCloser
+	err = a.retryPolicy().Do(ctx, "file download", true, func(ctx context.Context) error {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 		if err != nil {
-			return nil, fmt.Errorf("downloading slack file: %w", err)
+			return err
 		}
 		req.Header.Set("Authorization", "Bearer "+a.cfg.BotToken)
 		resp, err := a.http.Do(req)
 		if err != nil {
-			return nil, fmt.Errorf("downloading slack file: %w", err)
+			return err
 		}
-		if resp.StatusCode == http.StatusTooManyRequests {
+		if err := retry.CheckStatus(resp); err != nil {
 			resp.Body.Close()
-			wait, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
-			if err := a.sleep(ctx, time.Duration(max(wait, 1))*time.Second); err != nil {
-				return nil, fmt.Errorf("downloading slack file: waiting out a rate limit: %w", err)
-			}
-			continue
-		}
-		if resp.StatusCode != http.StatusOK {
-			resp.Body.Close()
-			return nil, fmt.Errorf("downloading slack file: HTTP %d", resp.StatusCode)
+			return err
 		}
 		// Without files:read Slack answers 200 with its sign-in page.
 		if ct := resp.Header.Get("Content-Type"); strings.HasPrefix(ct, "text/html") && !strings.HasPrefix(mime, "text/html") {
 			resp.Body.Close()
-			return nil, fmt.Errorf("downloading slack file: got a web page instead of the file (does the app have the files:read scope?)")
+			return errors.New("got a web page instead of the file (does the app have the files:read scope?)")
 		}
-		return resp.Body, nil
+		body = resp.Body
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("downloading slack file: %w", err)
 	}
+	return body, nil
 }
 
 func (a *Adapter) trustedFileHost(u *url.URL) bool {

@@ -340,7 +340,7 @@ func TestButtonsToActionAndResolution(t *testing.T) {
 
 func TestReconnectAfterDrop(t *testing.T) {
 	e := startEnv(t)
-	if got := e.a.Status(); got != "connected" {
+	if got := e.a.Status(); got.State != platform.Connected {
 		t.Errorf("Status = %q, want connected", got)
 	}
 	e.conn.Close()
@@ -351,7 +351,7 @@ func TestReconnectAfterDrop(t *testing.T) {
 		t.Errorf("got %q", m.Text)
 	}
 	e.logs.waitFor(t, "Slack connected")
-	if got := e.a.Status(); got != "connected" {
+	if got := e.a.Status(); got.State != platform.Connected {
 		t.Errorf("Status after reconnect = %q, want connected", got)
 	}
 
@@ -376,8 +376,8 @@ func TestBadTokenStopsRun(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "invalid_auth") {
 		t.Fatalf("Run = %v, want invalid_auth", err)
 	}
-	if !strings.HasPrefix(a.Status(), "stopped: ") {
-		t.Errorf("Status = %q", a.Status())
+	if s := a.Status(); s.State != platform.BadCredentials || !strings.Contains(s.Detail, "invalid_auth") {
+		t.Errorf("Status = %v", s)
 	}
 	if strings.Contains(err.Error(), fakeslack.BotToken) {
 		t.Error("error carries the token")
@@ -414,7 +414,7 @@ func TestUnreachableSlackRetriesUntilCancel(t *testing.T) {
 			t.Fatal("no retry")
 		}
 	}
-	if s := a.Status(); !strings.HasPrefix(s, "reconnecting: ") {
+	if s := a.Status(); s.State != platform.TransientDisconnect {
 		t.Errorf("Status = %q, want reconnecting", s)
 	}
 	cancel()
@@ -445,7 +445,7 @@ func TestConnectFailuresBackOffWithJitter(t *testing.T) {
 			t.Fatalf("only %d backoffs recorded, want %d", i, len(ceilings))
 		}
 	}
-	if s := e.a.Status(); s != "connected" {
+	if s := e.a.Status(); s.State != platform.Connected {
 		t.Errorf("Status = %q, want connected", s)
 	}
 	if !strings.Contains(e.logs.all(), "503") {
@@ -477,13 +477,13 @@ func TestStatusDuringOutage(t *testing.T) {
 			t.Fatal("no backoff")
 		}
 	}
-	if s := a.Status(); !strings.HasPrefix(s, "reconnecting: ") || !strings.Contains(s, "503") {
+	if s := a.Status(); s.State != platform.TransientDisconnect || !strings.Contains(s.Detail, "503") {
 		t.Errorf("Status during outage = %q, want reconnecting with the reason", s)
 	}
 	f.Down("apps.connections.open", 0)
 	f.WaitConn(t, 1)
 	logs.waitFor(t, "Slack connected")
-	if s := a.Status(); s != "connected" {
+	if s := a.Status(); s.State != platform.Connected {
 		t.Errorf("Status after the outage = %q", s)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cc-connect/cc-connect/internal/fakeslack"
+	"github.com/cc-connect/cc-connect/platform"
 	"github.com/cc-connect/cc-connect/platform/internal/backoff"
 	"github.com/cc-connect/cc-connect/platform/internal/platformtest"
 )
@@ -122,7 +123,7 @@ func startEnvWith(t *testing.T, f *fakeslack.Server, cfg Config) *env {
 	e := &env{t: t, a: a, f: f, rec: platformtest.NewHandler(), logs: logs, sleeps: sleeps}
 	// Cleanups run last first: this one runs once Run below has returned.
 	t.Cleanup(func() {
-		if got := a.Status(); got != "stopped" {
+		if got := a.Status(); got.State != platform.Stopped {
 			t.Errorf("Status after stop = %q, want stopped", got)
 		}
 	})

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/slack-go/slack"
-
 	"github.com/cc-connect/cc-connect/platform"
 )
 
@@ -35,16 +33,13 @@ const buttonTextLimit = 75
 // (editPacer) holds the workspace's and each channel's limit whatever the
 // engine asks.
 func (a *Adapter) Capabilities() platform.Capabilities {
-	interval := max(a.cfg.EditInterval, 2*time.Minute/time.Duration(a.cfg.EditsPerMinute))
-	return platform.Capabilities{
-		MessageLimit:     3000,
-		Edits:            true,
-		EditInterval:     interval,
-		Buttons:          true,
-		MultiSelect:      true,
-		OptionLabelLimit: buttonTextLimit,
-		Deletes:          true,
-	}
+	c := platform.Abilities(a)
+	c.MessageLimit = 3000
+	c.EditRate = platform.EditRate{PerMinute: a.cfg.EditsPerMinute, Burst: a.cfg.EditBurst, Interval: a.cfg.EditInterval}
+	c.EditInterval = max(a.cfg.EditInterval, 2*time.Minute/time.Duration(a.cfg.EditsPerMinute))
+	c.MultiSelect = true
+	c.OptionLabelLimit = buttonTextLimit
+	return c
 }
 
 // EditReply makes msgs show text as Send would post it (mrkdwn parts under
@@ -52,42 +47,7 @@ func (a *Adapter) Capabilities() platform.Capabilities {
 // one goes through chat.update (paced; a newer edit of the same message
 // replaces one that waits), and parts beyond msgs are posted in the thread.
 func (a *Adapter) EditReply(ctx context.Context, to platform.Target, msgs []platform.Target, text string) ([]platform.Target, error) {
-	if len(msgs) == 0 {
-		posted, err := a.postParts(ctx, to, splitMrkdwn(text, MessageLimit))
-		return posted, err
-	}
-	parts := splitMrkdwn(text, MessageLimit)
-	out := make([]platform.Target, 0, len(parts))
-	for i, part := range parts {
-		if i >= len(msgs) {
-			posted, err := a.postParts(ctx, to, parts[i:])
-			return append(out, posted...), err
-		}
-		m := msgs[i]
-		key := m.Channel + ":" + messageTS(m.MessageID)
-		if shown, ok := a.shown.Get(key); !ok || shown != part {
-			if err := a.update(ctx, m, part, slack.MsgOptionText(part, false)); err != nil {
-				return out, err
-			}
-			a.shown.Put(key, part)
-		}
-		out = append(out, m)
-	}
-	return out, nil
-}
-
-// postParts posts mrkdwn parts in order and remembers what each shows.
-func (a *Adapter) postParts(ctx context.Context, to platform.Target, parts []string) ([]platform.Target, error) {
-	var out []platform.Target
-	for i, part := range parts {
-		ts, err := a.post(ctx, to, slack.MsgOptionText(part, false))
-		if err != nil {
-			return out, fmt.Errorf("posting part %d of %d to slack channel %s: %w", i+1, len(parts), to.Channel, err)
-		}
-		a.shown.Put(to.Channel+":"+ts, part)
-		out = append(out, platform.Target{Platform: a.cfg.Name, Channel: to.Channel, Thread: to.Thread, MessageID: ts})
-	}
-	return out, nil
+	return a.replies.EditReply(ctx, to, msgs, text)
 }
 
 // Delete removes one of the bot's messages (chat.delete); one already gone
@@ -101,6 +61,6 @@ func (a *Adapter) Delete(ctx context.Context, msg platform.Target) error {
 	if err != nil && !isSlackError(err, "message_not_found") {
 		return fmt.Errorf("deleting slack message %s in %s: %w", ts, msg.Channel, err)
 	}
-	a.shown.Take(msg.Channel + ":" + ts)
+	a.replies.Forget(msg)
 	return nil
 }

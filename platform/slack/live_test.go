@@ -132,12 +132,19 @@ func TestEditReplyUnderTheWorkspaceLimit(t *testing.T) {
 func TestCapabilities(t *testing.T) {
 	f := fakeslack.New(t)
 	cfg := testConfig(f)
-	cfg.EditsPerMinute, cfg.EditInterval = 50, time.Second
+	cfg.EditsPerMinute, cfg.EditBurst, cfg.EditInterval = 0, 0, 0 // the defaults
 	a, _, _ := newAdapter(t, cfg)
 	c := a.Capabilities()
-	// Half of Tier 3's 50 a minute for one message.
-	if c.EditInterval != 2400*time.Millisecond || !c.Edits || !c.Buttons || !c.MultiSelect || !c.Deletes || c.OptionLabelLimit != 75 {
-		t.Errorf("capabilities = %+v", c)
+	if c.EditRate != DefaultEditRate {
+		t.Errorf("edit rate %+v, want the default %+v", c.EditRate, DefaultEditRate)
+	}
+	// Half of the workspace's budget for one message.
+	if want := 2 * time.Minute / time.Duration(DefaultEditRate.PerMinute); c.EditInterval != want || !c.MultiSelect || c.OptionLabelLimit != 75 {
+		t.Errorf("capabilities = %+v, want an edit interval of %v", c, want)
+	}
+	can := platform.Capabilities{Edits: true, Deletes: true, Reacts: true, Buttons: true, Threads: true, History: true, TagsReplies: true, Files: true}
+	if got := platform.Abilities(a); got != can || c.Edits != can.Edits || c.Files != can.Files {
+		t.Errorf("abilities %+v, want %+v", got, can)
 	}
 	if got := platform.CapabilitiesOf(a); got != c {
 		t.Errorf("CapabilitiesOf = %+v, want the adapter's own", got)

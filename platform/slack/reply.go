@@ -3,11 +3,11 @@ package slack
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/slack-go/slack"
 
 	"github.com/cc-connect/cc-connect/platform"
+	"github.com/cc-connect/cc-connect/platform/internal/replykit"
 )
 
 // A reply posted so that a restart does not post it twice: every part
@@ -27,68 +27,20 @@ const maxLookupPages = 10
 // recommends no more than 200).
 const lookupPage = 200
 
-var _ platform.Replier = (*Adapter)(nil)
+var (
+	_ platform.Replier       = (*Adapter)(nil)
+	_ platform.ReplyFinisher = (*Adapter)(nil)
+	_ replykit.Wire          = replyWire{}
+	_ replykit.Finder        = replyWire{}
+)
 
 // SendReply posts text as Send does, each part tagged with r.Key (see
 // platform.Replier). With r.Again it first reads the conversation after
 // r.After for parts of the same key; when that read fails, it posts the
 // parts r.Done does not name, as a platform without lookup would.
 func (a *Adapter) SendReply(ctx context.Context, to platform.Target, text string, r platform.Reply) (platform.ReplyResult, error) {
-	res := platform.ReplyResult{Last: platform.Target{Platform: a.cfg.Name, Channel: to.Channel, Thread: to.Thread}}
-	if strings.TrimSpace(text) == "" {
-		return res, fmt.Errorf("sending to slack channel %s: %w", to.Channel, ErrEmptyMessage)
-	}
-	parts := splitMrkdwn(text, MessageLimit)
-	res.Parts = len(parts)
-	var found map[int]string
-	if r.Again && r.Key != "" {
-		var err error
-		if found, err = a.findReply(ctx, to, r.Key, r.After); err != nil {
-			a.log.Warn("Looking for a reply posted before the restart failed; posting it", "channel", to.Channel, "thread", to.Thread, "error", err)
-		}
-	}
-	for i := range parts {
-		if ts, ok := found[i]; ok {
-			res.Found++
-			res.Last.MessageID = ts
-			continue
-		}
-		if r.Done != nil && r.Done(i) {
-			continue
-		}
-		ts, err := a.postPart(ctx, to, parts, i, r)
-		if err != nil {
-			return res, err
-		}
-		res.Posted++
-		res.Last.MessageID = ts
-	}
-	return res, nil
+	return a.replies.SendReply(ctx, to, text, r)
 }
-
-// postPart posts part i of a reply, tagged with r.Key, and tells r.Landed.
-func (a *Adapter) postPart(ctx context.Context, to platform.Target, parts []string, i int, r platform.Reply) (string, error) {
-	opts := []slack.MsgOption{slack.MsgOptionText(parts[i], false)}
-	if r.Key != "" {
-		opts = append(opts, replyMetadata(r.Key, i, len(parts)))
-	}
-	ts, err := a.post(ctx, to, opts...)
-	if err != nil {
-		return "", fmt.Errorf("sending part %d of %d to slack channel %s: %w", i+1, len(parts), to.Channel, err)
-	}
-	a.shown.Put(to.Channel+":"+ts, parts[i])
-	if r.Landed != nil {
-		r.Landed(i, len(parts))
-	}
-	return ts, nil
-}
-
-func replyMetadata(key string, part, parts int) slack.MsgOption {
-	return slack.MsgOptionMetadata(slack.SlackMetadata{EventType: replyEventType,
-		EventPayload: map[string]any{"key": key, "part": part, "parts": parts}})
-}
-
-var _ platform.ReplyFinisher = (*Adapter)(nil)
 
 // FinishReply turns a streamed reply into the reply (platform.ReplyFinisher):
 // each message of msgs gets its part through chat.update with the reply's
@@ -98,48 +50,47 @@ var _ platform.ReplyFinisher = (*Adapter)(nil)
 // first: a part found tagged is edited again where msgs has no message for
 // it, and not posted a second time.
 func (a *Adapter) FinishReply(ctx context.Context, to platform.Target, msgs []platform.Target, text string, r platform.Reply) ([]platform.Target, error) {
-	if strings.TrimSpace(text) == "" {
-		return msgs, fmt.Errorf("finishing a reply in slack channel %s: %w", to.Channel, ErrEmptyMessage)
+	return a.replies.FinishReply(ctx, to, msgs, text, r)
+}
+
+// replyWire is what the reply kit needs of Slack: mrkdwn parts under
+// MessageLimit, chat.postMessage and chat.update with the reply's
+// metadata, and the lookup of tagged parts.
+type replyWire struct{ a *Adapter }
+
+func (w replyWire) Split(text string) []string { return splitMrkdwn(text, MessageLimit) }
+
+func (w replyWire) Post(ctx context.Context, to platform.Target, p replykit.Part) (platform.Target, error) {
+	ts, err := w.a.post(ctx, to, partOptions(p)...)
+	return platform.Target{Platform: w.a.cfg.Name, Channel: to.Channel, Thread: to.Thread, MessageID: ts}, err
+}
+
+// Edit updates msg through the edit throttle; a final edit is booked
+// ahead of the stream's (updateFirst) and carries the reply's metadata.
+func (w replyWire) Edit(ctx context.Context, msg platform.Target, p replykit.Part, final bool) error {
+	if final {
+		return w.a.updateFirst(ctx, msg, p.Text, partOptions(p)...)
 	}
-	parts := splitMrkdwn(text, MessageLimit)
-	var found map[int]string
-	if r.Again && r.Key != "" {
-		var err error
-		if found, err = a.findReply(ctx, to, r.Key, r.After); err != nil {
-			a.log.Warn("Looking for a reply finished before the restart failed; finishing it", "channel", to.Channel, "thread", to.Thread, "error", err)
-		}
+	return w.a.update(ctx, msg, p.Text, slack.MsgOptionText(p.Text, false))
+}
+
+func (w replyWire) ShownKey(msg platform.Target) string {
+	return msg.Channel + ":" + messageTS(msg.MessageID)
+}
+
+func (w replyWire) FindReply(ctx context.Context, to platform.Target, key, after string) (map[int]string, error) {
+	return w.a.findReply(ctx, to, key, after)
+}
+
+// partOptions is a part's text, with the reply's metadata when it has a
+// key.
+func partOptions(p replykit.Part) []slack.MsgOption {
+	opts := []slack.MsgOption{slack.MsgOptionText(p.Text, false)}
+	if p.Key != "" {
+		opts = append(opts, slack.MsgOptionMetadata(slack.SlackMetadata{EventType: replyEventType,
+			EventPayload: map[string]any{"key": p.Key, "part": p.Index, "parts": p.Of}}))
 	}
-	out := make([]platform.Target, 0, len(parts))
-	for i, part := range parts {
-		m, ok := platform.Target{}, false
-		switch ts, tagged := found[i]; {
-		case i < len(msgs):
-			m, ok = msgs[i], true
-		case tagged:
-			m, ok = platform.Target{Platform: a.cfg.Name, Channel: to.Channel, Thread: to.Thread, MessageID: ts}, true
-		}
-		if !ok {
-			if r.Done != nil && r.Done(i) {
-				continue
-			}
-			ts, err := a.postPart(ctx, to, parts, i, r)
-			if err != nil {
-				return out, err
-			}
-			out = append(out, platform.Target{Platform: a.cfg.Name, Channel: to.Channel, Thread: to.Thread, MessageID: ts})
-			continue
-		}
-		opts := []slack.MsgOption{slack.MsgOptionText(part, false)}
-		if r.Key != "" {
-			opts = append(opts, replyMetadata(r.Key, i, len(parts)))
-		}
-		if err := a.updateFirst(ctx, m, part, opts...); err != nil {
-			return out, err
-		}
-		a.shown.Put(m.Channel+":"+messageTS(m.MessageID), part)
-		out = append(out, m)
-	}
-	return out, nil
+	return opts
 }
 
 // findReply returns the ts of each part of the reply key that the bot

@@ -11,11 +11,12 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/cc-connect/cc-connect/platform"
+	"github.com/cc-connect/cc-connect/platform/internal/replykit"
 )
 
-// ErrEmptyMessage is returned by Send and Edit for text with nothing to
-// show; Slack refuses such messages.
-var ErrEmptyMessage = errors.New("empty message")
+// ErrEmptyMessage is returned by Send, Edit, SendReply and FinishReply
+// for text with nothing to show; Slack refuses such messages.
+var ErrEmptyMessage = replykit.ErrEmpty
 
 // Send converts Claude's Markdown to mrkdwn, posts it to the target
 // (in its thread, if any) in parts under MessageLimit, and returns the last

@@ -25,6 +25,8 @@ import (
 	"github.com/cc-connect/cc-connect/platform/internal/coalesce"
 	"github.com/cc-connect/cc-connect/platform/internal/connstate"
 	"github.com/cc-connect/cc-connect/platform/internal/recent"
+	"github.com/cc-connect/cc-connect/platform/internal/replykit"
+	"github.com/cc-connect/cc-connect/platform/internal/retry"
 )
 
 // Type is the platform type this adapter reports in Message.Type.
@@ -32,6 +34,14 @@ const Type = "slack"
 
 // DefaultAPIURL is the Web API base used when Config.APIURL is empty.
 const DefaultAPIURL = slack.APIURL
+
+// DefaultEditRate is how fast chat.update goes when the config names
+// nothing (edits_per_minute, edit_burst, edit_interval): Slack's Tier 3,
+// which chat.update is in, allows a workspace about 50 a minute; three
+// may go back to back, a second apart in one channel. It is the one place
+// these defaults are written (config.example.toml shows them, and a test
+// holds it to that).
+var DefaultEditRate = platform.EditRate{PerMinute: 50, Burst: 3, Interval: platform.DefaultEditInterval}
 
 // Config configures one Slack adapter instance (one Slack app in one
 // workspace).
@@ -51,15 +61,15 @@ type Config struct {
 	// apps.connections.open on this base.
 	APIURL string
 	// EditsPerMinute is the budget for chat.update across the workspace
-	// (Slack's Tier 3 allows about 50 a minute). Zero means 50. These five
-	// are [[platforms]] keys of the same names (edit_interval,
-	// reconnect_min, …).
+	// (Slack's Tier 3 allows about 50 a minute). These five are
+	// [[platforms]] keys of the same names (edit_interval, reconnect_min,
+	// …). Zero, for each of the three edit settings, means
+	// DefaultEditRate's.
 	EditsPerMinute int
 	// EditBurst is how many edits may go out back to back before
-	// EditsPerMinute applies. Zero means 3.
+	// EditsPerMinute applies.
 	EditBurst int
 	// EditInterval is the least time between two edits in one channel.
-	// Zero means one second.
 	EditInterval time.Duration
 	// ReconnectMin and ReconnectMax bound the exponential backoff (with
 	// jitter) between attempts to reach Slack when the first auth.test or
@@ -118,9 +128,8 @@ type Adapter struct {
 	// resolved message can keep showing what was asked. After a restart or
 	// once full, a resolution shows the outcome under a generic title.
 	prompts *recent.Map[[]string]
-	// shown is the mrkdwn each message of a streamed reply shows
-	// ("channel:ts"), so that EditReply edits only the parts that changed.
-	shown *recent.Map[string]
+	// replies posts and edits turns' replies (reply.go).
+	replies *replykit.Kit
 }
 
 var (
@@ -165,13 +174,13 @@ func New(cfg Config, log *slog.Logger) (*Adapter, error) {
 		return nil, fmt.Errorf("%w: %s: edit and reconnect settings must not be negative", ErrInvalidConfig, cfg.Name)
 	}
 	if cfg.EditsPerMinute == 0 {
-		cfg.EditsPerMinute = 50
+		cfg.EditsPerMinute = DefaultEditRate.PerMinute
 	}
 	if cfg.EditBurst == 0 {
-		cfg.EditBurst = 3
+		cfg.EditBurst = DefaultEditRate.Burst
 	}
 	if cfg.EditInterval == 0 {
-		cfg.EditInterval = time.Second
+		cfg.EditInterval = DefaultEditRate.Interval
 	}
 	if cfg.ReconnectMin == 0 {
 		cfg.ReconnectMin = time.Second
@@ -195,12 +204,12 @@ func New(cfg Config, log *slog.Logger) (*Adapter, error) {
 		sleep:      backoff.Sleep,
 		drainGrace: defaultDrainGrace,
 		ackWait:    defaultAckWait,
-		state:      connstate.New(cfg.Name, "not started"),
+		state:      connstate.New(cfg.Name),
 		users:      newUserCache(),
 		edits:      coalesce.New(newEditPacer(cfg.EditsPerMinute, cfg.EditBurst, cfg.EditInterval)),
 		prompts:    recent.New[[]string](1024),
-		shown:      recent.New[string](1024),
 	}
+	a.replies = replykit.New(cfg.Name, replyWire{a}, log)
 	a.api = slack.New(cfg.BotToken,
 		slack.OptionAppLevelToken(cfg.AppToken),
 		slack.OptionAPIURL(cfg.APIURL),
@@ -213,11 +222,12 @@ func New(cfg Config, log *slog.Logger) (*Adapter, error) {
 // Name returns the instance name.
 func (a *Adapter) Name() string { return a.cfg.Name }
 
-// Status reports the connection state: "connected", "connecting",
-// "reconnecting: <why>", or "stopped…".
-func (a *Adapter) Status() string { return a.state.Get() }
+// Status reports the connection state: connecting, connected, a transient
+// disconnect with its cause, bad credentials once Slack refused a token
+// (Run has returned then), or stopped.
+func (a *Adapter) Status() platform.ConnStatus { return a.state.Get() }
 
-func (a *Adapter) setStatus(s string) { a.state.Set(s) }
+func (a *Adapter) setStatus(s platform.ConnState, detail string) { a.state.Set(s, detail) }
 
 // SetObserver makes the adapter report connection errors and reconnects
 // to o (the metrics).
@@ -236,15 +246,15 @@ func (a *Adapter) Run(ctx context.Context, h platform.Handler) error {
 	if h == nil {
 		return errors.New("running slack adapter: nil handler")
 	}
-	a.setStatus("connecting")
+	a.setStatus(platform.Connecting, "")
 	err := a.runLoop(ctx, h)
 	switch {
 	case err == nil || ctx.Err() != nil:
-		a.setStatus("stopped")
+		a.setStatus(platform.Stopped, "")
 		a.log.Info("Slack adapter stopped")
 		return nil
 	default:
-		a.setStatus("stopped: " + err.Error())
+		a.setStatus(platform.BadCredentials, err.Error())
 		a.log.Error("Slack adapter stopped", "error", err)
 		return err
 	}
@@ -299,7 +309,7 @@ func (a *Adapter) identify(ctx context.Context) error {
 			return fmt.Errorf("checking the bot token: %w", err)
 		}
 		d := bo.Next()
-		a.setStatus("reconnecting: " + err.Error())
+		a.setStatus(platform.TransientDisconnect, err.Error())
 		a.log.Warn("Slack unreachable, retrying", "error", err, "backoff", d)
 		if err := a.sleep(ctx, d); err != nil {
 			return err
@@ -364,7 +374,7 @@ func (a *Adapter) runSocket(ctx context.Context, smc *socketmode.Client, sig soc
 			// The pump has logged the failure and set the status.
 			a.log.Info("Slack backing off before reconnecting", "backoff", d)
 		} else {
-			a.setStatus("reconnecting: " + errText(err))
+			a.setStatus(platform.TransientDisconnect, errText(err))
 			a.log.Warn("Slack socket mode stopped, backing off", "error", errText(err), "backoff", d)
 		}
 		if a.sleep(ctx, d) != nil {
@@ -402,38 +412,50 @@ func errText(err error) string {
 	return err.Error()
 }
 
-// call runs one Web API call, waiting out 429s for as long as ctx allows so
-// no reply is ever dropped. Server errors (5xx) are retried a few times only
-// for idempotent calls: a failed chat.postMessage may still have posted.
+// call runs one Web API call through the adapter's retry (retryPolicy):
+// 429s are waited out for as long as ctx allows, so no reply is ever
+// dropped; server errors (5xx) are retried a few times only for idempotent
+// calls, since a failed chat.postMessage may still have posted.
 func (a *Adapter) call(ctx context.Context, method string, idempotent bool, f func(context.Context) error) error {
-	serverErrors := 0
-	for {
-		err := f(ctx)
-		if err == nil {
-			return nil
-		}
-		var rl *slack.RateLimitedError
-		if errors.As(err, &rl) {
-			wait := rl.RetryAfter
-			if wait <= 0 {
-				wait = time.Second
-			}
-			a.log.Warn("Slack rate limit hit, waiting", "method", method, "retry_after", wait)
-			if err := a.sleep(ctx, wait); err != nil {
-				return fmt.Errorf("%s: waiting out a rate limit: %w", method, err)
-			}
-			continue
-		}
-		var sc slack.StatusCodeError
-		if idempotent && errors.As(err, &sc) && sc.Code >= 500 && serverErrors < 3 {
-			serverErrors++
-			if err := a.sleep(ctx, time.Duration(serverErrors)*time.Second); err != nil {
-				return fmt.Errorf("%s: %w", method, err)
-			}
-			continue
-		}
+	if err := a.retryPolicy().Do(ctx, method, idempotent, f); err != nil {
 		return fmt.Errorf("%s: %w", method, err)
 	}
+	return nil
+}
+
+// retryPolicy is how the adapter retries Slack's calls: a rate limit
+// after Slack's Retry-After (a second when it names none), a server error
+// three times, a second more each time. slack-go retries nothing itself
+// unless asked (OptionRetry, which the adapter does not set), so nothing
+// is retried twice.
+func (a *Adapter) retryPolicy() retry.Policy {
+	return retry.Policy{
+		Platform:  "Slack",
+		Classify:  slackVerdict,
+		Transient: 3,
+		Backoff:   func(n int) time.Duration { return time.Duration(n) * time.Second },
+		Sleep:     func(ctx context.Context, d time.Duration) error { return a.sleep(ctx, d) },
+		Log:       a.log,
+	}
+}
+
+// slackVerdict reads slack-go's errors: a 429 with Retry-After comes as a
+// RateLimitedError, any other HTTP failure as a StatusCodeError (a 429
+// without the header among them); a download made without slack-go
+// fails with a retry.StatusError.
+func slackVerdict(err error) retry.Verdict {
+	var rl *slack.RateLimitedError
+	var sc slack.StatusCodeError
+	var se *retry.StatusError
+	switch {
+	case errors.As(err, &rl):
+		return retry.Verdict{Kind: retry.RateLimited, After: rl.RetryAfter}
+	case errors.As(err, &sc):
+		return retry.HTTPVerdict(sc.Code, 0)
+	case errors.As(err, &se):
+		return retry.HTTPVerdict(se.Code, se.RetryAfter)
+	}
+	return retry.Verdict{Kind: retry.Fail}
 }
 
 // slogOutput lets slack-go's debug logger write through slog. slack-go

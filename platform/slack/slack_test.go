@@ -2,9 +2,15 @@ package slack
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cc-connect/cc-connect/platform"
 )
 
 func TestNewValidatesConfig(t *testing.T) {
@@ -32,8 +38,8 @@ func TestNewValidatesConfig(t *testing.T) {
 				if err != nil {
 					t.Fatalf("New: %v", err)
 				}
-				if !strings.HasSuffix(a.cfg.APIURL, "/") || a.Name() != "s" || a.Status() != "not started" {
-					t.Errorf("cfg %+v, status %q", a.cfg, a.Status())
+				if !strings.HasSuffix(a.cfg.APIURL, "/") || a.Name() != "s" || a.Status().State != platform.NotStarted {
+					t.Errorf("cfg %+v, status %v", a.cfg, a.Status())
 				}
 				return
 			}
@@ -53,8 +59,38 @@ func TestNewDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := a.cfg
-	if c.APIURL != DefaultAPIURL || c.EditsPerMinute != 50 || c.EditBurst != 3 || c.EditInterval != time.Second ||
+	if c.APIURL != DefaultAPIURL || c.EditsPerMinute != DefaultEditRate.PerMinute || c.EditBurst != DefaultEditRate.Burst || c.EditInterval != DefaultEditRate.Interval ||
 		c.ReconnectMin != time.Second || c.ReconnectMax != 2*time.Minute {
 		t.Errorf("defaults = %+v", c)
+	}
+}
+
+// TestExampleShowsTheEditDefaults holds config.example.toml's Slack edit
+// settings, their example values and their "(0: …)" defaults, to
+// DefaultEditRate, the one place the defaults are written.
+func TestExampleShowsTheEditDefaults(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "config.example.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"edits_per_minute": strconv.Itoa(DefaultEditRate.PerMinute),
+		"edit_burst":       strconv.Itoa(DefaultEditRate.Burst),
+		"edit_interval":    DefaultEditRate.Interval.String(),
+	}
+	line := regexp.MustCompile(`(?m)^#\s*(\w+)\s*=\s*"?([^"\s]+)"?\s*#.*\(0: ([^)]+)\)`)
+	seen := 0
+	for _, m := range line.FindAllStringSubmatch(string(b), -1) {
+		w, ok := want[m[1]]
+		if !ok {
+			continue
+		}
+		seen++
+		if m[2] != w || m[3] != w {
+			t.Errorf("config.example.toml shows %s = %s (0: %s), want %s", m[1], m[2], m[3], w)
+		}
+	}
+	if seen != len(want) {
+		t.Errorf("config.example.toml shows %d of the %d edit settings", seen, len(want))
 	}
 }

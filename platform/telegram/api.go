@@ -13,6 +13,7 @@ import (
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 
 	"github.com/cc-connect/cc-connect/platform/internal/backoff"
+	"github.com/cc-connect/cc-connect/platform/internal/retry"
 )
 
 // Sentinel errors callers (and Run) branch on.
@@ -95,46 +96,64 @@ func (a *Adapter) call(ctx context.Context, method string, params tgbotapi.Param
 // request is call with an explicit per-attempt timeout and retry budget for
 // transient failures (the poll loop has its own backoff and passes 0).
 func (a *Adapter) request(ctx context.Context, method string, params tgbotapi.Params, timeout time.Duration, retries int) (json.RawMessage, error) {
-	transient := 0
-	for {
+	var result json.RawMessage
+	p := a.retryPolicy()
+	p.Transient = retries
+	err := p.Do(ctx, method, true, func(ctx context.Context) error {
 		rctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
 		resp, err := a.bot(rctx).MakeRequest(method, params)
-		cancel()
-		if err == nil {
-			return resp.Result, nil
+		if err != nil {
+			return err
 		}
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("telegram %s: %w", method, ctx.Err())
-		}
-		var apiErr *tgbotapi.Error
-		if errors.As(err, &apiErr) {
-			if apiErr.RetryAfter > 0 || apiErr.Code == http.StatusTooManyRequests {
-				wait := time.Duration(max(apiErr.RetryAfter, 1)) * a.retryAfterUnit
-				a.log.Warn("Telegram flood control, waiting", "platform", a.cfg.Name, "method", method, "retry_after", wait)
-				if err := backoff.Sleep(ctx, wait); err != nil {
-					return nil, fmt.Errorf("telegram %s: waiting out flood control: %w", method, err)
-				}
-				continue
-			}
-			if apiErr.Code >= 500 && transient < retries {
-				transient++
-				if err := backoff.Sleep(ctx, backoff.Delay(transient, a.backoffMin, a.backoffMax)); err != nil {
-					return nil, fmt.Errorf("telegram %s: %w", method, err)
-				}
-				continue
-			}
-			return nil, &APIError{Method: method, Code: apiErr.Code, Description: redact(apiErr.Message, a.cfg.Token), MigrateToChatID: apiErr.MigrateToChatID}
-		}
-		// Transport or decoding trouble: retry a few times, then give up.
-		if transient < retries {
-			transient++
-			if err := backoff.Sleep(ctx, backoff.Delay(transient, a.backoffMin, a.backoffMax)); err != nil {
-				return nil, fmt.Errorf("telegram %s: %w", method, err)
-			}
-			continue
-		}
-		return nil, fmt.Errorf("telegram %s: %w", method, redactErr(err, a.cfg.Token))
+		result = resp.Result
+		return nil
+	})
+	if err != nil {
+		return nil, a.apiError(method, err)
 	}
+	return result, nil
+}
+
+// retryPolicy is how the adapter retries Bot API calls (made for each
+// call, so that it reads the adapter's fields as tests set them): flood
+// control after Telegram's parameters.retry_after, in units of
+// retryAfterUnit (a second; at least one), and a server error or a failed
+// connection with backoff. The Bot API library retries nothing itself.
+func (a *Adapter) retryPolicy() retry.Policy {
+	return retry.Policy{
+		Platform:  "Telegram",
+		Classify:  a.verdict,
+		Transient: a.maxTransientRetries,
+		Backoff:   func(n int) time.Duration { return backoff.Delay(n, a.backoffMin, a.backoffMax) },
+		Log:       a.log,
+	}
+}
+
+// verdict reads the Bot API library's errors: a refusal (ok: false) is a
+// *tgbotapi.Error with Telegram's parameters; anything else is the
+// transport or a reply that did not decode, which may pass.
+func (a *Adapter) verdict(err error) retry.Verdict {
+	var apiErr *tgbotapi.Error
+	switch {
+	case !errors.As(err, &apiErr):
+		return retry.Verdict{Kind: retry.Transient}
+	case apiErr.RetryAfter > 0 || apiErr.Code == http.StatusTooManyRequests:
+		return retry.Verdict{Kind: retry.RateLimited, After: time.Duration(max(apiErr.RetryAfter, 1)) * a.retryAfterUnit}
+	case apiErr.Code >= 500:
+		return retry.Verdict{Kind: retry.Transient}
+	}
+	return retry.Verdict{Kind: retry.Fail}
+}
+
+// apiError is the error a failed call returns: Telegram's refusal as an
+// *APIError, anything else wrapped, the token taken out of both.
+func (a *Adapter) apiError(method string, err error) error {
+	var apiErr *tgbotapi.Error
+	if errors.As(err, &apiErr) {
+		return &APIError{Method: method, Code: apiErr.Code, Description: redact(apiErr.Message, a.cfg.Token), MigrateToChatID: apiErr.MigrateToChatID}
+	}
+	return fmt.Errorf("telegram %s: %w", method, redactErr(err, a.cfg.Token))
 }
 
 // APIError is a refusal from the Bot API (ok: false), without the token.

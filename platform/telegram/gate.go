@@ -38,16 +38,16 @@ func (a *Adapter) SetGate(g platform.Gate) { a.gate = g }
 // runGated polls through one tenure after another until ctx ends.
 func (a *Adapter) runGated(ctx context.Context, h platform.Handler) error {
 	for {
-		a.setStatus("standby: another host polls")
+		a.setStatus(platform.Standby, "another host polls")
 		t, err := a.gate.Acquire(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
-			a.setStatus("error: " + err.Error())
+			a.setStatus(refusal(err), err.Error())
 			return fmt.Errorf("telegram %s: waiting to become the poller: %w", a.cfg.Name, err)
 		}
-		a.setStatus("connected")
+		a.setStatus(platform.Connected, "")
 		a.log.Info("Telegram polling on this host")
 		err = a.pollTenure(ctx, h, t)
 		switch {

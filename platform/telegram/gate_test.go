@@ -72,7 +72,7 @@ func TestGatedPollingFollowsTheTenure(t *testing.T) {
 	if n := len(f.Calls("getUpdates")); n != 0 {
 		t.Fatalf("%d polls without a tenure", n)
 	}
-	if s := a.Status(); s != "standby: another host polls" {
+	if s := a.Status(); s != (platform.ConnStatus{State: platform.Standby, Detail: "another host polls"}) {
 		t.Errorf("status %q without a tenure", s)
 	}
 

@@ -104,3 +104,25 @@ func TestSendFileAsPhotoOrDocument(t *testing.T) {
 		t.Errorf("over 50 MB: %v", err)
 	}
 }
+
+// TestHistoryHoldsStreamedReplies: a reply streamed into messages
+// (EditReply) and finished (FinishReply) is in the history as it stands,
+// as a reply posted whole is.
+func TestHistoryHoldsStreamedReplies(t *testing.T) {
+	f := faketelegram.New(t)
+	addChats(f)
+	a := newTestAdapter(t, f, func(c *Config) { c.EditInterval = 1 })
+	ctx := context.Background()
+	conv := platform.Target{Platform: "tg-test", Channel: "42"}
+	msgs, err := a.EditReply(ctx, conv, nil, "Looking")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.FinishReply(ctx, conv, msgs, "Looking: the test is flaky.", platform.Reply{Key: "k"}); err != nil {
+		t.Fatal(err)
+	}
+	all, _ := a.History(ctx, conv, platform.HistoryQuery{Limit: 10})
+	if len(all) != 1 || !all[0].FromSelf || all[0].Text != "Looking: the test is flaky." || all[0].MessageID != msgs[0].MessageID {
+		t.Errorf("history: %+v", all)
+	}
+}

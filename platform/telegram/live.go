@@ -54,15 +54,13 @@ func editSpacing(d time.Duration) func(chat string) time.Duration {
 // deletes the bot's posts. EditInterval gives a streamed reply half a
 // private chat's budget; in a group the pacer spaces it further.
 func (a *Adapter) Capabilities() platform.Capabilities {
-	return platform.Capabilities{
-		MessageLimit:     splitLimit - 200,
-		Edits:            true,
-		EditInterval:     2 * a.cfg.EditInterval,
-		Buttons:          true,
-		MultiSelect:      false,
-		OptionLabelLimit: optionLabelLimit,
-		Deletes:          true,
-	}
+	c := platform.Abilities(a)
+	c.MessageLimit = splitLimit - 200
+	c.EditRate = platform.EditRate{Interval: a.cfg.EditInterval} // three times it in a group: editSpacing
+	c.EditInterval = 2 * a.cfg.EditInterval
+	c.MultiSelect = false
+	c.OptionLabelLimit = optionLabelLimit
+	return c
 }
 
 // EditReply makes msgs show text as Send would post it: a part a message
@@ -70,32 +68,7 @@ func (a *Adapter) Capabilities() platform.Capabilities {
 // newer edit of the same message replaces one that waits), and parts
 // beyond msgs are posted after them.
 func (a *Adapter) EditReply(ctx context.Context, to platform.Target, msgs []platform.Target, text string) ([]platform.Target, error) {
-	if strings.TrimSpace(text) == "" {
-		return msgs, nil
-	}
-	parts := splitForTelegram(text)
-	out := make([]platform.Target, 0, len(parts))
-	for i, part := range parts {
-		if i >= len(msgs) {
-			m, err := a.postPart(ctx, to, part, i == 0)
-			if err != nil {
-				return out, fmt.Errorf("posting part %d/%d to %s: %w", i+1, len(parts), to.Channel, err)
-			}
-			a.shown.Put(m.Channel+":"+m.MessageID, part)
-			out = append(out, m)
-			continue
-		}
-		m := msgs[i]
-		key := m.Channel + ":" + bareMessageID(m.MessageID)
-		if shown, ok := a.shown.Get(key); !ok || shown != part {
-			if err := a.Edit(ctx, m, part); err != nil {
-				return out, err
-			}
-			a.shown.Put(key, part)
-		}
-		out = append(out, m)
-	}
-	return out, nil
+	return a.replies.EditReply(ctx, to, msgs, text)
 }
 
 // postPart posts one part as Send does: HTML, or plain text when Telegram
@@ -129,7 +102,7 @@ func (a *Adapter) Delete(ctx context.Context, msg platform.Target) error {
 	if err != nil && !(errors.As(err, &ae) && strings.Contains(ae.Description, "message to delete not found")) {
 		return fmt.Errorf("deleting message %s in %s: %w", id, msg.Channel, err)
 	}
-	a.shown.Take(msg.Channel + ":" + id)
+	a.replies.Forget(msg)
 	return nil
 }
 

@@ -134,6 +134,27 @@ func TestEditReplyUnderFloodControl(t *testing.T) {
 	}
 }
 
+func TestCapabilities(t *testing.T) {
+	a := newTestAdapter(t, faketelegram.New(t), nil)
+	c := a.Capabilities()
+	// Half of a private chat's spacing for one message; no select menus.
+	if c.EditRate != (platform.EditRate{Interval: platform.DefaultEditInterval}) || c.EditInterval != 2*c.EditRate.Interval ||
+		c.MultiSelect || c.OptionLabelLimit != optionLabelLimit {
+		t.Errorf("capabilities = %+v", c)
+	}
+	can := platform.Capabilities{Edits: true, Deletes: true, Reacts: true, Buttons: true, History: true, RecordsParts: true, Typing: true, Files: true}
+	if got := platform.Abilities(a); got != can || c.RecordsParts != can.RecordsParts || c.TagsReplies {
+		t.Errorf("abilities %+v, want %+v", got, can)
+	}
+	if got := platform.CapabilitiesOf(a); got != c {
+		t.Errorf("CapabilitiesOf = %+v, want the adapter's own", got)
+	}
+	// Markdown at the limit, however escaped, posts as one message.
+	if parts := splitForTelegram(strings.Repeat("a<b ", c.MessageLimit/4)); len(parts) != 1 {
+		t.Errorf("%d runes of Markdown took %d messages", c.MessageLimit, len(parts))
+	}
+}
+
 func TestEditSpacing(t *testing.T) {
 	s := editSpacing(time.Second)
 	for chat, want := range map[string]time.Duration{"42": time.Second, "-100": 3 * time.Second, "-1001234": 3 * time.Second} {

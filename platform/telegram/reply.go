@@ -2,12 +2,10 @@ package telegram
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"strconv"
-	"strings"
 
 	"github.com/cc-connect/cc-connect/platform"
+	"github.com/cc-connect/cc-connect/platform/internal/replykit"
 )
 
 // A reply posted so that a restart posts again only what did not land.
@@ -21,6 +19,7 @@ import (
 var (
 	_ platform.PartRecorder  = (*Adapter)(nil)
 	_ platform.ReplyFinisher = (*Adapter)(nil)
+	_ replykit.Wire          = replyWire{}
 )
 
 // RecordsParts says the engine must record each part (platform.PartRecorder).
@@ -31,43 +30,7 @@ func (a *Adapter) RecordsParts() {}
 // r.Key and r.Again change nothing: Telegram has no way to tag or find a
 // post.
 func (a *Adapter) SendReply(ctx context.Context, to platform.Target, text string, r platform.Reply) (platform.ReplyResult, error) {
-	res := platform.ReplyResult{Last: platform.Target{Platform: a.cfg.Name, Channel: to.Channel, Thread: to.Thread}}
-	if strings.TrimSpace(text) == "" {
-		return res, errors.New("telegram send: empty text")
-	}
-	if to.MessageID == "" {
-		to.MessageID = r.After
-	}
-	parts := splitForTelegram(text)
-	res.Parts = len(parts)
-	for i := range parts {
-		if r.Done != nil && r.Done(i) {
-			continue
-		}
-		m, err := a.replyPart(ctx, to, parts, i, r)
-		if err != nil {
-			return res, err
-		}
-		res.Posted++
-		res.Last = m
-	}
-	return res, nil
-}
-
-// replyPart posts part i of a reply and tells r.Landed.
-func (a *Adapter) replyPart(ctx context.Context, to platform.Target, parts []string, i int, r platform.Reply) (platform.Target, error) {
-	m, err := a.postPart(ctx, to, parts[i], i == 0)
-	if err != nil {
-		return m, fmt.Errorf("sending part %d/%d to %s: %w", i+1, len(parts), to.Channel, err)
-	}
-	a.shown.Put(m.Channel+":"+m.MessageID, parts[i])
-	if id, err := strconv.Atoi(m.MessageID); err == nil {
-		a.noteSent(to, id, parts[i])
-	}
-	if r.Landed != nil {
-		r.Landed(i, len(parts))
-	}
-	return m, nil
+	return a.replies.SendReply(ctx, to, text, r)
 }
 
 // FinishReply makes the streamed messages msgs show the reply
@@ -78,32 +41,37 @@ func (a *Adapter) replyPart(ctx context.Context, to platform.Target, parts []str
 // chat's spacing: it is Telegram's own limit (about one message a second in
 // a chat, twenty a minute in a group), not a pacing of the stream's.
 func (a *Adapter) FinishReply(ctx context.Context, to platform.Target, msgs []platform.Target, text string, r platform.Reply) ([]platform.Target, error) {
-	if strings.TrimSpace(text) == "" {
-		return msgs, errors.New("telegram edit: empty text")
+	return a.replies.FinishReply(ctx, to, msgs, text, r)
+}
+
+// replyWire is what the reply kit needs of Telegram: parts under its
+// limit, sendMessage (the first part replying to the message answered) and
+// editMessageText, each noted in the adapter's history.
+type replyWire struct{ a *Adapter }
+
+func (w replyWire) Split(text string) []string { return splitForTelegram(text) }
+
+func (w replyWire) Post(ctx context.Context, to platform.Target, p replykit.Part) (platform.Target, error) {
+	at := to
+	if at.MessageID == "" {
+		at.MessageID = p.After
 	}
-	if to.MessageID == "" {
-		to.MessageID = r.After
+	m, err := w.a.postPart(ctx, at, p.Text, p.Index == 0)
+	if err != nil {
+		return m, err
 	}
-	parts := splitForTelegram(text)
-	out := make([]platform.Target, 0, len(parts))
-	for i, part := range parts {
-		if i < len(msgs) {
-			m := msgs[i]
-			if err := a.Edit(ctx, m, part); err != nil {
-				return out, err
-			}
-			a.shown.Put(m.Channel+":"+bareMessageID(m.MessageID), part)
-			out = append(out, m)
-			continue
-		}
-		if r.Done != nil && r.Done(i) {
-			continue
-		}
-		m, err := a.replyPart(ctx, to, parts, i, r)
-		if err != nil {
-			return out, err
-		}
-		out = append(out, m)
+	if id, err := strconv.Atoi(m.MessageID); err == nil {
+		w.a.noteSent(to, id, p.Text)
 	}
-	return out, nil
+	return m, nil
+}
+
+// Edit is the adapter's Edit, paced per chat; an edit cannot be tagged,
+// so a final one is like any other.
+func (w replyWire) Edit(ctx context.Context, msg platform.Target, p replykit.Part, _ bool) error {
+	return w.a.Edit(ctx, msg, p.Text)
+}
+
+func (w replyWire) ShownKey(msg platform.Target) string {
+	return msg.Channel + ":" + bareMessageID(msg.MessageID)
 }

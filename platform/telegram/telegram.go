@@ -28,6 +28,7 @@ import (
 	"github.com/cc-connect/cc-connect/platform/internal/lanes"
 	"github.com/cc-connect/cc-connect/platform/internal/permbutton"
 	"github.com/cc-connect/cc-connect/platform/internal/recent"
+	"github.com/cc-connect/cc-connect/platform/internal/replykit"
 	"github.com/cc-connect/cc-connect/platform/internal/seenlog"
 )
 
@@ -77,9 +78,8 @@ type Adapter struct {
 	edits      *coalesce.Coalescer
 	prompts    *recent.Map[string] // "chat:message" -> prompt HTML, shown again with the outcome
 	promptRefs *permbutton.Refs
-	// shown is the Markdown each message of a streamed reply shows
-	// ("chat:message"), so that an unchanged part is not edited again.
-	shown *recent.Map[string]
+	// replies posts and edits turns' replies (reply.go).
+	replies *replykit.Kit
 	// reactions remembers the one reaction the bot holds on each message
 	// ("chat:message" -> name): Telegram gives a bot a single reaction per
 	// message, so a new one replaces the old, and removing a reaction that
@@ -134,7 +134,7 @@ func New(cfg Config, log *slog.Logger) (*Adapter, error) {
 		cfg.PollTimeout = 30 * time.Second
 	}
 	if cfg.EditInterval <= 0 {
-		cfg.EditInterval = time.Second
+		cfg.EditInterval = platform.DefaultEditInterval
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -144,7 +144,7 @@ func New(cfg Config, log *slog.Logger) (*Adapter, error) {
 	// a constructor must not touch the network.
 	base := &tgbotapi.BotAPI{Token: cfg.Token, Client: client}
 	base.SetAPIEndpoint(apiURL + "/bot%s/%s")
-	return &Adapter{
+	a := &Adapter{
 		cfg:                 cfg,
 		log:                 log.With("platform", cfg.Name),
 		apiURL:              apiURL,
@@ -157,22 +157,23 @@ func New(cfg Config, log *slog.Logger) (*Adapter, error) {
 		maxTransientRetries: 3,
 		stuckPoll:           defaultStuckPoll,
 		edits:               coalesce.New(coalesce.NewScopedInterval(editSpacing(cfg.EditInterval))),
-		shown:               recent.New[string](1024),
 		prompts:             recent.New[string](1024),
 		promptRefs:          permbutton.NewRefs(maxCallbackData, 1024),
 		reactions:           recent.New[string](4096),
 		history:             seenlog.New(historyConversations, historyPerChat),
-		state:               connstate.New(cfg.Name, "not started"),
-	}, nil
+		state:               connstate.New(cfg.Name),
+	}
+	a.replies = replykit.New(cfg.Name, replyWire{a}, a.log)
+	return a, nil
 }
 
 // Name returns the instance name.
 func (a *Adapter) Name() string { return a.cfg.Name }
 
 // Status reports the polling state for !status.
-func (a *Adapter) Status() string { return a.state.Get() }
+func (a *Adapter) Status() platform.ConnStatus { return a.state.Get() }
 
-func (a *Adapter) setStatus(s string) { a.state.Set(s) }
+func (a *Adapter) setStatus(s platform.ConnState, detail string) { a.state.Set(s, detail) }
 
 // SetObserver makes the adapter report connection errors and reconnects
 // to o (the metrics).
@@ -193,16 +194,16 @@ func (a *Adapter) Run(ctx context.Context, h platform.Handler) error {
 	if a.gate != nil {
 		defer a.gate.Close()
 	}
-	a.setStatus("connecting")
+	a.setStatus(platform.Connecting, "")
 	if err := a.identify(ctx); err != nil {
 		if ctx.Err() != nil {
-			a.setStatus("stopped")
+			a.setStatus(platform.Stopped, "")
 			return nil
 		}
-		a.setStatus("error: " + err.Error())
+		a.setStatus(refusal(err), err.Error())
 		return err
 	}
-	a.setStatus("connected")
+	a.setStatus(platform.Connected, "")
 	a.log.Info("Telegram bot connected", "bot", "@"+a.botUser().UserName)
 
 	var err error
@@ -214,7 +215,7 @@ func (a *Adapter) Run(ctx context.Context, h platform.Handler) error {
 	if err != nil {
 		return err
 	}
-	a.setStatus("stopped")
+	a.setStatus(platform.Stopped, "")
 	return nil
 }
 
@@ -252,7 +253,7 @@ func (a *Adapter) poll(ctx context.Context, h platform.Handler, tr *updateTracke
 			}
 			if errors.Is(err, ErrUnauthorized) {
 				// The token was revoked while running: no retry helps.
-				a.setStatus("error: " + ErrUnauthorized.Error())
+				a.setStatus(platform.BadCredentials, ErrUnauthorized.Error())
 				return fmt.Errorf("telegram %s: %w", a.cfg.Name, ErrUnauthorized)
 			}
 			failures++
@@ -265,7 +266,7 @@ func (a *Adapter) poll(ctx context.Context, h platform.Handler, tr *updateTracke
 		if failures > 0 {
 			a.log.Info("Telegram polling recovered", "after_failures", failures)
 			failures = 0
-			a.setStatus("connected")
+			a.setStatus(platform.Connected, "")
 		}
 		var updates []json.RawMessage
 		if err := json.Unmarshal(raw, &updates); err != nil {
@@ -301,25 +302,35 @@ func (a *Adapter) identify(ctx context.Context) error {
 		a.mu.Unlock()
 		return true, nil
 	}, func(err error, attempt int) {
-		a.setStatus("reconnecting: " + err.Error())
+		a.setStatus(platform.TransientDisconnect, err.Error())
 		a.log.Warn("Telegram getMe failed, retrying", "error", err, "attempt", attempt)
 	})
+}
+
+// refusal is the state for an error no retry fixes: a refused token is
+// bad credentials, anything else (the cluster's gate, an answer that does
+// not decode) a failure the admin must look at.
+func refusal(err error) platform.ConnState {
+	if errors.Is(err, ErrUnauthorized) {
+		return platform.BadCredentials
+	}
+	return platform.Failing
 }
 
 func (a *Adapter) reportPollError(err error, failures int) {
 	switch {
 	case errors.Is(err, ErrConflict):
-		a.setStatus("error: " + ErrConflict.Error())
+		a.setStatus(platform.Failing, ErrConflict.Error())
 		if failures == 1 {
 			a.log.Error("Telegram polling conflict: another process is polling this bot token; stop it or use another bot", "error", err)
 		}
 	case errors.Is(err, ErrWebhookActive):
-		a.setStatus("error: " + ErrWebhookActive.Error())
+		a.setStatus(platform.Failing, ErrWebhookActive.Error())
 		if failures == 1 {
 			a.log.Error("Telegram polling refused: a webhook is set for this bot token", "error", err)
 		}
 	default:
-		a.setStatus("reconnecting: " + err.Error())
+		a.setStatus(platform.TransientDisconnect, err.Error())
 		a.log.Warn("Telegram polling failed, retrying", "error", err, "attempt", failures)
 	}
 }

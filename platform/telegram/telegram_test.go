@@ -315,7 +315,7 @@ func TestConflictIsReported(t *testing.T) {
 	runAdapter(t, a, h)
 	f.Next(t, "getUpdates") // the refused poll
 	f.Next(t, "getUpdates") // the retry, after the status was set
-	if s := a.Status(); !strings.Contains(s, "another process is polling this bot token") {
+	if s := a.Status(); s.State != platform.Failing || !strings.Contains(s.Detail, "another process is polling this bot token") {
 		t.Fatalf("status = %q", s)
 	}
 	// Once the other poller is gone, polling recovers.
@@ -324,7 +324,7 @@ func TestConflictIsReported(t *testing.T) {
 		t.Fatalf("got %q", m.Text)
 	}
 	f.Next(t, "getUpdates")
-	if s := a.Status(); s != "connected" {
+	if s := a.Status(); s.State != platform.Connected {
 		t.Fatalf("status after recovery = %q", s)
 	}
 }
@@ -340,7 +340,7 @@ func TestUnauthorizedEndsRun(t *testing.T) {
 	if !errors.Is(err, ErrUnauthorized) {
 		t.Fatalf("Run = %v, want ErrUnauthorized", err)
 	}
-	if strings.Contains(err.Error(), "wrong-secret") || strings.Contains(a.Status(), "wrong-secret") {
+	if strings.Contains(err.Error(), "wrong-secret") || strings.Contains(a.Status().String(), "wrong-secret") {
 		t.Fatalf("token leaked: %v / %s", err, a.Status())
 	}
 }
@@ -353,8 +353,8 @@ func TestRevokedTokenEndsRun(t *testing.T) {
 	if !errors.Is(err, ErrUnauthorized) {
 		t.Fatalf("Run = %v, want ErrUnauthorized", err)
 	}
-	if !strings.HasPrefix(a.Status(), "error: ") {
-		t.Fatalf("status = %q", a.Status())
+	if s := a.Status(); s.State != platform.BadCredentials {
+		t.Fatalf("status = %v", s)
 	}
 }
 
@@ -408,8 +408,8 @@ func TestRunStopsOnCancel(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Run did not stop while a long poll was open")
 	}
-	if a.Status() != "stopped" {
-		t.Errorf("status = %q", a.Status())
+	if s := a.Status(); s.State != platform.Stopped {
+		t.Errorf("status = %v", s)
 	}
 }
 

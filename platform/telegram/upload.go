@@ -14,12 +14,10 @@ import (
 	"path"
 	"strconv"
 	"strings"
-	"time"
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 
 	"github.com/cc-connect/cc-connect/platform"
-	"github.com/cc-connect/cc-connect/platform/internal/backoff"
 )
 
 var _ platform.FileSender = (*Adapter)(nil)
@@ -105,33 +103,23 @@ func (a *Adapter) sendFile(ctx context.Context, to platform.Target, method, fiel
 }
 
 // upload makes one multipart Bot API request, waiting out flood control as
-// call does. A transport failure is not retried: the file may have been
-// sent.
+// call does. Nothing else is retried: the file may have been sent.
 func (a *Adapter) upload(ctx context.Context, method string, params tgbotapi.Params, field, name string, data []byte) (json.RawMessage, error) {
-	for {
+	var result json.RawMessage
+	err := a.retryPolicy().Do(ctx, method, false, func(ctx context.Context) error {
 		rctx, cancel := context.WithTimeout(ctx, a.requestTimeout)
+		defer cancel()
 		resp, err := a.bot(rctx).UploadFiles(method, params, []tgbotapi.RequestFile{{Name: field, Data: tgbotapi.FileBytes{Name: name, Bytes: data}}})
-		cancel()
-		if err == nil {
-			return resp.Result, nil
+		if err != nil {
+			return err
 		}
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("telegram %s: %w", method, ctx.Err())
-		}
-		var apiErr *tgbotapi.Error
-		if !errors.As(err, &apiErr) {
-			return nil, fmt.Errorf("telegram %s: %w", method, redactErr(err, a.cfg.Token))
-		}
-		if apiErr.RetryAfter > 0 || apiErr.Code == http.StatusTooManyRequests {
-			wait := time.Duration(max(apiErr.RetryAfter, 1)) * a.retryAfterUnit
-			a.log.Warn("Telegram flood control, waiting", "method", method, "retry_after", wait)
-			if err := backoff.Sleep(ctx, wait); err != nil {
-				return nil, fmt.Errorf("telegram %s: waiting out flood control: %w", method, err)
-			}
-			continue
-		}
-		return nil, &APIError{Method: method, Code: apiErr.Code, Description: redact(apiErr.Message, a.cfg.Token)}
+		result = resp.Result
+		return nil
+	})
+	if err != nil {
+		return nil, a.apiError(method, err)
 	}
+	return result, nil
 }
 
 // isPhoto reports whether data is a picture Telegram takes as a photo.

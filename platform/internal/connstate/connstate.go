@@ -1,8 +1,8 @@
-// Package connstate holds a chat adapter's connection state: the words
-// !status shows ("connected", "reconnecting: …", "error: …", "stopped")
-// and the report of each change to the metrics' platform.Observer. What
-// the states mean for counting is platform.ObserveStatus's business; when
-// to change state is each adapter's.
+// Package connstate holds a chat adapter's connection state
+// (platform.ConnStatus) and reports each change to the metrics'
+// platform.Observer. What the states mean for counting is
+// platform.ObserveStatus's business; when to change state is each
+// adapter's.
 package connstate
 
 import (
@@ -11,36 +11,38 @@ import (
 	"github.com/cc-connect/cc-connect/platform"
 )
 
-// State is one adapter instance's connection state. It is safe for
-// concurrent use; call New.
+// State is one adapter instance's connection state, platform.NotStarted
+// at first. It is safe for concurrent use; call New.
 type State struct {
 	name string // the instance name, reported to the observer
 
 	mu     sync.Mutex // guards status and obs
-	status string
+	status platform.ConnStatus
 	obs    platform.Observer
 }
 
-// New returns the state of the instance name, starting at status.
-func New(name, status string) *State {
-	return &State{name: name, status: status}
+// New returns the state of the instance name.
+func New(name string) *State {
+	return &State{name: name}
 }
 
 // Get returns the current state.
-func (s *State) Get() string {
+func (s *State) Get() platform.ConnStatus {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.status
 }
 
-// Set changes the state and reports the change to the observer, if any.
-// The observer is called without the lock held.
-func (s *State) Set(status string) {
+// Set changes the state, with the detail that says why, and reports the
+// change to the observer, if any. The observer is called without the lock
+// held.
+func (s *State) Set(state platform.ConnState, detail string) {
+	cur := platform.ConnStatus{State: state, Detail: detail}
 	s.mu.Lock()
 	old, obs := s.status, s.obs
-	s.status = status
+	s.status = cur
 	s.mu.Unlock()
-	platform.ObserveStatus(obs, s.name, old, status)
+	platform.ObserveStatus(obs, s.name, old, cur)
 }
 
 // SetObserver makes later changes reach o (nil stops the reports).

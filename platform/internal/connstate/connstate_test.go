@@ -25,26 +25,33 @@ func (r *recorder) add(e string) {
 var _ platform.Observer = (*recorder)(nil)
 
 func TestState(t *testing.T) {
+	var (
+		connecting = platform.ConnStatus{State: platform.Connecting}
+		connected  = platform.ConnStatus{State: platform.Connected}
+		lost       = platform.ConnStatus{State: platform.TransientDisconnect, Detail: "connection lost"}
+		a          = platform.ConnStatus{State: platform.TransientDisconnect, Detail: "a"}
+		refused    = platform.ConnStatus{State: platform.BadCredentials, Detail: "unauthorized"}
+	)
 	tests := []struct {
 		name   string
-		states []string
+		states []platform.ConnStatus
 		want   string // the observer's events, comma separated
 	}{
-		{"clean start", []string{"connecting", "connected"}, ""},
-		{"drop and come back", []string{"connected", "reconnecting: connection lost", "connected"}, "error dc,reconnect dc"},
-		{"each retry is an error", []string{"reconnecting: a", "reconnecting: a", "connected"}, "error dc,error dc,reconnect dc"},
-		{"refused", []string{"error: unauthorized"}, "error dc"},
+		{"clean start", []platform.ConnStatus{connecting, connected}, ""},
+		{"drop and come back", []platform.ConnStatus{connected, lost, connected}, "error dc,reconnect dc"},
+		{"each retry is an error", []platform.ConnStatus{a, a, connected}, "error dc,error dc,reconnect dc"},
+		{"refused", []platform.ConnStatus{refused}, "error dc"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := New("dc", "not started")
+			s := New("dc")
 			r := &recorder{}
 			s.SetObserver(r)
 			for _, st := range tt.states {
-				s.Set(st)
+				s.Set(st.State, st.Detail)
 			}
 			if got := s.Get(); got != tt.states[len(tt.states)-1] {
-				t.Errorf("Get = %q, want the last state set", got)
+				t.Errorf("Get = %v, want the last state set", got)
 			}
 			if got := strings.Join(r.events, ","); got != tt.want {
 				t.Errorf("events %q, want %q", got, tt.want)
@@ -54,15 +61,15 @@ func TestState(t *testing.T) {
 }
 
 func TestStateWithoutObserver(t *testing.T) {
-	s := New("tg", "not started")
-	if got := s.Get(); got != "not started" {
-		t.Errorf("Get = %q, want the initial state", got)
+	s := New("tg")
+	if got := s.Get(); got.State != platform.NotStarted || got.String() != "not started" {
+		t.Errorf("Get = %v, want not started", got)
 	}
-	s.Set("reconnecting: down") // no observer: nothing to call
+	s.Set(platform.TransientDisconnect, "down") // no observer: nothing to call
 	r := &recorder{}
 	s.SetObserver(r)
 	s.SetObserver(nil)
-	s.Set("connected")
+	s.Set(platform.Connected, "")
 	if len(r.events) != 0 {
 		t.Errorf("events %v after the observer was removed", r.events)
 	}
