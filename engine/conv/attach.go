@@ -35,27 +35,27 @@ const fetchTimeout = 2 * time.Minute
 // already told why (a store refusal, say); the turn just ends.
 var errNotPassed = errors.New("message not passed to the agent")
 
-func (e *Set) attachmentMax() int64 {
-	if e.opts.AttachmentMaxBytes > 0 {
-		return e.opts.AttachmentMaxBytes
+func (st *settings) attachmentMax() int64 {
+	if st.opts.AttachmentMaxBytes > 0 {
+		return st.opts.AttachmentMaxBytes
 	}
 	return DefaultAttachmentMaxBytes
 }
 
-func (e *Set) artifactStore(workspace string) *artifact.Store {
-	return e.artifactStoreFor(workspace, binding.Binding{})
+func (st *settings) artifactStore(workspace string) *artifact.Store {
+	return st.artifactStoreFor(workspace, binding.Binding{})
 }
 
 // artifactStoreFor is artifactStore with b's own files limits.
-func (e *Set) artifactStoreFor(workspace string, b binding.Binding) *artifact.Store {
-	opts := artifact.Options{Threshold: e.opts.ArtifactThreshold, Quota: e.opts.ArtifactQuota}
+func (st *settings) artifactStoreFor(workspace string, b binding.Binding) *artifact.Store {
+	opts := artifact.Options{Threshold: st.opts.ArtifactThreshold, Quota: st.opts.ArtifactQuota}
 	if t := b.Setup.ArtifactThreshold; t != nil {
 		opts.Threshold = *t
 	}
 	if q := b.Setup.ArtifactQuota; q != nil {
 		opts.Quota = *q
 	}
-	if c := agentproc.Credential(e.opts.Agent); c != nil {
+	if c := agentproc.Credential(st.opts.Agent); c != nil {
 		// The agent runs as another user: let it read what it is
 		// pointed at.
 		opts.ReaderGID = int(c.Gid)
@@ -80,6 +80,22 @@ func filesOf(m platform.Message) []journaledFile {
 	return out
 }
 
+// attacher readies a message's prompt before its turn: the shell notes
+// waiting, the artifact a long text becomes, the attachments fetched now
+// (bounded, through the adapter registered now) and stored in the
+// workspace.
+type attacher struct {
+	cfg          *settings
+	chat         *relay
+	rb           *recordBook
+	binding      func() binding.Binding // in force now
+	ws           func() string          // the conversation's workspace now
+	bg           context.Context
+	stopping     <-chan struct{}
+	fetchTimeout time.Duration
+	log          *slog.Logger
+}
+
 // prepare turns a queued message into what Claude receives: the text with
 // its attachments (fetched now, on the session goroutine, into the
 // workspace's private folder, and named by their workspace-relative paths,
@@ -90,35 +106,35 @@ func filesOf(m platform.Message) []journaledFile {
 // request goes as it is. A message whose sender was taken off the allow
 // list while it waited is not passed on; a run (a schedule's, a webhook's)
 // is the config's and has no place in that list.
-func (tr *turnRunner) prepare(it workItem) (workItem, string, error) {
-	if it.run == nil && !tr.binding().Allowed(it.msg.UserID) { // a run needs no place in the list (trigger.go)
-		tr.log.Info("Dropped a queued message: its sender is no longer allowed", "user_id", it.msg.UserID, "user_name", it.msg.UserName)
-		tr.chat.send(fmt.Sprintf("A message from %s was not passed to Claude: they are no longer allowed here.",
+func (at *attacher) prepare(it workItem) (workItem, string, error) {
+	if it.run == nil && !at.binding().Allowed(it.msg.UserID) { // a run needs no place in the list (trigger.go)
+		at.log.Info("Dropped a queued message: its sender is no longer allowed", "user_id", it.msg.UserID, "user_name", it.msg.UserName)
+		at.chat.send(fmt.Sprintf("A message from %s was not passed to Claude: they are no longer allowed here.",
 			orDefault(it.msg.UserName, it.msg.UserID)))
 		return it, "", errNotPassed
 	}
 	if IsCompaction(it.msg.Text) {
 		return it, "", nil
 	}
-	store := tr.e.artifactStoreFor(tr.ws, tr.binding())
-	files := tr.fetchAttachments(it.files, store)
+	store := at.cfg.artifactStoreFor(at.ws(), at.binding())
+	files := at.fetchAttachments(it.files, store)
 	if note := refusalNote(files); note != "" {
-		tr.chat.send(note)
+		at.chat.send(note)
 	}
-	text := withAttachments(tr.ws, it.msg.Text, files, tr.log)
-	it.images = imagesOf(tr.ws, files, tr.log)
+	text := withAttachments(at.ws(), it.msg.Text, files, at.log)
+	it.images = imagesOf(at.ws(), files, at.log)
 	prompt, a, stored, err := store.Prepare(text)
 	if err != nil {
-		tr.log.Error("Storing a large message failed; not sent", "error", err, "size", len(text))
-		tr.chat.send(artifact.UserMessage(err))
+		at.log.Error("Storing a large message failed; not sent", "error", err, "size", len(text))
+		at.chat.send(artifact.UserMessage(err))
 		return it, "", errNotPassed
 	}
 	if stored {
-		tr.log.Info("Stored a large message as an artifact", "artifact", a.RelPath, "size", a.Size, "sha256", a.SHA256)
-		tr.chat.send(fmt.Sprintf("Your message is long (%s), so it was saved whole as %s in the workspace and Claude was asked to read it there.",
+		at.log.Info("Stored a large message as an artifact", "artifact", a.RelPath, "size", a.Size, "sha256", a.SHA256)
+		at.chat.send(fmt.Sprintf("Your message is long (%s), so it was saved whole as %s in the workspace and Claude was asked to read it there.",
 			humanSize(a.Size), a.RelPath))
 	}
-	notes := tr.rb.takeShellNotes()
+	notes := at.rb.takeShellNotes()
 	if notes != "" {
 		prompt = notes + "\n\n" + prompt
 	}
@@ -136,22 +152,22 @@ func (tr *turnRunner) prepare(it workItem) (workItem, string, error) {
 // the files of the message together, and by shutdown. An attachment that
 // cannot be passed on comes back with the reason (refusalNote tells the
 // user); one stored at acceptance by an earlier version is taken as it is.
-func (tr *turnRunner) fetchAttachments(files []journaledFile, store *artifact.Store) []inbox.Attachment {
+func (at *attacher) fetchAttachments(files []journaledFile, store *artifact.Store) []inbox.Attachment {
 	if len(files) == 0 {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(tr.e.bg, tr.e.fetchTimeout)
+	ctx, cancel := context.WithTimeout(at.bg, at.fetchTimeout)
 	defer cancel()
 	stop := make(chan struct{})
 	defer close(stop)
 	go func() {
 		select {
-		case <-tr.e.stopping:
+		case <-at.stopping:
 			cancel()
 		case <-stop:
 		}
 	}()
-	opener := tr.chat.opener()
+	opener := at.chat.opener()
 	out := make([]inbox.Attachment, 0, len(files))
 	for _, f := range files {
 		if f.Stored() {
@@ -163,7 +179,7 @@ func (tr *turnRunner) fetchAttachments(files []journaledFile, store *artifact.St
 			at := platform.Attachment{Name: f.Name, Size: f.Declared, Mime: f.Mime, Ref: f.Ref}
 			open = func(ctx context.Context) (io.ReadCloser, error) { return opener(ctx, at) }
 		}
-		out = append(out, tr.e.fetchAttachment(ctx, store, f.Attachment, open, tr.e.attachmentMaxFor(tr.binding()), tr.log))
+		out = append(out, fetchAttachment(ctx, store, f.Attachment, open, at.cfg.attachmentMaxFor(at.binding()), at.log))
 	}
 	return out
 }
@@ -258,7 +274,7 @@ var errChanged = errors.New("content differs from the one received")
 // fetchAttachment downloads one attachment (at, through open) within the
 // size limit and stores it. Errors become a refusal that names no host
 // path.
-func (e *Set) fetchAttachment(ctx context.Context, store *artifact.Store, at inbox.Attachment,
+func fetchAttachment(ctx context.Context, store *artifact.Store, at inbox.Attachment,
 	open func(context.Context) (io.ReadCloser, error), limit int64, log *slog.Logger) inbox.Attachment {
 	got := inbox.Attachment{Name: at.Name, Mime: at.Mime}
 	tooBig := func(size int64) string {

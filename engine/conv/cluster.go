@@ -44,11 +44,11 @@ const settleTimeout = 5 * time.Second
 // Entries still in the stream stay parked: they are delivered again, to
 // whoever holds the lease. It runs when a session opens and when a
 // tenure starts (StartTenure).
-func (e *Set) settleParked(s *Conversation) {
-	if s.jr.cl == nil || e.cluster.InStream == nil {
+func (c *Cluster) settleParked(s *Conversation) {
+	if s.jr.cl == nil || c.InStream == nil {
 		return
 	}
-	cur := e.fence(s.binding.Platform, s.binding.Channel)
+	cur := c.fence(s.binding.Platform, s.binding.Channel)
 	s.jr.cl.mu.Lock()
 	var cands []workItem
 	for _, it := range s.jr.cl.parked {
@@ -61,11 +61,11 @@ func (e *Set) settleParked(s *Conversation) {
 	s.jr.cl.mu.Unlock()
 	for _, it := range cands {
 		if it.settled && it.replying {
-			e.recoverParked(s, it, "A message this host settled before it stopped, its reply not posted: recovering it here")
+			c.recoverParked(s, it, "A message this host settled before it stopped, its reply not posted: recovering it here")
 			continue
 		}
-		ctx, cancel := context.WithTimeout(e.bg, settleTimeout)
-		in, err := e.cluster.InStream(ctx, it.streamSeq)
+		ctx, cancel := context.WithTimeout(c.bg, settleTimeout)
+		in, err := c.InStream(ctx, it.streamSeq)
 		cancel()
 		if err != nil {
 			s.log.Warn("Asking the stream about a parked message failed; it stays parked", "message_id", it.inboxID, "error", err)
@@ -75,7 +75,7 @@ func (e *Set) settleParked(s *Conversation) {
 		case in:
 			// Not settled: it is delivered again, to whoever holds the lease.
 		case it.replying:
-			e.recoverParked(s, it, "A message whose reply was being posted when this host stopped is settled: recovering it here, the reply looked up before it is posted")
+			c.recoverParked(s, it, "A message whose reply was being posted when this host stopped is settled: recovering it here, the reply looked up before it is posted")
 		default:
 			s.jr.drop(it, cur.Token())
 		}
@@ -83,7 +83,7 @@ func (e *Set) settleParked(s *Conversation) {
 }
 
 // recoverParked queues parked entry it again, to be recovered (recovery.go).
-func (e *Set) recoverParked(s *Conversation, it workItem, why string) {
+func (c *Cluster) recoverParked(s *Conversation, it workItem, why string) {
 	s.jr.cl.mu.Lock()
 	_, still := s.jr.cl.parked[it.inboxID]
 	delete(s.jr.cl.parked, it.inboxID)
@@ -321,11 +321,11 @@ func (j *journal) settleFirst(bg context.Context, it workItem) bool {
 
 // fence is the fence of this host's tenure of a binding while it holds
 // (Cluster.Fence); nil otherwise.
-func (e *Set) fence(platform, channel string) *kvlease.Fence {
-	if e.cluster.Fence == nil {
+func (c *Cluster) fence(platform, channel string) *kvlease.Fence {
+	if c.Fence == nil {
 		return nil
 	}
-	return e.cluster.Fence(platform, channel)
+	return c.Fence(platform, channel)
 }
 
 // Holds says whether the conversation of key holds message id journaled
@@ -361,7 +361,7 @@ func (e *Set) Reattach(b binding.Binding, a platform.Adapter, m platform.Message
 // memory (settleParked), now that this host serves it.
 func (e *Set) StartTenure(platform, channel string) {
 	for _, s := range e.ofBinding(platform, channel) {
-		e.settleParked(s)
+		e.cluster.settleParked(s)
 	}
 }
 

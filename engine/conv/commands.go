@@ -258,8 +258,8 @@ func (s *Conversation) status() string {
 	if !rec.LastActivity.IsZero() {
 		fmt.Fprintf(&b, "\nLast turn: %s ago", humanAge(e.now().Sub(rec.LastActivity)))
 	}
-	fmt.Fprintf(&b, "\nModel: %s", e.modelLine(rec, s.liveBinding()))
-	fmt.Fprintf(&b, "\nPermission mode: %s", e.modeOf(rec, s.liveBinding()))
+	fmt.Fprintf(&b, "\nModel: %s", e.cfg.modelLine(rec, s.liveBinding()))
+	fmt.Fprintf(&b, "\nPermission mode: %s", e.cfg.modeOf(rec, s.liveBinding()))
 	fmt.Fprintf(&b, "\nCost: $%.4f", rec.TotalCostUSD)
 	if who := speakers(rec); len(who) > 0 {
 		fmt.Fprintf(&b, "\nPeople in this session: %s", strings.Join(who, ", "))
@@ -307,12 +307,14 @@ const SidePrefix = "(side answer) "
 // for it): its own process on a fork of the session, its own slot.
 func (s *Conversation) sideQuestion(id, question, user, ws string) {
 	e := s.e
-	hold, refused := s.refuseSideOverCap(user) // spend.go: reserves its estimate
-	if refused {
+	hold, over := s.tr.purse.reserveFork(user) // spend.go
+	if over != nil {
+		s.log.Info("Side question refused: a spending cap is reached", "user_id", user, "error", over)
+		s.chat.send(SidePrefix + over.Text(s.tr.purse.now()))
 		return
 	}
-	defer s.releaseSide(hold) // spend.go: frees it when no result settled it
-	if err := e.acquireSlotCap(e.bg, ws, e.wsCapFor(s.liveBinding()), s.key, func() { s.chat.send(SidePrefix + NoticeWaiting) }, nil, nil); err != nil {
+	defer s.tr.purse.release(hold, s.log) // frees it when no result settled it
+	if err := e.acquireSlotCap(e.bg, ws, e.cfg.wsCapFor(s.liveBinding()), s.key, func() { s.chat.send(SidePrefix + NoticeWaiting) }, nil, nil); err != nil {
 		s.chat.send(SidePrefix + "not answered: cc-connect is shutting down.")
 		return
 	}
@@ -408,7 +410,7 @@ func (s *Conversation) sideQuestion(id, question, user, ws string) {
 		s.chat.send(SidePrefix + "failed: " + msg)
 		return
 	}
-	s.recordForkSpend(hold, user, id, res) // spend.go
+	s.tr.purse.settleFork(hold, user, id, res)
 	answer := res.Text
 	if answer == "" {
 		answer = text.String()

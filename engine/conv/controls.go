@@ -28,9 +28,9 @@ func IsCompaction(text string) bool {
 	return text == compactCommand || strings.HasPrefix(text, compactCommand+" ")
 }
 
-func (e *Set) allowedModes() []string {
-	if len(e.opts.AllowedModes) > 0 {
-		return e.opts.AllowedModes
+func (st *settings) allowedModes() []string {
+	if len(st.opts.AllowedModes) > 0 {
+		return st.opts.AllowedModes
 	}
 	return DefaultAllowedModes
 }
@@ -40,7 +40,7 @@ func (s *Conversation) modelCommand(arg string) {
 	e := s.e
 	rec := s.rb.get()
 	if arg == "" {
-		s.chat.send("Model: " + e.modelLine(rec, s.liveBinding()) + "\nSend !model <name> to change it for this conversation (an alias such as sonnet or opus, or a full model id), or !model default to go back to the configured one.")
+		s.chat.send("Model: " + e.cfg.modelLine(rec, s.liveBinding()) + "\nSend !model <name> to change it for this conversation (an alias such as sonnet or opus, or a full model id), or !model default to go back to the configured one.")
 		return
 	}
 	if !validSetting(arg) {
@@ -51,7 +51,7 @@ func (s *Conversation) modelCommand(arg string) {
 	live := arg
 	if strings.EqualFold(arg, "default") {
 		override = ""
-		live = orDefault(e.agentConfig(s.liveBinding(), false).Model, "default")
+		live = orDefault(e.cfg.agentConfig(s.liveBinding(), false).Model, "default")
 	}
 	err := s.setLive(func(r *Record) *string { return &r.ModelOverride }, override, func(ctx context.Context, c procs.Controller) error {
 		return c.SetModel(ctx, live)
@@ -63,7 +63,7 @@ func (s *Conversation) modelCommand(arg string) {
 	}
 	s.log.Info("Model set for the conversation", "model", orDefault(override, "configured default"))
 	if override == "" {
-		s.chat.send("This conversation goes back to the configured model (" + orDefault(e.agentConfig(s.liveBinding(), false).Model, "Claude Code's default") + ") from the next turn.")
+		s.chat.send("This conversation goes back to the configured model (" + orDefault(e.cfg.agentConfig(s.liveBinding(), false).Model, "Claude Code's default") + ") from the next turn.")
 		return
 	}
 	s.chat.send("Model set to " + override + " for this conversation, from the next turn on.")
@@ -74,10 +74,10 @@ func (s *Conversation) modelCommand(arg string) {
 func (s *Conversation) modeCommand(arg string) {
 	e := s.e
 	rec := s.rb.get()
-	allowed := e.modesFor(s.liveBinding())
+	allowed := e.cfg.modesFor(s.liveBinding())
 	if arg == "" {
 		s.chat.send(fmt.Sprintf("Permission mode: %s\nAllowed here: %s. Send !mode <mode> to change it for this conversation.",
-			e.modeOf(rec, s.liveBinding()), strings.Join(allowed, ", ")))
+			e.cfg.modeOf(rec, s.liveBinding()), strings.Join(allowed, ", ")))
 		return
 	}
 	i := slices.IndexFunc(allowed, func(m string) bool { return strings.EqualFold(m, arg) })
@@ -153,18 +153,18 @@ func syncControls(p procs.Process, rb *recordBook, model, mode, defaultModel str
 	}
 }
 
-func (e *Set) modelLine(rec Record, b binding.Binding) string {
+func (st *settings) modelLine(rec Record, b binding.Binding) string {
 	switch {
 	case rec.ModelOverride != "" && rec.Model != "" && rec.Model != rec.ModelOverride:
 		return fmt.Sprintf("%s (set with !model: %s)", rec.Model, rec.ModelOverride)
 	case rec.ModelOverride != "":
 		return rec.ModelOverride + " (set with !model)"
 	}
-	return orDefault(rec.Model, orDefault(e.agentConfig(b, false).Model, "default"))
+	return orDefault(rec.Model, orDefault(st.agentConfig(b, false).Model, "default"))
 }
 
-func (e *Set) modeOf(rec Record, b binding.Binding) string {
-	return orDefault(rec.ModeOverride, orDefault(e.agentConfig(b, false).PermissionMode, "default"))
+func (st *settings) modeOf(rec Record, b binding.Binding) string {
+	return orDefault(rec.ModeOverride, orDefault(st.agentConfig(b, false).PermissionMode, "default"))
 }
 
 // validSetting accepts a model name: one word that cannot be read as a

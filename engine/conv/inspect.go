@@ -20,7 +20,7 @@ func (e *Set) Len() int {
 
 // Outstanding is the work not finished yet (queued items, running turns,
 // side questions, shell commands, tails, notices in flight).
-func (e *Set) Outstanding() int { return e.busy.count() }
+func (e *lifecycle) Outstanding() int { return e.busy.count() }
 
 // Record is a copy of the conversation's record as it is now.
 func (s *Conversation) Record() Record { return s.rb.get() }

@@ -478,6 +478,25 @@ func (j *journal) close() {
 	}
 }
 
+// journals are the conversations' journals as a whole: the seen ids of
+// every one (the one duplicate check), the limits each is opened with, and
+// which hold pending work at a start.
+type journals struct {
+	stateDir     string
+	seenWindow   time.Duration
+	queueLimit   int
+	compactBytes int64 // inbox.Limits.CompactBytes; 0 = its default (tests lower it)
+	now          func() time.Time
+	log          *slog.Logger
+
+	// seenSet is the accepted message ids of every journal; seenOnce
+	// opens it, and the journals, on first use, and finds the journals
+	// holding pending messages (pending), which recovery reopens.
+	seenOnce sync.Once
+	seenSet  *inbox.Seen
+	pending  []string
+}
+
 // seenIDs opens the seen message ids on first use: the compacted ids of
 // seen.jsonl and those of every journal, which it opens once (compacting
 // those with nothing pending, recovery.go's scanJournals) so that a
@@ -486,33 +505,33 @@ func (j *journal) close() {
 // When seen.jsonl cannot be read, the journals' ids are still known (a
 // fresh file beside it takes the compacted ones from then on), and the
 // failure is logged.
-func (e *Set) seenIDs() *inbox.Seen {
-	e.seenOnce.Do(func() {
-		dir := filepath.Join(e.opts.StateDir, "inbox")
+func (js *journals) seenIDs() *inbox.Seen {
+	js.seenOnce.Do(func() {
+		dir := filepath.Join(js.stateDir, "inbox")
 		path := filepath.Join(dir, "seen.jsonl")
-		s, err := inbox.OpenSeen(path, e.opts.SeenWindow, e.now)
+		s, err := inbox.OpenSeen(path, js.seenWindow, js.now)
 		if err != nil {
-			aside := filepath.Join(dir, "seen.unreadable-"+e.now().UTC().Format("20060102T150405")+".jsonl")
-			e.log.Error("Seen message ids unreadable; redeliveries of messages acknowledged before are not caught. The file is kept; ids go to a new one",
+			aside := filepath.Join(dir, "seen.unreadable-"+js.now().UTC().Format("20060102T150405")+".jsonl")
+			js.log.Error("Seen message ids unreadable; redeliveries of messages acknowledged before are not caught. The file is kept; ids go to a new one",
 				"path", path, "new_path", aside, "error", err)
-			if s, err = inbox.OpenSeen(aside, e.opts.SeenWindow, e.now); err != nil {
-				e.log.Error("Opening a new seen file failed too; redeliveries are caught only while their journal holds them", "error", err)
+			if s, err = inbox.OpenSeen(aside, js.seenWindow, js.now); err != nil {
+				js.log.Error("Opening a new seen file failed too; redeliveries are caught only while their journal holds them", "error", err)
 				return
 			}
 		}
 		for _, r := range s.Repairs() {
-			e.log.Warn("Seen message ids repaired on open", "path", path, "repair", r)
+			js.log.Warn("Seen message ids repaired on open", "path", path, "repair", r)
 		}
-		e.seenSet = s
-		e.pendingJournals = e.scanJournals(dir, s)
+		js.seenSet = s
+		js.pending = js.scanJournals(dir, s)
 	})
-	return e.seenSet
+	return js.seenSet
 }
 
 // inboxLimits: QueueLimit messages may wait behind the running one, as in
 // the FIFO.
-func (e *Set) inboxLimits() inbox.Limits {
-	return inbox.Limits{MaxPending: e.opts.QueueLimit + 1, CompactBytes: e.compactBytes}
+func (js *journals) inboxLimits() inbox.Limits {
+	return inbox.Limits{MaxPending: js.queueLimit + 1, CompactBytes: js.compactBytes}
 }
 
 // sizesApart writes a size and the limit it is over so that they differ
@@ -529,7 +548,7 @@ func sizesApart(n, limit int64) (string, string) {
 // check; a nil claim and no error for a message without an id. The
 // caller releases it once the message is journaled or refused.
 func (e *Set) Claim(ctx context.Context, m platform.Message) (*inbox.Claim, error) {
-	seen := e.seenIDs()
+	seen := e.jrs.seenIDs()
 	if m.ID == "" || seen == nil {
 		return nil, nil
 	}
@@ -543,4 +562,4 @@ func (e *Set) Claim(ctx context.Context, m platform.Message) (*inbox.Claim, erro
 
 // Seen is the accepted message ids of every journal, opened on first use;
 // nil when they cannot be read.
-func (e *Set) Seen() *inbox.Seen { return e.seenIDs() }
+func (e *Set) Seen() *inbox.Seen { return e.jrs.seenIDs() }

@@ -2,6 +2,7 @@ package conv
 
 import (
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -28,10 +29,18 @@ import (
 // the 👀 on the message show meanwhile that Claude is on it.
 const streamHold = 400 * time.Millisecond
 
-// live is the turn's live view. It lives on the session goroutine.
+// live is the turn's live view. It lives on the session goroutine, for
+// one turn, and posts through the conversation's relay.
 type live struct {
+	chat *relay
+	log  *slog.Logger
+	// sessionID names the Claude session, for the stall's log line.
+	sessionID func() string
+
 	level string
 	caps  platform.Capabilities
+	// progress is the status line (or tool log) message.
+	progress progress
 
 	// The reply as it is written.
 	stream   bool // the level and the platform stream the reply
@@ -63,8 +72,8 @@ type live struct {
 
 // newLive gives a turn its live view.
 func (tr *turnRunner) newLive() *live {
-	l := &live{level: binding.ProgressNormal, caps: tr.chat.caps(), stallAfter: tr.e.opts.StallNotice, lastEvent: time.Now(),
-		doing: "starting"}
+	l := &live{chat: tr.chat, log: tr.log, sessionID: tr.rb.sessionID, level: binding.ProgressNormal, caps: tr.chat.caps(),
+		stallAfter: tr.e.opts.StallNotice, lastEvent: time.Now(), doing: "starting"}
 	if tr.binding != nil && tr.binding().Progress != "" {
 		l.level = tr.binding().Progress
 	}
@@ -79,6 +88,7 @@ func (tr *turnRunner) newLive() *live {
 }
 
 func (l *live) stop() {
+	l.progress.stop()
 	for _, t := range []*time.Timer{l.timer, l.stallTimer, l.maxTimer} {
 		if t != nil {
 			t.Stop()
@@ -104,8 +114,7 @@ func (l *live) event() {
 
 // delta adds streamed answer text and shows it, now or when the edit
 // interval allows.
-func (tr *turnRunner) delta(t *turn, ev agentproc.TextDelta) {
-	l := t.live
+func (l *live) delta(ev agentproc.TextDelta) {
 	if ev.Parent != "" {
 		return // a subagent's text is not the answer
 	}
@@ -132,17 +141,17 @@ func (tr *turnRunner) delta(t *turn, ev agentproc.TextDelta) {
 		}
 		return
 	}
-	tr.showStream(l)
+	l.showStream()
 }
 
 // showStream makes the thread show the text so far.
-func (tr *turnRunner) showStream(l *live) {
+func (l *live) showStream() {
 	l.timer = nil
 	text := streamingText(l.text.String())
 	if text == "" || text == l.shown {
 		return
 	}
-	msgs, ok := tr.chat.editReply(l.msgs, text)
+	msgs, ok := l.chat.editReply(l.msgs, text)
 	grew := len(msgs) > len(l.msgs)
 	l.msgs, l.lastEdit = msgs, time.Now()
 	if grew && l.posted != nil {
@@ -159,13 +168,13 @@ func (tr *turnRunner) showStream(l *live) {
 // messages are deleted and the text so far is posted again under the
 // prompt at the next delta. Without deletes the messages keep what they
 // show.
-func (tr *turnRunner) restartStream(l *live) {
+func (l *live) restartStream() {
 	if len(l.msgs) == 0 {
 		return
 	}
 	if l.caps.Deletes {
 		for _, m := range l.msgs {
-			tr.chat.deleteMsg(m)
+			l.chat.deleteMsg(m)
 		}
 	}
 	l.msgs, l.shown = nil, ""
@@ -187,7 +196,7 @@ func streamedMsgs(l *live) []platform.Target {
 
 // finalReply replaces the streamed reply with the final text; false when
 // nothing was streamed or the edit failed (the caller posts it).
-func (tr *turnRunner) finalReply(it workItem, l *live, text string) bool {
+func (l *live) finalReply(text string, rp platform.Reply) bool {
 	if l == nil || len(l.msgs) == 0 {
 		return false
 	}
@@ -197,35 +206,20 @@ func (tr *turnRunner) finalReply(it workItem, l *live, text string) bool {
 	}
 	old := l.msgs
 	if l.broken {
-		tr.dropStream(old)
+		l.chat.dropStream(old)
 		return false
 	}
-	msgs, ok := tr.chat.finishReply(old, text, tr.replyOf(it, false))
+	msgs, ok := l.chat.finishReply(old, text, rp)
+	l.chat.dropStream(old[min(len(msgs), len(old)):])
 	if !ok {
-		tr.dropStream(old[min(len(msgs), len(old)):])
 		return false
 	}
-	tr.dropStream(old[min(len(msgs), len(old)):])
 	l.msgs = msgs
 	return true
 }
 
-// dropStream deletes streamed messages the final text does not use; a
-// platform without deletes gets them marked as superseded.
-func (tr *turnRunner) dropStream(msgs []platform.Target) {
-	for _, m := range msgs {
-		if tr.chat.deleteMsg(m) {
-			continue
-		}
-		if ed, ok := tr.chat.chat().(platform.Editor); ok {
-			_ = ed.Edit(tr.e.bg, m, "_(see the reply below)_")
-		}
-	}
-}
-
 // noteTool records a tool call for the log, the checklist and the status.
-func (tr *turnRunner) noteTool(t *turn, ev agentproc.ToolUse) {
-	l := t.live
+func (l *live) noteTool(ev agentproc.ToolUse) {
 	summary := toolSummary(ev.Name, ev.Input)
 	l.doing = "running " + summary
 	l.para = true
@@ -236,27 +230,21 @@ func (tr *turnRunner) noteTool(t *turn, ev agentproc.ToolUse) {
 	if ev.Name == "TodoWrite" {
 		l.todo.fromTodoWrite(ev.Input)
 	}
-	tr.showStatus(t, "Running: "+toolSummary(ev.Name, ev.Input))
+	l.showStatus("Running: " + toolSummary(ev.Name, ev.Input))
 }
 
 // noteToolResult marks a call's outcome, and keeps a task tool's list.
-func (tr *turnRunner) noteToolResult(t *turn, ev agentproc.ToolResult) {
-	l := t.live
+func (l *live) noteToolResult(ev agentproc.ToolResult) {
 	known := l.tools.end(ev.ToolUseID, ev.IsError)
 	changed := l.todo.fromTaskResult(ev.Structured)
 	if l.level == binding.ProgressVerbose && (known || changed) {
-		tr.showStatus(t, l.status)
+		l.showStatus(l.status)
 	}
 }
 
 // showStatus shows the status line (normal), with the tool log and the
 // checklist under it (verbose); quiet shows nothing.
-func (tr *turnRunner) showStatus(t *turn, status string) {
-	l := t.live
-	if l == nil {
-		tr.chat.showProgress(&t.progress, status)
-		return
-	}
+func (l *live) showStatus(status string) {
 	l.status = status
 	switch l.level {
 	case binding.ProgressQuiet:
@@ -272,19 +260,18 @@ func (tr *turnRunner) showStatus(t *turn, status string) {
 		}
 		status = strings.Join(parts, "\n\n")
 	}
-	tr.chat.showProgress(&t.progress, status)
+	l.chat.showProgress(&l.progress, status)
 }
 
 // stallCheck posts the stall notice when claude has sent nothing for
 // stall_notice, and sets the timer for the next check. A turn waiting on
-// the chat (a permission, a question, a plan) is not stalled.
-func (tr *turnRunner) stallCheck(t *turn) {
-	l := t.live
+// the chat (a permission, a question, a plan: waiting) is not stalled.
+func (l *live) stallCheck(waiting bool) {
 	quiet := time.Since(l.lastEvent)
-	if quiet >= l.stallAfter && !l.stalled && len(t.perms.pending) == 0 {
+	if quiet >= l.stallAfter && !l.stalled && !waiting {
 		l.stalled = true
-		tr.log.Warn("Turn stalled: no event from claude", "session_id", tr.rb.sessionID(), "quiet_for", quiet.Round(time.Second), "doing", l.doing)
-		tr.chat.send(fmt.Sprintf("⏳ No word from Claude for %s; it was last %s. It may still be working: send `!stop` to stop the turn (the session is kept).",
+		l.log.Warn("Turn stalled: no event from claude", "session_id", l.sessionID(), "quiet_for", quiet.Round(time.Second), "doing", l.doing)
+		l.chat.send(fmt.Sprintf("⏳ No word from Claude for %s; it was last %s. It may still be working: send `!stop` to stop the turn (the session is kept).",
 			quiet.Round(time.Second), l.doing))
 	}
 	next := l.stallAfter - time.Since(l.lastEvent)
@@ -325,7 +312,7 @@ const FailedText = "_(The turn failed before this reply was finished; see below.
 // endStream leaves a streamed reply of a turn that failed showing the text
 // so far, marked as unfinished instead of with the mark that more is
 // coming (the failure's notice follows it).
-func (tr *turnRunner) endStream(l *live) {
+func (l *live) endStream() {
 	if l == nil || len(l.msgs) == 0 || l.broken {
 		return
 	}
@@ -335,6 +322,6 @@ func (tr *turnRunner) endStream(l *live) {
 	}
 	text := strings.TrimSuffix(streamingText(l.text.String()), "\n…")
 	if text != "" {
-		l.msgs, _ = tr.chat.finishReply(l.msgs, text+"\n\n"+FailedText, platform.Reply{})
+		l.msgs, _ = l.chat.finishReply(l.msgs, text+"\n\n"+FailedText, platform.Reply{})
 	}
 }

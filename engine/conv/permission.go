@@ -68,8 +68,8 @@ func (tr *turnRunner) newPermissions() *permissions {
 	e, key := tr.e, tr.key
 	return &permissions{chat: tr.chat, log: tr.log, metrics: e.metrics, timeout: e.opts.PermissionTimeout, forChat: tr.forChat,
 		lateReply:  tr.lateReply,
-		allowEdits: slices.Contains(e.modesFor(tr.binding()), "acceptEdits"),
-		planMode:   func() bool { return e.modeOf(tr.rb.get(), tr.binding()) == "plan" },
+		allowEdits: slices.Contains(e.cfg.modesFor(tr.binding()), "acceptEdits"),
+		planMode:   func() bool { return e.cfg.modeOf(tr.rb.get(), tr.binding()) == "plan" },
 		awaitText: func(on bool) {
 			if tr.awaitText != nil {
 				tr.awaitText.Store(on)

@@ -56,11 +56,11 @@ const (
 // are seen, and returns those holding pending messages. A journal that
 // cannot be read is logged; its conversation's next message meets the
 // same error and is refused.
-func (e *Set) scanJournals(dir string, seen *inbox.Seen) []string {
+func (js *journals) scanJournals(dir string, seen *inbox.Seen) []string {
 	des, err := os.ReadDir(dir)
 	if err != nil {
 		if !errors.Is(err, os.ErrNotExist) {
-			e.log.Error("Listing inboxes failed", "dir", dir, "error", err)
+			js.log.Error("Listing inboxes failed", "dir", dir, "error", err)
 		}
 		return nil
 	}
@@ -74,9 +74,9 @@ func (e *Set) scanJournals(dir string, seen *inbox.Seen) []string {
 			continue // an empty journal: nothing pending, no ids
 		}
 		path := filepath.Join(dir, name)
-		in, err := inbox.Open(path, e.inboxLimits(), seen)
+		in, err := inbox.Open(path, js.inboxLimits(), seen)
 		if err != nil {
-			e.log.Error("Inbox unreadable at start; its conversation refuses new input until an admin inspects the file",
+			js.log.Error("Inbox unreadable at start; its conversation refuses new input until an admin inspects the file",
 				"path", path, "error", err)
 			continue
 		}
@@ -84,7 +84,7 @@ func (e *Set) scanJournals(dir string, seen *inbox.Seen) []string {
 			pending = append(pending, path)
 		}
 		if err := in.Close(); err != nil {
-			e.log.Warn("Closing an inbox failed", "path", path, "error", err)
+			js.log.Warn("Closing an inbox failed", "path", path, "error", err)
 		}
 	}
 	return pending
@@ -95,10 +95,10 @@ func (e *Set) scanJournals(dir string, seen *inbox.Seen) []string {
 // before its adapters start.
 func (e *Set) Recover() {
 	defer close(e.runs.ready)
-	e.seenIDs()
+	e.jrs.seenIDs()
 	n := 0
-	for _, path := range e.pendingJournals {
-		in, err := inbox.Open(path, e.inboxLimits(), e.seenIDs())
+	for _, path := range e.jrs.pending {
+		in, err := inbox.Open(path, e.jrs.inboxLimits(), e.jrs.seenIDs())
 		if err != nil {
 			e.log.Error("Inbox unreadable at start; its conversation refuses new input until an admin inspects the file",
 				"path", path, "error", err)
@@ -127,7 +127,7 @@ func (e *Set) Recover() {
 			log.Warn("Pending messages for a platform that is not configured are kept, not run", "path", path, "pending", len(pending))
 			continue
 		}
-		if e.clustered(m.Target.Platform) && !replyingFromStream(pending) {
+		if e.cluster.clustered(m.Target.Platform) && !replyingFromStream(pending) {
 			// The stream delivers again what nobody finished (cluster.go).
 			log.Info("Pending messages of a cluster binding wait for their redelivery", "path", path, "pending", len(pending))
 			continue
@@ -274,9 +274,9 @@ func (tr *turnRunner) recover(it workItem) {
 			tr.log.Info("Finishing a streamed reply after the restart", "session_id", tr.rb.sessionID(), "transcript", path,
 				"streamed", len(it.streamed), "parts", len(msgs), "ok", ok)
 			if ok {
-				tr.dropStream(it.streamed[min(len(msgs), len(it.streamed)):])
+				tr.chat.dropStream(it.streamed[min(len(msgs), len(it.streamed)):])
 			} else {
-				tr.dropStream(it.streamed[min(len(msgs), len(it.streamed)):])
+				tr.chat.dropStream(it.streamed[min(len(msgs), len(it.streamed)):])
 				tr.chat.sendReply(reply, tr.replyOf(it, true))
 			}
 		case it.replying && tr.chat.canFindReplies():

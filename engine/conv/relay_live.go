@@ -107,3 +107,16 @@ func (r *relay) canFinish() bool {
 	_, ok := r.chat().(platform.ReplyFinisher)
 	return ok
 }
+
+// dropStream deletes streamed messages the final text does not use; a
+// platform without deletes gets them marked as superseded.
+func (r *relay) dropStream(msgs []platform.Target) {
+	for _, m := range msgs {
+		if r.deleteMsg(m) {
+			continue
+		}
+		if ed, ok := r.chat().(platform.Editor); ok {
+			_ = ed.Edit(r.bg, m, "_(see the reply below)_")
+		}
+	}
+}

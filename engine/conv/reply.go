@@ -65,7 +65,7 @@ func (tr *turnRunner) postReply(it workItem, out outcome) {
 	if !tr.settleFirst(it) {
 		return
 	}
-	if !tr.finalReply(it, out.live, final) {
+	if out.live == nil || !out.live.finalReply(final, tr.replyOf(it, false)) {
 		tr.chat.sendReply(final, tr.replyOf(it, it.replying))
 	}
 

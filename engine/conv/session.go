@@ -85,10 +85,10 @@ func (e *Set) session(b binding.Binding, m platform.Message, a platform.Adapter)
 	log := e.log.With("platform", to.Platform, "channel", to.Channel, "thread", to.Thread, "session_key", key, "workspace", ws)
 	s := &Conversation{e: e, key: key, to: to, binding: b, ws: ws, log: log, awaitText: new(atomic.Bool)}
 	s.mb = newMailbox(e.opts.QueueLimit, e.busy.add)
-	s.jr = &journal{path: InboxPath(e.opts.StateDir, key), stateDir: e.opts.StateDir, limits: e.inboxLimits(),
-		seen: e.seenIDs(), now: e.now, log: log, killedAt: e.killedAt}
+	s.jr = &journal{path: InboxPath(e.opts.StateDir, key), stateDir: e.opts.StateDir, limits: e.jrs.inboxLimits(),
+		seen: e.jrs.seenIDs(), now: e.now, log: log, killedAt: e.killedAt}
 	s.jr.admins = func() []string { return s.liveBinding().Admins }
-	if e.clustered(to.Platform) {
+	if e.cluster.clustered(to.Platform) {
 		s.jr.cl = newClusterLedger()
 	}
 	s.rb = &recordBook{store: e.store, log: log}
@@ -96,7 +96,12 @@ func (e *Set) session(b binding.Binding, m platform.Message, a platform.Adapter)
 	s.chat = &relay{to: to, original: a, current: e.host.Chat, bg: e.bg, log: log, metrics: e.metrics}
 	s.tr = &turnRunner{e: e, key: key, ws: ws, log: log, jr: s.jr, mb: s.mb, rb: s.rb, agent: s.agent, chat: s.chat,
 		other: s.handleControl, lateReply: s.replyAsTurn, stopShell: s.stopShell, binding: s.liveBinding, awaitText: s.awaitText,
-		tail: &tail{e: e}}
+		tail: &tail{e: e}, purse: &purse{spending: e.spend, key: key, log: log,
+			binding: func() (binding.Binding, bool) { return e.resolve(to.Platform, to.Channel) }}}
+	s.tr.team = &team{host: e.host, cfg: e.cfg, chat: s.chat, rb: s.rb, binding: s.liveBinding, ws: func() string { return s.tr.ws },
+		agentUser: e.opts.Agent.User, bg: e.bg, metrics: e.metrics, log: log}
+	s.tr.att = &attacher{cfg: e.cfg, chat: s.chat, rb: s.rb, binding: s.liveBinding, ws: func() string { return s.tr.ws },
+		bg: e.bg, stopping: e.stopping, fetchTimeout: e.fetchTimeout, log: log}
 
 	rec, ok, lerr := e.store.Load(key, e.now())
 	badIDs := rec.dropInvalidIDs()
@@ -111,7 +116,7 @@ func (e *Set) session(b binding.Binding, m platform.Message, a platform.Adapter)
 	}
 	rec.DM = rec.DM || m.IsDM
 	s.rb.rec = rec
-	s.tr.dm = rec.DM
+	s.tr.dm, s.tr.team.dm = rec.DM, rec.DM
 	// Written by the next save; until then every load drops them again.
 	s.rb.dirty = len(badIDs) > 0
 	pending := s.jr.queueable(s.jr.open())
@@ -120,9 +125,9 @@ func (e *Set) session(b binding.Binding, m platform.Message, a platform.Adapter)
 	e.mu.Unlock()
 	if len(pending) > 0 {
 		s.mb.push(pending...)
-		e.noteRecoveredRuns(pending)
+		e.runs.noteRecoveredRuns(pending)
 	}
-	e.settleParked(s)
+	e.cluster.settleParked(s)
 	if err := s.jr.openErr(); err != nil {
 		log.Error("Inbox journal unreadable; the conversation refuses new input until an admin inspects it",
 			"path", s.jr.path, "error", err, "admins", s.liveBinding().Admins)
@@ -191,7 +196,7 @@ func (s *Conversation) loop() {
 		case it.kind == itemRun:
 			s.handOff(it)
 		}
-		s.e.runFinished(it)
+		s.e.runs.runFinished(it)
 		s.e.busy.add(-1)
 	}
 }

@@ -26,7 +26,6 @@ import (
 	"github.com/cc-connect/cc-connect/cluster/kvlease"
 	"github.com/cc-connect/cc-connect/ctxindicator"
 	"github.com/cc-connect/cc-connect/engine/procs"
-	"github.com/cc-connect/cc-connect/inbox"
 	"github.com/cc-connect/cc-connect/platform"
 	"github.com/cc-connect/cc-connect/spend"
 )
@@ -107,6 +106,8 @@ type Cluster struct {
 	// Fence is the fence of this host's tenure of a binding (as the
 	// config writes it) while it holds; nil otherwise.
 	Fence func(platform, channel string) *kvlease.Fence
+
+	bg context.Context // the Set's, for the stream's reads
 }
 
 // TestHooks change a Set's waits and stop it at kill points, for tests;
@@ -141,6 +142,7 @@ type TestHooks struct {
 // whose journals hold pending work), retires idle ones, and is what the
 // engine's accept path, reload and shutdown go through.
 type Set struct {
+	lifecycle
 	host Host
 	opts Options
 	// basePrompt is the admin's agent.append_system_prompt, before the
@@ -151,20 +153,16 @@ type Set struct {
 	now        func() time.Time
 	metrics    Metrics
 	store      *Store
+	cfg        *settings
+	spend      *spending
 	slots      *procs.Caps
 	spare      *procs.Spares
 	cluster    Cluster
 
-	// seenSet is the accepted message ids of every journal (journal.go);
-	// seenOnce opens it, and the journals, on first use, and finds the
-	// journals holding pending messages, which recovery reopens.
-	seenOnce        sync.Once
-	seenSet         *inbox.Seen
-	pendingJournals []string
+	jrs *journals // the journals' seen ids, opened on first use (journal.go)
 
 	retireAfter  time.Duration // see defaultRetireAfter
 	fetchTimeout time.Duration // see fetchTimeout
-	compactBytes int64         // inbox.Limits.CompactBytes; 0 = its default
 	stopAt       func(point string) bool
 	beforeTail   func()
 	tailAdded    func()
@@ -173,11 +171,8 @@ type Set struct {
 
 	runs   runState   // runs without a person (trigger.go)
 	reload staleMarks // conversations a reload marked to end once idle (reload.go)
-	busy   *busyCount // outstanding work, for WaitIdle (busy.go); its lock is a leaf
 
-	bg       context.Context // Deps.BG
-	stopping chan struct{}   // closed by Stop
-	wg       sync.WaitGroup
+	bg context.Context // Deps.BG
 
 	mu       sync.Mutex // guards the fields below
 	sessions map[string]*Conversation
@@ -199,11 +194,14 @@ func NewSet(opts Options, d Deps) *Set {
 	s := &Set{
 		host: d.Host, opts: opts, basePrompt: basePrompt, log: d.Log, now: d.Now, metrics: MetricsOf(d.Metrics),
 		store: &Store{dir: opts.StateDir}, slots: d.Caps, spare: d.Spares,
+		spend:       &spending{ledger: opts.Spending, adminsExempt: opts.SpendAdminsExempt, clock: d.Now},
 		retireAfter: defaultRetireAfter, fetchTimeout: fetchTimeout, tailQuiet: tailQuiet, tailMaxWait: tailMaxWait,
-		busy: newBusyCount(), bg: d.BG, stopping: make(chan struct{}),
+		bg: d.BG, lifecycle: lifecycle{busy: newBusyCount(), stopping: make(chan struct{})},
 		sessions: map[string]*Conversation{}, requests: map[string]string{},
 	}
-	s.runs.init(opts.StateDir)
+	s.jrs = &journals{stateDir: opts.StateDir, seenWindow: opts.SeenWindow, queueLimit: opts.QueueLimit, now: d.Now, log: d.Log}
+	s.cfg = &settings{opts: opts, basePrompt: basePrompt, host: d.Host}
+	s.runs.init(opts.StateDir, d.Log, d.Host.Schedules)
 	return s
 }
 
@@ -229,7 +227,7 @@ func (e *Set) SetTestHooks(h TestHooks) {
 		e.testHookQueued = h.Queued
 	}
 	if h.CompactBytes != 0 {
-		e.compactBytes = h.CompactBytes
+		e.jrs.compactBytes = h.CompactBytes
 	}
 	set(&e.tailQuiet, h.TailQuiet)
 	set(&e.tailMaxWait, h.TailMaxWait)
@@ -245,12 +243,15 @@ func (e *Set) SetTestHooks(h TestHooks) {
 
 // JoinCluster feeds the conversations of clustered platforms from the
 // cluster's stream (cluster.go); call it before the engine runs.
-func (e *Set) JoinCluster(c Cluster) { e.cluster = c }
+func (e *Set) JoinCluster(c Cluster) {
+	c.bg = e.bg
+	e.cluster = c
+}
 
 // clustered says whether the conversation of a platform instance is fed
 // by the cluster's stream.
-func (e *Set) clustered(plat string) bool {
-	return e.cluster.Clustered != nil && e.cluster.Clustered(plat)
+func (c *Cluster) clustered(plat string) bool {
+	return c.Clustered != nil && c.Clustered(plat)
 }
 
 // resolve is the binding in force for a platform channel (Host.Binding).
@@ -259,7 +260,7 @@ func (e *Set) resolve(plat, channel string) (binding.Binding, bool) {
 }
 
 // Stopping is closed when Stop was called.
-func (e *Set) Stopping() <-chan struct{} { return e.stopping }
+func (e *lifecycle) Stopping() <-chan struct{} { return e.stopping }
 
 // Stop refuses new conversations and tells the running ones to finish
 // within the shutdown grace: what is queued stays in the journals.
@@ -272,12 +273,12 @@ func (e *Set) Stop() {
 
 // Wait returns when every conversation's goroutine (and side question's
 // and shell command's) has ended.
-func (e *Set) Wait() { e.wg.Wait() }
+func (e *lifecycle) Wait() { e.wg.Wait() }
 
 // Close closes the seen ids; call it after Wait.
 func (e *Set) Close() {
-	if e.seenSet != nil {
-		if err := e.seenSet.Close(); err != nil {
+	if s := e.jrs.seenSet; s != nil {
+		if err := s.Close(); err != nil {
 			e.log.Warn("Closing the seen message ids failed", "error", err)
 		}
 	}
@@ -285,17 +286,26 @@ func (e *Set) Close() {
 
 // WaitIdle returns when no turn runs and no queue holds work, or when ctx
 // ends.
-func (e *Set) WaitIdle(ctx context.Context) error { return e.busy.wait(ctx) }
+func (e *lifecycle) WaitIdle(ctx context.Context) error { return e.busy.wait(ctx) }
 
 // Busy counts outstanding work of the engine's own (a notice in flight),
 // which WaitIdle waits for too.
-func (e *Set) Busy(delta int) { e.busy.add(delta) }
+func (e *lifecycle) Busy(delta int) { e.busy.add(delta) }
 
-func (e *Set) isStopping() bool {
+func (e *lifecycle) isStopping() bool {
 	select {
 	case <-e.stopping:
 		return true
 	default:
 		return false
 	}
+}
+
+// lifecycle is what ends the conversations: the stop signal, the
+// goroutines the engine waits for at shutdown, and the outstanding work
+// WaitIdle waits on.
+type lifecycle struct {
+	busy     *busyCount    // outstanding work (busy.go); its lock is a leaf
+	stopping chan struct{} // closed by Stop
+	wg       sync.WaitGroup
 }

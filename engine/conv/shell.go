@@ -64,9 +64,9 @@ func (sl *shellSlot) stop() bool {
 	return true
 }
 
-func (e *Set) shellTimeout() (d time.Duration) {
-	if e.opts.ShellTimeout > 0 {
-		return e.opts.ShellTimeout
+func (st *settings) shellTimeout() (d time.Duration) {
+	if st.opts.ShellTimeout > 0 {
+		return st.opts.ShellTimeout
 	}
 	return adminshell.DefaultTimeout
 }
@@ -139,12 +139,12 @@ func (s *Conversation) runShell(ctx context.Context, cancel context.CancelFunc, 
 		}
 	}()
 	s.log.Info("Running an admin shell command", "user_id", m.UserID, "user_name", m.UserName,
-		"command", Quote(command, 500), "timeout", e.shellTimeout())
+		"command", Quote(command, 500), "timeout", e.cfg.shellTimeout())
 	res := adminshell.Run(ctx, command, adminshell.Options{
 		Dir:        s.ws,
 		Env:        agentproc.BuildEnv(os.Environ(), e.opts.Agent),
 		Credential: agentproc.Credential(e.opts.Agent),
-		Timeout:    e.shellTimeout(),
+		Timeout:    e.cfg.shellTimeout(),
 	})
 	cancel()
 	watch.Wait()

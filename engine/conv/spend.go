@@ -7,7 +7,6 @@ import (
 
 	"github.com/cc-connect/cc-connect/agentproc"
 	"github.com/cc-connect/cc-connect/binding"
-	"github.com/cc-connect/cc-connect/inbox"
 	"github.com/cc-connect/cc-connect/spend"
 )
 
@@ -24,180 +23,172 @@ import (
 
 func spendKey(b binding.Binding) string { return b.Platform + "/" + b.Channel }
 
-// spendNow is the ledger's clock (the windows' and the reset times').
-func (e *Set) spendNow() time.Time {
-	if l := e.opts.Spending; l != nil {
-		return l.Now()
+// spending is the engine's ledger as every conversation uses it, and the
+// rule of who is exempt; a nil ledger means no caps.
+type spending struct {
+	ledger       *spend.Ledger
+	adminsExempt bool
+	clock        func() time.Time // when there is no ledger
+}
+
+// now is the ledger's clock (the windows' and the reset times').
+func (sp *spending) now() time.Time {
+	if sp.ledger != nil {
+		return sp.ledger.Now()
 	}
-	return e.now()
+	return sp.clock()
 }
 
 // overCap returns the cap reached for user in b, or nil: whether a run
-// may be queued at all (Submit). Whether its turn runs is reserveTurn's.
-func (e *Set) overCap(b binding.Binding, user string) *spend.OverCap {
-	l := e.opts.Spending
-	if l == nil || !b.Caps.Any() {
+// may be queued at all (Submit). Whether its turn runs is reserve's.
+func (sp *spending) overCap(b binding.Binding, user string) *spend.OverCap {
+	if sp.ledger == nil || !b.Caps.Any() {
 		return nil
 	}
-	if e.opts.SpendAdminsExempt && b.Admin(user) {
+	if sp.adminsExempt && b.Admin(user) {
 		return nil
 	}
-	return l.Check(spendKey(b), user, b.Caps)
+	return sp.ledger.Check(spendKey(b), user, b.Caps)
 }
 
-// liveBinding is the binding in force now for the conversation.
-func (tr *turnRunner) liveBinding() (binding.Binding, bool) {
-	return tr.e.resolve(tr.chat.to.Platform, tr.chat.to.Channel)
-}
-
-// reserveTurn reserves a turn's estimate under key against b's caps
-// before it starts: nil when it may start, else the cap that refuses it
-// (nothing is held then). A resumed turn (one a restart found started) and
-// an exempt admin's are never refused, and hold their estimate all the
-// same.
-func (e *Set) reserveTurn(b binding.Binding, key, user string, resumed bool, log *slog.Logger) *spend.OverCap {
-	l := e.opts.Spending
-	if l == nil || !b.Caps.Any() {
+// reserve reserves a turn's estimate under key against b's caps before it
+// starts: nil when it may start, else the cap that refuses it (nothing is
+// held then). A resumed turn (one a restart found started) and an exempt
+// admin's are never refused, and hold their estimate all the same.
+func (sp *spending) reserve(b binding.Binding, key, user string, resumed bool, log *slog.Logger) *spend.OverCap {
+	if sp.ledger == nil || !b.Caps.Any() {
 		return nil
 	}
-	exempt := resumed || (e.opts.SpendAdminsExempt && b.Admin(user))
-	over, err := l.Reserve(spend.Hold{Key: key, Binding: spendKey(b), User: user}, b.Caps, exempt)
+	exempt := resumed || (sp.adminsExempt && b.Admin(user))
+	over, err := sp.ledger.Reserve(spend.Hold{Key: key, Binding: spendKey(b), User: user}, b.Caps, exempt)
 	if err != nil {
 		log.Error("Writing the spending ledger failed; the reservation counts in memory", "error", err)
 	}
 	return over
 }
 
-// refuseOverCap reserves the turn's estimate before it starts, or refuses
-// the turn when it does not fit under a cap: the conversation is told
-// which cap and when it resets, and the message leaves the journal (it
-// was answered). A turn a restart found started is not refused: it was
-// under the cap when it began.
-func (tr *turnRunner) refuseOverCap(it workItem) bool {
-	b, ok := tr.liveBinding()
+// release frees the reservation under key of work that does not run.
+func (sp *spending) release(key string, log *slog.Logger) {
+	if sp.ledger == nil || key == "" {
+		return
+	}
+	if err := sp.ledger.Release(key); err != nil {
+		log.Error("Writing the spending ledger failed; the reservation is released in memory", "error", err)
+	}
+}
+
+// flush writes the ledger's charges.
+func (sp *spending) flush(log *slog.Logger) {
+	if sp.ledger == nil {
+		return
+	}
+	if err := sp.ledger.Flush(); err != nil {
+		log.Error("Writing the spending ledger failed; the charge counts in memory", "error", err)
+	}
+}
+
+// purse is a conversation's side of the ledger: the running turn's
+// reservation (under the conversation's key), its results until they are
+// charged, a side question's reservations, and !status's line.
+type purse struct {
+	*spending
+	key     string                         // the conversation's: its turns' reservation
+	binding func() (binding.Binding, bool) // the binding in force now
+	log     *slog.Logger
+
+	user    string              // whose message the running turn is
+	charges []*agentproc.Result // the running turn's results not yet charged
+}
+
+// reserveTurn reserves the estimate of it's turn: nil when it may start,
+// else the cap that refuses it. A turn a restart found started is not
+// refused: it was under the cap when it began.
+func (p *purse) reserveTurn(it workItem) *spend.OverCap {
+	b, ok := p.binding()
 	if !ok {
-		return false
+		return nil
 	}
-	over := tr.e.reserveTurn(b, tr.key, it.msg.UserID, it.started || it.recovered || it.continuation, tr.log)
-	if over == nil {
-		return false
-	}
-	tr.log.Info("Turn refused: a spending cap is reached", "user_id", it.msg.UserID, "error", over)
-	tr.chat.send(over.Text(tr.e.spendNow()))
-	tr.jr.ack(it, inbox.AckResult)
-	tr.mb.setState(stateIdle)
-	return true
+	p.user = it.msg.UserID
+	return p.reserve(b, p.key, it.msg.UserID, it.started || it.recovered || it.continuation, p.log)
 }
 
-// releaseSpend frees the reservation of a turn that was admitted but does
-// not run (admit gave up after refuseOverCap).
-func (tr *turnRunner) releaseSpend() {
-	if l := tr.e.opts.Spending; l != nil {
-		if err := l.Release(tr.key); err != nil {
-			tr.log.Error("Writing the spending ledger failed; the reservation is released in memory", "error", err)
-		}
-	}
-}
+// releaseTurn frees the reservation of a turn that was admitted but does
+// not run.
+func (p *purse) releaseTurn() { p.release(p.key, p.log) }
 
-// chargeResults settles the turn's reservation with the results its
-// attempts had (a fallback makes two), in memory: settle calls it once the
-// reply is posted, so that the next turn's caps count them, and the
-// turn's tail writes the ledger (flushSpend). A crash before that write
-// loses nothing that counts for long: a session's next result carries its
-// total, and the reservation in the file holds until then.
-func (tr *turnRunner) chargeResults() {
-	results := tr.charges
-	tr.charges = nil
-	l := tr.e.opts.Spending
-	if l == nil {
+// settleTurn settles the turn's reservation with the results its attempts
+// had (a fallback makes two), in memory: settle calls it once the reply is
+// posted, so that the next turn's caps count them, and the turn's tail
+// writes the ledger (flush). A crash before that write loses nothing that
+// counts for long: a session's next result carries its total, and the
+// reservation in the file holds until then.
+func (p *purse) settleTurn() {
+	results := p.charges
+	p.charges = nil
+	if p.ledger == nil {
 		return
 	}
 	var turns []spend.Turn
-	if b, ok := tr.liveBinding(); ok {
+	if b, ok := p.binding(); ok {
 		for _, res := range results {
 			if res != nil && res.TotalCostUSD > 0 {
-				turns = append(turns, spend.Turn{Binding: spendKey(b), User: tr.user, SessionID: res.SessionID, TotalUSD: res.TotalCostUSD})
+				turns = append(turns, spend.Turn{Binding: spendKey(b), User: p.user, SessionID: res.SessionID, TotalUSD: res.TotalCostUSD})
 			}
 		}
 	}
-	cost, err := l.Settle(tr.key, turns...)
+	cost, err := p.ledger.Settle(p.key, turns...)
 	if err != nil {
-		tr.log.Error("Charging the spending ledger failed", "error", err)
+		p.log.Error("Charging the spending ledger failed", "error", err)
 		return
 	}
 	if len(turns) > 0 {
-		tr.log.Debug("Turn charged", "user_id", tr.user, "cost_usd", cost, "session_id", turns[len(turns)-1].SessionID)
+		p.log.Debug("Turn charged", "user_id", p.user, "cost_usd", cost, "session_id", turns[len(turns)-1].SessionID)
 	}
 }
 
-// flushSpend writes the ledger's charges, on a turn's tail.
-func (tr *turnRunner) flushSpend() {
-	if l := tr.e.opts.Spending; l != nil {
-		if err := l.Flush(); err != nil {
-			tr.log.Error("Writing the spending ledger failed; the charge counts in memory", "error", err)
-		}
+// reserveFork reserves a side question's estimate (a fork costs like a
+// turn) under a key of its own, since side questions of one conversation
+// may run at once; over, when set, refuses it and nothing is held.
+func (p *purse) reserveFork(user string) (hold string, over *spend.OverCap) {
+	b, ok := p.binding()
+	if !ok {
+		return "", nil
 	}
+	hold = p.key + "\x00btw\x00" + rand.Text()
+	if over = p.reserve(b, hold, user, false, p.log); over != nil {
+		return "", over
+	}
+	return hold, nil
 }
 
-// recordForkSpend settles a side question's reservation (hold, from
-// refuseSideOverCap) with its fork's result, charged from its parent's
-// total, and writes the ledger.
-func (s *Conversation) recordForkSpend(hold, user, parent string, res *agentproc.Result) {
-	l := s.e.opts.Spending
-	if l == nil {
+// settleFork settles a side question's reservation with its fork's
+// result, charged from its parent's total, and writes the ledger.
+func (p *purse) settleFork(hold, user, parent string, res *agentproc.Result) {
+	if p.ledger == nil {
 		return
 	}
 	var turns []spend.Turn
-	if b, ok := s.e.resolve(s.to.Platform, s.to.Channel); ok && res != nil && res.TotalCostUSD > 0 {
+	if b, ok := p.binding(); ok && res != nil && res.TotalCostUSD > 0 {
 		turns = append(turns, spend.Turn{Binding: spendKey(b), User: user, SessionID: res.SessionID, TotalUSD: res.TotalCostUSD,
 			ForkedFrom: parent})
 	}
-	_, err := l.Settle(hold, turns...)
+	_, err := p.ledger.Settle(hold, turns...)
 	if err == nil {
-		err = l.Flush()
+		err = p.ledger.Flush()
 	}
 	if err != nil {
-		s.log.Error("Writing the spending ledger failed; the charge counts in memory", "error", err)
+		p.log.Error("Writing the spending ledger failed; the charge counts in memory", "error", err)
 	}
 }
 
-// releaseSide frees a side question's reservation when it ended without a
-// result (recordForkSpend settled it otherwise).
-func (s *Conversation) releaseSide(hold string) {
-	if l := s.e.opts.Spending; l != nil && hold != "" {
-		if err := l.Release(hold); err != nil {
-			s.log.Error("Writing the spending ledger failed; the reservation is released in memory", "error", err)
-		}
-	}
-}
-
-// spendStatus is !status's spend line; "" without a ledger.
-func (s *Conversation) spendStatus(user string) string {
-	l := s.e.opts.Spending
-	if l == nil {
+// statusLine is !status's spend line; "" without a ledger.
+func (p *purse) statusLine(user string) string {
+	if p.ledger == nil {
 		return ""
 	}
-	b, ok := s.e.resolve(s.to.Platform, s.to.Channel)
+	b, ok := p.binding()
 	if !ok {
 		return ""
 	}
-	return l.StatusLine(spendKey(b), user, b.Caps)
-}
-
-// refuseSideOverCap reserves a side question's estimate (a fork costs
-// like a turn) under a key of its own, or refuses it over a spending cap.
-// It returns the reservation's key for recordForkSpend and releaseSide.
-func (s *Conversation) refuseSideOverCap(user string) (hold string, refused bool) {
-	b, ok := s.e.resolve(s.to.Platform, s.to.Channel)
-	if !ok {
-		return "", false
-	}
-	hold = s.key + "\x00btw\x00" + rand.Text() // side questions of one conversation may run at once
-	over := s.e.reserveTurn(b, hold, user, false, s.log)
-	if over == nil {
-		return hold, false
-	}
-	s.log.Info("Side question refused: a spending cap is reached", "user_id", user, "error", over)
-	s.chat.send(SidePrefix + over.Text(s.e.spendNow()))
-	return "", true
+	return p.ledger.StatusLine(spendKey(b), user, b.Caps)
 }

@@ -37,12 +37,22 @@ type TeamOptions struct {
 // DefaultSendFileMaxBytes is TeamOptions.SendFileMaxBytes when zero.
 const DefaultSendFileMaxBytes int64 = 20 << 20
 
+// settings is what a binding's conversations run with: the engine's
+// options with the binding's overrides, and the team settings in force.
+type settings struct {
+	opts Options
+	// basePrompt is the admin's agent.append_system_prompt, before the
+	// engine's own instructions are added (agentConfig).
+	basePrompt string
+	host       Host // the team settings in force
+}
+
 // agentConfig is the agent setup of a conversation of b: Options.Agent
 // with b's overrides, the self-report instruction, and the team
 // instruction where prompts carry the sender header.
-func (e *Set) agentConfig(b binding.Binding, dm bool) agentproc.Config {
-	cfg := e.opts.Agent
-	cfg.AppendSystemPrompt = e.basePrompt
+func (st *settings) agentConfig(b binding.Binding, dm bool) agentproc.Config {
+	cfg := st.opts.Agent
+	cfg.AppendSystemPrompt = st.basePrompt
 	s := b.Setup
 	if s.Model != nil {
 		cfg.Model = *s.Model
@@ -54,17 +64,17 @@ func (e *Set) agentConfig(b binding.Binding, dm bool) agentproc.Config {
 		cfg.AppendSystemPrompt = *s.AppendSystemPrompt
 	}
 	if len(s.Args) > 0 {
-		cfg.Args = slices.Concat(e.opts.Agent.Args, s.Args)
+		cfg.Args = slices.Concat(st.opts.Agent.Args, s.Args)
 	}
 	if len(s.Env) > 0 {
-		env := maps.Clone(e.opts.Agent.Env)
+		env := maps.Clone(st.opts.Agent.Env)
 		if env == nil {
 			env = make(map[string]string, len(s.Env))
 		}
 		maps.Copy(env, s.Env)
 		cfg.Env = env
 	}
-	if e.opts.SelfReport {
+	if st.opts.SelfReport {
 		cfg.AppendSystemPrompt = joinPrompt(cfg.AppendSystemPrompt, ctxindicator.SelfReportInstruction)
 	}
 	if b.HeaderOn(dm) {
@@ -74,38 +84,38 @@ func (e *Set) agentConfig(b binding.Binding, dm bool) agentproc.Config {
 }
 
 // modesFor are the modes !mode may set in b's conversations.
-func (e *Set) modesFor(b binding.Binding) []string {
+func (st *settings) modesFor(b binding.Binding) []string {
 	if b.Setup.AllowedModes != nil {
 		return b.Setup.AllowedModes
 	}
-	return e.allowedModes()
+	return st.allowedModes()
 }
 
 // wsCapFor is the per-workspace process cap b's conversations wait for.
-func (e *Set) wsCapFor(b binding.Binding) int {
+func (st *settings) wsCapFor(b binding.Binding) int {
 	if b.Setup.MaxProcessesPerWorkspace != nil {
 		return *b.Setup.MaxProcessesPerWorkspace
 	}
-	return e.opts.MaxProcessesPerWorkspace
+	return st.opts.MaxProcessesPerWorkspace
 }
 
 // sendFileMax is the largest file send_file posts for b.
-func (e *Set) sendFileMax(b binding.Binding) int64 {
+func (st *settings) sendFileMax(b binding.Binding) int64 {
 	if b.Setup.SendFileMaxBytes != nil {
 		return *b.Setup.SendFileMaxBytes
 	}
-	if e.host.Team().SendFileMaxBytes > 0 {
-		return e.host.Team().SendFileMaxBytes
+	if st.host.Team().SendFileMaxBytes > 0 {
+		return st.host.Team().SendFileMaxBytes
 	}
 	return DefaultSendFileMaxBytes
 }
 
 // attachmentMaxFor is the largest attachment passed on for b.
-func (e *Set) attachmentMaxFor(b binding.Binding) int64 {
+func (st *settings) attachmentMaxFor(b binding.Binding) int64 {
 	if b.Setup.AttachmentMaxBytes != nil {
 		return *b.Setup.AttachmentMaxBytes
 	}
-	return e.attachmentMax()
+	return st.attachmentMax()
 }
 
 // maxSpeakers bounds the speakers a record keeps.

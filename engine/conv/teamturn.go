@@ -28,15 +28,32 @@ const NotAllowedText = "(not shown: its author is not one of the people allowed 
 // errNoFiles is what send_file says where the chat cannot take files.
 var errNoFiles = errors.New("this chat cannot take files from cc-connect")
 
+// team is a conversation's team features on a turn's path: who wrote a
+// prompt, what the thread said before, whom to ring, and the host tools
+// (send_file) its processes get, posting into the conversation.
+type team struct {
+	host      Host
+	cfg       *settings
+	chat      *relay
+	rb        *recordBook
+	binding   func() binding.Binding // in force now
+	ws        func() string          // the conversation's workspace now (its worktree)
+	dm        bool                   // a direct message: no sender header by default
+	agentUser *agentproc.User        // agent.user: send_file reads as that user
+	bg        context.Context
+	metrics   Metrics
+	log       *slog.Logger
+}
+
 // teamPrompt adds what the team features put into a prompt, once per item:
 // the thread's earlier messages when this is the first prompt of a
 // conversation called into a thread (or, with thread_context_on_fresh, of a
 // fresh session of one that had a session), and the line that says who
 // wrote the message. text is the prompt prepare built.
-func (tr *turnRunner) teamPrompt(it workItem, text string) string {
-	b := tr.binding()
-	if b.HeaderOn(tr.dm || it.msg.IsDM) {
-		text = chatprompt.WithHeader(chatprompt.Sender{Name: it.msg.UserName, ID: it.msg.UserID, Platform: tr.platformType()}, text)
+func (tm *team) teamPrompt(it workItem, text string) string {
+	b := tm.binding()
+	if b.HeaderOn(tm.dm || it.msg.IsDM) {
+		text = chatprompt.WithHeader(chatprompt.Sender{Name: it.msg.UserName, ID: it.msg.UserID, Platform: tm.platformType()}, text)
 	}
 	if it.threadContext != "" {
 		text = it.threadContext + "\n" + text
@@ -46,13 +63,13 @@ func (tr *turnRunner) teamPrompt(it workItem, text string) string {
 
 // platformType names the conversation's platform for the header: the
 // adapter instance's name, which the admin chose (slack, slack-main).
-func (tr *turnRunner) platformType() string { return tr.chat.to.Platform }
+func (tm *team) platformType() string { return tm.chat.to.Platform }
 
 // threadContext is the block of the thread's earlier messages for it, or
 // "" when none is due or the platform has none.
-func (tr *turnRunner) threadContext(it workItem) string {
-	bounds := tr.e.host.Team().ThreadContext
-	rec := tr.rb.get()
+func (tm *team) threadContext(it workItem) string {
+	bounds := tm.host.Team().ThreadContext
+	rec := tm.rb.get()
 	// Only before a session's first turn: once a session was chosen (its
 	// id, or the one picked before the CLI confirmed it), the thread's
 	// messages since are the conversation's own.
@@ -66,21 +83,21 @@ func (tr *turnRunner) threadContext(it workItem) string {
 		return ""
 	}
 	fresh := rec.HadSession
-	if fresh && !tr.e.host.Team().ThreadContextOnFresh {
+	if fresh && !tm.host.Team().ThreadContextOnFresh {
 		return ""
 	}
-	hr, ok := tr.chat.chat().(platform.HistoryReader)
+	hr, ok := tm.chat.chat().(platform.HistoryReader)
 	if !ok {
 		return ""
 	}
-	ctx, cancel := context.WithTimeout(tr.e.bg, historyTimeout)
+	ctx, cancel := context.WithTimeout(tm.bg, historyTimeout)
 	defer cancel()
-	msgs, err := hr.History(ctx, tr.chat.to, platform.HistoryQuery{Before: it.msg.Target.MessageID, Limit: bounds.Messages + 1})
+	msgs, err := hr.History(ctx, tm.chat.to, platform.HistoryQuery{Before: it.msg.Target.MessageID, Limit: bounds.Messages + 1})
 	if err != nil {
-		tr.log.Warn("Reading the thread's earlier messages failed; the prompt goes without them", "error", err)
+		tm.log.Warn("Reading the thread's earlier messages failed; the prompt goes without them", "error", err)
 		return ""
 	}
-	b := tr.binding()
+	b := tm.binding()
 	kept := msgs[:0:0]
 	for _, m := range msgs {
 		if m.ID == it.msg.ID || m.MessageID == it.msg.Target.MessageID ||
@@ -96,37 +113,37 @@ func (tr *turnRunner) threadContext(it workItem) string {
 	}
 	block := chatprompt.ThreadContext(kept, bounds)
 	if block != "" {
-		tr.log.Info("Giving Claude the thread's earlier messages", "messages", len(kept), "bytes", len(block), "fresh_session", fresh)
+		tm.log.Info("Giving Claude the thread's earlier messages", "messages", len(kept), "bytes", len(block), "fresh_session", fresh)
 	}
 	return block
 }
 
 // hostTools are the tools of cc-connect's that a process of this
 // conversation gets: send_file, posting into this conversation.
-func (tr *turnRunner) hostTools(b binding.Binding) []agentproc.HostTool {
-	to := tr.chat.to
+func (tm *team) hostTools(b binding.Binding) []agentproc.HostTool {
+	to := tm.chat.to
 	var limit int64
-	if fs, ok := tr.chat.chat().(platform.FileSender); ok {
+	if fs, ok := tm.chat.chat().(platform.FileSender); ok {
 		limit = fs.MaxFileSize(to)
 	}
 	return []agentproc.HostTool{sendfile.Tool(sendfile.Config{
-		Workspace: tr.ws,
-		MaxSize:   tr.e.sendFileMax(b),
+		Workspace: tm.ws(),
+		MaxSize:   tm.cfg.sendFileMax(b),
 		Limit:     limit,
-		User:      tr.e.opts.Agent.User,
+		User:      tm.agentUser,
 		Send: func(ctx context.Context, f platform.OutgoingFile) error {
 			// The adapter registered now: a reload may have replaced it.
-			fs, ok := tr.chat.chat().(platform.FileSender)
+			fs, ok := tm.chat.chat().(platform.FileSender)
 			if !ok {
 				return errNoFiles
 			}
 			ctx, cancel := context.WithTimeout(ctx, sendFileTimeout)
 			defer cancel()
 			if _, err := fs.SendFile(ctx, to, f); err != nil {
-				tr.log.Warn("Posting a file Claude sent failed", "file", f.Path, "size", len(f.Data), "error", err)
+				tm.log.Warn("Posting a file Claude sent failed", "file", f.Path, "size", len(f.Data), "error", err)
 				return err
 			}
-			tr.log.Info("Posted a file Claude sent", "file", f.Path, "size", len(f.Data))
+			tm.log.Info("Posted a file Claude sent", "file", f.Path, "size", len(f.Data))
 			return nil
 		},
 	})}
@@ -141,25 +158,25 @@ const sendFileTimeout = 5 * time.Minute
 // messages (the platform notifies them anyway), not where the binding
 // says not, not for a message without a user, and only where the platform
 // can mention.
-func (tr *turnRunner) ringAsker(m platform.Message, text string) {
-	if tr.dm || m.IsDM || m.UserID == "" || !tr.binding().NotifyOn() {
+func (tm *team) ringAsker(m platform.Message, text string) {
+	if tm.dm || m.IsDM || m.UserID == "" || !tm.binding().NotifyOn() {
 		return
 	}
-	ms, ok := tr.chat.chat().(platform.MentionSender)
+	ms, ok := tm.chat.chat().(platform.MentionSender)
 	if !ok {
 		return
 	}
-	ctx, cancel := context.WithTimeout(tr.e.bg, sendTimeout)
+	ctx, cancel := context.WithTimeout(tm.bg, sendTimeout)
 	defer cancel()
-	if _, err := ms.SendMentioning(ctx, tr.chat.to, []platform.Mention{{UserID: m.UserID, UserName: m.UserName}}, text); err != nil {
-		tr.e.metrics.PlatformError(tr.chat.to.Platform)
-		tr.log.Warn("Mentioning the person who asked failed", "user_id", m.UserID, "error", err)
+	if _, err := ms.SendMentioning(ctx, tm.chat.to, []platform.Mention{{UserID: m.UserID, UserName: m.UserName}}, text); err != nil {
+		tm.metrics.PlatformError(tm.chat.to.Platform)
+		tm.log.Warn("Mentioning the person who asked failed", "user_id", m.UserID, "error", err)
 	}
 }
 
 // ringIfLong rings the asker when a turn ran at least notify_after.
-func (tr *turnRunner) ringIfLong(m platform.Message, took time.Duration, ok bool) {
-	after := tr.e.host.Team().NotifyAfter
+func (tm *team) ringIfLong(m platform.Message, took time.Duration, ok bool) {
+	after := tm.host.Team().NotifyAfter
 	if after < 0 || took < after {
 		return
 	}
@@ -167,7 +184,7 @@ func (tr *turnRunner) ringIfLong(m platform.Message, took time.Duration, ok bool
 	if !ok {
 		word = "over, but it did not succeed"
 	}
-	tr.ringAsker(m, fmt.Sprintf("the turn you asked for is %s (it took %s).", word, took.Round(time.Second)))
+	tm.ringAsker(m, fmt.Sprintf("the turn you asked for is %s (it took %s).", word, took.Round(time.Second)))
 }
 
 // maxImageBytes bounds one picture passed as an image block: the API takes

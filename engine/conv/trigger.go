@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"time"
@@ -103,34 +104,38 @@ type runState struct {
 	// (headerBackoff; tests shorten it before Run).
 	headerWait time.Duration
 
+	log       *slog.Logger
+	schedules func() Schedules // the scheduler to wake when a run ends
+
 	mu      sync.Mutex
 	working map[string]bool // run ids queued or running
 }
 
-func (rs *runState) init(stateDir string) {
+func (rs *runState) init(stateDir string, log *slog.Logger, schedules func() Schedules) {
+	rs.log, rs.schedules = log, schedules
 	rs.ready = make(chan struct{})
 	rs.threads = &threadBook{path: threadBookPath(stateDir)}
 	rs.working = map[string]bool{}
 	rs.headerWait = headerBackoff
 }
 
-func (e *Set) runQueued(id string) {
-	e.runs.mu.Lock()
-	e.runs.working[id] = true
-	e.runs.mu.Unlock()
+func (rs *runState) runQueued(id string) {
+	rs.mu.Lock()
+	rs.working[id] = true
+	rs.mu.Unlock()
 }
 
 // runFinished is called on the session goroutine when an item is done:
 // a run's turn that ended frees its schedule.
-func (e *Set) runFinished(it workItem) {
+func (rs *runState) runFinished(it workItem) {
 	if it.run == nil || it.kind != itemTurn {
 		return
 	}
-	e.runs.mu.Lock()
-	delete(e.runs.working, it.run.ID)
-	e.runs.mu.Unlock()
-	s := e.host.Schedules()
-	e.log.Info("Run finished", "platform", it.msg.Target.Platform, "channel", it.msg.Target.Channel,
+	rs.mu.Lock()
+	delete(rs.working, it.run.ID)
+	rs.mu.Unlock()
+	s := rs.schedules()
+	rs.log.Info("Run finished", "platform", it.msg.Target.Platform, "channel", it.msg.Target.Channel,
 		"thread", it.msg.Target.Thread, "run_id", it.run.ID)
 	if s != nil {
 		s.Wake()
@@ -138,10 +143,10 @@ func (e *Set) runFinished(it workItem) {
 }
 
 // noteRecoveredRuns marks the runs a reopened journal holds as working.
-func (e *Set) noteRecoveredRuns(items []workItem) {
+func (rs *runState) noteRecoveredRuns(items []workItem) {
 	for _, it := range items {
 		if it.run != nil {
-			e.runQueued(it.run.ID)
+			rs.runQueued(it.run.ID)
 		}
 	}
 }
@@ -180,7 +185,7 @@ func (e *Set) acceptRun(ctx context.Context, b binding.Binding, a platform.Adapt
 		case res.Status != platform.Queued:
 			return fmt.Errorf("journaling run %s: not accepted (%s)", it.run.ID, res.Reason)
 		}
-		e.runQueued(it.run.ID)
+		e.runs.runQueued(it.run.ID)
 		return nil
 	}
 }
@@ -307,16 +312,31 @@ func isRunKind(kind string) bool {
 // (the conversation was told why, the message answered).
 func (tr *turnRunner) admit(it *workItem) bool {
 	tr.runHeader(it)
-	if tr.refuseOverCap(*it) {
+	if tr.refuseOverCap(*it) { // the caps: a reservation made, or the turn refused
 		return false
 	}
 	if !tr.ensureWorktree() {
-		tr.releaseSpend() // spend.go: the turn does not run
+		tr.purse.releaseTurn() // the turn does not run
 		tr.jr.ack(*it, inbox.AckResult)
 		tr.mb.setState(stateIdle)
 		return false
 	}
-	tr.user = it.msg.UserID
+	return true
+}
+
+// refuseOverCap reserves the turn's estimate before it starts (the
+// purse), or refuses the turn when it does not fit under a cap: the
+// conversation is told which cap and when it resets, and the message
+// leaves the journal (it was answered).
+func (tr *turnRunner) refuseOverCap(it workItem) bool {
+	over := tr.purse.reserveTurn(it)
+	if over == nil {
+		return false
+	}
+	tr.log.Info("Turn refused: a spending cap is reached", "user_id", it.msg.UserID, "error", over)
+	tr.chat.send(over.Text(tr.purse.now()))
+	tr.jr.ack(it, inbox.AckResult)
+	tr.mb.setState(stateIdle)
 	return true
 }
 
@@ -326,7 +346,7 @@ func (s *Conversation) unattendedStatus(user string) string {
 	if line := s.worktreeStatus(); line != "" {
 		out += "\n" + line
 	}
-	if line := s.spendStatus(user); line != "" {
+	if line := s.tr.purse.statusLine(user); line != "" {
 		out += "\n" + line
 	}
 	return out
@@ -360,12 +380,12 @@ func (e *Set) Submit(ctx context.Context, r trigger.Run) error {
 	// After the duplicate check: a run journaled before a crash is not
 	// refused when it is submitted again.
 	capped := func() error {
-		over := e.overCap(b, r.UserID)
+		over := e.spend.overCap(b, r.UserID)
 		if over == nil {
 			return nil
 		}
 		log.Info("Run refused: a spending cap is reached", "user_id", r.UserID, "error", over)
-		e.host.Notify(a, to, fmt.Sprintf("%s did not run. %s", orDefault(r.Header, r.Name), over.Text(e.spendNow())))
+		e.host.Notify(a, to, fmt.Sprintf("%s did not run. %s", orDefault(r.Header, r.Name), over.Text(e.spend.now())))
 		return fmt.Errorf("%w: %v", trigger.ErrRefused, over)
 	}
 	cv := orDefault(r.Conversation, r.ID)

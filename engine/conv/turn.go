@@ -61,12 +61,13 @@ type turnRunner struct {
 	// binding is the conversation's binding in force now
 	// (session.liveBinding): who may still have a queued message run.
 	binding func() binding.Binding
-	// user is whose message the running turn is, charged its cost
-	// (spend.go).
-	user string
-	// charges are the running turn's results not yet charged to the
-	// spending ledger: settle charges them after the reply (spend.go).
-	charges []*agentproc.Result
+	// att readies a message's prompt and its files (attach.go).
+	att *attacher
+	// team is the team features on the turn's path (teamturn.go).
+	team *team
+	// purse is the conversation's side of the spending ledger: the
+	// running turn's reservation and results (spend.go).
+	purse *purse
 	// tail runs an acknowledged turn's writes after its reply (tail.go).
 	tail *tail
 	// awaitText is set while the turn waits on a question or a plan's
@@ -95,14 +96,13 @@ type outcome struct {
 
 // turn is the state of the running turn.
 type turn struct {
-	msg      platform.Message
-	text     strings.Builder
-	model    string
-	perms    *permissions
-	progress progress
-	live     *live // what the turn shows as it goes (live.go)
-	started  bool  // the CLI began the turn (system/init seen)
-	stopped  bool  // !stop was asked for
+	msg     platform.Message
+	text    strings.Builder
+	model   string
+	perms   *permissions
+	live    *live // what the turn shows as it goes (live.go)
+	started bool  // the CLI began the turn (system/init seen)
+	stopped bool  // !stop was asked for
 	// compacted and compactErr are what a compaction reported.
 	compacted  *agentproc.CompactBoundary
 	compactErr string
@@ -118,7 +118,7 @@ func (tr *turnRunner) run(it workItem) {
 	began := tr.e.turnBegan()
 	tr.rb.noteSpeaker(it.msg)
 	hadHistory := tr.rb.sessionID() != ""
-	it, notes, perr := tr.prepare(it)
+	it, notes, perr := tr.att.prepare(it)
 	out := outcome{err: perr}
 	if perr == nil {
 		out = tr.attempt(it)
@@ -127,7 +127,7 @@ func (tr *turnRunner) run(it workItem) {
 	ok := tr.finish(it, out, hadHistory)
 	tr.e.turnDone(out, ok, began)
 	if perr == nil && !errors.Is(out.err, ErrStopped) && !errors.Is(out.err, ErrKilled) {
-		tr.ringIfLong(it.msg, time.Since(began), ok)
+		tr.team.ringIfLong(it.msg, time.Since(began), ok)
 	}
 	if tr.e.killedAt(PointReplied) {
 		out = outcome{err: ErrKilled}
@@ -136,7 +136,7 @@ func (tr *turnRunner) run(it workItem) {
 	tr.mb.setState(stateIdle)
 	tr.agent.MarkIdle()
 	tr.e.slots.Signal() // this process may now be reaped for a waiter
-	cfg, partial := tr.e.agentConfig(tr.binding(), tr.dm), tr.wantsPartial()
+	cfg, partial := tr.e.cfg.agentConfig(tr.binding(), tr.dm), tr.wantsPartial()
 	wrapUp := func() {
 		tr.chat.turnEnded(it.msg, ok)
 		tr.e.spare.Want(tr.ws, cfg, partial) // after the turn, never on its path
@@ -293,7 +293,7 @@ func (tr *turnRunner) fallback(it workItem, out outcome) bool {
 // the next result, and never a message. A turn left pending saves here.
 func (tr *turnRunner) settle(it workItem, out outcome) (retry *workItem, durable func()) {
 	tr.rb.change(func(r *Record) { r.PendingPermission = "" })
-	tr.chargeResults() // spend.go: in memory, so the next turn's caps count it
+	tr.purse.settleTurn() // spend.go: in memory, so the next turn's caps count it
 	var exitErr *agentproc.ExitError
 	why := inbox.AckResult
 	switch {
@@ -323,7 +323,7 @@ func (tr *turnRunner) settle(it workItem, out outcome) (retry *workItem, durable
 		tr.jr.acceptMu.Lock()
 		tr.jr.acceptMu.Unlock()
 		tr.rb.save()
-		tr.flushSpend()
+		tr.purse.flush(tr.log)
 		finish()
 	}
 }
@@ -333,7 +333,7 @@ func (tr *turnRunner) settle(it workItem, out outcome) (retry *workItem, durable
 func (tr *turnRunner) saveNow() {
 	tr.tail.wait()
 	tr.rb.save()
-	tr.flushSpend()
+	tr.purse.flush(tr.log)
 }
 
 // ensureProcess makes sure the session has a live process: it takes a slot
@@ -367,12 +367,12 @@ func (tr *turnRunner) ensureProcess() error {
 		return nil
 	}
 	b := tr.binding()
-	cfg := tr.e.agentConfig(b, tr.dm)
+	cfg := tr.e.cfg.agentConfig(b, tr.dm)
 	partial := tr.wantsPartial()
 	if tr.takeSpare(b, cfg, partial) {
 		return nil
 	}
-	if err := tr.e.acquireSlotCap(tr.e.bg, tr.ws, tr.e.wsCapFor(b), tr.key, func() { tr.chat.send(NoticeWaiting) }, tr.mb, onCtrl); err != nil {
+	if err := tr.e.acquireSlotCap(tr.e.bg, tr.ws, tr.e.cfg.wsCapFor(b), tr.key, func() { tr.chat.send(NoticeWaiting) }, tr.mb, onCtrl); err != nil {
 		return err
 	}
 	id := tr.rb.sessionID()
@@ -387,7 +387,7 @@ func (tr *turnRunner) ensureProcess() error {
 	}
 	start.Model, start.PermissionMode = tr.rb.spawnSettings() // !model, !mode
 	start.PartialMessages = partial
-	start.Tools = tr.hostTools(b)
+	start.Tools = tr.team.hostTools(b)
 	attrs := []any{"session_id", orDefault(id, "new"), "model", orDefault(orDefault(start.Model, cfg.Model), "default")}
 	if wt := tr.rb.get().Worktree; wt != "" {
 		// The session's workspace key names the binding's folder; the
@@ -426,7 +426,7 @@ func (tr *turnRunner) takeSpare(b binding.Binding, cfg agentproc.Config, partial
 	} else {
 		tr.e.metrics.SpareTaken("loading")
 	}
-	sp.Tools.Set(tr.hostTools(b))
+	sp.Tools.Set(tr.team.hostTools(b))
 	tr.rb.update(func(r *Record) { r.NewSessionID = sp.ID })
 	tr.agent.Adopt(sp.Slot)
 	tr.log.Info("Taking a spare agent process", "session_id", sp.ID, "ready", sp.Ready)
@@ -466,7 +466,7 @@ func (tr *turnRunner) send(proc procs.Process, it workItem) (procs.Turn, error) 
 		text = ContinueText
 	case !IsCompaction(text):
 		// Who wrote it, and what the thread said before (team.go).
-		text = tr.teamPrompt(it, text)
+		text = tr.team.teamPrompt(it, text)
 	}
 	if !it.continuation {
 		if err := tr.jr.markStarted(it); err != nil {
@@ -492,7 +492,7 @@ func (tr *turnRunner) attempt(it workItem) outcome {
 	// earlier messages are due depends on there being none yet.
 	it.threadContext = ""
 	if !it.continuation && !IsCompaction(it.msg.Text) {
-		it.threadContext = tr.threadContext(it)
+		it.threadContext = tr.team.threadContext(it)
 	}
 	if err := tr.ensureProcess(); err != nil {
 		return outcome{err: err}
@@ -513,7 +513,7 @@ func (tr *turnRunner) attempt(it workItem) outcome {
 		if tool == "AskUserQuestion" {
 			what = "Claude asks you a question above."
 		}
-		tr.ringAsker(it.msg, what)
+		tr.team.ringAsker(it.msg, what)
 	}
 	events := at.Events()
 	stopping := tr.e.stopping
@@ -528,11 +528,10 @@ func (tr *turnRunner) attempt(it workItem) outcome {
 			}
 			res, err := at.Result()
 			t.perms.endAll("the turn ended")
-			t.progress.stop()
 			if t.live.level == binding.ProgressVerbose {
 				// The log and the checklist end as they are, not as they
 				// were at the last paced edit.
-				tr.chat.flushProgress(&t.progress)
+				tr.chat.flushProgress(&t.live.progress)
 			}
 			t.live.stop()
 			if closed != nil {
@@ -548,7 +547,7 @@ func (tr *turnRunner) attempt(it workItem) outcome {
 				out.err = errors.New("turn ended without a result")
 			}
 			if out.err != nil {
-				tr.endStream(t.live)
+				t.live.endStream()
 			}
 			return out
 		case <-tr.mb.ctrl:
@@ -559,12 +558,12 @@ func (tr *turnRunner) attempt(it workItem) outcome {
 		case <-timerC(t.perms.timer):
 			t.perms.expire(proc)
 			tr.notePermissions(t)
-		case <-timerC(t.progress.timer):
-			tr.chat.flushProgress(&t.progress)
+		case <-timerC(t.live.progress.timer):
+			tr.chat.flushProgress(&t.live.progress)
 		case <-timerC(t.live.timer):
-			tr.showStream(t.live)
+			t.live.showStream()
 		case <-timerC(t.live.stallTimer):
-			tr.stallCheck(t)
+			t.live.stallCheck(len(t.perms.pending) > 0)
 		case <-timerC(t.live.maxTimer):
 			tr.overMaxTime(t, proc)
 		case <-stopping:
@@ -608,13 +607,13 @@ func (tr *turnRunner) onEvent(t *turn, proc procs.Process, ev agentproc.Event) {
 	t.live.event()
 	switch ev := ev.(type) {
 	case agentproc.TextDelta:
-		tr.delta(t, ev)
+		t.live.delta(ev)
 	case agentproc.CallStart:
 		if ev.Parent == "" {
 			t.live.para = true
 		}
 	case agentproc.ToolResult:
-		tr.noteToolResult(t, ev)
+		t.live.noteToolResult(ev)
 	case agentproc.ModeChange:
 		tr.noteMode(ev.Mode)
 	case agentproc.Init:
@@ -648,22 +647,22 @@ func (tr *turnRunner) onEvent(t *turn, proc procs.Process, ev agentproc.Event) {
 		}
 		t.text.WriteString(ev.Text)
 	case agentproc.ToolUse:
-		tr.noteTool(t, ev)
+		t.live.noteTool(ev)
 	case agentproc.Compaction:
 		if ev.Active {
-			tr.showStatus(t, "Compacting the conversation…")
+			t.live.showStatus("Compacting the conversation…")
 		} else if ev.Result == "failed" {
 			t.compactErr = orDefault(ev.Error, "failed")
 		}
 	case agentproc.CompactBoundary:
 		t.compacted = &ev
 	case agentproc.APIRetry:
-		tr.showStatus(t, fmt.Sprintf("API error %d, retrying (%d/%d)…", ev.ErrorStatus, ev.Attempt, ev.MaxRetries))
+		t.live.showStatus(fmt.Sprintf("API error %d, retrying (%d/%d)…", ev.ErrorStatus, ev.Attempt, ev.MaxRetries))
 	case agentproc.PermissionRequest:
 		t.perms.ask(proc, ev)
 		if len(t.perms.pending) > 0 {
 			// A prompt went up: the reply streams on below it.
-			tr.restartStream(t.live)
+			t.live.restartStream()
 		}
 		tr.notePermissions(t)
 	case agentproc.PermissionCancel:
@@ -746,7 +745,7 @@ func (tr *turnRunner) noteResult(res *agentproc.Result, initModel string) {
 		}
 		r.LastActivity = tr.e.now()
 	})
-	tr.charges = append(tr.charges, res)
+	tr.purse.charges = append(tr.purse.charges, res)
 }
 
 // noteContext reports the context use a result left, when it had usage.

@@ -33,7 +33,7 @@ func worktreeConversation(key string, gen int) string {
 // before a turn, while no process runs; false (the user told why) when it
 // cannot be made.
 func (tr *turnRunner) ensureWorktree() bool {
-	b, ok := tr.liveBinding()
+	b, ok := tr.purse.binding()
 	if !ok || !b.Worktree || tr.agent.Live() != nil {
 		return true
 	}
