@@ -70,19 +70,19 @@ type live struct {
 	overTime   time.Duration // set when max_turn_time stopped the turn
 }
 
-// newLive gives a turn its live view.
-func (tr *turnRunner) newLive() *live {
-	l := &live{chat: tr.chat, log: tr.log, sessionID: tr.rb.sessionID, level: binding.ProgressNormal, caps: tr.chat.caps(),
-		stallAfter: tr.e.opts.StallNotice, lastEvent: time.Now(), doing: "starting"}
-	if tr.binding != nil && tr.binding().Progress != "" {
-		l.level = tr.binding().Progress
+// newLive gives a turn its live view, at the binding's progress level.
+func newLive(chat *relay, log *slog.Logger, sessionID func() string, progress string, stallAfter, maxTurnTime time.Duration) *live {
+	l := &live{chat: chat, log: log, sessionID: sessionID, level: binding.ProgressNormal, caps: chat.caps(),
+		stallAfter: stallAfter, lastEvent: time.Now(), doing: "starting"}
+	if progress != "" {
+		l.level = progress
 	}
 	l.stream = l.level != binding.ProgressQuiet && l.caps.Edits
 	if l.stallAfter > 0 {
 		l.stallTimer = time.NewTimer(l.stallAfter)
 	}
-	if d := tr.e.opts.MaxTurnTime; d > 0 {
-		l.maxTimer = time.NewTimer(d)
+	if maxTurnTime > 0 {
+		l.maxTimer = time.NewTimer(maxTurnTime)
 	}
 	return l
 }
@@ -97,13 +97,10 @@ func (l *live) stop() {
 	l.timer, l.stallTimer, l.maxTimer = nil, nil, nil
 }
 
-// wantsPartial says whether the turn's process should send text deltas.
-func (tr *turnRunner) wantsPartial() bool {
-	b := binding.Binding{}
-	if tr.binding != nil {
-		b = tr.binding()
-	}
-	return b.Progress != binding.ProgressQuiet && tr.chat.caps().Edits
+// wantsPartial says whether a process of b's conversations should send
+// text deltas: the binding streams and the platform can edit.
+func wantsPartial(b binding.Binding, caps platform.Capabilities) bool {
+	return b.Progress != binding.ProgressQuiet && caps.Edits
 }
 
 // event notes that claude said something, for the stall notice.
@@ -298,11 +295,11 @@ func (tr *turnRunner) overMaxTime(t *turn, proc procs.Process) {
 // plan approved into default or acceptEdits) as the conversation's, so
 // that the next process starts in it: the mode belongs to the process
 // (docs/claude-code.md §2).
-func (tr *turnRunner) noteMode(mode string) {
+func (rb *recordBook) noteMode(mode string) {
 	if mode == "" {
 		return
 	}
-	tr.rb.update(func(r *Record) { r.ModeOverride = mode })
+	rb.update(func(r *Record) { r.ModeOverride = mode })
 }
 
 // FailedText ends what a streamed reply of a failed turn showed: no final

@@ -147,3 +147,10 @@ func appendNote(notes, note string) string {
 	}
 	return notes
 }
+
+// notePending records which permission request (or question, or plan) the
+// running turn waits on, "" for none, so that a restart can tell the
+// thread it was cancelled.
+func (rb *recordBook) notePending(name string) {
+	rb.update(func(r *Record) { r.PendingPermission = name })
+}

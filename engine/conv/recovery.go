@@ -1,7 +1,6 @@
 package conv
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -12,7 +11,6 @@ import (
 	"github.com/cc-connect/cc-connect/agentproc"
 	"github.com/cc-connect/cc-connect/ctxindicator"
 	"github.com/cc-connect/cc-connect/inbox"
-	"github.com/cc-connect/cc-connect/platform"
 )
 
 // Crash recovery. Run reopens, before any adapter starts, every session
@@ -217,13 +215,13 @@ func (tr *turnRunner) recover(it workItem) {
 		tr.log.Error("Recovering the interrupted turn failed", "error", err)
 		fmt.Fprintf(&note, "The turn for “%s” could not be recovered (%s). Please send it again if it is still needed.", q, tr.forChat(err.Error()))
 		tr.chat.send(note.String())
-		tr.cutStream(it)
+		tr.chat.cutStream(it.streamed, func() { tr.jr.markStreamed(it, nil) })
 		tr.jr.ack(it, inbox.AckCancel)
 		tr.agent.ReleaseIfIdle()
 		return
 	}
 	if what != recoverLost {
-		tr.cutStream(it) // a new turn answers: what was streamed is not the reply
+		tr.chat.cutStream(it.streamed, func() { tr.jr.markStreamed(it, nil) }) // a new turn answers: what was streamed is not the reply
 		it.streamed = nil
 	}
 	switch {
@@ -264,7 +262,7 @@ func (tr *turnRunner) recover(it workItem) {
 				"transcript", path, "error", errString(rerr))
 			fmt.Fprintf(&note, "The agent finished the turn for “%s” before %s, but its reply was not posted and is lost. Please ask again if you still need it.", q, event)
 			tr.chat.send(note.String())
-			tr.cutStream(it)
+			tr.chat.cutStream(it.streamed, func() { tr.jr.markStreamed(it, nil) })
 		case len(it.streamed) > 0 && tr.chat.canFinish():
 			// It was streamed into messages the journal names: they are
 			// made to show the reply (again: an edit to what a message
@@ -317,26 +315,6 @@ func (tr *turnRunner) recover(it workItem) {
 // CutOffText replaces what a streamed message showed of a reply that a
 // restart or a failure cut off, where no final text will replace it.
 const CutOffText = "_(This reply was cut off before it was finished; see below.)_"
-
-// cutStream marks the messages a reply was streamed into before a restart,
-// when no final text goes to them (the turn runs again, or its reply is
-// lost): they would otherwise read as a reply, partial and ending in "…".
-func (tr *turnRunner) cutStream(it workItem) {
-	ed, ok := tr.chat.chat().(platform.Editor)
-	if !ok || len(it.streamed) == 0 {
-		return
-	}
-	for _, m := range it.streamed {
-		ctx, cancel := context.WithTimeout(tr.e.bg, sendTimeout)
-		if err := ed.Edit(ctx, m, CutOffText); err != nil {
-			tr.log.Warn("Marking a cut-off streamed reply failed", "error", err)
-		}
-		cancel()
-	}
-	// The messages are done with: a kill during the turn that answers now
-	// must not finish its reply in them.
-	tr.jr.markStreamed(it, nil)
-}
 
 // Ready is closed once Recover has reopened what a crash left.
 func (e *Set) Ready() <-chan struct{} { return e.runs.ready }

@@ -120,3 +120,23 @@ func (r *relay) dropStream(msgs []platform.Target) {
 		}
 	}
 }
+
+// cutStream marks the messages a reply was streamed into before a restart,
+// when no final text goes to them (the turn runs again, or its reply is
+// lost): they would otherwise read as a reply, partial and ending in "…".
+// done runs once they are marked: the messages are done with, and a kill
+// during the turn that answers now must not finish its reply in them.
+func (r *relay) cutStream(msgs []platform.Target, done func()) {
+	ed, ok := r.chat().(platform.Editor)
+	if !ok || len(msgs) == 0 {
+		return
+	}
+	for _, m := range msgs {
+		ctx, cancel := context.WithTimeout(r.bg, sendTimeout)
+		if err := ed.Edit(ctx, m, CutOffText); err != nil {
+			r.log.Warn("Marking a cut-off streamed reply failed", "error", err)
+		}
+		cancel()
+	}
+	done()
+}

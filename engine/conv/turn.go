@@ -136,7 +136,7 @@ func (tr *turnRunner) run(it workItem) {
 	tr.mb.setState(stateIdle)
 	tr.agent.MarkIdle()
 	tr.e.slots.Signal() // this process may now be reaped for a waiter
-	cfg, partial := tr.e.cfg.agentConfig(tr.binding(), tr.dm), tr.wantsPartial()
+	cfg, partial := tr.e.cfg.agentConfig(tr.binding(), tr.dm), wantsPartial(tr.binding(), tr.chat.caps())
 	wrapUp := func() {
 		tr.chat.turnEnded(it.msg, ok)
 		tr.e.spare.Want(tr.ws, cfg, partial) // after the turn, never on its path
@@ -368,7 +368,7 @@ func (tr *turnRunner) ensureProcess() error {
 	}
 	b := tr.binding()
 	cfg := tr.e.cfg.agentConfig(b, tr.dm)
-	partial := tr.wantsPartial()
+	partial := wantsPartial(tr.binding(), tr.chat.caps())
 	if tr.takeSpare(b, cfg, partial) {
 		return nil
 	}
@@ -503,7 +503,7 @@ func (tr *turnRunner) attempt(it workItem) outcome {
 		return outcome{err: err, stderr: proc.StderrTail()}
 	}
 
-	t := &turn{msg: it.msg, perms: tr.newPermissions(), live: tr.newLive()}
+	t := &turn{msg: it.msg, perms: tr.newPermissions(), live: newLive(tr.chat, tr.log, tr.rb.sessionID, tr.binding().Progress, tr.e.opts.StallNotice, tr.e.opts.MaxTurnTime)}
 	t.live.posted = func(msgs []platform.Target) {
 		tr.jr.markStreamed(it, msgs)
 		tr.e.killedAt(PointStreamed) // a test's kill: what a restart finds is on disk
@@ -541,7 +541,9 @@ func (tr *turnRunner) attempt(it workItem) outcome {
 				compaction: IsCompaction(it.msg.Text), compacted: t.compacted, compactErr: t.compactErr, live: t.live}
 			if res != nil {
 				tr.noteResult(res, t.model)
-				tr.noteContext(res)
+				if res.ContextTokens > 0 {
+					tr.e.metrics.ContextPercent(tr.rb.get().ContextPct)
+				}
 			}
 			if err == nil && res == nil {
 				out.err = errors.New("turn ended without a result")
@@ -557,7 +559,7 @@ func (tr *turnRunner) attempt(it workItem) outcome {
 			}
 		case <-timerC(t.perms.timer):
 			t.perms.expire(proc)
-			tr.notePermissions(t)
+			tr.rb.notePending(t.perms.first())
 		case <-timerC(t.live.progress.timer):
 			tr.chat.flushProgress(&t.live.progress)
 		case <-timerC(t.live.timer):
@@ -615,7 +617,7 @@ func (tr *turnRunner) onEvent(t *turn, proc procs.Process, ev agentproc.Event) {
 	case agentproc.ToolResult:
 		t.live.noteToolResult(ev)
 	case agentproc.ModeChange:
-		tr.noteMode(ev.Mode)
+		tr.rb.noteMode(ev.Mode)
 	case agentproc.Init:
 		t.started = true
 		t.model = ev.Model
@@ -664,10 +666,10 @@ func (tr *turnRunner) onEvent(t *turn, proc procs.Process, ev agentproc.Event) {
 			// A prompt went up: the reply streams on below it.
 			t.live.restartStream()
 		}
-		tr.notePermissions(t)
+		tr.rb.notePending(t.perms.first())
 	case agentproc.PermissionCancel:
 		t.perms.cancel(ev.RequestID)
-		tr.notePermissions(t)
+		tr.rb.notePending(t.perms.first())
 	case agentproc.Malformed:
 		tr.log.Warn("Agent wrote a malformed line", "line", ev.Line, "error", ev.Err)
 	}
@@ -678,7 +680,7 @@ func (tr *turnRunner) control(t *turn, proc procs.Process, c control) {
 	switch c.kind {
 	case ctrlAnswer, ctrlReply:
 		t.perms.answer(proc, c)
-		tr.notePermissions(t)
+		tr.rb.notePending(t.perms.first())
 	case ctrlStop:
 		tr.stopShell(c.to)
 		t.stopped = true
@@ -714,13 +716,6 @@ func (tr *turnRunner) control(t *turn, proc procs.Process, c control) {
 	}
 }
 
-// notePermissions records which permission request the turn waits on, so
-// that a restart can tell the thread it was cancelled.
-func (tr *turnRunner) notePermissions(t *turn) {
-	name := t.perms.first()
-	tr.rb.update(func(r *Record) { r.PendingPermission = name })
-}
-
 // noteResult takes the figures of a result (session id, context, cost)
 // into the record, in memory: settle charges the spending ledger and the
 // turn's tail saves both once the reply is posted, so that no fsync
@@ -746,12 +741,4 @@ func (tr *turnRunner) noteResult(res *agentproc.Result, initModel string) {
 		r.LastActivity = tr.e.now()
 	})
 	tr.purse.charges = append(tr.purse.charges, res)
-}
-
-// noteContext reports the context use a result left, when it had usage.
-func (tr *turnRunner) noteContext(res *agentproc.Result) {
-	if res == nil || res.ContextTokens == 0 {
-		return
-	}
-	tr.e.metrics.ContextPercent(tr.rb.get().ContextPct)
 }
