@@ -9,6 +9,7 @@ import (
 
 	"github.com/cc-connect/cc-connect/agentproc"
 	"github.com/cc-connect/cc-connect/engine/conv"
+	"github.com/cc-connect/cc-connect/engine/render"
 	"github.com/cc-connect/cc-connect/platform"
 	"github.com/google/uuid"
 )
@@ -135,7 +136,7 @@ func TestRealCLIRecovery(t *testing.T) {
 			if got := h.rec.sends("cc-connect restarted"); len(got) != 1 || !strings.Contains(got[0], tt.notice) {
 				t.Errorf("notices = %q", got)
 			}
-			if got := h.rec.sends(conv.NoticeNotFound); len(got) != 0 {
+			if got := h.rec.sends(render.NoticeNotFound); len(got) != 0 {
 				t.Errorf("a second notice after the restart one: %q", got)
 			}
 		})

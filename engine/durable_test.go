@@ -16,6 +16,7 @@ import (
 	"github.com/cc-connect/cc-connect/agentproc"
 	"github.com/cc-connect/cc-connect/engine/conv"
 	"github.com/cc-connect/cc-connect/engine/procs"
+	"github.com/cc-connect/cc-connect/engine/render"
 	"github.com/cc-connect/cc-connect/inbox"
 	"github.com/cc-connect/cc-connect/internal/fakeclaude"
 	"github.com/cc-connect/cc-connect/lease"
@@ -397,7 +398,7 @@ func TestRecoveryContinueFallsBackToMessage(t *testing.T) {
 
 	h = h.restart()
 	h.rec.waitSend(t, "was cut off; resuming it")
-	h.rec.waitSend(t, conv.NoticeTooLong)
+	h.rec.waitSend(t, render.NoticeTooLong)
 	h.waitIdle()
 	got := readRecord(t, re.record)[before:]
 	if len(got) != 2 || got[0].Text != conv.ContinueText || got[0].SessionID != sid || got[1].Text != text || got[1].SessionID == sid {

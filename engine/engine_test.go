@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cc-connect/cc-connect/engine/conv"
+	"github.com/cc-connect/cc-connect/engine/render"
 	"github.com/cc-connect/cc-connect/platform"
 )
 
@@ -145,11 +146,11 @@ func TestProcessCapWaitsForFreeSlot(t *testing.T) {
 			h.say("alice", "T1", "a [[WAIT]]")
 			h.fa.waitFor(t, "the first turn", func(fa *fakeAgents) bool { return fa.waiting == 1 })
 			h.say("bob", "T2", "b")
-			h.rec.waitSend(t, conv.NoticeWaiting)
+			h.rec.waitSend(t, render.NoticeWaiting)
 			h.fa.release(t)
 			h.rec.waitSend(t, "echo: b")
 			h.waitIdle()
-			if got := h.rec.sends(conv.NoticeWaiting); len(got) != 1 {
+			if got := h.rec.sends(render.NoticeWaiting); len(got) != 1 {
 				t.Errorf("waiting notice posted %d times, want once", len(got))
 			}
 			h.fa.mu.Lock()
@@ -348,7 +349,7 @@ func TestStopWhileWaitingForSlot(t *testing.T) {
 	h.say("alice", "T1", "a [[WAIT]]")
 	h.fa.waitFor(t, "the first turn", func(fa *fakeAgents) bool { return fa.waiting == 1 })
 	h.say("bob", "T2", "b")
-	h.rec.waitSend(t, conv.NoticeWaiting)
+	h.rec.waitSend(t, render.NoticeWaiting)
 	h.say("bob", "T2", "!stop")
 	h.rec.waitSend(t, "Stopped before the turn started")
 	h.fa.release(t)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cc-connect/cc-connect/agentproc"
 	"github.com/cc-connect/cc-connect/engine/conv"
+	"github.com/cc-connect/cc-connect/engine/render"
 )
 
 // TestFallbackToFreshSession covers the session that cannot continue: its
@@ -27,19 +28,19 @@ func TestFallbackToFreshSession(t *testing.T) {
 			delete(h.fa.sessions, sess1)
 			h.fa.mu.Unlock()
 			return h.restart()
-		}, conv.NoticeNotFound},
+		}, render.NoticeNotFound},
 		{"too long on resume", func(h *harness) *harness {
 			h.fa.mu.Lock()
 			h.fa.poisoned[sess1] = true
 			h.fa.mu.Unlock()
 			return h.restart()
-		}, conv.NoticeTooLong},
+		}, render.NoticeTooLong},
 		{"too long on a later turn", func(h *harness) *harness {
 			h.fa.mu.Lock()
 			h.fa.poisoned[sess1] = true
 			h.fa.mu.Unlock()
 			return h
-		}, conv.NoticeTooLong},
+		}, render.NoticeTooLong},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -115,7 +116,7 @@ func TestFreshFallbackFailingToo(t *testing.T) {
 			h.fa.mu.Unlock()
 			h.say("alice", "T1", "third")
 			h.rec.waitSend(t, "echo: third")
-			if got := h.rec.sends(conv.NoticeTooLong); len(got) != 1 {
+			if got := h.rec.sends(render.NoticeTooLong); len(got) != 1 {
 				t.Errorf("notice posted %d times, want once", len(got))
 			}
 		})
@@ -128,7 +129,7 @@ func TestFirstMessageTooLongForFreshSession(t *testing.T) {
 	h.rec.waitSend(t, "does not fit in the model's context even in a fresh session")
 	h.say("alice", "T1", "small")
 	h.rec.waitSend(t, "echo: small")
-	if got := h.rec.sends(conv.NoticeTooLong); len(got) != 0 {
+	if got := h.rec.sends(render.NoticeTooLong); len(got) != 0 {
 		t.Errorf("fallback notice posted for a session without history: %q", got)
 	}
 	if spawns := h.fa.spawnsSnapshot(); len(spawns) != 2 || spawns[1].ResumeID != "" {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cc-connect/cc-connect/agentproc"
 	"github.com/cc-connect/cc-connect/engine/conv"
+	"github.com/cc-connect/cc-connect/engine/render"
 	"github.com/cc-connect/cc-connect/internal/fakeclaude"
 	"github.com/cc-connect/cc-connect/platform"
 )
@@ -106,7 +107,7 @@ func TestRealNotFoundFallback(t *testing.T) {
 	h.say("alice", "T1", "are you there")
 	h.rec.waitSend(t, "echo: are you there")
 	h.waitIdle()
-	if got := h.rec.sends(conv.NoticeNotFound); len(got) != 1 {
+	if got := h.rec.sends(render.NoticeNotFound); len(got) != 1 {
 		t.Errorf("not-found notice posted %d times, want once", len(got))
 	}
 	lines := linesWith(readRecord(t, re.record), "are you there")
@@ -128,7 +129,7 @@ func TestRealTooLongOnResumeFallback(t *testing.T) {
 	h.say("alice", "T1", "second")
 	h.rec.waitSend(t, "echo: second")
 	h.waitIdle()
-	if got := h.rec.sends(conv.NoticeTooLong); len(got) != 1 {
+	if got := h.rec.sends(render.NoticeTooLong); len(got) != 1 {
 		t.Errorf("too-long notice posted %d times, want once", len(got))
 	}
 	first := linesWith(readRecord(t, re.record), "first")
@@ -147,7 +148,7 @@ func TestRealTooLongLaterTurnThenFreshFailsThenRecovers(t *testing.T) {
 	h.say("alice", "T1", "small")
 	h.rec.waitSend(t, "echo: small")
 	h.waitIdle()
-	if got := h.rec.sends(conv.NoticeTooLong); len(got) != 1 {
+	if got := h.rec.sends(render.NoticeTooLong); len(got) != 1 {
 		t.Errorf("notice posted %d times, want once", len(got))
 	}
 	if got := linesWith(readRecord(t, re.record), "paste [[TOOLONG]]"); len(got) != 2 {
@@ -288,13 +289,13 @@ func TestRealProcessCap(t *testing.T) {
 	h.say("alice", "T1", "a [[SLOW]]")
 	h.waitTurnStarts(t, 1)
 	h.say("bob", "T2", "b")
-	h.rec.waitSend(t, conv.NoticeWaiting)
+	h.rec.waitSend(t, render.NoticeWaiting)
 	if err := os.WriteFile(release, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	h.rec.waitSend(t, "echo: b")
 	h.waitIdle()
-	if got := h.rec.sends(conv.NoticeWaiting); len(got) != 1 {
+	if got := h.rec.sends(render.NoticeWaiting); len(got) != 1 {
 		t.Errorf("waiting notice posted %d times, want once", len(got))
 	}
 	lines := readRecord(t, re.record)

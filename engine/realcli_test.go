@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/cc-connect/cc-connect/agentproc"
-	"github.com/cc-connect/cc-connect/engine/conv"
+	"github.com/cc-connect/cc-connect/engine/render"
 	"github.com/cc-connect/cc-connect/internal/fakeapi"
 	"github.com/cc-connect/cc-connect/internal/testenv"
 	"github.com/cc-connect/cc-connect/platform"
@@ -72,7 +72,7 @@ func TestRealCLITooLongThenRecovers(t *testing.T) {
 	h.rec.waitSend(t, "Starting a fresh session failed too")
 	h.say("alice", "T1", "small")
 	h.rec.waitSend(t, "echo: small")
-	if got := h.rec.sends(conv.NoticeTooLong); len(got) != 1 {
+	if got := h.rec.sends(render.NoticeTooLong); len(got) != 1 {
 		t.Errorf("too-long notice posted %d times, want once", len(got))
 	}
 }

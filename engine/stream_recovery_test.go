@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cc-connect/cc-connect/engine/conv"
+	"github.com/cc-connect/cc-connect/engine/render"
 	"github.com/cc-connect/cc-connect/platform"
 )
 
@@ -414,8 +415,8 @@ func TestStreamedReplyAcrossKills(t *testing.T) {
 			})
 			h.waitIdle()
 			got := s.visible()
-			if len(got) == 0 || got[0] != conv.CutOffText {
-				t.Errorf("the streamed message shows %q, want it marked cut off (%q)", got, conv.CutOffText)
+			if len(got) == 0 || got[0] != render.CutOffText {
+				t.Errorf("the streamed message shows %q, want it marked cut off (%q)", got, render.CutOffText)
 			}
 			if rest := strings.Join(got[1:], ""); strings.Count(rest, resumed) != 1 || strings.Contains(rest, "…") {
 				t.Errorf("after it the thread shows %q, want the resumed turn's reply once", rest)
@@ -438,7 +439,7 @@ func TestStreamedReplyAcrossKills(t *testing.T) {
 			// message cut off by the first kill still says so.
 			resumed := "echo: " + conv.ContinueText
 			got := s.visible()
-			if len(got) == 0 || got[0] != conv.CutOffText {
+			if len(got) == 0 || got[0] != render.CutOffText {
 				t.Errorf("the first stream shows %q, want it marked cut off", got)
 			}
 			if rest := strings.Join(got[1:], ""); strings.Count(rest, resumed) != 1 {
@@ -554,7 +555,7 @@ func TestFailedTurnMarksItsStream(t *testing.T) {
 	h.waitIdle()
 	got := s.visible()
 	if len(got) == 0 || !strings.HasPrefix(got[0], "echo: [[STR") || strings.HasSuffix(got[0], "…") ||
-		!strings.Contains(strings.Join(got, ""), conv.FailedText) {
-		t.Errorf("the thread shows %q, want the streamed text first, marked unfinished (%q)", got, conv.FailedText)
+		!strings.Contains(strings.Join(got, ""), render.FailedText) {
+		t.Errorf("the thread shows %q, want the streamed text first, marked unfinished (%q)", got, render.FailedText)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/cc-connect/cc-connect/binding"
 	"github.com/cc-connect/cc-connect/chatprompt"
 	"github.com/cc-connect/cc-connect/engine/conv"
+	"github.com/cc-connect/cc-connect/engine/render"
 	"github.com/cc-connect/cc-connect/platform"
 )
 
@@ -225,7 +226,7 @@ func TestBindingSetup(t *testing.T) {
 	h.fa.waitFor(t, "the first turn", func(fa *fakeAgents) bool { return fa.waiting == 1 })
 	// The binding's workspace cap of 1: a second thread waits for the first.
 	h.say("alice", "T2", "busy")
-	h.rec.waitSend(t, conv.NoticeWaiting)
+	h.rec.waitSend(t, render.NoticeWaiting)
 	h.fa.release(t)
 	h.rec.waitSends(t, "echo:", 2)
 	cfg := h.fa.configs[0]
@@ -367,7 +368,7 @@ func TestBtwWaitsUnderTheBindingsCap(t *testing.T) {
 	h.say("alice", "T1", "[[WAIT]] long")
 	h.fa.waitFor(t, "the turn", func(fa *fakeAgents) bool { return fa.waiting == 1 })
 	h.say("alice", "T1", "!btw what now?")
-	h.rec.waitSend(t, conv.SidePrefix+conv.NoticeWaiting)
+	h.rec.waitSend(t, conv.SidePrefix+render.NoticeWaiting)
 	h.fa.release(t)
 	side := h.rec.waitSend(t, conv.SidePrefix+"echo:")
 	if !strings.Contains(side.Text, "what now?") {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/cc-connect/cc-connect/binding"
 	"github.com/cc-connect/cc-connect/cluster/ingress"
+	"github.com/cc-connect/cc-connect/engine/render"
 	"github.com/cc-connect/cc-connect/platform"
 )
 
@@ -160,7 +161,7 @@ func (s *Conversation) acceptItem(it workItem) (platform.Result, error) {
 func (s *Conversation) replyAsTurn(c control) {
 	m := c.msg
 	if m.Text == "" { // not from a thread message (a test's bare control)
-		s.chat.sendTo(c.to, notWaitingText)
+		s.chat.sendTo(c.to, render.NotWaiting)
 		return
 	}
 	if m.ID != "" {
@@ -169,7 +170,7 @@ func (s *Conversation) replyAsTurn(c control) {
 	s.log.Info("A reply came after its question or plan was settled; it runs as a turn", "message_id", c.msg.ID)
 	if _, err := s.acceptItem(workItem{kind: itemTurn, msg: m, files: filesOf(m)}); err != nil {
 		s.log.Warn("Queueing a late reply as a turn failed", "message_id", c.msg.ID, "error", err)
-		s.chat.sendTo(c.to, notWaitingText)
+		s.chat.sendTo(c.to, render.NotWaiting)
 	}
 }
 

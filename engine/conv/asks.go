@@ -3,10 +3,10 @@ package conv
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/cc-connect/cc-connect/agentproc"
 	"github.com/cc-connect/cc-connect/engine/procs"
+	"github.com/cc-connect/cc-connect/engine/render"
 	"github.com/cc-connect/cc-connect/platform"
 )
 
@@ -18,12 +18,13 @@ import (
 // whose message is the user's feedback. They time out like permission
 // requests, and a restart names them in its notice as it does a request.
 
+// What Claude is told of its question or plan (a person's texts are
+// render's).
 const (
 	dismissedText  = "The user dismissed the question in the chat."
 	planRejectText = "The user rejected the plan in the chat. Keep planning, and ask what they want changed."
 	planModeDenial = "Plan mode is on: no edits until the user approves a plan."
-	planKeepPrompt = "Reply in the thread with what Claude should change in the plan; it keeps planning with your words."
-	notWaitingText = "Nothing was waiting for a reply any more, so that message did not reach Claude; send it again once the turn has ended."
+	planFeedback   = "The user wants changes to the plan: "
 )
 
 // askSpecial serves the requests that are not plain permission requests:
@@ -52,24 +53,20 @@ func (ps *permissions) askSpecial(proc procs.Process, p *pendingPerm) bool {
 		}
 		p.qs = qs
 		ps.setAwait() // before the prompt shows: a reply to it must find it waiting
-		if posted, ok := ps.chat.askQuestions(qs.prompt(req.RequestID, "")); ok {
+		if posted, ok := ps.chat.askQuestions(render.QuestionPrompt(req.RequestID, "", qs.view())); ok {
 			p.prompt, p.viaPrompter = posted, true
 		} else {
-			p.prompt = ps.chat.send(qs.list())
+			p.prompt = ps.chat.send(render.QuestionList(qs.view()))
 		}
 	case req.ToolName == "ExitPlanMode":
 		p.plan = true
 		ps.setAwait()
-		text := planText(req.Input)
+		text := render.Plan(planOf(req.Input))
 		if posted, ok := ps.chat.askPermission(platform.PermissionPrompt{RequestID: req.RequestID, Tool: req.ToolName,
-			Text: text, Choices: planChoices(ps.allowEdits)}); ok {
+			Text: text, Choices: render.PlanChoices(ps.allowEdits)}); ok {
 			p.prompt, p.viaPrompter = posted, true
 		} else {
-			hint := "\n\nReply `!allow` to approve (Claude goes on asking before edits)"
-			if ps.allowEdits {
-				hint += ", `!allow edits` to approve and let it edit files without asking"
-			}
-			p.prompt = ps.chat.send(text + hint + ", or reply with what to change to keep planning.")
+			p.prompt = ps.chat.send(text + render.PlanHint(ps.allowEdits))
 		}
 	default:
 		return false
@@ -134,14 +131,14 @@ func (ps *permissions) answerSpecial(proc procs.Process, c control) bool {
 	if p == nil || (p.qs == nil && !p.plan) {
 		if c.kind == ctrlReply {
 			if ps.lateReply == nil {
-				ps.chat.sendTo(c.to, notWaitingText)
+				ps.chat.sendTo(c.to, render.NotWaiting)
 			} else {
 				ps.lateReply(c)
 			}
 			return true
 		}
 		if c.choice == platform.ChoiceDismiss {
-			ps.chat.sendTo(c.to, "No question of Claude's is pending.")
+			ps.chat.sendTo(c.to, render.NoQuestion)
 			return true
 		}
 		return false
@@ -164,10 +161,10 @@ func (ps *permissions) answerQuestion(proc procs.Process, p *pendingPerm, c cont
 		}
 	case c.choice == platform.ChoiceDismiss:
 		p.choice = "dismissed"
-		ps.deliver(proc, p, agentproc.PermissionDecision{Behavior: agentproc.Deny, Message: dismissedText}, "Dismissed by "+who+".")
+		ps.deliver(proc, p, agentproc.PermissionDecision{Behavior: agentproc.Deny, Message: dismissedText}, render.DismissedBy(who))
 		return
 	case c.choice == platform.ChoiceAllow || c.choice == platform.ChoiceDeny || c.choice == platform.ChoiceAlwaysAllow:
-		ps.chat.sendTo(c.to, "That is Claude's question: press an option, reply in the thread with your answer, or `!skip` it.")
+		ps.chat.sendTo(c.to, render.QuestionNotAllowed)
 		return
 	default:
 		if !qs.press(c.choice, c.question, c.options, who) {
@@ -176,9 +173,9 @@ func (ps *permissions) answerQuestion(proc procs.Process, p *pendingPerm, c cont
 	}
 	if !qs.complete() {
 		if p.viaPrompter {
-			ps.chat.updateQuestions(p.prompt, qs.prompt(p.req.RequestID, ""))
+			ps.chat.updateQuestions(p.prompt, render.QuestionPrompt(p.req.RequestID, "", qs.view()))
 		} else {
-			ps.chat.send(qs.list())
+			ps.chat.send(render.QuestionList(qs.view()))
 		}
 		return
 	}
@@ -186,11 +183,11 @@ func (ps *permissions) answerQuestion(proc procs.Process, p *pendingPerm, c cont
 	if err != nil {
 		ps.log.Error("Encoding the answers failed", "request_id", p.req.RequestID, "error", err)
 		p.choice = "error"
-		ps.deliver(proc, p, agentproc.PermissionDecision{Behavior: agentproc.Deny, Message: dismissedText}, "The answers could not be passed on.")
+		ps.deliver(proc, p, agentproc.PermissionDecision{Behavior: agentproc.Deny, Message: dismissedText}, render.AnswersNotPassed)
 		return
 	}
 	p.choice = "answered"
-	ps.deliver(proc, p, agentproc.PermissionDecision{Behavior: agentproc.Allow, Input: input}, "Answered by "+qs.answeredBy()+".")
+	ps.deliver(proc, p, agentproc.PermissionDecision{Behavior: agentproc.Allow, Input: input}, render.AnsweredBy(qs.answeredBy()))
 }
 
 func (ps *permissions) answerPlan(proc procs.Process, p *pendingPerm, c control, who string) {
@@ -198,25 +195,24 @@ func (ps *permissions) answerPlan(proc procs.Process, p *pendingPerm, c control,
 	switch {
 	case c.kind == ctrlReply:
 		p.choice = "plan_feedback"
-		ps.deliver(proc, p, agentproc.PermissionDecision{Behavior: agentproc.Deny, Message: "The user wants changes to the plan: " + c.text},
-			"Keep planning, with "+who+"'s feedback.")
+		ps.deliver(proc, p, agentproc.PermissionDecision{Behavior: agentproc.Deny, Message: planFeedback + c.text},
+			render.PlanFeedback(who))
 	case c.choice == platform.ChoicePlanDefault, c.choice == platform.ChoiceAllow:
 		p.choice = "plan_approved"
-		ps.deliver(proc, p, agentproc.PermissionDecision{Behavior: agentproc.Allow, Input: input},
-			"Approved by "+who+": Claude goes on, asking before edits.")
+		ps.deliver(proc, p, agentproc.PermissionDecision{Behavior: agentproc.Allow, Input: input}, render.PlanApproved(who))
 	case c.choice == platform.ChoicePlanAcceptEdits:
 		if !ps.allowEdits {
-			ps.chat.sendTo(c.to, "acceptEdits is not among this conversation's allowed modes; approve the plan with `!allow`.")
+			ps.chat.sendTo(c.to, render.PlanNoAcceptEdits)
 			return
 		}
 		p.choice = "plan_approved_edits"
 		ps.deliver(proc, p, agentproc.PermissionDecision{Behavior: agentproc.Allow, Input: input, SetMode: "acceptEdits"},
-			"Approved by "+who+": Claude goes on and edits files without asking.")
+			render.PlanApprovedEdits(who))
 	case c.choice == platform.ChoicePlanKeep:
-		ps.chat.sendTo(c.to, planKeepPrompt)
+		ps.chat.sendTo(c.to, render.PlanKeepPrompt)
 	case c.choice == platform.ChoiceDeny, c.choice == platform.ChoiceAlwaysAllow:
 		p.choice = "plan_rejected"
-		ps.deliver(proc, p, agentproc.PermissionDecision{Behavior: agentproc.Deny, Message: planRejectText}, "Rejected by "+who+": Claude keeps planning.")
+		ps.deliver(proc, p, agentproc.PermissionDecision{Behavior: agentproc.Deny, Message: planRejectText}, render.PlanRejected(who))
 	}
 }
 
@@ -242,33 +238,26 @@ func (ps *permissions) deliver(proc procs.Process, p *pendingPerm, d agentproc.P
 func (ps *permissions) showOutcome(p *pendingPerm, outcome string) bool {
 	switch {
 	case p.qs != nil && p.viaPrompter:
-		ps.chat.updateQuestions(p.prompt, p.qs.prompt(p.req.RequestID, outcome))
+		ps.chat.updateQuestions(p.prompt, render.QuestionPrompt(p.req.RequestID, outcome, p.qs.view()))
 	case p.qs != nil:
-		ps.chat.send("Claude's question: " + lowerFirst(outcome))
+		ps.chat.send(render.QuestionOutcome(outcome))
 	case p.plan && p.viaPrompter:
 		ps.chat.resolvePermission(p.prompt, outcome)
 	case p.plan:
-		ps.chat.send("Claude's plan: " + lowerFirst(outcome))
+		ps.chat.send(render.PlanOutcome(outcome))
 	default:
 		return false
 	}
 	return true
 }
 
-func lowerFirst(s string) string {
-	if s == "" {
-		return s
-	}
-	return strings.ToLower(s[:1]) + s[1:]
-}
-
 // specialName names a pending question or plan for the restart notice.
 func specialName(p *pendingPerm) string {
 	switch {
 	case p.qs != nil:
-		return "Claude's question “" + chatText(p.qs.qs[0].Question, 80) + "”"
+		return render.QuestionName(p.qs.qs[0].Question)
 	case p.plan:
-		return "Claude's plan"
+		return render.PlanName
 	}
 	return ""
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/cc-connect/cc-connect/agentproc"
 	"github.com/cc-connect/cc-connect/ctxindicator"
 	"github.com/cc-connect/cc-connect/engine/procs"
+	"github.com/cc-connect/cc-connect/engine/render"
 	"github.com/cc-connect/cc-connect/platform"
 )
 
@@ -314,7 +315,7 @@ func (s *Conversation) sideQuestion(id, question, user, ws string) {
 		return
 	}
 	defer s.tr.purse.release(hold, s.log) // frees it when no result settled it
-	if err := e.acquireSlotCap(e.bg, ws, e.cfg.wsCapFor(s.liveBinding()), s.key, func() { s.chat.send(SidePrefix + NoticeWaiting) }, nil, nil); err != nil {
+	if err := e.acquireSlotCap(e.bg, ws, e.cfg.wsCapFor(s.liveBinding()), s.key, func() { s.chat.send(SidePrefix + render.NoticeWaiting) }, nil, nil); err != nil {
 		s.chat.send(SidePrefix + "not answered: cc-connect is shutting down.")
 		return
 	}

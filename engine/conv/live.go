@@ -1,7 +1,6 @@
 package conv
 
 import (
-	"fmt"
 	"log/slog"
 	"strings"
 	"time"
@@ -9,6 +8,7 @@ import (
 	"github.com/cc-connect/cc-connect/agentproc"
 	"github.com/cc-connect/cc-connect/binding"
 	"github.com/cc-connect/cc-connect/engine/procs"
+	"github.com/cc-connect/cc-connect/engine/render"
 	"github.com/cc-connect/cc-connect/platform"
 )
 
@@ -144,7 +144,7 @@ func (l *live) delta(ev agentproc.TextDelta) {
 // showStream makes the thread show the text so far.
 func (l *live) showStream() {
 	l.timer = nil
-	text := streamingText(l.text.String())
+	text := render.Streaming(l.text.String())
 	if text == "" || text == l.shown {
 		return
 	}
@@ -217,17 +217,18 @@ func (l *live) finalReply(text string, rp platform.Reply) bool {
 
 // noteTool records a tool call for the log, the checklist and the status.
 func (l *live) noteTool(ev agentproc.ToolUse) {
-	summary := toolSummary(ev.Name, ev.Input)
+	summary := render.ToolSummary(ev.Name, ev.Input)
 	l.doing = "running " + summary
 	l.para = true
+	line := summary
 	if ev.Parent != "" {
-		summary = "↳ " + summary // a subagent's
+		line = "↳ " + summary // a subagent's
 	}
-	l.tools.start(ev.ID, summary, nil)
+	l.tools.start(ev.ID, line)
 	if ev.Name == "TodoWrite" {
 		l.todo.fromTodoWrite(ev.Input)
 	}
-	l.showStatus("Running: " + toolSummary(ev.Name, ev.Input))
+	l.showStatus(render.Running(summary))
 }
 
 // noteToolResult marks a call's outcome, and keeps a task tool's list.
@@ -243,21 +244,11 @@ func (l *live) noteToolResult(ev agentproc.ToolResult) {
 // checklist under it (verbose); quiet shows nothing.
 func (l *live) showStatus(status string) {
 	l.status = status
-	switch l.level {
-	case binding.ProgressQuiet:
+	if l.level == binding.ProgressQuiet {
 		return
-	case binding.ProgressVerbose:
-		parts := []string{status}
-		half := max(200, l.caps.MessageLimit/2-50)
-		if !l.tools.empty() {
-			parts = append(parts, l.tools.text(half))
-		}
-		if !l.todo.empty() {
-			parts = append(parts, l.todo.text(half))
-		}
-		status = strings.Join(parts, "\n\n")
 	}
-	l.chat.showProgress(&l.progress, status)
+	l.chat.showProgress(&l.progress, render.ProgressText(render.Progress{Status: status,
+		Verbose: l.level == binding.ProgressVerbose, Tools: l.tools.calls, Todo: l.todo.shown(), MessageLimit: l.caps.MessageLimit}))
 }
 
 // stallCheck posts the stall notice when claude has sent nothing for
@@ -268,8 +259,7 @@ func (l *live) stallCheck(waiting bool) {
 	if quiet >= l.stallAfter && !l.stalled && !waiting {
 		l.stalled = true
 		l.log.Warn("Turn stalled: no event from claude", "session_id", l.sessionID(), "quiet_for", quiet.Round(time.Second), "doing", l.doing)
-		l.chat.send(fmt.Sprintf("⏳ No word from Claude for %s; it was last %s. It may still be working: send `!stop` to stop the turn (the session is kept).",
-			quiet.Round(time.Second), l.doing))
+		l.chat.send(render.Stalled(quiet, l.doing))
 	}
 	next := l.stallAfter - time.Since(l.lastEvent)
 	if next <= 0 {
@@ -288,7 +278,7 @@ func (tr *turnRunner) overMaxTime(t *turn, proc procs.Process) {
 	if t.started {
 		_ = tr.interrupt(proc)
 	}
-	tr.chat.send(fmt.Sprintf("⏱ This turn ran longer than %s (max_turn_time), so it was stopped. The session is kept.", l.overTime))
+	tr.chat.send(render.OverTime(l.overTime))
 }
 
 // noteMode keeps the permission mode the CLI reports it switched to (a
@@ -302,10 +292,6 @@ func (rb *recordBook) noteMode(mode string) {
 	rb.update(func(r *Record) { r.ModeOverride = mode })
 }
 
-// FailedText ends what a streamed reply of a failed turn showed: no final
-// text replaces it, and it must not read as a reply that was finished.
-const FailedText = "_(The turn failed before this reply was finished; see below.)_"
-
 // endStream leaves a streamed reply of a turn that failed showing the text
 // so far, marked as unfinished instead of with the mark that more is
 // coming (the failure's notice follows it).
@@ -317,8 +303,7 @@ func (l *live) endStream() {
 		l.timer.Stop()
 		l.timer = nil
 	}
-	text := strings.TrimSuffix(streamingText(l.text.String()), "\n…")
-	if text != "" {
-		l.msgs, _ = l.chat.finishReply(l.msgs, text+"\n\n"+FailedText, platform.Reply{})
+	if text := render.Unfinished(l.text.String()); text != "" {
+		l.msgs, _ = l.chat.finishReply(l.msgs, text, platform.Reply{})
 	}
 }

@@ -7,13 +7,15 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cc-connect/cc-connect/engine/render"
 	"github.com/cc-connect/cc-connect/platform"
 )
 
-// Claude's questions (AskUserQuestion) as the chat shows them, and their
-// answers as the CLI takes them back: the tool's input with "answers"
-// added, keyed by each question's text (docs/claude-code.md §1). Pure: the
-// session goroutine keeps one questionSet per pending request.
+// Claude's questions (AskUserQuestion) being answered in the chat, and
+// their answers as the CLI takes them back: the tool's input with
+// "answers" added, keyed by each question's text (docs/claude-code.md §1).
+// Pure: the session goroutine keeps one questionSet per pending request;
+// render shows it (view).
 
 // askInput is the part of AskUserQuestion's input that is shown; the
 // input itself is echoed back whole.
@@ -38,8 +40,6 @@ type askOption struct {
 const (
 	maxQuestions       = 4
 	maxQuestionOptions = 10
-	questionTextLimit  = 1000
-	optionTextLimit    = 300
 )
 
 // questionAnswer is how one question was answered.
@@ -84,94 +84,20 @@ func newQuestionSet(input json.RawMessage) (*questionSet, error) {
 		answers: make([]questionAnswer, len(in.Questions))}, nil
 }
 
-// chatText is Claude's text made safe to show: every character visible,
-// bounded, on the lines it has.
-func chatText(s string, n int) string { return Quote(Visible(s), n) }
-
-// questionText is one question as shown: its header, the question, the
-// options with their descriptions, and its answer once given.
-func (qs *questionSet) questionText(i int, numbered bool) string {
-	q := qs.qs[i]
-	var b strings.Builder
-	if h := strings.TrimSpace(q.Header); h != "" {
-		b.WriteString("**" + escapeMD(chatText(h, 60)) + "**: ")
-	}
-	b.WriteString(escapeMD(chatText(q.Question, questionTextLimit)))
-	if q.MultiSelect {
-		b.WriteString(" _(choose any)_")
-	}
-	for oi, o := range q.Options {
-		b.WriteString("\n")
-		if numbered {
-			b.WriteString(strconv.Itoa(oi+1) + ". ")
-		} else {
-			b.WriteString("• ")
-		}
-		b.WriteString(escapeMD(chatText(o.Label, optionTextLimit)))
-		if d := strings.TrimSpace(o.Description); d != "" {
-			b.WriteString(" — " + escapeMD(chatText(d, optionTextLimit)))
-		}
-	}
-	if a := qs.answers[i]; a.done {
-		b.WriteString("\n✅ " + escapeMD(qs.answerText(i)) + " (" + escapeMD(chatText(a.by, 80)) + ")")
-	}
-	return b.String()
-}
-
-// answerText is an answer as shown.
-func (qs *questionSet) answerText(i int) string {
-	a := qs.answers[i]
-	if a.free != "" {
-		return "“" + chatText(a.free, optionTextLimit) + "”"
-	}
-	labels := make([]string, len(a.labels))
-	for j, l := range a.labels {
-		labels[j] = chatText(l, optionTextLimit)
-	}
-	return strings.Join(labels, ", ")
-}
-
-// escapeMD keeps Claude's words from being read as the chat's markup.
-func escapeMD(s string) string {
-	r := strings.NewReplacer("*", "\\*", "_", "\\_", "`", "'", "~", "\\~", "[", "\\[", "]", "\\]")
-	return r.Replace(s)
-}
-
-// prompt is the set as a QuestionAsker shows it.
-func (qs *questionSet) prompt(requestID, outcome string) platform.QuestionPrompt {
-	p := platform.QuestionPrompt{RequestID: requestID, Outcome: outcome,
-		Intro: "❓ **Claude asks** — press an option, or reply in the thread with your own answer:"}
+// view is the set as render shows it: the questions with their answers
+// so far.
+func (qs *questionSet) view() []render.Question {
+	out := make([]render.Question, len(qs.qs))
 	for i, q := range qs.qs {
-		opts := make([]platform.QuestionOption, len(q.Options))
+		opts := make([]render.Option, len(q.Options))
 		for oi, o := range q.Options {
-			opts[oi] = platform.QuestionOption{Label: chatText(o.Label, optionTextLimit)}
+			opts[oi] = render.Option{Label: o.Label, Description: o.Description}
 		}
-		p.Questions = append(p.Questions, platform.Question{Text: qs.questionText(i, false), Options: opts,
-			MultiSelect: q.MultiSelect, Selected: qs.selected[i], Done: qs.answers[i].done})
+		a := qs.answers[i]
+		out[i] = render.Question{Header: q.Header, Text: q.Question, Options: opts, MultiSelect: q.MultiSelect,
+			Selected: qs.selected[i], Answer: render.Answer{Done: a.done, Labels: a.labels, Free: a.free, By: a.by}}
 	}
-	return p
-}
-
-// list is the set as text, for a chat without buttons: numbered options,
-// answered by a reply.
-func (qs *questionSet) list() string {
-	var b strings.Builder
-	b.WriteString("❓ **Claude asks:**")
-	for i := range qs.qs {
-		b.WriteString("\n\n")
-		if len(qs.qs) > 1 {
-			b.WriteString(fmt.Sprintf("**%d)** ", i+1))
-		}
-		b.WriteString(qs.questionText(i, true))
-	}
-	b.WriteString("\n\n")
-	switch {
-	case len(qs.qs) > 1:
-		b.WriteString("Reply with one line per question: an option's number (several, like `1,3`, where you may choose any), or your own answer. `!skip` dismisses the questions.")
-	default:
-		b.WriteString("Reply with an option's number (several, like `1,3`, where you may choose any), or with your own answer. `!skip` dismisses the question.")
-	}
-	return b.String()
+	return out
 }
 
 // open lists the questions not answered yet.

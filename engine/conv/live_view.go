@@ -2,17 +2,16 @@ package conv
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
 	"strings"
 
-	"github.com/cc-connect/cc-connect/platform"
+	"github.com/cc-connect/cc-connect/engine/render"
 )
 
-// What a running turn shows besides its reply, as text: a plan to approve
-// (ExitPlanMode), the compact log of tool calls and Claude's todo list
-// (progress = "verbose"), and the reply while it is written. Pure, except
-// that a plan the CLI did not carry is read from its file.
+// What a running turn keeps to show besides its reply: a plan to approve
+// (ExitPlanMode), read from its file when the CLI did not carry it, and
+// the tool calls and Claude's todo list (progress = "verbose") as they
+// change. render shows them.
 
 // planInput is ExitPlanMode's input (docs/claude-code.md §2).
 type planInput struct {
@@ -23,9 +22,9 @@ type planInput struct {
 // maxPlanFile bounds a plan read from its file.
 const maxPlanFile = 256 << 10
 
-// planText is the plan as the chat shows it, in full: the CLI's plan
-// text, or when the request carries none, its plan file.
-func planText(input json.RawMessage) string {
+// planOf is the plan of an ExitPlanMode request: the CLI's plan text, or
+// when the request carries none, its plan file's; "" when neither has one.
+func planOf(input json.RawMessage) string {
 	var in planInput
 	_ = json.Unmarshal(input, &in)
 	plan := in.Plan
@@ -37,51 +36,22 @@ func planText(input json.RawMessage) string {
 			plan = string(buf[:n])
 		}
 	}
-	if strings.TrimSpace(plan) == "" {
-		return "📋 **Claude has a plan** but did not say what it is. Approve to let it start, or keep planning and say what you want to see."
-	}
-	return "📋 **Claude's plan** — approve it to start, or keep planning with your feedback (reply in the thread):\n\n" + Visible(strings.TrimSpace(plan))
+	return plan
 }
 
-// planChoices are a plan's buttons: approve and go on asking before edits,
-// approve and accept edits (when the binding allows that mode), or keep
-// planning.
-func planChoices(acceptEdits bool) []platform.PromptChoice {
-	cs := []platform.PromptChoice{{Choice: platform.ChoicePlanDefault, Label: "Approve", Style: "primary"}}
-	if acceptEdits {
-		cs = append(cs, platform.PromptChoice{Choice: platform.ChoicePlanAcceptEdits, Label: "Approve, accept edits"})
-	}
-	return append(cs, platform.PromptChoice{Choice: platform.ChoicePlanKeep, Label: "Keep planning"})
-}
-
-// toolLog is the compact log of a turn's tool calls: one line each, the
-// last maxLogLines shown.
+// toolLog is a turn's tool calls, one line each (render.ToolLog).
 type toolLog struct {
-	calls []toolCall
+	calls []render.ToolCall
 	index map[string]int // tool_use id → calls
 }
 
-type toolCall struct {
-	summary string
-	state   toolState
-}
-
-type toolState int
-
-const (
-	toolRunning toolState = iota
-	toolDone
-	toolFailed
-)
-
-const maxLogLines = 12
-
-func (l *toolLog) start(id, name string, input json.RawMessage) {
+// start adds a call; summary is its line (render.ToolSummary).
+func (l *toolLog) start(id, summary string) {
 	if l.index == nil {
 		l.index = map[string]int{}
 	}
 	l.index[id] = len(l.calls)
-	l.calls = append(l.calls, toolCall{summary: toolSummary(name, input)})
+	l.calls = append(l.calls, render.ToolCall{Summary: summary})
 }
 
 // end marks call id done or failed; it reports whether it knew the call.
@@ -90,33 +60,11 @@ func (l *toolLog) end(id string, failed bool) bool {
 	if !ok {
 		return false
 	}
-	l.calls[i].state = toolDone
+	l.calls[i].State = render.ToolDone
 	if failed {
-		l.calls[i].state = toolFailed
+		l.calls[i].State = render.ToolFailed
 	}
 	return true
-}
-
-func (l *toolLog) empty() bool { return len(l.calls) == 0 }
-
-// text is the log as shown, within limit runes.
-func (l *toolLog) text(limit int) string {
-	var lines []string
-	from := max(0, len(l.calls)-maxLogLines)
-	if from > 0 {
-		lines = append(lines, fmt.Sprintf("_… %d earlier tool calls_", from))
-	}
-	for _, c := range l.calls[from:] {
-		mark := "⏳"
-		switch c.state {
-		case toolDone:
-			mark = "✓"
-		case toolFailed:
-			mark = "✗"
-		}
-		lines = append(lines, mark+" "+c.summary)
-	}
-	return Quote("🔧 **Tools**\n"+strings.Join(lines, "\n"), limit)
 }
 
 // checklist is Claude's todo list: TodoWrite's whole list each time, or
@@ -126,7 +74,8 @@ type checklist struct {
 }
 
 type todoItem struct {
-	id, text, active, status string
+	id string // the task tools'
+	render.TodoItem
 }
 
 // fromTodoWrite replaces the list with a TodoWrite call's; it reports
@@ -144,7 +93,7 @@ func (c *checklist) fromTodoWrite(input json.RawMessage) bool {
 	}
 	c.items = c.items[:0]
 	for _, t := range in.Todos {
-		c.items = append(c.items, todoItem{text: t.Content, active: t.ActiveForm, status: t.Status})
+		c.items = append(c.items, todoItem{TodoItem: render.TodoItem{Text: t.Content, Active: t.ActiveForm, Status: t.Status}})
 	}
 	return true
 }
@@ -174,11 +123,11 @@ func (c *checklist) fromTaskResult(structured json.RawMessage) bool {
 	case r.Tasks != nil:
 		c.items = c.items[:0]
 		for _, t := range r.Tasks {
-			c.items = append(c.items, todoItem{id: t.ID, text: t.Subject, status: t.Status})
+			c.items = append(c.items, todoItem{id: t.ID, TodoItem: render.TodoItem{Text: t.Subject, Status: t.Status}})
 		}
 		return true
 	case r.Task != nil && r.Task.ID != "":
-		c.items = append(c.items, todoItem{id: r.Task.ID, text: r.Task.Subject, status: "pending"})
+		c.items = append(c.items, todoItem{id: r.Task.ID, TodoItem: render.TodoItem{Text: r.Task.Subject, Status: "pending"}})
 		return true
 	case r.TaskID != "" && r.StatusChange != nil:
 		for i := range c.items {
@@ -188,7 +137,7 @@ func (c *checklist) fromTaskResult(structured json.RawMessage) bool {
 			if r.StatusChange.To == "deleted" {
 				c.items = append(c.items[:i], c.items[i+1:]...)
 			} else {
-				c.items[i].status = r.StatusChange.To
+				c.items[i].Status = r.StatusChange.To
 			}
 			return true
 		}
@@ -196,55 +145,11 @@ func (c *checklist) fromTaskResult(structured json.RawMessage) bool {
 	return false
 }
 
-func (c *checklist) empty() bool { return len(c.items) == 0 }
-
-// text is the checklist as shown, within limit runes.
-func (c *checklist) text(limit int) string {
-	lines := []string{"📝 **Todo**"}
-	for _, it := range c.items {
-		switch it.status {
-		case "completed":
-			lines = append(lines, "☑ ~"+escapeMD(chatText(it.text, 200))+"~")
-		case "in_progress":
-			lines = append(lines, "▶ **"+escapeMD(chatText(orDefault(it.active, it.text), 200))+"**")
-		default:
-			lines = append(lines, "☐ "+escapeMD(chatText(it.text, 200)))
-		}
+// shown is the list as render shows it.
+func (c *checklist) shown() []render.TodoItem {
+	out := make([]render.TodoItem, len(c.items))
+	for i, it := range c.items {
+		out[i] = it.TodoItem
 	}
-	return Quote(strings.Join(lines, "\n"), limit)
-}
-
-// streamingText is a reply while it is written, as posted: a code block
-// left open so far is closed (so that a part never breaks one), and a mark
-// says more is coming.
-func streamingText(s string) string {
-	s = strings.TrimRight(s, " \t\n")
-	if s == "" {
-		return ""
-	}
-	if fence, open := openFence(s); open {
-		s += "\n" + fence
-	}
-	return s + "\n…"
-}
-
-// openFence reports whether s ends inside a fenced code block, and the
-// fence that closes it.
-func openFence(s string) (string, bool) {
-	fence := ""
-	for _, line := range strings.Split(s, "\n") {
-		t := strings.TrimLeft(line, " ")
-		if !strings.HasPrefix(t, "```") && !strings.HasPrefix(t, "~~~") {
-			continue
-		}
-		mark := t[:3]
-		n := len(t) - len(strings.TrimLeft(t, mark[:1]))
-		switch {
-		case fence == "":
-			fence = strings.Repeat(mark[:1], n)
-		case n >= len(fence) && strings.TrimSpace(t[n:]) == "" && t[0] == fence[0]:
-			fence = ""
-		}
-	}
-	return fence, fence != ""
+	return out
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cc-connect/cc-connect/engine/render"
 	"github.com/cc-connect/cc-connect/platform"
 )
 
@@ -113,28 +114,32 @@ func TestQuestionAnswers(t *testing.T) {
 	}
 }
 
-// What the chat shows: every question with its header, options and
-// descriptions; Claude's words cannot format or hide anything; an answer
-// names who gave it.
-func TestQuestionTexts(t *testing.T) {
-	qs := mustQuestions(t, `{"questions":[{"question":"Pick *one* `+"`x`"+`\u202e","header":"H_1","options":[{"label":"A","description":"first"},{"label":"B","description":"second"}],"multiSelect":false}]}`)
-	list := qs.list()
-	for _, want := range []string{"**H\\_1**: Pick \\*one\\* 'x'⟨U+202E⟩", "1. A — first", "2. B — second", "Reply with an option's number"} {
-		if !strings.Contains(list, want) {
-			t.Errorf("list lacks %q:\n%s", want, list)
-		}
+// The set's view is what render shows: the questions as Claude asked them
+// and each answer with who gave it, as it is given.
+func TestQuestionView(t *testing.T) {
+	qs := mustQuestions(t, twoQuestions)
+	v := qs.view()
+	if len(v) != 2 || v[0].Header != "DB" || v[0].Text != "Which database?" || len(v[1].Options) != 3 ||
+		v[1].Options[2] != (render.Option{Label: "Search", Description: "full text"}) || !v[1].MultiSelect || v[0].Answer.Done {
+		t.Fatalf("view = %+v", v)
 	}
-	p := qs.prompt("req-1", "")
-	if p.RequestID != "req-1" || len(p.Questions) != 1 || len(p.Questions[0].Options) != 2 || p.Questions[0].Done || p.Questions[0].MultiSelect {
-		t.Fatalf("prompt = %+v", p)
+	qs.press(platform.ChoiceToggle, 1, platform.Options(0), "bob")
+	qs.press(platform.ChoiceAnswer, 0, platform.Options(1), "ann")
+	v = qs.view()
+	if a := v[0].Answer; !a.Done || !reflect.DeepEqual(a.Labels, []string{"SQLite"}) || a.By != "ann" {
+		t.Errorf("answer = %+v", a)
 	}
-	qs.press(platform.ChoiceAnswer, 0, platform.Options(1), "ann_b")
-	if p := qs.prompt("req-1", "Answered by ann_b."); !p.Questions[0].Done || !strings.Contains(p.Questions[0].Text, "✅ B (ann\\_b)") || p.Outcome == "" {
-		t.Errorf("answered prompt = %+v", p)
+	if v[1].Selected != platform.Options(0) || v[1].Answer.Done {
+		t.Errorf("the toggled question = %+v", v[1])
+	}
+	qs.reply("everything", "cat")
+	if a := qs.view()[1].Answer; !a.Done || a.Free != "everything" || a.By != "cat" {
+		t.Errorf("free answer = %+v", a)
 	}
 }
 
-func TestPlanText(t *testing.T) {
+// A plan is the request's text, or its file's when the request has none.
+func TestPlanOf(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "plan.md")
 	if err := os.WriteFile(file, []byte("# From the file\n1. Do it."), 0o600); err != nil {
@@ -145,47 +150,32 @@ func TestPlanText(t *testing.T) {
 	}{
 		{"the request's plan, whole", `{"plan":"# Plan\n\n1. Add the flag.\n2. Test it.","planFilePath":"` + file + `"}`, "# Plan\n\n1. Add the flag.\n2. Test it."},
 		{"no plan text: the file", `{"planFilePath":"` + file + `"}`, "# From the file\n1. Do it."},
-		{"nothing at all", `{}`, "did not say what it is"},
-		{"a missing file", `{"planFilePath":"` + filepath.Join(dir, "gone.md") + `"}`, "did not say what it is"},
+		{"nothing at all", `{}`, ""},
+		{"a missing file", `{"planFilePath":"` + filepath.Join(dir, "gone.md") + `"}`, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := planText(json.RawMessage(tt.input)); !strings.Contains(got, tt.want) {
-				t.Errorf("planText = %q, want it to hold %q", got, tt.want)
+			if got := planOf(json.RawMessage(tt.input)); got != tt.want {
+				t.Errorf("planOf = %q, want %q", got, tt.want)
 			}
 		})
-	}
-	if cs := planChoices(false); len(cs) != 2 || cs[0].Choice != platform.ChoicePlanDefault || cs[1].Choice != platform.ChoicePlanKeep {
-		t.Errorf("choices without acceptEdits = %+v", cs)
-	}
-	if cs := planChoices(true); len(cs) != 3 || cs[1].Choice != platform.ChoicePlanAcceptEdits {
-		t.Errorf("choices with acceptEdits = %+v", cs)
 	}
 }
 
 func TestToolLog(t *testing.T) {
 	var l toolLog
-	l.start("t1", "Bash", json.RawMessage(`{"command":"go test ./..."}`))
-	l.start("t2", "Read", json.RawMessage(`{"file_path":"main.go"}`))
-	l.start("t3", "Grep", json.RawMessage(`{"pattern":"TODO"}`))
+	l.start("t1", "Bash `go test ./...`")
+	l.start("t2", "Read `main.go`")
+	l.start("t3", "Grep `TODO`")
 	l.end("t1", false)
 	l.end("t2", true)
 	if l.end("nope", false) {
 		t.Error("an unknown call was ended")
 	}
-	want := "🔧 **Tools**\n✓ Bash `go test ./...`\n✗ Read `main.go`\n⏳ Grep `TODO`"
-	if got := l.text(1000); got != want {
-		t.Errorf("log =\n%s\nwant\n%s", got, want)
-	}
-	for i := range 20 {
-		l.start(string(rune('a'+i)), "Glob", json.RawMessage(`{"pattern":"*.go"}`))
-	}
-	got := l.text(1000)
-	if !strings.HasPrefix(got, "🔧 **Tools**\n_… 11 earlier tool calls_") || strings.Count(got, "\n") != maxLogLines+1 {
-		t.Errorf("a long log =\n%s", got)
-	}
-	if r := []rune(l.text(50)); len(r) > 51 {
-		t.Errorf("the log is %d runes, over its limit", len(r))
+	want := []render.ToolCall{{Summary: "Bash `go test ./...`", State: render.ToolDone},
+		{Summary: "Read `main.go`", State: render.ToolFailed}, {Summary: "Grep `TODO`", State: render.ToolRunning}}
+	if !reflect.DeepEqual(l.calls, want) {
+		t.Errorf("calls = %+v, want %+v", l.calls, want)
 	}
 }
 
@@ -195,47 +185,37 @@ func TestChecklist(t *testing.T) {
 	if !c.fromTodoWrite(json.RawMessage(`{"todos":[{"content":"Read the code","status":"completed","activeForm":"Reading the code"},{"content":"Write the fix","status":"in_progress","activeForm":"Writing the fix"},{"content":"Run the tests","status":"pending","activeForm":"Running the tests"}]}`)) {
 		t.Fatal("TodoWrite not read")
 	}
-	if got, want := c.text(1000), "📝 **Todo**\n☑ ~Read the code~\n▶ **Writing the fix**\n☐ Run the tests"; got != want {
-		t.Errorf("checklist =\n%s\nwant\n%s", got, want)
+	want := []render.TodoItem{{Text: "Read the code", Active: "Reading the code", Status: "completed"},
+		{Text: "Write the fix", Active: "Writing the fix", Status: "in_progress"}, {Text: "Run the tests", Active: "Running the tests", Status: "pending"}}
+	if got := c.shown(); !reflect.DeepEqual(got, want) {
+		t.Errorf("checklist = %+v, want %+v", got, want)
 	}
 	// The task tools' results, as captured (captures/task_tools).
 	var tasks checklist
 	steps := []struct {
 		result string
-		want   string
+		want   string // each item as text:status
 	}{
-		{`{"task":{"id":"1","subject":"Read","description":"d"}}`, "☐ Read"},
-		{`{"task":{"id":"2","subject":"Fix","description":"d"}}`, "☐ Read\n☐ Fix"},
-		{`{"success":true,"taskId":"1","updatedFields":["status"],"statusChange":{"from":"pending","to":"in_progress"}}`, "▶ **Read**\n☐ Fix"},
-		{`{"success":true,"taskId":"1","updatedFields":["status"],"statusChange":{"from":"in_progress","to":"completed"}}`, "☑ ~Read~\n☐ Fix"},
-		{`{"success":true,"taskId":"2","updatedFields":["status"],"statusChange":{"from":"pending","to":"deleted"}}`, "☑ ~Read~"},
-		{`{"tasks":[{"id":"1","subject":"Read","status":"completed","blockedBy":[]},{"id":"3","subject":"Ship","status":"pending","blockedBy":[]}]}`, "☑ ~Read~\n☐ Ship"},
+		{`{"task":{"id":"1","subject":"Read","description":"d"}}`, "Read:pending"},
+		{`{"task":{"id":"2","subject":"Fix","description":"d"}}`, "Read:pending Fix:pending"},
+		{`{"success":true,"taskId":"1","updatedFields":["status"],"statusChange":{"from":"pending","to":"in_progress"}}`, "Read:in_progress Fix:pending"},
+		{`{"success":true,"taskId":"1","updatedFields":["status"],"statusChange":{"from":"in_progress","to":"completed"}}`, "Read:completed Fix:pending"},
+		{`{"success":true,"taskId":"2","updatedFields":["status"],"statusChange":{"from":"pending","to":"deleted"}}`, "Read:completed"},
+		{`{"tasks":[{"id":"1","subject":"Read","status":"completed","blockedBy":[]},{"id":"3","subject":"Ship","status":"pending","blockedBy":[]}]}`, "Read:completed Ship:pending"},
 	}
 	for i, s := range steps {
 		if !tasks.fromTaskResult(json.RawMessage(s.result)) {
 			t.Fatalf("step %d: result not applied", i+1)
 		}
-		if got := strings.TrimPrefix(tasks.text(1000), "📝 **Todo**\n"); got != s.want {
-			t.Errorf("step %d: checklist\n%s\nwant\n%s", i+1, got, s.want)
+		var got []string
+		for _, it := range tasks.shown() {
+			got = append(got, it.Text+":"+it.Status)
+		}
+		if strings.Join(got, " ") != s.want {
+			t.Errorf("step %d: checklist %q, want %q", i+1, got, s.want)
 		}
 	}
 	if tasks.fromTaskResult(json.RawMessage(`{"success":true,"taskId":"9","statusChange":{"to":"completed"}}`)) || tasks.fromTaskResult(nil) {
 		t.Error("a result for no known task changed the list")
-	}
-}
-
-func TestStreamingText(t *testing.T) {
-	tests := []struct{ in, want string }{
-		{"", ""},
-		{"Hello", "Hello\n…"},
-		{"Here:\n```go\nx := 1", "Here:\n```go\nx := 1\n```\n…"},
-		{"Here:\n```go\nx := 1\n```\nDone", "Here:\n```go\nx := 1\n```\nDone\n…"},
-		{"````md\n```\ninner", "````md\n```\ninner\n````\n…"},
-		{"~~~\nx", "~~~\nx\n~~~\n…"},
-	}
-	for _, tt := range tests {
-		if got := streamingText(tt.in); got != tt.want {
-			t.Errorf("streamingText(%q) = %q, want %q", tt.in, got, tt.want)
-		}
 	}
 }

@@ -2,7 +2,6 @@ package conv
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/cc-connect/cc-connect/agentproc"
 	"github.com/cc-connect/cc-connect/engine/procs"
+	"github.com/cc-connect/cc-connect/engine/render"
 	"github.com/cc-connect/cc-connect/platform"
 )
 
@@ -103,12 +103,12 @@ func (ps *permissions) first() string {
 		return name
 	}
 	p := ps.pending[0].req
-	return toolSummary(p.ToolName, p.Input)
+	return render.ToolSummary(p.ToolName, p.Input)
 }
 
 // ask posts a permission request and waits for an answer, a cancel from
 // the CLI or the timeout.
-// The approver sees the whole request (approvalFor): a request too big to
+// The approver sees the whole request (render.ApprovalOf): a request too big to
 // show, or whose whole command could not be posted, is denied without
 // asking.
 func (ps *permissions) ask(proc procs.Process, req agentproc.PermissionRequest) {
@@ -125,33 +125,33 @@ func (ps *permissions) ask(proc procs.Process, req agentproc.PermissionRequest) 
 	if ps.askSpecial(proc, p) {
 		return
 	}
-	view := approvalFor(req)
-	for _, whole := range view.whole {
-		if view.refuse != "" {
+	view := render.ApprovalOf(render.Request{Tool: req.ToolName, DisplayName: req.DisplayName, Input: req.Input, BlockedPath: req.BlockedPath})
+	for _, whole := range view.Whole {
+		if view.Refuse != "" {
 			break
 		}
 		if posted := ps.chat.send(whole); posted.MessageID == "" {
-			view.refuse = "cc-connect could not post the whole request in the chat, so nobody could review it: the request was denied without asking."
+			view.Refuse = render.NotPostedWhole
 		}
 	}
-	if view.refuse != "" {
+	if view.Refuse != "" {
 		ps.log.Warn("Permission request denied without asking: it cannot be shown whole", "request_id", req.RequestID, "tool", req.ToolName)
 		p.choice = "unshown"
-		if err := respond(proc, req.RequestID, agentproc.PermissionDecision{Behavior: agentproc.Deny, Message: view.refuse}); err != nil {
+		if err := respond(proc, req.RequestID, agentproc.PermissionDecision{Behavior: agentproc.Deny, Message: view.Refuse}); err != nil {
 			ps.log.Error("Denying the permission request failed", "request_id", req.RequestID, "error", err)
 		}
-		ps.resolve(p, "denied: "+strings.TrimSuffix(view.refuse, "."))
+		ps.resolve(p, "denied: "+strings.TrimSuffix(view.Refuse, "."))
 		return
 	}
 	if posted, ok := ps.chat.askPermission(platform.PermissionPrompt{
-		RequestID: req.RequestID, Tool: req.ToolName, Text: view.prompt,
+		RequestID: req.RequestID, Tool: req.ToolName, Text: view.Prompt,
 	}); ok {
 		p.prompt, p.viaPrompter = posted, true
 		ps.arm()
 		ps.rung(req.ToolName)
 		return
 	}
-	p.prompt = ps.chat.send(view.prompt + "\nReply !allow, !allow always, or !deny.")
+	p.prompt = ps.chat.send(view.Prompt + render.ApprovalHint)
 	ps.arm()
 	ps.rung(req.ToolName)
 }
@@ -211,7 +211,7 @@ func (ps *permissions) resolve(p *pendingPerm, outcome string) {
 		ps.chat.resolvePermission(p.prompt, outcome)
 		return
 	}
-	ps.chat.send(fmt.Sprintf("Permission for %s: %s.", orDefault(p.req.DisplayName, p.req.ToolName), outcome))
+	ps.chat.send(render.Resolved(orDefault(p.req.DisplayName, p.req.ToolName), outcome))
 }
 
 // answer passes a chat answer (a button, !allow, !deny) to the CLI.
@@ -221,7 +221,7 @@ func (ps *permissions) answer(proc procs.Process, c control) {
 	}
 	p := ps.find(c.requestID)
 	if p == nil {
-		ps.chat.sendTo(c.to, "That permission request is no longer pending.")
+		ps.chat.sendTo(c.to, render.PermissionGone)
 		return
 	}
 	who := orDefault(c.userName, "someone")
@@ -294,26 +294,6 @@ func respond(proc procs.Process, requestID string, d agentproc.PermissionDecisio
 	ctx, cancel := context.WithTimeout(context.Background(), controlTimeout)
 	defer cancel()
 	return proc.RespondPermission(ctx, requestID, d)
-}
-
-// toolSummary is a short human line for a tool call: "Bash `go test ./...`",
-// for progress and the restart notice. It is cut: a prompt shows the whole
-// request (approvalFor).
-func toolSummary(name string, input json.RawMessage) string {
-	var in map[string]any
-	_ = json.Unmarshal(input, &in)
-	arg := ""
-	for _, k := range []string{"command", "file_path", "path", "pattern", "url", "query", "description"} {
-		if v, ok := in[k].(string); ok && v != "" {
-			arg = v
-			break
-		}
-	}
-	if arg == "" {
-		return name
-	}
-	arg = strings.ReplaceAll(Quote(Visible(arg), 120), "`", "'")
-	return fmt.Sprintf("%s `%s`", name, arg)
 }
 
 // describe says what a decision did, for the resolved prompt.

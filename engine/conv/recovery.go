@@ -312,9 +312,5 @@ func (tr *turnRunner) recover(it workItem) {
 	}
 }
 
-// CutOffText replaces what a streamed message showed of a reply that a
-// restart or a failure cut off, where no final text will replace it.
-const CutOffText = "_(This reply was cut off before it was finished; see below.)_"
-
 // Ready is closed once Recover has reopened what a crash left.
 func (e *Set) Ready() <-chan struct{} { return e.runs.ready }

@@ -3,6 +3,7 @@ package conv
 import (
 	"context"
 
+	"github.com/cc-connect/cc-connect/engine/render"
 	"github.com/cc-connect/cc-connect/platform"
 )
 
@@ -116,7 +117,7 @@ func (r *relay) dropStream(msgs []platform.Target) {
 			continue
 		}
 		if ed, ok := r.chat().(platform.Editor); ok {
-			_ = ed.Edit(r.bg, m, "_(see the reply below)_")
+			_ = ed.Edit(r.bg, m, render.SeeBelow)
 		}
 	}
 }
@@ -133,7 +134,7 @@ func (r *relay) cutStream(msgs []platform.Target, done func()) {
 	}
 	for _, m := range msgs {
 		ctx, cancel := context.WithTimeout(r.bg, sendTimeout)
-		if err := ed.Edit(ctx, m, CutOffText); err != nil {
+		if err := ed.Edit(ctx, m, render.CutOffText); err != nil {
 			r.log.Warn("Marking a cut-off streamed reply failed", "error", err)
 		}
 		cancel()

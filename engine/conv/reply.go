@@ -1,13 +1,13 @@
 package conv
 
 import (
-	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
 
 	"github.com/cc-connect/cc-connect/agentproc"
 	"github.com/cc-connect/cc-connect/ctxindicator"
+	"github.com/cc-connect/cc-connect/engine/render"
 	"github.com/cc-connect/cc-connect/platform"
 )
 
@@ -130,24 +130,20 @@ func (tr *turnRunner) reportCompaction(out outcome) {
 		f := tr.rb.get().figures()
 		before, _ := ctxindicator.Percent(b.PreTokens, f.Window)
 		after, ok := f.SDK()
-		text := fmt.Sprintf("Compacted the conversation: %s → %s tokens of context (%d%% → %d%%).",
-			groupThousands(b.PreTokens), groupThousands(b.PostTokens), before, after)
+		text := render.CompactionReport(render.Compaction{Done: true, PreTokens: b.PreTokens, PostTokens: b.PostTokens, BeforePct: before, AfterPct: after})
 		tr.log.Info("Conversation compacted", "session_id", tr.rb.sessionID(), "pre_tokens", b.PreTokens,
 			"post_tokens", b.PostTokens, "trigger", b.Trigger)
 		tr.chat.send(ctxindicator.Append(text, after, ok && b.PostTokens > 0))
 	case out.compactErr != "":
 		tr.log.Warn("Compaction failed", "session_id", tr.rb.sessionID(), "compact_error", out.compactErr)
-		tr.chat.send("Compaction failed (" + tr.forChat(out.compactErr) + "); the conversation is unchanged.")
+		tr.chat.send(render.CompactionReport(render.Compaction{Err: tr.forChat(out.compactErr)}))
 	default:
-		msg := "Claude Code did not report a compaction; the conversation is unchanged."
-		switch {
-		case out.res != nil && strings.TrimSpace(out.res.Text) != "":
-			msg = "Claude Code did not compact the conversation: " + Quote(out.res.Text, 300)
-		case out.res != nil && len(out.res.Errors) > 0:
-			msg = "Compaction failed: " + Quote(strings.Join(out.res.Errors, "; "), 300)
+		var c render.Compaction
+		if out.res != nil {
+			c.Said, c.Errors = out.res.Text, out.res.Errors
 		}
 		tr.log.Warn("Compaction request ended without a compaction", "session_id", tr.rb.sessionID())
-		tr.chat.send(msg)
+		tr.chat.send(render.CompactionReport(c))
 	}
 }
 

@@ -12,15 +12,9 @@ import (
 	"github.com/cc-connect/cc-connect/agentproc"
 	"github.com/cc-connect/cc-connect/binding"
 	"github.com/cc-connect/cc-connect/engine/procs"
+	"github.com/cc-connect/cc-connect/engine/render"
 	"github.com/cc-connect/cc-connect/inbox"
 	"github.com/cc-connect/cc-connect/platform"
-)
-
-// Notices posted when a session cannot continue and a fresh one starts.
-const (
-	NoticeTooLong  = "Session context was too large to resume — starting fresh. Project context is preserved in CLAUDE.md."
-	NoticeNotFound = "Previous session could not be found — starting fresh."
-	NoticeWaiting  = "All agent slots are busy — waiting for a free slot."
 )
 
 // errStoppedWaiting means !stop came while the turn waited for a process
@@ -180,10 +174,10 @@ func (tr *turnRunner) finish(it workItem, out outcome, hadHistory bool) bool {
 	case errors.Is(out.err, errFenced):
 		return false // the binding's next holder runs it (cluster.go)
 	case errors.Is(out.err, ErrStopped) && it.inboxID != "":
-		tr.chat.send(RestartQueuedText + Quote(it.msg.Text, 80))
+		tr.chat.send(render.RestartQueuedText + Quote(it.msg.Text, 80))
 		return false
 	case errors.Is(out.err, ErrStopped):
-		tr.chat.send(ShutdownText)
+		tr.chat.send(render.ShutdownText)
 		return false
 	case errors.Is(out.err, errNotPassed):
 		return false // the user was told why
@@ -243,9 +237,9 @@ func (tr *turnRunner) fallback(it workItem, out outcome) bool {
 	tr.rb.forget()
 	tr.agent.Close()
 	if tooLong {
-		tr.chat.send(NoticeTooLong)
+		tr.chat.send(render.NoticeTooLong)
 	} else {
-		tr.chat.send(NoticeNotFound)
+		tr.chat.send(render.NoticeNotFound)
 	}
 
 	out2 := tr.attempt(it)
@@ -372,7 +366,7 @@ func (tr *turnRunner) ensureProcess() error {
 	if tr.takeSpare(b, cfg, partial) {
 		return nil
 	}
-	if err := tr.e.acquireSlotCap(tr.e.bg, tr.ws, tr.e.cfg.wsCapFor(b), tr.key, func() { tr.chat.send(NoticeWaiting) }, tr.mb, onCtrl); err != nil {
+	if err := tr.e.acquireSlotCap(tr.e.bg, tr.ws, tr.e.cfg.wsCapFor(b), tr.key, func() { tr.chat.send(render.NoticeWaiting) }, tr.mb, onCtrl); err != nil {
 		return err
 	}
 	id := tr.rb.sessionID()
