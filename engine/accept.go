@@ -9,6 +9,7 @@ import (
 
 	"github.com/cc-connect/cc-connect/cluster/ingress"
 	"github.com/cc-connect/cc-connect/engine/conv"
+	"github.com/cc-connect/cc-connect/engine/render"
 	"github.com/cc-connect/cc-connect/inbox"
 	"github.com/cc-connect/cc-connect/platform"
 )
@@ -131,7 +132,7 @@ func (e *Engine) handleMessage(ctx context.Context, m platform.Message, d *ingre
 	}
 	res, err = e.convs.Accept(b, a, m, d)
 	if errors.Is(err, conv.ErrStopped) {
-		e.notify(a, reply, conv.ShutdownText)
+		e.notify(a, reply, render.ShutdownText)
 		return refused("shutting down"), nil
 	}
 	return res, err

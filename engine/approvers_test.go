@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/cc-connect/cc-connect/binding"
-	"github.com/cc-connect/cc-connect/engine/conv"
+	"github.com/cc-connect/cc-connect/engine/render"
 	"github.com/cc-connect/cc-connect/platform"
 )
 
@@ -80,7 +80,7 @@ func TestApproversDefaultToAllowedUsers(t *testing.T) {
 	if !b.Approver("alice") || b.Approver("mallory") {
 		t.Error(`approvers ["*"] must mean every allowed user, and only them`)
 	}
-	if strings.Contains(conv.NotApproverText("", "U1"), "%") {
+	if strings.Contains(render.NotApprover("U1"), "%") {
 		t.Error("refusal text is malformed")
 	}
 }

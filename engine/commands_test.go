@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/cc-connect/cc-connect/binding"
-	"github.com/cc-connect/cc-connect/engine/conv"
 	"github.com/cc-connect/cc-connect/engine/procs"
+	"github.com/cc-connect/cc-connect/engine/render"
 )
 
 func TestHelpAndUnknownCommands(t *testing.T) {
@@ -60,8 +60,8 @@ func TestBtwAnswersFromForkWithoutTouchingHistory(t *testing.T) {
 	h.say("alice", "T1", "long [[WAIT]]")
 	h.fa.waitFor(t, "the main turn", func(fa *fakeAgents) bool { return fa.waiting == 1 })
 	h.say("bob", "T1", "!btw what did I say?")
-	side := h.rec.waitSend(t, conv.SidePrefix)
-	if side.Text != conv.SidePrefix+"echo: what did I say?" {
+	side := h.rec.waitSend(t, render.SidePrefix)
+	if side.Text != render.SidePrefix+"echo: what did I say?" {
 		t.Errorf("side answer = %q", side.Text)
 	}
 	h.fa.release(t)
@@ -265,8 +265,8 @@ func TestBtwStopsAForkThatCouldWrite(t *testing.T) {
 	h.say("alice", "T1", "first")
 	h.waitIdle()
 	h.say("alice", "T1", "!btw edit the file")
-	got := h.rec.waitSend(t, conv.SidePrefix)
-	if got.Text != conv.SidePrefix+"not answered: the agent started with a tool that can change the workspace (Bash), so it was stopped." {
+	got := h.rec.waitSend(t, render.SidePrefix)
+	if got.Text != render.SidePrefix+"not answered: the agent started with a tool that can change the workspace (Bash), so it was stopped." {
 		t.Errorf("side answer = %q", got.Text)
 	}
 	if recs := h.logs.Records("Side-question process could change the workspace; killing it"); len(recs) != 1 {

@@ -10,6 +10,7 @@ import (
 	"github.com/cc-connect/cc-connect/agentproc"
 	"github.com/cc-connect/cc-connect/engine/conv"
 	"github.com/cc-connect/cc-connect/engine/procs"
+	"github.com/cc-connect/cc-connect/engine/render"
 	"github.com/cc-connect/cc-connect/metrics"
 )
 
@@ -254,7 +255,7 @@ func TestBtwUsesModelNotMode(t *testing.T) {
 	h.say("alice", "T1", "hello")
 	h.rec.waitSend(t, "echo: hello")
 	h.say("alice", "T1", "!btw what did I say?")
-	h.rec.waitSend(t, conv.SidePrefix)
+	h.rec.waitSend(t, render.SidePrefix)
 	h.waitIdle()
 	var fork *agentproc.StartOptions
 	for _, sp := range h.fa.spawnsSnapshot() {

@@ -82,7 +82,7 @@ func TestDurableQueuedSurviveShutdown(t *testing.T) {
 	h.say("bob", "T1", "third")
 	h.rec.waitSend(t, "Queued (position 2)")
 	h.stop()
-	if got := h.rec.sends(conv.RestartQueuedText); len(got) != 2 {
+	if got := h.rec.sends(render.RestartQueuedText); len(got) != 2 {
 		t.Errorf("stay-queued notices = %q, want two", got)
 	}
 	in, err := inbox.Open(conv.InboxPath(h.opts.StateDir, t1Key), inbox.Limits{}, nil)

@@ -203,7 +203,7 @@ func TestRealBtwLeavesMainTranscript(t *testing.T) {
 	h.say("alice", "T1", "main one")
 	h.rec.waitSend(t, "echo: main one")
 	h.say("alice", "T1", "!btw side q")
-	h.rec.waitSend(t, conv.SidePrefix+"echo: side q")
+	h.rec.waitSend(t, render.SidePrefix+"echo: side q")
 	h.waitIdle()
 	lines := readRecord(t, re.record)
 	main := linesWith(lines, "main one")[0].SessionID

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/cc-connect/cc-connect/binding"
-	"github.com/cc-connect/cc-connect/engine/conv"
+	"github.com/cc-connect/cc-connect/engine/render"
 	"github.com/cc-connect/cc-connect/platform"
 )
 
@@ -20,8 +20,8 @@ func TestRightsTakenAwayApplyToTheNextCommand(t *testing.T) {
 		change func(b *binding.Binding)
 		refuse string
 	}{
-		{"admin removed", func(b *binding.Binding) { b.Admins = nil }, conv.ShellNotAdminText},
-		{"allow_shell turned off", func(b *binding.Binding) { b.AllowShell = false }, conv.ShellOffText},
+		{"admin removed", func(b *binding.Binding) { b.Admins = nil }, render.ShellNotAdminText},
+		{"allow_shell turned off", func(b *binding.Binding) { b.AllowShell = false }, render.ShellOffText},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cc-connect/cc-connect/engine/conv"
+	"github.com/cc-connect/cc-connect/engine/render"
 )
 
 // shellHarness is a harness whose binding lets its admin (alice) run !sh.
@@ -30,8 +31,8 @@ func TestShellRefusals(t *testing.T) {
 		want       string
 		reason     string
 	}{
-		{"off by default, even for an admin", false, "alice", conv.ShellOffText, "shell is off for this binding"},
-		{"on, but not an admin", true, "bob", conv.ShellNotAdminText, "user is not an admin"},
+		{"off by default, even for an admin", false, "alice", render.ShellOffText, "shell is off for this binding"},
+		{"on, but not an admin", true, "bob", render.ShellNotAdminText, "user is not an admin"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -183,7 +184,7 @@ func TestShellOneAtATime(t *testing.T) {
 	h.say("alice", "T1", treeCommand)
 	readChildPid(t, h.ws)
 	h.say("alice", "T1", "!sh echo second")
-	h.rec.waitSend(t, conv.ShellBusyText)
+	h.rec.waitSend(t, render.ShellBusyText)
 	h.say("alice", "T1", "!stop")
 	h.rec.waitSend(t, "stopped after")
 	h.waitIdle()

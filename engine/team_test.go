@@ -368,9 +368,9 @@ func TestBtwWaitsUnderTheBindingsCap(t *testing.T) {
 	h.say("alice", "T1", "[[WAIT]] long")
 	h.fa.waitFor(t, "the turn", func(fa *fakeAgents) bool { return fa.waiting == 1 })
 	h.say("alice", "T1", "!btw what now?")
-	h.rec.waitSend(t, conv.SidePrefix+render.NoticeWaiting)
+	h.rec.waitSend(t, render.SidePrefix+render.NoticeWaiting)
 	h.fa.release(t)
-	side := h.rec.waitSend(t, conv.SidePrefix+"echo:")
+	side := h.rec.waitSend(t, render.SidePrefix+"echo:")
 	if !strings.Contains(side.Text, "what now?") {
 		t.Errorf("side answer %q", side.Text)
 	}

@@ -186,8 +186,8 @@ func (f *fakeSchedules) Wake() {
 	f.mu.Unlock()
 }
 
-// !schedules goes to the scheduler with who asked and whether they are an
-// admin; a run's end wakes it.
+// !schedules goes to the scheduler with who asked, a pause or a resume
+// only from an admin; a run's end wakes it.
 func TestSchedulesCommandAndWake(t *testing.T) {
 	t.Parallel()
 	fs := &fakeSchedules{}
@@ -195,14 +195,16 @@ func TestSchedulesCommandAndWake(t *testing.T) {
 	h.e.SetSchedules(fs)
 	h.say("alice", "T1", "!schedules pause nightly")
 	h.rec.waitSend(t, "schedules: pause nightly")
+	h.say("bob", "T1", "!schedules resume nightly")
+	h.rec.waitSend(t, "Only this binding's admins can resume a schedule.")
 	h.say("bob", "T1", "!schedules")
 	h.rec.waitSend(t, "schedules: ")
 	h.waitIdle()
 	fs.mu.Lock()
 	asked := append([]schedule.Asker(nil), fs.asked...)
 	fs.mu.Unlock()
-	if len(asked) != 2 || !asked[0].Admin || asked[0].UserID != "alice" || asked[1].Admin || asked[0].Channel != "C1" {
-		t.Errorf("asked %+v", asked)
+	if len(asked) != 2 || asked[0].UserID != "alice" || asked[1].UserID != "bob" || asked[0].Channel != "C1" {
+		t.Errorf("asked %+v, want alice's pause and bob's listing", asked)
 	}
 	if err := h.submit(testRun("schedule:nightly@x", "go")); err != nil {
 		t.Fatal(err)

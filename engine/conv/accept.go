@@ -2,8 +2,6 @@ package conv
 
 import (
 	"errors"
-	"fmt"
-	"strings"
 
 	"github.com/cc-connect/cc-connect/binding"
 	"github.com/cc-connect/cc-connect/cluster/ingress"
@@ -11,104 +9,61 @@ import (
 	"github.com/cc-connect/cc-connect/platform"
 )
 
-// ShutdownText answers a message that came while cc-connect shuts down.
-const ShutdownText = "cc-connect is shutting down; this message was not processed. Please send it again later."
-
 func refused(why string) platform.Result {
 	return platform.Result{Status: platform.Refused, Reason: why}
 }
 
 // accept journals m into the session, or hands a command that acts at once
-// to its control lane, and says what became of it.
+// to its control lane, and says what became of it. A command goes through
+// its registry entry (commands.go): the gate checks who may run it, then
+// it is queued as its timing says.
 func (s *Conversation) accept(m platform.Message, d *ingress.Delivery) (platform.Result, error) {
-	acceptItem := func(it workItem) (platform.Result, error) {
-		it.dlv = d
-		return s.acceptItem(it)
-	}
 	name, args, isCmd := parseCommand(m.Text)
-	if !isCmd && s.awaitText.Load() && len(m.Attachments) == 0 && s.liveBinding().Approver(m.UserID) {
+	if !isCmd && s.awaitText.Load() && len(m.Attachments) == 0 && s.gate.allows(m.UserID, approvers) {
 		// The running turn waits on a question or a plan's feedback: the
 		// reply answers it (journaled as a command that acted at once).
-		return s.acceptControls(m, "reply", []control{{kind: ctrlReply, text: m.Text, userName: orDefault(m.UserName, m.UserID), to: s.to, msg: m}}, "")
+		return s.acceptControls(m, "reply", control{kind: ctrlReply, text: m.Text, userName: orDefault(m.UserName, m.UserID), msg: m}, "")
 	}
 	if !isCmd {
-		return acceptItem(workItem{kind: itemTurn, msg: m, files: filesOf(m)})
+		return s.acceptItem(workItem{kind: itemTurn, msg: m, files: filesOf(m), dlv: d})
 	}
-	_, _, busy := s.mb.snapshot()
-	switch name {
-	case "new":
-		if busy {
-			s.notice("A new session starts after the current turn and the messages queued before this command.")
-		}
-		return acceptItem(workItem{kind: itemNew, msg: m})
-	case "resume":
-		if args == "" {
-			s.notice("Usage: !resume <n|id>, with n from !sessions.")
-			return refused("usage"), nil
-		}
-		if busy {
-			s.notice("Switching after the current turn and the messages queued before this command.")
-		}
-		// Which session n or the id names is settled when it runs, in
-		// order: listing the workspace's sessions is not the accept path's.
-		return acceptItem(workItem{kind: itemResume, msg: m, resumeArg: args})
-	case "compact":
-		if s.rb.sessionID() == "" {
-			s.notice("There is no conversation to compact yet.")
-			return refused("nothing to compact"), nil
-		}
-		m.Text = compactText(args)
-		return acceptItem(workItem{kind: itemTurn, msg: m})
+	cmd := lookup(name)
+	if cmd == nil {
+		cmd = &unknownCommand
 	}
-	var cs []control
-	refusal := "" // the command is refused, with a notice in cs
-	switch name {
-	case "stop":
-		// The session goroutine stops a running !sh first, then the turn.
-		cs = append(cs, control{kind: ctrlStop, to: s.to})
-	case "skip":
-		if !s.mayApprove(m.UserID, m.UserName, "") {
-			refusal = "not an approver"
-			cs = append(cs, control{kind: ctrlNotice, text: NotApproverText(m.UserName, m.UserID), to: s.to})
-			break
-		}
-		cs = append(cs, control{kind: ctrlAnswer, choice: platform.ChoiceDismiss, userName: orDefault(m.UserName, m.UserID), to: s.to})
-	case "allow", "deny":
-		// Who may answer is read from the binding in force now, for a
-		// typed answer as for a button press.
-		if !s.mayApprove(m.UserID, m.UserName, "") {
-			refusal = "not an approver"
-			cs = append(cs, control{kind: ctrlNotice, text: NotApproverText(m.UserName, m.UserID), to: s.to})
-			break
-		}
-		choice := platform.ChoiceDeny
-		if name == "allow" {
-			choice = platform.ChoiceAllow
-			if strings.EqualFold(args, "always") {
-				choice = platform.ChoiceAlwaysAllow
-			}
-			if strings.EqualFold(args, "edits") {
-				choice = platform.ChoicePlanAcceptEdits // a plan, approved into acceptEdits
-			}
-		}
-		cs = append(cs, control{kind: ctrlAnswer, choice: choice, userName: orDefault(m.UserName, m.UserID), to: s.to})
-	default:
-		cs = append(cs, control{kind: ctrlCommand, msg: m, cmd: name, args: args, to: s.to})
+	c := call{name: name, msg: m, args: args}
+	// Who may run it is read from the binding in force now, for a typed
+	// answer as for a button press (Set.Answer).
+	if why := s.gate.refuse(m.UserID, m.UserName, cmd.right(args), "command", name); why != "" {
+		return s.acceptControls(m, name, control{kind: ctrlNotice, text: cmd.refused(c, why)}, why)
 	}
-	return s.acceptControls(m, name, cs, refusal)
+	switch {
+	case cmd.when != atOnce:
+		it, refusal := cmd.queue(s, c)
+		if refusal != "" {
+			return refused(refusal), nil
+		}
+		it.dlv = d
+		return s.acceptItem(it)
+	case cmd.control != nil:
+		return s.acceptControls(m, name, cmd.control(c), "")
+	}
+	return s.acceptControls(m, name, control{kind: ctrlCommand, msg: m, cmd: name, args: args}, "")
 }
 
 // acceptControls journals m as a command that acts at once and hands its
-// controls to the session's control lane.
-func (s *Conversation) acceptControls(m platform.Message, name string, cs []control, refusal string) (platform.Result, error) {
-	ok, err := s.jr.acceptControl(m, cs, s.mb)
+// control to the session's control lane; refusal, when set, is why the
+// command was refused (c is the notice that says so).
+func (s *Conversation) acceptControls(m platform.Message, name string, c control, refusal string) (platform.Result, error) {
+	c.to = s.to
+	ok, err := s.jr.acceptControl(m, []control{c}, s.mb)
 	if err != nil {
 		return platform.Result{}, err
 	}
 	if !ok {
 		// The goroutine is stuck: it reads its controls at every step.
 		s.log.Warn("Session control lane full; command refused", "command", name)
-		s.e.host.Notify(s.chat.chat(), s.to, "The session is busy right now; please try again in a moment.")
+		s.e.host.Notify(s.chat.chat(), s.to, render.Busy)
 		return refused("conversation busy"), nil
 	}
 	if refusal != "" {
@@ -134,13 +89,13 @@ func (s *Conversation) acceptItem(it workItem) (platform.Result, error) {
 		h()
 	}
 	s.e.noteQueue()
-	queued := fmt.Sprintf("Queued (position %d): it runs after the current turn.", a.pos)
+	queued := render.Queued(a.pos)
 	if a.late {
 		s.log.Info("A message came after a later one had started; it runs next", "message_id", it.msg.ID, "position", a.pos)
 		if !a.waits {
-			queued = "It runs now."
+			queued = render.RunsNow
 		}
-		s.notice(fmt.Sprintf(lateText, Quote(it.msg.Text, 80), queued))
+		s.notice(render.Late(it.msg.Text, queued))
 	}
 	if !a.waits {
 		return platform.Result{Status: platform.Queued}, nil
@@ -174,22 +129,6 @@ func (s *Conversation) replyAsTurn(c control) {
 	}
 }
 
-// mayApprove says whether a user may answer the session's permission
-// requests: one of the approvers of the binding in force now, not of the
-// one the session started under (liveBinding). A refusal is logged.
-func (s *Conversation) mayApprove(userID, userName, requestID string) bool {
-	if s.liveBinding().Approver(userID) {
-		return true
-	}
-	s.log.Info("Refused a permission answer from a user who may not approve", "user_id", userID,
-		"user_name", userName, "request_id", requestID)
-	return false
-}
-
-func NotApproverText(userName, userID string) string {
-	return fmt.Sprintf("%s is not allowed to answer permission requests here.", orDefault(userName, userID))
-}
-
 // Accept journals m into its conversation (created from its files when it
 // has none in memory), or hands a command that acts at once to its
 // control lane, and says what became of it; b is m's binding, a its
@@ -214,7 +153,7 @@ func (e *Set) Accept(b binding.Binding, a platform.Adapter, m platform.Message, 
 
 // Answer routes a button press on a permission prompt to the conversation
 // that asked: only from the prompt's own conversation, only by one of the
-// approvers of the binding in force now (mayApprove). It returns the
+// approvers of the binding in force now (gate.mayApprove). It returns the
 // notice to post in the conversation the press came from when the press
 // answers nothing there; "" when the conversation took it (and tells the
 // presser itself when they may not approve).
@@ -237,18 +176,14 @@ func (e *Set) Answer(act platform.Action) string {
 		return "That permission request belongs to another conversation; answer it there."
 	}
 	who := orDefault(act.UserName, act.UserID)
-	if !s.mayApprove(act.UserID, act.UserName, act.RequestID) {
-		s.notice(NotApproverText(act.UserName, act.UserID))
+	if !s.gate.mayApprove(act.UserID, act.UserName, act.RequestID) {
+		s.notice(render.NotApprover(orDefault(act.UserName, act.UserID)))
 		return ""
 	}
 	if !s.mb.pushControl(control{kind: ctrlAnswer, requestID: act.RequestID, choice: act.Choice, userName: who, to: s.to,
 		question: act.Question, options: act.Options}) {
 		s.log.Warn("Session control lane full; permission answer dropped", "request_id", act.RequestID)
-		return busyText
+		return render.Busy
 	}
 	return ""
 }
-
-// busyText answers what a conversation whose control lane is full could
-// not take.
-const busyText = "The session is busy right now; please try again in a moment."

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strings"
 
 	"github.com/cc-connect/cc-connect/agentproc"
@@ -35,97 +34,35 @@ func (st *settings) allowedModes() []string {
 	return DefaultAllowedModes
 }
 
-// modelCommand shows or sets the model of this conversation.
-func (s *Conversation) modelCommand(arg string) {
-	e := s.e
-	rec := s.rb.get()
-	if arg == "" {
-		s.chat.send("Model: " + e.cfg.modelLine(rec, s.liveBinding()) + "\nSend !model <name> to change it for this conversation (an alias such as sonnet or opus, or a full model id), or !model default to go back to the configured one.")
-		return
-	}
-	if !validSetting(arg) {
-		s.chat.send(fmt.Sprintf("%q is not a model name.", Quote(arg, 60)))
-		return
-	}
-	override := arg
-	live := arg
-	if strings.EqualFold(arg, "default") {
-		override = ""
-		live = orDefault(e.cfg.agentConfig(s.liveBinding(), false).Model, "default")
-	}
-	err := s.setLive(func(r *Record) *string { return &r.ModelOverride }, override, func(ctx context.Context, c procs.Controller) error {
-		return c.SetModel(ctx, live)
-	})
-	if err != nil {
-		s.log.Warn("Setting the model failed", "model", arg, "error", err)
-		s.chat.send("Claude Code refused the model change: " + s.forChat(controlMessage(err)))
-		return
-	}
-	s.log.Info("Model set for the conversation", "model", orDefault(override, "configured default"))
-	if override == "" {
-		s.chat.send("This conversation goes back to the configured model (" + orDefault(e.cfg.agentConfig(s.liveBinding(), false).Model, "Claude Code's default") + ") from the next turn.")
-		return
-	}
-	s.chat.send("Model set to " + override + " for this conversation, from the next turn on.")
-}
-
-// modeCommand shows or sets the permission mode of this conversation,
-// within the modes the config allows.
-func (s *Conversation) modeCommand(arg string) {
-	e := s.e
-	rec := s.rb.get()
-	allowed := e.cfg.modesFor(s.liveBinding())
-	if arg == "" {
-		s.chat.send(fmt.Sprintf("Permission mode: %s\nAllowed here: %s. Send !mode <mode> to change it for this conversation.",
-			e.cfg.modeOf(rec, s.liveBinding()), strings.Join(allowed, ", ")))
-		return
-	}
-	i := slices.IndexFunc(allowed, func(m string) bool { return strings.EqualFold(m, arg) })
-	if i < 0 {
-		s.chat.send(fmt.Sprintf("%q is not allowed here. Allowed modes: %s.", Quote(arg, 60), strings.Join(allowed, ", ")))
-		return
-	}
-	mode := allowed[i]
-	err := s.setLive(func(r *Record) *string { return &r.ModeOverride }, mode, func(ctx context.Context, c procs.Controller) error {
-		return c.SetPermissionMode(ctx, mode)
-	})
-	if err != nil {
-		s.log.Warn("Setting the permission mode failed", "mode", mode, "error", err)
-		s.chat.send("Claude Code refused the mode change: " + s.forChat(controlMessage(err)))
-		return
-	}
-	s.log.Info("Permission mode set for the conversation", "mode", mode)
-	s.chat.send("Permission mode set to " + mode + " for this conversation.")
-}
-
-// setLive stores a setting in the record, then applies it to the live
-// process if there is one; if the CLI refuses, the old value is restored.
-// Commands and the process's start both run on the session goroutine, so
-// the process read here is the one the next turn uses; a process started
-// later reads the setting from the record.
-func (s *Conversation) setLive(field func(*Record) *string, value string, apply func(context.Context, procs.Controller) error) error {
+// setLive stores a setting (!model, !mode) in the record, then applies it
+// to the live process if there is one; if the CLI refuses, the old value
+// is restored. Commands and the process's start both run on the session
+// goroutine, so the process read here is the one the next turn uses; a
+// process started later reads the setting from the record.
+func setLive(bg context.Context, rb *recordBook, agent *procs.Slot, log *slog.Logger,
+	field func(*Record) *string, value string, apply func(context.Context, procs.Controller) error) error {
 	var old string
-	s.rb.update(func(r *Record) {
+	rb.update(func(r *Record) {
 		old = *field(r)
 		*field(r) = value
 	})
-	proc := s.agent.Live()
+	proc := agent.Live()
 	c, ok := proc.(procs.Controller)
 	if proc == nil || !ok {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(s.e.bg, controlTimeout)
+	ctx, cancel := context.WithTimeout(bg, controlTimeout)
 	defer cancel()
 	err := apply(ctx, c)
 	var ce *agentproc.ControlError
 	if errors.As(err, &ce) {
-		s.rb.update(func(r *Record) { *field(r) = old })
+		rb.update(func(r *Record) { *field(r) = old })
 		return err
 	}
 	if err != nil {
 		// The process is gone or wedged: the setting still applies at
 		// the next spawn.
-		s.log.Debug("Live control request failed; the setting applies at the next start", "error", err)
+		log.Debug("Live control request failed; the setting applies at the next start", "error", err)
 	}
 	return nil
 }
@@ -196,20 +133,4 @@ func orDefaultInt(n, d int64) int64 {
 		return n
 	}
 	return d
-}
-
-// groupThousands writes n as 150,000.
-func groupThousands(n int64) string {
-	s := fmt.Sprint(n)
-	if n < 0 {
-		return s
-	}
-	var b strings.Builder
-	for i, r := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }

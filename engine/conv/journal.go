@@ -45,8 +45,6 @@ const (
 	inboxBytesText    = "This message (%s) does not fit in this conversation's journal next to the %d messages it holds (%s of its %s): " +
 		"it was not accepted. Please send it again once the current turn is done, or send it as a file."
 	queueFullText = "Queue full (%d messages waiting): this message was not queued. Please send it again once the current turn is done."
-	// RestartQueuedText: queued work stays in the journal on shutdown.
-	RestartQueuedText = "cc-connect is restarting; this message stays queued and runs when it is back: "
 )
 
 // Entry kinds of the FIFO items other than turns. resume carries the

@@ -20,7 +20,7 @@ import "slices"
 //   - a turn that started cannot go back in time: a message that arrives
 //     after a later one started runs next (before the later ones still
 //     waiting), and its sender is told why its answer comes after that
-//     one's (lateText);
+//     one's (render.Late);
 //   - the journal keeps each message's Seq (inbox.Entry.Seq), and recovery
 //     queues what it finds by the same rule, the started messages first
 //     (inPlatformOrder): the order survives a restart.
@@ -30,13 +30,7 @@ import "slices"
 // only in the thread itself: the first message of a known thread after a
 // start has what no instance journaled read back and taken first
 // (ordergap.go), which costs the normal path nothing; a message later
-// even than that runs next, with lateText.
-
-// lateText tells the sender of a message (quoted) that came after a later
-// message of the conversation had started; the second verb is queued's
-// place, or that it runs now.
-const lateText = "“%s” reached cc-connect after a later message of this conversation had started, " +
-	"so it is answered after that one. %s"
+// even than that runs next, with render.Late.
 
 // before reports whether item a was posted before item b by the platform's
 // order: both have one, in the same channel of the same platform.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/cc-connect/cc-connect/binding"
 	"github.com/cc-connect/cc-connect/engine/procs"
+	"github.com/cc-connect/cc-connect/engine/render"
 	"github.com/cc-connect/cc-connect/inbox"
 	"github.com/cc-connect/cc-connect/platform"
 )
@@ -24,7 +25,10 @@ import (
 //   - chat, the relay (relay.go): everything posted to the conversation;
 //   - tr, the turn runner (turn.go, reply.go, recovery.go, attach.go):
 //     one message as a turn, with its fallbacks;
-//   - shell (shell.go): the running !sh command.
+//   - gate (rights.go): who may do what, read from the binding in force;
+//   - shell (shell.go): the running !sh command; sessions, the last
+//     !sessions listing (commands.go). The chat commands are the
+//     registry's handlers (commands.go).
 //
 // Other goroutines reach a Conversation only through its mailbox (accept.go
 // pushes, reload.go wakes) and read its parts' snapshots.
@@ -42,15 +46,16 @@ type Conversation struct {
 	agent *procs.Slot
 	chat  *relay
 	tr    *turnRunner
+	gate  gate
 	shell shellSlot // the running !sh command, if any (its own lock)
 
 	// awaitText says the running turn waits on a question or a plan's
 	// feedback, which a plain reply in the thread answers (accept).
 	awaitText *atomic.Bool
 
-	// listed is the last !sessions listing, for !resume <n>; only the
+	// sessions is the last !sessions listing, for !resume <n>; only the
 	// session goroutine touches it.
-	listed []procs.SessionInfo
+	sessions sessionList
 }
 
 // Key is the key of a conversation: its platform, channel and thread.
@@ -84,6 +89,7 @@ func (e *Set) session(b binding.Binding, m platform.Message, a platform.Adapter)
 	ws := b.Workspace // normalized: Host.Binding
 	log := e.log.With("platform", to.Platform, "channel", to.Channel, "thread", to.Thread, "session_key", key, "workspace", ws)
 	s := &Conversation{e: e, key: key, to: to, binding: b, ws: ws, log: log, awaitText: new(atomic.Bool)}
+	s.gate = gate{binding: s.liveBinding, log: log}
 	s.mb = newMailbox(e.opts.QueueLimit, e.busy.add)
 	s.jr = &journal{path: InboxPath(e.opts.StateDir, key), stateDir: e.opts.StateDir, limits: e.jrs.inboxLimits(),
 		seen: e.jrs.seenIDs(), now: e.now, log: log, killedAt: e.killedAt}
@@ -95,7 +101,8 @@ func (e *Set) session(b binding.Binding, m platform.Message, a platform.Adapter)
 	s.agent = procs.NewSlot(procs.SlotConfig{Dir: ws, StateDir: e.opts.StateDir, Grace: e.opts.ShutdownGrace, Caps: e.slots, BG: e.bg, Log: log, Now: e.now})
 	s.chat = &relay{to: to, original: a, current: e.host.Chat, bg: e.bg, log: log, metrics: e.metrics}
 	s.tr = &turnRunner{e: e, key: key, ws: ws, log: log, jr: s.jr, mb: s.mb, rb: s.rb, agent: s.agent, chat: s.chat,
-		other: s.handleControl, lateReply: s.replyAsTurn, stopShell: s.stopShell, binding: s.liveBinding, awaitText: s.awaitText,
+		other: s.handleControl, lateReply: s.replyAsTurn,
+		stopShell: func(to platform.Target) bool { return s.shell.stopFor(s.chat, to) }, binding: s.liveBinding, awaitText: s.awaitText,
 		tail: &tail{e: e}, purse: &purse{spending: e.spend, key: key, log: log,
 			binding: func() (binding.Binding, bool) { return e.resolve(to.Platform, to.Channel) }}}
 	s.tr.team = &team{host: e.host, cfg: e.cfg, chat: s.chat, rb: s.rb, binding: s.liveBinding, ws: func() string { return s.tr.ws },
@@ -187,11 +194,8 @@ func (s *Conversation) loop() {
 			s.tr.recover(it)
 		case it.kind == itemTurn:
 			s.tr.run(it)
-		case it.kind == itemNew:
-			s.doNew()
-			s.jr.ack(it, inbox.AckResult)
-		case it.kind == itemResume:
-			s.doResume(it)
+		case it.kind == itemNew, it.kind == itemResume:
+			runInOrder(s, it) // the command's handler (commands.go)
 			s.jr.ack(it, inbox.AckResult)
 		case it.kind == itemRun:
 			s.handOff(it)
@@ -298,9 +302,9 @@ func (s *Conversation) refuseQueued() {
 		switch {
 		case it.kind == itemTurn && it.inboxID != "":
 			// It stays in the journal; the next start runs it.
-			s.chat.send(RestartQueuedText + Quote(it.msg.Text, 80))
+			s.chat.send(render.RestartQueuedText + Quote(it.msg.Text, 80))
 		case it.kind == itemTurn:
-			s.chat.send("cc-connect is shutting down; this message was not processed. Please send it again later: " + Quote(it.msg.Text, 80))
+			s.chat.send(render.ShutdownDropped(it.msg.Text))
 		}
 		s.mb.counted(-1)
 	}
@@ -310,12 +314,12 @@ func (s *Conversation) refuseQueued() {
 func (s *Conversation) idleControl(c control) {
 	switch c.kind {
 	case ctrlAnswer:
-		s.chat.sendTo(c.to, "No permission request is pending.")
+		s.chat.sendTo(c.to, render.NoPermissionPending)
 	case ctrlReply:
 		s.replyAsTurn(c)
 	case ctrlStop:
-		if !s.stopShell(c.to) {
-			s.chat.sendTo(c.to, "Nothing is running.")
+		if !s.shell.stopFor(s.chat, c.to) {
+			s.chat.sendTo(c.to, render.NothingRunning)
 		}
 	case ctrlReap:
 		s.reap("slot needed by another session")
@@ -327,24 +331,19 @@ func (s *Conversation) idleControl(c control) {
 }
 
 // handleControl handles the controls that do not depend on a turn running:
-// notices and commands that act at once.
+// notices, and the commands that act at once through their handler
+// (commands.go).
 func (s *Conversation) handleControl(c control) {
 	switch c.kind {
 	case ctrlNotice:
 		s.chat.sendTo(c.to, c.text)
 	case ctrlCommand:
-		s.command(c.msg, c.cmd, c.args)
+		cmd := lookup(c.cmd)
+		if cmd == nil {
+			cmd = &unknownCommand
+		}
+		cmd.run(s, call{name: c.cmd, msg: c.msg, args: c.args})
 	}
-}
-
-// stopShell stops the running !sh, if any, saying so to to, and reports
-// whether there was one.
-func (s *Conversation) stopShell(to platform.Target) bool {
-	if !s.shell.running() {
-		return false
-	}
-	s.chat.sendTo(to, "Stopping the shell command.")
-	return s.shell.stop()
 }
 
 // reap closes an idle live process and keeps the session id, so the next

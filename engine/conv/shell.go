@@ -2,22 +2,15 @@ package conv
 
 import (
 	"context"
+	"log/slog"
 	"os"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/cc-connect/cc-connect/adminshell"
 	"github.com/cc-connect/cc-connect/agentproc"
+	"github.com/cc-connect/cc-connect/engine/render"
 	"github.com/cc-connect/cc-connect/platform"
-)
-
-// Replies to !sh that refuses.
-const (
-	ShellOffText      = "!sh is off in this channel. An admin of this cc-connect can turn it on with allow_shell = true in the channel's binding."
-	ShellNotAdminText = "Only an admin of this channel can run !sh."
-	ShellBusyText     = "A shell command is already running in this conversation; wait for it or send !stop."
-	shellUsageText    = "Usage: !sh <command> — runs in this conversation's workspace; the output is posted here and told to Claude at the start of the next turn."
 )
 
 // shellSlot is the session's running !sh command: at most one runs per
@@ -71,61 +64,59 @@ func (st *settings) shellTimeout() (d time.Duration) {
 	return adminshell.DefaultTimeout
 }
 
-// shellCommand runs an admin's !sh in the session's workspace on a
-// goroutine of its own, so that turns, !stop and other commands go on
-// meanwhile. Only a binding's admins may use it, and only where the
-// binding turns it on, both as the config says now (liveBinding); the
-// command never passes through Claude's permission prompts, which is why
-// it is this narrow.
-func (s *Conversation) shellCommand(m platform.Message, command string) {
-	e := s.e
-	refuse := func(reason, text string) {
-		s.log.Warn("Refused a shell command", "reason", reason, "user_id", m.UserID, "user_name", m.UserName)
-		s.chat.send(text)
+// stopFor stops the running command, if any, saying so to to, and
+// reports whether there was one.
+func (sl *shellSlot) stopFor(chat *relay, to platform.Target) bool {
+	if !sl.running() {
+		return false
 	}
-	b := s.liveBinding()
-	switch {
-	case !b.AllowShell:
-		refuse("shell is off for this binding", ShellOffText)
-		return
-	case !b.Admin(m.UserID):
-		refuse("user is not an admin", ShellNotAdminText)
-		return
-	case strings.TrimSpace(command) == "":
-		s.chat.send(shellUsageText)
-		return
-	}
-	runCtx, cancel := context.WithCancel(e.bg)
-	if !s.shell.take(cancel) {
-		cancel()
-		s.chat.send(ShellBusyText)
-		return
-	}
-	e.mu.Lock()
-	if e.shutting {
-		e.mu.Unlock()
-		s.shell.free()
-		cancel()
-		s.chat.send(ShutdownText)
-		return
-	}
-	e.wg.Add(1)
-	e.busy.add(1)
-	e.mu.Unlock()
-	go func() {
-		defer e.wg.Done()
-		defer e.busy.add(-1)
-		defer s.shell.free()
-		defer cancel()
-		s.runShell(runCtx, cancel, m, command)
-	}()
+	chat.sendTo(to, render.ShellStopping)
+	return sl.stop()
 }
 
-// runShell runs the command to its end (or until ctx is cancelled by
-// !stop, or shutdown begins), posts the result and keeps its note for the
-// next turn.
-func (s *Conversation) runShell(ctx context.Context, cancel context.CancelFunc, m platform.Message, command string) {
-	e := s.e
+// shellRun is one admin's !sh: run in the conversation's workspace on a
+// goroutine of its own (the Set waits for it), so that turns, !stop and
+// other commands go on meanwhile. The command never passes through
+// Claude's permission prompts, which is why only a binding's admins may
+// run it, and only where the binding turns it on (the gate checks both).
+type shellRun struct {
+	e       *Set
+	slot    *shellSlot
+	msg     platform.Message
+	command string
+	ws      string
+	rb      *recordBook
+	chat    *relay
+	log     *slog.Logger
+	forChat func(string) string
+}
+
+// start claims the conversation's slot and runs the command; the chat is
+// told when another one runs or cc-connect stops.
+func (sh *shellRun) start() {
+	runCtx, cancel := context.WithCancel(sh.e.bg)
+	if !sh.slot.take(cancel) {
+		cancel()
+		sh.chat.send(render.ShellBusyText)
+		return
+	}
+	ok := spawnWork(sh.e, func() {
+		defer sh.slot.free()
+		defer cancel()
+		sh.run(runCtx, cancel)
+	})
+	if !ok {
+		sh.slot.free()
+		cancel()
+		sh.chat.send(render.ShutdownText)
+	}
+}
+
+// run runs the command to its end (or until ctx is cancelled by !stop, or
+// shutdown begins), posts the result and keeps its note for the next
+// turn.
+func (sh *shellRun) run(ctx context.Context, cancel context.CancelFunc) {
+	e, m := sh.e, sh.msg
 	var watch sync.WaitGroup
 	watch.Add(1)
 	go func() {
@@ -138,17 +129,17 @@ func (s *Conversation) runShell(ctx context.Context, cancel context.CancelFunc, 
 		case <-ctx.Done():
 		}
 	}()
-	s.log.Info("Running an admin shell command", "user_id", m.UserID, "user_name", m.UserName,
-		"command", Quote(command, 500), "timeout", e.cfg.shellTimeout())
-	res := adminshell.Run(ctx, command, adminshell.Options{
-		Dir:        s.ws,
+	sh.log.Info("Running an admin shell command", "user_id", m.UserID, "user_name", m.UserName,
+		"command", Quote(sh.command, 500), "timeout", e.cfg.shellTimeout())
+	res := adminshell.Run(ctx, sh.command, adminshell.Options{
+		Dir:        sh.ws,
 		Env:        agentproc.BuildEnv(os.Environ(), e.opts.Agent),
 		Credential: agentproc.Credential(e.opts.Agent),
 		Timeout:    e.cfg.shellTimeout(),
 	})
 	cancel()
 	watch.Wait()
-	s.log.Info("Admin shell command ended", "user_id", m.UserID, "exit_code", res.ExitCode, "signal", res.Signal,
+	sh.log.Info("Admin shell command ended", "user_id", m.UserID, "exit_code", res.ExitCode, "signal", res.Signal,
 		"duration", res.Duration, "timed_out", res.TimedOut, "cancelled", res.Cancelled,
 		"output_truncated", res.Truncated, "error", errString(res.Err))
 	reply := res.ChatReply()
@@ -156,11 +147,11 @@ func (s *Conversation) runShell(ctx context.Context, cancel context.CancelFunc, 
 		// It could not run: the reply is its error, which may name host
 		// paths (the log has them). Output of a command that ran is
 		// what the admin asked for and is posted as it is.
-		reply = s.forChat(reply)
+		reply = sh.forChat(reply)
 	}
-	s.chat.send(reply)
+	sh.chat.send(reply)
 	if res.Err != nil {
 		return // nothing ran: nothing to tell Claude
 	}
-	s.rb.addShellNote(res.Note())
+	sh.rb.addShellNote(res.Note())
 }

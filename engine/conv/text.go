@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/cc-connect/cc-connect/agentproc"
+	"github.com/cc-connect/cc-connect/engine/render"
 )
 
 // Small text helpers for what the engine posts and logs.
@@ -38,14 +39,12 @@ func lastLine(s string) string {
 	return ""
 }
 
-// Quote is s cut to n characters for a notice or a log, on one line.
-func Quote(s string, n int) string {
-	r := []rune(strings.TrimSpace(s))
-	if len(r) > n {
-		return string(r[:n]) + "…"
-	}
-	return string(r)
-}
+// Quote is s cut to n characters for a notice or a log, on one line
+// (render.Quote).
+func Quote(s string, n int) string { return render.Quote(s, n) }
+
+// humanSize is a byte count as a person reads it (render.Size).
+func humanSize(n int64) string { return render.Size(n) }
 
 func orDefault(s, d string) string {
 	if s == "" {

@@ -285,23 +285,6 @@ func (tr *turnRunner) runHeader(it *workItem) {
 	}
 }
 
-// schedulesCommand is !schedules [pause|resume NAME]: this channel's
-// schedules, paused and resumed by the binding's admins.
-func (s *Conversation) schedulesCommand(m platform.Message, args string) {
-	sc := s.e.host.Schedules()
-	if sc == nil {
-		s.chat.send("No schedules are configured.")
-		return
-	}
-	b, ok := s.e.resolve(s.to.Platform, s.to.Channel)
-	if !ok {
-		b = s.binding
-	}
-	// In a cluster the pauses are read and written in its bucket
-	// (schedule.Pauses), bounded there.
-	s.chat.send(sc.Chat(s.e.bg, args, schedule.Asker{Platform: s.to.Platform, Channel: s.to.Channel, UserID: m.UserID, Admin: b.Admin(m.UserID)}))
-}
-
 func isRunKind(kind string) bool {
 	return strings.HasPrefix(kind, kindRun) || strings.HasPrefix(kind, kindRunTurn)
 }
@@ -338,18 +321,6 @@ func (tr *turnRunner) refuseOverCap(it workItem) bool {
 	tr.jr.ack(it, inbox.AckResult)
 	tr.mb.setState(stateIdle)
 	return true
-}
-
-// unattendedStatus is what !status adds: the worktree and the spend.
-func (s *Conversation) unattendedStatus(user string) string {
-	var out string
-	if line := s.worktreeStatus(); line != "" {
-		out += "\n" + line
-	}
-	if line := s.tr.purse.statusLine(user); line != "" {
-		out += "\n" + line
-	}
-	return out
 }
 
 // Submit journals a run (trigger.Submitter): nil once it is on disk,

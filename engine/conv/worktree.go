@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/cc-connect/cc-connect/engine/render"
 	"github.com/cc-connect/cc-connect/worktree"
 )
 
@@ -73,35 +74,32 @@ func (e *Set) moveSession(key, ws string) {
 	s.agent.SetDir(ws)
 }
 
-// newWorktree is !new's part on a worktree binding: the next turn makes a
-// new worktree; the old one stays. It returns what to add to !new's
-// answer.
-func (s *Conversation) newWorktree() string {
-	rec := s.rb.get()
+// newWorktree is !new's part on a worktree binding: the next turn of the
+// conversation key makes a new worktree of base; the old one stays. It
+// returns the old one's branch, "" when the conversation had none.
+func newWorktree(e *Set, rb *recordBook, key, base string) string {
+	rec := rb.get()
 	if rec.Worktree == "" {
 		return ""
 	}
-	s.rb.update(func(r *Record) { r.WorktreeGen++; r.Worktree = ""; r.Workspace = s.binding.Workspace })
-	s.e.moveSession(s.key, s.binding.Workspace)
-	return fmt.Sprintf(" Its worktree (branch %s) is kept: `cc-connect worktrees` lists it; the next message works in a new one.", rec.Worktree)
+	rb.update(func(r *Record) { r.WorktreeGen++; r.Worktree = ""; r.Workspace = base })
+	e.moveSession(key, base)
+	return rec.Worktree
 }
 
-// worktreeStatus is !status's worktree line; "" outside a worktree.
-func (s *Conversation) worktreeStatus() string {
-	rec := s.rb.get()
+// worktreeStatus is !status's line about the worktree of base a
+// conversation (rec) works in; "" outside a worktree.
+func worktreeStatus(bg context.Context, base string, rec Record) string {
 	if rec.Worktree == "" {
 		return ""
 	}
-	ctx, cancel := context.WithTimeout(s.e.bg, 10*time.Second)
+	ctx, cancel := context.WithTimeout(bg, 10*time.Second)
 	defer cancel()
-	m := worktree.New(s.binding.Workspace)
+	m := worktree.New(base)
 	wt, err := m.Find(ctx, rec.Workspace)
 	if err != nil {
-		return fmt.Sprintf("Worktree: branch %s (its state could not be read: %v)", rec.Worktree, err)
+		return render.Worktree(rec.Worktree, "", "", err)
 	}
 	st, err := m.State(ctx, wt)
-	if err != nil {
-		return fmt.Sprintf("Worktree: branch %s of %s (its state could not be read: %v)", wt.Branch, wt.Base, err)
-	}
-	return fmt.Sprintf("Worktree: branch %s of %s, %s", wt.Branch, wt.Base, st)
+	return render.Worktree(wt.Branch, wt.Base, st.String(), err)
 }
