@@ -3,6 +3,8 @@ package conv
 import (
 	"log/slog"
 	"maps"
+	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -122,6 +124,77 @@ func TestCommandRights(t *testing.T) {
 			if got := cmd.refused(call{name: name, msg: platform.Message{UserID: tt.user}, args: args}, why); got != tt.reply {
 				t.Errorf("%s by %s: told %q, want %q", tt.text, tt.user, got, tt.reply)
 			}
+		}
+	}
+}
+
+// docs are the docs that speak of chat commands. A list of them is marked:
+// it lies between "<!-- chat commands" and "<!-- end of chat commands -->",
+// the opening marker saying "with usages" when the list gives each
+// command's usage.
+var docs = []string{"../../README.md", "../../docs/slack.md", "../../docs/telegram.md", "../../docs/discord.md", "../../docs/turns.md"}
+
+// Every list of chat commands in the docs names each command of the
+// registry (with its usage where the list gives usages), and names no
+// other; no doc names a command the registry lacks.
+func TestDocsListTheRegistry(t *testing.T) {
+	named := regexp.MustCompile("`[!/]([a-z]+)[^`]*`")
+	lists := 0
+	for _, path := range docs {
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc := string(raw)
+		// Anywhere in a doc, "!name" in code is a command of the registry.
+		for _, m := range named.FindAllStringSubmatch(doc, -1) {
+			if strings.HasPrefix(m[0], "`!") && lookup(m[1]) == nil {
+				t.Errorf("%s names %s, which is not a command", path, m[0])
+			}
+		}
+		for rest := doc; ; {
+			start := strings.Index(rest, "<!-- chat commands")
+			if start < 0 {
+				break
+			}
+			head, body, _ := strings.Cut(rest[start:], "-->")
+			body, after, ok := strings.Cut(body, "<!-- end of chat commands -->")
+			if !ok {
+				t.Fatalf("%s: a list of chat commands without its end", path)
+			}
+			rest = after
+			lists++
+			checkList(t, path, body, strings.Contains(head, "with usages"))
+		}
+	}
+	if lists < 3 {
+		t.Errorf("%d lists of chat commands found; README.md, docs/slack.md and docs/telegram.md have one each", lists)
+	}
+}
+
+// checkList checks one list: "`!name usage`" in prose, or a BotFather
+// list's "name - what it does" lines.
+func checkList(t *testing.T, path, list string, usages bool) {
+	t.Helper()
+	names := map[string]bool{}
+	for _, m := range regexp.MustCompile("`!([a-z]+)[^`]*`").FindAllStringSubmatch(list, -1) {
+		names[m[1]] = true
+	}
+	for _, m := range regexp.MustCompile(`(?m)^\s*([a-z_]+) - \S`).FindAllStringSubmatch(list, -1) {
+		names[m[1]] = true
+	}
+	for name := range names {
+		if lookup(name) == nil {
+			t.Errorf("%s: the list names !%s, which is not a command", path, name)
+		}
+	}
+	for _, c := range registry {
+		want := render.Command{Name: c.name, Usage: c.usage}.Line()
+		switch {
+		case !names[c.name]:
+			t.Errorf("%s: the list lacks !%s", path, c.name)
+		case usages && !strings.Contains(list, "`"+want+"`"):
+			t.Errorf("%s: the list lacks `%s` as !help gives it", path, want)
 		}
 	}
 }
