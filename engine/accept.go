@@ -86,12 +86,12 @@ func (e *Engine) handleMessage(ctx context.Context, m platform.Message, d *ingre
 	case claim != nil:
 		defer claim.Release()
 	}
-	b, ok := e.resolve(m.Target.Platform, m.Target.Channel)
+	b, ok := e.routes.resolve(m.Target.Platform, m.Target.Channel)
 	if !ok {
 		log.Debug("Ignoring a message from an unbound channel")
 		return ignored("unbound channel"), nil
 	}
-	a, ok := e.adapter(m.Target.Platform)
+	a, ok := e.ads.get(m.Target.Platform)
 	if !ok {
 		return platform.Result{}, fmt.Errorf("handling a message: no adapter named %q", m.Target.Platform)
 	}
@@ -131,7 +131,7 @@ func (e *Engine) handleMessage(ctx context.Context, m platform.Message, d *ingre
 	}
 	res, err = e.convs.Accept(b, a, m, d)
 	if errors.Is(err, conv.ErrStopped) {
-		e.notify(a, reply, conv.ShutdownText)
+		e.notices.notify(a, reply, conv.ShutdownText)
 		return refused("shutting down"), nil
 	}
 	return res, err
@@ -144,7 +144,7 @@ func (e *Engine) refuseOnce(a platform.Adapter, to platform.Target, m platform.M
 	first := e.refused.add(key)
 	e.log.Info("Refused a message from a user who is not allowed", "platform", to.Platform, "channel", to.Channel,
 		"thread", to.Thread, "session_key", key, "user_id", m.UserID, "user_name", m.UserName, "told", first)
-	if first && !e.notify(a, to, refusalText) {
+	if first && !e.notices.notify(a, to, refusalText) {
 		// Not told after all: the thread's next message tries again.
 		e.refused.forget(key)
 	}
@@ -156,14 +156,14 @@ func (e *Engine) refuseOnce(a platform.Adapter, to platform.Target, m platform.M
 // nothing itself.
 func (e *Engine) HandleAction(ctx context.Context, act platform.Action) error {
 	e.metrics.PlatformEvent(act.Target.Platform, "action")
-	a, ok := e.adapter(act.Target.Platform)
+	a, ok := e.ads.get(act.Target.Platform)
 	if !ok {
 		return fmt.Errorf("handling an action: no adapter named %q", act.Target.Platform)
 	}
 	reply := act.Target
 	reply.MessageID = ""
 	if text := e.convs.Answer(act); text != "" {
-		e.notify(a, reply, text)
+		e.notices.notify(a, reply, text)
 	}
 	return nil
 }

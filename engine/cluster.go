@@ -144,7 +144,7 @@ func (c *ClusterIngress) Accept(ctx context.Context, d *ingress.Delivery) (ingre
 	// An adapter that remembers what it received, for History (Telegram's,
 	// whose Bot API cannot read a chat back), learns what another host
 	// received as if it had itself: the poller may be elsewhere.
-	if a, ok := c.e.adapter(m.Target.Platform); ok {
+	if a, ok := c.e.ads.get(m.Target.Platform); ok {
 		if sn, ok := a.(platform.SeenNoter); ok {
 			sn.NoteSeen(m)
 		}
@@ -218,11 +218,11 @@ func movedText(host string, d *ingress.Delivery) string {
 // pending here, it is Journaled again under the new delivery (queued
 // again when it was parked); finished here, it is Settled.
 func (e *Engine) reattach(m platform.Message, d *ingress.Delivery) (ingress.Result, error) {
-	b, ok := e.resolve(m.Target.Platform, m.Target.Channel)
+	b, ok := e.routes.resolve(m.Target.Platform, m.Target.Channel)
 	if !ok {
 		return ingress.Settled, nil
 	}
-	a, ok := e.adapter(m.Target.Platform)
+	a, ok := e.ads.get(m.Target.Platform)
 	if !ok {
 		return 0, fmt.Errorf("%w: no adapter named %q", ingress.ErrPoison, m.Target.Platform)
 	}

@@ -84,7 +84,6 @@ type Engine struct {
 	now   func() time.Time
 	spawn procs.SpawnFunc
 	tx    procs.Transcripts
-	pool  *pool
 	slots *procs.Caps
 	// refused holds the threads that got the access refusal (session
 	// keys), bounded: a thread forgotten gets one refusal more.
@@ -102,16 +101,14 @@ type Engine struct {
 	convs *conv.Set // the conversations
 	// bg outlives every agent process and platform call made by the
 	// conversations; Run cancels it only after all of them ended.
-	bg       context.Context
-	cancelBg context.CancelFunc
-	metrics  Metrics     // never nil (a no-op when off)
-	reload   reloadState // live bindings, running adapters (reload.go)
-	notices  notifier    // posts for conversations without a session (notify.go)
-	sched    atomic.Pointer[Schedules]
-
-	mu       sync.Mutex // guards adapters and shutting
-	adapters map[string]platform.Adapter
-	shutting bool // Run is stopping: no adapter starts any more
+	bg        context.Context
+	cancelBg  context.CancelFunc
+	metrics   Metrics    // never nil (a no-op when off)
+	routes    *routing   // the bindings and team settings in force (binding.go)
+	ads       *adapters  // registered and running adapters (adapters.go)
+	reloading sync.Mutex // one Reload at a time (reload.go)
+	notices   *notifier  // posts for conversations without a session (notify.go)
+	sched     atomic.Pointer[Schedules]
 
 	// cluster is set by JoinCluster: the conversations of clustered
 	// platforms come from the cluster's stream (cluster.go).
@@ -165,9 +162,9 @@ func New(opts Options) (*Engine, error) {
 		now:        now,
 		spawn:      procs.Start,
 		tx:         procs.NewDiskTranscripts(opts.Agent),
-		pool:       newPool(log),
 		slots:      procs.NewCaps(opts.MaxProcesses, opts.MaxProcessesPerWorkspace),
-		adapters:   map[string]platform.Adapter{},
+		routes:     &routing{pool: newPool(log), initial: opts.Bindings, initialTeam: opts.Team},
+		ads:        newAdapters(log),
 		refused:    newRecentIDs(refusedMemory),
 		rootless:   newRecentIDs(rootlessMemory),
 		gapChecked: newRecentIDs(rootlessMemory),
@@ -189,7 +186,9 @@ func New(opts Options) (*Engine, error) {
 		ArtifactQuota: opts.ArtifactQuota, AttachmentMaxBytes: opts.AttachmentMaxBytes, AllowedModes: opts.AllowedModes,
 		Spending: opts.Spending, SpendAdminsExempt: opts.SpendAdminsExempt,
 	}, conv.Deps{Host: host{e}, BG: bg, Caps: e.slots, Spares: e.spare, Log: log, Metrics: e.metrics, Now: now})
-	e.wireMetrics()
+	e.ads.handler = e.inbound
+	e.notices = &notifier{chat: e.ads.get, busy: e.convs.Busy, bg: bg, log: log, metrics: e.metrics}
+	wireMetrics(e.metrics, e.convs, e.slots, e.spare)
 	return e, nil
 }
 
@@ -201,18 +200,7 @@ func joinPrompt(a, b string) string {
 }
 
 // AddAdapter registers a platform adapter; call it before Run.
-func (e *Engine) AddAdapter(a platform.Adapter) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.adapters[a.Name()] = a
-}
-
-func (e *Engine) adapter(name string) (platform.Adapter, bool) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	a, ok := e.adapters[name]
-	return a, ok
-}
+func (e *Engine) AddAdapter(a platform.Adapter) { e.ads.add(a) }
 
 // Run runs every adapter and the sessions until ctx is cancelled; call it
 // once. Then it stops admitting messages, lets running turns finish within
@@ -223,19 +211,16 @@ func (e *Engine) Run(ctx context.Context) error {
 	// Work accepted before a crash resumes before new input arrives.
 	e.convs.Recover()
 
-	e.startAdapters(ctx) // each under a ctx of its own, so a reload can restart one
+	e.ads.start(ctx) // each under a ctx of its own, so a reload can restart one
 	<-ctx.Done()
 	e.log.Info("Shutting down: finishing running turns", "grace", e.opts.ShutdownGrace)
 
-	e.mu.Lock()
-	e.shutting = true
-	e.mu.Unlock()
 	e.convs.Stop()
 	e.spare.Close()
 	e.convs.Wait() // every session loop and side question has closed its process
 	e.notices.close()
 	e.cancelBg()
-	e.reload.adapters.Wait()
+	e.ads.stop()
 	e.convs.Close()
 	e.log.Info("Shutdown complete")
 	return nil

@@ -56,7 +56,7 @@ func TestAccessRefusalMemoryIsBounded(t *testing.T) {
 // aloud; until then the memory does not count it as told.
 func TestDroppedRefusalIsToldNextTime(t *testing.T) {
 	h := newHarness(t, nil)
-	n := &h.e.notices
+	n := h.e.notices
 	n.mu.Lock()
 	n.inflight = maxNotices // the notifier is full
 	n.mu.Unlock()
