@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cc-connect/cc-connect/cluster/ingress"
 	"github.com/cc-connect/cc-connect/engine/conv"
 	"github.com/cc-connect/cc-connect/inbox"
 	"github.com/cc-connect/cc-connect/platform"
@@ -57,7 +56,7 @@ func (e *Engine) HandleMessage(ctx context.Context, m platform.Message) (platfor
 
 // handleMessage is HandleMessage for a message from a cluster's stream too
 // (d is its delivery, nil otherwise: cluster.go).
-func (e *Engine) handleMessage(ctx context.Context, m platform.Message, d *ingress.Delivery) (res platform.Result, err error) {
+func (e *Engine) handleMessage(ctx context.Context, m platform.Message, d conv.Delivery) (res platform.Result, err error) {
 	// The platform's ack waits for this (Slack redelivers after 3 s): a
 	// slow disk shows in the accept duration before it shows as doubles.
 	began := time.Now()

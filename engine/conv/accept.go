@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/cc-connect/cc-connect/binding"
-	"github.com/cc-connect/cc-connect/cluster/ingress"
 	"github.com/cc-connect/cc-connect/platform"
 )
 
@@ -19,7 +18,7 @@ func refused(why string) platform.Result {
 
 // accept journals m into the session, or hands a command that acts at once
 // to its control lane, and says what became of it.
-func (s *Conversation) accept(m platform.Message, d *ingress.Delivery) (platform.Result, error) {
+func (s *Conversation) accept(m platform.Message, d Delivery) (platform.Result, error) {
 	acceptItem := func(it workItem) (platform.Result, error) {
 		it.dlv = d
 		return s.acceptItem(it)
@@ -194,7 +193,7 @@ func NotApproverText(userName, userID string) string {
 // control lane, and says what became of it; b is m's binding, a its
 // adapter, d its delivery from a cluster's stream (nil otherwise).
 // ErrStopped: the engine is shutting down and nothing was written.
-func (e *Set) Accept(b binding.Binding, a platform.Adapter, m platform.Message, d *ingress.Delivery) (platform.Result, error) {
+func (e *Set) Accept(b binding.Binding, a platform.Adapter, m platform.Message, d Delivery) (platform.Result, error) {
 	// A session that retired between lookup and accept is created again.
 	for {
 		s, err := e.session(b, m, a)

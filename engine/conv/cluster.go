@@ -9,11 +9,37 @@ import (
 	"time"
 
 	"github.com/cc-connect/cc-connect/binding"
-	"github.com/cc-connect/cc-connect/cluster/ingress"
-	"github.com/cc-connect/cc-connect/cluster/kvlease"
 	"github.com/cc-connect/cc-connect/inbox"
 	"github.com/cc-connect/cc-connect/platform"
 )
+
+// Fence is the lease a clustered conversation's durable writes are made
+// under: Check right before each write (nil: still held), Token stored
+// with the write. The cluster implements it (cluster/kvlease).
+type Fence interface {
+	Check() error
+	Token() uint64
+}
+
+// Delivery is an event the cluster's stream delivered to this host, as a
+// conversation keeps it until its durable end. The cluster implements it
+// (cluster/ingress); a conversation alone has none.
+type Delivery interface {
+	// Fence is the lease the event was delivered under.
+	Fence() Fence
+	// Seq is the event's sequence in the stream.
+	Seq() uint64
+	// Deliveries counts its deliveries (more than 1: delivered before,
+	// perhaps to another host).
+	Deliveries() int
+	// Done acknowledges it at its durable end, from any goroutine; again
+	// does nothing.
+	Done()
+	// Settle is Done, confirmed by the server: nil once no host gets the
+	// event again. On an error it is delivered again, perhaps elsewhere,
+	// and its outcome must not be shown here.
+	Settle(ctx context.Context) error
+}
 
 // errFenced ends a turn whose binding's lease this host lost: it leaves
 // its message unacknowledged for the next holder, and says nothing.
@@ -126,14 +152,14 @@ type clusterLedger struct {
 	mu sync.Mutex
 	// deliveries are the journaled ids queued or running here, with the
 	// delivery to acknowledge at their durable end.
-	deliveries map[string]*ingress.Delivery
+	deliveries map[string]Delivery
 	// parked are pending in the journal and not run here until the stream
 	// delivers them again.
 	parked map[string]workItem
 }
 
 func newClusterLedger() *clusterLedger {
-	return &clusterLedger{deliveries: map[string]*ingress.Delivery{}, parked: map[string]workItem{}}
+	return &clusterLedger{deliveries: map[string]Delivery{}, parked: map[string]workItem{}}
 }
 
 // holds says whether id was journaled here and is queued or running.
@@ -171,7 +197,7 @@ func (j *journal) queueable(items []workItem) []workItem {
 
 // reattach gives a pending id its new delivery, queueing it when parked;
 // false when it is not pending here.
-func (j *journal) reattach(id string, d *ingress.Delivery, mb *mailbox) (bool, error) {
+func (j *journal) reattach(id string, d Delivery, mb *mailbox) (bool, error) {
 	if j.cl == nil {
 		return false, nil
 	}
@@ -191,7 +217,7 @@ func (j *journal) reattach(id string, d *ingress.Delivery, mb *mailbox) (bool, e
 		j.cl.mu.Unlock()
 		return false, nil
 	}
-	if err := d.Fence.Check(); err != nil {
+	if err := d.Fence().Check(); err != nil {
 		j.cl.mu.Unlock()
 		return false, err
 	}
@@ -206,7 +232,7 @@ func (j *journal) reattach(id string, d *ingress.Delivery, mb *mailbox) (bool, e
 }
 
 // track records the delivery of a just-journaled item.
-func (j *journal) track(id string, d *ingress.Delivery) {
+func (j *journal) track(id string, d Delivery) {
 	j.cl.mu.Lock()
 	j.cl.deliveries[id] = d
 	j.cl.mu.Unlock()
@@ -259,7 +285,7 @@ func (j *journal) fenced(it workItem) error {
 	if d == nil {
 		return nil
 	}
-	return d.Fence.Check()
+	return d.Fence().Check()
 }
 
 // finished acknowledges it in the stream after its journal ack.
@@ -294,7 +320,7 @@ func (j *journal) settleFirst(bg context.Context, it workItem) bool {
 	if d == nil {
 		return true
 	}
-	if err := d.Fence.Check(); err != nil {
+	if err := d.Fence().Check(); err != nil {
 		j.park(it, err)
 		return false
 	}
@@ -321,7 +347,7 @@ func (j *journal) settleFirst(bg context.Context, it workItem) bool {
 
 // fence is the fence of this host's tenure of a binding while it holds
 // (Cluster.Fence); nil otherwise.
-func (c *Cluster) fence(platform, channel string) *kvlease.Fence {
+func (c *Cluster) fence(platform, channel string) Fence {
 	if c.Fence == nil {
 		return nil
 	}
@@ -344,7 +370,7 @@ func (e *Set) Notice(key, text string) bool {
 // Reattach gives a redelivered event that was journaled here before its new
 // delivery: false when it is not pending here (it was finished); queued
 // again when it was parked.
-func (e *Set) Reattach(b binding.Binding, a platform.Adapter, m platform.Message, d *ingress.Delivery) (bool, error) {
+func (e *Set) Reattach(b binding.Binding, a platform.Adapter, m platform.Message, d Delivery) (bool, error) {
 	s, err := e.session(b, m, a)
 	if err != nil {
 		return false, err
@@ -352,7 +378,7 @@ func (e *Set) Reattach(b binding.Binding, a platform.Adapter, m platform.Message
 	held, err := s.jr.reattach(m.ID, d, s.mb)
 	if err == nil && held {
 		s.log.Info("A redelivered message is pending here: it runs under the new delivery", "message_id", m.ID,
-			"deliveries", d.NumDelivered)
+			"deliveries", d.Deliveries())
 	}
 	return held, err
 }

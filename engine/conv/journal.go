@@ -195,10 +195,10 @@ func (j *journal) accept(it workItem, mb *mailbox) (accepted, error) {
 	en := itemEntry(it, j.now())
 	if it.dlv != nil {
 		// The write made on the lease's strength: checked right before.
-		if err := it.dlv.Fence.Check(); err != nil {
+		if err := it.dlv.Fence().Check(); err != nil {
 			return accepted{}, err
 		}
-		en.Fence, en.StreamSeq = it.dlv.Fence.Token(), it.dlv.Seq
+		en.Fence, en.StreamSeq = it.dlv.Fence().Token(), it.dlv.Seq()
 	}
 	err := in.Append(en)
 	if err == nil && j.killedAt(PointAccepted) {

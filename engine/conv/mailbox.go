@@ -5,7 +5,6 @@ import (
 	"sync"
 
 	"github.com/cc-connect/cc-connect/agentproc"
-	"github.com/cc-connect/cc-connect/cluster/ingress"
 	"github.com/cc-connect/cc-connect/platform"
 )
 
@@ -63,7 +62,7 @@ type workItem struct {
 	// settled: this host settled its event in the stream before it
 	// stopped (inbox.Entry.Settled), so this host alone posts its reply.
 	settled bool
-	dlv     *ingress.Delivery
+	dlv     Delivery
 	// files are the attachments the journal names for a replayed message
 	// (msg.Attachments, with their Open, for one accepted in this run), or
 	// those an earlier version stored at acceptance.

@@ -23,7 +23,6 @@ import (
 
 	"github.com/cc-connect/cc-connect/agentproc"
 	"github.com/cc-connect/cc-connect/binding"
-	"github.com/cc-connect/cc-connect/cluster/kvlease"
 	"github.com/cc-connect/cc-connect/ctxindicator"
 	"github.com/cc-connect/cc-connect/engine/procs"
 	"github.com/cc-connect/cc-connect/platform"
@@ -105,7 +104,7 @@ type Cluster struct {
 	InStream func(ctx context.Context, seq uint64) (bool, error)
 	// Fence is the fence of this host's tenure of a binding (as the
 	// config writes it) while it holds; nil otherwise.
-	Fence func(platform, channel string) *kvlease.Fence
+	Fence func(platform, channel string) Fence
 
 	bg context.Context // the Set's, for the stream's reads
 }
