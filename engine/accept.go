@@ -95,40 +95,30 @@ func (e *Engine) handleMessage(ctx context.Context, m platform.Message, d conv.D
 		return platform.Result{}, fmt.Errorf("handling a message: no adapter named %q", m.Target.Platform)
 	}
 	key := conv.Key(m.Target)
-	if b.NeedsMention(m.IsDM) && !m.Mentioned && !e.convs.Has(key) {
-		root, ok := e.threadRoot(ctx, a, m)
-		if !ok {
+	// A reply without a mention in a thread the engine does not know may
+	// be in a thread whose root mentions the bot: it is journaled, and its
+	// conversation reads the root back before it runs (conv/checks.go).
+	var unrooted bool
+	if b.NeedsMention(m.IsDM) && !m.Mentioned {
+		var ignore bool
+		if unrooted, ignore = e.convs.Unmentioned(a, m); ignore {
 			log.Debug("Ignoring a message that does not mention the bot", "session_key", key)
-			return ignored("no mention of the bot"), nil
-		}
-		// The root never reached the engine, or not yet (threadroot.go):
-		// it goes first, so the conversation starts where it started.
-		log.Info("Accepting a thread's root read back from the platform, before a reply that came first",
-			"session_key", key, "message_id", root.ID)
-		if _, err := e.HandleMessage(ctx, root); err != nil {
-			return platform.Result{}, err
-		}
-		if !e.convs.Has(key) {
-			log.Debug("Ignoring a reply whose thread's root was not accepted", "session_key", key)
 			return ignored("no mention of the bot"), nil
 		}
 	}
 	reply := m.Target
 	reply.MessageID = ""
 	if !b.Allowed(m.UserID) {
+		if unrooted {
+			// Not the bot's thread as far as anyone knows: chatter
+			// there is not refused aloud.
+			log.Debug("Ignoring a message that does not mention the bot", "session_key", key)
+			return ignored("no mention of the bot"), nil
+		}
 		e.refuseOnce(a, reply, m)
 		return refused("user not allowed"), nil
 	}
-	// The first message of a known thread after a start: what a dead
-	// instance took and never journaled goes first (ordergap.go).
-	for _, mm := range e.missingBefore(ctx, a, b, m) {
-		log.Info("Accepting a message read back from its thread, posted before one that came first after a start",
-			"session_key", key, "message_id", mm.ID)
-		if _, err := e.HandleMessage(ctx, mm); err != nil {
-			return platform.Result{}, err
-		}
-	}
-	res, err = e.convs.Accept(b, a, m, d)
+	res, err = e.convs.Accept(b, a, m, d, unrooted)
 	if errors.Is(err, conv.ErrStopped) {
 		e.notices.notify(a, reply, conv.ShutdownText)
 		return refused("shutting down"), nil
@@ -140,12 +130,12 @@ func (e *Engine) handleMessage(ctx context.Context, m platform.Message, d conv.D
 // that a busy channel is not flooded with refusals.
 func (e *Engine) refuseOnce(a platform.Adapter, to platform.Target, m platform.Message) {
 	key := conv.Key(to)
-	first := e.refused.add(key)
+	first := e.refused.Add(key)
 	e.log.Info("Refused a message from a user who is not allowed", "platform", to.Platform, "channel", to.Channel,
 		"thread", to.Thread, "session_key", key, "user_id", m.UserID, "user_name", m.UserName, "told", first)
 	if first && !e.notices.notify(a, to, refusalText) {
 		// Not told after all: the thread's next message tries again.
-		e.refused.forget(key)
+		e.refused.Forget(key)
 	}
 }
 

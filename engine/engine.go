@@ -19,7 +19,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -87,16 +86,8 @@ type Engine struct {
 	slots *procs.Caps
 	// refused holds the threads that got the access refusal (session
 	// keys), bounded: a thread forgotten gets one refusal more.
-	refused *recentIDs
-	// rootless holds the threads whose root does not mention the bot
-	// (threadroot.go), bounded.
-	rootless *recentIDs
-	// gapChecked holds the conversations whose thread was read back for
-	// messages missing before their first one (ordergap.go), bounded;
-	// born is when the engine was made, which bounds when that happens.
-	gapChecked *recentIDs
-	born       time.Time
-	spare      *procs.Spares // spare processes for new conversations
+	refused *conv.Recent
+	spare   *procs.Spares // spare processes for new conversations
 
 	convs *conv.Set // the conversations
 	// bg outlives every agent process and platform call made by the
@@ -155,21 +146,18 @@ func New(opts Options) (*Engine, error) {
 	}
 	bg, cancel := context.WithCancel(context.Background())
 	e := &Engine{
-		bg:         bg,
-		cancelBg:   cancel,
-		opts:       opts,
-		log:        log,
-		now:        now,
-		spawn:      procs.Start,
-		tx:         procs.NewDiskTranscripts(opts.Agent),
-		slots:      procs.NewCaps(opts.MaxProcesses, opts.MaxProcessesPerWorkspace),
-		routes:     &routing{pool: newPool(log), initial: opts.Bindings, initialTeam: opts.Team},
-		ads:        newAdapters(log),
-		refused:    newRecentIDs(refusedMemory),
-		rootless:   newRecentIDs(rootlessMemory),
-		gapChecked: newRecentIDs(rootlessMemory),
-		born:       now(),
-		metrics:    conv.MetricsOf(opts.Metrics),
+		bg:       bg,
+		cancelBg: cancel,
+		opts:     opts,
+		log:      log,
+		now:      now,
+		spawn:    procs.Start,
+		tx:       procs.NewDiskTranscripts(opts.Agent),
+		slots:    procs.NewCaps(opts.MaxProcesses, opts.MaxProcessesPerWorkspace),
+		routes:   &routing{pool: newPool(log), initial: opts.Bindings, initialTeam: opts.Team},
+		ads:      newAdapters(log),
+		refused:  conv.NewRecent(refusedMemory),
+		metrics:  conv.MetricsOf(opts.Metrics),
 	}
 	e.spare = procs.NewSpares(procs.SparesConfig{N: opts.Prewarm, Idle: opts.IdleTimeout, Caps: e.slots,
 		// e.spawn is read at each start: tests swap it after New.
@@ -243,59 +231,3 @@ func (e *Engine) isStopping() bool {
 
 // refusedMemory is how many threads the access refusal is remembered for.
 const refusedMemory = 4096
-
-// recentIDs remembers the last n ids (threads told of a refusal).
-type recentIDs struct {
-	mu    sync.Mutex // guards ids and order
-	n     int
-	ids   map[string]bool
-	order []string
-}
-
-func newRecentIDs(n int) *recentIDs { return &recentIDs{n: n, ids: map[string]bool{}} }
-
-// add reports whether id is new, and remembers it.
-func (r *recentIDs) add(id string) bool {
-	if id == "" {
-		return true
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.ids[id] {
-		return false
-	}
-	r.ids[id] = true
-	r.order = append(r.order, id)
-	if len(r.order) > r.n {
-		delete(r.ids, r.order[0])
-		r.order = r.order[1:]
-	}
-	return true
-}
-
-// forget drops id.
-func (r *recentIDs) forget(id string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if !r.ids[id] {
-		return
-	}
-	delete(r.ids, id)
-	if i := slices.Index(r.order, id); i >= 0 {
-		r.order = slices.Delete(r.order, i, i+1)
-	}
-}
-
-// has reports whether id is remembered.
-func (r *recentIDs) has(id string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.ids[id]
-}
-
-// len is how many ids are remembered.
-func (r *recentIDs) len() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.ids)
-}

@@ -3,6 +3,7 @@ package conv
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/cc-connect/cc-connect/binding"
@@ -18,9 +19,9 @@ func refused(why string) platform.Result {
 
 // accept journals m into the session, or hands a command that acts at once
 // to its control lane, and says what became of it.
-func (s *Conversation) accept(m platform.Message, d Delivery) (platform.Result, error) {
+func (s *Conversation) accept(m platform.Message, d Delivery, checks []string) (platform.Result, error) {
 	acceptItem := func(it workItem) (platform.Result, error) {
-		it.dlv = d
+		it.dlv, it.checks = d, checks
 		return s.acceptItem(it)
 	}
 	name, args, isCmd := parseCommand(m.Text)
@@ -143,7 +144,8 @@ func (s *Conversation) acceptItem(it workItem) (platform.Result, error) {
 	if !a.waits {
 		return platform.Result{Status: platform.Queued}, nil
 	}
-	if it.kind == itemTurn && !a.late {
+	if it.kind == itemTurn && !a.late && !slices.Contains(it.checks, checkRoot) {
+		// (A reply that may not be the bot's is told nothing.)
 		s.notice(queued)
 	}
 	return platform.Result{Status: platform.Queued, Position: a.pos}, nil
@@ -193,14 +195,18 @@ func NotApproverText(userName, userID string) string {
 // control lane, and says what became of it; b is m's binding, a its
 // adapter, d its delivery from a cluster's stream (nil otherwise).
 // ErrStopped: the engine is shutting down and nothing was written.
-func (e *Set) Accept(b binding.Binding, a platform.Adapter, m platform.Message, d Delivery) (platform.Result, error) {
+func (e *Set) Accept(b binding.Binding, a platform.Adapter, m platform.Message, d Delivery, unrooted bool) (platform.Result, error) {
+	if m.Mentioned {
+		e.threads.rootless.Forget(Key(m.Target)) // the bot's now
+	}
+	checks := e.checksFor(a, m, unrooted)
 	// A session that retired between lookup and accept is created again.
 	for {
 		s, err := e.session(b, m, a)
 		if err != nil {
 			return platform.Result{}, err
 		}
-		res, err := s.accept(m, d)
+		res, err := s.accept(m, d, checks)
 		if !errors.Is(err, errSessionClosed) {
 			return res, err
 		}

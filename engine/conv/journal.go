@@ -276,7 +276,7 @@ func itemEntry(it workItem, now time.Time) inbox.Entry {
 	}
 	en := inbox.Entry{ID: id, Platform: m.Target.Platform, Channel: m.Target.Channel, Thread: m.Target.Thread,
 		MessageID: m.Target.MessageID, UserID: m.UserID, UserName: m.UserName, Text: m.Text, Received: m.Received, DM: m.IsDM,
-		Seq: m.Seq, Accepted: now, UUID: uuid.NewString()}
+		Seq: m.Seq, Accepted: now, UUID: uuid.NewString(), Checks: it.checks}
 	switch it.kind {
 	case itemNew:
 		en.Kind = kindNew
@@ -303,7 +303,7 @@ func entryItem(en inbox.Entry) (workItem, bool) {
 		settled: en.Settled,
 		msg: platform.Message{ID: en.ID, Target: to, UserID: en.UserID, UserName: en.UserName, Text: en.Text, Received: en.Received, IsDM: en.DM,
 			Seq: en.Seq},
-		parts: slices.Clone(en.Parts), replyTail: en.ReplyTail}
+		parts: slices.Clone(en.Parts), replyTail: en.ReplyTail, checks: en.Checks}
 	for _, p := range en.Streamed {
 		it.streamed = append(it.streamed, platform.Target{Platform: en.Platform, Channel: p.Channel, Thread: p.Thread, MessageID: p.ID})
 	}

@@ -134,6 +134,10 @@ type TestHooks struct {
 	BusyChanged func(delta, n int)
 	// HeaderWait is the first pause between tries to post a run's header.
 	HeaderWait time.Duration
+	// Born replaces when the engine started, which bounds how long after
+	// it a thread is read back for messages a dead instance took
+	// (checks.go).
+	Born time.Time
 }
 
 // Set is the conversations of one engine, by key: it creates a
@@ -153,6 +157,7 @@ type Set struct {
 	metrics    Metrics
 	store      *Store
 	cfg        *settings
+	threads    *threadChecks // which threads were read back (checks.go)
 	spend      *spending
 	slots      *procs.Caps
 	spare      *procs.Spares
@@ -199,6 +204,7 @@ func NewSet(opts Options, d Deps) *Set {
 		sessions: map[string]*Conversation{}, requests: map[string]string{},
 	}
 	s.jrs = &journals{stateDir: opts.StateDir, seenWindow: opts.SeenWindow, queueLimit: opts.QueueLimit, now: d.Now, log: d.Log}
+	s.threads = newThreadChecks(d.Now())
 	s.cfg = &settings{opts: opts, basePrompt: basePrompt, host: d.Host}
 	s.runs.init(opts.StateDir, d.Log, d.Host.Schedules)
 	return s
@@ -233,6 +239,9 @@ func (e *Set) SetTestHooks(h TestHooks) {
 	set(&e.retireAfter, h.RetireAfter)
 	set(&e.fetchTimeout, h.FetchTimeout)
 	set(&e.runs.headerWait, h.HeaderWait)
+	if !h.Born.IsZero() {
+		e.threads.born = h.Born
+	}
 	if h.BusyChanged != nil {
 		e.busy.mu.Lock()
 		e.busy.onAdd = h.BusyChanged

@@ -116,6 +116,7 @@ func (tr *turnRunner) run(it workItem) {
 	}
 	tr.chat.turnStarted(it.msg)
 	began := tr.e.turnBegan()
+	it.msg.UserName = tr.chat.userName(it.msg) // read here, never on the accept path
 	tr.rb.noteSpeaker(it.msg)
 	hadHistory := tr.rb.sessionID() != ""
 	it, notes, perr := tr.att.prepare(it)
