@@ -504,11 +504,12 @@ func (tr *turnRunner) attempt(it workItem) outcome {
 		return outcome{err: err, stderr: proc.StderrTail()}
 	}
 
-	t := &turn{msg: it.msg, perms: tr.newPermissions(), live: newLive(tr.chat, tr.log, tr.rb.sessionID, tr.binding().Progress, tr.e.opts.StallNotice, tr.e.opts.MaxTurnTime)}
-	t.live.posted = func(msgs []platform.Target) {
+	posted := func(msgs []platform.Target) { // on the stream's goroutine (stream.go)
 		tr.jr.markStreamed(it, msgs)
 		tr.e.killedAt(PointStreamed) // a test's kill: what a restart finds is on disk
 	}
+	t := &turn{msg: it.msg, perms: tr.newPermissions(),
+		live: newLive(tr.chat, tr.log, tr.rb.sessionID, tr.binding().Progress, tr.e.opts.StallNotice, tr.e.opts.MaxTurnTime, posted)}
 	t.perms.ring = func(tool string) {
 		what := "Claude asks for your permission above."
 		if tool == "AskUserQuestion" {
