@@ -198,6 +198,7 @@ func (e *Engine) AddAdapter(a platform.Adapter) { e.ads.add(a) }
 func (e *Engine) Run(ctx context.Context) error {
 	// Work accepted before a crash resumes before new input arrives.
 	e.convs.Recover()
+	e.convs.Prewarm() // spares for the workspaces of the latest turns (agent.prewarm)
 
 	e.ads.start(ctx) // each under a ctx of its own, so a reload can restart one
 	<-ctx.Done()

@@ -158,6 +158,7 @@ type Set struct {
 	store      *Store
 	cfg        *settings
 	threads    *threadChecks // which threads were read back (checks.go)
+	warmth     *warmth       // the bindings with recent turns, across restarts (warmth.go)
 	spend      *spending
 	slots      *procs.Caps
 	spare      *procs.Spares
@@ -205,6 +206,7 @@ func NewSet(opts Options, d Deps) *Set {
 	}
 	s.jrs = &journals{stateDir: opts.StateDir, seenWindow: opts.SeenWindow, queueLimit: opts.QueueLimit, now: d.Now, log: d.Log}
 	s.threads = newThreadChecks(d.Now())
+	s.warmth = newWarmth(opts.StateDir, d.Log)
 	s.cfg = &settings{opts: opts, basePrompt: basePrompt, host: d.Host}
 	s.runs.init(opts.StateDir, d.Log, d.Host.Schedules)
 	return s
@@ -283,8 +285,10 @@ func (e *Set) Stop() {
 // and shell command's) has ended.
 func (e *lifecycle) Wait() { e.wg.Wait() }
 
-// Close closes the seen ids; call it after Wait.
+// Close writes the record of recent turns and closes the seen ids; call it
+// after Wait.
 func (e *Set) Close() {
+	e.warmth.flush(e.now())
 	if s := e.jrs.seenSet; s != nil {
 		if err := s.Close(); err != nil {
 			e.log.Warn("Closing the seen message ids failed", "error", err)

@@ -141,6 +141,9 @@ func (tr *turnRunner) run(it workItem) {
 	wrapUp := func() {
 		tr.chat.turnEnded(it.msg, ok)
 		tr.e.spare.Want(tr.ws, cfg, partial) // after the turn, never on its path
+		if tr.e.spare.On() {
+			tr.e.warmth.note(tr.binding(), tr.e.now()) // what a restart starts spares for
+		}
 	}
 	if durable != nil {
 		// The reaction's swap and a spare's start go after the tail's
