@@ -109,8 +109,8 @@ var ErrUnknownEvent = errors.New("the event holds no message, button press or ru
 // binding's events to, and its tenures.
 func (e *Engine) JoinCluster(o ClusterOptions) *ClusterIngress {
 	e.cluster = &o
-	e.convs.JoinCluster(conv.Cluster{Clustered: o.Clustered, InStream: o.InStream, Fence: e.tenures.fence})
-	return &ClusterIngress{e: e}
+	st := e.convs.JoinCluster(conv.Cluster{Clustered: o.Clustered, InStream: o.InStream, Fence: e.tenures.fence})
+	return &ClusterIngress{e: e, st: st}
 }
 
 // inbound is the handler adapter a runs with: the engine, or in a
@@ -126,7 +126,10 @@ func (e *Engine) inbound(a platform.Adapter) platform.Handler {
 
 // ClusterIngress is the engine's side of the cluster's stream: the events
 // of the bindings this host serves, and its tenures.
-type ClusterIngress struct{ e *Engine }
+type ClusterIngress struct {
+	e  *Engine
+	st *conv.Stream
+}
 
 // Accept journals one event of the stream (see the rules above).
 func (c *ClusterIngress) Accept(ctx context.Context, ev ClusterEvent, d Delivery) (Outcome, error) {
@@ -171,11 +174,11 @@ func (c *ClusterIngress) Accept(ctx context.Context, ev ClusterEvent, d Delivery
 	case platform.Duplicate:
 		return c.reattach(m, d)
 	case platform.Queued:
-		if !c.e.convs.Holds(key, m.ID) {
+		if !c.st.Holds(key, m.ID) {
 			return Settled, nil // a command that acted at once, or done already
 		}
 		if !known && c.moved(m, ev.Binding, d) {
-			c.e.convs.Notice(key, movedText(c.e.cluster.Host, d))
+			c.st.Notice(key, movedText(c.e.cluster.Host, d))
 		}
 		return Journaled, nil
 	}
@@ -238,7 +241,7 @@ func (c *ClusterIngress) reattach(m platform.Message, d Delivery) (Outcome, erro
 	if !ok {
 		return 0, fmt.Errorf("%w: no adapter named %q", ErrUnknownEvent, m.Target.Platform)
 	}
-	held, err := e.convs.Reattach(b, a, m, d)
+	held, err := c.st.Reattach(b, a, m, d)
 	if err != nil {
 		return 0, err
 	}
@@ -297,7 +300,7 @@ func (c *ClusterIngress) StartTenure(ctx context.Context, b binding.Key, f Fence
 	}
 	e.log.Info("Serving a cluster binding", "platform", b.Platform, "channel", b.Channel, "token", f.Token())
 	e.tenures.set(b, f)
-	e.convs.StartTenure(b.Platform, b.Channel)
+	c.st.StartTenure(b.Platform, b.Channel)
 	return nil
 }
 
@@ -306,7 +309,7 @@ func (c *ClusterIngress) StartTenure(ctx context.Context, b binding.Key, f Fence
 func (c *ClusterIngress) EndTenure(b binding.Key, f Fence, why error) {
 	e := c.e
 	e.tenures.end(b, f)
-	n := e.convs.EndTenure(b.Platform, b.Channel)
+	n := c.st.EndTenure(b.Platform, b.Channel)
 	e.log.Warn("Stopped serving a cluster binding; its running turns stop unanswered, for the next holder",
 		"platform", b.Platform, "channel", b.Channel, "token", f.Token(), "sessions", n, "error", why)
 }

@@ -354,24 +354,30 @@ func (c *Cluster) fence(platform, channel string) Fence {
 	return c.Fence(platform, channel)
 }
 
+// Stream is the conversations as the cluster's stream reaches them: the
+// engine's ingress asks whether one holds an event, tells one it moved
+// here, hands a redelivered event to the entry waiting for it, and starts
+// and ends this host's tenures of a binding.
+type Stream struct{ e *Set }
+
 // Holds says whether the conversation of key holds message id journaled
 // here and queued or running, under a delivery of the cluster's stream.
-func (e *Set) Holds(key, id string) bool {
-	s := e.live(key)
+func (st *Stream) Holds(key, id string) bool {
+	s := st.e.live(key)
 	return s != nil && s.jr.holds(id)
 }
 
 // Notice posts text in the conversation of key, when it is in memory.
-func (e *Set) Notice(key, text string) bool {
-	s := e.live(key)
+func (st *Stream) Notice(key, text string) bool {
+	s := st.e.live(key)
 	return s != nil && s.notice(text)
 }
 
 // Reattach gives a redelivered event that was journaled here before its new
 // delivery: false when it is not pending here (it was finished); queued
 // again when it was parked.
-func (e *Set) Reattach(b binding.Binding, a platform.Adapter, m platform.Message, d Delivery) (bool, error) {
-	s, err := e.session(b, m, a)
+func (st *Stream) Reattach(b binding.Binding, a platform.Adapter, m platform.Message, d Delivery) (bool, error) {
+	s, err := st.e.session(b, m, a)
 	if err != nil {
 		return false, err
 	}
@@ -385,17 +391,17 @@ func (e *Set) Reattach(b binding.Binding, a platform.Adapter, m platform.Message
 
 // StartTenure decides the parked entries of the binding's conversations in
 // memory (settleParked), now that this host serves it.
-func (e *Set) StartTenure(platform, channel string) {
-	for _, s := range e.ofBinding(platform, channel) {
-		e.cluster.settleParked(s)
+func (st *Stream) StartTenure(platform, channel string) {
+	for _, s := range st.ofBinding(platform, channel) {
+		st.e.cluster.settleParked(s)
 	}
 }
 
 // EndTenure stops the running turns of the binding's conversations: they
 // end fenced, their messages parked and unacknowledged, for the next
 // holder. It returns how many conversations it told.
-func (e *Set) EndTenure(platform, channel string) int {
-	ss := e.ofBinding(platform, channel)
+func (st *Stream) EndTenure(platform, channel string) int {
+	ss := st.ofBinding(platform, channel)
 	for _, s := range ss {
 		s.mb.pushControl(control{kind: ctrlFence, to: s.to})
 	}
@@ -404,11 +410,11 @@ func (e *Set) EndTenure(platform, channel string) int {
 
 // ofBinding are the conversations in memory of the binding of platform and
 // channel (as the config writes them).
-func (e *Set) ofBinding(platform, channel string) []*Conversation {
-	e.mu.Lock()
-	defer e.mu.Unlock()
+func (st *Stream) ofBinding(platform, channel string) []*Conversation {
+	st.e.mu.Lock()
+	defer st.e.mu.Unlock()
 	var ss []*Conversation
-	for _, s := range e.sessions {
+	for _, s := range st.e.sessions {
 		if s.binding.Platform == platform && s.binding.Channel == channel {
 			ss = append(ss, s)
 		}

@@ -559,7 +559,3 @@ func (e *Set) Claim(ctx context.Context, m platform.Message) (*inbox.Claim, erro
 	}
 	return c, err
 }
-
-// Seen is the accepted message ids of every journal, opened on first use;
-// nil when they cannot be read.
-func (e *Set) Seen() *inbox.Seen { return e.jrs.seenIDs() }

@@ -252,10 +252,12 @@ func (e *Set) SetTestHooks(h TestHooks) {
 }
 
 // JoinCluster feeds the conversations of clustered platforms from the
-// cluster's stream (cluster.go); call it before the engine runs.
-func (e *Set) JoinCluster(c Cluster) {
+// cluster's stream (cluster.go); call it before the engine runs. The
+// Stream is what the engine's ingress reaches them through.
+func (e *Set) JoinCluster(c Cluster) *Stream {
 	c.bg = e.bg
 	e.cluster = c
+	return &Stream{e: e}
 }
 
 // clustered says whether the conversation of a platform instance is fed

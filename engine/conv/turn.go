@@ -115,7 +115,8 @@ func (tr *turnRunner) run(it workItem) {
 		return
 	}
 	tr.chat.turnStarted(it.msg)
-	began := tr.e.turnBegan()
+	tr.e.metrics.TurnStarted()
+	began := time.Now()
 	it.msg.UserName = tr.chat.userName(it.msg) // read here, never on the accept path
 	tr.rb.noteSpeaker(it.msg)
 	hadHistory := tr.rb.sessionID() != ""
@@ -126,7 +127,7 @@ func (tr *turnRunner) run(it workItem) {
 		tr.keepUnsentNotes(notes, out.err)
 	}
 	ok := tr.finish(it, out, hadHistory)
-	tr.e.turnDone(out, ok, began)
+	tr.e.metrics.TurnFinished(turnOutcome(out, ok), time.Since(began))
 	if perr == nil && !errors.Is(out.err, ErrStopped) && !errors.Is(out.err, ErrKilled) {
 		tr.team.ringIfLong(it.msg, time.Since(began), ok)
 	}
