@@ -96,7 +96,7 @@ func TestBuildEnvForAnotherUser(t *testing.T) {
 func TestDropReason(t *testing.T) {
 	cfg := Config{EnvDrop: DefaultEnvDrop, Secrets: NewSecretVars("TG")}
 	for name, want := range map[string]string{
-		"TG":                    "platform secret",
+		"TG":                    "config secret",
 		"GITHUB_TOKEN":          "agent.env_drop *_TOKEN",
 		"AWS_SECRET_ACCESS_KEY": "agent.env_drop *SECRET*",
 		"AWS_ACCESS_KEY_ID":     "agent.env_drop *_ACCESS_KEY_ID",

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cc-connect/cc-connect/agentproc"
 	"github.com/cc-connect/cc-connect/config"
+	"github.com/cc-connect/cc-connect/launch"
 )
 
 // Who the agent runs as, and what of cc-connect's secrets it can reach
@@ -31,11 +32,10 @@ func accessAs(ctx context.Context, agent agentproc.Config, env []string, path, m
 	if err := agentproc.CheckSwitch(agent.User); err != nil {
 		return false, err
 	}
-	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", `test -`+mode+` "$1"`, "sh", path)
-	cmd.Env = env
-	cmd.Dir = "/"
-	cmd.SysProcAttr = childAttr(cred)
-	err := cmd.Run()
+	err := launch.Run(ctx, agent.Rule(), launch.Spec{
+		Path: "/bin/sh", Args: []string{"-c", `test -` + mode + ` "$1"`, "sh", path},
+		Environ: env, Dir: "/",
+	})
 	var ee *exec.ExitError
 	switch {
 	case err == nil:
@@ -161,9 +161,10 @@ func checkSecrets(ctx context.Context, cfg *config.Config, agent agentproc.Confi
 func checkAgentEnv(agent agentproc.Config, environ []string) Check {
 	c := Check{Name: "agent environment", Status: OK}
 	var held []string
+	rule := agent.Rule()
 	for _, kv := range environ {
-		name, _, _ := strings.Cut(kv, "=")
-		if why := agentproc.DropReason(name, agent); why != "" && why != "agent.user" {
+		name, value, _ := strings.Cut(kv, "=")
+		if why := rule.DropReason(name, value); why != "" && why != "agent.user" {
 			held = append(held, name+" ("+why+")")
 		}
 	}

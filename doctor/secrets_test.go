@@ -164,7 +164,7 @@ func TestAgentEnvCheckNamesWhatIsHeldBack(t *testing.T) {
 	t.Parallel()
 	agent := agentproc.Config{EnvDrop: agentproc.DefaultEnvDrop, Secrets: agentproc.NewSecretVars("TG")}
 	c := checkAgentEnv(agent, []string{"PATH=/bin", "TG=123:SECRET", "GITHUB_TOKEN=ghp_SECRET", "ANTHROPIC_API_KEY=sk-SECRET"})
-	wantCheck(t, c, OK, "held back from claude, forks and !sh: TG (platform secret), GITHUB_TOKEN (agent.env_drop *_TOKEN)")
+	wantCheck(t, c, OK, "held back from claude, forks and !sh: TG (config secret), GITHUB_TOKEN (agent.env_drop *_TOKEN)")
 	if strings.Contains(c.Detail, "SECRET") || strings.Contains(c.Detail, "ANTHROPIC") {
 		t.Errorf("detail %q shows a value or a variable the agent keeps", c.Detail)
 	}
