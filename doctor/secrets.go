@@ -55,8 +55,18 @@ func checkAgentUser(ctx context.Context, cfg *config.Config, agent agentproc.Con
 		c.Status, c.Detail = Fail, err.Error()+" (doctor judges the user it runs as to be the one cc-connect runs as)"
 		return c
 	}
+	if err := cfg.CheckRoot(); err != nil {
+		c.Status, c.Detail = Fail, err.Error()
+		return c
+	}
 	if agentproc.Credential(agent) == nil {
-		c.Detail = fmt.Sprintf("claude, its forks and !sh run as uid %d, the user cc-connect runs as (agent.user is not set to another user)", os.Geteuid())
+		c.Detail = fmt.Sprintf("claude, its forks, !sh and git run as uid %d, the user cc-connect runs as (agent.user is not set to another user)", os.Geteuid())
+		if exposed, what := cfg.RootExposed(); exposed {
+			// allow_root: the admin accepted it; say what it costs.
+			c.Status = Warn
+			c.Detail = fmt.Sprintf("claude, its forks, !sh and git run as root (agent.allow_root = true) for %s: Claude's Bash can read every token, "+
+				"from /proc/<cc-connect pid>/environ, the config file or any file, and post it in a chat; set agent.user to a user of its own (docs/operations.md)", what)
+		}
 		return c
 	}
 	var problems []string
@@ -142,7 +152,7 @@ func checkSecrets(ctx context.Context, cfg *config.Config, agent agentproc.Confi
 	}
 	if len(exposed) > 0 {
 		c.Status = Warn
-		c.Detail = "platform tokens within Claude's reach: " + strings.Join(exposed, "; ")
+		c.Detail = "secrets within Claude's reach: " + strings.Join(exposed, "; ")
 		if same {
 			c.Detail += ". Run cc-connect as root with agent.user set to a user of its own (docs/operations.md)"
 		}

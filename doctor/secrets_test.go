@@ -132,10 +132,17 @@ func TestAgentUserCheck(t *testing.T) {
 	cfg := secretsConfig(t, 0o600, 0o700, "")
 	agent := agentcfg.From(cfg)
 	c := checkAgentUser(context.Background(), cfg, agent, agentproc.BuildEnv(os.Environ(), agent))
-	wantCheck(t, c, OK, "the user cc-connect runs as")
 	if os.Geteuid() != 0 {
+		wantCheck(t, c, OK, "the user cc-connect runs as")
 		return
 	}
+	// As root, without agent.user, chat platforms are refused, saying why;
+	// with agent.allow_root they are a warning.
+	wantCheck(t, c, Fail, "agent.allow_root: the agent would run as root: cc-connect runs as root and agent.user is not set, so Claude's Bash would run as root and could read every token (from /proc/<cc-connect pid>/environ")
+	cfg.Agent.AllowRoot = true
+	c = checkAgentUser(context.Background(), cfg, agent, agentproc.BuildEnv(os.Environ(), agent))
+	wantCheck(t, c, Warn, "run as root (agent.allow_root = true) for platform tg")
+	cfg.Agent.AllowRoot = false
 	// nobody: the workspace is root's, and its home (/nonexistent) cannot
 	// hold a Claude Code config dir; an agent.env CLAUDE_CONFIG_DIR it owns can.
 	cfg = secretsConfig(t, 0o600, 0o755, "nobody")
