@@ -329,6 +329,10 @@ func checkLocks(cfg *config.Config, opts Options) []Check {
 			"another cc-connect runs on this state dir; stop it, or give this one its own state.dir")
 	}
 	checks = append(checks, state)
+	if opts.hostLocksMoved != nil && cfg.Cluster == nil {
+		checks = append(checks, Check{Name: "host lock dir", Status: Warn, Detail: opts.hostLocksMoved.Error() +
+			" (another user may have made the usual folder to block cc-connect: find who owns it, and remove it)"})
+	}
 
 	for _, p := range cfg.Platforms {
 		tok := tokenOf(p)

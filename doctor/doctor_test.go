@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -569,4 +570,21 @@ func TestReportWrite(t *testing.T) {
 	if (Report{Checks: r.Checks[:2]}).Failed() {
 		t.Error("a warning fails the report")
 	}
+}
+
+// TestLockCheckNamesAPlantedHostLockDir: when another user made the usual
+// token-lock folder first, doctor says where the locks went and why.
+func TestLockCheckNamesAPlantedHostLockDir(t *testing.T) {
+	cfg, opts := goodConfig(t)
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	usual := filepath.Join(tmp, "cc-connect-locks-"+strconv.Itoa(os.Getuid()))
+	if err := os.Symlink(t.TempDir(), usual); err != nil {
+		t.Fatal(err)
+	}
+	opts.HostLockDir = ""
+	r := Run(context.Background(), cfg, opts)
+	wantCheck(t, find(t, r, "host lock dir"), Warn, "token locks are kept in ")
+	wantCheck(t, find(t, r, "token lock tg"), OK, "free (")
 }

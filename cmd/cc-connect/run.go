@@ -216,6 +216,9 @@ func runCommand(ctx context.Context, path string, std stdio) int {
 		log.Error("Taking the instance locks failed", "error", err)
 		return exitFailure
 	}
+	if _, moved := lease.HostLocks(); moved != nil && cfg.Cluster == nil {
+		log.Warn("The usual folder of the token locks cannot be used", "error", moved)
+	}
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
