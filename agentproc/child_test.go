@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cc-connect/cc-connect/internal/testenv"
 )
 
 func TestBuildEnvDropsSecrets(t *testing.T) {
@@ -245,9 +247,7 @@ func TestChildrenGetNoSecrets(t *testing.T) {
 // agent.env names, and Close still ends a process group of another user
 // that ignores SIGTERM.
 func TestStartAsAnotherUser(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("starting the agent as another user needs root")
-	}
+	testenv.NeedRoot(t, "starting the agent as another user")
 	nobody, err := LookupUser("65534")
 	if err != nil {
 		t.Skipf("no uid 65534 here: %v", err)

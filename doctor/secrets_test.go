@@ -10,6 +10,7 @@ import (
 	"github.com/cc-connect/cc-connect/agentcfg"
 	"github.com/cc-connect/cc-connect/agentproc"
 	"github.com/cc-connect/cc-connect/config"
+	"github.com/cc-connect/cc-connect/internal/testenv"
 )
 
 // secretsConfig writes a config file (mode perm) in its own folder (mode
@@ -102,9 +103,7 @@ func TestSecretsCheckSameUser(t *testing.T) {
 // TestSecretsCheckAgentUser: with agent.user, what counts is what that
 // user can reach; doctor asks the kernel as that user.
 func TestSecretsCheckAgentUser(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("checking as another user needs root")
-	}
+	testenv.NeedRoot(t, "checking as another user")
 	tests := []struct {
 		name          string
 		perm, dirPerm os.FileMode

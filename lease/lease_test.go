@@ -145,9 +145,7 @@ func TestTokenRefusesForeignOrLinkedLockDir(t *testing.T) {
 	if _, err := Token(link, "tg", "secret"); !errors.Is(err, workspace.ErrSymlink) {
 		t.Errorf("Token in a symlinked folder = %v, want a refusal", err)
 	}
-	if os.Getuid() != 0 {
-		t.Skip("needs root to give a folder to another user")
-	}
+	testenv.NeedRoot(t, "giving a folder to another user")
 	foreign := filepath.Join(root, "foreign")
 	if err := os.Mkdir(foreign, 0o700); err != nil {
 		t.Fatal(err)
