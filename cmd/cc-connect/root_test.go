@@ -58,16 +58,32 @@ func TestRunRefusesRootWithoutAgentUser(t *testing.T) {
 	testenv.NeedRoot(t, "the refusal is of running as root")
 	claude := fakeclaude.Build(t)
 	path := writeRawConfig(t, t.TempDir(), rootTOML(fmt.Sprintf("command = %q", claude)))
-	code, _, stderr := runCLI(t, "run", "--config", path)
+	// The binary, not runCLI: should run start instead of refusing, the
+	// test ends at once rather than serving the bot until its deadline.
+	refused := startBinary(t, "run", "--config", path)
+	deadline := time.After(testenv.HangLimit(t, 30*time.Second))
+	for waiting := true; waiting; {
+		select {
+		case line := <-refused.errLn:
+			if strings.Contains(line, "cc-connect started") {
+				t.Fatalf("run started as root without agent.user:\n%s", refused.stderr.String())
+			}
+		case <-refused.exited:
+			waiting = false
+		case <-deadline:
+			t.Fatal("run neither refused nor started")
+		}
+	}
+	stderr := refused.stderr.String()
 	for _, want := range []string{"agent.allow_root: the agent would run as root", "/proc/<cc-connect pid>/environ", "platform tg", "agent.user"} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("run's refusal lacks %q:\n%s", want, stderr)
 		}
 	}
-	if code != exitUsage {
+	if code := refused.exitCode(t); code != exitUsage {
 		t.Errorf("run exit %d, want %d", code, exitUsage)
 	}
-	code, _, stderr = runCLI(t, "check", "--config", path)
+	code, _, stderr := runCLI(t, "check", "--config", path)
 	if code != exitOK || !strings.Contains(stderr, "warning: agent.allow_root: ") {
 		t.Errorf("check: exit %d, stderr %q", code, stderr)
 	}
