@@ -321,7 +321,7 @@ func (s *session) sideQuestion(id, question, user, ws string) {
 	// permission mode do not: a side question runs read-only, whatever
 	// they say (agentproc.StartOptions.ReadOnly).
 	model, _ := s.rb.spawnSettings()
-	proc, err := e.spawn(e.bg, e.opts.Agent, agentproc.StartOptions{Dir: ws, ResumeID: id, Fork: true, Model: model, ReadOnly: true}, s.log)
+	proc, err := e.spawn(e.bg, e.agentConfig(s.liveBinding(), s.tr.dm), agentproc.StartOptions{Dir: ws, ResumeID: id, Fork: true, Model: model, ReadOnly: true}, s.log)
 	if err != nil {
 		s.log.Error("Starting the side-question process failed", "session_id", id, "error", err)
 		s.chat.send(sidePrefix + "could not start: " + s.forChat(err.Error()))

@@ -2,13 +2,11 @@ package engine
 
 import (
 	"context"
-	"os"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/cc-connect/cc-connect/adminshell"
-	"github.com/cc-connect/cc-connect/agentproc"
 	"github.com/cc-connect/cc-connect/platform"
 )
 
@@ -141,10 +139,9 @@ func (s *session) runShell(ctx context.Context, cancel context.CancelFunc, m pla
 	s.log.Info("Running an admin shell command", "user_id", m.UserID, "user_name", m.UserName,
 		"command", quote(command, 500), "timeout", e.shellTimeout())
 	res := adminshell.Run(ctx, command, adminshell.Options{
-		Dir:        s.ws,
-		Env:        agentproc.BuildEnv(os.Environ(), e.opts.Agent),
-		Credential: agentproc.Credential(e.opts.Agent),
-		Timeout:    e.shellTimeout(),
+		Dir:     s.ws,
+		Rule:    e.opts.Agent.Rule(),
+		Timeout: e.shellTimeout(),
 	})
 	cancel()
 	watch.Wait()
