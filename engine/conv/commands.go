@@ -324,7 +324,7 @@ func (s *Conversation) sideQuestion(id, question, user, ws string) {
 	// permission mode do not: a side question runs read-only, whatever
 	// they say (agentproc.StartOptions.ReadOnly).
 	model, _ := s.rb.spawnSettings()
-	proc, err := e.host.Spawn(e.bg, e.opts.Agent, agentproc.StartOptions{Dir: ws, ResumeID: id, Fork: true, Model: model, ReadOnly: true}, s.log)
+	proc, err := e.host.Spawn(e.bg, e.cfg.agentConfig(s.liveBinding(), s.tr.dm), agentproc.StartOptions{Dir: ws, ResumeID: id, Fork: true, Model: model, ReadOnly: true}, s.log)
 	if err != nil {
 		s.log.Error("Starting the side-question process failed", "session_id", id, "error", err)
 		s.chat.send(SidePrefix + "could not start: " + s.forChat(err.Error()))

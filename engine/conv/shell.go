@@ -2,13 +2,11 @@ package conv
 
 import (
 	"context"
-	"os"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/cc-connect/cc-connect/adminshell"
-	"github.com/cc-connect/cc-connect/agentproc"
 	"github.com/cc-connect/cc-connect/platform"
 )
 
@@ -141,10 +139,9 @@ func (s *Conversation) runShell(ctx context.Context, cancel context.CancelFunc, 
 	s.log.Info("Running an admin shell command", "user_id", m.UserID, "user_name", m.UserName,
 		"command", Quote(command, 500), "timeout", e.cfg.shellTimeout())
 	res := adminshell.Run(ctx, command, adminshell.Options{
-		Dir:        s.ws,
-		Env:        agentproc.BuildEnv(os.Environ(), e.opts.Agent),
-		Credential: agentproc.Credential(e.opts.Agent),
-		Timeout:    e.cfg.shellTimeout(),
+		Dir:     s.ws,
+		Rule:    e.opts.Agent.Rule(),
+		Timeout: e.cfg.shellTimeout(),
 	})
 	cancel()
 	watch.Wait()

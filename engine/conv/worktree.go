@@ -41,10 +41,11 @@ func (tr *turnRunner) ensureWorktree() bool {
 	conv := worktreeConversation(tr.key, rec.WorktreeGen)
 	ctx, cancel := context.WithTimeout(tr.e.bg, worktreeTimeout)
 	defer cancel()
-	wt, err := worktree.New(b.Workspace).Create(ctx, conv)
+	wt, err := worktree.New(b.Workspace, tr.e.opts.Agent.Rule()).Create(ctx, conv)
 	if err != nil {
 		tr.log.Error("Making the conversation's worktree failed", "error", err)
-		tr.chat.send(fmt.Sprintf("This conversation's git worktree could not be made, so the message was not sent to Claude: %v", err))
+		tr.chat.send("This conversation's git worktree could not be made, so the message was not sent to Claude: " +
+			forChat(err.Error(), b.Workspace, tr.e.opts.StateDir))
 		return false
 	}
 	if wt.Path != tr.ws {
@@ -94,14 +95,17 @@ func (s *Conversation) worktreeStatus() string {
 	}
 	ctx, cancel := context.WithTimeout(s.e.bg, 10*time.Second)
 	defer cancel()
-	m := worktree.New(s.binding.Workspace)
+	m := worktree.New(s.binding.Workspace, s.e.opts.Agent.Rule())
+	unreadable := func(err error) string {
+		return " (its state could not be read: " + forChat(err.Error(), s.binding.Workspace, s.e.opts.StateDir) + ")"
+	}
 	wt, err := m.Find(ctx, rec.Workspace)
 	if err != nil {
-		return fmt.Sprintf("Worktree: branch %s (its state could not be read: %v)", rec.Worktree, err)
+		return fmt.Sprintf("Worktree: branch %s%s", rec.Worktree, unreadable(err))
 	}
 	st, err := m.State(ctx, wt)
 	if err != nil {
-		return fmt.Sprintf("Worktree: branch %s of %s (its state could not be read: %v)", wt.Branch, wt.Base, err)
+		return fmt.Sprintf("Worktree: branch %s of %s%s", wt.Branch, wt.Base, unreadable(err))
 	}
 	return fmt.Sprintf("Worktree: branch %s of %s, %s", wt.Branch, wt.Base, st)
 }
