@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"time"
 	"unicode/utf8"
+
+	"github.com/cc-connect/cc-connect/launch"
 )
 
 // Defaults for a binding that does not set its own.
@@ -41,14 +43,13 @@ type Result struct {
 
 // Options for one run.
 type Options struct {
-	Dir string   // the session's workspace
-	Env []string // the agent's environment (agentproc.BuildEnv)
-	// Credential, when not nil, runs the command as another OS user: the
-	// agent's (agentproc.Credential), so that !sh reaches no more than
-	// Claude's own Bash does.
-	Credential *syscall.Credential
-	Timeout    time.Duration
-	MaxOutput  int
+	Dir string // the session's workspace
+	// Rule is the agent's (agentproc.Config.Rule): the command gets the
+	// agent's environment and runs as the agent's OS user, so that !sh
+	// reaches no more than Claude's own Bash does.
+	Rule      launch.Rule
+	Timeout   time.Duration
+	MaxOutput int
 }
 
 // Run runs command with /bin/sh -c in opts.Dir. Cancelling ctx (!stop,
@@ -63,17 +64,15 @@ func Run(ctx context.Context, command string, opts Options) Result {
 	}
 	res := Result{Command: command, ExitCode: -1}
 	out := &tailBuffer{max: opts.MaxOutput}
-	cmd := exec.Command("/bin/sh", "-c", command)
-	cmd.Dir = opts.Dir
-	cmd.Env = opts.Env
-	cmd.Stdout = out
-	cmd.Stderr = out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: opts.Credential}
-	// A grandchild that keeps the output pipe open must not hold Wait
-	// forever once the group was killed.
-	cmd.WaitDelay = killGrace
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
+	// Its own process group (launch), so that the whole tree can be
+	// killed; a grandchild that keeps the output pipe open must not hold
+	// Wait forever once the group was killed.
+	cmd, err := launch.Start(opts.Rule, launch.Spec{
+		Path: "/bin/sh", Args: []string{"-c", command}, Dir: opts.Dir,
+		Stdout: out, Stderr: out, WaitDelay: killGrace,
+	})
+	if err != nil {
 		res.Err = fmt.Errorf("starting shell command: %w", err)
 		return res
 	}
@@ -82,7 +81,6 @@ func Run(ctx context.Context, command string, opts Options) Result {
 
 	timer := time.NewTimer(opts.Timeout)
 	defer timer.Stop()
-	var err error
 	select {
 	case err = <-waited:
 	case <-timer.C:

@@ -6,9 +6,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cc-connect/cc-connect/agentenv"
+	"github.com/cc-connect/cc-connect/internal/testenv"
+	"github.com/cc-connect/cc-connect/launch"
 )
 
 // alive reports whether pid is a running (not zombie) process.
@@ -53,17 +56,17 @@ func TestRun(t *testing.T) {
 	tests := []struct {
 		name     string
 		command  string
-		env      []string
+		env      map[string]string
 		wantCode int
 		wantOut  string
 	}{
 		{"exit status and output", "echo hello; echo oops >&2; exit 3", nil, 3, "hello\noops\n"},
 		{"runs in the workspace", "pwd", nil, 0, dir + "\n"},
-		{"gets the agent environment", `echo "$CC_TEST_VAR"`, []string{"CC_TEST_VAR=from-agent-env"}, 0, "from-agent-env\n"},
+		{"gets the agent environment", `echo "$CC_TEST_VAR"`, map[string]string{"CC_TEST_VAR": "from-agent-env"}, 0, "from-agent-env\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := Run(context.Background(), tt.command, Options{Dir: dir, Env: tt.env})
+			r := Run(context.Background(), tt.command, Options{Dir: dir, Rule: launch.Rule{Env: tt.env}})
 			if r.Err != nil || r.ExitCode != tt.wantCode || r.Output != tt.wantOut {
 				t.Fatalf("got code %d out %q err %v; want %d %q", r.ExitCode, r.Output, r.Err, tt.wantCode, tt.wantOut)
 			}
@@ -157,9 +160,7 @@ func TestChatReplyKeepsCodeBlockIntact(t *testing.T) {
 // (here nobody, 65534) without cc-connect's groups, and the timeout still
 // kills its whole process group: root may signal another user's processes.
 func TestRunAsAnotherUser(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("running a command as another user needs root")
-	}
+	testenv.NeedRoot(t, "running a command as another user")
 	dir := t.TempDir()
 	// nobody must reach the folder: t.TempDir's parent is private.
 	for _, d := range []string{filepath.Dir(dir), dir} {
@@ -169,7 +170,7 @@ func TestRunAsAnotherUser(t *testing.T) {
 	}
 	r := Run(context.Background(), "id -u; id -G; sleep 300 & echo $! > child.pid; wait", Options{
 		Dir: dir, Timeout: time.Second,
-		Credential: &syscall.Credential{Uid: 65534, Gid: 65534, Groups: []uint32{65534}},
+		Rule: launch.Rule{User: &agentenv.User{Name: "nobody", UID: 65534, GID: 65534, Groups: []uint32{65534}, Home: "/nonexistent"}},
 	})
 	if !r.TimedOut || r.Err != nil {
 		t.Fatalf("want a timeout, got %+v", r)

@@ -13,8 +13,8 @@ import (
 
 // From is how every agent process of cfg is started: the command and its
 // arguments, the environment (agent.env revealed, agent.env_drop, and the
-// variables platform tokens are read from, which no child gets), the OS
-// user (agent.user, resolved when the config was loaded) and the settings.
+// config's secrets, which no child gets), the OS user (agent.user,
+// resolved when the config was loaded) and the settings.
 func From(cfg *config.Config) agentproc.Config {
 	a := cfg.Agent
 	return agentproc.Config{
@@ -22,11 +22,20 @@ func From(cfg *config.Config) agentproc.Config {
 		Args:               slices.Clone(a.Args),
 		Env:                a.EnvValues(),
 		EnvDrop:            slices.Clone(a.EnvDrop),
-		Secrets:            agentproc.NewSecretVars(cfg.SecretVarNames()...),
+		Secrets:            AddSecrets(agentproc.NewSecretVars(), cfg),
 		User:               a.RunAs,
 		Model:              a.Model,
 		PermissionMode:     a.PermissionMode,
 		AppendSystemPrompt: a.AppendSystemPrompt,
 		CloseGrace:         a.CloseGrace.D(),
 	}
+}
+
+// AddSecrets puts what cfg marks secret into s (the variables secrets are
+// read from and the secrets' values) and returns s; a reload adds the new
+// config's to the set the running children share.
+func AddSecrets(s *agentproc.SecretVars, cfg *config.Config) *agentproc.SecretVars {
+	s.Add(cfg.SecretVarNames()...)
+	s.AddValues(cfg.SecretValues()...)
+	return s
 }

@@ -72,9 +72,13 @@ allow_users = ["*"]
 	if !slices.Equal(ac.EnvDrop, agentproc.DefaultEnvDrop) || ac.User != nil {
 		t.Errorf("env_drop %q, user %v", ac.EnvDrop, ac.User)
 	}
-	env := agentproc.BuildEnv([]string{"CCX_TEST_SLACK_BOT=b1", "CCX_TEST_SLACK_APP=xapp-a1", "OTHER=x"}, ac)
+	env := agentproc.BuildEnv([]string{"CCX_TEST_SLACK_BOT=b1", "CCX_TEST_SLACK_APP=xapp-a1", "OTHER=x", "COPY=xapp-from-env"}, ac)
 	if slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "CCX_TEST_SLACK_") }) || !slices.Contains(env, "OTHER=x") {
 		t.Errorf("child environment = %q", env)
+	}
+	// A copy of a token under a name nobody marked is held back by its value.
+	if slices.Contains(env, "COPY=xapp-from-env") {
+		t.Errorf("a copy of the app token reached the child: %q", env)
 	}
 }
 

@@ -1,12 +1,13 @@
 // Package agentenv says as whom an agent child runs and what of
 // cc-connect's environment it must not inherit: the OS user (agent.user),
 // the names and patterns dropped from the environment (agent.env_drop) and
-// the variables platform tokens are read from. It starts nothing: agentproc
-// applies the rule to every child it starts, and config checks the keys
-// against it, without depending on the agent's driver.
+// what the config marks secret. It starts nothing: launch applies the rule
+// to every child cc-connect starts, and config checks the keys against it,
+// without depending on the agent's driver.
 package agentenv
 
 import (
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"os"
@@ -39,16 +40,20 @@ var DefaultEnvDrop = []string{
 // exact EnvDrop entry does.
 var AgentOwnPrefixes = []string{"ANTHROPIC_", "CLAUDE_"}
 
-// SecretVars is the set of environment variable names that platform
-// secrets are read from (every ${VAR} of a [[platforms]] token). No child
-// gets one of them, whatever Config.Env and EnvDrop say. Copies of a Config
-// share the set, so that names a config reload adds apply to every later
-// child. It only grows: a variable that once held a token stays secret.
-// The zero value and nil are empty sets; methods are safe for concurrent
-// use.
+// SecretVars is what the config marks secret, as the launcher needs it:
+// the names of the environment variables secrets are read from (every
+// ${VAR} of a platform token, a webhook secret or a cluster credential
+// file) and the secrets' values, kept only as SHA-256 digests so that the
+// set can be logged or printed without showing one. No child gets a
+// variable of those names or with one of those values, whatever Env and
+// EnvDrop say. Copies of a Config share the set, so that what a config
+// reload adds applies to every later child. It only grows: a variable that
+// once held a secret stays secret. The zero value and nil are empty sets;
+// methods are safe for concurrent use.
 type SecretVars struct {
-	mu    sync.Mutex
-	names map[string]bool
+	mu     sync.Mutex
+	names  map[string]bool
+	values map[[sha256.Size]byte]bool
 }
 
 // NewSecretVars returns a set holding names.
@@ -73,6 +78,24 @@ func (s *SecretVars) Add(names ...string) {
 	}
 }
 
+// AddValues puts secret values in the set (their digests); empty ones are
+// left out, since every unset variable would match them.
+func (s *SecretVars) AddValues(values ...string) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.values == nil {
+		s.values = make(map[[sha256.Size]byte]bool, len(values))
+	}
+	for _, v := range values {
+		if v != "" {
+			s.values[sha256.Sum256([]byte(v))] = true
+		}
+	}
+}
+
 // Has reports whether name is in the set.
 func (s *SecretVars) Has(name string) bool {
 	if s == nil {
@@ -83,7 +106,18 @@ func (s *SecretVars) Has(name string) bool {
 	return s.names[name]
 }
 
-// Names lists the set, sorted.
+// HasValue reports whether v is the value of a secret in the set.
+func (s *SecretVars) HasValue(v string) bool {
+	if s == nil || v == "" {
+		return false
+	}
+	sum := sha256.Sum256([]byte(v))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.values[sum]
+}
+
+// Names lists the set's variable names, sorted.
 func (s *SecretVars) Names() []string {
 	if s == nil {
 		return nil

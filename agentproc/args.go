@@ -1,9 +1,6 @@
 package agentproc
 
-import (
-	"sort"
-	"strings"
-)
+import "strings"
 
 // defaultEnv is set for every agent unless the admin's environment or
 // Config.Env already sets the key: it keeps the CLI from phoning home or
@@ -71,66 +68,6 @@ func BuildArgs(cfg Config, opts StartOptions) []string {
 			"--permission-mode", "plan")
 	}
 	return args
-}
-
-// BuildEnv returns the environment of every child process started for the
-// agent (see child.go): base (normally os.Environ()) less the variables
-// DropReason names (platform secrets, agent.env_drop, and with agent.user
-// the cc-connect user's HOME, USER, LOGNAME and folders, replaced by the
-// agent user's), then the defaults that are not set yet, then cfg.Env,
-// which wins over both, except that a platform secret's name is never
-// passed. Keys keep their case; a later entry replaces an earlier one with
-// the same key, so the result never holds a key twice.
-func BuildEnv(base []string, cfg Config) []string {
-	out := make([]string, 0, len(base)+len(defaultEnv)+len(cfg.Env)+3)
-	index := make(map[string]int, cap(out))
-	set := func(kv string) {
-		key, _, _ := strings.Cut(kv, "=")
-		if i, ok := index[key]; ok {
-			out[i] = kv
-			return
-		}
-		index[key] = len(out)
-		out = append(out, kv)
-	}
-	for _, kv := range base {
-		key, _, _ := strings.Cut(kv, "=")
-		if DropReason(key, cfg) == "" {
-			set(kv)
-		}
-	}
-	if cfg.switchesUser() {
-		set("HOME=" + cfg.User.Home)
-		set("USER=" + cfg.User.Name)
-		set("LOGNAME=" + cfg.User.Name)
-	}
-	for _, d := range defaultEnv {
-		if _, ok := index[d[0]]; ok {
-			continue
-		}
-		if _, ok := cfg.Env[d[0]]; ok {
-			continue
-		}
-		set(d[0] + "=" + d[1])
-	}
-	keys := make([]string, 0, len(cfg.Env))
-	for k := range cfg.Env {
-		if !cfg.Secrets.Has(k) {
-			keys = append(keys, k)
-		}
-	}
-	sort.Strings(keys) // deterministic order for tests and logs
-	for _, k := range keys {
-		set(k + "=" + cfg.Env[k])
-	}
-	// An empty CLAUDE_CONFIG_DIR is not unset to the CLI: it resolves ""
-	// to its working directory and keeps its config and transcripts in
-	// the workspace. Dropped, the CLI uses ~/.claude, where ConfigDir
-	// (and so every transcript lookup) looks.
-	if i, ok := index["CLAUDE_CONFIG_DIR"]; ok && out[i] == "CLAUDE_CONFIG_DIR=" {
-		out = append(out[:i], out[i+1:]...)
-	}
-	return out
 }
 
 func firstNonEmpty(vals ...string) string {

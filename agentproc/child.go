@@ -3,29 +3,21 @@ package agentproc
 import (
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 
 	"github.com/cc-connect/cc-connect/agentenv"
+	"github.com/cc-connect/cc-connect/launch"
 )
 
-// Every process cc-connect starts for the agent (the claude CLI, its forks
-// for !btw, the admins' !sh commands, doctor's version check) gets its
-// environment from BuildEnv and its OS user from Credential, so that no
-// child started elsewhere gets more than the rule allows. The rule keeps
-// from the child what cc-connect holds for itself: the platform tokens and
-// the credentials that EnvDrop names. Claude's Bash runs as the child's
-// user, so what the child can read, Claude can post in a chat.
-
-// userScopedVars name the cc-connect user's own folders and sockets. A
-// child that runs as another user (Config.User) does not inherit them: it
-// gets that user's HOME, USER and LOGNAME instead, and anything else
-// through Config.Env.
-var userScopedVars = []string{
-	"CLAUDE_CONFIG_DIR", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME",
-	"XDG_STATE_HOME", "XDG_RUNTIME_DIR", "MAIL",
-}
+// Every process cc-connect starts (the claude CLI, its forks for !btw, the
+// admins' !sh commands, git, doctor's probes) goes through launch, under
+// the Rule the agent's Config makes (Config.Rule): its environment, its OS
+// user, its process group. The rule keeps from the child what cc-connect
+// holds for itself: the secrets of the config and the credentials that
+// EnvDrop names. Claude's Bash runs as the child's user, so what the child
+// can read, Claude can post in a chat. BuildEnv, Credential, DropReason and
+// AgentUID are the rule's, in agentproc's terms.
 
 // The user and the drop list are agentenv's, shared with the config's
 // checks; these names keep agentproc's callers in its own terms.
@@ -41,7 +33,7 @@ var (
 // User is the OS user the agent's children run as (agent.user).
 type User = agentenv.User
 
-// SecretVars is the set of variables platform secrets are read from.
+// SecretVars is what the config marks secret (agentenv.SecretVars).
 type SecretVars = agentenv.SecretVars
 
 // NewSecretVars returns a set holding names.
@@ -59,46 +51,35 @@ func IsEnvPattern(entry string) bool { return agentenv.IsEnvPattern(entry) }
 // CheckEnvPattern reports whether an agent.env_drop entry is usable.
 func CheckEnvPattern(entry string) error { return agentenv.CheckEnvPattern(entry) }
 
+// Rule is how every child of cc-connect starts under cfg: its
+// environment (cfg.Env over cc-connect's own, less the secrets and
+// EnvDrop, with the CLI's defaults) and its OS user (cfg.User).
+func (c Config) Rule() launch.Rule {
+	return launch.Rule{Env: c.Env, Defaults: defaultEnv, EnvDrop: c.EnvDrop, Secrets: c.Secrets, User: c.User}
+}
+
 // switchesUser reports whether children run as another user than this
 // process.
-func (c Config) switchesUser() bool {
-	return c.User != nil && int(c.User.UID) != os.Geteuid()
-}
+func (c Config) switchesUser() bool { return c.Rule().SwitchesUser() }
+
+// BuildEnv returns the environment of every child started under cfg
+// (launch.Rule.Environ): base (normally os.Environ()) less what DropReason
+// names, with agent.user's HOME, USER and LOGNAME, the defaults that are
+// not set yet, then cfg.Env, never a secret's name or value.
+func BuildEnv(base []string, cfg Config) []string { return cfg.Rule().Environ(base) }
 
 // Credential is the process credential of every child: nil when children
 // run as cc-connect's own user, else agent.user's uid, primary group and
 // supplementary groups (cc-connect's own groups are not kept).
-func Credential(cfg Config) *syscall.Credential {
-	if !cfg.switchesUser() {
-		return nil
-	}
-	return &syscall.Credential{Uid: cfg.User.UID, Gid: cfg.User.GID, Groups: slices.Clone(cfg.User.Groups)}
-}
+func Credential(cfg Config) *syscall.Credential { return cfg.Rule().Credential() }
 
 // AgentUID is the uid the children run as.
-func AgentUID(cfg Config) int {
-	if cfg.User != nil {
-		return int(cfg.User.UID)
-	}
-	return os.Geteuid()
-}
+func AgentUID(cfg Config) int { return cfg.Rule().UID() }
 
 // DropReason says why BuildEnv keeps the variable name, inherited from
-// cc-connect's environment, from the agent: "" when it passes. The reasons
-// are for doctor and logs ("platform secret", "agent.env_drop *_TOKEN",
-// "agent.user").
-func DropReason(name string, cfg Config) string {
-	if cfg.Secrets.Has(name) {
-		return "platform secret"
-	}
-	if cfg.switchesUser() && (slices.Contains(userScopedVars, name) || name == "HOME" || name == "USER" || name == "LOGNAME") {
-		return "agent.user"
-	}
-	if entry := agentenv.MatchDrop(name, cfg.EnvDrop); entry != "" {
-		return "agent.env_drop " + entry
-	}
-	return ""
-}
+// cc-connect's environment, from the agent: "" when it passes
+// (launch.Rule.DropReason, without looking at a value).
+func DropReason(name string, cfg Config) string { return cfg.Rule().DropReason(name, "") }
 
 // ConfigDirFor is the Claude Code configuration directory the agent
 // started with cfg uses, and so where its transcripts are: CLAUDE_CONFIG_DIR

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cc-connect/cc-connect/internal/testenv"
 )
 
 func TestBuildEnvDropsSecrets(t *testing.T) {
@@ -96,7 +98,7 @@ func TestBuildEnvForAnotherUser(t *testing.T) {
 func TestDropReason(t *testing.T) {
 	cfg := Config{EnvDrop: DefaultEnvDrop, Secrets: NewSecretVars("TG")}
 	for name, want := range map[string]string{
-		"TG":                    "platform secret",
+		"TG":                    "config secret",
 		"GITHUB_TOKEN":          "agent.env_drop *_TOKEN",
 		"AWS_SECRET_ACCESS_KEY": "agent.env_drop *SECRET*",
 		"AWS_ACCESS_KEY_ID":     "agent.env_drop *_ACCESS_KEY_ID",
@@ -245,9 +247,7 @@ func TestChildrenGetNoSecrets(t *testing.T) {
 // agent.env names, and Close still ends a process group of another user
 // that ignores SIGTERM.
 func TestStartAsAnotherUser(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("starting the agent as another user needs root")
-	}
+	testenv.NeedRoot(t, "starting the agent as another user")
 	nobody, err := LookupUser("65534")
 	if err != nil {
 		t.Skipf("no uid 65534 here: %v", err)

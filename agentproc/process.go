@@ -15,7 +15,6 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,6 +22,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/cc-connect/cc-connect/launch"
 )
 
 const (
@@ -117,23 +118,6 @@ func Start(ctx context.Context, cfg Config, opts StartOptions, log *slog.Logger)
 	if command == "" {
 		command = "claude"
 	}
-	path, err := exec.LookPath(command)
-	if err != nil {
-		return nil, fmt.Errorf("starting agent %q: %w", command, err)
-	}
-	// exec resolves a relative path against cmd.Dir, not our cwd where
-	// LookPath found it.
-	if abs, err := filepath.Abs(path); err == nil {
-		path = abs
-	}
-	cmd := exec.Command(path, BuildArgs(cfg, opts)...)
-	cmd.Dir = opts.Dir
-	cmd.Env = BuildEnv(os.Environ(), cfg)
-	// Its own process group, so Close can signal the tools it spawned too;
-	// agent.user's credential when it runs as another user (root can
-	// still signal the group).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: Credential(cfg)}
-	dieWithParent(cmd.SysProcAttr)
 
 	// Plain pipes rather than cmd.StdoutPipe: cmd.Wait must reap the
 	// process even while nobody drains the events (backpressure), and the
@@ -152,10 +136,16 @@ func Start(ctx context.Context, cfg Config, opts StartOptions, log *slog.Logger)
 		closeAll(inR, inW, outR, outW)
 		return nil, fmt.Errorf("starting agent: %w", err)
 	}
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
-	if err := cmd.Start(); err != nil {
+	// launch gives it the agent's environment and user and a process
+	// group of its own, so Close can signal the tools it spawned too.
+	cmd, err := launch.Start(cfg.Rule(), launch.Spec{
+		Path: command, Args: BuildArgs(cfg, opts), Dir: opts.Dir,
+		Stdin: inR, Stdout: outW, Stderr: errW,
+		DieWithParent: true,
+	})
+	if err != nil {
 		closeAll(inR, inW, outR, outW, errR, errW)
-		return nil, fmt.Errorf("starting agent %s in %s: %w", path, opts.Dir, err)
+		return nil, fmt.Errorf("starting agent %q in %s: %w", command, opts.Dir, err)
 	}
 	closeAll(inR, outW, errW) // the child holds its own copies
 

@@ -40,6 +40,16 @@ type Binding struct {
 	Standby []string
 }
 
+// Key names a binding as the config writes it: its platform and its
+// channel ("*" for any).
+type Key struct{ Platform, Channel string }
+
+// String is "platform/channel".
+func (k Key) String() string { return k.Platform + "/" + k.Channel }
+
+// Key is b's key.
+func (b Binding) Key() Key { return Key{Platform: b.Platform, Channel: b.Channel} }
+
 // Progress levels of a binding: what a turn shows while it runs.
 const (
 	ProgressQuiet   = "quiet"

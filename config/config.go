@@ -50,13 +50,18 @@ type Config struct {
 	// ([cluster]); nil without the table, and then no NATS code runs.
 	Cluster *Cluster `toml:"cluster"`
 
-	// SecretVars maps each environment variable a platform token is read
-	// from (a ${VAR} in bot_token, app_token or token) to the first key
-	// that reads it. No agent child gets these variables.
+	// SecretVars maps each environment variable a secret is read from (a
+	// ${VAR} in a platform's bot_token, app_token or token, or in a
+	// webhook's secret) to the first key that reads it. No child gets
+	// these variables (secrets.go).
 	SecretVars map[string]string
-	// LiteralSecrets lists the token keys whose value is written in the
+	// LiteralSecrets lists the secret keys whose value is written in the
 	// file itself ("platforms[0].token"): whoever can read the file has it.
 	LiteralSecrets []string
+	// SecretVarValues holds the value each of SecretVars had when the
+	// file was read (SecretValues): a copy of it under another name is a
+	// copy of a secret. Printed redacted.
+	SecretVarValues map[string]Secret
 
 	// Work that starts without a person (unattended.go).
 	Schedules []Schedule `toml:"schedules"`
@@ -138,6 +143,11 @@ type Agent struct {
 	// RunAs is User resolved in the user database by Load; nil when User
 	// is empty.
 	RunAs *agentenv.User
+	// AllowRoot lets cc-connect run as root with the agent as root too
+	// (no agent.user) while it serves chat platforms, webhooks or a
+	// cluster. Off, `run` refuses that setup (CheckRoot): Claude's Bash,
+	// as root, reads every token.
+	AllowRoot bool `toml:"allow_root"`
 }
 
 // Platform is one chat connection ([[platforms]]). Which token fields apply
@@ -384,7 +394,7 @@ func (c *Config) String() string {
 	for _, k := range a.envKeys() {
 		env = append(env, fmt.Sprintf("%q = %q", k, a.Env[k].String()))
 	}
-	fmt.Fprintf(&b, "env = { %s }\nenv_drop = %s\nuser = %s\n", strings.Join(env, ", "), list(a.EnvDrop), q(a.User))
+	fmt.Fprintf(&b, "env = { %s }\nenv_drop = %s\nuser = %s\nallow_root = %t\n", strings.Join(env, ", "), list(a.EnvDrop), q(a.User), a.AllowRoot)
 	fmt.Fprintf(&b, "model = %s\npermission_mode = %s\nappend_system_prompt = %s\n", q(a.Model), q(a.PermissionMode), q(a.AppendSystemPrompt))
 	fmt.Fprintf(&b, "idle_timeout = %s\npermission_timeout = %s\ncontext_window = %d\nself_report = %t\n",
 		q(a.IdleTimeout.String()), q(a.PermissionTimeout.String()), a.ContextWindow, a.SelfReport)

@@ -101,34 +101,54 @@ func (c *Config) dangerWarnings() (warnings []string) {
 			warnings = append(warnings, fmt.Sprintf(`bindings[%d].admins = ["*"]: %s; list the admins' user ids instead`, i, what))
 		}
 	}
-	const skip = "turns off Claude Code's permission prompts: every tool runs without anyone asking"
 	if c.Agent.PermissionMode == "bypassPermissions" {
-		warnings = append(warnings, `agent.permission_mode = "bypassPermissions" `+skip+" (in every conversation)")
+		warnings = append(warnings, `agent.permission_mode = "bypassPermissions" `+skipPrompts+" (in every conversation)")
 	}
-	for i, m := range c.Agent.AllowedModes {
+	warnings = append(warnings, modeWarnings("agent", "anyone in a bound channel", c.Agent.AllowedModes)...)
+	warnings = append(warnings, argsWarnings("agent", c.Agent.Args)...)
+	for i, b := range c.Bindings {
+		key := fmt.Sprintf("bindings[%d]", i)
+		warnings = append(warnings, modeWarnings(key, "anyone in this binding's channels", b.AllowedModes)...)
+		warnings = append(warnings, argsWarnings(key, b.Args)...)
+	}
+	return warnings
+}
+
+const skipPrompts = "turns off Claude Code's permission prompts: every tool runs without anyone asking"
+
+// modeWarnings names bypassPermissions in prefix.allowed_modes, which lets
+// who switch a conversation to it.
+func modeWarnings(prefix, who string, modes []string) (warnings []string) {
+	for i, m := range modes {
 		if m == "bypassPermissions" {
-			warnings = append(warnings, fmt.Sprintf(`agent.allowed_modes[%d] = "bypassPermissions" lets anyone in a bound channel send !mode bypassPermissions, which %s`, i, skip))
+			warnings = append(warnings, fmt.Sprintf(`%s.allowed_modes[%d] = "bypassPermissions" lets %s send !mode bypassPermissions, which %s`, prefix, i, who, skipPrompts))
 		}
 	}
-	for i, a := range c.Agent.Args {
-		key := fmt.Sprintf("agent.args[%d]", i)
+	return warnings
+}
+
+// argsWarnings names the CLI flags in prefix.args that skip or move the
+// permission prompts.
+func argsWarnings(prefix string, args []string) (warnings []string) {
+	for i, a := range args {
+		key := fmt.Sprintf("%s.args[%d]", prefix, i)
 		flag, value, hasValue := strings.Cut(a, "=")
-		if !hasValue && i+1 < len(c.Agent.Args) {
-			value = c.Agent.Args[i+1]
+		if !hasValue && i+1 < len(args) {
+			value = args[i+1]
 		}
 		switch strings.ToLower(flag) {
 		case "--dangerously-skip-permissions":
-			warnings = append(warnings, fmt.Sprintf("%s = %q %s, whatever agent.permission_mode and !mode say", key, a, skip))
+			warnings = append(warnings, fmt.Sprintf("%s = %q %s, whatever agent.permission_mode and !mode say", key, a, skipPrompts))
 		case "--allow-dangerously-skip-permissions":
-			warnings = append(warnings, fmt.Sprintf("%s = %q lets the session switch to bypassPermissions, which %s", key, a, skip))
+			warnings = append(warnings, fmt.Sprintf("%s = %q lets the session switch to bypassPermissions, which %s", key, a, skipPrompts))
 		case "--permission-mode":
 			if strings.EqualFold(strings.TrimSpace(value), "bypassPermissions") {
-				warnings = append(warnings, fmt.Sprintf("%s: --permission-mode %s %s, whatever agent.permission_mode and !mode say", key, value, skip))
+				warnings = append(warnings, fmt.Sprintf("%s: --permission-mode %s %s, whatever agent.permission_mode and !mode say", key, value, skipPrompts))
 			} else {
-				warnings = append(warnings, fmt.Sprintf("%s: --permission-mode in agent.args overrides agent.permission_mode and !mode; set agent.permission_mode instead", key))
+				warnings = append(warnings, fmt.Sprintf("%s: --permission-mode in %s.args overrides %s.permission_mode and !mode; set %s.permission_mode instead", key, prefix, prefix, prefix))
 			}
 		case "--permission-prompt-tool", "--permission-prompts":
-			warnings = append(warnings, fmt.Sprintf("%s: %s in agent.args takes permission prompts away from the chat, where cc-connect asks them", key, flag))
+			warnings = append(warnings, fmt.Sprintf("%s: %s in %s.args takes permission prompts away from the chat, where cc-connect asks them", key, flag, prefix))
 		}
 	}
 	return warnings

@@ -99,17 +99,27 @@ func load(path string, lookup func(string) (string, bool)) (*Config, error) {
 	return &cfg, nil
 }
 
-// literalSecrets lists the token keys whose value is written in the file
-// itself rather than taken from the environment.
+// literalSecrets lists the keys whose secret is written in the file
+// itself rather than taken from the environment: platform tokens and
+// webhook secrets.
 func literalSecrets(raw map[string]any) []string {
 	var keys []string
+	literal := func(v any) bool {
+		s, ok := v.(string)
+		return ok && s != "" && !strings.Contains(s, "${")
+	}
 	platforms, _ := raw["platforms"].([]any)
 	for i, item := range platforms {
 		p, _ := item.(map[string]any)
-		for _, k := range []string{"bot_token", "app_token", "token"} {
-			if v, ok := p[k].(string); ok && v != "" && !strings.Contains(v, "${") {
+		for _, k := range tokenKeys {
+			if literal(p[k]) {
 				keys = append(keys, fmt.Sprintf("platforms[%d].%s", i, k))
 			}
+		}
+	}
+	for i, h := range rawHooks(raw) {
+		if literal(h["secret"]) {
+			keys = append(keys, fmt.Sprintf("webhooks.hooks[%d].secret", i))
 		}
 	}
 	return keys

@@ -2,12 +2,15 @@ package config
 
 import (
 	"errors"
+	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/cc-connect/cc-connect/agentenv"
+	"github.com/cc-connect/cc-connect/internal/testenv"
 )
 
 // slackTOML is a Slack platform whose tokens come from SLACK_BOT and
@@ -179,5 +182,134 @@ func TestBypassPermissionsWithAgentUser(t *testing.T) {
 		if got := strings.Contains(strings.Join(cfg.Warnings, "\n"), "IS_SANDBOX=1"); got != tt.warn {
 			t.Errorf("user %s: warning %t, want %t", tt.user, got, tt.warn)
 		}
+	}
+}
+
+// hookTOML is a webhook whose secret comes from HOOK_SRC, beside slackTOML.
+const hookTOML = `
+[webhooks]
+addr = "127.0.0.1:0"
+[[webhooks.hooks]]
+name = "ci"
+secret = "${HOOK_SRC}"
+platform = "s"
+channel = "C1"
+prompt = "p"
+template = "{{.a}}"
+`
+
+var hookEnv = map[string]string{"SLACK_BOT": "b1", "SLACK_APP": "xapp-a1", "HOOK_SRC": "hook-canary-0123456789", "OTHER": "x"}
+
+// TestSecretsOfWebhooksAndCluster: a webhook's secret is a secret like a
+// platform token (its variable and its value), and so are the cluster's
+// seed and JWT, read from its files; the variables of the files' paths
+// are not (they hold paths, such as ${HOME}).
+func TestSecretsOfWebhooksAndCluster(t *testing.T) {
+	t.Parallel()
+	seed := "SUA" + strings.Repeat("B", 55)
+	jwt := "eyJ0eXAiOiJKV1QifQ.eyJzdWIiOiJ0ZXN0In0.c2lnbmF0dXJl"
+	dir := t.TempDir()
+	creds := filepath.Join(dir, "host.creds")
+	if err := os.WriteFile(creds, []byte("-----BEGIN NATS USER JWT-----\n"+jwt+"\n------END NATS USER JWT------\n\n"+
+		"************************* IMPORTANT *************************\n-----BEGIN USER NKEY SEED-----\n"+seed+"\n------END USER NKEY SEED------\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	path := writeConfig(t, minimal+strings.Replace(slackTOML, `allow_users = ["*"]`, "allow_users = [\"*\"]\nhost = \"a\"", 1)+hookTOML+`
+[cluster]
+host = "a"
+members = ["a"]
+urls = ["nats://n1:4222"]
+creds_file = "${CREDS_DIR}/host.creds"
+`)
+	env := maps.Clone(hookEnv)
+	env["CREDS_DIR"] = dir
+	cfg, err := load(path, envMap(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.SecretVarNames(); !slices.Equal(got, []string{"HOOK_SRC", "SLACK_APP", "SLACK_BOT"}) {
+		t.Errorf("SecretVarNames = %q", got)
+	}
+	if cfg.SecretVars["HOOK_SRC"] != "webhooks.hooks[0].secret" {
+		t.Errorf("HOOK_SRC is read by %q", cfg.SecretVars["HOOK_SRC"])
+	}
+	vals := cfg.SecretValues()
+	slices.Sort(vals)
+	want := []string{seed, "b1", jwt, "hook-canary-0123456789", "xapp-a1", "xoxb-b1"}
+	slices.Sort(want)
+	if !slices.Equal(vals, want) {
+		t.Errorf("SecretValues = %q, want %q", vals, want)
+	}
+}
+
+// TestEnvCannotCarryASecret: agent.env and a binding's env refuse a
+// webhook secret like a platform token, by name, by ${VAR} and by value,
+// naming the key; the error never quotes the secret.
+func TestEnvCannotCarryASecret(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ name, extra, want string }{
+		{"agent.env takes the hook's variable", "[agent]\nenv = { X = \"${HOOK_SRC}\" }\n",
+			"agent.env.X: takes ${HOOK_SRC}, which webhooks.hooks[0].secret is read from: the agent must not get a secret"},
+		{"agent.env names the hook's variable", "[agent]\nenv = { HOOK_SRC = \"x\" }\n",
+			"agent.env.HOOK_SRC: HOOK_SRC is the variable webhooks.hooks[0].secret is read from"},
+		{"agent.env holds the hook's value", "[agent]\nenv = { X = \"hook-canary-0123456789\" }\n",
+			"agent.env.X: holds the value of webhooks.hooks[0].secret"},
+		{"agent.env copies a token through another variable", "[agent]\nenv = { X = \"${COPY}\" }\n",
+			"agent.env.X: holds the value of platforms[1].app_token"},
+		{"a binding's env takes the hook's variable", "[[bindings]]\nplatform = \"s\"\nchannel = \"C2\"\nworkspace = \"ws\"\nallow_users = [\"*\"]\nenv = { Y = \"${HOOK_SRC}\" }\n",
+			"bindings[2].env.Y: takes ${HOOK_SRC}, which webhooks.hooks[0].secret is read from"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			env := maps.Clone(hookEnv)
+			env["COPY"] = "xapp-a1"
+			_, err := load(writeConfig(t, minimal+slackTOML+hookTOML+tt.extra), envMap(env))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("load error = %v, want %q", err, tt.want)
+			}
+			if strings.Contains(err.Error(), "hook-canary") || strings.Contains(err.Error(), "xapp-a1") {
+				t.Errorf("the error quotes a secret: %v", err)
+			}
+		})
+	}
+}
+
+// TestRootWithoutAgentUser: as root, with the agent as root too, a config
+// that serves more than the terminal is refused unless agent.allow_root
+// says the admin accepts it.
+func TestRootWithoutAgentUser(t *testing.T) {
+	t.Parallel()
+	testenv.NeedRoot(t, "the check is about running as root")
+	const tg = "[[platforms]]\nname = \"tg\"\ntype = \"telegram\"\ntoken = \"123:abc\"\n[[bindings]]\nplatform = \"tg\"\nworkspace = \"ws\"\nallow_users = [\"*\"]\n"
+	const hook = "[webhooks]\naddr = \"127.0.0.1:0\"\n[[webhooks.hooks]]\nname = \"h\"\nsecret = \"0123456789abcdef\"\nplatform = \"local\"\nchannel = \"local\"\nprompt = \"p\"\ntemplate = \"{{.a}}\"\n"
+	tests := []struct {
+		name, extra, want string // want "" = allowed
+	}{
+		{"the terminal alone", "", ""},
+		{"a chat platform", tg, "for platform tg"},
+		{"a webhook listener", hook, "for the webhook listener"},
+		{"agent.user root", tg + "[agent]\nuser = \"root\"\n", "for platform tg"},
+		{"agent.user another user", tg + "[agent]\nuser = \"nobody\"\n", ""},
+		{"allow_root", tg + "[agent]\nallow_root = true\n", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			cfg, err := load(writeConfig(t, minimal+tt.extra), envMap(nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = cfg.CheckRoot()
+			if tt.want == "" {
+				if err != nil {
+					t.Errorf("CheckRoot = %v, want nil", err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrRootAgent) || !strings.HasPrefix(err.Error(), "agent.allow_root: ") || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("CheckRoot = %v, want agent.allow_root ... %s", err, tt.want)
+			}
+		})
 	}
 }

@@ -2,10 +2,7 @@
 
 package doctor
 
-import (
-	"io/fs"
-	"syscall"
-)
+import "io/fs"
 
 // writable cannot be asked without unix access(2); the state dir probe
 // file still tests the state dir for real.
@@ -16,6 +13,3 @@ func ownerUID(fs.FileInfo) (int, bool) { return 0, false }
 
 // access cannot be asked without unix access(2).
 func access(string, string) bool { return false }
-
-// childAttr has no credential to set without unix.
-func childAttr(*syscall.Credential) *syscall.SysProcAttr { return nil }

@@ -31,8 +31,3 @@ func access(path, mode string) bool {
 	}
 	return syscall.Access(path, bit) == nil
 }
-
-// childAttr starts a probe child with the agent's credential.
-func childAttr(cred *syscall.Credential) *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Credential: cred}
-}

@@ -1,12 +1,12 @@
 package doctor
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -15,6 +15,7 @@ import (
 	"github.com/cc-connect/cc-connect/agentcfg"
 	"github.com/cc-connect/cc-connect/agentproc"
 	"github.com/cc-connect/cc-connect/config"
+	"github.com/cc-connect/cc-connect/launch"
 	"github.com/cc-connect/cc-connect/lease"
 	"github.com/cc-connect/cc-connect/metrics"
 )
@@ -31,8 +32,8 @@ func CheckClaude(ctx context.Context, cfg *config.Config, opts Options) Check {
 }
 
 // checkClaude finds the claude executable and asks it for its version,
-// started as every agent child is (agentproc.BuildEnv, and agent.user's
-// credential when doctor runs as root), so that an agent user who cannot
+// started as every agent child is (through launch, under the agent's
+// rule: its environment, and agent.user when doctor runs as root), so that an agent user who cannot
 // run it is found here. `--version` answers from the binary alone; the
 // updater and other traffic are switched off for the call anyway
 // (BuildEnv's defaults), so that doctor stays offline.
@@ -52,16 +53,18 @@ func checkClaude(ctx context.Context, cfg *config.Config, opts Options) Check {
 	}
 	ctx, cancel := context.WithTimeout(ctx, opts.VersionTimeout)
 	defer cancel()
-	agent := agentcfg.From(cfg)
-	run := exec.CommandContext(ctx, path, "--version")
-	run.Env = agentproc.BuildEnv(opts.Environ, agent)
-	if agentproc.CheckSwitch(agent.User) == nil {
-		run.SysProcAttr = childAttr(agentproc.Credential(agent))
+	rule := agentcfg.From(cfg).Rule()
+	if agentproc.CheckSwitch(rule.User) != nil {
+		// A config meant for root, checked from an ordinary account: the
+		// version is asked as this user (the agent user check fails).
+		rule.User = nil
 	}
-	out, err := run.Output()
+	var stdout, stderr bytes.Buffer
+	err = launch.Run(ctx, rule, launch.Spec{Path: path, Args: []string{"--version"}, Environ: opts.Environ, Stdout: &stdout, Stderr: &stderr})
+	out := stdout.Bytes()
 	if err != nil {
 		c.Status = Fail
-		c.Detail = fmt.Sprintf("%s --version failed: %v%s", path, err, stderrHint(err))
+		c.Detail = fmt.Sprintf("%s --version failed: %v%s", path, err, stderrHint(stderr.String()))
 		return c
 	}
 	version := versionRE.FindString(string(out))
@@ -80,12 +83,9 @@ func checkClaude(ctx context.Context, cfg *config.Config, opts Options) Check {
 	return c
 }
 
-func stderrHint(err error) string {
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		if s := firstLine(string(ee.Stderr)); s != "" {
-			return ": " + s
-		}
+func stderrHint(stderr string) string {
+	if s := firstLine(stderr); s != "" {
+		return ": " + s
 	}
 	return ""
 }
@@ -329,6 +329,10 @@ func checkLocks(cfg *config.Config, opts Options) []Check {
 			"another cc-connect runs on this state dir; stop it, or give this one its own state.dir")
 	}
 	checks = append(checks, state)
+	if opts.hostLocksMoved != nil && cfg.Cluster == nil {
+		checks = append(checks, Check{Name: "host lock dir", Status: Warn, Detail: opts.hostLocksMoved.Error() +
+			" (another user may have made the usual folder to block cc-connect: find who owns it, and remove it)"})
+	}
 
 	for _, p := range cfg.Platforms {
 		tok := tokenOf(p)

@@ -111,8 +111,11 @@ type Options struct {
 	Environ []string
 	// LookPath finds the claude executable. nil means exec.LookPath.
 	LookPath func(string) (string, error)
-	// HostLockDir is where token locks live. "" means lease.HostLockDir().
+	// HostLockDir is where token locks live. "" means lease.HostLocks()'s.
 	HostLockDir string
+	// hostLocksMoved says why lease.HostLocks passed over the usual
+	// folder, when HostLockDir came from it.
+	hostLocksMoved error
 	// TestedVersion is the Claude Code version to compare with. "" means
 	// agentproc.TestedClaudeVersion.
 	TestedVersion string
@@ -128,7 +131,7 @@ func (o Options) withDefaults() Options {
 		o.LookPath = exec.LookPath
 	}
 	if o.HostLockDir == "" {
-		o.HostLockDir = lease.HostLockDir()
+		o.HostLockDir, o.hostLocksMoved = lease.HostLocks()
 	}
 	if o.TestedVersion == "" {
 		o.TestedVersion = agentproc.TestedClaudeVersion

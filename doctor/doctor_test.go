@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -80,6 +81,9 @@ func goodConfig(t *testing.T) (*config.Config, Options) {
 	cfg.State.Dir = state
 	cfg.Agent.Command = fakeClaudes["tested"]
 	cfg.Agent.Env = map[string]config.Secret{"ANTHROPIC_API_KEY": "sk-SECRETKEY"}
+	// As root (CI runs the tier as root), chat platforms without
+	// agent.user need the admin's word: doctor then warns (agent user).
+	cfg.Agent.AllowRoot = os.Geteuid() == 0
 	cfg.Platforms = []config.Platform{
 		{Name: "local", Type: config.TypeLocal},
 		{Name: "eng", Type: config.TypeSlack, BotToken: slackBot, AppToken: slackApp},
@@ -119,7 +123,14 @@ func TestGoodConfigPassesAndPrintsNoSecret(t *testing.T) {
 	if err := r.Write(&out); err != nil {
 		t.Fatal(err)
 	}
-	if r.Failed() || r.Count(Warn) != 0 {
+	warnings := 0
+	if os.Geteuid() == 0 {
+		// The one warning a good config gets as root: the agent runs as
+		// root too (agent.allow_root).
+		warnings = 1
+		wantCheck(t, find(t, r, "agent user"), Warn, "run as root (agent.allow_root = true) for platform eng, platform tg")
+	}
+	if r.Failed() || r.Count(Warn) != warnings {
 		t.Errorf("a good config does not pass cleanly:\n%s", out.String())
 	}
 	for _, secret := range []string{"SECRETBOT", "SECRETAPP", "SECRETTG", "SECRETKEY"} {
@@ -127,7 +138,7 @@ func TestGoodConfigPassesAndPrintsNoSecret(t *testing.T) {
 			t.Errorf("report shows a secret (%s):\n%s", secret, out.String())
 		}
 	}
-	if !strings.HasSuffix(out.String(), "0 warnings, 0 failures: ready to run\n") {
+	if !strings.HasSuffix(out.String(), fmt.Sprintf("%d %s, 0 failures: ready to run\n", warnings, plural(warnings, "warning"))) {
 		t.Errorf("summary line missing:\n%s", out.String())
 	}
 	// Lock files were taken and released: a real run could start now.
@@ -559,4 +570,21 @@ func TestReportWrite(t *testing.T) {
 	if (Report{Checks: r.Checks[:2]}).Failed() {
 		t.Error("a warning fails the report")
 	}
+}
+
+// TestLockCheckNamesAPlantedHostLockDir: when another user made the usual
+// token-lock folder first, doctor says where the locks went and why.
+func TestLockCheckNamesAPlantedHostLockDir(t *testing.T) {
+	cfg, opts := goodConfig(t)
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	usual := filepath.Join(tmp, "cc-connect-locks-"+strconv.Itoa(os.Getuid()))
+	if err := os.Symlink(t.TempDir(), usual); err != nil {
+		t.Fatal(err)
+	}
+	opts.HostLockDir = ""
+	r := Run(context.Background(), cfg, opts)
+	wantCheck(t, find(t, r, "host lock dir"), Warn, "token locks are kept in ")
+	wantCheck(t, find(t, r, "token lock tg"), OK, "free (")
 }

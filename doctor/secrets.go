@@ -12,6 +12,7 @@ import (
 
 	"github.com/cc-connect/cc-connect/agentproc"
 	"github.com/cc-connect/cc-connect/config"
+	"github.com/cc-connect/cc-connect/launch"
 )
 
 // Who the agent runs as, and what of cc-connect's secrets it can reach
@@ -31,11 +32,10 @@ func accessAs(ctx context.Context, agent agentproc.Config, env []string, path, m
 	if err := agentproc.CheckSwitch(agent.User); err != nil {
 		return false, err
 	}
-	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", `test -`+mode+` "$1"`, "sh", path)
-	cmd.Env = env
-	cmd.Dir = "/"
-	cmd.SysProcAttr = childAttr(cred)
-	err := cmd.Run()
+	err := launch.Run(ctx, agent.Rule(), launch.Spec{
+		Path: "/bin/sh", Args: []string{"-c", `test -` + mode + ` "$1"`, "sh", path},
+		Environ: env, Dir: "/",
+	})
 	var ee *exec.ExitError
 	switch {
 	case err == nil:
@@ -55,8 +55,18 @@ func checkAgentUser(ctx context.Context, cfg *config.Config, agent agentproc.Con
 		c.Status, c.Detail = Fail, err.Error()+" (doctor judges the user it runs as to be the one cc-connect runs as)"
 		return c
 	}
+	if err := cfg.CheckRoot(); err != nil {
+		c.Status, c.Detail = Fail, err.Error()
+		return c
+	}
 	if agentproc.Credential(agent) == nil {
-		c.Detail = fmt.Sprintf("claude, its forks and !sh run as uid %d, the user cc-connect runs as (agent.user is not set to another user)", os.Geteuid())
+		c.Detail = fmt.Sprintf("claude, its forks, !sh and git run as uid %d, the user cc-connect runs as (agent.user is not set to another user)", os.Geteuid())
+		if exposed, what := cfg.RootExposed(); exposed {
+			// allow_root: the admin accepted it; say what it costs.
+			c.Status = Warn
+			c.Detail = fmt.Sprintf("claude, its forks, !sh and git run as root (agent.allow_root = true) for %s: Claude's Bash can read every token, "+
+				"from /proc/<cc-connect pid>/environ, the config file or any file, and post it in a chat; set agent.user to a user of its own (docs/operations.md)", what)
+		}
 		return c
 	}
 	var problems []string
@@ -142,7 +152,7 @@ func checkSecrets(ctx context.Context, cfg *config.Config, agent agentproc.Confi
 	}
 	if len(exposed) > 0 {
 		c.Status = Warn
-		c.Detail = "platform tokens within Claude's reach: " + strings.Join(exposed, "; ")
+		c.Detail = "secrets within Claude's reach: " + strings.Join(exposed, "; ")
 		if same {
 			c.Detail += ". Run cc-connect as root with agent.user set to a user of its own (docs/operations.md)"
 		}
@@ -161,9 +171,10 @@ func checkSecrets(ctx context.Context, cfg *config.Config, agent agentproc.Confi
 func checkAgentEnv(agent agentproc.Config, environ []string) Check {
 	c := Check{Name: "agent environment", Status: OK}
 	var held []string
+	rule := agent.Rule()
 	for _, kv := range environ {
-		name, _, _ := strings.Cut(kv, "=")
-		if why := agentproc.DropReason(name, agent); why != "" && why != "agent.user" {
+		name, value, _ := strings.Cut(kv, "=")
+		if why := rule.DropReason(name, value); why != "" && why != "agent.user" {
 			held = append(held, name+" ("+why+")")
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/cc-connect/cc-connect/agentcfg"
 	"github.com/cc-connect/cc-connect/agentproc"
 	"github.com/cc-connect/cc-connect/config"
+	"github.com/cc-connect/cc-connect/internal/testenv"
 )
 
 // secretsConfig writes a config file (mode perm) in its own folder (mode
@@ -102,9 +103,7 @@ func TestSecretsCheckSameUser(t *testing.T) {
 // TestSecretsCheckAgentUser: with agent.user, what counts is what that
 // user can reach; doctor asks the kernel as that user.
 func TestSecretsCheckAgentUser(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("checking as another user needs root")
-	}
+	testenv.NeedRoot(t, "checking as another user")
 	tests := []struct {
 		name          string
 		perm, dirPerm os.FileMode
@@ -132,10 +131,17 @@ func TestAgentUserCheck(t *testing.T) {
 	cfg := secretsConfig(t, 0o600, 0o700, "")
 	agent := agentcfg.From(cfg)
 	c := checkAgentUser(context.Background(), cfg, agent, agentproc.BuildEnv(os.Environ(), agent))
-	wantCheck(t, c, OK, "the user cc-connect runs as")
 	if os.Geteuid() != 0 {
+		wantCheck(t, c, OK, "the user cc-connect runs as")
 		return
 	}
+	// As root, without agent.user, chat platforms are refused, saying why;
+	// with agent.allow_root they are a warning.
+	wantCheck(t, c, Fail, "agent.allow_root: the agent would run as root: cc-connect runs as root and agent.user is not set, so Claude's Bash would run as root and could read every token (from /proc/<cc-connect pid>/environ")
+	cfg.Agent.AllowRoot = true
+	c = checkAgentUser(context.Background(), cfg, agent, agentproc.BuildEnv(os.Environ(), agent))
+	wantCheck(t, c, Warn, "run as root (agent.allow_root = true) for platform tg")
+	cfg.Agent.AllowRoot = false
 	// nobody: the workspace is root's, and its home (/nonexistent) cannot
 	// hold a Claude Code config dir; an agent.env CLAUDE_CONFIG_DIR it owns can.
 	cfg = secretsConfig(t, 0o600, 0o755, "nobody")
@@ -164,7 +170,7 @@ func TestAgentEnvCheckNamesWhatIsHeldBack(t *testing.T) {
 	t.Parallel()
 	agent := agentproc.Config{EnvDrop: agentproc.DefaultEnvDrop, Secrets: agentproc.NewSecretVars("TG")}
 	c := checkAgentEnv(agent, []string{"PATH=/bin", "TG=123:SECRET", "GITHUB_TOKEN=ghp_SECRET", "ANTHROPIC_API_KEY=sk-SECRET"})
-	wantCheck(t, c, OK, "held back from claude, forks and !sh: TG (platform secret), GITHUB_TOKEN (agent.env_drop *_TOKEN)")
+	wantCheck(t, c, OK, "held back from claude, forks and !sh: TG (config secret), GITHUB_TOKEN (agent.env_drop *_TOKEN)")
 	if strings.Contains(c.Detail, "SECRET") || strings.Contains(c.Detail, "ANTHROPIC") {
 		t.Errorf("detail %q shows a value or a variable the agent keeps", c.Detail)
 	}

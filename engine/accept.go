@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cc-connect/cc-connect/cluster/ingress"
 	"github.com/cc-connect/cc-connect/engine/conv"
 	"github.com/cc-connect/cc-connect/engine/render"
 	"github.com/cc-connect/cc-connect/inbox"
@@ -58,7 +57,7 @@ func (e *Engine) HandleMessage(ctx context.Context, m platform.Message) (platfor
 
 // handleMessage is HandleMessage for a message from a cluster's stream too
 // (d is its delivery, nil otherwise: cluster.go).
-func (e *Engine) handleMessage(ctx context.Context, m platform.Message, d *ingress.Delivery) (res platform.Result, err error) {
+func (e *Engine) handleMessage(ctx context.Context, m platform.Message, d conv.Delivery) (res platform.Result, err error) {
 	// The platform's ack waits for this (Slack redelivers after 3 s): a
 	// slow disk shows in the accept duration before it shows as doubles.
 	began := time.Now()
@@ -87,52 +86,42 @@ func (e *Engine) handleMessage(ctx context.Context, m platform.Message, d *ingre
 	case claim != nil:
 		defer claim.Release()
 	}
-	b, ok := e.resolve(m.Target.Platform, m.Target.Channel)
+	b, ok := e.routes.resolve(m.Target.Platform, m.Target.Channel)
 	if !ok {
 		log.Debug("Ignoring a message from an unbound channel")
 		return ignored("unbound channel"), nil
 	}
-	a, ok := e.adapter(m.Target.Platform)
+	a, ok := e.ads.get(m.Target.Platform)
 	if !ok {
 		return platform.Result{}, fmt.Errorf("handling a message: no adapter named %q", m.Target.Platform)
 	}
 	key := conv.Key(m.Target)
-	if b.NeedsMention(m.IsDM) && !m.Mentioned && !e.convs.Has(key) {
-		root, ok := e.threadRoot(ctx, a, m)
-		if !ok {
+	// A reply without a mention in a thread the engine does not know may
+	// be in a thread whose root mentions the bot: it is journaled, and its
+	// conversation reads the root back before it runs (conv/checks.go).
+	var unrooted bool
+	if b.NeedsMention(m.IsDM) && !m.Mentioned {
+		var ignore bool
+		if unrooted, ignore = e.convs.Unmentioned(a, m); ignore {
 			log.Debug("Ignoring a message that does not mention the bot", "session_key", key)
-			return ignored("no mention of the bot"), nil
-		}
-		// The root never reached the engine, or not yet (threadroot.go):
-		// it goes first, so the conversation starts where it started.
-		log.Info("Accepting a thread's root read back from the platform, before a reply that came first",
-			"session_key", key, "message_id", root.ID)
-		if _, err := e.HandleMessage(ctx, root); err != nil {
-			return platform.Result{}, err
-		}
-		if !e.convs.Has(key) {
-			log.Debug("Ignoring a reply whose thread's root was not accepted", "session_key", key)
 			return ignored("no mention of the bot"), nil
 		}
 	}
 	reply := m.Target
 	reply.MessageID = ""
 	if !b.Allowed(m.UserID) {
+		if unrooted {
+			// Not the bot's thread as far as anyone knows: chatter
+			// there is not refused aloud.
+			log.Debug("Ignoring a message that does not mention the bot", "session_key", key)
+			return ignored("no mention of the bot"), nil
+		}
 		e.refuseOnce(a, reply, m)
 		return refused("user not allowed"), nil
 	}
-	// The first message of a known thread after a start: what a dead
-	// instance took and never journaled goes first (ordergap.go).
-	for _, mm := range e.missingBefore(ctx, a, b, m) {
-		log.Info("Accepting a message read back from its thread, posted before one that came first after a start",
-			"session_key", key, "message_id", mm.ID)
-		if _, err := e.HandleMessage(ctx, mm); err != nil {
-			return platform.Result{}, err
-		}
-	}
-	res, err = e.convs.Accept(b, a, m, d)
+	res, err = e.convs.Accept(b, a, m, d, unrooted)
 	if errors.Is(err, conv.ErrStopped) {
-		e.notify(a, reply, render.ShutdownText)
+		e.notices.notify(a, reply, render.ShutdownText)
 		return refused("shutting down"), nil
 	}
 	return res, err
@@ -142,12 +131,12 @@ func (e *Engine) handleMessage(ctx context.Context, m platform.Message, d *ingre
 // that a busy channel is not flooded with refusals.
 func (e *Engine) refuseOnce(a platform.Adapter, to platform.Target, m platform.Message) {
 	key := conv.Key(to)
-	first := e.refused.add(key)
+	first := e.refused.Add(key)
 	e.log.Info("Refused a message from a user who is not allowed", "platform", to.Platform, "channel", to.Channel,
 		"thread", to.Thread, "session_key", key, "user_id", m.UserID, "user_name", m.UserName, "told", first)
-	if first && !e.notify(a, to, refusalText) {
+	if first && !e.notices.notify(a, to, refusalText) {
 		// Not told after all: the thread's next message tries again.
-		e.refused.forget(key)
+		e.refused.Forget(key)
 	}
 }
 
@@ -157,14 +146,14 @@ func (e *Engine) refuseOnce(a platform.Adapter, to platform.Target, m platform.M
 // nothing itself.
 func (e *Engine) HandleAction(ctx context.Context, act platform.Action) error {
 	e.metrics.PlatformEvent(act.Target.Platform, "action")
-	a, ok := e.adapter(act.Target.Platform)
+	a, ok := e.ads.get(act.Target.Platform)
 	if !ok {
 		return fmt.Errorf("handling an action: no adapter named %q", act.Target.Platform)
 	}
 	reply := act.Target
 	reply.MessageID = ""
 	if text := e.convs.Answer(act); text != "" {
-		e.notify(a, reply, text)
+		e.notices.notify(a, reply, text)
 	}
 	return nil
 }

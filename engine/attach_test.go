@@ -78,7 +78,7 @@ func TestLargeMessageBecomesArtifact(t *testing.T) {
 	if len(prompt) >= len(big) || strings.Contains(prompt, h.ws) || strings.Contains(prompt, os.TempDir()) {
 		t.Errorf("prompt is %d bytes or names a host path:\n%s", len(prompt), prompt)
 	}
-	ws := h.e.pool.normalize(h.ws)
+	ws := h.e.routes.pool.normalize(h.ws)
 	stored, err := os.ReadFile(filepath.Join(ws, rel))
 	if err != nil || string(stored) != big {
 		t.Fatalf("artifact = %d bytes, %v; want the whole message", len(stored), err)
@@ -146,7 +146,7 @@ func TestAttachmentsDownloadedAndNamed(t *testing.T) {
 	h.rec.waitSend(t, "echo: see the files")
 	h.waitIdle()
 	prompt := lastTurn(t, h)
-	ws := h.e.pool.normalize(h.ws)
+	ws := h.e.routes.pool.normalize(h.ws)
 	notesRel := ".cc-connect/attachments/" + sha(notes)[:16] + "-notes.txt"
 	pngRel := ".cc-connect/attachments/" + sha(string(png))[:16] + "-shot.png"
 	for _, want := range []string{
@@ -206,7 +206,7 @@ func TestTextAttachmentsCountTowardArtifact(t *testing.T) {
 	if rel == "" || len(prompt) > 4000 {
 		t.Fatalf("prompt (%d bytes) does not point to an artifact:\n%s", len(prompt), prompt)
 	}
-	stored, err := os.ReadFile(filepath.Join(h.e.pool.normalize(h.ws), rel))
+	stored, err := os.ReadFile(filepath.Join(h.e.routes.pool.normalize(h.ws), rel))
 	if err != nil || !strings.Contains(string(stored), "summarize") || !strings.Contains(string(stored), content[:len(content)-1]) ||
 		!strings.Contains(string(stored), ".cc-connect/attachments/") {
 		t.Errorf("artifact = %d bytes, %v; want the message, the attachment's path and its text", len(stored), err)
@@ -296,7 +296,7 @@ func TestAttachmentsSurviveRestart(t *testing.T) {
 func TestAttachmentStoredByLandedVersion(t *testing.T) {
 	h := newHarness(t, nil)
 	h.stop()
-	ws := h.e.pool.normalize(h.ws)
+	ws := h.e.routes.pool.normalize(h.ws)
 	store := func(name, content string) inbox.Attachment {
 		rel := ".cc-connect/attachments/" + sha(content)[:16] + "-" + name
 		if err := os.MkdirAll(filepath.Join(ws, ".cc-connect", "attachments"), 0o700); err != nil {

@@ -3,25 +3,58 @@ package engine
 import (
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cc-connect/cc-connect/binding"
 	"github.com/cc-connect/cc-connect/workspace"
 )
 
-// resolve finds the binding of a platform channel: an exact channel beats
-// "*". The returned copy's Workspace is normalized, so every spelling of a
-// folder (trailing slash, symlink, "..") becomes one key.
-func (e *Engine) resolve(plat, channel string) (binding.Binding, bool) {
-	b, ok := binding.Route(e.bindings(), plat, channel)
+// routing is which binding a platform channel is routed to: the
+// bindings in force (New's, until a reload swaps them whole) and the team
+// settings beside them. The binding returned has its workspace
+// normalized, so every spelling of a folder (trailing slash, symlink,
+// "..") is one key.
+type routing struct {
+	pool        *pool
+	initial     []binding.Binding
+	initialTeam TeamOptions
+	bindings    atomic.Pointer[[]binding.Binding] // nil until the first reload: initial apply
+	team        atomic.Pointer[TeamOptions]       // nil until a reload sets one: initialTeam applies
+}
+
+// all is the bindings in force.
+func (rt *routing) all() []binding.Binding {
+	if p := rt.bindings.Load(); p != nil {
+		return *p
+	}
+	return rt.initial
+}
+
+// teamNow is the [chat] settings in force.
+func (rt *routing) teamNow() TeamOptions {
+	if p := rt.team.Load(); p != nil {
+		return *p
+	}
+	return rt.initialTeam
+}
+
+// resolve finds the binding of a platform channel (binding.Route).
+func (rt *routing) resolve(plat, channel string) (binding.Binding, bool) {
+	b, ok := binding.Route(rt.all(), plat, channel)
 	if !ok {
 		return binding.Binding{}, false
 	}
-	return e.normalized(b), true
+	b.Workspace = rt.pool.normalize(b.Workspace)
+	return b, true
 }
 
-func (e *Engine) normalized(b binding.Binding) binding.Binding {
-	b.Workspace = e.pool.normalize(b.Workspace)
-	return b
+// swap puts bs (their workspaces normalized) in force, and team when set.
+func (rt *routing) swap(bs []binding.Binding, team *TeamOptions) {
+	rt.bindings.Store(&bs)
+	if team != nil {
+		t := *team
+		rt.team.Store(&t)
+	}
 }
 
 // pool normalizes workspace folders once per spelling, so that two

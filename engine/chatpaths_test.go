@@ -88,7 +88,7 @@ func TestFailureNoticesNameNoHostPath(t *testing.T) {
 		}, "could not be recovered"},
 		{"sessions cannot be listed", true, false, func(t *testing.T, h *harness) *harness {
 			cfgDir := h.opts.Agent.Env["CLAUDE_CONFIG_DIR"]
-			writeFile(t, agentproc.ProjectDir(cfgDir, h.e.pool.normalize(h.ws)), "not a folder")
+			writeFile(t, agentproc.ProjectDir(cfgDir, h.e.routes.pool.normalize(h.ws)), "not a folder")
 			h.say("alice", "T1", "!sessions")
 			return h
 		}, "Could not list sessions"},

@@ -5,18 +5,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 
-	"github.com/cc-connect/cc-connect/cluster/ingress"
-	"github.com/cc-connect/cc-connect/cluster/kvlease"
-	"github.com/cc-connect/cc-connect/cluster/names"
+	"github.com/cc-connect/cc-connect/binding"
 	"github.com/cc-connect/cc-connect/engine/conv"
 	"github.com/cc-connect/cc-connect/platform"
 	"github.com/cc-connect/cc-connect/trigger"
 )
 
-// The engine's side of a cluster (docs/cluster.md). The adapters of a
+// The engine's side of a cluster (docs/cluster.md). The engine owns the
+// contracts (conv.Delivery, conv.Fence, ClusterEvent) and the cluster
+// implements them; the binary joins the two, so that no engine package
+// imports the cluster's.
+// The adapters of a
 // cluster host publish what they receive instead of handing it to the
 // engine; the host that holds a binding's lease consumes the binding's
 // events and hands each to Accept, which journals it as HandleMessage
@@ -69,28 +70,47 @@ type ClusterOptions struct {
 	Status func(ctx context.Context) (string, error)
 }
 
-// clusterStatus is the cluster's part of !status: "" outside a cluster.
-func (e *Engine) clusterStatus() string {
-	if e.cluster == nil || e.cluster.Status == nil {
-		return ""
-	}
-	ctx, cancel := context.WithTimeout(e.bg, statusTimeout)
-	defer cancel()
-	text, err := e.cluster.Status(ctx)
-	if err != nil {
-		e.log.Warn("Reading the cluster's status failed", "error", err)
-		return "\n\nCluster: could not be read right now (the log has the details)."
-	}
-	return "\n\n" + strings.TrimRight(text, "\n")
+// Fence and Delivery are the contracts the engine holds the cluster to
+// (conv's, under the engine's name for the binary).
+type (
+	Fence    = conv.Fence
+	Delivery = conv.Delivery
+)
+
+// ClusterEvent is what the cluster's stream delivered for the binding of
+// Binding (as the config writes it): a message, a button press or a run,
+// exactly one of them set.
+type ClusterEvent struct {
+	Binding binding.Key
+	Message *platform.Message
+	Action  *platform.Action
+	Run     *trigger.Run
 }
 
+// Outcome says what became of an event the stream delivered.
+type Outcome int
+
+const (
+	// Journaled: the event runs here; its Delivery is acknowledged at its
+	// durable end.
+	Journaled Outcome = iota + 1
+	// Settled: the event is finished (ignored, refused with the user told,
+	// a command that acted at once, journaled before and done); the
+	// caller acknowledges it now.
+	Settled
+)
+
+// ErrUnknownEvent means an event holds none of a message, a button press
+// and a run: it can never be handled, and the caller drops it.
+var ErrUnknownEvent = errors.New("the event holds no message, button press or run")
+
 // JoinCluster makes the engine the consumer of a cluster's ingress: call it
-// before Run, once. The returned handler is what cluster.Node.ServeBinding
-// gets for each binding this host serves.
+// before Run, once. The returned ingress is what the cluster hands each
+// binding's events to, and its tenures.
 func (e *Engine) JoinCluster(o ClusterOptions) *ClusterIngress {
 	e.cluster = &o
-	e.convs.JoinCluster(conv.Cluster{Clustered: o.Clustered, InStream: o.InStream, Fence: e.tenures.fence})
-	return &ClusterIngress{e: e}
+	st := e.convs.JoinCluster(conv.Cluster{Clustered: o.Clustered, InStream: o.InStream, Fence: e.tenures.fence})
+	return &ClusterIngress{e: e, st: st}
 }
 
 // inbound is the handler adapter a runs with: the engine, or in a
@@ -104,47 +124,42 @@ func (e *Engine) inbound(a platform.Adapter) platform.Handler {
 	return e
 }
 
-// clustered says whether the conversation of a platform instance is fed
-// by the cluster's stream.
-func (e *Engine) clustered(plat string) bool {
-	return e.cluster != nil && e.cluster.Clustered != nil && e.cluster.Clustered(plat)
+// ClusterIngress is the engine's side of the cluster's stream: the events
+// of the bindings this host serves, and its tenures.
+type ClusterIngress struct {
+	e  *Engine
+	st *conv.Stream
 }
 
-// ClusterIngress implements ingress.Handler and cluster.TenureHandler.
-type ClusterIngress struct{ e *Engine }
-
-var _ ingress.Handler = (*ClusterIngress)(nil)
-
 // Accept journals one event of the stream (see the rules above).
-func (c *ClusterIngress) Accept(ctx context.Context, d *ingress.Delivery) (ingress.Result, error) {
+func (c *ClusterIngress) Accept(ctx context.Context, ev ClusterEvent, d Delivery) (Outcome, error) {
 	// Not before what a crash left is recovered (Run).
 	select {
 	case <-c.e.convs.Ready():
 	case <-ctx.Done():
 		return 0, ctx.Err()
 	}
-	if err := d.Fence.Check(); err != nil {
+	if err := d.Fence().Check(); err != nil {
 		return 0, err
 	}
-	switch d.Event.Kind {
-	case ingress.KindAction:
-		if err := c.e.HandleAction(ctx, d.Event.Action.PlatformAction()); err != nil {
+	switch {
+	case ev.Action != nil:
+		if err := c.e.HandleAction(ctx, *ev.Action); err != nil {
 			return 0, err
 		}
-		return ingress.Settled, nil
-	case ingress.KindRun:
-		return c.acceptRun(ctx, d)
-	case ingress.KindMessage:
-	default:
-		return 0, fmt.Errorf("%w: kind %q", ingress.ErrPoison, d.Event.Kind)
+		return Settled, nil
+	case ev.Run != nil:
+		return c.acceptRun(ctx, *ev.Run)
+	case ev.Message == nil:
+		return 0, ErrUnknownEvent
 	}
 	// Attachments travel by reference: the adapter of this host fetches
 	// them (platform.AttachmentOpener) before the turn.
-	m := d.Event.Message.PlatformMessage(nil)
+	m := *ev.Message
 	// An adapter that remembers what it received, for History (Telegram's,
 	// whose Bot API cannot read a chat back), learns what another host
 	// received as if it had itself: the poller may be elsewhere.
-	if a, ok := c.e.adapter(m.Target.Platform); ok {
+	if a, ok := c.e.ads.get(m.Target.Platform); ok {
 		if sn, ok := a.(platform.SeenNoter); ok {
 			sn.NoteSeen(m)
 		}
@@ -157,33 +172,32 @@ func (c *ClusterIngress) Accept(ctx context.Context, d *ingress.Delivery) (ingre
 	}
 	switch res.Status {
 	case platform.Duplicate:
-		return c.e.reattach(m, d)
+		return c.reattach(m, d)
 	case platform.Queued:
-		if !c.e.convs.Holds(key, m.ID) {
-			return ingress.Settled, nil // a command that acted at once, or done already
+		if !c.st.Holds(key, m.ID) {
+			return Settled, nil // a command that acted at once, or done already
 		}
-		if !known && c.moved(m, d) {
-			c.e.convs.Notice(key, movedText(c.e.cluster.Host, d))
+		if !known && c.moved(m, ev.Binding, d) {
+			c.st.Notice(key, movedText(c.e.cluster.Host, d))
 		}
-		return ingress.Journaled, nil
+		return Journaled, nil
 	}
-	return ingress.Settled, nil // ignored, or refused with the user told
+	return Settled, nil // ignored, or refused with the user told
 }
 
 // acceptRun journals a run without a person that a schedule or a webhook
 // on some host published for this binding. It is settled in the stream
 // once journaled here (or refused, or journaled before): from then on the
 // journal runs it, as it runs a run submitted on this host.
-func (c *ClusterIngress) acceptRun(ctx context.Context, d *ingress.Delivery) (ingress.Result, error) {
-	r := d.Event.Run.TriggerRun()
+func (c *ClusterIngress) acceptRun(ctx context.Context, r trigger.Run) (Outcome, error) {
 	err := c.e.Submit(ctx, r)
 	switch {
 	case err == nil, errors.Is(err, trigger.ErrDuplicate):
-		return ingress.Settled, nil
+		return Settled, nil
 	case errors.Is(err, trigger.ErrRefused):
 		c.e.log.Warn("A run from the cluster's stream was refused", "platform", r.Platform, "channel", r.Channel,
 			"run_id", r.ID, "error", err)
-		return ingress.Settled, nil
+		return Settled, nil
 	}
 	return 0, err
 }
@@ -196,18 +210,18 @@ func (c *ClusterIngress) acceptRun(ctx context.Context, d *ingress.Delivery) (in
 // Telegram chat, a Slack DM, a Discord channel, whose Thread is ""). A
 // message that starts its own thread (a Slack mention, a Discord message
 // given a thread of its own) is a new conversation wherever it runs.
-func (c *ClusterIngress) moved(m platform.Message, d *ingress.Delivery) bool {
-	if d.NumDelivered > 1 {
+func (c *ClusterIngress) moved(m platform.Message, b binding.Key, d Delivery) bool {
+	if d.Deliveries() > 1 {
 		return true
 	}
 	o := c.e.cluster
 	continues := m.Target.Thread != m.Target.MessageID
-	return continues && o.Standby != nil && o.Standby(d.Event.Binding.Platform, d.Event.Binding.Channel)
+	return continues && o.Standby != nil && o.Standby(b.Platform, b.Channel)
 }
 
-func movedText(host string, d *ingress.Delivery) string {
+func movedText(host string, d Delivery) string {
 	why := "the host that served it stopped answering"
-	if d.NumDelivered <= 1 {
+	if d.Deliveries() <= 1 {
 		why = "the host that served it is not serving this channel now"
 	}
 	return fmt.Sprintf("This conversation moved to host %s (%s). It continues in a new Claude session: "+
@@ -217,42 +231,43 @@ func movedText(host string, d *ingress.Delivery) string {
 // reattach handles a redelivered event that was journaled before: still
 // pending here, it is Journaled again under the new delivery (queued
 // again when it was parked); finished here, it is Settled.
-func (e *Engine) reattach(m platform.Message, d *ingress.Delivery) (ingress.Result, error) {
-	b, ok := e.resolve(m.Target.Platform, m.Target.Channel)
+func (c *ClusterIngress) reattach(m platform.Message, d Delivery) (Outcome, error) {
+	e := c.e
+	b, ok := e.routes.resolve(m.Target.Platform, m.Target.Channel)
 	if !ok {
-		return ingress.Settled, nil
+		return Settled, nil
 	}
-	a, ok := e.adapter(m.Target.Platform)
+	a, ok := e.ads.get(m.Target.Platform)
 	if !ok {
-		return 0, fmt.Errorf("%w: no adapter named %q", ingress.ErrPoison, m.Target.Platform)
+		return 0, fmt.Errorf("%w: no adapter named %q", ErrUnknownEvent, m.Target.Platform)
 	}
-	held, err := e.convs.Reattach(b, a, m, d)
+	held, err := c.st.Reattach(b, a, m, d)
 	if err != nil {
 		return 0, err
 	}
 	if !held {
-		return ingress.Settled, nil
+		return Settled, nil
 	}
-	return ingress.Journaled, nil
+	return Journaled, nil
 }
 
 // tenures are the fences of the cluster bindings this host serves now.
 type tenures struct {
 	mu sync.Mutex // guards m
-	m  map[names.Binding]*kvlease.Fence
+	m  map[binding.Key]Fence
 }
 
-func (t *tenures) set(b names.Binding, f *kvlease.Fence) {
+func (t *tenures) set(b binding.Key, f Fence) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.m == nil {
-		t.m = map[names.Binding]*kvlease.Fence{}
+		t.m = map[binding.Key]Fence{}
 	}
 	t.m[b] = f
 }
 
 // end forgets b's tenure f (not a later one).
-func (t *tenures) end(b names.Binding, f *kvlease.Fence) {
+func (t *tenures) end(b binding.Key, f Fence) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.m[b] == f {
@@ -262,9 +277,9 @@ func (t *tenures) end(b names.Binding, f *kvlease.Fence) {
 
 // fence is the fence of this host's tenure of the binding of platform and
 // channel (as the config writes them) while it holds; nil otherwise.
-func (t *tenures) fence(platform, channel string) *kvlease.Fence {
+func (t *tenures) fence(platform, channel string) Fence {
 	t.mu.Lock()
-	f := t.m[names.Binding{Platform: platform, Channel: channel}]
+	f := t.m[binding.Key{Platform: platform, Channel: channel}]
 	t.mu.Unlock()
 	if f == nil || f.Check() != nil {
 		return nil
@@ -276,7 +291,7 @@ func (t *tenures) fence(platform, channel string) *kvlease.Fence {
 // conversations' parked entries are decided (settleParked): entries of an
 // earlier tenure that a later holder finished are dropped, replies this
 // host was posting are recovered once the stream no longer holds them.
-func (c *ClusterIngress) StartTenure(ctx context.Context, b names.Binding, f *kvlease.Fence) error {
+func (c *ClusterIngress) StartTenure(ctx context.Context, b binding.Key, f Fence) error {
 	e := c.e
 	select {
 	case <-e.convs.Ready(): // the journals a crash left are open
@@ -285,16 +300,16 @@ func (c *ClusterIngress) StartTenure(ctx context.Context, b names.Binding, f *kv
 	}
 	e.log.Info("Serving a cluster binding", "platform", b.Platform, "channel", b.Channel, "token", f.Token())
 	e.tenures.set(b, f)
-	e.convs.StartTenure(b.Platform, b.Channel)
+	c.st.StartTenure(b.Platform, b.Channel)
 	return nil
 }
 
 // EndTenure interrupts the running turns of binding b: they end fenced,
 // their messages parked and unacknowledged, for the next holder.
-func (c *ClusterIngress) EndTenure(b names.Binding, f *kvlease.Fence, why error) {
+func (c *ClusterIngress) EndTenure(b binding.Key, f Fence, why error) {
 	e := c.e
 	e.tenures.end(b, f)
-	n := e.convs.EndTenure(b.Platform, b.Channel)
+	n := c.st.EndTenure(b.Platform, b.Channel)
 	e.log.Warn("Stopped serving a cluster binding; its running turns stop unanswered, for the next holder",
 		"platform", b.Platform, "channel", b.Channel, "token", f.Token(), "sessions", n, "error", why)
 }

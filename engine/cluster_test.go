@@ -74,7 +74,7 @@ func startClusterHost(t *testing.T, name, url string, stopAt ...func(string) boo
 	t.Cleanup(node.Close)
 	sctx2, stop := context.WithCancel(context.Background())
 	ch := &clusterHost{name: name, h: nh, node: node, settings: s, stop: stop, done: make(chan error, 1)}
-	go func() { ch.done <- node.ServeBinding(sctx2, fakeAll, ci) }()
+	go func() { ch.done <- node.ServeBinding(sctx2, fakeAll, testLink{ci}) }()
 	t.Cleanup(ch.halt)
 	return ch
 }
@@ -112,7 +112,7 @@ func restartClusterHost(t *testing.T, c *clusterHost) *clusterHost {
 	nh, ci := runClusterEngine(t, c.name, c.h, &node)
 	ctx, stop := context.WithCancel(context.Background())
 	nc := &clusterHost{name: c.name, h: nh, node: c.node, stop: stop, done: make(chan error, 1)}
-	go func() { nc.done <- c.node.ServeBinding(ctx, fakeAll, ci) }()
+	go func() { nc.done <- c.node.ServeBinding(ctx, fakeAll, testLink{ci}) }()
 	t.Cleanup(nc.halt)
 	return nc
 }
@@ -312,7 +312,7 @@ func restartKilled(t *testing.T, c *clusterHost) *clusterHost {
 	t.Cleanup(node.Close)
 	ctx, stop := context.WithCancel(context.Background())
 	nc := &clusterHost{name: c.name, h: nh, node: node, settings: c.settings, stop: stop, done: make(chan error, 1)}
-	go func() { nc.done <- node.ServeBinding(ctx, fakeAll, ci) }()
+	go func() { nc.done <- node.ServeBinding(ctx, fakeAll, testLink{ci}) }()
 	t.Cleanup(nc.halt)
 	return nc
 }

@@ -117,7 +117,7 @@ func TestStatus(t *testing.T) {
 	h.say("alice", "T1", "!status")
 	h.rec.waitFor(t, "a second status", func(calls []recorded) bool { return len(h.rec.sends("State:")) == 2 })
 	st := h.rec.sends("State:")[1]
-	ws := h.e.pool.normalize(h.ws)
+	ws := h.e.routes.pool.normalize(h.ws)
 	for _, want := range []string{"State: idle", "Workspace: " + ws, "Session: " + sess1, "Context: 25%",
 		"Queue: 0 waiting", "Process: alive, pid 4001", "Idle:", "Model: claude-test", "Cost: $0.0100", "Platform: connected"} {
 		if !strings.Contains(st, want) {
@@ -247,7 +247,7 @@ func TestResolveExactChannelBeatsWildcard(t *testing.T) {
 		{"r", "C1", "", false},
 	}
 	for _, tt := range tests {
-		b, ok := e.resolve(tt.plat, tt.ch)
+		b, ok := e.routes.resolve(tt.plat, tt.ch)
 		if ok != tt.ok || b.Workspace != tt.want {
 			t.Errorf("resolve(%s, %s) = %q, %v; want %q, %v", tt.plat, tt.ch, b.Workspace, ok, tt.want, tt.ok)
 		}

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -303,5 +304,41 @@ func TestCompactOutcome(t *testing.T) {
 				t.Errorf("turns ok %v, error %v; want %v, %v", ok, failed, tc.ok, tc.failed)
 			}
 		})
+	}
+}
+
+// A side question starts from the binding's agent setup (its arguments,
+// environment and model), not the global one, while still read-only.
+func TestBtwUsesTheBindingsAgentSetup(t *testing.T) {
+	model := "claude-binding-model"
+	h, _ := controlHarness(t, func(o *Options) {
+		o.Agent.Model = "claude-global-model"
+		o.Agent.Args = []string{"--global"}
+		o.Agent.Env = map[string]string{"K": "global"}
+		o.Bindings[0].Setup.Model = &model
+		o.Bindings[0].Setup.Args = []string{"--binding"}
+		o.Bindings[0].Setup.Env = map[string]string{"K": "binding"}
+	})
+	h.say("alice", "T1", "hello")
+	h.rec.waitSend(t, "echo: hello")
+	h.say("alice", "T1", "!btw what did I say?")
+	h.rec.waitSend(t, render.SidePrefix)
+	h.waitIdle()
+	h.fa.mu.Lock()
+	defer h.fa.mu.Unlock()
+	var fork *agentproc.Config
+	for i, sp := range h.fa.spawns {
+		if sp.Fork {
+			if !sp.ReadOnly {
+				t.Errorf("the side question's process is not read-only: %+v", sp)
+			}
+			fork = &h.fa.configs[i]
+		}
+	}
+	if fork == nil {
+		t.Fatal("no side-question process")
+	}
+	if fork.Model != model || !slices.Equal(fork.Args, []string{"--global", "--binding"}) || fork.Env["K"] != "binding" {
+		t.Errorf("side question started with model %q, args %q, env %v; want the binding's", fork.Model, fork.Args, fork.Env)
 	}
 }

@@ -136,7 +136,7 @@ func TestMessageSizeCaps(t *testing.T) {
 		t.Errorf("artifact notice %q, want the size", saved.Text)
 	}
 	rel := strings.Fields(saved.Text[strings.Index(saved.Text, "saved whole as ")+len("saved whole as "):])[0]
-	data, err := os.ReadFile(filepath.Join(h.e.pool.normalize(h.ws), rel))
+	data, err := os.ReadFile(filepath.Join(h.e.routes.pool.normalize(h.ws), rel))
 	if err != nil || string(data) != under {
 		t.Errorf("artifact %s holds %d bytes (%v), want the whole message (%d)", rel, len(data), err, len(under))
 	}

@@ -40,7 +40,7 @@ func TestRealCLIRecovery(t *testing.T) {
 			h, api := newRealCLIHarness(t, nil)
 			h.stop()
 			u := uuid.NewString()
-			p, err := agentproc.Start(context.Background(), h.opts.Agent, agentproc.StartOptions{Dir: h.e.pool.normalize(h.ws)}, nil)
+			p, err := agentproc.Start(context.Background(), h.opts.Agent, agentproc.StartOptions{Dir: h.e.routes.pool.normalize(h.ws)}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -30,7 +30,7 @@ const t1Key = "fake/C1/T1"
 func stageCutTurn(t *testing.T, h *harness, rec conv.Record, u, text string) {
 	t.Helper()
 	rec.Key, rec.Platform, rec.Channel, rec.Thread = t1Key, "fake", "C1", "T1"
-	rec.Workspace = h.e.pool.normalize(h.ws)
+	rec.Workspace = h.e.routes.pool.normalize(h.ws)
 	if err := conv.NewStore(h.opts.StateDir).Save(rec); err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func turnWithUUID(ctx context.Context, p *agentproc.Process, id, text string, on
 func startedTurn(t *testing.T, h *harness, resumeID, id, text string) string {
 	t.Helper()
 	cfg := h.opts.Agent
-	p, err := agentproc.Start(context.Background(), cfg, agentproc.StartOptions{Dir: h.e.pool.normalize(h.ws), ResumeID: resumeID}, nil)
+	p, err := agentproc.Start(context.Background(), cfg, agentproc.StartOptions{Dir: h.e.routes.pool.normalize(h.ws), ResumeID: resumeID}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -365,7 +365,7 @@ func TestRecoveryContinueFallsBackToMessage(t *testing.T) {
 	h.stop()
 	u := uuid.NewString()
 	const text = "long job [[SLOW]]"
-	p, err := agentproc.Start(context.Background(), h.opts.Agent, agentproc.StartOptions{Dir: h.e.pool.normalize(h.ws)}, nil)
+	p, err := agentproc.Start(context.Background(), h.opts.Agent, agentproc.StartOptions{Dir: h.e.routes.pool.normalize(h.ws)}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -84,34 +83,23 @@ type Engine struct {
 	now   func() time.Time
 	spawn procs.SpawnFunc
 	tx    procs.Transcripts
-	pool  *pool
 	slots *procs.Caps
 	// refused holds the threads that got the access refusal (session
 	// keys), bounded: a thread forgotten gets one refusal more.
-	refused *recentIDs
-	// rootless holds the threads whose root does not mention the bot
-	// (threadroot.go), bounded.
-	rootless *recentIDs
-	// gapChecked holds the conversations whose thread was read back for
-	// messages missing before their first one (ordergap.go), bounded;
-	// born is when the engine was made, which bounds when that happens.
-	gapChecked *recentIDs
-	born       time.Time
-	spare      *procs.Spares // spare processes for new conversations
+	refused *conv.Recent
+	spare   *procs.Spares // spare processes for new conversations
 
 	convs *conv.Set // the conversations
 	// bg outlives every agent process and platform call made by the
 	// conversations; Run cancels it only after all of them ended.
-	bg       context.Context
-	cancelBg context.CancelFunc
-	metrics  Metrics     // never nil (a no-op when off)
-	reload   reloadState // live bindings, running adapters (reload.go)
-	notices  notifier    // posts for conversations without a session (notify.go)
-	sched    atomic.Pointer[Schedules]
-
-	mu       sync.Mutex // guards adapters and shutting
-	adapters map[string]platform.Adapter
-	shutting bool // Run is stopping: no adapter starts any more
+	bg        context.Context
+	cancelBg  context.CancelFunc
+	metrics   Metrics    // never nil (a no-op when off)
+	routes    *routing   // the bindings and team settings in force (binding.go)
+	ads       *adapters  // registered and running adapters (adapters.go)
+	reloading sync.Mutex // one Reload at a time (reload.go)
+	notices   *notifier  // posts for conversations without a session (notify.go)
+	sched     atomic.Pointer[Schedules]
 
 	// cluster is set by JoinCluster: the conversations of clustered
 	// platforms come from the cluster's stream (cluster.go).
@@ -158,21 +146,18 @@ func New(opts Options) (*Engine, error) {
 	}
 	bg, cancel := context.WithCancel(context.Background())
 	e := &Engine{
-		bg:         bg,
-		cancelBg:   cancel,
-		opts:       opts,
-		log:        log,
-		now:        now,
-		spawn:      procs.Start,
-		tx:         procs.NewDiskTranscripts(opts.Agent),
-		pool:       newPool(log),
-		slots:      procs.NewCaps(opts.MaxProcesses, opts.MaxProcessesPerWorkspace),
-		adapters:   map[string]platform.Adapter{},
-		refused:    newRecentIDs(refusedMemory),
-		rootless:   newRecentIDs(rootlessMemory),
-		gapChecked: newRecentIDs(rootlessMemory),
-		born:       now(),
-		metrics:    conv.MetricsOf(opts.Metrics),
+		bg:       bg,
+		cancelBg: cancel,
+		opts:     opts,
+		log:      log,
+		now:      now,
+		spawn:    procs.Start,
+		tx:       procs.NewDiskTranscripts(opts.Agent),
+		slots:    procs.NewCaps(opts.MaxProcesses, opts.MaxProcessesPerWorkspace),
+		routes:   &routing{pool: newPool(log), initial: opts.Bindings, initialTeam: opts.Team},
+		ads:      newAdapters(log),
+		refused:  conv.NewRecent(refusedMemory),
+		metrics:  conv.MetricsOf(opts.Metrics),
 	}
 	e.spare = procs.NewSpares(procs.SparesConfig{N: opts.Prewarm, Idle: opts.IdleTimeout, Caps: e.slots,
 		// e.spawn is read at each start: tests swap it after New.
@@ -189,7 +174,9 @@ func New(opts Options) (*Engine, error) {
 		ArtifactQuota: opts.ArtifactQuota, AttachmentMaxBytes: opts.AttachmentMaxBytes, AllowedModes: opts.AllowedModes,
 		Spending: opts.Spending, SpendAdminsExempt: opts.SpendAdminsExempt,
 	}, conv.Deps{Host: host{e}, BG: bg, Caps: e.slots, Spares: e.spare, Log: log, Metrics: e.metrics, Now: now})
-	e.wireMetrics()
+	e.ads.handler = e.inbound
+	e.notices = &notifier{chat: e.ads.get, busy: e.convs.Busy, bg: bg, log: log, metrics: e.metrics}
+	wireMetrics(e.metrics, e.convs, e.slots, e.spare)
 	return e, nil
 }
 
@@ -201,18 +188,7 @@ func joinPrompt(a, b string) string {
 }
 
 // AddAdapter registers a platform adapter; call it before Run.
-func (e *Engine) AddAdapter(a platform.Adapter) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.adapters[a.Name()] = a
-}
-
-func (e *Engine) adapter(name string) (platform.Adapter, bool) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	a, ok := e.adapters[name]
-	return a, ok
-}
+func (e *Engine) AddAdapter(a platform.Adapter) { e.ads.add(a) }
 
 // Run runs every adapter and the sessions until ctx is cancelled; call it
 // once. Then it stops admitting messages, lets running turns finish within
@@ -222,20 +198,18 @@ func (e *Engine) adapter(name string) (platform.Adapter, bool) {
 func (e *Engine) Run(ctx context.Context) error {
 	// Work accepted before a crash resumes before new input arrives.
 	e.convs.Recover()
+	e.convs.Prewarm() // spares for the workspaces of the latest turns (agent.prewarm)
 
-	e.startAdapters(ctx) // each under a ctx of its own, so a reload can restart one
+	e.ads.start(ctx) // each under a ctx of its own, so a reload can restart one
 	<-ctx.Done()
 	e.log.Info("Shutting down: finishing running turns", "grace", e.opts.ShutdownGrace)
 
-	e.mu.Lock()
-	e.shutting = true
-	e.mu.Unlock()
 	e.convs.Stop()
 	e.spare.Close()
 	e.convs.Wait() // every session loop and side question has closed its process
 	e.notices.close()
 	e.cancelBg()
-	e.reload.adapters.Wait()
+	e.ads.stop()
 	e.convs.Close()
 	e.log.Info("Shutdown complete")
 	return nil
@@ -258,59 +232,3 @@ func (e *Engine) isStopping() bool {
 
 // refusedMemory is how many threads the access refusal is remembered for.
 const refusedMemory = 4096
-
-// recentIDs remembers the last n ids (threads told of a refusal).
-type recentIDs struct {
-	mu    sync.Mutex // guards ids and order
-	n     int
-	ids   map[string]bool
-	order []string
-}
-
-func newRecentIDs(n int) *recentIDs { return &recentIDs{n: n, ids: map[string]bool{}} }
-
-// add reports whether id is new, and remembers it.
-func (r *recentIDs) add(id string) bool {
-	if id == "" {
-		return true
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.ids[id] {
-		return false
-	}
-	r.ids[id] = true
-	r.order = append(r.order, id)
-	if len(r.order) > r.n {
-		delete(r.ids, r.order[0])
-		r.order = r.order[1:]
-	}
-	return true
-}
-
-// forget drops id.
-func (r *recentIDs) forget(id string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if !r.ids[id] {
-		return
-	}
-	delete(r.ids, id)
-	if i := slices.Index(r.order, id); i >= 0 {
-		r.order = slices.Delete(r.order, i, i+1)
-	}
-}
-
-// has reports whether id is remembered.
-func (r *recentIDs) has(id string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.ids[id]
-}
-
-// len is how many ids are remembered.
-func (r *recentIDs) len() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.ids)
-}

@@ -198,7 +198,7 @@ func TestSessionStatePersistence(t *testing.T) {
 		t.Fatal(err)
 	}
 	if rec.SessionID != sess1 || rec.ContextTokens != 50000 || rec.ContextWindow != 200000 || rec.ContextPct != 25 ||
-		rec.Model != "claude-test" || rec.Workspace != h.e.pool.normalize(h.ws) {
+		rec.Model != "claude-test" || rec.Workspace != h.e.routes.pool.normalize(h.ws) {
 		t.Errorf("stored record = %+v", rec)
 	}
 

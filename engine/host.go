@@ -21,12 +21,12 @@ type host struct{ e *Engine }
 var _ conv.Host = host{}
 
 func (h host) Binding(plat, channel string) (binding.Binding, bool) {
-	return h.e.resolve(plat, channel)
+	return h.e.routes.resolve(plat, channel)
 }
 
-func (h host) Team() conv.TeamOptions { return h.e.team() }
+func (h host) Team() conv.TeamOptions { return h.e.routes.teamNow() }
 
-func (h host) Chat(name string) (platform.Adapter, bool) { return h.e.adapter(name) }
+func (h host) Chat(name string) (platform.Adapter, bool) { return h.e.ads.get(name) }
 
 func (h host) Spawn(ctx context.Context, cfg agentproc.Config, opts agentproc.StartOptions, log *slog.Logger) (procs.Process, error) {
 	return h.e.spawn(ctx, cfg, opts, log)
@@ -35,7 +35,7 @@ func (h host) Spawn(ctx context.Context, cfg agentproc.Config, opts agentproc.St
 func (h host) Transcripts() procs.Transcripts { return h.e.tx }
 
 func (h host) Notify(a platform.Adapter, to platform.Target, text string) bool {
-	return h.e.notify(a, to, text)
+	return h.e.notices.notify(a, to, text)
 }
 
 func (h host) Schedules() conv.Schedules {

@@ -1,15 +1,18 @@
 package engine
 
-// wireMetrics hands the collector the funcs it reads at each scrape.
-func (e *Engine) wireMetrics() {
-	e.metrics.SetSessionsFunc(e.convs.ByState)
-	e.metrics.SetProcessesFunc(e.slots.Live)
-	e.metrics.SetSparesFunc(e.sparesByState)
-}
+import (
+	"github.com/cc-connect/cc-connect/engine/conv"
+	"github.com/cc-connect/cc-connect/engine/procs"
+)
 
-// sparesByState counts the spare processes by state: ready, or starting
-// (spawning or in their handshake).
-func (e *Engine) sparesByState() map[string]int {
-	ready, starting := e.spare.Count()
-	return map[string]int{"ready": ready, "starting": starting}
+// wireMetrics hands the collector the figures it reads at each scrape: the
+// conversations by state, the live processes, the spares by state (ready,
+// or starting: spawning or in their handshake).
+func wireMetrics(m Metrics, convs *conv.Set, slots *procs.Caps, spare *procs.Spares) {
+	m.SetSessionsFunc(convs.ByState)
+	m.SetProcessesFunc(slots.Live)
+	m.SetSparesFunc(func() map[string]int {
+		ready, starting := spare.Count()
+		return map[string]int{"ready": ready, "starting": starting}
+	})
 }

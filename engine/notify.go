@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -20,6 +21,12 @@ const maxNotices = 64
 // accept path never waits on the platform. The engine closes it after the
 // sessions ended and waits for what is in flight.
 type notifier struct {
+	chat    func(name string) (platform.Adapter, bool) // the adapter registered now
+	busy    func(delta int)                            // the engine's outstanding work
+	bg      context.Context
+	log     *slog.Logger
+	metrics Metrics
+
 	mu       sync.Mutex // guards the fields below
 	inflight int
 	closed   bool
@@ -30,31 +37,30 @@ type notifier struct {
 // stopped there is no goroutine left to hand it to, and no adapter running
 // whose next event it could hold up: it is posted at once. It reports
 // false when the notice was dropped (too many in flight).
-func (e *Engine) notify(a platform.Adapter, to platform.Target, text string) bool {
-	n := &e.notices
+func (n *notifier) notify(a platform.Adapter, to platform.Target, text string) bool {
 	n.mu.Lock()
 	if n.closed {
 		n.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), sendTimeout)
 		defer cancel()
 		if _, err := a.Send(ctx, to, text); err != nil {
-			e.log.Warn("Posting a notice failed", "platform", to.Platform, "channel", to.Channel, "thread", to.Thread, "error", err)
+			n.log.Warn("Posting a notice failed", "platform", to.Platform, "channel", to.Channel, "thread", to.Thread, "error", err)
 		}
 		return true
 	}
 	if n.inflight >= maxNotices {
 		n.mu.Unlock()
-		e.log.Warn("Notice dropped", "platform", to.Platform, "channel", to.Channel, "thread", to.Thread,
+		n.log.Warn("Notice dropped", "platform", to.Platform, "channel", to.Channel, "thread", to.Thread,
 			"notice", conv.Quote(text, 120))
 		return false
 	}
 	n.inflight++
 	n.mu.Unlock()
-	e.convs.Busy(1)
+	n.busy(1)
 	go func() {
-		defer e.convs.Busy(-1)
+		defer n.busy(-1)
 		defer n.done()
-		e.post(a, to, text)
+		n.post(a, to, text)
 	}()
 	return true
 }
@@ -65,16 +71,16 @@ const sendTimeout = 2 * time.Minute
 
 // post posts text to to through the adapter registered under a's name now
 // (a reload may have replaced a), else a.
-func (e *Engine) post(a platform.Adapter, to platform.Target, text string) {
-	if cur, ok := e.adapter(to.Platform); ok {
+func (n *notifier) post(a platform.Adapter, to platform.Target, text string) {
+	if cur, ok := n.chat(to.Platform); ok {
 		a = cur
 	}
 	to.MessageID = ""
-	ctx, cancel := context.WithTimeout(e.bg, sendTimeout)
+	ctx, cancel := context.WithTimeout(n.bg, sendTimeout)
 	defer cancel()
 	if _, err := a.Send(ctx, to, text); err != nil {
-		e.metrics.PlatformError(to.Platform)
-		e.log.Error("Posting to the chat failed", "platform", to.Platform, "channel", to.Channel, "thread", to.Thread, "error", err)
+		n.metrics.PlatformError(to.Platform)
+		n.log.Error("Posting to the chat failed", "platform", to.Platform, "channel", to.Channel, "thread", to.Thread, "error", err)
 	}
 }
 

@@ -270,7 +270,7 @@ func TestMissingBeforeTheFirstMessageAfterAStart(t *testing.T) {
 	}
 
 	h = h.restart()
-	h.e.born = h.e.now().Add(-gapWindow - time.Minute)
+	h.e.convs.SetTestHooks(conv.TestHooks{Born: time.Now().Add(-time.Hour)}) // past the window
 	th.set("T1", past(root), past(at("alice", "T1", 600, "missing")))
 	h.deliver(at("alice", "T1", 700, "late in the day"))
 	h.rec.waitSend(t, "echo: late in the day")

@@ -100,7 +100,7 @@ func TestRealNotFoundFallback(t *testing.T) {
 	h.stop()
 	const lost = "11111111-2222-4333-8444-555555555555"
 	if err := conv.NewStore(h.opts.StateDir).Save(conv.Record{Key: "fake/C1/T1", Platform: "fake", Channel: "C1", Thread: "T1",
-		Workspace: h.e.pool.normalize(h.ws), SessionID: lost}); err != nil {
+		Workspace: h.e.routes.pool.normalize(h.ws), SessionID: lost}); err != nil {
 		t.Fatal(err)
 	}
 	h = h.restart()

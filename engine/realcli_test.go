@@ -97,7 +97,7 @@ func TestRealCLIPermission(t *testing.T) {
 		t.Errorf("resolved = %+v", res)
 	}
 	// The CLI ran the allowed tool.
-	if _, err := os.Stat(filepath.Join(h.e.pool.normalize(h.ws), "made_by_tool.txt")); err != nil {
+	if _, err := os.Stat(filepath.Join(h.e.routes.pool.normalize(h.ws), "made_by_tool.txt")); err != nil {
 		t.Errorf("the allowed tool did not run: %v", err)
 	}
 }

@@ -2,11 +2,8 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
-	"sync"
-	"sync/atomic"
 
 	"github.com/cc-connect/cc-connect/binding"
 	"github.com/cc-connect/cc-connect/platform"
@@ -42,41 +39,6 @@ type Reload struct {
 	Team *TeamOptions
 }
 
-// reloadState is what a reload changes while the engine runs.
-type reloadState struct {
-	bindings atomic.Pointer[[]binding.Binding] // nil until the first Reload: opts.Bindings apply
-	team     atomic.Pointer[TeamOptions]       // nil until a Reload sets one: opts.Team applies
-	apply    sync.Mutex                        // one Reload at a time
-	adapters sync.WaitGroup                    // every adapter Run started by runAdapterLocked
-
-	mu     sync.Mutex      // guards the fields below; taken after e.mu, never before
-	runCtx context.Context // Run's ctx once adapters started; nil before
-	runs   map[string]*adapterRun
-}
-
-// adapterRun is one running adapter and how to stop it alone.
-type adapterRun struct {
-	a      platform.Adapter
-	cancel context.CancelFunc
-	done   chan struct{}
-}
-
-// bindings returns the bindings in force.
-func (e *Engine) bindings() []binding.Binding {
-	if p := e.reload.bindings.Load(); p != nil {
-		return *p
-	}
-	return e.opts.Bindings
-}
-
-// team returns the [chat] settings in force.
-func (e *Engine) team() TeamOptions {
-	if p := e.reload.team.Load(); p != nil {
-		return *p
-	}
-	return e.opts.Team
-}
-
 // checkBindings applies New's checks to a binding list.
 func checkBindings(bs []binding.Binding) error {
 	for i, b := range bs {
@@ -101,11 +63,11 @@ func (e *Engine) Reload(ctx context.Context, r Reload) error {
 			return fmt.Errorf("engine: reload: adapters[%d] has no name", i)
 		}
 	}
-	e.reload.apply.Lock()
-	defer e.reload.apply.Unlock()
+	e.reloading.Lock()
+	defer e.reloading.Unlock()
 
 	bs := slices.Clone(r.Bindings)
-	e.pool.forget()
+	e.routes.pool.forget()
 	for i := range bs {
 		// Normalized once here, so that comparing with a session's
 		// workspace compares folders, not spellings.
@@ -118,106 +80,12 @@ func (e *Engine) Reload(ctx context.Context, r Reload) error {
 	for _, n := range r.Remove {
 		restarted[n] = true
 	}
-	e.reload.bindings.Store(&bs)
-	if r.Team != nil {
-		t := *r.Team
-		e.reload.team.Store(&t)
-	}
+	e.routes.swap(bs, r.Team)
 	// Spares were started under the old config: none outlives it.
 	agent := e.opts.Agent
 	e.spare.Renew(&agent)
 	e.convs.Rebind(bs, restarted)
-	return e.swapAdapters(ctx, r.Adapters, r.Remove)
-}
-
-// startAdapters starts every registered adapter under Run's ctx.
-func (e *Engine) startAdapters(ctx context.Context) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.reload.mu.Lock()
-	e.reload.runCtx = ctx
-	e.reload.mu.Unlock()
-	for _, a := range e.adapters {
-		e.runAdapterLocked(ctx, a)
-	}
-}
-
-// runAdapterLocked runs a under a ctx of its own, so a reload can stop it
-// alone. The caller holds e.mu and has checked that shutdown has not begun
-// (Run waits for e.reload.adapters only after setting e.shutting).
-func (e *Engine) runAdapterLocked(ctx context.Context, a platform.Adapter) {
-	actx, cancel := context.WithCancel(ctx)
-	r := &adapterRun{a: a, cancel: cancel, done: make(chan struct{})}
-	e.reload.mu.Lock()
-	if e.reload.runs == nil {
-		e.reload.runs = map[string]*adapterRun{}
-	}
-	e.reload.runs[a.Name()] = r
-	e.reload.mu.Unlock()
-	e.reload.adapters.Add(1)
-	go func() {
-		defer e.reload.adapters.Done()
-		defer close(r.done)
-		defer cancel()
-		if err := a.Run(actx, e.inbound(a)); err != nil && !errors.Is(err, context.Canceled) {
-			e.log.Error("Platform adapter stopped", "platform", a.Name(), "error", err)
-		}
-	}()
-}
-
-// swapAdapters stops the adapters replaced or removed, then starts the new
-// ones: two connections with one bot token would steal each other's
-// events, so the old one is gone before the new one connects.
-func (e *Engine) swapAdapters(ctx context.Context, add []platform.Adapter, remove []string) error {
-	var stopping []*adapterRun
-	e.mu.Lock()
-	e.reload.mu.Lock()
-	for _, name := range remove {
-		delete(e.adapters, name)
-	}
-	names := slices.Clone(remove)
-	for _, a := range add {
-		e.adapters[a.Name()] = a
-		names = append(names, a.Name())
-	}
-	for _, name := range names {
-		if r := e.reload.runs[name]; r != nil {
-			delete(e.reload.runs, name)
-			r.cancel()
-			stopping = append(stopping, r)
-		}
-	}
-	runCtx := e.reload.runCtx
-	e.reload.mu.Unlock()
-	e.mu.Unlock()
-
-	var err error
-	for _, r := range stopping {
-		select {
-		case <-r.done:
-			e.log.Info("Platform adapter stopped for a config change", "platform", r.a.Name())
-		case <-ctx.Done():
-			err = fmt.Errorf("waiting for adapter %s to stop: %w", r.a.Name(), ctx.Err())
-		}
-	}
-	if err != nil {
-		return err
-	}
-	if runCtx == nil {
-		return nil // Run starts them
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.shutting {
-		return nil
-	}
-	for _, a := range add {
-		if e.adapters[a.Name()] == a {
-			e.runAdapterLocked(runCtx, a)
-			e.log.Info("Platform adapter started for a config change", "platform", a.Name())
-		}
-	}
-	return nil
+	return e.ads.swap(ctx, r.Adapters, r.Remove)
 }
 
 // NotifyAdmins posts text once per platform, in the conversation most

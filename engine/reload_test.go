@@ -281,13 +281,13 @@ func TestReloadRestartsOnlyTheChangedAdapter(t *testing.T) {
 	if slices.Contains(got, "stop a#1") {
 		t.Errorf("adapter events %v: a was restarted though its config did not change", got)
 	}
-	if a, _ := h.e.adapter("b"); a != platform.Adapter(b2) {
+	if a, _ := h.e.ads.get("b"); a != platform.Adapter(b2) {
 		t.Errorf("messages from b route to %v, want the new adapter", a)
 	}
 
 	h.reload(Reload{Bindings: h.opts.Bindings, Remove: []string{"a"}})
 	log.wait(t, "stop a#1")
-	if _, ok := h.e.adapter("a"); ok {
+	if _, ok := h.e.ads.get("a"); ok {
 		t.Error("a removed adapter is still registered")
 	}
 	// The harness's own adapter kept running throughout.

@@ -177,13 +177,23 @@ func TestReplyBeforeItsRoot(t *testing.T) {
 		t.Errorf("the root's own delivery: %+v, want a duplicate", res)
 	}
 
-	for range 2 {
-		if res := h.deliver(h.message("bob", "T8", "pizza")); res.Status != platform.Ignored {
-			t.Errorf("chatter under a root without a mention: %+v, want it ignored", res)
-		}
+	// Chatter under a root without a mention: the first is journaled and
+	// dropped once the root is read, the second ignored at once; neither
+	// reaches Claude nor gets a word in the thread.
+	h.deliver(h.message("bob", "T8", "pizza"))
+	h.waitIdle()
+	if res := h.deliver(h.message("bob", "T8", "pizza again")); res.Status != platform.Ignored {
+		t.Errorf("chatter under a root without a mention, once read: %+v, want it ignored", res)
 	}
+	h.waitIdle()
 	if _, _, reads := chat.snapshot(); reads != 2 {
 		t.Errorf("%d thread reads, want one per thread", reads)
+	}
+	if got := h.fa.history(sess2); len(got) != 0 {
+		t.Errorf("chatter reached Claude: %q", got)
+	}
+	if sends := h.rec.sends(""); len(sends) != 2 {
+		t.Errorf("posted %q, want the two replies only", sends)
 	}
 }
 

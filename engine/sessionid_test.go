@@ -73,7 +73,7 @@ func TestRecordWithAnIDThatIsNotAUUID(t *testing.T) {
 	for _, field := range []string{"session_id", "new_session_id"} {
 		t.Run(field, func(t *testing.T) {
 			h, re := newRealHarness(t, nil, nil)
-			rec := conv.Record{Key: t1Key, Platform: "fake", Channel: "C1", Thread: "T1", Workspace: h.e.pool.normalize(h.ws)}
+			rec := conv.Record{Key: t1Key, Platform: "fake", Channel: "C1", Thread: "T1", Workspace: h.e.routes.pool.normalize(h.ws)}
 			if field == "session_id" {
 				rec.SessionID = "--dangerously-skip-permissions"
 			} else {

@@ -57,7 +57,7 @@ func TestShellRunsInWorkspaceWithAgentEnv(t *testing.T) {
 	})
 	h.say("alice", "T1", `!sh pwd; echo "probe=$CCC_SHELL_PROBE"; exit 3`)
 	got := h.rec.waitSend(t, "exit 3 in")
-	wantDir := h.e.pool.normalize(h.ws)
+	wantDir := h.e.routes.pool.normalize(h.ws)
 	if !strings.Contains(got.Text, wantDir+"\n") || !strings.Contains(got.Text, "probe=from-agent-env") ||
 		!strings.Contains(got.Text, "```") {
 		t.Errorf("reply = %q, want the workspace, the agent's env, a code block", got.Text)

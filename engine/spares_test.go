@@ -2,6 +2,8 @@ package engine
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +16,7 @@ import (
 )
 
 // waitSpares waits until the pool's ready and starting counts satisfy pred.
-func waitSpares(t *testing.T, p *procs.Spares, what string, pred func(ready, starting int) bool) {
+func waitSpares(t testing.TB, p *procs.Spares, what string, pred func(ready, starting int) bool) {
 	t.Helper()
 	deadline := time.NewTimer(waitLimit)
 	defer deadline.Stop()
@@ -319,5 +321,49 @@ func waitLiveSlots(t testing.TB, s *procs.Caps, n int) {
 		case <-deadline.C:
 			t.Fatalf("timed out waiting for %d slots held (%d)", n, live)
 		}
+	}
+}
+
+// TestSparesAfterARestart: a start starts spares at once for the
+// workspaces of the latest turns (agent.prewarm), before any message, so
+// that the first message after a deploy runs on a ready process; the
+// record of those turns names bindings and workspaces, never an agent's
+// environment. Without prewarm nothing starts and nothing is written.
+func TestSparesAfterARestart(t *testing.T) {
+	h := spareHarness(t, func(o *Options) {
+		o.Agent.Env = map[string]string{"SECRET_TOKEN": "canary-1f3e"}
+	})
+	h.say("alice", "T1", "one")
+	h.rec.waitSend(t, "echo: one")
+	waitSpares(t, h.e.spare, "a spare after the first turn", func(r, _ int) bool { return r == 1 })
+	h = h.restart()
+	waitSpares(t, h.e.spare, "a spare started at the start", func(r, _ int) bool { return r == 1 })
+	spawned := len(h.fa.spawnsSnapshot())
+	h.say("bob", "T2", "two")
+	h.rec.waitSend(t, "echo: two")
+	if taken := h.logs.Records("Taking a spare agent process"); len(taken) != 1 || taken[0]["session_key"] != "fake/C1/T2" {
+		t.Errorf("spares taken %v, want T2 to take the one the restart started", taken)
+	}
+	if after := h.fa.spawnsSnapshot(); len(after) < spawned || after[spawned-1].ResumeID != "" {
+		t.Errorf("the first message after the restart spawned %+v, want no process of its own", after[spawned-1:])
+	}
+	data, err := os.ReadFile(filepath.Join(h.opts.StateDir, "spares", "recent.json"))
+	if err != nil || !strings.Contains(string(data), h.ws) || strings.Contains(string(data), "canary-1f3e") {
+		t.Errorf("record of recent turns = %q, %v; want the workspace and no secret", data, err)
+	}
+	if fi, err := os.Stat(filepath.Join(h.opts.StateDir, "spares", "recent.json")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("record of recent turns: %v, %v; want 0600", fi, err)
+	}
+
+	cold := newHarness(t, nil)
+	cold.say("alice", "T1", "one")
+	cold.rec.waitSend(t, "echo: one")
+	cold = cold.restart()
+	cold.waitIdle()
+	if n := len(cold.fa.spawnsSnapshot()); n != 1 {
+		t.Errorf("%d spawns after a restart without prewarm, want the first turn's only", n)
+	}
+	if _, err := os.Stat(filepath.Join(cold.opts.StateDir, "spares", "recent.json")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a record of recent turns without prewarm: %v", err)
 	}
 }

@@ -401,7 +401,7 @@ func TestReloadedChatSettingsApplyToTheNextTurn(t *testing.T) {
 	}
 	team := h.e.opts.Team
 	team.NotifyAfter = 0
-	if err := h.e.Reload(context.Background(), Reload{Bindings: h.e.bindings(), Team: &team}); err != nil {
+	if err := h.e.Reload(context.Background(), Reload{Bindings: h.e.routes.all(), Team: &team}); err != nil {
 		t.Fatal(err)
 	}
 	h.say("alice", "T1", "after")
@@ -411,10 +411,10 @@ func TestReloadedChatSettingsApplyToTheNextTurn(t *testing.T) {
 		})
 	})
 	// A reload without Team keeps the settings in force.
-	if err := h.e.Reload(context.Background(), Reload{Bindings: h.e.bindings()}); err != nil {
+	if err := h.e.Reload(context.Background(), Reload{Bindings: h.e.routes.all()}); err != nil {
 		t.Fatal(err)
 	}
-	if got := h.e.team().NotifyAfter; got != 0 {
+	if got := h.e.routes.teamNow().NotifyAfter; got != 0 {
 		t.Errorf("notify_after after a reload without [chat]: %v, want the reloaded 0", got)
 	}
 }

@@ -131,3 +131,21 @@ func TestRecoveryResumesInTheWorktree(t *testing.T) {
 		t.Errorf("recovery started claude in %q (resume %q), want the worktree %q", got.Dir, got.ResumeID, dir)
 	}
 }
+
+// A worktree that cannot be made is told in the thread without a host
+// path: the workspace is named for what it is (the log keeps the path).
+func TestWorktreeFailureNoticeNamesNoHostPath(t *testing.T) {
+	t.Parallel()
+	notRepo := workspace.Normalize(t.TempDir(), nil)
+	h := newHarness(t, func(o *Options, _ *harnessConfig) {
+		o.Bindings[0].Workspace, o.Bindings[0].Worktree = notRepo, true
+	})
+	h.say("alice", "T1", "hello")
+	m := h.rec.waitSend(t, "could not be made")
+	if strings.Contains(m.Text, notRepo) || strings.Contains(m.Text, os.TempDir()+"/") {
+		t.Errorf("the notice names a host path:\n%s", m.Text)
+	}
+	if !strings.Contains(m.Text, "workspace is not a git repository: <workspace>") {
+		t.Errorf("the notice does not say why:\n%s", m.Text)
+	}
+}

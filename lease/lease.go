@@ -206,9 +206,38 @@ func StateDir(stateDir string) (*Lock, error) {
 
 // HostLockDir is where token locks live: one folder per user on the host,
 // shared by every state dir, so that two cc-connects with different state
-// dirs still cannot poll one bot token.
+// dirs still cannot poll one bot token (HostLocks says why it is where it
+// is).
 func HostLockDir() string {
-	return filepath.Join(os.TempDir(), "cc-connect-locks-"+strconv.Itoa(os.Getuid()))
+	dir, _ := HostLocks()
+	return dir
+}
+
+// HostLocks returns the folder of the token locks, made if missing, and,
+// when the usual one was passed over, why. The usual one is
+// <temp>/cc-connect-locks-<uid>, shared by every state dir of this user.
+// The temp folder is everyone's: another user may create that name first
+// (a folder of theirs, a link, one open to others) to block or redirect
+// the locks. cc-connect then does not refuse to start but keeps its locks
+// in <user cache dir>/cc-connect/locks ($XDG_CACHE_HOME or ~/.cache), which
+// no other user can create, and which two cc-connects of this user still
+// share. When neither can be used, the usual one is returned and taking
+// a lock there fails, naming it.
+func HostLocks() (dir string, passedOver error) {
+	usual := filepath.Join(os.TempDir(), "cc-connect-locks-"+strconv.Itoa(os.Getuid()))
+	err := workspace.EnsurePrivateDir(usual)
+	if err == nil {
+		return usual, nil
+	}
+	cache, cerr := os.UserCacheDir()
+	if cerr != nil || !filepath.IsAbs(cache) {
+		return usual, err
+	}
+	fallback := filepath.Join(cache, "cc-connect", "locks")
+	if ferr := workspace.EnsurePrivateDir(fallback); ferr != nil {
+		return usual, err
+	}
+	return fallback, fmt.Errorf("token locks are kept in %s instead of %s: %w", fallback, usual, err)
 }
 
 // Token locks a platform bot token on this host. The file is named by a

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cc-connect/cc-connect/internal/testenv"
 	"github.com/cc-connect/cc-connect/workspace"
 )
 
@@ -144,9 +145,7 @@ func TestTokenRefusesForeignOrLinkedLockDir(t *testing.T) {
 	if _, err := Token(link, "tg", "secret"); !errors.Is(err, workspace.ErrSymlink) {
 		t.Errorf("Token in a symlinked folder = %v, want a refusal", err)
 	}
-	if os.Getuid() != 0 {
-		t.Skip("needs root to give a folder to another user")
-	}
+	testenv.NeedRoot(t, "giving a folder to another user")
 	foreign := filepath.Join(root, "foreign")
 	if err := os.Mkdir(foreign, 0o700); err != nil {
 		t.Fatal(err)
@@ -224,6 +223,76 @@ func TestLocksRefusePlantedLinks(t *testing.T) {
 			}
 			if entries, _ := os.ReadDir(elsewhere); len(entries) != 0 {
 				t.Errorf("a lock was written through the linked folder: %v", entries)
+			}
+		})
+	}
+}
+
+// TestHostLocksPassOverAFolderPlantedByAnother: another user who creates
+// the usual token-lock folder first (a folder of theirs, a link, one open
+// to everyone) does not keep cc-connect from starting: the locks go to a
+// private folder in this user's cache dir, where two cc-connects of this
+// user still meet, and the planted folder is left alone.
+func TestHostLocksPassOverAFolderPlantedByAnother(t *testing.T) {
+	tests := []struct {
+		name  string
+		plant func(t *testing.T, usual string)
+	}{
+		{"nothing planted", func(*testing.T, string) {}},
+		{"a link", func(t *testing.T, usual string) {
+			if err := os.Symlink(t.TempDir(), usual); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"a folder open to everyone", func(t *testing.T, usual string) {
+			if err := os.Mkdir(usual, 0o777); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(usual, 0o777); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"a folder of another user", func(t *testing.T, usual string) {
+			testenv.NeedRoot(t, "making a folder of another user")
+			if err := os.Mkdir(usual, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chown(usual, 65534, 65534); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tmp, cache := t.TempDir(), t.TempDir()
+			t.Setenv("TMPDIR", tmp)
+			t.Setenv("XDG_CACHE_HOME", cache)
+			usual := filepath.Join(tmp, "cc-connect-locks-"+strconv.Itoa(os.Getuid()))
+			tt.plant(t, usual)
+			before, _ := os.Lstat(usual)
+			dir, moved := HostLocks()
+			fallback := filepath.Join(cache, "cc-connect", "locks")
+			switch {
+			case tt.name == "nothing planted" && (dir != usual || moved != nil):
+				t.Fatalf("HostLocks = %s, %v; want the usual %s", dir, moved, usual)
+			case tt.name != "nothing planted" && (dir != fallback || moved == nil || !strings.Contains(moved.Error(), usual)):
+				t.Fatalf("HostLocks = %s, %v; want %s, saying why", dir, moved, fallback)
+			}
+			l, err := Token(HostLockDir(), "slack", "xoxb-planted")
+			if err != nil {
+				t.Fatalf("taking a token lock: %v", err)
+			}
+			defer l.Release()
+			if _, err := Token(HostLockDir(), "slack", "xoxb-planted"); !errors.Is(err, ErrHeld) {
+				t.Errorf("a second cc-connect of this user took the same token: %v", err)
+			}
+			if before != nil {
+				if after, _ := os.Lstat(usual); after == nil || after.Mode() != before.Mode() || !os.SameFile(before, after) {
+					t.Errorf("the planted %s was changed", usual)
+				}
+				if entries, _ := os.ReadDir(usual); len(entries) != 0 {
+					t.Errorf("something was written into the planted folder: %v", entries)
+				}
 			}
 		})
 	}

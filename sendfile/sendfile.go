@@ -1,7 +1,8 @@
 // Package sendfile is Claude's send_file tool: it reads a file of the
 // workspace that the agent names, with the checks that keep it to that
 // workspace (no path or symlink out of it, only regular files, a size cap,
-// only what the agent's user could read itself), and hands it to the
+// only what the agent's user could read itself, through every folder on
+// the way), and hands it to the
 // caller's delivery, which posts it into the conversation. It is served to
 // each claude as a host tool (agentproc.HostTool) and allowed there
 // without a prompt: what it can send is what these checks let through.
@@ -18,6 +19,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -134,7 +136,7 @@ func Read(cfg Config, path string) (platform.OutgoingFile, error) {
 	if !info.Mode().IsRegular() {
 		return platform.OutgoingFile{}, fmt.Errorf("%s is %s: %w", rel, kind(info.Mode()), ErrNotRegular)
 	}
-	if cfg.User != nil && !readableBy(info, cfg.User) {
+	if cfg.User != nil && !reachableBy(f, filepath.Join(cfg.Workspace, rel), info, cfg.User) {
 		return platform.OutgoingFile{}, fmt.Errorf("%s: %w %s", rel, ErrNotReadable, cfg.User)
 	}
 	limit, whose := cfg.MaxSize, "cc-connect's limit (files.send_file_max_size)"
@@ -197,21 +199,65 @@ func kind(m fs.FileMode) string {
 	return "not a regular file"
 }
 
-// readableBy reports whether u could open the file for reading by its
-// mode bits (root can).
-func readableBy(info fs.FileInfo, u *agentproc.User) bool {
+// reachableBy reports whether u could open the file f, opened as named
+// (the workspace and the model's relative path), for reading by the mode
+// bits: search (x) on every folder on the way, both as named and as the
+// kernel resolved it (a link's own folder and its target's), and read (r)
+// on the file itself. Root can. ACLs are not read: a file that an ACL
+// alone opens to the agent is refused, never the other way round.
+func reachableBy(f *os.File, named string, info fs.FileInfo, u *agentproc.User) bool {
+	if u.UID == 0 {
+		return true
+	}
+	dirs := map[string]bool{}
+	for _, p := range []string{named, openedPath(f, named)} {
+		for d := filepath.Dir(p); ; d = filepath.Dir(d) {
+			dirs[d] = true
+			if d == filepath.Dir(d) {
+				break
+			}
+		}
+	}
+	for d := range dirs {
+		di, err := os.Stat(d)
+		if err != nil || !di.IsDir() || !permits(di, u, 0o1) {
+			return false
+		}
+	}
+	return permits(info, u, 0o4)
+}
+
+// openedPath is where the kernel found the open file f (Linux names it in
+// /proc/self/fd), else named with its links resolved.
+func openedPath(f *os.File, named string) string {
+	var p string
+	if rc, err := f.SyscallConn(); err == nil {
+		_ = rc.Control(func(fd uintptr) { p, _ = os.Readlink("/proc/self/fd/" + strconv.Itoa(int(fd))) })
+	}
+	if filepath.IsAbs(p) {
+		return p
+	}
+	if p, err := filepath.EvalSymlinks(named); err == nil {
+		return p
+	}
+	return named
+}
+
+// permits reports whether the mode bits of info grant u the access bit
+// (4 read, 1 search) in u's class: owner, group, or others.
+func permits(info fs.FileInfo, u *agentproc.User, bit fs.FileMode) bool {
 	st, ok := info.Sys().(*syscall.Stat_t)
-	if !ok || u.UID == 0 {
+	if !ok {
 		return true
 	}
 	mode := info.Mode().Perm()
 	switch {
 	case st.Uid == u.UID:
-		return mode&0o400 != 0
+		return mode&(bit<<6) != 0
 	case st.Gid == u.GID || containsGID(u.Groups, st.Gid):
-		return mode&0o040 != 0
+		return mode&(bit<<3) != 0
 	}
-	return mode&0o004 != 0
+	return mode&bit != 0
 }
 
 func containsGID(groups []uint32, g uint32) bool {

@@ -124,20 +124,70 @@ func TestRead(t *testing.T) {
 
 func TestReadRefusesWhatTheAgentUserCannotRead(t *testing.T) {
 	t.Parallel()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: files of another owner")
+	if os.Geteuid() == 65534 {
+		t.Skip("the test's files must belong to another user than nobody")
 	}
 	ws, _ := workspace(t)
-	p := filepath.Join(ws, "root-only")
-	if err := os.WriteFile(p, []byte("x"), 0o600); err != nil {
+	// nobody passes through t.TempDir's private folders to the workspace.
+	for _, d := range []string{filepath.Dir(ws), filepath.Dir(filepath.Dir(ws))} {
+		if err := os.Chmod(d, 0o711); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mk := func(dir string, perm os.FileMode) {
+		if err := os.Mkdir(filepath.Join(ws, dir), perm); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(ws, dir, "f.txt"), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(filepath.Join(ws, dir), perm); err != nil { // past the umask
+			t.Fatal(err)
+		}
+	}
+	mk("closed", 0o700)
+	mk("search-only", 0o711)
+	if err := os.WriteFile(filepath.Join(ws, "owner-only"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("closed", filepath.Join(ws, "via-link")); err != nil {
+		t.Fatal(err)
+	}
+	// An open folder inside a closed one, reached by a link to it: the
+	// link names only the open folder.
+	mk("deep", 0o755)
+	mk("deep/open", 0o755)
+	if err := os.Chmod(filepath.Join(ws, "deep"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("deep/open", filepath.Join(ws, "via-deep")); err != nil {
 		t.Fatal(err)
 	}
 	nobody := &agentproc.User{Name: "nobody", UID: 65534, GID: 65534, Groups: []uint32{65534}}
-	if _, err := Read(Config{Workspace: ws, MaxSize: 10, User: nobody}, "root-only"); !errors.Is(err, ErrNotReadable) {
-		t.Errorf("a 0600 file of root's for nobody: %v", err)
+	tests := []struct {
+		path string
+		ok   bool
+	}{
+		{"report.txt", true},
+		{"owner-only", false},       // the file's own bits
+		{"closed/f.txt", false},     // a folder on the way nobody cannot search
+		{"search-only/f.txt", true}, // search without listing is enough
+		{"via-link/f.txt", false},   // through a link into that folder
+		{"sub/../closed/f.txt", false},
+		{"via-deep/f.txt", false}, // the folder the link's target lies in
 	}
-	if _, err := Read(Config{Workspace: ws, MaxSize: 100, User: nobody}, "report.txt"); err != nil {
-		t.Errorf("a 0644 file for nobody: %v", err)
+	for _, tt := range tests {
+		_, err := Read(Config{Workspace: ws, MaxSize: 100, User: nobody}, tt.path)
+		if tt.ok && err != nil {
+			t.Errorf("%s for nobody: %v", tt.path, err)
+		}
+		if !tt.ok && !errors.Is(err, ErrNotReadable) {
+			t.Errorf("%s for nobody = %v, want ErrNotReadable", tt.path, err)
+		}
+		// cc-connect's own user reads them all.
+		if _, err := Read(Config{Workspace: ws, MaxSize: 100}, tt.path); err != nil {
+			t.Errorf("%s for cc-connect's user: %v", tt.path, err)
+		}
 	}
 }
 

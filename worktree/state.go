@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -48,7 +47,7 @@ func (s State) String() string {
 func (m *Manager) State(ctx context.Context, wt Worktree) (State, error) {
 	var st State
 	if !wt.Missing {
-		out, err := m.run(ctx, wt.Path, "status", "--porcelain=v1", "-z", "--untracked-files=all")
+		out, err := m.git(ctx, wt.Path, "status", "--porcelain=v1", "-z", "--untracked-files=all")
 		if err != nil {
 			return State{}, fmt.Errorf("checking %s for changes: %w", wt.Path, err)
 		}
@@ -74,7 +73,10 @@ func (m *Manager) State(ctx context.Context, wt Worktree) (State, error) {
 		}
 		base = b
 	}
-	out, err := m.run(ctx, m.workspace, "rev-list", "--count", base+".."+wt.Branch, "--")
+	if !validRef(base) || !validRef(wt.Branch) {
+		return State{}, fmt.Errorf("comparing %q with %q: not branch names cc-connect passes to git", wt.Branch, base)
+	}
+	out, err := m.git(ctx, m.workspace, "rev-list", "--count", "--end-of-options", base+".."+wt.Branch, "--")
 	if err != nil {
 		return State{}, fmt.Errorf("comparing %s with %s: %w", wt.Branch, base, err)
 	}
@@ -114,14 +116,14 @@ func (m *Manager) Remove(ctx context.Context, wt Worktree, force bool) (Removal,
 	if !force && !st.Merged {
 		return Removal{}, fmt.Errorf("%w: %s has %d commits not in %s", ErrUnmerged, wt.Branch, st.Ahead, orDefault(wt.Base, "its base"))
 	}
-	args := []string{"worktree", "remove", wt.Path}
+	args := []string{"worktree", "remove", "--", wt.Path}
 	if force {
-		args = []string{"worktree", "remove", "--force", "--force", wt.Path}
+		args = []string{"worktree", "remove", "--force", "--force", "--", wt.Path}
 	}
 	if wt.Missing {
 		args = []string{"worktree", "prune"}
 	}
-	if _, err := m.run(ctx, m.workspace, args...); err != nil {
+	if _, err := m.git(ctx, m.workspace, args...); err != nil {
 		return Removal{}, fmt.Errorf("removing %s: %w", wt.Path, err)
 	}
 	rm := Removal{Discarded: st.Changes}
@@ -129,13 +131,13 @@ func (m *Manager) Remove(ctx context.Context, wt Worktree, force bool) (Removal,
 		rm.Discarded = 0
 	}
 	if st.Merged {
-		if _, err := m.run(ctx, m.workspace, "branch", "-D", wt.Branch); err != nil {
+		if _, err := m.git(ctx, m.workspace, "branch", "-D", "--", wt.Branch); err != nil {
 			return rm, fmt.Errorf("deleting the merged branch %s: %w", wt.Branch, err)
 		}
 	} else {
 		rm.BranchKept = true
 	}
-	if err := os.Remove(notePath(m.dir(), filepath.Base(wt.Path))); err != nil && !os.IsNotExist(err) {
+	if err := removeNote(m.workspace, filepath.Base(wt.Path)); err != nil {
 		return rm, fmt.Errorf("removing the note of %s: %w", wt.Path, err)
 	}
 	return rm, nil

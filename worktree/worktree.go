@@ -8,7 +8,9 @@
 // uncommitted changes (untracked files count) and its branch is merged into
 // the branch it was made from, unless an admin forces it; even then a
 // branch with commits of its own is kept. It runs the git binary with
-// arguments, never a shell, and knows nothing about chat.
+// arguments, never a shell, through launch as the agent's user, with
+// nothing of the repository able to make it run a command (git.go), and
+// knows nothing about chat.
 package worktree
 
 import (
@@ -19,11 +21,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"unicode"
+
+	"github.com/cc-connect/cc-connect/launch"
 )
 
 // Where worktrees live, relative to the workspace, and how their branches
@@ -54,14 +57,17 @@ var (
 
 // Manager makes and removes the worktrees of one workspace.
 type Manager struct {
-	workspace string // normalized, the top of a git working tree
-	git       string // the git binary
+	workspace string      // normalized, the top of a git working tree
+	gitBin    string      // the git binary
+	rule      launch.Rule // how git starts: the agent's (agentproc.Config.Rule)
 }
 
 // New returns a Manager for workspace (normalized with
-// workspace.Normalize). It checks nothing yet.
-func New(workspace string) *Manager {
-	return &Manager{workspace: workspace, git: "git"}
+// workspace.Normalize) whose git runs under rule: the agent's, so that git
+// gets no secret and, with agent.user, runs as that user, who then owns
+// the worktrees it makes. It checks nothing yet.
+func New(workspace string, rule launch.Rule) *Manager {
+	return &Manager{workspace: workspace, gitBin: "git", rule: rule}
 }
 
 // Worktree is one conversation's worktree.
@@ -140,7 +146,7 @@ func (m *Manager) Create(ctx context.Context, conversation string) (Worktree, er
 	if wt, err := m.find(ctx, path); err == nil && !wt.Missing {
 		return wt, nil
 	}
-	if err := ensurePrivateDirs(m.workspace); err != nil {
+	if err := ensureDirs(m.workspace, m.rule); err != nil {
 		return Worktree{}, err
 	}
 	base, err := m.currentBranch(ctx)
@@ -149,18 +155,18 @@ func (m *Manager) Create(ctx context.Context, conversation string) (Worktree, er
 	}
 	// A missing folder that git still lists is pruned first, so that add
 	// may reuse the path.
-	if _, err := m.run(ctx, m.workspace, "worktree", "prune"); err != nil {
+	if _, err := m.git(ctx, m.workspace, "worktree", "prune"); err != nil {
 		return Worktree{}, err
 	}
-	args := []string{"worktree", "add", "-b", branch, path, base}
+	args := []string{"worktree", "add", "-b", branch, "--", path, base}
 	if m.branchExists(ctx, branch) {
 		// Kept from an earlier removal by force: continue on it.
-		args = []string{"worktree", "add", path, branch}
+		args = []string{"worktree", "add", "--", path, branch}
 	}
-	if _, err := m.run(ctx, m.workspace, args...); err != nil {
+	if _, err := m.git(ctx, m.workspace, args...); err != nil {
 		return Worktree{}, fmt.Errorf("creating the worktree of %q: %w", conversation, err)
 	}
-	if err := writeNote(m.dir(), name, note{Conversation: conversation, Branch: branch, Base: base}); err != nil {
+	if err := writeNote(m.workspace, name, note{Conversation: conversation, Branch: branch, Base: base}); err != nil {
 		return Worktree{}, err
 	}
 	return m.find(ctx, path)
@@ -171,7 +177,7 @@ func (m *Manager) List(ctx context.Context) ([]Worktree, error) {
 	if err := m.checkRepo(ctx); err != nil {
 		return nil, err
 	}
-	out, err := m.run(ctx, m.workspace, "worktree", "list", "--porcelain", "-z")
+	out, err := m.git(ctx, m.workspace, "worktree", "list", "--porcelain", "-z")
 	if err != nil {
 		return nil, err
 	}
@@ -197,8 +203,13 @@ func (m *Manager) List(ctx context.Context) ([]Worktree, error) {
 				wt.Missing = true
 			}
 		}
-		if n, err := readNote(m.dir(), filepath.Base(wt.Path)); err == nil {
-			wt.Conversation, wt.Base = n.Conversation, n.Base
+		if n, err := readNote(m.workspace, filepath.Base(wt.Path)); err == nil {
+			wt.Conversation = n.Conversation
+			if validRef(n.Base) {
+				// The note lies where Claude may write: a base that
+				// could read as an option or a range is not one.
+				wt.Base = n.Base
+			}
 		}
 		list = append(list, wt)
 	}
@@ -225,7 +236,7 @@ func (m *Manager) find(ctx context.Context, path string) (Worktree, error) {
 
 // checkRepo makes sure the workspace is the top of a git working tree.
 func (m *Manager) checkRepo(ctx context.Context) error {
-	out, err := m.run(ctx, m.workspace, "rev-parse", "--show-toplevel")
+	out, err := m.git(ctx, m.workspace, "rev-parse", "--show-toplevel")
 	if err != nil {
 		return fmt.Errorf("%w: %s: %v", ErrNotRepo, m.workspace, err)
 	}
@@ -246,37 +257,25 @@ func (m *Manager) checkRepo(ctx context.Context) error {
 // currentBranch is the workspace's checked-out branch, or its commit when
 // HEAD is detached.
 func (m *Manager) currentBranch(ctx context.Context) (string, error) {
-	if out, err := m.run(ctx, m.workspace, "symbolic-ref", "--quiet", "--short", "HEAD"); err == nil {
-		return strings.TrimSpace(string(out)), nil
+	if out, err := m.git(ctx, m.workspace, "symbolic-ref", "--quiet", "--short", "HEAD"); err == nil {
+		if b := strings.TrimSpace(string(out)); validRef(b) {
+			return b, nil
+		}
 	}
-	out, err := m.run(ctx, m.workspace, "rev-parse", "--verify", "HEAD")
+	out, err := m.git(ctx, m.workspace, "rev-parse", "--verify", "HEAD")
 	if err != nil {
 		return "", fmt.Errorf("finding the workspace's current commit (a repository needs one commit for worktrees): %w", err)
 	}
-	return strings.TrimSpace(string(out)), nil
+	id := strings.TrimSpace(string(out))
+	if !validRef(id) {
+		return "", fmt.Errorf("finding the workspace's current commit: git answered %q", id)
+	}
+	return id, nil
 }
 
 func (m *Manager) branchExists(ctx context.Context, branch string) bool {
-	_, err := m.run(ctx, m.workspace, "show-ref", "--verify", "--quiet", "refs/heads/"+branch)
+	_, err := m.git(ctx, m.workspace, "show-ref", "--verify", "--quiet", "--", "refs/heads/"+branch)
 	return err == nil
-}
-
-// run runs git with args in dir and returns its stdout. The error carries
-// git's stderr.
-func (m *Manager) run(ctx context.Context, dir string, args ...string) ([]byte, error) {
-	cmd := exec.CommandContext(ctx, m.git, append([]string{"-C", dir}, args...)...)
-	// Never wait on a prompt; parse output that is not translated.
-	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "LC_ALL=C")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		msg := strings.TrimSpace(stderr.String())
-		if msg == "" {
-			msg = err.Error()
-		}
-		return stdout.Bytes(), &GitError{Args: args, Stderr: msg, Err: err}
-	}
-	return stdout.Bytes(), nil
 }
 
 // GitError is a git command that failed.

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cc-connect/cc-connect/internal/testenv"
+	"github.com/cc-connect/cc-connect/launch"
 	"github.com/cc-connect/cc-connect/workspace"
 )
 
@@ -30,9 +32,7 @@ func git(t *testing.T, dir string, args ...string) string {
 // normalized path.
 func repo(t *testing.T) string {
 	t.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not installed")
-	}
+	testenv.NeedGit(t)
 	dir := workspace.Normalize(t.TempDir(), nil)
 	git(t, dir, "init", "-q", "-b", "main")
 	write(t, filepath.Join(dir, "app.go"), "package app\n")
@@ -64,7 +64,7 @@ func TestTwoThreadsEditTheSameFile(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	ws := repo(t)
-	m := New(ws)
+	m := New(ws, launch.Rule{})
 	a, err := m.Create(ctx, "slack/C1/1712345678.000100")
 	if err != nil {
 		t.Fatal(err)
@@ -121,7 +121,7 @@ func TestTwoThreadsEditTheSameFile(t *testing.T) {
 func TestCreateIsIdempotent(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	m := New(repo(t))
+	m := New(repo(t), launch.Rule{})
 	a, err := m.Create(ctx, "discord/123/456")
 	if err != nil {
 		t.Fatal(err)
@@ -146,7 +146,7 @@ func TestHostileConversationIDs(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	ws := repo(t)
-	m := New(ws)
+	m := New(ws, launch.Rule{})
 	ids := []string{
 		"../../../etc/passwd", "..", ".", "", "-rf", "--help", "a b", "a/b", "a-b", "A/B", "refs/heads/main",
 		"x.lock", "@{-1}", "a..b", "a~1^2:c?*[d\\", "trailing/", "tab\there", "new\nline", "nul\x00byte",
@@ -183,7 +183,7 @@ func TestRemoveNeverLosesWork(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	ws := repo(t)
-	m := New(ws)
+	m := New(ws, launch.Rule{})
 
 	// Dirty: a modified tracked file, then an untracked file only.
 	wt, err := m.Create(ctx, "t/1")
@@ -243,7 +243,7 @@ func TestForceKeepsCommits(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	ws := repo(t)
-	m := New(ws)
+	m := New(ws, launch.Rule{})
 	wt, err := m.Create(ctx, "t/2")
 	if err != nil {
 		t.Fatal(err)
@@ -277,7 +277,7 @@ func TestForceKeepsCommits(t *testing.T) {
 func TestMissingFolder(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	m := New(repo(t))
+	m := New(repo(t), launch.Rule{})
 	wt, err := m.Create(ctx, "t/3")
 	if err != nil {
 		t.Fatal(err)
@@ -300,7 +300,7 @@ func TestMissingFolder(t *testing.T) {
 func TestNotARepository(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	if _, err := New(workspace.Normalize(t.TempDir(), nil)).Create(ctx, "x"); !errors.Is(err, ErrNotRepo) {
+	if _, err := New(workspace.Normalize(t.TempDir(), nil), launch.Rule{}).Create(ctx, "x"); !errors.Is(err, ErrNotRepo) {
 		t.Errorf("Create outside a repository = %v, want ErrNotRepo", err)
 	}
 	ws := repo(t)
@@ -308,7 +308,7 @@ func TestNotARepository(t *testing.T) {
 	if err := os.Mkdir(sub, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := New(sub).Create(ctx, "x"); !errors.Is(err, ErrNotRepo) {
+	if _, err := New(sub, launch.Rule{}).Create(ctx, "x"); !errors.Is(err, ErrNotRepo) {
 		t.Errorf("Create in a repository's subfolder = %v, want ErrNotRepo", err)
 	}
 }
@@ -320,7 +320,7 @@ func TestSymlinkedStateDirIsRefused(t *testing.T) {
 	if err := os.Symlink(elsewhere, filepath.Join(ws, ".cc-connect")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := New(ws).Create(context.Background(), "x"); !errors.Is(err, ErrUnsafePath) {
+	if _, err := New(ws, launch.Rule{}).Create(context.Background(), "x"); !errors.Is(err, ErrUnsafePath) {
 		t.Errorf("Create through a symlinked .cc-connect = %v, want ErrUnsafePath", err)
 	}
 	if entries, _ := os.ReadDir(elsewhere); len(entries) != 0 {
@@ -338,7 +338,7 @@ func TestConcurrentCreates(t *testing.T) {
 	errs := make(chan error, n)
 	for i := range n {
 		go func() {
-			_, err := New(ws).Create(ctx, fmt.Sprintf("slack/C1/%d", i))
+			_, err := New(ws, launch.Rule{}).Create(ctx, fmt.Sprintf("slack/C1/%d", i))
 			errs <- err
 		}()
 	}
@@ -347,7 +347,7 @@ func TestConcurrentCreates(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	list, err := New(ws).List(ctx)
+	list, err := New(ws, launch.Rule{}).List(ctx)
 	if err != nil || len(list) != n {
 		t.Errorf("List = %d worktrees, %v; want %d", len(list), err, n)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 
+	"github.com/cc-connect/cc-connect/agentcfg"
 	"github.com/cc-connect/cc-connect/agentproc"
 	"github.com/cc-connect/cc-connect/config"
 	"github.com/cc-connect/cc-connect/engine"
@@ -78,9 +79,15 @@ func (r *reloader) reload(ctx context.Context, why string) {
 	if err == nil {
 		// Before anything else: from now on a token may be read from
 		// these variables.
-		r.secrets.Add(cfg.SecretVarNames()...)
+		agentcfg.AddSecrets(r.secrets, cfg)
 		if err = checkAvailable(cfg, adapterFactories); err != nil {
 			err = fmt.Errorf("invalid config %s:\n%w", path, err)
+		} else if r.running.CheckRoot() == nil {
+			// What run refuses at start, a reload may not bring about
+			// (a chat platform added to a terminal run as root).
+			if rerr := cfg.CheckRoot(); rerr != nil {
+				err = fmt.Errorf("invalid config %s:\n%w", path, rerr)
+			}
 		}
 	}
 	if err != nil {

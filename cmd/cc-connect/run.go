@@ -159,6 +159,12 @@ func runCommand(ctx context.Context, path string, std stdio) int {
 		fmt.Fprintf(std.Err, "cc-connect: %v\n", err)
 		return exitUsage
 	}
+	// As root, with the agent as root, nothing keeps a token from Claude:
+	// only the terminal may be served without the admin's word.
+	if err := cfg.CheckRoot(); err != nil {
+		fmt.Fprintf(std.Err, "cc-connect: %v\n", err)
+		return exitUsage
+	}
 	// The tokens live in this process (its memory, its environment): an
 	// agent running as the same OS user must not read them through
 	// /proc/<pid>/environ, /proc/<pid>/mem or ptrace.
@@ -185,6 +191,9 @@ func runCommand(ctx context.Context, path string, std stdio) int {
 	if err != nil {
 		log.Error("Taking the instance locks failed", "error", err)
 		return exitFailure
+	}
+	if _, moved := lease.HostLocks(); moved != nil && cfg.Cluster == nil {
+		log.Warn("The usual folder of the token locks cannot be used", "error", moved)
 	}
 
 	ctx, cancel := context.WithCancel(ctx)
@@ -349,6 +358,9 @@ func checkCommand(path string, std stdio) int {
 		// Not an error of the file: it may be checked before being
 		// installed for root. `run` as this user refuses it.
 		fmt.Fprintf(std.Err, "warning: %v (cc-connect run refuses to start as this user)\n", err)
+	}
+	if err := cfg.CheckRoot(); err != nil {
+		fmt.Fprintf(std.Err, "warning: %v (cc-connect run refuses to start so)\n", err)
 	}
 	for _, w := range cfg.Warnings {
 		fmt.Fprintf(std.Err, "warning: %s\n", w)

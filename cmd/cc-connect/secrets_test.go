@@ -395,7 +395,7 @@ func TestReloadAddsSecretVariables(t *testing.T) {
 	edited := strings.Replace(uniqueTokens(t, reloadBase), `token = "222:bbb`, `token = "${CCX_RELOAD_TG}" # `, 1)
 	writeFile(t, path, edited)
 	r.reload(context.Background(), "test")
-	if got := agentproc.DropReason("CCX_RELOAD_TG", agent); got != "platform secret" {
+	if got := agentproc.DropReason("CCX_RELOAD_TG", agent); got != "config secret" {
 		t.Errorf("after the reload, DropReason = %q; reloaded config reads %v", got, mustLoad(t, path).SecretVars)
 	}
 }

@@ -13,8 +13,10 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/cc-connect/cc-connect/agentcfg"
 	"github.com/cc-connect/cc-connect/config"
 	"github.com/cc-connect/cc-connect/engine"
+	"github.com/cc-connect/cc-connect/launch"
 	"github.com/cc-connect/cc-connect/worktree"
 )
 
@@ -78,7 +80,7 @@ func worktreesMain(ctx context.Context, configPath string, args []string, std st
 	}
 	switch sub {
 	case "remove":
-		return removeWorktrees(ctx, rows, fs.Args(), *force, std)
+		return removeWorktrees(ctx, agentcfg.From(cfg).Rule(), rows, fs.Args(), *force, std)
 	case "prune":
 		var retired []string
 		for _, r := range rows {
@@ -90,7 +92,7 @@ func worktreesMain(ctx context.Context, configPath string, args []string, std st
 			fmt.Fprintln(std.Out, "No retired worktree is clean and merged; nothing removed.")
 			return exitOK
 		}
-		return removeWorktrees(ctx, rows, retired, false, std)
+		return removeWorktrees(ctx, agentcfg.From(cfg).Rule(), rows, retired, false, std)
 	}
 	if *asJSON {
 		enc := json.NewEncoder(std.Out)
@@ -134,7 +136,7 @@ func collectWorktrees(ctx context.Context, cfg *config.Config) ([]worktreeRow, e
 		if _, err := os.Stat(filepath.Join(ws, worktree.StateDirName, worktree.DirName)); err != nil && !b.Worktree {
 			continue
 		}
-		m := worktree.New(ws)
+		m := worktree.New(ws, agentcfg.From(cfg).Rule())
 		list, err := m.List(ctx)
 		if err != nil {
 			rows = append(rows, worktreeRow{Workspace: ws, Problem: err.Error()})
@@ -157,7 +159,7 @@ func collectWorktrees(ctx context.Context, cfg *config.Config) ([]worktreeRow, e
 // removeWorktrees removes the worktrees refs name (a path, a folder name or
 // a branch). A worktree a conversation uses is refused, and so is one with
 // work in it unless force; each refusal says why and what to do.
-func removeWorktrees(ctx context.Context, rows []worktreeRow, refs []string, force bool, std stdio) int {
+func removeWorktrees(ctx context.Context, rule launch.Rule, rows []worktreeRow, refs []string, force bool, std stdio) int {
 	code := exitOK
 	for _, ref := range refs {
 		var row *worktreeRow
@@ -178,7 +180,7 @@ func removeWorktrees(ctx context.Context, rows []worktreeRow, refs []string, for
 			code = exitFailure
 			continue
 		}
-		rm, err := worktree.New(row.Workspace).Remove(ctx, row.wt, force)
+		rm, err := worktree.New(row.Workspace, rule).Remove(ctx, row.wt, force)
 		switch {
 		case errors.Is(err, worktree.ErrDirty):
 			fmt.Fprintf(std.Err, "%s: refused: %d uncommitted changes; commit them in the worktree, or remove it with --force to discard them\n", row.Path, row.Changes)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cc-connect/cc-connect/launch"
 	"github.com/cc-connect/cc-connect/workspace"
 	"github.com/cc-connect/cc-connect/worktree"
 )
@@ -51,7 +52,7 @@ worktree = true
 	}
 	gitIn(t, ws, "add", "a.txt")
 	gitIn(t, ws, "commit", "-q", "-m", "first")
-	m := worktree.New(ws)
+	m := worktree.New(ws, launch.Rule{})
 	ctx := context.Background()
 	var err error
 	for _, c := range []struct {

@@ -2,9 +2,9 @@ package conv
 
 import (
 	"errors"
+	"slices"
 
 	"github.com/cc-connect/cc-connect/binding"
-	"github.com/cc-connect/cc-connect/cluster/ingress"
 	"github.com/cc-connect/cc-connect/engine/render"
 	"github.com/cc-connect/cc-connect/platform"
 )
@@ -14,10 +14,11 @@ func refused(why string) platform.Result {
 }
 
 // accept journals m into the session, or hands a command that acts at once
-// to its control lane, and says what became of it. A command goes through
-// its registry entry (commands.go): the gate checks who may run it, then
-// it is queued as its timing says.
-func (s *Conversation) accept(m platform.Message, d *ingress.Delivery) (platform.Result, error) {
+// to its control lane, and says what became of it; d and checks go with
+// an item it queues (Set.Accept). A command goes through its registry
+// entry (commands.go): the gate checks who may run it, then it is queued
+// as its timing says.
+func (s *Conversation) accept(m platform.Message, d Delivery, checks []string) (platform.Result, error) {
 	name, args, isCmd := parseCommand(m.Text)
 	if !isCmd && s.awaitText.Load() && len(m.Attachments) == 0 && s.gate.allows(m.UserID, approvers) {
 		// The running turn waits on a question or a plan's feedback: the
@@ -25,7 +26,7 @@ func (s *Conversation) accept(m platform.Message, d *ingress.Delivery) (platform
 		return s.acceptControls(m, "reply", control{kind: ctrlReply, text: m.Text, userName: orDefault(m.UserName, m.UserID), msg: m}, "")
 	}
 	if !isCmd {
-		return s.acceptItem(workItem{kind: itemTurn, msg: m, files: filesOf(m), dlv: d})
+		return s.acceptItem(workItem{kind: itemTurn, msg: m, files: filesOf(m), dlv: d, checks: checks})
 	}
 	cmd := lookup(name)
 	if cmd == nil {
@@ -43,7 +44,7 @@ func (s *Conversation) accept(m platform.Message, d *ingress.Delivery) (platform
 		if refusal != "" {
 			return refused(refusal), nil
 		}
-		it.dlv = d
+		it.dlv, it.checks = d, checks
 		return s.acceptItem(it)
 	case cmd.control != nil:
 		return s.acceptControls(m, name, cmd.control(c), "")
@@ -100,7 +101,8 @@ func (s *Conversation) acceptItem(it workItem) (platform.Result, error) {
 	if !a.waits {
 		return platform.Result{Status: platform.Queued}, nil
 	}
-	if it.kind == itemTurn && !a.late {
+	if it.kind == itemTurn && !a.late && !slices.Contains(it.checks, checkRoot) {
+		// (A reply that may not be the bot's is told nothing.)
 		s.notice(queued)
 	}
 	return platform.Result{Status: platform.Queued, Position: a.pos}, nil
@@ -134,14 +136,18 @@ func (s *Conversation) replyAsTurn(c control) {
 // control lane, and says what became of it; b is m's binding, a its
 // adapter, d its delivery from a cluster's stream (nil otherwise).
 // ErrStopped: the engine is shutting down and nothing was written.
-func (e *Set) Accept(b binding.Binding, a platform.Adapter, m platform.Message, d *ingress.Delivery) (platform.Result, error) {
+func (e *Set) Accept(b binding.Binding, a platform.Adapter, m platform.Message, d Delivery, unrooted bool) (platform.Result, error) {
+	if m.Mentioned {
+		e.threads.rootless.Forget(Key(m.Target)) // the bot's now
+	}
+	checks := e.checksFor(a, m, unrooted)
 	// A session that retired between lookup and accept is created again.
 	for {
 		s, err := e.session(b, m, a)
 		if err != nil {
 			return platform.Result{}, err
 		}
-		res, err := s.accept(m, d)
+		res, err := s.accept(m, d, checks)
 		if !errors.Is(err, errSessionClosed) {
 			return res, err
 		}

@@ -28,6 +28,7 @@ type sideQuestion struct {
 	question string
 	user     string // who asked, for the spending caps
 	ws       string
+	dm       bool // the conversation is a direct message (settings.agentConfig)
 	rb       *recordBook
 	purse    *purse
 	chat     *relay
@@ -56,7 +57,7 @@ func (q *sideQuestion) run() {
 	// permission mode do not: a side question runs read-only, whatever
 	// they say (agentproc.StartOptions.ReadOnly).
 	model, _ := q.rb.spawnSettings()
-	proc, err := e.host.Spawn(e.bg, e.opts.Agent, agentproc.StartOptions{Dir: q.ws, ResumeID: q.id, Fork: true, Model: model, ReadOnly: true}, q.log)
+	proc, err := e.host.Spawn(e.bg, e.cfg.agentConfig(q.binding(), q.dm), agentproc.StartOptions{Dir: q.ws, ResumeID: q.id, Fork: true, Model: model, ReadOnly: true}, q.log)
 	if err != nil {
 		q.log.Error("Starting the side-question process failed", "session_id", q.id, "error", err)
 		q.chat.send(render.SideNoStart(q.forChat(err.Error())))

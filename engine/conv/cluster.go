@@ -9,11 +9,37 @@ import (
 	"time"
 
 	"github.com/cc-connect/cc-connect/binding"
-	"github.com/cc-connect/cc-connect/cluster/ingress"
-	"github.com/cc-connect/cc-connect/cluster/kvlease"
 	"github.com/cc-connect/cc-connect/inbox"
 	"github.com/cc-connect/cc-connect/platform"
 )
+
+// Fence is the lease a clustered conversation's durable writes are made
+// under: Check right before each write (nil: still held), Token stored
+// with the write. The cluster implements it (cluster/kvlease).
+type Fence interface {
+	Check() error
+	Token() uint64
+}
+
+// Delivery is an event the cluster's stream delivered to this host, as a
+// conversation keeps it until its durable end. The cluster implements it
+// (cluster/ingress); a conversation alone has none.
+type Delivery interface {
+	// Fence is the lease the event was delivered under.
+	Fence() Fence
+	// Seq is the event's sequence in the stream.
+	Seq() uint64
+	// Deliveries counts its deliveries (more than 1: delivered before,
+	// perhaps to another host).
+	Deliveries() int
+	// Done acknowledges it at its durable end, from any goroutine; again
+	// does nothing.
+	Done()
+	// Settle is Done, confirmed by the server: nil once no host gets the
+	// event again. On an error it is delivered again, perhaps elsewhere,
+	// and its outcome must not be shown here.
+	Settle(ctx context.Context) error
+}
 
 // errFenced ends a turn whose binding's lease this host lost: it leaves
 // its message unacknowledged for the next holder, and says nothing.
@@ -126,14 +152,14 @@ type clusterLedger struct {
 	mu sync.Mutex
 	// deliveries are the journaled ids queued or running here, with the
 	// delivery to acknowledge at their durable end.
-	deliveries map[string]*ingress.Delivery
+	deliveries map[string]Delivery
 	// parked are pending in the journal and not run here until the stream
 	// delivers them again.
 	parked map[string]workItem
 }
 
 func newClusterLedger() *clusterLedger {
-	return &clusterLedger{deliveries: map[string]*ingress.Delivery{}, parked: map[string]workItem{}}
+	return &clusterLedger{deliveries: map[string]Delivery{}, parked: map[string]workItem{}}
 }
 
 // holds says whether id was journaled here and is queued or running.
@@ -171,7 +197,7 @@ func (j *journal) queueable(items []workItem) []workItem {
 
 // reattach gives a pending id its new delivery, queueing it when parked;
 // false when it is not pending here.
-func (j *journal) reattach(id string, d *ingress.Delivery, mb *mailbox) (bool, error) {
+func (j *journal) reattach(id string, d Delivery, mb *mailbox) (bool, error) {
 	if j.cl == nil {
 		return false, nil
 	}
@@ -191,7 +217,7 @@ func (j *journal) reattach(id string, d *ingress.Delivery, mb *mailbox) (bool, e
 		j.cl.mu.Unlock()
 		return false, nil
 	}
-	if err := d.Fence.Check(); err != nil {
+	if err := d.Fence().Check(); err != nil {
 		j.cl.mu.Unlock()
 		return false, err
 	}
@@ -206,7 +232,7 @@ func (j *journal) reattach(id string, d *ingress.Delivery, mb *mailbox) (bool, e
 }
 
 // track records the delivery of a just-journaled item.
-func (j *journal) track(id string, d *ingress.Delivery) {
+func (j *journal) track(id string, d Delivery) {
 	j.cl.mu.Lock()
 	j.cl.deliveries[id] = d
 	j.cl.mu.Unlock()
@@ -259,7 +285,7 @@ func (j *journal) fenced(it workItem) error {
 	if d == nil {
 		return nil
 	}
-	return d.Fence.Check()
+	return d.Fence().Check()
 }
 
 // finished acknowledges it in the stream after its journal ack.
@@ -294,7 +320,7 @@ func (j *journal) settleFirst(bg context.Context, it workItem) bool {
 	if d == nil {
 		return true
 	}
-	if err := d.Fence.Check(); err != nil {
+	if err := d.Fence().Check(); err != nil {
 		j.park(it, err)
 		return false
 	}
@@ -321,55 +347,61 @@ func (j *journal) settleFirst(bg context.Context, it workItem) bool {
 
 // fence is the fence of this host's tenure of a binding while it holds
 // (Cluster.Fence); nil otherwise.
-func (c *Cluster) fence(platform, channel string) *kvlease.Fence {
+func (c *Cluster) fence(platform, channel string) Fence {
 	if c.Fence == nil {
 		return nil
 	}
 	return c.Fence(platform, channel)
 }
 
+// Stream is the conversations as the cluster's stream reaches them: the
+// engine's ingress asks whether one holds an event, tells one it moved
+// here, hands a redelivered event to the entry waiting for it, and starts
+// and ends this host's tenures of a binding.
+type Stream struct{ e *Set }
+
 // Holds says whether the conversation of key holds message id journaled
 // here and queued or running, under a delivery of the cluster's stream.
-func (e *Set) Holds(key, id string) bool {
-	s := e.live(key)
+func (st *Stream) Holds(key, id string) bool {
+	s := st.e.live(key)
 	return s != nil && s.jr.holds(id)
 }
 
 // Notice posts text in the conversation of key, when it is in memory.
-func (e *Set) Notice(key, text string) bool {
-	s := e.live(key)
+func (st *Stream) Notice(key, text string) bool {
+	s := st.e.live(key)
 	return s != nil && s.notice(text)
 }
 
 // Reattach gives a redelivered event that was journaled here before its new
 // delivery: false when it is not pending here (it was finished); queued
 // again when it was parked.
-func (e *Set) Reattach(b binding.Binding, a platform.Adapter, m platform.Message, d *ingress.Delivery) (bool, error) {
-	s, err := e.session(b, m, a)
+func (st *Stream) Reattach(b binding.Binding, a platform.Adapter, m platform.Message, d Delivery) (bool, error) {
+	s, err := st.e.session(b, m, a)
 	if err != nil {
 		return false, err
 	}
 	held, err := s.jr.reattach(m.ID, d, s.mb)
 	if err == nil && held {
 		s.log.Info("A redelivered message is pending here: it runs under the new delivery", "message_id", m.ID,
-			"deliveries", d.NumDelivered)
+			"deliveries", d.Deliveries())
 	}
 	return held, err
 }
 
 // StartTenure decides the parked entries of the binding's conversations in
 // memory (settleParked), now that this host serves it.
-func (e *Set) StartTenure(platform, channel string) {
-	for _, s := range e.ofBinding(platform, channel) {
-		e.cluster.settleParked(s)
+func (st *Stream) StartTenure(platform, channel string) {
+	for _, s := range st.ofBinding(platform, channel) {
+		st.e.cluster.settleParked(s)
 	}
 }
 
 // EndTenure stops the running turns of the binding's conversations: they
 // end fenced, their messages parked and unacknowledged, for the next
 // holder. It returns how many conversations it told.
-func (e *Set) EndTenure(platform, channel string) int {
-	ss := e.ofBinding(platform, channel)
+func (st *Stream) EndTenure(platform, channel string) int {
+	ss := st.ofBinding(platform, channel)
 	for _, s := range ss {
 		s.mb.pushControl(control{kind: ctrlFence, to: s.to})
 	}
@@ -378,11 +410,11 @@ func (e *Set) EndTenure(platform, channel string) int {
 
 // ofBinding are the conversations in memory of the binding of platform and
 // channel (as the config writes them).
-func (e *Set) ofBinding(platform, channel string) []*Conversation {
-	e.mu.Lock()
-	defer e.mu.Unlock()
+func (st *Stream) ofBinding(platform, channel string) []*Conversation {
+	st.e.mu.Lock()
+	defer st.e.mu.Unlock()
 	var ss []*Conversation
-	for _, s := range e.sessions {
+	for _, s := range st.e.sessions {
 		if s.binding.Platform == platform && s.binding.Channel == channel {
 			ss = append(ss, s)
 		}

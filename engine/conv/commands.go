@@ -357,7 +357,8 @@ func runStatus(s *Conversation, c call) {
 	v := render.Status{Now: s.e.now(), State: string(st), Workspace: s.ws, SessionID: rec.SessionID, Queue: qlen,
 		LastTurn: rec.LastActivity, Model: s.e.cfg.modelLine(rec, b), Mode: s.e.cfg.modeOf(rec, b),
 		CostUSD: rec.TotalCostUSD, People: speakers(rec), Platform: s.chat.platformStatus(),
-		Extra:   []string{worktreeStatus(s.e.bg, s.binding.Workspace, rec), s.tr.purse.statusLine(c.msg.UserID)},
+		Extra: []string{worktreeStatus(s.e.bg, s.binding.Workspace, s.e.opts.Agent, s.e.opts.StateDir, rec),
+			s.tr.purse.statusLine(c.msg.UserID)},
 		Cluster: s.e.host.ClusterStatus()}
 	if rec.ContextTokens > 0 {
 		v.Context = rec.figures().StatusLine()
@@ -382,7 +383,7 @@ func runBtw(s *Conversation, c call) {
 	}
 	q := &sideQuestion{e: s.e, key: s.key, id: s.rb.sessionID(), question: c.args, user: c.msg.UserID,
 		ws: s.ws, // read here: a worktree move changes it on this goroutine (worktree.go)
-		rb: s.rb, purse: s.tr.purse, chat: s.chat, log: s.log, binding: s.liveBinding, forChat: s.forChat}
+		dm: s.tr.dm, rb: s.rb, purse: s.tr.purse, chat: s.chat, log: s.log, binding: s.liveBinding, forChat: s.forChat}
 	if !spawnWork(s.e, q.run) {
 		s.chat.send(render.ShutdownText)
 	}

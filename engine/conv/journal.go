@@ -193,10 +193,10 @@ func (j *journal) accept(it workItem, mb *mailbox) (accepted, error) {
 	en := itemEntry(it, j.now())
 	if it.dlv != nil {
 		// The write made on the lease's strength: checked right before.
-		if err := it.dlv.Fence.Check(); err != nil {
+		if err := it.dlv.Fence().Check(); err != nil {
 			return accepted{}, err
 		}
-		en.Fence, en.StreamSeq = it.dlv.Fence.Token(), it.dlv.Seq
+		en.Fence, en.StreamSeq = it.dlv.Fence().Token(), it.dlv.Seq()
 	}
 	err := in.Append(en)
 	if err == nil && j.killedAt(PointAccepted) {
@@ -274,7 +274,7 @@ func itemEntry(it workItem, now time.Time) inbox.Entry {
 	}
 	en := inbox.Entry{ID: id, Platform: m.Target.Platform, Channel: m.Target.Channel, Thread: m.Target.Thread,
 		MessageID: m.Target.MessageID, UserID: m.UserID, UserName: m.UserName, Text: m.Text, Received: m.Received, DM: m.IsDM,
-		Seq: m.Seq, Accepted: now, UUID: uuid.NewString()}
+		Seq: m.Seq, Accepted: now, UUID: uuid.NewString(), Checks: it.checks}
 	switch it.kind {
 	case itemNew:
 		en.Kind = kindNew
@@ -301,7 +301,7 @@ func entryItem(en inbox.Entry) (workItem, bool) {
 		settled: en.Settled,
 		msg: platform.Message{ID: en.ID, Target: to, UserID: en.UserID, UserName: en.UserName, Text: en.Text, Received: en.Received, IsDM: en.DM,
 			Seq: en.Seq},
-		parts: slices.Clone(en.Parts), replyTail: en.ReplyTail}
+		parts: slices.Clone(en.Parts), replyTail: en.ReplyTail, checks: en.Checks}
 	for _, p := range en.Streamed {
 		it.streamed = append(it.streamed, platform.Target{Platform: en.Platform, Channel: p.Channel, Thread: p.Thread, MessageID: p.ID})
 	}
@@ -557,7 +557,3 @@ func (e *Set) Claim(ctx context.Context, m platform.Message) (*inbox.Claim, erro
 	}
 	return c, err
 }
-
-// Seen is the accepted message ids of every journal, opened on first use;
-// nil when they cannot be read.
-func (e *Set) Seen() *inbox.Seen { return e.jrs.seenIDs() }

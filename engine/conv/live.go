@@ -42,18 +42,21 @@ type live struct {
 	// progress is the status line (or tool log) message.
 	progress progress
 
-	// The reply as it is written.
-	stream   bool // the level and the platform stream the reply
-	text     strings.Builder
-	para     bool // a new API call began: its text starts a paragraph
-	msgs     []platform.Target
-	shown    string
-	lastEdit time.Time
-	timer    *time.Timer // the first text's hold, or an edit waiting for EditInterval
-	broken   bool        // an edit failed: the final text is posted instead
-	// posted, when set, is told the streamed messages each time one is
-	// added (the journal records them for recovery).
-	posted func([]platform.Target)
+	// The reply as it is written: asked of the stream (stream.go), which
+	// posts and edits off the session goroutine. streaming says its first
+	// text was asked for (after streamHold); shown is the text asked for
+	// last, lastEdit when. msgs and broken are what the stream left, set
+	// by stop.
+	stream    bool // the level and the platform stream the reply
+	st        *stream
+	text      strings.Builder
+	para      bool // a new API call began: its text starts a paragraph
+	streaming bool
+	shown     string
+	lastEdit  time.Time
+	timer     *time.Timer // the first text's hold, or an edit waiting for EditInterval
+	msgs      []platform.Target
+	broken    bool // an edit failed: the final text is posted instead
 
 	// verbose: the tool log and the checklist, under the status line.
 	status string
@@ -71,13 +74,15 @@ type live struct {
 }
 
 // newLive gives a turn its live view, at the binding's progress level.
-func newLive(chat *relay, log *slog.Logger, sessionID func() string, progress string, stallAfter, maxTurnTime time.Duration) *live {
+func newLive(chat *relay, log *slog.Logger, sessionID func() string, progress string, stallAfter, maxTurnTime time.Duration,
+	posted func([]platform.Target)) *live {
 	l := &live{chat: chat, log: log, sessionID: sessionID, level: binding.ProgressNormal, caps: chat.caps(),
 		stallAfter: stallAfter, lastEvent: time.Now(), doing: "starting"}
 	if progress != "" {
 		l.level = progress
 	}
 	l.stream = l.level != binding.ProgressQuiet && l.caps.Edits
+	l.st = newStream(chat, l.caps.Deletes, posted)
 	if l.stallAfter > 0 {
 		l.stallTimer = time.NewTimer(l.stallAfter)
 	}
@@ -88,6 +93,7 @@ func newLive(chat *relay, log *slog.Logger, sessionID func() string, progress st
 }
 
 func (l *live) stop() {
+	l.msgs, l.broken = l.st.settle()
 	l.progress.stop()
 	for _, t := range []*time.Timer{l.timer, l.stallTimer, l.maxTimer} {
 		if t != nil {
@@ -121,10 +127,10 @@ func (l *live) delta(ev agentproc.TextDelta) {
 	l.para = false
 	l.text.WriteString(ev.Text)
 	l.doing = "writing the reply"
-	if !l.stream || l.broken {
+	if !l.stream {
 		return
 	}
-	if len(l.msgs) == 0 {
+	if !l.streaming {
 		// The first text shows after streamHold: a reply that is done
 		// by then is posted once, whole, and costs the platform no edit.
 		if l.timer == nil {
@@ -148,17 +154,8 @@ func (l *live) showStream() {
 	if text == "" || text == l.shown {
 		return
 	}
-	msgs, ok := l.chat.editReply(l.msgs, text)
-	grew := len(msgs) > len(l.msgs)
-	l.msgs, l.lastEdit = msgs, time.Now()
-	if grew && l.posted != nil {
-		l.posted(msgs) // a new message holds part of the reply: the journal names it
-	}
-	if !ok {
-		l.broken = true
-		return
-	}
-	l.shown = text
+	l.st.show(text)
+	l.streaming, l.shown, l.lastEdit = true, text, time.Now()
 }
 
 // restartStream moves the streamed reply below a prompt just posted: its
@@ -166,15 +163,11 @@ func (l *live) showStream() {
 // prompt at the next delta. Without deletes the messages keep what they
 // show.
 func (l *live) restartStream() {
-	if len(l.msgs) == 0 {
+	if !l.streaming {
 		return
 	}
-	if l.caps.Deletes {
-		for _, m := range l.msgs {
-			l.chat.deleteMsg(m)
-		}
-	}
-	l.msgs, l.shown = nil, ""
+	l.st.moveBelow()
+	l.streaming, l.shown = false, ""
 	if l.timer != nil {
 		l.timer.Stop()
 		l.timer = nil

@@ -5,7 +5,6 @@ import (
 	"sync"
 
 	"github.com/cc-connect/cc-connect/agentproc"
-	"github.com/cc-connect/cc-connect/cluster/ingress"
 	"github.com/cc-connect/cc-connect/platform"
 )
 
@@ -63,7 +62,7 @@ type workItem struct {
 	// settled: this host settled its event in the stream before it
 	// stopped (inbox.Entry.Settled), so this host alone posts its reply.
 	settled bool
-	dlv     *ingress.Delivery
+	dlv     Delivery
 	// files are the attachments the journal names for a replayed message
 	// (msg.Attachments, with their Open, for one accepted in this run), or
 	// those an earlier version stored at acceptance.
@@ -76,6 +75,12 @@ type workItem struct {
 	// threadContext is the thread's earlier messages for this attempt's
 	// prompt, decided before the process starts (teamturn.go).
 	threadContext string
+	// checks are what is read back from the platform before it runs
+	// (checks.go): checkRoot, checkGap; journaled with it. before, on
+	// the way into the FIFO only, is the waiting item (its journal
+	// entry) an item read back for it goes right before.
+	checks []string
+	before string
 }
 
 type ctrlKind int
@@ -157,6 +162,14 @@ func (mb *mailbox) push(items ...workItem) (pos int, waits, late bool) {
 	mb.mu.Lock()
 	for _, it := range items {
 		i := insertAt(mb.items, it)
+		if it.before != "" {
+			// Read back for the item it goes before (checks.go):
+			// right before it, whatever their order says.
+			if j := slices.IndexFunc(mb.items, func(x workItem) bool { return x.inboxID == it.before }); j >= 0 {
+				i = j
+			}
+			it.before = ""
+		}
 		mb.items = slices.Insert(mb.items, i, it)
 		pos = i + 1
 		// Late: posted before a turn taken in this process, or before
@@ -199,6 +212,36 @@ func (mb *mailbox) takeControl() (control, bool) {
 		poke(mb.ctrl)
 	}
 	return c, true
+}
+
+// peek returns the first item of the FIFO without taking it.
+func (mb *mailbox) peek() (workItem, bool) {
+	mb.mu.Lock()
+	defer mb.mu.Unlock()
+	if len(mb.items) == 0 {
+		return workItem{}, false
+	}
+	return mb.items[0], true
+}
+
+// checked clears the checks of the waiting item of journal entry id, or
+// takes it out of the FIFO when drop is set (its checks refused it); it
+// reports whether the item was there.
+func (mb *mailbox) checked(id string, drop bool) bool {
+	mb.mu.Lock()
+	defer mb.mu.Unlock()
+	for i := range mb.items {
+		if mb.items[i].inboxID != id {
+			continue
+		}
+		if drop {
+			mb.items = slices.Delete(mb.items, i, i+1)
+		} else {
+			mb.items[i].checks = nil
+		}
+		return true
+	}
+	return false
 }
 
 // take returns the first item of the FIFO. A turn leaving the FIFO makes

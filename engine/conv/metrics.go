@@ -95,17 +95,6 @@ func (e *Set) noteQueue() {
 	e.mu.Unlock()
 }
 
-// turnBegan counts a turn and returns when it began.
-func (e *Set) turnBegan() time.Time {
-	e.metrics.TurnStarted()
-	return time.Now()
-}
-
-// turnDone counts a turn's end, by outcome.
-func (e *Set) turnDone(out outcome, ok bool, began time.Time) {
-	e.metrics.TurnFinished(turnOutcome(out, ok), time.Since(began))
-}
-
 // turnOutcome names how a turn ended: ok, error, interrupted (!stop or
 // shutdown mid-turn), stopped (before it started), shutdown (never ran).
 func turnOutcome(out outcome, ok bool) string {

@@ -235,3 +235,18 @@ func (r *relay) opener() func(ctx context.Context, a platform.Attachment) (io.Re
 	}
 	return nil
 }
+
+// nameTimeout bounds reading a user's display name.
+const nameTimeout = 5 * time.Second
+
+// userName is the display name of m's sender: the one the event carried,
+// else the one the adapter reads (platform.UserNamer, cached there).
+func (r *relay) userName(m platform.Message) string {
+	n, ok := r.chat().(platform.UserNamer)
+	if m.UserName != "" || m.UserID == "" || !ok {
+		return m.UserName
+	}
+	ctx, cancel := context.WithTimeout(r.bg, nameTimeout)
+	defer cancel()
+	return n.UserName(ctx, m.UserID)
+}

@@ -223,6 +223,20 @@ func (s *Conversation) next() (workItem, bool) {
 			s.mb.counted(-1)
 			continue
 		}
+		if it, ok := s.mb.peek(); ok && len(it.checks) > 0 {
+			// Read back from the platform before it runs (checks.go);
+			// one that ran before a restart was checked then.
+			if it.started {
+				s.mb.checked(it.inboxID, false)
+			} else {
+				s.check(it)
+			}
+			// A thread not the bot's leaves nothing behind.
+			if s.e.threads.rootless.Has(s.key) && s.rb.sessionID() == "" && s.retire() {
+				return workItem{}, false
+			}
+			continue
+		}
 		if it, ok := s.mb.take(); ok {
 			s.e.noteQueue()
 			return it, true

@@ -23,7 +23,6 @@ import (
 
 	"github.com/cc-connect/cc-connect/agentproc"
 	"github.com/cc-connect/cc-connect/binding"
-	"github.com/cc-connect/cc-connect/cluster/kvlease"
 	"github.com/cc-connect/cc-connect/ctxindicator"
 	"github.com/cc-connect/cc-connect/engine/procs"
 	"github.com/cc-connect/cc-connect/platform"
@@ -105,7 +104,7 @@ type Cluster struct {
 	InStream func(ctx context.Context, seq uint64) (bool, error)
 	// Fence is the fence of this host's tenure of a binding (as the
 	// config writes it) while it holds; nil otherwise.
-	Fence func(platform, channel string) *kvlease.Fence
+	Fence func(platform, channel string) Fence
 
 	bg context.Context // the Set's, for the stream's reads
 }
@@ -135,6 +134,10 @@ type TestHooks struct {
 	BusyChanged func(delta, n int)
 	// HeaderWait is the first pause between tries to post a run's header.
 	HeaderWait time.Duration
+	// Born replaces when the engine started, which bounds how long after
+	// it a thread is read back for messages a dead instance took
+	// (checks.go).
+	Born time.Time
 }
 
 // Set is the conversations of one engine, by key: it creates a
@@ -154,6 +157,8 @@ type Set struct {
 	metrics    Metrics
 	store      *Store
 	cfg        *settings
+	threads    *threadChecks // which threads were read back (checks.go)
+	warmth     *warmth       // the bindings with recent turns, across restarts (warmth.go)
 	spend      *spending
 	slots      *procs.Caps
 	spare      *procs.Spares
@@ -200,6 +205,8 @@ func NewSet(opts Options, d Deps) *Set {
 		sessions: map[string]*Conversation{}, requests: map[string]string{},
 	}
 	s.jrs = &journals{stateDir: opts.StateDir, seenWindow: opts.SeenWindow, queueLimit: opts.QueueLimit, now: d.Now, log: d.Log}
+	s.threads = newThreadChecks(d.Now())
+	s.warmth = newWarmth(opts.StateDir, d.Log)
 	s.cfg = &settings{opts: opts, basePrompt: basePrompt, host: d.Host}
 	s.runs.init(opts.StateDir, d.Log, d.Host.Schedules)
 	return s
@@ -234,6 +241,9 @@ func (e *Set) SetTestHooks(h TestHooks) {
 	set(&e.retireAfter, h.RetireAfter)
 	set(&e.fetchTimeout, h.FetchTimeout)
 	set(&e.runs.headerWait, h.HeaderWait)
+	if !h.Born.IsZero() {
+		e.threads.born = h.Born
+	}
 	if h.BusyChanged != nil {
 		e.busy.mu.Lock()
 		e.busy.onAdd = h.BusyChanged
@@ -242,10 +252,12 @@ func (e *Set) SetTestHooks(h TestHooks) {
 }
 
 // JoinCluster feeds the conversations of clustered platforms from the
-// cluster's stream (cluster.go); call it before the engine runs.
-func (e *Set) JoinCluster(c Cluster) {
+// cluster's stream (cluster.go); call it before the engine runs. The
+// Stream is what the engine's ingress reaches them through.
+func (e *Set) JoinCluster(c Cluster) *Stream {
 	c.bg = e.bg
 	e.cluster = c
+	return &Stream{e: e}
 }
 
 // clustered says whether the conversation of a platform instance is fed
@@ -275,8 +287,10 @@ func (e *Set) Stop() {
 // and shell command's) has ended.
 func (e *lifecycle) Wait() { e.wg.Wait() }
 
-// Close closes the seen ids; call it after Wait.
+// Close writes the record of recent turns and closes the seen ids; call it
+// after Wait.
 func (e *Set) Close() {
+	e.warmth.flush(e.now())
 	if s := e.jrs.seenSet; s != nil {
 		if err := s.Close(); err != nil {
 			e.log.Warn("Closing the seen message ids failed", "error", err)

@@ -3,12 +3,10 @@ package conv
 import (
 	"context"
 	"log/slog"
-	"os"
 	"sync"
 	"time"
 
 	"github.com/cc-connect/cc-connect/adminshell"
-	"github.com/cc-connect/cc-connect/agentproc"
 	"github.com/cc-connect/cc-connect/engine/render"
 	"github.com/cc-connect/cc-connect/platform"
 )
@@ -132,10 +130,9 @@ func (sh *shellRun) run(ctx context.Context, cancel context.CancelFunc) {
 	sh.log.Info("Running an admin shell command", "user_id", m.UserID, "user_name", m.UserName,
 		"command", Quote(sh.command, 500), "timeout", e.cfg.shellTimeout())
 	res := adminshell.Run(ctx, sh.command, adminshell.Options{
-		Dir:        sh.ws,
-		Env:        agentproc.BuildEnv(os.Environ(), e.opts.Agent),
-		Credential: agentproc.Credential(e.opts.Agent),
-		Timeout:    e.cfg.shellTimeout(),
+		Dir:     sh.ws,
+		Rule:    e.opts.Agent.Rule(),
+		Timeout: e.cfg.shellTimeout(),
 	})
 	cancel()
 	watch.Wait()

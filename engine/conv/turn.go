@@ -109,7 +109,9 @@ func (tr *turnRunner) run(it workItem) {
 		return
 	}
 	tr.chat.turnStarted(it.msg)
-	began := tr.e.turnBegan()
+	tr.e.metrics.TurnStarted()
+	began := time.Now()
+	it.msg.UserName = tr.chat.userName(it.msg) // read here, never on the accept path
 	tr.rb.noteSpeaker(it.msg)
 	hadHistory := tr.rb.sessionID() != ""
 	it, notes, perr := tr.att.prepare(it)
@@ -119,7 +121,7 @@ func (tr *turnRunner) run(it workItem) {
 		tr.keepUnsentNotes(notes, out.err)
 	}
 	ok := tr.finish(it, out, hadHistory)
-	tr.e.turnDone(out, ok, began)
+	tr.e.metrics.TurnFinished(turnOutcome(out, ok), time.Since(began))
 	if perr == nil && !errors.Is(out.err, ErrStopped) && !errors.Is(out.err, ErrKilled) {
 		tr.team.ringIfLong(it.msg, time.Since(began), ok)
 	}
@@ -134,6 +136,9 @@ func (tr *turnRunner) run(it workItem) {
 	wrapUp := func() {
 		tr.chat.turnEnded(it.msg, ok)
 		tr.e.spare.Want(tr.ws, cfg, partial) // after the turn, never on its path
+		if tr.e.spare.On() {
+			tr.e.warmth.note(tr.binding(), tr.e.now()) // what a restart starts spares for
+		}
 	}
 	if durable != nil {
 		// The reaction's swap and a spare's start go after the tail's
@@ -497,11 +502,12 @@ func (tr *turnRunner) attempt(it workItem) outcome {
 		return outcome{err: err, stderr: proc.StderrTail()}
 	}
 
-	t := &turn{msg: it.msg, perms: tr.newPermissions(), live: newLive(tr.chat, tr.log, tr.rb.sessionID, tr.binding().Progress, tr.e.opts.StallNotice, tr.e.opts.MaxTurnTime)}
-	t.live.posted = func(msgs []platform.Target) {
+	posted := func(msgs []platform.Target) { // on the stream's goroutine (stream.go)
 		tr.jr.markStreamed(it, msgs)
 		tr.e.killedAt(PointStreamed) // a test's kill: what a restart finds is on disk
 	}
+	t := &turn{msg: it.msg, perms: tr.newPermissions(),
+		live: newLive(tr.chat, tr.log, tr.rb.sessionID, tr.binding().Progress, tr.e.opts.StallNotice, tr.e.opts.MaxTurnTime, posted)}
 	t.perms.ring = func(tool string) {
 		what := "Claude asks for your permission above."
 		if tool == "AskUserQuestion" {

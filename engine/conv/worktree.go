@@ -2,10 +2,10 @@ package conv
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"time"
 
+	"github.com/cc-connect/cc-connect/agentproc"
 	"github.com/cc-connect/cc-connect/engine/render"
 	"github.com/cc-connect/cc-connect/worktree"
 )
@@ -42,10 +42,11 @@ func (tr *turnRunner) ensureWorktree() bool {
 	conv := worktreeConversation(tr.key, rec.WorktreeGen)
 	ctx, cancel := context.WithTimeout(tr.e.bg, worktreeTimeout)
 	defer cancel()
-	wt, err := worktree.New(b.Workspace).Create(ctx, conv)
+	wt, err := worktree.New(b.Workspace, tr.e.opts.Agent.Rule()).Create(ctx, conv)
 	if err != nil {
 		tr.log.Error("Making the conversation's worktree failed", "error", err)
-		tr.chat.send(fmt.Sprintf("This conversation's git worktree could not be made, so the message was not sent to Claude: %v", err))
+		tr.chat.send("This conversation's git worktree could not be made, so the message was not sent to Claude: " +
+			forChat(err.Error(), b.Workspace, tr.e.opts.StateDir))
 		return false
 	}
 	if wt.Path != tr.ws {
@@ -88,18 +89,22 @@ func newWorktree(e *Set, rb *recordBook, key, base string) string {
 }
 
 // worktreeStatus is !status's line about the worktree of base a
-// conversation (rec) works in; "" outside a worktree.
-func worktreeStatus(bg context.Context, base string, rec Record) string {
+// conversation (rec) works in, git run as the agent's config says; ""
+// outside a worktree. An error is told as the chat may read it (forChat).
+func worktreeStatus(bg context.Context, base string, agent agentproc.Config, stateDir string, rec Record) string {
 	if rec.Worktree == "" {
 		return ""
 	}
 	ctx, cancel := context.WithTimeout(bg, 10*time.Second)
 	defer cancel()
-	m := worktree.New(base)
+	m := worktree.New(base, agent.Rule())
 	wt, err := m.Find(ctx, rec.Workspace)
 	if err != nil {
-		return render.Worktree(rec.Worktree, "", "", err)
+		return render.Worktree(rec.Worktree, "", "", forChat(err.Error(), base, stateDir))
 	}
 	st, err := m.State(ctx, wt)
-	return render.Worktree(wt.Branch, wt.Base, st.String(), err)
+	if err != nil {
+		return render.Worktree(wt.Branch, wt.Base, "", forChat(err.Error(), base, stateDir))
+	}
+	return render.Worktree(wt.Branch, wt.Base, st.String(), "")
 }

@@ -149,14 +149,15 @@ func SchedulesNotAdmin(verb string) string {
 }
 
 // Worktree is !status's line about a conversation's worktree: its branch,
-// the branch it was made from and its state; err says why the state could
-// not be read.
-func Worktree(branch, base, state string, err error) string {
+// the branch it was made from and its state; unreadable, when set, says
+// why the state could not be read (as the chat may read it), and base is
+// "" when the worktree itself could not be found.
+func Worktree(branch, base, state, unreadable string) string {
 	switch {
-	case err != nil && base == "":
-		return fmt.Sprintf("Worktree: branch %s (its state could not be read: %v)", branch, err)
-	case err != nil:
-		return fmt.Sprintf("Worktree: branch %s of %s (its state could not be read: %v)", branch, base, err)
+	case unreadable != "" && base == "":
+		return fmt.Sprintf("Worktree: branch %s (its state could not be read: %s)", branch, unreadable)
+	case unreadable != "":
+		return fmt.Sprintf("Worktree: branch %s of %s (its state could not be read: %s)", branch, base, unreadable)
 	}
 	return fmt.Sprintf("Worktree: branch %s of %s, %s", branch, base, state)
 }

@@ -1,7 +1,6 @@
 package render
 
 import (
-	"errors"
 	"testing"
 	"time"
 )
@@ -36,9 +35,9 @@ func TestNotices(t *testing.T) {
 		{"new", NewSession("", ""), "Started a new session: your next message begins with a fresh context."},
 		{"new after one", NewSession("s-1", ""), "Started a new session: your next message begins with a fresh context. (The previous session s-1 stays on disk; !sessions lists it.)"},
 		{"new in a worktree", NewSession("s-1", "cc/t1"), "Started a new session: your next message begins with a fresh context. (The previous session s-1 stays on disk; !sessions lists it.) Its worktree (branch cc/t1) is kept: `cc-connect worktrees` lists it; the next message works in a new one."},
-		{"worktree", Worktree("cc/t1", "main", "2 commits ahead", nil), "Worktree: branch cc/t1 of main, 2 commits ahead"},
-		{"worktree not found", Worktree("cc/t1", "", "", errors.New("gone")), "Worktree: branch cc/t1 (its state could not be read: gone)"},
-		{"worktree state unread", Worktree("cc/t1", "main", "", errors.New("git failed")), "Worktree: branch cc/t1 of main (its state could not be read: git failed)"},
+		{"worktree", Worktree("cc/t1", "main", "2 commits ahead", ""), "Worktree: branch cc/t1 of main, 2 commits ahead"},
+		{"worktree not found", Worktree("cc/t1", "", "", "gone"), "Worktree: branch cc/t1 (its state could not be read: gone)"},
+		{"worktree state unread", Worktree("cc/t1", "main", "", "git failed"), "Worktree: branch cc/t1 of main (its state could not be read: git failed)"},
 		{"schedules", SchedulesNotAdmin("pause"), "Only this binding's admins can pause a schedule."},
 		{"side", SideWritable("Bash"), "(side answer) not answered: the agent started with a tool that can change the workspace (Bash), so it was stopped."},
 		{"model default", ModelDefault(""), "This conversation goes back to the configured model (Claude Code's default) from the next turn."},

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package agentproc
+package launch
 
 import "syscall"
 
