@@ -17,45 +17,44 @@ func refused(why string) platform.Result {
 // to its control lane, and says what became of it; d and checks go with
 // an item it queues (Set.Accept). A command goes through its registry
 // entry (commands.go): the gate checks who may run it, then it is queued
-// as its timing says.
+// as its timing says. What acts at once is journaled as a command (its
+// message's id) and handed to the control lane as one control.
 func (s *Conversation) accept(m platform.Message, d Delivery, checks []string) (platform.Result, error) {
 	name, args, isCmd := parseCommand(m.Text)
-	if !isCmd && s.awaitText.Load() && len(m.Attachments) == 0 && s.gate.allows(m.UserID, approvers) {
-		// The running turn waits on a question or a plan's feedback: the
-		// reply answers it (journaled as a command that acted at once).
-		return s.acceptControls(m, "reply", control{kind: ctrlReply, text: m.Text, userName: orDefault(m.UserName, m.UserID), msg: m}, "")
-	}
-	if !isCmd {
-		return s.acceptItem(workItem{kind: itemTurn, msg: m, files: filesOf(m), dlv: d, checks: checks})
-	}
-	cmd := lookup(name)
-	if cmd == nil {
-		cmd = &unknownCommand
-	}
-	c := call{name: name, msg: m, args: args}
-	// Who may run it is read from the binding in force now, for a typed
-	// answer as for a button press (Set.Answer).
-	if why := s.gate.refuse(m.UserID, m.UserName, cmd.right(args), "command", name); why != "" {
-		return s.acceptControls(m, name, control{kind: ctrlNotice, text: cmd.refused(c, why)}, why)
-	}
+	var c control
+	refusal := "" // the command is refused: c is the notice that says so
 	switch {
-	case cmd.when != atOnce:
-		it, refusal := cmd.queue(s, c)
-		if refusal != "" {
-			return refused(refusal), nil
+	case !isCmd && s.awaitText.Load() && len(m.Attachments) == 0 && s.gate.allows(m.UserID, approvers):
+		// The running turn waits on a question or a plan's feedback: the
+		// reply answers it.
+		name, c = "reply", control{kind: ctrlReply, text: m.Text, userName: orDefault(m.UserName, m.UserID), msg: m}
+	case !isCmd:
+		return s.acceptItem(workItem{kind: itemTurn, msg: m, files: filesOf(m), dlv: d, checks: checks})
+	default:
+		cmd := lookup(name)
+		if cmd == nil {
+			cmd = &unknownCommand
 		}
-		it.dlv, it.checks = d, checks
-		return s.acceptItem(it)
-	case cmd.control != nil:
-		return s.acceptControls(m, name, cmd.control(c), "")
+		cl := call{name: name, msg: m, args: args}
+		// Who may run it is read from the binding in force now, for a
+		// typed answer as for a button press (Set.Answer).
+		refusal = s.gate.refuse(m.UserID, m.UserName, cmd.right(args), "command", name)
+		switch {
+		case refusal != "":
+			c = control{kind: ctrlNotice, text: cmd.refused(cl, refusal)}
+		case cmd.when != atOnce:
+			it, why := cmd.queue(s, cl)
+			if why != "" {
+				return refused(why), nil
+			}
+			it.dlv, it.checks = d, checks
+			return s.acceptItem(it)
+		case cmd.control != nil:
+			c = cmd.control(cl)
+		default:
+			c = control{kind: ctrlCommand, msg: m, cmd: name, args: args}
+		}
 	}
-	return s.acceptControls(m, name, control{kind: ctrlCommand, msg: m, cmd: name, args: args}, "")
-}
-
-// acceptControls journals m as a command that acts at once and hands its
-// control to the session's control lane; refusal, when set, is why the
-// command was refused (c is the notice that says so).
-func (s *Conversation) acceptControls(m platform.Message, name string, c control, refusal string) (platform.Result, error) {
 	c.to = s.to
 	ok, err := s.jr.acceptControl(m, []control{c}, s.mb)
 	if err != nil {

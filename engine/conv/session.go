@@ -219,7 +219,7 @@ func (s *Conversation) next() (workItem, bool) {
 			return workItem{}, false
 		}
 		if c, ok := s.mb.takeControl(); ok {
-			s.idleControl(c)
+			s.handleControl(c)
 			s.mb.counted(-1)
 			continue
 		}
@@ -324,9 +324,21 @@ func (s *Conversation) refuseQueued() {
 	}
 }
 
-// idleControl handles a control while no turn runs.
-func (s *Conversation) idleControl(c control) {
+// handleControl handles a control that no running turn took: every kind
+// while the conversation is idle; while a turn runs (turn.go's other), only
+// notices and the commands that act at once reach it, the turn taking the
+// answers, !stop, replies, reaps and fences itself. A command acts through
+// its registry entry's handler (commands.go).
+func (s *Conversation) handleControl(c control) {
 	switch c.kind {
+	case ctrlNotice:
+		s.chat.sendTo(c.to, c.text)
+	case ctrlCommand:
+		cmd := lookup(c.cmd)
+		if cmd == nil {
+			cmd = &unknownCommand
+		}
+		cmd.run(s, call{name: c.cmd, msg: c.msg, args: c.args})
 	case ctrlAnswer:
 		s.chat.sendTo(c.to, render.NoPermissionPending)
 	case ctrlReply:
@@ -339,24 +351,6 @@ func (s *Conversation) idleControl(c control) {
 		s.reap("slot needed by another session")
 	case ctrlFence:
 		// Nothing runs: what is queued is checked before it runs.
-	default:
-		s.handleControl(c)
-	}
-}
-
-// handleControl handles the controls that do not depend on a turn running:
-// notices, and the commands that act at once through their handler
-// (commands.go).
-func (s *Conversation) handleControl(c control) {
-	switch c.kind {
-	case ctrlNotice:
-		s.chat.sendTo(c.to, c.text)
-	case ctrlCommand:
-		cmd := lookup(c.cmd)
-		if cmd == nil {
-			cmd = &unknownCommand
-		}
-		cmd.run(s, call{name: c.cmd, msg: c.msg, args: c.args})
 	}
 }
 

@@ -353,7 +353,7 @@ func (tr *turnRunner) ensureProcess() error {
 			tr.stopShell(c.to)
 			return errStoppedWaiting
 		case ctrlAnswer:
-			tr.chat.sendTo(c.to, "No permission request is pending.")
+			tr.chat.sendTo(c.to, render.NoPermissionPending)
 		case ctrlReply:
 			tr.lateReply(c)
 		case ctrlReap:
