@@ -61,7 +61,7 @@ func clusterStatus(ctx context.Context, configPath string, args []string, std st
 	if cfg == nil {
 		return exitUsage
 	}
-	s, ok := cluster.FromConfig(cfg)
+	s, ok := clusterSettings(cfg)
 	if !ok {
 		fmt.Fprintf(std.Err, "cc-connect: %s has no [cluster] table: this cc-connect runs alone (docs/cluster.md)\n", cfg.Path)
 		return exitUsage

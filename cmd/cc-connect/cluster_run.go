@@ -80,7 +80,7 @@ type clusterHost struct {
 // joinCluster starts the node and joins the engine to it; nil without a
 // [cluster] table. Call it before the engine runs; serve starts consuming.
 func joinCluster(ctx context.Context, cfg *config.Config, eng *engine.Engine, log *slog.Logger) (*clusterHost, *engine.ClusterIngress, error) {
-	s, ok := cluster.FromConfig(cfg)
+	s, ok := clusterSettings(cfg)
 	if !ok {
 		return nil, nil, nil
 	}
