@@ -37,6 +37,10 @@ var (
 	// ErrNewerVersion: written by a newer cc-connect. Terminated and
 	// logged like ErrMalformed: upgrade this host.
 	ErrNewerVersion = errors.New("ingress event of a newer version")
+	// ErrForged: the event claims what its publisher may not send (another
+	// publisher's name, a binding it may not publish for). Terminated and
+	// logged: a host's credentials may be in other hands.
+	ErrForged = errors.New("ingress event its publisher may not send")
 )
 
 // Kind is what an event carries.
