@@ -39,6 +39,17 @@ type Settings struct {
 	Replicas int
 	Names    names.Names
 	Bindings []BindingSpec
+	// Receivers are the members that receive from outside (the
+	// platforms' inbound connections, webhooks) and so may publish events
+	// for any binding; empty means every member. Another member publishes
+	// only for the bindings it serves (its schedules' runs).
+	Receivers []string
+	// Schedules name each schedule's channel: the hosts that serve its
+	// binding may write its pause.
+	Schedules []ScheduleSpec
+	// NKeys are the members' NKey public keys, by host. An embedded
+	// server admits these users alone, each with its Permissions.
+	NKeys map[string]string
 	// ConfigHash fingerprints what routing depends on, so that status can
 	// show hosts that read different configs.
 	ConfigHash string
@@ -58,6 +69,12 @@ type BindingSpec struct {
 	Standby []string
 }
 
+// ScheduleSpec is a schedule as the cluster sees it: where it posts.
+type ScheduleSpec struct {
+	Name              string
+	Platform, Channel string
+}
+
 // Role is this host's part for the binding: kvlease.Owner, Standby, or
 // false when it does not serve it.
 func (b BindingSpec) Role(host string) (kvlease.Role, int, bool) {
@@ -74,12 +91,16 @@ func (b BindingSpec) Role(host string) (kvlease.Role, int, bool) {
 // depends on, which every host publishes in its heartbeat.
 func (s Settings) Fingerprint() string { return s.fingerprint() }
 
-// fingerprint hashes the members, the prefix and every binding's owners.
+// fingerprint hashes the members, the prefix, every binding's owners and
+// the receivers.
 func (s Settings) fingerprint() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s\n%q\n", s.Names.Prefix, s.Members)
 	for _, bs := range s.Bindings {
 		fmt.Fprintf(&b, "%q %q %q %q\n", bs.Binding.Platform, bs.Binding.Channel, bs.Host, bs.Standby)
+	}
+	if len(s.Receivers) > 0 { // who may publish what (left out when unset, as it was before)
+		fmt.Fprintf(&b, "receivers %q\n", s.Receivers)
 	}
 	sum := sha256.Sum256([]byte(b.String()))
 	return hex.EncodeToString(sum[:6])

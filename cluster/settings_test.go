@@ -56,14 +56,21 @@ func TestEmbeddedWithTLSAndNKeys(t *testing.T) {
 	if got, err := SeedPublicKey(seed); err != nil || got != pub {
 		t.Fatalf("SeedPublicKey = %q, %v; want %q", got, err, pub)
 	}
+	seedB := filepath.Join(dir, "seed-b")
+	pubB, err := NewSeedFile(seedB)
+	if err != nil {
+		t.Fatal(err)
+	}
 	s := testSettings(t, "a", nil, 1, "a")
 	s.Auth = Auth{NKeySeedFile: seed, TLSCA: ca, TLSCert: cert, TLSKey: key}
-	s.Embedded = &embedded.Options{Name: "a", StoreDir: filepath.Join(dir, "nats"), Listen: "127.0.0.1:0", NKeys: []string{pub}}
+	s.NKeys = map[string]string{"a": pub, "b": pubB}
+	s.Embedded = &embedded.Options{Name: "a", StoreDir: filepath.Join(dir, "nats"), Listen: "127.0.0.1:0"}
 	n := startNode(t, s) // connects in-process, with its NKey
 	url := n.srv.ClientURL()
-	// Another host: certificate and NKey.
+	// Another host: certificate and its NKey.
 	other := s
 	other.Host, other.Embedded, other.URLs = "b", nil, []string{url}
+	other.Auth.NKeySeedFile = seedB
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
 	if _, err := ReadStatus(ctx, other, nil); err != nil {

@@ -198,8 +198,8 @@ func NewAction(b Binding, id string, a platform.Action) (Event, error) {
 	return ev, ev.Validate()
 }
 
-// target is where the event belongs: its conversation.
-func (ev Event) target() Target {
+// Target is where the event belongs: its conversation.
+func (ev Event) Target() Target {
 	if ev.Action != nil {
 		return ev.Action.Target
 	}
@@ -214,7 +214,7 @@ func (ev Event) target() Target {
 
 // Conversation is the event's conversation token: channel and thread.
 func (ev Event) Conversation() string {
-	t := ev.target()
+	t := ev.Target()
 	return names.Conversation(t.Channel, t.Thread)
 }
 
@@ -272,7 +272,7 @@ func (ev Event) Validate() error {
 	default:
 		return bad("kind %q", ev.Kind)
 	}
-	t := ev.target()
+	t := ev.Target()
 	if t.Platform != ev.Binding.Platform {
 		return bad("target platform %q is not the binding's %q", t.Platform, ev.Binding.Platform)
 	}

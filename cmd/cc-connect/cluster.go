@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cc-connect/cc-connect/cluster"
+	"github.com/cc-connect/cc-connect/config"
 )
 
 const clusterUsage = `Usage:
@@ -17,6 +18,12 @@ const clusterUsage = `Usage:
   cc-connect cluster nkey FILE    write a new NKey seed to FILE (0600) and print its public key
   cc-connect cluster nkey --public FILE
                                   print the public key of the seed in FILE
+  cc-connect cluster permissions [--config FILE]
+                                  print the NATS server config that gives each host's user only
+                                  what its part needs (for a NATS server cc-connect does not run)
+  cc-connect cluster init [--config FILE] (--nkey-seed-file FILE | --creds-file FILE)
+                                  create or update the stream and the bucket as the admin whose
+                                  credential is given (no host's user may)
 `
 
 // statusTimeout bounds `cluster status`: it reads a few keys.
@@ -33,6 +40,10 @@ func clusterMain(ctx context.Context, configPath string, args []string, std stdi
 		return clusterStatus(ctx, configPath, args[1:], std)
 	case "nkey":
 		return clusterNKey(args[1:], std)
+	case "permissions":
+		return clusterPermissions(configPath, args[1:], std)
+	case "init":
+		return clusterInit(ctx, configPath, args[1:], std)
 	case "help", "-h", "--help":
 		fmt.Fprint(std.Out, clusterUsage)
 		return exitOK
@@ -42,30 +53,14 @@ func clusterMain(ctx context.Context, configPath string, args []string, std stdi
 }
 
 func clusterStatus(ctx context.Context, configPath string, args []string, std stdio) int {
-	fs := flag.NewFlagSet("cc-connect cluster status", flag.ContinueOnError)
-	fs.SetOutput(std.Err)
-	fs.Usage = func() { fmt.Fprint(std.Err, clusterUsage) }
-	path := fs.String("config", configPath, "config file")
-	asJSON := fs.Bool("json", false, "print JSON")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(std.Err, "cc-connect cluster status: unexpected argument %q\n", fs.Arg(0))
-		return exitUsage
-	}
-	cfg := loadConfig(*path, std.Err)
+	var asJSON bool
+	cfg, code := clusterConfig("status", configPath, args, std, func(fs *flag.FlagSet) {
+		fs.BoolVar(&asJSON, "json", false, "print JSON")
+	})
 	if cfg == nil {
-		return exitUsage
+		return code
 	}
-	s, ok := clusterSettings(cfg)
-	if !ok {
-		fmt.Fprintf(std.Err, "cc-connect: %s has no [cluster] table: this cc-connect runs alone (docs/cluster.md)\n", cfg.Path)
-		return exitUsage
-	}
+	s, _ := clusterSettings(cfg)
 	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
 	defer cancel()
 	log := newLogger(cfg.Log, std.Err).With("command", "cluster status")
@@ -74,7 +69,7 @@ func clusterStatus(ctx context.Context, configPath string, args []string, std st
 		fmt.Fprintf(std.Err, "cc-connect cluster status: %v\n", err)
 		return exitFailure
 	}
-	if *asJSON {
+	if asJSON {
 		enc := json.NewEncoder(std.Out)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(r); err != nil {
@@ -120,5 +115,83 @@ func clusterNKey(args []string, std stdio) int {
 	fmt.Fprintln(std.Out, pub)
 	fmt.Fprintf(std.Err, "Wrote a new NKey seed to %s (keep it private). Set cluster.nkey_seed_file to it, "+
 		"and list the public key above in the embedded server's cluster.embedded_nkeys.\n", file)
+	return exitOK
+}
+
+// clusterConfig parses a subcommand's flags (--config and those add
+// defines) and loads the config, which must have a [cluster] table; nil
+// and an exit code when it cannot.
+func clusterConfig(name, configPath string, args []string, std stdio, add func(*flag.FlagSet)) (*config.Config, int) {
+	fs := flag.NewFlagSet("cc-connect cluster "+name, flag.ContinueOnError)
+	fs.SetOutput(std.Err)
+	fs.Usage = func() { fmt.Fprint(std.Err, clusterUsage) }
+	path := fs.String("config", configPath, "config file")
+	if add != nil {
+		add(fs)
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, exitOK
+		}
+		return nil, exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(std.Err, "cc-connect cluster %s: unexpected argument %q\n", name, fs.Arg(0))
+		return nil, exitUsage
+	}
+	cfg := loadConfig(*path, std.Err)
+	if cfg == nil {
+		return nil, exitUsage
+	}
+	if cfg.Cluster == nil {
+		fmt.Fprintf(std.Err, "cc-connect: %s has no [cluster] table: this cc-connect runs alone (docs/cluster.md)\n", cfg.Path)
+		return nil, exitUsage
+	}
+	return cfg, exitOK
+}
+
+// clusterPermissions prints the NATS server config of every member's
+// rights, from this host's config (every host reads the same).
+func clusterPermissions(configPath string, args []string, std stdio) int {
+	cfg, code := clusterConfig("permissions", configPath, args, std, nil)
+	if cfg == nil {
+		return code
+	}
+	s, _ := clusterSettings(cfg)
+	if s.Embedded != nil {
+		fmt.Fprintln(std.Err, "This host runs the embedded NATS server, which gives each member in cluster.embedded_nkeys these rights itself; "+
+			"this is what it applies.")
+	}
+	fmt.Fprint(std.Out, s.ServerConfig())
+	return exitOK
+}
+
+// initTimeout bounds `cluster init`: a NATS cluster may still be electing
+// its JetStream leader.
+const initTimeout = time.Minute
+
+// clusterInit creates or updates the stream and the bucket as an admin.
+func clusterInit(ctx context.Context, configPath string, args []string, std stdio) int {
+	var admin cluster.Auth
+	cfg, code := clusterConfig("init", configPath, args, std, func(fs *flag.FlagSet) {
+		fs.StringVar(&admin.NKeySeedFile, "nkey-seed-file", "", "the admin's NKey seed file")
+		fs.StringVar(&admin.CredsFile, "creds-file", "", "the admin's NATS credentials file")
+	})
+	if cfg == nil {
+		return code
+	}
+	if (admin.NKeySeedFile == "") == (admin.CredsFile == "") {
+		fmt.Fprint(std.Err, "cc-connect cluster init: give the admin's credential: --nkey-seed-file FILE or --creds-file FILE\n\n"+clusterUsage)
+		return exitUsage
+	}
+	s, _ := clusterSettings(cfg)
+	ctx, cancel := context.WithTimeout(ctx, initTimeout)
+	defer cancel()
+	log := newLogger(cfg.Log, std.Err).With("command", "cluster init")
+	if err := cluster.Init(ctx, s, admin, log); err != nil {
+		fmt.Fprintf(std.Err, "cc-connect cluster init: %v\n", err)
+		return exitFailure
+	}
+	fmt.Fprintf(std.Out, "The stream %s and the bucket %s are ready for this build's cluster.\n", s.Names.Stream(), s.Names.Bucket())
 	return exitOK
 }

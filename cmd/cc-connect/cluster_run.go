@@ -28,9 +28,9 @@ import (
 // clusterPlatformFunc prepares one platform of a type whose inbound
 // connection the cluster must share out (one poller or one gateway shard
 // at a time): it gets the node and the adapter, and returns the adapter to
-// run (the same one, or one that follows its lease). Platform types
-// register theirs in clusterPlatforms; a type without an entry, other than
-// Slack (every host opens its own Socket Mode connection) and the
+// run (the same one, or one that follows its lease, or one that only
+// sends on a host outside cluster.receivers). Platform types register
+// theirs in clusterPlatforms; a type without an entry, other than the
 // terminal, is refused in cluster mode.
 type clusterPlatformFunc func(ctx context.Context, node *cluster.Node, a platform.Adapter, p config.Platform, log *slog.Logger) (platform.Adapter, error)
 
@@ -40,6 +40,7 @@ type clusterPlatformFunc func(ctx context.Context, node *cluster.Node, a platfor
 var clusterPlatforms = map[string]clusterPlatformFunc{
 	config.TypeTelegram: gateTelegram,
 	config.TypeDiscord:  gateDiscord,
+	config.TypeSlack:    sendOnlySlack,
 }
 
 // checkClusterPlatforms refuses, naming the key, the platforms a cluster
@@ -137,7 +138,9 @@ var _ trigger.Submitter = (*clusterHost)(nil)
 
 // Submit publishes r to its binding's owner (trigger.Submitter). A run of
 // a platform outside the cluster (the terminal, this host's own) goes to
-// this host's engine.
+// this host's engine. A host outside cluster.receivers publishes only the
+// runs of bindings it serves: a webhook for another is answered 503
+// (cluster.ErrNotReceiver), to be sent to a receiver.
 func (c *clusterHost) Submit(ctx context.Context, r trigger.Run) error {
 	if !c.clustered[r.Platform] {
 		return c.eng.Submit(ctx, r)

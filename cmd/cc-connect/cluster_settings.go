@@ -1,6 +1,7 @@
 package main
 
 import (
+	"maps"
 	"slices"
 
 	"github.com/cc-connect/cc-connect/cluster"
@@ -23,10 +24,14 @@ func clusterSettings(cfg *config.Config) (cluster.Settings, bool) {
 		Auth: cluster.Auth{CredsFile: cl.CredsFile, NKeySeedFile: cl.NKeySeedFile, TLSCA: cl.TLSCA, TLSCert: cl.TLSCert,
 			TLSKey: cl.TLSKey},
 		LeaseTTL: cl.LeaseTTL.D(), Replicas: cl.Replicas, Names: names.Names{Prefix: cl.Prefix},
+		Receivers: slices.Clone(cl.Receivers), NKeys: maps.Clone(cl.EmbeddedNKeys),
 	}
 	if cl.Embedded {
 		s.Embedded = &embedded.Options{Name: cl.Host, StoreDir: embedded.StoreDir(cfg.State.Dir), Listen: cl.EmbeddedListen,
-			ClusterListen: cl.EmbeddedClusterListen, Routes: slices.Clone(cl.EmbeddedRoutes), NKeys: slices.Clone(cl.EmbeddedNKeys)}
+			ClusterListen: cl.EmbeddedClusterListen, Routes: slices.Clone(cl.EmbeddedRoutes)}
+	}
+	for _, sc := range cfg.Schedules {
+		s.Schedules = append(s.Schedules, cluster.ScheduleSpec{Name: sc.Name, Platform: sc.Platform, Channel: sc.Channel})
 	}
 	for _, b := range cfg.Bindings {
 		if b.Host == "" {
