@@ -159,9 +159,9 @@ var notVarChar = regexp.MustCompile(`[^A-Za-z0-9]+`)
 // ServerConfig is the part of a NATS server config that gives each
 // member's user its Permissions (and the admin's, for `cluster init`),
 // for a NATS server that cc-connect does not run: the output of `cc-connect
-// cluster permissions`. A member whose key s.NKeys does not hold gets a
-// placeholder to fill in.
-func (s Settings) ServerConfig() string {
+// cluster permissions`. A member whose key s.NKeys does not hold, and the
+// admin when adminKey is "", get a placeholder to fill in.
+func (s Settings) ServerConfig(adminKey string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# What each cc-connect host's NATS user may do (cluster prefix %q), as `cc-connect cluster permissions`\n", s.Names.Prefix)
 	b.WriteString("# prints it from the config. Print and load it again when the members, cluster.receivers, the bindings\n")
@@ -188,7 +188,10 @@ func (s Settings) ServerConfig() string {
 		}
 		fmt.Fprintf(&b, "    { nkey: %q, permissions: $%s }  # %s\n", key, vars[h], h)
 	}
-	b.WriteString("    { nkey: \"U…admin\", permissions: $CC_CONNECT_ADMIN }  # cc-connect cluster init --nkey-seed-file <the admin's seed>\n")
+	if adminKey == "" {
+		adminKey = "U…admin" // `cc-connect cluster nkey --public <the admin's seed file>`
+	}
+	fmt.Fprintf(&b, "    { nkey: %q, permissions: $CC_CONNECT_ADMIN }  # the admin: cc-connect cluster init\n", adminKey)
 	b.WriteString("  ]\n}\n")
 	return b.String()
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/cc-connect/cc-connect/cluster"
@@ -18,9 +19,10 @@ const clusterUsage = `Usage:
   cc-connect cluster nkey FILE    write a new NKey seed to FILE (0600) and print its public key
   cc-connect cluster nkey --public FILE
                                   print the public key of the seed in FILE
-  cc-connect cluster permissions [--config FILE]
+  cc-connect cluster permissions [--config FILE] [--nkey HOST=KEY]... [--admin-nkey KEY]
                                   print the NATS server config that gives each host's user only
-                                  what its part needs (for a NATS server cc-connect does not run)
+                                  what its part needs (for a NATS server cc-connect does not run);
+                                  the flags fill in the hosts' and the admin's public keys
   cc-connect cluster init [--config FILE] (--nkey-seed-file FILE | --creds-file FILE)
                                   create or update the stream and the bucket as the admin whose
                                   credential is given (no host's user may)
@@ -113,8 +115,9 @@ func clusterNKey(args []string, std stdio) int {
 		return exitFailure
 	}
 	fmt.Fprintln(std.Out, pub)
-	fmt.Fprintf(std.Err, "Wrote a new NKey seed to %s (keep it private). Set cluster.nkey_seed_file to it, "+
-		"and list the public key above in the embedded server's cluster.embedded_nkeys.\n", file)
+	fmt.Fprintf(std.Err, "Wrote a new NKey seed to %s (keep it private, out of the agent's reach). Set cluster.nkey_seed_file to it, "+
+		"and give the public key above under this host's name: in cluster.embedded_nkeys for the embedded server, "+
+		"or to `cc-connect cluster permissions --nkey HOST=KEY` for your own NATS.\n", file)
 	return exitOK
 }
 
@@ -153,17 +156,50 @@ func clusterConfig(name, configPath string, args []string, std stdio, add func(*
 // clusterPermissions prints the NATS server config of every member's
 // rights, from this host's config (every host reads the same).
 func clusterPermissions(configPath string, args []string, std stdio) int {
-	cfg, code := clusterConfig("permissions", configPath, args, std, nil)
+	keys := nkeyFlags{}
+	var admin string
+	cfg, code := clusterConfig("permissions", configPath, args, std, func(fs *flag.FlagSet) {
+		fs.Var(keys, "nkey", "HOST=KEY: a member's NKey public key (repeat for each)")
+		fs.StringVar(&admin, "admin-nkey", "", "the NKey public key of the admin who runs `cluster init`")
+	})
 	if cfg == nil {
 		return code
 	}
 	s, _ := clusterSettings(cfg)
+	for h, k := range keys {
+		if !cfg.Cluster.Member(h) {
+			fmt.Fprintf(std.Err, "cc-connect cluster permissions: --nkey %s: %q is not in cluster.members\n", h, h)
+			return exitUsage
+		}
+		if s.NKeys == nil {
+			s.NKeys = map[string]string{}
+		}
+		s.NKeys[h] = k
+	}
 	if s.Embedded != nil {
 		fmt.Fprintln(std.Err, "This host runs the embedded NATS server, which gives each member in cluster.embedded_nkeys these rights itself; "+
 			"this is what it applies.")
 	}
-	fmt.Fprint(std.Out, s.ServerConfig())
+	if admin != "" && (!strings.HasPrefix(admin, "U") || len(admin) != 56) {
+		fmt.Fprintf(std.Err, "cc-connect cluster permissions: --admin-nkey %q is not an NKey user public key (U…, 56 characters)\n", admin)
+		return exitUsage
+	}
+	fmt.Fprint(std.Out, s.ServerConfig(admin))
 	return exitOK
+}
+
+// nkeyFlags are --nkey HOST=KEY flags.
+type nkeyFlags map[string]string
+
+func (f nkeyFlags) String() string { return fmt.Sprint(map[string]string(f)) }
+
+func (f nkeyFlags) Set(v string) error {
+	h, k, ok := strings.Cut(v, "=")
+	if !ok || h == "" || !strings.HasPrefix(k, "U") || len(k) != 56 {
+		return fmt.Errorf("%q is not HOST=KEY with an NKey user public key (U…, 56 characters)", v)
+	}
+	f[h] = k
+	return nil
 }
 
 // initTimeout bounds `cluster init`: a NATS cluster may still be electing
