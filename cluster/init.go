@@ -51,16 +51,19 @@ func Init(ctx context.Context, s Settings, admin Auth, log *slog.Logger) error {
 // setupAs connects to urls with opts and makes the stream and the bucket.
 func setupAs(ctx context.Context, s Settings, urls string, log *slog.Logger, opts ...nats.Option) error {
 	var ref refusals
+	closed := make(chan struct{})
 	opts = append(opts, nats.Name("cc-connect setup"), nats.MaxReconnects(0),
 		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
 			ref.note(err)
 			log.Warn("NATS error while creating the cluster's stream and bucket", "error", err)
-		}))
+		}),
+		nats.ClosedHandler(func(*nats.Conn) { close(closed) }))
 	nc, err := nats.Connect(urls, opts...)
 	if err != nil {
 		return fmt.Errorf("connecting to NATS to create the cluster's stream and bucket: %w", err)
 	}
-	defer nc.Close()
+	// Nothing may log once this returns: the caller's log may be gone.
+	defer closeConn(nc, closed)
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return err
