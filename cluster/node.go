@@ -176,12 +176,22 @@ func (n *Node) releaseMoved(ctx context.Context) error {
 			stale = append(stale, k)
 		}
 	}
+	var errs []error
 	for _, k := range stale {
-		if _, err := n.leases.ReleaseIfMine(ctx, k); err != nil {
+		err := call(ctx, &n.refused, func(ctx context.Context) error {
+			_, err := n.leases.ReleaseIfMine(ctx, k)
 			return err
+		})
+		var refused *errRefused
+		switch {
+		case errors.As(err, &refused):
+			// The server holds this host to its new config already.
+			n.log.Warn("Releasing a lease this host no longer serves was refused by NATS; it expires instead", "lease", k)
+		case err != nil:
+			errs = append(errs, fmt.Errorf("%s: %w", k, err))
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // Publisher publishes what this host's adapters receive.

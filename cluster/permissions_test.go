@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -520,5 +521,80 @@ func TestNonReceiverPublishesOnlyForWhatItServes(t *testing.T) {
 	run.ID, run.Platform, run.Channel = "r2", "tg", "42"
 	if _, err := n.PublishRun(ctx, run); err != nil {
 		t.Errorf("a run of the binding c serves: %v", err)
+	}
+}
+
+// logged collects a node's log messages.
+type logged struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (l *logged) Enabled(context.Context, slog.Level) bool { return true }
+func (l *logged) Handle(_ context.Context, r slog.Record) error {
+	l.mu.Lock()
+	l.msgs = append(l.msgs, r.Message)
+	l.mu.Unlock()
+	return nil
+}
+func (l *logged) WithAttrs([]slog.Attr) slog.Handler { return l }
+func (l *logged) WithGroup(string) slog.Handler      { return l }
+
+func (l *logged) has(msg string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Contains(l.msgs, msg)
+}
+
+// TestMovedBindingUnderNewRights: a binding moved by hand (docs/cluster.md)
+// where the server already holds the old holder to its new config: the
+// old holder's release as it starts is refused at once (not waited out)
+// and logged, and the new owner takes the lease once it expires.
+func TestMovedBindingUnderNewRights(t *testing.T) {
+	t.Parallel()
+	pc := newPermCluster(t)
+	store := filepath.Join(pc.dir, "nats")
+	listen := "127.0.0.1:0"
+	startC := func(s Settings) *Node {
+		s.Embedded = &embedded.Options{Name: "c", StoreDir: store, Listen: listen}
+		n := pc.start(s)
+		pc.url = n.srv.ClientURL()
+		listen = strings.TrimPrefix(pc.url, "nats://") // the same port after a restart
+		return n
+	}
+	c := startC(pc.settings("c"))
+	a := pc.start(pc.settings("a"))
+	l := newLedger()
+	pc.serve(a, permSlack, newFakeEngine("a", l))
+	publishOn(t, a, permEvent(t, permSlack, "C1", "s-0", "s0"))
+	l.waitIDs(t, []string{"s-0"})
+	a.Close()
+	c.Close()
+
+	// slack/* moves to b; the server (c) restarts first, with the new config.
+	moved := func(host string) Settings {
+		s := pc.settings(host)
+		s.Bindings = []BindingSpec{{Binding: permSlack, Host: "b"}, {Binding: permTG, Host: "c"}}
+		s.ConfigHash = s.Fingerprint()
+		return s
+	}
+	startC(moved("c"))
+	b := pc.start(moved("b"))
+	pc.serve(b, permSlack, newFakeEngine("b", l))
+	logs := &logged{}
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	a2, err := Start(ctx, moved("a"), Options{Log: slog.New(logs)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(a2.Close)
+	if !logs.has("Releasing a lease this host no longer serves was refused by NATS; it expires instead") {
+		t.Errorf("the refused release was not logged: %q", logs.msgs)
+	}
+	publishOn(t, b, permEvent(t, permSlack, "C1", "s-1", "s1"))
+	runs := l.waitIDs(t, []string{"s-1"})
+	if last := runs[len(runs)-1]; last.host != "b" {
+		t.Errorf("s-1 ran on %s, want the new owner b", last.host)
 	}
 }

@@ -84,8 +84,9 @@ func (r *refusals) since(n int) []string {
 // setupCallTimeout bounds one request of the setup.
 const setupCallTimeout = 5 * time.Second
 
-// call runs one setup request within setupCallTimeout, and gives it up as
-// soon as the server refuses this user something (errRefused).
+// call runs one request of a host's start (the setup, a release) within
+// setupCallTimeout, and gives it up as soon as the server refuses this
+// user something (errRefused): nothing else runs on the connection then.
 func call(ctx context.Context, ref *refusals, f func(context.Context) error) error {
 	ctx, cancel := context.WithTimeout(ctx, setupCallTimeout)
 	defer cancel()
