@@ -140,18 +140,17 @@ func dedupe(xs []string) []string {
 }
 
 // Conf is p as a value of a NATS server config file.
-func (p Permissions) Conf(indent string) string {
+func (p Permissions) Conf() string {
 	list := func(xs []string) string {
 		var b strings.Builder
 		b.WriteString("[\n")
 		for _, x := range xs {
-			fmt.Fprintf(&b, "%s    %q\n", indent, x)
+			fmt.Fprintf(&b, "    %q\n", x)
 		}
-		b.WriteString(indent + "  ]")
+		b.WriteString("  ]")
 		return b.String()
 	}
-	return fmt.Sprintf("{\n%s  publish: { allow: %s }\n%s  subscribe: { allow: %s }\n%s}",
-		indent, list(p.Publish), indent, list(p.Subscribe), indent)
+	return fmt.Sprintf("{\n  publish: { allow: %s }\n  subscribe: { allow: %s }\n}", list(p.Publish), list(p.Subscribe))
 }
 
 var notVarChar = regexp.MustCompile(`[^A-Za-z0-9]+`)
@@ -176,10 +175,10 @@ func (s Settings) ServerConfig(adminKey string) string {
 			v = fmt.Sprintf("%s_%d", base, i)
 		}
 		used[v], vars[h] = true, v
-		fmt.Fprintf(&b, "%s = %s\n", v, s.Permissions(h).Conf(""))
+		fmt.Fprintf(&b, "%s = %s\n", v, s.Permissions(h).Conf())
 	}
 	fmt.Fprintf(&b, "# The admin that runs `cc-connect cluster init` (creates and updates the stream and the bucket).\n")
-	fmt.Fprintf(&b, "CC_CONNECT_ADMIN = %s\n", s.SetupPermissions().Conf(""))
+	fmt.Fprintf(&b, "CC_CONNECT_ADMIN = %s\n", s.SetupPermissions().Conf())
 	b.WriteString("authorization {\n  users: [\n")
 	for _, h := range hosts {
 		key := s.NKeys[h]

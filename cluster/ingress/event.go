@@ -1,10 +1,11 @@
 // Package ingress carries normalized inbound chat events between the hosts
 // of a cc-connect cluster over NATS JetStream. Whichever host a platform
 // event reaches publishes it (Publisher) to the ingress stream, on the
-// subject of its binding and conversation, with the platform's id as
-// Nats-Msg-Id so that the stream drops a redelivery another host already
-// published; the host that holds the binding's lease consumes it
-// (Consumer) in order per conversation and hands it to the engine, which
+// subject of its binding and conversation ending in its own name, with the
+// platform's id as Nats-Msg-Id so that the stream drops a redelivery
+// another host already published; the host that holds the binding's lease
+// consumes it (Consumer) in order per conversation, drops what its
+// publisher may not send, and hands the rest to the engine, which
 // journals it. It owns the wire form of an event and the delivery rules;
 // it decides nothing about what an event means.
 package ingress
