@@ -27,7 +27,8 @@ build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/cc-connect ./cmd/cc-connect
 
 # release cross-builds the binary into dist/cc-connect_<version>_<os>_<arch>.tar.gz,
-# each holding the binary, LICENSE, README.md and CHANGELOG.md, and writes
+# each holding the binary, LICENSE, README.md, CHANGELOG.md and the service
+# files (contrib/systemd), and writes
 # dist/SHA256SUMS. The same commit built with the same Go release gives the
 # same bytes: paths are trimmed (-trimpath), nothing of the checkout's git
 # state is recorded (-buildvcs=false: the version is stamped instead), cgo
@@ -48,7 +49,7 @@ release:
 		mkdir dist/$$name; \
 		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch GOAMD64=v1 GOARM64=v8.0 \
 			$(GO) build -trimpath -buildvcs=false -ldflags '-s -w $(LDFLAGS)' -o dist/$$name/cc-connect ./cmd/cc-connect; \
-		cp LICENSE README.md CHANGELOG.md dist/$$name/; \
+		cp LICENSE README.md CHANGELOG.md dist/$$name/ && mkdir -p dist/$$name/contrib && cp -R contrib/systemd dist/$$name/contrib/; \
 		tar --sort=name --format=gnu --mtime=@$(SOURCE_DATE_EPOCH) --owner=0 --group=0 --numeric-owner \
 			--mode=u+rwX,go+rX,go-w -C dist -cf - $$name | gzip -9n > dist/$$name.tar.gz; \
 		rm -r dist/$$name; \

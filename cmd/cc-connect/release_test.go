@@ -34,7 +34,8 @@ func makeEnv() []string {
 // TestReleaseReproducible: `make release` from two copies of one commit,
 // at different paths, at different times and under different umasks,
 // writes the same archives byte for byte, each holding the binary,
-// LICENSE, README.md and CHANGELOG.md with the commit's time.
+// LICENSE, README.md, CHANGELOG.md and the service files with the
+// commit's time.
 func TestReleaseReproducible(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
@@ -96,7 +97,9 @@ func TestReleaseReproducible(t *testing.T) {
 				t.Errorf("%s: %s has time %s, owner %d:%d; want the commit's time and 0:0", name, f.name, f.modTime, f.uid, f.gid)
 			}
 		}
-		if w := []string{prefix, prefix + "CHANGELOG.md", prefix + "LICENSE", prefix + "README.md", prefix + "cc-connect"}; !slices.Equal(got, w) {
+		if w := []string{prefix, prefix + "CHANGELOG.md", prefix + "LICENSE", prefix + "README.md", prefix + "cc-connect",
+			prefix + "contrib/", prefix + "contrib/systemd/", prefix + "contrib/systemd/agent-user.conf",
+			prefix + "contrib/systemd/cc-connect.service", prefix + "contrib/systemd/cc-connect@.service"}; !slices.Equal(got, w) {
 			t.Errorf("%s holds %q, want %q", name, got, w)
 		}
 		for _, f := range files {
