@@ -21,7 +21,7 @@ CLAUDE_BIN := $(TOOLS_DIR)/node_modules/.bin/claude
 CONFIG ?= config.example.toml
 
 .DEFAULT_GOAL := build
-.PHONY: build release test lint fmt-check vet tools bench bench-smoke soak stress test-cli test-cli-latest run clean
+.PHONY: build release release-check test lint fmt-check vet tools bench bench-smoke soak stress test-cli test-cli-latest run clean
 
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/cc-connect ./cmd/cc-connect
@@ -35,7 +35,7 @@ build:
 # is off (a static binary, and no C toolchain in the output), and every
 # archive entry has the commit's time (SOURCE_DATE_EPOCH), root's ids,
 # normalized modes and a sorted place; gzip -n leaves out its own name
-# and time. Needs GNU tar. TestReleaseReproducible builds it twice.
+# and time. Needs GNU tar. release-check builds it twice.
 RELEASE_PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null)
 release:
@@ -56,10 +56,19 @@ release:
 	done; \
 	cd dist && sha256sum -- *.tar.gz > SHA256SUMS && cat SHA256SUMS
 
-# test runs the whole suite under the race detector, then every benchmark
-# once so that benchmarks keep compiling and working.
+# release-check runs `make release` in two copies of this tree committed
+# alike (TestReleaseReproducible) and compares the archives. It runs apart
+# from the suite: cross-building four targets twice takes minutes on a cold
+# cache, which the suite's per-package timeout should not have to hold.
+release-check:
+	CC_RELEASE_TEST=1 $(GO) test -count=1 -timeout 40m -run '^TestReleaseReproducible$$' ./cmd/cc-connect/
+
+# test runs the whole suite under the race detector, then checks that the
+# release build is reproducible, then runs every benchmark once so that
+# benchmarks keep compiling and working.
 test: tools lint
 	$(GO) test -race -count=1 -timeout 15m ./...
+	$(MAKE) --no-print-directory release-check
 	$(MAKE) --no-print-directory bench-smoke
 
 lint: fmt-check vet
