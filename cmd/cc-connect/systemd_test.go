@@ -159,14 +159,14 @@ func unitCapabilities(t *testing.T, path string) []string {
 	return caps
 }
 
-// TestAgentUserUnitCapabilities: cc-connect as root with exactly the
+// TestSystemdAgentUserCapabilities: cc-connect as root with exactly the
 // capabilities agent-user.conf keeps (and no new privileges) runs a
 // conversation as agent.user: the agent starts as nobody and reads the
 // large prompt stored for it in its workspace, its temp folder is its own
 // (the unit's TMPDIR is cc-connect's), an admin's !sh runs as nobody and
 // !stop kills it, !sessions reads the agent's transcripts, and a stop
 // leaves no agent process behind.
-func TestAgentUserUnitCapabilities(t *testing.T) {
+func TestSystemdAgentUserCapabilities(t *testing.T) {
 	t.Parallel()
 	needRoot(t)
 	needTools(t, "setpriv")
