@@ -147,7 +147,8 @@ func writeNextSteps(std stdio, path, platform, workspace string, vars []string) 
 		exports[i] = "       export " + v + "=…"
 	}
 	fmt.Fprintf(std.Out, "  1. Give cc-connect the bot's secrets in its environment, and add your user id to\n"+
-		"     allow_users in %s (%s says where to find both):\n%s\n"+
+		"     allow_users in %s. Where to find both:\n"+
+		"     %s\n%s\n"+
 		"  2. Check that everything run needs is in place, then start:\n"+
 		"       cc-connect doctor%s\n"+
 		"       cc-connect run%s\n",
