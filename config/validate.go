@@ -397,6 +397,13 @@ func (c *Config) validateBindings(dir string, d *decoder) (warnings []string) {
 		if len(b.AllowUsers) == 0 && !bad("allow_users") {
 			warnings = append(warnings, fmt.Sprintf(`%s.allow_users is empty: nobody may use this binding (write ["*"] for everyone in the channel)`, key))
 		}
+		// Each wildcard alone is common and fine; together, on a chat
+		// platform, whoever can add the bot to a channel or write to it
+		// (on Telegram: anyone at all) works in the workspace. The local
+		// platform's only user is whoever holds the terminal.
+		if b.Channel == "*" && slices.Contains(b.AllowUsers, "*") && c.platformType(b.Platform) != TypeLocal && c.platformType(b.Platform) != "" {
+			warnings = append(warnings, fmt.Sprintf(`%s (platform %q): channel = "*" with allow_users = ["*"] lets anyone who can reach the bot, in any channel it is in or a direct message, drive Claude Code in %s: name the channel, or the users`, key, b.Platform, b.Workspace))
+		}
 	}
 	return warnings
 }
