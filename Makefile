@@ -6,7 +6,9 @@ GO ?= go
 NPM ?= npm
 
 # The version stamped into the binary: the nearest tag, else the commit.
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# Outside a git checkout it is empty and the binary reads its version from
+# the build information instead (cmd/cc-connect/version.go).
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null)
 LDFLAGS := -X main.version=$(VERSION)
 
 # The Claude Code CLI the integration tier pins (internal/testenv finds it
@@ -19,15 +21,56 @@ CLAUDE_BIN := $(TOOLS_DIR)/node_modules/.bin/claude
 CONFIG ?= config.example.toml
 
 .DEFAULT_GOAL := build
-.PHONY: build test lint fmt-check vet arch tools bench bench-smoke soak stress test-cli test-cli-latest run clean
+.PHONY: build release release-check test lint fmt-check vet arch tools bench bench-smoke soak stress test-cli test-cli-latest run clean
 
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/cc-connect ./cmd/cc-connect
 
-# test runs the whole suite under the race detector, then every benchmark
-# once so that benchmarks keep compiling and working.
+# release cross-builds the binary into dist/cc-connect_<version>_<os>_<arch>.tar.gz,
+# each holding the binary, LICENSE, README.md, CHANGELOG.md and the service
+# files (contrib/systemd), and writes
+# dist/SHA256SUMS. The same commit built with the same Go release gives the
+# same bytes: paths are trimmed (-trimpath), nothing of the checkout's git
+# state is recorded (-buildvcs=false: the version is stamped instead), cgo
+# is off (a static binary, and no C toolchain in the output), and every
+# archive entry has the commit's time (SOURCE_DATE_EPOCH), root's ids,
+# normalized modes and a sorted place; gzip -n leaves out its own name
+# and time. Needs GNU tar. release-check builds it twice.
+RELEASE_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null)
+release:
+	@set -euo pipefail; \
+	if [ -z "$(VERSION)" ] || [ -z "$(SOURCE_DATE_EPOCH)" ]; then \
+		echo "release: not a git checkout: set VERSION and SOURCE_DATE_EPOCH"; exit 2; fi; \
+	tar --version 2>/dev/null | grep -q 'GNU tar' || { echo "release: needs GNU tar (for --sort and --mtime)"; exit 2; }; \
+	rm -rf dist && mkdir -p dist; \
+	for p in $(RELEASE_PLATFORMS); do \
+		os=$${p%/*}; arch=$${p#*/}; name=cc-connect_$(VERSION)_$${os}_$${arch}; \
+		mkdir dist/$$name; \
+		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch GOAMD64=v1 GOARM64=v8.0 \
+			$(GO) build -trimpath -buildvcs=false -ldflags '-s -w $(LDFLAGS)' -o dist/$$name/cc-connect ./cmd/cc-connect; \
+		cp LICENSE README.md CHANGELOG.md dist/$$name/ && mkdir -p dist/$$name/contrib && cp -R contrib/systemd dist/$$name/contrib/; \
+		tar --sort=name --format=gnu --mtime=@$(SOURCE_DATE_EPOCH) --owner=0 --group=0 --numeric-owner \
+			--mode=u+rwX,go+rX,go-w -C dist -cf - $$name | gzip -9n > dist/$$name.tar.gz; \
+		rm -r dist/$$name; \
+	done; \
+	cd dist && sha256sum -- *.tar.gz > SHA256SUMS && cat SHA256SUMS
+
+# release-check runs `make release` in two copies of this tree committed
+# alike (TestReleaseReproducible) and compares the archives. It runs apart
+# from the suite: cross-building four targets twice takes minutes on a cold
+# cache, which the suite's per-package timeout should not have to hold.
+release-check:
+	CC_RELEASE_TEST=1 CC_RELEASE_PLATFORMS="$(RELEASE_PLATFORMS)" $(GO) test -count=1 -timeout 40m -run '^TestReleaseReproducible$$' ./cmd/cc-connect/
+
+# test runs the whole suite under the race detector, then checks that the
+# release build is reproducible (for this machine's target: the four of a
+# release take minutes on a cold cache; `make release-check` builds them
+# all), then runs every benchmark once so that benchmarks keep compiling
+# and working.
 test: tools lint
 	$(GO) test -race -count=1 -timeout 15m ./...
+	$(MAKE) --no-print-directory release-check RELEASE_PLATFORMS=linux/amd64
 	$(MAKE) --no-print-directory bench-smoke
 
 lint: fmt-check vet arch

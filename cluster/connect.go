@@ -17,8 +17,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/cc-connect/cc-connect/cluster/embedded"
-	"github.com/cc-connect/cc-connect/cluster/ingress"
-	"github.com/cc-connect/cc-connect/cluster/kvlease"
+	"github.com/cc-connect/cc-connect/cluster/names"
 )
 
 func newID() string {
@@ -72,17 +71,21 @@ func (a Auth) serverTLS() (*tls.Config, error) {
 
 // natsOptions are the client options of this host's connection. closed
 // is closed once the connection is closed and its last callback ran, so
-// that whoever closes it can wait until nothing logs any more.
-func natsOptions(s Settings, log *slog.Logger) (opts []nats.Option, closed <-chan struct{}, err error) {
-	return natsOptionsTLS(s, log, true)
+// that whoever closes it can wait until nothing logs any more. The
+// server's refusals are noted in ref (nil: only logged).
+func natsOptions(s Settings, log *slog.Logger, ref *refusals) (opts []nats.Option, closed <-chan struct{}, err error) {
+	return natsOptionsTLS(s, log, ref, true)
 }
 
 // natsOptionsTLS is natsOptions, with TLS only if useTLS: a connection to
 // the embedded server in this very process needs none.
-func natsOptionsTLS(s Settings, log *slog.Logger, useTLS bool) (opts []nats.Option, closed <-chan struct{}, err error) {
+func natsOptionsTLS(s Settings, log *slog.Logger, ref *refusals, useTLS bool) (opts []nats.Option, closed <-chan struct{}, err error) {
 	done := make(chan struct{})
 	opts = []nats.Option{
 		nats.Name("cc-connect " + s.Host),
+		// Replies come to this host's own prefix, the only one its user
+		// may subscribe to (Permissions).
+		nats.CustomInboxPrefix(names.Inbox(s.Host)),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(250 * time.Millisecond),
 		nats.ReconnectJitter(250*time.Millisecond, time.Second),
@@ -97,6 +100,12 @@ func natsOptionsTLS(s Settings, log *slog.Logger, useTLS bool) (opts []nats.Opti
 			log.Info("Reconnected to NATS", "server", nc.ConnectedUrlRedacted())
 		}),
 		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			if errors.Is(err, nats.ErrPermissionViolation) {
+				ref.note(err)
+				log.Warn("NATS refused this host's user an operation: the server's permissions for it do not match "+
+					"this config (`cc-connect cluster permissions` prints them; docs/cluster.md)", "error", err)
+				return
+			}
 			log.Warn("NATS error", "error", err)
 		}),
 	}
@@ -132,8 +141,8 @@ func closeConn(nc *nats.Conn, closed <-chan struct{}) {
 // connect opens this host's connection: to its own embedded server
 // in-process when it runs one (no port, no TLS; its NKey still counts),
 // else to the configured servers.
-func connect(s Settings, srv *embedded.Server, log *slog.Logger) (*nats.Conn, <-chan struct{}, error) {
-	opts, closed, err := natsOptionsTLS(s, log, srv == nil)
+func connect(s Settings, srv *embedded.Server, log *slog.Logger, ref *refusals) (*nats.Conn, <-chan struct{}, error) {
+	opts, closed, err := natsOptionsTLS(s, log, ref, srv == nil)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -148,54 +157,6 @@ func connect(s Settings, srv *embedded.Server, log *slog.Logger) (*nats.Conn, <-
 		return nil, nil, fmt.Errorf("connecting to NATS: %w", err)
 	}
 	return nc, closed, nil
-}
-
-// setup creates (or updates) the ingress stream and the lease bucket. A
-// NATS cluster that is still electing its JetStream leader answers with
-// passing errors for a while: they are retried until ctx ends.
-func setup(ctx context.Context, js jetstream.JetStream, s Settings, log *slog.Logger) (jetstream.KeyValue, error) {
-	var kv jetstream.KeyValue
-	wait := 100 * time.Millisecond
-	for {
-		err := ensureStream(ctx, js, ingress.StreamConfig(s.Names, s.Replicas))
-		if err == nil {
-			kv, err = ensureBucket(ctx, js, kvlease.BucketConfig(s.Names.Bucket(), s.Replicas))
-		}
-		if err == nil {
-			return kv, nil
-		}
-		if !passing(err) {
-			return nil, fmt.Errorf("creating the cluster's stream and bucket: %w", err)
-		}
-		log.Info("JetStream not ready yet; retrying", "error", err)
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("creating the cluster's stream and bucket: %w (last: %w)", ctx.Err(), err)
-		case <-time.After(wait):
-		}
-		wait = min(2*wait, 2*time.Second)
-	}
-}
-
-// ensureStream creates the stream, or updates it only when its config
-// differs: every host runs this as it starts, and an update while another
-// host creates its consumer races inside nats-server 2.15 (the race
-// detector sees the file store's config written and read at once).
-func ensureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig) error {
-	_, err := js.CreateStream(ctx, cfg)
-	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
-		_, err = js.UpdateStream(ctx, cfg) // created with another config: this build's applies
-	}
-	return err
-}
-
-// ensureBucket is ensureStream for the lease bucket.
-func ensureBucket(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
-	kv, err := js.CreateKeyValue(ctx, cfg)
-	if errors.Is(err, jetstream.ErrBucketExists) {
-		kv, err = js.UpdateKeyValue(ctx, cfg)
-	}
-	return kv, err
 }
 
 // passing says whether a JetStream API error may go away by itself: no

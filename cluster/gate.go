@@ -44,8 +44,14 @@ func (n *Node) ShardGate(p string, shard int) *Gate {
 // Key is the lease key.
 func (g *Gate) Key() string { return g.key }
 
-// Acquire waits until this host holds the lease.
+// Acquire waits until this host holds the lease. A host outside
+// cluster.receivers never contends: it waits until ctx ends.
 func (g *Gate) Acquire(ctx context.Context) (platform.Tenure, error) {
+	if !g.n.s.Receives(g.n.s.Host) {
+		g.n.log.Info("Not receiving: this host is not in cluster.receivers", "lease", g.key)
+		<-ctx.Done()
+		return nil, fmt.Errorf("waiting for the lease %s: %w", g.key, ctx.Err())
+	}
 	g.mu.Lock()
 	if g.claim == nil {
 		g.claim = g.n.leases.Claim(g.key, kvlease.Candidate, 0)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cc-connect/cc-connect/cluster/ingress"
+	"github.com/cc-connect/cc-connect/cluster/names"
 	"github.com/cc-connect/cc-connect/platform"
 	"github.com/cc-connect/cc-connect/trigger"
 )
@@ -45,6 +46,9 @@ func (in Inbound) HandleMessage(ctx context.Context, m platform.Message) (platfo
 	if !ok {
 		return platform.Result{Status: platform.Ignored, Reason: "unbound channel"}, nil
 	}
+	if err := in.n.mayPublish(b); err != nil {
+		return platform.Result{}, err
+	}
 	refs := make([]string, len(m.Attachments))
 	for i, a := range m.Attachments {
 		refs[i] = a.Ref // "" when the adapter cannot fetch it again: named to Claude as not passed on
@@ -76,6 +80,9 @@ func (in Inbound) HandleAction(ctx context.Context, a platform.Action) error {
 	if !ok {
 		return nil
 	}
+	if err := in.n.mayPublish(b); err != nil {
+		return err
+	}
 	ev, err := ingress.NewAction(ingress.Binding{Platform: b.Platform, Channel: b.Channel}, a.ID, a)
 	if err != nil {
 		in.n.log.Warn("Dropping a button press that cannot travel the cluster", "platform", a.Target.Platform,
@@ -86,6 +93,20 @@ func (in Inbound) HandleAction(ctx context.Context, a platform.Action) error {
 	defer cancel()
 	if _, err := in.n.pub.Publish(ctx, ev); err != nil {
 		return fmt.Errorf("handing a button press to the binding's owner: %w", err)
+	}
+	return nil
+}
+
+// ErrNotReceiver: this host is not in cluster.receivers and does not
+// serve the event's binding, so it may not publish for it (its NATS user
+// may not either). A webhook sent here should go to a receiver.
+var ErrNotReceiver = errors.New("this host does not receive for the binding (cluster.receivers)")
+
+// mayPublish refuses, before the server would, an event this host may
+// not publish.
+func (n *Node) mayPublish(b names.Binding) error {
+	if !n.s.MayPublish(n.s.Host, b) {
+		return fmt.Errorf("%w: %s", ErrNotReceiver, b)
 	}
 	return nil
 }
@@ -103,6 +124,9 @@ func (n *Node) PublishRun(ctx context.Context, r trigger.Run) (duplicate bool, e
 	b, ok := n.s.Route(r.Platform, r.Channel)
 	if !ok {
 		return false, fmt.Errorf("%w: %s/%s", ErrUnbound, r.Platform, r.Channel)
+	}
+	if err := n.mayPublish(b); err != nil {
+		return false, err
 	}
 	ev, err := ingress.NewRun(ingress.Binding{Platform: b.Platform, Channel: b.Channel}, r)
 	if err != nil {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -45,6 +47,8 @@ type Node struct {
 	kv     jetstream.KeyValue
 	leases *kvlease.Manager
 	pub    *ingress.Publisher
+	// refused are the subjects the server refused this host's user.
+	refused refusals
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -68,21 +72,13 @@ func Start(ctx context.Context, s Settings, o Options) (*Node, error) {
 		}
 	}()
 	if s.Embedded != nil {
-		eo := *s.Embedded
-		eo.Log = log
-		tc, err := s.Auth.serverTLS()
-		if err != nil {
-			return nil, err
-		}
-		eo.TLS, eo.RouteTLS = tc, tc
-		srv, err := embedded.Start(eo)
+		srv, err := startEmbedded(ctx, s, log)
 		if err != nil {
 			return nil, err
 		}
 		n.srv = srv
-		log.Info("Embedded NATS server started", "listen", srv.ClientURL(), "routes", srv.RouteURL(), "store", eo.StoreDir)
 	}
-	nc, closed, err := connect(s, n.srv, log)
+	nc, closed, err := connect(s, n.srv, log, &n.refused)
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +86,7 @@ func Start(ctx context.Context, s Settings, o Options) (*Node, error) {
 	if n.js, err = jetstream.New(nc); err != nil {
 		return nil, fmt.Errorf("opening JetStream: %w", err)
 	}
-	if n.kv, err = setup(ctx, n.js, s, log); err != nil {
+	if n.kv, err = setup(ctx, n.js, s, log, &n.refused); err != nil {
 		return nil, err
 	}
 	stateID, err := StateID(s.StateDir)
@@ -99,7 +95,10 @@ func Start(ctx context.Context, s Settings, o Options) (*Node, error) {
 	}
 	n.leases = kvlease.New(n.kv, kvlease.Options{Host: s.Host, StateID: stateID, TTL: s.LeaseTTL, Version: o.Version,
 		ConfigHash: s.ConfigHash, Log: log, Clock: o.Clock, Observe: o.Observe})
-	if err := n.releaseMoved(ctx); err != nil {
+	rctx, rcancel := context.WithTimeout(ctx, releaseTimeout)
+	err = n.releaseMoved(rctx)
+	rcancel()
+	if err != nil {
 		log.Warn("Releasing the leases of bindings this host no longer serves failed; they expire instead", "error", err)
 	}
 	n.pub = ingress.NewPublisher(n.js, s.Names, s.Host)
@@ -115,6 +114,47 @@ func Start(ctx context.Context, s Settings, o Options) (*Node, error) {
 	log.Info("Joined the cluster", "members", s.Members, "servers", nc.ConnectedUrlRedacted(), "config_hash", s.ConfigHash)
 	return n, nil
 }
+
+// startEmbedded starts the embedded server of s: it admits the members'
+// NKeys, each user with its Permissions, and, when it checks NKeys at
+// all, makes the stream and the bucket as its own setup user (a key that
+// exists only in this process), since no host's user may.
+func startEmbedded(ctx context.Context, s Settings, log *slog.Logger) (*embedded.Server, error) {
+	eo := *s.Embedded
+	eo.Log = log
+	tc, err := s.Auth.serverTLS()
+	if err != nil {
+		return nil, err
+	}
+	eo.TLS, eo.RouteTLS = tc, tc
+	hosts := slices.Sorted(maps.Keys(s.NKeys))
+	for _, h := range hosts {
+		p := s.Permissions(h)
+		eo.Users = append(eo.Users, embedded.User{NKey: s.NKeys[h], Publish: p.Publish, Subscribe: p.Subscribe})
+	}
+	if len(eo.Users) > 0 {
+		p := s.SetupPermissions()
+		eo.Setup = &embedded.User{Publish: p.Publish, Subscribe: p.Subscribe}
+	}
+	srv, err := embedded.Start(eo)
+	if err != nil {
+		return nil, err
+	}
+	log.Info("Embedded NATS server started", "listen", srv.ClientURL(), "routes", srv.RouteURL(), "store", eo.StoreDir,
+		"users", hosts)
+	if opts := srv.SetupOptions(); opts != nil {
+		if err := setupAs(ctx, s, "", log, append(opts, nats.CustomInboxPrefix(AdminInbox))...); err != nil {
+			srv.Shutdown()
+			return nil, err
+		}
+	}
+	return srv, nil
+}
+
+// releaseTimeout bounds releaseMoved: a server that holds this host to
+// the permissions of its new config refuses its writes of a lease it no
+// longer serves, and a refused write is never answered.
+const releaseTimeout = 5 * time.Second
 
 // releaseMoved releases the binding leases an earlier run of this host
 // held and that the config no longer gives it (moved to another host, or
@@ -136,12 +176,22 @@ func (n *Node) releaseMoved(ctx context.Context) error {
 			stale = append(stale, k)
 		}
 	}
+	var errs []error
 	for _, k := range stale {
-		if _, err := n.leases.ReleaseIfMine(ctx, k); err != nil {
+		err := call(ctx, &n.refused, func(ctx context.Context) error {
+			_, err := n.leases.ReleaseIfMine(ctx, k)
 			return err
+		})
+		var refused *errRefused
+		switch {
+		case errors.As(err, &refused):
+			// The server holds this host to its new config already.
+			n.log.Warn("Releasing a lease this host no longer serves was refused by NATS; it expires instead", "lease", k)
+		case err != nil:
+			errs = append(errs, fmt.Errorf("%s: %w", k, err))
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // Publisher publishes what this host's adapters receive.
@@ -207,7 +257,8 @@ func (n *Node) ServeBinding(ctx context.Context, b names.Binding, h ingress.Hand
 		return fmt.Errorf("%w: %s (owner %s, standby %v)", ErrNotServed, b, spec.Host, spec.Standby)
 	}
 	claim := n.leases.Claim(names.BindingLease(b), role, rank)
-	cons := ingress.NewConsumer(n.js, ingress.ConsumerOptions{Names: n.s.Names, Binding: b, AckWait: n.s.LeaseTTL, Log: n.log})
+	cons := ingress.NewConsumer(n.js, ingress.ConsumerOptions{Names: n.s.Names, Binding: b, AckWait: n.s.LeaseTTL, Log: n.log,
+		Allow: n.allow(b)})
 	th, _ := h.(TenureHandler)
 	log := n.log.With("binding", b.String())
 	for {
@@ -243,6 +294,27 @@ func (n *Node) ServeBinding(ctx context.Context, b names.Binding, h ingress.Hand
 				return ctx.Err()
 			}
 		}
+	}
+}
+
+// allow is the owner's check of each event of binding b: its
+// conversation routes to b as this host routes it (an event published on
+// a "*" binding's subject for a channel that has a binding of its own is
+// not b's), and its publisher, where the subject names it, may publish
+// for b under this config. Where the server holds every host to its
+// permissions, nothing else reaches the stream; the check keeps the
+// owner from taking a forged event where a server's permissions are
+// wider.
+func (n *Node) allow(b names.Binding) func(ingress.Event, string) error {
+	return func(ev ingress.Event, publisher string) error {
+		t := ev.Target()
+		if rb, ok := n.s.Route(t.Platform, t.Channel); !ok || rb != b {
+			return fmt.Errorf("channel %s/%s does not route to %s", t.Platform, t.Channel, b)
+		}
+		if publisher != "" && !n.s.MayPublish(publisher, b) {
+			return fmt.Errorf("host %q may not publish for %s (not a receiver, and it does not serve it)", publisher, b)
+		}
+		return nil
 	}
 }
 

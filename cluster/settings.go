@@ -1,11 +1,12 @@
 // Package cluster makes several cc-connect hosts serve one bot over NATS
-// JetStream. It turns the [cluster] table into a running Node: the
-// embedded NATS server when there is one, the connection, the ingress
-// stream and the lease bucket, the lease manager, and per binding the loop
-// that consumes its events while this host holds its lease. The engine and
-// the adapters meet it through small seams (ingress.Handler, the fences,
-// the publisher); it imports neither. Without a [cluster] table nothing
-// here runs.
+// JetStream. It turns Settings (which the binary builds from the
+// [cluster] table and the bindings) into a running Node: the embedded NATS
+// server when there is one, the connection, the ingress stream and the
+// lease bucket, the lease manager, and per binding the loop that consumes
+// its events while this host holds its lease. The engine and the adapters
+// meet it through small seams (ingress.Handler, the fences, the
+// publisher); it imports neither, nor the config package. Without a
+// [cluster] table nothing here runs.
 package cluster
 
 import (
@@ -21,11 +22,11 @@ import (
 	"github.com/cc-connect/cc-connect/cluster/embedded"
 	"github.com/cc-connect/cc-connect/cluster/kvlease"
 	"github.com/cc-connect/cc-connect/cluster/names"
-	"github.com/cc-connect/cc-connect/config"
 	"github.com/cc-connect/cc-connect/workspace"
 )
 
-// Settings are what a Node needs, taken from a loaded config.
+// Settings are what a Node needs. The binary builds them from its config
+// (cluster does not read the config file's types).
 type Settings struct {
 	Host     string
 	Members  []string
@@ -38,6 +39,17 @@ type Settings struct {
 	Replicas int
 	Names    names.Names
 	Bindings []BindingSpec
+	// Receivers are the members that receive from outside (the
+	// platforms' inbound connections, webhooks) and so may publish events
+	// for any binding; empty means every member. Another member publishes
+	// only for the bindings it serves (its schedules' runs).
+	Receivers []string
+	// Schedules name each schedule's channel: the hosts that serve its
+	// binding may write its pause.
+	Schedules []ScheduleSpec
+	// NKeys are the members' NKey public keys, by host. An embedded
+	// server admits these users alone, each with its Permissions.
+	NKeys map[string]string
 	// ConfigHash fingerprints what routing depends on, so that status can
 	// show hosts that read different configs.
 	ConfigHash string
@@ -57,6 +69,12 @@ type BindingSpec struct {
 	Standby []string
 }
 
+// ScheduleSpec is a schedule as the cluster sees it: where it posts.
+type ScheduleSpec struct {
+	Name              string
+	Platform, Channel string
+}
+
 // Role is this host's part for the binding: kvlease.Owner, Standby, or
 // false when it does not serve it.
 func (b BindingSpec) Role(host string) (kvlease.Role, int, bool) {
@@ -69,43 +87,20 @@ func (b BindingSpec) Role(host string) (kvlease.Role, int, bool) {
 	return 0, 0, false
 }
 
-// FromConfig returns the cluster settings of cfg, and false when cfg has
-// no [cluster] table. Terminal bindings are the host's own and left out.
-func FromConfig(cfg *config.Config) (Settings, bool) {
-	cl := cfg.Cluster
-	if cl == nil {
-		return Settings{}, false
-	}
-	s := Settings{
-		Host: cl.Host, Members: slices.Clone(cl.Members), URLs: slices.Clone(cl.URLs), StateDir: cfg.State.Dir,
-		Auth:     Auth{CredsFile: cl.CredsFile, NKeySeedFile: cl.NKeySeedFile, TLSCA: cl.TLSCA, TLSCert: cl.TLSCert, TLSKey: cl.TLSKey},
-		LeaseTTL: cl.LeaseTTL.D(), Replicas: cl.Replicas, Names: names.Names{Prefix: cl.Prefix},
-	}
-	if cl.Embedded {
-		s.Embedded = &embedded.Options{Name: cl.Host, StoreDir: embedded.StoreDir(cfg.State.Dir), Listen: cl.EmbeddedListen,
-			ClusterListen: cl.EmbeddedClusterListen, Routes: slices.Clone(cl.EmbeddedRoutes), NKeys: slices.Clone(cl.EmbeddedNKeys)}
-	}
-	for _, b := range cfg.Bindings {
-		if cfg.Cluster != nil && b.Host == "" {
-			continue // the terminal's
-		}
-		s.Bindings = append(s.Bindings, BindingSpec{Binding: names.Binding{Platform: b.Platform, Channel: b.Channel},
-			Host: b.Host, Standby: slices.Clone(b.Standby)})
-	}
-	s.ConfigHash = s.fingerprint()
-	return s, true
-}
-
-// Fingerprint is the ConfigHash of s as FromConfig computes it (for
-// settings built by hand, in tests).
+// Fingerprint is what s's ConfigHash must be: a hash of what routing
+// depends on, which every host publishes in its heartbeat.
 func (s Settings) Fingerprint() string { return s.fingerprint() }
 
-// fingerprint hashes the members, the prefix and every binding's owners.
+// fingerprint hashes the members, the prefix, every binding's owners and
+// the receivers.
 func (s Settings) fingerprint() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s\n%q\n", s.Names.Prefix, s.Members)
 	for _, bs := range s.Bindings {
 		fmt.Fprintf(&b, "%q %q %q %q\n", bs.Binding.Platform, bs.Binding.Channel, bs.Host, bs.Standby)
+	}
+	if len(s.Receivers) > 0 { // who may publish what (left out when unset, as it was before)
+		fmt.Fprintf(&b, "receivers %q\n", s.Receivers)
 	}
 	sum := sha256.Sum256([]byte(b.String()))
 	return hex.EncodeToString(sum[:6])

@@ -92,7 +92,7 @@ func ReadStatus(ctx context.Context, s Settings, log *slog.Logger) (Report, erro
 			s.URLs = append([]string{"nats://" + dialable(s.Embedded.Listen)}, s.URLs...)
 		}
 	}
-	opts, closed, err := natsOptions(s, log)
+	opts, closed, err := natsOptions(s, log, nil)
 	if err != nil {
 		return Report{}, err
 	}

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
 	"os"
@@ -41,8 +42,14 @@ type Cluster struct {
 	EmbeddedClusterListen string   `toml:"embedded_cluster_listen"`
 	EmbeddedRoutes        []string `toml:"embedded_routes"`
 	// EmbeddedNKeys are the NKey public keys (U…) the embedded server
-	// lets in: one per host.
-	EmbeddedNKeys []string `toml:"embedded_nkeys"`
+	// lets in, by member: each user gets only what that member's part
+	// needs (docs/cluster.md).
+	EmbeddedNKeys MemberKeys `toml:"embedded_nkeys"`
+	// Receivers are the members that receive from outside: open the
+	// platforms' inbound connections (Slack's Socket Mode, the Telegram
+	// poller, the Discord gateway) and serve webhooks. Only they may
+	// publish events for bindings they do not serve. Empty: every member.
+	Receivers []string `toml:"receivers"`
 	// LeaseTTL is how long a lease lives without renewal: how long a dead
 	// owner's bindings wait for a standby.
 	LeaseTTL Duration `toml:"lease_ttl"`
@@ -51,6 +58,14 @@ type Cluster struct {
 	// Prefix names the stream, the bucket and the subjects, so several
 	// clusters can share one NATS account.
 	Prefix string `toml:"prefix"`
+}
+
+// MemberKeys are NKey public keys by cluster member.
+type MemberKeys map[string]string
+
+// Receives says whether host receives from outside (cluster.receivers).
+func (cl *Cluster) Receives(host string) bool {
+	return cl == nil || len(cl.Receivers) == 0 || slices.Contains(cl.Receivers, host)
 }
 
 func defaultCluster() Cluster {
@@ -77,7 +92,7 @@ func (c *Config) ServedElsewhere(b Binding) bool {
 // validateCluster checks [cluster] and every binding's host and standby.
 // It runs before validateBindings resolves the workspaces, which it
 // compares as written.
-func (c *Config) validateCluster(dir string, d *decoder) (warnings []string) {
+func validateCluster(c *Config, dir string, d *decoder) (warnings []string) {
 	cl := c.Cluster
 	if cl == nil {
 		for i, b := range c.Bindings {
@@ -115,6 +130,15 @@ func (c *Config) validateCluster(dir string, d *decoder) (warnings []string) {
 			}
 		}
 	}
+	for i, r := range cl.Receivers {
+		key := fmt.Sprintf("cluster.receivers[%d]", i)
+		switch {
+		case !bad("members") && !cl.Member(r):
+			d.failf(key, "%q is not in cluster.members", r)
+		case slices.Index(cl.Receivers, r) < i:
+			d.failf(key, "%q is listed twice", r)
+		}
+	}
 	if !bad("urls") {
 		if len(cl.URLs) == 0 && !cl.Embedded {
 			d.failf("cluster.urls", `must name the NATS servers (["nats://nats-1:4222", …]), or set embedded = true`)
@@ -125,8 +149,8 @@ func (c *Config) validateCluster(dir string, d *decoder) (warnings []string) {
 			}
 		}
 	}
-	warnings = append(warnings, c.validateClusterFiles(dir, d)...)
-	warnings = append(warnings, c.validateEmbedded(d)...)
+	warnings = append(warnings, validateClusterFiles(c, dir, d)...)
+	warnings = append(warnings, validateEmbedded(c, d)...)
 	if !bad("lease_ttl") && (cl.LeaseTTL < Duration(3*time.Second) || cl.LeaseTTL > Duration(10*time.Minute)) {
 		d.failf("cluster.lease_ttl", "%s is out of range: between 3s and 10m (renewals go every third of it)", cl.LeaseTTL)
 	}
@@ -143,12 +167,18 @@ func (c *Config) validateCluster(dir string, d *decoder) (warnings []string) {
 	if cl.Replicas == 1 && nodes >= 3 {
 		warnings = append(warnings, "cluster.replicas is 1: the stream and the leases live on one NATS node and are lost with it; 3 keeps them through a node's loss")
 	}
-	c.validateBindingHosts(dir, d)
+	if c.Agent.User == "" && (cl.NKeySeedFile != "" || cl.CredsFile != "") {
+		warnings = append(warnings, "cluster: agent.user is not set, so Claude runs as cc-connect's own user and can read this host's NATS "+
+			"credential (cluster.nkey_seed_file or creds_file): with it, it could publish chat events for the bindings this host "+
+			"may publish for, as any user, and hold this host's leases. Run cc-connect as root with agent.user set to a user of "+
+			"its own (docs/security.md)")
+	}
+	validateBindingHosts(c, dir, d)
 	return warnings
 }
 
 // validateClusterFiles checks the credential and TLS files.
-func (c *Config) validateClusterFiles(dir string, d *decoder) (warnings []string) {
+func validateClusterFiles(c *Config, dir string, d *decoder) (warnings []string) {
 	cl := c.Cluster
 	if cl.CredsFile != "" && cl.NKeySeedFile != "" {
 		d.failf("cluster.nkey_seed_file", "set together with cluster.creds_file: use one (a creds file holds its own seed)")
@@ -192,7 +222,7 @@ func (c *Config) validateClusterFiles(dir string, d *decoder) (warnings []string
 }
 
 // validateEmbedded checks the embedded server's keys.
-func (c *Config) validateEmbedded(d *decoder) (warnings []string) {
+func validateEmbedded(c *Config, d *decoder) (warnings []string) {
 	cl := c.Cluster
 	if !cl.Embedded {
 		def := defaultCluster()
@@ -212,21 +242,53 @@ func (c *Config) validateEmbedded(d *decoder) (warnings []string) {
 		return nil
 	}
 	if cl.EmbeddedListen != "" && !d.failed["cluster.embedded_listen"] {
-		if _, err := checkHostPort(cl.EmbeddedListen); err != nil {
+		loop, err := checkHostPort(cl.EmbeddedListen)
+		switch {
+		case err != nil:
 			d.failf("cluster.embedded_listen", "%v", err)
-		} else if len(cl.EmbeddedNKeys) == 0 {
+		case len(cl.EmbeddedNKeys) == 0:
 			d.failf("cluster.embedded_listen", "%s admits anyone who can connect to it, and whoever publishes can post as any chat user: "+
 				"list the hosts' NKeys in cluster.embedded_nkeys (`cc-connect cluster nkey` makes one), or set embedded_listen = \"\" "+
 				"to serve this cc-connect alone", cl.EmbeddedListen)
+		case !loop && cl.TLSCert == "":
+			d.failf("cluster.embedded_listen", "%s is reachable from other hosts without TLS: chat text and every host's lease writes "+
+				"would cross the network in the clear, and could be changed on the way; set cluster.tls_cert and tls_key "+
+				"(and tls_ca), or listen on 127.0.0.1", cl.EmbeddedListen)
 		}
 	}
-	for i, k := range cl.EmbeddedNKeys {
-		if !nkeyPublic.MatchString(k) {
-			d.failf(fmt.Sprintf("cluster.embedded_nkeys[%d]", i), "%q is not an NKey user public key (U followed by 55 letters and digits)", k)
+	members := slices.Sorted(maps.Keys(cl.EmbeddedNKeys))
+	for _, m := range members {
+		key := "cluster.embedded_nkeys." + m
+		k := cl.EmbeddedNKeys[m]
+		switch {
+		case !nkeyPublic.MatchString(k):
+			d.failf(key, "%q is not an NKey user public key (U followed by 55 letters and digits)", k)
+		case !d.failed["cluster.members"] && !cl.Member(m):
+			d.failf(key, "%q is not in cluster.members", m)
+		}
+		for _, o := range members {
+			if o < m && cl.EmbeddedNKeys[o] == k {
+				d.failf(key, "is %s's key too: each member needs its own, which gets only that member's rights", o)
+			}
 		}
 	}
-	if len(cl.EmbeddedNKeys) > 0 && cl.NKeySeedFile == "" && cl.CredsFile == "" {
-		d.failf("cluster.nkey_seed_file", "is required with cluster.embedded_nkeys: this host logs in to its own server too")
+	if len(cl.EmbeddedNKeys) > 0 {
+		if cl.NKeySeedFile == "" && cl.CredsFile == "" {
+			d.failf("cluster.nkey_seed_file", "is required with cluster.embedded_nkeys: this host logs in to its own server too")
+		}
+		if _, ok := cl.EmbeddedNKeys[cl.Host]; !ok && cl.Host != "" {
+			d.failf("cluster.embedded_nkeys", "has no key for this host (%q): it logs in to its own server too", cl.Host)
+		}
+		var keyless []string
+		for _, m := range cl.Members {
+			if _, ok := cl.EmbeddedNKeys[m]; !ok && m != cl.Host {
+				keyless = append(keyless, m)
+			}
+		}
+		if len(keyless) > 0 {
+			warnings = append(warnings, fmt.Sprintf("cluster.embedded_nkeys has no key for %s: the embedded server does not let them in",
+				strings.Join(keyless, ", ")))
+		}
 	}
 	if cl.EmbeddedClusterListen != "" && !d.failed["cluster.embedded_cluster_listen"] {
 		loop, err := checkHostPort(cl.EmbeddedClusterListen)
@@ -246,11 +308,11 @@ func (c *Config) validateEmbedded(d *decoder) (warnings []string) {
 			d.failf(fmt.Sprintf("cluster.embedded_routes[%d]", i), "%v", err)
 		}
 	}
-	return nil
+	return warnings
 }
 
 // validateBindingHosts checks each binding's host and standbys.
-func (c *Config) validateBindingHosts(dir string, d *decoder) {
+func validateBindingHosts(c *Config, dir string, d *decoder) {
 	cl := c.Cluster
 	type owners struct {
 		i       int
@@ -344,9 +406,16 @@ func (cl *Cluster) render() string {
 			fmt.Fprintf(&b, "%s = %s\n", kv[0], q(kv[1]))
 		}
 	}
+	if len(cl.Receivers) > 0 {
+		fmt.Fprintf(&b, "receivers = %s\n", list(cl.Receivers))
+	}
 	if cl.Embedded {
-		fmt.Fprintf(&b, "embedded = true\nembedded_listen = %s\nembedded_cluster_listen = %s\nembedded_routes = %s\nembedded_nkeys = %s\n",
-			q(cl.EmbeddedListen), q(cl.EmbeddedClusterListen), list(cl.EmbeddedRoutes), list(cl.EmbeddedNKeys))
+		var keys []string
+		for _, m := range slices.Sorted(maps.Keys(cl.EmbeddedNKeys)) {
+			keys = append(keys, fmt.Sprintf("%q = %q", m, cl.EmbeddedNKeys[m]))
+		}
+		fmt.Fprintf(&b, "embedded = true\nembedded_listen = %s\nembedded_cluster_listen = %s\nembedded_routes = %s\nembedded_nkeys = { %s }\n",
+			q(cl.EmbeddedListen), q(cl.EmbeddedClusterListen), list(cl.EmbeddedRoutes), strings.Join(keys, ", "))
 	}
 	fmt.Fprintf(&b, "lease_ttl = %s\nreplicas = %d\nprefix = %s\n", q(cl.LeaseTTL.String()), cl.Replicas, q(cl.Prefix))
 	return b.String()

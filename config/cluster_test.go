@@ -73,8 +73,32 @@ func TestClusterLoads(t *testing.T) {
 	if b := cfg.Bindings[1]; b.Host != "a" || len(b.Standby) != 1 {
 		t.Errorf("binding = %+v", b)
 	}
+	if !cl.Receives("c") {
+		t.Error("without cluster.receivers, c does not receive")
+	}
 	out := cfg.String()
 	for _, want := range []string{"[cluster]", `host = "a"`, `standby = ["b"]`, `lease_ttl = "15s"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("String() lacks %s:\n%s", want, out)
+		}
+	}
+}
+
+func TestClusterReceiversAndKeysLoad(t *testing.T) {
+	t.Parallel()
+	text := clusterBase + "[cluster]\nhost = \"a\"\nmembers = [\"a\", \"b\"]\nembedded = true\nnkey_seed_file = \"afile\"\nreceivers = [\"b\"]\n" +
+		"embedded_nkeys = { a = \"UAY5LRYUKPWII342JSXBJ5QKTJDHA2ZGYVZH5LK3F7KVIX3CFH3RP6JT\", b = \"UCXHOFU6TO23QJ3IZS56YLN2QOWWBOKXD2SKRE5ABBADVK6USG5EAXVC\" }\n" +
+		slackBinding
+	cfg, err := load(writeConfig(t, text), envMap(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := cfg.Cluster
+	if cl.Receives("a") || !cl.Receives("b") || cl.EmbeddedNKeys["b"] != "UCXHOFU6TO23QJ3IZS56YLN2QOWWBOKXD2SKRE5ABBADVK6USG5EAXVC" {
+		t.Fatalf("cluster = %+v", cl)
+	}
+	out := cfg.String()
+	for _, want := range []string{`receivers = ["b"]`, `embedded_nkeys = { "a" = "UAY5`, `"b" = "UCXH`} {
 		if !strings.Contains(out, want) {
 			t.Errorf("String() lacks %s:\n%s", want, out)
 		}
@@ -101,6 +125,7 @@ func TestOtherHostsWorkspaceNeedNotExist(t *testing.T) {
 
 func TestClusterErrorsNameTheKey(t *testing.T) {
 	t.Parallel()
+	embedded := clusterBase + "[cluster]\nhost = \"a\"\nmembers = [\"a\", \"b\"]\nembedded = true\nnkey_seed_file = \"afile\"\n"
 	tests := []struct {
 		name, text, want string
 	}{
@@ -131,8 +156,22 @@ func TestClusterErrorsNameTheKey(t *testing.T) {
 			"cluster.embedded_routes: is only used with embedded = true"},
 		{"embedded listener without nkeys", clusterBase + "[cluster]\nhost = \"a\"\nmembers = [\"a\"]\nembedded = true\n" + slackBinding,
 			"cluster.embedded_listen: 127.0.0.1:4222 admits anyone"},
-		{"bad nkey", clusterBase + "[cluster]\nhost = \"a\"\nmembers = [\"a\"]\nembedded = true\nnkey_seed_file = \"afile\"\nembedded_nkeys = [\"SUAXYZ\"]\n" + slackBinding,
-			`cluster.embedded_nkeys[0]: "SUAXYZ" is not an NKey user public key`},
+		{"bad nkey", embedded + "embedded_nkeys = { a = \"SUAXYZ\" }\n" + slackBinding,
+			`cluster.embedded_nkeys.a: "SUAXYZ" is not an NKey user public key`},
+		{"nkeys as the list they were", embedded + "embedded_nkeys = [\"UAY5LRYUKPWII342JSXBJ5QKTJDHA2ZGYVZH5LK3F7KVIX3CFH3RP6JT\"]\n" + slackBinding,
+			"cluster.embedded_nkeys: is a table of each member's key"},
+		{"nkey of a stranger", embedded + "embedded_nkeys = { a = \"UAY5LRYUKPWII342JSXBJ5QKTJDHA2ZGYVZH5LK3F7KVIX3CFH3RP6JT\", z = \"UCXHOFU6TO23QJ3IZS56YLN2QOWWBOKXD2SKRE5ABBADVK6USG5EAXVC\" }\n" + slackBinding,
+			`cluster.embedded_nkeys.z: "z" is not in cluster.members`},
+		{"one nkey for two members", embedded + "embedded_nkeys = { a = \"UAY5LRYUKPWII342JSXBJ5QKTJDHA2ZGYVZH5LK3F7KVIX3CFH3RP6JT\", b = \"UAY5LRYUKPWII342JSXBJ5QKTJDHA2ZGYVZH5LK3F7KVIX3CFH3RP6JT\" }\n" + slackBinding,
+			"cluster.embedded_nkeys.b: is a's key too"},
+		{"no nkey for this host", embedded + "embedded_nkeys = { b = \"UAY5LRYUKPWII342JSXBJ5QKTJDHA2ZGYVZH5LK3F7KVIX3CFH3RP6JT\" }\n" + slackBinding,
+			`cluster.embedded_nkeys: has no key for this host ("a")`},
+		{"a public listener without tls", embedded + "embedded_listen = \"0.0.0.0:4222\"\nembedded_nkeys = { a = \"UAY5LRYUKPWII342JSXBJ5QKTJDHA2ZGYVZH5LK3F7KVIX3CFH3RP6JT\" }\n" + slackBinding,
+			"cluster.embedded_listen: 0.0.0.0:4222 is reachable from other hosts without TLS"},
+		{"a receiver not a member", clusterBase + clusterTable + "receivers = [\"a\", \"q\"]\n" + slackBinding,
+			`cluster.receivers[1]: "q" is not in cluster.members`},
+		{"a receiver twice", clusterBase + clusterTable + "receivers = [\"a\", \"a\"]\n" + slackBinding,
+			`cluster.receivers[1]: "a" is listed twice`},
 		{"remote routes without tls", clusterBase + "[cluster]\nhost = \"a\"\nmembers = [\"a\"]\nembedded = true\nembedded_listen = \"\"\nembedded_cluster_listen = \"0.0.0.0:6222\"\n" + slackBinding,
 			"cluster.embedded_cluster_listen: 0.0.0.0:6222 is reachable from other hosts"},
 		{"routes without route port", clusterBase + "[cluster]\nhost = \"a\"\nmembers = [\"a\"]\nembedded = true\nembedded_listen = \"\"\nembedded_routes = [\"nats-route://b:6222\"]\n" + slackBinding,
@@ -166,6 +205,28 @@ func TestClusterWarnings(t *testing.T) {
 		if !strings.Contains(joined, want) {
 			t.Errorf("no warning %q in:\n%s", want, joined)
 		}
+	}
+	// A seed within the agent's reach: no agent.user.
+	const reach = "cluster: agent.user is not set, so Claude runs as cc-connect's own user and can read this host's NATS credential"
+	cfg, err = load(writeConfig(t, clusterBase+clusterTable+slackBinding), envMap(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if joined := strings.Join(cfg.Warnings, "\n"); !strings.Contains(joined, reach) {
+		t.Errorf("no warning that the agent can read the seed:\n%s", joined)
+	}
+	cfg, err = load(writeConfig(t, "[agent]\nuser = \"nobody\"\n"+clusterBase+clusterTable+slackBinding), envMap(nil))
+	if err == nil && strings.Contains(strings.Join(cfg.Warnings, "\n"), reach) {
+		t.Errorf("the seed warning with agent.user set:\n%s", strings.Join(cfg.Warnings, "\n"))
+	}
+	// A member the embedded server has no key for.
+	cfg, err = load(writeConfig(t, clusterBase+"[cluster]\nhost = \"a\"\nmembers = [\"a\", \"b\"]\nembedded = true\nnkey_seed_file = \"afile\"\n"+
+		"embedded_nkeys = { a = \"UAY5LRYUKPWII342JSXBJ5QKTJDHA2ZGYVZH5LK3F7KVIX3CFH3RP6JT\" }\n"+slackBinding), envMap(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if joined := strings.Join(cfg.Warnings, "\n"); !strings.Contains(joined, "cluster.embedded_nkeys has no key for b") {
+		t.Errorf("no warning for a member without a key:\n%s", joined)
 	}
 	// A seed file others can read.
 	path := writeConfig(t, clusterBase+clusterTable+slackBinding)

@@ -20,7 +20,7 @@ import (
 )
 
 // ErrNotFound means the config file does not exist. The caller points the
-// user at config.example.toml.
+// user at `cc-connect init`, which writes a starter config.
 var ErrNotFound = errors.New("config file not found")
 
 // Platform types cc-connect knows about. Whether a build can run one is the

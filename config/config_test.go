@@ -210,9 +210,10 @@ allow_users = ["*"]
 	if cfg.Bindings[1].Channel != "*" || cfg.Bindings[1].RequireMention != nil || cfg.Bindings[1].Approvers != nil {
 		t.Errorf("bindings[1] defaults = %+v", cfg.Bindings[1])
 	}
-	// The file sets two things worth a warning, and nothing else.
-	if len(cfg.Warnings) != 2 || !strings.Contains(cfg.Warnings[0], "files.attachment_max_size (2000000B) is larger than files.artifact_quota (1MiB)") ||
-		!strings.Contains(cfg.Warnings[1], `agent.allowed_modes[1] = "bypassPermissions"`) {
+	// The file sets three things worth a warning, and nothing else.
+	if len(cfg.Warnings) != 3 || !strings.Contains(cfg.Warnings[0], "files.attachment_max_size (2000000B) is larger than files.artifact_quota (1MiB)") ||
+		!strings.Contains(cfg.Warnings[1], `agent.allowed_modes[1] = "bypassPermissions"`) ||
+		!strings.Contains(cfg.Warnings[2], `bindings[1] (platform "dc"): channel = "*" with allow_users = ["*"]`) {
 		t.Errorf("warnings = %q", cfg.Warnings)
 	}
 }

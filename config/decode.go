@@ -20,6 +20,7 @@ var (
 	sizeType     = reflect.TypeFor[Size]()
 	usdType      = reflect.TypeFor[USD]()
 	verbatimType = reflect.TypeFor[Verbatim]()
+	memberKeys   = reflect.TypeFor[MemberKeys]()
 )
 
 type decoder struct {
@@ -117,6 +118,13 @@ func (d *decoder) decodeValue(path string, val any, v reflect.Value) {
 	}
 	if v.Type() == usdType {
 		d.decodeUSD(path, val, v)
+		return
+	}
+	if _, list := val.([]any); list && v.Type() == memberKeys {
+		// cluster.embedded_nkeys was a list before each member's user got
+		// its own rights.
+		d.failf(path, "is a table of each member's key, such as { build-1 = \"UAAA…\", build-2 = \"UBBB…\" }: "+
+			"the embedded server gives each member's user only what that member's part needs (docs/cluster.md)")
 		return
 	}
 	if v.Type() == verbatimType {

@@ -149,7 +149,7 @@ func (c *Config) routes(platform, channel string) bool {
 
 // checkTarget checks the platform and channel of a schedule or a hook:
 // concrete, and routed by a binding.
-func (c *Config) checkTarget(d *decoder, key, platform, channel string) {
+func checkTarget(c *Config, d *decoder, key, platform, channel string) {
 	if d.failed[key+".platform"] || d.failed[key+".channel"] {
 		return
 	}
@@ -169,7 +169,7 @@ func (c *Config) checkTarget(d *decoder, key, platform, channel string) {
 
 // validateUnattended checks [[schedules]], [webhooks], [spend] and the
 // bindings' worktree and cap keys.
-func (c *Config) validateUnattended(d *decoder) (warnings []string) {
+func validateUnattended(c *Config, d *decoder) (warnings []string) {
 	bad := func(key string) bool { return d.failed[key] }
 	names := map[string]int{}
 	for i, s := range c.Schedules {
@@ -184,7 +184,7 @@ func (c *Config) validateUnattended(d *decoder) (warnings []string) {
 			}
 			names[s.Name] = i
 		}
-		c.checkTarget(d, key, s.Platform, s.Channel)
+		checkTarget(c, d, key, s.Platform, s.Channel)
 		if !bad(key+".cron") && !bad(key+".timezone") {
 			if s.Cron == "" {
 				d.failf(key+".cron", `is required, e.g. "30 2 * * *" (minute hour day month weekday)`)
@@ -253,7 +253,7 @@ func (c *Config) validateUnattended(d *decoder) (warnings []string) {
 				secrets[h.Secret.Reveal()] = i
 			}
 		}
-		c.checkTarget(d, key, h.Platform, h.Channel)
+		checkTarget(c, d, key, h.Platform, h.Channel)
 		if !bad(key+".sender") && h.Sender != "" && h.Sender != string(webhook.SenderGitHub) && h.Sender != string(webhook.SenderGeneric) {
 			d.failf(key+".sender", "%q is not github or generic", h.Sender)
 		}

@@ -10,7 +10,8 @@ import (
 )
 
 // unattendedBase has a Slack platform with one bound channel and one
-// wildcard-bound Discord, for targets to point at.
+// wildcard-bound Discord (open to its users only, not to all: that warns),
+// for targets to point at.
 const unattendedBase = `
 [[platforms]]
 name = "slack"
@@ -29,7 +30,7 @@ allow_users = ["*"]
 [[bindings]]
 platform = "discord"
 workspace = "ws"
-allow_users = ["*"]
+allow_users = ["d1"]
 `
 
 const fullUnattended = unattendedBase + `

@@ -102,3 +102,54 @@ allow_users = ["*"]
 		}
 	}
 }
+
+// TestOpenBindingWarns: a chat binding open to every channel and every
+// user is named; either wildcard alone, and the terminal, are not.
+func TestOpenBindingWarns(t *testing.T) {
+	t.Parallel()
+	const platforms = minimal + `
+[[platforms]]
+name = "team-slack"
+type = "slack"
+bot_token = "xoxb-1"
+app_token = "xapp-1"
+[[platforms]]
+name = "tg"
+type = "telegram"
+token = "123:abc"
+`
+	for _, tt := range []struct {
+		name    string
+		binding string
+		want    string // "" = no such warning
+	}{
+		{"slack, both wildcards", "platform = \"team-slack\"\nallow_users = [\"*\"]\n",
+			`bindings[1] (platform "team-slack"): channel = "*" with allow_users = ["*"] lets anyone who can reach the bot`},
+		{"telegram, channel written out", "platform = \"tg\"\nchannel = \"*\"\nallow_users = [\"U1\", \"*\"]\n",
+			`bindings[1] (platform "tg"): channel = "*" with allow_users = ["*"]`},
+		{"named channel", "platform = \"team-slack\"\nchannel = \"C0123\"\nallow_users = [\"*\"]\n", ""},
+		{"named users", "platform = \"team-slack\"\nallow_users = [\"U1\", \"U2\"]\n", ""},
+		{"local", "platform = \"local\"\nchannel = \"local\"\nallow_users = [\"*\"]\n", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			cfg, err := load(writeConfig(t, platforms+"[[bindings]]\nworkspace = \"ws\"\n"+tt.binding+
+				"[[bindings]]\nplatform = \"tg\"\nchannel = \"-100\"\nworkspace = \"ws\"\nallow_users = [\"*\"]\n"), envMap(nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var open []string
+			for _, w := range cfg.Warnings {
+				if strings.Contains(w, `with allow_users = ["*"]`) {
+					open = append(open, w)
+				}
+			}
+			switch {
+			case tt.want == "" && len(open) > 0:
+				t.Errorf("warned: %q", open)
+			case tt.want != "" && (len(open) != 1 || !strings.Contains(open[0], tt.want) || !strings.Contains(open[0], cfg.Bindings[1].Workspace)):
+				t.Errorf("warnings %q, want one with %q naming the workspace", cfg.Warnings, tt.want)
+			}
+		})
+	}
+}

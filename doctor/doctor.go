@@ -176,6 +176,9 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) Report {
 	add(checkStateDir(cfg.State.Dir))
 	add(checkTokens(cfg)...)
 	add(checkSecrets(ctx, cfg, agent, env))
+	if c := checkClusterSeed(ctx, cfg, agent, env); c != nil {
+		add(*c)
+	}
 	add(checkLocks(cfg, opts)...)
 	add(checkMetrics(cfg))
 	return r

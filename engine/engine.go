@@ -23,6 +23,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cc-connect/cc-connect/activity"
 	"github.com/cc-connect/cc-connect/agentproc"
 	"github.com/cc-connect/cc-connect/binding"
 	"github.com/cc-connect/cc-connect/ctxindicator"
@@ -58,6 +59,7 @@ type Options struct {
 	Team                     TeamOptions   // sender header, thread context, notify, send_file (team.go)
 	Logger                   *slog.Logger
 	Metrics                  Metrics          // turns, permissions, queue, sessions…; nil = off
+	Activity                 activity.Sink    // what happens in conversations, for the audit trail and the console; nil = none
 	Now                      func() time.Time // for tests; nil = time.Now
 	// Spending is the spending ledger turns are charged to and checked
 	// against (spend.go); nil: no caps. SpendAdminsExempt lets a binding's
@@ -173,7 +175,7 @@ func New(opts Options) (*Engine, error) {
 		SeenWindow: opts.SeenWindow, ShellTimeout: opts.ShellTimeout, ArtifactThreshold: opts.ArtifactThreshold,
 		ArtifactQuota: opts.ArtifactQuota, AttachmentMaxBytes: opts.AttachmentMaxBytes, AllowedModes: opts.AllowedModes,
 		Spending: opts.Spending, SpendAdminsExempt: opts.SpendAdminsExempt,
-	}, conv.Deps{Host: host{e}, BG: bg, Caps: e.slots, Spares: e.spare, Log: log, Metrics: e.metrics, Now: now})
+	}, conv.Deps{Host: host{e}, BG: bg, Caps: e.slots, Spares: e.spare, Log: log, Metrics: e.metrics, Activity: opts.Activity, Now: now})
 	e.ads.handler = e.inbound
 	e.notices = &notifier{chat: e.ads.get, busy: e.convs.Busy, bg: bg, log: log, metrics: e.metrics}
 	wireMetrics(e.metrics, e.convs, e.slots, e.spare)

@@ -40,10 +40,12 @@ type Rule struct {
 // userScopedVars name the cc-connect user's own folders and sockets. A
 // child that runs as another user (Rule.User) does not inherit them: it
 // gets that user's HOME, USER and LOGNAME instead, and anything else
-// through Rule.Env.
+// through Rule.Env. Without TMPDIR it uses /tmp: a service's TMPDIR (where
+// cc-connect keeps its token locks) is its own user's, where Claude Code
+// as the agent user could not make its temporary folder.
 var userScopedVars = []string{
 	"CLAUDE_CONFIG_DIR", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME",
-	"XDG_STATE_HOME", "XDG_RUNTIME_DIR", "MAIL",
+	"XDG_STATE_HOME", "XDG_RUNTIME_DIR", "MAIL", "TMPDIR", "TMP", "TEMP",
 }
 
 // SwitchesUser reports whether children run as another user than this

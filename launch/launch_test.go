@@ -33,7 +33,7 @@ func TestEnviron(t *testing.T) {
 	secrets := agentenv.NewSecretVars("SLACK_SOURCE")
 	secrets.AddValues("xoxb-the-token", "hook-secret-value")
 	base := []string{"PATH=/bin", "HOME=/root", "SLACK_SOURCE=xoxb-the-token", "COPY=xoxb-the-token",
-		"HOOK_COPY=hook-secret-value", "GITHUB_TOKEN=ghp", "GIT_DIR=/x", "EMPTY="}
+		"HOOK_COPY=hook-secret-value", "GITHUB_TOKEN=ghp", "GIT_DIR=/x", "EMPTY=", "TMPDIR=/var/lib/cc-connect/tmp"}
 	tests := []struct {
 		name         string
 		rule         Rule
@@ -43,27 +43,27 @@ func TestEnviron(t *testing.T) {
 		{
 			name: "secrets by name and by value, and the drop list",
 			rule: Rule{Secrets: secrets, EnvDrop: agentenv.DefaultEnvDrop},
-			want: []string{"PATH=/bin", "HOME=/root", "GIT_DIR=/x", "EMPTY="},
+			want: []string{"PATH=/bin", "HOME=/root", "GIT_DIR=/x", "EMPTY=", "TMPDIR=/var/lib/cc-connect/tmp"},
 		},
 		{
 			name: "Env adds, overrides, and never passes a secret",
 			rule: Rule{Secrets: secrets, Env: map[string]string{"HOME": "/srv", "X": "hook-secret-value", "SLACK_SOURCE": "other", "Y": "y"}},
-			want: []string{"PATH=/bin", "HOME=/srv", "GITHUB_TOKEN=ghp", "GIT_DIR=/x", "EMPTY=", "Y=y"},
+			want: []string{"PATH=/bin", "HOME=/srv", "GITHUB_TOKEN=ghp", "GIT_DIR=/x", "EMPTY=", "TMPDIR=/var/lib/cc-connect/tmp", "Y=y"},
 		},
 		{
 			name: "defaults fill only what is unset",
 			rule: Rule{Secrets: secrets, Defaults: [][2]string{{"PATH", "/usr/bin"}, {"NEW", "1"}, {"Y", "d"}}, Env: map[string]string{"Y": "y"}},
-			want: []string{"PATH=/bin", "HOME=/root", "GITHUB_TOKEN=ghp", "GIT_DIR=/x", "EMPTY=", "NEW=1", "Y=y"},
+			want: []string{"PATH=/bin", "HOME=/root", "GITHUB_TOKEN=ghp", "GIT_DIR=/x", "EMPTY=", "TMPDIR=/var/lib/cc-connect/tmp", "NEW=1", "Y=y"},
 		},
 		{
 			name:  "a spec's own settings come last, its prefixes dropped from the rest",
 			rule:  Rule{Secrets: secrets, Env: map[string]string{"GIT_X": "from-env"}},
 			extra: []string{"GIT_CONFIG_GLOBAL=/dev/null", "LEAK=xoxb-the-token"},
 			drops: []string{"GIT_"},
-			want:  []string{"PATH=/bin", "HOME=/root", "GITHUB_TOKEN=ghp", "EMPTY=", "GIT_CONFIG_GLOBAL=/dev/null"},
+			want:  []string{"PATH=/bin", "HOME=/root", "GITHUB_TOKEN=ghp", "EMPTY=", "TMPDIR=/var/lib/cc-connect/tmp", "GIT_CONFIG_GLOBAL=/dev/null"},
 		},
 		{
-			name: "another user's HOME, USER and LOGNAME",
+			name: "another user's HOME, USER and LOGNAME, and not cc-connect's TMPDIR",
 			rule: Rule{User: &agentenv.User{Name: "agent", UID: uint32(os.Geteuid()) + 1, Home: "/home/agent"}, Secrets: secrets},
 			want: []string{"PATH=/bin", "GITHUB_TOKEN=ghp", "GIT_DIR=/x", "EMPTY=", "HOME=/home/agent", "USER=agent", "LOGNAME=agent"},
 		},

@@ -25,7 +25,8 @@ var starters = map[string][]string{
 
 // TestOnlyLaunchStartsProcesses: no file of the module but launch's
 // starts a process (tests, the fakes under internal/fake* and
-// internal/testbin, which builds binaries for tests, aside). A new child
+// internal/testbin, which builds binaries for tests, and
+// internal/archcheck, the build's check that runs `go list`, aside). A new child
 // goes through launch.Start or launch.Run, which give it the agent's
 // environment and user; if one does not fit, change launch.
 func TestOnlyLaunchStartsProcesses(t *testing.T) {
@@ -41,7 +42,7 @@ func TestOnlyLaunchStartsProcesses(t *testing.T) {
 		if d.IsDir() {
 			name := d.Name()
 			if rel != "." && (strings.HasPrefix(name, ".") || name == "node_modules" || name == "testdata" ||
-				rel == "launch" || strings.HasPrefix(rel, "internal/fake") || rel == "internal/testbin") {
+				rel == "launch" || strings.HasPrefix(rel, "internal/fake") || rel == "internal/testbin" || rel == "internal/archcheck") {
 				return filepath.SkipDir
 			}
 			return nil

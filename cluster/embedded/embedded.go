@@ -15,10 +15,13 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nkeys"
 
 	"github.com/cc-connect/cc-connect/workspace"
 )
@@ -51,10 +54,16 @@ type Options struct {
 	// client URLs, so that a client reaches only the URLs it was given
 	// (tests that cut a client off through a proxy).
 	NoAdvertise bool
-	// NKeys are the user public keys allowed to connect. Empty lets
-	// anyone in who can reach Listen: the caller allows that only on
-	// loopback, for tests, or with no listener at all.
-	NKeys []string
+	// Users are the NKey users allowed to connect, each with what it may
+	// publish and subscribe to. Empty lets anyone in who can reach
+	// Listen, with every right: the caller allows that only on loopback,
+	// for tests, or with no listener at all.
+	Users []User
+	// Setup, with Users, are the rights of one more user, whose key Start
+	// makes and never writes anywhere: SetupOptions connect as it, in
+	// process, to create what the other users may not (the cluster's
+	// stream and bucket). Its NKey is ignored.
+	Setup *User
 	// TLS, when set, is required of client connections; RouteTLS of
 	// routes. Each carries its own ClientAuth policy.
 	TLS      *tls.Config
@@ -63,17 +72,42 @@ type Options struct {
 	Log *slog.Logger
 }
 
+// User is one NKey user and what it may do: subjects (wildcards allowed)
+// it may publish and subscribe to; nothing else. Nil lists allow
+// everything.
+type User struct {
+	NKey      string
+	Publish   []string
+	Subscribe []string
+}
+
 // Server is a running embedded NATS server.
 type Server struct {
-	ns   *server.Server
-	logs *slogLogger
-	once sync.Once
+	ns    *server.Server
+	logs  *slogLogger
+	setup nkeys.KeyPair // nil without Options.Setup
+	once  sync.Once
 }
 
 // Start validates o, starts the server and returns once it accepts
 // connections (and its route listener is open, when it has one). The
 // caller shuts it down.
 func Start(o Options) (*Server, error) {
+	var setup nkeys.KeyPair
+	if o.Setup != nil && len(o.Users) > 0 {
+		kp, err := nkeys.CreateUser()
+		if err != nil {
+			return nil, fmt.Errorf("making the embedded NATS server's setup key: %w", err)
+		}
+		pub, err := kp.PublicKey()
+		if err != nil {
+			return nil, err
+		}
+		u := *o.Setup
+		u.NKey = pub
+		o.Users = append(slices.Clone(o.Users), u)
+		setup = kp
+	}
 	opts, err := serverOptions(o)
 	if err != nil {
 		return nil, err
@@ -91,7 +125,7 @@ func Start(o Options) (*Server, error) {
 	}
 	sl := &slogLogger{log: log.With("component", "nats-server")}
 	ns.SetLoggerV2(sl, false, false, false)
-	s := &Server{ns: ns, logs: sl}
+	s := &Server{ns: ns, logs: sl, setup: setup}
 	ns.Start() // returns once the client listener is open, or has failed
 	if err := sl.fatal(); err != nil {
 		s.Shutdown()
@@ -149,8 +183,13 @@ func serverOptions(o Options) (*server.Options, error) {
 		opts.TLSVerify = o.TLS.ClientAuth == tls.RequireAndVerifyClientCert
 		opts.TLSTimeout = 5
 	}
-	for _, k := range o.NKeys {
-		opts.Nkeys = append(opts.Nkeys, &server.NkeyUser{Nkey: k})
+	for _, u := range o.Users {
+		nu := &server.NkeyUser{Nkey: u.NKey}
+		if u.Publish != nil || u.Subscribe != nil {
+			nu.Permissions = &server.Permissions{Publish: &server.SubjectPermission{Allow: slices.Clone(u.Publish)},
+				Subscribe: &server.SubjectPermission{Allow: slices.Clone(u.Subscribe)}}
+		}
+		opts.Nkeys = append(opts.Nkeys, nu)
 	}
 	if o.ClusterListen != "" {
 		host, port, err := splitHostPort(o.ClusterListen)
@@ -207,6 +246,16 @@ func (s *Server) RouteURL() string {
 		return ""
 	}
 	return "nats-route://" + a.String()
+}
+
+// SetupOptions connect in process as the setup user (Options.Setup);
+// nil when there is none, and the server admits anyone in process.
+func (s *Server) SetupOptions() []nats.Option {
+	if s.setup == nil {
+		return nil
+	}
+	pub, _ := s.setup.PublicKey()
+	return []nats.Option{nats.InProcessServer(s.ns), nats.Nkey(pub, s.setup.Sign)}
 }
 
 // NATS returns the server, for in-process connections

@@ -1,6 +1,7 @@
 package embedded
 
 import (
+	"errors"
 	"net"
 	"os"
 	"path/filepath"
@@ -77,7 +78,7 @@ func TestNKeysAreRequired(t *testing.T) {
 	if err := os.WriteFile(seedFile, seed, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s, err := Start(Options{Name: "a", StoreDir: filepath.Join(t.TempDir(), "nats"), Listen: "127.0.0.1:0", NKeys: []string{pub}})
+	s, err := Start(Options{Name: "a", StoreDir: filepath.Join(t.TempDir(), "nats"), Listen: "127.0.0.1:0", Users: []User{{NKey: pub}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,6 +112,70 @@ func TestNKeysAreRequired(t *testing.T) {
 	if _, err := js.AccountInfo(); err != nil {
 		t.Fatalf("JetStream not available to an NKey user: %v", err)
 	}
+}
+
+// TestUsersHoldTheirRights: a listed user may publish and subscribe
+// only where it was allowed; the setup user, whose key exists only in
+// the server's process, connects in process and may do what it was
+// allowed (create a stream here) and nothing else.
+func TestUsersHoldTheirRights(t *testing.T) {
+	t.Parallel()
+	kp, _ := nkeys.CreateUser()
+	pub, _ := kp.PublicKey()
+	s, err := Start(Options{Name: "a", StoreDir: filepath.Join(t.TempDir(), "nats"), Listen: "127.0.0.1:0",
+		Users: []User{{NKey: pub, Publish: []string{"allowed.>"}, Subscribe: []string{"mine.>"}}},
+		Setup: &User{Publish: []string{"$JS.API.INFO", "$JS.API.STREAM.CREATE.S"}, Subscribe: []string{"_INBOX.>"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Shutdown()
+	refusals := make(chan error, 10)
+	onErr := nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { refusals <- err })
+	refused := func(what string) {
+		t.Helper()
+		select {
+		case err := <-refusals:
+			if !errors.Is(err, nats.ErrPermissionViolation) || !strings.Contains(err.Error(), what) {
+				t.Errorf("refusal %v, want one of %s", err, what)
+			}
+		case <-time.After(10 * time.Second):
+			t.Errorf("%s was not refused", what)
+		}
+	}
+	nc, err := nats.Connect(s.ClientURL(), nats.Nkey(pub, kp.Sign), onErr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	if err := nc.Publish("allowed.x", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nc.SubscribeSync("mine.x"); err != nil {
+		t.Fatal(err)
+	}
+	_ = nc.Flush()
+	if err := nc.Publish("other.x", nil); err != nil {
+		t.Fatal(err)
+	}
+	refused(`Publish to "other.x"`)
+	if _, err := nc.SubscribeSync("theirs.x"); err != nil {
+		t.Fatal(err)
+	}
+	refused(`Subscription to "theirs.x"`)
+
+	setup, err := nats.Connect("", append(s.SetupOptions(), onErr)...)
+	if err != nil {
+		t.Fatalf("the setup user: %v", err)
+	}
+	defer setup.Close()
+	js, _ := setup.JetStream()
+	if _, err := js.AddStream(&nats.StreamConfig{Name: "S", Subjects: []string{"s.>"}}); err != nil {
+		t.Fatalf("the setup user creating a stream: %v", err)
+	}
+	if err := setup.Publish("allowed.x", nil); err != nil {
+		t.Fatal(err)
+	}
+	refused(`Publish to "allowed.x"`)
 }
 
 func TestTakenPortFailsFast(t *testing.T) {

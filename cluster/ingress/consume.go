@@ -64,6 +64,12 @@ type Delivery struct {
 	NumDelivered uint64
 	// Fence is the lease the event is delivered under.
 	Fence Fence
+	// Publisher is the host that published the event, as its subject
+	// names it ("" for an event of a cc-connect that did not name it).
+	// Where the NATS server holds each host to its own name (the
+	// per-host permissions of docs/cluster.md), it is who sent it;
+	// Event.Origin is only what the sender wrote.
+	Publisher string
 
 	c *Consumer
 	e *entry
@@ -105,7 +111,12 @@ type ConsumerOptions struct {
 	// bound, the server stops delivering to this binding until some
 	// finish.
 	MaxAckPending int
-	Log           *slog.Logger
+	// Allow, when set, refuses (with an error saying why) an event its
+	// publisher may not send, or that does not belong to this binding
+	// (its conversation routes elsewhere): it is terminated and logged,
+	// never handed on. publisher is "" when the subject names none.
+	Allow func(ev Event, publisher string) error
+	Log   *slog.Logger
 }
 
 // DefaultMaxAckPending allows about 470 conversations with full queues
@@ -248,6 +259,24 @@ func (c *Consumer) Serve(ctx context.Context, f Fence, h Handler) error {
 	}
 }
 
+// check refuses an event that is not one of this binding's, or that its
+// publisher may not send: one whose body names another binding or
+// another publisher than its subject, or that the options' Allow refuses.
+func (c *Consumer) check(ev Event, publisher string) error {
+	if b := ev.Binding.Names(); b != c.o.Binding {
+		return fmt.Errorf("%w: an event of binding %s on the subject of %s", ErrMalformed, b, c.o.Binding)
+	}
+	if publisher != "" && ev.Origin != publisher {
+		return fmt.Errorf("%w: published by %s, which wrote %q as its origin", ErrForged, publisher, ev.Origin)
+	}
+	if c.o.Allow != nil {
+		if err := c.o.Allow(ev, publisher); err != nil {
+			return fmt.Errorf("%w: %w", ErrForged, err)
+		}
+	}
+	return nil
+}
+
 func (c *Consumer) fencedErr(f Fence) error {
 	if err := f.Check(); err != nil {
 		return err
@@ -293,7 +322,7 @@ func (s *serving) arrive(m jetstream.Msg) {
 		s.c.log.Warn("A message without JetStream metadata on the ingress consumer", "subject", m.Subject(), "error", err)
 		return
 	}
-	conv, err := s.c.o.Names.ConversationOf(m.Subject())
+	conv, _, err := s.c.o.Names.ParseIn(m.Subject())
 	if err != nil {
 		conv = "" // terminated below, on decoding
 	}
@@ -370,13 +399,21 @@ func (s *serving) work(conv string, q *convQueue) {
 // stop.
 func (s *serving) handle(e *entry) bool {
 	m := s.tr.latest(e).(jetstream.Msg)
+	_, publisher, err := s.c.o.Names.ParseIn(m.Subject())
+	if err != nil {
+		s.terminate(e, fmt.Errorf("%w: %w", ErrMalformed, err))
+		return true
+	}
 	ev, err := Decode(m.Data())
+	if err == nil {
+		err = s.c.check(ev, publisher)
+	}
 	if err != nil {
 		s.terminate(e, err)
 		return true
 	}
 	meta, _ := m.Metadata()
-	d := &Delivery{Event: ev, Seq: e.seq, Fence: s.f, c: s.c, e: e}
+	d := &Delivery{Event: ev, Seq: e.seq, Fence: s.f, Publisher: publisher, c: s.c, e: e}
 	if meta != nil {
 		d.NumDelivered = meta.NumDelivered
 	}

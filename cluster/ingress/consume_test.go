@@ -2,6 +2,7 @@ package ingress
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/cc-connect/cc-connect/cluster/internal/natstest"
+	"github.com/cc-connect/cc-connect/platform"
 )
 
 // TestOrderPerConversationSlowOneBlocksNoOther: events of each
@@ -161,7 +163,7 @@ func TestPoisonAndPassingFailures(t *testing.T) {
 	pub := NewPublisher(js, testNames, "h0")
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
-	subj := testNames.In(testBinding.Names(), message(t, "x", "0", "").Conversation())
+	subj := testNames.In(testBinding.Names(), message(t, "x", "0", "").Conversation(), "h0")
 	if _, err := js.Publish(ctx, subj, []byte("not json")); err != nil {
 		t.Fatal(err)
 	}
@@ -197,6 +199,70 @@ func TestPoisonAndPassingFailures(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "everything acknowledged or terminated", func() bool {
+		info, err := cons.Info(ctx)
+		return err == nil && info.NumAckPending == 0 && info.NumPending == 0
+	})
+}
+
+// TestForgedEventsAreDropped: the owner hands on only what its publisher
+// may send. An event whose body names another publisher than its subject
+// (which the server's permissions tie to the publisher's user), another
+// binding than the one consumed, or that Allow refuses, is terminated;
+// one of an older cc-connect, whose subject names no publisher, is taken
+// with Publisher "".
+func TestForgedEventsAreDropped(t *testing.T) {
+	t.Parallel()
+	url := setup(t)
+	js := jsFor(t, natstest.Connect(t, url))
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	raw := func(subject string, ev Event) {
+		t.Helper()
+		data, err := json.Marshal(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := js.Publish(ctx, subject, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conv := message(t, "x", "0", "").Conversation()
+	ev := func(id, text, origin string) Event {
+		e := message(t, "x", id, text)
+		e.Origin = origin
+		return e
+	}
+	raw(testNames.In(testBinding.Names(), conv, "h1"), ev("1", "another origin in the body", "h2"))
+	other, err := NewMessage(Binding{Platform: "slack", Channel: "C9"}, platform.Message{ID: "2", UserID: "U1", Text: "another binding",
+		Target: platform.Target{Platform: "slack", Channel: "C9", Thread: "x"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other.Origin = "h1"
+	raw(testNames.In(testBinding.Names(), conv, "h1"), other)
+	raw(testNames.In(testBinding.Names(), conv, "h3"), ev("3", "a publisher Allow refuses", "h3"))
+	raw(testNames.Prefix+".in."+testBinding.Names().Token()+"."+conv, ev("4", "an older cc-connect's", "h1"))
+	publish(t, NewPublisher(js, testNames, "h1"), message(t, "x", "5", "fine"))
+
+	r := newRecorder()
+	serveWith(t, js, newFence(1), r, ConsumerOptions{AckWait: 5 * time.Second, Allow: func(ev Event, publisher string) error {
+		if publisher == "h3" {
+			return errors.New("h3 may not publish here")
+		}
+		return nil
+	}})
+	got := r.waitN(t, 2)
+	if txt := r.texts(""); !slices.Equal(txt, []string{"an older cc-connect's", "fine"}) {
+		t.Fatalf("accepted %q, want the older event and the fine one only", txt)
+	}
+	if got[0].d.Publisher != "" || got[1].d.Publisher != "h1" {
+		t.Errorf("publishers %q, %q; want \"\" (not named) and h1", got[0].d.Publisher, got[1].d.Publisher)
+	}
+	cons, err := js.Consumer(ctx, testNames.Stream(), testNames.Consumer(testBinding.Names()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the forged events terminated", func() bool {
 		info, err := cons.Info(ctx)
 		return err == nil && info.NumAckPending == 0 && info.NumPending == 0
 	})

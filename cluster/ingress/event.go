@@ -1,10 +1,11 @@
 // Package ingress carries normalized inbound chat events between the hosts
 // of a cc-connect cluster over NATS JetStream. Whichever host a platform
 // event reaches publishes it (Publisher) to the ingress stream, on the
-// subject of its binding and conversation, with the platform's id as
-// Nats-Msg-Id so that the stream drops a redelivery another host already
-// published; the host that holds the binding's lease consumes it
-// (Consumer) in order per conversation and hands it to the engine, which
+// subject of its binding and conversation ending in its own name, with the
+// platform's id as Nats-Msg-Id so that the stream drops a redelivery
+// another host already published; the host that holds the binding's lease
+// consumes it (Consumer) in order per conversation, drops what its
+// publisher may not send, and hands the rest to the engine, which
 // journals it. It owns the wire form of an event and the delivery rules;
 // it decides nothing about what an event means.
 package ingress
@@ -37,6 +38,10 @@ var (
 	// ErrNewerVersion: written by a newer cc-connect. Terminated and
 	// logged like ErrMalformed: upgrade this host.
 	ErrNewerVersion = errors.New("ingress event of a newer version")
+	// ErrForged: the event claims what its publisher may not send (another
+	// publisher's name, a binding it may not publish for). Terminated and
+	// logged: a host's credentials may be in other hands.
+	ErrForged = errors.New("ingress event its publisher may not send")
 )
 
 // Kind is what an event carries.
@@ -194,8 +199,8 @@ func NewAction(b Binding, id string, a platform.Action) (Event, error) {
 	return ev, ev.Validate()
 }
 
-// target is where the event belongs: its conversation.
-func (ev Event) target() Target {
+// Target is where the event belongs: its conversation.
+func (ev Event) Target() Target {
 	if ev.Action != nil {
 		return ev.Action.Target
 	}
@@ -210,7 +215,7 @@ func (ev Event) target() Target {
 
 // Conversation is the event's conversation token: channel and thread.
 func (ev Event) Conversation() string {
-	t := ev.target()
+	t := ev.Target()
 	return names.Conversation(t.Channel, t.Thread)
 }
 
@@ -268,7 +273,7 @@ func (ev Event) Validate() error {
 	default:
 		return bad("kind %q", ev.Kind)
 	}
-	t := ev.target()
+	t := ev.Target()
 	if t.Platform != ev.Binding.Platform {
 		return bad("target platform %q is not the binding's %q", t.Platform, ev.Binding.Platform)
 	}

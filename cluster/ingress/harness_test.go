@@ -160,7 +160,15 @@ func (r *recorder) texts(conv string) []string {
 // Serve's error.
 func serve(t testing.TB, js jetstream.JetStream, f Fence, h Handler, ackWait time.Duration) (stop func() error) {
 	t.Helper()
-	c := NewConsumer(js, ConsumerOptions{Names: testNames, Binding: testBinding.Names(), AckWait: ackWait})
+	return serveWith(t, js, f, h, ConsumerOptions{AckWait: ackWait})
+}
+
+// serveWith is serve with more options (names and binding are the
+// tests').
+func serveWith(t testing.TB, js jetstream.JetStream, f Fence, h Handler, o ConsumerOptions) (stop func() error) {
+	t.Helper()
+	o.Names, o.Binding = testNames, testBinding.Names()
+	c := NewConsumer(js, o)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- c.Serve(ctx, f, h) }()

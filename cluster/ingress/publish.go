@@ -85,7 +85,7 @@ func (p *Publisher) Publish(ctx context.Context, ev Event) (Published, error) {
 	if len(data) > MaxEventSize {
 		return Published{}, fmt.Errorf("%w: %d bytes, more than %d", ErrMalformed, len(data), MaxEventSize)
 	}
-	msg := &nats.Msg{Subject: p.names.In(ev.Binding.Names(), ev.Conversation()), Data: data, Header: nats.Header{}}
+	msg := &nats.Msg{Subject: p.names.In(ev.Binding.Names(), ev.Conversation(), p.origin), Data: data, Header: nats.Header{}}
 	opts := []jetstream.PublishOpt{jetstream.WithExpectStream(p.names.Stream())}
 	if id := ev.MsgID(); id != "" {
 		opts = append(opts, jetstream.WithMsgID(id))

@@ -140,13 +140,33 @@ func (n Names) Stream() string { return n.Prefix + "-in" }
 // offsets.
 func (n Names) Bucket() string { return n.Prefix + "-cluster" }
 
+// KVStream is the stream that holds the bucket.
+func (n Names) KVStream() string { return "KV_" + n.Bucket() }
+
+// KVKey is the subject a write of key in the bucket is published on.
+func (n Names) KVKey(key string) string { return "$KV." + n.Bucket() + "." + key }
+
+// Inbox is the prefix of host's reply subjects (nats.CustomInboxPrefix):
+// its own, so that its user may subscribe to its replies and nobody
+// else's.
+func Inbox(host string) string { return "_INBOX." + Escape(host) }
+
 // StreamSubjects is the ingress stream's subject filter.
 func (n Names) StreamSubjects() string { return n.Prefix + ".in.>" }
 
-// In is the subject of one conversation's events:
-// <prefix>.in.<binding>.<conversation>.
-func (n Names) In(b Binding, conversation string) string {
-	return n.Prefix + ".in." + b.Token() + "." + conversation
+// In is the subject of one conversation's events as host origin
+// publishes them: <prefix>.in.<binding>.<conversation>.<origin>. The
+// publisher's name is the last token so that a NATS server can tie it to
+// the publisher's user (each host may publish only on subjects ending in
+// its own name, Publish), and the owner knows who sent each event.
+func (n Names) In(b Binding, conversation, origin string) string {
+	return n.Prefix + ".in." + b.Token() + "." + conversation + "." + Escape(origin)
+}
+
+// Publish is the subject filter of what host origin may publish for
+// binding b: any conversation, its own name last.
+func (n Names) Publish(b Binding, origin string) string {
+	return n.Prefix + ".in." + b.Token() + ".*." + Escape(origin)
 }
 
 // BindingFilter matches every conversation of a binding.
@@ -157,17 +177,26 @@ func (n Names) BindingFilter(b Binding) string { return n.Prefix + ".in." + b.To
 // stopped, with what it had not acknowledged.
 func (n Names) Consumer(b Binding) string { return "in_" + b.Token() }
 
-// ConversationOf returns the conversation token of an ingress subject.
-func (n Names) ConversationOf(subject string) (string, error) {
+// ParseIn returns the conversation token and the publisher of an ingress
+// subject. A subject of a cc-connect older than the publisher's name in
+// the subject has no origin: "" (its publisher is not known).
+func (n Names) ParseIn(subject string) (conversation, origin string, err error) {
 	rest, ok := strings.CutPrefix(subject, n.Prefix+".in.")
 	if !ok {
-		return "", fmt.Errorf("%w: %q is not an ingress subject", ErrBadToken, subject)
+		return "", "", fmt.Errorf("%w: %q is not an ingress subject", ErrBadToken, subject)
 	}
-	_, conv, ok := strings.Cut(rest, ".")
-	if !ok || conv == "" || strings.Contains(conv, ".") {
-		return "", fmt.Errorf("%w: %q is not an ingress subject", ErrBadToken, subject)
+	toks := strings.Split(rest, ".")
+	switch {
+	case len(toks) == 2 && toks[1] != "":
+		return toks[1], "", nil
+	case len(toks) == 3 && toks[1] != "":
+		host, err := Unescape(toks[2])
+		if err != nil || host == "" {
+			return "", "", fmt.Errorf("%w: %q names no publisher", ErrBadToken, subject)
+		}
+		return toks[1], host, nil
 	}
-	return conv, nil
+	return "", "", fmt.Errorf("%w: %q is not an ingress subject", ErrBadToken, subject)
 }
 
 // Keys of the bucket. Lease keys start with "lease.", so one watcher sees

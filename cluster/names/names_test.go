@@ -59,21 +59,49 @@ func TestSubjects(t *testing.T) {
 	n := Names{Prefix: "cc-connect"}
 	b := Binding{Platform: "slack-main", Channel: "*"}
 	conv := Conversation("C0123", "1700000000.123456")
-	subj := n.In(b, conv)
-	if want := "cc-connect.in.slack-main_=2A.C0123_1700000000=2E123456"; subj != want {
+	subj := n.In(b, conv, "build-1.example")
+	if want := "cc-connect.in.slack-main_=2A.C0123_1700000000=2E123456.build-1=2Eexample"; subj != want {
 		t.Errorf("In = %q, want %q", subj, want)
 	}
 	if !strings.HasPrefix(subj, strings.TrimSuffix(n.BindingFilter(b), ">")) {
 		t.Errorf("%q is not under the binding filter %q", subj, n.BindingFilter(b))
 	}
-	got, err := n.ConversationOf(subj)
-	if err != nil || got != conv {
-		t.Errorf("ConversationOf(%q) = %q, %v", subj, got, err)
+	if pub := n.Publish(b, "build-1.example"); !subjectMatches(pub, subj) || subjectMatches(n.Publish(b, "build-2"), subj) {
+		t.Errorf("the publish filter %q does not match exactly its host's subjects (%q)", pub, subj)
 	}
-	if _, err := n.ConversationOf("other.in.x.y"); !errors.Is(err, ErrBadToken) {
-		t.Errorf("a subject of another prefix was taken: %v", err)
+	got, origin, err := n.ParseIn(subj)
+	if err != nil || got != conv || origin != "build-1.example" {
+		t.Errorf("ParseIn(%q) = %q, %q, %v", subj, got, origin, err)
+	}
+	// A subject an older cc-connect wrote: no publisher.
+	if got, origin, err := n.ParseIn("cc-connect.in.slack-main_=2A." + conv); err != nil || got != conv || origin != "" {
+		t.Errorf("ParseIn(an older subject) = %q, %q, %v", got, origin, err)
+	}
+	for _, bad := range []string{"other.in.x.y.z", "cc-connect.in.x", "cc-connect.in.x.y.=zz", "cc-connect.in.x.y.z.w", "cc-connect.in.x..z"} {
+		if _, _, err := n.ParseIn(bad); !errors.Is(err, ErrBadToken) {
+			t.Errorf("ParseIn(%q) took it: %v", bad, err)
+		}
 	}
 	if c := Conversation("D1", ""); c != "D1_=" {
 		t.Errorf("a conversation without a thread = %q", c)
 	}
+	if in := Inbox("build-1.example"); in != "_INBOX.build-1=2Eexample" {
+		t.Errorf("Inbox = %q", in)
+	}
+}
+
+// subjectMatches says whether a NATS subject filter matches subject.
+func subjectMatches(filter, subject string) bool {
+	f, s := strings.Split(filter, "."), strings.Split(subject, ".")
+	for i, tok := range f {
+		switch {
+		case tok == ">":
+			return len(s) > i
+		case i >= len(s):
+			return false
+		case tok != "*" && tok != s[i]:
+			return false
+		}
+	}
+	return len(f) == len(s)
 }

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"runtime"
 	"sync"
 )
 
@@ -32,6 +31,8 @@ type stdio struct {
 const usageText = `cc-connect drives Claude Code from chat (Slack, Discord, Telegram, or this terminal).
 
 Usage:
+  cc-connect init [--platform local|slack|discord|telegram] [--workspace DIR] [--config FILE]
+                                         write a commented starter config (never over an existing file)
   cc-connect [--config FILE]             same as "run"
   cc-connect run [--config FILE]         run until SIGINT/SIGTERM (or end of input for the local chat)
   cc-connect check [--config FILE]       validate the config and print it with secrets redacted
@@ -47,24 +48,24 @@ Usage:
   cc-connect cluster status [--config FILE] [--json]
                                          owner, standbys and holder of each binding, each host's health
   cc-connect cluster nkey FILE           write a new NKey seed for cluster.nkey_seed_file; print its public key
-  cc-connect version                     print the version and the Claude Code version it is tested with
-  cc-connect help                        print this help
+  cc-connect version (or --version)      print the version and the Claude Code version it is tested with
+  cc-connect help (or -h, --help)        print this help
 
-FILE defaults to config.toml; start from config.example.toml (keys: docs/configuration.md).
+FILE defaults to config.toml; "cc-connect init" writes one (keys: docs/configuration.md).
 Exit codes: 0 done, 1 failed while running, 2 bad arguments or config, 130 second signal.
 `
 
 // cli runs one command line and returns the exit code.
 func cli(ctx context.Context, args []string, std stdio) int {
 	global := flag.NewFlagSet("cc-connect", flag.ContinueOnError)
-	global.SetOutput(std.Err)
-	global.Usage = func() { fmt.Fprint(std.Err, usageText) }
 	configPath := global.String("config", defaultConfigPath, "config file")
-	if err := global.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
+	showVersion := global.Bool("version", false, "print the version")
+	if code, ok := parseFlags(global, args, std); !ok {
+		return code
+	}
+	if *showVersion {
+		built.write(std.Out)
+		return exitOK
 	}
 	cmd, rest := "run", global.Args()
 	if len(rest) > 0 {
@@ -73,14 +74,9 @@ func cli(ctx context.Context, args []string, std stdio) int {
 	switch cmd {
 	case "run", "check":
 		fs := flag.NewFlagSet("cc-connect "+cmd, flag.ContinueOnError)
-		fs.SetOutput(std.Err)
-		fs.Usage = global.Usage
 		path := fs.String("config", *configPath, "config file")
-		if err := fs.Parse(rest); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return exitOK
-			}
-			return exitUsage
+		if code, ok := parseFlags(fs, rest, std); !ok {
+			return code
 		}
 		if fs.NArg() > 0 {
 			fmt.Fprintf(std.Err, "cc-connect %s: unexpected argument %q\n\n%s", cmd, fs.Arg(0), usageText)
@@ -90,6 +86,8 @@ func cli(ctx context.Context, args []string, std stdio) int {
 			return checkCommand(*path, std)
 		}
 		return runCommand(ctx, *path, std)
+	case "init":
+		return initMain(*configPath, rest, std)
 	case "doctor":
 		return doctorMain(ctx, *configPath, rest, std)
 	case "sessions":
@@ -103,7 +101,7 @@ func cli(ctx context.Context, args []string, std stdio) int {
 			fmt.Fprintf(std.Err, "cc-connect version: unexpected argument %q\n", rest[0])
 			return exitUsage
 		}
-		fmt.Fprintf(std.Out, "cc-connect %s\ntested with Claude Code %s\nbuilt with %s\n", version, claudeCodeVersion, runtime.Version())
+		built.write(std.Out)
 		return exitOK
 	case "help":
 		fmt.Fprint(std.Out, usageText)
@@ -111,6 +109,27 @@ func cli(ctx context.Context, args []string, std stdio) int {
 	default:
 		fmt.Fprintf(std.Err, "cc-connect: unknown command %q\n\n%s", cmd, usageText)
 		return exitUsage
+	}
+}
+
+// parseFlags parses args into fs, the one way every command reads its
+// flags. Help that was asked for (-h, --help) goes to stdout with exit 0,
+// so that `cc-connect --help | less` works; a flag error goes to stderr
+// with a pointer to the help, exit 2. ok is false when the caller should
+// return code at once.
+func parseFlags(fs *flag.FlagSet, args []string, std stdio) (code int, ok bool) {
+	fs.SetOutput(std.Err) // where the flag package writes its error
+	fs.Usage = func() {}  // the help is written below, to the right stream
+	err := fs.Parse(args)
+	switch {
+	case err == nil:
+		return exitOK, true
+	case errors.Is(err, flag.ErrHelp):
+		fmt.Fprint(std.Out, usageText)
+		return exitOK, false
+	default:
+		fmt.Fprintf(std.Err, "Run %q for the commands and their flags.\n", "cc-connect help")
+		return exitUsage, false
 	}
 }
 

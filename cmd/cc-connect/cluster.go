@@ -6,9 +6,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/cc-connect/cc-connect/cluster"
+	"github.com/cc-connect/cc-connect/config"
 )
 
 const clusterUsage = `Usage:
@@ -17,6 +19,13 @@ const clusterUsage = `Usage:
   cc-connect cluster nkey FILE    write a new NKey seed to FILE (0600) and print its public key
   cc-connect cluster nkey --public FILE
                                   print the public key of the seed in FILE
+  cc-connect cluster permissions [--config FILE] [--nkey HOST=KEY]... [--admin-nkey KEY]
+                                  print the NATS server config that gives each host's user only
+                                  what its part needs (for a NATS server cc-connect does not run);
+                                  the flags fill in the hosts' and the admin's public keys
+  cc-connect cluster init [--config FILE] (--nkey-seed-file FILE | --creds-file FILE)
+                                  create or update the stream and the bucket as the admin whose
+                                  credential is given (no host's user may)
 `
 
 // statusTimeout bounds `cluster status`: it reads a few keys.
@@ -33,6 +42,10 @@ func clusterMain(ctx context.Context, configPath string, args []string, std stdi
 		return clusterStatus(ctx, configPath, args[1:], std)
 	case "nkey":
 		return clusterNKey(args[1:], std)
+	case "permissions":
+		return clusterPermissions(configPath, args[1:], std)
+	case "init":
+		return clusterInit(ctx, configPath, args[1:], std)
 	case "help", "-h", "--help":
 		fmt.Fprint(std.Out, clusterUsage)
 		return exitOK
@@ -42,30 +55,14 @@ func clusterMain(ctx context.Context, configPath string, args []string, std stdi
 }
 
 func clusterStatus(ctx context.Context, configPath string, args []string, std stdio) int {
-	fs := flag.NewFlagSet("cc-connect cluster status", flag.ContinueOnError)
-	fs.SetOutput(std.Err)
-	fs.Usage = func() { fmt.Fprint(std.Err, clusterUsage) }
-	path := fs.String("config", configPath, "config file")
-	asJSON := fs.Bool("json", false, "print JSON")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(std.Err, "cc-connect cluster status: unexpected argument %q\n", fs.Arg(0))
-		return exitUsage
-	}
-	cfg := loadConfig(*path, std.Err)
+	var asJSON bool
+	cfg, code := clusterConfig("status", configPath, args, std, func(fs *flag.FlagSet) {
+		fs.BoolVar(&asJSON, "json", false, "print JSON")
+	})
 	if cfg == nil {
-		return exitUsage
+		return code
 	}
-	s, ok := cluster.FromConfig(cfg)
-	if !ok {
-		fmt.Fprintf(std.Err, "cc-connect: %s has no [cluster] table: this cc-connect runs alone (docs/cluster.md)\n", cfg.Path)
-		return exitUsage
-	}
+	s, _ := clusterSettings(cfg)
 	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
 	defer cancel()
 	log := newLogger(cfg.Log, std.Err).With("command", "cluster status")
@@ -74,7 +71,7 @@ func clusterStatus(ctx context.Context, configPath string, args []string, std st
 		fmt.Fprintf(std.Err, "cc-connect cluster status: %v\n", err)
 		return exitFailure
 	}
-	if *asJSON {
+	if asJSON {
 		enc := json.NewEncoder(std.Out)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(r); err != nil {
@@ -118,7 +115,119 @@ func clusterNKey(args []string, std stdio) int {
 		return exitFailure
 	}
 	fmt.Fprintln(std.Out, pub)
-	fmt.Fprintf(std.Err, "Wrote a new NKey seed to %s (keep it private). Set cluster.nkey_seed_file to it, "+
-		"and list the public key above in the embedded server's cluster.embedded_nkeys.\n", file)
+	fmt.Fprintf(std.Err, "Wrote a new NKey seed to %s (keep it private, out of the agent's reach). Set cluster.nkey_seed_file to it, "+
+		"and give the public key above under this host's name: in cluster.embedded_nkeys for the embedded server, "+
+		"or to `cc-connect cluster permissions --nkey HOST=KEY` for your own NATS.\n", file)
+	return exitOK
+}
+
+// clusterConfig parses a subcommand's flags (--config and those add
+// defines) and loads the config, which must have a [cluster] table; nil
+// and an exit code when it cannot.
+func clusterConfig(name, configPath string, args []string, std stdio, add func(*flag.FlagSet)) (*config.Config, int) {
+	fs := flag.NewFlagSet("cc-connect cluster "+name, flag.ContinueOnError)
+	fs.SetOutput(std.Err)
+	fs.Usage = func() { fmt.Fprint(std.Err, clusterUsage) }
+	path := fs.String("config", configPath, "config file")
+	if add != nil {
+		add(fs)
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, exitOK
+		}
+		return nil, exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(std.Err, "cc-connect cluster %s: unexpected argument %q\n", name, fs.Arg(0))
+		return nil, exitUsage
+	}
+	cfg := loadConfig(*path, std.Err)
+	if cfg == nil {
+		return nil, exitUsage
+	}
+	if cfg.Cluster == nil {
+		fmt.Fprintf(std.Err, "cc-connect: %s has no [cluster] table: this cc-connect runs alone (docs/cluster.md)\n", cfg.Path)
+		return nil, exitUsage
+	}
+	return cfg, exitOK
+}
+
+// clusterPermissions prints the NATS server config of every member's
+// rights, from this host's config (every host reads the same).
+func clusterPermissions(configPath string, args []string, std stdio) int {
+	keys := nkeyFlags{}
+	var admin string
+	cfg, code := clusterConfig("permissions", configPath, args, std, func(fs *flag.FlagSet) {
+		fs.Var(keys, "nkey", "HOST=KEY: a member's NKey public key (repeat for each)")
+		fs.StringVar(&admin, "admin-nkey", "", "the NKey public key of the admin who runs `cluster init`")
+	})
+	if cfg == nil {
+		return code
+	}
+	s, _ := clusterSettings(cfg)
+	for h, k := range keys {
+		if !cfg.Cluster.Member(h) {
+			fmt.Fprintf(std.Err, "cc-connect cluster permissions: --nkey %s: %q is not in cluster.members\n", h, h)
+			return exitUsage
+		}
+		if s.NKeys == nil {
+			s.NKeys = map[string]string{}
+		}
+		s.NKeys[h] = k
+	}
+	if s.Embedded != nil {
+		fmt.Fprintln(std.Err, "This host runs the embedded NATS server, which gives each member in cluster.embedded_nkeys these rights itself; "+
+			"this is what it applies.")
+	}
+	if admin != "" && (!strings.HasPrefix(admin, "U") || len(admin) != 56) {
+		fmt.Fprintf(std.Err, "cc-connect cluster permissions: --admin-nkey %q is not an NKey user public key (U…, 56 characters)\n", admin)
+		return exitUsage
+	}
+	fmt.Fprint(std.Out, s.ServerConfig(admin))
+	return exitOK
+}
+
+// nkeyFlags are --nkey HOST=KEY flags.
+type nkeyFlags map[string]string
+
+func (f nkeyFlags) String() string { return fmt.Sprint(map[string]string(f)) }
+
+func (f nkeyFlags) Set(v string) error {
+	h, k, ok := strings.Cut(v, "=")
+	if !ok || h == "" || !strings.HasPrefix(k, "U") || len(k) != 56 {
+		return fmt.Errorf("%q is not HOST=KEY with an NKey user public key (U…, 56 characters)", v)
+	}
+	f[h] = k
+	return nil
+}
+
+// initTimeout bounds `cluster init`: a NATS cluster may still be electing
+// its JetStream leader.
+const initTimeout = time.Minute
+
+// clusterInit creates or updates the stream and the bucket as an admin.
+func clusterInit(ctx context.Context, configPath string, args []string, std stdio) int {
+	var admin cluster.Auth
+	cfg, code := clusterConfig("init", configPath, args, std, func(fs *flag.FlagSet) {
+		fs.StringVar(&admin.NKeySeedFile, "nkey-seed-file", "", "the admin's NKey seed file")
+		fs.StringVar(&admin.CredsFile, "creds-file", "", "the admin's NATS credentials file")
+	})
+	if cfg == nil {
+		return code
+	}
+	if (admin.NKeySeedFile == "") == (admin.CredsFile == "") {
+		fmt.Fprint(std.Err, "cc-connect cluster init: give the admin's credential: --nkey-seed-file FILE or --creds-file FILE\n\n"+clusterUsage)
+		return exitUsage
+	}
+	s, _ := clusterSettings(cfg)
+	ctx, cancel := context.WithTimeout(ctx, initTimeout)
+	defer cancel()
+	log := newLogger(cfg.Log, std.Err).With("command", "cluster init")
+	if err := cluster.Init(ctx, s, admin, log); err != nil {
+		fmt.Fprintf(std.Err, "cc-connect cluster init: %v\n", err)
+		return exitFailure
+	}
+	fmt.Fprintf(std.Out, "The stream %s and the bucket %s are ready for this build's cluster.\n", s.Names.Stream(), s.Names.Bucket())
 	return exitOK
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/cc-connect/cc-connect/config"
 	"github.com/cc-connect/cc-connect/platform"
 	"github.com/cc-connect/cc-connect/platform/discord"
+	"github.com/cc-connect/cc-connect/platform/slack"
 	"github.com/cc-connect/cc-connect/platform/telegram"
 )
 
@@ -54,4 +55,50 @@ func gateDiscord(_ context.Context, node *cluster.Node, a platform.Adapter, p co
 	dc.SetGate(g)
 	log.Info("Discord's gateway is held by one cluster host at a time", "platform", dc.Name(), "lease", g.Key())
 	return dc, nil
+}
+
+// A host outside cluster.receivers receives nothing from the platforms:
+// its NATS user may publish events only for the bindings it serves. Its
+// Telegram and Discord gates never open (cluster.Gate); its Slack adapter
+// opens no Socket Mode connection (Slack would spread envelopes over it
+// that it could not publish) and still sends replies, edits, reactions and
+// buttons through the Web API.
+
+// slackSendOnly is a Slack adapter that does not receive: Run waits
+// until ctx ends; everything else is the adapter's.
+type slackSendOnly struct{ *slack.Adapter }
+
+var (
+	_ platform.Adapter  = slackSendOnly{}
+	_ platform.Editor   = slackSendOnly{}
+	_ platform.Reactor  = slackSendOnly{}
+	_ platform.Prompter = slackSendOnly{}
+	_ platform.Statuser = slackSendOnly{}
+)
+
+// Run receives nothing.
+func (a slackSendOnly) Run(ctx context.Context, _ platform.Handler) error {
+	<-ctx.Done()
+	return nil
+}
+
+// Status says why it does not connect.
+func (a slackSendOnly) Status() platform.ConnStatus {
+	return platform.ConnStatus{State: platform.Standby, Detail: "this host does not receive (cluster.receivers); it sends through the Web API"}
+}
+
+// sendOnlySlack makes a Slack adapter of a host outside cluster.receivers
+// send only; a receiver's runs as it is.
+func sendOnlySlack(_ context.Context, node *cluster.Node, a platform.Adapter, p config.Platform, log *slog.Logger) (platform.Adapter, error) {
+	s := node.Settings()
+	if s.Receives(s.Host) {
+		return a, nil
+	}
+	sa, ok := a.(*slack.Adapter)
+	if !ok {
+		return nil, fmt.Errorf("a %s platform whose adapter is %T", p.Type, a)
+	}
+	log.Info("Slack: this host does not receive (cluster.receivers); no Socket Mode connection, replies through the Web API",
+		"platform", sa.Name())
+	return slackSendOnly{sa}, nil
 }

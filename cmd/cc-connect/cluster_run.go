@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"reflect"
+	"slices"
 	"sync"
 
 	"github.com/cc-connect/cc-connect/cluster"
@@ -28,9 +29,9 @@ import (
 // clusterPlatformFunc prepares one platform of a type whose inbound
 // connection the cluster must share out (one poller or one gateway shard
 // at a time): it gets the node and the adapter, and returns the adapter to
-// run (the same one, or one that follows its lease). Platform types
-// register theirs in clusterPlatforms; a type without an entry, other than
-// Slack (every host opens its own Socket Mode connection) and the
+// run (the same one, or one that follows its lease, or one that only
+// sends on a host outside cluster.receivers). Platform types register
+// theirs in clusterPlatforms; a type without an entry, other than the
 // terminal, is refused in cluster mode.
 type clusterPlatformFunc func(ctx context.Context, node *cluster.Node, a platform.Adapter, p config.Platform, log *slog.Logger) (platform.Adapter, error)
 
@@ -40,6 +41,7 @@ type clusterPlatformFunc func(ctx context.Context, node *cluster.Node, a platfor
 var clusterPlatforms = map[string]clusterPlatformFunc{
 	config.TypeTelegram: gateTelegram,
 	config.TypeDiscord:  gateDiscord,
+	config.TypeSlack:    sendOnlySlack,
 }
 
 // checkClusterPlatforms refuses, naming the key, the platforms a cluster
@@ -81,7 +83,7 @@ type clusterHost struct {
 // joinCluster starts the node and joins the engine to it; nil without a
 // [cluster] table. Call it before the engine runs; serve starts consuming.
 func joinCluster(ctx context.Context, cfg *config.Config, eng *engine.Engine, log *slog.Logger) (*clusterHost, *engine.ClusterIngress, error) {
-	s, ok := cluster.FromConfig(cfg)
+	s, ok := clusterSettings(cfg)
 	if !ok {
 		return nil, nil, nil
 	}
@@ -137,7 +139,9 @@ var _ trigger.Submitter = (*clusterHost)(nil)
 
 // Submit publishes r to its binding's owner (trigger.Submitter). A run of
 // a platform outside the cluster (the terminal, this host's own) goes to
-// this host's engine.
+// this host's engine. A host outside cluster.receivers publishes only the
+// runs of bindings it serves: a webhook for another is answered 503
+// (cluster.ErrNotReceiver), to be sent to a receiver.
 func (c *clusterHost) Submit(ctx context.Context, r trigger.Run) error {
 	if !c.clustered[r.Platform] {
 		return c.eng.Submit(ctx, r)
@@ -262,23 +266,60 @@ func prepareClusterAdapters(ctx context.Context, c *clusterHost, cfg *config.Con
 	return out, nil
 }
 
-// clusterHeld names what a reload of a cluster host does not apply: any
-// change of the [cluster] table, the bindings or the platforms.
-func clusterHeld(running, next *config.Config, ch config.Changes) []string {
+// clusterRoutingKeys are the keys of a binding that decide where its
+// events go and who serves them: every host of a cluster must read them
+// alike, so a reload holds their changes until a restart. The binding's
+// other keys (allow_users, admins, approvers, allow_shell, the agent's
+// options) concern only the host that serves it and reload as on a host
+// alone.
+var clusterRoutingKeys = []string{"platform", "channel", "workspace", "host", "standby"}
+
+// clusterHold returns the config a reload of a cluster host applies, and
+// the keys it holds back until a restart: next, except that the [cluster]
+// table, the platforms, which bindings exist, and each binding's routing
+// keys stay as running has them. Applied by one host alone, a change of
+// these would split the bot (another host would route an event to a
+// binding this one does not serve, or two would serve one). Without a
+// [cluster] table in either config it returns next whole.
+func clusterHold(running, next *config.Config, ch config.Changes) (*config.Config, []string) {
 	if running.Cluster == nil && next.Cluster == nil {
-		return nil
+		return next, nil
 	}
+	out := *next
 	var held []string
 	if (running.Cluster == nil) != (next.Cluster == nil) || (running.Cluster != nil && !reflect.DeepEqual(*running.Cluster, *next.Cluster)) {
-		held = append(held, "cluster")
-	}
-	if len(ch.Bindings) > 0 {
-		held = append(held, "bindings")
+		out.Cluster, held = running.Cluster, append(held, "cluster")
 	}
 	if len(ch.PlatformsAdded)+len(ch.PlatformsRemoved)+len(ch.PlatformsChanged) > 0 {
-		held = append(held, "platforms")
+		out.Platforms, held = slices.Clone(running.Platforms), append(held, "platforms")
 	}
-	return held
+	out.Bindings = make([]config.Binding, 0, len(running.Bindings))
+	for i, was := range running.Bindings {
+		j := slices.IndexFunc(next.Bindings, func(b config.Binding) bool { return b.Platform == was.Platform && b.Channel == was.Channel })
+		if j < 0 {
+			out.Bindings, held = append(out.Bindings, was), append(held, fmt.Sprintf("bindings[%d] (%s/%s removed)", i, was.Platform, was.Channel))
+			continue
+		}
+		b := next.Bindings[j]
+		for _, c := range ch.Bindings {
+			if c.Platform != b.Platform || c.Channel != b.Channel {
+				continue
+			}
+			for _, k := range c.Keys {
+				if slices.Contains(clusterRoutingKeys, k) {
+					held = append(held, fmt.Sprintf("bindings[%d].%s", j, k))
+				}
+			}
+		}
+		b.Workspace, b.Host, b.Standby = was.Workspace, was.Host, was.Standby
+		out.Bindings = append(out.Bindings, b)
+	}
+	for j, b := range next.Bindings {
+		if !slices.ContainsFunc(running.Bindings, func(w config.Binding) bool { return w.Platform == b.Platform && w.Channel == b.Channel }) {
+			held = append(held, fmt.Sprintf("bindings[%d] (%s/%s added)", j, b.Platform, b.Channel))
+		}
+	}
+	return &out, held
 }
 
 func platformNamed(cfg *config.Config, name string) *config.Platform {

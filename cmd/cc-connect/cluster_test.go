@@ -61,7 +61,7 @@ standby = ["b"]
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, _ := cluster.FromConfig(cfgA)
+	s, _ := clusterSettings(cfgA)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	node, err := cluster.Start(ctx, s, cluster.Options{Version: "test"})

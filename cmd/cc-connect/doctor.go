@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -17,14 +16,9 @@ import (
 // when the config itself does not load).
 func doctorMain(ctx context.Context, configPath string, args []string, std stdio) int {
 	fs := flag.NewFlagSet("cc-connect doctor", flag.ContinueOnError)
-	fs.SetOutput(std.Err)
-	fs.Usage = func() { fmt.Fprint(std.Err, usageText) }
 	path := fs.String("config", configPath, "config file")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
+	if code, ok := parseFlags(fs, args, std); !ok {
+		return code
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(std.Err, "cc-connect doctor: unexpected argument %q\n\n%s", fs.Arg(0), usageText)

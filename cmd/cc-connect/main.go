@@ -13,13 +13,6 @@ import (
 	"syscall"
 )
 
-// version is set at build time: go build -ldflags "-X main.version=v1.2.3".
-var version = "dev"
-
-// claudeCodeVersion is the Claude Code CLI release this cc-connect is
-// tested against (the integration tier pins the same one).
-const claudeCodeVersion = "2.1.332"
-
 func main() {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)

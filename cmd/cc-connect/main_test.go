@@ -158,12 +158,19 @@ func TestBinaryExitCodes(t *testing.T) {
 		stderr []string
 	}{
 		{"version", []string{"version"}, 0, []string{"cc-connect " + testVersion, "tested with Claude Code " + testenv.ClaudeVersion}, nil},
+		{"--version", []string{"--version"}, 0, []string{"cc-connect " + testVersion + "\n"}, nil},
 		{"help", []string{"help"}, 0, []string{"cc-connect run [--config FILE]"}, nil},
+		{"-h", []string{"-h"}, 0, []string{"Usage:", "cc-connect init [--platform"}, nil},
+		{"--help", []string{"--help"}, 0, []string{"Usage:"}, nil},
+		{"run --help", []string{"run", "--help"}, 0, []string{"Usage:"}, nil},
+		{"doctor -h", []string{"doctor", "-h"}, 0, []string{"Usage:"}, nil},
+		{"init -h", []string{"init", "-h"}, 0, []string{"Usage:"}, nil},
+		{"unknown global flag", []string{"--verbose"}, 2, nil, []string{"flag provided but not defined: -verbose", `Run "cc-connect help"`}},
 		{"bad config", []string{"run", "--config", bad}, 2, nil,
 			[]string{`agent.idle_timeout: "3x" is not a duration`, "bindings[0].workspace: /nonexistent/srv/app does not exist"}},
 		{"bad config, global flag", []string{"--config", bad}, 2, nil, []string{"agent.idle_timeout"}},
 		{"missing config", []string{"--config", filepath.Join(dir, "config.toml")}, 2, nil,
-			[]string{"config file not found", "config.example.toml"}},
+			[]string{"config file not found", "Write a starter config with: cc-connect init --config " + filepath.Join(dir, "config.toml")}},
 		{"claude missing", []string{"run", "--config", noClaude}, 2, nil, []string{`agent.command: "/nonexistent/claude" not found`}},
 		{"unknown command", []string{"serve"}, 2, nil, []string{`unknown command "serve"`}},
 		{"unknown flag", []string{"run", "--confg", bad}, 2, nil, []string{"flag provided but not defined: -confg"}},
@@ -186,6 +193,12 @@ func TestBinaryExitCodes(t *testing.T) {
 			}
 			if code != tt.code {
 				t.Errorf("exit code %d, want %d\nstderr: %s", code, tt.code, stderr.String())
+			}
+			if tt.code == exitOK && stderr.Len() > 0 {
+				t.Errorf("stderr of a command that succeeded: %s", stderr.String())
+			}
+			if tt.code != exitOK && stdout.Len() > 0 {
+				t.Errorf("stdout of a command that failed: %s", stdout.String())
 			}
 			for _, w := range tt.stdout {
 				if !strings.Contains(stdout.String(), w) {
@@ -278,6 +291,12 @@ max_turn_time = "2h"
 				continue
 			}
 			if name == "Spending" { // set by run from the ledger it opened
+				continue
+			}
+			if name == "Activity" { // set by run from the audit trail and the console it opened
+				continue
+			}
+			if name == "Host" || name == "Standby" { // a binding's cluster hosts, set only under [cluster]
 				continue
 			}
 			if v.Field(i).IsZero() {

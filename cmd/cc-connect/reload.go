@@ -100,12 +100,17 @@ func (r *reloader) reload(ctx context.Context, why string) {
 		r.log.Info("Config reloaded: nothing changed", "path", path)
 		return
 	}
-	if held := clusterHeld(r.running, cfg, ch); len(held) > 0 {
+	if kept, held := clusterHold(r.running, cfg, ch); len(held) > 0 {
 		// Every host must route alike: applied by one host alone, a
-		// change of the bindings or platforms would split the bot.
-		r.log.Warn("Config change not applied: a cluster host applies changes of its [cluster], [[bindings]] and "+
-			"[[platforms]] when it restarts (docs/cluster.md)", "path", path, "keys", held)
-		return
+		// change of what routes events would split the bot. The rest
+		// (rights above all) applies now.
+		r.log.Warn("Config change held until a restart", "path", path, "keys", held,
+			"why", "every cluster host must route alike: [cluster], [[platforms]], which [[bindings]] exist and their "+
+				"platform, channel, workspace, host and standby change at a restart (docs/cluster.md)")
+		cfg, ch = kept, config.Diff(r.running, kept)
+		if ch.Empty() {
+			return
+		}
 	}
 	restart := slices.Clone(ch.Restart)
 

@@ -26,9 +26,7 @@ import (
 func loadConfig(path string, errOut io.Writer) *config.Config {
 	cfg, err := config.Load(path)
 	if errors.Is(err, config.ErrNotFound) {
-		fmt.Fprintf(errOut, "cc-connect: %v\n"+
-			"Start from the example: copy config.example.toml to %s and edit it (every key is\n"+
-			"described in docs/configuration.md), or point at another file with --config FILE.\n", err, path)
+		fmt.Fprintf(errOut, "cc-connect: %v\n%s", err, configNotFoundHint(path))
 		return nil
 	}
 	if err != nil {

@@ -91,15 +91,10 @@ type transcriptRow struct {
 // sessionsMain is `cc-connect sessions [--config FILE] [--json]`.
 func sessionsMain(ctx context.Context, configPath string, args []string, std stdio) int {
 	fs := flag.NewFlagSet("cc-connect sessions", flag.ContinueOnError)
-	fs.SetOutput(std.Err)
-	fs.Usage = func() { fmt.Fprint(std.Err, usageText) }
 	path := fs.String("config", configPath, "config file")
 	asJSON := fs.Bool("json", false, "print JSON for scripts")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
+	if code, ok := parseFlags(fs, args, std); !ok {
+		return code
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(std.Err, "cc-connect sessions: unexpected argument %q\n\n%s", fs.Arg(0), usageText)

@@ -41,7 +41,7 @@ import (
 // workspace cap is raised to 8 on both sides: under the default 4 the
 // sixth thread finds the workspace full, where spares give way and none
 // is started, and the figure would measure reaping instead (spare-hits
-// shows it; docs/performance.md gives that run too).
+// shows it; docs/performance-history.md gives that run too).
 //
 // send= is when each later message of a thread is sent: at-reply, the
 // moment its previous reply is posted (the previous turn's wrap-up, its

@@ -46,16 +46,11 @@ func worktreesMain(ctx context.Context, configPath string, args []string, std st
 		sub, args = args[0], args[1:]
 	}
 	fs := flag.NewFlagSet("cc-connect worktrees "+sub, flag.ContinueOnError)
-	fs.SetOutput(std.Err)
-	fs.Usage = func() { fmt.Fprint(std.Err, usageText) }
 	path := fs.String("config", configPath, "config file")
 	asJSON := fs.Bool("json", false, "print JSON for scripts (list)")
 	force := fs.Bool("force", false, "remove even with uncommitted changes or unmerged commits (remove)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
+	if code, ok := parseFlags(fs, args, std); !ok {
+		return code
 	}
 	switch {
 	case sub != "list" && sub != "remove" && sub != "prune":

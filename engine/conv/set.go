@@ -21,6 +21,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cc-connect/cc-connect/activity"
 	"github.com/cc-connect/cc-connect/agentproc"
 	"github.com/cc-connect/cc-connect/binding"
 	"github.com/cc-connect/cc-connect/ctxindicator"
@@ -90,7 +91,10 @@ type Deps struct {
 	Spares  *procs.Spares
 	Log     *slog.Logger
 	Metrics Metrics // never nil
-	Now     func() time.Time
+	// Activity receives what happens in conversations (package activity);
+	// never nil.
+	Activity activity.Sink
+	Now      func() time.Time
 }
 
 // Cluster is what a Set needs of the cluster (docs/cluster.md), set once
@@ -155,6 +159,7 @@ type Set struct {
 	log        *slog.Logger
 	now        func() time.Time
 	metrics    Metrics
+	activity   activity.Sink // never nil
 	store      *Store
 	cfg        *settings
 	threads    *threadChecks // which threads were read back (checks.go)
@@ -197,7 +202,7 @@ func NewSet(opts Options, d Deps) *Set {
 		opts.Agent.AppendSystemPrompt = joinPrompt(opts.Agent.AppendSystemPrompt, ctxindicator.SelfReportInstruction)
 	}
 	s := &Set{
-		host: d.Host, opts: opts, basePrompt: basePrompt, log: d.Log, now: d.Now, metrics: MetricsOf(d.Metrics),
+		host: d.Host, opts: opts, basePrompt: basePrompt, log: d.Log, now: d.Now, metrics: MetricsOf(d.Metrics), activity: activity.Or(d.Activity),
 		store: &Store{dir: opts.StateDir}, slots: d.Caps, spare: d.Spares,
 		spend:       &spending{ledger: opts.Spending, adminsExempt: opts.SpendAdminsExempt, clock: d.Now},
 		retireAfter: defaultRetireAfter, fetchTimeout: fetchTimeout, tailQuiet: tailQuiet, tailMaxWait: tailMaxWait,
