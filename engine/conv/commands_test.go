@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"maps"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -128,16 +129,18 @@ func TestCommandRights(t *testing.T) {
 	}
 }
 
-// docs are the docs that speak of chat commands. A list of them is marked:
-// it lies between "<!-- chat commands" and "<!-- end of chat commands -->",
-// the opening marker saying "with usages" when the list gives each
-// command's usage.
-var docs = []string{"../../README.md", "../../docs/slack.md", "../../docs/telegram.md", "../../docs/discord.md", "../../docs/turns.md"}
-
-// Every list of chat commands in the docs names each command of the
-// registry (with its usage where the list gives usages), and names no
-// other; no doc names a command the registry lacks.
+// Every list of chat commands in the docs (README.md, docs/*.md) names
+// each command of the registry, with its usage where the list gives
+// usages, and names no other; no doc names a command the registry lacks.
+// A list is marked: it lies between "<!-- chat commands" and "<!-- end of
+// chat commands -->", the opening marker saying "with usages" when the
+// list gives each command's usage.
 func TestDocsListTheRegistry(t *testing.T) {
+	docs, err := filepath.Glob("../../docs/*.md")
+	if err != nil || len(docs) == 0 {
+		t.Fatalf("no docs found: %v", err)
+	}
+	docs = append(docs, "../../README.md")
 	named := regexp.MustCompile("`[!/]([a-z]+)[^`]*`")
 	lists := 0
 	for _, path := range docs {
