@@ -79,7 +79,13 @@ func (a *Adapter) handUpdate(ctx context.Context, h platform.Handler, answers *s
 		if ru.CallbackQuery != nil && ru.CallbackQuery.Message != nil {
 			tf = *ru.CallbackQuery.Message
 		}
-		answers.Go(func() { a.answerPress(ctx, u.CallbackQuery.ID) })
+		// Telegram shows a spinner on the button until the press is
+		// answered: at once, beside the hand-over.
+		answers.Go(func() {
+			if _, err := a.call(ctx, "answerCallbackQuery", tgbotapi.Params{"callback_query_id": u.CallbackQuery.ID}); err != nil {
+				a.log.Warn("Answering Telegram button press failed", "error", err)
+			}
+		})
 		a.handleCallback(ctx, h, u.CallbackQuery, tf)
 	}
 	return true

@@ -100,15 +100,6 @@ func (a *Adapter) ResolvePermission(ctx context.Context, prompt platform.Target,
 	return nil
 }
 
-// answerPress answers a button press (Telegram shows a spinner until
-// then); the poll loop runs it on a goroutine of its own, beside the
-// press's hand-over.
-func (a *Adapter) answerPress(ctx context.Context, id string) {
-	if _, err := a.call(ctx, "answerCallbackQuery", tgbotapi.Params{"callback_query_id": id}); err != nil {
-		a.log.Warn("Answering Telegram button press failed", "error", err)
-	}
-}
-
 // handleCallback hands our buttons' presses to the engine.
 func (a *Adapter) handleCallback(ctx context.Context, h platform.Handler, q *tgbotapi.CallbackQuery, tf topicFields) {
 	if q.From == nil || q.Message == nil || q.Message.Chat == nil {
