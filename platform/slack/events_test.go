@@ -620,6 +620,32 @@ func TestAckDeadlineWhenHandlingIsSlow(t *testing.T) {
 	}
 }
 
+// TestNoDeadlineAckInACluster: with AckHandledOnly (a cluster host, whose
+// handler publishes the message to the cluster's stream) a message is
+// acked only once the handler took it, never at the ack deadline: one it
+// could not publish must come again from Slack.
+func TestNoDeadlineAckInACluster(t *testing.T) {
+	f := fakeslack.New(t)
+	cfg := testConfig(f)
+	cfg.AckHandledOnly = true
+	a, logs, _ := newAdapter(t, cfg)
+	a.ackWait = time.Nanosecond // a deadline would ack at once
+	h := blockingHandler{Handler: platformtest.NewHandler(), release: make(chan struct{})}
+	platformtest.Run(t, 10*time.Second, func(ctx context.Context) error { return a.Run(ctx, h) })
+	e := &env{t: t, a: a, f: f, rec: h.Handler, logs: logs, conn: f.WaitConn(t, 1)}
+	const envID = "env-cluster-1"
+	e.send(envID, "EvCluster1", fakeslack.MsgEvent("C1", "1700000970.000100", "U1", "publish me", nil))
+	h.Message(t)
+	// Nothing to wait on for an ack that must not come: a deadline's ack
+	// would be here long before this.
+	time.Sleep(200 * time.Millisecond)
+	if f.Acked(envID) {
+		t.Fatal("the envelope was acked at the deadline while the handler held the message")
+	}
+	close(h.release)
+	f.WaitAck(t, envID)
+}
+
 // TestLateAckRedeliveryWaitsForTheFirst: while the engine still holds a
 // message (its ack not sent), Slack delivers the event again. The copy is
 // not acknowledged before the first is: acking it while the first may
