@@ -22,7 +22,7 @@ func TestPattern(t *testing.T) {
 		{"cluster/...", "clusterx", false},
 		{"platform/*", "platform/slack", true},
 		{"platform/*", "platform", false},
-		{"platform/*", "platform/internal/lanes", false},
+		{"platform/*", "platform/internal/replykit", false},
 		{"internal/fake...", "internal/fakeapi", true},
 		{"internal/fake...", "internal/fakeclaude/cmd/fakeclaude", true},
 		{"internal/fake...", "internal/testenv", false},
