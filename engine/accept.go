@@ -24,22 +24,22 @@ const refusalText = "Sorry, you are not allowed to use the agent here. Ask an ad
 //  2. dedupe: one check (inbox.Seen.Claim) against every id journaled
 //     within the seen window; a second copy of a message being accepted
 //     waits for the first to be on disk;
-//  3. route: binding, allow list, mention, the conversation's session
-//     (created from its files when it has none in memory); a reply
-//     without a mention in a thread the engine does not know has the
-//     thread's root read back, and accepted first when it mentions the
-//     bot (threadroot.go); the first message of a known thread after a
-//     start has the messages before it that the engine never journaled
-//     read back and accepted first (ordergap.go): the platform calls on
-//     this path, each once per thread;
+//  3. route: binding, allow list, mention, the conversation (created
+//     from its files when it has none in memory); a reply without a
+//     mention in a thread the engine does not know is journaled with a
+//     check of the thread's root, and the first message of a known thread
+//     after a start with a check for the messages before it that no
+//     instance journaled: the conversation reads both back when the
+//     message reaches the head of its FIFO (conv/checks.go), never here;
 //  4. journal: one record, one fsync (journal.accept), which makes the id
 //     seen too, and the item is in the conversation's FIFO;
 //  5. return what it did (platform.Result): the adapter acknowledges.
 //
-// Nothing on it posts to the chat or downloads a file: notices ("Queued
+// Nothing on it calls the platform: notices ("Queued
 // (position n)", refusals) go to the conversation's control lane or, for
 // a conversation without a session, to a notifier goroutine (notify), and
-// attachments are fetched on the session goroutine before the turn.
+// attachments are fetched and senders named on the conversation's
+// goroutine before the turn.
 
 func ignored(why string) platform.Result {
 	return platform.Result{Status: platform.Ignored, Reason: why}
