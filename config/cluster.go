@@ -92,7 +92,7 @@ func (c *Config) ServedElsewhere(b Binding) bool {
 // validateCluster checks [cluster] and every binding's host and standby.
 // It runs before validateBindings resolves the workspaces, which it
 // compares as written.
-func (c *Config) validateCluster(dir string, d *decoder) (warnings []string) {
+func validateCluster(c *Config, dir string, d *decoder) (warnings []string) {
 	cl := c.Cluster
 	if cl == nil {
 		for i, b := range c.Bindings {
@@ -149,8 +149,8 @@ func (c *Config) validateCluster(dir string, d *decoder) (warnings []string) {
 			}
 		}
 	}
-	warnings = append(warnings, c.validateClusterFiles(dir, d)...)
-	warnings = append(warnings, c.validateEmbedded(d)...)
+	warnings = append(warnings, validateClusterFiles(c, dir, d)...)
+	warnings = append(warnings, validateEmbedded(c, d)...)
 	if !bad("lease_ttl") && (cl.LeaseTTL < Duration(3*time.Second) || cl.LeaseTTL > Duration(10*time.Minute)) {
 		d.failf("cluster.lease_ttl", "%s is out of range: between 3s and 10m (renewals go every third of it)", cl.LeaseTTL)
 	}
@@ -173,12 +173,12 @@ func (c *Config) validateCluster(dir string, d *decoder) (warnings []string) {
 			"may publish for, as any user, and hold this host's leases. Run cc-connect as root with agent.user set to a user of "+
 			"its own (docs/security.md)")
 	}
-	c.validateBindingHosts(dir, d)
+	validateBindingHosts(c, dir, d)
 	return warnings
 }
 
 // validateClusterFiles checks the credential and TLS files.
-func (c *Config) validateClusterFiles(dir string, d *decoder) (warnings []string) {
+func validateClusterFiles(c *Config, dir string, d *decoder) (warnings []string) {
 	cl := c.Cluster
 	if cl.CredsFile != "" && cl.NKeySeedFile != "" {
 		d.failf("cluster.nkey_seed_file", "set together with cluster.creds_file: use one (a creds file holds its own seed)")
@@ -222,7 +222,7 @@ func (c *Config) validateClusterFiles(dir string, d *decoder) (warnings []string
 }
 
 // validateEmbedded checks the embedded server's keys.
-func (c *Config) validateEmbedded(d *decoder) (warnings []string) {
+func validateEmbedded(c *Config, d *decoder) (warnings []string) {
 	cl := c.Cluster
 	if !cl.Embedded {
 		def := defaultCluster()
@@ -312,7 +312,7 @@ func (c *Config) validateEmbedded(d *decoder) (warnings []string) {
 }
 
 // validateBindingHosts checks each binding's host and standbys.
-func (c *Config) validateBindingHosts(dir string, d *decoder) {
+func validateBindingHosts(c *Config, dir string, d *decoder) {
 	cl := c.Cluster
 	type owners struct {
 		i       int

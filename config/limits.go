@@ -22,7 +22,7 @@ const (
 
 // validateLimits refuses sizes, durations and counts past their bounds and
 // warns about values that defeat what the key is for.
-func (c *Config) validateLimits(d *decoder) (warnings []string) {
+func validateLimits(c *Config, d *decoder) (warnings []string) {
 	bad := func(key string) bool { return d.failed[key] }
 	for _, s := range []struct {
 		key string
@@ -91,7 +91,7 @@ func sizeText(s Size) string {
 // check: anyone in the channel an admin, or Claude Code's permission
 // prompts skipped. They are valid (a sandbox may want them), so they are
 // warnings, shown by check, doctor and run.
-func (c *Config) dangerWarnings() (warnings []string) {
+func dangerWarnings(c *Config) (warnings []string) {
 	for i, b := range c.Bindings {
 		if slices.Contains(b.Admins, "*") {
 			what := "everyone allowed in this binding is an admin: they may resume any session id"

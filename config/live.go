@@ -42,7 +42,7 @@ func (b Binding) ProgressOf() string {
 }
 
 // validateLive checks the keys in this file.
-func (c *Config) validateLive(d *decoder) (warnings []string) {
+func validateLive(c *Config, d *decoder) (warnings []string) {
 	for _, dur := range []struct {
 		key string
 		val Duration

@@ -85,8 +85,8 @@ func load(path string, lookup func(string) (string, bool)) (*Config, error) {
 
 	decodeBindingEnv(raw, &cfg, d)
 
-	cfg.Warnings = cfg.validate(filepath.Dir(abs), d)
-	cfg.Warnings = append(cfg.Warnings, cfg.validateSecrets(raw, d)...)
+	cfg.Warnings = validate(&cfg, filepath.Dir(abs), d)
+	cfg.Warnings = append(cfg.Warnings, validateSecrets(&cfg, raw, d)...)
 	if info, err := os.Stat(abs); err == nil && info.Mode().Perm()&0o077 != 0 {
 		for _, key := range cfg.LiteralSecrets {
 			cfg.Warnings = append(cfg.Warnings, fmt.Sprintf(

@@ -6,7 +6,7 @@ import "net"
 // unless allow_remote says the admin means it: the metrics name platform
 // instances and show when people work, which is nobody else's business.
 // (The metrics package refuses it again when listening; this names the key.)
-func (c *Config) validateMetrics(d *decoder) {
+func validateMetrics(c *Config, d *decoder) {
 	m := c.Metrics
 	if d.failed["metrics.addr"] || m.Addr == "" {
 		return

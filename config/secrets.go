@@ -153,7 +153,7 @@ func (c *Config) SecretValues() []string {
 // validateSecrets checks agent.env_drop and agent.user and keeps agent.env
 // from handing the agent a platform token, through d; it returns the
 // warnings for settings that weaken the default.
-func (c *Config) validateSecrets(raw map[string]any, d *decoder) (warnings []string) {
+func validateSecrets(c *Config, raw map[string]any, d *decoder) (warnings []string) {
 	c.SecretVars = secretRefs(raw)
 	// What those variables held when the file was read is secret too: a
 	// copy of it under another name is a copy of (part of) a token.
@@ -193,7 +193,7 @@ func (c *Config) validateSecrets(raw map[string]any, d *decoder) (warnings []str
 		rawEnv, _ = agent["env"].(map[string]any)
 	}
 	tokens := c.secretValues() // value -> key
-	c.checkEnvSecrets("agent.env", a.Env, rawEnv, tokens, d)
+	checkEnvSecrets(c, "agent.env", a.Env, rawEnv, tokens, d)
 	bindings, _ := raw["bindings"].([]any)
 	for i := range c.Bindings {
 		var rawB map[string]any
@@ -202,7 +202,7 @@ func (c *Config) validateSecrets(raw map[string]any, d *decoder) (warnings []str
 				rawB, _ = m["env"].(map[string]any)
 			}
 		}
-		c.checkEnvSecrets(fmt.Sprintf("bindings[%d].env", i), c.Bindings[i].Env, rawB, tokens, d)
+		checkEnvSecrets(c, fmt.Sprintf("bindings[%d].env", i), c.Bindings[i].Env, rawB, tokens, d)
 	}
 
 	if !d.failed["agent.user"] && strings.TrimSpace(a.User) != "" {
@@ -291,7 +291,7 @@ func (c *Config) CheckRoot() error {
 // from handing the agent a secret: by the variable's name, by a ${VAR} it
 // takes, or by its value. rawEnv is the entry's raw table, for
 // the references before expansion.
-func (c *Config) checkEnvSecrets(prefix string, env map[string]Secret, rawEnv map[string]any, tokens map[string]string, d *decoder) {
+func checkEnvSecrets(c *Config, prefix string, env map[string]Secret, rawEnv map[string]any, tokens map[string]string, d *decoder) {
 	keys := slices.Sorted(maps.Keys(env))
 	for _, k := range keys {
 		key := prefix + "." + k

@@ -135,7 +135,7 @@ func (b Binding) Overrides() []string {
 }
 
 // validateChat checks [chat].
-func (c *Config) validateChat(d *decoder) {
+func validateChat(c *Config, d *decoder) {
 	ch := c.Chat
 	bad := func(k string) bool { return d.failed["chat."+k] }
 	if !bad("notify_after") && (ch.NotifyAfter < 0 || ch.NotifyAfter.D() > maxDuration) {
@@ -152,7 +152,7 @@ func (c *Config) validateChat(d *decoder) {
 
 // validateTeamBinding checks b's overrides the way validateAgent and
 // validate check the global keys, naming bindings[i].key.
-func (c *Config) validateTeamBinding(key string, b *Binding, d *decoder) (warnings []string) {
+func validateTeamBinding(c *Config, key string, b *Binding, d *decoder) (warnings []string) {
 	bad := func(k string) bool { return d.failed[key+"."+k] }
 	if b.Model != nil && !bad("model") && strings.TrimSpace(*b.Model) != *b.Model {
 		d.failf(key+".model", "%q has spaces around it", *b.Model)
@@ -210,7 +210,7 @@ func (c *Config) validateTeamBinding(key string, b *Binding, d *decoder) (warnin
 }
 
 // validateFilesSendMax checks files.send_file_max_size.
-func (c *Config) validateFilesSendMax(d *decoder) {
+func validateFilesSendMax(c *Config, d *decoder) {
 	s := c.Files.SendFileMaxSize
 	switch {
 	case d.failed["files.send_file_max_size"]:

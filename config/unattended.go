@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -17,6 +16,7 @@ import (
 	// tzdata (a slim container) must still know them.
 	_ "time/tzdata"
 
+	"github.com/cc-connect/cc-connect/binding"
 	"github.com/cc-connect/cc-connect/schedule"
 	"github.com/cc-connect/cc-connect/webhook"
 )
@@ -143,14 +143,13 @@ func (d *decoder) decodeUSD(path string, val any, v reflect.Value) {
 
 // routes reports whether a binding takes messages of platform's channel.
 func (c *Config) routes(platform, channel string) bool {
-	return slices.ContainsFunc(c.Bindings, func(b Binding) bool {
-		return b.Platform == platform && (b.Channel == channel || b.Channel == "*")
-	})
+	_, ok := binding.Route(c.BindingSpecs(), platform, channel)
+	return ok
 }
 
 // checkTarget checks the platform and channel of a schedule or a hook:
 // concrete, and routed by a binding.
-func (c *Config) checkTarget(d *decoder, key, platform, channel string) {
+func checkTarget(c *Config, d *decoder, key, platform, channel string) {
 	if d.failed[key+".platform"] || d.failed[key+".channel"] {
 		return
 	}
@@ -170,7 +169,7 @@ func (c *Config) checkTarget(d *decoder, key, platform, channel string) {
 
 // validateUnattended checks [[schedules]], [webhooks], [spend] and the
 // bindings' worktree and cap keys.
-func (c *Config) validateUnattended(d *decoder) (warnings []string) {
+func validateUnattended(c *Config, d *decoder) (warnings []string) {
 	bad := func(key string) bool { return d.failed[key] }
 	names := map[string]int{}
 	for i, s := range c.Schedules {
@@ -185,7 +184,7 @@ func (c *Config) validateUnattended(d *decoder) (warnings []string) {
 			}
 			names[s.Name] = i
 		}
-		c.checkTarget(d, key, s.Platform, s.Channel)
+		checkTarget(c, d, key, s.Platform, s.Channel)
 		if !bad(key+".cron") && !bad(key+".timezone") {
 			if s.Cron == "" {
 				d.failf(key+".cron", `is required, e.g. "30 2 * * *" (minute hour day month weekday)`)
@@ -254,7 +253,7 @@ func (c *Config) validateUnattended(d *decoder) (warnings []string) {
 				secrets[h.Secret.Reveal()] = i
 			}
 		}
-		c.checkTarget(d, key, h.Platform, h.Channel)
+		checkTarget(c, d, key, h.Platform, h.Channel)
 		if !bad(key+".sender") && h.Sender != "" && h.Sender != string(webhook.SenderGitHub) && h.Sender != string(webhook.SenderGeneric) {
 			d.failf(key+".sender", "%q is not github or generic", h.Sender)
 		}

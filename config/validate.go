@@ -33,7 +33,7 @@ var platformKeys = map[string][]string{
 // validate resolves paths and checks every value, reporting problems
 // through d (skipping keys whose decoding already failed). It returns
 // warnings: settings that are valid but probably not meant.
-func (c *Config) validate(dir string, d *decoder) (warnings []string) {
+func validate(c *Config, dir string, d *decoder) (warnings []string) {
 	bad := func(key string) bool { return d.failed[key] }
 
 	if !bad("state.dir") {
@@ -72,27 +72,27 @@ func (c *Config) validate(dir string, d *decoder) (warnings []string) {
 		d.failf("log.format", "%q is not one of %s", c.Log.Format, strings.Join(logFormats, ", "))
 	}
 
-	c.validateAgent(d)
-	c.validateChat(d)
-	c.validateFilesSendMax(d)
-	warnings = append(warnings, c.validateLimits(d)...)
-	warnings = append(warnings, c.validateLive(d)...)
-	warnings = append(warnings, c.dangerWarnings()...)
+	validateAgent(c, d)
+	validateChat(c, d)
+	validateFilesSendMax(c, d)
+	warnings = append(warnings, validateLimits(c, d)...)
+	warnings = append(warnings, validateLive(c, d)...)
+	warnings = append(warnings, dangerWarnings(c)...)
 	// (Claude Code refuses as root only; with agent.user it runs as that
 	// user. RunAs is resolved after this, so the key is read here.)
 	asRoot := os.Getuid() == 0 && (c.Agent.User == "" || c.Agent.User == "0" || c.Agent.User == "root")
 	if c.Agent.PermissionMode == "bypassPermissions" && asRoot && c.Agent.Env["IS_SANDBOX"] != "1" && os.Getenv("IS_SANDBOX") != "1" {
 		warnings = append(warnings, `agent.permission_mode: Claude Code refuses bypassPermissions when run as root unless IS_SANDBOX=1 is set (in agent.env, inside a sandbox)`)
 	}
-	warnings = append(warnings, c.validatePlatforms(d)...)
-	warnings = append(warnings, c.validateCluster(dir, d)...) // before validateBindings resolves workspaces
-	warnings = append(warnings, c.validateBindings(dir, d)...)
-	c.validateMetrics(d)
-	warnings = append(warnings, c.validateUnattended(d)...)
+	warnings = append(warnings, validatePlatforms(c, d)...)
+	warnings = append(warnings, validateCluster(c, dir, d)...) // before validateBindings resolves workspaces
+	warnings = append(warnings, validateBindings(c, dir, d)...)
+	validateMetrics(c, d)
+	warnings = append(warnings, validateUnattended(c, d)...)
 	return warnings
 }
 
-func (c *Config) validateAgent(d *decoder) {
+func validateAgent(c *Config, d *decoder) {
 	a := &c.Agent
 	bad := func(key string) bool { return d.failed["agent."+key] }
 	if !bad("command") && strings.TrimSpace(a.Command) == "" {
@@ -148,7 +148,7 @@ func (c *Config) validateAgent(d *decoder) {
 	}
 }
 
-func (c *Config) validatePlatforms(d *decoder) (warnings []string) {
+func validatePlatforms(c *Config, d *decoder) (warnings []string) {
 	if len(c.Platforms) == 0 && !d.failed["platforms"] {
 		d.failf("platforms", "at least one [[platforms]] entry is required")
 	}
@@ -322,7 +322,7 @@ func redactURL(raw string) string {
 	return u.String()
 }
 
-func (c *Config) validateBindings(dir string, d *decoder) (warnings []string) {
+func validateBindings(c *Config, dir string, d *decoder) (warnings []string) {
 	if len(c.Bindings) == 0 && !d.failed["bindings"] {
 		d.failf("bindings", "at least one [[bindings]] entry is required (which channel drives which workspace)")
 	}
@@ -393,7 +393,7 @@ func (c *Config) validateBindings(dir string, d *decoder) (warnings []string) {
 				}
 			}
 		}
-		warnings = append(warnings, c.validateTeamBinding(key, b, d)...)
+		warnings = append(warnings, validateTeamBinding(c, key, b, d)...)
 		if len(b.AllowUsers) == 0 && !bad("allow_users") {
 			warnings = append(warnings, fmt.Sprintf(`%s.allow_users is empty: nobody may use this binding (write ["*"] for everyone in the channel)`, key))
 		}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cc-connect/cc-connect/agentproc"
+	"github.com/cc-connect/cc-connect/engine/procs"
 )
 
 // fakeAgents is an in-memory stand-in for the claude CLI behind spawnFunc,
@@ -124,7 +126,7 @@ func (fa *fakeAgents) history(id string) []string {
 	return append([]string(nil), fa.sessions[id]...)
 }
 
-func (fa *fakeAgents) spawn(ctx context.Context, cfg agentproc.Config, opts agentproc.StartOptions, log *slog.Logger) (agentProcess, error) {
+func (fa *fakeAgents) spawn(ctx context.Context, cfg agentproc.Config, opts agentproc.StartOptions, log *slog.Logger) (procs.Process, error) {
 	fa.mu.Lock()
 	defer fa.mu.Unlock()
 	fa.spawns = append(fa.spawns, opts)
@@ -181,7 +183,7 @@ type fakeProc struct {
 	pending string
 }
 
-var _ agentProcess = (*fakeProc)(nil)
+var _ procs.Process = (*fakeProc)(nil)
 
 // badSessionID is what [[BADID]] reports as the session id: a CLI (or a
 // stand-in for one) whose id could pass for a flag.
@@ -238,7 +240,7 @@ type fakeLine struct {
 	reply      string
 }
 
-func (p *fakeProc) StartTurn(ctx context.Context, msg agentproc.UserMessage) (agentTurn, error) {
+func (p *fakeProc) StartTurn(ctx context.Context, msg agentproc.UserMessage) (procs.Turn, error) {
 	return startFakeTurn(func(on func(agentproc.Event)) (*agentproc.Result, error) {
 		return p.fa.transcribe(p, msg, func() (*agentproc.Result, error) { return p.turn(ctx, msg.Text, on) })
 	}), nil
@@ -293,7 +295,7 @@ func (p *fakeProc) turn(ctx context.Context, text string, on func(agentproc.Even
 	}
 	// Like the CLI, a read-only process reports the narrowed tool set
 	// and plan mode (agentproc.BuildArgs).
-	tools, mode := []string{"Bash", "Edit", "Read", "Write"}, orDefault(p.opts.PermissionMode, "default")
+	tools, mode := []string{"Bash", "Edit", "Read", "Write"}, cmp.Or(p.opts.PermissionMode, "default")
 	if p.opts.ReadOnly && !ignoreReadOnly {
 		tools, mode = agentproc.ReadOnlyTools, "plan"
 	}
@@ -496,7 +498,7 @@ func (t *fakeTurn) Result() (*agentproc.Result, error) {
 // fakeTranscripts lists the fake's sessions for !sessions.
 type fakeTranscripts struct {
 	fa   *fakeAgents
-	list []sessionInfo
+	list []procs.SessionInfo
 }
 
 func (ft *fakeTranscripts) Find(id string) (string, int64, error) {
@@ -508,7 +510,7 @@ func (ft *fakeTranscripts) Find(id string) (string, int64, error) {
 	return "/projects/" + id + ".jsonl", 1234, nil
 }
 
-func (ft *fakeTranscripts) List(cwd string) ([]sessionInfo, error) { return ft.list, nil }
+func (ft *fakeTranscripts) List(cwd string) ([]procs.SessionInfo, error) { return ft.list, nil }
 
 // line finds the message u in the fake transcript at path.
 func (ft *fakeTranscripts) line(path, u string) (fakeLine, bool) {

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cc-connect/cc-connect/binding"
+	"github.com/cc-connect/cc-connect/engine/render"
 	"github.com/cc-connect/cc-connect/platform"
 )
 
@@ -68,17 +70,17 @@ func TestApproversAnswerText(t *testing.T) {
 
 // Without approvers every allowed user answers, as before the key existed.
 func TestApproversDefaultToAllowedUsers(t *testing.T) {
-	b := Binding{AllowUsers: []string{"alice", "bob"}}
+	b := binding.Binding{AllowUsers: []string{"alice", "bob"}}
 	for user, want := range map[string]bool{"alice": true, "bob": true, "mallory": false, "": false} {
-		if got := b.approver(user); got != want {
+		if got := b.Approver(user); got != want {
 			t.Errorf("approver(%q) = %v, want %v", user, got, want)
 		}
 	}
 	b.Approvers = []string{"*"}
-	if !b.approver("alice") || b.approver("mallory") {
+	if !b.Approver("alice") || b.Approver("mallory") {
 		t.Error(`approvers ["*"] must mean every allowed user, and only them`)
 	}
-	if strings.Contains(notApproverText("", "U1"), "%") {
+	if strings.Contains(render.NotApprover("U1"), "%") {
 		t.Error("refusal text is malformed")
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cc-connect/cc-connect/engine/conv"
 	"github.com/cc-connect/cc-connect/inbox"
 	"github.com/cc-connect/cc-connect/platform"
 )
@@ -77,7 +78,7 @@ func TestLargeMessageBecomesArtifact(t *testing.T) {
 	if len(prompt) >= len(big) || strings.Contains(prompt, h.ws) || strings.Contains(prompt, os.TempDir()) {
 		t.Errorf("prompt is %d bytes or names a host path:\n%s", len(prompt), prompt)
 	}
-	ws := h.e.pool.GetOrCreate(h.ws).Path
+	ws := h.e.routes.pool.normalize(h.ws)
 	stored, err := os.ReadFile(filepath.Join(ws, rel))
 	if err != nil || string(stored) != big {
 		t.Fatalf("artifact = %d bytes, %v; want the whole message", len(stored), err)
@@ -145,7 +146,7 @@ func TestAttachmentsDownloadedAndNamed(t *testing.T) {
 	h.rec.waitSend(t, "echo: see the files")
 	h.waitIdle()
 	prompt := lastTurn(t, h)
-	ws := h.e.pool.GetOrCreate(h.ws).Path
+	ws := h.e.routes.pool.normalize(h.ws)
 	notesRel := ".cc-connect/attachments/" + sha(notes)[:16] + "-notes.txt"
 	pngRel := ".cc-connect/attachments/" + sha(string(png))[:16] + "-shot.png"
 	for _, want := range []string{
@@ -205,7 +206,7 @@ func TestTextAttachmentsCountTowardArtifact(t *testing.T) {
 	if rel == "" || len(prompt) > 4000 {
 		t.Fatalf("prompt (%d bytes) does not point to an artifact:\n%s", len(prompt), prompt)
 	}
-	stored, err := os.ReadFile(filepath.Join(h.e.pool.GetOrCreate(h.ws).Path, rel))
+	stored, err := os.ReadFile(filepath.Join(h.e.routes.pool.normalize(h.ws), rel))
 	if err != nil || !strings.Contains(string(stored), "summarize") || !strings.Contains(string(stored), content[:len(content)-1]) ||
 		!strings.Contains(string(stored), ".cc-connect/attachments/") {
 		t.Errorf("artifact = %d bytes, %v; want the message, the attachment's path and its text", len(stored), err)
@@ -295,7 +296,7 @@ func TestAttachmentsSurviveRestart(t *testing.T) {
 func TestAttachmentStoredByLandedVersion(t *testing.T) {
 	h := newHarness(t, nil)
 	h.stop()
-	ws := h.e.pool.GetOrCreate(h.ws).Path
+	ws := h.e.routes.pool.normalize(h.ws)
 	store := func(name, content string) inbox.Attachment {
 		rel := ".cc-connect/attachments/" + sha(content)[:16] + "-" + name
 		if err := os.MkdirAll(filepath.Join(ws, ".cc-connect", "attachments"), 0o700); err != nil {
@@ -310,7 +311,7 @@ func TestAttachmentStoredByLandedVersion(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(ws, filepath.FromSlash(changed.Path)), []byte("swapped\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	in, err := inbox.Open(inboxPath(h.opts.StateDir, t1Key), inbox.Limits{}, nil)
+	in, err := inbox.Open(conv.InboxPath(h.opts.StateDir, t1Key), inbox.Limits{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -341,7 +342,7 @@ func TestAttachmentStoredByLandedVersion(t *testing.T) {
 // with that attachment refused.
 func TestAttachmentFetchIsNotOnTheAcceptPath(t *testing.T) {
 	h := newHarness(t, nil)
-	h.e.fetchTimeout = 50 * time.Millisecond
+	h.e.convs.SetTestHooks(conv.TestHooks{FetchTimeout: 50 * time.Millisecond})
 	// The download waits for HandleMessage to return: were it on the
 	// accept path, HandleMessage would never return.
 	returned := make(chan struct{})

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/cc-connect/cc-connect/engine/conv"
 )
 
 // TestBusyCountedBeforeTheLoopCanFinishIt is the hang WaitIdle had under
@@ -22,7 +24,7 @@ func TestBusyCountedBeforeTheLoopCanFinishIt(t *testing.T) {
 	held, release := make(chan struct{}), make(chan struct{})
 	var mu sync.Mutex // guards low, done and armed
 	low, done, armed := 0, 0, false
-	h.e.testHookQueued = func() {
+	queued := func() {
 		mu.Lock()
 		hold := armed
 		armed = false
@@ -36,8 +38,7 @@ func TestBusyCountedBeforeTheLoopCanFinishIt(t *testing.T) {
 		case <-time.After(waitLimit):
 		}
 	}
-	h.e.busy.mu.Lock()
-	h.e.busy.onAdd = func(delta, n int) {
+	h.e.convs.SetTestHooks(conv.TestHooks{Queued: queued, BusyChanged: func(delta, n int) {
 		mu.Lock()
 		defer mu.Unlock()
 		low = min(low, n)
@@ -46,8 +47,7 @@ func TestBusyCountedBeforeTheLoopCanFinishIt(t *testing.T) {
 				close(release) // both turns ran and were uncounted
 			}
 		}
-	}
-	h.e.busy.mu.Unlock()
+	}})
 
 	h.say("alice", "T1", "one [[WAIT]]")
 	h.fa.waitFor(t, "the first turn to run", func(fa *fakeAgents) bool { return fa.waiting == 1 })
@@ -71,41 +71,7 @@ func TestBusyCountedBeforeTheLoopCanFinishIt(t *testing.T) {
 	if low < 0 {
 		t.Errorf("the busy count fell to %d: a turn was uncounted before it was counted", low)
 	}
-	if n := h.e.busy.count(); n != 0 {
+	if n := h.e.convs.Outstanding(); n != 0 {
 		t.Errorf("busy count %d after WaitIdle, want 0", n)
-	}
-}
-
-func TestBusyCount(t *testing.T) {
-	b := newBusyCount()
-	if err := b.wait(context.Background()); err != nil {
-		t.Fatalf("wait on a zero count: %v", err)
-	}
-	b.add(2)
-	done := make(chan error, 1)
-	go func() { done <- b.wait(context.Background()) }()
-	b.add(-1)
-	select {
-	case err := <-done:
-		t.Fatalf("wait returned (%v) with one item still counted", err)
-	default:
-	}
-	b.add(-1)
-	if err := <-done; err != nil {
-		t.Fatalf("wait: %v", err)
-	}
-
-	// A decrement that overtakes its increment heals once the increment
-	// lands, rather than clamping and sticking at one.
-	b.add(-1)
-	b.add(1)
-	if n := b.count(); n != 0 {
-		t.Fatalf("count %d after -1 then +1, want 0", n)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	b.add(1)
-	cancel()
-	if err := b.wait(ctx); err != context.Canceled {
-		t.Fatalf("wait with a cancelled ctx = %v, want context.Canceled", err)
 	}
 }

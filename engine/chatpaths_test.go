@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/cc-connect/cc-connect/agentproc"
+	"github.com/cc-connect/cc-connect/engine/conv"
 	"github.com/cc-connect/cc-connect/lease"
 )
 
@@ -33,12 +34,12 @@ func TestFailureNoticesNameNoHostPath(t *testing.T) {
 		notice string // what the failure posts
 	}{
 		{"corrupt session record", false, false, func(t *testing.T, h *harness) *harness {
-			writeFile(t, h.e.store.path(t1Key), "{not json")
+			writeFile(t, conv.NewStore(h.opts.StateDir).Path(t1Key), "{not json")
 			h.say("alice", "T1", "hello")
 			return h
 		}, "Stored state for this conversation was unreadable"},
 		{"corrupt inbox journal", false, false, func(t *testing.T, h *harness) *harness {
-			writeFile(t, inboxPath(h.opts.StateDir, t1Key), "garbage\n"+`{"op":"ack","id":"x"}`+"\n")
+			writeFile(t, conv.InboxPath(h.opts.StateDir, t1Key), "garbage\n"+`{"op":"ack","id":"x"}`+"\n")
 			h.say("alice", "T1", "hello")
 			return h
 		}, "message journal could not be read"},
@@ -63,8 +64,8 @@ func TestFailureNoticesNameNoHostPath(t *testing.T) {
 			h.say("alice", "T1", "hello")
 			h.rec.waitSend(t, "echo: hello")
 			h.waitIdle()
-			sid := h.e.sessions[t1Key].rb.sessionID()
-			h.e.sessions[t1Key].mb.pushControl(control{kind: ctrlReap})
+			sid := h.e.convs.Lookup(t1Key).Record().SessionID
+			h.e.convs.Lookup(t1Key).Reap()
 			// The lease is dropped once the reaped process has exited;
 			// nothing signals that but the lock itself.
 			pollFor(t, "the reaped process to drop its session lease", func() bool {
@@ -81,13 +82,13 @@ func TestFailureNoticesNameNoHostPath(t *testing.T) {
 		{"recovery of a cut turn held elsewhere", true, false, func(t *testing.T, h *harness) *harness {
 			h.stop()
 			sid, u := uuid.NewString(), uuid.NewString()
-			stageCutTurn(t, h, record{SessionID: sid}, u, "the cut turn")
+			stageCutTurn(t, h, conv.Record{SessionID: sid}, u, "the cut turn")
 			hold(t, h, sid)
 			return h.restart()
 		}, "could not be recovered"},
 		{"sessions cannot be listed", true, false, func(t *testing.T, h *harness) *harness {
 			cfgDir := h.opts.Agent.Env["CLAUDE_CONFIG_DIR"]
-			writeFile(t, agentproc.ProjectDir(cfgDir, h.e.pool.GetOrCreate(h.ws).Path), "not a folder")
+			writeFile(t, agentproc.ProjectDir(cfgDir, h.e.routes.pool.normalize(h.ws)), "not a folder")
 			h.say("alice", "T1", "!sessions")
 			return h
 		}, "Could not list sessions"},
@@ -131,22 +132,5 @@ func writeFile(t *testing.T, path, content string) {
 	}
 	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
 		t.Fatal(err)
-	}
-}
-
-func TestRedactPaths(t *testing.T) {
-	for _, tt := range []struct{ in, want string }{
-		{"chdir /srv/app: no such file or directory", "chdir <path>: no such file or directory"},
-		{`open "/var/lib/cc-connect/inbox/x.jsonl": permission denied`, `open "<path>": permission denied`},
-		{"lock file /state/locks/sessions/a.lock)", "lock file <path>)"},
-		{"see https://example.com/a/b and 1/2 and and/or", "see https://example.com/a/b and 1/2 and and/or"},
-		{"a lone / slash", "a lone / slash"},
-		{"Not logged in · Please run /login", "Not logged in · Please run /login"},
-		{"(/compact failed: /srv/x/y)", "(/compact failed: <path>)"},
-		{"ends at /tmp/x.", "ends at <path>."},
-	} {
-		if got := redactPaths(tt.in); got != tt.want {
-			t.Errorf("redactPaths(%q) = %q, want %q", tt.in, got, tt.want)
-		}
 	}
 }

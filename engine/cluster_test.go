@@ -11,10 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cc-connect/cc-connect/binding"
 	"github.com/cc-connect/cc-connect/cluster"
 	"github.com/cc-connect/cc-connect/cluster/clustertest"
 	"github.com/cc-connect/cc-connect/cluster/ingress"
 	"github.com/cc-connect/cc-connect/cluster/names"
+	"github.com/cc-connect/cc-connect/engine/conv"
 	"github.com/cc-connect/cc-connect/platform"
 )
 
@@ -49,7 +51,7 @@ func (c *clusterHost) halt() {
 func startClusterHost(t *testing.T, name, url string, stopAt ...func(string) bool) *clusterHost {
 	t.Helper()
 	h := newHarness(t, func(o *Options, c *harnessConfig) {
-		o.Bindings[0].Progress = ProgressQuiet // the reply only: one post per turn
+		o.Bindings[0].Progress = binding.ProgressQuiet // the reply only: one post per turn
 		if len(stopAt) > 0 {
 			c.stopAt = stopAt[0] // the restart (restartClusterHost) does not keep it
 		}
@@ -72,7 +74,7 @@ func startClusterHost(t *testing.T, name, url string, stopAt ...func(string) boo
 	t.Cleanup(node.Close)
 	sctx2, stop := context.WithCancel(context.Background())
 	ch := &clusterHost{name: name, h: nh, node: node, settings: s, stop: stop, done: make(chan error, 1)}
-	go func() { ch.done <- node.ServeBinding(sctx2, fakeAll, ci) }()
+	go func() { ch.done <- node.ServeBinding(sctx2, fakeAll, testLink{ci}) }()
 	t.Cleanup(ch.halt)
 	return ch
 }
@@ -86,7 +88,7 @@ func runClusterEngine(t *testing.T, name string, h *harness, node **cluster.Node
 		t.Fatal(err)
 	}
 	e.spawn, e.tx = h.fa.spawn, h.ft
-	e.stopAt = h.cfg.stopAt
+	e.convs.SetTestHooks(conv.TestHooks{StopAt: h.cfg.stopAt})
 	h.cfg.stopAt = nil
 	rec := newFakePlatform("fake")
 	rec.files = h.cfg.files
@@ -110,7 +112,7 @@ func restartClusterHost(t *testing.T, c *clusterHost) *clusterHost {
 	nh, ci := runClusterEngine(t, c.name, c.h, &node)
 	ctx, stop := context.WithCancel(context.Background())
 	nc := &clusterHost{name: c.name, h: nh, node: c.node, stop: stop, done: make(chan error, 1)}
-	go func() { nc.done <- c.node.ServeBinding(ctx, fakeAll, ci) }()
+	go func() { nc.done <- c.node.ServeBinding(ctx, fakeAll, testLink{ci}) }()
 	t.Cleanup(nc.halt)
 	return nc
 }
@@ -247,15 +249,15 @@ func TestClusterKilledBetweenSettleAndReply(t *testing.T) {
 	srv := clustertest.Single(t)
 	var killed atomic.Bool
 	a := startClusterHost(t, "a", srv.ClientURL(), func(p string) bool {
-		if p == pointSettled {
+		if p == conv.PointSettled {
 			killed.Store(true)
 			return true
 		}
-		return killed.Load() && p == pointReplied // the rest of the turn dies with it
+		return killed.Load() && p == conv.PointReplied // the rest of the turn dies with it
 	})
 	publish(t, a, "k-1", "T1", "settled then killed")
 	pollFor(t, "the event settled, the reply not posted", func() bool {
-		return killed.Load() && a.h.e.busy.count() == 0
+		return killed.Load() && a.h.e.convs.Outstanding() == 0
 	})
 	if e := a.echoes(); len(e) != 0 {
 		t.Fatalf("posted %q before the kill point", e)
@@ -282,7 +284,7 @@ func killAt(point string, killed *atomic.Bool) func(string) bool {
 			killed.Store(true)
 			return true
 		}
-		return killed.Load() && p == pointReplied
+		return killed.Load() && p == conv.PointReplied
 	}
 }
 
@@ -310,7 +312,7 @@ func restartKilled(t *testing.T, c *clusterHost) *clusterHost {
 	t.Cleanup(node.Close)
 	ctx, stop := context.WithCancel(context.Background())
 	nc := &clusterHost{name: c.name, h: nh, node: node, settings: c.settings, stop: stop, done: make(chan error, 1)}
-	go func() { nc.done <- node.ServeBinding(ctx, fakeAll, ci) }()
+	go func() { nc.done <- node.ServeBinding(ctx, fakeAll, testLink{ci}) }()
 	t.Cleanup(nc.halt)
 	return nc
 }
@@ -325,10 +327,10 @@ func restartKilled(t *testing.T, c *clusterHost) *clusterHost {
 func TestClusterUnsettledReplyWaitsForTheLease(t *testing.T) {
 	srv := clustertest.Single(t)
 	var killed atomic.Bool
-	a := startClusterHost(t, "a", srv.ClientURL(), killAt(pointSettling, &killed))
+	a := startClusterHost(t, "a", srv.ClientURL(), killAt(conv.PointSettling, &killed))
 	b := startClusterHost(t, "b", srv.ClientURL())
 	publish(t, a, "u-1", "T1", "marked then killed")
-	pollFor(t, "the reply marked, the event not settled", func() bool { return killed.Load() && a.h.e.busy.count() == 0 })
+	pollFor(t, "the reply marked, the event not settled", func() bool { return killed.Load() && a.h.e.convs.Outstanding() == 0 })
 	a.kill()
 	if got := b.waitEchoes(t, 1); got[0] != "marked then killed" {
 		t.Fatalf("the standby's replies = %q", got)
@@ -337,7 +339,7 @@ func TestClusterUnsettledReplyWaitsForTheLease(t *testing.T) {
 	waitInHand(t, b.node, 0) // settled by the standby
 
 	a2 := restartKilled(t, a)
-	<-a2.h.e.runs.ready // recovery has opened the journal
+	<-a2.h.e.convs.Ready() // recovery has opened the journal
 	a2.h.waitIdle()
 	if e := a2.echoes(); len(e) != 0 {
 		t.Fatalf("the returning host posted %q while the standby holds the lease", e)
@@ -365,10 +367,10 @@ func TestClusterUnsettledReplyWaitsForTheLease(t *testing.T) {
 func TestClusterOldTenureEntryDropped(t *testing.T) {
 	srv := clustertest.Single(t)
 	var killed atomic.Bool
-	a := startClusterHost(t, "a", srv.ClientURL(), killAt(pointStarted, &killed))
+	a := startClusterHost(t, "a", srv.ClientURL(), killAt(conv.PointStarted, &killed))
 	b := startClusterHost(t, "b", srv.ClientURL())
 	publish(t, a, "o-1", "T1", "started then killed")
-	pollFor(t, "the turn started, then killed", func() bool { return killed.Load() && a.h.e.busy.count() == 0 })
+	pollFor(t, "the turn started, then killed", func() bool { return killed.Load() && a.h.e.convs.Outstanding() == 0 })
 	a.kill()
 	if got := b.waitEchoes(t, 1); got[0] != "started then killed" {
 		t.Fatalf("the standby's replies = %q", got)
@@ -377,7 +379,7 @@ func TestClusterOldTenureEntryDropped(t *testing.T) {
 	waitInHand(t, b.node, 0)
 
 	a2 := restartKilled(t, a)
-	<-a2.h.e.runs.ready
+	<-a2.h.e.convs.Ready()
 	b.kill()
 	a2.h.logs.WaitRecords(t, waitLimit, "Serving a cluster binding", 2) // the first tenure, then this one
 	publish(t, a2, "o-2", "T1", "next")
@@ -389,11 +391,11 @@ func TestClusterOldTenureEntryDropped(t *testing.T) {
 	if got := a2.echoes(); len(got) != 1 {
 		t.Fatalf("the owner's replies = %q, want only the next message", got)
 	}
-	s := a2.h.e.liveSession(keyOf(platform.Target{Platform: "fake", Channel: "C1", Thread: "T1"}))
+	s := a2.h.e.convs.Lookup(conv.Key(platform.Target{Platform: "fake", Channel: "C1", Thread: "T1"}))
 	if s == nil {
 		t.Fatal("no session for the conversation")
 	}
-	if p := s.jr.file().Pending(); len(p) != 0 {
+	if p := s.Pending(); len(p) != 0 {
 		t.Fatalf("the journal still holds %+v", p)
 	}
 }

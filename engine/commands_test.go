@@ -7,30 +7,11 @@ import (
 	"strings"
 	"testing"
 	"time"
-)
 
-func TestParseCommand(t *testing.T) {
-	tests := []struct {
-		in, name, args string
-		ok             bool
-	}{
-		{"!new", "new", "", true},
-		{"  !BTW what is   this? ", "btw", "what is   this?", true},
-		{"/status", "status", "", true},
-		{"/compact now", "compact", "now", true}, // ours: reports before and after
-		{"/context", "", "", false},              // Claude Code's own command goes to the agent
-		{"!bogus x", "bogus", "x", true},
-		{"!", "", "", false},
-		{"hello !new", "", "", false},
-		{"/home/me/file.go explain", "", "", false},
-	}
-	for _, tt := range tests {
-		name, args, ok := parseCommand(tt.in)
-		if name != tt.name || args != tt.args || ok != tt.ok {
-			t.Errorf("parseCommand(%q) = %q, %q, %v; want %q, %q, %v", tt.in, name, args, ok, tt.name, tt.args, tt.ok)
-		}
-	}
-}
+	"github.com/cc-connect/cc-connect/binding"
+	"github.com/cc-connect/cc-connect/engine/procs"
+	"github.com/cc-connect/cc-connect/engine/render"
+)
 
 func TestHelpAndUnknownCommands(t *testing.T) {
 	h := newHarness(t, nil)
@@ -79,8 +60,8 @@ func TestBtwAnswersFromForkWithoutTouchingHistory(t *testing.T) {
 	h.say("alice", "T1", "long [[WAIT]]")
 	h.fa.waitFor(t, "the main turn", func(fa *fakeAgents) bool { return fa.waiting == 1 })
 	h.say("bob", "T1", "!btw what did I say?")
-	side := h.rec.waitSend(t, sidePrefix)
-	if side.Text != sidePrefix+"echo: what did I say?" {
+	side := h.rec.waitSend(t, render.SidePrefix)
+	if side.Text != render.SidePrefix+"echo: what did I say?" {
 		t.Errorf("side answer = %q", side.Text)
 	}
 	h.fa.release(t)
@@ -136,7 +117,7 @@ func TestStatus(t *testing.T) {
 	h.say("alice", "T1", "!status")
 	h.rec.waitFor(t, "a second status", func(calls []recorded) bool { return len(h.rec.sends("State:")) == 2 })
 	st := h.rec.sends("State:")[1]
-	ws := h.e.pool.GetOrCreate(h.ws).Path
+	ws := h.e.routes.pool.normalize(h.ws)
 	for _, want := range []string{"State: idle", "Workspace: " + ws, "Session: " + sess1, "Context: 25%",
 		"Queue: 0 waiting", "Process: alive, pid 4001", "Idle:", "Model: claude-test", "Cost: $0.0100", "Platform: connected"} {
 		if !strings.Contains(st, want) {
@@ -150,7 +131,7 @@ func TestSessionsAndResume(t *testing.T) {
 	h.fa.mu.Lock()
 	h.fa.sessions[old2] = []string{"earlier"}
 	h.fa.mu.Unlock()
-	h.ft.list = []sessionInfo{
+	h.ft.list = []procs.SessionInfo{
 		{SessionID: old1, Size: 2048, ModTime: time.Now().Add(-time.Hour), FirstPrompt: "fix the login bug"},
 		{SessionID: old2, Size: 3 << 20, ModTime: time.Now().Add(-49 * time.Hour), FirstPrompt: "write docs"},
 	}
@@ -213,10 +194,10 @@ func TestBindingPathsNormalizeToOneWorkspace(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := newHarness(t, func(o *Options, _ *harnessConfig) {
-		o.Bindings = []Binding{
-			{Platform: "fake", Channel: "C1", Workspace: real + "/", AllowUsers: []string{"*"}, RequireMention: new(bool), Setup: Setup{SenderHeader: new(bool)}},
-			{Platform: "fake", Channel: "C2", Workspace: link, AllowUsers: []string{"*"}, RequireMention: new(bool), Setup: Setup{SenderHeader: new(bool)}},
-			{Platform: "fake", Channel: "*", Workspace: filepath.Join(real, "..", "proj"), AllowUsers: []string{"*"}, RequireMention: new(bool), Setup: Setup{SenderHeader: new(bool)}},
+		o.Bindings = []binding.Binding{
+			{Platform: "fake", Channel: "C1", Workspace: real + "/", AllowUsers: []string{"*"}, RequireMention: new(bool), Setup: binding.Setup{SenderHeader: new(bool)}},
+			{Platform: "fake", Channel: "C2", Workspace: link, AllowUsers: []string{"*"}, RequireMention: new(bool), Setup: binding.Setup{SenderHeader: new(bool)}},
+			{Platform: "fake", Channel: "*", Workspace: filepath.Join(real, "..", "proj"), AllowUsers: []string{"*"}, RequireMention: new(bool), Setup: binding.Setup{SenderHeader: new(bool)}},
 		}
 		o.MaxProcessesPerWorkspace = 1
 	})
@@ -231,11 +212,10 @@ func TestBindingPathsNormalizeToOneWorkspace(t *testing.T) {
 			t.Errorf("spawn dir = %q, want %q", s.Dir, realResolved)
 		}
 	}
-	h.e.pool.mu.Lock()
-	n := len(h.e.pool.workspaces)
-	h.e.pool.mu.Unlock()
-	if n != 1 {
-		t.Errorf("pool holds %d workspaces, want 1", n)
+	for _, ch := range []string{"C1", "C2", "C3"} {
+		if ws := h.e.convs.Lookup("fake/" + ch + "/").Record().Workspace; ws != realResolved {
+			t.Errorf("%s's workspace = %q, want %q", ch, ws, realResolved)
+		}
 	}
 	// One workspace, one cap: the later channels reaped the earlier idle
 	// process rather than run a second one beside it.
@@ -248,7 +228,7 @@ func TestBindingPathsNormalizeToOneWorkspace(t *testing.T) {
 }
 
 func TestResolveExactChannelBeatsWildcard(t *testing.T) {
-	e, err := New(Options{StateDir: t.TempDir(), Bindings: []Binding{
+	e, err := New(Options{StateDir: t.TempDir(), Bindings: []binding.Binding{
 		{Platform: "p", Channel: "*", Workspace: "/w/any"},
 		{Platform: "p", Channel: "C1", Workspace: "/w/one/"},
 		{Platform: "q", Channel: "C1", Workspace: "/w/q"},
@@ -267,7 +247,7 @@ func TestResolveExactChannelBeatsWildcard(t *testing.T) {
 		{"r", "C1", "", false},
 	}
 	for _, tt := range tests {
-		b, ok := e.resolve(tt.plat, tt.ch)
+		b, ok := e.routes.resolve(tt.plat, tt.ch)
 		if ok != tt.ok || b.Workspace != tt.want {
 			t.Errorf("resolve(%s, %s) = %q, %v; want %q, %v", tt.plat, tt.ch, b.Workspace, ok, tt.want, tt.ok)
 		}
@@ -285,8 +265,8 @@ func TestBtwStopsAForkThatCouldWrite(t *testing.T) {
 	h.say("alice", "T1", "first")
 	h.waitIdle()
 	h.say("alice", "T1", "!btw edit the file")
-	got := h.rec.waitSend(t, sidePrefix)
-	if got.Text != sidePrefix+"not answered: the agent started with a tool that can change the workspace (Bash), so it was stopped." {
+	got := h.rec.waitSend(t, render.SidePrefix)
+	if got.Text != render.SidePrefix+"not answered: the agent started with a tool that can change the workspace (Bash), so it was stopped." {
 		t.Errorf("side answer = %q", got.Text)
 	}
 	if recs := h.logs.Records("Side-question process could change the workspace; killing it"); len(recs) != 1 {

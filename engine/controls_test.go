@@ -9,6 +9,9 @@ import (
 	"testing"
 
 	"github.com/cc-connect/cc-connect/agentproc"
+	"github.com/cc-connect/cc-connect/engine/conv"
+	"github.com/cc-connect/cc-connect/engine/procs"
+	"github.com/cc-connect/cc-connect/engine/render"
 	"github.com/cc-connect/cc-connect/metrics"
 )
 
@@ -42,7 +45,7 @@ func (c *ctlCalls) snapshot() []string {
 	return append([]string(nil), c.calls...)
 }
 
-var _ liveController = ctlProc{}
+var _ procs.Controller = ctlProc{}
 
 func (p ctlProc) SetModel(ctx context.Context, model string) error {
 	return p.c.add("set_model " + model)
@@ -52,14 +55,14 @@ func (p ctlProc) SetPermissionMode(ctx context.Context, mode string) error {
 	return p.c.add("set_permission_mode " + mode)
 }
 
-func (p ctlProc) StartTurn(ctx context.Context, msg agentproc.UserMessage) (agentTurn, error) {
+func (p ctlProc) StartTurn(ctx context.Context, msg agentproc.UserMessage) (procs.Turn, error) {
 	return startFakeTurn(func(on func(agentproc.Event)) (*agentproc.Result, error) { return p.turn(ctx, msg.Text, on) }), nil
 }
 
 // turn compacts on "/compact": status compacting, the boundary, an empty
 // successful result, as the CLI does.
 func (p ctlProc) turn(ctx context.Context, text string, on func(agentproc.Event)) (*agentproc.Result, error) {
-	if !isCompaction(text) {
+	if !conv.IsCompaction(text) {
 		return p.fakeProc.turn(ctx, text, on)
 	}
 	p.fa.mu.Lock()
@@ -89,7 +92,7 @@ func controlHarness(t *testing.T, mutate func(*Options)) (*harness, *ctlCalls) {
 		}
 	})
 	calls := &ctlCalls{refuse: map[string]bool{}}
-	h.e.spawn = func(ctx context.Context, cfg agentproc.Config, opts agentproc.StartOptions, log *slog.Logger) (agentProcess, error) {
+	h.e.spawn = func(ctx context.Context, cfg agentproc.Config, opts agentproc.StartOptions, log *slog.Logger) (procs.Process, error) {
 		p, err := h.fa.spawn(ctx, cfg, opts, log)
 		if err != nil {
 			return nil, err
@@ -120,7 +123,7 @@ func TestModelCommand(t *testing.T) {
 
 	// Remembered for the next spawn (after a restart of cc-connect too).
 	h = h.restart()
-	h.e.spawn = func(ctx context.Context, cfg agentproc.Config, opts agentproc.StartOptions, log *slog.Logger) (agentProcess, error) {
+	h.e.spawn = func(ctx context.Context, cfg agentproc.Config, opts agentproc.StartOptions, log *slog.Logger) (procs.Process, error) {
 		p, err := h.fa.spawn(ctx, cfg, opts, log)
 		return ctlProc{fakeProc: p.(*fakeProc), c: calls}, err
 	}
@@ -160,7 +163,7 @@ func TestModelCommandRefusals(t *testing.T) {
 				t.Errorf("control requests = %q", got)
 			}
 			s := sessionFor(t, h, "T1")
-			override := s.rb.get().ModelOverride
+			override := s.Record().ModelOverride
 			if override != "" {
 				t.Errorf("override = %q after a refusal, want none", override)
 			}
@@ -195,25 +198,6 @@ func TestModeCommand(t *testing.T) {
 	h.say("alice", "T1", "!status")
 	if st := h.rec.waitSend(t, "State: "); !strings.Contains(st.Text, "Permission mode: acceptEdits") {
 		t.Errorf("status = %q", st.Text)
-	}
-}
-
-// A !model that lands while a process is being started reaches it: the
-// spawn reads the record, and ensureProcess re-reads it after publishing
-// the process.
-func TestSyncControlsAfterSpawn(t *testing.T) {
-	h, calls := controlHarness(t, nil)
-	s := sessionFor(t, h, "T1")
-	p, _ := h.e.spawn(context.Background(), agentproc.Config{}, agentproc.StartOptions{}, h.e.log)
-	defer p.Close(context.Background())
-	s.rb.update(func(r *record) { r.ModelOverride, r.ModeOverride = "m2", "plan" })
-	syncControls(p, s.rb, "m1", "", "", h.e.log)
-	if got := calls.snapshot(); strings.Join(got, ",") != "set_model m2,set_permission_mode plan" {
-		t.Errorf("control requests = %q", got)
-	}
-	syncControls(p, s.rb, "m2", "plan", "", h.e.log)
-	if got := calls.snapshot(); len(got) != 2 {
-		t.Errorf("control requests = %q, want none when nothing changed", got)
 	}
 }
 
@@ -272,7 +256,7 @@ func TestBtwUsesModelNotMode(t *testing.T) {
 	h.say("alice", "T1", "hello")
 	h.rec.waitSend(t, "echo: hello")
 	h.say("alice", "T1", "!btw what did I say?")
-	h.rec.waitSend(t, sidePrefix)
+	h.rec.waitSend(t, render.SidePrefix)
 	h.waitIdle()
 	var fork *agentproc.StartOptions
 	for _, sp := range h.fa.spawnsSnapshot() {
@@ -338,7 +322,7 @@ func TestBtwUsesTheBindingsAgentSetup(t *testing.T) {
 	h.say("alice", "T1", "hello")
 	h.rec.waitSend(t, "echo: hello")
 	h.say("alice", "T1", "!btw what did I say?")
-	h.rec.waitSend(t, sidePrefix)
+	h.rec.waitSend(t, render.SidePrefix)
 	h.waitIdle()
 	h.fa.mu.Lock()
 	defer h.fa.mu.Unlock()

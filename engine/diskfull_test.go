@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/cc-connect/cc-connect/engine/conv"
 	"github.com/cc-connect/cc-connect/inbox"
 )
 
@@ -92,7 +93,7 @@ func TestDiskFullLosesOnlyTheMessageThatFailed(t *testing.T) {
 	if strings.Contains(notice.Text, state) {
 		t.Errorf("notice names the state dir: %q", notice.Text)
 	}
-	journal, err := os.ReadFile(inboxPath(h.opts.StateDir, t1Key))
+	journal, err := os.ReadFile(conv.InboxPath(h.opts.StateDir, t1Key))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +136,7 @@ func TestMessageSizeCaps(t *testing.T) {
 		t.Errorf("artifact notice %q, want the size", saved.Text)
 	}
 	rel := strings.Fields(saved.Text[strings.Index(saved.Text, "saved whole as ")+len("saved whole as "):])[0]
-	data, err := os.ReadFile(filepath.Join(h.e.pool.GetOrCreate(h.ws).Path, rel))
+	data, err := os.ReadFile(filepath.Join(h.e.routes.pool.normalize(h.ws), rel))
 	if err != nil || string(data) != under {
 		t.Errorf("artifact %s holds %d bytes (%v), want the whole message (%d)", rel, len(data), err, len(under))
 	}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/cc-connect/cc-connect/agentproc"
+	"github.com/cc-connect/cc-connect/engine/conv"
+	"github.com/cc-connect/cc-connect/engine/render"
 	"github.com/cc-connect/cc-connect/platform"
 	"github.com/google/uuid"
 )
@@ -38,7 +40,7 @@ func TestRealCLIRecovery(t *testing.T) {
 			h, api := newRealCLIHarness(t, nil)
 			h.stop()
 			u := uuid.NewString()
-			p, err := agentproc.Start(context.Background(), h.opts.Agent, agentproc.StartOptions{Dir: h.e.pool.GetOrCreate(h.ws).Path}, nil)
+			p, err := agentproc.Start(context.Background(), h.opts.Agent, agentproc.StartOptions{Dir: h.e.routes.pool.normalize(h.ws)}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -90,7 +92,7 @@ func TestRealCLIRecovery(t *testing.T) {
 				}
 				t.Logf("after the kill the transcript holds the message: %v", had)
 			}
-			stageCutTurn(t, h, record{SessionID: sid}, u, tt.text)
+			stageCutTurn(t, h, conv.Record{SessionID: sid}, u, tt.text)
 			before := len(api.Requests())
 
 			h = h.restart()
@@ -118,7 +120,7 @@ func TestRealCLIRecovery(t *testing.T) {
 			reqs := api.Requests()[before:]
 			continued := false
 			for _, r := range reqs {
-				if r.Contains(continueText) {
+				if r.Contains(conv.ContinueText) {
 					continued = true
 				}
 			}
@@ -134,7 +136,7 @@ func TestRealCLIRecovery(t *testing.T) {
 			if got := h.rec.sends("cc-connect restarted"); len(got) != 1 || !strings.Contains(got[0], tt.notice) {
 				t.Errorf("notices = %q", got)
 			}
-			if got := h.rec.sends(noticeNotFound); len(got) != 0 {
+			if got := h.rec.sends(render.NoticeNotFound); len(got) != 0 {
 				t.Errorf("a second notice after the restart one: %q", got)
 			}
 		})

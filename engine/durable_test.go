@@ -5,17 +5,18 @@ import (
 	"context"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/cc-connect/cc-connect/agentproc"
+	"github.com/cc-connect/cc-connect/engine/conv"
+	"github.com/cc-connect/cc-connect/engine/procs"
+	"github.com/cc-connect/cc-connect/engine/render"
 	"github.com/cc-connect/cc-connect/inbox"
 	"github.com/cc-connect/cc-connect/internal/fakeclaude"
 	"github.com/cc-connect/cc-connect/lease"
@@ -26,14 +27,14 @@ const t1Key = "fake/C1/T1"
 // stageCutTurn leaves what a crash in the middle of alice's turn in T1
 // leaves: the conversation's record (rec, with its key and workspace
 // filled in) and text in its inbox, started as turn u.
-func stageCutTurn(t *testing.T, h *harness, rec record, u, text string) {
+func stageCutTurn(t *testing.T, h *harness, rec conv.Record, u, text string) {
 	t.Helper()
 	rec.Key, rec.Platform, rec.Channel, rec.Thread = t1Key, "fake", "C1", "T1"
-	rec.Workspace = h.e.pool.GetOrCreate(h.ws).Path
-	if err := h.e.store.save(rec); err != nil {
+	rec.Workspace = h.e.routes.pool.normalize(h.ws)
+	if err := conv.NewStore(h.opts.StateDir).Save(rec); err != nil {
 		t.Fatal(err)
 	}
-	in, err := inbox.Open(inboxPath(h.opts.StateDir, t1Key), inbox.Limits{}, nil)
+	in, err := inbox.Open(conv.InboxPath(h.opts.StateDir, t1Key), inbox.Limits{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,10 +82,10 @@ func TestDurableQueuedSurviveShutdown(t *testing.T) {
 	h.say("bob", "T1", "third")
 	h.rec.waitSend(t, "Queued (position 2)")
 	h.stop()
-	if got := h.rec.sends(restartQueuedText); len(got) != 2 {
+	if got := h.rec.sends(render.RestartQueuedText); len(got) != 2 {
 		t.Errorf("stay-queued notices = %q, want two", got)
 	}
-	in, err := inbox.Open(inboxPath(h.opts.StateDir, t1Key), inbox.Limits{}, nil)
+	in, err := inbox.Open(conv.InboxPath(h.opts.StateDir, t1Key), inbox.Limits{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +128,7 @@ func turnWithUUID(ctx context.Context, p *agentproc.Process, id, text string, on
 func startedTurn(t *testing.T, h *harness, resumeID, id, text string) string {
 	t.Helper()
 	cfg := h.opts.Agent
-	p, err := agentproc.Start(context.Background(), cfg, agentproc.StartOptions{Dir: h.e.pool.GetOrCreate(h.ws).Path, ResumeID: resumeID}, nil)
+	p, err := agentproc.Start(context.Background(), cfg, agentproc.StartOptions{Dir: h.e.routes.pool.normalize(h.ws), ResumeID: resumeID}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +159,7 @@ func TestRecoveryDecision(t *testing.T) {
 		}, "the message", "may not have reached the agent; sending it now", []string{"the message"}, "echo: the message"},
 		{"cut off mid-turn: continued", func(t *testing.T, h *harness, u string) string {
 			return startedTurn(t, h, "", u, "cut [[CRASH]]")
-		}, "cut [[CRASH]]", "was cut off; resuming it", []string{continueText}, "echo: " + continueText},
+		}, "cut [[CRASH]]", "was cut off; resuming it", []string{conv.ContinueText}, "echo: " + conv.ContinueText},
 		{"finished, reply not posted: posted from the transcript", func(t *testing.T, h *harness, u string) string {
 			return startedTurn(t, h, "", u, "done")
 		}, "done", "had finished the turn for “done” before the restart; its reply follows", nil, "echo: done"},
@@ -176,7 +177,7 @@ func TestRecoveryDecision(t *testing.T) {
 			u := uuid.NewString()
 			sid := tt.setup(t, h, u)
 			before := len(readRecord(t, re.record))
-			stageCutTurn(t, h, record{SessionID: sid}, u, tt.text)
+			stageCutTurn(t, h, conv.Record{SessionID: sid}, u, tt.text)
 
 			h = h.restart()
 			h.rec.waitSend(t, tt.notice)
@@ -221,7 +222,7 @@ func TestRecoveryWithoutTranscriptSaysOneThing(t *testing.T) {
 	h, re := newRealHarness(t, nil, nil)
 	h.stop()
 	sid, u := uuid.NewString(), uuid.NewString()
-	stageCutTurn(t, h, record{SessionID: sid}, u, "the message")
+	stageCutTurn(t, h, conv.Record{SessionID: sid}, u, "the message")
 
 	h = h.restart()
 	h.rec.waitSend(t, "echo: the message")
@@ -251,7 +252,7 @@ func TestRecoveryTellsOfCancelledPermission(t *testing.T) {
 	h.stop()
 	u := uuid.NewString()
 	sid := startedTurn(t, h, "", u, "tool [[TOOL:make build]] [[CRASH]]")
-	stageCutTurn(t, h, record{SessionID: sid, PendingPermission: "Bash `make build`"}, u, "tool")
+	stageCutTurn(t, h, conv.Record{SessionID: sid, PendingPermission: "Bash `make build`"}, u, "tool")
 	before := len(readRecord(t, re.record))
 	h = h.restart()
 	note := h.rec.waitSend(t, "cc-connect restarted")
@@ -259,12 +260,12 @@ func TestRecoveryTellsOfCancelledPermission(t *testing.T) {
 		!strings.Contains(note.Text, "resuming it") {
 		t.Errorf("notice = %q", note.Text)
 	}
-	h.rec.waitSend(t, "echo: "+continueText)
+	h.rec.waitSend(t, "echo: "+conv.ContinueText)
 	h.waitIdle()
-	if got := fakeclaude.Texts(readRecord(t, re.record)[before:]); strings.Join(got, "|") != continueText {
+	if got := fakeclaude.Texts(readRecord(t, re.record)[before:]); strings.Join(got, "|") != conv.ContinueText {
 		t.Errorf("claude received %q, want only the continuation", got)
 	}
-	rec, _, _ := h.e.store.load(t1Key, time.Now())
+	rec, _, _ := conv.NewStore(h.opts.StateDir).Load(t1Key, time.Now())
 	if rec.PendingPermission != "" {
 		t.Errorf("pending permission still recorded: %q", rec.PendingPermission)
 	}
@@ -275,7 +276,7 @@ func TestRecoveryTellsOfCancelledPermission(t *testing.T) {
 // once an admin moved the file aside.
 func TestCorruptInboxFailsClosed(t *testing.T) {
 	h, re := newRealHarness(t, nil, nil)
-	path := inboxPath(h.opts.StateDir, t1Key)
+	path := conv.InboxPath(h.opts.StateDir, t1Key)
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -337,12 +338,12 @@ func TestSessionLeaseExcludesSecondProcess(t *testing.T) {
 	h.say("alice", "T1", "hello")
 	h.rec.waitSend(t, "echo: hello")
 	h.waitIdle()
-	sid := h.e.sessions[t1Key].rb.sessionID()
+	sid := h.e.convs.Lookup(t1Key).Record().SessionID
 	if _, err := lease.Session(h.opts.StateDir, sid); err == nil {
 		t.Fatal("the session lease was free while its process lives")
 	}
-	mark, err := os.ReadFile(agentMarkPath(h.opts.StateDir, sid))
-	if err != nil || !strings.Contains(string(mark), strconv.Itoa(h.e.sessions[t1Key].agent.live().Pid())) {
+	mark, err := os.ReadFile(procs.MarkPath(h.opts.StateDir, sid))
+	if err != nil || !strings.Contains(string(mark), strconv.Itoa(h.e.convs.Lookup(t1Key).Process().Pid())) {
 		t.Errorf("agent pid file = %q, %v", mark, err)
 	}
 	h.stop()
@@ -351,62 +352,6 @@ func TestSessionLeaseExcludesSecondProcess(t *testing.T) {
 		t.Fatalf("session lease after shutdown: %v", err)
 	}
 	l.Release()
-}
-
-// TestKillOrphanAgent: the claude process a killed cc-connect left behind
-// is killed (with its process group) by the next holder of the session
-// lease; a pid file naming a process that is gone, or a pid now used by
-// another process, kills nothing.
-func TestKillOrphanAgent(t *testing.T) {
-	if _, ok := procStart(os.Getpid()); !ok {
-		t.Skip("no /proc: orphans are not detected here")
-	}
-	start := func() *exec.Cmd {
-		cmd := exec.Command("sleep", "60")
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-		return cmd
-	}
-	dir := t.TempDir()
-	write := func(name, content string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	orphan := start()
-	st, _ := procStart(orphan.Process.Pid)
-	reaped := make(chan error, 1)
-	go func() { reaped <- orphan.Wait() }()
-	if err := killOrphanAgent(write("orphan.agent", strconv.Itoa(orphan.Process.Pid)+" "+st+"\n"), h0Log()); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-reaped:
-		if ws, ok := err.(*exec.ExitError); !ok || ws.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-			t.Errorf("orphan ended with %v, want SIGKILL", err)
-		}
-	case <-time.After(waitLimit):
-		t.Fatal("the orphan was not killed")
-	}
-
-	bystander := start()
-	for name, content := range map[string]string{
-		"reused.agent": strconv.Itoa(bystander.Process.Pid) + " 1\n", // same pid, other start time
-		"gone.agent":   "999999999 1\n",
-		"empty.agent":  "",
-	} {
-		if err := killOrphanAgent(write(name, content), h0Log()); err != nil {
-			t.Errorf("%s: %v", name, err)
-		}
-	}
-	if !procAlive(bystander.Process.Pid) {
-		t.Error("a process that only reuses the pid was killed")
-	}
 }
 
 func h0Log() *slog.Logger { return slog.New(slog.DiscardHandler) }
@@ -420,7 +365,7 @@ func TestRecoveryContinueFallsBackToMessage(t *testing.T) {
 	h.stop()
 	u := uuid.NewString()
 	const text = "long job [[SLOW]]"
-	p, err := agentproc.Start(context.Background(), h.opts.Agent, agentproc.StartOptions{Dir: h.e.pool.GetOrCreate(h.ws).Path}, nil)
+	p, err := agentproc.Start(context.Background(), h.opts.Agent, agentproc.StartOptions{Dir: h.e.routes.pool.normalize(h.ws)}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -448,15 +393,15 @@ func TestRecoveryContinueFallsBackToMessage(t *testing.T) {
 	if err := os.WriteFile(release, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	stageCutTurn(t, h, record{SessionID: sid}, u, text)
+	stageCutTurn(t, h, conv.Record{SessionID: sid}, u, text)
 	before := len(readRecord(t, re.record))
 
 	h = h.restart()
 	h.rec.waitSend(t, "was cut off; resuming it")
-	h.rec.waitSend(t, noticeTooLong)
+	h.rec.waitSend(t, render.NoticeTooLong)
 	h.waitIdle()
 	got := readRecord(t, re.record)[before:]
-	if len(got) != 2 || got[0].Text != continueText || got[0].SessionID != sid || got[1].Text != text || got[1].SessionID == sid {
+	if len(got) != 2 || got[0].Text != conv.ContinueText || got[0].SessionID != sid || got[1].Text != text || got[1].SessionID == sid {
 		t.Errorf("claude received %+v, want the continuation in %s, then the message in a fresh session", got, sid)
 	}
 }

@@ -19,46 +19,25 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/cc-connect/cc-connect/activity"
 	"github.com/cc-connect/cc-connect/agentproc"
+	"github.com/cc-connect/cc-connect/binding"
 	"github.com/cc-connect/cc-connect/ctxindicator"
-	"github.com/cc-connect/cc-connect/inbox"
+	"github.com/cc-connect/cc-connect/engine/conv"
+	"github.com/cc-connect/cc-connect/engine/procs"
 	"github.com/cc-connect/cc-connect/platform"
 	"github.com/cc-connect/cc-connect/spend"
+	"github.com/google/uuid"
 )
-
-// Binding connects a platform channel to a workspace and says who may use it.
-type Binding struct {
-	Platform   string   // adapter instance name
-	Channel    string   // channel/chat id, or "*" for any
-	Workspace  string   // normalized with workspace.Normalize at resolution
-	AllowUsers []string // empty = nobody; "*" = everyone
-	Admins     []string
-	// Approvers may answer permission prompts (buttons, !allow, !deny);
-	// empty = every allowed user. Only allowed users approve either way.
-	Approvers []string
-	// RequireMention: nil = default (on in channels, off in DMs).
-	RequireMention *bool
-	// AllowShell lets this binding's Admins run !sh in the workspace.
-	AllowShell bool
-	// Worktree gives each conversation its own git worktree of Workspace
-	// (worktree.go); Caps are its spending caps (spend.go).
-	Worktree bool
-	Caps     spend.Caps
-	// Progress is what a turn shows while it runs: ProgressQuiet,
-	// ProgressNormal ("" too) or ProgressVerbose (live.go).
-	Progress string
-	// Setup is this binding's own agent setup and team switches (team.go).
-	Setup Setup
-}
 
 // Options configure an Engine.
 type Options struct {
 	Agent                    agentproc.Config // base agent config (command, args, env, model, mode)
-	Bindings                 []Binding
+	Bindings                 []binding.Binding
 	StateDir                 string        // sessions state lives under StateDir/sessions (0700/0600)
 	IdleTimeout              time.Duration // reap idle processes after this (0 = never)
 	PermissionTimeout        time.Duration // deny a pending permission request after this (0 = never)
@@ -80,6 +59,7 @@ type Options struct {
 	Team                     TeamOptions   // sender header, thread context, notify, send_file (team.go)
 	Logger                   *slog.Logger
 	Metrics                  Metrics          // turns, permissions, queue, sessions…; nil = off
+	Activity                 activity.Sink    // what happens in conversations, for the audit trail and the console; nil = none
 	Now                      func() time.Time // for tests; nil = time.Now
 	// Spending is the spending ledger turns are charged to and checked
 	// against (spend.go); nil: no caps. SpendAdminsExempt lets a binding's
@@ -95,90 +75,38 @@ const (
 	DefaultShutdownGrace = 30 * time.Second
 )
 
-// errStopped means work was not started because the engine is shutting
-// down; the user is told to send the message again later.
-var errStopped = errors.New("engine stopped")
-
 // Engine routes chat messages to Claude Code sessions. Create it with New,
-// add adapters, then Run it.
+// add adapters, then Run it. Its conversations are a conv.Set's; the
+// engine keeps routing, bindings, reloads and submission, and is the
+// conversations' conv.Host (host.go).
 type Engine struct {
-	opts Options
-	log  *slog.Logger
-	// basePrompt is the admin's agent.append_system_prompt, before the
-	// engine's own instructions are added (agentConfig).
-	basePrompt string
-	now        func() time.Time
-	spawn      spawnFunc
-	tx         transcripts
-	store      *store
-	pool       *pool
-	slots      *slots
+	opts  Options
+	log   *slog.Logger
+	now   func() time.Time
+	spawn procs.SpawnFunc
+	tx    procs.Transcripts
+	slots *procs.Caps
 	// refused holds the threads that got the access refusal (session
 	// keys), bounded: a thread forgotten gets one refusal more.
-	refused *recentIDs
-	// rootless holds the threads whose root does not mention the bot
-	// (threadroot.go), bounded.
-	rootless *recentIDs
-	// gapChecked holds the conversations whose thread was read back for
-	// messages missing before their first one (ordergap.go), bounded;
-	// born is when the engine was made, which bounds when that happens.
-	gapChecked *recentIDs
-	born       time.Time
-	spare      *spares // spare processes for new conversations (spares.go)
+	refused *conv.Recent
+	spare   *procs.Spares // spare processes for new conversations
 
-	// seenSet is the accepted message ids of every journal (journal.go);
-	// seenOnce opens it, and the journals, on first use, and finds the
-	// journals holding pending messages, which recovery reopens.
-	seenOnce        sync.Once
-	seenSet         *inbox.Seen
-	pendingJournals []string
-
-	retireAfter  time.Duration // see defaultRetireAfter; tests shorten it
-	fetchTimeout time.Duration // see fetchTimeout; tests shorten it
-	compactBytes int64         // inbox.Limits.CompactBytes; 0 = its default, tests lower it
-	// stopAt, set by tests before Run, is called at the points where a
-	// kill decides what a restart finds (killedAt); true stops the work
-	// there, as a kill would.
-	stopAt func(point string) bool
-	// beforeTail, set by tests before Run, is called on a turn's tail
-	// before its writes (tail.go): a slow disk.
-	beforeTail func()
-	// tailAdded, set by tests before Run, is called when a settled turn's
-	// tail is added, its ack written (tail.run).
-	tailAdded func()
-	// tailQuiet and tailMaxWait are the tail's waits (tail.go); tests
-	// change them.
-	tailQuiet, tailMaxWait time.Duration
-
-	metrics Metrics     // never nil (noMetrics when off)
-	reload  reloadState // live bindings, running adapters, conversations to rebind (reload.go)
-	notices notifier    // posts for conversations without a session (notify.go)
-	runs    runState    // runs without a person (trigger.go)
-
-	// bg outlives every agent process and platform call made by sessions;
-	// Run cancels it only after all sessions ended.
-	bg       context.Context
-	cancelBg context.CancelFunc
-	stopping chan struct{} // closed when Run's ctx is cancelled
-	wg       sync.WaitGroup
-
-	mu       sync.Mutex // guards the fields below
-	adapters map[string]platform.Adapter
-	sessions map[string]*session
-	requests map[string]string // pending permission request id -> session key
-	shutting bool
-
-	busy *busyCount // outstanding work, for WaitIdle (busy.go); its lock is a leaf
+	convs *conv.Set // the conversations
+	// bg outlives every agent process and platform call made by the
+	// conversations; Run cancels it only after all of them ended.
+	bg        context.Context
+	cancelBg  context.CancelFunc
+	metrics   Metrics    // never nil (a no-op when off)
+	routes    *routing   // the bindings and team settings in force (binding.go)
+	ads       *adapters  // registered and running adapters (adapters.go)
+	reloading sync.Mutex // one Reload at a time (reload.go)
+	notices   *notifier  // posts for conversations without a session (notify.go)
+	sched     atomic.Pointer[Schedules]
 
 	// cluster is set by JoinCluster: the conversations of clustered
 	// platforms come from the cluster's stream (cluster.go).
 	cluster *ClusterOptions
 	tenures tenures // the bindings this host serves now, in a cluster (cluster.go)
-
-	// testHookQueued, when set (tests only), runs on the accept path
-	// right after an item joined the FIFO and the mailbox's lock was
-	// released.
-	testHookQueued func()
 }
 
 var _ platform.Handler = (*Engine)(nil)
@@ -214,41 +142,43 @@ func New(opts Options) (*Engine, error) {
 	if now == nil {
 		now = time.Now
 	}
-	basePrompt := opts.Agent.AppendSystemPrompt
+	base := opts.Agent // the conversations add the engine's instructions themselves
 	if opts.SelfReport {
 		opts.Agent.AppendSystemPrompt = joinPrompt(opts.Agent.AppendSystemPrompt, ctxindicator.SelfReportInstruction)
 	}
 	bg, cancel := context.WithCancel(context.Background())
 	e := &Engine{
-		opts:         opts,
-		log:          log,
-		basePrompt:   basePrompt,
-		now:          now,
-		spawn:        startAgent,
-		tx:           newDiskTranscripts(opts.Agent),
-		store:        &store{dir: opts.StateDir},
-		pool:         newPool(log),
-		slots:        newSlots(opts.MaxProcesses, opts.MaxProcessesPerWorkspace),
-		retireAfter:  defaultRetireAfter,
-		fetchTimeout: fetchTimeout,
-		tailQuiet:    tailQuiet,
-		tailMaxWait:  tailMaxWait,
-		bg:           bg,
-		cancelBg:     cancel,
-		stopping:     make(chan struct{}),
-		adapters:     map[string]platform.Adapter{},
-		sessions:     map[string]*session{},
-		refused:      newRecentIDs(refusedMemory),
-		rootless:     newRecentIDs(rootlessMemory),
-		gapChecked:   newRecentIDs(rootlessMemory),
-		born:         now(),
-		requests:     map[string]string{},
-		busy:         newBusyCount(),
-		metrics:      metricsOf(opts.Metrics),
+		bg:       bg,
+		cancelBg: cancel,
+		opts:     opts,
+		log:      log,
+		now:      now,
+		spawn:    procs.Start,
+		tx:       procs.NewDiskTranscripts(opts.Agent),
+		slots:    procs.NewCaps(opts.MaxProcesses, opts.MaxProcessesPerWorkspace),
+		routes:   &routing{pool: newPool(log), initial: opts.Bindings, initialTeam: opts.Team},
+		ads:      newAdapters(log),
+		refused:  conv.NewRecent(refusedMemory),
+		metrics:  conv.MetricsOf(opts.Metrics),
 	}
-	e.spare = newSpares(e)
-	e.wireMetrics()
-	e.runs.init(opts.StateDir)
+	e.spare = procs.NewSpares(procs.SparesConfig{N: opts.Prewarm, Idle: opts.IdleTimeout, Caps: e.slots,
+		// e.spawn is read at each start: tests swap it after New.
+		Spawn: func(ctx context.Context, cfg agentproc.Config, o agentproc.StartOptions, log *slog.Logger) (procs.Process, error) {
+			return e.spawn(ctx, cfg, o, log)
+		},
+		StateDir: opts.StateDir, Grace: opts.ShutdownGrace, BG: bg, Log: log, Now: now, NewID: uuid.NewString, Agent: opts.Agent})
+	e.convs = conv.NewSet(conv.Options{
+		Agent: base, SelfReport: opts.SelfReport, StateDir: opts.StateDir,
+		IdleTimeout: opts.IdleTimeout, PermissionTimeout: opts.PermissionTimeout, StallNotice: opts.StallNotice,
+		MaxTurnTime: opts.MaxTurnTime, MaxProcessesPerWorkspace: opts.MaxProcessesPerWorkspace,
+		QueueLimit: opts.QueueLimit, ContextWindow: opts.ContextWindow, ShutdownGrace: opts.ShutdownGrace,
+		SeenWindow: opts.SeenWindow, ShellTimeout: opts.ShellTimeout, ArtifactThreshold: opts.ArtifactThreshold,
+		ArtifactQuota: opts.ArtifactQuota, AttachmentMaxBytes: opts.AttachmentMaxBytes, AllowedModes: opts.AllowedModes,
+		Spending: opts.Spending, SpendAdminsExempt: opts.SpendAdminsExempt,
+	}, conv.Deps{Host: host{e}, BG: bg, Caps: e.slots, Spares: e.spare, Log: log, Metrics: e.metrics, Activity: opts.Activity, Now: now})
+	e.ads.handler = e.inbound
+	e.notices = &notifier{chat: e.ads.get, busy: e.convs.Busy, bg: bg, log: log, metrics: e.metrics}
+	wireMetrics(e.metrics, e.convs, e.slots, e.spare)
 	return e, nil
 }
 
@@ -260,47 +190,29 @@ func joinPrompt(a, b string) string {
 }
 
 // AddAdapter registers a platform adapter; call it before Run.
-func (e *Engine) AddAdapter(a platform.Adapter) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.adapters[a.Name()] = a
-}
-
-func (e *Engine) adapter(name string) (platform.Adapter, bool) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	a, ok := e.adapters[name]
-	return a, ok
-}
+func (e *Engine) AddAdapter(a platform.Adapter) { e.ads.add(a) }
 
 // Run runs every adapter and the sessions until ctx is cancelled; call it
-// once. Then it
-// stops admitting messages, lets running turns finish within ShutdownGrace,
-// interrupts and closes every agent process, and returns when all are gone.
-// An adapter that fails is logged; the others keep running.
+// once. Then it stops admitting messages, lets running turns finish within
+// ShutdownGrace, interrupts and closes every agent process, and returns
+// when all are gone. An adapter that fails is logged; the others keep
+// running.
 func (e *Engine) Run(ctx context.Context) error {
 	// Work accepted before a crash resumes before new input arrives.
-	e.recoverAll()
-	close(e.runs.ready) // runs are taken from now on (trigger.go)
+	e.convs.Recover()
+	e.convs.Prewarm() // spares for the workspaces of the latest turns (agent.prewarm)
 
-	e.startAdapters(ctx) // each under a ctx of its own, so a reload can restart one
+	e.ads.start(ctx) // each under a ctx of its own, so a reload can restart one
 	<-ctx.Done()
 	e.log.Info("Shutting down: finishing running turns", "grace", e.opts.ShutdownGrace)
 
-	e.mu.Lock()
-	e.shutting = true
-	e.mu.Unlock()
-	close(e.stopping)
-	e.spare.close()
-	e.wg.Wait() // every session loop and side question has closed its process
+	e.convs.Stop()
+	e.spare.Close()
+	e.convs.Wait() // every session loop and side question has closed its process
 	e.notices.close()
 	e.cancelBg()
-	e.reload.adapters.Wait()
-	if e.seenSet != nil {
-		if err := e.seenSet.Close(); err != nil {
-			e.log.Warn("Closing the seen message ids failed", "error", err)
-		}
-	}
+	e.ads.stop()
+	e.convs.Close()
 	e.log.Info("Shutdown complete")
 	return nil
 }
@@ -308,32 +220,12 @@ func (e *Engine) Run(ctx context.Context) error {
 // WaitIdle returns when no turn runs and no queue holds work, or when ctx
 // ends.
 func (e *Engine) WaitIdle(ctx context.Context) error {
-	return e.busy.wait(ctx)
-}
-
-// Kill points: where the engine stops when a test kills it (stopAt), to
-// check what a restart makes of the files a kill there leaves.
-const (
-	pointClaimed  = "accept: claimed"                 // the id's claim is held, nothing written
-	pointAccepted = "accept: journaled"               // the entry is on disk, not acknowledged
-	pointStarted  = "turn: start marked"              // the start is in the journal, the message not sent
-	pointReplied  = "turn: replied, not acknowledged" // the reply is posted, the entry not acked
-	pointStreamed = "turn: stream posted"             // a streamed reply's message is posted and journaled
-	pointSettled  = "turn: settled, reply not posted" // a cluster's event is settled, its reply not posted
-	pointSettling = "turn: reply marked, not settled" // a cluster's event's reply is marked, the settle not sent
-)
-
-// errKilled is what work stopped at a kill point returns.
-var errKilled = errors.New("stopped at a kill point")
-
-// killedAt reports whether a test stops the engine at point.
-func (e *Engine) killedAt(point string) bool {
-	return e.stopAt != nil && e.stopAt(point)
+	return e.convs.WaitIdle(ctx)
 }
 
 func (e *Engine) isStopping() bool {
 	select {
-	case <-e.stopping:
+	case <-e.convs.Stopping():
 		return true
 	default:
 		return false
@@ -342,59 +234,3 @@ func (e *Engine) isStopping() bool {
 
 // refusedMemory is how many threads the access refusal is remembered for.
 const refusedMemory = 4096
-
-// recentIDs remembers the last n ids (threads told of a refusal).
-type recentIDs struct {
-	mu    sync.Mutex // guards ids and order
-	n     int
-	ids   map[string]bool
-	order []string
-}
-
-func newRecentIDs(n int) *recentIDs { return &recentIDs{n: n, ids: map[string]bool{}} }
-
-// add reports whether id is new, and remembers it.
-func (r *recentIDs) add(id string) bool {
-	if id == "" {
-		return true
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.ids[id] {
-		return false
-	}
-	r.ids[id] = true
-	r.order = append(r.order, id)
-	if len(r.order) > r.n {
-		delete(r.ids, r.order[0])
-		r.order = r.order[1:]
-	}
-	return true
-}
-
-// forget drops id.
-func (r *recentIDs) forget(id string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if !r.ids[id] {
-		return
-	}
-	delete(r.ids, id)
-	if i := slices.Index(r.order, id); i >= 0 {
-		r.order = slices.Delete(r.order, i, i+1)
-	}
-}
-
-// has reports whether id is remembered.
-func (r *recentIDs) has(id string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.ids[id]
-}
-
-// len is how many ids are remembered.
-func (r *recentIDs) len() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.ids)
-}

@@ -3,13 +3,14 @@ package engine
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
 	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/cc-connect/cc-connect/engine/conv"
+	"github.com/cc-connect/cc-connect/engine/render"
 	"github.com/cc-connect/cc-connect/platform"
 )
 
@@ -145,11 +146,11 @@ func TestProcessCapWaitsForFreeSlot(t *testing.T) {
 			h.say("alice", "T1", "a [[WAIT]]")
 			h.fa.waitFor(t, "the first turn", func(fa *fakeAgents) bool { return fa.waiting == 1 })
 			h.say("bob", "T2", "b")
-			h.rec.waitSend(t, noticeWaiting)
+			h.rec.waitSend(t, render.NoticeWaiting)
 			h.fa.release(t)
 			h.rec.waitSend(t, "echo: b")
 			h.waitIdle()
-			if got := h.rec.sends(noticeWaiting); len(got) != 1 {
+			if got := h.rec.sends(render.NoticeWaiting); len(got) != 1 {
 				t.Errorf("waiting notice posted %d times, want once", len(got))
 			}
 			h.fa.mu.Lock()
@@ -293,14 +294,11 @@ func TestDuplicateDeliveryHandledOnce(t *testing.T) {
 
 func TestRetiredSessionReloadsFromDisk(t *testing.T) {
 	h := newHarness(t, func(o *Options, _ *harnessConfig) { o.IdleTimeout = 5 * time.Millisecond })
-	h.e.retireAfter = 5 * time.Millisecond
+	h.e.convs.SetTestHooks(conv.TestHooks{RetireAfter: 5 * time.Millisecond})
 	h.say("alice", "T1", "first")
 	h.rec.waitSend(t, "echo: first")
 	h.logs.WaitRecords(t, waitLimit, "Session retired after inactivity", 1)
-	h.e.mu.Lock()
-	n := len(h.e.sessions)
-	h.e.mu.Unlock()
-	if n != 0 {
+	if n := h.e.convs.Len(); n != 0 {
 		t.Fatalf("%d sessions in memory after retiring, want 0", n)
 	}
 	h.say("alice", "T1", "second")
@@ -332,36 +330,6 @@ func TestAttachmentsAndEmptyMessages(t *testing.T) {
 	}
 }
 
-func TestProgressEditsAreThrottled(t *testing.T) {
-	rec := newFakePlatform("fake")
-	none := func(string) (platform.Adapter, bool) { return nil, false }
-	r := &relay{to: platform.Target{Platform: "fake", Channel: "C1"}, original: richPlatform{rec}, current: none,
-		bg: context.Background(), log: slog.New(slog.DiscardHandler), metrics: noMetrics{}}
-	p := &progress{}
-	r.showProgress(p, "Running: Bash `one`")
-	r.showProgress(p, "Running: Bash `two`")
-	r.showProgress(p, "Running: Bash `three`")
-	if sends, edits := len(rec.kinds("send")), len(rec.kinds("edit")); sends != 1 || edits != 0 {
-		t.Fatalf("%d sends and %d edits within a second, want 1 and 0", sends, edits)
-	}
-	if p.timer == nil {
-		t.Fatal("no flush scheduled for the throttled update")
-	}
-	<-p.timer.C
-	r.flushProgress(p)
-	edits := rec.kinds("edit")
-	if len(edits) != 1 || edits[0].Text != "Running: Bash `three`" || edits[0].To.MessageID == "" {
-		t.Errorf("edits = %+v, want one edit of the posted status to the latest text", edits)
-	}
-	// Without an editor, progress is skipped rather than flooding the chat.
-	plain := newFakePlatform("plain")
-	r.original = plain
-	r.showProgress(&progress{}, "Running: Bash `x`")
-	if n := len(plain.snapshot()); n != 0 {
-		t.Errorf("%d calls on a platform without edits, want 0", n)
-	}
-}
-
 func TestContextOverflowIsClampedAndWarned(t *testing.T) {
 	h := newHarness(t, nil)
 	h.say("alice", "T1", "[[OVER]]")
@@ -381,7 +349,7 @@ func TestStopWhileWaitingForSlot(t *testing.T) {
 	h.say("alice", "T1", "a [[WAIT]]")
 	h.fa.waitFor(t, "the first turn", func(fa *fakeAgents) bool { return fa.waiting == 1 })
 	h.say("bob", "T2", "b")
-	h.rec.waitSend(t, noticeWaiting)
+	h.rec.waitSend(t, render.NoticeWaiting)
 	h.say("bob", "T2", "!stop")
 	h.rec.waitSend(t, "Stopped before the turn started")
 	h.fa.release(t)
@@ -413,9 +381,9 @@ func (p *onSendPlatform) Send(ctx context.Context, to platform.Target, text stri
 // they are all there, the self-report estimate included.
 func TestReplyPostedBeforeFiguresSaved(t *testing.T) {
 	h := newHarness(t, nil)
-	path := h.e.store.path("fake/C1/T1")
-	onDisk := func() record {
-		var r record
+	path := conv.NewStore(h.opts.StateDir).Path("fake/C1/T1")
+	onDisk := func() conv.Record {
+		var r conv.Record
 		data, err := os.ReadFile(path)
 		if err == nil {
 			err = json.Unmarshal(data, &r)
@@ -427,7 +395,7 @@ func TestReplyPostedBeforeFiguresSaved(t *testing.T) {
 	}
 	var (
 		mu     sync.Mutex
-		atPost []record
+		atPost []conv.Record
 	)
 	p := &onSendPlatform{richPlatform{newFakePlatform("fake")}, func(text string) {
 		if strings.HasPrefix(text, "echo: ") {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cc-connect/cc-connect/engine/conv"
 	"github.com/cc-connect/cc-connect/internal/fakeclaude"
 	"github.com/cc-connect/cc-connect/platform"
 )
@@ -126,7 +127,7 @@ func claudeGot(t *testing.T, h *harness) []string {
 	t.Helper()
 	var out []string
 	for _, text := range fakeclaude.Texts(readRecord(t, h.opts.Agent.Env["FAKECLAUDE_RECORD"])) {
-		if text != continueText {
+		if text != conv.ContinueText {
 			out = append(out, text)
 		}
 	}
@@ -140,7 +141,7 @@ func claudeGot(t *testing.T, h *harness) []string {
 // the recovery, after the entry was acknowledged and the journal emptied,
 // and after another restart.
 func TestRetryAfterKilledAcceptRunsOnce(t *testing.T) {
-	kp := newKillPoint(pointAccepted, 1)
+	kp := newKillPoint(conv.PointAccepted, 1)
 	h := killedHarness(t, kp)
 	m := h.message("alice", "T1", "deploy it")
 	done := make(chan error, 1)
@@ -150,7 +151,7 @@ func TestRetryAfterKilledAcceptRunsOnce(t *testing.T) {
 	}()
 	kp.wait(t)
 	h = h.kill(t, kp)
-	if err := <-done; !errors.Is(err, errKilled) {
+	if err := <-done; !errors.Is(err, conv.ErrKilled) {
 		t.Fatalf("the killed accept returned %v", err)
 	}
 
@@ -166,7 +167,7 @@ func TestRetryAfterKilledAcceptRunsOnce(t *testing.T) {
 		t.Fatalf("%d messages pending after the recovered turn", n)
 	}
 	h = h.restart() // the journal is compacted when it is closed
-	if fi, err := os.Stat(inboxPath(h.opts.StateDir, t1Key)); err != nil || fi.Size() != 0 {
+	if fi, err := os.Stat(conv.InboxPath(h.opts.StateDir, t1Key)); err != nil || fi.Size() != 0 {
 		t.Errorf("journal after a clean stop: %v, %v; want it emptied", fi, err)
 	}
 	if seen, _ := os.ReadFile(filepath.Join(h.opts.StateDir, "inbox", "seen.jsonl")); !strings.Contains(string(seen), m.ID) {
@@ -203,7 +204,7 @@ func TestSameMessageTwiceInOneInstance(t *testing.T) {
 			}
 			h.rec.waitSend(t, "echo: only once")
 			h.waitIdle()
-			fi, err := os.Stat(inboxPath(h.opts.StateDir, t1Key))
+			fi, err := os.Stat(conv.InboxPath(h.opts.StateDir, t1Key))
 			if err != nil || (fi.Size() == 0) != compacted {
 				t.Fatalf("journal after the turn: %v, %v; want it emptied only when compacted", fi, err)
 			}
@@ -226,7 +227,7 @@ func TestSameMessageTwiceInOneInstance(t *testing.T) {
 // short is reported not handled (the adapter leaves it unacknowledged),
 // and one that waits is a duplicate only once its sibling is on disk.
 func TestTwinWaitsForItsSibling(t *testing.T) {
-	kp := newKillPoint(pointClaimed, 1)
+	kp := newKillPoint(conv.PointClaimed, 1)
 	h := killedHarness(t, kp)
 	m := h.message("alice", "T1", "<@bot> deploy")
 	m.Mentioned = true
@@ -250,7 +251,7 @@ func TestTwinWaitsForItsSibling(t *testing.T) {
 	second := make(chan twinResult, 1)
 	go func() {
 		res, _ := h.e.HandleMessage(context.Background(), twin)
-		data, _ := os.ReadFile(inboxPath(h.opts.StateDir, t1Key))
+		data, _ := os.ReadFile(conv.InboxPath(h.opts.StateDir, t1Key))
 		seen, _ := os.ReadFile(filepath.Join(h.opts.StateDir, "inbox", "seen.jsonl"))
 		second <- twinResult{res, strings.Contains(string(data)+string(seen), m.ID)}
 	}()
@@ -273,7 +274,7 @@ func TestTwinWaitsForItsSibling(t *testing.T) {
 // instance asks the transcript, finds nothing, says what it knows and
 // sends it: once.
 func TestKilledAfterTheStartMark(t *testing.T) {
-	kp := newKillPoint(pointStarted, 2)
+	kp := newKillPoint(conv.PointStarted, 2)
 	h := killedHarness(t, kp)
 	h.say("alice", "T1", "first")
 	h.rec.waitSend(t, "echo: first")
@@ -298,7 +299,7 @@ func TestKilledAfterTheStartMark(t *testing.T) {
 // posts the reply again, saying why, and never runs the message again; a
 // redelivery is a duplicate.
 func TestKilledWhileReplying(t *testing.T) {
-	kp := newKillPoint(pointReplied, 1)
+	kp := newKillPoint(conv.PointReplied, 1)
 	h := killedHarness(t, kp)
 	m := h.message("alice", "T1", "count the files")
 	h.deliver(m)
@@ -331,7 +332,7 @@ func TestJournalOfTheLandedVersionReplays(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := inboxPath(h.opts.StateDir, t1Key)
+	path := conv.InboxPath(h.opts.StateDir, t1Key)
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/cc-connect/cc-connect/agentproc"
+	"github.com/cc-connect/cc-connect/engine/conv"
+	"github.com/cc-connect/cc-connect/engine/render"
 )
 
 // TestFallbackToFreshSession covers the session that cannot continue: its
@@ -26,19 +28,19 @@ func TestFallbackToFreshSession(t *testing.T) {
 			delete(h.fa.sessions, sess1)
 			h.fa.mu.Unlock()
 			return h.restart()
-		}, noticeNotFound},
+		}, render.NoticeNotFound},
 		{"too long on resume", func(h *harness) *harness {
 			h.fa.mu.Lock()
 			h.fa.poisoned[sess1] = true
 			h.fa.mu.Unlock()
 			return h.restart()
-		}, noticeTooLong},
+		}, render.NoticeTooLong},
 		{"too long on a later turn", func(h *harness) *harness {
 			h.fa.mu.Lock()
 			h.fa.poisoned[sess1] = true
 			h.fa.mu.Unlock()
 			return h
-		}, noticeTooLong},
+		}, render.NoticeTooLong},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -65,8 +67,8 @@ func TestFallbackToFreshSession(t *testing.T) {
 			if got := h.fa.history(sess2); strings.Join(got, "|") != "second" {
 				t.Errorf("fresh session history = %q, want the message resent once", got)
 			}
-			var rec record
-			data, err := os.ReadFile(h.e.store.path("fake/C1/T1"))
+			var rec conv.Record
+			data, err := os.ReadFile(conv.NewStore(h.opts.StateDir).Path("fake/C1/T1"))
 			if err != nil || json.Unmarshal(data, &rec) != nil || rec.SessionID != sess2 {
 				t.Errorf("stored session = %q (%v), want sess-2", rec.SessionID, err)
 			}
@@ -114,7 +116,7 @@ func TestFreshFallbackFailingToo(t *testing.T) {
 			h.fa.mu.Unlock()
 			h.say("alice", "T1", "third")
 			h.rec.waitSend(t, "echo: third")
-			if got := h.rec.sends(noticeTooLong); len(got) != 1 {
+			if got := h.rec.sends(render.NoticeTooLong); len(got) != 1 {
 				t.Errorf("notice posted %d times, want once", len(got))
 			}
 		})
@@ -127,7 +129,7 @@ func TestFirstMessageTooLongForFreshSession(t *testing.T) {
 	h.rec.waitSend(t, "does not fit in the model's context even in a fresh session")
 	h.say("alice", "T1", "small")
 	h.rec.waitSend(t, "echo: small")
-	if got := h.rec.sends(noticeTooLong); len(got) != 0 {
+	if got := h.rec.sends(render.NoticeTooLong); len(got) != 0 {
 		t.Errorf("fallback notice posted for a session without history: %q", got)
 	}
 	if spawns := h.fa.spawnsSnapshot(); len(spawns) != 2 || spawns[1].ResumeID != "" {
@@ -150,7 +152,7 @@ func TestCrashMidTurnKeepsSession(t *testing.T) {
 	if got := h.rec.sends("Recovering the turn once. The turn for “boom [[CRASH]]” was cut off; resuming it"); len(got) != 1 {
 		t.Errorf("recovery notices = %q, want one", got)
 	}
-	h.rec.waitSend(t, "echo: "+continueText)
+	h.rec.waitSend(t, "echo: "+conv.ContinueText)
 	if got := h.rec.sends("The agent process exited"); len(got) != 1 {
 		t.Errorf("crash messages = %q, want one", got)
 	}
@@ -178,7 +180,7 @@ func TestSessionStatePersistence(t *testing.T) {
 	h := newHarness(t, nil)
 	h.say("alice", "T1", "first")
 	h.waitIdle()
-	path := h.e.store.path("fake/C1/T1")
+	path := conv.NewStore(h.opts.StateDir).Path("fake/C1/T1")
 	fi, err := os.Stat(path)
 	if err != nil {
 		t.Fatal(err)
@@ -190,13 +192,13 @@ func TestSessionStatePersistence(t *testing.T) {
 	if fi.Mode().Perm() != 0o600 || di.Mode().Perm() != 0o700 {
 		t.Errorf("modes = %v in %v, want 0600 in 0700", fi.Mode().Perm(), di.Mode().Perm())
 	}
-	var rec record
+	var rec conv.Record
 	data, _ := os.ReadFile(path)
 	if err := json.Unmarshal(data, &rec); err != nil {
 		t.Fatal(err)
 	}
 	if rec.SessionID != sess1 || rec.ContextTokens != 50000 || rec.ContextWindow != 200000 || rec.ContextPct != 25 ||
-		rec.Model != "claude-test" || rec.Workspace != h.e.pool.GetOrCreate(h.ws).Path {
+		rec.Model != "claude-test" || rec.Workspace != h.e.routes.pool.normalize(h.ws) {
 		t.Errorf("stored record = %+v", rec)
 	}
 

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cc-connect/cc-connect/binding"
+	"github.com/cc-connect/cc-connect/engine/conv"
 	"github.com/cc-connect/cc-connect/internal/testlog"
 	"github.com/cc-connect/cc-connect/platform"
 )
@@ -67,11 +69,11 @@ func newHarness(t *testing.T, mutate func(*Options, *harnessConfig)) *harness {
 	ws := t.TempDir()
 	no := false
 	opts := Options{
-		Bindings: []Binding{{Platform: "fake", Channel: "*", Workspace: ws,
+		Bindings: []binding.Binding{{Platform: "fake", Channel: "*", Workspace: ws,
 			AllowUsers: []string{"alice", "bob"}, Admins: []string{"alice"}, RequireMention: &no,
 			// The prompts the tests expect are the user's text alone;
 			// team_test.go turns the header on.
-			Setup: Setup{SenderHeader: &no}}},
+			Setup: binding.Setup{SenderHeader: &no}}},
 		StateDir:      t.TempDir(),
 		ShutdownGrace: 2 * time.Second,
 	}
@@ -94,15 +96,8 @@ func startHarness(t *testing.T, opts Options, cfg *harnessConfig, logs *testlog.
 		fa = newFakeAgents()
 	}
 	ft := &fakeTranscripts{fa: fa}
-	e.stopAt = cfg.stopAt
-	e.beforeTail, e.tailAdded = cfg.beforeTail, cfg.tailAdded
-	if cfg.tailQuiet > 0 {
-		e.tailQuiet = cfg.tailQuiet
-	}
-	if cfg.tailMaxWait > 0 {
-		e.tailMaxWait = cfg.tailMaxWait
-	}
-	e.compactBytes = cfg.compactBytes
+	e.convs.SetTestHooks(conv.TestHooks{StopAt: cfg.stopAt, BeforeTail: cfg.beforeTail, TailAdded: cfg.tailAdded,
+		TailQuiet: cfg.tailQuiet, TailMaxWait: cfg.tailMaxWait, CompactBytes: cfg.compactBytes})
 	if !cfg.real {
 		e.spawn = fa.spawn
 		e.tx = ft
@@ -197,17 +192,14 @@ func (h *harness) deliver(m platform.Message) platform.Result {
 // size, or when it is closed.
 func (h *harness) pending(key string) int {
 	h.t.Helper()
-	h.e.mu.Lock()
-	s := h.e.sessions[key]
-	h.e.mu.Unlock()
+	s := h.e.convs.Lookup(key)
 	if s == nil {
 		return 0
 	}
-	in := s.jr.file()
-	if in == nil {
+	if !s.JournalOpen() {
 		h.t.Fatalf("the journal of %s is not open", key)
 	}
-	return in.Len()
+	return len(s.Pending())
 }
 
 // waitIdle waits until the engine has no work.

@@ -29,14 +29,12 @@ func TestLateReplyRunsAsATurn(t *testing.T) {
 				h.say("alice", "T1", "think [[HANG]]")
 				h.waitTurnStarts(t, 2)
 			}
-			h.e.mu.Lock()
-			s := h.e.sessions["fake/C1/T1"]
-			h.e.mu.Unlock()
-			s.awaitText.Store(true)
+			s := h.e.convs.Lookup("fake/C1/T1")
+			s.AwaitReply(true)
 			late := h.message("alice", "T1", "and the colour is green")
 			h.deliver(late)
 			h.logs.WaitRecords(t, waitLimit, "A reply came after its question or plan was settled; it runs as a turn", 1)
-			s.awaitText.Store(false)
+			s.AwaitReply(false)
 			if tc.running {
 				h.rec.waitSend(t, "Queued (position 1)")
 				h.say("alice", "T1", "!stop")

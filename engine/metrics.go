@@ -1,156 +1,18 @@
 package engine
 
 import (
-	"errors"
-	"strings"
-	"time"
-
-	"github.com/cc-connect/cc-connect/agentproc"
+	"github.com/cc-connect/cc-connect/engine/conv"
+	"github.com/cc-connect/cc-connect/engine/procs"
 )
 
-// Metrics is what the engine reports for monitoring; *metrics.Metrics
-// implements it. Options.Metrics nil turns reporting off. Outcomes, causes
-// and choices are short fixed words, so that label sets stay small.
-type Metrics interface {
-	TurnStarted()
-	TurnFinished(outcome string, d time.Duration)
-	Fallback(cause string)
-	PermissionRequested()
-	PermissionAnswered(choice string, wait time.Duration)
-	QueueDepth(n int)
-	ContextPercent(pct int)
-	PlatformEvent(platform, kind string)
-	// MessageAccepted times a chat message accepted (queued), from the
-	// engine's receiving it to its journal record on disk: what the
-	// platform's ack waits for.
-	MessageAccepted(platform string, d time.Duration)
-	PlatformError(platform string)
-	// SpareTaken counts a new Claude session's start while spares are on
-	// (agent.prewarm > 0), by what it found: "ready", "loading" (a spare
-	// still in its handshake) or "none" (it started its own process).
-	SpareTaken(outcome string)
-	// The figures a scrape reads from the engine itself.
-	SetSessionsFunc(f func() map[string]int)
-	SetProcessesFunc(f func() int)
-	SetSparesFunc(f func() map[string]int)
-}
-
-// noMetrics is the Metrics of an engine without any.
-type noMetrics struct{}
-
-func (noMetrics) TurnStarted()                             {}
-func (noMetrics) TurnFinished(string, time.Duration)       {}
-func (noMetrics) Fallback(string)                          {}
-func (noMetrics) PermissionRequested()                     {}
-func (noMetrics) PermissionAnswered(string, time.Duration) {}
-func (noMetrics) QueueDepth(int)                           {}
-func (noMetrics) ContextPercent(int)                       {}
-func (noMetrics) PlatformEvent(string, string)             {}
-func (noMetrics) MessageAccepted(string, time.Duration)    {}
-func (noMetrics) PlatformError(string)                     {}
-func (noMetrics) SpareTaken(string)                        {}
-func (noMetrics) SetSessionsFunc(func() map[string]int)    {}
-func (noMetrics) SetProcessesFunc(func() int)              {}
-func (noMetrics) SetSparesFunc(func() map[string]int)      {}
-
-var _ Metrics = noMetrics{}
-
-// metricsOf returns m, or a Metrics that drops everything.
-func metricsOf(m Metrics) Metrics {
-	if m == nil {
-		return noMetrics{}
-	}
-	return m
-}
-
-// wireMetrics hands the collector the funcs it reads at each scrape.
-func (e *Engine) wireMetrics() {
-	e.metrics.SetSessionsFunc(e.sessionsByState)
-	e.metrics.SetProcessesFunc(e.slots.live)
-	e.metrics.SetSparesFunc(e.sparesByState)
-}
-
-// sparesByState counts the spare processes by state: ready, or starting
-// (spawning or in their handshake).
-func (e *Engine) sparesByState() map[string]int {
-	ready, starting := e.spare.count()
-	return map[string]int{"ready": ready, "starting": starting}
-}
-
-// sessionsByState counts the conversations in memory by state (idle,
-// running, requires_action). Retired ones live on disk and are not counted.
-func (e *Engine) sessionsByState() map[string]int {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	out := map[string]int{}
-	for _, s := range e.sessions {
-		st, _, _ := s.mb.snapshot()
-		out[string(st)]++
-	}
-	return out
-}
-
-// noteQueue reports the messages waiting over all conversations. Callers
-// hold neither e.mu nor a session's mu; Metrics.QueueDepth is called with
-// e.mu held, so it must not call back into the engine.
-func (e *Engine) noteQueue() {
-	if _, off := e.metrics.(noMetrics); off {
-		return // the sum walks every conversation: not for nothing
-	}
-	n := 0
-	e.mu.Lock()
-	for _, s := range e.sessions {
-		n += s.mb.waitingTurns()
-	}
-	// Reported before e.mu is released: two callers that counted in
-	// one order must not report in the other, or a stale depth (a
-	// message already taken from the FIFO) outlives the true one.
-	e.metrics.QueueDepth(n)
-	e.mu.Unlock()
-}
-
-// turnBegan counts a turn and returns when it began.
-func (e *Engine) turnBegan() time.Time {
-	e.metrics.TurnStarted()
-	return time.Now()
-}
-
-// turnDone counts a turn's end, by outcome.
-func (e *Engine) turnDone(out outcome, ok bool, began time.Time) {
-	e.metrics.TurnFinished(turnOutcome(out, ok), time.Since(began))
-}
-
-// turnOutcome names how a turn ended: ok, error, interrupted (!stop or
-// shutdown mid-turn), stopped (before it started), shutdown (never ran).
-func turnOutcome(out outcome, ok bool) string {
-	switch {
-	case out.err == nil && out.res != nil && strings.HasPrefix(out.res.TerminalReason, "aborted"):
-		return "interrupted"
-	case ok:
-		return "ok"
-	case errors.Is(out.err, errStopped):
-		return "shutdown"
-	case errors.Is(out.err, errStoppedWaiting):
-		return "stopped"
-	}
-	return "error"
-}
-
-// fallbackCause names why a session restarted fresh.
-func fallbackCause(err error) string {
-	if errors.Is(err, agentproc.ErrPromptTooLong) {
-		return "prompt_too_long"
-	}
-	return "session_not_found"
-}
-
-// permissionChoice names a permission answer for the metrics.
-func permissionChoice(b agentproc.Behavior) string {
-	switch b {
-	case agentproc.Allow:
-		return "allow"
-	case agentproc.AlwaysAllow:
-		return "always"
-	}
-	return "deny"
+// wireMetrics hands the collector the figures it reads at each scrape: the
+// conversations by state, the live processes, the spares by state (ready,
+// or starting: spawning or in their handshake).
+func wireMetrics(m Metrics, convs *conv.Set, slots *procs.Caps, spare *procs.Spares) {
+	m.SetSessionsFunc(convs.ByState)
+	m.SetProcessesFunc(slots.Live)
+	m.SetSparesFunc(func() map[string]int {
+		ready, starting := spare.Count()
+		return map[string]int{"ready": ready, "starting": starting}
+	})
 }

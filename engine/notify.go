@@ -2,8 +2,11 @@ package engine
 
 import (
 	"context"
+	"log/slog"
 	"sync"
+	"time"
 
+	"github.com/cc-connect/cc-connect/engine/conv"
 	"github.com/cc-connect/cc-connect/platform"
 )
 
@@ -18,6 +21,12 @@ const maxNotices = 64
 // accept path never waits on the platform. The engine closes it after the
 // sessions ended and waits for what is in flight.
 type notifier struct {
+	chat    func(name string) (platform.Adapter, bool) // the adapter registered now
+	busy    func(delta int)                            // the engine's outstanding work
+	bg      context.Context
+	log     *slog.Logger
+	metrics Metrics
+
 	mu       sync.Mutex // guards the fields below
 	inflight int
 	closed   bool
@@ -28,33 +37,51 @@ type notifier struct {
 // stopped there is no goroutine left to hand it to, and no adapter running
 // whose next event it could hold up: it is posted at once. It reports
 // false when the notice was dropped (too many in flight).
-func (e *Engine) notify(a platform.Adapter, to platform.Target, text string) bool {
-	n := &e.notices
+func (n *notifier) notify(a platform.Adapter, to platform.Target, text string) bool {
 	n.mu.Lock()
 	if n.closed {
 		n.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), sendTimeout)
 		defer cancel()
 		if _, err := a.Send(ctx, to, text); err != nil {
-			e.log.Warn("Posting a notice failed", "platform", to.Platform, "channel", to.Channel, "thread", to.Thread, "error", err)
+			n.log.Warn("Posting a notice failed", "platform", to.Platform, "channel", to.Channel, "thread", to.Thread, "error", err)
 		}
 		return true
 	}
 	if n.inflight >= maxNotices {
 		n.mu.Unlock()
-		e.log.Warn("Notice dropped", "platform", to.Platform, "channel", to.Channel, "thread", to.Thread, "notice", quote(text, 120))
+		n.log.Warn("Notice dropped", "platform", to.Platform, "channel", to.Channel, "thread", to.Thread,
+			"notice", conv.Quote(text, 120))
 		return false
 	}
 	n.inflight++
 	n.mu.Unlock()
-	e.busy.add(1)
+	n.busy(1)
 	go func() {
-		defer e.busy.add(-1)
+		defer n.busy(-1)
 		defer n.done()
-		r := relay{to: to, original: a, current: e.adapter, bg: e.bg, log: e.log, metrics: e.metrics}
-		r.send(text)
+		n.post(a, to, text)
 	}()
 	return true
+}
+
+// sendTimeout bounds one notice's post, so that an adapter that stopped
+// answering cannot hold the shutdown forever.
+const sendTimeout = 2 * time.Minute
+
+// post posts text to to through the adapter registered under a's name now
+// (a reload may have replaced a), else a.
+func (n *notifier) post(a platform.Adapter, to platform.Target, text string) {
+	if cur, ok := n.chat(to.Platform); ok {
+		a = cur
+	}
+	to.MessageID = ""
+	ctx, cancel := context.WithTimeout(n.bg, sendTimeout)
+	defer cancel()
+	if _, err := a.Send(ctx, to, text); err != nil {
+		n.metrics.PlatformError(to.Platform)
+		n.log.Error("Posting to the chat failed", "platform", to.Platform, "channel", to.Channel, "thread", to.Thread, "error", err)
+	}
 }
 
 func (n *notifier) done() {

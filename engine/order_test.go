@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cc-connect/cc-connect/engine/conv"
 	"github.com/cc-connect/cc-connect/inbox"
 	"github.com/cc-connect/cc-connect/platform"
 )
@@ -137,7 +138,7 @@ func TestRecoveryRunsInPlatformOrder(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, nil)
 			h.stop()
-			in, err := inbox.Open(inboxPath(h.opts.StateDir, t1Key), inbox.Limits{}, nil)
+			in, err := inbox.Open(conv.InboxPath(h.opts.StateDir, t1Key), inbox.Limits{}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -162,73 +163,6 @@ func TestRecoveryRunsInPlatformOrder(t *testing.T) {
 			}
 			if got := h.rec.sends("reached cc-connect after a later message"); len(got) != 0 {
 				t.Errorf("late notices on recovery: %q", got)
-			}
-		})
-	}
-}
-
-// TestInPlatformOrder pins the queueing rule itself, channel by channel.
-func TestInPlatformOrder(t *testing.T) {
-	it := func(text string, seq uint64, channel string, started bool) workItem {
-		return workItem{started: started, msg: platform.Message{Text: text, Seq: seq,
-			Target: platform.Target{Platform: "fake", Channel: channel}}}
-	}
-	for _, tc := range []struct {
-		name  string
-		items []workItem
-		want  string
-	}{
-		{"empty", nil, ""},
-		{"sorted", []workItem{it("a", 1, "C", false), it("b", 2, "C", false)}, "a b"},
-		{"reversed", []workItem{it("c", 3, "C", false), it("b", 2, "C", false), it("a", 1, "C", false)}, "a b c"},
-		{"started first", []workItem{it("a", 1, "C", false), it("b", 2, "C", true)}, "b a"},
-		{"barrier", []workItem{it("b", 2, "C", false), it("x", 0, "C", false), it("a", 1, "C", false)}, "b x a"},
-		{"another channel is no order", []workItem{it("b", 2, "C", false), it("a", 1, "D", false)}, "b a"},
-		{"equal seqs keep theirs", []workItem{it("a", 1, "C", false), it("a2", 1, "C", false)}, "a a2"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var got []string
-			for _, it := range inPlatformOrder(tc.items) {
-				got = append(got, it.msg.Text)
-			}
-			if strings.Join(got, " ") != tc.want {
-				t.Errorf("order %q, want %q", got, tc.want)
-			}
-		})
-	}
-}
-
-// TestMailboxLate: an item posted before one taken, or before one started
-// before a restart that still waits for recovery, is late; one posted
-// before a waiting item that was not started is not.
-func TestMailboxLate(t *testing.T) {
-	it := func(seq uint64, started bool) workItem {
-		return workItem{kind: itemTurn, started: started, msg: platform.Message{Seq: seq, Target: platform.Target{Platform: "fake", Channel: "C"}}}
-	}
-	for _, tc := range []struct {
-		name     string
-		queued   []workItem
-		take     bool
-		push     workItem
-		wantPos  int
-		wantLate bool
-	}{
-		{"before a waiting one", []workItem{it(20, false)}, false, it(10, false), 1, false},
-		{"after a waiting one", []workItem{it(20, false)}, false, it(30, false), 2, false},
-		{"before the taken one", []workItem{it(20, false)}, true, it(10, false), 1, true},
-		{"after the taken one", []workItem{it(20, false)}, true, it(30, false), 1, false},
-		{"before one started before a restart", []workItem{it(20, true), it(40, false)}, false, it(10, false), 2, true},
-		{"between it and a later one", []workItem{it(20, true), it(40, false)}, false, it(30, false), 2, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			mb := newMailbox(10, func(int) {})
-			mb.push(tc.queued...)
-			if tc.take {
-				mb.take()
-			}
-			pos, _, late := mb.push(tc.push)
-			if pos != tc.wantPos || late != tc.wantLate {
-				t.Errorf("pushed at %d, late %v; want %d, %v", pos, late, tc.wantPos, tc.wantLate)
 			}
 		})
 	}
@@ -336,7 +270,7 @@ func TestMissingBeforeTheFirstMessageAfterAStart(t *testing.T) {
 	}
 
 	h = h.restart()
-	h.e.born = h.e.now().Add(-gapWindow - time.Minute)
+	h.e.convs.SetTestHooks(conv.TestHooks{Born: time.Now().Add(-time.Hour)}) // past the window
 	th.set("T1", past(root), past(at("alice", "T1", 600, "missing")))
 	h.deliver(at("alice", "T1", 700, "late in the day"))
 	h.rec.waitSend(t, "echo: late in the day")

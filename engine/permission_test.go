@@ -59,12 +59,10 @@ func TestPermissionButtons(t *testing.T) {
 				!strings.Contains(ask.Prompt.Text, "Path it needs:\n```\n") {
 				t.Errorf("prompt = %+v", ask.Prompt)
 			}
-			h.e.mu.Lock()
-			st := h.e.sessions["fake/C1/T1"]
-			h.e.mu.Unlock()
-			state, _, _ := st.mb.snapshot()
-			if state != stateRequiresAction {
-				t.Errorf("state = %s while the prompt is pending, want %s", state, stateRequiresAction)
+			st := h.e.convs.Lookup("fake/C1/T1")
+			state := st.State()
+			if state != "requires_action" {
+				t.Errorf("state = %s while the prompt is pending, want %s", state, "requires_action")
 			}
 			h.press("alice", ask.Prompt.RequestID, tt.choice)
 			h.rec.waitSend(t, tt.reply)

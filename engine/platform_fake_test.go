@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cc-connect/cc-connect/engine/conv"
 	"github.com/cc-connect/cc-connect/platform"
 )
 
@@ -67,7 +68,7 @@ func (f *fakePlatform) Send(ctx context.Context, to platform.Target, text string
 	f.mu.Unlock()
 	if fail {
 		f.record(recorded{Kind: "send-failed", To: to, Text: text})
-		return platform.Target{}, fmt.Errorf("fake platform: sending %q failed", quote(text, 40))
+		return platform.Target{}, fmt.Errorf("fake platform: sending %q failed", conv.Quote(text, 40))
 	}
 	return f.record(recorded{Kind: "send", To: to, Text: text}), nil
 }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/cc-connect/cc-connect/agentproc"
+	"github.com/cc-connect/cc-connect/engine/conv"
+	"github.com/cc-connect/cc-connect/engine/render"
 	"github.com/cc-connect/cc-connect/internal/fakeclaude"
 	"github.com/cc-connect/cc-connect/platform"
 )
@@ -97,15 +99,15 @@ func TestRealNotFoundFallback(t *testing.T) {
 	// A stored id the CLI does not know (its transcript is gone).
 	h.stop()
 	const lost = "11111111-2222-4333-8444-555555555555"
-	if err := h.e.store.save(record{Key: "fake/C1/T1", Platform: "fake", Channel: "C1", Thread: "T1",
-		Workspace: h.e.pool.GetOrCreate(h.ws).Path, SessionID: lost}); err != nil {
+	if err := conv.NewStore(h.opts.StateDir).Save(conv.Record{Key: "fake/C1/T1", Platform: "fake", Channel: "C1", Thread: "T1",
+		Workspace: h.e.routes.pool.normalize(h.ws), SessionID: lost}); err != nil {
 		t.Fatal(err)
 	}
 	h = h.restart()
 	h.say("alice", "T1", "are you there")
 	h.rec.waitSend(t, "echo: are you there")
 	h.waitIdle()
-	if got := h.rec.sends(noticeNotFound); len(got) != 1 {
+	if got := h.rec.sends(render.NoticeNotFound); len(got) != 1 {
 		t.Errorf("not-found notice posted %d times, want once", len(got))
 	}
 	lines := linesWith(readRecord(t, re.record), "are you there")
@@ -127,7 +129,7 @@ func TestRealTooLongOnResumeFallback(t *testing.T) {
 	h.say("alice", "T1", "second")
 	h.rec.waitSend(t, "echo: second")
 	h.waitIdle()
-	if got := h.rec.sends(noticeTooLong); len(got) != 1 {
+	if got := h.rec.sends(render.NoticeTooLong); len(got) != 1 {
 		t.Errorf("too-long notice posted %d times, want once", len(got))
 	}
 	first := linesWith(readRecord(t, re.record), "first")
@@ -146,7 +148,7 @@ func TestRealTooLongLaterTurnThenFreshFailsThenRecovers(t *testing.T) {
 	h.say("alice", "T1", "small")
 	h.rec.waitSend(t, "echo: small")
 	h.waitIdle()
-	if got := h.rec.sends(noticeTooLong); len(got) != 1 {
+	if got := h.rec.sends(render.NoticeTooLong); len(got) != 1 {
 		t.Errorf("notice posted %d times, want once", len(got))
 	}
 	if got := linesWith(readRecord(t, re.record), "paste [[TOOLONG]]"); len(got) != 2 {
@@ -166,11 +168,11 @@ func TestRealCrashMidTurn(t *testing.T) {
 	// The CLI had the message and the transcript ends on it: the turn is
 	// resumed once, in a new process on the same session.
 	h.rec.waitSend(t, "Recovering the turn once. The turn for “boom [[CRASH]]” was cut off; resuming it")
-	h.rec.waitSend(t, "echo: "+continueText)
+	h.rec.waitSend(t, "echo: "+conv.ContinueText)
 	h.say("alice", "T1", "after")
 	h.rec.waitSend(t, "echo: after")
 	lines := readRecord(t, re.record)
-	if len(lines) != 4 || lines[2].Text != continueText || lines[2].SessionID != lines[0].SessionID || lines[2].Pid == lines[0].Pid ||
+	if len(lines) != 4 || lines[2].Text != conv.ContinueText || lines[2].SessionID != lines[0].SessionID || lines[2].Pid == lines[0].Pid ||
 		lines[3].Text != "after" {
 		t.Errorf("record = %+v, want the cut turn resumed in the same session, then the next message", lines)
 	}
@@ -201,7 +203,7 @@ func TestRealBtwLeavesMainTranscript(t *testing.T) {
 	h.say("alice", "T1", "main one")
 	h.rec.waitSend(t, "echo: main one")
 	h.say("alice", "T1", "!btw side q")
-	h.rec.waitSend(t, sidePrefix+"echo: side q")
+	h.rec.waitSend(t, render.SidePrefix+"echo: side q")
 	h.waitIdle()
 	lines := readRecord(t, re.record)
 	main := linesWith(lines, "main one")[0].SessionID
@@ -287,13 +289,13 @@ func TestRealProcessCap(t *testing.T) {
 	h.say("alice", "T1", "a [[SLOW]]")
 	h.waitTurnStarts(t, 1)
 	h.say("bob", "T2", "b")
-	h.rec.waitSend(t, noticeWaiting)
+	h.rec.waitSend(t, render.NoticeWaiting)
 	if err := os.WriteFile(release, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	h.rec.waitSend(t, "echo: b")
 	h.waitIdle()
-	if got := h.rec.sends(noticeWaiting); len(got) != 1 {
+	if got := h.rec.sends(render.NoticeWaiting); len(got) != 1 {
 		t.Errorf("waiting notice posted %d times, want once", len(got))
 	}
 	lines := readRecord(t, re.record)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/cc-connect/cc-connect/agentproc"
+	"github.com/cc-connect/cc-connect/engine/render"
 )
 
 // A side question cannot change the workspace, whatever the config says:
@@ -43,10 +44,10 @@ func TestRealCLIBtwCannotWrite(t *testing.T) {
 				{"side_bash.txt", "[[TOOL:touch %s]]"},
 			} {
 				path := filepath.Join(h.ws, c.file)
-				before := len(h.rec.sends(sidePrefix))
+				before := len(h.rec.sends(render.SidePrefix))
 				h.say("alice", "T1", "!btw "+strings.Replace(c.prompt, "%s", path, 1))
-				h.rec.waitFor(t, "the side answer", func([]recorded) bool { return len(h.rec.sends(sidePrefix)) > before })
-				answer := h.rec.sends(sidePrefix)[before]
+				h.rec.waitFor(t, "the side answer", func([]recorded) bool { return len(h.rec.sends(render.SidePrefix)) > before })
+				answer := h.rec.sends(render.SidePrefix)[before]
 				if _, err := os.Stat(path); err == nil {
 					t.Errorf("%s: the side question wrote the file (answer %q)", c.file, answer)
 				}

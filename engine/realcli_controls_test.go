@@ -88,7 +88,7 @@ func TestRealCLIMode(t *testing.T) {
 	if asks := h.rec.kinds("ask"); len(asks) != 0 {
 		t.Errorf("asked %d permission prompts in acceptEdits mode", len(asks))
 	}
-	ws := h.e.pool.GetOrCreate(h.ws).Path
+	ws := h.e.routes.pool.normalize(h.ws)
 	if _, err := os.Stat(filepath.Join(ws, "made_in_accept_edits.txt")); err != nil {
 		t.Errorf("the edit did not run: %v", err)
 	}
@@ -181,7 +181,7 @@ func TestRealCLILargeMessageArtifact(t *testing.T) {
 	if req.Seq == 0 {
 		t.Fatalf("no API request carried the artifact's path")
 	}
-	ws := h.e.pool.GetOrCreate(h.ws).Path
+	ws := h.e.routes.pool.normalize(h.ws)
 	if strings.Contains(req.LastUserText, "END-OF-PASTE") || strings.Contains(req.LastUserText, ws) ||
 		!strings.Contains(req.LastUserText, "BEGIN a long pasted log line") {
 		t.Errorf("user message sent to the API:\n%s", req.LastUserText)

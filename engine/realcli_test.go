@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cc-connect/cc-connect/agentproc"
+	"github.com/cc-connect/cc-connect/engine/render"
 	"github.com/cc-connect/cc-connect/internal/fakeapi"
 	"github.com/cc-connect/cc-connect/internal/testenv"
 	"github.com/cc-connect/cc-connect/platform"
@@ -71,7 +72,7 @@ func TestRealCLITooLongThenRecovers(t *testing.T) {
 	h.rec.waitSend(t, "Starting a fresh session failed too")
 	h.say("alice", "T1", "small")
 	h.rec.waitSend(t, "echo: small")
-	if got := h.rec.sends(noticeTooLong); len(got) != 1 {
+	if got := h.rec.sends(render.NoticeTooLong); len(got) != 1 {
 		t.Errorf("too-long notice posted %d times, want once", len(got))
 	}
 }
@@ -96,7 +97,7 @@ func TestRealCLIPermission(t *testing.T) {
 		t.Errorf("resolved = %+v", res)
 	}
 	// The CLI ran the allowed tool.
-	if _, err := os.Stat(filepath.Join(h.e.pool.GetOrCreate(h.ws).Path, "made_by_tool.txt")); err != nil {
+	if _, err := os.Stat(filepath.Join(h.e.routes.pool.normalize(h.ws), "made_by_tool.txt")); err != nil {
 		t.Errorf("the allowed tool did not run: %v", err)
 	}
 }

@@ -3,6 +3,8 @@ package engine
 import (
 	"fmt"
 	"testing"
+
+	"github.com/cc-connect/cc-connect/engine/conv"
 )
 
 // TestAccessRefusalMemoryIsBounded: a user who is not allowed, writing in
@@ -26,7 +28,7 @@ func TestAccessRefusalMemoryIsBounded(t *testing.T) {
 	if d := h.logs.Records("Notice dropped"); len(d) != 0 {
 		t.Fatalf("%d refusals dropped: the flood outran the notifier", len(d))
 	}
-	if n := h.e.refused.len(); n != refusedMemory {
+	if n := h.e.refused.Len(); n != refusedMemory {
 		t.Errorf("refusal memory holds %d threads, want at most %d", n, refusedMemory)
 	}
 	count := func(thread string) int {
@@ -54,12 +56,12 @@ func TestAccessRefusalMemoryIsBounded(t *testing.T) {
 // aloud; until then the memory does not count it as told.
 func TestDroppedRefusalIsToldNextTime(t *testing.T) {
 	h := newHarness(t, nil)
-	n := &h.e.notices
+	n := h.e.notices
 	n.mu.Lock()
 	n.inflight = maxNotices // the notifier is full
 	n.mu.Unlock()
 	h.say("mallory", "T1", "hi")
-	if h.e.refused.has(keyOf(h.message("mallory", "T1", "").Target)) {
+	if h.e.refused.Has(conv.Key(h.message("mallory", "T1", "").Target)) {
 		t.Error("a thread whose refusal was dropped is remembered as told")
 	}
 	n.mu.Lock()

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cc-connect/cc-connect/binding"
 	"github.com/cc-connect/cc-connect/platform"
 )
 
@@ -40,8 +41,8 @@ func (h *harness) reload(r Reload) {
 }
 
 // bindingsWith returns the harness's bindings changed by f.
-func (h *harness) bindingsWith(f func(bs []Binding) []Binding) []Binding {
-	bs := make([]Binding, len(h.opts.Bindings))
+func (h *harness) bindingsWith(f func(bs []binding.Binding) []binding.Binding) []binding.Binding {
+	bs := make([]binding.Binding, len(h.opts.Bindings))
 	for i, b := range h.opts.Bindings {
 		b.AllowUsers = slices.Clone(b.AllowUsers)
 		b.Admins = slices.Clone(b.Admins)
@@ -57,8 +58,8 @@ func TestReloadNewBindingRoutesAtOnce(t *testing.T) {
 	if got := h.rec.snapshot(); len(got) != 0 {
 		t.Fatalf("an unbound channel was answered: %s", dump(got))
 	}
-	h.reload(Reload{Bindings: h.bindingsWith(func(bs []Binding) []Binding {
-		return append(bs, Binding{Platform: "fake", Channel: "C2", Workspace: t.TempDir(), AllowUsers: []string{"alice"},
+	h.reload(Reload{Bindings: h.bindingsWith(func(bs []binding.Binding) []binding.Binding {
+		return append(bs, binding.Binding{Platform: "fake", Channel: "C2", Workspace: t.TempDir(), AllowUsers: []string{"alice"},
 			RequireMention: bs[0].RequireMention, Setup: bs[0].Setup})
 	})})
 	h.deliver(h.inChannel("C2", "alice", "T1", "after"))
@@ -76,14 +77,14 @@ func TestReloadAllowListAppliesToNextMessage(t *testing.T) {
 	h.rec.waitSend(t, "not allowed")
 	h.waitIdle()
 
-	h.reload(Reload{Bindings: h.bindingsWith(func(bs []Binding) []Binding {
+	h.reload(Reload{Bindings: h.bindingsWith(func(bs []binding.Binding) []binding.Binding {
 		bs[0].AllowUsers = []string{"alice", "bob"}
 		return bs
 	})})
 	h.say("bob", "T1", "now allowed")
 	h.rec.waitSend(t, "echo: now allowed")
 
-	h.reload(Reload{Bindings: h.bindingsWith(func(bs []Binding) []Binding {
+	h.reload(Reload{Bindings: h.bindingsWith(func(bs []binding.Binding) []binding.Binding {
 		bs[0].AllowUsers = []string{"bob"}
 		return bs
 	})})
@@ -115,7 +116,7 @@ func TestReloadWorkspaceChangeAtNextSessionStart(t *testing.T) {
 	h.say("alice", "T1", "long [[WAIT]]")
 	h.fa.waitFor(t, "the turn to wait", func(fa *fakeAgents) bool { return fa.waiting == 1 })
 
-	h.reload(Reload{Bindings: h.bindingsWith(func(bs []Binding) []Binding {
+	h.reload(Reload{Bindings: h.bindingsWith(func(bs []binding.Binding) []binding.Binding {
 		bs[0].Workspace = newWS
 		return bs
 	})})
@@ -175,7 +176,7 @@ func TestReloadAdminChangeKeepsTheConversation(t *testing.T) {
 	h.say("alice", "T1", "hello")
 	h.rec.waitSend(t, "echo: hello")
 	h.waitIdle()
-	h.reload(Reload{Bindings: h.bindingsWith(func(bs []Binding) []Binding {
+	h.reload(Reload{Bindings: h.bindingsWith(func(bs []binding.Binding) []binding.Binding {
 		bs[0].Admins = nil
 		bs[0].AllowShell = true
 		return bs
@@ -193,7 +194,7 @@ func TestReloadAdminChangeKeepsTheConversation(t *testing.T) {
 func TestReloadRefusesInvalidBindings(t *testing.T) {
 	h := reloadHarness(t)
 	ctx := context.Background()
-	if err := h.e.Reload(ctx, Reload{Bindings: []Binding{{Platform: "fake", Channel: "C1"}}}); err == nil {
+	if err := h.e.Reload(ctx, Reload{Bindings: []binding.Binding{{Platform: "fake", Channel: "C1"}}}); err == nil {
 		t.Fatal("Reload accepted a binding without a workspace")
 	}
 	h.say("alice", "T1", "still here")
@@ -203,10 +204,8 @@ func TestReloadRefusesInvalidBindings(t *testing.T) {
 // sessionLive reports whether the conversation has a live process.
 func (e *Engine) sessionLive(t *testing.T, key string) bool {
 	t.Helper()
-	e.mu.Lock()
-	s := e.sessions[key]
-	e.mu.Unlock()
-	return s != nil && s.agent.live() != nil
+	s := e.convs.Lookup(key)
+	return s != nil && s.Process() != nil
 }
 
 // runAdapter is a fake adapter that records when its Run starts and ends.
@@ -282,13 +281,13 @@ func TestReloadRestartsOnlyTheChangedAdapter(t *testing.T) {
 	if slices.Contains(got, "stop a#1") {
 		t.Errorf("adapter events %v: a was restarted though its config did not change", got)
 	}
-	if a, _ := h.e.adapter("b"); a != platform.Adapter(b2) {
+	if a, _ := h.e.ads.get("b"); a != platform.Adapter(b2) {
 		t.Errorf("messages from b route to %v, want the new adapter", a)
 	}
 
 	h.reload(Reload{Bindings: h.opts.Bindings, Remove: []string{"a"}})
 	log.wait(t, "stop a#1")
-	if _, ok := h.e.adapter("a"); ok {
+	if _, ok := h.e.ads.get("a"); ok {
 		t.Error("a removed adapter is still registered")
 	}
 	// The harness's own adapter kept running throughout.
@@ -329,7 +328,7 @@ func TestReloadWorkspaceChangeOfIdleConversation(t *testing.T) {
 	h.say("alice", "T1", "first")
 	h.rec.waitSend(t, "echo: first")
 	h.waitIdle()
-	h.reload(Reload{Bindings: h.bindingsWith(func(bs []Binding) []Binding {
+	h.reload(Reload{Bindings: h.bindingsWith(func(bs []binding.Binding) []binding.Binding {
 		bs[0].Workspace = newWS
 		return bs
 	})})

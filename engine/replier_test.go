@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/cc-connect/cc-connect/engine/conv"
 	"github.com/cc-connect/cc-connect/platform"
 )
 
@@ -105,7 +106,7 @@ func TestRepliesCarryTheJournaledKey(t *testing.T) {
 // second time, not even a notice.
 func TestKilledWhileReplyingFindsTheReply(t *testing.T) {
 	chat := newFakeChat()
-	kp := newKillPoint(pointReplied, 1)
+	kp := newKillPoint(conv.PointReplied, 1)
 	h, _ := newRealHarness(t, nil, nil)
 	h.stop()
 	cfg := *h.cfg
@@ -176,13 +177,23 @@ func TestReplyBeforeItsRoot(t *testing.T) {
 		t.Errorf("the root's own delivery: %+v, want a duplicate", res)
 	}
 
-	for range 2 {
-		if res := h.deliver(h.message("bob", "T8", "pizza")); res.Status != platform.Ignored {
-			t.Errorf("chatter under a root without a mention: %+v, want it ignored", res)
-		}
+	// Chatter under a root without a mention: the first is journaled and
+	// dropped once the root is read, the second ignored at once; neither
+	// reaches Claude nor gets a word in the thread.
+	h.deliver(h.message("bob", "T8", "pizza"))
+	h.waitIdle()
+	if res := h.deliver(h.message("bob", "T8", "pizza again")); res.Status != platform.Ignored {
+		t.Errorf("chatter under a root without a mention, once read: %+v, want it ignored", res)
 	}
+	h.waitIdle()
 	if _, _, reads := chat.snapshot(); reads != 2 {
 		t.Errorf("%d thread reads, want one per thread", reads)
+	}
+	if got := h.fa.history(sess2); len(got) != 0 {
+		t.Errorf("chatter reached Claude: %q", got)
+	}
+	if sends := h.rec.sends(""); len(sends) != 2 {
+		t.Errorf("posted %q, want the two replies only", sends)
 	}
 }
 
@@ -228,7 +239,7 @@ func (h *harness) killInto(t *testing.T, kp, next *killPoint) *harness {
 // the platform: the reply and its notice are in the chat once.
 func TestKilledTwiceWhileReplying(t *testing.T) {
 	chat := newFakeChat()
-	first := newKillPoint(pointReplied, 1)
+	first := newKillPoint(conv.PointReplied, 1)
 	h, _ := newRealHarness(t, nil, nil)
 	h.stop()
 	cfg := *h.cfg
@@ -243,7 +254,7 @@ func TestKilledTwiceWhileReplying(t *testing.T) {
 	chat.mu.Lock()
 	chat.posted = map[string]int{}
 	chat.mu.Unlock()
-	second := newKillPoint(pointReplied, 1)
+	second := newKillPoint(conv.PointReplied, 1)
 	h = h.killInto(t, first, second)
 	second.wait(t)
 	if got := h.rec.sends("echo: count the files"); len(got) != 1 {

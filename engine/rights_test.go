@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/cc-connect/cc-connect/binding"
+	"github.com/cc-connect/cc-connect/engine/render"
 	"github.com/cc-connect/cc-connect/platform"
 )
 
@@ -15,11 +17,11 @@ import (
 func TestRightsTakenAwayApplyToTheNextCommand(t *testing.T) {
 	tests := []struct {
 		name   string
-		change func(b *Binding)
+		change func(b *binding.Binding)
 		refuse string
 	}{
-		{"admin removed", func(b *Binding) { b.Admins = nil }, shellNotAdminText},
-		{"allow_shell turned off", func(b *Binding) { b.AllowShell = false }, shellOffText},
+		{"admin removed", func(b *binding.Binding) { b.Admins = nil }, render.ShellNotAdminText},
+		{"allow_shell turned off", func(b *binding.Binding) { b.AllowShell = false }, render.ShellOffText},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -29,7 +31,7 @@ func TestRightsTakenAwayApplyToTheNextCommand(t *testing.T) {
 			h.say("alice", "T1", "!sh echo first")
 			h.rec.waitSend(t, "first")
 			h.waitIdle()
-			h.reload(Reload{Bindings: h.bindingsWith(func(bs []Binding) []Binding {
+			h.reload(Reload{Bindings: h.bindingsWith(func(bs []binding.Binding) []binding.Binding {
 				tt.change(&bs[0])
 				return bs
 			})})
@@ -52,7 +54,7 @@ func TestApproverRemovedWhilePromptPending(t *testing.T) {
 	h := newHarness(t, nil)
 	h.say("alice", "T1", "please [[TOOL:make deploy]]")
 	ask := waitAsk(t, h)
-	h.reload(Reload{Bindings: h.bindingsWith(func(bs []Binding) []Binding {
+	h.reload(Reload{Bindings: h.bindingsWith(func(bs []binding.Binding) []binding.Binding {
 		bs[0].Approvers = []string{"bob"}
 		return bs
 	})})
@@ -73,7 +75,7 @@ func TestAllowListTakenAwayDropsQueuedMessages(t *testing.T) {
 	h.fa.waitFor(t, "the turn to start", func(fa *fakeAgents) bool { return len(fa.spawns) == 1 })
 	h.say("bob", "T1", "queued by bob")
 	h.rec.waitSend(t, "Queued (position 1)")
-	h.reload(Reload{Bindings: h.bindingsWith(func(bs []Binding) []Binding {
+	h.reload(Reload{Bindings: h.bindingsWith(func(bs []binding.Binding) []binding.Binding {
 		bs[0].AllowUsers = slices.DeleteFunc(bs[0].AllowUsers, func(u string) bool { return u == "bob" })
 		return bs
 	})})

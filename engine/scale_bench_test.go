@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/cc-connect/cc-connect/agentproc"
+	"github.com/cc-connect/cc-connect/binding"
+	"github.com/cc-connect/cc-connect/engine/conv"
 	"github.com/cc-connect/cc-connect/internal/fakeclaude"
 	"github.com/cc-connect/cc-connect/platform"
 )
@@ -105,10 +107,10 @@ func startBenchEngine(tb testing.TB, agent agentproc.Config, replyBuffer int, mu
 	no := false
 	opts := Options{
 		Agent: agent,
-		Bindings: []Binding{{Platform: "bench", Channel: "*", Workspace: tb.TempDir(),
+		Bindings: []binding.Binding{{Platform: "bench", Channel: "*", Workspace: tb.TempDir(),
 			AllowUsers: []string{"*"}, RequireMention: &no,
 			// The replies checked are the prompt echoed alone.
-			Setup: Setup{SenderHeader: &no}}},
+			Setup: binding.Setup{SenderHeader: &no}}},
 		StateDir:      tb.TempDir(),
 		ShutdownGrace: 10 * time.Second,
 		// What the binary logs at its default level, formatted and dropped.
@@ -182,49 +184,18 @@ func (env *benchEnv) waitIdle(tb testing.TB) {
 }
 
 // sessionCount is how many sessions the engine holds in memory.
-func (env *benchEnv) sessionCount() int {
-	env.e.mu.Lock()
-	defer env.e.mu.Unlock()
-	return len(env.e.sessions)
-}
+func (env *benchEnv) sessionCount() int { return env.e.convs.Len() }
 
 // reapAll asks every session to close its idle process, through the
 // control the process cap uses, and waits until no process is live.
 func (env *benchEnv) reapAll(tb testing.TB) {
 	tb.Helper()
-	env.e.mu.Lock()
-	ss := make([]*session, 0, len(env.e.sessions))
-	for _, s := range env.e.sessions {
-		ss = append(ss, s)
-	}
-	env.e.mu.Unlock()
-	for _, s := range ss {
-		s.mb.pushControl(control{kind: ctrlReap})
-	}
+	env.e.convs.ReapIdle()
 	env.waitLive(tb, 0)
 }
 
-// waitLive waits until exactly n processes hold a slot; it wakes whenever
-// a slot is released.
-func (env *benchEnv) waitLive(tb testing.TB, n int) {
-	tb.Helper()
-	sl := env.e.slots
-	deadline := time.NewTimer(5 * time.Minute)
-	defer deadline.Stop()
-	for {
-		sl.mu.Lock()
-		live, ch := sl.total, sl.changed
-		sl.mu.Unlock()
-		if live == n {
-			return
-		}
-		select {
-		case <-ch:
-		case <-deadline.C:
-			tb.Fatalf("timed out with %d live processes, want %d", live, n)
-		}
-	}
-}
+// waitLive waits until exactly n processes hold a slot.
+func (env *benchEnv) waitLive(tb testing.TB, n int) { waitLiveSlots(tb, env.e.slots, n) }
 
 // memSnapshot is this process's own memory and goroutines at one moment.
 type memSnapshot struct {
@@ -326,7 +297,7 @@ func benchScale(b *testing.B, n int) {
 	g0 := runtime.NumGoroutine()
 	env := startBenchEngine(b, agent, 4*n, func(o *Options) {
 		o.IdleTimeout = 0 // processes stay live until reapAll
-	}, func(e *Engine) { e.retireAfter = scaleRetireAfter })
+	}, func(e *Engine) { e.convs.SetTestHooks(conv.TestHooks{RetireAfter: scaleRetireAfter}) })
 	base := snapshot()
 	threads := make([]string, n)
 	for i := range threads {

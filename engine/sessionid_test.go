@@ -1,13 +1,13 @@
 package engine
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/cc-connect/cc-connect/agentproc"
+	"github.com/cc-connect/cc-connect/engine/conv"
+	"github.com/cc-connect/cc-connect/engine/procs"
 	"github.com/cc-connect/cc-connect/inbox"
 )
 
@@ -21,7 +21,7 @@ func TestSessionsListLeavesOutIDsThatAreNotUUIDs(t *testing.T) {
 	h.fa.mu.Lock()
 	h.fa.sessions[old1] = []string{"earlier"}
 	h.fa.mu.Unlock()
-	h.ft.list = []sessionInfo{
+	h.ft.list = []procs.SessionInfo{
 		{SessionID: "--dangerously-skip-permissions", Size: 10, ModTime: time.Now(), FirstPrompt: "planted"},
 		{SessionID: old1, Size: 2048, ModTime: time.Now().Add(-time.Hour), FirstPrompt: "fix the login bug"},
 		{SessionID: "notes", BadID: true, ModTime: time.Now()},
@@ -43,30 +43,6 @@ func TestSessionsListLeavesOutIDsThatAreNotUUIDs(t *testing.T) {
 	}
 }
 
-// TestDiskTranscriptsFlagNamesThatAreNotUUIDs: the transcripts lister
-// marks a file whose name is not a session id.
-func TestDiskTranscriptsFlagNamesThatAreNotUUIDs(t *testing.T) {
-	configDir, ws := t.TempDir(), t.TempDir()
-	dir := agentproc.ProjectDir(configDir, ws)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range []string{"--dangerously-skip-permissions", old1} {
-		line := `{"type":"user","message":{"role":"user","content":"hi"},"sessionId":"` + name + `"}` + "\n"
-		if err := os.WriteFile(filepath.Join(dir, name+".jsonl"), []byte(line), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	all, err := diskTranscripts{configDir: configDir}.List(ws)
-	if err != nil || len(all) != 2 {
-		t.Fatalf("List = %+v, %v", all, err)
-	}
-	list, bad := resumable(all)
-	if bad != 1 || len(list) != 1 || list[0].SessionID != old1 {
-		t.Errorf("resumable = %+v (%d left out), want only %s", list, bad, old1)
-	}
-}
-
 // TestInitEventWithAnIDThatIsNotAUUID: an id like that from the CLI is not
 // stored, so the next process is not started with --resume on it.
 func TestInitEventWithAnIDThatIsNotAUUID(t *testing.T) {
@@ -74,7 +50,7 @@ func TestInitEventWithAnIDThatIsNotAUUID(t *testing.T) {
 	h.say("alice", "T1", "first [[BADID]]")
 	h.rec.waitSend(t, "echo: first")
 	h.fa.waitFor(t, "the idle process to be reaped", func(fa *fakeAgents) bool { return fa.live == 0 })
-	if id := h.e.sessions[t1Key].rb.sessionID(); id == badSessionID {
+	if id := h.e.convs.Lookup(t1Key).Record().SessionID; id == badSessionID {
 		t.Fatalf("stored session id %q", id)
 	}
 	if len(h.logs.Records("Agent reported a session id that is not a UUID; not stored")) == 0 {
@@ -97,13 +73,13 @@ func TestRecordWithAnIDThatIsNotAUUID(t *testing.T) {
 	for _, field := range []string{"session_id", "new_session_id"} {
 		t.Run(field, func(t *testing.T) {
 			h, re := newRealHarness(t, nil, nil)
-			rec := record{Key: t1Key, Platform: "fake", Channel: "C1", Thread: "T1", Workspace: h.e.pool.GetOrCreate(h.ws).Path}
+			rec := conv.Record{Key: t1Key, Platform: "fake", Channel: "C1", Thread: "T1", Workspace: h.e.routes.pool.normalize(h.ws)}
 			if field == "session_id" {
 				rec.SessionID = "--dangerously-skip-permissions"
 			} else {
 				rec.NewSessionID = "../../elsewhere"
 			}
-			if err := h.e.store.save(rec); err != nil {
+			if err := conv.NewStore(h.opts.StateDir).Save(rec); err != nil {
 				t.Fatal(err)
 			}
 			h.say("alice", "T1", "hello")
@@ -117,7 +93,7 @@ func TestRecordWithAnIDThatIsNotAUUID(t *testing.T) {
 			if n := len(readRecord(t, re.record)); n != 2 {
 				t.Errorf("claude received %d messages, want 2", n)
 			}
-			got, ok, err := h.e.store.load(t1Key, time.Now())
+			got, ok, err := conv.NewStore(h.opts.StateDir).Load(t1Key, time.Now())
 			if err != nil || !ok || !agentproc.ValidSessionID(got.SessionID) || got.NewSessionID != "" {
 				t.Errorf("stored record %+v (%v), want a new valid session id", got, err)
 			}
@@ -133,12 +109,12 @@ func TestResumeFromAJournalWithAnIDThatIsNotAUUID(t *testing.T) {
 	h.rec.waitSend(t, "echo: first")
 	h.waitIdle()
 	h.stop()
-	in, err := inbox.Open(inboxPath(h.opts.StateDir, t1Key), inbox.Limits{}, nil)
+	in, err := inbox.Open(conv.InboxPath(h.opts.StateDir, t1Key), inbox.Limits{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := h.message("alice", "T1", "!resume --dangerously-skip-permissions")
-	if err := in.Append(inbox.Entry{ID: m.ID, Platform: m.Target.Platform, Channel: m.Target.Channel, Thread: m.Target.Thread, MessageID: m.Target.MessageID, UserID: "alice", Text: m.Text, Kind: kindResume + "--dangerously-skip-permissions"}); err != nil {
+	if err := in.Append(inbox.Entry{ID: m.ID, Platform: m.Target.Platform, Channel: m.Target.Channel, Thread: m.Target.Thread, MessageID: m.Target.MessageID, UserID: "alice", Text: m.Text, Kind: "resume:" + "--dangerously-skip-permissions"}); err != nil {
 		t.Fatal(err)
 	}
 	in.Close()

@@ -8,7 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cc-connect/cc-connect/agentproc"
+	"github.com/cc-connect/cc-connect/engine/conv"
+	"github.com/cc-connect/cc-connect/engine/render"
 )
 
 // shellHarness is a harness whose binding lets its admin (alice) run !sh.
@@ -30,8 +31,8 @@ func TestShellRefusals(t *testing.T) {
 		want       string
 		reason     string
 	}{
-		{"off by default, even for an admin", false, "alice", shellOffText, "shell is off for this binding"},
-		{"on, but not an admin", true, "bob", shellNotAdminText, "user is not an admin"},
+		{"off by default, even for an admin", false, "alice", render.ShellOffText, "shell is off for this binding"},
+		{"on, but not an admin", true, "bob", render.ShellNotAdminText, "user is not an admin"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -56,7 +57,7 @@ func TestShellRunsInWorkspaceWithAgentEnv(t *testing.T) {
 	})
 	h.say("alice", "T1", `!sh pwd; echo "probe=$CCC_SHELL_PROBE"; exit 3`)
 	got := h.rec.waitSend(t, "exit 3 in")
-	wantDir := h.e.pool.GetOrCreate(h.ws).Path
+	wantDir := h.e.routes.pool.normalize(h.ws)
 	if !strings.Contains(got.Text, wantDir+"\n") || !strings.Contains(got.Text, "probe=from-agent-env") ||
 		!strings.Contains(got.Text, "```") {
 		t.Errorf("reply = %q, want the workspace, the agent's env, a code block", got.Text)
@@ -99,7 +100,7 @@ func TestShellOutputBounded(t *testing.T) {
 	h.say("alice", "T1", `!sh head -c 300000 /dev/zero | tr '\0' x; echo; echo the-end`)
 	got := h.rec.waitSend(t, "exit 0 in")
 	if !strings.Contains(got.Text, "(output cut: only the last part is shown)") || !strings.Contains(got.Text, "the-end") {
-		t.Errorf("reply does not say the output was cut or lacks its tail: %q…", quote(got.Text, 200))
+		t.Errorf("reply does not say the output was cut or lacks its tail: %q…", conv.Quote(got.Text, 200))
 	}
 	if len(got.Text) > 64<<10+1024 {
 		t.Errorf("reply is %d bytes, want the last 64 KiB and a header", len(got.Text))
@@ -183,7 +184,7 @@ func TestShellOneAtATime(t *testing.T) {
 	h.say("alice", "T1", treeCommand)
 	readChildPid(t, h.ws)
 	h.say("alice", "T1", "!sh echo second")
-	h.rec.waitSend(t, shellBusyText)
+	h.rec.waitSend(t, render.ShellBusyText)
 	h.say("alice", "T1", "!stop")
 	h.rec.waitSend(t, "stopped after")
 	h.waitIdle()
@@ -191,52 +192,13 @@ func TestShellOneAtATime(t *testing.T) {
 	h.rec.waitSend(t, "exit 0 in")
 }
 
-func TestShellNotesBounded(t *testing.T) {
-	notes := ""
-	note := strings.Repeat("x", 5000) + "\n[End of shell command note.]"
-	for range 10 {
-		notes = appendNote(notes, note)
-	}
-	if len(notes) > maxShellNotes+100 || !strings.HasPrefix(notes, "[Earlier shell command notes were cut.]\n") ||
-		!strings.HasSuffix(notes, note) {
-		t.Errorf("notes = %d bytes starting %q", len(notes), quote(notes, 60))
-	}
-	if got := appendNote("", "a"); got != "a" {
-		t.Errorf("appendNote(\"\", a) = %q", got)
-	}
-	if got := appendNote("a", "b"); got != "a\n\nb" {
-		t.Errorf("appendNote(a, b) = %q", got)
-	}
-}
-
-// A note stays for the next turn when the message that carried it never
-// reached Claude (stopped while waiting for a process slot).
-func TestShellNoteKeptWhenTurnNotSent(t *testing.T) {
-	h := shellHarness(t, nil)
-	s := sessionFor(t, h, "T1")
-	s.rb.update(func(r *record) { r.ShellNotes = "note-1" })
-	notes := s.rb.takeShellNotes()
-	s.tr.keepUnsentNotes(notes, errStoppedWaiting)
-	got := s.rb.get().ShellNotes
-	if got != "note-1" {
-		t.Errorf("notes after an unsent turn = %q, want them kept", got)
-	}
-	s.tr.keepUnsentNotes(s.rb.takeShellNotes(), &agentproc.ExitError{Code: 1})
-	got = s.rb.get().ShellNotes
-	if got != "" {
-		t.Errorf("notes after a sent turn = %q, want them gone", got)
-	}
-}
-
 // sessionFor creates the session of thread in channel C1 (with !help) and
 // returns it.
-func sessionFor(t *testing.T, h *harness, thread string) *session {
+func sessionFor(t *testing.T, h *harness, thread string) *conv.Conversation {
 	t.Helper()
 	h.say("alice", thread, "!help")
 	h.rec.waitSend(t, "Commands (prefix")
-	h.e.mu.Lock()
-	defer h.e.mu.Unlock()
-	s := h.e.sessions["fake/C1/"+thread]
+	s := h.e.convs.Lookup("fake/C1/" + thread)
 	if s == nil {
 		t.Fatal("no session")
 	}
@@ -250,13 +212,13 @@ func TestShellKeepsSessionFromRetiring(t *testing.T) {
 	s := sessionFor(t, h, "T1")
 	h.say("alice", "T1", treeCommand)
 	readChildPid(t, h.ws)
-	if s.retire() {
+	if s.RetireIfIdle() {
 		t.Fatal("retired a session whose shell command runs")
 	}
 	h.say("alice", "T1", "!stop")
 	h.rec.waitSend(t, "stopped after")
 	h.waitIdle()
-	if !s.retire() {
+	if !s.RetireIfIdle() {
 		t.Error("the session could not retire once the command ended")
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/cc-connect/cc-connect/engine/render"
 )
 
 func TestShutdownInterruptsAfterGraceAndClosesAll(t *testing.T) {
@@ -23,7 +25,7 @@ func TestShutdownInterruptsAfterGraceAndClosesAll(t *testing.T) {
 		t.Errorf("%d agent processes outlived Run", live)
 	}
 	h.rec.waitSend(t, "Stopped: cc-connect is shutting down")
-	if got := h.rec.sends(restartQueuedText + "queued behind"); len(got) != 1 {
+	if got := h.rec.sends(render.RestartQueuedText + "queued behind"); len(got) != 1 {
 		t.Errorf("queued message notices = %q, want one saying it stays queued", got)
 	}
 	if got := h.rec.sends("echo: queued behind"); len(got) != 0 {
@@ -31,7 +33,7 @@ func TestShutdownInterruptsAfterGraceAndClosesAll(t *testing.T) {
 	}
 	// After Run, new messages are refused plainly.
 	h.say("alice", "T1", "too late")
-	if got := h.rec.sends(shutdownText); len(got) == 0 {
+	if got := h.rec.sends(render.ShutdownText); len(got) == 0 {
 		t.Error("no shutdown reply to a message after Run returned")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

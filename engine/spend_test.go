@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cc-connect/cc-connect/engine/render"
 	"github.com/cc-connect/cc-connect/spend"
 	"github.com/cc-connect/cc-connect/trigger"
 )
@@ -52,7 +53,7 @@ func TestSpendingCapRefusesTheNextTurn(t *testing.T) {
 		t.Errorf("bob spent $%.4f today, want $0.02", got)
 	}
 	h.say("bob", "T1", "!btw why so quiet?")
-	h.rec.waitSend(t, sidePrefix+"You have reached your daily spending cap")
+	h.rec.waitSend(t, render.SidePrefix+"You have reached your daily spending cap")
 	h.waitIdle()
 	// The admin is exempt from the user cap and still charged.
 	h.say("alice", "T2", "admin turn")
@@ -75,7 +76,7 @@ func TestSpendingCapRefusesTheNextTurn(t *testing.T) {
 	// message more than the parent, $0.01.
 	before := ledger.User("fake/*", "alice").Day
 	h.say("alice", "T2", "!btw what now?")
-	h.rec.waitSend(t, sidePrefix+"echo: what now?")
+	h.rec.waitSend(t, render.SidePrefix+"echo: what now?")
 	h.waitIdle()
 	if got := ledger.User("fake/*", "alice").Day - before; got < 0.0099 || got > 0.0101 {
 		t.Errorf("the fork was charged $%.4f, want $0.01", got)
@@ -167,7 +168,7 @@ func TestReservationsFreedWhenNothingRuns(t *testing.T) {
 		notice   string
 	}{
 		{"a worktree that cannot be made", true, "hello", "git worktree could not be made"},
-		{"a side question that fails", false, "!btw [[CRASH]] why?", sidePrefix + "failed"},
+		{"a side question that fails", false, "!btw [[CRASH]] why?", render.SidePrefix + "failed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -4,12 +4,17 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/cc-connect/cc-connect/agentproc"
+	"github.com/cc-connect/cc-connect/engine/conv"
+	"github.com/cc-connect/cc-connect/engine/procs"
+	"github.com/cc-connect/cc-connect/internal/fakeapi"
+	"github.com/cc-connect/cc-connect/internal/testenv"
 	"github.com/google/uuid"
 )
 
@@ -36,9 +41,9 @@ func BenchmarkStartup(b *testing.B) {
 	seed.say(b, "T0000", "hello")
 	seed.chat.waitReplies(b, 1, "echo: hello")
 	seed.stop()
-	st := &store{dir: seed.state}
+	st := conv.NewStore(seed.state)
 	key := "bench/C1/T0000"
-	rec, ok, err := st.load(key, time.Now())
+	rec, ok, err := st.Load(key, time.Now())
 	if err != nil || !ok || rec.SessionID == "" {
 		b.Fatalf("seed session %q: %+v, %v, %v", key, rec, ok, err)
 	}
@@ -47,7 +52,7 @@ func BenchmarkStartup(b *testing.B) {
 		r.Thread = fmt.Sprintf("T%04d", i)
 		r.Key = "bench/C1/" + r.Thread
 		r.SessionID = uuid.NewString()
-		if err := st.save(r); err != nil {
+		if err := st.Save(r); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -61,9 +66,9 @@ func BenchmarkStartup(b *testing.B) {
 			o.StateDir = seed.state
 			o.Bindings[0].Workspace = seed.ws
 		}, func(e *Engine) {
-			e.spawn = func(ctx context.Context, cfg agentproc.Config, opts agentproc.StartOptions, log *slog.Logger) (agentProcess, error) {
+			e.spawn = func(ctx context.Context, cfg agentproc.Config, opts agentproc.StartOptions, log *slog.Logger) (procs.Process, error) {
 				spawns.Add(1)
-				return startAgent(ctx, cfg, opts, log)
+				return procs.Start(ctx, cfg, opts, log)
 			}
 		})
 		before += spawns.Load()
@@ -92,4 +97,53 @@ func msP50(ds []time.Duration) float64 {
 	s := slices.Clone(ds)
 	slices.Sort(s)
 	return float64(s[len(s)/2]) / float64(time.Millisecond)
+}
+
+// BenchmarkFirstReplyAfterRestart measures what a person waits for right
+// after a deploy: the first reply in a new thread of a workspace that had
+// turns before the restart, with the real CLI against the fake Messages
+// API. With prewarm the start starts a spare for that workspace (its
+// record of recent turns), and the op waits until it is ready, as a
+// message a few seconds after the deploy finds it; without, the message
+// waits for claude to start. Each op is one start, one message, one stop.
+//
+// Metrics: first-reply-ms (median) from the message to its reply.
+func BenchmarkFirstReplyAfterRestart(b *testing.B) {
+	bin := testenv.ClaudeBinary(b)
+	for _, prewarm := range []int{0, 1} {
+		b.Run(fmt.Sprintf("prewarm=%d", prewarm), func(b *testing.B) {
+			api := fakeapi.Start(b)
+			home := b.TempDir()
+			agent := agentproc.Config{Command: bin, CloseGrace: 10 * time.Second, Env: map[string]string{
+				"HOME": home, "CLAUDE_CONFIG_DIR": filepath.Join(home, ".claude"), "ANTHROPIC_BASE_URL": api.URL(),
+				"ANTHROPIC_API_KEY": "test", "DISABLE_TELEMETRY": "1", "DISABLE_AUTOUPDATER": "1",
+				"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}}
+			withPrewarm := func(o *Options) { o.Prewarm = prewarm }
+			seed := startBenchEngine(b, agent, 4, withPrewarm, nil)
+			seed.say(b, "T0", "hello")
+			seed.chat.waitReplies(b, 1, "echo: hello")
+			seed.stop()
+
+			var replies []time.Duration
+			n := 0
+			for b.Loop() {
+				env := startBenchEngine(b, agent, 4, func(o *Options) {
+					withPrewarm(o)
+					o.StateDir = seed.state
+					o.Bindings[0].Workspace = seed.ws
+				}, nil)
+				if prewarm > 0 {
+					waitSpares(b, env.e.spare, "the spare a restart starts", func(r, _ int) bool { return r == prewarm })
+				}
+				n++
+				env.ids = 1<<20 + n*10 // message ids unlike the seed's and each other's
+				t0 := time.Now()
+				env.say(b, fmt.Sprintf("N%d", n), "again")
+				env.chat.waitReplies(b, 1, "echo: again")
+				replies = append(replies, time.Since(t0))
+				env.stop()
+			}
+			b.ReportMetric(msP50(replies), "first-reply-ms")
+		})
+	}
 }

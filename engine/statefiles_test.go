@@ -8,6 +8,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/cc-connect/cc-connect/engine/conv"
+	"github.com/cc-connect/cc-connect/engine/procs"
 )
 
 // TestAgentPidFileLinkIsNotFollowed: a symbolic link planted where the
@@ -16,7 +19,7 @@ import (
 // the next holder of the session removes the link, and the pid file it
 // writes is a regular file of its own.
 func TestAgentPidFileLinkIsNotFollowed(t *testing.T) {
-	if _, ok := procStart(os.Getpid()); !ok {
+	if _, ok := procs.ProcStart(os.Getpid()); !ok {
 		t.Skip("no /proc: orphans are not detected here")
 	}
 	bystander := exec.Command("sleep", "60")
@@ -25,7 +28,7 @@ func TestAgentPidFileLinkIsNotFollowed(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = bystander.Process.Kill(); _ = bystander.Wait() })
-	st, _ := procStart(bystander.Process.Pid)
+	st, _ := procs.ProcStart(bystander.Process.Pid)
 	victimText := strconv.Itoa(bystander.Process.Pid) + " " + st + "\n"
 	victim := t.TempDir() + "/precious"
 	if err := os.WriteFile(victim, []byte(victimText), 0o600); err != nil {
@@ -36,9 +39,9 @@ func TestAgentPidFileLinkIsNotFollowed(t *testing.T) {
 	h.say("alice", "T1", "hello")
 	h.rec.waitSend(t, "echo: hello")
 	h.waitIdle()
-	sid := h.e.sessions[t1Key].rb.sessionID()
+	sid := h.e.convs.Lookup(t1Key).Record().SessionID
 	h.stop() // releases the lease and removes the pid file
-	mark := agentMarkPath(h.opts.StateDir, sid)
+	mark := procs.MarkPath(h.opts.StateDir, sid)
 	if err := os.Symlink(victim, mark); err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +50,7 @@ func TestAgentPidFileLinkIsNotFollowed(t *testing.T) {
 	h.say("alice", "T1", "again")
 	h.rec.waitSend(t, "echo: again")
 	h.waitIdle()
-	if !procAlive(bystander.Process.Pid) {
+	if !procs.PidAlive(bystander.Process.Pid) {
 		t.Error("the process named by the link's target was killed")
 	}
 	if b, _ := os.ReadFile(victim); string(b) != victimText {
@@ -57,7 +60,7 @@ func TestAgentPidFileLinkIsNotFollowed(t *testing.T) {
 	if err != nil || !fi.Mode().IsRegular() {
 		t.Fatalf("pid file is %v (%v), want a regular file", fi.Mode(), err)
 	}
-	if b, _ := os.ReadFile(mark); !strings.HasPrefix(string(b), strconv.Itoa(h.e.sessions[t1Key].agent.live().Pid())+" ") {
+	if b, _ := os.ReadFile(mark); !strings.HasPrefix(string(b), strconv.Itoa(h.e.convs.Lookup(t1Key).Process().Pid())+" ") {
 		t.Errorf("pid file holds %q, want the live claude's pid", b)
 	}
 	if len(h.logs.Records("Removing a symbolic link found in place of an agent pid file; its target is left alone")) != 1 {
@@ -75,7 +78,7 @@ func TestSessionRecordLinkIsNotFollowed(t *testing.T) {
 	if err := os.WriteFile(victim, []byte(victimText), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p := h.e.store.path(t1Key)
+	p := conv.NewStore(h.opts.StateDir).Path(t1Key)
 	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 		t.Fatal(err)
 	}

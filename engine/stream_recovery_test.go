@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cc-connect/cc-connect/engine/conv"
+	"github.com/cc-connect/cc-connect/engine/render"
 	"github.com/cc-connect/cc-connect/platform"
 )
 
@@ -397,7 +399,7 @@ func TestStreamedReplyAcrossKills(t *testing.T) {
 	for _, kind := range []string{"slack", "discord", "telegram"} {
 		t.Run(kind+"/after the stream's first post", func(t *testing.T) {
 			s := newStreamStore(kind)
-			kp := newKillPoint(pointStreamed, 1)
+			kp := newKillPoint(conv.PointStreamed, 1)
 			h := newStreamHarness(t, s, kp.hook)
 			h.deliver(h.message("alice", "T1", text))
 			kp.wait(t)
@@ -407,14 +409,14 @@ func TestStreamedReplyAcrossKills(t *testing.T) {
 			h = h.killStreamHere(t, s, func() { kp.release <- false })
 			// The CLI never finished the turn: it is resumed, and what was
 			// streamed says it was cut off.
-			resumed := "echo: " + continueText
+			resumed := "echo: " + conv.ContinueText
 			s.waitFor(t, "the resumed turn's reply", func() bool {
 				return strings.Contains(strings.Join(s.visible(), ""), resumed)
 			})
 			h.waitIdle()
 			got := s.visible()
-			if len(got) == 0 || got[0] != cutOffText {
-				t.Errorf("the streamed message shows %q, want it marked cut off (%q)", got, cutOffText)
+			if len(got) == 0 || got[0] != render.CutOffText {
+				t.Errorf("the streamed message shows %q, want it marked cut off (%q)", got, render.CutOffText)
 			}
 			if rest := strings.Join(got[1:], ""); strings.Count(rest, resumed) != 1 || strings.Contains(rest, "…") {
 				t.Errorf("after it the thread shows %q, want the resumed turn's reply once", rest)
@@ -423,11 +425,11 @@ func TestStreamedReplyAcrossKills(t *testing.T) {
 
 		t.Run(kind+"/after the stream's first post, then after the resumed turn's reply", func(t *testing.T) {
 			s := newStreamStore(kind)
-			kp := newKillPoint(pointStreamed, 1)
+			kp := newKillPoint(conv.PointStreamed, 1)
 			h := newStreamHarness(t, s, kp.hook)
 			h.deliver(h.message("alice", "T1", text))
 			kp.wait(t)
-			again := newKillPoint(pointReplied, 1)
+			again := newKillPoint(conv.PointReplied, 1)
 			h = h.killStreamInto(t, s, func() { kp.release <- false }, again)
 			again.wait(t)
 			h = h.killStreamHere(t, s, func() { again.release <- true })
@@ -435,9 +437,9 @@ func TestStreamedReplyAcrossKills(t *testing.T) {
 			h.waitIdle()
 			// The resumed turn's reply is where it was posted, once; the
 			// message cut off by the first kill still says so.
-			resumed := "echo: " + continueText
+			resumed := "echo: " + conv.ContinueText
 			got := s.visible()
-			if len(got) == 0 || got[0] != cutOffText {
+			if len(got) == 0 || got[0] != render.CutOffText {
 				t.Errorf("the first stream shows %q, want it marked cut off", got)
 			}
 			if rest := strings.Join(got[1:], ""); strings.Count(rest, resumed) != 1 {
@@ -447,7 +449,7 @@ func TestStreamedReplyAcrossKills(t *testing.T) {
 
 		t.Run(kind+"/after the final edit", func(t *testing.T) {
 			s := newStreamStore(kind)
-			kp := newKillPoint(pointReplied, 1)
+			kp := newKillPoint(conv.PointReplied, 1)
 			h := newStreamHarness(t, s, kp.hook)
 			h.deliver(h.message("alice", "T1", text))
 			s.waitFor(t, "the stream", func() bool { return len(s.visible()) > 0 })
@@ -546,14 +548,14 @@ func TestFailedTurnMarksItsStream(t *testing.T) {
 	p := fa.procs[len(fa.procs)-1]
 	fa.mu.Unlock()
 	p.exit() // the agent dies mid-turn
-	resumed := "echo: " + continueText
+	resumed := "echo: " + conv.ContinueText
 	s.waitFor(t, "the recovered turn's reply", func() bool {
 		return strings.Contains(strings.Join(s.visible(), ""), resumed)
 	})
 	h.waitIdle()
 	got := s.visible()
 	if len(got) == 0 || !strings.HasPrefix(got[0], "echo: [[STR") || strings.HasSuffix(got[0], "…") ||
-		!strings.Contains(strings.Join(got, ""), failedText) {
-		t.Errorf("the thread shows %q, want the streamed text first, marked unfinished (%q)", got, failedText)
+		!strings.Contains(strings.Join(got, ""), render.FailedText) {
+		t.Errorf("the thread shows %q, want the streamed text first, marked unfinished (%q)", got, render.FailedText)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cc-connect/cc-connect/engine/conv"
 	"github.com/cc-connect/cc-connect/spend"
 )
 
@@ -52,7 +53,7 @@ func (a tailsAdded) wait(t *testing.T, n int) {
 // figures, when (after what) it should.
 func wantTurnFigures(t *testing.T, h *harness, when string) {
 	t.Helper()
-	if rec, ok, err := h.e.store.load(t1Key, time.Now()); !ok || err != nil || rec.ContextTokens != 50000 {
+	if rec, ok, err := conv.NewStore(h.opts.StateDir).Load(t1Key, time.Now()); !ok || err != nil || rec.ContextTokens != 50000 {
 		t.Errorf("the record on disk %s = %+v (found %v, %v); want the last turn's figures", when, rec, ok, err)
 	}
 }
@@ -75,10 +76,10 @@ func TestNextTurnDoesNotWaitForTheTail(t *testing.T) {
 	if n := h.pending(t1Key); n != 0 {
 		t.Errorf("%d messages pending while the first turn's tail is held, want 0 (the acks are written before it)", n)
 	}
-	if h.e.busy.count() == 0 {
+	if h.e.convs.Outstanding() == 0 {
 		t.Error("the engine counts as idle while a turn's writes are held")
 	}
-	if rec, _, _ := h.e.store.load(t1Key, time.Now()); rec.ContextTokens != 0 {
+	if rec, _, _ := conv.NewStore(h.opts.StateDir).Load(t1Key, time.Now()); rec.ContextTokens != 0 {
 		t.Errorf("the record on disk has the turn's figures (%d tokens) before its tail ran", rec.ContextTokens)
 	}
 	slow.release()
@@ -153,7 +154,7 @@ func TestTurnsCloseTogetherShareOneTail(t *testing.T) {
 	if n := h.pending(t1Key); n != 0 {
 		t.Errorf("%d messages pending while the tail waits, want 0 (the acks are written before it)", n)
 	}
-	if rec, _, _ := h.e.store.load(t1Key, time.Now()); rec.ContextTokens != 0 {
+	if rec, _, _ := conv.NewStore(h.opts.StateDir).Load(t1Key, time.Now()); rec.ContextTokens != 0 {
 		t.Errorf("the record on disk has the turns' figures (%d tokens) while the tail waits", rec.ContextTokens)
 	}
 	if n := batches.Load(); n != 0 {

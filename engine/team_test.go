@@ -12,7 +12,10 @@ import (
 	"time"
 
 	"github.com/cc-connect/cc-connect/agentproc"
+	"github.com/cc-connect/cc-connect/binding"
 	"github.com/cc-connect/cc-connect/chatprompt"
+	"github.com/cc-connect/cc-connect/engine/conv"
+	"github.com/cc-connect/cc-connect/engine/render"
 	"github.com/cc-connect/cc-connect/platform"
 )
 
@@ -63,7 +66,7 @@ func newTeamHarness(t *testing.T, mutate func(*Options)) (*harness, *teamPlatfor
 	t.Helper()
 	tp := &teamPlatform{maxFile: 1 << 20}
 	h := newHarness(t, func(o *Options, c *harnessConfig) {
-		o.Bindings[0].Setup = Setup{} // the defaults: header on in channels
+		o.Bindings[0].Setup = binding.Setup{} // the defaults: header on in channels
 		o.Team.ThreadContext = chatprompt.Bounds{Messages: 10, Bytes: 4096}
 		o.Team.NotifyAfter = -1
 		if mutate != nil {
@@ -153,8 +156,8 @@ func TestThreadContextOnFirstMention(t *testing.T) {
 		t.Fatalf("prompts %q", got)
 	}
 	shown := slices.Clone(tp.history)
-	shown[0].Text = notAllowedText // carol is not in allow_users
-	shown[2].Text, shown[2].Files = notAllowedText, nil
+	shown[0].Text = conv.NotAllowedText // carol is not in allow_users
+	shown[2].Text, shown[2].Files = conv.NotAllowedText, nil
 	want := chatprompt.ThreadContext(shown, chatprompt.Bounds{Messages: 10, Bytes: 4096}) + "\n" +
 		"[cc-connect] message from alice (fake user alice)\ncan you look?"
 	if got[0] != want {
@@ -216,14 +219,14 @@ func TestBindingSetup(t *testing.T) {
 		o.Agent.Args = []string{"--a"}
 		o.Agent.Env = map[string]string{"K": "global", "G": "1"}
 		o.Agent.AppendSystemPrompt = "global prompt"
-		o.Bindings[0].Setup = Setup{Model: &model, AppendSystemPrompt: &prompt, Args: []string{"--b"},
+		o.Bindings[0].Setup = binding.Setup{Model: &model, AppendSystemPrompt: &prompt, Args: []string{"--b"},
 			Env: map[string]string{"K": "binding"}, AllowedModes: []string{"plan"}, MaxProcessesPerWorkspace: &one}
 	})
 	h.say("alice", "T1", "[[WAIT]] hi")
 	h.fa.waitFor(t, "the first turn", func(fa *fakeAgents) bool { return fa.waiting == 1 })
 	// The binding's workspace cap of 1: a second thread waits for the first.
 	h.say("alice", "T2", "busy")
-	h.rec.waitSend(t, noticeWaiting)
+	h.rec.waitSend(t, render.NoticeWaiting)
 	h.fa.release(t)
 	h.rec.waitSends(t, "echo:", 2)
 	cfg := h.fa.configs[0]
@@ -330,7 +333,7 @@ func TestBindingSetupReload(t *testing.T) {
 	h, _ := newTeamHarness(t, func(o *Options) { o.Bindings[0].Setup.Model = &haiku })
 	h.say("alice", "T1", "one")
 	h.rec.waitSend(t, "echo:")
-	h.reload(Reload{Bindings: h.bindingsWith(func(bs []Binding) []Binding {
+	h.reload(Reload{Bindings: h.bindingsWith(func(bs []binding.Binding) []binding.Binding {
 		bs[0].Setup.Model = &sonnet
 		return bs
 	})})
@@ -365,9 +368,9 @@ func TestBtwWaitsUnderTheBindingsCap(t *testing.T) {
 	h.say("alice", "T1", "[[WAIT]] long")
 	h.fa.waitFor(t, "the turn", func(fa *fakeAgents) bool { return fa.waiting == 1 })
 	h.say("alice", "T1", "!btw what now?")
-	h.rec.waitSend(t, sidePrefix+noticeWaiting)
+	h.rec.waitSend(t, render.SidePrefix+render.NoticeWaiting)
 	h.fa.release(t)
-	side := h.rec.waitSend(t, sidePrefix+"echo:")
+	side := h.rec.waitSend(t, render.SidePrefix+"echo:")
 	if !strings.Contains(side.Text, "what now?") {
 		t.Errorf("side answer %q", side.Text)
 	}
@@ -398,7 +401,7 @@ func TestReloadedChatSettingsApplyToTheNextTurn(t *testing.T) {
 	}
 	team := h.e.opts.Team
 	team.NotifyAfter = 0
-	if err := h.e.Reload(context.Background(), Reload{Bindings: h.e.bindings(), Team: &team}); err != nil {
+	if err := h.e.Reload(context.Background(), Reload{Bindings: h.e.routes.all(), Team: &team}); err != nil {
 		t.Fatal(err)
 	}
 	h.say("alice", "T1", "after")
@@ -408,10 +411,10 @@ func TestReloadedChatSettingsApplyToTheNextTurn(t *testing.T) {
 		})
 	})
 	// A reload without Team keeps the settings in force.
-	if err := h.e.Reload(context.Background(), Reload{Bindings: h.e.bindings()}); err != nil {
+	if err := h.e.Reload(context.Background(), Reload{Bindings: h.e.routes.all()}); err != nil {
 		t.Fatal(err)
 	}
-	if got := h.e.team().NotifyAfter; got != 0 {
+	if got := h.e.routes.teamNow().NotifyAfter; got != 0 {
 		t.Errorf("notify_after after a reload without [chat]: %v, want the reloaded 0", got)
 	}
 }

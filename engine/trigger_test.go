@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cc-connect/cc-connect/engine/conv"
 	"github.com/cc-connect/cc-connect/platform"
 	"github.com/cc-connect/cc-connect/schedule"
 	"github.com/cc-connect/cc-connect/trigger"
@@ -50,7 +51,7 @@ func TestRunThreadsUnderItsHeader(t *testing.T) {
 	}
 	reply := h.rec.waitSend(t, "echo: triage the issues")
 	thread := reply.To.Thread
-	if thread == "" || strings.HasPrefix(thread, runThreadPrefix) {
+	if thread == "" || strings.HasPrefix(thread, "run:") {
 		t.Fatalf("reply posted to %+v, want the thread under the header", reply.To)
 	}
 	h.waitIdle()
@@ -185,8 +186,8 @@ func (f *fakeSchedules) Wake() {
 	f.mu.Unlock()
 }
 
-// !schedules goes to the scheduler with who asked and whether they are an
-// admin; a run's end wakes it.
+// !schedules goes to the scheduler with who asked, a pause or a resume
+// only from an admin; a run's end wakes it.
 func TestSchedulesCommandAndWake(t *testing.T) {
 	t.Parallel()
 	fs := &fakeSchedules{}
@@ -194,14 +195,16 @@ func TestSchedulesCommandAndWake(t *testing.T) {
 	h.e.SetSchedules(fs)
 	h.say("alice", "T1", "!schedules pause nightly")
 	h.rec.waitSend(t, "schedules: pause nightly")
+	h.say("bob", "T1", "!schedules resume nightly")
+	h.rec.waitSend(t, "Only this binding's admins can resume a schedule.")
 	h.say("bob", "T1", "!schedules")
 	h.rec.waitSend(t, "schedules: ")
 	h.waitIdle()
 	fs.mu.Lock()
 	asked := append([]schedule.Asker(nil), fs.asked...)
 	fs.mu.Unlock()
-	if len(asked) != 2 || !asked[0].Admin || asked[0].UserID != "alice" || asked[1].Admin || asked[0].Channel != "C1" {
-		t.Errorf("asked %+v", asked)
+	if len(asked) != 2 || asked[0].UserID != "alice" || asked[1].UserID != "bob" || asked[0].Channel != "C1" {
+		t.Errorf("asked %+v, want alice's pause and bob's listing", asked)
 	}
 	if err := h.submit(testRun("schedule:nightly@x", "go")); err != nil {
 		t.Fatal(err)
@@ -232,7 +235,7 @@ func (h headerFailing) Send(ctx context.Context, to platform.Target, text string
 func TestRunWhoseHeaderFailsRunsAfterARestart(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, func(_ *Options, c *harnessConfig) { c.threads = true })
-	h.e.runs.headerWait = time.Millisecond
+	h.e.convs.SetTestHooks(conv.TestHooks{HeaderWait: time.Millisecond})
 	h.e.AddAdapter(headerFailing{threadedPlatform{richPlatform{h.rec}}})
 	r := testRun("schedule:nightly@2026-03-10T01:30Z", "triage after all")
 	if err := h.submit(r); err != nil {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cc-connect/cc-connect/engine/conv"
 	"github.com/cc-connect/cc-connect/workspace"
 )
 
@@ -111,7 +112,7 @@ func TestEachConversationWorksInItsWorktree(t *testing.T) {
 func TestRecoveryResumesInTheWorktree(t *testing.T) {
 	t.Parallel()
 	repo := gitRepo(t)
-	kp := newKillPoint(pointStarted, 2)
+	kp := newKillPoint(conv.PointStarted, 2)
 	h := newHarness(t, func(o *Options, c *harnessConfig) {
 		o.Bindings[0].Workspace, o.Bindings[0].Worktree = repo, true
 		c.stopAt = kp.hook

@@ -62,6 +62,12 @@ type Entry struct {
 	// (0 outside a cluster): a restart asks the stream whether it is still
 	// there, that is, whether it was settled.
 	StreamSeq uint64
+	// Checks are what the conversation reads back from the platform
+	// before the message runs ("root": the thread's root must mention the
+	// bot, and runs first; "gap": messages of the thread that no instance
+	// journaled run first), read on its own goroutine, never on the
+	// accept path; a kill before they were made leaves them to make.
+	Checks []string
 	// Settled is set once the stream confirmed that this host settled the
 	// message's event (MarkSettled, after MarkReplying): no host gets it
 	// again, so this one alone posts its reply. Written, not fsynced.

@@ -69,6 +69,7 @@ type diskEntry struct {
 	Attachments []Attachment `json:"attachments,omitempty"`
 	Fence       uint64       `json:"fence,omitempty"`
 	StreamSeq   uint64       `json:"stream_seq,omitempty"`
+	Checks      []string     `json:"checks,omitempty"`
 	// Target is where the message was posted, as journals before this
 	// format wrote it; never written now.
 	Target *legacyTarget `json:"target,omitempty"`
@@ -86,13 +87,13 @@ func toDisk(e Entry) *diskEntry {
 	accepted := e.Accepted
 	return &diskEntry{ID: e.ID, Platform: e.Platform, Channel: e.Channel, Thread: e.Thread, MessageID: e.MessageID,
 		UserID: e.UserID, UserName: e.UserName, Text: e.Text, Received: e.Received, Seq: e.Seq, Accepted: &accepted,
-		UUID: e.UUID, Kind: e.Kind, DM: e.DM, Attachments: e.Attachments, Fence: e.Fence, StreamSeq: e.StreamSeq}
+		UUID: e.UUID, Kind: e.Kind, DM: e.DM, Attachments: e.Attachments, Fence: e.Fence, StreamSeq: e.StreamSeq, Checks: e.Checks}
 }
 
 func (d *diskEntry) entry() Entry {
 	e := Entry{ID: d.ID, Platform: d.Platform, Channel: d.Channel, Thread: d.Thread, MessageID: d.MessageID,
 		UserID: d.UserID, UserName: d.UserName, Text: d.Text, Received: d.Received, Seq: d.Seq, UUID: d.UUID, Kind: d.Kind,
-		DM: d.DM, Attachments: d.Attachments, Fence: d.Fence, StreamSeq: d.StreamSeq}
+		DM: d.DM, Attachments: d.Attachments, Fence: d.Fence, StreamSeq: d.StreamSeq, Checks: d.Checks}
 	if t := d.Target; t != nil && e.Platform == "" {
 		e.Platform, e.Channel, e.Thread, e.MessageID = t.Platform, t.Channel, t.Thread, t.MessageID
 	}

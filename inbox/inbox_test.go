@@ -50,6 +50,9 @@ func TestInboxSurvivesReopenInOrder(t *testing.T) {
 		e.DM = id == "c"
 		e.Seq = uint64(len(id) * 1000) // any value; it must come back
 		e.Fence, e.StreamSeq = 3, uint64(len(id)*10)
+		if id == "b" {
+			e.Checks = []string{"root", "gap"}
+		}
 		if id == "c" {
 			e.Seq = 1<<63 + 7 // and the largest do too (no float on the way)
 		}
@@ -78,6 +81,9 @@ func TestInboxSurvivesReopenInOrder(t *testing.T) {
 	}
 	if !got[0].Started || !got[0].Replying || got[0].UUID != "uuid-b" || got[1].Started || got[1].UUID != "uuid-c" {
 		t.Errorf("marks lost: %+v", got)
+	}
+	if strings.Join(got[0].Checks, ",") != "root,gap" || len(got[1].Checks) != 0 {
+		t.Errorf("checks lost: %q, %q", got[0].Checks, got[1].Checks)
 	}
 	if got[0].Fence != 3 || got[0].StreamSeq != 10 {
 		t.Errorf("cluster fence and stream sequence lost: %d, %d", got[0].Fence, got[0].StreamSeq)

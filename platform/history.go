@@ -78,3 +78,12 @@ type HistoryReader interface {
 type SeenNoter interface {
 	NoteSeen(m Message)
 }
+
+// UserNamer is implemented by platforms whose events name a user by id
+// alone (Slack's): the engine asks for the display name on the
+// conversation's goroutine, when it needs one (the sender header, a
+// prompt's answer), never on the accept path. A name that cannot be read
+// is the id.
+type UserNamer interface {
+	UserName(ctx context.Context, userID string) string
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/cc-connect/cc-connect/cluster/ingress"
 	"github.com/cc-connect/cc-connect/cluster/kvlease"
 	"github.com/cc-connect/cc-connect/cluster/names"
+	"github.com/cc-connect/cc-connect/clusterlink"
 	"github.com/cc-connect/cc-connect/config"
 	"github.com/cc-connect/cc-connect/engine"
 	"github.com/cc-connect/cc-connect/platform"
@@ -187,43 +188,27 @@ func (c *clusterHost) setWake(f func()) {
 	c.mu.Unlock()
 }
 
-// tenures is the engine's handler for one binding, noting on the host
-// which tenures it serves.
-type tenures struct {
-	c  *clusterHost
-	ci *engine.ClusterIngress
-}
-
-var (
-	_ ingress.Handler       = tenures{}
-	_ cluster.TenureHandler = tenures{}
-)
-
-func (t tenures) Accept(ctx context.Context, d *ingress.Delivery) (ingress.Result, error) {
-	return t.ci.Accept(ctx, d)
-}
-
-func (t tenures) StartTenure(ctx context.Context, b names.Binding, f *kvlease.Fence) error {
-	if err := t.ci.StartTenure(ctx, b, f); err != nil {
-		return err
-	}
-	t.c.mu.Lock()
-	t.c.fences[b] = f
-	wake := t.c.wake
-	t.c.mu.Unlock()
-	if wake != nil {
-		wake() // the binding's schedules fire here now
-	}
-	return nil
-}
-
-func (t tenures) EndTenure(b names.Binding, f *kvlease.Fence, why error) {
-	t.c.mu.Lock()
-	if t.c.fences[b] == f {
-		delete(t.c.fences, b)
-	}
-	t.c.mu.Unlock()
-	t.ci.EndTenure(b, f, why)
+// handler is the engine's ingress as the cluster's handler, noting on the
+// host which tenures it serves and waking the schedules of a binding
+// taken up.
+func (c *clusterHost) handler(ci *engine.ClusterIngress) clusterlink.Handler {
+	return clusterlink.Handler{Ingress: ci,
+		Started: func(b names.Binding, f *kvlease.Fence) {
+			c.mu.Lock()
+			c.fences[b] = f
+			wake := c.wake
+			c.mu.Unlock()
+			if wake != nil {
+				wake() // the binding's schedules fire here now
+			}
+		},
+		Ended: func(b names.Binding, f *kvlease.Fence) {
+			c.mu.Lock()
+			if c.fences[b] == f {
+				delete(c.fences, b)
+			}
+			c.mu.Unlock()
+		}}
 }
 
 // serve consumes, until ctx ends, every binding this host owns or stands
@@ -237,7 +222,7 @@ func (c *clusterHost) serve(ctx context.Context, ci *engine.ClusterIngress) {
 		c.wg.Add(1)
 		go func() {
 			defer c.wg.Done()
-			if err := c.node.ServeBinding(ctx, b.Binding, tenures{c: c, ci: ci}); err != nil && ctx.Err() == nil {
+			if err := c.node.ServeBinding(ctx, b.Binding, c.handler(ci)); err != nil && ctx.Err() == nil {
 				c.log.Error("Serving a cluster binding stopped", "binding", b.Binding.String(), "error", err)
 			}
 		}()

@@ -187,7 +187,7 @@ func (r *reloader) reload(ctx context.Context, why string) {
 	}
 	// [chat] applies live; files.send_file_max_size in it stays as started.
 	team := teamOptions(runningConfig(r.running, cfg))
-	if err := r.eng.Reload(ctx, engine.Reload{Bindings: engineBindings(cfg), Adapters: add, Remove: remove, Team: &team}); err != nil {
+	if err := r.eng.Reload(ctx, engine.Reload{Bindings: cfg.BindingSpecs(), Adapters: add, Remove: remove, Team: &team}); err != nil {
 		r.locks.drop(taken)
 		r.fail(ctx, err)
 		return

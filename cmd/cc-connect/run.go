@@ -18,7 +18,6 @@ import (
 	"github.com/cc-connect/cc-connect/lease"
 	"github.com/cc-connect/cc-connect/metrics"
 	"github.com/cc-connect/cc-connect/schedule"
-	"github.com/cc-connect/cc-connect/spend"
 	"github.com/cc-connect/cc-connect/trigger"
 )
 
@@ -80,7 +79,7 @@ func engineOptions(cfg *config.Config, log *slog.Logger) engine.Options {
 	a := cfg.Agent
 	return engine.Options{
 		Agent:                    agentcfg.From(cfg),
-		Bindings:                 engineBindings(cfg),
+		Bindings:                 cfg.BindingSpecs(),
 		StateDir:                 cfg.State.Dir,
 		IdleTimeout:              a.IdleTimeout.D(),
 		PermissionTimeout:        a.PermissionTimeout.D(),
@@ -103,29 +102,6 @@ func engineOptions(cfg *config.Config, log *slog.Logger) engine.Options {
 		Team:                     teamOptions(cfg),
 		Logger:                   log,
 	}
-}
-
-// engineBindings turns the [[bindings]] entries into the engine's.
-func engineBindings(cfg *config.Config) []engine.Binding {
-	bindings := make([]engine.Binding, len(cfg.Bindings))
-	for i, b := range cfg.Bindings {
-		bindings[i] = engine.Binding{
-			Platform:       b.Platform,
-			Channel:        b.Channel,
-			Workspace:      b.Workspace,
-			AllowUsers:     append([]string(nil), b.AllowUsers...),
-			Admins:         append([]string(nil), b.Admins...),
-			Approvers:      append([]string(nil), b.Approvers...),
-			RequireMention: b.RequireMention,
-			AllowShell:     b.AllowShell,
-			Worktree:       b.Worktree,
-			Caps: spend.Caps{Daily: float64(b.CapDailyUSD), Monthly: float64(b.CapMonthlyUSD),
-				UserDaily: float64(b.CapUserDailyUSD), UserMonthly: float64(b.CapUserMonthlyUSD)},
-			Progress: b.ProgressOf(),
-			Setup:    engineSetup(b),
-		}
-	}
-	return bindings
 }
 
 // platformToken is the credential that identifies a platform's bot: two

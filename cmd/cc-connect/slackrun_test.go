@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/cc-connect/cc-connect/internal/fakeslack"
 )
@@ -32,8 +31,11 @@ api_url = %q
 		const ts = "1700000001.000100"
 		// Slack sends a mention twice: as a message and as an app_mention.
 		f.DeliverMention(t, fakeslack.MsgEvent("C1", ts, "U1", "<@UBOT> hello there", nil))
+		// The event names its sender by id; the prompt's sender header
+		// names them as Slack's profile does (users.info, read by the
+		// conversation through the adapter).
 		reply := f.WaitPost(t, "the reply in the thread", func(m fakeslack.Message) bool {
-			return m.Channel == "C1" && m.ThreadTS == ts && strings.Contains(m.Text, "message from") && strings.Contains(m.Text, "\nhello there")
+			return m.Channel == "C1" && m.ThreadTS == ts && strings.Contains(m.Text, "message from Display U1 (") && strings.Contains(m.Text, "\nhello there")
 		})
 		if !ctxFigure.MatchString(reply.Text) {
 			t.Errorf("reply %q does not end with the context figure", reply.Text)
@@ -99,7 +101,7 @@ api_url = %q
 		}
 	})
 
-	t.Run("the envelope is acked only after the message is journaled", func(t *testing.T) {
+	t.Run("every copy of a message is acked only once it is journaled", func(t *testing.T) {
 		const ts = "1700000004.000100"
 		id := "C1:" + ts
 		// What the journal held at the moment each ack arrived.
@@ -114,67 +116,41 @@ api_url = %q
 			mu.Unlock()
 		})
 		defer f.OnAck(nil)
-		// users.info is asked before the message reaches the engine, so
-		// holding it holds the message before the journal; holding the 👀
-		// reaction holds the turn, which would empty the journal.
-		releaseUser := f.Hold("users.info")
+		// Holding the 👀 reaction holds the turn, which would empty the
+		// journal.
 		releaseTurn := f.Hold("reactions.add")
-		defer releaseUser()
 		defer releaseTurn()
-		// Slack sends an event again when its ack is late (after 3 s; here
-		// at once): the copies must not run the message twice, nor be
-		// acked before it is on disk.
-		f.SetRedeliverAfter(time.Millisecond)
-		env := f.Deliver(t, fakeslack.MsgEvent("C1", ts, "U2", "<@UBOT> journal me", nil))
-		f.WaitHeld(t, "users.info", 1)
-		// An envelope that is acked at once goes out through the same
-		// ordered queue as any ack sent before it: once its ack is here,
-		// an early ack of env would be here too.
-		f.DeliverEnvelope(t, map[string]any{"envelope_id": "env-barrier", "type": "something_new", "payload": map[string]any{}})
-		f.WaitAck(t, "env-barrier")
-		if f.Acked(env) {
-			t.Fatal("the message was acked before the engine journaled it")
-		}
-		// A copy of a message still on its way to the journal is not
-		// acked before it: Slack retries no event it has an ack for, so
-		// acking the copy first could lose the message with a crash.
-		// Only this event's copies count: the redelivery setting applies to
-		// every envelope not yet acked, such as the echo of the previous
-		// subtest's reply, which is acked at once.
+		// The message, its app_mention twin and Slack's retry of the
+		// first, back to back: Slack retries no event it has an ack for,
+		// so acking a copy before the message is on disk could lose it
+		// with a crash.
+		event := fakeslack.MsgEvent("C1", ts, "U2", "<@UBOT> journal me", nil)
+		env, twin := f.DeliverMention(t, event)
 		eventID := ""
 		for _, d := range f.Deliveries() {
 			if d.EnvelopeID == env {
 				eventID = d.EventID
 			}
 		}
-		var retries []string
-		f.Wait(t, "a redelivery", func() bool {
-			for _, d := range f.Deliveries() {
-				if d.Retry > 0 && d.EventID == eventID {
-					retries = append(retries, d.EnvelopeID)
-				}
-			}
-			return len(retries) > 0
-		})
-		f.SetRedeliverAfter(0)
-		if f.Acked(retries[0]) {
-			t.Fatal("a redelivery was acked before the message it copies was journaled")
+		const retry = "env-journal-me-retry"
+		f.DeliverEnvelope(t, fakeslack.EventEnvelope(retry, eventID, 1, event))
+		for _, e := range []string{env, twin, retry} {
+			f.WaitAck(t, e)
 		}
-		releaseUser()
-		f.WaitAck(t, env)
-		f.WaitAck(t, retries[0])
 		mu.Lock()
-		in, err := atAck[env], readErr
+		err := readErr
+		for _, e := range []string{env, twin, retry} {
+			if !atAck[e] {
+				t.Errorf("when the ack of %s arrived the message was not in the journal", e)
+			}
+		}
 		mu.Unlock()
 		if err != nil {
 			t.Fatalf("reading the journal at the ack: %v", err)
 		}
-		if !in {
-			t.Fatal("when the ack arrived the message was not in the journal")
-		}
 		releaseTurn()
 		f.WaitPost(t, "the reply", func(m fakeslack.Message) bool {
-			return m.ThreadTS == ts && strings.Contains(m.Text, "message from") && strings.Contains(m.Text, "\njournal me")
+			return m.ThreadTS == ts && strings.Contains(m.Text, "message from Display U2 (") && strings.Contains(m.Text, "\njournal me")
 		})
 		if n := strings.Count(strings.Join(r.prompts(t), "\n"), "journal me"); n != 1 {
 			t.Errorf("claude got the message %d times, want once", n)

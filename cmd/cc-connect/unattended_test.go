@@ -165,7 +165,7 @@ func TestEngineBindingsCarryWorktreeAndCaps(t *testing.T) {
 			CapDailyUSD: 20, CapMonthlyUSD: 300, CapUserDailyUSD: 5, CapUserMonthlyUSD: 50},
 		{Platform: "tty", Channel: "other", Workspace: "/ws"},
 	}}
-	bs := engineBindings(cfg)
+	bs := cfg.BindingSpecs()
 	if !bs[0].Worktree || bs[0].Caps != (spend.Caps{Daily: 20, Monthly: 300, UserDaily: 5, UserMonthly: 50}) {
 		t.Errorf("binding 0: worktree %t, caps %+v", bs[0].Worktree, bs[0].Caps)
 	}

@@ -22,7 +22,7 @@ func TestPattern(t *testing.T) {
 		{"cluster/...", "clusterx", false},
 		{"platform/*", "platform/slack", true},
 		{"platform/*", "platform", false},
-		{"platform/*", "platform/internal/lanes", false},
+		{"platform/*", "platform/internal/replykit", false},
 		{"internal/fake...", "internal/fakeapi", true},
 		{"internal/fake...", "internal/fakeclaude/cmd/fakeclaude", true},
 		{"internal/fake...", "internal/testenv", false},
@@ -207,6 +207,22 @@ func TestCheck(t *testing.T) {
 		files:   map[string]string{"core/d.go": "package core\n\nfunc (Big) D() {}\n"},
 		args:    []string{"-methods=off"},
 		notWant: []string{"methods"},
+	}, {
+		name:    "a document naming a file the module lacks fails",
+		files:   map[string]string{"docs/guide.md": "See `core/gone.go` and `core/` and `.state/` (the program's).\n"},
+		code:    1,
+		want:    []string{"docs/guide.md:1: core/gone.go names no file of the module"},
+		notWant: []string{"core/ names", ".state/"},
+	}, {
+		name:    "the map names a file by its path, not its bare name",
+		doc:     func(d string) string { return d + "\nThe loop is in `loop.go`; its tests in `_test.go` files.\n" },
+		code:    1,
+		want:    []string{"loop.go: name a file by its path from the module's root"},
+		notWant: []string{"_test.go: name"},
+	}, {
+		name:  "the dated history may name files as they were",
+		files: map[string]string{"docs/performance-history.md": "2020: `core/old.go` was slow.\n"},
+		want:  []string{"5 packages follow"},
 	}, {
 		name:    "-unused lists allowances no import uses",
 		args:    []string{"-unused"},

@@ -75,6 +75,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "archcheck: %v\n", err)
 		return 2
 	}
+	docs, err := documents(root)
+	if err != nil {
+		fmt.Fprintf(stderr, "archcheck: %v\n", err)
+		return 2
+	}
+	pathProbs, err := checkPaths(root, docs, *doc)
+	if err != nil {
+		fmt.Fprintf(stderr, "archcheck: %v\n", err)
+		return 2
+	}
+	probs = append(probs, pathProbs...)
 	failed := len(probs) > 0
 	for _, p := range probs {
 		fmt.Fprintln(stderr, p)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cc-connect/cc-connect/agentproc"
+	"github.com/cc-connect/cc-connect/binding"
 	"github.com/cc-connect/cc-connect/engine"
 	"github.com/cc-connect/cc-connect/internal/fakeapi"
 	"github.com/cc-connect/cc-connect/internal/testenv"
@@ -60,7 +61,7 @@ func start(t testing.TB, a platform.Adapter, o options) *setup {
 	logs := &testlog.Buffer{}
 	opts := engine.Options{
 		Agent: agentproc.Config{Command: bin, CloseGrace: 10 * time.Second, Env: env, PermissionMode: o.mode},
-		Bindings: []engine.Binding{{Platform: a.Name(), Channel: "*", Workspace: ws,
+		Bindings: []binding.Binding{{Platform: a.Name(), Channel: "*", Workspace: ws,
 			AllowUsers: []string{"U1", "7", "42"}, RequireMention: &no, Progress: o.progress}},
 		StateDir:          t.TempDir(),
 		ShutdownGrace:     10 * time.Second,

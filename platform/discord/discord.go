@@ -26,7 +26,6 @@ import (
 	"github.com/cc-connect/cc-connect/platform/internal/backoff"
 	"github.com/cc-connect/cc-connect/platform/internal/coalesce"
 	"github.com/cc-connect/cc-connect/platform/internal/connstate"
-	"github.com/cc-connect/cc-connect/platform/internal/lanes"
 	"github.com/cc-connect/cc-connect/platform/internal/permbutton"
 	"github.com/cc-connect/cc-connect/platform/internal/recent"
 	"github.com/cc-connect/cc-connect/platform/internal/replykit"
@@ -96,10 +95,11 @@ type Adapter struct {
 	replies *replykit.Kit
 	threads *threadBook
 
-	// lanes run gateway events in order per conversation (a channel, a
-	// thread, a DM), conversations side by side; set by Run with handler.
-	lanes        *lanes.Lanes
+	// handler is Run's, called from the gateway's reader (hand); nil
+	// when Run is not running. handing counts the calls in flight, which
+	// Run waits for before it returns.
 	handler      platform.Handler
+	handing      sync.WaitGroup
 	disconnected chan struct{}
 	runCtx       context.Context // set by Run; event handlers stop with it
 
@@ -109,7 +109,7 @@ type Adapter struct {
 	// (a cluster: gate.go).
 	gate platform.Gate
 
-	mu     sync.Mutex // guards selfID, runCtx, lanes and handler
+	mu     sync.Mutex // guards selfID, runCtx and handler
 	selfID string
 }
 
@@ -185,7 +185,9 @@ func New(cfg Config, log *slog.Logger) (*Adapter, error) {
 	// Reconnecting is Run's job, with capped backoff and status reporting;
 	// the library's loop would outlive Run.
 	s.ShouldReconnectOnError = false
-	// Handlers run on the gateway reader, in order; they only queue work.
+	// Handlers run on the gateway reader, in order: each hands its event
+	// to the engine and returns, so that the engine gets a conversation's
+	// messages in the order Discord sent them.
 	s.SyncEvents = true
 	s.LogLevel = -1 // the library logs gateway URLs and payloads; we log ourselves
 	s.AddHandler(a.onReady)
@@ -222,13 +224,15 @@ func (a *Adapter) self() string {
 func (a *Adapter) Run(ctx context.Context, h platform.Handler) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	ln := lanes.New(ctx, maxQueued)
 	a.mu.Lock()
-	a.runCtx, a.lanes, a.handler = ctx, ln, h
+	a.runCtx, a.handler = ctx, h
 	a.mu.Unlock()
 	defer func() {
 		cancel()
-		ln.Close()
+		a.mu.Lock()
+		a.handler = nil
+		a.mu.Unlock()
+		a.handing.Wait()
 	}()
 	if a.gate != nil {
 		defer a.gate.Close()
@@ -379,28 +383,22 @@ func gatewayFatal(err error) error {
 	return nil
 }
 
-// maxQueued bounds the gateway events queued or being handled across
-// all conversations; past it the gateway reader waits.
-const maxQueued = 256
-
-// enqueue hands an event to the lane of its conversation (key: the
-// channel id it came in, which for a thread is the thread's own id), so
-// that a slow one (a channel lookup, the engine) holds up only its own
-// conversation. It gives up when Run ends so the gateway reader never
-// blocks on a stopped adapter; what is queued then is dropped, as the
-// gateway's events are not acknowledged one by one.
-func (a *Adapter) enqueue(key string, ev func(context.Context, platform.Handler)) {
+// hand runs ev, which hands an event to Run's handler, on the gateway's
+// reader: events reach the engine in the order Discord sent them, and the
+// engine's accept path (dedupe, journal, return) is quick. Once Run is
+// stopping nothing more is handed over; what comes then is dropped, as
+// the gateway's events are not acknowledged one by one.
+func (a *Adapter) hand(ev func(context.Context, platform.Handler)) {
 	a.mu.Lock()
-	ctx, ln, h := a.runCtx, a.lanes, a.handler
-	a.mu.Unlock()
-	if ln == nil {
+	ctx, h := a.runCtx, a.handler
+	if h == nil || ctx.Err() != nil {
+		a.mu.Unlock()
 		return
 	}
-	ln.Add(ctx.Done(), key, func(ctx context.Context) {
-		if ctx.Err() == nil {
-			ev(ctx, h)
-		}
-	})
+	a.handing.Add(1) // under mu, so before Run's Wait
+	a.mu.Unlock()
+	defer a.handing.Done()
+	ev(ctx, h)
 }
 
 func (a *Adapter) onReady(_ *discordgo.Session, r *discordgo.Ready) {

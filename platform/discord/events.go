@@ -17,9 +17,9 @@ import (
 	"github.com/cc-connect/cc-connect/platform/internal/permbutton"
 )
 
-// onMessageCreate filters what the engine must not see and queues the rest;
-// it runs on the gateway reader, so anything slow (channel lookups, the
-// engine) happens in the dispatcher.
+// onMessageCreate filters what the engine must not see and hands the rest
+// to it; it runs on the gateway reader, in the order Discord sent the
+// events.
 func (a *Adapter) onMessageCreate(_ *discordgo.Session, ev *discordgo.MessageCreate) {
 	m := ev.Message
 	if m == nil || m.Author == nil || m.Author.Bot || m.Author.ID == a.self() || m.WebhookID != "" {
@@ -30,7 +30,7 @@ func (a *Adapter) onMessageCreate(_ *discordgo.Session, ev *discordgo.MessageCre
 	}
 	// A redelivery carries the same id: the engine's one duplicate check
 	// catches it.
-	a.enqueue(m.ChannelID, func(ctx context.Context, h platform.Handler) {
+	a.hand(func(ctx context.Context, h platform.Handler) {
 		msg, ok := a.toMessage(ctx, m)
 		if !ok {
 			return
@@ -218,6 +218,11 @@ type chanInfo struct {
 	parent   string
 }
 
+// channelLookupWait bounds the REST lookup of a channel the gateway's
+// state does not know: it runs on the gateway's reader, before the event
+// can be handed over, and holds up the events behind it meanwhile.
+const channelLookupWait = 10 * time.Second
+
 func (a *Adapter) channelInfo(ctx context.Context, id string) (chanInfo, error) {
 	if ch, err := a.session.State.Channel(id); err == nil {
 		return chanInfo{isThread: ch.IsThread(), parent: ch.ParentID}, nil
@@ -225,6 +230,8 @@ func (a *Adapter) channelInfo(ctx context.Context, id string) (chanInfo, error) 
 	if info, ok := a.threads.info(id); ok {
 		return info, nil
 	}
+	ctx, cancel := context.WithTimeout(ctx, channelLookupWait)
+	defer cancel()
 	var ch *discordgo.Channel
 	err := a.rest(ctx, func(opts ...discordgo.RequestOption) error {
 		var err error
@@ -309,7 +316,7 @@ func (b *threadBook) plannedName(id string) string {
 
 // onInteractionCreate answers a button press at once with a deferred
 // update (Discord allows 3 seconds and shows "interaction failed" after),
-// then queues it for the engine.
+// then hands it to the engine.
 func (a *Adapter) onInteractionCreate(_ *discordgo.Session, ev *discordgo.InteractionCreate) {
 	i := ev.Interaction
 	if i == nil || i.Type != discordgo.InteractionMessageComponent {
@@ -358,7 +365,7 @@ func (a *Adapter) onInteractionCreate(_ *discordgo.Session, ev *discordgo.Intera
 	}
 	msgID := i.Message.ID
 	user := u
-	a.enqueue(i.ChannelID, func(ctx context.Context, h platform.Handler) {
+	a.hand(func(ctx context.Context, h platform.Handler) {
 		// The prompt's remembered target saves a channel lookup, but only
 		// where the press was made in that channel: the engine matches a
 		// press to its request by where it came from too.

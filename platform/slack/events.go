@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/slack-go/slack"
@@ -24,13 +23,18 @@ import (
 )
 
 // pump reads the Socket Mode client's events: it keeps the connection
-// status, filters and dedupes, and queues the survivors for the
-// dispatcher. A message's envelope is acked once the handler accepted it
-// (the engine journals it first), so a crash before that leaves the event
+// status, filters what is not for the engine, and hands the rest to the
+// handler itself, one at a time, in the order the connection delivered
+// them (the handler does only what durability needs: it journals a
+// message with one fsync and returns, and the conversation's own
+// goroutine does the rest). A message's envelope is acked once the
+// handler accepted it, so a crash before that leaves the event
 // unacknowledged and Slack delivers it again; every other envelope, and a
 // message whose handling passes ackWait, is acked at once or then, since
-// Slack wants its ack within 3 s and dedupes nothing for us.
-func (a *Adapter) pump(ctx context.Context, smc *socketmode.Client, h platform.Handler, q *workQueue, runErr <-chan error, sig socketSignals) error {
+// Slack wants its ack within 3 s and dedupes nothing for us. Once ctx
+// ends the pump hands nothing more over: what it has not read is not
+// acked, and Slack delivers it again.
+func (a *Adapter) pump(ctx context.Context, smc *socketmode.Client, in inbound, runErr <-chan error, sig socketSignals) error {
 	lastTrouble := ""
 	for {
 		var evt socketmode.Event
@@ -40,6 +44,9 @@ func (a *Adapter) pump(ctx context.Context, smc *socketmode.Client, h platform.H
 		case err := <-runErr:
 			return err
 		case evt = <-smc.Events:
+		}
+		if ctx.Err() != nil {
+			return nil // the event is not acked: Slack delivers it again
 		}
 		switch evt.Type {
 		case socketmode.EventTypeConnecting:
@@ -89,7 +96,7 @@ func (a *Adapter) pump(ctx context.Context, smc *socketmode.Client, h platform.H
 				continue
 			}
 			if req.Type == socketmode.RequestTypeEventsAPI {
-				a.onRawEventsAPI(h, q, &req, a.acker(ctx, smc, req.EnvelopeID))
+				a.onRawEventsAPI(in, &req, a.acker(ctx, smc, req.EnvelopeID))
 			} else {
 				a.ack(ctx, smc, req.EnvelopeID)
 				a.log.Warn("Slack sent an unreadable envelope", "type", req.Type, "error", bad.Cause)
@@ -98,7 +105,7 @@ func (a *Adapter) pump(ctx context.Context, smc *socketmode.Client, h platform.H
 			if evt.Request == nil {
 				continue
 			}
-			a.onEventsAPI(h, q, evt.Request, evt.Data, a.acker(ctx, smc, evt.Request.EnvelopeID))
+			a.onEventsAPI(in, evt.Request, evt.Data, a.acker(ctx, smc, evt.Request.EnvelopeID))
 		case socketmode.EventTypeInteractive:
 			if evt.Request == nil {
 				continue
@@ -107,7 +114,7 @@ func (a *Adapter) pump(ctx context.Context, smc *socketmode.Client, h platform.H
 			if !a.cfg.AckHandledOnly {
 				ack()
 			}
-			if cb, ok := evt.Data.(slack.InteractionCallback); !ok || !a.onInteraction(h, q, cb, ack) {
+			if cb, ok := evt.Data.(slack.InteractionCallback); !ok || !a.onInteraction(in, cb, ack) {
 				ack()
 			}
 		default:
@@ -195,7 +202,7 @@ type inFile struct {
 
 // onEventsAPI handles one events_api envelope as slack-go decoded it; ack
 // acks it. Whatever is not a new message for the engine is acked at once.
-func (a *Adapter) onEventsAPI(h platform.Handler, q *workQueue, req *socketmode.Request, data any, ack func()) {
+func (a *Adapter) onEventsAPI(in inbound, req *socketmode.Request, data any, ack func()) {
 	api, ok := data.(slackevents.EventsAPIEvent)
 	cb, _ := api.Data.(*slackevents.EventsAPICallbackEvent)
 	ev, _ := api.InnerEvent.Data.(*inEvent)
@@ -206,14 +213,14 @@ func (a *Adapter) onEventsAPI(h platform.Handler, q *workQueue, req *socketmode.
 		ack()
 		return
 	}
-	if !a.queueMessage(h, q, req, cb.EventID, ev, ack) {
+	if !a.handMessage(in, req, cb.EventID, ev, ack) {
 		ack()
 	}
 }
 
 // onRawEventsAPI handles an events_api envelope that slack-go could not
 // parse, decoding it here (more forgivingly).
-func (a *Adapter) onRawEventsAPI(h platform.Handler, q *workQueue, req *socketmode.Request, ack func()) {
+func (a *Adapter) onRawEventsAPI(in inbound, req *socketmode.Request, ack func()) {
 	var p eventsAPIPayload
 	var ev inEvent
 	if err := json.Unmarshal(req.Payload, &p); err != nil || len(p.Event) == 0 {
@@ -226,16 +233,17 @@ func (a *Adapter) onRawEventsAPI(h platform.Handler, q *workQueue, req *socketmo
 		ack()
 		return
 	}
-	if !a.queueMessage(h, q, req, p.EventID, &ev, ack) {
+	if !a.handMessage(in, req, p.EventID, &ev, ack) {
 		ack()
 	}
 }
 
-// queueMessage queues the event's message for the handler, on its
-// conversation's lane, and reports whether it did; the queued work acks
-// the envelope once the handler returned, or after ackWait, whichever
-// comes first.
-func (a *Adapter) queueMessage(h platform.Handler, q *workQueue, req *socketmode.Request, eventID string, ev *inEvent, ack func()) bool {
+// handMessage hands the event's message to the handler, and reports
+// whether it was one; it acks the envelope once the handler returned, or
+// after ackWait, whichever comes first (with AckHandledOnly only the
+// former). The message carries its sender's id alone: the engine reads
+// the name when it needs it (UserName), on the conversation's goroutine.
+func (a *Adapter) handMessage(in inbound, req *socketmode.Request, eventID string, ev *inEvent, ack func()) bool {
 	m, why := a.toMessage(*ev)
 	if why != "" {
 		a.log.Debug("Ignoring Slack event", "type", ev.Type, "subtype", ev.Subtype, "channel", ev.Channel, "reason", why)
@@ -245,28 +253,34 @@ func (a *Adapter) queueMessage(h platform.Handler, q *workQueue, req *socketmode
 	// both with the same channel and ts, so the same m.ID; a redelivery
 	// (retry_attempt > 0) too. Every copy goes to the engine, whose one
 	// duplicate check answers Duplicate for the second only once the
-	// first is journaled: the second's ack never comes first.
+	// first is journaled (on this connection the second comes after the
+	// first returned; a copy on another connection, or another host's,
+	// waits in the engine's claim): the second's ack never comes first.
 	a.log.Debug("Slack message received", "channel", m.Target.Channel, "thread", m.Target.Thread, "event_id", eventID,
 		"type", ev.Type, "retry_attempt", req.RetryAttempt, "user_id", m.UserID, "dm", m.IsDM, "mentioned", m.Mentioned, "files", len(m.Attachments))
-	deadline := time.AfterFunc(a.ackWait, ack)
-	if a.cfg.AckHandledOnly {
-		deadline.Stop()
+	var deadline *time.Timer
+	if !a.cfg.AckHandledOnly {
+		deadline = time.AfterFunc(a.ackWait, ack)
 	}
-	q.put(conversationKey(m.Target.Channel, m.Target.Thread), func(ctx context.Context) {
-		m.UserName = a.userName(ctx, m.UserID)
-		res, err := h.HandleMessage(ctx, m)
-		deadline.Stop()
-		if err != nil {
-			// Not handled: left unacknowledged, Slack delivers it again.
-			if ctx.Err() == nil {
-				a.log.Warn("Handling Slack message failed", "channel", m.Target.Channel, "thread", m.Target.Thread, "error", err)
-			}
-			return
+	res, err := in.h.HandleMessage(in.ctx, m)
+	ackedEarly := deadline != nil && !deadline.Stop()
+	switch {
+	case err != nil && ackedEarly:
+		// Acked at the deadline, then not handled (the grace after a stop
+		// ran out, say): Slack will not deliver it again.
+		a.log.Error("Slack message acknowledged but not handed over", "channel", m.Target.Channel, "thread", m.Target.Thread,
+			"event_id", eventID, "error", err)
+		return true
+	case err != nil:
+		// Not handled: left unacknowledged, Slack delivers it again.
+		if in.ctx.Err() == nil {
+			a.log.Warn("Handling Slack message failed", "channel", m.Target.Channel, "thread", m.Target.Thread, "error", err)
 		}
-		a.log.Debug("Slack message handled", "channel", m.Target.Channel, "thread", m.Target.Thread,
-			"result", res.Status.String(), "position", res.Position, "reason", res.Reason)
-		ack()
-	})
+		return true
+	}
+	a.log.Debug("Slack message handled", "channel", m.Target.Channel, "thread", m.Target.Thread,
+		"result", res.Status.String(), "position", res.Position, "reason", res.Reason)
+	ack()
 	return true
 }
 
@@ -477,8 +491,18 @@ func (a *Adapter) trustedFileHost(u *url.URL) bool {
 	return false
 }
 
-// userName returns a display name for a user, from a cache of users.info.
-// A failed lookup leaves the name empty; the engine falls back to the id.
+// UserName returns a user's display name (users.info, cached: see
+// userName), or userID when Slack gives none. Events name a user by id
+// alone; the engine asks for the name on the conversation's goroutine,
+// when it needs one, so that the lookup never delays an ack.
+func (a *Adapter) UserName(ctx context.Context, userID string) string {
+	return orDefault(a.userName(ctx, userID), userID)
+}
+
+// userName returns a display name for a user, from a cache of users.info
+// (an hour; a failure is remembered five minutes, so that a missing
+// users:read scope costs one lookup per user now and then). A failed
+// lookup leaves the name empty.
 func (a *Adapter) userName(ctx context.Context, userID string) string {
 	if name, ok := a.users.get(userID); ok {
 		return name
@@ -507,13 +531,13 @@ func (a *Adapter) userName(ctx context.Context, userID string) string {
 	return name
 }
 
-// onInteraction turns permission button presses into actions, queued for
-// the handler, and reports whether it queued any; ack acks the envelope
-// once the handler took every one (with AckHandledOnly it is not acked
-// before: a cluster host's handler publishes the press, and a press it
-// could not publish is not acked, so Slack tells the user it failed
+// onInteraction turns permission button presses into actions, hands them
+// to the handler, and reports whether there were any; ack acks the
+// envelope once the handler took every one (with AckHandledOnly it is not
+// acked before: a cluster host's handler publishes the press, and a press
+// it could not publish is not acked, so Slack tells the user it failed
 // rather than dropping it silently).
-func (a *Adapter) onInteraction(h platform.Handler, q *workQueue, cb slack.InteractionCallback, ack func()) bool {
+func (a *Adapter) onInteraction(in inbound, cb slack.InteractionCallback, ack func()) bool {
 	if cb.Type != slack.InteractionTypeBlockActions {
 		return false
 	}
@@ -544,20 +568,17 @@ func (a *Adapter) onInteraction(h platform.Handler, q *workQueue, cb slack.Inter
 		}
 		actions = append(actions, action)
 	}
-	var left atomic.Int32 // the actions the handler has not yet taken
-	left.Store(int32(len(actions)))
-	for _, action := range actions {
-		q.put(conversationKey(channel, thread), func(ctx context.Context) {
-			if err := h.HandleAction(ctx, action); err != nil {
-				if ctx.Err() == nil {
-					a.log.Warn("Handling Slack button failed", "channel", channel, "thread", thread, "error", err)
-				}
-				return
-			}
-			if left.Add(-1) == 0 {
-				ack()
-			}
-		})
+	if len(actions) == 0 {
+		return false
 	}
-	return len(actions) > 0
+	for _, action := range actions {
+		if err := in.h.HandleAction(in.ctx, action); err != nil {
+			if in.ctx.Err() == nil {
+				a.log.Warn("Handling Slack button failed", "channel", channel, "thread", thread, "error", err)
+			}
+			return true
+		}
+	}
+	ack()
+	return true
 }

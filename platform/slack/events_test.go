@@ -95,8 +95,10 @@ func TestRoutingAndMentions(t *testing.T) {
 			if m.Text != tt.wantText {
 				t.Errorf("Text = %q, want %q", m.Text, tt.wantText)
 			}
-			if m.UserID != "U1" || m.UserName != "Display U1" || m.IsBot {
-				t.Errorf("UserID, UserName, IsBot = %q, %q, %v", m.UserID, m.UserName, m.IsBot)
+			// The event names its sender by id; the engine reads the
+			// name later (UserName), never before the ack.
+			if m.UserID != "U1" || m.UserName != "" || m.IsBot {
+				t.Errorf("UserID, UserName, IsBot = %q, %q, %v; want U1 and no name", m.UserID, m.UserName, m.IsBot)
 			}
 			if sec := ts[:strings.Index(ts, ".")]; m.Received.UTC().Format("20060102") != "20231114" || m.Received.Unix() < 1700000000 || sec != strconv.FormatInt(m.Received.Unix(), 10) {
 				t.Errorf("Received = %v, want the time of ts %s", m.Received, ts)
@@ -106,9 +108,8 @@ func TestRoutingAndMentions(t *testing.T) {
 			}
 		})
 	}
-	// users.info is asked once and cached.
-	if n := len(e.f.Calls("users.info")); n != 1 {
-		t.Errorf("users.info called %d times, want 1", n)
+	if n := len(e.f.Calls("users.info")); n != 0 {
+		t.Errorf("users.info called %d times before the handler, want none", n)
 	}
 }
 
@@ -488,17 +489,32 @@ func TestStatusDuringOutage(t *testing.T) {
 	}
 }
 
-func TestUserNameLookupFailureIsRememberedBriefly(t *testing.T) {
-	e := startEnv(t)
-	e.f.Fail("users.info", "missing_scope")
-	for i := range 2 {
-		e.deliver(fmt.Sprintf("EvNoName%d", i), 0, fakeslack.MsgEvent("C1", fmt.Sprintf("1700000900.00010%d", i), "U7", "hi", nil))
-		if m := e.rec.Message(t); m.UserName != "" || m.UserID != "U7" {
-			t.Errorf("UserID, UserName = %q, %q", m.UserID, m.UserName)
-		}
-	}
-	if n := len(e.f.Calls("users.info")); n != 1 {
-		t.Errorf("users.info called %d times, want 1 (failure cached)", n)
+// TestUserName: the engine reads a sender's display name through
+// platform.UserNamer; users.info is asked once per user and cached, and a
+// failed lookup (no users:read scope) is remembered too, the name then
+// being the id.
+func TestUserName(t *testing.T) {
+	for _, tt := range []struct {
+		name, fail, want string
+	}{
+		{"the profile's display name", "", "Display U7"},
+		{"the id when Slack gives none", "missing_scope", "U7"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := fakeslack.New(t)
+			a, _, _ := newAdapter(t, testConfig(f))
+			if tt.fail != "" {
+				f.Fail("users.info", tt.fail)
+			}
+			for range 2 {
+				if got := a.UserName(context.Background(), "U7"); got != tt.want {
+					t.Errorf("UserName = %q, want %q", got, tt.want)
+				}
+			}
+			if n := len(f.Calls("users.info")); n != 1 {
+				t.Errorf("users.info called %d times, want 1 (the answer cached)", n)
+			}
+		})
 	}
 }
 
@@ -583,26 +599,51 @@ func TestNoAckWhenNotHandled(t *testing.T) {
 }
 
 // TestAckDeadlineWhenHandlingIsSlow: Slack wants an ack within 3 s, so a
-// handler that takes longer (downloading attachments) does not hold the
-// ack, nor the acks of the envelopes behind it; nothing is lost or
-// reordered.
+// handler that takes longer (a disk that stalls) does not hold the ack:
+// the envelope is acked at the deadline while the handler still runs. The
+// envelopes behind it reach the handler after it, in order, each acked.
 func TestAckDeadlineWhenHandlingIsSlow(t *testing.T) {
 	e, h := startBlocking(t, 20*time.Millisecond, nil)
 	e.deliver("EvSlow1", 0, fakeslack.MsgEvent("C1", "1700000800.000100", "U1", "slow", nil))
 	if m := h.Message(t); m.Text != "slow" {
 		t.Fatalf("got %q", m.Text)
 	}
-	// The engine is still busy with the first message; the next envelopes
-	// are acked all the same (deliver waits for each ack).
 	for i := range 5 {
-		e.deliver(fmt.Sprintf("EvSlow%d", i+2), 0, fakeslack.MsgEvent("C1", fmt.Sprintf("1700000801.00010%d", i), "U1", "queued", nil))
+		e.send(fmt.Sprintf("env-queued-%d", i), fmt.Sprintf("EvSlow%d", i+2), fakeslack.MsgEvent("C1", fmt.Sprintf("1700000801.00010%d", i), "U1", fmt.Sprintf("queued %d", i), nil))
 	}
 	close(h.release)
-	for range 5 {
-		if m := h.Message(t); m.Text != "queued" {
-			t.Errorf("got %q", m.Text)
+	for i := range 5 {
+		if m := h.Message(t); m.Text != fmt.Sprintf("queued %d", i) {
+			t.Errorf("got %q, want queued %d", m.Text, i)
 		}
+		e.f.WaitAck(t, fmt.Sprintf("env-queued-%d", i))
 	}
+}
+
+// TestNoDeadlineAckInACluster: with AckHandledOnly (a cluster host, whose
+// handler publishes the message to the cluster's stream) a message is
+// acked only once the handler took it, never at the ack deadline: one it
+// could not publish must come again from Slack.
+func TestNoDeadlineAckInACluster(t *testing.T) {
+	f := fakeslack.New(t)
+	cfg := testConfig(f)
+	cfg.AckHandledOnly = true
+	a, logs, _ := newAdapter(t, cfg)
+	a.ackWait = time.Nanosecond // a deadline would ack at once
+	h := blockingHandler{Handler: platformtest.NewHandler(), release: make(chan struct{})}
+	platformtest.Run(t, 10*time.Second, func(ctx context.Context) error { return a.Run(ctx, h) })
+	e := &env{t: t, a: a, f: f, rec: h.Handler, logs: logs, conn: f.WaitConn(t, 1)}
+	const envID = "env-cluster-1"
+	e.send(envID, "EvCluster1", fakeslack.MsgEvent("C1", "1700000970.000100", "U1", "publish me", nil))
+	h.Message(t)
+	// Nothing to wait on for an ack that must not come: a deadline's ack
+	// would be here long before this.
+	time.Sleep(200 * time.Millisecond)
+	if f.Acked(envID) {
+		t.Fatal("the envelope was acked at the deadline while the handler held the message")
+	}
+	close(h.release)
+	f.WaitAck(t, envID)
 }
 
 // TestLateAckRedeliveryWaitsForTheFirst: while the engine still holds a

@@ -109,8 +109,8 @@ type Adapter struct {
 
 	// sleep waits out rate limits and backoff; tests scale it down.
 	sleep func(ctx context.Context, d time.Duration) error
-	// drainGrace bounds how long Run, once stopped, keeps handing already
-	// acknowledged events to the handler.
+	// drainGrace bounds how long Run, once stopped, lets a handler call in
+	// flight go on (its event may be acked already, at the ack deadline).
 	drainGrace time.Duration
 	// ackWait bounds how long a message's ack waits for the handler to
 	// accept it (Slack wants an ack within 3 s).
@@ -141,6 +141,7 @@ var (
 	_ platform.Observed = (*Adapter)(nil)
 
 	_ platform.MentionSender = (*Adapter)(nil)
+	_ platform.UserNamer     = (*Adapter)(nil)
 )
 
 // New validates cfg and returns an adapter. It does no I/O: Run connects.
@@ -268,19 +269,56 @@ func (a *Adapter) runLoop(ctx context.Context, h platform.Handler) error {
 	defer cancel()
 
 	smc := socketmode.New(a.api, socketmode.OptionLog(slogOutput{a.log}))
-	q := newWorkQueue(ctx, maxQueued, a.log)
+	in := inbound{h: h}
+	var giveUp context.CancelFunc
+	in.ctx, giveUp = context.WithCancel(context.WithoutCancel(ctx))
+	defer giveUp()
+	pumped := make(chan struct{})
 	runErr := make(chan error, 1)
 	var wg sync.WaitGroup
-	wg.Go(q.graceAfterStop(ctx, a.drainGrace))
+	wg.Go(func() { giveUpAfterGrace(ctx, pumped, a.drainGrace, giveUp) })
 	sig := newSocketSignals()
 	wg.Go(func() { runErr <- a.runSocket(ctx, smc, sig) })
-	err := a.pump(ctx, smc, h, q, runErr, sig)
-	// The pump was the only one to ack and queue: what it queued is
-	// handed over within the grace, then the goroutines are waited for.
+	err := a.pump(ctx, smc, in, runErr, sig)
+	// The pump calls the handler itself: once it returned, no call is in
+	// flight, and the goroutines are waited for.
+	close(pumped)
 	cancel()
-	q.close()
 	wg.Wait()
 	return err
+}
+
+// defaultDrainGrace is how long a stopping adapter lets a handler call in
+// flight go on: long enough for the engine to journal a message, short
+// enough not to hold up a shutdown or a reload.
+const defaultDrainGrace = 5 * time.Second
+
+// inbound is the handler as the pump calls it. Slack never redelivers an
+// acked event, and a message's envelope is acked at the ack deadline even
+// while its handler still runs (a slow disk): so the handler's context is
+// not Run's, which would cut that call short when Run stops, but one that
+// ends a grace after it (giveUpAfterGrace).
+type inbound struct {
+	h   platform.Handler
+	ctx context.Context
+}
+
+// giveUpAfterGrace cancels the handler's context (giveUp) once Run's ctx
+// has ended and the pump has not returned within grace; it returns when
+// the pump has.
+func giveUpAfterGrace(ctx context.Context, pumped <-chan struct{}, grace time.Duration, giveUp context.CancelFunc) {
+	select {
+	case <-pumped:
+		return
+	case <-ctx.Done():
+	}
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-pumped:
+	case <-t.C:
+		giveUp()
+	}
 }
 
 // identify learns the bot's own user and bot ids, retrying network trouble

@@ -19,7 +19,8 @@ type handedOver struct {
 }
 
 // stopHandler holds each message until release is closed or its context
-// ends, then records it with the state of its context.
+// ends, then records it with the state of its context, and fails it when
+// the context ended (as the engine does when it gives up).
 type stopHandler struct {
 	*platformtest.Handler
 	started chan struct{} // one value per message that reached the handler
@@ -43,6 +44,9 @@ func (s *stopHandler) HandleMessage(ctx context.Context, m platform.Message) (pl
 	case <-ctx.Done():
 	}
 	s.got <- handedOver{text: m.Text, cancelled: ctx.Err() != nil}
+	if err := ctx.Err(); err != nil {
+		return platform.Result{}, err
+	}
 	return platform.Result{Status: platform.Queued}, nil
 }
 
@@ -66,15 +70,16 @@ func (r *runResult) wait(t *testing.T, what string) {
 	}
 }
 
-// startStopping runs an adapter whose handler is h and returns the env,
-// the cancel of Run's context and Run's result.
+// startStopping runs an adapter whose handler is h, hands it a message
+// that h holds (acked at the ack deadline meanwhile) and sends three more
+// behind it, and returns the env, the cancel of Run's context and Run's
+// result.
 func startStopping(t *testing.T, h *stopHandler, grace time.Duration) (*env, context.CancelFunc, *runResult) {
 	t.Helper()
 	f := fakeslack.New(t)
 	a, logs, _ := newAdapter(t, testConfig(f))
 	a.drainGrace = grace
-	// The held first message keeps the rest from being accepted, so their
-	// acks come at the deadline: keep it short.
+	// The held first message is acked at the deadline: keep it short.
 	a.ackWait = 20 * time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
 	run := &runResult{done: make(chan struct{})}
@@ -88,41 +93,56 @@ func startStopping(t *testing.T, h *stopHandler, grace time.Duration) (*env, con
 		run.wait(t, "at the end of the test")
 	})
 	e := &env{t: t, a: a, f: f, rec: h.Handler, logs: logs, conn: f.WaitConn(t, 1)}
-	// The first message occupies the handler; the next three, replies in
-	// its thread, wait behind it on its conversation's lane, already
-	// acknowledged to Slack.
+	// The first message occupies the handler and is acked at the
+	// deadline; the next three, replies in its thread, wait behind it,
+	// not acked.
 	e.deliver("EvStop1", 0, fakeslack.MsgEvent("C1", "1700000900.000100", "U1", "m1", nil))
 	<-h.started
 	for i := 2; i <= 4; i++ {
-		e.deliver(fmt.Sprintf("EvStop%d", i), 0, fakeslack.MsgEvent("C1", fmt.Sprintf("1700000900.00010%d", i), "U1", fmt.Sprintf("m%d", i),
+		e.send(fmt.Sprintf("env-stop-%d", i), fmt.Sprintf("EvStop%d", i), fakeslack.MsgEvent("C1", fmt.Sprintf("1700000900.00010%d", i), "U1", fmt.Sprintf("m%d", i),
 			map[string]any{"thread_ts": "1700000900.000100"}))
 	}
 	return e, cancel, run
 }
 
-// Slack does not redeliver an acknowledged event, so stopping Run must
-// still hand every queued one to the handler, with a context that lets the
-// engine answer or journal it.
-func TestStopHandsOverAcknowledgedMessages(t *testing.T) {
-	h := newStopHandler()
-	_, cancel, run := startStopping(t, h, time.Minute)
-	cancel()
-	h.letGo()
-	run.wait(t, "after the handler was released")
-	for i := 1; i <= 4; i++ {
-		select {
-		case g := <-h.got:
-			if want := fmt.Sprintf("m%d", i); g.text != want || g.cancelled {
-				t.Errorf("message %d handed over as %+v, want %q with a live context", i, g, want)
-			}
-		default:
-			t.Fatalf("Run returned before message m%d reached the handler", i)
+// notAcked fails t when any of the three messages sent behind the held one
+// was acked: Slack must deliver them again.
+func notAcked(t *testing.T, e *env) {
+	t.Helper()
+	for i := 2; i <= 4; i++ {
+		if env := fmt.Sprintf("env-stop-%d", i); e.f.Acked(env) {
+			t.Errorf("%s was acked though Run stopped before handing it over", env)
 		}
 	}
 }
 
+// Slack does not redeliver an acknowledged event, so stopping Run must not
+// cut short the handler call of a message acked at the deadline: the
+// handler's context stays live (within the grace) and Run waits for it.
+// What the pump had not read is not acked, and Slack delivers it again.
+func TestStopHandsOverAcknowledgedMessages(t *testing.T) {
+	h := newStopHandler()
+	e, cancel, run := startStopping(t, h, time.Minute)
+	cancel()
+	h.letGo()
+	run.wait(t, "after the handler was released")
+	select {
+	case g := <-h.got:
+		if g.text != "m1" || g.cancelled {
+			t.Errorf("the held message was handed over as %+v, want m1 with a live context", g)
+		}
+	default:
+		t.Fatal("Run returned before the held message's handler did")
+	}
+	if extra := len(h.got); extra != 0 {
+		t.Errorf("%d messages were handed over after Run was stopped", extra)
+	}
+	notAcked(t, e)
+}
+
 // A handler that does not finish cannot hold Run forever: after the grace
-// its context is cancelled and what is still queued is given up, loudly.
+// its context is cancelled, and a message acked at the deadline and then
+// not handled is reported loudly.
 func TestStopGivesUpAfterTheGrace(t *testing.T) {
 	h := newStopHandler()
 	e, cancel, run := startStopping(t, h, 20*time.Millisecond)
@@ -137,7 +157,8 @@ func TestStopGivesUpAfterTheGrace(t *testing.T) {
 		t.Fatal("the held message's handler did not return")
 	}
 	if extra := len(h.got); extra != 0 {
-		t.Errorf("%d queued messages were handed over after the grace", extra)
+		t.Errorf("%d messages were handed over after the grace", extra)
 	}
-	e.logs.waitFor(t, "not handed over before stopping dropped=3")
+	e.logs.waitFor(t, "Slack message acknowledged but not handed over")
+	notAcked(t, e)
 }

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf16"
 
@@ -35,22 +36,22 @@ type rawUpdate struct {
 	} `json:"callback_query"`
 }
 
-// readUpdate reads one update: its update_id (ok false when even that
-// could not be read), the lane of its conversation (its chat, and topic
-// in a forum), and the work that hands it to h, nil when there is nothing
-// to hand over. Only the work may be slow; it runs on the lane, and
-// reports false when the engine did not take the message (it is to be
-// handed over again).
-func (a *Adapter) readUpdate(h platform.Handler, raw json.RawMessage) (id int, ok bool, key string, work func(context.Context) bool) {
+// handUpdate reads one update and hands what it carries to h: a message
+// (HandleMessage), a button press (HandleAction, its answer to Telegram
+// sent on a goroutine counted in answers, so that the poll loop does no
+// platform call of its own). It returns false only when h did not take a
+// message (it is to be handed over again); an update that is not for the
+// engine, or cannot be read, is done with.
+func (a *Adapter) handUpdate(ctx context.Context, h platform.Handler, answers *sync.WaitGroup, raw json.RawMessage) bool {
 	var ru rawUpdate
 	if err := json.Unmarshal(raw, &ru); err != nil {
 		a.log.Warn("Telegram update not understood", "error", err)
-		return 0, false, "", nil
+		return true
 	}
 	var u tgbotapi.Update
 	if err := json.Unmarshal(raw, &u); err != nil {
 		a.log.Warn("Telegram update not understood", "update_id", ru.UpdateID, "error", err)
-		return ru.UpdateID, true, "", nil
+		return true
 	}
 	switch {
 	case u.Message != nil:
@@ -60,38 +61,34 @@ func (a *Adapter) readUpdate(h platform.Handler, raw json.RawMessage) (id int, o
 		}
 		m, ok := a.toMessage(u.Message, tf)
 		if !ok {
-			return ru.UpdateID, true, "", nil
+			return true
 		}
 		a.noteSeen(m)
 		a.log.Debug("Telegram message received", "channel", m.Target.Channel, "thread", m.Target.Thread, "user_id", m.UserID, "user_name", m.UserName, "mentioned", m.Mentioned)
-		return ru.UpdateID, true, laneKey(m.Target.Channel, m.Target.Thread), func(ctx context.Context) bool {
-			// getUpdates's offset keeps updates from coming twice within
-			// a run; after a restart one not confirmed comes again, with
-			// the same message id, which the engine's duplicate check
-			// catches.
-			if _, err := h.HandleMessage(ctx, m); err != nil {
-				if ctx.Err() == nil {
-					a.log.Warn("Engine did not accept Telegram message", "channel", m.Target.Channel, "thread", m.Target.Thread, "error", err)
-				}
-				return false
+		// getUpdates's offset keeps updates from coming twice within a
+		// run; after a restart one not confirmed comes again, with the
+		// same message id, which the engine's duplicate check catches.
+		if _, err := h.HandleMessage(ctx, m); err != nil {
+			if ctx.Err() == nil {
+				a.log.Warn("Engine did not accept Telegram message", "channel", m.Target.Channel, "thread", m.Target.Thread, "error", err)
 			}
-			return true
+			return false
 		}
 	case u.CallbackQuery != nil:
 		var tf topicFields
 		if ru.CallbackQuery != nil && ru.CallbackQuery.Message != nil {
 			tf = *ru.CallbackQuery.Message
 		}
-		key := ""
-		if q := u.CallbackQuery; q.Message != nil && q.Message.Chat != nil {
-			key = laneKey(strconv.FormatInt(q.Message.Chat.ID, 10), topicOf(tf))
-		}
-		return ru.UpdateID, true, key, func(ctx context.Context) bool {
-			a.handleCallback(ctx, h, u.CallbackQuery, tf)
-			return true
-		}
+		// Telegram shows a spinner on the button until the press is
+		// answered: at once, beside the hand-over.
+		answers.Go(func() {
+			if _, err := a.call(ctx, "answerCallbackQuery", tgbotapi.Params{"callback_query_id": u.CallbackQuery.ID}); err != nil {
+				a.log.Warn("Answering Telegram button press failed", "error", err)
+			}
+		})
+		a.handleCallback(ctx, h, u.CallbackQuery, tf)
 	}
-	return ru.UpdateID, true, "", nil
+	return true
 }
 
 // topicOf is a forum topic's thread ("" outside a topic), as Target.Thread

@@ -111,7 +111,7 @@ func (a *Adapter) pollTenure(ctx context.Context, h platform.Handler, t platform
 		}
 		return nil
 	}
-	err = a.poll(tctx, tenureHandler{h: h, t: t, end: cancel}, newUpdateTracker(int(start)), before)
+	err = a.poll(tctx, tenureHandler{h: h, t: t, end: cancel}, int(start), before)
 	return ended(tctx, err)
 }
 

@@ -100,12 +100,8 @@ func (a *Adapter) ResolvePermission(ctx context.Context, prompt platform.Target,
 	return nil
 }
 
-// handleCallback answers a button press at once (Telegram shows a spinner
-// until then) and hands our buttons' presses to the engine.
+// handleCallback hands our buttons' presses to the engine.
 func (a *Adapter) handleCallback(ctx context.Context, h platform.Handler, q *tgbotapi.CallbackQuery, tf topicFields) {
-	if _, err := a.call(ctx, "answerCallbackQuery", tgbotapi.Params{"callback_query_id": q.ID}); err != nil {
-		a.log.Warn("Answering Telegram button press failed", "error", err)
-	}
 	if q.From == nil || q.Message == nil || q.Message.Chat == nil {
 		return
 	}

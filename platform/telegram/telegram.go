@@ -25,7 +25,6 @@ import (
 	"github.com/cc-connect/cc-connect/platform/internal/backoff"
 	"github.com/cc-connect/cc-connect/platform/internal/coalesce"
 	"github.com/cc-connect/cc-connect/platform/internal/connstate"
-	"github.com/cc-connect/cc-connect/platform/internal/lanes"
 	"github.com/cc-connect/cc-connect/platform/internal/permbutton"
 	"github.com/cc-connect/cc-connect/platform/internal/recent"
 	"github.com/cc-connect/cc-connect/platform/internal/replykit"
@@ -71,9 +70,9 @@ type Adapter struct {
 	backoffMin          time.Duration
 	backoffMax          time.Duration
 	maxTransientRetries int
-	// stuckPoll is how long polling waits, while an update is in flight
-	// and nothing new came, before asking again.
-	stuckPoll time.Duration
+	// retryPause is how long polling waits before it asks again for an
+	// update the handler did not take.
+	retryPause time.Duration
 
 	edits      *coalesce.Coalescer
 	prompts    *recent.Map[string] // "chat:message" -> prompt HTML, shown again with the outcome
@@ -155,7 +154,7 @@ func New(cfg Config, log *slog.Logger) (*Adapter, error) {
 		backoffMin:          time.Second,
 		backoffMax:          time.Minute,
 		maxTransientRetries: 3,
-		stuckPoll:           defaultStuckPoll,
+		retryPause:          defaultRetryPause,
 		edits:               coalesce.New(coalesce.NewScopedInterval(editSpacing(cfg.EditInterval))),
 		prompts:             recent.New[string](1024),
 		promptRefs:          permbutton.NewRefs(maxCallbackData, 1024),
@@ -208,7 +207,7 @@ func (a *Adapter) Run(ctx context.Context, h platform.Handler) error {
 
 	var err error
 	if a.gate == nil {
-		err = a.poll(ctx, h, newUpdateTracker(0), nil)
+		err = a.poll(ctx, h, 0, nil)
 	} else {
 		err = a.runGated(ctx, h)
 	}
@@ -219,29 +218,23 @@ func (a *Adapter) Run(ctx context.Context, h platform.Handler) error {
 	return nil
 }
 
-// poll long-polls getUpdates from tr's offset until ctx ends (nil), the
-// token is refused, or before, called with the offset before each
-// getUpdates, fails (its error is returned).
-func (a *Adapter) poll(ctx context.Context, h platform.Handler, tr *updateTracker, before func(ctx context.Context, offset int) error) error {
-	// Updates are handled in order per conversation, conversations side
-	// by side (poll.go): getUpdates confirms only what every lane has
-	// handed over.
-	ln := lanes.New(ctx, maxQueued)
-	defer ln.Close()
+// poll long-polls getUpdates from offset until ctx ends (nil), the token
+// is refused, or before, called with the offset before each getUpdates,
+// fails (its error is returned). It hands the updates to h itself, in
+// order, and confirms only those h returned for (poll.go).
+func (a *Adapter) poll(ctx context.Context, h platform.Handler, offset int, before func(ctx context.Context, offset int) error) error {
+	// The answers to button presses (answerCallbackQuery) go out on
+	// goroutines of their own, waited for here.
+	var answers sync.WaitGroup
+	defer answers.Wait()
 	failures := 0
 	for ctx.Err() == nil {
-		offset, busy := tr.offset()
 		if before != nil {
 			if err := before(ctx, offset); err != nil {
 				return err
 			}
 		}
 		timeout := a.cfg.PollTimeout
-		if busy {
-			// From the oldest update in flight: Telegram answers at once
-			// with it and what came after, the new ones among them.
-			timeout = 0
-		}
 		raw, err := a.request(ctx, "getUpdates", tgbotapi.Params{
 			"offset":          strconv.Itoa(offset),
 			"timeout":         strconv.Itoa(int(timeout / time.Second)),
@@ -273,11 +266,13 @@ func (a *Adapter) poll(ctx context.Context, h platform.Handler, tr *updateTracke
 			a.log.Warn("Telegram getUpdates answer not understood", "error", err)
 			continue
 		}
-		if fresh := a.queueUpdates(ctx, h, ln, tr, updates); busy && fresh == 0 {
-			// Only updates still in flight came back: wait for one to be
-			// handed over (or for a while, for new ones) before asking
-			// again.
-			tr.waitChange(ctx, a.stuckPoll)
+		var ok bool
+		if offset, ok = a.handUpdates(ctx, h, &answers, updates, offset); !ok {
+			// The handler did not take an update: it comes again, with
+			// the ones after it, from the next getUpdates.
+			if backoff.Sleep(ctx, a.retryPause) != nil {
+				break
+			}
 		}
 	}
 	return nil

@@ -1,0 +1,109 @@
+// Package clusterlink joins the engine to the cluster: the cluster's
+// deliveries and fences as the contracts the engine holds them to
+// (engine.Delivery, engine.Fence, engine.ClusterEvent), and the engine's
+// ingress as the handler the cluster serves each binding's events to. It
+// holds no logic of either: the engine decides what an event means, the
+// cluster how it travels; neither imports the other.
+package clusterlink
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/cc-connect/cc-connect/binding"
+	"github.com/cc-connect/cc-connect/cluster"
+	"github.com/cc-connect/cc-connect/cluster/ingress"
+	"github.com/cc-connect/cc-connect/cluster/kvlease"
+	"github.com/cc-connect/cc-connect/cluster/names"
+	"github.com/cc-connect/cc-connect/engine"
+)
+
+// Handler is the engine's ingress as the cluster's handler for the
+// bindings this host serves.
+type Handler struct {
+	Ingress *engine.ClusterIngress
+	// Started and Ended, when set, are told of each tenure once the
+	// engine was (the binary wakes the binding's schedules).
+	Started func(b names.Binding, f *kvlease.Fence)
+	Ended   func(b names.Binding, f *kvlease.Fence)
+}
+
+var (
+	_ ingress.Handler       = Handler{}
+	_ cluster.TenureHandler = Handler{}
+	_ engine.Delivery       = delivery{}
+	_ engine.Fence          = (*kvlease.Fence)(nil)
+)
+
+// Accept hands one event of the stream to the engine.
+func (h Handler) Accept(ctx context.Context, d *ingress.Delivery) (ingress.Result, error) {
+	ev, err := event(d.Event)
+	if err != nil {
+		return 0, err
+	}
+	out, err := h.Ingress.Accept(ctx, ev, delivery{d})
+	switch {
+	case errors.Is(err, engine.ErrUnknownEvent):
+		return 0, fmt.Errorf("%w: %v", ingress.ErrPoison, err)
+	case err != nil:
+		return 0, err
+	case out == engine.Journaled:
+		return ingress.Journaled, nil
+	}
+	return ingress.Settled, nil
+}
+
+// StartTenure tells the engine this host serves b from now on.
+func (h Handler) StartTenure(ctx context.Context, b names.Binding, f *kvlease.Fence) error {
+	if err := h.Ingress.StartTenure(ctx, key(b), f); err != nil {
+		return err
+	}
+	if h.Started != nil {
+		h.Started(b, f)
+	}
+	return nil
+}
+
+// EndTenure tells the engine this host stopped serving b.
+func (h Handler) EndTenure(b names.Binding, f *kvlease.Fence, why error) {
+	if h.Ended != nil {
+		h.Ended(b, f)
+	}
+	h.Ingress.EndTenure(key(b), f, why)
+}
+
+func key(b names.Binding) binding.Key { return binding.Key{Platform: b.Platform, Channel: b.Channel} }
+
+// event is a stream's event as the engine takes it.
+func event(ev ingress.Event) (engine.ClusterEvent, error) {
+	out := engine.ClusterEvent{Binding: binding.Key{Platform: ev.Binding.Platform, Channel: ev.Binding.Channel}}
+	switch {
+	case ev.Kind == ingress.KindMessage && ev.Message != nil:
+		m := ev.Message.PlatformMessage(nil)
+		out.Message = &m
+	case ev.Kind == ingress.KindAction && ev.Action != nil:
+		a := ev.Action.PlatformAction()
+		out.Action = &a
+	case ev.Kind == ingress.KindRun && ev.Run != nil:
+		r := ev.Run.TriggerRun()
+		out.Run = &r
+	default:
+		return out, fmt.Errorf("%w: kind %q", ingress.ErrPoison, ev.Kind)
+	}
+	return out, nil
+}
+
+// delivery is an ingress delivery as the engine keeps it.
+type delivery struct{ d *ingress.Delivery }
+
+func (x delivery) Fence() engine.Fence {
+	if x.d.Fence == nil {
+		return nil
+	}
+	return x.d.Fence
+}
+func (x delivery) Seq() uint64                      { return x.d.Seq }
+func (x delivery) Deliveries() int                  { return int(x.d.NumDelivered) }
+func (x delivery) Done()                            { x.d.Done() }
+func (x delivery) Settle(ctx context.Context) error { return x.d.Settle(ctx) }

@@ -1,0 +1,58 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/cc-connect/cc-connect/binding"
+	"github.com/cc-connect/cc-connect/cluster/ingress"
+	"github.com/cc-connect/cc-connect/cluster/kvlease"
+	"github.com/cc-connect/cc-connect/cluster/names"
+)
+
+// testLink is the engine's ingress as the cluster's handler, for these
+// tests: what package clusterlink does for the binary, which imports the
+// engine and so cannot serve the engine's own tests.
+type testLink struct{ ci *ClusterIngress }
+
+func (l testLink) Accept(ctx context.Context, d *ingress.Delivery) (ingress.Result, error) {
+	ev := ClusterEvent{Binding: binding.Key{Platform: d.Event.Binding.Platform, Channel: d.Event.Binding.Channel}}
+	switch {
+	case d.Event.Message != nil:
+		m := d.Event.Message.PlatformMessage(nil)
+		ev.Message = &m
+	case d.Event.Action != nil:
+		a := d.Event.Action.PlatformAction()
+		ev.Action = &a
+	case d.Event.Run != nil:
+		r := d.Event.Run.TriggerRun()
+		ev.Run = &r
+	}
+	out, err := l.ci.Accept(ctx, ev, testDelivery{d})
+	switch {
+	case errors.Is(err, ErrUnknownEvent):
+		return 0, fmt.Errorf("%w: %v", ingress.ErrPoison, err)
+	case err != nil:
+		return 0, err
+	case out == Journaled:
+		return ingress.Journaled, nil
+	}
+	return ingress.Settled, nil
+}
+
+func (l testLink) StartTenure(ctx context.Context, b names.Binding, f *kvlease.Fence) error {
+	return l.ci.StartTenure(ctx, binding.Key{Platform: b.Platform, Channel: b.Channel}, f)
+}
+
+func (l testLink) EndTenure(b names.Binding, f *kvlease.Fence, why error) {
+	l.ci.EndTenure(binding.Key{Platform: b.Platform, Channel: b.Channel}, f, why)
+}
+
+type testDelivery struct{ d *ingress.Delivery }
+
+func (x testDelivery) Fence() Fence                     { return x.d.Fence }
+func (x testDelivery) Seq() uint64                      { return x.d.Seq }
+func (x testDelivery) Deliveries() int                  { return int(x.d.NumDelivered) }
+func (x testDelivery) Done()                            { x.d.Done() }
+func (x testDelivery) Settle(ctx context.Context) error { return x.d.Settle(ctx) }

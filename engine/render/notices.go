@@ -1,0 +1,97 @@
+package render
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Notices: what a conversation tells its thread about its own state (a
+// message queued, refused, waiting for a slot), and the report of a
+// !compact.
+
+// ShutdownText answers a message that came while cc-connect shuts down.
+const ShutdownText = "cc-connect is shutting down; this message was not processed. Please send it again later."
+
+// ShutdownDropped answers a message still queued at shutdown that is not
+// journaled, so that the next start does not run it; text is the message.
+func ShutdownDropped(text string) string {
+	return "cc-connect is shutting down; this message was not processed. Please send it again later: " + Quote(text, 80)
+}
+
+// RestartQueuedText, followed by the message, says that it stays in the
+// journal at shutdown and runs after the restart.
+const RestartQueuedText = "cc-connect is restarting; this message stays queued and runs when it is back: "
+
+// Busy answers what a conversation whose control lane is full could not
+// take.
+const Busy = "The session is busy right now; please try again in a moment."
+
+// Notices posted when a session cannot continue and a fresh one starts,
+// and while a turn waits for a process slot.
+const (
+	NoticeTooLong  = "Session context was too large to resume — starting fresh. Project context is preserved in CLAUDE.md."
+	NoticeNotFound = "Previous session could not be found — starting fresh."
+	NoticeWaiting  = "All agent slots are busy — waiting for a free slot."
+)
+
+// Queued tells the sender of a turn that has to wait its place.
+func Queued(pos int) string {
+	return fmt.Sprintf("Queued (position %d): it runs after the current turn.", pos)
+}
+
+// RunsNow is Late's second sentence for a message that runs at once.
+const RunsNow = "It runs now."
+
+// Late tells the sender of a message (text) that came after a later
+// message of the conversation had started; then is Queued's text, or
+// RunsNow.
+func Late(text, then string) string {
+	return fmt.Sprintf("“%s” reached cc-connect after a later message of this conversation had started, "+
+		"so it is answered after that one. %s", Quote(text, 80), then)
+}
+
+// NotApprover refuses a permission answer (a button, !allow, !deny,
+// !skip) from a user who may not approve; user is their name, else id.
+func NotApprover(user string) string {
+	return user + " is not allowed to answer permission requests here."
+}
+
+// Replies to the controls that find nothing to act on.
+const (
+	NoPermissionPending = "No permission request is pending."
+	NothingRunning      = "Nothing is running."
+	PermissionGone      = "That permission request is no longer pending."
+)
+
+// Compaction is what a !compact turn reported, for its report.
+type Compaction struct {
+	// Done says the CLI compacted; PreTokens and PostTokens are the
+	// context before and after, BeforePct and AfterPct the same as a
+	// share of the window.
+	Done                  bool
+	PreTokens, PostTokens int64
+	BeforePct, AfterPct   int
+	// Err is the compaction's error as the chat may read it; "" when it
+	// did not fail.
+	Err string
+	// Said is the turn's result text and Errors its errors, when the CLI
+	// neither compacted nor failed.
+	Said   string
+	Errors []string
+}
+
+// CompactionReport says how a !compact turn went.
+func CompactionReport(c Compaction) string {
+	switch {
+	case c.Done:
+		return fmt.Sprintf("Compacted the conversation: %s → %s tokens of context (%d%% → %d%%).",
+			Thousands(c.PreTokens), Thousands(c.PostTokens), c.BeforePct, c.AfterPct)
+	case c.Err != "":
+		return "Compaction failed (" + c.Err + "); the conversation is unchanged."
+	case strings.TrimSpace(c.Said) != "":
+		return "Claude Code did not compact the conversation: " + Quote(c.Said, 300)
+	case len(c.Errors) > 0:
+		return "Compaction failed: " + Quote(strings.Join(c.Errors, "; "), 300)
+	}
+	return "Claude Code did not report a compaction; the conversation is unchanged."
+}

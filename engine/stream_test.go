@@ -1,0 +1,58 @@
+package engine
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cc-connect/cc-connect/platform"
+)
+
+// pacedStream is a streaming platform whose edits of a streamed reply wait
+// until the test lets them go, as an edit waits for a platform's pacing.
+type pacedStream struct {
+	streamPlatform
+	editing chan struct{} // an edit began waiting
+	pace    chan struct{} // closed: edits go on
+}
+
+func (p pacedStream) EditReply(ctx context.Context, to platform.Target, msgs []platform.Target, text string) ([]platform.Target, error) {
+	select {
+	case p.editing <- struct{}{}:
+	default:
+	}
+	select {
+	case <-p.pace:
+	case <-ctx.Done():
+		return msgs, ctx.Err()
+	}
+	return p.streamPlatform.EditReply(ctx, to, msgs, text)
+}
+
+// TestStopDoesNotWaitForAPacedEdit: an edit of the streamed reply waiting
+// for the platform never holds up !stop: the stream edits off the
+// conversation's goroutine, which answers the command while the edit
+// still waits.
+func TestStopDoesNotWaitForAPacedEdit(t *testing.T) {
+	s := newStreamStore("slack")
+	paced := pacedStream{editing: make(chan struct{}, 1), pace: make(chan struct{})}
+	h := newHarness(t, func(_ *Options, c *harnessConfig) {
+		c.adapter = func(rec *fakePlatform) platform.Adapter {
+			paced.streamPlatform = s.adapter(rec).(streamPlatform)
+			return paced
+		}
+	})
+	h.say("alice", "T1", "[[STREAM]] tell me about the build")
+	select {
+	case <-paced.editing:
+	case <-time.After(waitLimit):
+		t.Fatal("the streamed reply was never edited")
+	}
+	h.say("alice", "T1", "!stop")
+	if got := h.rec.waitSend(t, "Stopping the current turn"); !strings.Contains(got.Text, "The session is kept") {
+		t.Errorf("stop's notice = %q", got.Text)
+	}
+	close(paced.pace) // only now: the stop was answered while the edit waited
+	h.waitIdle()
+}
