@@ -3,17 +3,16 @@ package discord
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
-	"path"
 	"strings"
 
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/cc-connect/cc-connect/platform"
+	"github.com/cc-connect/cc-connect/platform/internal/outfile"
 )
 
 // UploadLimit is what Discord takes in files per message in a server
@@ -77,12 +76,9 @@ func (fs *files) download(ctx context.Context, u string) (io.ReadCloser, error) 
 // thread (opening a planned one), the comment as its content when it fits
 // in one message, else the comment's parts first. Nobody is mentioned.
 func (fs *files) send(ctx context.Context, to platform.Target, f platform.OutgoingFile) (platform.Target, error) {
-	name := path.Base(strings.ReplaceAll(f.Name, "\\", "/"))
-	if name == "" || name == "." || name == "/" {
-		return platform.Target{}, errors.New("discord send file: the file has no name")
-	}
-	if len(f.Data) > UploadLimit {
-		return platform.Target{}, fmt.Errorf("discord send file %s: %w", name, &platform.FileTooLargeError{Size: int64(len(f.Data)), Limit: UploadLimit})
+	name, err := outfile.Check(f, UploadLimit)
+	if err != nil {
+		return platform.Target{}, fmt.Errorf("discord send file: %w", err)
 	}
 	ch, err := fs.wire.postChannel(ctx, to)
 	if err != nil {
@@ -109,7 +105,7 @@ func (fs *files) send(ctx context.Context, to platform.Target, f platform.Outgoi
 	})
 	if isStatus(err, http.StatusRequestEntityTooLarge) {
 		return platform.Target{}, fmt.Errorf("discord send file %s to %s: %w (%w)", name, ch,
-			&platform.FileTooLargeError{Size: int64(len(f.Data)), Limit: UploadLimit}, err)
+			outfile.TooLarge(f, UploadLimit), err)
 	}
 	if err != nil {
 		return platform.Target{}, fmt.Errorf("discord send file %s to %s: %w", name, ch, err)

@@ -9,12 +9,12 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"path"
 	"strings"
 
 	"github.com/slack-go/slack"
 
 	"github.com/cc-connect/cc-connect/platform"
+	"github.com/cc-connect/cc-connect/platform/internal/outfile"
 	"github.com/cc-connect/cc-connect/platform/internal/retry"
 )
 
@@ -44,16 +44,13 @@ const MaxUploadBytes = 1 << 30
 // bot cannot switch off, so it is no place for text that must mention
 // nobody.
 func (fs *files) send(ctx context.Context, to platform.Target, f platform.OutgoingFile) (platform.Target, error) {
-	name := path.Base(strings.ReplaceAll(f.Name, "\\", "/"))
+	name, err := outfile.Check(f, MaxUploadBytes)
 	switch {
-	case name == "" || name == "." || name == "/":
-		return platform.Target{}, fmt.Errorf("uploading to slack channel %s: the file has no name", to.Channel)
+	case err != nil:
+		return platform.Target{}, fmt.Errorf("uploading to slack channel %s: %w", to.Channel, err)
 	case len(f.Data) == 0:
 		// Slack refuses a length of 0 (missing_argument).
 		return platform.Target{}, fmt.Errorf("uploading %s to slack channel %s: the file is empty", name, to.Channel)
-	case int64(len(f.Data)) > MaxUploadBytes:
-		return platform.Target{}, fmt.Errorf("uploading %s to slack channel %s: %w", name, to.Channel,
-			&platform.FileTooLargeError{Size: int64(len(f.Data)), Limit: MaxUploadBytes})
 	}
 	posted := platform.Target{Platform: fs.name, Channel: to.Channel, Thread: to.Thread}
 	if strings.TrimSpace(f.Comment) != "" {
@@ -64,7 +61,7 @@ func (fs *files) send(ctx context.Context, to platform.Target, f platform.Outgoi
 		posted = t
 	}
 	var up *slack.GetUploadURLExternalResponse
-	err := fs.wire.call(ctx, "files.getUploadURLExternal", true, func(ctx context.Context) error {
+	err = fs.wire.call(ctx, "files.getUploadURLExternal", true, func(ctx context.Context) error {
 		var err error
 		up, err = fs.wire.api.GetUploadURLExternalContext(ctx, slack.GetUploadURLExternalParameters{FileName: name, FileSize: len(f.Data)})
 		return err

@@ -22,6 +22,7 @@ import (
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 
 	"github.com/cc-connect/cc-connect/platform"
+	"github.com/cc-connect/cc-connect/platform/internal/outfile"
 )
 
 // The Bot API's limits on what a bot uploads: a document up to 50 MB, a
@@ -53,12 +54,9 @@ const (
 // else it goes first as a message of its own. A photo Telegram refuses is
 // sent again as a document.
 func (fs *files) send(ctx context.Context, to platform.Target, f platform.OutgoingFile) (platform.Target, error) {
-	name := path.Base(strings.ReplaceAll(f.Name, "\\", "/"))
-	if name == "" || name == "." || name == "/" {
-		return platform.Target{}, errors.New("telegram send file: the file has no name")
-	}
-	if len(f.Data) > DocumentLimit {
-		return platform.Target{}, fmt.Errorf("telegram send file %s: %w", name, &platform.FileTooLargeError{Size: int64(len(f.Data)), Limit: DocumentLimit})
+	name, err := outfile.Check(f, DocumentLimit)
+	if err != nil {
+		return platform.Target{}, fmt.Errorf("telegram send file: %w", err)
 	}
 	caption := ""
 	if c := strings.TrimSpace(f.Comment); c != "" {
@@ -79,7 +77,7 @@ func (fs *files) send(ctx context.Context, to platform.Target, f platform.Outgoi
 	}
 	var ae *APIError
 	if errors.As(err, &ae) && ae.Code == http.StatusRequestEntityTooLarge {
-		return platform.Target{}, fmt.Errorf("telegram send file %s: %w (%w)", name, &platform.FileTooLargeError{Size: int64(len(f.Data)), Limit: DocumentLimit}, err)
+		return platform.Target{}, fmt.Errorf("telegram send file %s: %w (%w)", name, outfile.TooLarge(f, DocumentLimit), err)
 	}
 	if err != nil {
 		return platform.Target{}, fmt.Errorf("telegram send file %s to %s: %w", name, to.Channel, err)
