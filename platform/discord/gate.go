@@ -48,7 +48,7 @@ func (g *gateway) runGated(ctx context.Context) error {
 			if ctx.Err() != nil {
 				return nil
 			}
-			g.setStatus(refusal(err), err.Error())
+			g.state.Refused(err, ErrUnauthorized)
 			return fmt.Errorf("discord %s: waiting for the gateway shard: %w", g.cfg.Name, err)
 		}
 		g.log.Info("Discord gateway on this host")

@@ -93,7 +93,7 @@ func (g *gateway) run(ctx context.Context, h platform.Handler) error {
 			g.setStatus(platform.Stopped, "")
 			return nil
 		}
-		g.setStatus(refusal(err), err.Error())
+		g.state.Refused(err, ErrUnauthorized)
 		return err
 	}
 	var err error
@@ -147,7 +147,7 @@ func (g *gateway) connect(ctx context.Context) error {
 		}
 		if err != nil {
 			if fatal := gatewayFatal(err); fatal != nil {
-				g.setStatus(refusal(fatal), fatal.Error())
+				g.state.Refused(fatal, ErrUnauthorized)
 				g.log.Error("Discord gateway refused the bot", "error", fatal)
 				return fmt.Errorf("discord %s: %w", g.cfg.Name, fatal)
 			}
@@ -205,16 +205,6 @@ func (g *gateway) checkToken(ctx context.Context) error {
 		g.setStatus(platform.TransientDisconnect, err.Error())
 		g.log.Warn("Discord gateway discovery failed, retrying", "error", err, "attempt", attempt)
 	})
-}
-
-// refusal is the state for an error no reconnect fixes: a refused token
-// is bad credentials, anything else (the intents, the cluster's gate) a
-// failure the admin must look at.
-func refusal(err error) platform.ConnState {
-	if errors.Is(err, ErrUnauthorized) {
-		return platform.BadCredentials
-	}
-	return platform.Failing
 }
 
 // gatewayFatal maps the gateway close codes that no reconnect can fix.

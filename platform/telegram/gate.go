@@ -40,7 +40,7 @@ func (p *poller) runGated(ctx context.Context, h platform.Handler) error {
 			if ctx.Err() != nil {
 				return nil
 			}
-			p.setStatus(refusal(err), err.Error())
+			p.state.Refused(err, ErrUnauthorized)
 			return fmt.Errorf("telegram %s: waiting to become the poller: %w", p.cfg.Name, err)
 		}
 		p.setStatus(platform.Connected, "")

@@ -74,7 +74,7 @@ func (p *poller) run(ctx context.Context, h platform.Handler) error {
 			p.setStatus(platform.Stopped, "")
 			return nil
 		}
-		p.setStatus(refusal(err), err.Error())
+		p.state.Refused(err, ErrUnauthorized)
 		return err
 	}
 	p.setStatus(platform.Connected, "")
@@ -173,16 +173,6 @@ func (p *poller) identify(ctx context.Context) error {
 		p.setStatus(platform.TransientDisconnect, err.Error())
 		p.log.Warn("Telegram getMe failed, retrying", "error", err, "attempt", attempt)
 	})
-}
-
-// refusal is the state for an error no retry fixes: a refused token is
-// bad credentials, anything else (the cluster's gate, an answer that does
-// not decode) a failure the admin must look at.
-func refusal(err error) platform.ConnState {
-	if errors.Is(err, ErrUnauthorized) {
-		return platform.BadCredentials
-	}
-	return platform.Failing
 }
 
 func (p *poller) reportPollError(err error, failures int) {
