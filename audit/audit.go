@@ -104,8 +104,12 @@ func (t *Trail) Start() error {
 	return nil
 }
 
-// Close writes what waits, stops the writer and closes the file.
+// Close writes what waits, stops the writer and closes the file; a nil
+// trail (the trail off) has nothing to close.
 func (t *Trail) Close() error {
+	if t == nil {
+		return nil
+	}
 	t.mu.Lock()
 	if t.closed {
 		t.mu.Unlock()
