@@ -214,7 +214,9 @@ func TestAuditTrailThroughTheBinary(t *testing.T) {
 	has(activity.Asked, func(e activity.Event) bool {
 		return e.User == "7" && strings.Contains(e.Text, "tidy up [redacted] [redacted]") && e.Conversation == "chat/42/" && e.Binding == "chat/*"
 	}, "for alice's message, with its secrets redacted")
-	has(activity.Tool, func(e activity.Event) bool { return e.Tool == "Bash" && strings.Contains(e.Input, "echo [redacted] [redacted]") },
+	has(activity.Tool, func(e activity.Event) bool {
+		return e.Tool == "Bash" && strings.Contains(e.Input, "echo [redacted] [redacted]")
+	},
 		"for the echo, its command redacted")
 	has(activity.Asking, func(e activity.Event) bool { return e.Tool == "Bash" && strings.Contains(e.Input, "rm -rf [redacted]") },
 		"for the rm")
@@ -227,7 +229,9 @@ func TestAuditTrailThroughTheBinary(t *testing.T) {
 	}, "of bob's refused !sh")
 	has(activity.Stopped, func(e activity.Event) bool { return e.User == "7" }, "by alice")
 	has(activity.Finished, func(e activity.Event) bool { return e.Outcome == "interrupted" }, "of the stopped turn")
-	has(activity.Webhook, func(e activity.Event) bool { return e.Input == "deploy" && strings.Contains(e.Text, "Deployed [redacted]") },
+	has(activity.Webhook, func(e activity.Event) bool {
+		return e.Input == "deploy" && strings.Contains(e.Text, "Deployed [redacted]")
+	},
 		"for the deploy hook, its payload redacted")
 	has(activity.Scheduled, func(e activity.Event) bool { return e.Input == "noon" && e.User == "schedule:noon" }, "for noon")
 	has(activity.Rights, func(e activity.Event) bool {
