@@ -315,8 +315,8 @@ func (c *ClusterIngress) EndTenure(b binding.Key, f Fence, why error) {
 	n := c.st.EndTenure(b.Platform, b.Channel)
 	e.log.Warn("Stopped serving a cluster binding; its running turns stop unanswered, for the next holder",
 		"platform", b.Platform, "channel", b.Channel, "token", f.Token(), "sessions", n, "error", why)
-	outcome := "released"
-	if why != nil {
+	outcome := "released" // this host stopped serving it (shutdown, a reload)
+	if why != nil && !errors.Is(why, context.Canceled) {
 		outcome = "lost: " + why.Error()
 	}
 	activity.Or(e.opts.Activity).Record(activity.Event{Time: e.now(), Kind: activity.Lease, Binding: b.Platform + "/" + b.Channel,
