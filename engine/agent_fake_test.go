@@ -51,9 +51,13 @@ type fakeAgents struct {
 	// ignoreReadOnly makes ReadOnly processes start with every tool, as
 	// a CLI that ignored the read-only flags would.
 	ignoreReadOnly bool
-	chosenIDs      bool // a new process runs the session id it was started with (--session-id)
-	gate           chan struct{}
-	changed        chan struct{}
+	// readOnlyMode, when set, is the permission mode a ReadOnly process
+	// reports instead of plan (its tools still narrowed), as a CLI that
+	// dropped --permission-mode plan would.
+	readOnlyMode string
+	chosenIDs    bool // a new process runs the session id it was started with (--session-id)
+	gate         chan struct{}
+	changed      chan struct{}
 }
 
 // The fake's session ids are UUIDs, as the CLI's are (the engine stores and
@@ -285,7 +289,7 @@ func (p *fakeProc) turn(ctx context.Context, text string, on func(agentproc.Even
 		fa.poisoned[p.id] = true
 	}
 	poisoned := fa.poisoned[p.id]
-	ignoreReadOnly := fa.ignoreReadOnly
+	ignoreReadOnly, readOnlyMode := fa.ignoreReadOnly, fa.readOnlyMode
 	fa.sessions[p.id] = append(fa.sessions[p.id], text)
 	fa.notifyLocked()
 	fa.mu.Unlock()
@@ -297,7 +301,7 @@ func (p *fakeProc) turn(ctx context.Context, text string, on func(agentproc.Even
 	// and plan mode (agentproc.BuildArgs).
 	tools, mode := []string{"Bash", "Edit", "Read", "Write"}, cmp.Or(p.opts.PermissionMode, "default")
 	if p.opts.ReadOnly && !ignoreReadOnly {
-		tools, mode = agentproc.ReadOnlyTools, "plan"
+		tools, mode = agentproc.ReadOnlyTools, cmp.Or(readOnlyMode, "plan")
 	}
 	on(agentproc.Init{SessionID: p.reportedID(), Model: "claude-test", Cwd: p.opts.Dir, Tools: tools, PermissionMode: mode})
 	if fresh && failFresh != nil {
