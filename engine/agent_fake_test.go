@@ -22,6 +22,10 @@ import (
 // what a turn does:
 //
 //	[[TOOL:cmd]]  Bash tool use needing permission; replies "ran: cmd" or "denied: msg"
+//	[[PLAN]]      ExitPlanMode asking to leave plan mode; an approval makes the process
+//	              report the mode it goes on in (ModeChange: the answer's SetMode, else
+//	              default), as the CLI's system/status does; replies "plan approved" or
+//	              "plan denied: msg"
 //	[[TOOLONG]]   prompt too long (and the session stays poisoned)
 //	[[CRASH]]     the process exits mid-turn, "Not logged in · Please run /login" on stderr
 //	[[HANG]]      runs until interrupted
@@ -354,6 +358,30 @@ func (p *fakeProc) turn(ctx context.Context, text string, on func(agentproc.Even
 		}
 	}
 	reply := "echo: " + text
+	if strings.Contains(text, "[[PLAN]]") {
+		input, _ := json.Marshal(map[string]string{"plan": "1. Change the thing."})
+		on(agentproc.ToolUse{ID: "toolu_plan", Name: "ExitPlanMode", Input: input})
+		reqID := fmt.Sprintf("plan-%d-%d", p.pid, p.turns)
+		p.mu.Lock()
+		p.pending = reqID
+		p.mu.Unlock()
+		on(agentproc.PermissionRequest{RequestID: reqID, ToolName: "ExitPlanMode", DisplayName: "ExitPlanMode", Input: input})
+		select {
+		case d := <-p.perm:
+			switch d.Behavior {
+			case agentproc.Allow, agentproc.AlwaysAllow:
+				on(agentproc.ModeChange{Mode: cmp.Or(d.SetMode, "default")})
+				reply = "plan approved"
+			default:
+				reply = "plan denied: " + d.Message
+			}
+		case <-p.intr:
+			on(agentproc.PermissionCancel{RequestID: reqID})
+			return aborted("aborted_tools")
+		case <-p.done:
+			return nil, &agentproc.ExitError{Code: -1, Signal: "killed"}
+		}
+	}
 	if m := toolRe.FindStringSubmatch(text); m != nil {
 		input, _ := json.Marshal(map[string]string{"command": m[1]})
 		on(agentproc.ToolUse{ID: "toolu_1", Name: "Bash", Input: input})
