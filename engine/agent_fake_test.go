@@ -22,6 +22,8 @@ import (
 // what a turn does:
 //
 //	[[TOOL:cmd]]  Bash tool use needing permission; replies "ran: cmd" or "denied: msg"
+//	[[DELTA]]     with [[TOOL:cmd]]: "Let me check." streams first, and the turn waits for
+//	              the test (release) before it asks
 //	[[PLAN]]      ExitPlanMode asking to leave plan mode; an approval makes the process
 //	              report the mode it goes on in (ModeChange: the answer's SetMode, else
 //	              default), as the CLI's system/status does; replies "plan approved" or
@@ -383,6 +385,12 @@ func (p *fakeProc) turn(ctx context.Context, text string, on func(agentproc.Even
 		}
 	}
 	if m := toolRe.FindStringSubmatch(text); m != nil {
+		if strings.Contains(text, "[[DELTA]]") {
+			on(agentproc.TextDelta{Text: "Let me check."})
+			if !wait(fa.gate) {
+				return aborted("aborted_streaming")
+			}
+		}
 		input, _ := json.Marshal(map[string]string{"command": m[1]})
 		on(agentproc.ToolUse{ID: "toolu_1", Name: "Bash", Input: input})
 		reqID := fmt.Sprintf("req-%d-%d", p.pid, p.turns)
