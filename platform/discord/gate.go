@@ -77,6 +77,29 @@ func (a *Adapter) runGated(ctx context.Context) error {
 	}
 }
 
+// knownSelf makes sure the bot's user id is known, reading it once
+// (GET /users/@me) when Run has not learnt it yet.
+func (a *Adapter) knownSelf(ctx context.Context) error {
+	if a.self() != "" {
+		return nil
+	}
+	var u *discordgo.User
+	err := a.rest(ctx, func(opts ...discordgo.RequestOption) error {
+		var err error
+		u, err = a.session.User("@me", opts...)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("discord %s: reading the bot's user: %w", a.cfg.Name, err)
+	}
+	a.mu.Lock()
+	if a.selfID == "" {
+		a.selfID = u.ID
+	}
+	a.mu.Unlock()
+	return nil
+}
+
 // learnSelf reads the bot's user (GET /users/@me), retrying passing
 // failures.
 func (a *Adapter) learnSelf(ctx context.Context) error {

@@ -40,6 +40,12 @@ func (a *Adapter) History(ctx context.Context, conv platform.Target, q platform.
 	if q.Limit <= 0 {
 		return nil, nil
 	}
+	// Whether a message mentions the bot or is its own depends on who
+	// the bot is: after a restart, recovery reads a thread's root before
+	// Run has learnt it, and would take the thread as not the bot's.
+	if err := a.knownSelf(ctx); err != nil {
+		return nil, err
+	}
 	before := bareID(q.Before)
 	ch := conv.Channel
 	inThread := conv.Thread != "" && conv.Thread != conv.Channel

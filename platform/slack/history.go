@@ -34,18 +34,31 @@ func (a *Adapter) History(ctx context.Context, conv platform.Target, q platform.
 		return nil, nil
 	}
 	before := messageTS(q.Before)
-	if conv.Thread == "" {
-		return a.channelHistory(ctx, conv.Channel, before, q.Limit)
-	}
-	if before != "" && !tsBefore(conv.Thread, before) {
+	if conv.Thread != "" && before != "" && !tsBefore(conv.Thread, before) {
 		return nil, nil // the thread starts with the message itself
 	}
-	return a.threadHistory(ctx, conv.Channel, conv.Thread, before, q.Limit)
+	// Whether a message mentions the bot or is its own depends on who
+	// the bot is. After a restart, recovery reads a thread's root before
+	// Run has identified the bot: read without the identity, the root
+	// would not mention the bot, and the thread would be taken as not the
+	// bot's (its replies dropped).
+	botUser, botID, err := a.knownIdentity(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading slack history of %s: %w", conv.Channel, err)
+	}
+	id := botIdentity{user: botUser, bot: botID}
+	if conv.Thread == "" {
+		return a.channelHistory(ctx, id, conv.Channel, before, q.Limit)
+	}
+	return a.threadHistory(ctx, id, conv.Channel, conv.Thread, before, q.Limit)
 }
+
+// botIdentity is the bot's own user and bot ids.
+type botIdentity struct{ user, bot string }
 
 // threadHistory keeps the thread's parent and the latest limit-1 replies
 // before before, reading the pages oldest first.
-func (a *Adapter) threadHistory(ctx context.Context, channel, thread, before string, limit int) ([]platform.HistoryMessage, error) {
+func (a *Adapter) threadHistory(ctx context.Context, id botIdentity, channel, thread, before string, limit int) ([]platform.HistoryMessage, error) {
 	var root *platform.HistoryMessage
 	var latest []platform.HistoryMessage
 	params := &slack.GetConversationRepliesParameters{ChannelID: channel, Timestamp: thread, Latest: before, Limit: historyPage}
@@ -62,7 +75,7 @@ func (a *Adapter) threadHistory(ctx context.Context, channel, thread, before str
 			return nil, fmt.Errorf("reading slack thread %s in %s: %w", thread, channel, err)
 		}
 		for _, m := range msgs {
-			hm, ok := a.historyMessage(ctx, channel, m)
+			hm, ok := a.historyMessage(ctx, id, channel, m)
 			switch {
 			case !ok:
 			case m.Timestamp == thread:
@@ -95,7 +108,7 @@ func withRoot(root *platform.HistoryMessage, latest []platform.HistoryMessage, l
 
 // channelHistory reads the latest top-level messages of a conversation
 // without threads (a DM), newest first from Slack, returned oldest first.
-func (a *Adapter) channelHistory(ctx context.Context, channel, before string, limit int) ([]platform.HistoryMessage, error) {
+func (a *Adapter) channelHistory(ctx context.Context, id botIdentity, channel, before string, limit int) ([]platform.HistoryMessage, error) {
 	var out []platform.HistoryMessage
 	params := &slack.GetConversationHistoryParameters{ChannelID: channel, Latest: before, Limit: min(limit, historyPage)}
 	for range historyPages {
@@ -109,7 +122,7 @@ func (a *Adapter) channelHistory(ctx context.Context, channel, before string, li
 			return nil, fmt.Errorf("reading slack conversation %s: %w", channel, err)
 		}
 		for _, m := range resp.Messages {
-			if hm, ok := a.historyMessage(ctx, channel, m); ok && len(out) < limit {
+			if hm, ok := a.historyMessage(ctx, id, channel, m); ok && len(out) < limit {
 				out = append(out, hm)
 			}
 		}
@@ -125,8 +138,8 @@ func (a *Adapter) channelHistory(ctx context.Context, channel, before string, li
 // historyMessage reads one message of a conversation, by the rules
 // toMessage applies to events; ok is false for what is no one's post
 // (joins, edits, deletions).
-func (a *Adapter) historyMessage(ctx context.Context, channel string, m slack.Message) (platform.HistoryMessage, bool) {
-	botUser, botID := a.identity()
+func (a *Adapter) historyMessage(ctx context.Context, id botIdentity, channel string, m slack.Message) (platform.HistoryMessage, bool) {
+	botUser, botID := id.user, id.bot
 	isBot := m.BotID != "" || m.SubType == "bot_message"
 	if !userSubtype(m.SubType) && m.SubType != "bot_message" {
 		return platform.HistoryMessage{}, false
