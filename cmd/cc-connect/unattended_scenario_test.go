@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -323,9 +322,7 @@ timezone = "UTC"
 // gitWorkspace makes ws a git repository with app.go committed on main.
 func gitWorkspace(t *testing.T, ws string) {
 	t.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not installed")
-	}
+	testenv.NeedGit(t)
 	gitIn(t, ws, "init", "-q", "-b", "main")
 	if err := os.WriteFile(filepath.Join(ws, "app.go"), []byte("package app\n"), 0o644); err != nil {
 		t.Fatal(err)
