@@ -62,6 +62,15 @@ func (b *botSelf) get() string {
 	return b.id
 }
 
+// setIfUnknown sets the id unless it was learnt already.
+func (b *botSelf) setIfUnknown(id string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.id == "" {
+		b.id = id
+	}
+}
+
 func (b *botSelf) set(id string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()

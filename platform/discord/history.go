@@ -25,6 +25,12 @@ func (r *reader) history(ctx context.Context, conv platform.Target, q platform.H
 	if q.Limit <= 0 {
 		return nil, nil
 	}
+	// Whether a message mentions the bot or is its own depends on who
+	// the bot is: after a restart, recovery reads a thread's root before
+	// Run has learnt it, and would take the thread as not the bot's.
+	if err := r.knownSelf(ctx); err != nil {
+		return nil, err
+	}
 	before := bareID(q.Before)
 	ch := conv.Channel
 	inThread := conv.Thread != "" && conv.Thread != conv.Channel
@@ -157,4 +163,23 @@ func (r *reader) historyMessage(ch string, m *discordgo.Message) (platform.Histo
 func isStatus(err error, status int) bool {
 	var re *discordgo.RESTError
 	return errors.As(err, &re) && re.Response != nil && re.Response.StatusCode == status
+}
+
+// knownSelf makes sure the bot's user id is known, reading it once
+// (GET /users/@me) when Run has not learnt it yet.
+func (r *reader) knownSelf(ctx context.Context) error {
+	if r.self.get() != "" {
+		return nil
+	}
+	var u *discordgo.User
+	err := r.wire.rest(ctx, func(opts ...discordgo.RequestOption) error {
+		var err error
+		u, err = r.wire.session.User("@me", opts...)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("discord %s: reading the bot's user: %w", r.cfg.Name, err)
+	}
+	r.self.setIfUnknown(u.ID)
+	return nil
 }

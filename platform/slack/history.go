@@ -39,6 +39,14 @@ func (r *reads) history(ctx context.Context, conv platform.Target, q platform.Hi
 	if q.Limit <= 0 {
 		return nil, nil
 	}
+	// Whether a message mentions the bot or is its own depends on who
+	// the bot is. After a restart, recovery reads a thread's root before
+	// Run has identified the bot: read without the identity, the root
+	// would not mention the bot, and the thread would be taken as not the
+	// bot's (its replies dropped).
+	if _, _, err := r.self.known(ctx); err != nil {
+		return nil, fmt.Errorf("reading slack history of %s: %w", conv.Channel, err)
+	}
 	before := messageTS(q.Before)
 	if conv.Thread == "" {
 		return r.channelHistory(ctx, conv.Channel, before, q.Limit)
