@@ -141,3 +141,68 @@ func TestReloadPublishesRights(t *testing.T) {
 		t.Errorf("rights events %+v", rights)
 	}
 }
+
+// TestAnswersArePublished: who answered Claude's question and what, who
+// sent feedback on a plan and what it said, and a permission's answer,
+// each as one "answered" after its "asking".
+func TestAnswersArePublished(t *testing.T) {
+	rec := &events{}
+	h := newHarness(t, func(o *Options, _ *harnessConfig) { o.Activity = rec })
+	h.say("alice", "T1", "[[ASK]] pick one")
+	h.rec.waitSend(t, "Which color?")
+	h.say("bob", "T1", "2")
+	h.rec.waitSend(t, "answer: ")
+	h.say("alice", "T1", "[[PLAN]] make a plan")
+	asked := func(sub string) {
+		t.Helper()
+		h.rec.waitFor(t, "a prompt with "+sub, func(rs []recorded) bool {
+			return slices.ContainsFunc(rs, func(r recorded) bool { return r.Kind == "ask" && strings.Contains(r.Prompt.Text, sub) })
+		})
+	}
+	asked("Step one: paint it.")
+	h.say("bob", "T1", "paint it green instead")
+	h.rec.waitSends(t, "answer: ", 2)
+	h.say("alice", "T1", "[[TOOL:rm -rf build]]")
+	asked("rm -rf build")
+	h.say("bob", "T1", "!deny")
+	h.rec.waitSend(t, "denied: ")
+	h.waitIdle()
+
+	asking, answered := rec.of(activity.Asking), rec.of(activity.Answered)
+	var tools []string
+	for _, e := range asking {
+		tools = append(tools, e.Tool)
+	}
+	if !slices.Equal(tools, []string{"AskUserQuestion", "ExitPlanMode", "Bash"}) || !strings.Contains(asking[0].Input, "Which color?") {
+		t.Fatalf("asking events %+v", asking)
+	}
+	if len(answered) != 3 {
+		t.Fatalf("answered events %+v, want 3", answered)
+	}
+	for i, want := range []struct{ tool, choice, input string }{
+		{"AskUserQuestion", "answered", "Which color? → Blue"},
+		{"ExitPlanMode", "plan_feedback", "paint it green instead"},
+		{"Bash", "deny", ""},
+	} {
+		e := answered[i]
+		if e.User != "bob" || e.UserName != "bob" || e.Tool != want.tool || e.Choice != want.choice || e.Input != want.input ||
+			e.Conversation != "fake/C1/T1" || e.Outcome == "" {
+			t.Errorf("answered[%d] = %+v, want bob's %s %s %q", i, e, want.tool, want.choice, want.input)
+		}
+	}
+	// Every event of the conversation came in order: asked before started.
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	nAsked, started := 0, 0
+	for _, e := range rec.got {
+		switch e.Kind {
+		case activity.Asked:
+			nAsked++
+		case activity.Started:
+			started++
+			if started > nAsked {
+				t.Fatalf("a turn started before its message was asked: %+v", rec.got)
+			}
+		}
+	}
+}

@@ -413,6 +413,31 @@ func (p *fakeProc) turn(ctx context.Context, text string, on func(agentproc.Even
 			return nil, &agentproc.ExitError{Code: -1, Signal: "killed"}
 		}
 	}
+	for marker, tool := range map[string]string{"[[ASK]]": "AskUserQuestion", "[[PLAN]]": "ExitPlanMode"} {
+		if !strings.Contains(text, marker) {
+			continue
+		}
+		// Claude's question or plan: the answer's input or message is the reply.
+		input := `{"plan":"Step one: paint it."}`
+		if tool == "AskUserQuestion" {
+			input = `{"questions":[{"question":"Which color?","header":"Color","multiSelect":false,` +
+				`"options":[{"label":"Red","description":"warm"},{"label":"Blue","description":"cold"}]}]}`
+		}
+		reqID := fmt.Sprintf("req-%d-%d", p.pid, p.turns)
+		p.mu.Lock()
+		p.pending = reqID
+		p.mu.Unlock()
+		on(agentproc.PermissionRequest{RequestID: reqID, ToolName: tool, Input: json.RawMessage(input), RequiresUserInteraction: true})
+		select {
+		case d := <-p.perm:
+			reply = "answer: " + d.Message + string(d.Input)
+		case <-p.intr:
+			on(agentproc.PermissionCancel{RequestID: reqID})
+			return aborted("aborted_tools")
+		case <-p.done:
+			return nil, &agentproc.ExitError{Code: -1, Signal: "killed"}
+		}
+	}
 	if strings.Contains(text, "[[HISTORY]]") {
 		reply = "history: " + strings.Join(p.fa.history(p.id), " | ")
 	}

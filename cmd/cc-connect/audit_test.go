@@ -271,3 +271,41 @@ func TestAuditTrailThroughTheBinary(t *testing.T) {
 		t.Errorf("cc-connect audit --kind answered: %v\n%s", err, out)
 	}
 }
+
+func TestAuditFlags(t *testing.T) {
+	now := time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		in   string
+		want time.Time
+		err  bool
+	}{
+		{"", time.Time{}, false},
+		{"2h", now.Add(-2 * time.Hour), false},
+		{"7d", now.AddDate(0, 0, -7), false},
+		{"2026-03-01T10:00:00Z", time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC), false},
+		{"2026-03-01", time.Date(2026, 3, 1, 0, 0, 0, 0, time.Local), false},
+		{"2026-03-01 10:30", time.Date(2026, 3, 1, 10, 30, 0, 0, time.Local), false},
+		{"yesterday", time.Time{}, true},
+		{"-2h", time.Time{}, true},
+		{"1.5d", time.Time{}, true},
+	} {
+		got, err := parseWhen(tc.in, now)
+		if (err != nil) != tc.err || !got.Equal(tc.want) {
+			t.Errorf("parseWhen(%q) = %v, %v; want %v (error %t)", tc.in, got, err, tc.want, tc.err)
+		}
+	}
+	if k, err := parseKinds("asked, tool,lost"); err != nil || len(k) != 3 {
+		t.Errorf("parseKinds = %v, %v", k, err)
+	}
+	if _, err := parseKinds("asked,bogus"); err == nil || !strings.Contains(err.Error(), `"bogus" is not one of asked,`) {
+		t.Errorf("parseKinds of an unknown kind: %v", err)
+	}
+	code, _, stderr := runCLI(t, "audit", "--kind", "bogus")
+	if code != exitUsage || !strings.Contains(stderr, "--kind") {
+		t.Errorf("audit --kind bogus: exit %d, %q", code, stderr)
+	}
+	code, _, stderr = runCLI(t, "audit", "--since", "soon")
+	if code != exitUsage || !strings.Contains(stderr, "--since") {
+		t.Errorf("audit --since soon: exit %d, %q", code, stderr)
+	}
+}
