@@ -30,6 +30,7 @@ type entry struct {
 	conv  string
 	msg   ackable // the latest delivery: its reply subject acknowledges
 	done  bool    // acknowledged or terminated
+	given bool    // given back at a hand-over (giveUp)
 }
 
 // ackable is the part of a JetStream message the tracker keeps.
@@ -37,6 +38,7 @@ type ackable interface {
 	Ack() error
 	DoubleAck(ctx context.Context) error
 	InProgress() error
+	Nak() error
 	TermWithReason(reason string) error
 }
 
@@ -121,6 +123,28 @@ func (t *tracker) holding() []ackable {
 		out = append(out, e.msg)
 	}
 	return out
+}
+
+// giveUp removes every message from hand and returns them: a later Done
+// of any does nothing.
+func (t *tracker) giveUp() []ackable {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]ackable, 0, len(t.inHand))
+	for seq, e := range t.inHand {
+		e.done, e.given = true, true
+		delete(t.inHand, seq)
+		out = append(out, e.msg)
+	}
+	t.held = nil // they were in hand too
+	return out
+}
+
+// gaveBack says whether e was given back at a hand-over.
+func (t *tracker) gaveBack(e *entry) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return e.given
 }
 
 // count is how many messages are in hand.
