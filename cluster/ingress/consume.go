@@ -240,11 +240,15 @@ func (c *Consumer) Serve(ctx context.Context, f Fence, h Handler) error {
 			}
 		}
 	}()
+	var giveBack func() // what to give back once the workers stopped
 	defer func() {
 		it.Stop()
 		cancel()
 		reader.Wait()
 		s.workers.Wait()
+		if giveBack != nil {
+			giveBack()
+		}
 	}()
 
 	progress := time.NewTicker(max(c.o.AckWait/3, 10*time.Millisecond))
@@ -262,13 +266,19 @@ func (c *Consumer) Serve(ctx context.Context, f Fence, h Handler) error {
 				"in_hand", s.tr.count())
 		case <-ctx.Done():
 			if isClosed(c.o.Quiet) {
+				// The engine stopped: nothing in hand runs here any more.
 				s.quiet.Store(true)
-				s.giveBack()
+				giveBack = func() { s.giveBack(false) }
 			}
 			return ctx.Err()
 		case <-f.Lost():
 			return c.fencedErr(f)
 		case err := <-s.fenced:
+			if errors.Is(err, ErrNewerVersion) {
+				// What was not handed on goes to the next holder at once;
+				// what was stops with the tenure, as on a lost lease.
+				giveBack = func() { s.giveBack(true) }
+			}
 			return err
 		case err := <-readErr:
 			return fmt.Errorf("consuming %s: %w", c.o.Binding, err)
@@ -466,6 +476,7 @@ func (s *serving) handle(e *entry) bool {
 		res, err := s.h.Accept(s.ctx, d)
 		switch {
 		case err == nil && res == Journaled:
+			s.tr.handed(e)
 			return true
 		case err == nil:
 			s.c.ack(e)
@@ -500,11 +511,12 @@ func isClosed(ch <-chan struct{}) bool {
 	}
 }
 
-// giveBack hands every event still in hand back to the server, to be
-// delivered at once to the binding's next holder: at a hand-over, once
-// the engine stopped, nothing of them runs here any more.
-func (s *serving) giveBack() {
-	held := s.tr.giveUp()
+// giveBack hands the events still in hand back to the server, to be
+// delivered at once to the binding's next holder: every one at a
+// hand-over, once the engine stopped and nothing of them runs here any
+// more; only those never handed on when onlyUnhanded.
+func (s *serving) giveBack(onlyUnhanded bool) {
+	held := s.tr.giveUp(onlyUnhanded)
 	for _, m := range held {
 		if err := m.Nak(); err != nil {
 			s.c.log.Debug("Giving an event back failed; it is redelivered after its ack wait", "error", err)

@@ -31,6 +31,8 @@ type entry struct {
 	msg   ackable // the latest delivery: its reply subject acknowledges
 	done  bool    // acknowledged or terminated
 	given bool    // given back at a hand-over (giveUp)
+	// handedOn: the handler journaled it (its turn may run here).
+	handedOn bool
 }
 
 // ackable is the part of a JetStream message the tracker keeps.
@@ -125,18 +127,31 @@ func (t *tracker) holding() []ackable {
 	return out
 }
 
-// giveUp removes every message from hand and returns them: a later Done
-// of any does nothing.
-func (t *tracker) giveUp() []ackable {
+// handed notes that the handler journaled e.
+func (t *tracker) handed(e *entry) {
+	t.mu.Lock()
+	e.handedOn = true
+	t.mu.Unlock()
+}
+
+// giveUp removes the messages in hand (only those never handed on, when
+// onlyUnhanded) and returns them: a later Done or Settle of any does
+// nothing.
+func (t *tracker) giveUp(onlyUnhanded bool) []ackable {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	out := make([]ackable, 0, len(t.inHand))
 	for seq, e := range t.inHand {
+		if onlyUnhanded && e.handedOn {
+			continue
+		}
 		e.done, e.given = true, true
 		delete(t.inHand, seq)
 		out = append(out, e.msg)
 	}
-	t.held = nil // they were in hand too
+	if !onlyUnhanded {
+		t.held = nil // they were in hand too
+	}
 	return out
 }
 
