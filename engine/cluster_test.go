@@ -50,11 +50,20 @@ func (c *clusterHost) halt() {
 // startClusterHost starts host name's engine and node against url.
 func startClusterHost(t *testing.T, name, url string, stopAt ...func(string) bool) *clusterHost {
 	t.Helper()
-	h := newHarness(t, func(o *Options, c *harnessConfig) {
-		o.Bindings[0].Progress = binding.ProgressQuiet // the reply only: one post per turn
+	return startClusterHostWith(t, name, url, func(_ *Options, c *harnessConfig) {
 		if len(stopAt) > 0 {
 			c.stopAt = stopAt[0] // the restart (restartClusterHost) does not keep it
 		}
+	})
+}
+
+// startClusterHostWith is startClusterHost with the harness's options
+// changed by opt.
+func startClusterHostWith(t *testing.T, name, url string, opt func(*Options, *harnessConfig)) *clusterHost {
+	t.Helper()
+	h := newHarness(t, func(o *Options, c *harnessConfig) {
+		o.Bindings[0].Progress = binding.ProgressQuiet // the reply only: one post per turn
+		opt(o, c)
 	})
 	// JoinCluster must precede Run: start a fresh engine on the harness's
 	// options instead of the one it runs.
