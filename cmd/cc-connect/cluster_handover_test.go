@@ -3,12 +3,14 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/cc-connect/cc-connect/cluster/clustertest"
+	"github.com/cc-connect/cc-connect/format"
 	"github.com/cc-connect/cc-connect/internal/fakeslack"
 	"github.com/cc-connect/cc-connect/internal/testbin"
 )
@@ -289,5 +291,40 @@ func TestClusterRollingUpgrade(t *testing.T) {
 		if got := a.ran(t, w) + b.ran(t, w); got != 1 {
 			t.Errorf("%q ran %d times", w, got)
 		}
+	}
+}
+
+// TestRunRefusesAJournalOfANewerFormat: a state dir whose journal a newer
+// cc-connect wrote (a downgrade) stops run before it takes or writes
+// anything, with the message, and the journal stays as it was.
+func TestRunRefusesAJournalOfANewerFormat(t *testing.T) {
+	t.Parallel()
+	cfg := setup(t, "")
+	inboxDir := filepath.Join(filepath.Dir(cfg), "state", "inbox")
+	if err := os.MkdirAll(inboxDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Dir(inboxDir), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	journal := filepath.Join(inboxDir, "0123.jsonl")
+	body := fmt.Sprintf(`{"op":"add","entry":{"id":"m1","user_id":"U1","text":"hi","received":"2026-12-01T00:00:00Z"},"v":%d}`+"\n",
+		format.Written()+1)
+	if err := os.WriteFile(journal, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := startBinary(t, "run", "--config", cfg)
+	if code := p.exitCode(t); code == 0 {
+		t.Fatal("run started on a journal of a newer format")
+	}
+	errs := p.stderr.String()
+	if !strings.Contains(errs, journal+" is in format") || !strings.Contains(errs, "upgrade this host") {
+		t.Errorf("the refusal does not name the journal and the way out:\n%s", errs)
+	}
+	if strings.Contains(errs, "cc-connect started") {
+		t.Error("run got as far as starting")
+	}
+	if got, _ := os.ReadFile(journal); string(got) != body {
+		t.Error("the journal was changed")
 	}
 }
