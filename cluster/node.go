@@ -363,9 +363,10 @@ func pause(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// Close stops the lease manager (held leases are left to expire, or to be
-// taken back at once by this host's next start), closes the connection
-// and shuts the embedded server down.
+// Close stops the lease manager, closes the connection and shuts the
+// embedded server down. Leases still held are left to expire, or to be
+// taken back at once by this host's next start: a host that stops on
+// purpose hands them over first (Quiesce, then the serving loops' end).
 func (n *Node) Close() { n.shutdown() }
 
 func (n *Node) shutdown() {
