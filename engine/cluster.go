@@ -143,6 +143,10 @@ func (c *ClusterIngress) Accept(ctx context.Context, ev ClusterEvent, d Delivery
 	if err := d.Fence().Check(); err != nil {
 		return 0, err
 	}
+	if c.e.isStopping() {
+		// Handed over: the binding's next holder takes it from the stream.
+		return 0, conv.ErrStopped
+	}
 	switch {
 	case ev.Action != nil:
 		if err := c.e.HandleAction(ctx, *ev.Action); err != nil {

@@ -78,11 +78,27 @@ func startClusterHost(t *testing.T, name, url string, stopAt ...func(string) boo
 // the real one).
 func startClusterHostOn(t *testing.T, name, url string, clock kvlease.Clock, stopAt ...func(string) bool) *clusterHost {
 	t.Helper()
-	h := newHarness(t, func(o *Options, c *harnessConfig) {
-		o.Bindings[0].Progress = binding.ProgressQuiet // the reply only: one post per turn
+	return startClusterHostWithOn(t, name, url, clock, func(_ *Options, c *harnessConfig) {
 		if len(stopAt) > 0 {
 			c.stopAt = stopAt[0] // the restart (restartClusterHost) does not keep it
 		}
+	})
+}
+
+// startClusterHostWith is startClusterHost with the harness's options
+// changed by opt.
+func startClusterHostWith(t *testing.T, name, url string, opt func(*Options, *harnessConfig)) *clusterHost {
+	t.Helper()
+	return startClusterHostWithOn(t, name, url, nil, opt)
+}
+
+// startClusterHostWithOn is startClusterHostWith with the leases on clock
+// (nil: the real one).
+func startClusterHostWithOn(t *testing.T, name, url string, clock kvlease.Clock, opt func(*Options, *harnessConfig)) *clusterHost {
+	t.Helper()
+	h := newHarness(t, func(o *Options, c *harnessConfig) {
+		o.Bindings[0].Progress = binding.ProgressQuiet // the reply only: one post per turn
+		opt(o, c)
 	})
 	// JoinCluster must precede Run: start a fresh engine on the harness's
 	// options instead of the one it runs.

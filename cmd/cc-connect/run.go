@@ -9,12 +9,14 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 
 	"github.com/cc-connect/cc-connect/agentcfg"
 	"github.com/cc-connect/cc-connect/config"
 	"github.com/cc-connect/cc-connect/engine"
+	"github.com/cc-connect/cc-connect/inbox"
 	"github.com/cc-connect/cc-connect/lease"
 	"github.com/cc-connect/cc-connect/metrics"
 	"github.com/cc-connect/cc-connect/schedule"
@@ -188,6 +190,12 @@ func runCommand(ctx context.Context, path string, std stdio) int {
 	}
 	if err != nil {
 		log.Error("Taking the instance locks failed", "error", err)
+		return exitFailure
+	}
+	// Before anything is taken or written (a lease, a journal): journals
+	// a newer cc-connect wrote are not this one's to read.
+	if err := inbox.CheckFormats(filepath.Join(cfg.State.Dir, "inbox")); err != nil {
+		log.Error("This cc-connect cannot read the state a newer one left", "error", err)
 		return exitFailure
 	}
 	if _, moved := lease.HostLocks(); moved != nil && cfg.Cluster == nil {

@@ -110,7 +110,7 @@ func (e *Set) session(b binding.Binding, m platform.Message, a platform.Adapter)
 	s.tr = &turnRunner{e: e, key: key, ws: ws, log: log, jr: s.jr, mb: s.mb, rb: s.rb, agent: s.agent, chat: s.chat,
 		other: s.handleControl, lateReply: s.replyAsTurn,
 		stopShell: func(to platform.Target) bool { return s.shell.stopFor(s.chat, to) }, binding: s.liveBinding, awaitText: s.awaitText,
-		act: s.act, tail: &tail{e: e}, purse: &purse{spending: e.spend, key: key, log: log,
+		act: s.act, tail: &tail{e: e}, ho: handover{jr: s.jr, log: log}, purse: &purse{spending: e.spend, key: key, log: log,
 			binding: func() (binding.Binding, bool) { return e.resolve(to.Platform, to.Channel) }}}
 	s.tr.team = &team{host: e.host, cfg: e.cfg, chat: s.chat, rb: s.rb, binding: s.liveBinding, ws: func() string { return s.tr.ws },
 		agentUser: e.opts.Agent.User, bg: e.bg, metrics: e.metrics, log: log}
@@ -321,6 +321,8 @@ func (s *Conversation) refuseQueued() {
 	}
 	for _, it := range items {
 		switch {
+		case s.tr.ho.takes(it):
+			s.tr.ho.leave(it, "queued when cc-connect stopped")
 		case it.kind == itemTurn && it.inboxID != "":
 			// It stays in the journal; the next start runs it.
 			s.chat.send(render.RestartQueuedText + Quote(it.msg.Text, 80))

@@ -73,6 +73,9 @@ type turnRunner struct {
 	// dm: the conversation is a direct message (the sender header is off
 	// there by default).
 	dm bool
+	// ho hands what a stopping cluster host cannot finish to the
+	// binding's next holder (handover.go).
+	ho handover
 }
 
 // outcome is how one attempt at a turn ended.
@@ -100,6 +103,9 @@ type turn struct {
 	live    *live // what the turn shows as it goes (live.go)
 	started bool  // the CLI began the turn (system/init seen)
 	stopped bool  // !stop was asked for
+	// handedOver: the shutdown grace cut it on a cluster host, and the
+	// binding's next holder runs it (handover.go).
+	handedOver bool
 	// compacted and compactErr are what a compaction reported.
 	compacted  *agentproc.CompactBoundary
 	compactErr string
@@ -181,8 +187,10 @@ func (tr *turnRunner) finish(it workItem, out outcome, hadHistory bool) bool {
 		return succeeded(out)
 	case errors.Is(out.err, ErrKilled):
 		return false // a test's kill: nothing more happens
-	case errors.Is(out.err, errFenced):
-		return false // the binding's next holder runs it (cluster.go)
+	case errors.Is(out.err, errFenced), errors.Is(out.err, errHandedOver):
+		return false // the binding's next holder runs it (cluster.go, handover.go)
+	case errors.Is(out.err, ErrStopped) && tr.ho.takes(it):
+		return false // the binding's next holder runs it, and says so once
 	case errors.Is(out.err, ErrStopped) && it.inboxID != "":
 		tr.chat.send(render.RestartQueuedText + Quote(it.msg.Text, 80))
 		return false
@@ -301,6 +309,10 @@ func (tr *turnRunner) settle(it workItem, out outcome) (retry *workItem, durable
 	var exitErr *agentproc.ExitError
 	why := inbox.AckResult
 	switch {
+	case errors.Is(out.err, errHandedOver), errors.Is(out.err, ErrStopped) && tr.ho.takes(it):
+		tr.ho.leave(it, out.err.Error())
+		tr.saveNow()
+		return nil, nil
 	case errors.Is(out.err, ErrStopped), errors.Is(out.err, ErrKilled):
 		tr.saveNow()
 		return nil, nil
@@ -553,6 +565,9 @@ func (tr *turnRunner) attempt(it workItem) outcome {
 			if err == nil && res == nil {
 				out.err = errors.New("turn ended without a result")
 			}
+			if t.handedOver {
+				out.err = errHandedOver // whatever the interrupt made of it
+			}
 			if out.err != nil {
 				t.live.endStream()
 			}
@@ -578,7 +593,9 @@ func (tr *turnRunner) attempt(it workItem) outcome {
 			graceC = time.After(tr.e.opts.ShutdownGrace)
 		case <-graceC:
 			graceC = nil
-			tr.log.Warn("Shutdown grace over; interrupting the running turn", "session_id", tr.rb.sessionID())
+			t.handedOver = tr.ho.takes(it)
+			tr.log.Warn("Shutdown grace over; interrupting the running turn", "session_id", tr.rb.sessionID(),
+				"handed_over", t.handedOver)
 			tr.interrupt(proc)
 			killC = time.After(tr.e.opts.ShutdownGrace)
 		case <-killC:
