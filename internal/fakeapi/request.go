@@ -40,6 +40,12 @@ type Request struct {
 	// notes aside): the request that carries a tool's output back, not a
 	// new prompt.
 	FollowUp bool
+	// TaskNote is the summary of a <task-notification> in the last user
+	// message: the CLI's own request after a background task ended.
+	TaskNote string
+	// MidTurn is a message the user sent while a tool ran, as the CLI
+	// hands it to the model in the last user message ("" when none).
+	MidTurn string
 	// TurnPrompt is the prompt that started the current turn: Prompt, or
 	// on a follow-up the last prompt before the turn's tool calls. Its
 	// markers drive the whole turn.
@@ -370,7 +376,15 @@ func (r *Request) fillLastUser(m Message) {
 	for _, b := range m.blocks() {
 		switch b.Type {
 		case "text":
+			if n := taskNoteRE.FindStringSubmatch(b.Text); n != nil {
+				r.TaskNote = strings.TrimSpace(n[1])
+			}
 			t := stripReminders(b.Text)
+			if after, ok := strings.CutPrefix(t, midTurnPrefix); ok {
+				// 2.1.332 follows the message with a paragraph of its own.
+				msg, _, _ := strings.Cut(after, "\n\nThis is how Claude Code surfaces")
+				r.MidTurn = strings.TrimSpace(msg)
+			}
 			if t == "" || cliNote.MatchString(t) || strings.HasPrefix(t, midTurnPrefix) {
 				// Reminders only, a note the CLI adds itself, or a
 				// mid-turn note: not a new prompt the user sent.
@@ -391,6 +405,10 @@ func (r *Request) fillLastUser(m Message) {
 // "Tool loaded." after a ToolSearch result (the CLI's own pattern), and
 // "[Image: source: …, original WxH, displayed at …]" after an image.
 var cliNote = regexp.MustCompile(`^(?:Tool loaded\.(?:\n\[id:[^\]\n]+\])*\n?|\[Image: (?:source: |original \d+x\d+)[^\n]*\])$`)
+
+// taskNoteRE finds the summary of the task-notification the CLI sends the
+// model by itself when a background task ended.
+var taskNoteRE = regexp.MustCompile(`(?s)<task-notification>.*?<summary>(.*?)</summary>`)
 
 // midTurnPrefix opens the note by which the CLI hands the model a message
 // the user sent while a tool ran (PROTOCOL.md §3).
