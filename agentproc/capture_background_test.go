@@ -113,7 +113,7 @@ func TestRealCLICaptureSteer(t *testing.T) {
 	c.next("started", lifecycle("started"))
 	c.next("completed", lifecycle("completed"))
 	res := c.result()
-	if reqs := api.Requests(); len(reqs) != 2 || reqs[1].MidTurn != "use the other file" {
+	if reqs := api.Requests(); len(reqs) != 2 || len(reqs[1].MidTurnNotes) != 1 {
 		t.Errorf("%d requests, want the tool's follow-up to carry the message", len(reqs))
 	}
 	if str(res, "result") != "tool said: started\nopened\nand you said: use the other file" {

@@ -427,8 +427,8 @@ func (s *Server) planLocked(req *Request) plan {
 	case followUp:
 		p.outcome = OutcomeText
 		p.text = "tool said: " + req.ToolResults[len(req.ToolResults)-1].Content
-		if req.MidTurn != "" {
-			p.text += "\nand you said: " + req.MidTurn
+		for _, n := range req.MidTurnNotes {
+			p.text += "\nand you said: " + noteMessage(n)
 		}
 	case req.TaskNote != "" && req.Prompt == "":
 		p.outcome = OutcomeText

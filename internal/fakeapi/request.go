@@ -43,9 +43,6 @@ type Request struct {
 	// TaskNote is the summary of a <task-notification> in the last user
 	// message: the CLI's own request after a background task ended.
 	TaskNote string
-	// MidTurn is a message the user sent while a tool ran, as the CLI
-	// hands it to the model in the last user message ("" when none).
-	MidTurn string
 	// TurnPrompt is the prompt that started the current turn: Prompt, or
 	// on a follow-up the last prompt before the turn's tool calls. Its
 	// markers drive the whole turn.
@@ -380,11 +377,6 @@ func (r *Request) fillLastUser(m Message) {
 				r.TaskNote = strings.TrimSpace(n[1])
 			}
 			t := stripReminders(b.Text)
-			if after, ok := strings.CutPrefix(t, midTurnPrefix); ok {
-				// 2.1.332 follows the message with a paragraph of its own.
-				msg, _, _ := strings.Cut(after, "\n\nThis is how Claude Code surfaces")
-				r.MidTurn = strings.TrimSpace(msg)
-			}
 			if t == "" || cliNote.MatchString(t) || strings.HasPrefix(t, midTurnPrefix) {
 				// Reminders only, a note the CLI adds itself, or a
 				// mid-turn note: not a new prompt the user sent.
@@ -409,6 +401,14 @@ var cliNote = regexp.MustCompile(`^(?:Tool loaded\.(?:\n\[id:[^\]\n]+\])*\n?|\[I
 // taskNoteRE finds the summary of the task-notification the CLI sends the
 // model by itself when a background task ended.
 var taskNoteRE = regexp.MustCompile(`(?s)<task-notification>.*?<summary>(.*?)</summary>`)
+
+// noteMessage is the user's message inside a mid-turn note: what follows
+// the prefix, up to the paragraph the CLI adds after it.
+func noteMessage(note string) string {
+	msg := strings.TrimPrefix(note, midTurnPrefix)
+	msg, _, _ = strings.Cut(msg, "\n\nThis is how Claude Code surfaces")
+	return strings.TrimSpace(msg)
+}
 
 // midTurnPrefix opens the note by which the CLI hands the model a message
 // the user sent while a tool ran (PROTOCOL.md §3).
