@@ -72,6 +72,7 @@ type Process struct {
 	init   handshake     // the initialize request (initialize.go)
 
 	*controls // the control protocol (control.go)
+	ownTurns  // the turns the CLI starts by itself (background.go)
 
 	mu      sync.Mutex // guards session
 	session string
@@ -152,18 +153,19 @@ func Start(ctx context.Context, cfg Config, opts StartOptions, log *slog.Logger)
 		tail = defaultStderrTailBytes
 	}
 	p := &Process{
-		cfg:    cfg,
-		opts:   opts,
-		log:    log,
-		cmd:    cmd,
-		pid:    cmd.Process.Pid,
-		stdin:  inW,
-		outR:   outR,
-		errR:   errR,
-		stderr: &tailBuffer{max: tail},
-		events: make(chan Event, eventBuffer),
-		done:   make(chan struct{}),
-		init:   newHandshake(),
+		cfg:      cfg,
+		opts:     opts,
+		log:      log,
+		cmd:      cmd,
+		pid:      cmd.Process.Pid,
+		stdin:    inW,
+		outR:     outR,
+		errR:     errR,
+		stderr:   &tailBuffer{max: tail},
+		events:   make(chan Event, eventBuffer),
+		done:     make(chan struct{}),
+		init:     newHandshake(),
+		ownTurns: newOwnTurns(),
 	}
 	p.controls = newControls(p.writeJSON, p.done, log, p.SessionID, &p.wg)
 	resume := opts.ResumeID
@@ -316,10 +318,13 @@ func (p *Process) StderrTail() string { return p.stderr.String() }
 
 // Send writes one user message and returns the uuid it carries; the CLI
 // records that uuid in the transcript (PROTOCOL.md §14). Send does not wait
-// for the turn; see StartTurn.
+// for the turn; see StartTurn. Its events come on Events, never as an own
+// turn.
 func (p *Process) Send(ctx context.Context, text string) (string, error) {
 	id := uuid.NewString()
+	p.loose.Add(1) // its turn is the caller's, not one the CLI started by itself
 	if err := p.sendUUID(ctx, id, text); err != nil {
+		p.loose.Add(-1)
 		return "", err
 	}
 	return id, nil

@@ -62,7 +62,8 @@ func (f *fake) foldIntoTurn(m userMsg) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if t := f.cur; t != nil && t.folding {
-		t.injected = append(t.injected, m.text)
+		t.injected = append(t.injected, m)
+		f.emitCommand(m.uuid, "queued")
 		return true
 	}
 	return false
