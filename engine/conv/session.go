@@ -247,9 +247,12 @@ func (s *Conversation) next() (workItem, bool) {
 		var reapC, retireC <-chan time.Time
 		var procDone <-chan struct{}
 		var timer *time.Timer
+		own := ownTurns(proc) // own.go: what the CLI runs by itself
 		if proc != nil {
 			procDone = proc.Done()
-			if t := s.e.opts.IdleTimeout; t > 0 {
+			// A process with a background task running is not idle: its
+			// task would die with it, and its answer never come.
+			if t := s.e.opts.IdleTimeout; t > 0 && len(background(proc)) == 0 {
 				timer = time.NewTimer(max(0, t-s.e.now().Sub(idleAt)))
 				reapC = timer.C
 			}
@@ -266,6 +269,10 @@ func (s *Conversation) next() (workItem, bool) {
 			}
 		case <-reapC:
 			s.reap("idle timeout")
+		case t := <-own:
+			s.mb.setState(stateRunning)
+			s.tr.runOwn(t)
+			s.mb.setState(stateIdle)
 		case <-procDone:
 			s.log.Warn("Agent process ended while idle; the next message resumes", "session_id", s.rb.sessionID(), "stderr", lastLine(proc.StderrTail()))
 			s.agent.Close()
@@ -348,6 +355,9 @@ func (s *Conversation) handleControl(c control) {
 			s.chat.sendTo(c.to, render.NothingRunning)
 		}
 	case ctrlReap:
+		if bg := background(s.agent.Live()); len(bg) > 0 {
+			s.chat.send(render.ReapedWithBackground(bg))
+		}
 		s.reap("slot needed by another session")
 	case ctrlFence:
 		// Nothing runs: what is queued is checked before it runs.

@@ -1,0 +1,47 @@
+package engine
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestRealBackgroundTaskReachesThread: with the fake claude, a background
+// task that ends after its turn's reply brings the turn the CLI runs by
+// itself into the same thread as a reply of its own; !status lists the task
+// while it runs; the idle reaper leaves the process alone until the task
+// ended, then reaps it.
+func TestRealBackgroundTaskReachesThread(t *testing.T) {
+	const idle = 20 * time.Millisecond
+	h, _ := newRealHarness(t, nil, func(o *Options) { o.IdleTimeout = idle })
+	gate := filepath.Join(t.TempDir(), "gate")
+	h.say("alice", "T1", "[[BG:"+gate+"]]")
+	h.rec.waitSend(t, "tool said: Command running in background")
+	h.say("alice", "T1", "!status")
+	if got := h.rec.waitSend(t, "Background tasks running"); !strings.Contains(got.Text, "Run in the background") {
+		t.Errorf("!status = %q, want the running task", got.Text)
+	}
+	// Ten idle timeouts: the reaper would have ended an idle process by
+	// now; one with a background task running it must leave alone.
+	time.Sleep(10 * idle)
+	if n := len(h.logs.Records("Reaping idle agent process")); n != 0 {
+		t.Fatalf("reaped %d times while a background task ran", n)
+	}
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got := h.rec.waitSend(t, "background task: ")
+	if got.To.Thread != "T1" || !strings.Contains(got.Text, "⚙️ Background command") {
+		t.Errorf("own turn's reply %+v, want it in T1 with the task's summary", got)
+	}
+	h.logs.WaitRecords(t, waitLimit, "Reaping idle agent process", 1)
+	if n := len(h.rec.sends("background task: ")); n != 1 {
+		t.Errorf("%d own-turn replies, want 1", n)
+	}
+	// The next message is answered on its own, not with the own turn's
+	// result.
+	h.say("alice", "T1", "after")
+	h.rec.waitSend(t, "echo: after")
+}
