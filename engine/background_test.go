@@ -45,3 +45,37 @@ func TestRealBackgroundTaskReachesThread(t *testing.T) {
 	h.say("alice", "T1", "after")
 	h.rec.waitSend(t, "echo: after")
 }
+
+// TestRealCLIBackgroundTaskReachesThread is the same with the real CLI
+// against the fake Messages API: Bash with run_in_background ends after
+// the turn's reply, and the CLI's own answer to its notification reaches
+// the thread as a reply of its own, once.
+func TestRealCLIBackgroundTaskReachesThread(t *testing.T) {
+	h, api := newRealCLIHarness(t, func(o *Options) {
+		// As root the CLI allows bypassPermissions only in a sandbox.
+		o.Agent.Env["IS_SANDBOX"] = "1"
+		o.Agent.PermissionMode = "bypassPermissions"
+	})
+	gate := filepath.Join(t.TempDir(), "gate")
+	t.Cleanup(func() { _ = os.WriteFile(gate, nil, 0o600) })
+	h.say("alice", "T1", "[[BG:while [ ! -f "+gate+" ]; do sleep 0.05; done; echo bgdone]]")
+	h.rec.waitSend(t, "tool said: Command running in background")
+	h.say("alice", "T1", "!status")
+	h.rec.waitSend(t, "Background tasks running: Run in the background")
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got := h.rec.waitSend(t, "background task: ")
+	if got.To.Thread != "T1" || !strings.Contains(got.Text, `⚙️ Background command "Run in the background" completed (exit code 0)`) {
+		t.Errorf("own turn's reply %+v, want it in T1 headed by the task's summary", got)
+	}
+	h.say("alice", "T1", "after")
+	h.rec.waitSend(t, "echo: after")
+	if n := len(h.rec.sends("background task: ")); n != 1 {
+		t.Errorf("%d own-turn replies, want 1", n)
+	}
+	reqs := api.Requests()
+	if last := reqs[len(reqs)-1]; !strings.Contains(last.Prompt, "after") {
+		t.Errorf("the last request's prompt %q, want the next message", last.Prompt)
+	}
+}
