@@ -128,6 +128,14 @@ func (c *controls) Interrupt(ctx context.Context) error {
 	return err
 }
 
+// StopTask stops a running task, a background one too (control
+// stop_task). The CLI reports its end with task_updated and
+// task_notification.
+func (c *controls) StopTask(ctx context.Context, taskID string) error {
+	_, err := c.control(ctx, "stop_task", map[string]any{"task_id": taskID})
+	return err
+}
+
 // SetModel switches the model for the following turns (control set_model).
 func (c *controls) SetModel(ctx context.Context, model string) error {
 	_, err := c.control(ctx, "set_model", map[string]any{"model": model})

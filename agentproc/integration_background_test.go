@@ -123,3 +123,56 @@ func mustTurnPrefix(t testing.TB, p *agentproc.Process, text, want string) (*age
 	}
 	return res, evs
 }
+
+// TestRealCLIStopTask: stop_task ends a background task; the CLI reports
+// it (task_updated, task_notification with status killed or stopped) and
+// the task's list empties.
+func TestRealCLIStopTask(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.cfg.Env["IS_SANDBOX"] = "1"
+	p := r.start(t, agentproc.StartOptions{PermissionMode: "bypassPermissions"})
+	mustTurnPrefix(t, p, "[[BG:sleep 600]]", "tool said: Command running in background")
+	bg := p.Background()
+	if len(bg) != 1 {
+		t.Fatalf("Background() = %+v, want one task", bg)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), turnTimeout)
+	defer cancel()
+	if err := p.StopTask(ctx, bg[0].TaskID); err != nil {
+		t.Fatal(err)
+	}
+	var evs []agentproc.Event
+	noted := func() bool {
+		for _, ev := range evs {
+			if _, ok := ev.(agentproc.TaskNotification); ok {
+				return true
+			}
+		}
+		return false
+	}
+	for !noted() {
+		select {
+		case ev := <-p.Events():
+			evs = append(evs, ev)
+			t.Logf("after stop_task: %#v", ev)
+		case own := <-p.Own():
+			res, err := own.Wait(func(ev agentproc.Event) { evs = append(evs, ev); t.Logf("own turn: %#v", ev) })
+			t.Logf("own turn after stop_task: %+v %v", res, err)
+		case <-ctx.Done():
+			t.Fatalf("the task did not end after stop_task; events %#v", evs)
+		}
+	}
+	var note agentproc.TaskNotification
+	for _, ev := range evs {
+		if n, ok := ev.(agentproc.TaskNotification); ok {
+			note = n
+		}
+	}
+	if note.TaskID != bg[0].TaskID || note.Status == "completed" || note.Status == "" {
+		t.Errorf("task_notification %+v, want the task ended otherwise than completed", note)
+	}
+	if len(p.Background()) != 0 {
+		t.Errorf("Background() = %+v after stop_task, want none", p.Background())
+	}
+}

@@ -79,3 +79,32 @@ func TestRealCLIBackgroundTaskReachesThread(t *testing.T) {
 		t.Errorf("the last request's prompt %q, want the next message", last.Prompt)
 	}
 }
+
+// TestRealStopAllStopsBackground: with the fake claude, !stop while only a
+// background task runs says it keeps running; !stop all stops it (the
+// CLI's stop_task), and no answer of Claude's own follows.
+func TestRealStopAllStopsBackground(t *testing.T) {
+	h, _ := newRealHarness(t, nil, nil)
+	gate := filepath.Join(t.TempDir(), "gate")
+	t.Cleanup(func() { _ = os.WriteFile(gate, nil, 0o600) })
+	h.say("alice", "T1", "[[BG:"+gate+"]]")
+	h.rec.waitSend(t, "tool said: Command running in background")
+	h.say("alice", "T1", "!stop")
+	h.rec.waitSend(t, "Background tasks running: Run in the background (!stop all stops them)")
+	h.say("alice", "T1", "!stop all")
+	h.rec.waitSend(t, "Stopped the background tasks: Run in the background.")
+	h.say("alice", "T1", "!status")
+	h.rec.waitSend(t, "State: idle")
+	if got := h.rec.sends("State: idle"); strings.Contains(got[len(got)-1], "Background tasks running") {
+		t.Errorf("!status after !stop all = %q, want no background task", got[len(got)-1])
+	}
+	// The gate opening now ends nothing: the task is gone.
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h.say("alice", "T1", "after")
+	h.rec.waitSend(t, "echo: after")
+	if n := len(h.rec.sends("background task: ")); n != 0 {
+		t.Errorf("%d own-turn replies after !stop all, want none", n)
+	}
+}

@@ -88,8 +88,8 @@ func init() {
 		{name: "new", help: "forget this conversation's session and start fresh", when: inOrder, queue: queueNew, run: runNew},
 		{name: "btw", usage: "<question>", help: "ask a side question about the current session, read-only; its history stays unchanged", run: runBtw},
 		// The session goroutine stops a running !sh first, then the turn.
-		{name: "stop", help: "stop the running turn (queued messages stay queued)",
-			control: func(call) control { return control{kind: ctrlStop} }},
+		{name: "stop", usage: "[all]", help: "stop the running turn (queued messages stay queued); with all, Claude's background tasks too",
+			control: func(c call) control { return control{kind: ctrlStop, args: strings.TrimSpace(c.args)} }},
 		{name: "status", help: "state, workspace, session, context use, queue, process", run: runStatus},
 		{name: "sessions", help: "this workspace's Claude Code sessions, newest first", run: runSessions},
 		{name: "resume", usage: "<n|id>", help: "switch to a listed session", when: inOrder, queue: queueResume, run: runResume},

@@ -1,6 +1,7 @@
 package conv
 
 import (
+	"context"
 	"errors"
 	"strings"
 
@@ -22,6 +23,35 @@ import (
 type ownSource interface {
 	Own() <-chan *agentproc.Turn
 	Background() []agentproc.BackgroundTask
+}
+
+// taskStopper stops a background task (the CLI's stop_task).
+type taskStopper interface {
+	StopTask(ctx context.Context, taskID string) error
+}
+
+// stopBackground stops proc's background tasks for a "!stop all" and
+// says what it stopped ("" when none ran).
+func (tr *turnRunner) stopBackground(proc procs.Process) string {
+	o := ownOf(proc)
+	ts, ok := proc.(taskStopper)
+	if o == nil || !ok {
+		return ""
+	}
+	var stopped, failed []string
+	for _, t := range o.Background() {
+		ctx, cancel := context.WithTimeout(tr.e.bg, controlTimeout)
+		err := ts.StopTask(ctx, t.TaskID)
+		cancel()
+		name := orDefault(t.Description, t.TaskID)
+		if err != nil {
+			tr.log.Warn("Stopping a background task failed", "task_id", t.TaskID, "error", err)
+			failed = append(failed, name)
+			continue
+		}
+		stopped = append(stopped, name)
+	}
+	return render.BackgroundStopped(stopped, failed)
 }
 
 // ownOf is proc's own turns, or nil.

@@ -351,8 +351,23 @@ func (s *Conversation) handleControl(c control) {
 	case ctrlReply:
 		s.replyAsTurn(c)
 	case ctrlStop:
-		if !s.shell.stopFor(s.chat, c.to) {
-			s.chat.sendTo(c.to, render.NothingRunning)
+		stopped := ""
+		if c.args == "all" {
+			stopped = s.tr.stopBackground(s.agent.Live()) // own.go
+		}
+		switch {
+		case s.shell.stopFor(s.chat, c.to):
+			if stopped != "" {
+				s.chat.sendTo(c.to, stopped)
+			}
+		case stopped != "":
+			s.chat.sendTo(c.to, stopped)
+		default:
+			text := render.NothingRunning
+			if bg := background(s.agent.Live()); len(bg) > 0 {
+				text += " " + render.BackgroundRunning(bg) + " (!stop all stops them)."
+			}
+			s.chat.sendTo(c.to, text)
 		}
 	case ctrlReap:
 		if bg := background(s.agent.Live()); len(bg) > 0 {

@@ -701,8 +701,12 @@ func (tr *turnRunner) control(t *turn, proc procs.Process, c control) {
 		default:
 			msg += fmt.Sprintf(" %d queued messages stay queued and run next.", n)
 		}
-		if bg := background(proc); len(bg) > 0 {
-			msg += " " + render.BackgroundRunning(bg) + " (they keep running)."
+		if c.args == "all" {
+			if stopped := tr.stopBackground(proc); stopped != "" { // own.go
+				msg += " " + stopped
+			}
+		} else if bg := background(proc); len(bg) > 0 {
+			msg += " " + render.BackgroundRunning(bg) + " (they keep running; !stop all stops them too)."
 		}
 		tr.chat.sendTo(c.to, msg)
 	case ctrlReap:

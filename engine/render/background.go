@@ -42,3 +42,16 @@ func ReapedWithBackground(descriptions []string) string {
 	return "Another conversation needed this one's agent slot: Claude was closed, and its background tasks stopped with it (" +
 		strings.Join(descriptions, "; ") + ")."
 }
+
+// BackgroundStopped says which background tasks a "!stop all" stopped and
+// which it could not; "" when there were none.
+func BackgroundStopped(stopped, failed []string) string {
+	var parts []string
+	if len(stopped) > 0 {
+		parts = append(parts, "Stopped the background tasks: "+strings.Join(stopped, "; ")+".")
+	}
+	if len(failed) > 0 {
+		parts = append(parts, "Could not stop: "+strings.Join(failed, "; ")+".")
+	}
+	return strings.Join(parts, " ")
+}

@@ -40,14 +40,31 @@ func (f *fake) turnBackground(t *turnState, gate string) resultLine {
 	f.emitToolResult(t, toolID, content, false)
 	reply := "tool said: " + content
 	f.reply(t, reply, false)
+	stop := make(chan struct{})
+	f.mu.Lock()
+	if f.bgStops == nil {
+		f.bgStops = map[string]chan struct{}{}
+	}
+	f.bgStops[task.id] = stop
+	f.mu.Unlock()
 	go func() {
 		for task.gate != "" {
 			if _, err := os.Stat(task.gate); err == nil {
 				break
 			}
-			time.Sleep(10 * time.Millisecond)
+			select {
+			case <-stop:
+				return // stop_task reported its end
+			case <-time.After(10 * time.Millisecond):
+			}
 		}
-		f.own <- task
+		f.mu.Lock()
+		_, running := f.bgStops[task.id]
+		delete(f.bgStops, task.id)
+		f.mu.Unlock()
+		if running {
+			f.own <- task
+		}
 	}()
 	return success(reply)
 }
@@ -95,4 +112,17 @@ func (f *fake) runOwnTurn(task bgTask) {
 func (f *fake) emitCommand(id, state string) {
 	f.out.line(map[string]any{"type": "command_lifecycle", "command_uuid": id, "state": state,
 		"uuid": uuid.NewString(), "session_id": f.sessionID})
+}
+
+// emitStopped reports a background task that stop_task ended (as the CLI
+// does: killed, then a notification of status stopped, and no turn of its
+// own). Called with f.mu held.
+func (f *fake) emitStopped(id string) {
+	f.out.line(map[string]any{"type": "system", "subtype": "task_updated", "task_id": id,
+		"patch": map[string]any{"status": "killed", "end_time": time.Now().UnixMilli()},
+		"uuid":  uuid.NewString(), "session_id": f.sessionID})
+	f.out.line(map[string]any{"type": "system", "subtype": "task_notification", "task_id": id,
+		"status": "stopped", "output_file": "/tmp/tasks/" + id + ".output", "summary": "Run in the background",
+		"uuid": uuid.NewString(), "session_id": f.sessionID})
+	f.emitTasks()
 }

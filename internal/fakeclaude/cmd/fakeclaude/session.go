@@ -47,6 +47,7 @@ type fake struct {
 	lastIsError    bool
 	lastUsage      *usage
 	cur            *turnState
+	bgStops        map[string]chan struct{} // running background tasks, closed by stop_task
 }
 
 type modelUsage struct {
