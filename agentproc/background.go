@@ -122,8 +122,11 @@ type ownTurns struct {
 	// has not come: their turns are the caller's, read on Events.
 	loose atomic.Int32
 
-	mu    sync.Mutex // guards tasks
+	mu    sync.Mutex // guards tasks and noted
 	tasks []BackgroundTask
+	// noted: a task's end was reported between turns and the CLI has yet
+	// to start the turn of its own that answers it.
+	noted bool
 }
 
 func newOwnTurns() ownTurns { return ownTurns{ch: make(chan *Turn, 4)} }
@@ -141,10 +144,29 @@ func (o *ownTurns) Background() []BackgroundTask {
 	return append([]BackgroundTask(nil), o.tasks...)
 }
 
-func (o *ownTurns) noteTasks(bt BackgroundTasks) {
+// BackgroundBusy reports whether the process is working on its own:
+// background tasks run, or one ended and the CLI is about to answer it in
+// a turn of its own. Closing it now would lose that work.
+func (o *ownTurns) BackgroundBusy() bool {
 	o.mu.Lock()
-	o.tasks = append(o.tasks[:0:0], bt.Tasks...)
-	o.mu.Unlock()
+	defer o.mu.Unlock()
+	return len(o.tasks) > 0 || o.noted
+}
+
+// note follows what the reader routes: the running tasks, and a task's
+// end between turns until a turn starts (current tells whether one is).
+func (o *ownTurns) note(ev Event, current bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	switch e := ev.(type) {
+	case BackgroundTasks:
+		o.tasks = append(o.tasks[:0:0], e.Tasks...)
+	case TaskNotification:
+		// A task stop_task ended gets no answer of the CLI's own.
+		o.noted = o.noted || !current && e.Status != "stopped"
+	case Init:
+		o.noted = false // a turn starts: it carries the notification
+	}
 }
 
 // ownTurnLocked opens the turn the CLI started by itself (routeMu held, no

@@ -180,9 +180,7 @@ func (p *Process) route(ev Event) {
 	if _, ok := ev.(Init); ok && t == nil && !p.streamEnded {
 		t = p.ownTurnLocked() // the CLI starts a turn by itself
 	}
-	if bt, ok := ev.(BackgroundTasks); ok {
-		p.noteTasks(bt)
-	}
+	p.note(ev, t != nil)
 	if _, ok := ev.(*Result); ok && t == nil && p.loose.Load() > 0 {
 		p.loose.Add(-1) // the result of a message Send wrote
 	}

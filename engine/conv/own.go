@@ -23,6 +23,7 @@ import (
 type ownSource interface {
 	Own() <-chan *agentproc.Turn
 	Background() []agentproc.BackgroundTask
+	BackgroundBusy() bool
 }
 
 // taskStopper stops a background task (the CLI's stop_task).
@@ -69,6 +70,14 @@ func ownTurns(proc procs.Process) <-chan *agentproc.Turn {
 		return o.Own()
 	}
 	return nil
+}
+
+// busyOnItsOwn reports whether proc works without a turn of ours:
+// background tasks run, or one ended and its answer is coming. The idle
+// reaper leaves such a process alone.
+func busyOnItsOwn(proc procs.Process) bool {
+	o := ownOf(proc)
+	return o != nil && o.BackgroundBusy()
 }
 
 // background describes proc's running background tasks.

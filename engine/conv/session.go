@@ -250,9 +250,10 @@ func (s *Conversation) next() (workItem, bool) {
 		own := ownTurns(proc) // own.go: what the CLI runs by itself
 		if proc != nil {
 			procDone = proc.Done()
-			// A process with a background task running is not idle: its
-			// task would die with it, and its answer never come.
-			if t := s.e.opts.IdleTimeout; t > 0 && len(background(proc)) == 0 {
+			// A process with a background task running (or whose answer
+			// to one is coming) is not idle: the task would die with it,
+			// and its answer never come.
+			if t := s.e.opts.IdleTimeout; t > 0 && !busyOnItsOwn(proc) {
 				timer = time.NewTimer(max(0, t-s.e.now().Sub(idleAt)))
 				reapC = timer.C
 			}
