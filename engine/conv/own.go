@@ -3,6 +3,7 @@ package conv
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 
 	"github.com/cc-connect/cc-connect/agentproc"
@@ -32,8 +33,9 @@ type taskStopper interface {
 }
 
 // stopBackground stops proc's background tasks for a "!stop all" and
-// says what it stopped ("" when none ran).
-func (tr *turnRunner) stopBackground(proc procs.Process) string {
+// says what it stopped ("" when none ran). It needs nothing of the turn
+// but its process: a function, not one more method of the turn runner.
+func stopBackground(bg context.Context, log *slog.Logger, proc procs.Process) string {
 	o := ownOf(proc)
 	ts, ok := proc.(taskStopper)
 	if o == nil || !ok {
@@ -41,12 +43,12 @@ func (tr *turnRunner) stopBackground(proc procs.Process) string {
 	}
 	var stopped, failed []string
 	for _, t := range o.Background() {
-		ctx, cancel := context.WithTimeout(tr.e.bg, controlTimeout)
+		ctx, cancel := context.WithTimeout(bg, controlTimeout)
 		err := ts.StopTask(ctx, t.TaskID)
 		cancel()
 		name := orDefault(t.Description, t.TaskID)
 		if err != nil {
-			tr.log.Warn("Stopping a background task failed", "task_id", t.TaskID, "error", err)
+			log.Warn("Stopping a background task failed", "task_id", t.TaskID, "error", err)
 			failed = append(failed, name)
 			continue
 		}

@@ -363,7 +363,7 @@ func (s *Conversation) handleControl(c control) {
 	case ctrlStop:
 		stopped := ""
 		if c.args == "all" {
-			stopped = s.tr.stopBackground(s.agent.Live()) // own.go
+			stopped = stopBackground(s.e.bg, s.log, s.agent.Live()) // own.go
 		}
 		switch {
 		case s.shell.stopFor(s.chat, c.to):

@@ -725,7 +725,7 @@ func (tr *turnRunner) control(t *turn, proc procs.Process, c control) {
 			msg += fmt.Sprintf(" %d queued messages stay queued and run next.", n)
 		}
 		if c.args == "all" {
-			if stopped := tr.stopBackground(proc); stopped != "" { // own.go
+			if stopped := stopBackground(tr.e.bg, tr.log, proc); stopped != "" { // own.go
 				msg += " " + stopped
 			}
 		} else if bg := background(proc); len(bg) > 0 {
