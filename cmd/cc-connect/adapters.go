@@ -24,6 +24,7 @@ type adapterDeps struct {
 	Stdout      io.Writer
 	Stderr      io.Writer
 	Interactive bool   // stdin is a terminal
+	Terminal    bool   // stdout is a terminal too: the terminal chat streams
 	User        string // the local user's name
 	// OnEOF is called by the terminal chat at the end of input.
 	OnEOF func(ctx context.Context)
@@ -57,6 +58,8 @@ func newLocalAdapter(p config.Platform, deps adapterDeps) (platform.Adapter, err
 		Status:      deps.Stderr,
 		User:        deps.User,
 		Interactive: deps.Interactive,
+		Terminal:    deps.Terminal,
+		Stop:        "!stop",
 		OnEOF:       deps.OnEOF,
 	}, deps.Log)
 }
@@ -139,16 +142,6 @@ func currentUser() string {
 		return u.Username
 	}
 	return ""
-}
-
-// isTerminal reports whether r is a character device (a person typing).
-func isTerminal(r io.Reader) bool {
-	f, ok := r.(*os.File)
-	if !ok {
-		return false
-	}
-	info, err := f.Stat()
-	return err == nil && info.Mode()&os.ModeCharDevice != 0
 }
 
 // observe gives o to an adapter that reports connection errors and

@@ -48,6 +48,7 @@ type screen struct {
 	// printed of it so far, whole lines only, and the renderer's state.
 	replyID string
 	printed string
+	partial string // of the line being written, what is printed
 	md      mdLines
 
 	// How the turns ended (the reactions they got).
@@ -87,8 +88,21 @@ func (a *Adapter) write(print func()) {
 	a.outMu.Lock()
 	defer a.outMu.Unlock()
 	a.clearStatusLocked()
+	a.endPartialLocked()
 	print()
 	a.drawStatusLocked()
+}
+
+// update changes the screen's state and redraws the status line, unless
+// a line of a reply is being written under the cursor.
+func (a *Adapter) update(change func()) {
+	a.outMu.Lock()
+	defer a.outMu.Unlock()
+	change()
+	if a.scr.partial == "" {
+		a.clearStatusLocked()
+		a.drawStatusLocked()
+	}
 }
 
 func (a *Adapter) clearStatusLocked() {
@@ -118,7 +132,7 @@ func (a *Adapter) tick(ctx context.Context) {
 			return
 		case <-t.C:
 			a.outMu.Lock()
-			if a.scr.working {
+			if a.scr.working && a.scr.partial == "" {
 				a.drawStatusLocked()
 			}
 			a.outMu.Unlock()
@@ -129,7 +143,7 @@ func (a *Adapter) tick(ctx context.Context) {
 // React notes the start of a turn (the "eyes" on its message) and how it
 // ended (a check mark or a cross).
 func (a *Adapter) React(_ context.Context, _ platform.Target, name string) error {
-	a.write(func() {
+	a.update(func() {
 		switch name {
 		case reactWorking:
 			a.scr.working, a.scr.stopping, a.scr.doing = true, false, ""
@@ -146,7 +160,7 @@ func (a *Adapter) React(_ context.Context, _ platform.Target, name string) error
 // Unreact notes the end of a turn: its "eyes" are taken off.
 func (a *Adapter) Unreact(_ context.Context, _ platform.Target, name string) error {
 	if name == reactWorking {
-		a.write(func() { a.scr.working, a.scr.stopping = false, false })
+		a.update(func() { a.scr.working, a.scr.stopping = false, false })
 	}
 	return nil
 }
@@ -155,7 +169,7 @@ func (a *Adapter) Unreact(_ context.Context, _ platform.Target, name string) err
 // (a terminal only); "" shows that Claude is working.
 func (a *Adapter) ShowStatus(_ context.Context, _ platform.Target, text string) error {
 	first, _, _ := strings.Cut(strings.TrimSpace(text), "\n")
-	a.write(func() { a.scr.doing = inline(first, false) })
+	a.update(func() { a.scr.doing = inline(first, false) })
 	return nil
 }
 
@@ -199,93 +213,154 @@ func (a *Adapter) Interrupt() Interrupted {
 	case a.interrupts <- struct{}{}:
 	default: // one is on its way already
 	}
-	a.write(func() {})
+	a.update(func() {})
 	return StoppingTurn
 }
 
 // EditReply shows a reply as it is written: a terminal cannot take back
-// what it printed, so each call prints the whole lines that are new since
-// the last. While the reply is still written the text ends in the
-// engine's mark that more is coming, after a code block it closed for the
-// moment: neither is printed, nor the last line, which may not be whole
-// yet. The final text (no mark) prints what is left. A final text that
-// does not go on from what was printed (Claude's text was changed at the
-// end) prints its lines from the first that differs.
+// what it printed, so each call prints only what is new since the last:
+// the lines that were completed, and of the line being written its words
+// so far (outside code blocks, and never inside a span of bold or code
+// whose end is not written yet). While the reply is written its text ends
+// in the engine's mark that more is coming, after a code block closed for
+// the moment: neither is printed. The final text (no mark) prints what is
+// left. A final text that does not go on from what was printed (Claude's
+// text was changed at the end) prints its lines from the first that
+// differs.
 func (a *Adapter) EditReply(ctx context.Context, to platform.Target, msgs []platform.Target, text string) ([]platform.Target, error) {
 	if err := ctx.Err(); err != nil {
 		return msgs, err
 	}
-	var werr error
-	a.write(func() {
-		if len(msgs) == 0 || msgs[0].MessageID != a.scr.replyID {
-			a.scr.replyID = fmt.Sprintf("%s-out-%d", a.runID, a.outSeq.Add(1))
-			a.scr.printed = ""
-			a.scr.md = mdLines{styled: a.cfg.Terminal}
-		}
-		body, streaming := strings.CutSuffix(text, "\n"+moreMark)
-		if streaming {
-			body = streamedLines(body)
-		} else {
-			body = strings.TrimRight(body, "\n") + "\n"
-		}
-		if !strings.HasPrefix(body, a.scr.printed) {
-			// Start again from the first line that differs.
-			keep := commonLines(a.scr.printed, body)
-			a.scr.printed = body[:keep]
-		}
-		fresh := body[len(a.scr.printed):]
-		if fresh == "" {
-			return
-		}
+	a.outMu.Lock()
+	defer a.outMu.Unlock()
+	sc := &a.scr
+	if len(msgs) == 0 || msgs[0].MessageID != sc.replyID {
+		a.endPartialLocked()
+		sc.replyID = fmt.Sprintf("%s-out-%d", a.runID, a.outSeq.Add(1))
+		sc.printed, sc.partial = "", ""
+		sc.md = mdLines{styled: a.cfg.Terminal}
+	}
+	posted := to
+	posted.Platform = a.cfg.Name
+	posted.MessageID = sc.replyID
+	body, streaming := strings.CutSuffix(text, "\n"+moreMark)
+	rest := ""
+	if streaming {
+		body, rest = streamedLines(body)
+	} else {
+		body = strings.TrimRight(body, "\n") + "\n"
+	}
+	if !strings.HasPrefix(body, sc.printed) {
+		// Start again from the first line that differs, on a line of its
+		// own.
+		a.endPartialLocked()
+		sc.printed = body[:commonLines(sc.printed, body)]
+	}
+	var out strings.Builder
+	if fresh := body[len(sc.printed):]; fresh != "" {
 		lines := strings.Split(strings.TrimSuffix(fresh, "\n"), "\n")
-		var out strings.Builder
+		if sc.partial != "" {
+			// The line in progress is done: the rest of it.
+			if tail, ok := strings.CutPrefix(lines[0], sc.partial); ok {
+				out.WriteString(inline(tail, a.cfg.Terminal) + "\n")
+				lines = lines[1:]
+			} else {
+				out.WriteString("\n")
+			}
+			sc.partial = ""
+		}
 		for _, l := range lines {
-			if r, ok := a.scr.md.line(l); ok {
+			if r, ok := sc.md.line(l); ok {
 				out.WriteString(r + "\n")
 			}
 		}
-		if !streaming {
-			out.WriteString("\n") // a reply is followed by a blank line
+		sc.printed = body
+	}
+	if streaming && a.cfg.Terminal {
+		if words := wholeWords(rest, sc.md.fence != ""); len(words) > len(sc.partial) && strings.HasPrefix(words, sc.partial) {
+			out.WriteString(inline(words[len(sc.partial):], true))
+			sc.partial = words
 		}
-		_, werr = io.WriteString(a.cfg.Out, out.String())
-		a.scr.printed = body
-		if !streaming {
-			a.notePrinted(platform.Target{Platform: a.cfg.Name, Channel: to.Channel, MessageID: a.scr.replyID}, text)
-		}
-	})
-	posted := to
-	posted.Platform = a.cfg.Name
-	posted.MessageID = a.scr.replyID
-	if werr != nil {
-		return nil, fmt.Errorf("writing a reply to the terminal: %w", werr)
+	}
+	if !streaming {
+		out.WriteString("\n") // a reply is followed by a blank line
+	}
+	if out.Len() == 0 {
+		return []platform.Target{posted}, nil
+	}
+	a.clearStatusLocked()
+	_, err := io.WriteString(a.cfg.Out, out.String())
+	if sc.partial == "" {
+		a.drawStatusLocked() // not under a line being written: it would erase it
+	}
+	if err != nil {
+		return nil, fmt.Errorf("writing a reply to the terminal: %w", err)
+	}
+	if !streaming {
+		a.notePrinted(platform.Target{Platform: a.cfg.Name, Channel: to.Channel, MessageID: sc.replyID}, text)
 	}
 	return []platform.Target{posted}, nil
+}
+
+// endPartialLocked ends a line of a reply that was being written, so that
+// what is printed next starts on a line of its own.
+func (a *Adapter) endPartialLocked() {
+	if a.scr.partial != "" {
+		_, _ = io.WriteString(a.cfg.Out, "\n")
+		a.scr.partial = ""
+	}
+}
+
+// wholeWords is the part of a line being written that can be printed now:
+// up to its last space, cut before a span of bold or code that is not
+// closed yet; "" inside a code block and for a line whose kind its start
+// decides (a heading, a quote, a fence, the context line).
+func wholeWords(line string, inCode bool) string {
+	if inCode || strings.HasPrefix(strings.TrimSpace(line), "#") || strings.HasPrefix(line, ">") ||
+		reFenceLine.MatchString(line) || strings.HasPrefix(line, "[") {
+		return ""
+	}
+	i := strings.LastIndexByte(line, ' ')
+	if i < 0 {
+		return ""
+	}
+	w := line[:i+1]
+	for _, mark := range []string{"**", "`", "__"} {
+		if strings.Count(w, mark)%2 == 1 {
+			w = w[:strings.LastIndex(w, mark)]
+		}
+	}
+	if j := strings.LastIndexByte(w, ' '); j >= 0 {
+		return w[:j+1]
+	}
+	return ""
 }
 
 // moreMark is the last line of a reply that is still being written (the
 // engine's render.Streaming).
 const moreMark = "…"
 
-// streamedLines is the part of a reply being written that can be printed
-// for good: its whole lines, without the fence that closes, for the
-// moment, a code block still being written.
-func streamedLines(body string) string {
+// streamedLines splits a reply being written into its whole lines, which
+// can be printed for good, and the line still being written; the fence
+// that closes, for the moment, a code block still being written is in
+// neither.
+func streamedLines(body string) (whole, rest string) {
 	i := strings.LastIndexByte(body, '\n')
 	if i < 0 {
-		return ""
+		return "", body
 	}
-	last, rest := body[i+1:], body[:i+1]
+	last, whole := body[i+1:], body[:i+1]
 	if reFenceLine.MatchString(last) && strings.TrimSpace(strings.TrimLeft(strings.TrimSpace(last), "`~")) == "" {
 		// The last line is a fence: it closes a block only for the
 		// moment when the block was open before it.
 		var m mdLines
-		m.text(strings.TrimSuffix(rest, "\n"))
+		m.text(strings.TrimSuffix(whole, "\n"))
 		if m.fence != "" {
-			j := strings.LastIndexByte(strings.TrimSuffix(rest, "\n"), '\n')
-			return rest[:j+1]
+			j := strings.LastIndexByte(strings.TrimSuffix(whole, "\n"), '\n')
+			return whole[:j+1], whole[j+1 : len(whole)-1]
 		}
 	}
-	return rest
+	return whole, last
 }
 
 // commonLines is the length of the whole lines a and b begin with alike.

@@ -40,21 +40,42 @@ func TestTerminalText(t *testing.T) {
 
 func TestStreamedLines(t *testing.T) {
 	t.Parallel()
-	tests := []struct{ body, want string }{
-		{"", ""},
-		{"half a li", ""},
-		{"one\ntw", "one\n"},
-		{"one\ntwo\n", "one\ntwo\n"},
-		// A code block closed only for the moment: neither the fence
-		// nor the line before it (which may not be whole) prints.
-		{"intro\n```go\nx := 1\ny :=\n```", "intro\n```go\nx := 1\n"},
-		// A block that was closed by Claude prints, but the line after it
-		// is not whole yet.
-		{"```\nx\n```\nafter", "```\nx\n```\n"},
+	tests := []struct{ body, whole, rest string }{
+		{"", "", ""},
+		{"half a li", "", "half a li"},
+		{"one\ntw", "one\n", "tw"},
+		{"one\ntwo\n", "one\ntwo\n", ""},
+		// A code block closed only for the moment: the fence is in
+		// neither part, the line before it is still being written.
+		{"intro\n```go\nx := 1\ny :=\n```", "intro\n```go\nx := 1\n", "y :="},
+		// A block that was closed by Claude is whole.
+		{"```\nx\n```\nafter", "```\nx\n```\n", "after"},
 	}
 	for _, tt := range tests {
-		if got := streamedLines(tt.body); got != tt.want {
-			t.Errorf("streamedLines(%q) = %q, want %q", tt.body, got, tt.want)
+		if whole, rest := streamedLines(tt.body); whole != tt.whole || rest != tt.rest {
+			t.Errorf("streamedLines(%q) = %q, %q; want %q, %q", tt.body, whole, rest, tt.whole, tt.rest)
+		}
+	}
+}
+
+func TestWholeWords(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		line   string
+		inCode bool
+		want   string
+	}{
+		{"no space yet", false, "no space "},
+		{"word", false, ""},
+		{"a **bold claim sta", false, "a "},
+		{"a **bold** claim sta", false, "a **bold** claim "},
+		{"run `make te", false, "run "},
+		{"inside code, never", true, ""},
+		{"# a heading being", false, ""},
+	}
+	for _, tt := range tests {
+		if got := wholeWords(tt.line, tt.inCode); got != tt.want {
+			t.Errorf("wholeWords(%q, %v) = %q, want %q", tt.line, tt.inCode, got, tt.want)
 		}
 	}
 }
