@@ -20,9 +20,8 @@ func (r *Result) AuthFailed() bool {
 	return r.APIErrorStatus == 401 || IsAuthFailure(r.Text)
 }
 
-// IsAuthFailure reports whether a line the CLI wrote (a result's text, the
-// last line of its stderr when it exited) says it has no valid
-// credentials.
+// IsAuthFailure reports whether a text the CLI wrote (a result's) says it
+// has no valid credentials.
 func IsAuthFailure(line string) bool {
 	line = strings.TrimSpace(line)
 	for _, t := range authTexts {

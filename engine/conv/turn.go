@@ -204,11 +204,6 @@ func (tr *turnRunner) finish(it workItem, out outcome, hadHistory bool) bool {
 		tr.log.Error("Agent process exited mid-turn; keeping the session", "session_id", tr.rb.sessionID(),
 			"exit_code", exitErr.Code, "signal", exitErr.Signal, "stderr", exitErr.StderrTail)
 		tr.agent.Close()
-		if last := lastLine(exitErr.StderrTail); agentproc.IsAuthFailure(last) {
-			tr.rb.change(func(r *Record) { r.LoginFailed = true })
-			tr.chat.send(render.LoginNeeded(last))
-			return false
-		}
 		tr.chat.send(fmt.Sprintf("The agent process %s: %s\nThe session is kept: your next message resumes it.",
 			exitDescription(exitErr), orNone(tr.forChat(lastLine(exitErr.StderrTail)))))
 		return false
