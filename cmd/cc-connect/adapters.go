@@ -23,9 +23,10 @@ type adapterDeps struct {
 	Stdin       io.Reader
 	Stdout      io.Writer
 	Stderr      io.Writer
-	Interactive bool   // stdin is a terminal
-	Terminal    bool   // stdout is a terminal too: the terminal chat streams
-	User        string // the local user's name
+	Interactive bool       // stdin is a terminal
+	Terminal    bool       // stdout is a terminal too: the terminal chat streams
+	Width       func() int // the terminal's columns now; nil when not one
+	User        string     // the local user's name
 	// OnEOF is called by the terminal chat at the end of input.
 	OnEOF func(ctx context.Context)
 	Log   *slog.Logger
@@ -60,6 +61,7 @@ func newLocalAdapter(p config.Platform, deps adapterDeps) (platform.Adapter, err
 		Interactive: deps.Interactive,
 		Terminal:    deps.Terminal,
 		Stop:        "!stop",
+		Width:       deps.Width,
 		OnEOF:       deps.OnEOF,
 	}, deps.Log)
 }

@@ -311,6 +311,7 @@ func runCommand(ctx context.Context, path string, std stdio, flags runFlags) int
 		Stderr:      std.Err,
 		Interactive: chat.interactive,
 		Terminal:    chat.screen,
+		Width:       chat.width,
 		User:        currentUser(),
 		Log:         log,
 		Cluster:     cfg.Cluster != nil,

@@ -22,6 +22,9 @@ type chatMode struct {
 	interactive bool
 	// screen: interactive, and replies go to a terminal too.
 	screen bool
+	// width is the screen's width in columns now (0 when unknown); nil
+	// without a screen.
+	width func() int
 }
 
 func terminalChat(cfg *config.Config, std stdio) chatMode {
@@ -31,6 +34,16 @@ func terminalChat(cfg *config.Config, std stdio) chatMode {
 	}
 	m := chatMode{interactive: served && isTerminal(std.In)}
 	m.screen = m.interactive && isTerminal(std.Out)
+	if m.screen {
+		fd := int(std.Out.(*os.File).Fd())
+		m.width = func() int {
+			w, _, err := term.GetSize(fd)
+			if err != nil {
+				return 0
+			}
+			return w
+		}
+	}
 	return m
 }
 

@@ -173,10 +173,10 @@ func TestRealCLITerminalChat(t *testing.T) {
 	r.waitFor(t, 0, "logging to "+logFile)
 	r.waitFor(t, 0, "type a message and press Enter")
 
-	// A reply written over eight seconds in 32 pieces: its start shows
+	// A reply written over twelve seconds in 32 pieces: its start shows
 	// while its end is not written yet.
 	from := len(r.shown())
-	r.type_(t, "[[STREAM:32:8s]] go\r")
+	r.type_(t, "[[STREAM:32:12s]] go\r")
 	s := r.waitFor(t, from, fakeapi.StreamChunk(4, 32))
 	if strings.Contains(s[from:], fakeapi.StreamChunk(32, 32)) {
 		t.Errorf("the reply showed only once it was all written:\n%q", s[from:])

@@ -61,6 +61,10 @@ type Config struct {
 	// Stop is the message a Ctrl-C during a turn sends, as if typed (the
 	// binary passes the engine's stop command); "" leaves Ctrl-C alone.
 	Stop string
+	// Width is the terminal's width in columns now, which the status line
+	// must not pass (a wrapped line cannot be redrawn in place); nil, or
+	// a result under 20, means 80.
+	Width func() int
 	// Now is the clock for Message.Received, message ids and the status
 	// line; nil is time.Now.
 	Now func() time.Time
@@ -166,7 +170,11 @@ func (a *Adapter) Run(ctx context.Context, h platform.Handler) error {
 		defer func() { stopTick(); <-ticked }()
 	}
 	if a.cfg.Interactive {
-		a.statusf("cc-connect: type a message and press Enter (end a line with \\ to continue it); Ctrl-D to finish")
+		hint := "Ctrl-D to finish"
+		if a.cfg.Terminal && a.cfg.Stop != "" {
+			hint = "Ctrl-C stops a running turn, Ctrl-D finishes"
+		}
+		a.statusf("cc-connect: type a message and press Enter (end a line with \\ to continue it); %s", hint)
 	}
 	for {
 		select {

@@ -58,27 +58,36 @@ type screen struct {
 // spinner turns once a second, so that a frozen terminal shows.
 var spinner = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
 
-// maxDoing bounds the status's text on the status line, which must stay on
-// one line of the terminal to be redrawn in place.
-const maxDoing = 56
-
-// statusLine is the status line's text, unstyled.
-func (s *screen) statusLine(now time.Time) string {
+// statusLine is the status line's text, unstyled, within width columns
+// (one line of the terminal, so that it can be redrawn in place).
+func (s *screen) statusLine(now time.Time, width int) string {
 	el := now.Sub(s.started).Truncate(time.Second)
 	doing := s.doing
 	if doing == "" {
 		doing = "Claude is working"
 	}
-	if s.stopping {
-		doing = "Stopping the turn (Ctrl-C again exits at once)"
-	} else if utf8.RuneCountInString(doing) > maxDoing {
-		doing = string([]rune(doing)[:maxDoing-1]) + "…"
-	}
 	hint := " · Ctrl-C stops it"
 	if s.stopping {
-		hint = ""
+		doing, hint = "Stopping the turn (Ctrl-C again exits at once)", ""
 	}
-	return fmt.Sprintf("%s %s · %s%s", spinner[int(el/time.Second)%len(spinner)], el, doing, hint)
+	line := fmt.Sprintf("%s %s · %s%s", spinner[int(el/time.Second)%len(spinner)], el, doing, hint)
+	if utf8.RuneCountInString(line) >= width {
+		line = fmt.Sprintf("%s %s · %s", spinner[int(el/time.Second)%len(spinner)], el, doing)
+	}
+	if r := []rune(line); len(r) >= width {
+		line = string(r[:width-2]) + "…"
+	}
+	return line
+}
+
+// width is the terminal's width in columns.
+func (a *Adapter) width() int {
+	if a.cfg.Width != nil {
+		if w := a.cfg.Width(); w >= 20 {
+			return w
+		}
+	}
+	return 80
 }
 
 // write runs print with the status line taken off the screen and draws it
@@ -116,7 +125,7 @@ func (a *Adapter) drawStatusLocked() {
 	if !a.cfg.Terminal || !a.scr.working {
 		return
 	}
-	_, _ = io.WriteString(a.cfg.Out, "\r\x1b[K"+styleDim+a.scr.statusLine(a.cfg.Now())+styleOff)
+	_, _ = io.WriteString(a.cfg.Out, "\r\x1b[K"+styleDim+a.scr.statusLine(a.cfg.Now(), a.width())+styleOff)
 	a.scr.shown = true
 }
 

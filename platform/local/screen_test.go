@@ -185,3 +185,24 @@ func stripEscapes(s string) string {
 	}
 	return b.String()
 }
+
+// The status line stays on one line of the terminal, however narrow, so
+// that it can be redrawn in place.
+func TestStatusLineFitsTheTerminal(t *testing.T) {
+	t.Parallel()
+	start := time.Unix(1000, 0)
+	s := screen{working: true, started: start, doing: "Running: Bash " + strings.Repeat("x", 200)}
+	for _, width := range []int{20, 40, 80, 200, 400} {
+		line := s.statusLine(start.Add(75*time.Second), width)
+		if n := len([]rune(line)); n >= width {
+			t.Errorf("width %d: the status line has %d runes: %q", width, n, line)
+		}
+		if !strings.Contains(line, "1m15s · Run") {
+			t.Errorf("width %d: the status line lacks the elapsed time and the status: %q", width, line)
+		}
+	}
+	short := screen{working: true, started: start}
+	if got := short.statusLine(start.Add(3*time.Second), 80); got != "⠸ 3s · Claude is working · Ctrl-C stops it" {
+		t.Errorf("status line = %q", got)
+	}
+}
