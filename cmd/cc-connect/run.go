@@ -264,6 +264,17 @@ func runCommand(ctx context.Context, path string, std stdio, flags runFlags) int
 	if m != nil {
 		opts.Metrics = m
 	}
+	// The one feed of what happens in conversations; the audit trail is
+	// its first observer. Closed after the engine and the cluster, so
+	// that their last events are written.
+	feed, redact := newFeed(cfg)
+	trail, err := startAudit(cfg, feed, log)
+	if err != nil {
+		log.Error("Opening the audit trail failed", "error", err)
+		return exitFailure
+	}
+	defer trail.Close()
+	opts.Activity = feed
 	opts.Spending = un.spend
 	eng, err := engine.New(opts)
 	if err != nil {
@@ -366,7 +377,7 @@ func runCommand(ctx context.Context, path string, std stdio, flags runFlags) int
 		defer std.Interrupt.set(nil)
 	}
 	// Edits of the config file (and SIGHUP) apply while it runs.
-	rl := &reloader{log: log, level: level, eng: eng, deps: deps, locks: locks, running: cfg, secrets: opts.Agent.Secrets}
+	rl := &reloader{log: log, level: level, eng: eng, deps: deps, locks: locks, running: cfg, secrets: opts.Agent.Secrets, redact: redact}
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cc-connect/cc-connect/activity"
 	"github.com/cc-connect/cc-connect/agentproc"
 	"github.com/cc-connect/cc-connect/binding"
 	"github.com/cc-connect/cc-connect/engine/procs"
@@ -64,6 +65,8 @@ type turnRunner struct {
 	purse *purse
 	// tail runs an acknowledged turn's writes after its reply (tail.go).
 	tail *tail
+	// act publishes the turn's activity (activity.go).
+	act feed
 	// awaitText is set while the turn waits on a question or a plan's
 	// feedback: a plain reply in the thread then answers it.
 	awaitText *atomic.Bool
@@ -112,6 +115,7 @@ func (tr *turnRunner) run(it workItem) {
 	tr.e.metrics.TurnStarted()
 	began := time.Now()
 	it.msg.UserName = tr.chat.userName(it.msg) // read here, never on the accept path
+	tr.act.record(activity.Event{Kind: activity.Started, User: it.msg.UserID, UserName: it.msg.UserName})
 	tr.rb.noteSpeaker(it.msg)
 	hadHistory := tr.rb.sessionID() != ""
 	it, notes, perr := tr.att.prepare(it)
@@ -122,6 +126,7 @@ func (tr *turnRunner) run(it workItem) {
 	}
 	ok := tr.finish(it, out, hadHistory)
 	tr.e.metrics.TurnFinished(turnOutcome(out, ok), time.Since(began))
+	tr.act.record(activity.Event{Kind: activity.Finished, User: it.msg.UserID, UserName: it.msg.UserName, Outcome: turnOutcome(out, ok)})
 	if perr == nil && !errors.Is(out.err, ErrStopped) && !errors.Is(out.err, ErrKilled) {
 		tr.team.ringIfLong(it.msg, time.Since(began), ok)
 	}
@@ -650,6 +655,7 @@ func (tr *turnRunner) onEvent(t *turn, proc procs.Process, ev agentproc.Event) {
 		t.text.WriteString(ev.Text)
 	case agentproc.ToolUse:
 		t.live.noteTool(ev)
+		tr.act.record(activity.Event{Kind: activity.Tool, Tool: ev.Name, Input: inputSummary(ev.Input)})
 	case agentproc.Compaction:
 		if ev.Active {
 			t.live.showStatus("Compacting the conversation…")
