@@ -354,7 +354,7 @@ func runStatus(s *Conversation, c call) {
 	rec := s.rb.get()
 	st, qlen, _ := s.mb.snapshot()
 	b := s.liveBinding()
-	v := render.Status{Now: s.e.now(), State: string(st), Workspace: s.ws, SessionID: rec.SessionID, Queue: qlen,
+	v := render.Status{Now: s.e.now(), State: string(st), LoginFailed: rec.LoginFailed, Workspace: s.ws, SessionID: rec.SessionID, Queue: qlen,
 		LastTurn: rec.LastActivity, Model: s.e.cfg.modelLine(rec, b), Mode: s.e.cfg.modeOf(rec, b),
 		CostUSD: rec.TotalCostUSD, People: speakers(rec), Platform: s.chat.platformStatus(),
 		Extra: []string{worktreeStatus(s.e.bg, s.binding.Workspace, s.e.opts.Agent, s.e.opts.StateDir, rec),
