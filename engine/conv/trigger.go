@@ -366,6 +366,9 @@ func (e *Set) Submit(ctx context.Context, r trigger.Run) error {
 		if _, threads := a.(platform.Threader); threads {
 			if thread, ok := e.runs.threads.get(r.Platform, r.Channel, cv); ok {
 				to.Thread = thread
+				if err := e.runs.threads.used(r.Platform, r.Channel, cv); err != nil {
+					log.Warn("Recording a run thread's use failed; it may be forgotten 90 days after it started", "thread", thread, "error", err)
+				}
 			} else {
 				to.Thread, it.kind = runThreadPrefix, itemRun
 			}
