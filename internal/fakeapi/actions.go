@@ -317,6 +317,24 @@ func nextCall(actions []action, done []ToolUse, tools []string) (toolCall, bool)
 	return c, true
 }
 
+// RepeatPhrase in a turn's prompt makes the fake repeat the history's last
+// tool call (fakeapi.go).
+const RepeatPhrase = "make the same call again"
+
+// lastToolCall is the last tool call the model made in msgs.
+func lastToolCall(msgs []Message) (toolCall, bool) {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role != "assistant" {
+			continue
+		}
+		if uses := msgs[i].ToolUses(); len(uses) > 0 {
+			u := uses[len(uses)-1]
+			return toolCall{Name: u.Name, Input: u.Input}, true
+		}
+	}
+	return toolCall{}, false
+}
+
 func contains(list []string, s string) bool {
 	for _, v := range list {
 		if v == s {

@@ -42,6 +42,11 @@
 // When every tool marker has run, the reply is "tool said: <the last
 // tool_result's text>".
 //
+// A turn whose prompt says RepeatPhrase ("make the same call again", as
+// cc-connect's continuation after an answer given while no process ran
+// does) first repeats the last tool call of the history, as a model
+// following it would.
+//
 // Answer markers:
 //
 //	[[THINK:text]]   a thinking block (thinking_delta, signature_delta)
@@ -399,6 +404,9 @@ func (s *Server) planLocked(req *Request) plan {
 	hasNext := false
 	if mode == ModeNormal {
 		next, hasNext = nextCall(spec.actions, req.TurnToolUses, req.Tools)
+	}
+	if mode == ModeNormal && !hasNext && len(req.TurnToolUses) == 0 && strings.Contains(req.TurnPrompt, RepeatPhrase) {
+		next, hasNext = lastToolCall(req.Messages)
 	}
 	switch {
 	case mode == ModeTooLong || mode == ModeNormal && !followUp && inMessage("[[TOOLONG]]"):
