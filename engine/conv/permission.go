@@ -83,7 +83,7 @@ type responder interface {
 func (tr *turnRunner) newPermissions() *permissions {
 	e, key := tr.e, tr.key
 	return &permissions{chat: tr.chat, log: tr.log, metrics: e.metrics, timeout: e.opts.PermissionTimeout, forChat: tr.forChat,
-		reminder: e.opts.ApprovalReminder,
+		reminder:   e.opts.ApprovalReminder,
 		lateReply:  tr.lateReply,
 		allowEdits: slices.Contains(e.cfg.modesFor(tr.binding()), "acceptEdits"),
 		planMode:   func() bool { return e.cfg.modeOf(tr.rb.get(), tr.binding()) == "plan" },
