@@ -25,7 +25,7 @@ func TestApprovalOutlivesRestart(t *testing.T) {
 		told   string // in the continuation Claude receives
 		shown  string // on the prompt
 	}{
-		{"allowed", platform.ChoiceAllow, "Bash `make build` was allowed once: make the same call again to run it.", "allowed once by alice"},
+		{"allowed", platform.ChoiceAllow, "Bash `make build` was allowed once: make the same call again to run it (tool Bash, input {", "allowed once by alice"},
 		{"denied", platform.ChoiceDeny, "Bash `make build` was denied: Denied by alice in chat.", "denied by alice"},
 	}
 	for _, tt := range tests {

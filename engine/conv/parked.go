@@ -127,6 +127,15 @@ func (ps *permissions) presetAnswer(proc responder, req agentproc.PermissionRequ
 	return false
 }
 
+// compactJSON is raw on one line.
+func compactJSON(raw json.RawMessage) string {
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return strings.Join(strings.Fields(string(raw)), " ")
+	}
+	return b.String()
+}
+
 // sameInput compares two tool inputs as JSON values.
 func sameInput(a, b json.RawMessage) bool {
 	var x, y bytes.Buffer
@@ -295,7 +304,10 @@ func answersNote(answered []parkedRequest) string {
 		case r.Req.ToolName == "ExitPlanMode" && r.Answer.Behavior == agentproc.Allow:
 			fmt.Fprintf(&b, "\n- your plan was approved: call ExitPlanMode again with the same plan to proceed.")
 		case r.Answer.Behavior == agentproc.Allow || r.Answer.Behavior == agentproc.AlwaysAllow:
-			fmt.Fprintf(&b, "\n- %s was %s: make the same call again to run it.", what, describe(r.Answer.Behavior))
+			// The exact input: the resumed CLI may not show the call
+			// (its transcript drops a call without a result), and only
+			// the same input gets the answer (permissions.presetAnswer).
+			fmt.Fprintf(&b, "\n- %s was %s: make the same call again to run it (tool %s, input %s).", what, describe(r.Answer.Behavior), r.Req.ToolName, compactJSON(r.Req.Input))
 		default:
 			fmt.Fprintf(&b, "\n- %s was denied: %s", what, r.Answer.Message)
 		}

@@ -44,8 +44,9 @@
 //
 // A turn whose prompt says RepeatPhrase ("make the same call again", as
 // cc-connect's continuation after an answer given while no process ran
-// does) first repeats the last tool call of the history, as a model
-// following it would.
+// does) first makes the call it names ("(tool NAME, input {JSON})"), else
+// repeats the last tool call of the history, as a model following it
+// would.
 //
 // Answer markers:
 //
@@ -406,7 +407,7 @@ func (s *Server) planLocked(req *Request) plan {
 		next, hasNext = nextCall(spec.actions, req.TurnToolUses, req.Tools)
 	}
 	if mode == ModeNormal && !hasNext && len(req.TurnToolUses) == 0 && strings.Contains(req.TurnPrompt, RepeatPhrase) {
-		next, hasNext = lastToolCall(req.Messages)
+		next, hasNext = repeatCall(req.TurnPrompt, req.Messages)
 	}
 	switch {
 	case mode == ModeTooLong || mode == ModeNormal && !followUp && inMessage("[[TOOLONG]]"):
