@@ -84,6 +84,7 @@ func (ps *permissions) forget(p *pendingPerm) {
 	}
 	ps.unregister(p.req.RequestID)
 	ps.metrics.PermissionAnswered(orDefault(p.choice, "cancelled"), 0)
+	ps.answered(p, "")
 	if len(ps.pending) == 0 {
 		ps.setWaiting(false)
 	}
@@ -143,6 +144,7 @@ func (ps *permissions) answerSpecial(proc responder, c control) bool {
 		return false
 	}
 	who := orDefault(c.userName, "someone")
+	p.byID, p.byName = c.userID, c.userName
 	if p.qs != nil {
 		ps.answerQuestion(proc, p, c, who)
 	} else {
@@ -185,7 +187,7 @@ func (ps *permissions) answerQuestion(proc responder, p *pendingPerm, c control,
 		ps.deliver(proc, p, agentproc.PermissionDecision{Behavior: agentproc.Deny, Message: dismissedText}, render.AnswersNotPassed)
 		return
 	}
-	p.choice = "answered"
+	p.choice, p.answer = "answered", qs.summary()
 	ps.deliver(proc, p, agentproc.PermissionDecision{Behavior: agentproc.Allow, Input: input}, render.AnsweredBy(qs.answeredBy()))
 }
 
@@ -193,7 +195,7 @@ func (ps *permissions) answerPlan(proc responder, p *pendingPerm, c control, who
 	input := p.req.Input
 	switch {
 	case c.kind == ctrlReply:
-		p.choice = "plan_feedback"
+		p.choice, p.answer = "plan_feedback", c.text
 		ps.deliver(proc, p, agentproc.PermissionDecision{Behavior: agentproc.Deny, Message: planFeedback + c.text},
 			render.PlanFeedback(who))
 	case c.choice == platform.ChoicePlanDefault, c.choice == platform.ChoiceAllow:

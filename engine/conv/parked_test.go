@@ -9,7 +9,9 @@ import (
 	"github.com/cc-connect/cc-connect/agentproc"
 )
 
-type answersTaken struct{ got map[string]agentproc.PermissionDecision }
+type answersTaken struct {
+	got map[string]agentproc.PermissionDecision
+}
 
 func (a *answersTaken) RespondPermission(_ context.Context, id string, d agentproc.PermissionDecision) error {
 	a.got[id] = d

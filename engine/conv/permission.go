@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cc-connect/cc-connect/activity"
 	"github.com/cc-connect/cc-connect/agentproc"
 	"github.com/cc-connect/cc-connect/engine/render"
 	"github.com/cc-connect/cc-connect/platform"
@@ -43,6 +44,8 @@ type permissions struct {
 	// ring, when set, mentions the person who asked once a prompt is
 	// posted (notify_mention), so that their phone rings.
 	ring func(tool string)
+	// act publishes each request and how it ended (activity.go).
+	act feed
 
 	pending []*pendingPerm
 	timer   *time.Timer // fires at the earliest deadline
@@ -65,6 +68,11 @@ type pendingPerm struct {
 	deadline    time.Time
 	asked       time.Time // for the wait metric
 	choice      string    // how it ended, for the metrics; "" = cancelled
+	// byID and byName are who answered it, for the activity feed; ""
+	// when nobody did (a timeout, the CLI withdrew it).
+	byID, byName string
+	// answer is what a question's answers or a plan's feedback said.
+	answer string
 	// qs is the question set of an AskUserQuestion; plan marks an
 	// ExitPlanMode (asks.go).
 	qs   *questionSet
@@ -83,8 +91,8 @@ type responder interface {
 func (tr *turnRunner) newPermissions() *permissions {
 	e, key := tr.e, tr.key
 	return &permissions{chat: tr.chat, log: tr.log, metrics: e.metrics, timeout: e.opts.PermissionTimeout, forChat: tr.forChat,
-		reminder:   e.opts.ApprovalReminder,
-		lateReply:  tr.lateReply,
+		reminder:  e.opts.ApprovalReminder,
+		lateReply: tr.lateReply, act: tr.act,
 		allowEdits: slices.Contains(e.cfg.modesFor(tr.binding()), "acceptEdits"),
 		planMode:   func() bool { return e.cfg.modeOf(tr.rb.get(), tr.binding()) == "plan" },
 		awaitText: func(on bool) {
@@ -142,6 +150,7 @@ func (ps *permissions) ask(proc responder, req agentproc.PermissionRequest) {
 	ps.setWaiting(true)
 
 	ps.log.Info("Permission requested", "request_id", req.RequestID, "tool", req.ToolName, "blocked_path", req.BlockedPath)
+	ps.act.record(activity.Event{Kind: activity.Asking, Tool: req.ToolName, Input: inputSummary(req.Input)})
 	if ps.askSpecial(proc, p) {
 		return
 	}
@@ -277,6 +286,7 @@ func (ps *permissions) resolve(p *pendingPerm, outcome string) {
 	}
 	ps.unregister(p.req.RequestID)
 	ps.metrics.PermissionAnswered(orDefault(p.choice, "cancelled"), time.Since(p.asked))
+	ps.answered(p, outcome)
 	if len(ps.pending) == 0 {
 		ps.setWaiting(false)
 	}
@@ -303,6 +313,7 @@ func (ps *permissions) answer(proc responder, c control) {
 		return
 	}
 	who := orDefault(c.userName, "someone")
+	p.byID, p.byName = c.userID, c.userName
 	d := agentproc.PermissionDecision{Behavior: agentproc.Deny, Message: "Denied by " + who + " in chat."}
 	switch c.choice {
 	case platform.ChoiceAllow, platform.ChoicePlanAcceptEdits: // "!allow edits" typed for a plain request
@@ -323,6 +334,12 @@ func (ps *permissions) answer(proc responder, c control) {
 	ps.log.Info("Permission answered", "request_id", p.req.RequestID, "tool", p.req.ToolName, "decision", d.Behavior.String(), "user_name", who)
 	p.choice = permissionChoice(d.Behavior)
 	ps.resolve(p, fmt.Sprintf("%s by %s", describe(d.Behavior), who))
+}
+
+// answered publishes how a request ended, and who ended it.
+func (ps *permissions) answered(p *pendingPerm, outcome string) {
+	ps.act.record(activity.Event{Kind: activity.Answered, User: p.byID, UserName: p.byName, Tool: p.req.ToolName,
+		Input: p.answer, Choice: orDefault(p.choice, "cancelled"), Outcome: outcome})
 }
 
 // expire denies every request whose deadline has passed.

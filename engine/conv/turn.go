@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cc-connect/cc-connect/activity"
 	"github.com/cc-connect/cc-connect/agentproc"
 	"github.com/cc-connect/cc-connect/binding"
 	"github.com/cc-connect/cc-connect/engine/procs"
@@ -64,12 +65,17 @@ type turnRunner struct {
 	purse *purse
 	// tail runs an acknowledged turn's writes after its reply (tail.go).
 	tail *tail
+	// act publishes the turn's activity (activity.go).
+	act feed
 	// awaitText is set while the turn waits on a question or a plan's
 	// feedback: a plain reply in the thread then answers it.
 	awaitText *atomic.Bool
 	// dm: the conversation is a direct message (the sender header is off
 	// there by default).
 	dm bool
+	// ho hands what a stopping cluster host cannot finish to the
+	// binding's next holder (handover.go).
+	ho handover
 }
 
 // outcome is how one attempt at a turn ended.
@@ -97,6 +103,9 @@ type turn struct {
 	live    *live // what the turn shows as it goes (live.go)
 	started bool  // the CLI began the turn (system/init seen)
 	stopped bool  // !stop was asked for
+	// handedOver: the shutdown grace cut it on a cluster host, and the
+	// binding's next holder runs it (handover.go).
+	handedOver bool
 	// compacted and compactErr are what a compaction reported.
 	compacted  *agentproc.CompactBoundary
 	compactErr string
@@ -112,6 +121,7 @@ func (tr *turnRunner) run(it workItem) {
 	tr.e.metrics.TurnStarted()
 	began := time.Now()
 	it.msg.UserName = tr.chat.userName(it.msg) // read here, never on the accept path
+	tr.act.record(activity.Event{Kind: activity.Started, User: it.msg.UserID, UserName: it.msg.UserName})
 	tr.rb.noteSpeaker(it.msg)
 	hadHistory := tr.rb.sessionID() != ""
 	it, notes, perr := tr.att.prepare(it)
@@ -122,6 +132,7 @@ func (tr *turnRunner) run(it workItem) {
 	}
 	ok := tr.finish(it, out, hadHistory)
 	tr.e.metrics.TurnFinished(turnOutcome(out, ok), time.Since(began))
+	tr.act.record(activity.Event{Kind: activity.Finished, User: it.msg.UserID, UserName: it.msg.UserName, Outcome: turnOutcome(out, ok)})
 	if perr == nil && !errors.Is(out.err, ErrStopped) && !errors.Is(out.err, ErrKilled) {
 		tr.team.ringIfLong(it.msg, time.Since(began), ok)
 	}
@@ -176,8 +187,10 @@ func (tr *turnRunner) finish(it workItem, out outcome, hadHistory bool) bool {
 		return succeeded(out)
 	case errors.Is(out.err, ErrKilled):
 		return false // a test's kill: nothing more happens
-	case errors.Is(out.err, errFenced):
-		return false // the binding's next holder runs it (cluster.go)
+	case errors.Is(out.err, errFenced), errors.Is(out.err, errHandedOver):
+		return false // the binding's next holder runs it (cluster.go, handover.go)
+	case errors.Is(out.err, ErrStopped) && tr.ho.takes(it):
+		return false // the binding's next holder runs it, and says so once
 	case errors.Is(out.err, errParked):
 		tr.chat.send(render.ParkedAtShutdown)
 		return false
@@ -301,6 +314,10 @@ func (tr *turnRunner) settle(it workItem, out outcome) (retry *workItem, durable
 	var exitErr *agentproc.ExitError
 	why := inbox.AckResult
 	switch {
+	case errors.Is(out.err, errHandedOver), errors.Is(out.err, ErrStopped) && tr.ho.takes(it):
+		tr.ho.leave(it, out.err.Error())
+		tr.saveNow()
+		return nil, nil
 	case errors.Is(out.err, ErrStopped), errors.Is(out.err, ErrKilled), errors.Is(out.err, errParked):
 		tr.saveNow()
 		return nil, nil
@@ -555,6 +572,9 @@ func (tr *turnRunner) attempt(it workItem) outcome {
 			if err == nil && res == nil {
 				out.err = errors.New("turn ended without a result")
 			}
+			if t.handedOver {
+				out.err = errHandedOver // whatever the interrupt made of it
+			}
 			if out.err != nil {
 				t.live.endStream()
 			}
@@ -589,7 +609,9 @@ func (tr *turnRunner) attempt(it workItem) outcome {
 			if !tr.e.cluster.clustered(it.msg.Target.Platform) && t.perms.park() {
 				return tr.parkAtShutdown(t, proc)
 			}
-			tr.log.Warn("Shutdown grace over; interrupting the running turn", "session_id", tr.rb.sessionID())
+			t.handedOver = tr.ho.takes(it)
+			tr.log.Warn("Shutdown grace over; interrupting the running turn", "session_id", tr.rb.sessionID(),
+				"handed_over", t.handedOver)
 			tr.interrupt(proc)
 			killC = time.After(tr.e.opts.ShutdownGrace)
 		case <-killC:
@@ -666,6 +688,7 @@ func (tr *turnRunner) onEvent(t *turn, proc procs.Process, ev agentproc.Event) {
 		t.text.WriteString(ev.Text)
 	case agentproc.ToolUse:
 		t.live.noteTool(ev)
+		tr.act.record(activity.Event{Kind: activity.Tool, Tool: ev.Name, Input: inputSummary(ev.Input)})
 	case agentproc.Compaction:
 		if ev.Active {
 			t.live.showStatus("Compacting the conversation…")
