@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
 )
 
 // Behavior is how a permission request is answered. The zero value is not a
@@ -71,6 +74,45 @@ func (e *ControlError) Error() string {
 	return fmt.Sprintf("control request %s failed: %s", e.Subtype, e.Message)
 }
 
+// controls is the control protocol of one Process (PROTOCOL.md §4): the
+// requests cc-connect sends and waits on (interrupt, set_model,
+// set_permission_mode), the permission requests the CLI waits on, and the
+// refusal of requests nobody serves. Process embeds it, so Interrupt,
+// SetModel, SetPermissionMode and RespondPermission are the Process's; the
+// reader hands it each decoded line's control traffic (handle).
+type controls struct {
+	write   func(ctx context.Context, v any) error // one whole line on stdin
+	done    <-chan struct{}                        // closed once the process is reaped
+	log     *slog.Logger
+	session func() string // the session id, for logs
+	strays  *sync.WaitGroup
+
+	nextID atomic.Uint64
+
+	mu      sync.Mutex // guards the fields below
+	pending map[string]chan controlReply
+	perms   map[string]*pendingPerm
+	exited  bool
+}
+
+func newControls(write func(context.Context, any) error, done <-chan struct{}, log *slog.Logger,
+	session func() string, strays *sync.WaitGroup) *controls {
+	return &controls{
+		write: write, done: done, log: log, session: session, strays: strays,
+		pending: make(map[string]chan controlReply),
+		perms:   make(map[string]*pendingPerm),
+	}
+}
+
+// end forgets the pending permission requests once the process is gone and
+// refuses control requests from then on.
+func (c *controls) end() {
+	c.mu.Lock()
+	c.exited = true
+	c.perms = map[string]*pendingPerm{}
+	c.mu.Unlock()
+}
+
 // pendingPerm is a can_use_tool request waiting for RespondPermission.
 type pendingPerm struct {
 	input       json.RawMessage
@@ -81,43 +123,51 @@ type pendingPerm struct {
 // the CLI's acknowledgement. The turn then ends with an error_during_execution
 // result, which Turn returns; the process stays alive. Interrupting an idle
 // process is harmless.
-func (p *Process) Interrupt(ctx context.Context) error {
-	_, err := p.control(ctx, "interrupt", nil)
+func (c *controls) Interrupt(ctx context.Context) error {
+	_, err := c.control(ctx, "interrupt", nil)
+	return err
+}
+
+// StopTask stops a running task, a background one too (control
+// stop_task). The CLI reports its end with task_updated and
+// task_notification.
+func (c *controls) StopTask(ctx context.Context, taskID string) error {
+	_, err := c.control(ctx, "stop_task", map[string]any{"task_id": taskID})
 	return err
 }
 
 // SetModel switches the model for the following turns (control set_model).
-func (p *Process) SetModel(ctx context.Context, model string) error {
-	_, err := p.control(ctx, "set_model", map[string]any{"model": model})
+func (c *controls) SetModel(ctx context.Context, model string) error {
+	_, err := c.control(ctx, "set_model", map[string]any{"model": model})
 	return err
 }
 
 // SetPermissionMode switches the permission mode (control
 // set_permission_mode), e.g. "default" or "acceptEdits".
-func (p *Process) SetPermissionMode(ctx context.Context, mode string) error {
-	_, err := p.control(ctx, "set_permission_mode", map[string]any{"mode": mode})
+func (c *controls) SetPermissionMode(ctx context.Context, mode string) error {
+	_, err := c.control(ctx, "set_permission_mode", map[string]any{"mode": mode})
 	return err
 }
 
 // RespondPermission answers a PermissionRequest. Answering a request the CLI
 // cancelled or that was already answered returns ErrNoPendingPermission and
 // writes nothing.
-func (p *Process) RespondPermission(ctx context.Context, requestID string, d PermissionDecision) error {
+func (c *controls) RespondPermission(ctx context.Context, requestID string, d PermissionDecision) error {
 	var resp map[string]any
-	p.mu.Lock()
-	pp, ok := p.perms[requestID]
+	c.mu.Lock()
+	pp, ok := c.perms[requestID]
 	if ok {
 		var err error
 		resp, err = permissionResponse(pp, d)
 		if err != nil {
-			p.mu.Unlock()
+			c.mu.Unlock()
 			return err
 		}
 		// Forget it before writing: a second answer must fail even if
 		// this write is still in flight.
-		delete(p.perms, requestID)
+		delete(c.perms, requestID)
 	}
-	p.mu.Unlock()
+	c.mu.Unlock()
 	if !ok {
 		return fmt.Errorf("answering permission request %s: %w", requestID, ErrNoPendingPermission)
 	}
@@ -129,11 +179,11 @@ func (p *Process) RespondPermission(ctx context.Context, requestID string, d Per
 			"response":   resp,
 		},
 	}
-	if err := p.writeJSON(ctx, msg); err != nil {
+	if err := c.write(ctx, msg); err != nil {
 		return fmt.Errorf("answering permission request %s: %w", requestID, err)
 	}
-	p.log.Debug("Permission answered", "request_id", requestID, "behavior", d.Behavior.String(),
-		"session_id", p.SessionID())
+	c.log.Debug("Permission answered", "request_id", requestID, "behavior", d.Behavior.String(),
+		"session_id", c.session())
 	return nil
 }
 
@@ -200,28 +250,28 @@ func alwaysAllowRules(suggestions []json.RawMessage) []json.RawMessage {
 }
 
 // control sends one control request and waits for its control_response.
-func (p *Process) control(ctx context.Context, subtype string, fields map[string]any) (json.RawMessage, error) {
-	id := fmt.Sprintf("ccc_%d_%s", p.nextID.Add(1), subtype)
+func (c *controls) control(ctx context.Context, subtype string, fields map[string]any) (json.RawMessage, error) {
+	id := fmt.Sprintf("ccc_%d_%s", c.nextID.Add(1), subtype)
 	req := map[string]any{"subtype": subtype}
 	for k, v := range fields {
 		req[k] = v
 	}
 	ch := make(chan controlReply, 1)
-	p.mu.Lock()
-	if p.exited {
-		p.mu.Unlock()
+	c.mu.Lock()
+	if c.exited {
+		c.mu.Unlock()
 		return nil, fmt.Errorf("control request %s: %w", subtype, ErrClosed)
 	}
-	p.pending[id] = ch
-	p.mu.Unlock()
+	c.pending[id] = ch
+	c.mu.Unlock()
 	defer func() {
-		p.mu.Lock()
-		delete(p.pending, id)
-		p.mu.Unlock()
+		c.mu.Lock()
+		delete(c.pending, id)
+		c.mu.Unlock()
 	}()
 
 	msg := map[string]any{"type": "control_request", "request_id": id, "request": req}
-	if err := p.writeJSON(ctx, msg); err != nil {
+	if err := c.write(ctx, msg); err != nil {
 		return nil, fmt.Errorf("control request %s: %w", subtype, err)
 	}
 	select {
@@ -230,7 +280,7 @@ func (p *Process) control(ctx context.Context, subtype string, fields map[string
 			return nil, &ControlError{Subtype: subtype, Message: r.err}
 		}
 		return r.response, nil
-	case <-p.done:
+	case <-c.done:
 		return nil, fmt.Errorf("control request %s: %w", subtype, ErrClosed)
 	case <-ctx.Done():
 		return nil, fmt.Errorf("control request %s: %w", subtype, ctx.Err())
@@ -243,23 +293,33 @@ func (p *Process) handleControl(d *decoded) {
 	switch {
 	case d.replyID == initRequestID:
 		p.answerInitialize(d.reply)
+	case d.mcp != nil:
+		p.handleMCP(d.mcp)
+	default:
+		p.controls.handle(d)
+	}
+}
+
+// handle takes a line's answer to one of our requests, a permission request
+// or its withdrawal, or a request nobody serves. It runs on the reader
+// goroutine and never blocks on the CLI.
+func (c *controls) handle(d *decoded) {
+	switch {
 	case d.replyID != "":
-		p.mu.Lock()
-		ch, ok := p.pending[d.replyID]
-		p.mu.Unlock()
+		c.mu.Lock()
+		ch, ok := c.pending[d.replyID]
+		c.mu.Unlock()
 		if ok {
 			ch <- d.reply // buffered, one reply per id
 		}
 	case d.perm != nil:
-		p.mu.Lock()
-		p.perms[d.perm.RequestID] = &pendingPerm{input: d.perm.Input, suggestions: d.perm.Suggestions}
-		p.mu.Unlock()
-	case d.mcp != nil:
-		p.handleMCP(d.mcp)
+		c.mu.Lock()
+		c.perms[d.perm.RequestID] = &pendingPerm{input: d.perm.Input, suggestions: d.perm.Suggestions}
+		c.mu.Unlock()
 	case d.cancelID != "":
-		p.mu.Lock()
-		delete(p.perms, d.cancelID)
-		p.mu.Unlock()
+		c.mu.Lock()
+		delete(c.perms, d.cancelID)
+		c.mu.Unlock()
 	case d.unsupported != "":
 		// The CLI waits for an answer to every request it sends; say no
 		// rather than leave it hanging. Written from its own goroutine so
@@ -272,11 +332,11 @@ func (p *Process) handleControl(d *decoded) {
 				"error":      "Unsupported control request subtype: " + d.unsupportedType,
 			},
 		}
-		p.log.Debug("Refusing agent control request", "subtype", d.unsupportedType, "session_id", p.SessionID())
-		p.wg.Add(1)
+		c.log.Debug("Refusing agent control request", "subtype", d.unsupportedType, "session_id", c.session())
+		c.strays.Add(1)
 		go func() {
-			defer p.wg.Done()
-			_ = p.writeJSON(context.Background(), msg)
+			defer c.strays.Done()
+			_ = c.write(context.Background(), msg)
 		}()
 	}
 }

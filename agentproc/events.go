@@ -158,6 +158,9 @@ type Result struct {
 	Model string
 	// PermissionDenials lists the tools denied during the turn.
 	PermissionDenials []string
+	// Origin is what started a turn the CLI ran by itself
+	// (OriginTaskNotification); "" for a turn of a message of ours.
+	Origin string
 }
 
 // ContextWindow is the context window of the turn's model from modelUsage,

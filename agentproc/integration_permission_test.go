@@ -290,7 +290,7 @@ func TestRealCLIMessageDuringToolFolds(t *testing.T) {
 	}
 
 	o := <-turnDone
-	if o.err != nil || o.res == nil || o.res.Text != "tool said: opened" {
+	if o.err != nil || o.res == nil || o.res.Text != "tool said: opened\nand you said: midway note" {
 		t.Fatalf("turn: result %+v, err %v", o.res, o.err)
 	}
 	// The message went into the running turn, as a note on the tool's

@@ -71,10 +71,10 @@ type Process struct {
 	err    error         // set before done is closed
 	init   handshake     // the initialize request (initialize.go)
 
-	mu      sync.Mutex // guards the fields below
-	pending map[string]chan controlReply
-	perms   map[string]*pendingPerm
-	exited  bool
+	*controls // the control protocol (control.go)
+	ownTurns  // the turns the CLI starts by itself (background.go)
+
+	mu      sync.Mutex // guards session
 	session string
 
 	// routeMu guards cur and streamEnded: where the reader hands each
@@ -84,7 +84,6 @@ type Process struct {
 	streamEnded bool  // the reader is done: a turn started now ends at once
 
 	calls     hostCalls // the host tools' running calls (hosttools.go)
-	nextID    atomic.Uint64
 	turnBusy  atomic.Bool
 	closeOnce sync.Once
 	closing   atomic.Bool
@@ -154,21 +153,21 @@ func Start(ctx context.Context, cfg Config, opts StartOptions, log *slog.Logger)
 		tail = defaultStderrTailBytes
 	}
 	p := &Process{
-		cfg:     cfg,
-		opts:    opts,
-		log:     log,
-		cmd:     cmd,
-		pid:     cmd.Process.Pid,
-		stdin:   inW,
-		outR:    outR,
-		errR:    errR,
-		stderr:  &tailBuffer{max: tail},
-		events:  make(chan Event, eventBuffer),
-		done:    make(chan struct{}),
-		pending: make(map[string]chan controlReply),
-		perms:   make(map[string]*pendingPerm),
-		init:    newHandshake(),
+		cfg:      cfg,
+		opts:     opts,
+		log:      log,
+		cmd:      cmd,
+		pid:      cmd.Process.Pid,
+		stdin:    inW,
+		outR:     outR,
+		errR:     errR,
+		stderr:   &tailBuffer{max: tail},
+		events:   make(chan Event, eventBuffer),
+		done:     make(chan struct{}),
+		init:     newHandshake(),
+		ownTurns: newOwnTurns(),
 	}
+	p.controls = newControls(p.writeJSON, p.done, log, p.SessionID, &p.wg)
 	resume := opts.ResumeID
 	if resume == "" {
 		resume = "new"
@@ -213,12 +212,9 @@ func (p *Process) wait(readerDone, stderrDone <-chan struct{}) {
 	<-stderrDone
 	var err error
 	if waitErr != nil {
-		err = p.exitError(waitErr)
+		err = exitError(waitErr, p.stderr.String())
 	}
-	p.mu.Lock()
-	p.exited = true
-	p.perms = map[string]*pendingPerm{}
-	p.mu.Unlock()
+	p.controls.end()
 	p.err = err
 	_ = p.stdin.Close()
 	close(p.done)
@@ -234,8 +230,9 @@ func (p *Process) wait(readerDone, stderrDone <-chan struct{}) {
 	close(p.events)
 }
 
-func (p *Process) exitError(waitErr error) error {
-	ee := &ExitError{Code: -1, StderrTail: strings.TrimSpace(p.stderr.String())}
+// exitError says how the process ended, with the tail of its stderr.
+func exitError(waitErr error, stderrTail string) error {
+	ee := &ExitError{Code: -1, StderrTail: strings.TrimSpace(stderrTail)}
 	var xe *exec.ExitError
 	if !errors.As(waitErr, &xe) {
 		ee.StderrTail = strings.TrimSpace(waitErr.Error() + "\n" + ee.StderrTail)
@@ -321,10 +318,13 @@ func (p *Process) StderrTail() string { return p.stderr.String() }
 
 // Send writes one user message and returns the uuid it carries; the CLI
 // records that uuid in the transcript (PROTOCOL.md §14). Send does not wait
-// for the turn; see StartTurn.
+// for the turn; see StartTurn. Its events come on Events, never as an own
+// turn.
 func (p *Process) Send(ctx context.Context, text string) (string, error) {
 	id := uuid.NewString()
+	p.loose.Add(1) // its turn is the caller's, not one the CLI started by itself
 	if err := p.sendUUID(ctx, id, text); err != nil {
+		p.loose.Add(-1)
 		return "", err
 	}
 	return id, nil
@@ -451,12 +451,12 @@ func (p *Process) Close(ctx context.Context) error {
 		}()
 		defer func() { <-closed }() // after the reap, wait closed stdin: the lock is free
 
-		if p.waitDone(ctx, grace) {
+		if waitDone(ctx, p.done, grace) {
 			return
 		}
 		p.log.Info("Agent process did not exit, terminating", "pid", p.pid, "session_id", p.SessionID())
 		_ = syscall.Kill(-p.pid, syscall.SIGTERM)
-		if p.waitDone(ctx, grace) {
+		if waitDone(ctx, p.done, grace) {
 			return
 		}
 		p.log.Warn("Agent process ignored SIGTERM, killing", "pid", p.pid, "session_id", p.SessionID())
@@ -466,13 +466,13 @@ func (p *Process) Close(ctx context.Context) error {
 	return nil
 }
 
-// waitDone waits up to d for the exit; false when it did not come in time or
-// ctx ended.
-func (p *Process) waitDone(ctx context.Context, d time.Duration) bool {
+// waitDone waits up to d for done (the exit); false when it did not come in
+// time or ctx ended.
+func waitDone(ctx context.Context, done <-chan struct{}, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
-	case <-p.done:
+	case <-done:
 		return true
 	case <-t.C:
 		return false

@@ -48,6 +48,23 @@ type wireLine struct {
 	ErrorStatus     int              `json:"error_status"`
 	Error           json.RawMessage  `json:"error"`
 
+	// task_started, task_updated, task_notification,
+	// background_tasks_changed (background.go); command_lifecycle; the
+	// result's origin
+	TaskID         string     `json:"task_id"`
+	TaskType       string     `json:"task_type"`
+	Description    string     `json:"description"`
+	IsBackgrounded bool       `json:"is_backgrounded"`
+	Summary        string     `json:"summary"`
+	OutputFile     string     `json:"output_file"`
+	Patch          *wirePatch `json:"patch"`
+	Tasks          []wireTask `json:"tasks"`
+	CommandUUID    string     `json:"command_uuid"`
+	State          string     `json:"state"`
+	Origin         *struct {
+		Kind string `json:"kind"`
+	} `json:"origin"`
+
 	// assistant, user
 	Message           *wireMessage `json:"message"`
 	IsAPIErrorMessage bool         `json:"is_api_error_message"`
@@ -82,6 +99,11 @@ type wireLine struct {
 	RequestID string           `json:"request_id"`
 	Request   *wireCtlRequest  `json:"request"`
 	Response  *wireCtlResponse `json:"response"`
+}
+
+// wirePatch is what task_updated changed.
+type wirePatch struct {
+	Status string `json:"status"`
 }
 
 type compactMetadata struct {
@@ -231,6 +253,8 @@ func (d *decoder) decodeLine(line []byte) decoded {
 		return decoded{events: streamEvent(&w)}
 	case "tool_progress":
 		return decoded{events: toolProgress(&w)}
+	case "command_lifecycle":
+		return decoded{events: []Event{CommandState{UUID: w.CommandUUID, State: w.State}}}
 	}
 	return decoded{}
 }
@@ -275,7 +299,7 @@ func (d *decoder) system(w *wireLine) []Event {
 			Error:        rawString(w.Error),
 		}}
 	}
-	return nil
+	return taskEvents(w)
 }
 
 func (d *decoder) assistant(w *wireLine) []Event {
@@ -342,6 +366,9 @@ func (d *decoder) result(w *wireLine) *Result {
 	}
 	if w.StopReason != nil {
 		r.StopReason = *w.StopReason
+	}
+	if w.Origin != nil {
+		r.Origin = w.Origin.Kind
 	}
 	if w.APIErrorStatus != nil {
 		r.APIErrorStatus = *w.APIErrorStatus

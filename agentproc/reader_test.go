@@ -517,11 +517,10 @@ func BenchmarkRelay(b *testing.B) {
 	cpu0 := cpuTime()
 	for b.Loop() {
 		p := &Process{
-			log:     slog.New(slog.DiscardHandler),
-			events:  make(chan Event, eventBuffer),
-			pending: map[string]chan controlReply{},
-			perms:   map[string]*pendingPerm{},
+			log:    slog.New(slog.DiscardHandler),
+			events: make(chan Event, eventBuffer),
 		}
+		p.controls = newControls(p.writeJSON, p.done, p.log, p.SessionID, &p.wg)
 		done := make(chan int)
 		go func() {
 			n := 0

@@ -34,6 +34,7 @@ type UserMessage struct {
 // may be called while events wait. Read Events until it is closed.
 type Turn struct {
 	p      *Process
+	own    bool // the CLI started it by itself (background.go)
 	uuid   string
 	events chan Event
 	done   chan struct{}
@@ -176,6 +177,13 @@ func (p *Process) takeWaiting(t *Turn) {
 func (p *Process) route(ev Event) {
 	p.routeMu.Lock()
 	t := p.cur
+	if _, ok := ev.(Init); ok && t == nil && !p.streamEnded {
+		t = p.ownTurnLocked() // the CLI starts a turn by itself
+	}
+	p.note(ev, t != nil)
+	if _, ok := ev.(*Result); ok && t == nil && p.loose.Load() > 0 {
+		p.loose.Add(-1) // the result of a message Send wrote
+	}
 	if t == nil {
 		p.routeMu.Unlock()
 		p.events <- ev

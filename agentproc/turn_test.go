@@ -26,14 +26,13 @@ func scriptedProcess(t *testing.T, script func(line []byte, out io.Writer)) *Pro
 		t.Fatal(err)
 	}
 	p := &Process{
-		log:     slog.New(slog.DiscardHandler),
-		stdin:   inW,
-		stderr:  &tailBuffer{max: defaultStderrTailBytes},
-		events:  make(chan Event, eventBuffer),
-		done:    make(chan struct{}),
-		pending: map[string]chan controlReply{},
-		perms:   map[string]*pendingPerm{},
+		log:    slog.New(slog.DiscardHandler),
+		stdin:  inW,
+		stderr: &tailBuffer{max: defaultStderrTailBytes},
+		events: make(chan Event, eventBuffer),
+		done:   make(chan struct{}),
 	}
+	p.controls = newControls(p.writeJSON, p.done, p.log, p.SessionID, &p.wg)
 	cliDone := make(chan struct{})
 	go func() {
 		defer close(cliDone)

@@ -110,6 +110,15 @@ var (
 	providerVars   = []string{"CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX", "CLAUDE_CODE_USE_FOUNDRY"}
 )
 
+// CheckLogin is the login check alone: `cc-connect run` says once at
+// start-up when Claude Code would answer "Not logged in".
+func CheckLogin(cfg *config.Config, opts Options) Check {
+	if opts.Environ == nil {
+		opts.Environ = os.Environ()
+	}
+	return checkLogin(cfg, opts)
+}
+
 // checkLogin looks, without any API call, for what spares Claude Code its
 // "Not logged in · Please run /login" exit: a key in the environment, a
 // cloud provider, an apiKeyHelper, or the credentials file `/login` writes.

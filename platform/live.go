@@ -277,3 +277,13 @@ func (s OptionSet) List() []int {
 	}
 	return out
 }
+
+// StatusLiner is implemented by platforms that show a running turn's
+// status in a place of its own instead of a message (the terminal's status
+// line, redrawn in place under what was printed). The engine then hands it
+// each status (what Claude does now, the tool in use) instead of posting
+// and editing a status message; "" clears it. A StatusLiner may show
+// nothing at all where it cannot draw (a terminal whose output is piped).
+type StatusLiner interface {
+	ShowStatus(ctx context.Context, to Target, text string) error
+}

@@ -23,8 +23,10 @@ type adapterDeps struct {
 	Stdin       io.Reader
 	Stdout      io.Writer
 	Stderr      io.Writer
-	Interactive bool   // stdin is a terminal
-	User        string // the local user's name
+	Interactive bool       // stdin is a terminal
+	Terminal    bool       // stdout is a terminal too: the terminal chat streams
+	Width       func() int // the terminal's columns now; nil when not one
+	User        string     // the local user's name
 	// OnEOF is called by the terminal chat at the end of input.
 	OnEOF func(ctx context.Context)
 	Log   *slog.Logger
@@ -57,6 +59,9 @@ func newLocalAdapter(p config.Platform, deps adapterDeps) (platform.Adapter, err
 		Status:      deps.Stderr,
 		User:        deps.User,
 		Interactive: deps.Interactive,
+		Terminal:    deps.Terminal,
+		Stop:        "!stop",
+		Width:       deps.Width,
 		OnEOF:       deps.OnEOF,
 	}, deps.Log)
 }
@@ -139,16 +144,6 @@ func currentUser() string {
 		return u.Username
 	}
 	return ""
-}
-
-// isTerminal reports whether r is a character device (a person typing).
-func isTerminal(r io.Reader) bool {
-	f, ok := r.(*os.File)
-	if !ok {
-		return false
-	}
-	info, err := f.Stat()
-	return err == nil && info.Mode()&os.ModeCharDevice != 0
 }
 
 // observe gives o to an adapter that reports connection errors and

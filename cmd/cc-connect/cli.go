@@ -26,6 +26,47 @@ type stdio struct {
 	In  io.Reader
 	Out io.Writer
 	Err io.Writer
+	// Interrupt is asked first what a SIGINT means (the terminal chat
+	// stops its running turn); nil where no signal comes (tests).
+	Interrupt *interruptHook
+}
+
+// interruptAction is what a SIGINT does once the terminal chat was asked.
+type interruptAction int
+
+const (
+	interruptShutDown interruptAction = iota // nothing runs: shut down gracefully
+	interruptHandled                         // the running turn is being stopped: go on
+	interruptExitNow                         // asked again while it stops: exit at once
+)
+
+// interruptHook holds what a SIGINT asks first, set while the terminal
+// chat runs on a terminal; the signal goroutine and the run read it.
+type interruptHook struct {
+	mu  sync.Mutex // guards ask
+	ask func() interruptAction
+}
+
+func (h *interruptHook) set(ask func() interruptAction) {
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	h.ask = ask
+	h.mu.Unlock()
+}
+
+func (h *interruptHook) action() interruptAction {
+	if h == nil {
+		return interruptShutDown
+	}
+	h.mu.Lock()
+	ask := h.ask
+	h.mu.Unlock()
+	if ask == nil {
+		return interruptShutDown
+	}
+	return ask()
 }
 
 const usageText = `cc-connect drives Claude Code from chat (Slack, Discord, Telegram, or this terminal).
@@ -34,7 +75,10 @@ Usage:
   cc-connect init [--platform local|slack|discord|telegram] [--workspace DIR] [--config FILE]
                                          write a commented starter config (never over an existing file)
   cc-connect [--config FILE]             same as "run"
-  cc-connect run [--config FILE]         run until SIGINT/SIGTERM (or end of input for the local chat)
+  cc-connect run [--config FILE] [--log-stderr]
+                                         run until SIGINT/SIGTERM (or end of input for the local chat); the
+                                         terminal chat on a terminal logs to a file in the state dir unless
+                                         --log-stderr
   cc-connect check [--config FILE]       validate the config and print it with secrets redacted
   cc-connect doctor [--config FILE]      check offline that everything "run" needs is in place
   cc-connect sessions [--config FILE] [--json]
@@ -77,6 +121,10 @@ func cli(ctx context.Context, args []string, std stdio) int {
 	case "run", "check":
 		fs := flag.NewFlagSet("cc-connect "+cmd, flag.ContinueOnError)
 		path := fs.String("config", *configPath, "config file")
+		var logStderr *bool
+		if cmd == "run" {
+			logStderr = fs.Bool("log-stderr", false, "log to stderr even when the terminal chat runs on a terminal")
+		}
 		if code, ok := parseFlags(fs, rest, std); !ok {
 			return code
 		}
@@ -87,7 +135,7 @@ func cli(ctx context.Context, args []string, std stdio) int {
 		if cmd == "check" {
 			return checkCommand(*path, std)
 		}
-		return runCommand(ctx, *path, std)
+		return runCommand(ctx, *path, std, runFlags{logStderr: *logStderr})
 	case "init":
 		return initMain(*configPath, rest, std)
 	case "doctor":
@@ -139,8 +187,10 @@ func parseFlags(fs *flag.FlagSet, args []string, std stdio) (code int, ok bool) 
 
 // signalContext returns a context cancelled by the first signal on sigs
 // (the engine then shuts down gracefully); a second signal calls second,
-// which exits at once in the binary. cancel stops watching.
-func signalContext(parent context.Context, sigs chan os.Signal, errOut io.Writer, second func()) (context.Context, context.CancelFunc) {
+// which exits at once in the binary. A SIGINT asks hook first: while the
+// terminal chat runs a turn, Ctrl-C stops the turn, and a second Ctrl-C
+// while it stops exits at once. cancel stops watching.
+func signalContext(parent context.Context, sigs chan os.Signal, errOut io.Writer, hook *interruptHook, second func()) (context.Context, context.CancelFunc) {
 	ctx, cancelCtx := context.WithCancel(parent)
 	stop := make(chan struct{})
 	done := make(chan struct{})
@@ -152,6 +202,15 @@ func signalContext(parent context.Context, sigs chan os.Signal, errOut io.Writer
 			case <-stop:
 				return
 			case sig := <-sigs:
+				if seen == 0 && sig == os.Interrupt {
+					switch hook.action() {
+					case interruptHandled:
+						continue
+					case interruptExitNow:
+						second()
+						return
+					}
+				}
 				seen++
 				if seen == 1 {
 					fmt.Fprintf(errOut, "cc-connect: %v received, shutting down gracefully (send it again to exit at once)\n", sig)

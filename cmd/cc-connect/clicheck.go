@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"log/slog"
 
 	"github.com/cc-connect/cc-connect/config"
@@ -33,4 +35,20 @@ func checkCLIVersion(ctx context.Context, cfg *config.Config, log *slog.Logger) 
 		}
 	}()
 	return func() { cancel(); <-done }
+}
+
+// warnLogin says once at start-up, with the fix, when Claude Code has no
+// login it can find (doctor's check, offline): every message would
+// otherwise come back "Not logged in". When the log goes to a file (the
+// terminal chat), the terminal is told as well.
+func warnLogin(cfg *config.Config, log *slog.Logger, errOut io.Writer, toTerminal bool) {
+	c := doctor.CheckLogin(cfg, doctor.Options{})
+	if c.Status == doctor.OK {
+		log.Debug("Claude Code login found", "detail", c.Detail)
+		return
+	}
+	log.Warn("Claude Code is not logged in; every turn will fail until it is", "detail", c.Detail)
+	if toTerminal {
+		fmt.Fprintf(errOut, "cc-connect: warning: Claude Code is not logged in: %s (docs/operations.md, \"Logging in\")\n", c.Detail)
+	}
 }

@@ -191,7 +191,7 @@ CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC = "1"
 	r := &inProcessRun{configPath: path, in: inW, out: newLineWatch(), log: newLineWatch()}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
-	go func() { done <- runCommand(ctx, path, stdio{In: inR, Out: r.out, Err: r.log}) }()
+	go func() { done <- runCommand(ctx, path, stdio{In: inR, Out: r.out, Err: r.log}, runFlags{}) }()
 	tb.Cleanup(func() {
 		cancel()
 		_ = inW.Close()

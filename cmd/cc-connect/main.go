@@ -16,12 +16,13 @@ import (
 func main() {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	ctx, cancel := signalContext(context.Background(), sigs, os.Stderr, func() {
+	hook := &interruptHook{}
+	ctx, cancel := signalContext(context.Background(), sigs, os.Stderr, hook, func() {
 		fmt.Fprintln(os.Stderr, "cc-connect: second signal, exiting now")
 		os.Exit(exitInterrupted)
 	})
 	defer cancel()
-	code := cli(ctx, os.Args[1:], stdio{In: os.Stdin, Out: os.Stdout, Err: os.Stderr})
+	code := cli(ctx, os.Args[1:], stdio{In: os.Stdin, Out: os.Stdout, Err: os.Stderr, Interrupt: hook})
 	cancel()
 	os.Exit(code)
 }

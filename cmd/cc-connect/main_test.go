@@ -321,7 +321,7 @@ func TestSignalContext(t *testing.T) {
 	second := make(chan struct{})
 	var errOut lockedBuffer
 	w := writerFunc(func(p []byte) (int, error) { errOut.add(string(p)); return len(p), nil })
-	ctx, cancel := signalContext(context.Background(), sigs, w, func() { close(second) })
+	ctx, cancel := signalContext(context.Background(), sigs, w, nil, func() { close(second) })
 	defer cancel()
 	sigs <- syscall.SIGTERM
 	select {

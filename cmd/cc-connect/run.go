@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/cc-connect/cc-connect/agentcfg"
@@ -19,6 +20,7 @@ import (
 	"github.com/cc-connect/cc-connect/inbox"
 	"github.com/cc-connect/cc-connect/lease"
 	"github.com/cc-connect/cc-connect/metrics"
+	"github.com/cc-connect/cc-connect/platform/local"
 	"github.com/cc-connect/cc-connect/schedule"
 	"github.com/cc-connect/cc-connect/trigger"
 )
@@ -142,8 +144,15 @@ func shutdownAtEOF(cfg *config.Config) bool {
 	return len(cfg.Platforms) == 1 && cfg.Platforms[0].Type == config.TypeLocal
 }
 
+// runFlags are `cc-connect run`'s own flags.
+type runFlags struct {
+	// logStderr keeps the log on stderr when the terminal chat runs on a
+	// terminal (it goes to a file there otherwise).
+	logStderr bool
+}
+
 // runCommand is `cc-connect run`: it returns when the engine has shut down.
-func runCommand(ctx context.Context, path string, std stdio) int {
+func runCommand(ctx context.Context, path string, std stdio, flags runFlags) int {
 	cfg := loadConfig(path, std.Err)
 	if cfg == nil {
 		return exitUsage
@@ -173,16 +182,39 @@ func runCommand(ctx context.Context, path string, std stdio) int {
 		fmt.Fprintf(std.Err, "cc-connect: %v\n", err)
 		return exitFailure
 	}
-	log, level := newLevelLogger(cfg.Log, std.Err)
+	// A person chatting in the terminal reads replies there, not log
+	// lines: the log goes to a file, named once.
+	chat := terminalChat(cfg, std)
+	toFile := chat.screen && !flags.logStderr
+	logTo := std.Err
+	if toFile {
+		if err := prepareStateDir(cfg.State.Dir); err != nil {
+			fmt.Fprintf(std.Err, "cc-connect: preparing the state dir: %v\n", err)
+			return exitFailure
+		}
+		f, path, err := openLogFile(cfg.State.Dir)
+		if err != nil {
+			fmt.Fprintf(std.Err, "cc-connect: %v\n", err)
+			return exitFailure
+		}
+		defer f.Close()
+		logTo = f
+		fmt.Fprintf(std.Err, "cc-connect: logging to %s (--log-stderr logs here instead)\n", path)
+	}
+	log, level := newLevelLogger(cfg.Log, logTo)
 	log.Debug("Config loaded", "config", cfg) // secrets redacted by Config.LogValue
 	for _, w := range cfg.Warnings {
 		log.Warn("Config warning", "warning", w)
+		if toFile {
+			fmt.Fprintf(std.Err, "cc-connect: warning: %s\n", w)
+		}
 	}
 
 	if err := prepareStateDir(cfg.State.Dir); err != nil {
 		log.Error("Preparing the state dir failed", "error", err)
 		return exitFailure
 	}
+	warnLogin(cfg, log, std.Err, toFile)
 	locks, err := acquireLocks(cfg)
 	defer locks.release()
 	if errors.Is(err, lease.ErrHeld) {
@@ -292,15 +324,19 @@ func runCommand(ctx context.Context, path string, std stdio) int {
 		return exitFailure
 	}
 	defer func() { cancel(); un.wait() }()
+	var atEOF atomic.Bool // the run ends because the terminal's input did
 	deps := adapterDeps{
 		Stdin:       std.In,
 		Stdout:      std.Out,
 		Stderr:      std.Err,
-		Interactive: isTerminal(std.In),
+		Interactive: chat.interactive,
+		Terminal:    chat.screen,
+		Width:       chat.width,
 		User:        currentUser(),
 		Log:         log,
 		Cluster:     cfg.Cluster != nil,
 		OnEOF: func(ctx context.Context) {
+			atEOF.Store(true)
 			if !shutdownAtEOF(cfg) {
 				log.Info("Terminal input ended; the other platforms keep running")
 				return
@@ -329,9 +365,25 @@ func runCommand(ctx context.Context, path string, std stdio) int {
 		ch.serve(ctx, ci)
 	}
 	names := make([]string, len(adapters))
+	var term *local.Adapter // the terminal chat, when one is served
 	for i, a := range adapters {
 		eng.AddAdapter(a)
 		names[i] = a.Name()
+		if la, ok := a.(*local.Adapter); ok {
+			term = la
+		}
+	}
+	if term != nil && chat.interactive {
+		std.Interrupt.set(func() interruptAction {
+			switch term.Interrupt() {
+			case local.StoppingTurn:
+				return interruptHandled
+			case local.StopAgain:
+				return interruptExitNow
+			}
+			return interruptShutDown
+		})
+		defer std.Interrupt.set(nil)
 	}
 	// Edits of the config file (and SIGHUP) apply while it runs.
 	rl := &reloader{log: log, level: level, eng: eng, deps: deps, locks: locks, running: cfg, secrets: opts.Agent.Secrets, redact: redact}
@@ -353,6 +405,14 @@ func runCommand(ctx context.Context, path string, std stdio) int {
 		return exitFailure
 	}
 	log.Info("cc-connect stopped")
+	if term != nil && atEOF.Load() {
+		// A script piped its messages in: it learns from the exit code
+		// that none of them got an answer.
+		if done, failed := term.Outcomes(); failed > 0 && done == 0 {
+			fmt.Fprintf(std.Err, "cc-connect: every turn failed (%d); see the replies above\n", failed)
+			return exitFailure
+		}
+	}
 	return exitOK
 }
 

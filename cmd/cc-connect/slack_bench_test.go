@@ -188,7 +188,9 @@ sender_header = false
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
-	go func() { done <- runCommand(ctx, path, stdio{In: strings.NewReader(""), Out: io.Discard, Err: r.log}) }()
+	go func() {
+		done <- runCommand(ctx, path, stdio{In: strings.NewReader(""), Out: io.Discard, Err: r.log}, runFlags{})
+	}()
 	tb.Cleanup(func() {
 		cancel()
 		select {

@@ -88,8 +88,8 @@ func init() {
 		{name: "new", help: "forget this conversation's session and start fresh", when: inOrder, queue: queueNew, run: runNew},
 		{name: "btw", usage: "<question>", help: "ask a side question about the current session, read-only; its history stays unchanged", run: runBtw},
 		// The session goroutine stops a running !sh first, then the turn.
-		{name: "stop", help: "stop the running turn (queued messages stay queued)",
-			control: func(call) control { return control{kind: ctrlStop} }},
+		{name: "stop", usage: "[all]", help: "stop the running turn (queued messages stay queued); with all, Claude's background tasks too",
+			control: func(c call) control { return control{kind: ctrlStop, args: strings.TrimSpace(c.args)} }},
 		{name: "status", help: "state, workspace, session, context use, queue, process", run: runStatus},
 		{name: "sessions", help: "this workspace's Claude Code sessions, newest first", run: runSessions},
 		{name: "resume", usage: "<n|id>", help: "switch to a listed session", when: inOrder, queue: queueResume, run: runResume},
@@ -354,11 +354,11 @@ func runStatus(s *Conversation, c call) {
 	rec := s.rb.get()
 	st, qlen, _ := s.mb.snapshot()
 	b := s.liveBinding()
-	v := render.Status{Now: s.e.now(), State: string(st), Workspace: s.ws, SessionID: rec.SessionID, Queue: qlen,
+	v := render.Status{Now: s.e.now(), State: string(st), LoginFailed: rec.LoginFailed, Workspace: s.ws, SessionID: rec.SessionID, Queue: qlen,
 		LastTurn: rec.LastActivity, Model: s.e.cfg.modelLine(rec, b), Mode: s.e.cfg.modeOf(rec, b),
 		CostUSD: rec.TotalCostUSD, People: speakers(rec), Platform: s.chat.platformStatus(),
 		Extra: []string{worktreeStatus(s.e.bg, s.binding.Workspace, s.e.opts.Agent, s.e.opts.StateDir, rec),
-			s.tr.purse.statusLine(c.msg.UserID)},
+			s.tr.purse.statusLine(c.msg.UserID), render.BackgroundRunning(background(s.agent.Live()))},
 		Cluster: s.e.host.ClusterStatus()}
 	if rec.ContextTokens > 0 {
 		v.Context = rec.figures().StatusLine()

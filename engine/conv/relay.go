@@ -150,9 +150,18 @@ func (p *progress) stop() {
 	}
 }
 
-// showProgress posts or edits the turn's progress message. Without edits
+// showProgress posts or edits the turn's progress message, or hands it to
+// the platform's own status line (platform.StatusLiner). Without either
 // it posts nothing: progress would flood the chat.
 func (r *relay) showProgress(p *progress, text string) {
+	if sl, ok := r.chat().(platform.StatusLiner); ok {
+		// A status line of its own: no message to pace, each status
+		// replaces the last at once.
+		if err := sl.ShowStatus(r.bg, r.to, text); err != nil {
+			r.log.Debug("Showing the status line failed", "error", err)
+		}
+		return
+	}
 	ed, ok := r.chat().(platform.Editor)
 	if !ok {
 		return

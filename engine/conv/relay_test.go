@@ -85,3 +85,37 @@ func TestProgressEditsAreThrottled(t *testing.T) {
 		t.Errorf("%d calls on a platform without edits, want 0", n)
 	}
 }
+
+// statusLineChat is chatCalls with a status line of its own.
+type statusLineChat struct{ *chatCalls }
+
+func (c statusLineChat) ShowStatus(_ context.Context, to platform.Target, text string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.calls = append(c.calls, chatCall{kind: "status", To: to, Text: text})
+	return nil
+}
+
+func (c statusLineChat) Edit(context.Context, platform.Target, string) error {
+	panic("a platform with a status line gets no status message to edit")
+}
+
+// A platform with a status line of its own gets every status at once, in
+// place of a status message posted and edited.
+func TestProgressOnAStatusLine(t *testing.T) {
+	rec := &chatCalls{}
+	none := func(string) (platform.Adapter, bool) { return nil, false }
+	r := &relay{to: platform.Target{Platform: "fake", Channel: "C1"}, original: statusLineChat{rec}, current: none,
+		bg: context.Background(), log: slog.New(slog.DiscardHandler), metrics: noMetrics{}}
+	p := &progress{}
+	for _, s := range []string{"Running: Bash `one`", "Running: Bash `two`"} {
+		r.showProgress(p, s)
+	}
+	got := rec.kinds("")
+	if len(got) != 2 || got[0].kind != "status" || got[1].Text != "Running: Bash `two`" || got[1].To.Channel != "C1" {
+		t.Errorf("calls = %+v, want the two statuses on the status line", got)
+	}
+	if p.timer != nil || p.posted {
+		t.Error("a status line was paced or posted like a status message")
+	}
+}

@@ -36,6 +36,10 @@ func (tr *turnRunner) postReply(it workItem, out outcome) {
 	if res.IsError && text == "" && len(res.Errors) > 0 {
 		text = "Agent error: " + strings.Join(res.Errors, "; ")
 	}
+	authFailed := res.AuthFailed()
+	if authFailed {
+		text = render.LoginNeeded(text)
+	}
 	if strings.HasPrefix(res.TerminalReason, "aborted") {
 		text = "Stopped."
 		if tr.e.isStopping() {
@@ -44,6 +48,7 @@ func (tr *turnRunner) postReply(it workItem, out outcome) {
 	}
 	clean, self, hasSelf := ctxindicator.StripSelfReport(text)
 	tr.rb.change(func(r *Record) { // saved by settle, after the post
+		r.LoginFailed = authFailed
 		// A turn without a marker clears track B: an old estimate would
 		// show a drift that no longer exists.
 		r.SelfPct, r.HasSelfPct = self, hasSelf

@@ -254,9 +254,13 @@ func (s *Conversation) next() (workItem, bool) {
 		var reapC, retireC <-chan time.Time
 		var procDone <-chan struct{}
 		var timer *time.Timer
+		own := ownTurns(proc) // own.go: what the CLI runs by itself
 		if proc != nil {
 			procDone = proc.Done()
-			if t := s.e.opts.IdleTimeout; t > 0 {
+			// A process with a background task running (or whose answer
+			// to one is coming) is not idle: the task would die with it,
+			// and its answer never come.
+			if t := s.e.opts.IdleTimeout; t > 0 && !busyOnItsOwn(proc) {
 				timer = time.NewTimer(max(0, t-s.e.now().Sub(idleAt)))
 				reapC = timer.C
 			}
@@ -273,6 +277,10 @@ func (s *Conversation) next() (workItem, bool) {
 			}
 		case <-reapC:
 			s.reap("idle timeout")
+		case t := <-own:
+			s.mb.setState(stateRunning)
+			s.tr.runOwn(t)
+			s.mb.setState(stateIdle)
 		case <-procDone:
 			s.log.Warn("Agent process ended while idle; the next message resumes", "session_id", s.rb.sessionID(), "stderr", lastLine(proc.StderrTail()))
 			s.agent.Close()
@@ -353,10 +361,28 @@ func (s *Conversation) handleControl(c control) {
 	case ctrlReply:
 		s.replyAsTurn(c)
 	case ctrlStop:
-		if !s.shell.stopFor(s.chat, c.to) {
-			s.chat.sendTo(c.to, render.NothingRunning)
+		stopped := ""
+		if c.args == "all" {
+			stopped = stopBackground(s.e.bg, s.log, s.agent.Live()) // own.go
+		}
+		switch {
+		case s.shell.stopFor(s.chat, c.to):
+			if stopped != "" {
+				s.chat.sendTo(c.to, stopped)
+			}
+		case stopped != "":
+			s.chat.sendTo(c.to, stopped)
+		default:
+			text := render.NothingRunning
+			if bg := background(s.agent.Live()); len(bg) > 0 {
+				text += " " + render.BackgroundRunning(bg) + " (!stop all stops them)."
+			}
+			s.chat.sendTo(c.to, text)
 		}
 	case ctrlReap:
+		if bg := background(s.agent.Live()); len(bg) > 0 {
+			s.chat.send(render.ReapedWithBackground(bg))
+		}
 		s.reap("slot needed by another session")
 	case ctrlFence:
 		// Nothing runs: what is queued is checked before it runs.

@@ -52,6 +52,9 @@ type Record struct {
 	// started, before the CLI confirms it; recovery reads its transcript
 	// when a crash came first.
 	NewSessionID string `json:"new_session_id,omitempty"`
+	// LoginFailed: the last turn failed because Claude Code has no valid
+	// login; !status says so until a turn succeeds.
+	LoginFailed bool `json:"login_failed,omitempty"`
 	// PendingPermission names the permission request the running turn
 	// waits on, so that a restart can say it was cancelled.
 	PendingPermission string `json:"pending_permission,omitempty"`

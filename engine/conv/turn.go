@@ -503,7 +503,7 @@ func (tr *turnRunner) send(proc procs.Process, it workItem) (procs.Turn, error) 
 	if !it.continuation {
 		msg.Images = it.images
 	}
-	return proc.StartTurn(tr.e.bg, msg)
+	return tr.startTurn(proc, msg) // own.go
 }
 
 // attempt runs the message as one turn of the session's process, serving
@@ -739,6 +739,13 @@ func (tr *turnRunner) control(t *turn, proc procs.Process, c control) {
 			msg += " 1 queued message stays queued and runs next."
 		default:
 			msg += fmt.Sprintf(" %d queued messages stay queued and run next.", n)
+		}
+		if c.args == "all" {
+			if stopped := stopBackground(tr.e.bg, tr.log, proc); stopped != "" { // own.go
+				msg += " " + stopped
+			}
+		} else if bg := background(proc); len(bg) > 0 {
+			msg += " " + render.BackgroundRunning(bg) + " (they keep running; !stop all stops them too)."
 		}
 		tr.chat.sendTo(c.to, msg)
 	case ctrlReap:

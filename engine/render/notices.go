@@ -100,3 +100,20 @@ func CompactionReport(c Compaction) string {
 	}
 	return "Claude Code did not report a compaction; the conversation is unchanged."
 }
+
+// LoginNeeded replaces what Claude Code answers when it has no valid
+// credentials (said: its own text, "Not logged in · Please run /login" or
+// "Invalid API key · …"): its /login cannot be typed in a chat, so this
+// names the fix on the machine cc-connect runs on.
+func LoginNeeded(said string) string {
+	said = Quote(Visible(said), 200)
+	return "🔑 Claude Code could not answer: it has no valid login (it said: \"" + said + "\"; /login cannot be typed here).\n" +
+		"To fix it, on the machine cc-connect runs on, as the user the agent runs as (agent.user, else the user cc-connect runs as):\n" +
+		"• run `claude` and type /login (for a service: `sudo -u cc-connect -H claude auth login`), or\n" +
+		"• set ANTHROPIC_API_KEY in agent.env, or in the environment of cc-connect's service unit.\n" +
+		"`cc-connect doctor` checks it; docs/operations.md (\"Logging in\") says more. Then send your message again."
+}
+
+// LoginFailedState is what !status adds to the state of a conversation
+// whose last turn failed for want of a login: idle is not all well.
+const LoginFailedState = "the last turn failed: Claude Code is not logged in (log in as the agent's user or set ANTHROPIC_API_KEY; `cc-connect doctor` checks it)"

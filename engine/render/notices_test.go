@@ -1,6 +1,7 @@
 package render
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -61,5 +62,21 @@ func TestAmounts(t *testing.T) {
 		if tt.got != tt.want {
 			t.Errorf("got %q, want %q", tt.got, tt.want)
 		}
+	}
+}
+
+// The reply to a turn without a login names both fixes and where to
+// read more, quotes what Claude Code said, and keeps its control
+// characters from reaching the chat.
+func TestLoginNeeded(t *testing.T) {
+	got := LoginNeeded("Not logged in · Please run /login\x1b[2J")
+	for _, want := range []string{"Not logged in · Please run /login", "/login cannot be typed here", "claude auth login",
+		"ANTHROPIC_API_KEY", "agent.env", "service unit", "cc-connect doctor", "docs/operations.md"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("LoginNeeded lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "\x1b") {
+		t.Errorf("LoginNeeded passes an escape code on: %q", got)
 	}
 }

@@ -14,9 +14,11 @@ type Status struct {
 	Now time.Time
 	// State is the conversation's: idle, running or requires_action
 	// (waiting for a permission answer).
-	State     string
-	Workspace string
-	SessionID string // "" before the first turn
+	State string
+	// LoginFailed says the last turn failed for want of a login.
+	LoginFailed bool
+	Workspace   string
+	SessionID   string // "" before the first turn
 	// Context is the context figure's line; "" when there are no
 	// figures yet.
 	Context string
@@ -45,6 +47,9 @@ func StatusText(s Status) string {
 	fmt.Fprintf(&b, "State: %s", s.State)
 	if s.State == "requires_action" {
 		b.WriteString(" (waiting for a permission answer)")
+	}
+	if s.LoginFailed {
+		b.WriteString("; " + LoginFailedState)
 	}
 	fmt.Fprintf(&b, "\nWorkspace: %s", s.Workspace)
 	fmt.Fprintf(&b, "\nSession: %s", orDefault(s.SessionID, "none yet"))

@@ -28,6 +28,9 @@ func TestStatusText(t *testing.T) {
 			Model: "m", Mode: "default"},
 			"State: requires_action (waiting for a permission answer)\nWorkspace: /w\nSession: none yet\nContext: no figures yet\n" +
 				"Queue: 0 waiting\nProcess: alive, pid 42\nModel: m\nPermission mode: default\nCost: $0.0000"},
+		{"idle after a failed login", Status{Now: now, State: "idle", LoginFailed: true, Workspace: "/w", Model: "m", Mode: "default"},
+			"State: idle; " + LoginFailedState + "\nWorkspace: /w\nSession: none yet\nContext: no figures yet\n" +
+				"Queue: 0 waiting\nProcess: not running\nModel: m\nPermission mode: default\nCost: $0.0000"},
 	}
 	for _, tt := range tests {
 		if got := StatusText(tt.s); got != tt.want {

@@ -86,6 +86,15 @@ func parsePrompt(prompt, cwd, planFile string) promptSpec {
 				cmd = arg
 			}
 			spec.actions = append(spec.actions, action{raw: raw, call: bashCall(cmd)})
+		case "BG":
+			// Bash in the background: the turn ends while it runs, and
+			// the CLI starts a turn of its own when it finishes.
+			cmd := "sleep 1; echo done"
+			if hasArg {
+				cmd = arg
+			}
+			spec.actions = append(spec.actions, action{raw: raw, call: toolCall{Name: "Bash",
+				Input: mustJSON(map[string]any{"command": cmd, "description": "Run in the background", "run_in_background": true})}})
 		case "CALL":
 			tool, input, ok := nameAndJSON(arg)
 			if !ok {

@@ -21,6 +21,10 @@
 //
 //	[[CALL:Name {json}]]  a tool_use of any tool with that input ({} if
 //	                      none)
+//	[[BG:cmd]]            Bash with run_in_background running cmd ("sleep
+//	                      1; echo done" without one): the turn ends while
+//	                      it runs, and the CLI starts a turn of its own
+//	                      (a task-notification) when it finishes
 //	[[ASK]]               AskUserQuestion with one two-option question;
 //	[[ASK:[questions]]]   with the given questions array (question, header,
 //	                      options [{label, description}], multiSelect)
@@ -432,6 +436,12 @@ func (s *Server) planLocked(req *Request) plan {
 	case followUp:
 		p.outcome = OutcomeText
 		p.text = "tool said: " + req.ToolResults[len(req.ToolResults)-1].Content
+		for _, n := range req.MidTurnNotes {
+			p.text += "\nand you said: " + noteMessage(n)
+		}
+	case req.TaskNote != "" && req.Prompt == "":
+		p.outcome = OutcomeText
+		p.text = "background task: " + req.TaskNote
 	default:
 		p.outcome = OutcomeText
 		p.text = "echo: " + req.Prompt

@@ -428,7 +428,8 @@ func TestTooLongWithHistory(t *testing.T) {
 
 // TestMidTurnNote: a message sent while a tool ran reaches the follow-up
 // request as a note, in either version's placement, and the follow-up is
-// still answered as one (the tool's output), not as a new prompt. The
+// still answered as one (the tool's output, and the message the note
+// holds), not as a new prompt. The
 // requests are the real CLI's (TestRealCLIRecordFixtures' midtool scenario in
 // agentproc).
 func TestMidTurnNote(t *testing.T) {
@@ -448,8 +449,8 @@ func TestMidTurnNote(t *testing.T) {
 			resp := post(t, t.Context(), s, true, captured.Messages...)
 			evs := readEvents(t, resp.Body, nil)
 			resp.Body.Close()
-			if got := text(evs); got != "tool said: opened" {
-				t.Errorf("reply %q, want the tool's output", got)
+			if got := text(evs); got != "tool said: opened\nand you said: midway note" {
+				t.Errorf("reply %q, want the tool's output and the note's message", got)
 			}
 			req := s.Requests()[0]
 			if !req.FollowUp || len(req.MidTurnNotes) != 1 || !strings.HasPrefix(req.MidTurnNotes[0], midTurnPrefix+"\nmidway note\n") {

@@ -40,6 +40,9 @@ type Request struct {
 	// notes aside): the request that carries a tool's output back, not a
 	// new prompt.
 	FollowUp bool
+	// TaskNote is the summary of a <task-notification> in the last user
+	// message: the CLI's own request after a background task ended.
+	TaskNote string
 	// TurnPrompt is the prompt that started the current turn: Prompt, or
 	// on a follow-up the last prompt before the turn's tool calls. Its
 	// markers drive the whole turn.
@@ -370,6 +373,9 @@ func (r *Request) fillLastUser(m Message) {
 	for _, b := range m.blocks() {
 		switch b.Type {
 		case "text":
+			if n := taskNoteRE.FindStringSubmatch(b.Text); n != nil {
+				r.TaskNote = strings.TrimSpace(n[1])
+			}
 			t := stripReminders(b.Text)
 			if t == "" || cliNote.MatchString(t) || strings.HasPrefix(t, midTurnPrefix) {
 				// Reminders only, a note the CLI adds itself, or a
@@ -391,6 +397,18 @@ func (r *Request) fillLastUser(m Message) {
 // "Tool loaded." after a ToolSearch result (the CLI's own pattern), and
 // "[Image: source: …, original WxH, displayed at …]" after an image.
 var cliNote = regexp.MustCompile(`^(?:Tool loaded\.(?:\n\[id:[^\]\n]+\])*\n?|\[Image: (?:source: |original \d+x\d+)[^\n]*\])$`)
+
+// taskNoteRE finds the summary of the task-notification the CLI sends the
+// model by itself when a background task ended.
+var taskNoteRE = regexp.MustCompile(`(?s)<task-notification>.*?<summary>(.*?)</summary>`)
+
+// noteMessage is the user's message inside a mid-turn note: what follows
+// the prefix, up to the paragraph the CLI adds after it.
+func noteMessage(note string) string {
+	msg := strings.TrimPrefix(note, midTurnPrefix)
+	msg, _, _ = strings.Cut(msg, "\n\nThis is how Claude Code surfaces")
+	return strings.TrimSpace(msg)
+}
 
 // midTurnPrefix opens the note by which the CLI hands the model a message
 // the user sent while a tool ran (PROTOCOL.md §3).

@@ -44,6 +44,15 @@
 //	              Without Bash in the session's tools (--tools,
 //	              --disallowedTools, which init's tools list reflects) the
 //	              tool_use gets the CLI's "No such tool available" error.
+//	              A folded message gets command_lifecycle queued (as it
+//	              arrives), started and completed (with the reply).
+//	[[BG]]        a Bash call with run_in_background: background_tasks_changed,
+//	[[BG:path]]   task_started (is_backgrounded), the tool_result and the
+//	              turn's result while the task runs. When path exists (at
+//	              once without one) the task ends: task_updated,
+//	              task_notification, background_tasks_changed [], then a
+//	              turn of the CLI's own (init, "background task: <summary>",
+//	              a result of origin task-notification).
 //	[[TOOLONG]]   prompt too long: a synthetic assistant and a result
 //	              success/is_error/prompt_too_long/400 (with the compacting and
 //	              failed status pair when the session has earlier prompts). The

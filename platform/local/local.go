@@ -2,9 +2,11 @@
 // replies are printed on stdout, and status goes to stderr. It lets a user
 // try cc-connect without any chat platform, and lets scripts pipe a prompt
 // through the whole engine (`echo "explain main.go" | cc-connect run`). It
-// implements only platform.Adapter: no edits, buttons or typing, so the
-// engine posts permission requests as text with the !allow / !deny hint.
-// It knows nothing about Claude Code.
+// has no buttons, so the engine posts permission requests as text with
+// the !allow / !deny hint; its Markdown is turned into terminal text in one
+// place (markdown.go). On a terminal a reply streams as it is written and
+// a status line shows the running turn (screen.go); piped, it prints plain
+// lines. It knows nothing about Claude Code.
 package local
 
 import (
@@ -52,8 +54,19 @@ type Config struct {
 	// Interactive says In is a terminal a person types at: Run then prints
 	// a short usage hint on Status.
 	Interactive bool
-	// Now is the clock for Message.Received and message ids; nil is
-	// time.Now.
+	// Terminal says Out is a terminal a person reads: replies then stream
+	// as they are written, a status line shows the running turn, and text
+	// is styled. Otherwise every line is plain, with no escape code.
+	Terminal bool
+	// Stop is the message a Ctrl-C during a turn sends, as if typed (the
+	// binary passes the engine's stop command); "" leaves Ctrl-C alone.
+	Stop string
+	// Width is the terminal's width in columns now, which the status line
+	// must not pass (a wrapped line cannot be redrawn in place); nil, or
+	// a result under 20, means 80.
+	Width func() int
+	// Now is the clock for Message.Received, message ids and the status
+	// line; nil is time.Now.
 	Now func() time.Time
 }
 
@@ -70,8 +83,12 @@ type Adapter struct {
 
 	readDone chan struct{} // closed when the reader goroutine has ended
 
-	outMu    sync.Mutex // serializes writes to Out so replies never interleave
-	statusMu sync.Mutex // serializes writes to Status
+	// outMu serializes writes to Out and Status (one terminal) so that
+	// replies, status and the status line never interleave; it guards scr.
+	outMu sync.Mutex
+	scr   screen
+
+	interrupts chan struct{} // a Ctrl-C asks Run to send Config.Stop
 
 	// history is what was typed and printed, for History (files.go).
 	history *seenlog.Log
@@ -113,6 +130,9 @@ func New(cfg Config, log *slog.Logger) (*Adapter, error) {
 		readDone: make(chan struct{}),
 		history:  seenlog.New(1, historyLines),
 		state:    connstate.New(cfg.Name),
+		scr:      screen{md: mdLines{styled: cfg.Terminal}},
+
+		interrupts: make(chan struct{}, 1),
 	}
 	return a, nil
 }
@@ -140,14 +160,29 @@ func (a *Adapter) Run(ctx context.Context, h platform.Handler) error {
 	go a.read(ctx, lines, readErr)
 
 	a.state.Set(platform.Connected, "")
+	if a.cfg.Terminal {
+		tickCtx, stopTick := context.WithCancel(ctx)
+		ticked := make(chan struct{})
+		go func() {
+			defer close(ticked)
+			a.tick(tickCtx)
+		}()
+		defer func() { stopTick(); <-ticked }()
+	}
 	if a.cfg.Interactive {
-		a.statusf("cc-connect: type a message and press Enter (end a line with \\ to continue it); Ctrl-D to finish")
+		hint := "Ctrl-D to finish"
+		if a.cfg.Terminal && a.cfg.Stop != "" {
+			hint = "Ctrl-C stops a running turn, Ctrl-D finishes"
+		}
+		a.statusf("cc-connect: type a message and press Enter (end a line with \\ to continue it); %s", hint)
 	}
 	for {
 		select {
 		case <-ctx.Done():
 			a.state.Set(platform.Stopped, "")
 			return nil
+		case <-a.interrupts:
+			a.handle(ctx, h, a.cfg.Stop)
 		case line, ok := <-lines:
 			if ok {
 				a.handle(ctx, h, line)
@@ -218,7 +253,7 @@ func (a *Adapter) handle(ctx context.Context, h platform.Handler, text string) {
 	n := a.seq.Add(1)
 	msg := platform.Message{
 		ID:        fmt.Sprintf("%s-%d", a.runID, n),
-		Target:    platform.Target{Platform: a.cfg.Name, Channel: Channel},
+		Target:    platform.Target{Platform: a.cfg.Name, Channel: Channel, MessageID: fmt.Sprintf("%s-%d", a.runID, n)},
 		UserID:    a.cfg.User,
 		UserName:  a.cfg.User,
 		Text:      strings.TrimSpace(text),
@@ -236,16 +271,15 @@ func (a *Adapter) handle(ctx context.Context, h platform.Handler, text string) {
 	}
 }
 
-// Send prints text followed by a blank line. Multi-line text is printed as
-// it is: a terminal has no size limit to split at.
+// Send prints text, as a terminal shows Markdown, followed by a blank
+// line. It is printed whole: a terminal has no size limit to split at.
 func (a *Adapter) Send(ctx context.Context, to platform.Target, text string) (platform.Target, error) {
 	if err := ctx.Err(); err != nil {
 		return platform.Target{}, err
 	}
 	text = strings.TrimRight(text, "\n")
-	a.outMu.Lock()
-	_, err := io.WriteString(a.cfg.Out, text+"\n\n")
-	a.outMu.Unlock()
+	var err error
+	a.write(func() { _, err = io.WriteString(a.cfg.Out, terminalText(text, a.cfg.Terminal)+"\n\n") })
 	if err != nil {
 		return platform.Target{}, fmt.Errorf("writing a reply to the terminal: %w", err)
 	}
@@ -257,18 +291,20 @@ func (a *Adapter) Send(ctx context.Context, to platform.Target, text string) (pl
 }
 
 func (a *Adapter) statusf(format string, args ...any) {
-	a.statusMu.Lock()
-	defer a.statusMu.Unlock()
-	fmt.Fprintf(a.cfg.Status, format+"\n", args...)
+	a.write(func() { fmt.Fprintf(a.cfg.Status, format+"\n", args...) })
 }
 
-// Capabilities: a terminal neither edits nor deletes what it printed and
-// has no buttons, so a reply is printed once, whole, when it is done;
+// Capabilities: a terminal can add to a reply as it is written (EditReply)
+// but neither changes nor deletes what it printed, and has no buttons:
 // questions come as a numbered list answered by a line, and permission
-// requests with the !allow / !deny hint. A terminal has no size limit:
-// MessageLimit only bounds what the engine renders into one message.
+// requests with the !allow / !deny hint. Piped output is not streamed: a
+// reply is printed once, whole, when it is done. A terminal has no size
+// limit: MessageLimit only bounds what the engine renders into one
+// message.
 func (a *Adapter) Capabilities() platform.Capabilities {
 	c := platform.Abilities(a)
+	c.Edits = a.cfg.Terminal
+	c.EditInterval = 100 * time.Millisecond // printing costs nothing
 	c.MessageLimit = 16000
 	return c
 }

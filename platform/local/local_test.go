@@ -128,7 +128,7 @@ func TestLinesBecomeMessages(t *testing.T) {
 		if m.Text != strings.TrimSpace(text) {
 			t.Errorf("message %d text = %q, want %q", i, m.Text, strings.TrimSpace(text))
 		}
-		wantTarget := platform.Target{Platform: "tty", Channel: "local"}
+		wantTarget := platform.Target{Platform: "tty", Channel: "local", MessageID: m.ID}
 		if m.Target != wantTarget || m.UserID != "alice" || m.UserName != "alice" ||
 			!m.IsDM || !m.Mentioned || m.IsBot || m.Received.IsZero() {
 			t.Errorf("message %d = %+v", i, m)
@@ -264,7 +264,8 @@ func TestSend(t *testing.T) {
 		last = posted
 	}
 	outW.Close()
-	want := "one line\n\nline 1\nline 2\n\n```go\nx := 1\n```\n\ntrailing newline\n\n"
+	// Piped: the Markdown's marks go, code is indented, no escape code.
+	want := "one line\n\nline 1\nline 2\n\n    x := 1\n\ntrailing newline\n\n"
 	if s := <-got; s != want {
 		t.Errorf("stdout = %q, want %q", s, want)
 	}
@@ -329,15 +330,21 @@ func TestRunTwice(t *testing.T) {
 	}
 }
 
-// The terminal neither edits nor has buttons: the engine prints a reply
-// once, whole, and asks questions as a numbered list.
+// The terminal has no buttons: the engine asks questions as a numbered
+// list. Piped output is not streamed (a reply is printed once, whole); a
+// terminal streams it. Reactions are how the adapter learns a turn's start
+// and end (the status line, the exit code).
 func TestCapabilities(t *testing.T) {
-	a, err := New(Config{Name: "local", In: strings.NewReader(""), Out: io.Discard}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := platform.CapabilitiesOf(a)
-	if c != (platform.Capabilities{MessageLimit: c.MessageLimit, History: true, Files: true}) || c.MessageLimit < 4000 {
-		t.Errorf("capabilities = %+v", c)
+	for _, terminal := range []bool{false, true} {
+		a, err := New(Config{Name: "local", In: strings.NewReader(""), Out: io.Discard, Terminal: terminal}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := platform.CapabilitiesOf(a)
+		want := platform.Capabilities{MessageLimit: c.MessageLimit, EditInterval: c.EditInterval, History: true, Files: true,
+			Reacts: true, Edits: terminal}
+		if c != want || c.MessageLimit < 4000 {
+			t.Errorf("terminal %v: capabilities = %+v", terminal, c)
+		}
 	}
 }

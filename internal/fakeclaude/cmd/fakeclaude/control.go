@@ -62,7 +62,8 @@ func (f *fake) foldIntoTurn(m userMsg) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if t := f.cur; t != nil && t.folding {
-		t.injected = append(t.injected, m.text)
+		t.injected = append(t.injected, m)
+		f.emitCommand(m.uuid, "queued")
 		return true
 	}
 	return false
@@ -74,6 +75,7 @@ func (f *fake) handleControl(id string, raw json.RawMessage) {
 		Subtype string `json:"subtype"`
 		Model   string `json:"model"`
 		Mode    string `json:"mode"`
+		TaskID  string `json:"task_id"`
 	}
 	_ = json.Unmarshal(raw, &rq)
 	f.mu.Lock()
@@ -134,6 +136,16 @@ func (f *fake) handleControl(id string, raw json.RawMessage) {
 			"models": []any{map[string]any{"value": "default", "resolvedModel": defaultModel}},
 			"pid":    os.Getpid(), "claude_code_version": version,
 			"current_permission_mode": f.permissionMode, "session_state": "idle"})
+	case "stop_task":
+		stop, found := f.bgStops[rq.TaskID]
+		if !found {
+			fail("No task found with ID: "+rq.TaskID, "")
+			return
+		}
+		delete(f.bgStops, rq.TaskID)
+		close(stop)
+		ok(map[string]any{})
+		f.emitStopped(rq.TaskID)
 	case "get_context_usage":
 		window := contextWindow(f.model)
 		var api any

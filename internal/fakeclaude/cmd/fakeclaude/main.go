@@ -264,10 +264,18 @@ type userMsg struct {
 func (f *fake) runStream(stdin io.Reader) {
 	queue := make(chan userMsg, 4096)
 	go f.readStdin(stdin, queue)
-	for m := range queue {
-		f.runTurn(m)
+	for {
+		select {
+		case m, ok := <-queue:
+			if !ok {
+				f.exit()
+				return
+			}
+			f.runTurn(m)
+		case task := <-f.own:
+			f.runOwnTurn(task)
+		}
 	}
-	f.exit()
 }
 
 // runOneShot runs the prompt argument (or stdin) as one turn.

@@ -36,6 +36,7 @@ type fake struct {
 	allowRules map[string]bool
 
 	stdinEOF chan struct{} // closed when stdin ends
+	own      chan bgTask   // background tasks that ended: the CLI's own turns (background.go)
 
 	mu             sync.Mutex // guards the fields below, and orders control answers
 	model          string
@@ -46,6 +47,7 @@ type fake struct {
 	lastIsError    bool
 	lastUsage      *usage
 	cur            *turnState
+	bgStops        map[string]chan struct{} // running background tasks, closed by stop_task
 }
 
 type modelUsage struct {
@@ -83,6 +85,7 @@ func newFake(o options) (*fake, error) {
 		modelUsage:     map[string]*modelUsage{},
 		allowRules:     map[string]bool{},
 		stdinEOF:       make(chan struct{}),
+		own:            make(chan bgTask, 16),
 	}
 	f.configDir = configDirOf(f.cwd)
 	if f.model == "" {

@@ -22,8 +22,8 @@ type turnState struct {
 	stopped   bool          // interrupt seen; guarded by fake.mu
 	askID     string        // our pending control request id; guarded by fake.mu
 	answer    chan permAnswer
-	folding   bool     // user lines join this turn (a tool is running); guarded by fake.mu
-	injected  []string // folded user texts; guarded by fake.mu
+	folding   bool      // user lines join this turn (a tool is running); guarded by fake.mu
+	injected  []userMsg // folded user messages; guarded by fake.mu
 
 	usage    usage
 	apiCalls int
@@ -59,6 +59,7 @@ type resultLine struct {
 	DurationMs        int64                  `json:"duration_ms"`
 	UUID              string                 `json:"uuid"`
 	ResultIndex       int                    `json:"result_index"`
+	Origin            map[string]any         `json:"origin,omitempty"`
 }
 
 var (
@@ -126,6 +127,8 @@ func (f *fake) runTurn(m userMsg) {
 			cmds = append(cmds, cmd)
 		}
 		res = f.turnTools(t, cmds)
+	case reBG.MatchString(text):
+		res = f.turnBackground(t, reBG.FindStringSubmatch(text)[1])
 	case strings.Contains(text, "[[ASKHOST]]"):
 		res = f.turnAskHost(t)
 	case reExec.MatchString(text):
@@ -266,9 +269,16 @@ func (f *fake) turnTools(t *turnState, cmds []string) resultLine {
 	f.mu.Lock()
 	t.folding = false
 	for _, in := range t.injected {
-		reply += "\n(also read while working: " + in + ")"
+		f.emitCommand(in.uuid, "started")
+		reply += "\n(also read while working: " + in.text + ")"
 	}
+	injected := t.injected
 	f.mu.Unlock()
+	defer func() {
+		for _, in := range injected {
+			f.emitCommand(in.uuid, "completed")
+		}
+	}()
 	f.reply(t, reply, false)
 	return success(reply)
 }

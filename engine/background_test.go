@@ -1,0 +1,110 @@
+package engine
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestRealBackgroundTaskReachesThread: with the fake claude, a background
+// task that ends after its turn's reply brings the turn the CLI runs by
+// itself into the same thread as a reply of its own; !status lists the task
+// while it runs; the idle reaper leaves the process alone until the task
+// ended, then reaps it.
+func TestRealBackgroundTaskReachesThread(t *testing.T) {
+	const idle = 20 * time.Millisecond
+	h, _ := newRealHarness(t, nil, func(o *Options) { o.IdleTimeout = idle })
+	gate := filepath.Join(t.TempDir(), "gate")
+	h.say("alice", "T1", "[[BG:"+gate+"]]")
+	h.rec.waitSend(t, "tool said: Command running in background")
+	h.say("alice", "T1", "!status")
+	if got := h.rec.waitSend(t, "Background tasks running"); !strings.Contains(got.Text, "Run in the background") {
+		t.Errorf("!status = %q, want the running task", got.Text)
+	}
+	// Ten idle timeouts: the reaper would have ended an idle process by
+	// now; one with a background task running it must leave alone.
+	time.Sleep(10 * idle)
+	if n := len(h.logs.Records("Reaping idle agent process")); n != 0 {
+		t.Fatalf("reaped %d times while a background task ran", n)
+	}
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got := h.rec.waitSend(t, "background task: ")
+	if got.To.Thread != "T1" || !strings.Contains(got.Text, "⚙️ Background command") {
+		t.Errorf("own turn's reply %+v, want it in T1 with the task's summary", got)
+	}
+	h.logs.WaitRecords(t, waitLimit, "Reaping idle agent process", 1)
+	if n := len(h.rec.sends("background task: ")); n != 1 {
+		t.Errorf("%d own-turn replies, want 1", n)
+	}
+	// The next message is answered on its own, not with the own turn's
+	// result.
+	h.say("alice", "T1", "after")
+	h.rec.waitSend(t, "echo: after")
+}
+
+// TestRealCLIBackgroundTaskReachesThread is the same with the real CLI
+// against the fake Messages API: Bash with run_in_background ends after
+// the turn's reply, and the CLI's own answer to its notification reaches
+// the thread as a reply of its own, once.
+func TestRealCLIBackgroundTaskReachesThread(t *testing.T) {
+	h, api := newRealCLIHarness(t, func(o *Options) {
+		// As root the CLI allows bypassPermissions only in a sandbox.
+		o.Agent.Env["IS_SANDBOX"] = "1"
+		o.Agent.PermissionMode = "bypassPermissions"
+	})
+	gate := filepath.Join(t.TempDir(), "gate")
+	t.Cleanup(func() { _ = os.WriteFile(gate, nil, 0o600) })
+	h.say("alice", "T1", "[[BG:while [ ! -f "+gate+" ]; do sleep 0.05; done; echo bgdone]]")
+	h.rec.waitSend(t, "tool said: Command running in background")
+	h.say("alice", "T1", "!status")
+	h.rec.waitSend(t, "Background tasks running: Run in the background")
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got := h.rec.waitSend(t, "background task: ")
+	if got.To.Thread != "T1" || !strings.Contains(got.Text, `⚙️ Background command "Run in the background" completed (exit code 0)`) {
+		t.Errorf("own turn's reply %+v, want it in T1 headed by the task's summary", got)
+	}
+	h.say("alice", "T1", "after")
+	h.rec.waitSend(t, "echo: after")
+	if n := len(h.rec.sends("background task: ")); n != 1 {
+		t.Errorf("%d own-turn replies, want 1", n)
+	}
+	reqs := api.Requests()
+	if last := reqs[len(reqs)-1]; !strings.Contains(last.Prompt, "after") {
+		t.Errorf("the last request's prompt %q, want the next message", last.Prompt)
+	}
+}
+
+// TestRealStopAllStopsBackground: with the fake claude, !stop while only a
+// background task runs says it keeps running; !stop all stops it (the
+// CLI's stop_task), and no answer of Claude's own follows.
+func TestRealStopAllStopsBackground(t *testing.T) {
+	h, _ := newRealHarness(t, nil, nil)
+	gate := filepath.Join(t.TempDir(), "gate")
+	t.Cleanup(func() { _ = os.WriteFile(gate, nil, 0o600) })
+	h.say("alice", "T1", "[[BG:"+gate+"]]")
+	h.rec.waitSend(t, "tool said: Command running in background")
+	h.say("alice", "T1", "!stop")
+	h.rec.waitSend(t, "Background tasks running: Run in the background (!stop all stops them)")
+	h.say("alice", "T1", "!stop all")
+	h.rec.waitSend(t, "Stopped the background tasks: Run in the background.")
+	h.say("alice", "T1", "!status")
+	h.rec.waitSend(t, "State: idle")
+	if got := h.rec.sends("State: idle"); strings.Contains(got[len(got)-1], "Background tasks running") {
+		t.Errorf("!status after !stop all = %q, want no background task", got[len(got)-1])
+	}
+	// The gate opening now ends nothing: the task is gone.
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h.say("alice", "T1", "after")
+	h.rec.waitSend(t, "echo: after")
+	if n := len(h.rec.sends("background task: ")); n != 0 {
+		t.Errorf("%d own-turn replies after !stop all, want none", n)
+	}
+}

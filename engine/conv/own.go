@@ -1,0 +1,157 @@
+package conv
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+
+	"github.com/cc-connect/cc-connect/agentproc"
+	"github.com/cc-connect/cc-connect/engine/procs"
+	"github.com/cc-connect/cc-connect/engine/render"
+	"github.com/cc-connect/cc-connect/platform"
+)
+
+// What Claude does on its own between messages (docs/turns.md, "Background
+// work"): a background task that outlives its turn, and the turn the CLI
+// runs by itself when it ends. The conversation's goroutine runs that turn
+// as it runs a message's, and posts its answer into the thread as a reply
+// of its own.
+
+// ownSource is what a process that reports its own turns has
+// (*agentproc.Process through procs' realProcess); a process without it
+// (a test's in-memory fake) has no background work to report.
+type ownSource interface {
+	Own() <-chan *agentproc.Turn
+	Background() []agentproc.BackgroundTask
+	BackgroundBusy() bool
+}
+
+// taskStopper stops a background task (the CLI's stop_task).
+type taskStopper interface {
+	StopTask(ctx context.Context, taskID string) error
+}
+
+// stopBackground stops proc's background tasks for a "!stop all" and
+// says what it stopped ("" when none ran). It needs nothing of the turn
+// but its process: a function, not one more method of the turn runner.
+func stopBackground(bg context.Context, log *slog.Logger, proc procs.Process) string {
+	o := ownOf(proc)
+	ts, ok := proc.(taskStopper)
+	if o == nil || !ok {
+		return ""
+	}
+	var stopped, failed []string
+	for _, t := range o.Background() {
+		ctx, cancel := context.WithTimeout(bg, controlTimeout)
+		err := ts.StopTask(ctx, t.TaskID)
+		cancel()
+		name := orDefault(t.Description, t.TaskID)
+		if err != nil {
+			log.Warn("Stopping a background task failed", "task_id", t.TaskID, "error", err)
+			failed = append(failed, name)
+			continue
+		}
+		stopped = append(stopped, name)
+	}
+	return render.BackgroundStopped(stopped, failed)
+}
+
+// ownOf is proc's own turns, or nil.
+func ownOf(proc procs.Process) ownSource {
+	if proc == nil {
+		return nil
+	}
+	o, _ := proc.(ownSource)
+	return o
+}
+
+// ownTurns is the channel of proc's own turns (nil without).
+func ownTurns(proc procs.Process) <-chan *agentproc.Turn {
+	if o := ownOf(proc); o != nil {
+		return o.Own()
+	}
+	return nil
+}
+
+// busyOnItsOwn reports whether proc works without a turn of ours:
+// background tasks run, or one ended and its answer is coming. The idle
+// reaper leaves such a process alone.
+func busyOnItsOwn(proc procs.Process) bool {
+	o := ownOf(proc)
+	return o != nil && o.BackgroundBusy()
+}
+
+// background describes proc's running background tasks.
+func background(proc procs.Process) []string {
+	o := ownOf(proc)
+	if o == nil {
+		return nil
+	}
+	var out []string
+	for _, t := range o.Background() {
+		out = append(out, orDefault(t.Description, t.TaskID))
+	}
+	return out
+}
+
+// runOwn relays a turn the CLI ran by itself: the tasks that ended and its
+// answer, posted as a reply of its own (keyed by the turn, so that an
+// adapter that finds its replies again never posts it twice).
+func (tr *turnRunner) runOwn(t *agentproc.Turn) {
+	var summaries []string
+	var answer strings.Builder
+	var model string
+	for ev := range t.Events() {
+		switch e := ev.(type) {
+		case agentproc.TaskNotification:
+			if e.Summary != "" {
+				summaries = append(summaries, e.Summary)
+			}
+		case agentproc.Init:
+			model = e.Model
+		}
+	}
+	res, err := t.Result()
+	failed := ""
+	switch {
+	case err != nil:
+		failed = "Claude's own turn failed: " + err.Error()
+	case res.IsError:
+		failed = "Claude's own turn failed: " + orDefault(res.Text, res.Subtype)
+	default:
+		answer.WriteString(res.Text)
+	}
+	if res != nil {
+		tr.noteResult(res, model)
+		tr.saveNow()
+	}
+	tr.log.Info("Agent ran a turn by itself", "session_id", tr.rb.sessionID(), "tasks", len(summaries),
+		"origin", originOf(res), "error", err)
+	tr.chat.sendReply(render.OwnTurnReply(summaries, answer.String(), failed), platform.Reply{Key: t.UUID()})
+}
+
+func originOf(res *agentproc.Result) string {
+	if res == nil {
+		return ""
+	}
+	return res.Origin
+}
+
+// startTurn starts msg on proc; when the CLI is running a turn of its own
+// just then, that turn is relayed first.
+func (tr *turnRunner) startTurn(proc procs.Process, msg agentproc.UserMessage) (procs.Turn, error) {
+	for {
+		t, err := proc.StartTurn(tr.e.bg, msg)
+		own := ownTurns(proc)
+		if !errors.Is(err, agentproc.ErrTurnInProgress) || own == nil {
+			return t, err
+		}
+		select {
+		case ot := <-own:
+			tr.runOwn(ot)
+		case <-proc.Done():
+			return nil, err
+		}
+	}
+}
