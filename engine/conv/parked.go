@@ -183,7 +183,7 @@ func (ps *permissions) park() bool {
 // stops: the CLI is interrupted, so that closing its input does not
 // answer them (stdin EOF denies a pending request, and Claude would go on
 // with the denial); the restart resumes the turn with the real answer.
-func (tr *turnRunner) parkAtShutdown(t *turn, proc procs.Process) outcome {
+func parkAtShutdown(tr *turnRunner, t *turn, proc procs.Process) outcome {
 	tr.log.Info("Shutting down while the turn waits on an answer: the request stays open for after the restart", "session_id", tr.rb.sessionID())
 	tr.interrupt(proc)
 	t.live.stop()
@@ -203,79 +203,102 @@ func (s *standIn) RespondPermission(_ context.Context, requestID string, d agent
 	return nil
 }
 
-// awaitParked waits, with no process running, for the answers of the
-// requests a turn was waiting on when its process went, serving the
-// controls that come meanwhile. It returns them answered, or false when
-// the turn does not go on here: stopped (the message is done), the
-// binding moved, or cc-connect stopping (the record keeps them for the
-// next start).
-func (tr *turnRunner) awaitParked(it workItem, waiting []parkedRequest) ([]parkedRequest, bool) {
-	si := &standIn{}
-	perms := tr.newPermissions()
-	perms.remindRing = func(what string) { tr.team.ringApprovers(it.msg, what) }
-	var answered []parkedRequest
+// parkedWait is a turn waiting, with no process running, for the answers
+// of the requests it waited on when its process went (recovery.go): the
+// desk re-armed on the prompts in the thread, a stand-in taking the
+// answers, and the record keeping them as they come.
+type parkedWait struct {
+	tr       *turnRunner
+	it       workItem
+	waiting  []parkedRequest
+	perms    *permissions
+	si       *standIn
+	answered []parkedRequest
+}
+
+func newParkedWait(tr *turnRunner, it workItem, waiting []parkedRequest) *parkedWait {
+	w := &parkedWait{tr: tr, it: it, waiting: waiting, perms: tr.newPermissions(), si: &standIn{}}
+	w.perms.remindRing = func(what string) { tr.team.ringApprovers(it.msg, what) }
 	for _, r := range waiting {
 		if r.Answer != nil {
-			answered = append(answered, r)
+			w.answered = append(w.answered, r)
 			continue
 		}
-		perms.repark(r)
+		w.perms.repark(r)
 	}
-	save := func() {
-		for id, d := range si.answers {
-			for _, r := range waiting {
-				if r.Req.RequestID == id {
-					d := d
-					r.Answer, r.Outcome = &d, outcomeOf(d)
-					answered = append(answered, r)
-				}
-			}
-		}
-		si.answers = nil
-		rest := decodeParked(perms.parked(it.msg.ID))
-		tr.rb.update(func(r *Record) {
-			r.Parked, r.PendingPermission = encodeParked(append(append([]parkedRequest(nil), answered...), rest...)), perms.first()
-		})
-	}
+	return w
+}
+
+// run serves the controls that come while it waits and returns the
+// requests answered, or false when the turn does not go on here: stopped
+// (the message is done), the binding moved, or cc-connect stopping (the
+// record keeps them for the next start).
+func (w *parkedWait) run() ([]parkedRequest, bool) {
+	tr, perms := w.tr, w.perms
+	defer perms.stopTimers()
 	stopping := tr.e.stopping
 	for len(perms.pending) > 0 {
 		select {
 		case <-tr.mb.ctrl:
 			for c, ok := tr.mb.takeControl(); ok; c, ok = tr.mb.takeControl() {
 				tr.mb.counted(-1)
-				switch c.kind {
-				case ctrlAnswer, ctrlReply:
-					perms.answer(si, c)
-					save()
-				case ctrlStop:
-					tr.stopShell(c.to)
-					perms.endAll("stopped")
-					tr.rb.update(func(r *Record) { r.Parked, r.PendingPermission = "", "" })
-					tr.chat.sendTo(c.to, "Stopped: the turn that waited for an answer is over. The session is kept.")
-					tr.jr.ack(it, inbox.AckCancel)
+				if !w.control(c) {
 					return nil, false
-				case ctrlFence:
-					perms.endAll("the conversation moved")
-					return nil, false
-				case ctrlReap:
-					// no process to reap
-				default:
-					tr.other(c)
 				}
 			}
 		case <-timerC(perms.timer):
-			perms.expire(si)
-			save()
+			perms.expire(w.si)
+			w.save()
 		case <-timerC(perms.remindTimer):
 			perms.remind()
-			save()
+			w.save()
 		case <-stopping:
-			perms.stopTimers()
 			return nil, false
 		}
 	}
-	perms.stopTimers()
-	return answered, true
+	return w.answered, true
+}
+
+// control handles one control; false ends the wait without the turn.
+func (w *parkedWait) control(c control) bool {
+	tr, perms := w.tr, w.perms
+	switch c.kind {
+	case ctrlAnswer, ctrlReply:
+		perms.answer(w.si, c)
+		w.save()
+	case ctrlStop:
+		tr.stopShell(c.to)
+		perms.endAll("stopped")
+		tr.rb.update(func(r *Record) { r.Parked, r.PendingPermission = "", "" })
+		tr.chat.sendTo(c.to, "Stopped: the turn that waited for an answer is over. The session is kept.")
+		tr.jr.ack(w.it, inbox.AckCancel)
+		return false
+	case ctrlFence:
+		perms.endAll("the conversation moved")
+		return false
+	case ctrlReap:
+		// no process to reap
+	default:
+		tr.other(c)
+	}
+	return true
+}
+
+// save takes the stand-in's answers into the record with what still waits.
+func (w *parkedWait) save() {
+	for id, d := range w.si.answers {
+		for _, r := range w.waiting {
+			if r.Req.RequestID == id {
+				d := d
+				r.Answer, r.Outcome = &d, outcomeOf(d)
+				w.answered = append(w.answered, r)
+			}
+		}
+	}
+	w.si.answers = nil
+	all := append(append([]parkedRequest(nil), w.answered...), decodeParked(w.perms.parked(w.it.msg.ID))...)
+	first := w.perms.first()
+	w.tr.rb.update(func(r *Record) { r.Parked, r.PendingPermission = encodeParked(all), first })
 }
 
 // outcomeOf says what an answer was, for the continuation.

@@ -216,7 +216,7 @@ func (tr *turnRunner) recover(it workItem) {
 	if len(waiting) > 0 {
 		if slices.ContainsFunc(waiting, func(r parkedRequest) bool { return r.Answer == nil }) {
 			tr.chat.send(fmt.Sprintf("cc-connect restarted. The request above (%s) still waits for an answer: the turn goes on once it has one.", orDefault(perm, "a permission request")))
-			answered, ok := tr.awaitParked(it, waiting)
+			answered, ok := newParkedWait(tr, it, waiting).run()
 			if !ok {
 				tr.agent.ReleaseIfIdle()
 				return

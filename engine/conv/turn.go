@@ -601,13 +601,13 @@ func (tr *turnRunner) attempt(it workItem) outcome {
 		case <-stopping:
 			stopping = nil
 			if !tr.e.cluster.clustered(it.msg.Target.Platform) && t.perms.park() {
-				return tr.parkAtShutdown(t, proc)
+				return parkAtShutdown(tr, t, proc)
 			}
 			graceC = time.After(tr.e.opts.ShutdownGrace)
 		case <-graceC:
 			graceC = nil
 			if !tr.e.cluster.clustered(it.msg.Target.Platform) && t.perms.park() {
-				return tr.parkAtShutdown(t, proc)
+				return parkAtShutdown(tr, t, proc)
 			}
 			t.handedOver = tr.ho.takes(it)
 			tr.log.Warn("Shutdown grace over; interrupting the running turn", "session_id", tr.rb.sessionID(),
