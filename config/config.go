@@ -117,6 +117,7 @@ type Agent struct {
 	AppendSystemPrompt       string            `toml:"append_system_prompt"`
 	IdleTimeout              Duration          `toml:"idle_timeout"`
 	PermissionTimeout        Duration          `toml:"permission_timeout"`
+	ApprovalReminder         Duration          `toml:"approval_reminder"`
 	ContextWindow            int64             `toml:"context_window"`
 	SelfReport               bool              `toml:"self_report"`
 	MaxProcesses             int               `toml:"max_processes"`
@@ -284,6 +285,7 @@ func Default() Config {
 			PermissionMode:           "default",
 			IdleTimeout:              Duration(30 * time.Minute),
 			PermissionTimeout:        Duration(10 * time.Minute),
+			ApprovalReminder:         Duration(30 * time.Minute),
 			ContextWindow:            200000,
 			SelfReport:               true,
 			MaxProcesses:             8,
@@ -398,8 +400,8 @@ func (c *Config) String() string {
 	}
 	fmt.Fprintf(&b, "env = { %s }\nenv_drop = %s\nuser = %s\nallow_root = %t\n", strings.Join(env, ", "), list(a.EnvDrop), q(a.User), a.AllowRoot)
 	fmt.Fprintf(&b, "model = %s\npermission_mode = %s\nappend_system_prompt = %s\n", q(a.Model), q(a.PermissionMode), q(a.AppendSystemPrompt))
-	fmt.Fprintf(&b, "idle_timeout = %s\npermission_timeout = %s\ncontext_window = %d\nself_report = %t\n",
-		q(a.IdleTimeout.String()), q(a.PermissionTimeout.String()), a.ContextWindow, a.SelfReport)
+	fmt.Fprintf(&b, "idle_timeout = %s\npermission_timeout = %s\napproval_reminder = %s\ncontext_window = %d\nself_report = %t\n",
+		q(a.IdleTimeout.String()), q(a.PermissionTimeout.String()), q(a.ApprovalReminder.String()), a.ContextWindow, a.SelfReport)
 	fmt.Fprintf(&b, "max_processes = %d\nmax_processes_per_workspace = %d\nqueue_limit = %d\nshutdown_grace = %s\nclose_grace = %s\n",
 		a.MaxProcesses, a.MaxProcessesPerWorkspace, a.QueueLimit, q(a.ShutdownGrace.String()), q(a.CloseGrace.String()))
 	fmt.Fprintf(&b, "prewarm = %d\n", a.Prewarm)

@@ -141,6 +141,9 @@ func validateAgent(c *Config, d *decoder) {
 	if !bad("max_processes_per_workspace") && a.MaxProcessesPerWorkspace < 0 {
 		d.failf("agent.max_processes_per_workspace", "must be 0 (unlimited) or more, got %d", a.MaxProcessesPerWorkspace)
 	}
+	if !bad("approval_reminder") && a.ApprovalReminder < 0 {
+		d.failf("agent.approval_reminder", "must be 0 (no reminder) or more, got %s", a.ApprovalReminder)
+	}
 	if !bad("prewarm") && a.Prewarm < 0 {
 		d.failf("agent.prewarm", "must be 0 (no spare processes) or more, got %d", a.Prewarm)
 	}

@@ -87,6 +87,7 @@ func engineOptions(cfg *config.Config, log *slog.Logger) engine.Options {
 		StateDir:                 cfg.State.Dir,
 		IdleTimeout:              a.IdleTimeout.D(),
 		PermissionTimeout:        a.PermissionTimeout.D(),
+		ApprovalReminder:         a.ApprovalReminder.D(),
 		StallNotice:              a.StallNotice.D(),
 		MaxTurnTime:              a.MaxTurnTime.D(),
 		MaxProcesses:             a.MaxProcesses,

@@ -81,6 +81,10 @@ type workItem struct {
 	// entry) an item read back for it goes right before.
 	checks []string
 	before string
+	// answered are the answers given to the requests the turn waited on
+	// while no process ran (parked.go): the resumed CLI's same requests
+	// get them.
+	answered []parkedRequest
 }
 
 type ctrlKind int

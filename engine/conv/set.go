@@ -64,6 +64,7 @@ type Options struct {
 	StateDir                 string
 	IdleTimeout              time.Duration
 	PermissionTimeout        time.Duration
+	ApprovalReminder         time.Duration
 	StallNotice              time.Duration
 	MaxTurnTime              time.Duration
 	MaxProcessesPerWorkspace int
