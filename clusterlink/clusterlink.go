@@ -34,7 +34,22 @@ var (
 	_ cluster.TenureHandler = Handler{}
 	_ engine.Delivery       = delivery{}
 	_ engine.Fence          = (*kvlease.Fence)(nil)
+	_ engine.Answers        = Answers{}
 )
+
+// Answers is the cluster's record of the messages its hosts answered, as
+// the engine reads and writes it.
+type Answers struct{ Node *cluster.Node }
+
+// Answered says whether some host answered message id of binding b.
+func (a Answers) Answered(ctx context.Context, b binding.Key, id string) (bool, error) {
+	return a.Node.Answered(ctx, names.Binding{Platform: b.Platform, Channel: b.Channel}, id)
+}
+
+// Answer records that this host answers message id of binding b.
+func (a Answers) Answer(ctx context.Context, b binding.Key, id string) error {
+	return a.Node.Answer(ctx, names.Binding{Platform: b.Platform, Channel: b.Channel}, id)
+}
 
 // Accept hands one event of the stream to the engine.
 func (h Handler) Accept(ctx context.Context, d *ingress.Delivery) (ingress.Result, error) {

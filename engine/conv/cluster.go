@@ -156,6 +156,8 @@ type clusterLedger struct {
 	// parked are pending in the journal and not run here until the stream
 	// delivers them again.
 	parked map[string]workItem
+	// answer records that this host answers a message (answered.go).
+	answer func(ctx context.Context, id string) error
 }
 
 func newClusterLedger() *clusterLedger {
@@ -317,19 +319,25 @@ func (j *journal) settleFirst(bg context.Context, it workItem) bool {
 	if parked {
 		return false
 	}
+	ctx, cancel := context.WithTimeout(bg, settleTimeout)
+	defer cancel()
 	if d == nil {
+		// Not of the stream (read back from the platform, or recovered
+		// after the stream settled it): recorded all the same.
+		j.answered(ctx, it)
 		return true
 	}
 	if err := d.Fence().Check(); err != nil {
 		j.park(it, err)
 		return false
 	}
-	ctx, cancel := context.WithTimeout(bg, settleTimeout)
-	defer cancel()
 	if err := d.Settle(ctx); err != nil {
 		j.park(it, err)
 		return false
 	}
+	// After the settlement: a record without it would keep the event's
+	// next delivery from running anywhere.
+	j.answered(ctx, it)
 	// Settled by this host: no host gets the event again, so after a
 	// kill this host's recovery alone posts the reply (settleParked).
 	if in := j.file(); in != nil {
@@ -427,4 +435,18 @@ func (e *Set) live(key string) *Conversation {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.sessions[key]
+}
+
+// answered records that this host answers it, before its reply is
+// posted: a host that reads its thread back does not run it again. A
+// failed record is logged and the reply still goes (the record only keeps
+// a read-back from running it twice; not answering would lose it).
+func (j *journal) answered(ctx context.Context, it workItem) {
+	if j.cl.answer == nil {
+		return
+	}
+	if err := j.cl.answer(ctx, it.inboxID); err != nil {
+		j.log.Warn("Recording a message as answered in the cluster failed; a host that reads its thread back may run it again",
+			"message_id", it.inboxID, "error", err)
+	}
 }

@@ -109,6 +109,9 @@ type Cluster struct {
 	// Fence is the fence of this host's tenure of a binding (as the
 	// config writes it) while it holds; nil otherwise.
 	Fence func(platform, channel string) Fence
+	// Answers is what the cluster's hosts answered; nil leaves a host
+	// with what its own journal took (answered.go).
+	Answers Answers
 
 	bg context.Context // the Set's, for the stream's reads
 }
