@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -26,23 +27,45 @@ import (
 // root taken as answered only if it is younger (the engine's rule).
 const AnsweredTTL = 30 * 24 * time.Hour
 
-// Answer records that this host answers message id of binding b. Only the
-// binding's holder may write it (Permissions).
-func (n *Node) Answer(ctx context.Context, b names.Binding, id string) error {
+// Answer records that this host answers message id of binding b, in the
+// conversation of token conversation (names.Conversation), and that this
+// host last answered there (the conversation's record, for status). Only
+// the binding's holder may write them (Permissions).
+func (n *Node) Answer(ctx context.Context, b names.Binding, conversation, id string) error {
 	key := names.Answered(b, id)
 	_, err := n.kv.Create(ctx, key, []byte(n.s.Host), jetstream.KeyTTL(AnsweredTTL))
-	switch {
-	case err == nil, errors.Is(err, jetstream.ErrKeyExists):
-		return nil
-	case isTTLRefused(err):
+	if isTTLRefused(err) {
 		// A bucket made before records expired, not updated yet (`cluster
 		// init`): kept without an expiry rather than not at all.
-		if _, err := n.kv.Create(ctx, key, []byte(n.s.Host)); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
-			return fmt.Errorf("recording message %s as answered: %w", id, err)
-		}
+		_, err = n.kv.Create(ctx, key, []byte(n.s.Host))
+	}
+	if err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+		return fmt.Errorf("recording message %s as answered: %w", id, err)
+	}
+	if conversation == "" {
 		return nil
 	}
-	return fmt.Errorf("recording message %s as answered: %w", id, err)
+	rec, err := json.Marshal(Served{Host: n.s.Host, At: time.Now().UTC()})
+	if err != nil {
+		return err
+	}
+	subject := n.s.Names.KVKey(names.Served(b, conversation))
+	_, err = n.js.Publish(ctx, subject, rec, jetstream.WithMsgTTL(AnsweredTTL))
+	if isTTLRefused(err) {
+		_, err = n.js.Publish(ctx, subject, rec)
+	}
+	if err != nil {
+		return fmt.Errorf("recording where conversation %s is served: %w", conversation, err)
+	}
+	return nil
+}
+
+// Served is a conversation's record: the host that last answered in it,
+// and when (its clock). The conversation's context (Claude's session and
+// transcript) is on that host's disk alone: it is not replicated.
+type Served struct {
+	Host string    `json:"host"`
+	At   time.Time `json:"at"`
 }
 
 // Answered says whether some host recorded message id of binding b as

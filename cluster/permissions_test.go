@@ -212,7 +212,7 @@ func (pc *permCluster) run(a, b, c *Node) {
 	}
 	// The record of what was answered: written by the holder, read by
 	// every host.
-	if err := a.Answer(ctx, permSlack, "s-0"); err != nil {
+	if err := a.Answer(ctx, permSlack, names.Conversation("C1", "x"), "s-0"); err != nil {
 		t.Fatalf("recording an answered message of a's binding: %v", err)
 	}
 	for _, n := range []*Node{a, b, c} {
@@ -277,6 +277,7 @@ func (pc *permCluster) refusals() {
 		{"an event on the subject an older cc-connect used, which names no host", "b", "t.in." + permSlack.Token() + "." + conv, ""},
 		{"another binding's lease", "b", n.KVKey(names.BindingLease(permTG)), ""},
 		{"a record that a message of another binding was answered", "c", n.KVKey(names.Answered(permSlack, "s-5")), ""},
+		{"the record of where a conversation of another binding is served", "c", n.KVKey(names.Served(permSlack, conv)), ""},
 		{"the poller's lease, on a host that does not receive", "c", n.KVKey(names.PollerLease("telegram")), ""},
 		{"the poller's offset, on a host that does not receive", "c", n.KVKey(names.Offset("telegram")), ""},
 		{"another host's heartbeat", "a", n.KVKey(names.Member("b")), ""},

@@ -17,6 +17,7 @@ import (
 	"github.com/cc-connect/cc-connect/cluster/kvlease"
 	"github.com/cc-connect/cc-connect/cluster/names"
 	"github.com/cc-connect/cc-connect/engine"
+	"github.com/cc-connect/cc-connect/platform"
 )
 
 // Handler is the engine's ingress as the cluster's handler for the
@@ -46,9 +47,10 @@ func (a Answers) Answered(ctx context.Context, b binding.Key, id string) (bool, 
 	return a.Node.Answered(ctx, names.Binding{Platform: b.Platform, Channel: b.Channel}, id)
 }
 
-// Answer records that this host answers message id of binding b.
-func (a Answers) Answer(ctx context.Context, b binding.Key, id string) error {
-	return a.Node.Answer(ctx, names.Binding{Platform: b.Platform, Channel: b.Channel}, id)
+// Answer records that this host answers message id of binding b in the
+// conversation at to.
+func (a Answers) Answer(ctx context.Context, b binding.Key, to platform.Target, id string) error {
+	return a.Node.Answer(ctx, names.Binding{Platform: b.Platform, Channel: b.Channel}, names.Conversation(to.Channel, to.Thread), id)
 }
 
 // Accept hands one event of the stream to the engine.

@@ -241,3 +241,12 @@ func Answered(b Binding, id string) string {
 
 // AnsweredPrefix matches every answered record.
 const AnsweredPrefix = "answered."
+
+// Served is the key of the record of which host last answered in a
+// conversation of binding b (its token: Conversation).
+func Served(b Binding, conversation string) string {
+	return ServedPrefix + b.Token() + "." + conversation
+}
+
+// ServedPrefix matches every conversation's record.
+const ServedPrefix = "served."

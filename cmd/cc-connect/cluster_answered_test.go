@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -71,6 +73,25 @@ func TestClusterFailoverAnswersOnce(t *testing.T) {
 	}
 	if n := a.turns(t, "first reply"); n != 0 {
 		t.Errorf("the restarted owner ran the first reply, which the standby had answered, %d times", n)
+	}
+	// cluster status: the thread, served by a (b is dead), its context
+	// on a alone.
+	cmd := exec.Command(buildBinary(t), "--config", c.config, "cluster", "status")
+	cmd.Env = append(os.Environ(), c.env...)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("cluster status: %v", err)
+	}
+	stdout, line := string(out), ""
+	for _, ln := range strings.Split(stdout, "\n") {
+		if strings.Contains(ln, "thread "+root) {
+			line = ln
+		}
+	}
+	for _, want := range []string{"chat/*", "C1 thread " + root, "served by a", "last answered on a", "context replicated: no"} {
+		if !strings.Contains(line, want) {
+			t.Errorf("cluster status shows the thread as %q, without %q:\n%s", line, want, stdout)
+		}
 	}
 	for _, p := range f.Posts() {
 		if p.ThreadTS == root && p.BotID != "" && !strings.Contains(p.Text, "echo:") {

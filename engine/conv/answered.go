@@ -6,6 +6,7 @@ import (
 
 	"github.com/cc-connect/cc-connect/binding"
 	"github.com/cc-connect/cc-connect/inbox"
+	"github.com/cc-connect/cc-connect/platform"
 )
 
 // What was answered already. Reading a thread back from the platform (its
@@ -31,20 +32,21 @@ import (
 type Answers interface {
 	// Answered says whether some host answered message id of binding b.
 	Answered(ctx context.Context, b binding.Key, id string) (bool, error)
-	// Answer records that this host answers message id of binding b.
-	Answer(ctx context.Context, b binding.Key, id string) error
+	// Answer records that this host answers message id of binding b, in
+	// the conversation at to (which status shows as served here).
+	Answer(ctx context.Context, b binding.Key, to platform.Target, id string) error
 }
 
 // answeredTimeout bounds one read of the record.
 const answeredTimeout = 2 * time.Second
 
-// answer records that this host answers message id of binding b; nil
-// without a record.
-func (c *Cluster) answer(ctx context.Context, b binding.Key, id string) error {
+// answer records that this host answers message id of binding b in the
+// conversation at to; nil without a record.
+func (c *Cluster) answer(ctx context.Context, b binding.Key, to platform.Target, id string) error {
 	if c.Answers == nil || id == "" {
 		return nil
 	}
-	return c.Answers.Answer(ctx, b, id)
+	return c.Answers.Answer(ctx, b, to, id)
 }
 
 // AnsweredElsewhere says whether message id of binding b, which this
