@@ -68,17 +68,17 @@ type Served struct {
 	At   time.Time `json:"at"`
 }
 
-// Answered says whether some host recorded message id of binding b as
-// answered within AnsweredTTL.
-func (n *Node) Answered(ctx context.Context, b names.Binding, id string) (bool, error) {
-	_, err := n.kv.Get(ctx, names.Answered(b, id))
+// Answered is the host that recorded message id of binding b as answered
+// within AnsweredTTL; "" when none did.
+func (n *Node) Answered(ctx context.Context, b names.Binding, id string) (string, error) {
+	e, err := n.kv.Get(ctx, names.Answered(b, id))
 	switch {
 	case err == nil:
-		return true, nil
+		return string(e.Value()), nil
 	case errors.Is(err, jetstream.ErrKeyNotFound):
-		return false, nil
+		return "", nil
 	}
-	return false, fmt.Errorf("reading whether message %s was answered: %w", id, err)
+	return "", fmt.Errorf("reading whether message %s was answered: %w", id, err)
 }
 
 // isTTLRefused says whether err is the server refusing a per-message TTL

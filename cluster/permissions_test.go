@@ -216,10 +216,10 @@ func (pc *permCluster) run(a, b, c *Node) {
 		t.Fatalf("recording an answered message of a's binding: %v", err)
 	}
 	for _, n := range []*Node{a, b, c} {
-		if done, err := n.Answered(ctx, permSlack, "s-0"); err != nil || !done {
-			t.Errorf("%s reads the answered message: %v, %v", n.s.Host, done, err)
+		if by, err := n.Answered(ctx, permSlack, "s-0"); err != nil || by != "a" {
+			t.Errorf("%s reads the answered message as answered by %q, %v; want a", n.s.Host, by, err)
 		}
-		if done, err := n.Answered(ctx, permSlack, "s-9"); err != nil || done {
+		if done, err := n.Answered(ctx, permSlack, "s-9"); err != nil || done != "" {
 			t.Errorf("%s reads a message nobody answered as answered: %v, %v", n.s.Host, done, err)
 		}
 	}

@@ -42,8 +42,8 @@ var (
 // the engine reads and writes it.
 type Answers struct{ Node *cluster.Node }
 
-// Answered says whether some host answered message id of binding b.
-func (a Answers) Answered(ctx context.Context, b binding.Key, id string) (bool, error) {
+// Answered is the host that answered message id of binding b, "" if none.
+func (a Answers) Answered(ctx context.Context, b binding.Key, id string) (string, error) {
 	return a.Node.Answered(ctx, names.Binding{Platform: b.Platform, Channel: b.Channel}, id)
 }
 

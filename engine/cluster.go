@@ -115,7 +115,7 @@ var ErrUnknownEvent = errors.New("the event holds no message, button press or ru
 func (e *Engine) JoinCluster(o ClusterOptions) *ClusterIngress {
 	e.cluster = &o
 	st := e.convs.JoinCluster(conv.Cluster{Clustered: o.Clustered, InStream: o.InStream, Fence: e.tenures.fence,
-		Answers: o.Answers})
+		Answers: o.Answers, Host: o.Host})
 	return &ClusterIngress{e: e, st: st}
 }
 

@@ -26,9 +26,9 @@ import (
 // binding, b stands by, c only receives; each kill hits any of them. Every
 // message must be answered once, in its thread's order. It reports how many
 // were lost (no reply), doubled (more than one) and out of order. Each kill
-// of the binding's holder costs a failover (about twice lease_ttl): a short
-// run (3 kills) is part of the suite; CC_CLUSTER_SOAK_KILLS names more
-// (make soak sets it).
+// of the binding's holder that lasts costs a failover (about twice
+// lease_ttl): a short run (3 kills, two failovers) is part of the suite;
+// CC_CLUSTER_SOAK_KILLS names more, at random (make soak sets it).
 func TestClusterSoakKills(t *testing.T) {
 	kills := 3
 	if v := os.Getenv("CC_CLUSTER_SOAK_KILLS"); v != "" {
@@ -87,22 +87,31 @@ shutdown_grace = "5s"
 		}
 	}()
 
+	// A host down longer than lease_ttl and a fifth (3.6 s) loses the
+	// binding to the other (a restarted owner takes its lease back at
+	// once): a conversation then moves, and its new host reads threads back.
 	role := map[string]string{"a": "owner", "b": "standby", "c": "receiver"}
+	// The short run: the owner down long enough to move everything to the
+	// standby, the receiver, then the standby that holds it by then.
+	short := []struct {
+		host int
+		down time.Duration
+	}{{0, 5 * time.Second}, {2, time.Second}, {1, 5 * time.Second}}
 	killed := map[string]int{}
 	for k := range kills {
-		pause := 500 + rng.IntN(2500)
+		pause := time.Duration(500+rng.IntN(2500)) * time.Millisecond
+		h, down := hosts[rng.IntN(len(hosts))], time.Duration(rng.IntN(6000))*time.Millisecond
 		if !long {
-			pause = 300 + rng.IntN(700)
+			pause, h, down = time.Second, hosts[short[k].host], short[k].down
 		}
-		time.Sleep(time.Duration(pause) * time.Millisecond) // a random moment, not a wait for an event
-		h := hosts[rng.IntN(len(hosts))]
+		time.Sleep(pause) // a random moment, not a wait for an event
 		if err := h.p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
 		<-h.p.exited
 		killed[role[h.name]]++
-		t.Logf("kill %d: host %s (%s)", k+1, h.name, role[h.name])
-		time.Sleep(time.Duration(rng.IntN(2000)) * time.Millisecond)
+		t.Logf("kill %d: host %s (%s), down %s", k+1, h.name, role[h.name], down)
+		time.Sleep(down) // the time a host stays down, not a wait for an event
 		h.start(t)
 	}
 	close(stop)
@@ -124,6 +133,19 @@ shutdown_grace = "5s"
 	f.DeliverMention(t, fakeslack.MsgEvent("C1", last, "U1", "<@UBOT> the last one", nil))
 	f.Wait(t, "the last reply", func() bool { return len(echoes(f, last)) > 0 })
 
+	// A host killed after it settled a message's event and before it
+	// posted the reply is the only one that has the reply (in its Claude
+	// transcript, which is not replicated): it posts it once it is back
+	// (docs/cluster.md), after what the thread's new host answered in the
+	// meantime. Those replies are counted apart, not as out of order.
+	late := map[string]bool{}
+	for _, h := range hosts {
+		for _, ln := range h.logsAbout("recovering it here") {
+			if m := soakRecovered.FindStringSubmatch(ln); m != nil {
+				late[fd.idOf(m[1])] = true
+			}
+		}
+	}
 	lost, doubled, disordered := 0, 0, 0
 	for thread, ids := range sent {
 		got := soakAnswers(f, thread)
@@ -147,7 +169,8 @@ shutdown_grace = "5s"
 				t.Errorf("thread %s: %s answered %d times", thread, id, n)
 			}
 		}
-		if !slices.Equal(order, soakAnsweredOf(ids, count)) {
+		order = slices.DeleteFunc(order, func(id string) bool { return late[id] })
+		if !slices.Equal(order, soakAnsweredOf(ids, count, late)) {
 			disordered++
 			bad = true
 			t.Errorf("thread %s: answered in the order %q, sent %q", thread, order, ids)
@@ -168,11 +191,13 @@ shutdown_grace = "5s"
 		return n
 	}
 	t.Logf("cluster soak: %d kills (owner %d, standby %d, receiver %d), %d messages in %d threads "+
-		"(%d replies without a mention, %d mentions, %d redeliveries): %d lost, %d doubled, %d threads out of order, in %s; "+
-		"read back from Slack: %d roots and %d messages run, %d taken already and not run",
+		"(%d replies without a mention, %d mentions, %d redeliveries): %d lost, %d doubled, %d threads out of order "+
+		"(%d replies posted late by their restarted host), in %s; "+
+		"read back from Slack: %d roots run, %d roots answered already and not run, %d messages run",
 		kills, killed["owner"], killed["standby"], killed["receiver"], total, len(sent), fd.replies, fd.mentions, fd.redelivered,
-		lost, doubled, disordered, time.Since(started).Round(time.Second),
-		readBack("Accepting a thread's root read back"), readBack("Accepting a message read back"), readBack("was taken already"))
+		lost, doubled, disordered, len(late), time.Since(started).Round(time.Second),
+		readBack("Accepting a thread's root read back"), readBack("A thread's root read back was taken already"),
+		readBack("Accepting a message read back"))
 }
 
 // soakFeed writes what people write, one message at a time, each once
@@ -295,12 +320,25 @@ func soakAnswers(f *fakeslack.Server, thread string) []string {
 	return out
 }
 
+// soakRecovered finds the message id in a log line of a reply recovered
+// by the host that settled its event.
+var soakRecovered = regexp.MustCompile(`message_id=C1:(\d+\.\d+)`)
+
+// idOf is the id of the message the feeder sent with ts.
+func (fd *soakFeed) idOf(ts string) string {
+	var n int
+	if _, err := fmt.Sscanf(ts, "%d.000100", &n); err != nil {
+		return ""
+	}
+	return fmt.Sprintf("msg-%d", n-1700100000)
+}
+
 // soakAnsweredOf are ids, in order, less those without a reply (counted
-// as lost already).
-func soakAnsweredOf(ids []string, count map[string]int) []string {
+// as lost already) and those posted late.
+func soakAnsweredOf(ids []string, count map[string]int, late map[string]bool) []string {
 	var out []string
 	for _, id := range ids {
-		if count[id] > 0 {
+		if count[id] > 0 && !late[id] {
 			out = append(out, id)
 		}
 	}

@@ -30,8 +30,9 @@ import (
 // by every host. The cluster implements it (cluster.Node through
 // clusterlink); a host alone has none.
 type Answers interface {
-	// Answered says whether some host answered message id of binding b.
-	Answered(ctx context.Context, b binding.Key, id string) (bool, error)
+	// Answered is the host that answered message id of binding b; ""
+	// when none did.
+	Answered(ctx context.Context, b binding.Key, id string) (host string, err error)
 	// Answer records that this host answers message id of binding b, in
 	// the conversation at to (which status shows as served here).
 	Answer(ctx context.Context, b binding.Key, to platform.Target, id string) error
@@ -62,7 +63,8 @@ func (st *Stream) AnsweredElsewhere(ctx context.Context, b binding.Key, platform
 	}
 	ctx, cancel := context.WithTimeout(ctx, answeredTimeout)
 	defer cancel()
-	return e.cluster.Answers.Answered(ctx, b, id)
+	by, err := e.cluster.Answers.Answered(ctx, b, id)
+	return by != "", err
 }
 
 // taken says whether message id, read back from the platform into this
@@ -79,11 +81,26 @@ func (s *Conversation) taken(id string) bool {
 	}
 	ctx, cancel := context.WithTimeout(s.e.bg, answeredTimeout)
 	defer cancel()
-	done, err := s.e.cluster.Answers.Answered(ctx, s.binding.Key(), id)
+	by, err := s.e.cluster.Answers.Answered(ctx, s.binding.Key(), id)
 	if err != nil {
 		s.log.Warn("Reading whether another host answered a message failed; it is not taken from the platform's copy",
 			"message_id", id, "error", err)
 		return true
 	}
-	return done
+	return by != ""
+}
+
+// answeredHere says whether the record names this host as the one that
+// answered message id of s's binding: it wrote that only after the
+// stream confirmed its settlement of the event (journal.settleFirst), so
+// no other host gets the event again.
+func (s *Conversation) answeredHere(id string) bool {
+	a := s.e.cluster.Answers
+	if a == nil || s.e.cluster.Host == "" {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(s.e.bg, answeredTimeout)
+	defer cancel()
+	by, err := a.Answered(ctx, s.binding.Key(), id)
+	return err == nil && by == s.e.cluster.Host
 }

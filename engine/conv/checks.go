@@ -185,6 +185,12 @@ func (s *Conversation) acceptRoot(it workItem) bool {
 			"message_id", root.ID, "user_id", root.UserID)
 		return false
 	}
+	if s.taken(root.ID) {
+		// Answered by the host that served the thread before (or
+		// journaled here): the reply alone runs.
+		s.log.Info("A thread's root read back was taken already; the reply without a mention runs alone", "message_id", root.ID)
+		return true
+	}
 	// The root never reached the engine, or not yet: it goes first, so
 	// that the conversation starts where it started.
 	s.log.Info("Accepting a thread's root read back from the platform, before a reply that came first", "message_id", root.ID)
@@ -255,13 +261,8 @@ func missing(hist []platform.HistoryMessage, m platform.Message, b binding.Bindi
 // conversation, right before the waiting message next (the journal entry
 // it was read back for). Its own delivery, when it comes, is a duplicate; one being
 // accepted right now wins, and m is then a duplicate here.
+// Callers asked whether m was taken already (answered.go).
 func (s *Conversation) acceptBefore(m platform.Message, next string) {
-	if s.taken(m.ID) {
-		// Answered by another host (or being taken here): the thread
-		// read back must not run it again.
-		s.log.Info("A message read back from its thread was taken already; it does not run again", "message_id", m.ID)
-		return
-	}
 	claim, err := s.e.Claim(s.e.bg, m)
 	switch {
 	case errors.Is(err, inbox.ErrDuplicate):

@@ -56,6 +56,9 @@ const settleTimeout = 5 * time.Second
 //     while its reply was being posted is recovered at once: nobody else
 //     has the event, so this host alone posts the reply (read back from
 //     the transcript, looked up on the platform first, posted once);
+//   - so is one whose settlement the journal does not hold but the
+//     cluster's record of answered messages names this host for (it is
+//     written only once the server confirmed the settlement: answered.go);
 //   - an entry whose reply was being posted when this host stopped, its
 //     settlement not confirmed, waits until this host serves the binding:
 //     not in the stream any more, its event was settled by this host's
@@ -77,14 +80,27 @@ func (c *Cluster) settleParked(s *Conversation) {
 	cur := c.fence(s.binding.Platform, s.binding.Channel)
 	s.jr.cl.mu.Lock()
 	var cands []workItem
+	var unconfirmed []workItem
 	for _, it := range s.jr.cl.parked {
 		switch {
 		case it.streamSeq == 0:
 		case it.settled && it.replying, cur != nil && (it.replying || it.fence != cur.Token()):
 			cands = append(cands, it)
+		case it.replying:
+			unconfirmed = append(unconfirmed, it)
 		}
 	}
 	s.jr.cl.mu.Unlock()
+	for _, it := range unconfirmed {
+		// Killed between the settlement and its mark in the journal:
+		// the record of answered messages names this host only once
+		// the server confirmed the settlement, so it is as good as the
+		// mark, and the reply need not wait for the lease.
+		if s.answeredHere(it.inboxID) {
+			it.settled = true
+			cands = append(cands, it)
+		}
+	}
 	for _, it := range cands {
 		if it.settled && it.replying {
 			c.recoverParked(s, it, "A message this host settled before it stopped, its reply not posted: recovering it here")
