@@ -57,8 +57,11 @@ const (
 )
 
 const (
-	// rootLookupTimeout bounds reading a thread's root.
+	// rootLookupTimeout bounds reading a thread's root, the first time;
+	// each try after a failure waits twice as long, up to
+	// rootLookupTries times as long (2 s, 4 s, 8 s).
 	rootLookupTimeout = 2 * time.Second
+	rootLookupTries   = 4
 	// gapWindow is how long after its start an engine looks for what a
 	// dead instance left unjournaled: Slack retries an event for minutes,
 	// not hours.
@@ -156,9 +159,19 @@ func (s *Conversation) acceptRoot(it workItem) bool {
 	if !ok || s.e.threads.rootless.Has(s.key) {
 		return false // read already: chatter queued before the answer
 	}
-	ctx, cancel := context.WithTimeout(s.e.bg, rootLookupTimeout)
-	defer cancel()
-	hist, err := hr.History(ctx, s.to, platform.HistoryQuery{Limit: 1})
+	// A slow platform (or a busy host) must not cost the reply: the read
+	// is tried again with a longer wait before the reply is given up.
+	var hist []platform.HistoryMessage
+	var err error
+	for wait := rootLookupTimeout; ; wait *= 2 {
+		ctx, cancel := context.WithTimeout(s.e.bg, wait)
+		hist, err = hr.History(ctx, s.to, platform.HistoryQuery{Limit: 1})
+		cancel()
+		if err == nil || wait >= rootLookupTries*rootLookupTimeout || s.e.bg.Err() != nil {
+			break
+		}
+		s.log.Info("Reading a thread's root failed; trying again", "error", err, "waited", wait)
+	}
 	if err != nil {
 		s.log.Warn("Reading a thread's root failed; a reply without a mention in it is ignored", "error", err)
 		return false

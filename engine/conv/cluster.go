@@ -151,12 +151,13 @@ func replyingFromStream(pending []inbox.Entry) bool {
 }
 
 // replyKey names an item's reply on the platform (platform.Reply.Key):
-// the uuid it was journaled with, or for an event of a cluster's stream a
-// key every host derives alike from the platform's message id, so that a
+// the uuid it was journaled with, or for a message of a clustered
+// conversation (an event of the stream, or one read back from its thread)
+// a key every host derives alike from the platform's message id, so that a
 // host that recovers a reply after a kill finds it when another host,
-// which got the event again, posted it.
-func replyKey(it workItem) string {
-	if it.streamSeq == 0 || it.inboxID == "" {
+// which got the event again or read the message back, posted it.
+func replyKey(it workItem, clustered bool) string {
+	if it.inboxID == "" || it.streamSeq == 0 && !clustered {
 		return it.uuid
 	}
 	sum := sha256.Sum256([]byte(it.msg.Target.Platform + "\x00" + it.inboxID))
