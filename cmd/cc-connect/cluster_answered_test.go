@@ -6,6 +6,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/cc-connect/cc-connect/cluster/clustertest"
 	"github.com/cc-connect/cc-connect/internal/fakeslack"
@@ -22,8 +23,11 @@ func TestClusterFailoverAnswersOnce(t *testing.T) {
 	nc := clustertest.StartCluster(t, 3)
 	f := fakeslack.New(t)
 	f.SetSpread(35)
-	f.SetRedeliverAfter(3e9)
+	f.SetRedeliverAfter(3 * time.Second)
 	f.SetRetries(5)
+	// A dead host's envelope is redelivered to a live one after 3 s, and
+	// a busy machine adds to each failover: the waits allow for both.
+	f.SetWaitLimit(time.Minute)
 	a := newClusterMember(t, "a", nc.URLs(), f)
 	b := newClusterMember(t, "b", nc.URLs(), f)
 	c := newClusterMember(t, "c", nc.URLs(), f)
