@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -308,12 +309,25 @@ var soakID = regexp.MustCompile(`msg-\d+`)
 
 // soakAnswers are the ids of the messages the bot's replies in thread
 // answer, in the order posted: the fake claude echoes its prompt, whose
-// last id is the message's own (a conversation that starts on a host
-// mid-thread gets the thread's earlier messages before it).
+// last id is the message's own. A conversation that starts on a host
+// mid-thread gets the thread's earlier messages before it, and a reply
+// that long is split in parts: only the part holding the end of those
+// earlier messages names the message answered.
 func soakAnswers(f *fakeslack.Server, thread string) []string {
+	const begin, end = "Earlier messages of this thread", "End of the earlier messages."
 	var out []string
-	for _, e := range echoes(f, thread) {
-		if ids := soakID.FindAllString(e, -1); len(ids) > 0 {
+	for _, m := range f.Posts() {
+		if m.ThreadTS != thread || m.BotID == "" {
+			continue
+		}
+		text := m.Text
+		switch {
+		case strings.Contains(text, end):
+			text = text[strings.LastIndex(text, end):]
+		case strings.Contains(text, begin), !strings.Contains(text, "echo:"):
+			continue // the first part of a long reply, or not a reply
+		}
+		if ids := soakID.FindAllString(text, -1); len(ids) > 0 {
 			out = append(out, ids[len(ids)-1])
 		}
 	}
