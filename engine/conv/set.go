@@ -110,6 +110,11 @@ type Cluster struct {
 	// Fence is the fence of this host's tenure of a binding (as the
 	// config writes it) while it holds; nil otherwise.
 	Fence func(platform, channel string) Fence
+	// Answers is what the cluster's hosts answered; nil leaves a host
+	// with what its own journal took (answered.go). Host is this host's
+	// name in it.
+	Answers Answers
+	Host    string
 
 	bg context.Context // the Set's, for the stream's reads
 }
