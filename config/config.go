@@ -46,6 +46,7 @@ type Config struct {
 	Platforms []Platform `toml:"platforms"`
 	Bindings  []Binding  `toml:"bindings"`
 	Metrics   Metrics    `toml:"metrics"`
+	Console   Console    `toml:"console"`
 	// Cluster makes this cc-connect one host of several serving one bot
 	// ([cluster]); nil without the table, and then no NATS code runs.
 	Cluster *Cluster `toml:"cluster"`
@@ -295,6 +296,7 @@ func Default() Config {
 			StallNotice:              Duration(DefaultStallNotice),
 			EnvDrop:                  slices.Clone(agentenv.DefaultEnvDrop),
 		},
+		Console:  defaultConsole(),
 		Webhooks: Webhooks{MaxBody: 1 << 20},
 		Spend:    Spend{Timezone: "Local", TurnReserveUSD: spend.DefaultReserve},
 	}
@@ -437,6 +439,7 @@ func (c *Config) String() string {
 	if c.Metrics.Addr != "" {
 		fmt.Fprintf(&b, "\n[metrics]\naddr = %s\nallow_remote = %t\n", q(c.Metrics.Addr), c.Metrics.AllowRemote)
 	}
+	c.Console.write(&b)
 	for _, bd := range c.Bindings {
 		fmt.Fprintf(&b, "\n[[bindings]]\nplatform = %s\nchannel = %s\nworkspace = %s\nallow_users = %s\nadmins = %s\n",
 			q(bd.Platform), q(bd.Channel), q(bd.Workspace), list(bd.AllowUsers), list(bd.Admins))

@@ -233,10 +233,27 @@ func runCommand(ctx context.Context, path string, std stdio) int {
 		opts.Metrics = m
 	}
 	opts.Spending = un.spend
+	// A taken console port fails the start, like the metrics'.
+	wc, err := openConsole(cfg, log)
+	if err != nil {
+		log.Error("Opening the console failed", "error", err)
+		return exitFailure
+	}
+	if wc != nil {
+		opts.ConsoleLinks = wc.links
+		opts.Activity = wc.srv
+	}
 	eng, err := engine.New(opts)
 	if err != nil {
+		if wc != nil {
+			wc.ln.Close()
+		}
 		log.Error("Creating the engine failed", "error", err)
 		return exitFailure
+	}
+	if wc != nil {
+		wc.start(ctx, eng, log)
+		defer func() { cancel(); wc.wait() }()
 	}
 	// With [cluster]: the adapters publish, and this host's engine
 	// consumes the bindings it owns or stands by for (cluster_run.go).

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cc-connect/cc-connect/activity"
 	"github.com/cc-connect/cc-connect/agentproc"
 	"github.com/cc-connect/cc-connect/engine/procs"
 	"github.com/cc-connect/cc-connect/engine/render"
@@ -47,6 +48,11 @@ type permissions struct {
 
 	pending []*pendingPerm
 	timer   *time.Timer // fires at the earliest deadline
+
+	// pub publishes each request as it is asked and as it ends
+	// (activity): the console shows what waits and answers it through
+	// the buttons' path (Set.Answer).
+	pub publisher
 }
 
 // pendingPerm is a permission request waiting for an answer in the chat.
@@ -120,6 +126,8 @@ func (ps *permissions) ask(proc procs.Process, req agentproc.PermissionRequest) 
 	ps.pending = append(ps.pending, p)
 	ps.register(req.RequestID)
 	ps.setWaiting(true)
+	ps.pub.publish(activity.Event{Kind: activity.Asking, Request: req.RequestID, Tool: req.ToolName,
+		Input: render.ToolSummary(req.ToolName, req.Input)})
 
 	ps.log.Info("Permission requested", "request_id", req.RequestID, "tool", req.ToolName, "blocked_path", req.BlockedPath)
 	if ps.askSpecial(proc, p) {
@@ -198,6 +206,8 @@ func (ps *permissions) resolve(p *pendingPerm, outcome string) {
 		}
 	}
 	ps.unregister(p.req.RequestID)
+	ps.pub.publish(activity.Event{Kind: activity.Answered, Request: p.req.RequestID, Tool: p.req.ToolName,
+		Choice: orDefault(p.choice, "cancelled"), Outcome: outcome})
 	ps.metrics.PermissionAnswered(orDefault(p.choice, "cancelled"), time.Since(p.asked))
 	if len(ps.pending) == 0 {
 		ps.setWaiting(false)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/cc-connect/cc-connect/activity"
 	"log/slog"
 	"strings"
 	"sync/atomic"
@@ -508,6 +509,9 @@ func (tr *turnRunner) attempt(it workItem) outcome {
 	}
 	t := &turn{msg: it.msg, perms: tr.newPermissions(),
 		live: newLive(tr.chat, tr.log, tr.rb.sessionID, tr.binding().Progress, tr.e.opts.StallNotice, tr.e.opts.MaxTurnTime, posted)}
+	pub := publisher{e: tr.e, key: tr.key, tr: tr}
+	t.live.pub, t.perms.pub = pub, pub
+	pub.publish(activity.Event{Kind: activity.Started, User: it.msg.UserID})
 	t.perms.ring = func(tool string) {
 		what := "Claude asks for your permission above."
 		if tool == "AskUserQuestion" {
@@ -537,6 +541,7 @@ func (tr *turnRunner) attempt(it workItem) outcome {
 			if closed != nil {
 				<-closed
 			}
+			pub.publish(activity.Event{Kind: activity.Finished, Outcome: finishedOutcome(res, err, t.stopped), Text: t.text.String()})
 			out := outcome{res: res, err: err, text: t.text.String(), model: t.model, stderr: proc.StderrTail(),
 				compaction: IsCompaction(it.msg.Text), compacted: t.compacted, compactErr: t.compactErr, live: t.live}
 			if res != nil {
@@ -684,6 +689,7 @@ func (tr *turnRunner) control(t *turn, proc procs.Process, c control) {
 	case ctrlStop:
 		tr.stopShell(c.to)
 		t.stopped = true
+		publisher{e: tr.e, key: tr.key, tr: tr}.publish(activity.Event{Kind: activity.Stopped, User: c.userName})
 		if t.started {
 			if err := tr.interrupt(proc); err != nil {
 				tr.log.Warn("Interrupting the turn failed", "error", err)
@@ -741,4 +747,17 @@ func (tr *turnRunner) noteResult(res *agentproc.Result, initModel string) {
 		r.LastActivity = tr.e.now()
 	})
 	tr.purse.charges = append(tr.purse.charges, res)
+}
+
+// finishedOutcome is a turn's end in a word, for the activity.
+func finishedOutcome(res *agentproc.Result, err error, stopped bool) string {
+	switch {
+	case stopped:
+		return "stopped"
+	case err != nil || res == nil:
+		return "failed"
+	case res.IsError:
+		return "error"
+	}
+	return "done"
 }

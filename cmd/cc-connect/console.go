@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+
+	"github.com/cc-connect/cc-connect/config"
+	"github.com/cc-connect/cc-connect/console"
+	"github.com/cc-connect/cc-connect/engine"
+	"github.com/cc-connect/cc-connect/platform"
+)
+
+// webConsole is the console in the browser when [console] is on: its
+// listener, taken before the engine starts so that a taken port fails
+// the start, and its server, which reads the engine through
+// consoleBackend.
+type webConsole struct {
+	srv     *console.Server
+	ln      net.Listener
+	backend *consoleBackend
+	served  chan struct{}
+}
+
+// openConsole listens for the console; nil when it is off.
+func openConsole(cfg *config.Config, log *slog.Logger) (*webConsole, error) {
+	c := cfg.Console
+	if !c.Enabled {
+		return nil, nil
+	}
+	var proxies []netip.Prefix
+	if c.BehindProxy {
+		for _, p := range c.TrustedProxies {
+			pfx, err := config.ParseProxy(p)
+			if err != nil {
+				return nil, fmt.Errorf("console.trusted_proxies: %w", err)
+			}
+			proxies = append(proxies, pfx)
+		}
+	}
+	ln, err := net.Listen("tcp", c.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("listening for the console on %s: %w", c.Listen, err)
+	}
+	b := &consoleBackend{}
+	srv := console.New(console.Settings{BaseURL: c.BaseURL(), SessionTTL: c.SessionTTL.D(), TrustedProxies: proxies,
+		TLSCert: c.TLSCert, TLSKey: c.TLSKey, Log: log.With("component", "console")}, b)
+	return &webConsole{srv: srv, ln: ln, backend: b, served: make(chan struct{})}, nil
+}
+
+// links is the engine's ConsoleLinks.
+func (w *webConsole) links(plat, userID, userName string) (string, error) {
+	return w.srv.Issue(console.Identity{Platform: plat, UserID: userID, UserName: userName})
+}
+
+// start serves the console for eng until ctx ends; wait waits for it.
+func (w *webConsole) start(ctx context.Context, eng *engine.Engine, log *slog.Logger) {
+	w.backend.view = eng.Console()
+	log.Info("Serving the console", "addr", w.ln.Addr().String(), "url", w.srv.BaseURL())
+	go func() {
+		defer close(w.served)
+		if err := w.srv.Serve(ctx, w.ln); err != nil {
+			log.Error("Serving the console stopped", "error", err)
+		}
+	}()
+}
+
+func (w *webConsole) wait() {
+	if w != nil {
+		<-w.served
+	}
+}
+
+// consoleBackend is the engine's ConsoleView as the console's Backend.
+type consoleBackend struct{ view engine.ConsoleView }
+
+var _ console.Backend = (*consoleBackend)(nil)
+
+func (b *consoleBackend) Conversations(who console.Identity) ([]console.Conversation, error) {
+	cs, err := b.view.Conversations(who.Platform, who.UserID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]console.Conversation, len(cs))
+	for i, c := range cs {
+		out[i] = conversationOf(c)
+	}
+	return out, nil
+}
+
+func (b *consoleBackend) Conversation(who console.Identity, key string) (console.Conversation, bool) {
+	c, ok := b.view.Conversation(key, who.UserID)
+	if !ok || c.Platform != who.Platform {
+		return console.Conversation{}, false
+	}
+	return conversationOf(c), true
+}
+
+func (b *consoleBackend) Answer(ctx context.Context, who console.Identity, key, requestID, choice string) error {
+	return notAllowed(b.view.Answer(ctx, key, who.UserID, who.UserName, requestID, platform.Choice(choice)))
+}
+
+func (b *consoleBackend) Stop(ctx context.Context, who console.Identity, key string) error {
+	return notAllowed(b.view.Stop(ctx, key, who.UserID, who.UserName))
+}
+
+func notAllowed(err error) error {
+	if errors.Is(err, engine.ErrNotAllowed) {
+		return fmt.Errorf("%w: %w", console.ErrNotAllowed, err)
+	}
+	return err
+}
+
+func conversationOf(c engine.ConsoleConversation) console.Conversation {
+	return console.Conversation{Key: c.Key, Binding: c.Binding, Channel: c.Channel, Thread: c.Thread, Host: c.Host,
+		State: c.State, Queued: c.Queued, Model: c.Model, ContextPct: c.ContextPct, CostUSD: c.TotalCostUSD,
+		LastActivity: c.LastActivity, Rights: console.Rights{Approve: c.Rights.Approve, Admin: c.Rights.Admin}}
+}
