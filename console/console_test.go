@@ -135,7 +135,7 @@ func TestCookieAndHeaders(t *testing.T) {
 		t.Error("the cookie is the link's token")
 	}
 	for h, want := range map[string]string{"Content-Security-Policy": "script-src 'self'", "X-Frame-Options": "DENY",
-		"Referrer-Policy": "no-referrer", "X-Content-Type-Options": "nosniff"} {
+		"Referrer-Policy": "same-origin", "X-Content-Type-Options": "nosniff"} {
 		if got := resp.Header.Get(h); !strings.Contains(got, want) {
 			t.Errorf("%s = %q, want %q", h, got, want)
 		}

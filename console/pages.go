@@ -54,7 +54,10 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		h.Set("Content-Security-Policy", csp)
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("X-Frame-Options", "DENY")
-		h.Set("Referrer-Policy", "no-referrer") // a sign-in link never leaves in a Referer
+		// A sign-in link never leaves in a Referer to another site; a
+		// same-origin one keeps the browser's Origin header on our own
+		// POSTs (no-referrer would make it "null").
+		h.Set("Referrer-Policy", "same-origin")
 		h.Set("Cache-Control", "no-store")
 		h.Set("Cross-Origin-Opener-Policy", "same-origin")
 		if s.set.TLSCert != "" {

@@ -45,8 +45,14 @@ func openConsole(cfg *config.Config, log *slog.Logger) (*webConsole, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listening for the console on %s: %w", c.Listen, err)
 	}
+	base := c.BaseURL()
+	if c.URL == "" {
+		// The port the listener got (listen = "127.0.0.1:0" picks one).
+		c.Listen = ln.Addr().String()
+		base = c.BaseURL()
+	}
 	b := &consoleBackend{}
-	srv := console.New(console.Settings{BaseURL: c.BaseURL(), SessionTTL: c.SessionTTL.D(), TrustedProxies: proxies,
+	srv := console.New(console.Settings{BaseURL: base, SessionTTL: c.SessionTTL.D(), TrustedProxies: proxies,
 		TLSCert: c.TLSCert, TLSKey: c.TLSKey, Log: log.With("component", "console")}, b)
 	return &webConsole{srv: srv, ln: ln, backend: b, served: make(chan struct{})}, nil
 }
