@@ -53,3 +53,27 @@ func (f *fakeBackend) Stop(_ context.Context, who Identity, key string) error {
 	f.stops = append(f.stops, who.UserID+" "+key)
 	return nil
 }
+
+func (f *fakeBackend) Schedules(_ context.Context, who Identity) ([]Schedule, error) {
+	if !f.allowed[who.UserID] {
+		return nil, nil
+	}
+	return []Schedule{{Name: "nightly<b>", Cron: "0 3 * * *", Binding: "slack/C1", Admin: f.approve[who.UserID]}}, nil
+}
+
+func (f *fakeBackend) SetPaused(_ context.Context, who Identity, name string, paused bool) error {
+	if !f.approve[who.UserID] {
+		return ErrNotAllowed
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.stops = append(f.stops, who.UserID+" pause "+name)
+	return nil
+}
+
+func (f *fakeBackend) Spend(who Identity) []SpendRow {
+	if !f.allowed[who.UserID] {
+		return nil
+	}
+	return []SpendRow{{Binding: "slack/C1", Day: 1.5, Month: 12}, {Binding: "slack/C1", User: "UUSER", Day: 0.25, Month: 2}}
+}

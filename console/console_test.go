@@ -236,3 +236,33 @@ func hostileData(text, input string) pageData {
 		Live: &liveView{Text: text, Tools: []string{input}, Todos: []activity.Todo{{Text: text, Status: input}},
 			Asks: []Ask{{Request: input, Tool: text, Input: input}}}}
 }
+
+func TestSchedulesAndSpendPages(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	admin, user := r.client(t), r.client(t)
+	r.signIn(t, admin, "UAPPROVER")
+	r.signIn(t, user, "UUSER")
+	_, page := r.get(t, admin, "/schedules")
+	if !strings.Contains(page, "nightly&lt;b&gt;") || !strings.Contains(page, `value="pause"`) {
+		t.Fatalf("the admin's schedules page:\n%s", page)
+	}
+	_, upage := r.get(t, user, "/schedules")
+	if strings.Contains(upage, `value="pause"`) || !strings.Contains(upage, "admins only") {
+		t.Fatalf("a non-admin's schedules page offers a pause:\n%s", upage)
+	}
+	ucsrf := csrfRE.FindStringSubmatch(upage)[1]
+	c := *user
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	resp, err := c.PostForm(r.ts.URL+"/schedules", url.Values{"csrf": {ucsrf}, "name": {"nightly<b>"}, "verb": {"pause"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Errorf("a non-admin's pause: %d, want 403", resp.StatusCode)
+	}
+	if _, spend := r.get(t, user, "/spend"); !strings.Contains(spend, "$1.50") || !strings.Contains(spend, "UUSER") {
+		t.Errorf("the spend page:\n%s", spend)
+	}
+}

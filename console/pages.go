@@ -43,6 +43,9 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /answer", s.changing(s.answer))
 	mux.HandleFunc("POST /stop", s.changing(s.stop))
 	mux.HandleFunc("POST /signout", s.changing(s.signOut))
+	mux.HandleFunc("GET /schedules", s.signedIn(s.schedules))
+	mux.HandleFunc("POST /schedules", s.changing(s.pause))
+	mux.HandleFunc("GET /spend", s.signedIn(s.spend))
 	return s.guard(mux)
 }
 

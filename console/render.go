@@ -32,7 +32,10 @@ type pageData struct {
 	Groups  []group
 	Conv    *Conversation
 	Live    *liveView
-	Now     time.Time
+	// The schedules and spend pages.
+	Schedules []Schedule
+	Spend     []SpendRow
+	Now       time.Time
 }
 
 // Who is the signed-in person, for the header.

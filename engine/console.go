@@ -156,3 +156,13 @@ func nonce() string {
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
 }
+
+// RightsIn is user's rights in the binding plat's channel is routed to,
+// and that binding's key; ok is false when no binding takes the channel.
+func (v ConsoleView) RightsIn(plat, channel, user string) (r Rights, bindingKey string, ok bool) {
+	b, ok := v.e.routes.resolve(plat, channel)
+	if !ok {
+		return Rights{}, "", false
+	}
+	return conv.RightsOf(b, user), b.Key().String(), true
+}

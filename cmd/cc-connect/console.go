@@ -12,6 +12,8 @@ import (
 	"github.com/cc-connect/cc-connect/console"
 	"github.com/cc-connect/cc-connect/engine"
 	"github.com/cc-connect/cc-connect/platform"
+	"github.com/cc-connect/cc-connect/schedule"
+	"github.com/cc-connect/cc-connect/spend"
 )
 
 // webConsole is the console in the browser when [console] is on: its
@@ -63,8 +65,8 @@ func (w *webConsole) links(plat, userID, userName string) (string, error) {
 }
 
 // start serves the console for eng until ctx ends; wait waits for it.
-func (w *webConsole) start(ctx context.Context, eng *engine.Engine, log *slog.Logger) {
-	w.backend.view = eng.Console()
+func (w *webConsole) start(ctx context.Context, eng *engine.Engine, sched *schedule.Scheduler, ledger *spend.Ledger, log *slog.Logger) {
+	w.backend.view, w.backend.sched, w.backend.ledger = eng.Console(), sched, ledger
 	log.Info("Serving the console", "addr", w.ln.Addr().String(), "url", w.srv.BaseURL())
 	go func() {
 		defer close(w.served)
@@ -80,10 +82,86 @@ func (w *webConsole) wait() {
 	}
 }
 
-// consoleBackend is the engine's ConsoleView as the console's Backend.
-type consoleBackend struct{ view engine.ConsoleView }
+// consoleBackend is the engine's ConsoleView as the console's Backend,
+// with the scheduler and the spending ledger for their pages.
+type consoleBackend struct {
+	view   engine.ConsoleView
+	sched  *schedule.Scheduler // nil: no schedules
+	ledger *spend.Ledger
+}
 
-var _ console.Backend = (*consoleBackend)(nil)
+var (
+	_ console.Backend   = (*consoleBackend)(nil)
+	_ console.Schedules = (*consoleBackend)(nil)
+	_ console.Spending  = (*consoleBackend)(nil)
+)
+
+// Schedules lists the schedules of the bindings that allow who; admins
+// of a schedule's binding may pause and resume it.
+func (b *consoleBackend) Schedules(ctx context.Context, who console.Identity) ([]console.Schedule, error) {
+	if b.sched == nil {
+		return nil, nil
+	}
+	list, err := b.sched.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []console.Schedule
+	for _, st := range list {
+		if st.Platform != who.Platform {
+			continue
+		}
+		r, key, ok := b.view.RightsIn(st.Platform, st.Channel, who.UserID)
+		if !ok || !r.Use {
+			continue
+		}
+		out = append(out, console.Schedule{Name: st.Name, Cron: st.Cron, Binding: key, Next: st.Next, Paused: st.Paused,
+			PausedBy: st.PausedBy, LastRun: st.LastRun, Admin: r.Admin})
+	}
+	return out, nil
+}
+
+// SetPaused pauses or resumes a schedule for an admin of its binding, as
+// !schedules pause|resume does.
+func (b *consoleBackend) SetPaused(ctx context.Context, who console.Identity, name string, paused bool) error {
+	list, err := b.Schedules(ctx, who)
+	if err != nil {
+		return err
+	}
+	for _, s := range list {
+		if s.Name != name {
+			continue
+		}
+		if !s.Admin {
+			return fmt.Errorf("%w: not an admin of %s", console.ErrNotAllowed, s.Binding)
+		}
+		if paused {
+			_, err = b.sched.Pause(ctx, name, who.UserID)
+		} else {
+			_, err = b.sched.Resume(ctx, name, who.UserID)
+		}
+		return err
+	}
+	return fmt.Errorf("%w: no schedule %q of yours", console.ErrNotAllowed, name)
+}
+
+// Spend is today's and this month's spend of the bindings that allow who.
+func (b *consoleBackend) Spend(who console.Identity) []console.SpendRow {
+	if b.ledger == nil {
+		return nil
+	}
+	mine := map[string]bool{}
+	for _, bd := range b.view.Bindings(who.Platform, who.UserID) {
+		mine[bd.Key] = true
+	}
+	var out []console.SpendRow
+	for _, f := range b.ledger.Figures() {
+		if mine[f.Binding] {
+			out = append(out, console.SpendRow{Binding: f.Binding, User: f.User, Day: f.Day, Month: f.Month})
+		}
+	}
+	return out
+}
 
 func (b *consoleBackend) Conversations(who console.Identity) ([]console.Conversation, error) {
 	cs, err := b.view.Conversations(who.Platform, who.UserID)

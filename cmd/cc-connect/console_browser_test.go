@@ -52,8 +52,11 @@ enabled = true
 listen = "127.0.0.1:0"
 `, f.APIURL()))
 	env = append(env, "SLACK_BOT_TOKEN="+fakeslack.BotToken, "SLACK_APP_TOKEN="+fakeslack.AppToken, "CC_CONNECT_TEST_API_URL="+api.URL())
+	began := time.Now()
+	step := func(what string) { t.Logf("%5.1fs %s", time.Since(began).Seconds(), what) }
 	p := startBinaryEnv(t, env, "run", "--config", path)
 	f.WaitConn(t, 1)
+	step("connected")
 
 	limit := testenv.HangLimit(t, 60*time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
@@ -73,6 +76,7 @@ listen = "127.0.0.1:0"
 	bob, cancelBob := chromedp.NewContext(browser, chromedp.WithNewBrowserContext())
 	defer cancelBob()
 
+	step("browser up")
 	// !console in a thread: the link comes by direct message.
 	link := consoleLink(t, f, "1700000300.000100", "U0ALICE")
 	browse(t, alice, "signing in", chromedp.Navigate(link))
@@ -83,6 +87,7 @@ listen = "127.0.0.1:0"
 	if reused := browse(t, bob, "the page", chromedp.Text(chromedp.CSS("main"))); !strings.Contains(reused, "used already, has expired") {
 		t.Fatalf("a reused link: page %q, want it refused", reused)
 	}
+	step("signed in")
 	base := link[:strings.Index(link, "/signin")]
 	page := func(ts string) string { return base + "/c?k=" + url.QueryEscape("slack/C1/"+ts) }
 
@@ -101,6 +106,7 @@ listen = "127.0.0.1:0"
 		t.Error("chat text became HTML in the page")
 	}
 
+	step("streamed")
 	// Alice allows a Write from the page, by keyboard: the file is created.
 	const writeTS = "1700000302.000100"
 	browse(t, alice, "opening the next conversation", chromedp.Steps(chromedp.Navigate(page(writeTS)), chromedp.WaitVisible(chromedp.ID("reply"))))
@@ -118,6 +124,7 @@ listen = "127.0.0.1:0"
 		t.Fatalf("the file the page allowed: %q, %v", got, err)
 	}
 
+	step("allowed")
 	// Bob may see but not approve: no button, and a forged POST is refused.
 	bobLink := consoleLink(t, f, "1700000303.000100", "U0BOB")
 	const waitTS = "1700000304.000100"
@@ -140,6 +147,7 @@ listen = "127.0.0.1:0"
 	if status != 403 {
 		t.Errorf("a non-approver's forged POST got %d, want 403", status)
 	}
+	step("refused")
 	// Stop from the page, by keyboard: the turn ends, the file is not made.
 	browse(t, bob, "stopping from the page", chromedp.Steps(chromedp.Focus(chromedp.ID("stop")), chromedp.KeyEvent("\r")))
 	slackPostWithin(t, f, limit, "the stop's notice in the thread", func(m fakeslack.Message) bool {

@@ -251,10 +251,6 @@ func runCommand(ctx context.Context, path string, std stdio) int {
 		log.Error("Creating the engine failed", "error", err)
 		return exitFailure
 	}
-	if wc != nil {
-		wc.start(ctx, eng, log)
-		defer func() { cancel(); wc.wait() }()
-	}
 	// With [cluster]: the adapters publish, and this host's engine
 	// consumes the bindings it owns or stands by for (cluster_run.go).
 	ch, ci, err := joinCluster(ctx, cfg, eng, log)
@@ -289,6 +285,10 @@ func runCommand(ctx context.Context, path string, std stdio) int {
 		return exitFailure
 	}
 	defer func() { cancel(); un.wait() }()
+	if wc != nil {
+		wc.start(ctx, eng, un.sched, un.spend, log)
+		defer func() { cancel(); wc.wait() }()
+	}
 	deps := adapterDeps{
 		Stdin:       std.In,
 		Stdout:      std.Out,
