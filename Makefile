@@ -120,8 +120,10 @@ stress: tools
 # It installs that release once into .tools/claude-<version> (the pinned
 # one is the copy `tools` installs). test-cli-latest does the same for the
 # newest release on npm. docs/operations.md lists what was last checked.
-CLI_TEST_PKGS := ./agentproc/ ./engine/ ./cmd/cc-connect/ ./artifact/ ./ctxindicator/ ./doctor/
-CLI_TEST_RUN := Real
+CLI_TEST_PKGS := ./agentproc/ ./engine/ ./cmd/cc-connect/ ./artifact/ ./ctxindicator/ ./doctor/ ./internal/livetest/
+# Every test that runs the real CLI is named TestRealCLI… (testenv.ClaudeBinary
+# fails one that is not), and no other test is.
+CLI_TEST_RUN := ^TestRealCLI
 test-cli:
 	@if [ "$(origin VERSION)" != "command line" ]; then echo "usage: make test-cli VERSION=<claude code version>"; exit 2; fi
 	@dir=.tools/claude-$(VERSION); [ "$(VERSION)" = "$(CLAUDE_VERSION)" ] && dir=$(TOOLS_DIR); \

@@ -16,6 +16,11 @@ type Kind string
 // The kinds a conversation, the engine or the cluster publishes. Live
 // kinds (Text, Todos, State) are for watchers only; the audit trail keeps
 // the others.
+//
+// Each is published at the one place it happens: Asked when the message
+// joins its conversation's queue (so it always precedes its Started),
+// Started and Finished around a turn, Tool, Asking and Answered on the
+// turn's events, Shell where a !sh is accepted or refused.
 const (
 	Asked     Kind = "asked"     // a person's message accepted into a conversation
 	Started   Kind = "started"   // a turn started (By: whose message, or the schedule/webhook)
@@ -35,15 +40,17 @@ const (
 	Lease     Kind = "lease"     // a cluster lease moved (Host)
 )
 
-// Event is one thing that happened. Texts are bounded and carry no
-// secret: publishers redact before they publish.
+// Event is one thing that happened. Texts carry no secret and those of
+// kept events are bounded: the Feed cleans every event before an
+// observer sees it.
 type Event struct {
 	Time         time.Time `json:"time"`
 	Kind         Kind      `json:"kind"`
 	Binding      string    `json:"binding,omitempty"`      // the binding's name
 	Conversation string    `json:"conversation,omitempty"` // the conversation's key
 	Platform     string    `json:"platform,omitempty"`
-	User         string    `json:"user,omitempty"` // who it concerns: the asker, the approver
+	User         string    `json:"user,omitempty"`      // who it concerns: the asker, the approver (their id)
+	UserName     string    `json:"user_name,omitempty"` // the same person's name, when known
 	Host         string    `json:"host,omitempty"`
 	Tool         string    `json:"tool,omitempty"`
 	Input        string    `json:"input,omitempty"`

@@ -259,3 +259,48 @@ func CheckEnvPattern(entry string) error {
 	}
 	return nil
 }
+
+// Redacted replaces a secret's value in a text (Redactor).
+const Redacted = "[redacted]"
+
+// Redactor replaces the values the config marks secret with Redacted in
+// texts that are kept (the audit trail): SecretVars keeps only digests,
+// which say whether a whole value is a secret, not where one sits inside
+// a text. It holds the values in memory, where cc-connect holds them
+// anyway, and never prints them. Like SecretVars it only grows, so that a
+// secret a reload replaced is still hidden. The zero value and nil redact
+// nothing; methods are safe for concurrent use.
+type Redactor struct {
+	mu     sync.RWMutex
+	values []string // longest first, so that a secret containing another is hidden whole
+}
+
+// Add puts secret values in the set; empty ones are left out.
+func (r *Redactor) Add(values ...string) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, v := range values {
+		if v != "" && !slices.Contains(r.values, v) {
+			r.values = append(r.values, v)
+		}
+	}
+	slices.SortFunc(r.values, func(a, b string) int { return len(b) - len(a) })
+}
+
+// Redact returns s with every secret value replaced by Redacted.
+func (r *Redactor) Redact(s string) string {
+	if r == nil || s == "" {
+		return s
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	for _, v := range r.values {
+		if strings.Contains(s, v) {
+			s = strings.ReplaceAll(s, v, Redacted)
+		}
+	}
+	return s
+}

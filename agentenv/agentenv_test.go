@@ -26,3 +26,23 @@ func TestSecretVarsKeepValuesAsDigests(t *testing.T) {
 	}
 	none.AddValues("x") // must not panic
 }
+
+func TestRedactorHidesEveryValue(t *testing.T) {
+	var r Redactor
+	r.Add("xoxb-canary-123", "", "xoxb-canary-123-longer", "s3cret")
+	for _, tc := range []struct{ in, want string }{
+		{"", ""},
+		{"nothing here", "nothing here"},
+		{"token xoxb-canary-123 and s3cret", "token [redacted] and [redacted]"},
+		{"the longer one xoxb-canary-123-longer whole", "the longer one [redacted] whole"},
+		{"twice s3crets3cret", "twice [redacted][redacted]"},
+	} {
+		if got := r.Redact(tc.in); got != tc.want {
+			t.Errorf("Redact(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+	var none *Redactor
+	if got := none.Redact("s3cret"); got != "s3cret" {
+		t.Errorf("nil Redactor changed the text: %q", got)
+	}
+}

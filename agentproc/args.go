@@ -51,7 +51,7 @@ func BuildArgs(cfg Config, opts StartOptions) []string {
 	args = append(args, cfg.Args...)
 	if !opts.ReadOnly {
 		// After the admin's own --allowedTools: repeated flags add up
-		// (TestCaptureSdkMCPBesideAdminRules).
+		// (TestRealCLICaptureSdkMCPBesideAdminRules).
 		for _, t := range opts.Tools {
 			args = append(args, "--allowedTools", HostToolName(t.Name))
 		}

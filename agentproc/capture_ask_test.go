@@ -18,7 +18,7 @@ const askQuestions = `[{"question":"Which database?","header":"DB","options":[{"
 	`{"question":"Which features?","header":"Features","options":[{"label":"Auth","description":"Login"},` +
 	`{"label":"Search","description":"Full text"},{"label":"Export","description":"CSV files"}],"multiSelect":true}]`
 
-func TestCaptureAskUserQuestion(t *testing.T) {
+func TestRealCLICaptureAskUserQuestion(t *testing.T) {
 	t.Parallel()
 	var qs []any
 	if err := json.Unmarshal([]byte(askQuestions), &qs); err != nil {
@@ -108,9 +108,9 @@ func TestCaptureAskUserQuestion(t *testing.T) {
 	}
 }
 
-// TestCaptureAskInterrupt leaves a question unanswered and interrupts: the
+// TestRealCLICaptureAskInterrupt leaves a question unanswered and interrupts: the
 // CLI withdraws the request (control_cancel_request) and ends the turn.
-func TestCaptureAskInterrupt(t *testing.T) {
+func TestRealCLICaptureAskInterrupt(t *testing.T) {
 	t.Parallel()
 	api := fakeapi.Start(t)
 	c := startCapture(t, api, captureOpts{})

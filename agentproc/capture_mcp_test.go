@@ -57,7 +57,7 @@ func slicesContains(list []string, s string) bool {
 	return false
 }
 
-func TestCaptureSdkMCP(t *testing.T) {
+func TestRealCLICaptureSdkMCP(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name      string
@@ -137,9 +137,9 @@ func TestCaptureSdkMCP(t *testing.T) {
 	}
 }
 
-// TestCaptureSdkMCPFork: an SDK server lives in the host, so a forked
+// TestRealCLICaptureSdkMCPFork: an SDK server lives in the host, so a forked
 // process only needs the same initialize again.
-func TestCaptureSdkMCPFork(t *testing.T) {
+func TestRealCLICaptureSdkMCPFork(t *testing.T) {
 	t.Parallel()
 	api := fakeapi.Start(t)
 	args := []string{"--allowedTools", sendFileName}
@@ -160,10 +160,10 @@ func TestCaptureSdkMCPFork(t *testing.T) {
 	f.finish()
 }
 
-// TestCaptureSdkMCPInterrupt: an interrupt while the host is still working
+// TestRealCLICaptureSdkMCPInterrupt: an interrupt while the host is still working
 // on a tools/call makes the CLI send the server an MCP
 // notifications/cancelled for that call, then end the turn.
-func TestCaptureSdkMCPInterrupt(t *testing.T) {
+func TestRealCLICaptureSdkMCPInterrupt(t *testing.T) {
 	t.Parallel()
 	api := fakeapi.Start(t)
 	c := startCapture(t, api, captureOpts{args: []string{"--allowedTools", sendFileName}})
@@ -205,7 +205,7 @@ func TestCaptureSdkMCPInterrupt(t *testing.T) {
 		"heartbeat every 30 s.")
 }
 
-func TestCaptureStdioMCP(t *testing.T) {
+func TestRealCLICaptureStdioMCP(t *testing.T) {
 	t.Parallel()
 	bin := testbin.Build(t, "./internal/mcpsendfile", "mcpsendfile")
 	api := fakeapi.Start(t)
@@ -267,12 +267,12 @@ func readJournal(t *testing.T, path string) []map[string]any {
 	return out
 }
 
-// TestCaptureSdkMCPBesideAdminRules: the host adds its own --allowedTools
+// TestRealCLICaptureSdkMCPBesideAdminRules: the host adds its own --allowedTools
 // for send_file after the admin's (agent.args) and sends initialize without
 // waiting for its answer before the first prompt. Both rules hold (the CLI
 // adds up repeated --allowedTools, a later one does not replace an earlier
 // one), and the turn runs with the server connected.
-func TestCaptureSdkMCPBesideAdminRules(t *testing.T) {
+func TestRealCLICaptureSdkMCPBesideAdminRules(t *testing.T) {
 	t.Parallel()
 	api := fakeapi.Start(t)
 	c := startCapture(t, api, captureOpts{args: []string{"--allowedTools", "Bash(touch:*)", "--allowedTools", sendFileName}})

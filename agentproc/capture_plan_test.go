@@ -30,7 +30,7 @@ func planMode(lines []map[string]any) string {
 	return mode
 }
 
-func TestCapturePlanMode(t *testing.T) {
+func TestRealCLICapturePlanMode(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name string
@@ -146,10 +146,10 @@ func TestCapturePlanMode(t *testing.T) {
 	}
 }
 
-// TestCapturePlanModeTools shows what other tools do in plan mode: a Write
+// TestRealCLICapturePlanModeTools shows what other tools do in plan mode: a Write
 // outside the plan file asks the host (and runs if allowed), read-only Bash
 // runs, other Bash is refused by the CLI itself without asking.
-func TestCapturePlanModeTools(t *testing.T) {
+func TestRealCLICapturePlanModeTools(t *testing.T) {
 	t.Parallel()
 	api := fakeapi.Start(t)
 	c := startCapture(t, api, captureOpts{args: []string{"--permission-mode", "plan"}})
@@ -183,9 +183,9 @@ func TestCapturePlanModeTools(t *testing.T) {
 		"auto-mode safety check cannot run, so its refusal text names that).")
 }
 
-// TestCapturePlanModeFork: the permission mode belongs to the process, not
+// TestRealCLICapturePlanModeFork: the permission mode belongs to the process, not
 // the session: a fork (or resume) starts in the mode its flags give.
-func TestCapturePlanModeFork(t *testing.T) {
+func TestRealCLICapturePlanModeFork(t *testing.T) {
 	t.Parallel()
 	api := fakeapi.Start(t)
 	c := startCapture(t, api, captureOpts{args: []string{"--permission-mode", "plan"}})

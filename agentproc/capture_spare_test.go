@@ -48,7 +48,7 @@ func transcriptsUnder(t *testing.T, home string) []string {
 	return out
 }
 
-func TestCaptureSpare(t *testing.T) {
+func TestRealCLICaptureSpare(t *testing.T) {
 	t.Parallel()
 	for _, used := range []bool{false, true} {
 		name := map[bool]string{false: "spare_closed_unused", true: "spare_first_message_later"}[used]

@@ -38,7 +38,7 @@ func streamKind(l map[string]any) string {
 	return str(l, "type")
 }
 
-func TestCapturePartialMessages(t *testing.T) {
+func TestRealCLICapturePartialMessages(t *testing.T) {
 	t.Parallel()
 	api := fakeapi.Start(t)
 	c := startCapture(t, api, captureOpts{args: []string{"--include-partial-messages"}})
@@ -108,10 +108,10 @@ func subsequence(got, want []string) bool {
 	return i == len(want)
 }
 
-// TestCaptureStreamChunks: a paced answer reaches stdout chunk by chunk,
+// TestRealCLICaptureStreamChunks: a paced answer reaches stdout chunk by chunk,
 // before the whole assistant line; without the flag there are no
 // stream_event lines at all.
-func TestCaptureStreamChunks(t *testing.T) {
+func TestRealCLICaptureStreamChunks(t *testing.T) {
 	t.Parallel()
 	for _, partial := range []bool{true, false} {
 		api := fakeapi.Start(t)

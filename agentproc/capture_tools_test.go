@@ -50,7 +50,7 @@ func pngSize(t testing.TB, b64 string) (int, int) {
 // imageNote is the text block the CLI adds after an image it was sent.
 var imageNote = regexp.MustCompile(`^\[Image: source: (/\S+/images/1\.png)(?:, original (\d+)x(\d+), displayed at (\d+)x(\d+)\..*)?\]$`)
 
-func TestCaptureImages(t *testing.T) {
+func TestRealCLICaptureImages(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name         string
@@ -135,7 +135,7 @@ func TestCaptureImages(t *testing.T) {
 	}
 }
 
-func TestCaptureTodoWrite(t *testing.T) {
+func TestRealCLICaptureTodoWrite(t *testing.T) {
 	t.Parallel()
 	// With the default model the CLI offers no todo tool at all;
 	// CLAUDE_CODE_ENABLE_TODO_TOOLS=1 turns on the Task* tools, and with
@@ -228,10 +228,10 @@ func gatedBash(t *testing.T, api *fakeapi.Server) (*capture, string) {
 	return c, gate
 }
 
-// TestCaptureBashProgress: a running Bash call shows as system/task_started
+// TestRealCLICaptureBashProgress: a running Bash call shows as system/task_started
 // (at once), a tool_progress heartbeat every 30 seconds, and
 // system/task_notification when it ends; nothing else while it runs.
-func TestCaptureBashProgress(t *testing.T) {
+func TestRealCLICaptureBashProgress(t *testing.T) {
 	t.Parallel()
 	api := fakeapi.Start(t)
 	c, gate := gatedBash(t, api)
@@ -275,10 +275,10 @@ func TestCaptureBashProgress(t *testing.T) {
 		"tool_progress heartbeat (30 s), to show the lines that arrive while a tool runs.")
 }
 
-// TestCaptureMessageDuringTool records how the CLI hands the model a user
+// TestRealCLICaptureMessageDuringTool records how the CLI hands the model a user
 // message that arrived while a tool ran: folded into the running turn, in
 // a wrapper whose wording changed across CLI versions.
-func TestCaptureMessageDuringTool(t *testing.T) {
+func TestRealCLICaptureMessageDuringTool(t *testing.T) {
 	t.Parallel()
 	api := fakeapi.Start(t)
 	c, gate := gatedBash(t, api)
@@ -328,11 +328,11 @@ func TestCaptureMessageDuringTool(t *testing.T) {
 		"sent while it runs. The request the fake API got next carries it wrapped (see docs/claude-code.md).")
 }
 
-// TestCaptureTaskTools: with CLAUDE_CODE_ENABLE_TODO_TOOLS=1 (and tasks
+// TestRealCLICaptureTaskTools: with CLAUDE_CODE_ENABLE_TODO_TOOLS=1 (and tasks
 // left on) the todo list is the Task* tools. Their results carry what a
 // checklist needs: TaskCreate's tool_use_result names the new task's id,
 // TaskUpdate's the id and the status change, TaskList's the whole list.
-func TestCaptureTaskTools(t *testing.T) {
+func TestRealCLICaptureTaskTools(t *testing.T) {
 	t.Parallel()
 	api := fakeapi.Start(t)
 	c := startCapture(t, api, captureOpts{env: map[string]string{"CLAUDE_CODE_ENABLE_TODO_TOOLS": "1"}})

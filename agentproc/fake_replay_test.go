@@ -13,7 +13,7 @@ import (
 )
 
 // TestFakeMatchesRecordedStreams replays the script of each recorded
-// real-CLI stream (testdata/full, TestRecordFixtures) against the fake
+// real-CLI stream (testdata/full, TestRealCLIRecordFixtures) against the fake
 // claude and compares what agentproc makes of the two, event type by event
 // type: the fake is only a fair stand-in where the driver sees the same
 // sequence from it as from the real CLI. (The shared captures cut lines at

@@ -8,12 +8,12 @@ import (
 	"github.com/cc-connect/cc-connect/agentproc"
 )
 
-// TestRealBashSeesNoSecrets: an allowed user asks Claude to run printenv
+// TestRealCLIBashSeesNoSecrets: an allowed user asks Claude to run printenv
 // and approves the prompt. The real CLI runs it with Bash; what it sends
 // back to the API (and so to the chat) must hold no platform token and no
 // credential the default agent.env_drop names, while the agent's own
 // settings from agent.env (its API endpoint and key) still reach it.
-func TestRealBashSeesNoSecrets(t *testing.T) {
+func TestRealCLIBashSeesNoSecrets(t *testing.T) {
 	const platformToken, ghToken = "xoxb-canary-9f3e1d", "ghp_canary_7a2b"
 	t.Setenv("CCX_SLACK_BOT_TOKEN", platformToken)
 	t.Setenv("CCX_PLAIN_SECRET_HOLDER", platformToken) // not a token name: only the platform rule catches its name

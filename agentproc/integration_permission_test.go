@@ -17,7 +17,7 @@ import (
 // The real-CLI tier (see integration_test.go) for permissions and
 // interrupts.
 
-func TestRealPermission(t *testing.T) {
+func TestRealCLIPermission(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name      string
@@ -78,7 +78,7 @@ func TestRealPermission(t *testing.T) {
 	}
 }
 
-func TestRealInterrupt(t *testing.T) {
+func TestRealCLIInterrupt(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
 	p := r.start(t, agentproc.StartOptions{})
@@ -116,7 +116,7 @@ func TestRealInterrupt(t *testing.T) {
 	mustTurn(t, p, "after the interrupt", "echo: after the interrupt")
 }
 
-func TestRealPermissionCancelledByInterrupt(t *testing.T) {
+func TestRealCLIPermissionCancelledByInterrupt(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
 	p := r.start(t, agentproc.StartOptions{})
@@ -160,7 +160,7 @@ func TestRealPermissionCancelledByInterrupt(t *testing.T) {
 	mustTurn(t, p, "still here", "echo: still here")
 }
 
-func TestRealAlwaysAllow(t *testing.T) {
+func TestRealCLIAlwaysAllow(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
 	p := r.start(t, agentproc.StartOptions{})
@@ -194,7 +194,7 @@ func TestRealAlwaysAllow(t *testing.T) {
 	}
 }
 
-func TestRealSetPermissionMode(t *testing.T) {
+func TestRealCLISetPermissionMode(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
 	p := r.start(t, agentproc.StartOptions{})
@@ -230,7 +230,7 @@ func TestRealSetPermissionMode(t *testing.T) {
 	}
 }
 
-func TestRealMessageDuringToolFolds(t *testing.T) {
+func TestRealCLIMessageDuringToolFolds(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
 	// The tool must run without a prompt and block until the test opens

@@ -11,7 +11,7 @@ import (
 // args that ask for every tool, reports only the read-only tools and plan
 // mode in its init: the CLI applies the flags BuildArgs puts last. (The
 // engine's TestRealCLIBtwCannotWrite shows that the writes are refused.)
-func TestRealReadOnlyFork(t *testing.T) {
+func TestRealCLIReadOnlyFork(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
 	r.cfg.PermissionMode = "bypassPermissions"

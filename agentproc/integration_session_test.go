@@ -17,7 +17,7 @@ import (
 // The real-CLI tier (see integration_test.go) for sessions: resume, fork,
 // ids, transcripts and compaction.
 
-func TestRealResume(t *testing.T) {
+func TestRealCLIResume(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
 	first := r.start(t, agentproc.StartOptions{})
@@ -37,7 +37,7 @@ func TestRealResume(t *testing.T) {
 	}
 }
 
-func TestRealResumeUnknown(t *testing.T) {
+func TestRealCLIResumeUnknown(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
 	p := r.start(t, agentproc.StartOptions{ResumeID: uuid.NewString()})
@@ -51,7 +51,7 @@ func TestRealResumeUnknown(t *testing.T) {
 	}
 }
 
-func TestRealFork(t *testing.T) {
+func TestRealCLIFork(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
 	orig := r.start(t, agentproc.StartOptions{})
@@ -83,7 +83,7 @@ func TestRealFork(t *testing.T) {
 	}
 }
 
-func TestRealPromptTooLong(t *testing.T) {
+func TestRealCLIPromptTooLong(t *testing.T) {
 	t.Parallel()
 	t.Run("fresh", func(t *testing.T) {
 		t.Parallel()
@@ -124,7 +124,7 @@ func TestRealPromptTooLong(t *testing.T) {
 	})
 }
 
-func TestRealSessionIDAndAppendedPrompt(t *testing.T) {
+func TestRealCLISessionIDAndAppendedPrompt(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
 	id := uuid.NewString()
@@ -152,7 +152,7 @@ func TestRealSessionIDAndAppendedPrompt(t *testing.T) {
 	}
 }
 
-func TestRealReactiveCompaction(t *testing.T) {
+func TestRealCLIReactiveCompaction(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
 	p := r.start(t, agentproc.StartOptions{})
@@ -188,7 +188,7 @@ func TestRealReactiveCompaction(t *testing.T) {
 	}
 }
 
-func TestRealTranscriptPath(t *testing.T) {
+func TestRealCLITranscriptPath(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name    string
@@ -226,7 +226,7 @@ func TestRealTranscriptPath(t *testing.T) {
 	}
 }
 
-func TestRealResumeFromOtherDir(t *testing.T) {
+func TestRealCLIResumeFromOtherDir(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
 	first := r.start(t, agentproc.StartOptions{})

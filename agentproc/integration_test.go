@@ -145,7 +145,7 @@ func sha(t *testing.T, path string) [32]byte {
 	return sha256.Sum256(b)
 }
 
-func TestRealOneTurn(t *testing.T) {
+func TestRealCLIOneTurn(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
 	p := r.start(t, agentproc.StartOptions{})
@@ -187,7 +187,7 @@ func TestRealOneTurn(t *testing.T) {
 	}
 }
 
-func TestRealSeveralTurns(t *testing.T) {
+func TestRealCLISeveralTurns(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
 	p := r.start(t, agentproc.StartOptions{})
@@ -216,7 +216,7 @@ func TestRealSeveralTurns(t *testing.T) {
 	}
 }
 
-func TestRealContextFigures(t *testing.T) {
+func TestRealCLIContextFigures(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
 	p := r.start(t, agentproc.StartOptions{})
@@ -247,7 +247,7 @@ func TestRealContextFigures(t *testing.T) {
 	}
 }
 
-func TestRealSetModel(t *testing.T) {
+func TestRealCLISetModel(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
 	p := r.start(t, agentproc.StartOptions{})
@@ -268,7 +268,7 @@ func TestRealSetModel(t *testing.T) {
 	}
 }
 
-func TestRealOverloaded(t *testing.T) {
+func TestRealCLIOverloaded(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
 	r.cfg.Env["CLAUDE_CODE_MAX_RETRIES"] = "1"
@@ -295,7 +295,7 @@ func TestRealOverloaded(t *testing.T) {
 	mustTurn(t, p, "calmer now", "echo: calmer now")
 }
 
-func TestRealClose(t *testing.T) {
+func TestRealCLIClose(t *testing.T) {
 	t.Parallel()
 	t.Run("idle", func(t *testing.T) {
 		t.Parallel()

@@ -19,19 +19,19 @@ import (
 	"github.com/cc-connect/cc-connect/internal/testenv"
 )
 
-// TestRecordFixtures regenerates testdata/full/*.jsonl: the complete stdout
+// TestRealCLIRecordFixtures regenerates testdata/full/*.jsonl: the complete stdout
 // of the real claude CLI (the shared captures cut lines at 700 chars) for
 // the scenarios the parser tests read. It talks to the CLI directly, not
 // through the driver, so the fixtures do not inherit the driver's bugs.
 // Run it on purpose:
 //
 //	CC_CONNECT_RECORD_FIXTURES=1 CC_CONNECT_CLAUDE_BIN=/path/to/claude \
-//	    go test ./agentproc -run TestRecordFixtures
+//	    go test ./agentproc -run TestRealCLIRecordFixtures
 //
 // CC_CONNECT_RECORD_DIR=<dir> writes elsewhere (to compare two releases).
 // A scenario that keeps an API request writes it as <name>.request.json;
 // midtool's belongs in internal/fakeapi/testdata/midtool_<version>.request.json.
-func TestRecordFixtures(t *testing.T) {
+func TestRealCLIRecordFixtures(t *testing.T) {
 	if os.Getenv("CC_CONNECT_RECORD_FIXTURES") != "1" {
 		t.Skip("set CC_CONNECT_RECORD_FIXTURES=1 to re-record testdata/full from the real CLI")
 	}
@@ -253,7 +253,7 @@ func (r *recorder) finish() []byte {
 }
 
 // recordScenario is one scripted exchange with a claude CLI: the real one
-// for TestRecordFixtures, the fake for TestFakeMatchesRecordedStreams.
+// for TestRealCLIRecordFixtures, the fake for TestFakeMatchesRecordedStreams.
 type recordScenario struct {
 	name string
 	args []string

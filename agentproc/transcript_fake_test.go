@@ -10,7 +10,7 @@ import (
 // TestTranscriptPathMatchesTheFake: the fake claude computes where it
 // writes transcripts from its own copy of the CLI's rule (config dir, slug),
 // so a wrong rule here fails this test instead of agreeing with itself. The
-// real CLI is held to the same cases in TestRealTranscriptPath.
+// real CLI is held to the same cases in TestRealCLITranscriptPath.
 func TestTranscriptPathMatchesTheFake(t *testing.T) {
 	tests := []struct {
 		name    string

@@ -74,7 +74,7 @@ func trTranscript(t *testing.T, r *rig, sid string) string {
 	return path
 }
 
-func TestRealTranscriptReads(t *testing.T) {
+func TestRealCLITranscriptReads(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
 	p := r.start(t, agentproc.StartOptions{})
@@ -135,7 +135,7 @@ func TestRealTranscriptReads(t *testing.T) {
 	}
 }
 
-func TestRealTranscriptEnds(t *testing.T) {
+func TestRealCLITranscriptEnds(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name string

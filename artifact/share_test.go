@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/cc-connect/cc-connect/internal/testenv"
 )
 
 // asNobody runs /bin/sh -c script as uid and gid 65534 and returns its
@@ -27,9 +29,7 @@ func asNobody(t *testing.T, dir, script string) (string, bool) {
 // and nothing in .cc-connect/ is writable by it. A folder made private
 // before is opened up on the next write.
 func TestReaderGIDLetsTheAgentReadOnly(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("sharing files with another user's group needs root")
-	}
+	testenv.NeedRoot(t, "sharing files with another user's group")
 	ws := newWorkspace(t)
 	// The agent owns its workspace; t.TempDir's parent is private.
 	if err := os.Chmod(filepath.Dir(ws), 0o711); err != nil {

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/cc-connect/cc-connect/internal/testenv"
 )
 
 func newWorkspace(t *testing.T) string {
@@ -276,9 +278,7 @@ func TestPutRefusesWrongKinds(t *testing.T) {
 }
 
 func TestPutRefusesAnotherOwner(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to chown a file to another user")
-	}
+	testenv.NeedRoot(t, "chowning a file to another user")
 	const nobody = 65534
 	content := []byte("prompt")
 	sum := sha256.Sum256(content)

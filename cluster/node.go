@@ -53,6 +53,11 @@ type Node struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 	once   sync.Once
+
+	// quiet is closed by Quiesce: the host stops, and hands its bindings
+	// over (handover.go).
+	quiet     chan struct{}
+	quietOnce sync.Once
 }
 
 // Start starts the embedded server (if configured), connects, makes sure
@@ -64,7 +69,7 @@ func Start(ctx context.Context, s Settings, o Options) (*Node, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	log = log.With("host", s.Host)
-	n := &Node{s: s, log: log, done: make(chan struct{})}
+	n := &Node{s: s, log: log, done: make(chan struct{}), quiet: make(chan struct{})}
 	ok := false
 	defer func() {
 		if !ok {
@@ -87,6 +92,9 @@ func Start(ctx context.Context, s Settings, o Options) (*Node, error) {
 		return nil, fmt.Errorf("opening JetStream: %w", err)
 	}
 	if n.kv, err = setup(ctx, n.js, s, log, &n.refused); err != nil {
+		return nil, err
+	}
+	if err := n.checkFormats(ctx); err != nil {
 		return nil, err
 	}
 	stateID, err := StateID(s.StateDir)
@@ -258,12 +266,18 @@ func (n *Node) ServeBinding(ctx context.Context, b names.Binding, h ingress.Hand
 	}
 	claim := n.leases.Claim(names.BindingLease(b), role, rank)
 	cons := ingress.NewConsumer(n.js, ingress.ConsumerOptions{Names: n.s.Names, Binding: b, AckWait: n.s.LeaseTTL, Log: n.log,
-		Allow: n.allow(b)})
+		Allow: n.allow(b), Quiet: n.quiet})
 	th, _ := h.(TenureHandler)
 	log := n.log.With("binding", b.String())
 	for {
-		f, err := claim.Wait(ctx)
+		if n.quieted() {
+			return n.handOver(claim, log, nil)
+		}
+		f, err := n.waitLease(ctx, claim)
 		if err != nil {
+			if n.quieted() {
+				return n.handOver(claim, log, nil)
+			}
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
@@ -284,8 +298,15 @@ func (n *Node) ServeBinding(ctx context.Context, b names.Binding, h ingress.Hand
 			th.EndTenure(b, f, err)
 		}
 		switch {
+		case ctx.Err() != nil && n.quieted():
+			return n.handOver(claim, log, f)
 		case ctx.Err() != nil:
 			return ctx.Err()
+		case errors.Is(err, ingress.ErrNewerVersion):
+			log.Error("An event of this binding is in a newer format than this cc-connect reads: handing the binding over "+
+				"and serving it no more until this host is upgraded", "error", err)
+			n.handOver(claim, log, f)
+			return err
 		case f.Check() != nil:
 			log.Warn("Stopped serving the binding: its lease was lost", "token", f.Token(), "error", err)
 		default:
@@ -295,6 +316,21 @@ func (n *Node) ServeBinding(ctx context.Context, b names.Binding, h ingress.Hand
 			}
 		}
 	}
+}
+
+// waitLease waits for claim's next tenure, or until the host stops
+// (Quiesce): a stopping host takes no binding.
+func (n *Node) waitLease(ctx context.Context, claim *kvlease.Claim) (*kvlease.Fence, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-n.quiet:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return claim.Wait(ctx)
 }
 
 // allow is the owner's check of each event of binding b: its
@@ -327,9 +363,10 @@ func pause(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// Close stops the lease manager (held leases are left to expire, or to be
-// taken back at once by this host's next start), closes the connection
-// and shuts the embedded server down.
+// Close stops the lease manager, closes the connection and shuts the
+// embedded server down. Leases still held are left to expire, or to be
+// taken back at once by this host's next start: a host that stops on
+// purpose hands them over first (Quiesce, then the serving loops' end).
 func (n *Node) Close() { n.shutdown() }
 
 func (n *Node) shutdown() {

@@ -80,6 +80,7 @@ func (s Settings) Permissions(host string) Permissions {
 		"$JS.API.CONSUMER.DELETE." + kv + ".*",
 		"$JS.FC." + kv + ".>",
 		n.KVKey(names.Member(host)),
+		n.KVKey(names.Drain(host)), // cluster drain, run with this host's credential
 	}
 	served := false
 	for _, b := range s.Bindings {

@@ -22,6 +22,7 @@ import (
 	"github.com/cc-connect/cc-connect/cluster/internal/natstest"
 	"github.com/cc-connect/cc-connect/cluster/kvlease"
 	"github.com/cc-connect/cc-connect/cluster/names"
+	"github.com/cc-connect/cc-connect/format"
 	"github.com/cc-connect/cc-connect/platform"
 	"github.com/cc-connect/cc-connect/trigger"
 )
@@ -207,6 +208,19 @@ func (pc *permCluster) run(a, b, c *Node) {
 	if _, err := a.Pauses().Pause(ctx, "daily", "U1", time.Now()); err != nil {
 		t.Fatalf("pausing a schedule of a's binding: %v", err)
 	}
+	// A drain asked for with the host's own credential, seen by its watch.
+	drained, err := c.Drained(ctx)
+	if err != nil {
+		t.Fatalf("watching c's drain key: %v", err)
+	}
+	if _, err := c.RequestDrain(ctx, "c"); err != nil {
+		t.Fatalf("c asking its own drain: %v", err)
+	}
+	select {
+	case <-drained:
+	case <-ctx.Done():
+		t.Fatal("c did not see its drain")
+	}
 	if in, err := a.InStream(ctx, 1); err != nil || in {
 		t.Errorf("InStream of a settled event: %v, %v", in, err)
 	}
@@ -266,6 +280,7 @@ func (pc *permCluster) refusals() {
 		{"the poller's lease, on a host that does not receive", "c", n.KVKey(names.PollerLease("telegram")), ""},
 		{"the poller's offset, on a host that does not receive", "c", n.KVKey(names.Offset("telegram")), ""},
 		{"another host's heartbeat", "a", n.KVKey(names.Member("b")), ""},
+		{"another host's drain key", "a", n.KVKey(names.Drain("b")), ""},
 		{"the pause of a schedule of a binding it does not serve", "c", n.KVKey(names.SchedulePause("daily")), ""},
 		{"another binding's consumer", "a", "$JS.API.CONSUMER.CREATE." + stream + "." + n.Consumer(permTG) + "." + n.BindingFilter(permTG), ""},
 		{"pulling another binding's events", "a", "$JS.API.CONSUMER.MSG.NEXT." + stream + "." + n.Consumer(permTG), ""},
@@ -319,7 +334,7 @@ func (pc *permCluster) refusals() {
 }
 
 func jsonEvent(ev ingress.Event) ([]byte, error) {
-	ev.V, ev.Origin = ingress.Version, "c"
+	ev.V, ev.Origin = format.Written(), "c"
 	return json.Marshal(ev)
 }
 
@@ -445,7 +460,7 @@ func TestOwnerDropsWhatItsPublisherMayNotSend(t *testing.T) {
 	raw := func(origin, channel, id string) {
 		t.Helper()
 		ev := permEvent(t, slackAll, channel, id, id)
-		ev.V, ev.Origin = ingress.Version, origin
+		ev.V, ev.Origin = format.Written(), origin
 		data, err := json.Marshal(ev)
 		if err != nil {
 			t.Fatal(err)

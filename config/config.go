@@ -47,6 +47,7 @@ type Config struct {
 	Bindings  []Binding  `toml:"bindings"`
 	Metrics   Metrics    `toml:"metrics"`
 	Console   Console    `toml:"console"`
+	Audit     Audit      `toml:"audit"`
 	// Cluster makes this cc-connect one host of several serving one bot
 	// ([cluster]); nil without the table, and then no NATS code runs.
 	Cluster *Cluster `toml:"cluster"`
@@ -276,8 +277,9 @@ func Default() Config {
 			AttachmentMaxSize: 10 << 20,
 			SendFileMaxSize:   defaultSendFileMaxSize,
 		},
-		Chat: defaultChat(),
-		Log:  Log{Level: "info", Format: "text"},
+		Chat:  defaultChat(),
+		Log:   Log{Level: "info", Format: "text"},
+		Audit: defaultAudit(),
 		Agent: Agent{
 			Command:                  "claude",
 			PermissionMode:           "default",
@@ -440,6 +442,7 @@ func (c *Config) String() string {
 		fmt.Fprintf(&b, "\n[metrics]\naddr = %s\nallow_remote = %t\n", q(c.Metrics.Addr), c.Metrics.AllowRemote)
 	}
 	c.Console.write(&b)
+	fmt.Fprintf(&b, "\n[audit]\nenabled = %t\npath = %s\nmax_size = %s\nkeep = %d\n", c.Audit.Enabled, q(c.Audit.Path), q(c.Audit.MaxSize.String()), c.Audit.Keep)
 	for _, bd := range c.Bindings {
 		fmt.Fprintf(&b, "\n[[bindings]]\nplatform = %s\nchannel = %s\nworkspace = %s\nallow_users = %s\nadmins = %s\n",
 			q(bd.Platform), q(bd.Channel), q(bd.Workspace), list(bd.AllowUsers), list(bd.Admins))

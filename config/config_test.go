@@ -63,6 +63,7 @@ func TestLoadDefaults(t *testing.T) {
 	want := Default()
 	want.Path = path
 	want.State.Dir = filepath.Join(home, ".cc-connect")
+	want.Audit.Path = filepath.Join(home, ".cc-connect", "audit", "audit.jsonl")
 	want.Platforms = []Platform{{Name: "local", Type: "local"}}
 	want.Bindings = []Binding{{
 		Platform:   "local",

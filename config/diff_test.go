@@ -70,7 +70,7 @@ allow_users = ["*"]
 			func(s string) string {
 				return "[agent]\nmodel = \"opus\"\nenv = { A = \"1\" }\n[log]\nformat = \"json\"\nlevel = \"debug\"\n[state]\ndir = \"st\"\n" + s
 			},
-			Changes{LogLevel: true, Restart: []string{"state.dir", "log.format", "agent.env", "agent.model"}},
+			Changes{LogLevel: true, Restart: []string{"state.dir", "log.format", "agent.env", "agent.model", "audit.path"}}, // the trail's path follows state.dir
 		},
 		{
 			"chat keys apply live",

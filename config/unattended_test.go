@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cc-connect/cc-connect/internal/testenv"
 )
 
 // unattendedBase has a Slack platform with one bound channel and one
@@ -208,9 +210,7 @@ func TestUnattendedValues(t *testing.T) {
 
 func TestWorktreeNeedsARepository(t *testing.T) {
 	t.Parallel()
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not installed")
-	}
+	testenv.NeedGit(t)
 	path := writeConfig(t, strings.Replace(unattendedBase, `channel = "C1"`, "channel = \"C1\"\nworktree = true", 1))
 	ws := filepath.Join(filepath.Dir(path), "ws")
 	if out, err := exec.Command("git", "init", "-q", ws).CombinedOutput(); err != nil {

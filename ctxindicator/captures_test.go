@@ -71,7 +71,7 @@ func turnFromCapture(t *testing.T, name string) (lastCall int64, events int, res
 	return lastCall, events, resultSum
 }
 
-func TestFiguresFromRealCaptures(t *testing.T) {
+func TestFiguresFromCapturedStreams(t *testing.T) {
 	tests := []struct {
 		name          string
 		capture       string

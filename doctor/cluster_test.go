@@ -83,12 +83,7 @@ func TestClusterSeedCheck(t *testing.T) {
 	if c := clusterSeedCheck(t, &config.Config{}); c != nil {
 		t.Errorf("a check without [cluster]: %+v", c)
 	}
-	if os.Geteuid() != 0 {
-		if testenv.InCI() {
-			t.Fatal("checking as another user needs root, and CI runs as root")
-		}
-		t.Skip("checking as another user needs root")
-	}
+	testenv.NeedRoot(t, "checking as another user")
 	for _, tt := range []struct {
 		perm   os.FileMode
 		status Status

@@ -8,9 +8,9 @@ import (
 	"github.com/cc-connect/cc-connect/internal/testenv"
 )
 
-// TestClaudeCheckRealCLI: the version check parses what the real CLI
+// TestRealCLIClaudeCheck: the version check parses what the real CLI
 // prints; the pinned CLI passes it, another release gets the warning.
-func TestClaudeCheckRealCLI(t *testing.T) {
+func TestRealCLIClaudeCheck(t *testing.T) {
 	t.Parallel()
 	bin := testenv.ClaudeBinary(t)
 	cfg := config.Default()

@@ -120,6 +120,11 @@ func (e *Engine) handleMessage(ctx context.Context, m platform.Message, d conv.D
 		return refused("user not allowed"), nil
 	}
 	res, err = e.convs.Accept(b, a, m, d, unrooted)
+	if errors.Is(err, conv.ErrStopped) && d != nil {
+		// An event of the cluster's stream: not refused, not settled; it
+		// stays in the stream for the binding's next holder.
+		return platform.Result{}, fmt.Errorf("handling a message: %w", err)
+	}
 	if errors.Is(err, conv.ErrStopped) {
 		e.notices.notify(a, reply, render.ShutdownText)
 		return refused("shutting down"), nil

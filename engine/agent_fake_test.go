@@ -22,6 +22,12 @@ import (
 // what a turn does:
 //
 //	[[TOOL:cmd]]  Bash tool use needing permission; replies "ran: cmd" or "denied: msg"
+//	[[DELTA]]     with [[TOOL:cmd]]: "Let me check." streams first, and the turn waits for
+//	              the test (release) before it asks
+//	[[PLAN]]      ExitPlanMode asking to leave plan mode; an approval makes the process
+//	              report the mode it goes on in (ModeChange: the answer's SetMode, else
+//	              default), as the CLI's system/status does; replies "plan approved" or
+//	              "plan denied: msg"
 //	[[TOOLONG]]   prompt too long (and the session stays poisoned)
 //	[[CRASH]]     the process exits mid-turn, "Not logged in · Please run /login" on stderr
 //	[[HANG]]      runs until interrupted
@@ -51,9 +57,13 @@ type fakeAgents struct {
 	// ignoreReadOnly makes ReadOnly processes start with every tool, as
 	// a CLI that ignored the read-only flags would.
 	ignoreReadOnly bool
-	chosenIDs      bool // a new process runs the session id it was started with (--session-id)
-	gate           chan struct{}
-	changed        chan struct{}
+	// readOnlyMode, when set, is the permission mode a ReadOnly process
+	// reports instead of plan (its tools still narrowed), as a CLI that
+	// dropped --permission-mode plan would.
+	readOnlyMode string
+	chosenIDs    bool // a new process runs the session id it was started with (--session-id)
+	gate         chan struct{}
+	changed      chan struct{}
 }
 
 // The fake's session ids are UUIDs, as the CLI's are (the engine stores and
@@ -285,7 +295,7 @@ func (p *fakeProc) turn(ctx context.Context, text string, on func(agentproc.Even
 		fa.poisoned[p.id] = true
 	}
 	poisoned := fa.poisoned[p.id]
-	ignoreReadOnly := fa.ignoreReadOnly
+	ignoreReadOnly, readOnlyMode := fa.ignoreReadOnly, fa.readOnlyMode
 	fa.sessions[p.id] = append(fa.sessions[p.id], text)
 	fa.notifyLocked()
 	fa.mu.Unlock()
@@ -297,7 +307,7 @@ func (p *fakeProc) turn(ctx context.Context, text string, on func(agentproc.Even
 	// and plan mode (agentproc.BuildArgs).
 	tools, mode := []string{"Bash", "Edit", "Read", "Write"}, cmp.Or(p.opts.PermissionMode, "default")
 	if p.opts.ReadOnly && !ignoreReadOnly {
-		tools, mode = agentproc.ReadOnlyTools, "plan"
+		tools, mode = agentproc.ReadOnlyTools, cmp.Or(readOnlyMode, "plan")
 	}
 	on(agentproc.Init{SessionID: p.reportedID(), Model: "claude-test", Cwd: p.opts.Dir, Tools: tools, PermissionMode: mode})
 	if fresh && failFresh != nil {
@@ -350,7 +360,37 @@ func (p *fakeProc) turn(ctx context.Context, text string, on func(agentproc.Even
 		}
 	}
 	reply := "echo: " + text
+	if strings.Contains(text, "[[PLAN]]") {
+		input, _ := json.Marshal(map[string]string{"plan": "1. Change the thing."})
+		on(agentproc.ToolUse{ID: "toolu_plan", Name: "ExitPlanMode", Input: input})
+		reqID := fmt.Sprintf("plan-%d-%d", p.pid, p.turns)
+		p.mu.Lock()
+		p.pending = reqID
+		p.mu.Unlock()
+		on(agentproc.PermissionRequest{RequestID: reqID, ToolName: "ExitPlanMode", DisplayName: "ExitPlanMode", Input: input})
+		select {
+		case d := <-p.perm:
+			switch d.Behavior {
+			case agentproc.Allow, agentproc.AlwaysAllow:
+				on(agentproc.ModeChange{Mode: cmp.Or(d.SetMode, "default")})
+				reply = "plan approved"
+			default:
+				reply = "plan denied: " + d.Message
+			}
+		case <-p.intr:
+			on(agentproc.PermissionCancel{RequestID: reqID})
+			return aborted("aborted_tools")
+		case <-p.done:
+			return nil, &agentproc.ExitError{Code: -1, Signal: "killed"}
+		}
+	}
 	if m := toolRe.FindStringSubmatch(text); m != nil {
+		if strings.Contains(text, "[[DELTA]]") {
+			on(agentproc.TextDelta{Text: "Let me check."})
+			if !wait(fa.gate) {
+				return aborted("aborted_streaming")
+			}
+		}
 		input, _ := json.Marshal(map[string]string{"command": m[1]})
 		on(agentproc.ToolUse{ID: "toolu_1", Name: "Bash", Input: input})
 		reqID := fmt.Sprintf("req-%d-%d", p.pid, p.turns)
@@ -366,6 +406,31 @@ func (p *fakeProc) turn(ctx context.Context, text string, on func(agentproc.Even
 			default:
 				reply = "denied: " + d.Message
 			}
+		case <-p.intr:
+			on(agentproc.PermissionCancel{RequestID: reqID})
+			return aborted("aborted_tools")
+		case <-p.done:
+			return nil, &agentproc.ExitError{Code: -1, Signal: "killed"}
+		}
+	}
+	for marker, tool := range map[string]string{"[[ASK]]": "AskUserQuestion", "[[PLAN]]": "ExitPlanMode"} {
+		if !strings.Contains(text, marker) {
+			continue
+		}
+		// Claude's question or plan: the answer's input or message is the reply.
+		input := `{"plan":"Step one: paint it."}`
+		if tool == "AskUserQuestion" {
+			input = `{"questions":[{"question":"Which color?","header":"Color","multiSelect":false,` +
+				`"options":[{"label":"Red","description":"warm"},{"label":"Blue","description":"cold"}]}]}`
+		}
+		reqID := fmt.Sprintf("req-%d-%d", p.pid, p.turns)
+		p.mu.Lock()
+		p.pending = reqID
+		p.mu.Unlock()
+		on(agentproc.PermissionRequest{RequestID: reqID, ToolName: tool, Input: json.RawMessage(input), RequiresUserInteraction: true})
+		select {
+		case d := <-p.perm:
+			reply = "answer: " + d.Message + string(d.Input)
 		case <-p.intr:
 			on(agentproc.PermissionCancel{RequestID: reqID})
 			return aborted("aborted_tools")

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/cc-connect/cc-connect/activity"
 	"github.com/cc-connect/cc-connect/binding"
 	"github.com/cc-connect/cc-connect/engine/conv"
 	"github.com/cc-connect/cc-connect/platform"
@@ -141,6 +142,10 @@ func (c *ClusterIngress) Accept(ctx context.Context, ev ClusterEvent, d Delivery
 	}
 	if err := d.Fence().Check(); err != nil {
 		return 0, err
+	}
+	if c.e.isStopping() {
+		// Handed over: the binding's next holder takes it from the stream.
+		return 0, conv.ErrStopped
 	}
 	switch {
 	case ev.Action != nil:
@@ -301,6 +306,8 @@ func (c *ClusterIngress) StartTenure(ctx context.Context, b binding.Key, f Fence
 	e.log.Info("Serving a cluster binding", "platform", b.Platform, "channel", b.Channel, "token", f.Token())
 	e.tenures.set(b, f)
 	c.st.StartTenure(b.Platform, b.Channel)
+	activity.Or(e.opts.Activity).Record(activity.Event{Time: e.now(), Kind: activity.Lease, Binding: b.Platform + "/" + b.Channel,
+		Platform: b.Platform, Host: e.cluster.Host, Outcome: "taken"})
 	return nil
 }
 
@@ -312,4 +319,10 @@ func (c *ClusterIngress) EndTenure(b binding.Key, f Fence, why error) {
 	n := c.st.EndTenure(b.Platform, b.Channel)
 	e.log.Warn("Stopped serving a cluster binding; its running turns stop unanswered, for the next holder",
 		"platform", b.Platform, "channel", b.Channel, "token", f.Token(), "sessions", n, "error", why)
+	outcome := "released" // this host stopped serving it (shutdown, a reload)
+	if why != nil && !errors.Is(why, context.Canceled) {
+		outcome = "lost: " + why.Error()
+	}
+	activity.Or(e.opts.Activity).Record(activity.Event{Time: e.now(), Kind: activity.Lease, Binding: b.Platform + "/" + b.Channel,
+		Platform: b.Platform, Host: e.cluster.Host, Outcome: outcome})
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/cc-connect/cc-connect/cluster"
 	"github.com/cc-connect/cc-connect/cluster/clustertest"
 	"github.com/cc-connect/cc-connect/cluster/ingress"
+	"github.com/cc-connect/cc-connect/cluster/kvlease"
 	"github.com/cc-connect/cc-connect/cluster/names"
 	"github.com/cc-connect/cc-connect/engine/conv"
 	"github.com/cc-connect/cc-connect/platform"
@@ -47,14 +48,57 @@ func (c *clusterHost) halt() {
 	})
 }
 
-// startClusterHost starts host name's engine and node against url.
+// stillClock is a lease clock that never moves: a lease held is never
+// found expired, however long a renewal waits for a busy machine, so a
+// test whose hosts all stay up can assert that the standby did nothing.
+// (A standby takes a lease only once it expired on its own clock.)
+type stillClock struct{}
+
+var stillNow = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func (stillClock) Now() time.Time { return stillNow }
+
+// At fires at once for a time not after now, never for a later one.
+func (stillClock) At(at time.Time) <-chan time.Time {
+	ch := make(chan time.Time, 1)
+	if !at.After(stillNow) {
+		ch <- stillNow
+	}
+	return ch
+}
+
+// startClusterHost starts host name's engine and node against url, its
+// leases on the real clock.
 func startClusterHost(t *testing.T, name, url string, stopAt ...func(string) bool) *clusterHost {
 	t.Helper()
-	h := newHarness(t, func(o *Options, c *harnessConfig) {
-		o.Bindings[0].Progress = binding.ProgressQuiet // the reply only: one post per turn
+	return startClusterHostOn(t, name, url, nil, stopAt...)
+}
+
+// startClusterHostOn is startClusterHost with the leases on clock (nil:
+// the real one).
+func startClusterHostOn(t *testing.T, name, url string, clock kvlease.Clock, stopAt ...func(string) bool) *clusterHost {
+	t.Helper()
+	return startClusterHostWithOn(t, name, url, clock, func(_ *Options, c *harnessConfig) {
 		if len(stopAt) > 0 {
 			c.stopAt = stopAt[0] // the restart (restartClusterHost) does not keep it
 		}
+	})
+}
+
+// startClusterHostWith is startClusterHost with the harness's options
+// changed by opt.
+func startClusterHostWith(t *testing.T, name, url string, opt func(*Options, *harnessConfig)) *clusterHost {
+	t.Helper()
+	return startClusterHostWithOn(t, name, url, nil, opt)
+}
+
+// startClusterHostWithOn is startClusterHostWith with the leases on clock
+// (nil: the real one).
+func startClusterHostWithOn(t *testing.T, name, url string, clock kvlease.Clock, opt func(*Options, *harnessConfig)) *clusterHost {
+	t.Helper()
+	h := newHarness(t, func(o *Options, c *harnessConfig) {
+		o.Bindings[0].Progress = binding.ProgressQuiet // the reply only: one post per turn
+		opt(o, c)
 	})
 	// JoinCluster must precede Run: start a fresh engine on the harness's
 	// options instead of the one it runs.
@@ -67,7 +111,7 @@ func startClusterHost(t *testing.T, name, url string, stopAt ...func(string) boo
 	s.ConfigHash = s.Fingerprint()
 	sctx, scancel := context.WithTimeout(context.Background(), waitLimit)
 	defer scancel()
-	node, err := cluster.Start(sctx, s, cluster.Options{Log: slog.New(slog.DiscardHandler), Version: "test"})
+	node, err := cluster.Start(sctx, s, cluster.Options{Log: slog.New(slog.DiscardHandler), Version: "test", Clock: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,8 +198,11 @@ func (c *clusterHost) waitEchoes(t *testing.T, n int) []string {
 
 func TestClusterAnswersEachEventOnceInOrder(t *testing.T) {
 	srv := clustertest.Single(t)
-	a := startClusterHost(t, "a", srv.ClientURL())
-	b := startClusterHost(t, "b", srv.ClientURL())
+	// Both hosts stay up: on a still clock the owner's lease cannot expire
+	// under a starved renewal, so "the standby answered nothing" holds by
+	// the rules, not by the machine's speed.
+	a := startClusterHostOn(t, "a", srv.ClientURL(), stillClock{})
+	b := startClusterHostOn(t, "b", srv.ClientURL(), stillClock{})
 	var want []string
 	for i := range 4 {
 		text := fmt.Sprintf("t1 message %d", i)

@@ -273,3 +273,32 @@ func TestBtwStopsAForkThatCouldWrite(t *testing.T) {
 		t.Errorf("kill log = %v", recs)
 	}
 }
+
+// A fork that reports the read-only tools but not plan mode (the CLI
+// dropped --permission-mode plan) is stopped as well: another mode could
+// let a tool run without asking, and the answer is not posted.
+func TestBtwStopsAForkOutsidePlanMode(t *testing.T) {
+	for _, mode := range []string{"default", "acceptEdits", "bypassPermissions"} {
+		t.Run(mode, func(t *testing.T) {
+			h := newHarness(t, nil)
+			h.fa.mu.Lock()
+			h.fa.readOnlyMode = mode
+			h.fa.mu.Unlock()
+			h.say("alice", "T1", "first")
+			h.waitIdle()
+			h.say("alice", "T1", "!btw what did you do")
+			got := h.rec.waitSend(t, render.SidePrefix)
+			if want := render.SideWritable("permission mode " + mode); got.Text != want {
+				t.Errorf("side answer = %q, want %q", got.Text, want)
+			}
+			if recs := h.logs.Records("Side-question process could change the workspace; killing it"); len(recs) != 1 {
+				t.Errorf("kill log = %v", recs)
+			}
+			for _, r := range h.rec.snapshot() {
+				if strings.Contains(r.Text, "echo: what did you do") {
+					t.Errorf("the stopped fork's answer was posted: %q", r.Text)
+				}
+			}
+		})
+	}
+}

@@ -86,8 +86,16 @@ func TestConsoleViewRightsAndEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.waitIdle()
-	want := "started,tool,asking,answered,finished"
+	want := "asked,started,tool,asking,answered,finished"
 	if got := strings.Join(log.kinds(), ","); got != want {
 		t.Errorf("activity = %s, want %s", got, want)
+	}
+	// The console answers a request by its id: both ends carry it.
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	for _, e := range log.events {
+		if (e.Kind == activity.Asking || e.Kind == activity.Answered) && e.Request != ask.Prompt.RequestID {
+			t.Errorf("%s names request %q, want %q", e.Kind, e.Request, ask.Prompt.RequestID)
+		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cc-connect/cc-connect/engine/conv"
 	"github.com/cc-connect/cc-connect/inbox"
+	"github.com/cc-connect/cc-connect/internal/testenv"
 )
 
 // tinyStateDir mounts a small tmpfs as a state dir, so that a test can
@@ -19,9 +20,7 @@ import (
 // (the inbox package's injected-writer tests cover the same ground).
 func tinyStateDir(t *testing.T) string {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to mount a small tmpfs; inbox's injected-writer tests cover full disks without it")
-	}
+	testenv.NeedRoot(t, "mounting a small tmpfs; inbox's injected-writer tests cover full disks without it")
 	dir := filepath.Join(t.TempDir(), "state")
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		t.Fatal(err)

@@ -198,6 +198,10 @@ func TestAccessRefusedOncePerThread(t *testing.T) {
 	h.say("mallory", "T2", "hi")
 	h.say("alice", "T3", "allowed")
 	h.rec.waitSend(t, "echo: allowed")
+	// The refusals are posted off the accept path, each on a goroutine of
+	// its own (notify.go), and may land after the allowed reply: they are
+	// the engine's outstanding work, which WaitIdle waits for.
+	h.waitIdle()
 	refusals := 0
 	threads := map[string]bool{}
 	for _, c := range h.rec.kinds("send") {

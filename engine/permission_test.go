@@ -165,3 +165,44 @@ func TestStopDuringPendingPermissionCancelsPrompt(t *testing.T) {
 		t.Errorf("resolved = %+v, want the prompt cancelled", res)
 	}
 }
+
+// TestPlanApprovalModeKeptByTheNextProcess: the mode a plan's approval
+// leaves plan mode into is the conversation's from then on (docs/turns.md,
+// "Plans"), so the process started after a restart runs in it, not in
+// plan mode again: the CLI's own switch dies with its process.
+func TestPlanApprovalModeKeptByTheNextProcess(t *testing.T) {
+	tests := []struct {
+		choice platform.Choice
+		mode   string
+	}{
+		{platform.ChoicePlanDefault, "default"},
+		{platform.ChoicePlanAcceptEdits, "acceptEdits"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.mode, func(t *testing.T) {
+			h := newHarness(t, nil)
+			h.say("alice", "T1", "!mode plan")
+			h.rec.waitSend(t, "Permission mode set to plan")
+			h.say("alice", "T1", "make a plan [[PLAN]]")
+			ask := waitAsk(t, h)
+			if ask.Prompt.Tool != "ExitPlanMode" {
+				t.Fatalf("prompt = %+v, want the plan's", ask.Prompt)
+			}
+			h.press("alice", ask.Prompt.RequestID, tt.choice)
+			h.rec.waitSend(t, "plan approved")
+			h.waitIdle()
+			if sp := h.fa.spawnsSnapshot(); len(sp) != 1 || sp[0].PermissionMode != "plan" {
+				t.Fatalf("spawns = %+v, want one in plan mode", sp)
+			}
+
+			h = h.restart()
+			h.say("alice", "T1", "go on")
+			h.rec.waitSend(t, "echo: go on")
+			h.waitIdle()
+			sp := h.fa.spawnsSnapshot()
+			if got := sp[len(sp)-1].PermissionMode; got != tt.mode {
+				t.Errorf("the process after the restart started in %q, want %q (the mode the approval left plan mode into)", got, tt.mode)
+			}
+		})
+	}
+}

@@ -70,7 +70,7 @@ func linesWith(lines []recordedLine, text string) []recordedLine {
 	return out
 }
 
-func TestRealReplyAndIdleResume(t *testing.T) {
+func TestDriverReplyAndIdleResume(t *testing.T) {
 	h, re := newRealHarness(t, nil, func(o *Options) { o.IdleTimeout = 20 * time.Millisecond })
 	h.say("alice", "T1", "hello")
 	got := h.rec.waitSend(t, "echo: hello")
@@ -94,7 +94,7 @@ func TestRealReplyAndIdleResume(t *testing.T) {
 	}
 }
 
-func TestRealNotFoundFallback(t *testing.T) {
+func TestDriverNotFoundFallback(t *testing.T) {
 	h, re := newRealHarness(t, nil, nil)
 	// A stored id the CLI does not know (its transcript is gone).
 	h.stop()
@@ -120,7 +120,7 @@ func TestRealNotFoundFallback(t *testing.T) {
 	}
 }
 
-func TestRealTooLongOnResumeFallback(t *testing.T) {
+func TestDriverTooLongOnResumeFallback(t *testing.T) {
 	h, re := newRealHarness(t, map[string]string{"FAKECLAUDE_TOOLONG_ON_RESUME": "1"},
 		func(o *Options) { o.IdleTimeout = 20 * time.Millisecond })
 	h.say("alice", "T1", "first")
@@ -139,7 +139,7 @@ func TestRealTooLongOnResumeFallback(t *testing.T) {
 	}
 }
 
-func TestRealTooLongLaterTurnThenFreshFailsThenRecovers(t *testing.T) {
+func TestDriverTooLongLaterTurnThenFreshFailsThenRecovers(t *testing.T) {
 	h, re := newRealHarness(t, nil, nil)
 	h.say("alice", "T1", "ok")
 	h.rec.waitSend(t, "echo: ok")
@@ -156,7 +156,7 @@ func TestRealTooLongLaterTurnThenFreshFailsThenRecovers(t *testing.T) {
 	}
 }
 
-func TestRealCrashMidTurn(t *testing.T) {
+func TestDriverCrashMidTurn(t *testing.T) {
 	h, re := newRealHarness(t, nil, nil)
 	h.say("alice", "T1", "first")
 	h.rec.waitSend(t, "echo: first")
@@ -178,7 +178,7 @@ func TestRealCrashMidTurn(t *testing.T) {
 	}
 }
 
-func TestRealPermissionAndStop(t *testing.T) {
+func TestDriverPermissionAndStop(t *testing.T) {
 	h, _ := newRealHarness(t, nil, nil)
 	h.say("alice", "T1", "build it [[TOOL:make build]]")
 	ask := waitAsk(t, h)
@@ -198,7 +198,7 @@ func TestRealPermissionAndStop(t *testing.T) {
 	h.rec.waitSend(t, "echo: still here?")
 }
 
-func TestRealBtwLeavesMainTranscript(t *testing.T) {
+func TestDriverBtwLeavesMainTranscript(t *testing.T) {
 	h, re := newRealHarness(t, nil, nil)
 	h.say("alice", "T1", "main one")
 	h.rec.waitSend(t, "echo: main one")
@@ -230,7 +230,7 @@ func TestRealBtwLeavesMainTranscript(t *testing.T) {
 	}
 }
 
-func TestRealShutdownLeavesNoProcess(t *testing.T) {
+func TestDriverShutdownLeavesNoProcess(t *testing.T) {
 	h, re := newRealHarness(t, nil, func(o *Options) { o.ShutdownGrace = 50 * time.Millisecond })
 	h.say("alice", "T1", "idle")
 	h.rec.waitSend(t, "echo: idle")
@@ -251,7 +251,7 @@ func (h *harness) waitTurnStarts(t *testing.T, n int) {
 	h.rec.waitFor(t, "a turn to start", func([]recorded) bool { return len(h.rec.kinds("typing")) >= n })
 }
 
-func TestRealQueueOrderAndLimit(t *testing.T) {
+func TestDriverQueueOrderAndLimit(t *testing.T) {
 	release := filepath.Join(t.TempDir(), "release")
 	h, re := newRealHarness(t, map[string]string{"FAKECLAUDE_RELEASE": release}, func(o *Options) { o.QueueLimit = 1 })
 	h.say("alice", "T1", "one [[SLOW]]")
@@ -283,7 +283,7 @@ func TestRealQueueOrderAndLimit(t *testing.T) {
 	}
 }
 
-func TestRealProcessCap(t *testing.T) {
+func TestDriverProcessCap(t *testing.T) {
 	release := filepath.Join(t.TempDir(), "release")
 	h, re := newRealHarness(t, map[string]string{"FAKECLAUDE_RELEASE": release}, func(o *Options) { o.MaxProcesses = 1 })
 	h.say("alice", "T1", "a [[SLOW]]")
@@ -308,7 +308,7 @@ func TestRealProcessCap(t *testing.T) {
 	}
 }
 
-func TestRealPermissionDenyAndTimeout(t *testing.T) {
+func TestDriverPermissionDenyAndTimeout(t *testing.T) {
 	tests := []struct {
 		name    string
 		timeout time.Duration
@@ -331,7 +331,7 @@ func TestRealPermissionDenyAndTimeout(t *testing.T) {
 	}
 }
 
-func TestRealStatusAndNew(t *testing.T) {
+func TestDriverStatusAndNew(t *testing.T) {
 	h, re := newRealHarness(t, nil, nil)
 	h.say("alice", "T1", "hello")
 	h.rec.waitSend(t, "echo: hello")

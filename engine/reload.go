@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
+	"time"
 
+	"github.com/cc-connect/cc-connect/activity"
 	"github.com/cc-connect/cc-connect/binding"
 	"github.com/cc-connect/cc-connect/platform"
 	"github.com/cc-connect/cc-connect/workspace"
@@ -37,6 +40,9 @@ type Reload struct {
 	// Team, when set, replaces the [chat] settings; each conversation's
 	// next turn reads them (nil keeps those in force).
 	Team *TeamOptions
+	// Changes says what changed, one line each as the config's diff
+	// words it, for the activity feed's "reloaded"; no secret.
+	Changes []string
 }
 
 // checkBindings applies New's checks to a binding list.
@@ -80,7 +86,9 @@ func (e *Engine) Reload(ctx context.Context, r Reload) error {
 	for _, n := range r.Remove {
 		restarted[n] = true
 	}
+	old := e.routes.all()
 	e.routes.swap(bs, r.Team)
+	publishReload(activity.Or(e.opts.Activity), e.now(), old, bs, r.Changes)
 	// Spares were started under the old config: none outlives it.
 	agent := e.opts.Agent
 	e.spare.Renew(&agent)
@@ -96,4 +104,81 @@ func (e *Engine) Reload(ctx context.Context, r Reload) error {
 // admin is sure to look without a DM target.
 func (e *Engine) NotifyAdmins(ctx context.Context, text string) []string {
 	return e.convs.NotifyAdmins(text)
+}
+
+// publishReload publishes a reload, and a rights event for each binding
+// whose rights it changed: who may use it, approve, administer, run !sh.
+func publishReload(sink activity.Sink, now time.Time, old, cur []binding.Binding, changes []string) {
+	sink.Record(activity.Event{Time: now, Kind: activity.Reloaded, Input: strings.Join(changes, "; ")})
+	for _, rc := range rightsChanges(old, cur) {
+		sink.Record(activity.Event{Time: now, Kind: activity.Rights, Binding: rc.Binding, Platform: rc.Platform, Input: rc.Change})
+	}
+}
+
+// rightsChange is what a reload changed in one binding's rights.
+type rightsChange struct {
+	Binding  string // platform/channel, as the config writes it
+	Platform string
+	Change   string // "admins: +U3 -U1; allow_shell: false → true"
+}
+
+// rightsChanges compares the rights of the bindings in old and cur, by
+// platform and channel: a binding added or removed, and for one in both
+// each list's additions and removals and allow_shell.
+func rightsChanges(old, cur []binding.Binding) []rightsChange {
+	key := func(b binding.Binding) string { return b.Platform + "/" + b.Channel }
+	was := map[string]binding.Binding{}
+	for _, b := range old {
+		was[key(b)] = b
+	}
+	var out []rightsChange
+	for _, b := range cur {
+		o, ok := was[key(b)]
+		delete(was, key(b))
+		var parts []string
+		if !ok {
+			parts = append(parts, "added")
+			o = binding.Binding{}
+		}
+		for _, l := range []struct {
+			name     string
+			old, new []string
+		}{
+			{"allow_users", o.AllowUsers, b.AllowUsers},
+			{"approvers", o.Approvers, b.Approvers},
+			{"admins", o.Admins, b.Admins},
+		} {
+			if d := listChange(l.old, l.new); d != "" {
+				parts = append(parts, l.name+": "+d)
+			}
+		}
+		if o.AllowShell != b.AllowShell {
+			parts = append(parts, fmt.Sprintf("allow_shell: %t → %t", o.AllowShell, b.AllowShell))
+		}
+		if len(parts) > 0 {
+			out = append(out, rightsChange{Binding: key(b), Platform: b.Platform, Change: strings.Join(parts, "; ")})
+		}
+	}
+	for _, b := range old {
+		if _, gone := was[key(b)]; gone {
+			out = append(out, rightsChange{Binding: key(b), Platform: b.Platform, Change: "removed"})
+		}
+	}
+	return out
+}
+
+// listChange says what was added to and removed from a list: "+a -b".
+func listChange(old, cur []string) string {
+	var parts []string
+	for _, x := range cur {
+		if !slices.Contains(old, x) {
+			parts = append(parts, "+"+x)
+		}
+	}
+	for _, x := range old {
+		if !slices.Contains(cur, x) {
+			parts = append(parts, "-"+x)
+		}
+	}
+	return strings.Join(parts, " ")
 }

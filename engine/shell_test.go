@@ -225,7 +225,7 @@ func TestShellKeepsSessionFromRetiring(t *testing.T) {
 
 // Through the real driver: the fake claude records the note in the first
 // user line after the command, and only there.
-func TestRealShellNoteOnce(t *testing.T) {
+func TestDriverShellNoteOnce(t *testing.T) {
 	h, re := newRealHarness(t, nil, func(o *Options) { o.Bindings[0].AllowShell = true })
 	h.say("alice", "T1", "!sh echo hi-from-shell")
 	h.rec.waitSend(t, "exit 0 in")

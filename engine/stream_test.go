@@ -56,3 +56,46 @@ func TestStopDoesNotWaitForAPacedEdit(t *testing.T) {
 	close(paced.pace) // only now: the stop was answered while the edit waited
 	h.waitIdle()
 }
+
+// TestStreamedReplyMovesBelowAMidTurnPrompt: a permission prompt posted in
+// the middle of a streamed reply takes the reply with it (docs/turns.md:
+// "the reply so far moves below the prompt"): the messages streamed above
+// the prompt are deleted, and the reply lands in messages posted after
+// it, where the reader who answered the prompt looks for it.
+func TestStreamedReplyMovesBelowAMidTurnPrompt(t *testing.T) {
+	s := newStreamStore("slack")
+	h := newHarness(t, func(_ *Options, c *harnessConfig) { c.adapter = s.adapter })
+	h.say("alice", "T1", "[[DELTA]] [[TOOL:make test]]")
+	s.waitFor(t, "the reply's start streamed", func() bool {
+		v := s.visible()
+		return len(v) == 1 && strings.Contains(v[0], "Let me check.")
+	})
+	above := map[string]bool{}
+	s.mu.Lock()
+	for _, m := range s.msgs {
+		above[m.id] = true
+	}
+	s.mu.Unlock()
+	h.fa.release(t) // the turn asks now
+	ask := waitAsk(t, h)
+	h.press("alice", ask.Prompt.RequestID, platform.ChoiceAllow)
+	s.waitFor(t, "the reply", func() bool {
+		for _, v := range s.visible() {
+			if strings.Contains(v, "ran: make test") {
+				return true
+			}
+		}
+		return false
+	})
+	h.waitIdle()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, m := range s.msgs {
+		switch {
+		case above[m.id] && !m.deleted:
+			t.Errorf("message %s streamed above the prompt still shows %q", m.id, m.text)
+		case !above[m.id] && m.deleted:
+			t.Errorf("message %s posted below the prompt was deleted (%q)", m.id, m.text)
+		}
+	}
+}

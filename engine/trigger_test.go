@@ -281,3 +281,23 @@ func TestTwoRunsTwoThreads(t *testing.T) {
 		t.Errorf("%d headers, want 2", n)
 	}
 }
+
+// TestSubmitWhileStoppingAsksForARetry: a run submitted once the engine is
+// stopping (a webhook request in flight at shutdown) is neither refused
+// for good nor taken: the error is a passing one, which the webhook
+// answers 503 with Retry-After (webhook.TestSubmitterAnswers), and the
+// sender's retry, after the restart, runs it (docs/unattended.md).
+func TestSubmitWhileStoppingAsksForARetry(t *testing.T) {
+	h := newHarness(t, nil)
+	h.stop()
+	r := testRun("run-at-shutdown", "hello")
+	err := h.submit(r)
+	if err == nil || errors.Is(err, trigger.ErrRefused) || errors.Is(err, trigger.ErrDuplicate) {
+		t.Fatalf("Submit on a stopped engine = %v, want a passing error (the sender retries)", err)
+	}
+	h = h.restart()
+	if err := h.submit(r); err != nil {
+		t.Fatalf("the retry after the restart: %v", err)
+	}
+	h.rec.waitSend(t, "echo: hello")
+}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/cc-connect/cc-connect/engine/conv"
+	"github.com/cc-connect/cc-connect/internal/testenv"
 	"github.com/cc-connect/cc-connect/workspace"
 )
 
@@ -15,9 +16,7 @@ import (
 // normalized path.
 func gitRepo(t *testing.T) string {
 	t.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not installed")
-	}
+	testenv.NeedGit(t)
 	dir := workspace.Normalize(t.TempDir(), nil)
 	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"add", "app.go"}, {"commit", "-q", "-m", "first"}} {
 		if args[0] == "add" {

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/cc-connect/cc-connect/format"
 )
 
 // The journal's on-disk format: one JSON record a line, appended, never
@@ -25,6 +27,10 @@ import (
 // such journals are still read (legacyTarget), so that what a previous
 // version accepted replays after an upgrade.
 
+// Each record carries the format it was written in ("v", package
+// format); a journal holding a newer one than this build reads is refused
+// whole (format.NewerError), never half read.
+
 // diskRecord is one journal line.
 type diskRecord struct {
 	Op       string     `json:"op"`
@@ -38,6 +44,10 @@ type diskRecord struct {
 	Tail     string     `json:"tail,omitempty"`     // reply
 	Settled  bool       `json:"settled,omitempty"`  // reply: MarkSettled
 	Reason   AckReason  `json:"reason,omitempty"`
+	// V is the format the record was written in (format.Written; absent
+	// in journals written before formats were versioned, which are
+	// format 1). Last, so that every record still starts with its op.
+	V int `json:"v,omitempty"`
 }
 
 const (
@@ -108,6 +118,7 @@ func (d *diskEntry) entry() Entry {
 // encode writes one journal line. HTML escaping is off: it would turn
 // every <, > and & of a pasted log or page into six bytes.
 func encode(r diskRecord) ([]byte, error) {
+	r.V = format.Written()
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)

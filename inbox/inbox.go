@@ -15,6 +15,7 @@ package inbox
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -27,6 +28,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/cc-connect/cc-connect/format"
 	"github.com/cc-connect/cc-connect/workspace"
 )
 
@@ -181,6 +183,9 @@ func (in *Inbox) load() error {
 			return fmt.Errorf("inbox %s line %d: %v: %w", in.path, line, err, ErrCorrupt)
 		}
 		for _, r := range recs {
+			if err := format.Check("journal "+in.path, r.V); err != nil {
+				return err
+			}
 			if err := in.apply(r); err != nil {
 				return fmt.Errorf("inbox %s line %d: %v: %w", in.path, line, err, ErrCorrupt)
 			}
@@ -741,5 +746,47 @@ func (in *Inbox) truncateLocked() error {
 	clear(in.keys)
 	// Not fsynced: if the emptying is lost, the journal replays with every
 	// message acknowledged, which is the same.
+	return nil
+}
+
+// CheckFormats returns a format.NewerError for the first journal in dir
+// (every "*.jsonl" but the seen ids) holding a record of a newer format
+// than this build reads, nil when there is none or no dir: so that a
+// cc-connect refuses to start, before it takes anything, where a newer one
+// wrote its journals. It only reads.
+func CheckFormats(dir string) error {
+	paths, err := filepath.Glob(filepath.Join(dir, "*.jsonl"))
+	if err != nil {
+		return fmt.Errorf("listing the journals in %s: %w", dir, err)
+	}
+	for _, p := range paths {
+		if filepath.Base(p) == "seen.jsonl" {
+			continue
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				continue // compacted away meanwhile
+			}
+			return fmt.Errorf("reading journal %s: %w", p, err)
+		}
+		for rest := data; len(rest) > 0; {
+			l := rest
+			if i := bytes.IndexByte(rest, '\n'); i >= 0 {
+				l, rest = rest[:i], rest[i+1:]
+			} else {
+				rest = nil
+			}
+			var r struct {
+				V int `json:"v"`
+			}
+			if json.Unmarshal(l, &r) != nil {
+				continue // torn or glued: Open repairs or refuses it
+			}
+			if err := format.Check("journal "+p, r.V); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
 }

@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cc-connect/cc-connect/internal/testenv"
 )
 
 // TestEnsurePrivateDirRefusesSharedFolders: a state folder that already
@@ -87,9 +89,7 @@ func TestEnsurePrivateDirRefusesLinkAndForeignOwner(t *testing.T) {
 	if entries, _ := os.ReadDir(target); len(entries) != 0 {
 		t.Errorf("the link's target was written to: %v", entries)
 	}
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to give a folder to another user")
-	}
+	testenv.NeedRoot(t, "giving a folder to another user")
 	foreign := filepath.Join(root, "foreign")
 	if err := os.Mkdir(foreign, 0o700); err != nil {
 		t.Fatal(err)

@@ -144,10 +144,7 @@ func TestGitGetsNoSecrets(t *testing.T) {
 	secrets.AddValues(copied)
 	envFile := filepath.Join(t.TempDir(), "env")
 	wrapper := filepath.Join(t.TempDir(), "git")
-	real, err := exec.LookPath("git")
-	if err != nil {
-		t.Fatal(err)
-	}
+	real := testenv.NeedGit(t)
 	if err := os.WriteFile(wrapper, []byte("#!/bin/sh\nenv >> '"+envFile+"'\nexec '"+real+"' \"$@\"\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}

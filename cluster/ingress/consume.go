@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -89,6 +90,9 @@ func (d *Delivery) Done() { d.c.ack(d.e) }
 // not show it. Settling an event already settled returns nil.
 func (d *Delivery) Settle(ctx context.Context) error {
 	m, ok := d.e.owner.finish(d.e)
+	if !ok && d.e.owner.gaveBack(d.e) {
+		return fmt.Errorf("event %d: %w", d.Seq, ErrGivenBack)
+	}
 	if !ok {
 		return nil
 	}
@@ -97,6 +101,10 @@ func (d *Delivery) Settle(ctx context.Context) error {
 	}
 	return nil
 }
+
+// ErrGivenBack: the event was given back to the server at a hand-over, for
+// the binding's next holder; its outcome must not be shown here.
+var ErrGivenBack = errors.New("given back to the binding's next holder")
 
 // ConsumerOptions configure a binding's consumer.
 type ConsumerOptions struct {
@@ -116,6 +124,12 @@ type ConsumerOptions struct {
 	// (its conversation routes elsewhere): it is terminated and logged,
 	// never handed on. publisher is "" when the subject names none.
 	Allow func(ev Event, publisher string) error
+	// Quiet, when closed, is this host stopping (a hand-over): nothing
+	// more is pulled or handed on, what is in hand is kept alive while the
+	// engine finishes its running turns, and once ctx ends what is still
+	// in hand is given back to the server at once (not after AckWait), for
+	// the binding's next holder.
+	Quiet <-chan struct{}
 	Log   *slog.Logger
 }
 
@@ -169,8 +183,11 @@ func NewConsumer(js jetstream.JetStream, o ConsumerOptions) *Consumer {
 
 // Serve consumes the binding's events under fence f until ctx ends or the
 // fence is lost, handing them to h. It returns an error wrapping the
-// fence's once the fence is lost, ctx.Err() when ctx ends. Events handed
-// on and not finished stay unacknowledged: the next holder gets them.
+// fence's once the fence is lost, ctx.Err() when ctx ends, one wrapping
+// ErrNewerVersion when an event is of a newer format than this build
+// reads (left in the stream for a host that reads it). Events handed on
+// and not finished stay unacknowledged: the next holder gets them (at
+// once after a hand-over, see ConsumerOptions.Quiet).
 func (c *Consumer) Serve(ctx context.Context, f Fence, h Handler) error {
 	if err := f.Check(); err != nil {
 		return err
@@ -223,24 +240,45 @@ func (c *Consumer) Serve(ctx context.Context, f Fence, h Handler) error {
 			}
 		}
 	}()
+	var giveBack func() // what to give back once the workers stopped
 	defer func() {
 		it.Stop()
 		cancel()
 		reader.Wait()
 		s.workers.Wait()
+		if giveBack != nil {
+			giveBack()
+		}
 	}()
 
 	progress := time.NewTicker(max(c.o.AckWait/3, 10*time.Millisecond))
 	defer progress.Stop()
+	quiet := c.o.Quiet
 	resync := time.NewTicker(max(c.o.AckWait/4, 10*time.Millisecond))
 	defer resync.Stop()
 	for {
 		select {
+		case <-quiet:
+			quiet = nil
+			s.quiet.Store(true)
+			it.Drain() // what was pulled still arrives, and is held
+			c.log.Info("Stopping: nothing more is handed on; what is in hand is given back once the engine stopped",
+				"in_hand", s.tr.count())
 		case <-ctx.Done():
+			if isClosed(c.o.Quiet) {
+				// The engine stopped: nothing in hand runs here any more.
+				s.quiet.Store(true)
+				giveBack = func() { s.giveBack(false) }
+			}
 			return ctx.Err()
 		case <-f.Lost():
 			return c.fencedErr(f)
 		case err := <-s.fenced:
+			if errors.Is(err, ErrNewerVersion) {
+				// What was not handed on goes to the next holder at once;
+				// what was stops with the tenure, as on a lost lease.
+				giveBack = func() { s.giveBack(true) }
+			}
 			return err
 		case err := <-readErr:
 			return fmt.Errorf("consuming %s: %w", c.o.Binding, err)
@@ -305,6 +343,7 @@ type serving struct {
 	ctx    context.Context
 	tr     *tracker
 	fenced chan error
+	quiet  atomic.Bool // ConsumerOptions.Quiet was closed: nothing more is handed on
 
 	mu      sync.Mutex // guards queues
 	queues  map[string]*convQueue
@@ -360,6 +399,9 @@ func (s *serving) trySync() {
 // dispatch queues e behind its conversation's earlier events, starting the
 // conversation's worker if it has none.
 func (s *serving) dispatch(e *entry) {
+	if s.quiet.Load() {
+		return // held, and given back at the end
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	q, running := s.queues[e.conv]
@@ -405,6 +447,11 @@ func (s *serving) handle(e *entry) bool {
 		return true
 	}
 	ev, err := Decode(m.Data())
+	if errors.Is(err, ErrNewerVersion) {
+		// Not this build's to judge: left for a host that reads it.
+		s.stop(err)
+		return false
+	}
 	if err == nil {
 		err = s.c.check(ev, publisher)
 	}
@@ -419,7 +466,7 @@ func (s *serving) handle(e *entry) bool {
 	}
 	wait := 50 * time.Millisecond
 	for {
-		if s.ctx.Err() != nil {
+		if s.ctx.Err() != nil || s.quiet.Load() {
 			return false
 		}
 		if err := s.f.Check(); err != nil {
@@ -429,6 +476,7 @@ func (s *serving) handle(e *entry) bool {
 		res, err := s.h.Accept(s.ctx, d)
 		switch {
 		case err == nil && res == Journaled:
+			s.tr.handed(e)
 			return true
 		case err == nil:
 			s.c.ack(e)
@@ -449,6 +497,32 @@ func (s *serving) handle(e *entry) bool {
 		}
 		wait = min(2*wait, s.c.o.AckWait)
 	}
+}
+
+func isClosed(ch <-chan struct{}) bool {
+	if ch == nil {
+		return false
+	}
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// giveBack hands the events still in hand back to the server, to be
+// delivered at once to the binding's next holder: every one at a
+// hand-over, once the engine stopped and nothing of them runs here any
+// more; only those never handed on when onlyUnhanded.
+func (s *serving) giveBack(onlyUnhanded bool) {
+	held := s.tr.giveUp(onlyUnhanded)
+	for _, m := range held {
+		if err := m.Nak(); err != nil {
+			s.c.log.Debug("Giving an event back failed; it is redelivered after its ack wait", "error", err)
+		}
+	}
+	s.c.log.Info("Gave the events in hand back for the binding's next holder", "events", len(held))
 }
 
 func (s *serving) terminate(e *entry, why error) {

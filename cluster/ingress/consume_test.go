@@ -6,12 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/cc-connect/cc-connect/cluster/internal/natstest"
+	"github.com/cc-connect/cc-connect/format"
 	"github.com/cc-connect/cc-connect/platform"
 )
 
@@ -167,9 +170,6 @@ func TestPoisonAndPassingFailures(t *testing.T) {
 	if _, err := js.Publish(ctx, subj, []byte("not json")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := js.Publish(ctx, subj, []byte(`{"v":99,"kind":"message"}`)); err != nil {
-		t.Fatal(err)
-	}
 	publish(t, pub, message(t, "x", "1", "bad"))
 	publish(t, pub, message(t, "x", "2", "flaky"))
 	publish(t, pub, message(t, "x", "3", "fine"))
@@ -202,6 +202,107 @@ func TestPoisonAndPassingFailures(t *testing.T) {
 		info, err := cons.Info(ctx)
 		return err == nil && info.NumAckPending == 0 && info.NumPending == 0
 	})
+}
+
+// TestNewerFormatIsLeftForAHostThatReadsIt: an event of a newer format
+// than this build reads is not handed on and not terminated: Serve stops
+// with ErrNewerVersion (wrapping format.ErrNewer), and the event stays in
+// the stream with what follows it, for a host that reads it.
+func TestNewerFormatIsLeftForAHostThatReadsIt(t *testing.T) {
+	t.Parallel()
+	url := setup(t)
+	js := jsFor(t, natstest.Connect(t, url))
+	pub := NewPublisher(js, testNames, "h0")
+	publish(t, pub, message(t, "x", "1", "before"))
+	ev := message(t, "x", "2", "from a newer build")
+	ev.V, ev.Origin = format.Written()+1, "h0"
+	data, err := json.Marshal(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	if _, err := js.Publish(ctx, testNames.In(testBinding.Names(), ev.Conversation(), "h0"), data); err != nil {
+		t.Fatal(err)
+	}
+	publish(t, pub, message(t, "x", "3", "after"))
+	r := newRecorder()
+	c := NewConsumer(js, ConsumerOptions{Names: testNames, Binding: testBinding.Names(), AckWait: time.Second})
+	err = c.Serve(ctx, newFence(1), r)
+	if !errors.Is(err, ErrNewerVersion) || !errors.Is(err, format.ErrNewer) {
+		t.Fatalf("Serve returned %v, want ErrNewerVersion", err)
+	}
+	if !strings.Contains(err.Error(), "upgrade this host") {
+		t.Errorf("the error does not say what to do: %v", err)
+	}
+	if txt := r.texts(""); !slices.Equal(txt, []string{"before"}) {
+		t.Errorf("handed on %v, want only the event before the newer one", txt)
+	}
+	st, err := js.Stream(ctx, testNames.Stream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := st.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State.Msgs != 2 {
+		t.Errorf("the stream holds %d events, want the newer one and the one after it", info.State.Msgs)
+	}
+}
+
+// TestQuietGivesBackAtOnce: once Quiet is closed nothing more is handed
+// on; what is in hand (a journaled event not finished, one the handler
+// refused because the host stops) is given back when ctx ends, and the
+// next holder gets it at once, far within the ack wait; a settle of a
+// given-back event fails.
+func TestQuietGivesBackAtOnce(t *testing.T) {
+	t.Parallel()
+	url := setup(t)
+	js := jsFor(t, natstest.Connect(t, url))
+	pub := NewPublisher(js, testNames, "h0")
+	quiet := make(chan struct{})
+	refusing := make(chan struct{})
+	var refuseOnce sync.Once
+	r1 := newRecorder()
+	r1.answer = func(a accepted) (Result, error) {
+		if a.text == "running" {
+			return Journaled, nil
+		}
+		// The engine refuses what comes while it stops, until the
+		// consumer stops asking.
+		refuseOnce.Do(func() { close(refusing) })
+		<-quiet
+		return 0, errors.New("shutting down")
+	}
+	const ackWait = time.Minute
+	stop := serveWith(t, js, newFence(1), r1, ConsumerOptions{AckWait: ackWait, Quiet: quiet})
+	publish(t, pub, message(t, "x", "1", "running"))
+	r1.waitN(t, 1)
+	publish(t, pub, message(t, "y", "2", "refused while stopping"))
+	<-refusing
+	close(quiet)
+	if err := stop(); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Serve returned %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	r1.mu.Lock()
+	first := r1.got[0].d
+	r1.mu.Unlock()
+	if err := first.Settle(ctx); !errors.Is(err, ErrGivenBack) {
+		t.Errorf("settling a given-back event returned %v, want ErrGivenBack", err)
+	}
+	began := time.Now()
+	r2 := newRecorder()
+	serve(t, js, newFence(2), r2, ackWait)
+	r2.waitN(t, 2)
+	if waited := time.Since(began); waited > ackWait/2 {
+		t.Errorf("the next holder got them after %v: not given back", waited)
+	}
+	if txt := r2.texts(""); !slices.Contains(txt, "running") || !slices.Contains(txt, "refused while stopping") {
+		t.Errorf("the next holder got %v", txt)
+	}
 }
 
 // TestForgedEventsAreDropped: the owner hands on only what its publisher

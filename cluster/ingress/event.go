@@ -20,14 +20,14 @@ import (
 	"time"
 
 	"github.com/cc-connect/cc-connect/cluster/names"
+	"github.com/cc-connect/cc-connect/format"
 	"github.com/cc-connect/cc-connect/platform"
 	"github.com/cc-connect/cc-connect/trigger"
 )
 
-// Version is the wire form this build writes, and the newest it reads.
-// A change that an older reader would misread gets a new version, rolled
-// out by teaching every host to read it before any host writes it.
-const Version = 1
+// The wire form's version is the project's one format version (package
+// format): an event carries the format its publisher writes, and a
+// consumer that reads an older one reads it, a newer one it refuses.
 
 // Errors callers branch on.
 var (
@@ -35,8 +35,10 @@ var (
 	// fields, or not JSON). It is never delivered; a consumer terminates
 	// it and logs why.
 	ErrMalformed = errors.New("malformed ingress event")
-	// ErrNewerVersion: written by a newer cc-connect. Terminated and
-	// logged like ErrMalformed: upgrade this host.
+	// ErrNewerVersion: written by a newer cc-connect (it wraps
+	// format.ErrNewer too). Never terminated: the consumer stops serving
+	// the binding and hands it over, leaving the event for a host that
+	// reads it (docs/cluster.md, Rolling upgrades).
 	ErrNewerVersion = errors.New("ingress event of a newer version")
 	// ErrForged: the event claims what its publisher may not send (another
 	// publisher's name, a binding it may not publish for). Terminated and
@@ -99,7 +101,7 @@ func (r *Run) TriggerRun() trigger.Run {
 
 // NewRun makes the event of a run routed by binding b.
 func NewRun(b Binding, r trigger.Run) (Event, error) {
-	ev := Event{V: Version, Kind: KindRun, Binding: b, Run: &Run{ID: r.ID, Kind: r.Kind, Name: r.Name,
+	ev := Event{V: format.Written(), Kind: KindRun, Binding: b, Run: &Run{ID: r.ID, Kind: r.Kind, Name: r.Name,
 		Target:       Target{Platform: r.Platform, Channel: r.Channel, Thread: r.Thread},
 		Conversation: r.Conversation, Header: r.Header, Prompt: r.Prompt, UserID: r.UserID, UserName: r.UserName, At: r.At}}
 	return ev, ev.Validate()
@@ -187,14 +189,14 @@ func NewMessage(b Binding, m platform.Message, refs []string) (Event, error) {
 	for i, a := range m.Attachments {
 		wm.Attachments = append(wm.Attachments, Attachment{Name: a.Name, Size: a.Size, Mime: a.Mime, Ref: refs[i]})
 	}
-	ev := Event{V: Version, Kind: KindMessage, Binding: b, Message: wm}
+	ev := Event{V: format.Written(), Kind: KindMessage, Binding: b, Message: wm}
 	return ev, ev.Validate()
 }
 
 // NewAction makes the event of a button press; id is the platform's id of
 // the press ("" if it has none: then a redelivery is not deduplicated).
 func NewAction(b Binding, id string, a platform.Action) (Event, error) {
-	ev := Event{V: Version, Kind: KindAction, Binding: b, Action: &Action{ID: id, Target: wireTarget(a.Target),
+	ev := Event{V: format.Written(), Kind: KindAction, Binding: b, Action: &Action{ID: id, Target: wireTarget(a.Target),
 		UserID: a.UserID, UserName: a.UserName, RequestID: a.RequestID, Choice: a.Choice, Question: a.Question, Options: a.Options}}
 	return ev, ev.Validate()
 }
@@ -244,8 +246,8 @@ func (ev Event) Validate() error {
 		return fmt.Errorf("%w: %s", ErrMalformed, fmt.Sprintf(format, args...))
 	}
 	switch {
-	case ev.V > Version:
-		return fmt.Errorf("%w: version %d (this build reads up to %d)", ErrNewerVersion, ev.V, Version)
+	case format.Check("an event of the stream", ev.V) != nil:
+		return fmt.Errorf("%w: %w", ErrNewerVersion, format.Check(fmt.Sprintf("event %s of the stream", ev.MsgID()), ev.V))
 	case ev.V < 1:
 		return bad("version %d", ev.V)
 	case ev.Binding.Platform == "" || ev.Binding.Channel == "":

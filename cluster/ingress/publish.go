@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/cc-connect/cc-connect/cluster/names"
+	"github.com/cc-connect/cc-connect/format"
 )
 
 // Stream limits. The duplicate window must outlast the platforms'
@@ -74,7 +75,7 @@ type Published struct {
 // an error it must not, so that the platform delivers it again (perhaps to
 // a host whose NATS connection works).
 func (p *Publisher) Publish(ctx context.Context, ev Event) (Published, error) {
-	ev.V, ev.Origin, ev.Published = Version, p.origin, p.now()
+	ev.V, ev.Origin, ev.Published = format.Written(), p.origin, p.now()
 	if err := ev.Validate(); err != nil {
 		return Published{}, err
 	}

@@ -30,6 +30,9 @@ type entry struct {
 	conv  string
 	msg   ackable // the latest delivery: its reply subject acknowledges
 	done  bool    // acknowledged or terminated
+	given bool    // given back at a hand-over (giveUp)
+	// handedOn: the handler journaled it (its turn may run here).
+	handedOn bool
 }
 
 // ackable is the part of a JetStream message the tracker keeps.
@@ -37,6 +40,7 @@ type ackable interface {
 	Ack() error
 	DoubleAck(ctx context.Context) error
 	InProgress() error
+	Nak() error
 	TermWithReason(reason string) error
 }
 
@@ -121,6 +125,41 @@ func (t *tracker) holding() []ackable {
 		out = append(out, e.msg)
 	}
 	return out
+}
+
+// handed notes that the handler journaled e.
+func (t *tracker) handed(e *entry) {
+	t.mu.Lock()
+	e.handedOn = true
+	t.mu.Unlock()
+}
+
+// giveUp removes the messages in hand (only those never handed on, when
+// onlyUnhanded) and returns them: a later Done or Settle of any does
+// nothing.
+func (t *tracker) giveUp(onlyUnhanded bool) []ackable {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]ackable, 0, len(t.inHand))
+	for seq, e := range t.inHand {
+		if onlyUnhanded && e.handedOn {
+			continue
+		}
+		e.done, e.given = true, true
+		delete(t.inHand, seq)
+		out = append(out, e.msg)
+	}
+	if !onlyUnhanded {
+		t.held = nil // they were in hand too
+	}
+	return out
+}
+
+// gaveBack says whether e was given back at a hand-over.
+func (t *tracker) gaveBack(e *entry) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return e.given
 }
 
 // count is how many messages are in hand.

@@ -11,6 +11,7 @@ type fakeAck struct{ acks, progress, terms int }
 func (f *fakeAck) Ack() error                      { f.acks++; return nil }
 func (f *fakeAck) DoubleAck(context.Context) error { f.acks++; return nil }
 func (f *fakeAck) InProgress() error               { f.progress++; return nil }
+func (f *fakeAck) Nak() error                      { return nil }
 func (f *fakeAck) TermWithReason(string) error     { f.terms++; return nil }
 
 func TestTracker(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -28,6 +29,7 @@ type Claim struct {
 	wake     chan struct{} // the key's observation changed (cap 1)
 	dropCh   chan struct{} // closed by Drop
 	dropOnce sync.Once
+	handOver atomic.Bool   // the release Drop makes is a hand-over (HandOver)
 	done     chan struct{} // closed when run returns
 	started  bool          // guarded by m.mu
 	cancel   context.CancelFunc
@@ -115,6 +117,15 @@ func (c *Claim) Drop(ctx context.Context) error {
 	}
 }
 
+// HandOver is Drop for a holder that stops or is drained on purpose: the
+// key is written free and marked handed over, so that its standbys take
+// it at once (the first at once, each later one TTL/5 after the one
+// before) instead of after a TTL, and the owner, as always, at once.
+func (c *Claim) HandOver(ctx context.Context) error {
+	c.handOver.Store(true)
+	return c.Drop(ctx)
+}
+
 func (c *Claim) poke() {
 	select {
 	case c.wake <- struct{}{}:
@@ -170,6 +181,10 @@ func (c *Claim) readyAt(o observation) time.Time {
 		return time.Time{}
 	case o.val.free() && c.role != Standby:
 		return time.Time{}
+	case o.val != nil && o.val.free() && o.val.HandOver:
+		// Handed over on purpose: nobody holds it, and nobody needs
+		// waiting out; the standbys come in their rank's order.
+		return o.seenAt.Add(time.Duration(c.rank) * ttl / 5)
 	}
 	// Held by another host (or free, for a standby): only once this
 	// revision has stood unchanged for a whole TTL on our clock.
@@ -359,7 +374,7 @@ func holderName(v *Value) string {
 func (c *Claim) release(f *Fence) {
 	m := c.m
 	f.lose("released")
-	v := &Value{V: valueVersion, ReleasedBy: m.me.host, TTLMillis: m.o.TTL.Milliseconds()}
+	v := &Value{V: valueVersion, ReleasedBy: m.me.host, TTLMillis: m.o.TTL.Milliseconds(), HandOver: c.handOver.Load()}
 	ctx, cancel := context.WithTimeout(context.Background(), c.rpcTimeout())
 	defer cancel()
 	rev, err := m.kv.Update(ctx, c.key, v.marshal(), f.Revision())
@@ -368,7 +383,7 @@ func (c *Claim) release(f *Fence) {
 		return
 	}
 	m.learn(c.key, rev, v)
-	m.log.Info("Lease released", "lease", c.key, "token", f.Token())
+	m.log.Info("Lease released", "lease", c.key, "token", f.Token(), "hand_over", v.HandOver)
 	m.event(Event{Key: c.key, Kind: Released, Revision: rev})
 }
 

@@ -186,6 +186,56 @@ func TestDropReleasesForTheNextOwner(t *testing.T) {
 	}
 }
 
+// TestHandOverIsTakenByTheStandbysInRank: a lease released by Drop makes
+// a standby wait a whole TTL, as for a lease never held; one handed over
+// (HandOver) is taken by the first standby at once, no clock moved, and a
+// second standby, later in rank, leaves it to the first.
+func TestHandOverIsTakenByTheStandbysInRank(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		handOver bool
+	}{{"dropped", false}, {"handed over", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			urls := testBucket(t)
+			a := startHost(t, urls, "a", "state-a")
+			ca := a.m.Claim(key, Owner, 0)
+			waitFence(t, ca)
+			b := startHost(t, urls, "b", "state-b")
+			c := startHost(t, urls, "c", "state-c")
+			cb, cc := b.m.Claim(key, Standby, 0), c.m.Claim(key, Standby, 1)
+			b.log.waitFor(t, 0, "b waiting", kind(Waiting, key))
+			c.log.waitFor(t, 0, "c waiting", kind(Waiting, key))
+			ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+			defer cancel()
+			drop := ca.Drop
+			if tc.handOver {
+				drop = ca.HandOver
+			}
+			if err := drop(ctx); err != nil {
+				t.Fatal(err)
+			}
+			released := func(e Event) bool { return e.Kind == Waiting && e.Holder == "nobody (released or deleted)" }
+			if !tc.handOver {
+				// Seen free, a standby waits out a TTL on its own clock.
+				b.log.waitFor(t, 0, "b waiting on the released lease", released)
+				if cb.Current() != nil {
+					t.Fatal("a standby took a lease released without a hand-over at once")
+				}
+				return
+			}
+			fb := waitFence(t, cb) // no clock moved
+			if fb.Check() != nil {
+				t.Fatal("b's fence does not hold")
+			}
+			if cc.Current() != nil {
+				t.Error("the second standby holds the lease too")
+			}
+		})
+	}
+}
+
 // TestStandbysRaceOneWins: when two standbys both find the lease expired,
 // the compare-and-set lets exactly one take it.
 func TestStandbysRaceOneWins(t *testing.T) {

@@ -9,20 +9,24 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/cc-connect/cc-connect/cluster/names"
+	"github.com/cc-connect/cc-connect/format"
 )
 
 // Member is a host's heartbeat record, rewritten every TTL/3 while it runs:
 // how `cluster status` tells which hosts are up, and what they run.
 type Member struct {
-	V           int       `json:"v"`
-	Host        string    `json:"host"`
-	StateID     string    `json:"state_id"`
-	Incarnation string    `json:"incarnation"`
-	Version     string    `json:"version,omitempty"`
-	ConfigHash  string    `json:"config_hash,omitempty"`
-	TTLMillis   int64     `json:"ttl_ms"`
-	Started     time.Time `json:"started"`   // the host's wall clock
-	Heartbeat   time.Time `json:"heartbeat"` // the host's wall clock
+	V           int    `json:"v"`
+	Host        string `json:"host"`
+	StateID     string `json:"state_id"`
+	Incarnation string `json:"incarnation"`
+	Version     string `json:"version,omitempty"`
+	ConfigHash  string `json:"config_hash,omitempty"`
+	// Format is the format (package format) the host writes: a host that
+	// reads only older ones does not join while this one is up.
+	Format    int       `json:"format,omitempty"`
+	TTLMillis int64     `json:"ttl_ms"`
+	Started   time.Time `json:"started"`   // the host's wall clock
+	Heartbeat time.Time `json:"heartbeat"` // the host's wall clock
 }
 
 // heartbeat writes this host's record until ctx ends. A record of the same
@@ -40,7 +44,7 @@ func (m *Manager) heartbeat(ctx context.Context) {
 	)
 	for {
 		v := Member{V: valueVersion, Host: m.o.Host, StateID: m.me.stateID, Incarnation: m.me.incarnation,
-			Version: m.o.Version, ConfigHash: m.o.ConfigHash, TTLMillis: m.o.TTL.Milliseconds(),
+			Version: m.o.Version, ConfigHash: m.o.ConfigHash, Format: format.Written(), TTLMillis: m.o.TTL.Milliseconds(),
 			Started: started, Heartbeat: m.clock.Now()}
 		data, _ := json.Marshal(v)
 		rctx, cancel := context.WithTimeout(ctx, max(m.o.TTL/3, 100*time.Millisecond))

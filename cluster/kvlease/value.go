@@ -31,6 +31,10 @@ type Value struct {
 	Renewed  time.Time `json:"renewed,omitzero"`
 	// ReleasedBy names the host that released it (Holder "").
 	ReleasedBy string `json:"released_by,omitempty"`
+	// HandOver: released by a holder that stopped or was drained on
+	// purpose, for its standbys to take at once (by rank) rather than
+	// after a TTL. An older reader ignores it and waits the TTL.
+	HandOver bool `json:"hand_over,omitempty"`
 }
 
 // tenureAt is the value's fencing token when it is at revision rev.

@@ -220,6 +220,10 @@ const LeasePrefix = "lease."
 // Member is the key of a host's heartbeat record.
 func Member(host string) string { return "member." + Escape(host) }
 
+// Drain is the key that asks a host to hand its bindings over (`cc-connect
+// cluster drain`); only that host's user may write it.
+func Drain(host string) string { return "drain." + Escape(host) }
+
 // MemberPrefix matches every heartbeat key.
 const MemberPrefix = "member."
 

@@ -45,6 +45,8 @@ Usage:
                                          remove worktrees; refuses ones in use, with uncommitted changes or
                                          unmerged commits (--force discards changes; a branch with commits stays)
   cc-connect worktrees prune             remove every retired worktree that is clean and merged
+  cc-connect audit [--config FILE] [--conversation KEY] [--user USER] [--since T] [--until T] [--kind K,...] [--json]
+                                         print the audit trail: who asked what, tools run, approvals, !sh, reloads
   cc-connect cluster status [--config FILE] [--json]
                                          owner, standbys and holder of each binding, each host's health
   cc-connect cluster nkey FILE           write a new NKey seed for cluster.nkey_seed_file; print its public key
@@ -96,6 +98,8 @@ func cli(ctx context.Context, args []string, std stdio) int {
 		return worktreesMain(ctx, *configPath, rest, std)
 	case "cluster":
 		return clusterMain(ctx, *configPath, rest, std)
+	case "audit":
+		return auditMain(ctx, *configPath, rest, std)
 	case "version":
 		if len(rest) > 0 {
 			fmt.Fprintf(std.Err, "cc-connect version: unexpected argument %q\n", rest[0])

@@ -23,6 +23,11 @@ const clusterUsage = `Usage:
                                   print the NATS server config that gives each host's user only
                                   what its part needs (for a NATS server cc-connect does not run);
                                   the flags fill in the hosts' and the admin's public keys
+  cc-connect cluster drain HOST [--config FILE] [--timeout DURATION]
+                                  hand HOST's bindings over to their standbys (running turns get
+                                  agent.shutdown_grace) and wait until they serve them; HOST serves
+                                  none until it restarts. Run it with HOST's own config: its NATS
+                                  user may write only its own drain key
   cc-connect cluster init [--config FILE] (--nkey-seed-file FILE | --creds-file FILE)
                                   create or update the stream and the bucket as the admin whose
                                   credential is given (no host's user may)
@@ -46,6 +51,8 @@ func clusterMain(ctx context.Context, configPath string, args []string, std stdi
 		return clusterPermissions(configPath, args[1:], std)
 	case "init":
 		return clusterInit(ctx, configPath, args[1:], std)
+	case "drain":
+		return clusterDrain(ctx, configPath, args[1:], std)
 	case "help", "-h", "--help":
 		fmt.Fprint(std.Out, clusterUsage)
 		return exitOK
@@ -229,5 +236,48 @@ func clusterInit(ctx context.Context, configPath string, args []string, std stdi
 		return exitFailure
 	}
 	fmt.Fprintf(std.Out, "The stream %s and the bucket %s are ready for this build's cluster.\n", s.Names.Stream(), s.Names.Bucket())
+	return exitOK
+}
+
+// defaultDrainTimeout bounds `cluster drain` by default: the grace of the
+// running turns (30 s by default) and the standbys' takeover.
+const defaultDrainTimeout = 2 * time.Minute
+
+// clusterDrain is `cc-connect cluster drain HOST`: it asks HOST to hand
+// its bindings over (a key of the bucket HOST watches) and waits until
+// their standbys serve them.
+func clusterDrain(ctx context.Context, configPath string, args []string, std stdio) int {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		fmt.Fprintf(std.Err, "cc-connect cluster drain: name the host to drain\n\n%s", clusterUsage)
+		return exitUsage
+	}
+	host := args[0]
+	var timeout time.Duration
+	cfg, code := clusterConfig("drain", configPath, args[1:], std, func(fs *flag.FlagSet) {
+		fs.DurationVar(&timeout, "timeout", defaultDrainTimeout, "how long to wait for the standbys to serve")
+	})
+	if cfg == nil {
+		return code
+	}
+	s, _ := clusterSettings(cfg)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	log := newLogger(cfg.Log, std.Err).With("command", "cluster drain")
+	got, err := cluster.Drain(ctx, s, host, log)
+	for _, p := range got {
+		switch {
+		case p.Stuck:
+			fmt.Fprintf(std.Out, "%s  no standby: its events wait in the stream until %s is back\n", p.Binding, host)
+		case p.Holder == "" || p.Holder == host:
+			fmt.Fprintf(std.Out, "%s  not served yet\n", p.Binding)
+		default:
+			fmt.Fprintf(std.Out, "%s  served by %s\n", p.Binding, p.Holder)
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(std.Err, "cc-connect cluster drain: %v\n", err)
+		return exitFailure
+	}
+	fmt.Fprintf(std.Out, "%s is drained: it serves no binding until it restarts\n", host)
 	return exitOK
 }

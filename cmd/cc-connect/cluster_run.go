@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"reflect"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/cc-connect/cc-connect/cluster"
 	"github.com/cc-connect/cc-connect/cluster/ingress"
@@ -71,6 +73,12 @@ type clusterHost struct {
 	clustered map[string]bool // platform instances whose events come through the cluster
 	log       *slog.Logger
 	wg        sync.WaitGroup
+	// grace is how long a drain lets running turns finish
+	// (agent.shutdown_grace, as a stop does).
+	grace time.Duration
+	// stopServing ends the serving loops: each hands its binding over
+	// when the node was quiesced first.
+	stopServing context.CancelFunc
 
 	mu sync.Mutex // guards the fields below
 	// fences are the tenures this host serves now, by binding.
@@ -123,7 +131,8 @@ func joinCluster(ctx context.Context, cfg *config.Config, eng *engine.Engine, lo
 			return r.Text(), nil
 		},
 	})
-	return &clusterHost{node: node, eng: eng, clustered: clustered, log: log, fences: map[names.Binding]*kvlease.Fence{}}, ci, nil
+	return &clusterHost{node: node, eng: eng, clustered: clustered, log: log, fences: map[names.Binding]*kvlease.Fence{},
+		grace: cmp.Or(cfg.Agent.ShutdownGrace.D(), engine.DefaultShutdownGrace)}, ci, nil
 }
 
 // Runs without a person in a cluster (docs/cluster.md): every host reads
@@ -211,9 +220,30 @@ func (c *clusterHost) handler(ci *engine.ClusterIngress) clusterlink.Handler {
 		}}
 }
 
-// serve consumes, until ctx ends, every binding this host owns or stands
-// by for.
+// serve consumes every binding this host owns or stands by for. When ctx
+// ends (the host stops), nothing more is taken from the stream while the
+// engine finishes its running turns within the grace, and close hands the
+// bindings over. A drain of this host (`cluster drain`) does the same
+// without the engine stopping: running turns get the grace, then the
+// bindings are handed over and this host serves none until it restarts.
 func (c *clusterHost) serve(ctx context.Context, ci *engine.ClusterIngress) {
+	sctx, stop := context.WithCancel(context.Background())
+	c.stopServing = stop
+	drained, err := c.node.Drained(ctx)
+	if err != nil {
+		c.log.Warn("Watching for a drain of this host failed; cluster drain cannot reach it", "error", err)
+	}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		select {
+		case <-ctx.Done():
+			c.node.Quiesce() // the engine finishes its turns; close hands over
+		case <-drained:
+			c.drain(ctx)
+		case <-sctx.Done():
+		}
+	}()
 	s := c.node.Settings()
 	for _, b := range s.Bindings {
 		if _, _, ok := b.Role(s.Host); !ok {
@@ -222,19 +252,39 @@ func (c *clusterHost) serve(ctx context.Context, ci *engine.ClusterIngress) {
 		c.wg.Add(1)
 		go func() {
 			defer c.wg.Done()
-			if err := c.node.ServeBinding(ctx, b.Binding, c.handler(ci)); err != nil && ctx.Err() == nil {
+			if err := c.node.ServeBinding(sctx, b.Binding, c.handler(ci)); err != nil && sctx.Err() == nil {
 				c.log.Error("Serving a cluster binding stopped", "binding", b.Binding.String(), "error", err)
 			}
 		}()
 	}
 }
 
-// close waits for the serving loops (their ctx ended) and leaves the
-// cluster: the acks of finished turns are flushed, held leases are left to
-// expire or to this host's next start.
+// drain hands every binding over while the engine runs on: nothing more
+// is taken from the stream, running turns get the grace, then what is
+// left (a turn the grace cut, unanswered) goes back to the stream for the
+// next holder with the leases.
+func (c *clusterHost) drain(ctx context.Context) {
+	c.node.Quiesce()
+	wctx, cancel := context.WithTimeout(ctx, c.grace)
+	err := c.eng.WaitIdle(wctx)
+	cancel()
+	if err != nil {
+		c.log.Warn("Drain: running turns did not end within the grace; they go to the bindings' next holders", "grace", c.grace)
+	}
+	c.stopServing()
+	c.log.Info("Drained: this host hands its bindings over and serves none until it restarts")
+}
+
+// close ends the serving loops, which hand their bindings over (the
+// engine stopped: what it did not finish goes back to the stream, and the
+// leases are released for the standbys to take at once), and leaves the
+// cluster: the acks of finished turns are flushed.
 func (c *clusterHost) close() {
 	if c == nil {
 		return
+	}
+	if c.stopServing != nil {
+		c.stopServing()
 	}
 	c.wg.Wait()
 	c.node.Close()

@@ -322,12 +322,12 @@ func TestClusterOfThreeBinaries(t *testing.T) {
 	})
 }
 
-// TestClusterRealClaude: the real CLI behind the cluster path. Two hosts
+// TestRealCLICluster: the real CLI behind the cluster path. Two hosts
 // on one NATS node (a owns the binding, c only publishes what reaches it);
 // Slack spreads the mention's two copies over both connections; the reply
 // lands once, in the mention's thread, with what the fake Messages API
 // answered the real claude.
-func TestClusterRealClaude(t *testing.T) {
+func TestRealCLICluster(t *testing.T) {
 	t.Parallel()
 	claude := testenv.ClaudeBinary(t)
 	api := fakeapi.Start(t)

@@ -17,11 +17,11 @@ import (
 // spareReady finds the session ids of the spares the log reported ready.
 var spareReady = regexp.MustCompile(`msg="Spare agent process ready".*session_id=([0-9a-f-]{36})`)
 
-// TestRunRealClaudeSpare: with agent.prewarm (1 by default) the real CLI
+// TestRealCLIRunSpare: with agent.prewarm (1 by default) the real CLI
 // is kept as a spare after a turn, a new session (here after !new) runs on
 // it under the id it was started with, and a spare that shutdown closes
 // unused leaves no transcript and made no API call.
-func TestRunRealClaudeSpare(t *testing.T) {
+func TestRealCLIRunSpare(t *testing.T) {
 	t.Parallel()
 	claude := testenv.ClaudeBinary(t)
 	api := fakeapi.Start(t)

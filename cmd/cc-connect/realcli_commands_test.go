@@ -11,12 +11,12 @@ import (
 	"github.com/cc-connect/cc-connect/internal/testenv"
 )
 
-// TestRunRealClaudeChatCommands drives !sh, !allow and !resume through the
+// TestRealCLIRunChatCommands drives !sh, !allow and !resume through the
 // built binary and the real CLI, and checks what each did rather than what
 // cc-connect said: the shell command's file and its output reaching Claude,
 // the allowed tool's file, and the resumed session's history reaching the
 // API.
-func TestRunRealClaudeChatCommands(t *testing.T) {
+func TestRealCLIRunChatCommands(t *testing.T) {
 	t.Parallel()
 	claude := testenv.ClaudeBinary(t)
 	api := fakeapi.Start(t)

@@ -11,9 +11,9 @@ import (
 	"github.com/cc-connect/cc-connect/internal/testenv"
 )
 
-// TestRunRealClaude drives the real claude CLI through the built binary,
+// TestRealCLIRun drives the real claude CLI through the built binary,
 // against the fake Messages API (see writeRealConfig).
-func TestRunRealClaude(t *testing.T) {
+func TestRealCLIRun(t *testing.T) {
 	t.Parallel()
 	claude := testenv.ClaudeBinary(t)
 	api := fakeapi.Start(t)
@@ -33,12 +33,12 @@ func TestRunRealClaude(t *testing.T) {
 	}
 }
 
-// TestRunRealClaudeConversation is the end-to-end path a user takes in the
+// TestRealCLIRunConversation is the end-to-end path a user takes in the
 // terminal chat, through the built binary and the real CLI: a reply with
 // the context indicator, !new starting a fresh context, and a session
 // whose history grew too big falling back to a fresh one that answers the
 // same message, with the notice in the chat.
-func TestRunRealClaudeConversation(t *testing.T) {
+func TestRealCLIRunConversation(t *testing.T) {
 	t.Parallel()
 	claude := testenv.ClaudeBinary(t)
 	// 120,000 + 1,500 + 2,500 tokens of a 1,000,000 window: 12%.

@@ -15,6 +15,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 
 	"github.com/cc-connect/cc-connect/agentcfg"
+	"github.com/cc-connect/cc-connect/agentenv"
 	"github.com/cc-connect/cc-connect/agentproc"
 	"github.com/cc-connect/cc-connect/config"
 	"github.com/cc-connect/cc-connect/engine"
@@ -63,6 +64,9 @@ type reloader struct {
 	// engine's agent config): a reload that reads a token from a new
 	// variable adds it, even though [agent] itself needs a restart.
 	secrets *agentproc.SecretVars
+	// redact hides the secrets' values in the activity feed: a reload
+	// that brings a new token adds it before anything is published.
+	redact *agentenv.Redactor
 }
 
 // reload loads the file again and applies what changed. why says what
@@ -80,6 +84,7 @@ func (r *reloader) reload(ctx context.Context, why string) {
 		// Before anything else: from now on a token may be read from
 		// these variables.
 		agentcfg.AddSecrets(r.secrets, cfg)
+		r.redact.Add(cfg.SecretValues()...)
 		if err = checkAvailable(cfg, adapterFactories); err != nil {
 			err = fmt.Errorf("invalid config %s:\n%w", path, err)
 		} else if r.running.CheckRoot() == nil {
@@ -187,7 +192,8 @@ func (r *reloader) reload(ctx context.Context, why string) {
 	}
 	// [chat] applies live; files.send_file_max_size in it stays as started.
 	team := teamOptions(runningConfig(r.running, cfg))
-	if err := r.eng.Reload(ctx, engine.Reload{Bindings: cfg.BindingSpecs(), Adapters: add, Remove: remove, Team: &team}); err != nil {
+	if err := r.eng.Reload(ctx, engine.Reload{Bindings: cfg.BindingSpecs(), Adapters: add, Remove: remove, Team: &team,
+		Changes: ch.Summary()}); err != nil {
 		r.locks.drop(taken)
 		r.fail(ctx, err)
 		return

@@ -9,12 +9,14 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 
 	"github.com/cc-connect/cc-connect/agentcfg"
 	"github.com/cc-connect/cc-connect/config"
 	"github.com/cc-connect/cc-connect/engine"
+	"github.com/cc-connect/cc-connect/inbox"
 	"github.com/cc-connect/cc-connect/lease"
 	"github.com/cc-connect/cc-connect/metrics"
 	"github.com/cc-connect/cc-connect/schedule"
@@ -190,6 +192,12 @@ func runCommand(ctx context.Context, path string, std stdio) int {
 		log.Error("Taking the instance locks failed", "error", err)
 		return exitFailure
 	}
+	// Before anything is taken or written (a lease, a journal): journals
+	// a newer cc-connect wrote are not this one's to read.
+	if err := inbox.CheckFormats(filepath.Join(cfg.State.Dir, "inbox")); err != nil {
+		log.Error("This cc-connect cannot read the state a newer one left", "error", err)
+		return exitFailure
+	}
 	if _, moved := lease.HostLocks(); moved != nil && cfg.Cluster == nil {
 		log.Warn("The usual folder of the token locks cannot be used", "error", moved)
 	}
@@ -232,6 +240,17 @@ func runCommand(ctx context.Context, path string, std stdio) int {
 	if m != nil {
 		opts.Metrics = m
 	}
+	// The one feed of what happens in conversations; the audit trail is
+	// its first observer. Closed after the engine and the cluster, so
+	// that their last events are written.
+	feed, redact := newFeed(cfg)
+	trail, err := startAudit(cfg, feed, log)
+	if err != nil {
+		log.Error("Opening the audit trail failed", "error", err)
+		return exitFailure
+	}
+	defer trail.Close()
+	opts.Activity = feed
 	opts.Spending = un.spend
 	// A taken console port fails the start, like the metrics'.
 	wc, err := openConsole(cfg, log)
@@ -241,7 +260,7 @@ func runCommand(ctx context.Context, path string, std stdio) int {
 	}
 	if wc != nil {
 		opts.ConsoleLinks = wc.links
-		opts.Activity = wc.srv
+		feed.Subscribe(wc.srv) // the live views read the one feed
 	}
 	eng, err := engine.New(opts)
 	if err != nil {
@@ -331,7 +350,7 @@ func runCommand(ctx context.Context, path string, std stdio) int {
 		names[i] = a.Name()
 	}
 	// Edits of the config file (and SIGHUP) apply while it runs.
-	rl := &reloader{log: log, level: level, eng: eng, deps: deps, locks: locks, running: cfg, secrets: opts.Agent.Secrets}
+	rl := &reloader{log: log, level: level, eng: eng, deps: deps, locks: locks, running: cfg, secrets: opts.Agent.Secrets, redact: redact}
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)

@@ -30,9 +30,7 @@ const nobody = 65534
 
 func needRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("running the agent as another OS user needs root")
-	}
+	testenv.NeedRoot(t, "running the agent as another OS user")
 }
 
 // agentWorld is a folder tree that nobody can use: a workspace and a

@@ -271,9 +271,15 @@ func slackSoakMoment(f *fakeslack.Server, kind, postsBefore, reactionsBefore int
 // or, for a turn that a kill cut off and recovery resumed with
 // continueText (the notice names m), the echo of that continuation that
 // follows.
+//
+// A thread runs one turn at a time, so at most one resumption waits for
+// its answer: each notice replaces the one before. A notice that no echo
+// follows before the next one was itself cut off (the continuation met
+// a kill too), and the next restart resumes the same message again; its
+// notices are not several answers owed.
 func slackSoakReplies(f *fakeslack.Server, m soakMsg) int {
 	n := 0
-	var resuming []string // messages whose resumed turn has not answered yet
+	resuming := "" // the message whose resumed turn has not answered yet
 	for _, p := range f.Posts() {
 		if p.ThreadTS != m.thread {
 			continue
@@ -284,14 +290,14 @@ func slackSoakReplies(f *fakeslack.Server, m soakMsg) int {
 		case strings.Contains(p.Text, "was cut off; resuming it"):
 			if i := strings.Index(p.Text, "“"); i >= 0 {
 				if j := strings.Index(p.Text[i:], "”"); j >= 0 {
-					resuming = append(resuming, p.Text[i+len("“"):i+j])
+					resuming = p.Text[i+len("“") : i+j]
 				}
 			}
-		case strings.Contains(p.Text, "echo: "+continueText) && len(resuming) > 0:
-			if resuming[0] == m.text {
+		case strings.Contains(p.Text, "echo: "+continueText) && resuming != "":
+			if resuming == m.text {
 				n++
 			}
-			resuming = resuming[1:]
+			resuming = ""
 		}
 	}
 	return n

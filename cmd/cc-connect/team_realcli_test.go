@@ -84,12 +84,12 @@ thread_context_messages = 20
 	return path, filepath.Join(dir, "ws"), []string{"TMPDIR=" + tmp}
 }
 
-// TestTeamThreadThroughTheBinary: a mention in a Slack thread the bot was
+// TestRealCLITeamThreadThroughTheBinary: a mention in a Slack thread the bot was
 // not part of reaches the real claude with the thread's earlier messages
 // and the sender header, on the binding's model; Claude's send_file posts
 // the workspace file's exact bytes into that thread; and the person who
 // asked is mentioned when the turn ends.
-func TestTeamThreadThroughTheBinary(t *testing.T) {
+func TestRealCLITeamThreadThroughTheBinary(t *testing.T) {
 	t.Parallel()
 	claude := testenv.ClaudeBinary(t)
 	api := fakeapi.Start(t)
@@ -150,9 +150,9 @@ func TestTeamThreadThroughTheBinary(t *testing.T) {
 	}
 }
 
-// TestTeamImageThroughTheBinary: a picture a user posts on Slack reaches
+// TestRealCLITeamImageThroughTheBinary: a picture a user posts on Slack reaches
 // the model as an image block with the bytes Slack served.
-func TestTeamImageThroughTheBinary(t *testing.T) {
+func TestRealCLITeamImageThroughTheBinary(t *testing.T) {
 	t.Parallel()
 	claude := testenv.ClaudeBinary(t)
 	api := fakeapi.Start(t)
@@ -190,11 +190,11 @@ func TestTeamImageThroughTheBinary(t *testing.T) {
 	}
 }
 
-// TestTeamDiscordThroughTheBinary: on Discord, the real claude's send_file
+// TestRealCLITeamDiscordThroughTheBinary: on Discord, the real claude's send_file
 // posts the file's exact bytes as an attachment in the thread the mention
 // opened, the prompt carries the sender header, and the asker is
 // mentioned by id when the turn ends.
-func TestTeamDiscordThroughTheBinary(t *testing.T) {
+func TestRealCLITeamDiscordThroughTheBinary(t *testing.T) {
 	t.Parallel()
 	claude := testenv.ClaudeBinary(t)
 	api := fakeapi.Start(t)
@@ -236,10 +236,10 @@ allow_users = ["7"]
 	}
 }
 
-// TestTeamTelegramThroughTheBinary: in a Telegram forum topic, the real
+// TestRealCLITeamTelegramThroughTheBinary: in a Telegram forum topic, the real
 // claude's send_file sends the file's exact bytes as a document into the
 // topic, and the prompt carries the sender header.
-func TestTeamTelegramThroughTheBinary(t *testing.T) {
+func TestRealCLITeamTelegramThroughTheBinary(t *testing.T) {
 	t.Parallel()
 	claude := testenv.ClaudeBinary(t)
 	api := fakeapi.Start(t)

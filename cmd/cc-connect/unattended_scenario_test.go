@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -121,7 +120,7 @@ func linesWith(lines []string, s string) int {
 // header, then the real claude's answer to its prompt, once; a restart
 // later that day does not run it again; a run missed while cc-connect was
 // down runs once at start-up; the next instant runs on the clock.
-func TestScheduleFiresOnTheTestClock(t *testing.T) {
+func TestRealCLIScheduleFiresOnTheTestClock(t *testing.T) {
 	t.Parallel()
 	claude := testenv.ClaudeBinary(t)
 	api := fakeapi.Start(t)
@@ -213,7 +212,7 @@ func webhookAddr(t *testing.T, p *process) string {
 // is in the journal, then runs once with its header; unsigned or wrongly
 // signed ones are refused, a replay and a run the filter leaves out run
 // nothing.
-func TestSignedWorkflowRunWebhook(t *testing.T) {
+func TestRealCLISignedWorkflowRunWebhook(t *testing.T) {
 	t.Parallel()
 	claude := testenv.ClaudeBinary(t)
 	api := fakeapi.Start(t)
@@ -281,7 +280,7 @@ template = "Workflow {{.workflow.name}} run #{{.workflow_run.run_number}} on {{.
 // A user cap reached mid-day refuses the next turn with the cap, what was
 // spent and when it resets, on the test's clock; after midnight turns run
 // again. The real CLI reports the costs.
-func TestSpendingCapReachedMidDay(t *testing.T) {
+func TestRealCLISpendingCapReachedMidDay(t *testing.T) {
 	t.Parallel()
 	claude := testenv.ClaudeBinary(t)
 	// Enough tokens that one turn costs more than the $0.50 cap.
@@ -323,9 +322,7 @@ timezone = "UTC"
 // gitWorkspace makes ws a git repository with app.go committed on main.
 func gitWorkspace(t *testing.T, ws string) {
 	t.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not installed")
-	}
+	testenv.NeedGit(t)
 	gitIn(t, ws, "init", "-q", "-b", "main")
 	if err := os.WriteFile(filepath.Join(ws, "app.go"), []byte("package app\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -338,7 +335,7 @@ func gitWorkspace(t *testing.T, ws string) {
 // same file at once: each edit lands in its own worktree on its own
 // branch, the workspace's checkout is untouched, and !status names the
 // branch.
-func TestTwoThreadsEditOneFileInTwoWorktrees(t *testing.T) {
+func TestRealCLITwoThreadsEditOneFileInTwoWorktrees(t *testing.T) {
 	t.Parallel()
 	claude := testenv.ClaudeBinary(t)
 	api := fakeapi.Start(t)

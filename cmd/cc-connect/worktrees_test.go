@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cc-connect/cc-connect/internal/testenv"
 	"github.com/cc-connect/cc-connect/launch"
 	"github.com/cc-connect/cc-connect/workspace"
 	"github.com/cc-connect/cc-connect/worktree"
@@ -29,9 +30,7 @@ func gitIn(t *testing.T, dir string, args ...string) {
 // one dirty and retired, one a session record still uses.
 func worktreesFixture(t *testing.T) (path string, clean, dirty, used worktree.Worktree) {
 	t.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not installed")
-	}
+	testenv.NeedGit(t)
 	dir := t.TempDir()
 	path = writeConfig(t, dir, `
 [state]

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"slices"
 
+	"github.com/cc-connect/cc-connect/activity"
 	"github.com/cc-connect/cc-connect/binding"
 	"github.com/cc-connect/cc-connect/engine/render"
 	"github.com/cc-connect/cc-connect/platform"
@@ -27,7 +28,7 @@ func (s *Conversation) accept(m platform.Message, d Delivery, checks []string) (
 	case !isCmd && s.awaitText.Load() && len(m.Attachments) == 0 && s.gate.allows(m.UserID, approvers):
 		// The running turn waits on a question or a plan's feedback: the
 		// reply answers it.
-		name, c = "reply", control{kind: ctrlReply, text: m.Text, userName: orDefault(m.UserName, m.UserID), msg: m}
+		name, c = "reply", control{kind: ctrlReply, text: m.Text, userName: orDefault(m.UserName, m.UserID), userID: m.UserID, msg: m}
 	case !isCmd:
 		return s.acceptItem(workItem{kind: itemTurn, msg: m, files: filesOf(m), dlv: d, checks: checks})
 	default:
@@ -39,6 +40,9 @@ func (s *Conversation) accept(m platform.Message, d Delivery, checks []string) (
 		// Who may run it is read from the binding in force now, for a
 		// typed answer as for a button press (Set.Answer).
 		refusal = s.gate.refuse(m.UserID, m.UserName, cmd.right(args), "command", name)
+		if name == "sh" && refusal != "" {
+			s.act.record(activity.Event{Kind: activity.Shell, User: m.UserID, UserName: m.UserName, Input: args, Outcome: "refused: " + refusal})
+		}
 		switch {
 		case refusal != "":
 			c = control{kind: ctrlNotice, text: cmd.refused(cl, refusal)}
@@ -68,6 +72,9 @@ func (s *Conversation) accept(m platform.Message, d Delivery, checks []string) (
 	}
 	if refusal != "" {
 		return refused(refusal), nil
+	}
+	if c.kind == ctrlStop {
+		s.act.record(activity.Event{Kind: activity.Stopped, User: m.UserID, UserName: m.UserName})
 	}
 	return platform.Result{Status: platform.Queued}, nil
 }
@@ -185,7 +192,7 @@ func (e *Set) Answer(act platform.Action) string {
 		s.notice(render.NotApprover(orDefault(act.UserName, act.UserID)))
 		return ""
 	}
-	if !s.mb.pushControl(control{kind: ctrlAnswer, requestID: act.RequestID, choice: act.Choice, userName: who, to: s.to,
+	if !s.mb.pushControl(control{kind: ctrlAnswer, requestID: act.RequestID, choice: act.Choice, userName: who, userID: act.UserID, to: s.to,
 		question: act.Question, options: act.Options}) {
 		s.log.Warn("Session control lane full; permission answer dropped", "request_id", act.RequestID)
 		return render.Busy

@@ -85,6 +85,7 @@ func (ps *permissions) forget(p *pendingPerm) {
 	}
 	ps.unregister(p.req.RequestID)
 	ps.metrics.PermissionAnswered(orDefault(p.choice, "cancelled"), 0)
+	ps.answered(p, "")
 	if len(ps.pending) == 0 {
 		ps.setWaiting(false)
 	}
@@ -144,6 +145,7 @@ func (ps *permissions) answerSpecial(proc procs.Process, c control) bool {
 		return false
 	}
 	who := orDefault(c.userName, "someone")
+	p.byID, p.byName = c.userID, c.userName
 	if p.qs != nil {
 		ps.answerQuestion(proc, p, c, who)
 	} else {
@@ -186,7 +188,7 @@ func (ps *permissions) answerQuestion(proc procs.Process, p *pendingPerm, c cont
 		ps.deliver(proc, p, agentproc.PermissionDecision{Behavior: agentproc.Deny, Message: dismissedText}, render.AnswersNotPassed)
 		return
 	}
-	p.choice = "answered"
+	p.choice, p.answer = "answered", qs.summary()
 	ps.deliver(proc, p, agentproc.PermissionDecision{Behavior: agentproc.Allow, Input: input}, render.AnsweredBy(qs.answeredBy()))
 }
 
@@ -194,7 +196,7 @@ func (ps *permissions) answerPlan(proc procs.Process, p *pendingPerm, c control,
 	input := p.req.Input
 	switch {
 	case c.kind == ctrlReply:
-		p.choice = "plan_feedback"
+		p.choice, p.answer = "plan_feedback", c.text
 		ps.deliver(proc, p, agentproc.PermissionDecision{Behavior: agentproc.Deny, Message: planFeedback + c.text},
 			render.PlanFeedback(who))
 	case c.choice == platform.ChoicePlanDefault, c.choice == platform.ChoiceAllow:

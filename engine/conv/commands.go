@@ -177,7 +177,7 @@ func answerControl(c call) control {
 	case c.name == "allow":
 		choice = platform.ChoiceAllow
 	}
-	return control{kind: ctrlAnswer, choice: choice, userName: c.user()}
+	return control{kind: ctrlAnswer, choice: choice, userName: c.user(), userID: c.msg.UserID}
 }
 
 // queueNew queues !new behind what was sent before it.
@@ -398,7 +398,7 @@ func runShell(s *Conversation, c call) {
 		s.chat.send(render.ShellUsage)
 		return
 	}
-	sh := &shellRun{e: s.e, slot: &s.shell, msg: c.msg, command: c.args, ws: s.ws, rb: s.rb, chat: s.chat, log: s.log, forChat: s.forChat}
+	sh := &shellRun{e: s.e, slot: &s.shell, msg: c.msg, command: c.args, ws: s.ws, rb: s.rb, chat: s.chat, log: s.log, forChat: s.forChat, act: s.act}
 	sh.start()
 }
 

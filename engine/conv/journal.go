@@ -74,6 +74,10 @@ type journal struct {
 	log      *slog.Logger
 	admins   func() []string         // of the binding in force now
 	killedAt func(point string) bool // Engine.killedAt
+	// queued is told of each item accepted, after its write and before
+	// it joins the FIFO (where the conversation's goroutine may start
+	// it at once): the activity feed's "asked".
+	queued func(workItem)
 
 	// acceptMu makes the journal write and the FIFO push one step, so
 	// that the journal's order is the FIFO's; retirement takes it to close
@@ -235,6 +239,9 @@ func (j *journal) accept(it workItem, mb *mailbox) (accepted, error) {
 		j.track(en.ID, it.dlv)
 	}
 	it.dlv = nil // the ledger holds it: a redelivery may replace it
+	if j.queued != nil {
+		j.queued(it)
+	}
 	pos, waits, late := mb.push(it)
 	return accepted{pos: pos, waits: waits, late: late}, nil
 }

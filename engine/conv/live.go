@@ -74,9 +74,9 @@ type live struct {
 	maxTimer   *time.Timer
 	overTime   time.Duration // set when max_turn_time stopped the turn
 
-	// pub publishes what the turn shows for the console's live view
-	// (activity): the reply's text as it streams, tools, the todo list.
-	pub publisher
+	// act publishes what only watchers want (activity's live kinds):
+	// the reply's text as it streams and the todo list.
+	act feed
 }
 
 // newLive gives a turn its live view, at the binding's progress level.
@@ -132,7 +132,7 @@ func (l *live) delta(ev agentproc.TextDelta) {
 	}
 	l.para = false
 	l.text.WriteString(ev.Text)
-	l.pub.publish(activity.Event{Kind: activity.Text, Text: l.text.String()})
+	l.act.record(activity.Event{Kind: activity.Text, Text: l.text.String()})
 	l.doing = "writing the reply"
 	if !l.stream {
 		return
@@ -225,9 +225,8 @@ func (l *live) noteTool(ev agentproc.ToolUse) {
 		line = "↳ " + summary // a subagent's
 	}
 	l.tools.start(ev.ID, line)
-	l.pub.publish(activity.Event{Kind: activity.Tool, Tool: ev.Name, Input: line})
 	if ev.Name == "TodoWrite" && l.todo.fromTodoWrite(ev.Input) {
-		l.pub.publish(activity.Event{Kind: activity.Todos, Todos: todosOf(l.todo.shown())})
+		l.act.record(activity.Event{Kind: activity.Todos, Todos: todosOf(l.todo.shown())})
 	}
 	l.showStatus(render.Running(summary))
 }
@@ -237,7 +236,7 @@ func (l *live) noteToolResult(ev agentproc.ToolResult) {
 	known := l.tools.end(ev.ToolUseID, ev.IsError)
 	changed := l.todo.fromTaskResult(ev.Structured)
 	if changed {
-		l.pub.publish(activity.Event{Kind: activity.Todos, Todos: todosOf(l.todo.shown())})
+		l.act.record(activity.Event{Kind: activity.Todos, Todos: todosOf(l.todo.shown())})
 	}
 	if l.level == binding.ProgressVerbose && (known || changed) {
 		l.showStatus(l.status)

@@ -265,3 +265,20 @@ func containsString(xs []string, s string) bool {
 	}
 	return false
 }
+
+// summary is the answers as one line for the activity feed: each
+// question, then what was chosen or typed.
+func (qs *questionSet) summary() string {
+	var parts []string
+	for i, q := range qs.qs {
+		a := qs.answers[i]
+		switch {
+		case !a.done:
+		case a.free != "":
+			parts = append(parts, q.Question+" → "+a.free)
+		default:
+			parts = append(parts, q.Question+" → "+strings.Join(a.labels, ", "))
+		}
+	}
+	return strings.Join(parts, "; ")
+}

@@ -103,6 +103,7 @@ type control struct {
 	question  int                // ctrlAnswer on a question prompt: which question
 	options   platform.OptionSet // and which of its options
 	userName  string
+	userID    string          // who sent it (ctrlAnswer, ctrlReply), for the activity feed
 	to        platform.Target // where to answer the sender
 	text      string          // ctrlNotice
 	msg       platform.Message

@@ -45,14 +45,12 @@ type permissions struct {
 	// ring, when set, mentions the person who asked once a prompt is
 	// posted (notify_mention), so that their phone rings.
 	ring func(tool string)
+	// act publishes each request and how it ended (activity.go).
+	act feed
 
 	pending []*pendingPerm
 	timer   *time.Timer // fires at the earliest deadline
 
-	// pub publishes each request as it is asked and as it ends
-	// (activity): the console shows what waits and answers it through
-	// the buttons' path (Set.Answer).
-	pub publisher
 }
 
 // pendingPerm is a permission request waiting for an answer in the chat.
@@ -63,6 +61,11 @@ type pendingPerm struct {
 	deadline    time.Time
 	asked       time.Time // for the wait metric
 	choice      string    // how it ended, for the metrics; "" = cancelled
+	// byID and byName are who answered it, for the activity feed; ""
+	// when nobody did (a timeout, the CLI withdrew it).
+	byID, byName string
+	// answer is what a question's answers or a plan's feedback said.
+	answer string
 	// qs is the question set of an AskUserQuestion; plan marks an
 	// ExitPlanMode (asks.go).
 	qs   *questionSet
@@ -73,7 +76,7 @@ type pendingPerm struct {
 func (tr *turnRunner) newPermissions() *permissions {
 	e, key := tr.e, tr.key
 	return &permissions{chat: tr.chat, log: tr.log, metrics: e.metrics, timeout: e.opts.PermissionTimeout, forChat: tr.forChat,
-		lateReply:  tr.lateReply,
+		lateReply: tr.lateReply, act: tr.act,
 		allowEdits: slices.Contains(e.cfg.modesFor(tr.binding()), "acceptEdits"),
 		planMode:   func() bool { return e.cfg.modeOf(tr.rb.get(), tr.binding()) == "plan" },
 		awaitText: func(on bool) {
@@ -126,10 +129,9 @@ func (ps *permissions) ask(proc procs.Process, req agentproc.PermissionRequest) 
 	ps.pending = append(ps.pending, p)
 	ps.register(req.RequestID)
 	ps.setWaiting(true)
-	ps.pub.publish(activity.Event{Kind: activity.Asking, Request: req.RequestID, Tool: req.ToolName,
-		Input: render.ToolSummary(req.ToolName, req.Input)})
 
 	ps.log.Info("Permission requested", "request_id", req.RequestID, "tool", req.ToolName, "blocked_path", req.BlockedPath)
+	ps.act.record(activity.Event{Kind: activity.Asking, Tool: req.ToolName, Input: inputSummary(req.Input), Request: req.RequestID})
 	if ps.askSpecial(proc, p) {
 		return
 	}
@@ -206,9 +208,8 @@ func (ps *permissions) resolve(p *pendingPerm, outcome string) {
 		}
 	}
 	ps.unregister(p.req.RequestID)
-	ps.pub.publish(activity.Event{Kind: activity.Answered, Request: p.req.RequestID, Tool: p.req.ToolName,
-		Choice: orDefault(p.choice, "cancelled"), Outcome: outcome})
 	ps.metrics.PermissionAnswered(orDefault(p.choice, "cancelled"), time.Since(p.asked))
+	ps.answered(p, outcome)
 	if len(ps.pending) == 0 {
 		ps.setWaiting(false)
 	}
@@ -235,6 +236,7 @@ func (ps *permissions) answer(proc procs.Process, c control) {
 		return
 	}
 	who := orDefault(c.userName, "someone")
+	p.byID, p.byName = c.userID, c.userName
 	d := agentproc.PermissionDecision{Behavior: agentproc.Deny, Message: "Denied by " + who + " in chat."}
 	switch c.choice {
 	case platform.ChoiceAllow, platform.ChoicePlanAcceptEdits: // "!allow edits" typed for a plain request
@@ -255,6 +257,12 @@ func (ps *permissions) answer(proc procs.Process, c control) {
 	ps.log.Info("Permission answered", "request_id", p.req.RequestID, "tool", p.req.ToolName, "decision", d.Behavior.String(), "user_name", who)
 	p.choice = permissionChoice(d.Behavior)
 	ps.resolve(p, fmt.Sprintf("%s by %s", describe(d.Behavior), who))
+}
+
+// answered publishes how a request ended, and who ended it.
+func (ps *permissions) answered(p *pendingPerm, outcome string) {
+	ps.act.record(activity.Event{Kind: activity.Answered, User: p.byID, UserName: p.byName, Tool: p.req.ToolName,
+		Input: p.answer, Choice: orDefault(p.choice, "cancelled"), Outcome: outcome, Request: p.req.RequestID})
 }
 
 // expire denies every request whose deadline has passed.

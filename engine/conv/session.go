@@ -48,6 +48,7 @@ type Conversation struct {
 	tr    *turnRunner
 	gate  gate
 	shell shellSlot // the running !sh command, if any (its own lock)
+	act   feed      // what happens here, for the activity feed (activity.go)
 
 	// awaitText says the running turn waits on a question or a plan's
 	// feedback, which a plain reply in the thread answers (accept).
@@ -90,10 +91,16 @@ func (e *Set) session(b binding.Binding, m platform.Message, a platform.Adapter)
 	log := e.log.With("platform", to.Platform, "channel", to.Channel, "thread", to.Thread, "session_key", key, "workspace", ws)
 	s := &Conversation{e: e, key: key, to: to, binding: b, ws: ws, log: log, awaitText: new(atomic.Bool)}
 	s.gate = gate{binding: s.liveBinding, log: log}
+	s.act = feed{sink: e.activity, now: e.now, key: key, to: to, binding: s.liveBinding}
 	s.mb = newMailbox(e.opts.QueueLimit, e.busy.add)
 	s.jr = &journal{path: InboxPath(e.opts.StateDir, key), stateDir: e.opts.StateDir, limits: e.jrs.inboxLimits(),
 		seen: e.jrs.seenIDs(), now: e.now, log: log, killedAt: e.killedAt}
 	s.jr.admins = func() []string { return s.liveBinding().Admins }
+	s.jr.queued = func(it workItem) {
+		if it.run == nil { // a run's start is published by Submit
+			s.act.asked(it)
+		}
+	}
 	if e.cluster.clustered(to.Platform) {
 		s.jr.cl = newClusterLedger()
 	}
@@ -103,7 +110,7 @@ func (e *Set) session(b binding.Binding, m platform.Message, a platform.Adapter)
 	s.tr = &turnRunner{e: e, key: key, ws: ws, log: log, jr: s.jr, mb: s.mb, rb: s.rb, agent: s.agent, chat: s.chat,
 		other: s.handleControl, lateReply: s.replyAsTurn,
 		stopShell: func(to platform.Target) bool { return s.shell.stopFor(s.chat, to) }, binding: s.liveBinding, awaitText: s.awaitText,
-		tail: &tail{e: e}, purse: &purse{spending: e.spend, key: key, log: log,
+		act: s.act, tail: &tail{e: e}, ho: handover{jr: s.jr, log: log}, purse: &purse{spending: e.spend, key: key, log: log,
 			binding: func() (binding.Binding, bool) { return e.resolve(to.Platform, to.Channel) }}}
 	s.tr.team = &team{host: e.host, cfg: e.cfg, chat: s.chat, rb: s.rb, binding: s.liveBinding, ws: func() string { return s.tr.ws },
 		agentUser: e.opts.Agent.User, bg: e.bg, metrics: e.metrics, log: log}
@@ -314,6 +321,8 @@ func (s *Conversation) refuseQueued() {
 	}
 	for _, it := range items {
 		switch {
+		case s.tr.ho.takes(it):
+			s.tr.ho.leave(it, "queued when cc-connect stopped")
 		case it.kind == itemTurn && it.inboxID != "":
 			// It stays in the journal; the next start runs it.
 			s.chat.send(render.RestartQueuedText + Quote(it.msg.Text, 80))

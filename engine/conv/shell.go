@@ -2,10 +2,12 @@ package conv
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
 
+	"github.com/cc-connect/cc-connect/activity"
 	"github.com/cc-connect/cc-connect/adminshell"
 	"github.com/cc-connect/cc-connect/engine/render"
 	"github.com/cc-connect/cc-connect/platform"
@@ -87,6 +89,7 @@ type shellRun struct {
 	chat    *relay
 	log     *slog.Logger
 	forChat func(string) string
+	act     feed // the command and how it ended, for the activity feed
 }
 
 // start claims the conversation's slot and runs the command; the chat is
@@ -95,6 +98,7 @@ func (sh *shellRun) start() {
 	runCtx, cancel := context.WithCancel(sh.e.bg)
 	if !sh.slot.take(cancel) {
 		cancel()
+		sh.record("refused: another command is running")
 		sh.chat.send(render.ShellBusyText)
 		return
 	}
@@ -129,6 +133,7 @@ func (sh *shellRun) run(ctx context.Context, cancel context.CancelFunc) {
 	}()
 	sh.log.Info("Running an admin shell command", "user_id", m.UserID, "user_name", m.UserName,
 		"command", Quote(sh.command, 500), "timeout", e.cfg.shellTimeout())
+	sh.record("started")
 	res := adminshell.Run(ctx, sh.command, adminshell.Options{
 		Dir:     sh.ws,
 		Rule:    e.opts.Agent.Rule(),
@@ -139,6 +144,7 @@ func (sh *shellRun) run(ctx context.Context, cancel context.CancelFunc) {
 	sh.log.Info("Admin shell command ended", "user_id", m.UserID, "exit_code", res.ExitCode, "signal", res.Signal,
 		"duration", res.Duration, "timed_out", res.TimedOut, "cancelled", res.Cancelled,
 		"output_truncated", res.Truncated, "error", errString(res.Err))
+	sh.record(shellOutcome(res))
 	reply := res.ChatReply()
 	if res.Err != nil {
 		// It could not run: the reply is its error, which may name host
@@ -151,4 +157,24 @@ func (sh *shellRun) run(ctx context.Context, cancel context.CancelFunc) {
 		return // nothing ran: nothing to tell Claude
 	}
 	sh.rb.addShellNote(res.Note())
+}
+
+// record publishes the command with what became of it.
+func (sh *shellRun) record(outcome string) {
+	sh.act.record(activity.Event{Kind: activity.Shell, User: sh.msg.UserID, UserName: sh.msg.UserName, Input: sh.command, Outcome: outcome})
+}
+
+// shellOutcome says how a command ended, for the activity feed.
+func shellOutcome(res adminshell.Result) string {
+	switch {
+	case res.Err != nil:
+		return "did not run"
+	case res.TimedOut:
+		return fmt.Sprintf("timed out after %s", res.Duration.Round(time.Millisecond))
+	case res.Cancelled:
+		return "stopped"
+	case res.Signal != "":
+		return fmt.Sprintf("killed by %s after %s", res.Signal, res.Duration.Round(time.Millisecond))
+	}
+	return fmt.Sprintf("exit %d after %s", res.ExitCode, res.Duration.Round(time.Millisecond))
 }

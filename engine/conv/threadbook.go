@@ -25,6 +25,7 @@ const threadKeep = 90 * 24 * time.Hour
 // thread.
 type threadBook struct {
 	path string
+	now  func() time.Time // nil: time.Now
 
 	mu     sync.Mutex
 	loaded bool
@@ -60,13 +61,49 @@ func (t *threadBook) loadLocked() {
 	}
 }
 
-// get returns the thread of a run conversation.
+func (t *threadBook) clock() time.Time {
+	if t.now != nil {
+		return t.now()
+	}
+	return time.Now()
+}
+
+// get returns the thread of a run conversation, unless it went unused for
+// threadKeep.
 func (t *threadBook) get(plat, channel, conv string) (string, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.loadLocked()
 	e, ok := t.m[threadBookKey(plat, channel, conv)]
+	if ok && t.clock().Sub(e.Last) > threadKeep {
+		return "", false
+	}
 	return e.Thread, ok && e.Thread != ""
+}
+
+// touchEvery is how stale a thread's last use may be before a run in it
+// rewrites the file: the 90 days are counted to the day, not per run.
+const touchEvery = 24 * time.Hour
+
+// used notes that a run went on in its conversation's thread, so that a
+// thread in use is kept however long ago it started.
+func (t *threadBook) used(plat, channel, conv string) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.loadLocked()
+	k := threadBookKey(plat, channel, conv)
+	e, ok := t.m[k]
+	now := t.clock()
+	if !ok || now.Sub(e.Last) < touchEvery {
+		return nil
+	}
+	e.Last = now
+	t.m[k] = e
+	b, err := json.Marshal(t.m)
+	if err != nil {
+		return fmt.Errorf("encoding the run threads: %w", err)
+	}
+	return workspace.WriteFileAtomic(t.path, b)
 }
 
 // put records the thread a run conversation started, and forgets those
@@ -75,7 +112,7 @@ func (t *threadBook) put(plat, channel, conv, thread string) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.loadLocked()
-	now := time.Now()
+	now := t.clock()
 	for k, e := range t.m {
 		if now.Sub(e.Last) > threadKeep {
 			delete(t.m, k)

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cc-connect/cc-connect/activity"
 	"github.com/cc-connect/cc-connect/binding"
 	"github.com/cc-connect/cc-connect/inbox"
 	"github.com/cc-connect/cc-connect/platform"
@@ -365,6 +366,9 @@ func (e *Set) Submit(ctx context.Context, r trigger.Run) error {
 		if _, threads := a.(platform.Threader); threads {
 			if thread, ok := e.runs.threads.get(r.Platform, r.Channel, cv); ok {
 				to.Thread = thread
+				if err := e.runs.threads.used(r.Platform, r.Channel, cv); err != nil {
+					log.Warn("Recording a run thread's use failed; it may be forgotten 90 days after it started", "thread", thread, "error", err)
+				}
 			} else {
 				to.Thread, it.kind = runThreadPrefix, itemRun
 			}
@@ -376,6 +380,12 @@ func (e *Set) Submit(ctx context.Context, r trigger.Run) error {
 	switch {
 	case err == nil:
 		log.Info("Run journaled", "kind", r.Kind, "name", r.Name, "session_key", Key(to))
+		kind := activity.Scheduled
+		if r.Kind == trigger.KindWebhook {
+			kind = activity.Webhook
+		}
+		e.activity.Record(activity.Event{Time: e.now(), Kind: kind, Binding: BindingName(b), Conversation: Key(to), Platform: r.Platform,
+			User: r.UserID, UserName: r.UserName, Input: r.Name, Text: r.Prompt})
 	case errors.Is(err, trigger.ErrDuplicate):
 		log.Debug("Run journaled before")
 	}

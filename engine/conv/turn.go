@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/cc-connect/cc-connect/activity"
 	"log/slog"
 	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/cc-connect/cc-connect/activity"
 	"github.com/cc-connect/cc-connect/agentproc"
 	"github.com/cc-connect/cc-connect/binding"
 	"github.com/cc-connect/cc-connect/engine/procs"
@@ -65,12 +65,17 @@ type turnRunner struct {
 	purse *purse
 	// tail runs an acknowledged turn's writes after its reply (tail.go).
 	tail *tail
+	// act publishes the turn's activity (activity.go).
+	act feed
 	// awaitText is set while the turn waits on a question or a plan's
 	// feedback: a plain reply in the thread then answers it.
 	awaitText *atomic.Bool
 	// dm: the conversation is a direct message (the sender header is off
 	// there by default).
 	dm bool
+	// ho hands what a stopping cluster host cannot finish to the
+	// binding's next holder (handover.go).
+	ho handover
 }
 
 // outcome is how one attempt at a turn ended.
@@ -98,6 +103,9 @@ type turn struct {
 	live    *live // what the turn shows as it goes (live.go)
 	started bool  // the CLI began the turn (system/init seen)
 	stopped bool  // !stop was asked for
+	// handedOver: the shutdown grace cut it on a cluster host, and the
+	// binding's next holder runs it (handover.go).
+	handedOver bool
 	// compacted and compactErr are what a compaction reported.
 	compacted  *agentproc.CompactBoundary
 	compactErr string
@@ -113,6 +121,7 @@ func (tr *turnRunner) run(it workItem) {
 	tr.e.metrics.TurnStarted()
 	began := time.Now()
 	it.msg.UserName = tr.chat.userName(it.msg) // read here, never on the accept path
+	tr.act.record(activity.Event{Kind: activity.Started, User: it.msg.UserID, UserName: it.msg.UserName})
 	tr.rb.noteSpeaker(it.msg)
 	hadHistory := tr.rb.sessionID() != ""
 	it, notes, perr := tr.att.prepare(it)
@@ -123,6 +132,7 @@ func (tr *turnRunner) run(it workItem) {
 	}
 	ok := tr.finish(it, out, hadHistory)
 	tr.e.metrics.TurnFinished(turnOutcome(out, ok), time.Since(began))
+	tr.act.record(activity.Event{Kind: activity.Finished, User: it.msg.UserID, UserName: it.msg.UserName, Outcome: turnOutcome(out, ok)})
 	if perr == nil && !errors.Is(out.err, ErrStopped) && !errors.Is(out.err, ErrKilled) {
 		tr.team.ringIfLong(it.msg, time.Since(began), ok)
 	}
@@ -177,8 +187,10 @@ func (tr *turnRunner) finish(it workItem, out outcome, hadHistory bool) bool {
 		return succeeded(out)
 	case errors.Is(out.err, ErrKilled):
 		return false // a test's kill: nothing more happens
-	case errors.Is(out.err, errFenced):
-		return false // the binding's next holder runs it (cluster.go)
+	case errors.Is(out.err, errFenced), errors.Is(out.err, errHandedOver):
+		return false // the binding's next holder runs it (cluster.go, handover.go)
+	case errors.Is(out.err, ErrStopped) && tr.ho.takes(it):
+		return false // the binding's next holder runs it, and says so once
 	case errors.Is(out.err, ErrStopped) && it.inboxID != "":
 		tr.chat.send(render.RestartQueuedText + Quote(it.msg.Text, 80))
 		return false
@@ -297,6 +309,10 @@ func (tr *turnRunner) settle(it workItem, out outcome) (retry *workItem, durable
 	var exitErr *agentproc.ExitError
 	why := inbox.AckResult
 	switch {
+	case errors.Is(out.err, errHandedOver), errors.Is(out.err, ErrStopped) && tr.ho.takes(it):
+		tr.ho.leave(it, out.err.Error())
+		tr.saveNow()
+		return nil, nil
 	case errors.Is(out.err, ErrStopped), errors.Is(out.err, ErrKilled):
 		tr.saveNow()
 		return nil, nil
@@ -509,9 +525,7 @@ func (tr *turnRunner) attempt(it workItem) outcome {
 	}
 	t := &turn{msg: it.msg, perms: tr.newPermissions(),
 		live: newLive(tr.chat, tr.log, tr.rb.sessionID, tr.binding().Progress, tr.e.opts.StallNotice, tr.e.opts.MaxTurnTime, posted)}
-	pub := publisher{e: tr.e, key: tr.key, tr: tr}
-	t.live.pub, t.perms.pub = pub, pub
-	pub.publish(activity.Event{Kind: activity.Started, User: it.msg.UserID})
+	t.live.act = tr.act
 	t.perms.ring = func(tool string) {
 		what := "Claude asks for your permission above."
 		if tool == "AskUserQuestion" {
@@ -541,7 +555,6 @@ func (tr *turnRunner) attempt(it workItem) outcome {
 			if closed != nil {
 				<-closed
 			}
-			pub.publish(activity.Event{Kind: activity.Finished, Outcome: finishedOutcome(res, err, t.stopped), Text: t.text.String()})
 			out := outcome{res: res, err: err, text: t.text.String(), model: t.model, stderr: proc.StderrTail(),
 				compaction: IsCompaction(it.msg.Text), compacted: t.compacted, compactErr: t.compactErr, live: t.live}
 			if res != nil {
@@ -552,6 +565,9 @@ func (tr *turnRunner) attempt(it workItem) outcome {
 			}
 			if err == nil && res == nil {
 				out.err = errors.New("turn ended without a result")
+			}
+			if t.handedOver {
+				out.err = errHandedOver // whatever the interrupt made of it
 			}
 			if out.err != nil {
 				t.live.endStream()
@@ -578,7 +594,9 @@ func (tr *turnRunner) attempt(it workItem) outcome {
 			graceC = time.After(tr.e.opts.ShutdownGrace)
 		case <-graceC:
 			graceC = nil
-			tr.log.Warn("Shutdown grace over; interrupting the running turn", "session_id", tr.rb.sessionID())
+			t.handedOver = tr.ho.takes(it)
+			tr.log.Warn("Shutdown grace over; interrupting the running turn", "session_id", tr.rb.sessionID(),
+				"handed_over", t.handedOver)
 			tr.interrupt(proc)
 			killC = time.After(tr.e.opts.ShutdownGrace)
 		case <-killC:
@@ -655,6 +673,7 @@ func (tr *turnRunner) onEvent(t *turn, proc procs.Process, ev agentproc.Event) {
 		t.text.WriteString(ev.Text)
 	case agentproc.ToolUse:
 		t.live.noteTool(ev)
+		tr.act.record(activity.Event{Kind: activity.Tool, Tool: ev.Name, Input: inputSummary(ev.Input)})
 	case agentproc.Compaction:
 		if ev.Active {
 			t.live.showStatus("Compacting the conversation…")
@@ -689,7 +708,6 @@ func (tr *turnRunner) control(t *turn, proc procs.Process, c control) {
 	case ctrlStop:
 		tr.stopShell(c.to)
 		t.stopped = true
-		publisher{e: tr.e, key: tr.key, tr: tr}.publish(activity.Event{Kind: activity.Stopped, User: c.userName})
 		if t.started {
 			if err := tr.interrupt(proc); err != nil {
 				tr.log.Warn("Interrupting the turn failed", "error", err)
@@ -747,17 +765,4 @@ func (tr *turnRunner) noteResult(res *agentproc.Result, initModel string) {
 		r.LastActivity = tr.e.now()
 	})
 	tr.purse.charges = append(tr.purse.charges, res)
-}
-
-// finishedOutcome is a turn's end in a word, for the activity.
-func finishedOutcome(res *agentproc.Result, err error, stopped bool) string {
-	switch {
-	case stopped:
-		return "stopped"
-	case err != nil || res == nil:
-		return "failed"
-	case res.IsError:
-		return "error"
-	}
-	return "done"
 }

@@ -429,7 +429,7 @@ func TestTooLongWithHistory(t *testing.T) {
 // TestMidTurnNote: a message sent while a tool ran reaches the follow-up
 // request as a note, in either version's placement, and the follow-up is
 // still answered as one (the tool's output), not as a new prompt. The
-// requests are the real CLI's (TestRecordFixtures' midtool scenario in
+// requests are the real CLI's (TestRealCLIRecordFixtures' midtool scenario in
 // agentproc).
 func TestMidTurnNote(t *testing.T) {
 	for _, version := range []string{"2.1.328", "2.1.332"} {

@@ -40,7 +40,7 @@ func streamed(n int) string {
 
 // Discord: the reply streams into one message within the channel's edit
 // bucket and ends as exactly the reply; a question's press answers it.
-func TestDiscordStreamAndQuestion(t *testing.T) {
+func TestRealCLIDiscordStreamAndQuestion(t *testing.T) {
 	s, f := startDiscord(t, options{})
 	f.Post(t, fakediscord.MessageEvent("100", "C1", "G1", "7", "tell me slowly [[STREAM:6:3s]]", nil))
 	first := f.WaitPost(t, "the first chunk, before the answer is done", func(m fakediscord.Message) bool {
@@ -80,7 +80,7 @@ func TestDiscordStreamAndQuestion(t *testing.T) {
 }
 
 // Telegram: the same in a private chat held to one edit a second.
-func TestTelegramStreamAndQuestion(t *testing.T) {
+func TestRealCLITelegramStreamAndQuestion(t *testing.T) {
 	f := faketelegram.New(t)
 	f.SetWaitLimit(waitLimit)
 	f.AddChat(faketelegram.Chat{ID: 42, Type: "private"})

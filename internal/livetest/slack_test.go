@@ -65,7 +65,7 @@ var ctxLine = regexp.MustCompile(`\n\[ctx: \d+%\]$`)
 
 // A slow answer shows in the thread while it is written, in one message
 // edited in place, and ends as exactly the reply with its context line.
-func TestSlackStreamsTheReply(t *testing.T) {
+func TestRealCLISlackStreamsTheReply(t *testing.T) {
 	s := startSlack(t, options{}, fast)
 	const ts = "1700000100.000100"
 	s.say(t, ts, "tell me slowly [[STREAM:6:3s]]")
@@ -93,7 +93,7 @@ func TestSlackStreamsTheReply(t *testing.T) {
 }
 
 // Quiet shows no reply before it is done, and no status line.
-func TestSlackQuietPostsTheReplyOnce(t *testing.T) {
+func TestRealCLISlackQuietPostsTheReplyOnce(t *testing.T) {
 	s := startSlack(t, options{progress: "quiet"}, fast)
 	const ts = "1700000101.000100"
 	for i, prompt := range []string{"tell me [[STREAM:3:1s]]", "run it [[TOOL:echo hi]]"} {
@@ -111,7 +111,7 @@ func TestSlackQuietPostsTheReplyOnce(t *testing.T) {
 // A question's options are buttons; a press answers it, the CLI hands the
 // answer to the model as the tool's result, and the prompt says who
 // answered.
-func TestSlackQuestionButtons(t *testing.T) {
+func TestRealCLISlackQuestionButtons(t *testing.T) {
 	s := startSlack(t, options{}, fast)
 	const ts = "1700000102.000100"
 	s.say(t, ts, "pick one [[ASK]]")
@@ -140,7 +140,7 @@ func TestSlackQuestionButtons(t *testing.T) {
 }
 
 // A reply in the thread is a free-text answer.
-func TestSlackQuestionFreeText(t *testing.T) {
+func TestRealCLISlackQuestionFreeText(t *testing.T) {
 	s := startSlack(t, options{}, fast)
 	const ts = "1700000103.000100"
 	s.say(t, ts, "pick one [[ASK]]")
@@ -159,7 +159,7 @@ func TestSlackQuestionFreeText(t *testing.T) {
 // In plan mode the plan is shown whole with its choices; approving it into
 // acceptEdits lets the next edit run without asking, and the CLI wrote the
 // file.
-func TestSlackPlanApprovedIntoAcceptEdits(t *testing.T) {
+func TestRealCLISlackPlanApprovedIntoAcceptEdits(t *testing.T) {
 	s := startSlack(t, options{mode: "plan"}, fast)
 	const ts = "1700000104.000100"
 	s.say(t, ts, "plan it [[PLAN]]")
@@ -188,7 +188,7 @@ func TestSlackPlanApprovedIntoAcceptEdits(t *testing.T) {
 }
 
 // Keep planning with feedback: the model gets the user's words.
-func TestSlackPlanKeepPlanning(t *testing.T) {
+func TestRealCLISlackPlanKeepPlanning(t *testing.T) {
 	s := startSlack(t, options{mode: "plan"}, fast)
 	const ts = "1700000105.000100"
 	s.say(t, ts, "plan it [[PLAN]]")
@@ -210,7 +210,7 @@ func TestSlackPlanKeepPlanning(t *testing.T) {
 
 // Verbose shows the tool log and Claude's todo list in the progress
 // message.
-func TestSlackVerboseTodoChecklist(t *testing.T) {
+func TestRealCLISlackVerboseTodoChecklist(t *testing.T) {
 	s := startSlack(t, options{progress: "verbose", env: map[string]string{
 		"CLAUDE_CODE_ENABLE_TODO_TOOLS": "1", "CLAUDE_CODE_ENABLE_TASKS": "0"}}, fast)
 	const ts = "1700000106.000100"
@@ -253,7 +253,7 @@ func toolResultHas(api *fakeapi.Server, sub string) bool {
 
 // Outside plan mode an edit is asked for as usual, and the CLI writes the
 // file once it is allowed.
-func TestSlackEditAskedOutsidePlanMode(t *testing.T) {
+func TestRealCLISlackEditAskedOutsidePlanMode(t *testing.T) {
 	s := startSlack(t, options{}, fast)
 	const ts = "1700000107.000100"
 	s.say(t, ts, "write it [[WRITE:made.txt:hello]]")
@@ -269,7 +269,7 @@ func TestSlackEditAskedOutsidePlanMode(t *testing.T) {
 
 // In plan mode an edit is refused without asking anyone, and the CLI did
 // not write the file.
-func TestSlackPlanModeRefusesEdits(t *testing.T) {
+func TestRealCLISlackPlanModeRefusesEdits(t *testing.T) {
 	s := startSlack(t, options{mode: "plan"}, fast)
 	const ts = "1700000108.000100"
 	s.say(t, ts, "write it [[WRITE:made.txt:hello]]")
@@ -291,7 +291,7 @@ func TestSlackPlanModeRefusesEdits(t *testing.T) {
 
 // A question that takes several answers is a multi-select menu: the
 // choice, then Submit, answers it with the labels, which the CLI joins.
-func TestSlackMultiSelectQuestion(t *testing.T) {
+func TestRealCLISlackMultiSelectQuestion(t *testing.T) {
 	s := startSlack(t, options{}, fast)
 	const ts = "1700000109.000100"
 	s.say(t, ts, `pick some [[ASK:[{"question":"Which features?","header":"Features","multiSelect":true,`+
@@ -321,7 +321,7 @@ func TestSlackMultiSelectQuestion(t *testing.T) {
 
 // Thinking is never shown: not while the reply streams, not in the final
 // text.
-func TestSlackThinkingNeverShown(t *testing.T) {
+func TestRealCLISlackThinkingNeverShown(t *testing.T) {
 	s := startSlack(t, options{progress: "verbose"}, fast)
 	const ts = "1700000110.000100"
 	s.say(t, ts, "think first [[THINK:a private chain of thought]] [[STREAM:4:1s]]")

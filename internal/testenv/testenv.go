@@ -8,9 +8,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 )
+
+// RealCLIPrefix starts the name of every test that runs the real claude
+// CLI, and only of those.
+const RealCLIPrefix = "TestRealCLI"
 
 // ClaudeVersion is the Claude Code CLI version the integration tier pins and
 // .ci/run installs.
@@ -46,8 +51,16 @@ func RepoRoot() string {
 // CC_CONNECT_CLAUDE_BIN environment variable, else the copy that `make
 // tools` installs under .tools/, else `claude` on PATH. When none is found
 // it skips the test, or fails it under CI.
+//
+// A test that runs the real CLI must be named TestRealCLI…: `make test-cli`
+// selects the tier by that prefix alone (-run '^TestRealCLI'), so a test
+// named otherwise would silently leave the tier. ClaudeBinary fails such a
+// test. Benchmarks are not selected by -run and keep their names.
 func ClaudeBinary(t testing.TB) string {
 	t.Helper()
+	if _, bench := t.(*testing.B); !bench && !strings.HasPrefix(t.Name(), RealCLIPrefix) {
+		t.Fatalf("%s runs the real claude CLI: name it %s… so that `make test-cli` (-run '^%s') selects it", t.Name(), RealCLIPrefix, RealCLIPrefix)
+	}
 	if p := os.Getenv("CC_CONNECT_CLAUDE_BIN"); p != "" {
 		if _, err := os.Stat(p); err != nil {
 			t.Fatalf("CC_CONNECT_CLAUDE_BIN=%s: %v", p, err)

@@ -11,19 +11,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/bwmarrin/discordgo"
 	"github.com/gorilla/websocket"
 
 	"github.com/cc-connect/cc-connect/platform"
-	"github.com/cc-connect/cc-connect/platform/internal/backoff"
 	"github.com/cc-connect/cc-connect/platform/internal/coalesce"
 	"github.com/cc-connect/cc-connect/platform/internal/connstate"
 	"github.com/cc-connect/cc-connect/platform/internal/permbutton"
@@ -71,58 +70,51 @@ type Config struct {
 	EditInterval time.Duration
 }
 
-// Adapter is a running (or ready to run) Discord bot.
+// Adapter is a running (or ready to run) Discord bot. It is what the
+// engine sees: the platform interfaces below, each a call into one of the
+// parts that do the work, so that each part can be read alone:
+//
+//   - gateway (gateway.go, gate.go, events.go): the gateway connection and
+//     its state, the events it hands to the engine in order;
+//   - wire (wire.go): the REST calls everything posts through (post, edit,
+//     delete, reactions, typing, the thread planned for a message), with
+//     the retry and the edit pacing;
+//   - prompts (prompt.go, questions.go): permission and question prompts
+//     with buttons, and presses read back as actions;
+//   - reader (events.go, history.go): messages read by one set of rules,
+//     as they come and from a channel's history, and what a channel is;
+//   - files (files.go): attachments downloaded, files posted;
+//   - replies (reply.go): turns' replies, through the shared reply kit.
 type Adapter struct {
-	cfg        Config
-	log        *slog.Logger
-	httpClient *http.Client
-	conns      *connTracker
-	session    *discordgo.Session
+	cfg Config
+	log *slog.Logger
 
-	// Durations kept in fields so tests can shrink them.
-	requestTimeout time.Duration
-	backoffMin     time.Duration
-	backoffMax     time.Duration
-
-	edits *coalesce.Coalescer
-	// interactions are the button presses answered lately, each once.
-	interactions *recent.Map[struct{}]
-	// prompts remembers recent prompts by message id; promptRefs maps
-	// their buttons back to request ids.
-	prompts    *recent.Map[postedPrompt]
-	promptRefs *permbutton.Refs
-	// replies posts and edits turns' replies (reply.go).
+	wire    *wire
+	gateway *gateway
+	prompts *prompts
+	reader  *reader
+	files   *files
 	replies *replykit.Kit
-	threads *threadBook
-
-	// handler is Run's, called from the gateway's reader (hand); nil
-	// when Run is not running. handing counts the calls in flight, which
-	// Run waits for before it returns.
-	handler      platform.Handler
-	handing      sync.WaitGroup
-	disconnected chan struct{}
-	runCtx       context.Context // set by Run; event handlers stop with it
-
-	state *connstate.State // for !status and the metrics
-
-	// gate, when set, says when this host holds the bot's gateway shard
-	// (a cluster: gate.go).
-	gate platform.Gate
-
-	mu     sync.Mutex // guards selfID, runCtx and handler
-	selfID string
 }
 
 var (
-	_ platform.Adapter  = (*Adapter)(nil)
-	_ platform.Editor   = (*Adapter)(nil)
-	_ platform.Reactor  = (*Adapter)(nil)
-	_ platform.Typer    = (*Adapter)(nil)
-	_ platform.Prompter = (*Adapter)(nil)
-	_ platform.Statuser = (*Adapter)(nil)
-	_ platform.Observed = (*Adapter)(nil)
-
-	_ platform.MentionSender = (*Adapter)(nil)
+	_ platform.Adapter          = (*Adapter)(nil)
+	_ platform.Editor           = (*Adapter)(nil)
+	_ platform.Reactor          = (*Adapter)(nil)
+	_ platform.Typer            = (*Adapter)(nil)
+	_ platform.Prompter         = (*Adapter)(nil)
+	_ platform.QuestionAsker    = (*Adapter)(nil)
+	_ platform.Statuser         = (*Adapter)(nil)
+	_ platform.Observed         = (*Adapter)(nil)
+	_ platform.MentionSender    = (*Adapter)(nil)
+	_ platform.AttachmentOpener = (*Adapter)(nil)
+	_ platform.HistoryReader    = (*Adapter)(nil)
+	_ platform.FileSender       = (*Adapter)(nil)
+	_ platform.Capable          = (*Adapter)(nil)
+	_ platform.ReplyEditor      = (*Adapter)(nil)
+	_ platform.Deleter          = (*Adapter)(nil)
+	_ platform.Replier          = (*Adapter)(nil)
+	_ platform.ReplyFinisher    = (*Adapter)(nil)
 )
 
 // New validates cfg and prepares a session. It makes no network call.
@@ -149,34 +141,18 @@ func New(cfg Config, log *slog.Logger) (*Adapter, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	log = log.With("platform", cfg.Name)
 	transport := &rewriteTransport{base: base, next: http.DefaultTransport}
-	a := &Adapter{
-		cfg:            cfg,
-		log:            log.With("platform", cfg.Name),
-		httpClient:     &http.Client{Transport: transport},
-		conns:          newConnTracker(),
-		requestTimeout: 30 * time.Second,
-		backoffMin:     time.Second,
-		backoffMax:     2 * time.Minute,
-		edits:          coalesce.New(coalesce.NewInterval(cfg.EditInterval)),
-		interactions:   recent.New[struct{}](4096),
-		prompts:        recent.New[postedPrompt](1024),
-		promptRefs:     permbutton.NewRefs(maxCustomID, 1024),
-		threads:        newThreadBook(4096),
-		state:          connstate.New(cfg.Name),
-		disconnected:   make(chan struct{}, 1),
-		runCtx:         context.Background(),
-	}
-	a.replies = replykit.New(cfg.Name, replyWire{a}, a.log)
 	s, err := discordgo.New("Bot " + token)
 	if err != nil {
 		return nil, fmt.Errorf("discord %s: %w", cfg.Name, err)
 	}
+	conns := newConnTracker()
 	// REST calls carry ctx; the timeout bounds the few the library makes
 	// without one (gateway discovery inside Open). Downloads use
-	// httpClient, bounded by their ctx only.
+	// files' client, bounded by their ctx only.
 	s.Client = &http.Client{Transport: transport, Timeout: time.Minute}
-	s.Dialer = &websocket.Dialer{NetDialContext: a.conns.dial, HandshakeTimeout: 30 * time.Second, Proxy: http.ProxyFromEnvironment}
+	s.Dialer = &websocket.Dialer{NetDialContext: conns.dial, HandshakeTimeout: 30 * time.Second, Proxy: http.ProxyFromEnvironment}
 	s.Identify.Intents = Intents
 	// Rate limits come back as errors that rest() waits out under ctx
 	// (retryPolicy); the library's own retry sleeps without any way to
@@ -190,11 +166,48 @@ func New(cfg Config, log *slog.Logger) (*Adapter, error) {
 	// messages in the order Discord sent them.
 	s.SyncEvents = true
 	s.LogLevel = -1 // the library logs gateway URLs and payloads; we log ourselves
-	s.AddHandler(a.onReady)
-	s.AddHandler(a.onMessageCreate)
-	s.AddHandler(a.onInteractionCreate)
-	s.AddHandler(a.onDisconnect)
-	a.session = s
+
+	self := &botSelf{}
+	threads := newThreadBook(4096)
+	w := &wire{
+		name:           cfg.Name,
+		log:            log,
+		session:        s,
+		threads:        threads,
+		requestTimeout: 30 * time.Second,
+		backoffMin:     time.Second,
+		backoffMax:     2 * time.Minute,
+		edits:          coalesce.New(coalesce.NewInterval(cfg.EditInterval)),
+	}
+	fs := &files{name: cfg.Name, http: &http.Client{Transport: transport}, wire: w, log: log}
+	rd := &reader{cfg: cfg, log: log, self: self, wire: w, threads: threads, files: fs}
+	ps := &prompts{
+		name:     cfg.Name,
+		log:      log,
+		wire:     w,
+		reader:   rd,
+		answered: recent.New[struct{}](4096),
+		open:     recent.New[postedPrompt](1024),
+		refs:     permbutton.NewRefs(maxCustomID, 1024),
+	}
+	g := &gateway{
+		cfg:          cfg,
+		log:          log,
+		wire:         w,
+		self:         self,
+		conns:        conns,
+		reader:       rd,
+		buttons:      ps,
+		state:        connstate.New(cfg.Name),
+		disconnected: make(chan struct{}, 1),
+		runCtx:       context.Background(),
+	}
+	s.AddHandler(g.onReady)
+	s.AddHandler(g.onMessageCreate)
+	s.AddHandler(g.onInteractionCreate)
+	s.AddHandler(g.onDisconnect)
+	a := &Adapter{cfg: cfg, log: log, wire: w, gateway: g, prompts: ps, reader: rd, files: fs}
+	a.replies = replykit.New(cfg.Name, replyWire{w}, log)
 	return a, nil
 }
 
@@ -202,228 +215,179 @@ func New(cfg Config, log *slog.Logger) (*Adapter, error) {
 func (a *Adapter) Name() string { return a.cfg.Name }
 
 // Status reports the gateway state for !status.
-func (a *Adapter) Status() platform.ConnStatus { return a.state.Get() }
-
-func (a *Adapter) setStatus(s platform.ConnState, detail string) { a.state.Set(s, detail) }
+func (a *Adapter) Status() platform.ConnStatus { return a.gateway.state.Get() }
 
 // SetObserver makes the adapter report connection errors and reconnects
 // to o (the metrics).
-func (a *Adapter) SetObserver(o platform.Observer) { a.state.SetObserver(o) }
+func (a *Adapter) SetObserver(o platform.Observer) { a.gateway.state.SetObserver(o) }
 
-func (a *Adapter) self() string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.selfID
-}
+// SetGate makes Run open the gateway only while this host holds g's
+// tenure (a cluster: gate.go). Call it before Run; without it the adapter
+// always connects, as a host alone does.
+func (a *Adapter) SetGate(g platform.Gate) { a.gateway.gate = g }
 
 // Run connects to the gateway and hands messages and button presses to h
 // in order until ctx is cancelled. A dropped connection is reopened
 // (resuming the session when Discord allows) with capped, jittered backoff
 // and reported through Status and the log; a refused token or intents end
 // Run with an error.
-func (a *Adapter) Run(ctx context.Context, h platform.Handler) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	a.mu.Lock()
-	a.runCtx, a.handler = ctx, h
-	a.mu.Unlock()
-	defer func() {
-		cancel()
-		a.mu.Lock()
-		a.handler = nil
-		a.mu.Unlock()
-		a.handing.Wait()
-	}()
-	if a.gate != nil {
-		defer a.gate.Close()
-	}
+func (a *Adapter) Run(ctx context.Context, h platform.Handler) error { return a.gateway.run(ctx, h) }
 
-	a.setStatus(platform.Connecting, "")
-	if err := a.checkToken(ctx); err != nil {
-		if ctx.Err() != nil {
-			a.setStatus(platform.Stopped, "")
-			return nil
+// Send posts text (Markdown, which Discord renders) split under 2,000
+// characters without breaking code blocks, and returns the last message.
+func (a *Adapter) Send(ctx context.Context, to platform.Target, text string) (platform.Target, error) {
+	return a.wire.send(ctx, to, nil, text)
+}
+
+// SendMentioning is Send starting with a mention of each user (<@id>),
+// which the first part's allowed_mentions lets notify them, and only them.
+func (a *Adapter) SendMentioning(ctx context.Context, to platform.Target, mentions []platform.Mention, text string) (platform.Target, error) {
+	ids := make([]string, 0, len(mentions))
+	for _, m := range mentions {
+		if !snowflakeRE.MatchString(m.UserID) {
+			return platform.Target{}, fmt.Errorf("discord send to %s: %q is not a Discord user id", to.Channel, m.UserID)
 		}
-		a.setStatus(refusal(err), err.Error())
+		ids = append(ids, m.UserID)
+	}
+	return a.wire.send(ctx, to, ids, text)
+}
+
+var snowflakeRE = regexp.MustCompile(`^[0-9]{1,20}$`)
+
+// Edit replaces a posted message's content (progress updates). Edits in
+// one channel are spaced by EditInterval; an edit overtaken while it waits
+// is skipped, the newest always applied. Text beyond one message is cut.
+func (a *Adapter) Edit(ctx context.Context, msg platform.Target, text string) error {
+	if parts := splitForDiscord(discordMarkdown(text)); len(parts) > 0 {
+		text = parts[0]
+	}
+	return a.wire.edit(ctx, msg, text, text, nil)
+}
+
+// Delete removes one of the bot's messages; one already gone is fine.
+func (a *Adapter) Delete(ctx context.Context, msg platform.Target) error {
+	if err := a.wire.delete(ctx, msg); err != nil {
 		return err
 	}
-	var err error
-	if a.gate == nil {
-		err = a.connect(ctx)
-	} else {
-		err = a.runGated(ctx)
-	}
-	if err != nil {
-		return err
-	}
-	a.setStatus(platform.Stopped, "")
+	a.replies.Forget(msg)
 	return nil
 }
 
-// connect holds the gateway connection open, reopening it when it drops,
-// until ctx ends (nil) or the gateway refuses the bot (the error). The
-// connection is closed when it returns.
-func (a *Adapter) connect(ctx context.Context) error {
-	a.conns.reset()
-	drain(a.disconnected) // a late one of an earlier connection
-	// Cutting the connections unblocks an Open waiting for HELLO or READY
-	// (it has no context). An open connection is closed by Close instead:
-	// cut under it, the library's reader would close the session itself,
-	// possibly once a later Open has made a new connection, and close that.
-	var opening atomic.Bool
-	stopConns := context.AfterFunc(ctx, func() {
-		if opening.Load() {
-			a.conns.closeAll()
-		}
-	})
-	defer stopConns()
-	defer func() {
-		a.session.Close()
-		a.conns.closeAll()
-		drain(a.disconnected)
-	}()
-	failures := 0
-	for ctx.Err() == nil {
-		opening.Store(true)
-		if ctx.Err() != nil {
-			break
-		}
-		err := a.session.Open()
-		opening.Store(false)
-		if errors.Is(err, discordgo.ErrWSAlreadyOpen) {
-			err = nil
-		}
-		if ctx.Err() != nil {
-			break
-		}
-		if err != nil {
-			if fatal := gatewayFatal(err); fatal != nil {
-				a.setStatus(refusal(fatal), fatal.Error())
-				a.log.Error("Discord gateway refused the bot", "error", fatal)
-				return fmt.Errorf("discord %s: %w", a.cfg.Name, fatal)
-			}
-			failures++
-			a.setStatus(platform.TransientDisconnect, err.Error())
-			a.log.Warn("Discord gateway connection failed, retrying", "error", err, "attempt", failures)
-			_ = backoff.Sleep(ctx, backoff.Delay(failures, a.backoffMin, a.backoffMax))
-			continue
-		}
-		a.conns.opened()
-		if failures > 0 {
-			a.log.Info("Discord gateway reconnected", "after_failures", failures)
-		}
-		failures = 0
-		a.setStatus(platform.Connected, "")
-		select {
-		case <-ctx.Done():
-		case <-a.disconnected:
-			// The library dropped the connection (read error, missed
-			// heartbeat ACKs, op 7). Close makes sure it is down and emits
-			// one more disconnect event, drained so it cannot cut the next
-			// connection short.
-			a.session.Close()
-			drain(a.disconnected)
-			a.setStatus(platform.TransientDisconnect, "connection lost")
-			a.log.Warn("Discord gateway connection lost, reconnecting")
-			failures = 1
-			_ = backoff.Sleep(ctx, backoff.Delay(failures, a.backoffMin, a.backoffMax))
-		}
-	}
-	return nil
+// Typing shows "<bot> is typing…" for about ten seconds.
+func (a *Adapter) Typing(ctx context.Context, to platform.Target) error {
+	return a.wire.typing(ctx, to)
 }
 
-// checkToken asks /gateway/bot once: it is the one discovery call that
-// needs the token, so a wrong token fails here with a clear error instead
-// of as a closed gateway.
-func (a *Adapter) checkToken(ctx context.Context) error {
-	return backoff.Retry(ctx, a.backoffMin, a.backoffMax, func() (bool, error) {
-		var gb *discordgo.GatewayBotResponse
-		err := a.rest(ctx, func(opts ...discordgo.RequestOption) error {
-			var err error
-			gb, err = a.session.GatewayBot(opts...)
-			return err
-		})
-		if err == nil {
-			a.log.Debug("Discord gateway discovered", "shards", gb.Shards, "session_starts_left", gb.SessionStartLimit.Remaining)
-			return true, nil
-		}
-		var re *discordgo.RESTError
-		if errors.As(err, &re) && re.Response != nil && re.Response.StatusCode == http.StatusUnauthorized {
-			return true, fmt.Errorf("discord %s: %w", a.cfg.Name, ErrUnauthorized)
-		}
-		return false, err
-	}, func(err error, attempt int) {
-		a.setStatus(platform.TransientDisconnect, err.Error())
-		a.log.Warn("Discord gateway discovery failed, retrying", "error", err, "attempt", attempt)
-	})
+// React adds the bot's reaction to a message.
+func (a *Adapter) React(ctx context.Context, msg platform.Target, name string) error {
+	return a.wire.react(ctx, msg, name)
 }
 
-// refusal is the state for an error no reconnect fixes: a refused token
-// is bad credentials, anything else (the intents, the cluster's gate) a
-// failure the admin must look at.
-func refusal(err error) platform.ConnState {
-	if errors.Is(err, ErrUnauthorized) {
-		return platform.BadCredentials
-	}
-	return platform.Failing
+// Unreact removes the bot's own reaction.
+func (a *Adapter) Unreact(ctx context.Context, msg platform.Target, name string) error {
+	return a.wire.unreact(ctx, msg, name)
 }
 
-// gatewayFatal maps the gateway close codes that no reconnect can fix.
-func gatewayFatal(err error) error {
-	var ce *websocket.CloseError
-	if !errors.As(err, &ce) {
-		return nil
-	}
-	switch ce.Code {
-	case 4004:
-		return ErrUnauthorized
-	case 4013, 4014:
-		return ErrIntentsDisallowed
-	}
-	return nil
+// Capabilities: Discord edits messages, within a bucket of about five
+// edits per five seconds for each channel (the adapter spaces every edit
+// in a channel EditInterval apart, one a second by default, and waits out
+// a 429); it has buttons and multi-select menus and deletes the bot's
+// posts. EditInterval gives a streamed reply half the channel's budget, so
+// that progress and prompts in the same channel still get through.
+func (a *Adapter) Capabilities() platform.Capabilities {
+	c := platform.Abilities(a)
+	c.MessageLimit = splitLimit - 100
+	c.EditRate = platform.EditRate{Interval: a.cfg.EditInterval}
+	c.EditInterval = 2 * a.cfg.EditInterval
+	c.MultiSelect = true
+	c.OptionLabelLimit = buttonLabelMax
+	return c
 }
 
-// hand runs ev, which hands an event to Run's handler, on the gateway's
-// reader: events reach the engine in the order Discord sent them, and the
-// engine's accept path (dedupe, journal, return) is quick. Once Run is
-// stopping nothing more is handed over; what comes then is dropped, as
-// the gateway's events are not acknowledged one by one.
-func (a *Adapter) hand(ev func(context.Context, platform.Handler)) {
-	a.mu.Lock()
-	ctx, h := a.runCtx, a.handler
-	if h == nil || ctx.Err() != nil {
-		a.mu.Unlock()
-		return
-	}
-	a.handing.Add(1) // under mu, so before Run's Wait
-	a.mu.Unlock()
-	defer a.handing.Done()
-	ev(ctx, h)
+// EditReply makes msgs show text as Send would post it: a part a message
+// already shows is left alone, a changed one is edited (paced per
+// channel; a newer edit of the same message replaces one that waits), and
+// parts beyond msgs are posted after them.
+func (a *Adapter) EditReply(ctx context.Context, to platform.Target, msgs []platform.Target, text string) ([]platform.Target, error) {
+	return a.replies.EditReply(ctx, to, msgs, text)
 }
 
-func (a *Adapter) onReady(_ *discordgo.Session, r *discordgo.Ready) {
-	if r.User == nil {
-		return
-	}
-	a.mu.Lock()
-	a.selfID = r.User.ID
-	a.mu.Unlock()
-	a.log.Info("Discord bot connected", "bot", r.User.Username, "guilds", len(r.Guilds))
+// SendReply posts text as Send does, each part with a nonce from r.Key
+// that Discord enforces (see platform.Replier). With r.Key empty it is
+// Send, minus the parts r.Done names. Discord does not say whether it
+// created a message or returned an earlier one, so Posted counts the
+// parts sent and Found stays 0.
+func (a *Adapter) SendReply(ctx context.Context, to platform.Target, text string, r platform.Reply) (platform.ReplyResult, error) {
+	return a.replies.SendReply(ctx, to, text, r)
 }
 
-func (a *Adapter) onDisconnect(_ *discordgo.Session, _ *discordgo.Disconnect) {
-	select {
-	case a.disconnected <- struct{}{}:
-	default:
-	}
+// FinishReply makes the streamed messages msgs show the reply
+// (platform.ReplyFinisher): each gets its part through an edit (an edit
+// cannot carry a nonce; applying it again after a restart changes
+// nothing), and the parts beyond msgs are posted as SendReply posts them,
+// with the reply's nonces, so that Discord answers a repeat within its
+// window with the message it has. The edits keep the channel's spacing
+// (EditInterval, about Discord's own bucket of five edits in five seconds
+// a channel), which a final edit waits out at most once.
+func (a *Adapter) FinishReply(ctx context.Context, to platform.Target, msgs []platform.Target, text string, r platform.Reply) ([]platform.Target, error) {
+	return a.replies.FinishReply(ctx, to, msgs, text, r)
 }
 
-func drain(c chan struct{}) {
-	for {
-		select {
-		case <-c:
-		default:
-			return
-		}
-	}
+// AskPermission posts the request with Allow, Always allow and Deny
+// buttons; presses come back through Handler.HandleAction with the
+// presser's user id. The request's text is shown whole: when it is over
+// one message, the parts before the last are posted first and the buttons
+// go under the last.
+func (a *Adapter) AskPermission(ctx context.Context, to platform.Target, p platform.PermissionPrompt) (platform.Target, error) {
+	return a.prompts.askPermission(ctx, to, p)
+}
+
+// ResolvePermission shows the outcome under the prompt and removes the
+// buttons. A prompt with no room left for the outcome keeps its text, and
+// the outcome follows as a message of its own.
+func (a *Adapter) ResolvePermission(ctx context.Context, prompt platform.Target, outcome string) error {
+	return a.prompts.resolvePermission(ctx, prompt, outcome)
+}
+
+// AskQuestions posts Claude's questions: the text of all of them, then an
+// action row per open question (a button per option, or a multi-select
+// menu whose closing answers it) and one with Dismiss. Text over one
+// message goes first as messages of its own; the components go under the
+// last part.
+func (a *Adapter) AskQuestions(ctx context.Context, to platform.Target, p platform.QuestionPrompt) (platform.Target, error) {
+	return a.prompts.askQuestions(ctx, to, p)
+}
+
+// UpdateQuestions redraws the prompt's message: answered questions lose
+// their components, a closed prompt all of them. Only the message holding
+// the components is edited: when the text is over one message, it shows
+// the last part of the text as it is now.
+func (a *Adapter) UpdateQuestions(ctx context.Context, prompt platform.Target, p platform.QuestionPrompt) error {
+	return a.prompts.updateQuestions(ctx, prompt, p)
+}
+
+// History reads a conversation's earlier messages (platform.HistoryReader):
+// a thread's messages, preceded by the message it was started from (which
+// lives in the parent channel), or a channel's or DM's own. The bot needs
+// View Channel and Read Message History there: without the latter Discord
+// shows no messages, which is no error.
+func (a *Adapter) History(ctx context.Context, conv platform.Target, q platform.HistoryQuery) ([]platform.HistoryMessage, error) {
+	return a.reader.history(ctx, conv, q)
+}
+
+// OpenAttachment downloads a file again from its Ref (its CDN URL), for a
+// message replayed after a restart; Discord's links expire after a while,
+// and then the download fails.
+func (a *Adapter) OpenAttachment(ctx context.Context, at platform.Attachment) (io.ReadCloser, error) {
+	return a.files.download(ctx, at.Ref)
+}
+
+// MaxFileSize is what Discord takes in a server without boosts.
+func (a *Adapter) MaxFileSize(platform.Target) int64 { return UploadLimit }
+
+// SendFile posts f as a message with an attachment, in the conversation's
+// thread (opening a planned one), the comment as its content when it fits
+// in one message, else the comment's parts first. Nobody is mentioned.
+func (a *Adapter) SendFile(ctx context.Context, to platform.Target, f platform.OutgoingFile) (platform.Target, error) {
+	return a.files.send(ctx, to, f)
 }

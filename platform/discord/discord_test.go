@@ -405,7 +405,7 @@ func TestSilentGatewayIsRetried(t *testing.T) {
 	f := fakediscord.New(t)
 	f.SetSilent(1)
 	a := newTestAdapter(t, f, nil)
-	a.conns.openTimeout = 200 * time.Millisecond
+	a.gateway.conns.openTimeout = 200 * time.Millisecond
 	runConnected(t, f, a, platformtest.NewHandler())
 	if fr := f.Frame(t); fr.Op != 2 {
 		t.Fatalf("after a silent gateway the client sent op %d, want IDENTIFY", fr.Op)
@@ -451,7 +451,7 @@ func TestTypingEditAttachments(t *testing.T) {
 	f := fakediscord.New(t)
 	f.AddChannel(thread)
 	a := newTestAdapter(t, f, nil)
-	a.edits = coalesce.New(coalesce.NewInterval(time.Millisecond))
+	a.wire.edits = coalesce.New(coalesce.NewInterval(time.Millisecond))
 	h := platformtest.NewHandler()
 	runConnected(t, f, a, h)
 	ctx := context.Background()

@@ -3,8 +3,7 @@ package discord
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
+	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,15 +13,14 @@ import (
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/cc-connect/cc-connect/platform"
-	"github.com/cc-connect/cc-connect/platform/internal/permbutton"
 )
 
 // onMessageCreate filters what the engine must not see and hands the rest
 // to it; it runs on the gateway reader, in the order Discord sent the
 // events.
-func (a *Adapter) onMessageCreate(_ *discordgo.Session, ev *discordgo.MessageCreate) {
+func (g *gateway) onMessageCreate(_ *discordgo.Session, ev *discordgo.MessageCreate) {
 	m := ev.Message
-	if m == nil || m.Author == nil || m.Author.Bot || m.Author.ID == a.self() || m.WebhookID != "" {
+	if m == nil || m.Author == nil || m.Author.Bot || m.Author.ID == g.self.get() || m.WebhookID != "" {
 		return
 	}
 	if m.Type != discordgo.MessageTypeDefault && m.Type != discordgo.MessageTypeReply {
@@ -30,16 +28,29 @@ func (a *Adapter) onMessageCreate(_ *discordgo.Session, ev *discordgo.MessageCre
 	}
 	// A redelivery carries the same id: the engine's one duplicate check
 	// catches it.
-	a.hand(func(ctx context.Context, h platform.Handler) {
-		msg, ok := a.toMessage(ctx, m)
+	g.hand(func(ctx context.Context, h platform.Handler) {
+		msg, ok := g.reader.toMessage(ctx, m)
 		if !ok {
 			return
 		}
-		a.log.Debug("Discord message received", "channel", msg.Target.Channel, "thread", msg.Target.Thread, "user_id", msg.UserID, "user_name", msg.UserName, "mentioned", msg.Mentioned)
+		g.log.Debug("Discord message received", "channel", msg.Target.Channel, "thread", msg.Target.Thread, "user_id", msg.UserID, "user_name", msg.UserName, "mentioned", msg.Mentioned)
 		if _, err := h.HandleMessage(ctx, msg); err != nil && ctx.Err() == nil {
-			a.log.Warn("Engine did not accept Discord message", "channel", msg.Target.Channel, "thread", msg.Target.Thread, "error", err)
+			g.log.Warn("Engine did not accept Discord message", "channel", msg.Target.Channel, "thread", msg.Target.Thread, "error", err)
 		}
 	})
+}
+
+// reader reads Discord's messages by one set of rules, as they come
+// (toMessage) and from a channel's history (history.go): who wrote them,
+// whether they address the bot, which conversation they belong to (what a
+// channel is: a thread, and of which channel).
+type reader struct {
+	cfg     Config
+	log     *slog.Logger
+	self    *botSelf
+	wire    *wire
+	threads *threadBook
+	files   *files
 }
 
 // toMessage normalizes a user message. Routing: a DM is its own channel; a
@@ -47,8 +58,8 @@ func (a *Adapter) onMessageCreate(_ *discordgo.Session, ev *discordgo.MessageCre
 // top-level channel message belongs to the channel, or with
 // ThreadPerMessage to a thread opened from it on the first reply (a thread
 // started from a message has the message's id).
-func (a *Adapter) toMessage(ctx context.Context, m *discordgo.Message) (platform.Message, bool) {
-	self := a.self()
+func (r *reader) toMessage(ctx context.Context, m *discordgo.Message) (platform.Message, bool) {
+	self := r.self.get()
 	text, mentioned := stripMention(m.Content, self)
 	for _, u := range m.Mentions {
 		if u != nil && u.ID == self {
@@ -60,27 +71,27 @@ func (a *Adapter) toMessage(ctx context.Context, m *discordgo.Message) (platform
 	}
 	// Discord's autocomplete often offers the bot's own managed role for
 	// "@bot"; a mention of that role addresses the bot too.
-	if role := a.ownRoleMentioned(m.GuildID, m.MentionRoles); role != "" {
+	if role := r.ownRoleMentioned(m.GuildID, m.MentionRoles); role != "" {
 		mentioned = true
 		text, _ = stripTag(text, "<@&"+role+">")
 	}
-	atts := a.attachments(m.Attachments)
+	atts := r.files.attachments(m.Attachments)
 	if text == "" && len(atts) == 0 {
 		return platform.Message{}, false
 	}
-	target := platform.Target{Platform: a.cfg.Name, Channel: m.ChannelID, MessageID: m.ID}
+	target := platform.Target{Platform: r.cfg.Name, Channel: m.ChannelID, MessageID: m.ID}
 	isDM := m.GuildID == ""
 	if !isDM {
-		info, err := a.channelInfo(ctx, m.ChannelID)
+		info, err := r.channelInfo(ctx, m.ChannelID)
 		switch {
 		case err != nil:
-			a.log.Warn("Discord channel lookup failed; treating it as a plain channel", "channel", m.ChannelID, "error", err)
+			r.log.Warn("Discord channel lookup failed; treating it as a plain channel", "channel", m.ChannelID, "error", err)
 		case info.isThread:
 			target.Channel, target.Thread = info.parent, m.ChannelID
-			a.threads.markKnown(m.ChannelID)
-		case a.cfg.ThreadPerMessage:
+			r.threads.markKnown(m.ChannelID)
+		case r.cfg.ThreadPerMessage:
 			target.Thread = m.ID
-			a.threads.plan(m.ID, threadName(text))
+			r.threads.plan(m.ID, threadName(text))
 		}
 	}
 	name := m.Author.Username
@@ -126,20 +137,20 @@ func stripTag(content, tag string) (string, bool) {
 
 // ownRoleMentioned returns the bot's managed role among roles, if any,
 // from the gateway state (GUILD_CREATE lists the bot's member and roles).
-func (a *Adapter) ownRoleMentioned(guildID string, roles []string) string {
+func (r *reader) ownRoleMentioned(guildID string, roles []string) string {
 	if guildID == "" || len(roles) == 0 {
 		return ""
 	}
-	mem, err := a.session.State.Member(guildID, a.self())
+	mem, err := r.wire.session.State.Member(guildID, r.self.get())
 	if err != nil {
 		return ""
 	}
-	for _, r := range roles {
-		if !slices.Contains(mem.Roles, r) {
+	for _, id := range roles {
+		if !slices.Contains(mem.Roles, id) {
 			continue
 		}
-		if role, err := a.session.State.Role(guildID, r); err == nil && role.Managed {
-			return r
+		if role, err := r.wire.session.State.Role(guildID, id); err == nil && role.Managed {
+			return id
 		}
 	}
 	return ""
@@ -161,55 +172,6 @@ func threadName(text string) string {
 	return line
 }
 
-// attachments lists a message's files; Open downloads from Discord's CDN
-// through the adapter's HTTP client.
-func (a *Adapter) attachments(in []*discordgo.MessageAttachment) []platform.Attachment {
-	var out []platform.Attachment
-	for _, at := range in {
-		if at == nil || at.URL == "" {
-			continue
-		}
-		u := at.URL
-		size := int64(at.Size)
-		if at.Size <= 0 {
-			size = -1
-		}
-		out = append(out, platform.Attachment{
-			Name: at.Filename,
-			Size: size,
-			Mime: at.ContentType,
-			Ref:  u,
-			Open: func(ctx context.Context) (io.ReadCloser, error) { return a.download(ctx, u) },
-		})
-	}
-	return out
-}
-
-var _ platform.AttachmentOpener = (*Adapter)(nil)
-
-// OpenAttachment downloads a file again from its Ref (its CDN URL), for a
-// message replayed after a restart; Discord's links expire after a while,
-// and then the download fails.
-func (a *Adapter) OpenAttachment(ctx context.Context, at platform.Attachment) (io.ReadCloser, error) {
-	return a.download(ctx, at.Ref)
-}
-
-func (a *Adapter) download(ctx context.Context, u string) (io.ReadCloser, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return nil, fmt.Errorf("downloading discord attachment: %w", err)
-	}
-	resp, err := a.httpClient.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("downloading discord attachment: %w", err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		resp.Body.Close()
-		return nil, fmt.Errorf("downloading discord attachment: HTTP %d", resp.StatusCode)
-	}
-	return resp.Body, nil
-}
-
 // channelInfo says whether a channel is a thread, and its parent. The
 // gateway state knows channels of guilds the bot is in; others are asked
 // for once over REST and remembered.
@@ -223,26 +185,26 @@ type chanInfo struct {
 // can be handed over, and holds up the events behind it meanwhile.
 const channelLookupWait = 10 * time.Second
 
-func (a *Adapter) channelInfo(ctx context.Context, id string) (chanInfo, error) {
-	if ch, err := a.session.State.Channel(id); err == nil {
+func (r *reader) channelInfo(ctx context.Context, id string) (chanInfo, error) {
+	if ch, err := r.wire.session.State.Channel(id); err == nil {
 		return chanInfo{isThread: ch.IsThread(), parent: ch.ParentID}, nil
 	}
-	if info, ok := a.threads.info(id); ok {
+	if info, ok := r.threads.info(id); ok {
 		return info, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, channelLookupWait)
 	defer cancel()
 	var ch *discordgo.Channel
-	err := a.rest(ctx, func(opts ...discordgo.RequestOption) error {
+	err := r.wire.rest(ctx, func(opts ...discordgo.RequestOption) error {
 		var err error
-		ch, err = a.session.Channel(id, opts...)
+		ch, err = r.wire.session.Channel(id, opts...)
 		return err
 	})
 	if err != nil {
 		return chanInfo{}, fmt.Errorf("looking up channel %s: %w", id, err)
 	}
 	info := chanInfo{isThread: ch.IsThread(), parent: ch.ParentID}
-	a.threads.remember(id, info)
+	r.threads.remember(id, info)
 	return info, nil
 }
 
@@ -317,70 +279,31 @@ func (b *threadBook) plannedName(id string) string {
 // onInteractionCreate answers a button press at once with a deferred
 // update (Discord allows 3 seconds and shows "interaction failed" after),
 // then hands it to the engine.
-func (a *Adapter) onInteractionCreate(_ *discordgo.Session, ev *discordgo.InteractionCreate) {
+func (g *gateway) onInteractionCreate(_ *discordgo.Session, ev *discordgo.InteractionCreate) {
 	i := ev.Interaction
-	if i == nil || i.Type != discordgo.InteractionMessageComponent {
+	if i == nil || i.Type != discordgo.InteractionMessageComponent || !g.buttons.firstPress(i.ID) {
 		return
 	}
-	// A press is answered once: a second copy of the interaction would
-	// fail its response and answer the prompt twice.
-	if _, dup := a.interactions.Get(i.ID); dup {
-		return
-	}
-	a.interactions.Put(i.ID, struct{}{})
-	a.mu.Lock()
-	runCtx := a.runCtx
-	a.mu.Unlock()
+	g.mu.Lock()
+	runCtx := g.runCtx
+	g.mu.Unlock()
 	ctx, cancel := context.WithTimeout(runCtx, 3*time.Second)
-	err := a.rest(ctx, func(opts ...discordgo.RequestOption) error {
-		return a.session.InteractionRespond(i, &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredMessageUpdate}, opts...)
+	err := g.wire.rest(ctx, func(opts ...discordgo.RequestOption) error {
+		return g.wire.session.InteractionRespond(i, &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredMessageUpdate}, opts...)
 	})
 	cancel()
 	if err != nil {
-		a.log.Warn("Answering Discord button press failed", "channel", i.ChannelID, "error", err)
+		g.log.Warn("Answering Discord button press failed", "channel", i.ChannelID, "error", err)
 	}
-	data := i.MessageComponentData()
-	var (
-		question int
-		options  platform.OptionSet
-	)
-	choice, ref, ok := permbutton.Decode(data.CustomID)
+	act, ok := g.buttons.press(i)
 	if !ok {
-		choice, question, options, ref, ok = questionPress(data)
-	}
-	if !ok {
-		return
-	}
-	reqID, ok := a.promptRefs.RequestID(ref)
-	if !ok {
-		a.log.Warn("Discord button press for an unknown prompt", "channel", i.ChannelID)
-		return
-	}
-	u := i.User
-	if i.Member != nil && i.Member.User != nil {
-		u = i.Member.User
-	}
-	if u == nil || i.Message == nil {
 		return
 	}
 	msgID := i.Message.ID
-	user := u
-	a.hand(func(ctx context.Context, h platform.Handler) {
-		// The prompt's remembered target saves a channel lookup, but only
-		// where the press was made in that channel: the engine matches a
-		// press to its request by where it came from too.
-		pp, ok := a.prompts.Get(msgID)
-		target := pp.target
-		if !ok || msgChannel(pp.target) != i.ChannelID {
-			target = platform.Target{Platform: a.cfg.Name, Channel: i.ChannelID, MessageID: msgID}
-			if info, err := a.channelInfo(ctx, i.ChannelID); err == nil && info.isThread {
-				target.Channel, target.Thread = info.parent, i.ChannelID
-			}
-		}
-		act := platform.Action{ID: i.ID, Target: target, UserID: user.ID, UserName: user.Username, RequestID: reqID, Choice: choice,
-			Question: question, Options: options}
+	g.hand(func(ctx context.Context, h platform.Handler) {
+		act.Target = g.buttons.target(ctx, i.ChannelID, msgID)
 		if err := h.HandleAction(ctx, act); err != nil && ctx.Err() == nil {
-			a.log.Warn("Engine did not accept Discord button press", "channel", target.Channel, "thread", target.Thread, "error", err)
+			g.log.Warn("Engine did not accept Discord button press", "channel", act.Target.Channel, "thread", act.Target.Thread, "error", err)
 		}
 	})
 }

@@ -30,33 +30,28 @@ import (
 // waits a second, then the lease is released). The users of those
 // messages see no answer and send again.
 
-// SetGate makes Run open the gateway only while this host holds g's
-// tenure. Call it before Run; without it the adapter always connects, as
-// a host alone does.
-func (a *Adapter) SetGate(g platform.Gate) { a.gate = g }
-
 // runGated holds the gateway through one tenure after another until ctx
 // ends.
-func (a *Adapter) runGated(ctx context.Context) error {
+func (g *gateway) runGated(ctx context.Context) error {
 	// The bot's own id is learnt from READY on the holder; the other
 	// hosts post and read history, which need it, so they ask REST.
-	if err := a.learnSelf(ctx); err != nil {
+	if err := g.learnSelf(ctx); err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
 		return err
 	}
 	for {
-		a.setStatus(platform.Standby, "another host holds the gateway")
-		t, err := a.gate.Acquire(ctx)
+		g.setStatus(platform.Standby, "another host holds the gateway")
+		t, err := g.gate.Acquire(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
-			a.setStatus(refusal(err), err.Error())
-			return fmt.Errorf("discord %s: waiting for the gateway shard: %w", a.cfg.Name, err)
+			g.state.Refused(err, ErrUnauthorized)
+			return fmt.Errorf("discord %s: waiting for the gateway shard: %w", g.cfg.Name, err)
 		}
-		a.log.Info("Discord gateway on this host")
+		g.log.Info("Discord gateway on this host")
 		tctx, cancel := context.WithCancel(ctx)
 		go func() {
 			select {
@@ -65,7 +60,7 @@ func (a *Adapter) runGated(ctx context.Context) error {
 			case <-tctx.Done():
 			}
 		}()
-		err = a.connect(tctx)
+		err = g.connect(tctx)
 		cancel()
 		if err != nil {
 			return err
@@ -73,29 +68,27 @@ func (a *Adapter) runGated(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		a.log.Warn("Discord gateway moved off this host", "error", t.Check())
+		g.log.Warn("Discord gateway moved off this host", "error", t.Check())
 	}
 }
 
 // learnSelf reads the bot's user (GET /users/@me), retrying passing
 // failures.
-func (a *Adapter) learnSelf(ctx context.Context) error {
-	return backoff.Retry(ctx, a.backoffMin, a.backoffMax, func() (bool, error) {
+func (g *gateway) learnSelf(ctx context.Context) error {
+	return backoff.Retry(ctx, g.wire.backoffMin, g.wire.backoffMax, func() (bool, error) {
 		var u *discordgo.User
-		err := a.rest(ctx, func(opts ...discordgo.RequestOption) error {
+		err := g.wire.rest(ctx, func(opts ...discordgo.RequestOption) error {
 			var err error
-			u, err = a.session.User("@me", opts...)
+			u, err = g.wire.session.User("@me", opts...)
 			return err
 		})
 		if err != nil {
-			return false, fmt.Errorf("discord %s: reading the bot's user: %w", a.cfg.Name, err)
+			return false, fmt.Errorf("discord %s: reading the bot's user: %w", g.cfg.Name, err)
 		}
-		a.mu.Lock()
-		a.selfID = u.ID
-		a.mu.Unlock()
+		g.self.set(u.ID)
 		return true, nil
 	}, func(err error, attempt int) {
-		a.setStatus(platform.TransientDisconnect, err.Error())
-		a.log.Warn("Reading the Discord bot's user failed, retrying", "error", err, "attempt", attempt)
+		g.setStatus(platform.TransientDisconnect, err.Error())
+		g.log.Warn("Reading the Discord bot's user failed, retrying", "error", err, "attempt", attempt)
 	})
 }

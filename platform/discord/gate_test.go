@@ -32,8 +32,8 @@ func TestGatedGatewayFollowsTheTenure(t *testing.T) {
 	if f.Connects() != 0 || f.Open() {
 		t.Fatal("the gateway was opened without a tenure")
 	}
-	if a.self() != fakediscord.BotID {
-		t.Errorf("the bot's id is %q without the gateway, want %s", a.self(), fakediscord.BotID)
+	if a.gateway.self.get() != fakediscord.BotID {
+		t.Errorf("the bot's id is %q without the gateway, want %s", a.gateway.self.get(), fakediscord.BotID)
 	}
 	if s := a.Status(); s != (platform.ConnStatus{State: platform.Standby, Detail: "another host holds the gateway"}) {
 		t.Errorf("status %q without a tenure", s)

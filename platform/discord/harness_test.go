@@ -21,9 +21,9 @@ func newTestAdapter(t *testing.T, f *fakediscord.Server, mod func(*Config)) *Ada
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.backoffMin = time.Millisecond
-	a.backoffMax = 5 * time.Millisecond
-	a.requestTimeout = 10 * time.Second
+	a.wire.backoffMin = time.Millisecond
+	a.wire.backoffMax = 5 * time.Millisecond
+	a.wire.requestTimeout = 10 * time.Second
 	return a
 }
 
@@ -36,7 +36,7 @@ func runConnected(t *testing.T, f *fakediscord.Server, a *Adapter, h platform.Ha
 	// The fake has sent READY; the adapter learns its own id from it on
 	// the gateway reader, which nothing signals: look until it has.
 	deadline := time.Now().Add(10 * time.Second)
-	for a.self() == "" {
+	for a.gateway.self.get() == "" {
 		if time.Now().After(deadline) {
 			t.Fatal("the adapter did not learn its own id from READY")
 		}

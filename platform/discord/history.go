@@ -1,23 +1,15 @@
 package discord
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"net/http"
-	"path"
 	"slices"
-	"strings"
 
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/cc-connect/cc-connect/platform"
-)
-
-var (
-	_ platform.HistoryReader = (*Adapter)(nil)
-	_ platform.FileSender    = (*Adapter)(nil)
 )
 
 const (
@@ -25,20 +17,19 @@ const (
 	historyPage = 100
 	// historyPages bounds the pages read for one History call.
 	historyPages = 10
-	// UploadLimit is what Discord takes in files per message in a server
-	// without boosts (10 MiB); boosted servers take more, which this
-	// adapter does not ask about.
-	UploadLimit = 10 << 20
 )
 
-// History reads a conversation's earlier messages (platform.HistoryReader):
-// a thread's messages, preceded by the message it was started from (which
-// lives in the parent channel), or a channel's or DM's own. The bot needs
-// View Channel and Read Message History there: without the latter Discord
-// shows no messages, which is no error.
-func (a *Adapter) History(ctx context.Context, conv platform.Target, q platform.HistoryQuery) ([]platform.HistoryMessage, error) {
+// history reads a conversation's earlier messages: a thread's, preceded
+// by the message it was started from, or a channel's or DM's own.
+func (r *reader) history(ctx context.Context, conv platform.Target, q platform.HistoryQuery) ([]platform.HistoryMessage, error) {
 	if q.Limit <= 0 {
 		return nil, nil
+	}
+	// Whether a message mentions the bot or is its own depends on who
+	// the bot is: after a restart, recovery reads a thread's root before
+	// Run has learnt it, and would take the thread as not the bot's.
+	if err := r.knownSelf(ctx); err != nil {
+		return nil, err
 	}
 	before := bareID(q.Before)
 	ch := conv.Channel
@@ -51,10 +42,10 @@ func (a *Adapter) History(ctx context.Context, conv platform.Target, q platform.
 	}
 	var root *platform.HistoryMessage
 	if inThread {
-		m, err := a.message(ctx, conv.Channel, conv.Thread)
+		m, err := r.message(ctx, conv.Channel, conv.Thread)
 		switch {
 		case err == nil:
-			if hm, ok := a.historyMessage(ch, m); ok {
+			if hm, ok := r.historyMessage(ch, m); ok {
 				hm.Root = true
 				root = &hm
 			}
@@ -69,7 +60,7 @@ func (a *Adapter) History(ctx context.Context, conv platform.Target, q platform.
 	if root != nil {
 		want--
 	}
-	latest, err := a.channelMessages(ctx, ch, before, want, inThread)
+	latest, err := r.channelMessages(ctx, ch, before, want, inThread)
 	if err != nil {
 		return nil, err
 	}
@@ -88,16 +79,16 @@ func (a *Adapter) History(ctx context.Context, conv platform.Target, q platform.
 // channelMessages reads the latest n messages of ch before before, oldest
 // first. A thread that does not exist yet (a planned ThreadPerMessage
 // thread) has none.
-func (a *Adapter) channelMessages(ctx context.Context, ch, before string, n int, thread bool) ([]platform.HistoryMessage, error) {
+func (r *reader) channelMessages(ctx context.Context, ch, before string, n int, thread bool) ([]platform.HistoryMessage, error) {
 	var out []platform.HistoryMessage
 	for range historyPages {
 		if len(out) >= n {
 			break
 		}
 		var page []*discordgo.Message
-		err := a.rest(ctx, func(opts ...discordgo.RequestOption) error {
+		err := r.wire.rest(ctx, func(opts ...discordgo.RequestOption) error {
 			var err error
-			page, err = a.session.ChannelMessages(ch, historyPage, before, "", "", opts...)
+			page, err = r.wire.session.ChannelMessages(ch, historyPage, before, "", "", opts...)
 			return err
 		})
 		if thread && isStatus(err, http.StatusNotFound) {
@@ -107,7 +98,7 @@ func (a *Adapter) channelMessages(ctx context.Context, ch, before string, n int,
 			return nil, fmt.Errorf("reading discord channel %s: %w", ch, err)
 		}
 		for _, m := range page { // newest first
-			if hm, ok := a.historyMessage(ch, m); ok && len(out) < n {
+			if hm, ok := r.historyMessage(ch, m); ok && len(out) < n {
 				out = append(out, hm)
 			}
 		}
@@ -121,11 +112,11 @@ func (a *Adapter) channelMessages(ctx context.Context, ch, before string, n int,
 }
 
 // message reads one message.
-func (a *Adapter) message(ctx context.Context, ch, id string) (*discordgo.Message, error) {
+func (r *reader) message(ctx context.Context, ch, id string) (*discordgo.Message, error) {
 	var m *discordgo.Message
-	err := a.rest(ctx, func(opts ...discordgo.RequestOption) error {
+	err := r.wire.rest(ctx, func(opts ...discordgo.RequestOption) error {
 		var err error
-		m, err = a.session.ChannelMessage(ch, id, opts...)
+		m, err = r.wire.session.ChannelMessage(ch, id, opts...)
 		return err
 	})
 	return m, err
@@ -134,18 +125,18 @@ func (a *Adapter) message(ctx context.Context, ch, id string) (*discordgo.Messag
 // historyMessage reads a message by the rules toMessage applies to
 // events; ok is false for system messages (joins, pins, a thread's starter
 // notice).
-func (a *Adapter) historyMessage(ch string, m *discordgo.Message) (platform.HistoryMessage, bool) {
+func (r *reader) historyMessage(ch string, m *discordgo.Message) (platform.HistoryMessage, bool) {
 	if m == nil || m.Author == nil || (m.Type != discordgo.MessageTypeDefault && m.Type != discordgo.MessageTypeReply) {
 		return platform.HistoryMessage{}, false
 	}
-	self := a.self()
+	self := r.self.get()
 	text, mentioned := stripMention(m.Content, self)
 	for _, u := range m.Mentions {
 		if u != nil && u.ID == self {
 			mentioned = true
 		}
 	}
-	if role := a.ownRoleMentioned(m.GuildID, m.MentionRoles); role != "" {
+	if role := r.ownRoleMentioned(m.GuildID, m.MentionRoles); role != "" {
 		mentioned = true
 		text, _ = stripTag(text, "<@&"+role+">")
 	}
@@ -174,50 +165,21 @@ func isStatus(err error, status int) bool {
 	return errors.As(err, &re) && re.Response != nil && re.Response.StatusCode == status
 }
 
-// MaxFileSize is what Discord takes in a server without boosts.
-func (a *Adapter) MaxFileSize(platform.Target) int64 { return UploadLimit }
-
-// SendFile posts f as a message with an attachment, in the conversation's
-// thread (opening a planned one), the comment as its content when it fits
-// in one message, else the comment's parts first. Nobody is mentioned.
-func (a *Adapter) SendFile(ctx context.Context, to platform.Target, f platform.OutgoingFile) (platform.Target, error) {
-	name := path.Base(strings.ReplaceAll(f.Name, "\\", "/"))
-	if name == "" || name == "." || name == "/" {
-		return platform.Target{}, errors.New("discord send file: the file has no name")
+// knownSelf makes sure the bot's user id is known, reading it once
+// (GET /users/@me) when Run has not learnt it yet.
+func (r *reader) knownSelf(ctx context.Context) error {
+	if r.self.get() != "" {
+		return nil
 	}
-	if len(f.Data) > UploadLimit {
-		return platform.Target{}, fmt.Errorf("discord send file %s: %w", name, &platform.FileTooLargeError{Size: int64(len(f.Data)), Limit: UploadLimit})
-	}
-	ch, err := a.postChannel(ctx, to)
-	if err != nil {
-		return platform.Target{}, err
-	}
-	content := ""
-	if strings.TrimSpace(f.Comment) != "" {
-		parts := splitForDiscord(discordMarkdown(f.Comment))
-		if len(parts) == 1 {
-			content = parts[0]
-		} else if _, err := a.Send(ctx, to, f.Comment); err != nil {
-			return platform.Target{}, fmt.Errorf("posting the comment of %s: %w", name, err)
-		}
-	}
-	var m *discordgo.Message
-	err = a.rest(ctx, func(opts ...discordgo.RequestOption) error {
+	var u *discordgo.User
+	err := r.wire.rest(ctx, func(opts ...discordgo.RequestOption) error {
 		var err error
-		m, err = a.session.ChannelMessageSendComplex(ch, &discordgo.MessageSend{
-			Content:         content,
-			Files:           []*discordgo.File{{Name: name, ContentType: f.Mime, Reader: bytes.NewReader(f.Data)}},
-			AllowedMentions: noMentions(),
-		}, opts...)
+		u, err = r.wire.session.User("@me", opts...)
 		return err
 	})
-	if isStatus(err, http.StatusRequestEntityTooLarge) {
-		return platform.Target{}, fmt.Errorf("discord send file %s to %s: %w (%w)", name, ch,
-			&platform.FileTooLargeError{Size: int64(len(f.Data)), Limit: UploadLimit}, err)
-	}
 	if err != nil {
-		return platform.Target{}, fmt.Errorf("discord send file %s to %s: %w", name, ch, err)
+		return fmt.Errorf("discord %s: reading the bot's user: %w", r.cfg.Name, err)
 	}
-	a.log.Info("Discord file sent", "channel", to.Channel, "thread", to.Thread, "file", name, "size", len(f.Data))
-	return platform.Target{Platform: a.cfg.Name, Channel: to.Channel, Thread: to.Thread, MessageID: m.ID}, nil
+	r.self.setIfUnknown(u.ID)
+	return nil
 }

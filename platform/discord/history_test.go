@@ -85,6 +85,26 @@ func TestHistoryOfAThreadStartedFromAMessage(t *testing.T) {
 	})
 }
 
+// TestHistoryBeforeRunLearntTheBot: after a restart, recovery reads a
+// thread's root before Run has learnt the bot's user. The root's mention
+// must still read as one (and the bot's post as its own), or the thread
+// is taken as not the bot's and a reply without a mention is dropped.
+func TestHistoryBeforeRunLearntTheBot(t *testing.T) {
+	f := fakediscord.New(t)
+	f.AddChannel(guildChannel)
+	a := newTestAdapter(t, f, nil) // never Run
+	f.Put(fakediscord.Message{ID: "1000", ChannelID: "C1", AuthorID: "7", Content: "<@" + fakediscord.BotID + "> the build is red?"})
+	f.AddChannel(fakediscord.Channel{ID: "1000", Type: 11, GuildID: "G1", ParentID: "C1"})
+	f.Put(fakediscord.Message{ID: "1001", ChannelID: "1000", AuthorID: fakediscord.BotID, Content: "looking"})
+	ms, err := a.History(context.Background(), platform.Target{Platform: "dc-test", Channel: "C1", Thread: "1000"}, platform.HistoryQuery{Limit: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := summary(ms); got != "root user7:the build is red? (mentions) | ccbot:looking (self)" {
+		t.Errorf("history read before Run = %s", got)
+	}
+}
+
 func TestHistoryOfAChannelInPages(t *testing.T) {
 	f := fakediscord.New(t)
 	f.AddChannel(guildChannel)

@@ -47,7 +47,7 @@ func TestRateLimitEndsWithTheCaller(t *testing.T) {
 	f.AddChannel(guildChannel)
 	a := newTestAdapter(t, f, nil)
 	waiting := make(chan struct{}, 1)
-	a.log = slog.New(logSignal{msg: "Discord rate limit, waiting", c: waiting})
+	a.wire.log = slog.New(logSignal{msg: "Discord rate limit, waiting", c: waiting})
 	f.RateLimit("POST /channels/C1/messages", 3600)
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)

@@ -21,11 +21,7 @@ import (
 // reply posted again later than that window is posted a second time: a
 // message read back does not carry its nonce, so nothing else can tell.
 
-var (
-	_ platform.Replier       = (*Adapter)(nil)
-	_ platform.ReplyFinisher = (*Adapter)(nil)
-	_ replykit.Wire          = replyWire{}
-)
+var _ replykit.Wire = replyWire{}
 
 var (
 	_ platform.Replier       = (*Adapter)(nil)
@@ -49,31 +45,10 @@ type nonceSend struct {
 	EnforceNonce    bool                              `json:"enforce_nonce,omitempty"`
 }
 
-// SendReply posts text as Send does, each part with a nonce from r.Key
-// that Discord enforces (see platform.Replier). With r.Key empty it is
-// Send, minus the parts r.Done names. Discord does not say whether it
-// created a message or returned an earlier one, so Posted counts the
-// parts sent and Found stays 0.
-func (a *Adapter) SendReply(ctx context.Context, to platform.Target, text string, r platform.Reply) (platform.ReplyResult, error) {
-	return a.replies.SendReply(ctx, to, text, r)
-}
-
-// FinishReply makes the streamed messages msgs show the reply
-// (platform.ReplyFinisher): each gets its part through an edit (an edit
-// cannot carry a nonce; applying it again after a restart changes
-// nothing), and the parts beyond msgs are posted as SendReply posts them,
-// with the reply's nonces, so that Discord answers a repeat within its
-// window with the message it has. The edits keep the channel's spacing
-// (EditInterval, about Discord's own bucket of five edits in five seconds
-// a channel), which a final edit waits out at most once.
-func (a *Adapter) FinishReply(ctx context.Context, to platform.Target, msgs []platform.Target, text string, r platform.Reply) ([]platform.Target, error) {
-	return a.replies.FinishReply(ctx, to, msgs, text, r)
-}
-
 // replyWire is what the reply kit needs of Discord: Markdown parts under
 // its limit, a post with the part's nonce (opening the planned thread
 // first), and an edit paced with the channel's others.
-type replyWire struct{ a *Adapter }
+type replyWire struct{ w *wire }
 
 func (w replyWire) Split(text string) []string { return splitForDiscord(discordMarkdown(text)) }
 
@@ -81,8 +56,7 @@ func (w replyWire) Split(text string) []string { return splitForDiscord(discordM
 // MessageSend has no nonce field, so the post goes through the session's
 // own request path (rate limits and all) with a body that has one.
 func (w replyWire) Post(ctx context.Context, to platform.Target, p replykit.Part) (platform.Target, error) {
-	a := w.a
-	ch, err := a.postChannel(ctx, to)
+	ch, err := w.w.postChannel(ctx, to)
 	if err != nil {
 		return platform.Target{}, err
 	}
@@ -92,8 +66,8 @@ func (w replyWire) Post(ctx context.Context, to platform.Target, p replykit.Part
 	}
 	endpoint := discordgo.EndpointChannelMessages(ch)
 	var m discordgo.Message
-	err = a.rest(ctx, func(opts ...discordgo.RequestOption) error {
-		b, err := a.session.RequestWithBucketID("POST", endpoint, body, endpoint, opts...)
+	err = w.w.rest(ctx, func(opts ...discordgo.RequestOption) error {
+		b, err := w.w.session.RequestWithBucketID("POST", endpoint, body, endpoint, opts...)
 		if err != nil {
 			return err
 		}
@@ -102,13 +76,13 @@ func (w replyWire) Post(ctx context.Context, to platform.Target, p replykit.Part
 	if err != nil {
 		return platform.Target{}, fmt.Errorf("posting to %s: %w", ch, err)
 	}
-	return platform.Target{Platform: a.cfg.Name, Channel: to.Channel, Thread: to.Thread, MessageID: m.ID}, nil
+	return platform.Target{Platform: w.w.name, Channel: to.Channel, Thread: to.Thread, MessageID: m.ID}, nil
 }
 
 // Edit edits msg's content, paced with every other edit in its channel;
 // an edit cannot carry a nonce, so a final one is like any other.
 func (w replyWire) Edit(ctx context.Context, msg platform.Target, p replykit.Part, _ bool) error {
-	return w.a.editContent(ctx, msg, p.Text, nil)
+	return w.w.edit(ctx, msg, "", p.Text, nil)
 }
 
 func (w replyWire) ShownKey(msg platform.Target) string {

@@ -54,14 +54,14 @@ func TestServerErrorsRetriedOnlyWhenSafe(t *testing.T) {
 	}
 
 	bad := fakediscord.Answer{Status: 502, Body: `bad gateway`}
-	for range a.session.MaxRestRetries + 1 {
+	for range a.wire.session.MaxRestRetries + 1 {
 		f.Override(edit, bad)
 	}
 	before = count(edit)
 	if err := a.Edit(ctx, msg, "again"); err == nil {
 		t.Error("Edit through 502s past discordgo's retries succeeded")
 	}
-	if n, want := count(edit)-before, a.session.MaxRestRetries+1; n != want {
+	if n, want := count(edit)-before, a.wire.session.MaxRestRetries+1; n != want {
 		t.Errorf("%d edit calls for 502s, want %d (discordgo's own retries only)", n, want)
 	}
 }

@@ -19,8 +19,9 @@ func (a *Adapter) SendDirect(ctx context.Context, userID, text string) (platform
 		return platform.Target{}, fmt.Errorf("sending a direct message: %q is not a Slack user id", userID)
 	}
 	var channel string
-	err := a.call(ctx, "conversations.open", false, func(ctx context.Context) error {
-		ch, _, _, err := a.api.OpenConversationContext(ctx, &slack.OpenConversationParameters{Users: []string{userID}})
+	w := a.wire
+	err := w.call(ctx, "conversations.open", false, func(ctx context.Context) error {
+		ch, _, _, err := w.api.OpenConversationContext(ctx, &slack.OpenConversationParameters{Users: []string{userID}})
 		if err == nil {
 			channel = ch.ID
 		}
@@ -29,8 +30,8 @@ func (a *Adapter) SendDirect(ctx context.Context, userID, text string) (platform
 	if err != nil {
 		return platform.Target{}, fmt.Errorf("opening a direct message with %s: %w", userID, err)
 	}
-	to := platform.Target{Platform: a.cfg.Name, Channel: channel}
-	ts, err := a.post(ctx, to, slack.MsgOptionText(text, false), slack.MsgOptionDisableLinkUnfurl(), slack.MsgOptionDisableMediaUnfurl())
+	to := platform.Target{Platform: w.name, Channel: channel}
+	ts, err := w.post(ctx, to, slack.MsgOptionText(text, false), slack.MsgOptionDisableLinkUnfurl(), slack.MsgOptionDisableMediaUnfurl())
 	if err != nil {
 		return platform.Target{}, fmt.Errorf("sending a direct message to %s: %w", userID, err)
 	}

@@ -3,12 +3,7 @@ package slack
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
 	"math"
-	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,7 +14,6 @@ import (
 	"github.com/slack-go/slack/socketmode"
 
 	"github.com/cc-connect/cc-connect/platform"
-	"github.com/cc-connect/cc-connect/platform/internal/retry"
 )
 
 // pump reads the Socket Mode client's events: it keeps the connection
@@ -34,7 +28,7 @@ import (
 // Slack wants its ack within 3 s and dedupes nothing for us. Once ctx
 // ends the pump hands nothing more over: what it has not read is not
 // acked, and Slack delivers it again.
-func (a *Adapter) pump(ctx context.Context, smc *socketmode.Client, in inbound, runErr <-chan error, sig socketSignals) error {
+func (s *socket) pump(ctx context.Context, smc *socketmode.Client, in inbound, runErr <-chan error, sig socketSignals) error {
 	lastTrouble := ""
 	for {
 		var evt socketmode.Event
@@ -51,36 +45,36 @@ func (a *Adapter) pump(ctx context.Context, smc *socketmode.Client, in inbound, 
 		switch evt.Type {
 		case socketmode.EventTypeConnecting:
 			if ev, ok := evt.Data.(*slack.ConnectingEvent); ok && (ev.ConnectionCount > 0 || ev.Attempt > 1 || lastTrouble != "") {
-				a.setStatus(platform.TransientDisconnect, orDefault(lastTrouble, "connection closed"))
-				a.log.Info("Slack reconnecting", "attempt", ev.Attempt, "reason", orDefault(lastTrouble, "connection closed"))
+				s.setStatus(platform.TransientDisconnect, orDefault(lastTrouble, "connection closed"))
+				s.log.Info("Slack reconnecting", "attempt", ev.Attempt, "reason", orDefault(lastTrouble, "connection closed"))
 			} else {
-				a.setStatus(platform.Connecting, "")
+				s.setStatus(platform.Connecting, "")
 			}
 		case socketmode.EventTypeConnectionError:
 			if ev, ok := evt.Data.(*slack.ConnectionErrorEvent); ok {
 				lastTrouble = errText(ev.ErrorObj)
-				a.setStatus(platform.TransientDisconnect, lastTrouble)
-				a.log.Warn("Slack connection failed", "error", ev.ErrorObj, "attempt", ev.Attempt)
+				s.setStatus(platform.TransientDisconnect, lastTrouble)
+				s.log.Warn("Slack connection failed", "error", ev.ErrorObj, "attempt", ev.Attempt)
 				signal(sig.failed)
 			}
 		case socketmode.EventTypeIncomingError:
 			if ev, ok := evt.Data.(*slack.IncomingEventError); ok && ctx.Err() == nil {
 				lastTrouble = "connection lost: " + errText(ev.ErrorObj)
-				a.setStatus(platform.TransientDisconnect, lastTrouble)
-				a.log.Warn("Slack connection lost", "error", ev.ErrorObj)
+				s.setStatus(platform.TransientDisconnect, lastTrouble)
+				s.log.Warn("Slack connection lost", "error", ev.ErrorObj)
 			}
 		case socketmode.EventTypeInvalidAuth:
-			a.log.Error("Slack refused the app token")
+			s.log.Error("Slack refused the app token")
 		case socketmode.EventTypeConnected:
 			signal(sig.connected)
 			lastTrouble = ""
-			a.setStatus(platform.Connected, "")
-			a.log.Info("Slack connected")
+			s.setStatus(platform.Connected, "")
+			s.log.Info("Slack connected")
 		case socketmode.EventTypeHello:
-			a.log.Debug("Slack said hello")
+			s.log.Debug("Slack said hello")
 		case socketmode.EventTypeErrorWriteFailed:
 			if ev, ok := evt.Data.(*socketmode.ErrorWriteFailed); ok {
-				a.log.Warn("Slack socket write failed", "error", ev.Cause)
+				s.log.Warn("Slack socket write failed", "error", ev.Cause)
 			}
 		case socketmode.EventTypeErrorBadMessage:
 			// The client could not parse the envelope. Ack it anyway so
@@ -92,36 +86,36 @@ func (a *Adapter) pump(ctx context.Context, smc *socketmode.Client, in inbound, 
 			}
 			var req socketmode.Request
 			if err := json.Unmarshal(bad.Message, &req); err != nil {
-				a.log.Warn("Slack sent an unreadable frame", "error", bad.Cause)
+				s.log.Warn("Slack sent an unreadable frame", "error", bad.Cause)
 				continue
 			}
 			if req.Type == socketmode.RequestTypeEventsAPI {
-				a.onRawEventsAPI(in, &req, a.acker(ctx, smc, req.EnvelopeID))
+				s.onRawEventsAPI(in, &req, s.acker(ctx, smc, req.EnvelopeID))
 			} else {
-				a.ack(ctx, smc, req.EnvelopeID)
-				a.log.Warn("Slack sent an unreadable envelope", "type", req.Type, "error", bad.Cause)
+				s.ack(ctx, smc, req.EnvelopeID)
+				s.log.Warn("Slack sent an unreadable envelope", "type", req.Type, "error", bad.Cause)
 			}
 		case socketmode.EventTypeEventsAPI:
 			if evt.Request == nil {
 				continue
 			}
-			a.onEventsAPI(in, evt.Request, evt.Data, a.acker(ctx, smc, evt.Request.EnvelopeID))
+			s.onEventsAPI(in, evt.Request, evt.Data, s.acker(ctx, smc, evt.Request.EnvelopeID))
 		case socketmode.EventTypeInteractive:
 			if evt.Request == nil {
 				continue
 			}
-			ack := a.acker(ctx, smc, evt.Request.EnvelopeID)
-			if !a.cfg.AckHandledOnly {
+			ack := s.acker(ctx, smc, evt.Request.EnvelopeID)
+			if !s.cfg.AckHandledOnly {
 				ack()
 			}
-			if cb, ok := evt.Data.(slack.InteractionCallback); !ok || !a.onInteraction(in, cb, ack) {
+			if cb, ok := evt.Data.(slack.InteractionCallback); !ok || !s.onInteraction(in, cb, ack) {
 				ack()
 			}
 		default:
 			// Slash commands and whatever Slack adds later: acked so Slack
 			// does not retry them, otherwise unused.
 			if evt.Request != nil {
-				a.ack(ctx, smc, evt.Request.EnvelopeID)
+				s.ack(ctx, smc, evt.Request.EnvelopeID)
 			}
 		}
 	}
@@ -139,16 +133,16 @@ const defaultAckWait = 2500 * time.Millisecond
 
 // acker returns a function that acks the envelope once, however often it
 // is called.
-func (a *Adapter) acker(ctx context.Context, smc *socketmode.Client, envelopeID string) func() {
-	return sync.OnceFunc(func() { a.ack(ctx, smc, envelopeID) })
+func (s *socket) acker(ctx context.Context, smc *socketmode.Client, envelopeID string) func() {
+	return sync.OnceFunc(func() { s.ack(ctx, smc, envelopeID) })
 }
 
-func (a *Adapter) ack(ctx context.Context, smc *socketmode.Client, envelopeID string) {
+func (s *socket) ack(ctx context.Context, smc *socketmode.Client, envelopeID string) {
 	if envelopeID == "" {
 		return
 	}
 	if err := smc.AckCtx(ctx, envelopeID, nil); err != nil && ctx.Err() == nil {
-		a.log.Warn("Acking Slack envelope failed", "error", err)
+		s.log.Warn("Acking Slack envelope failed", "error", err)
 	}
 }
 
@@ -202,38 +196,38 @@ type inFile struct {
 
 // onEventsAPI handles one events_api envelope as slack-go decoded it; ack
 // acks it. Whatever is not a new message for the engine is acked at once.
-func (a *Adapter) onEventsAPI(in inbound, req *socketmode.Request, data any, ack func()) {
+func (s *socket) onEventsAPI(in inbound, req *socketmode.Request, data any, ack func()) {
 	api, ok := data.(slackevents.EventsAPIEvent)
 	cb, _ := api.Data.(*slackevents.EventsAPICallbackEvent)
 	ev, _ := api.InnerEvent.Data.(*inEvent)
 	if !ok || cb == nil || ev == nil {
 		// Another event type (subscribed to, but not one the engine
 		// reads), or none.
-		a.log.Debug("Ignoring Slack event", "type", api.InnerEvent.Type)
+		s.log.Debug("Ignoring Slack event", "type", api.InnerEvent.Type)
 		ack()
 		return
 	}
-	if !a.handMessage(in, req, cb.EventID, ev, ack) {
+	if !s.handMessage(in, req, cb.EventID, ev, ack) {
 		ack()
 	}
 }
 
 // onRawEventsAPI handles an events_api envelope that slack-go could not
 // parse, decoding it here (more forgivingly).
-func (a *Adapter) onRawEventsAPI(in inbound, req *socketmode.Request, ack func()) {
+func (s *socket) onRawEventsAPI(in inbound, req *socketmode.Request, ack func()) {
 	var p eventsAPIPayload
 	var ev inEvent
 	if err := json.Unmarshal(req.Payload, &p); err != nil || len(p.Event) == 0 {
-		a.log.Warn("Slack event without a readable payload", "error", err)
+		s.log.Warn("Slack event without a readable payload", "error", err)
 		ack()
 		return
 	}
 	if err := json.Unmarshal(p.Event, &ev); err != nil {
-		a.log.Warn("Slack event not readable", "event_id", p.EventID, "error", err)
+		s.log.Warn("Slack event not readable", "event_id", p.EventID, "error", err)
 		ack()
 		return
 	}
-	if !a.handMessage(in, req, p.EventID, &ev, ack) {
+	if !s.handMessage(in, req, p.EventID, &ev, ack) {
 		ack()
 	}
 }
@@ -243,10 +237,10 @@ func (a *Adapter) onRawEventsAPI(in inbound, req *socketmode.Request, ack func()
 // after ackWait, whichever comes first (with AckHandledOnly only the
 // former). The message carries its sender's id alone: the engine reads
 // the name when it needs it (UserName), on the conversation's goroutine.
-func (a *Adapter) handMessage(in inbound, req *socketmode.Request, eventID string, ev *inEvent, ack func()) bool {
-	m, why := a.toMessage(*ev)
+func (s *socket) handMessage(in inbound, req *socketmode.Request, eventID string, ev *inEvent, ack func()) bool {
+	m, why := s.norm.toMessage(*ev)
 	if why != "" {
-		a.log.Debug("Ignoring Slack event", "type", ev.Type, "subtype", ev.Subtype, "channel", ev.Channel, "reason", why)
+		s.log.Debug("Ignoring Slack event", "type", ev.Type, "subtype", ev.Subtype, "channel", ev.Channel, "reason", why)
 		return false
 	}
 	// A mention arrives twice (message and app_mention, either first),
@@ -256,11 +250,11 @@ func (a *Adapter) handMessage(in inbound, req *socketmode.Request, eventID strin
 	// first is journaled (on this connection the second comes after the
 	// first returned; a copy on another connection, or another host's,
 	// waits in the engine's claim): the second's ack never comes first.
-	a.log.Debug("Slack message received", "channel", m.Target.Channel, "thread", m.Target.Thread, "event_id", eventID,
+	s.log.Debug("Slack message received", "channel", m.Target.Channel, "thread", m.Target.Thread, "event_id", eventID,
 		"type", ev.Type, "retry_attempt", req.RetryAttempt, "user_id", m.UserID, "dm", m.IsDM, "mentioned", m.Mentioned, "files", len(m.Attachments))
 	var deadline *time.Timer
-	if !a.cfg.AckHandledOnly {
-		deadline = time.AfterFunc(a.ackWait, ack)
+	if !s.cfg.AckHandledOnly {
+		deadline = time.AfterFunc(s.ackWait, ack)
 	}
 	res, err := in.h.HandleMessage(in.ctx, m)
 	ackedEarly := deadline != nil && !deadline.Stop()
@@ -268,35 +262,67 @@ func (a *Adapter) handMessage(in inbound, req *socketmode.Request, eventID strin
 	case err != nil && ackedEarly:
 		// Acked at the deadline, then not handled (the grace after a stop
 		// ran out, say): Slack will not deliver it again.
-		a.log.Error("Slack message acknowledged but not handed over", "channel", m.Target.Channel, "thread", m.Target.Thread,
+		s.log.Error("Slack message acknowledged but not handed over", "channel", m.Target.Channel, "thread", m.Target.Thread,
 			"event_id", eventID, "error", err)
 		return true
 	case err != nil:
 		// Not handled: left unacknowledged, Slack delivers it again.
 		if in.ctx.Err() == nil {
-			a.log.Warn("Handling Slack message failed", "channel", m.Target.Channel, "thread", m.Target.Thread, "error", err)
+			s.log.Warn("Handling Slack message failed", "channel", m.Target.Channel, "thread", m.Target.Thread, "error", err)
 		}
 		return true
 	}
-	a.log.Debug("Slack message handled", "channel", m.Target.Channel, "thread", m.Target.Thread,
+	s.log.Debug("Slack message handled", "channel", m.Target.Channel, "thread", m.Target.Thread,
 		"result", res.Status.String(), "position", res.Position, "reason", res.Reason)
 	ack()
 	return true
 }
 
+// onInteraction turns permission button presses into actions, hands them
+// to the handler, and reports whether there were any; ack acks the
+// envelope once the handler took every one (with AckHandledOnly it is not
+// acked before: a cluster host's handler publishes the press, and a press
+// it could not publish is not acked, so Slack tells the user it failed
+// rather than dropping it silently).
+func (s *socket) onInteraction(in inbound, cb slack.InteractionCallback, ack func()) bool {
+	actions := s.buttons.actions(cb)
+	if len(actions) == 0 {
+		return false
+	}
+	for _, action := range actions {
+		if err := in.h.HandleAction(in.ctx, action); err != nil {
+			if in.ctx.Err() == nil {
+				s.log.Warn("Handling Slack button failed", "channel", action.Target.Channel, "thread", action.Target.Thread, "error", err)
+			}
+			return true
+		}
+	}
+	ack()
+	return true
+}
+
+// normalizer reads Slack's message events as the engine's messages: what
+// is a person's message, its conversation, whether it addresses the bot,
+// its text and files. It calls nothing.
+type normalizer struct {
+	name  string
+	self  *botSelf
+	files *files
+}
+
 // toMessage normalizes a message or app_mention event, or says why it is
 // not one the engine should see.
-func (a *Adapter) toMessage(ev inEvent) (platform.Message, string) {
-	if why := a.skipReason(ev); why != "" {
+func (n normalizer) toMessage(ev inEvent) (platform.Message, string) {
+	if why := n.skipReason(ev); why != "" {
 		return platform.Message{}, why
 	}
-	return a.normalize(ev), ""
+	return n.normalize(ev), ""
 }
 
 // skipReason says why an event is not a person's message for the engine,
 // or "" when it is one.
-func (a *Adapter) skipReason(ev inEvent) string {
-	botUser, botID := a.identity()
+func (n normalizer) skipReason(ev inEvent) string {
+	botUser, botID := n.self.ids()
 	switch {
 	case ev.Type != "message" && ev.Type != "app_mention":
 		return "not a message"
@@ -319,8 +345,8 @@ func (a *Adapter) skipReason(ev inEvent) string {
 // normalize turns a message (an event, or one read back from a thread)
 // into a platform.Message: its conversation, whether it addresses the
 // bot, its text as Claude should read it, its files.
-func (a *Adapter) normalize(ev inEvent) platform.Message {
-	botUser, _ := a.identity()
+func (n normalizer) normalize(ev inEvent) platform.Message {
+	botUser, _ := n.self.ids()
 	isDM := ev.ChannelType == "im" || (ev.ChannelType == "" && strings.HasPrefix(ev.Channel, "D"))
 	thread := ev.TS
 	switch {
@@ -337,7 +363,7 @@ func (a *Adapter) normalize(ev inEvent) platform.Message {
 	m := platform.Message{
 		ID: ev.Channel + ":" + ev.TS,
 		Target: platform.Target{
-			Platform:  a.cfg.Name,
+			Platform:  n.name,
 			Channel:   ev.Channel,
 			Thread:    thread,
 			MessageID: ev.TS,
@@ -350,7 +376,7 @@ func (a *Adapter) normalize(ev inEvent) platform.Message {
 		Seq:       tsSeq(ev.TS),
 	}
 	for _, f := range ev.Files {
-		if att, ok := a.attachment(f); ok {
+		if att, ok := n.files.attachment(f); ok {
 			m.Attachments = append(m.Attachments, att)
 		}
 	}
@@ -399,186 +425,4 @@ func tsSeq(ts string) uint64 {
 		}
 	}
 	return s*1_000_000 + us
-}
-
-func (a *Adapter) attachment(f inFile) (platform.Attachment, bool) {
-	u := f.URLPrivateDownload
-	if u == "" {
-		u = f.URLPrivate
-	}
-	if u == "" || f.Mode == "tombstone" || f.Mode == "hidden_by_limit" || f.Mode == "external" {
-		return platform.Attachment{}, false
-	}
-	name := f.Name
-	if name == "" {
-		name = f.Title
-	}
-	if name == "" {
-		name = f.ID
-	}
-	size := f.Size
-	if size <= 0 {
-		size = -1
-	}
-	mime := f.Mimetype
-	return platform.Attachment{
-		Name: name,
-		Size: size,
-		Mime: mime,
-		Ref:  u, // the file's own URL: no token in it
-		Open: func(ctx context.Context) (io.ReadCloser, error) { return a.openFile(ctx, u, mime) },
-	}, true
-}
-
-var _ platform.AttachmentOpener = (*Adapter)(nil)
-
-// OpenAttachment downloads a file again from its Ref (its URL), for a
-// message replayed after a restart; the same host check applies.
-func (a *Adapter) OpenAttachment(ctx context.Context, at platform.Attachment) (io.ReadCloser, error) {
-	return a.openFile(ctx, at.Ref, at.Mime)
-}
-
-// openFile downloads a shared file with the bot token. The token goes only
-// to Slack's own hosts (or the configured API host), never to whatever URL
-// an event names.
-func (a *Adapter) openFile(ctx context.Context, rawURL, mime string) (io.ReadCloser, error) {
-	u, err := url.Parse(rawURL)
-	if err != nil || !a.trustedFileHost(u) {
-		return nil, fmt.Errorf("downloading slack file: %w", ErrUntrustedFileURL)
-	}
-	var body io.ReadCloser
-	err = a.retryPolicy().Do(ctx, "file download", true, func(ctx context.Context) error {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
-		if err != nil {
-			return err
-		}
-		req.Header.Set("Authorization", "Bearer "+a.cfg.BotToken)
-		resp, err := a.http.Do(req)
-		if err != nil {
-			return err
-		}
-		if err := retry.CheckStatus(resp); err != nil {
-			resp.Body.Close()
-			return err
-		}
-		// Without files:read Slack answers 200 with its sign-in page.
-		if ct := resp.Header.Get("Content-Type"); strings.HasPrefix(ct, "text/html") && !strings.HasPrefix(mime, "text/html") {
-			resp.Body.Close()
-			return errors.New("got a web page instead of the file (does the app have the files:read scope?)")
-		}
-		body = resp.Body
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("downloading slack file: %w", err)
-	}
-	return body, nil
-}
-
-func (a *Adapter) trustedFileHost(u *url.URL) bool {
-	host := strings.ToLower(u.Hostname())
-	if strings.EqualFold(u.Host, a.apiBase.Host) && u.Scheme == a.apiBase.Scheme {
-		return true
-	}
-	if u.Scheme != "https" {
-		return false
-	}
-	for _, d := range []string{"slack.com", "slack-gov.com", "slack-edge.com"} {
-		if host == d || strings.HasSuffix(host, "."+d) {
-			return true
-		}
-	}
-	return false
-}
-
-// UserName returns a user's display name (users.info, cached: see
-// userName), or userID when Slack gives none. Events name a user by id
-// alone; the engine asks for the name on the conversation's goroutine,
-// when it needs one, so that the lookup never delays an ack.
-func (a *Adapter) UserName(ctx context.Context, userID string) string {
-	return orDefault(a.userName(ctx, userID), userID)
-}
-
-// userName returns a display name for a user, from a cache of users.info
-// (an hour; a failure is remembered five minutes, so that a missing
-// users:read scope costs one lookup per user now and then). A failed
-// lookup leaves the name empty.
-func (a *Adapter) userName(ctx context.Context, userID string) string {
-	if name, ok := a.users.get(userID); ok {
-		return name
-	}
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	var u *slack.User
-	err := a.call(ctx, "users.info", true, func(ctx context.Context) error {
-		var err error
-		u, err = a.api.GetUserInfoContext(ctx, userID)
-		return err
-	})
-	if err != nil {
-		a.log.Debug("Looking up Slack user failed", "user_id", userID, "error", err)
-		a.users.put(userID, "", 5*time.Minute)
-		return ""
-	}
-	name := u.Profile.DisplayName
-	if name == "" {
-		name = u.RealName
-	}
-	if name == "" {
-		name = u.Name
-	}
-	a.users.put(userID, name, time.Hour)
-	return name
-}
-
-// onInteraction turns permission button presses into actions, hands them
-// to the handler, and reports whether there were any; ack acks the
-// envelope once the handler took every one (with AckHandledOnly it is not
-// acked before: a cluster host's handler publishes the press, and a press
-// it could not publish is not acked, so Slack tells the user it failed
-// rather than dropping it silently).
-func (a *Adapter) onInteraction(in inbound, cb slack.InteractionCallback, ack func()) bool {
-	if cb.Type != slack.InteractionTypeBlockActions {
-		return false
-	}
-	var actions []platform.Action
-	channel := orDefault(cb.Container.ChannelID, cb.Channel.ID)
-	msgTS := orDefault(cb.Container.MessageTs, cb.Message.Timestamp)
-	thread := orDefault(cb.Container.ThreadTs, cb.Message.ThreadTimestamp)
-	for _, act := range cb.ActionCallback.BlockActions {
-		action := platform.Action{
-			Target: platform.Target{
-				Platform:  a.cfg.Name,
-				Channel:   channel,
-				Thread:    thread,
-				MessageID: msgTS,
-			},
-			UserID:   cb.User.ID,
-			UserName: orDefault(cb.User.Name, cb.User.ID),
-		}
-		if act.ActionTs != "" {
-			action.ID = act.ActionTs + ":" + act.ActionID + ":" + cb.User.ID
-		}
-		if c, q, opts, reqID, ok := questionAction(act); ok {
-			action.Choice, action.Question, action.Options, action.RequestID = c, q, opts, reqID
-		} else if choice, ok := choiceForAction(act.ActionID); ok && act.Value != "" {
-			action.Choice, action.RequestID = choice, act.Value
-		} else {
-			continue
-		}
-		actions = append(actions, action)
-	}
-	if len(actions) == 0 {
-		return false
-	}
-	for _, action := range actions {
-		if err := in.h.HandleAction(in.ctx, action); err != nil {
-			if in.ctx.Err() == nil {
-				a.log.Warn("Handling Slack button failed", "channel", channel, "thread", thread, "error", err)
-			}
-			return true
-		}
-	}
-	ack()
-	return true
 }

@@ -271,8 +271,8 @@ func TestFileDownload(t *testing.T) {
 func TestFileDownloadSignInPage(t *testing.T) {
 	f := fakeslack.New(t)
 	a, _, _ := newAdapter(t, testConfig(f))
-	a.cfg.BotToken = "xoxb-wrong"
-	rc, err := a.openFile(context.Background(), f.AddFile("F1", "x.bin", "application/octet-stream", "x").URL, "application/octet-stream")
+	a.files.token = "xoxb-wrong"
+	rc, err := a.files.open(context.Background(), f.AddFile("F1", "x.bin", "application/octet-stream", "x").URL, "application/octet-stream")
 	if err == nil {
 		rc.Close()
 		t.Fatal("want an error when Slack serves its sign-in page")
@@ -550,7 +550,7 @@ func startBlocking(t *testing.T, ackWait time.Duration, handleErr error) (*env, 
 	t.Helper()
 	f := fakeslack.New(t)
 	a, logs, _ := newAdapter(t, testConfig(f))
-	a.ackWait = ackWait
+	a.socket.ackWait = ackWait
 	h := blockingHandler{Handler: platformtest.NewHandler(), release: make(chan struct{}), err: handleErr}
 	platformtest.Run(t, 10*time.Second, func(ctx context.Context) error { return a.Run(ctx, h) })
 	return &env{t: t, a: a, f: f, rec: h.Handler, logs: logs, conn: f.WaitConn(t, 1)}, h
@@ -629,7 +629,7 @@ func TestNoDeadlineAckInACluster(t *testing.T) {
 	cfg := testConfig(f)
 	cfg.AckHandledOnly = true
 	a, logs, _ := newAdapter(t, cfg)
-	a.ackWait = time.Nanosecond // a deadline would ack at once
+	a.socket.ackWait = time.Nanosecond // a deadline would ack at once
 	h := blockingHandler{Handler: platformtest.NewHandler(), release: make(chan struct{})}
 	platformtest.Run(t, 10*time.Second, func(ctx context.Context) error { return a.Run(ctx, h) })
 	e := &env{t: t, a: a, f: f, rec: h.Handler, logs: logs, conn: f.WaitConn(t, 1)}

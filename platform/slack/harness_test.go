@@ -100,7 +100,7 @@ func newAdapter(t *testing.T, cfg Config) (*Adapter, *logSink, chan time.Duratio
 		t.Fatalf("New: %v", err)
 	}
 	sleeps := make(chan time.Duration, 1000)
-	a.sleep = func(ctx context.Context, d time.Duration) error {
+	a.wire.sleep = func(ctx context.Context, d time.Duration) error {
 		select {
 		case sleeps <- d:
 		default:

@@ -101,6 +101,26 @@ func TestHistoryOfAThread(t *testing.T) {
 	})
 }
 
+// TestHistoryBeforeRunIdentifiedTheBot: after a restart, recovery reads a
+// thread's root before Run has learnt who the bot is. The root's mention
+// of the bot must still read as one (and the bot's own post as its own),
+// or the thread is taken as not the bot's and a reply journaled without a
+// mention is dropped.
+func TestHistoryBeforeRunIdentifiedTheBot(t *testing.T) {
+	f := fakeslack.New(t)
+	a, _, _ := newAdapter(t, testConfig(f)) // never Run
+	root := "1700000000.000001"
+	f.Put(fakeslack.Message{Channel: "C1", TS: root, User: "U1", Text: "<@" + fakeslack.BotUserID + "> look at this"})
+	f.Put(fakeslack.Message{Channel: "C1", TS: "1700000000.000002", ThreadTS: root, User: fakeslack.BotUserID, BotID: fakeslack.BotID, Text: "on it"})
+	got, err := a.History(context.Background(), platform.Target{Platform: "slack-test", Channel: "C1", Thread: root}, platform.HistoryQuery{Limit: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := summary(got); s != "root Display U1:look at this (mentions) | cc-connect:on it (self)" {
+		t.Errorf("history read before Run = %q", s)
+	}
+}
+
 func TestHistoryOfADM(t *testing.T) {
 	e := startEnv(t)
 	for i, text := range []string{"one", "two", "three"} {

@@ -278,7 +278,7 @@ func TestStreamedRepliesKeepTheWorkspaceBudget(t *testing.T) {
 	f := fakeslack.New(t)
 	f.SetWindowLimit("chat.update", budget, time.Second)
 	e := startEnvWith(t, f, testConfig(f))
-	e.a.edits = coalesce.New(newWindowPacer(budget, 3, 50*time.Millisecond, time.Second))
+	e.a.wire.edits = coalesce.New(newWindowPacer(budget, 3, 50*time.Millisecond, time.Second))
 	ctx := context.Background()
 	var wg sync.WaitGroup
 	errs := make(chan error, 6)

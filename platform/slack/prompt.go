@@ -10,6 +10,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/cc-connect/cc-connect/platform"
+	"github.com/cc-connect/cc-connect/platform/internal/recent"
 )
 
 // Action ids of the permission buttons. The button value is the request
@@ -59,12 +60,63 @@ const (
 	messageTextCap = 40000
 )
 
-// AskPermission posts a Block Kit prompt with Allow / Always allow / Deny
+// buttonTextLimit is Block Kit's limit on a button's plain text.
+const buttonTextLimit = 75
+
+// prompts shows permission requests and Claude's questions with buttons,
+// remembers what an open prompt said, and reads presses back as actions.
+type prompts struct {
+	name string
+	wire *wire
+	// open remembers the text of open prompts ("channel:ts") so the
+	// resolved message can keep showing what was asked. After a restart or
+	// once full, a resolution shows the outcome under a generic title.
+	open *recent.Map[[]string]
+}
+
+// actions reads the presses of a block_actions interaction as actions:
+// permission buttons, plan buttons and question prompts; none for other
+// interactions and foreign buttons.
+func (ps *prompts) actions(cb slack.InteractionCallback) []platform.Action {
+	if cb.Type != slack.InteractionTypeBlockActions {
+		return nil
+	}
+	var actions []platform.Action
+	channel := orDefault(cb.Container.ChannelID, cb.Channel.ID)
+	msgTS := orDefault(cb.Container.MessageTs, cb.Message.Timestamp)
+	thread := orDefault(cb.Container.ThreadTs, cb.Message.ThreadTimestamp)
+	for _, act := range cb.ActionCallback.BlockActions {
+		action := platform.Action{
+			Target: platform.Target{
+				Platform:  ps.name,
+				Channel:   channel,
+				Thread:    thread,
+				MessageID: msgTS,
+			},
+			UserID:   cb.User.ID,
+			UserName: orDefault(cb.User.Name, cb.User.ID),
+		}
+		if act.ActionTs != "" {
+			action.ID = act.ActionTs + ":" + act.ActionID + ":" + cb.User.ID
+		}
+		if c, q, opts, reqID, ok := questionAction(act); ok {
+			action.Choice, action.Question, action.Options, action.RequestID = c, q, opts, reqID
+		} else if choice, ok := choiceForAction(act.ActionID); ok && act.Value != "" {
+			action.Choice, action.RequestID = choice, act.Value
+		} else {
+			continue
+		}
+		actions = append(actions, action)
+	}
+	return actions
+}
+
+// askPermission posts a Block Kit prompt with Allow / Always allow / Deny
 // buttons. Presses come back through Handler.HandleAction. The prompt's
 // whole text is shown: it is split over as many sections as it needs
 // (promptSections), and a prompt too big for one message is refused rather
 // than cut, so the engine can deny it.
-func (a *Adapter) AskPermission(ctx context.Context, to platform.Target, p platform.PermissionPrompt) (platform.Target, error) {
+func (ps *prompts) askPermission(ctx context.Context, to platform.Target, p platform.PermissionPrompt) (platform.Target, error) {
 	if p.RequestID == "" {
 		return platform.Target{}, fmt.Errorf("asking permission in slack channel %s: empty request id", to.Channel)
 	}
@@ -94,12 +146,12 @@ func (a *Adapter) AskPermission(ctx context.Context, to platform.Target, p platf
 	}
 	blocks := append(sectionBlocks(sections), slack.NewActionBlock("cc_perm", buttons...))
 	// The text is what notifications and clients without blocks show.
-	ts, err := a.post(ctx, to, slack.MsgOptionText(fallbackText(sections), false), slack.MsgOptionBlocks(blocks...))
+	ts, err := ps.wire.post(ctx, to, slack.MsgOptionText(fallbackText(sections), false), slack.MsgOptionBlocks(blocks...))
 	if err != nil {
 		return platform.Target{}, fmt.Errorf("asking permission in slack channel %s: %w", to.Channel, err)
 	}
-	a.prompts.Put(to.Channel+":"+ts, sections)
-	return platform.Target{Platform: a.cfg.Name, Channel: to.Channel, Thread: to.Thread, MessageID: ts}, nil
+	ps.open.Put(to.Channel+":"+ts, sections)
+	return platform.Target{Platform: ps.name, Channel: to.Channel, Thread: to.Thread, MessageID: ts}, nil
 }
 
 // sectionBlocks makes a section of each text. verbatim keeps Slack from
@@ -144,18 +196,18 @@ func lastIndexRune(r []rune, c rune) int {
 	return -1
 }
 
-// ResolvePermission edits the prompt to show the outcome (e.g. "Allowed
+// resolvePermission edits the prompt to show the outcome (e.g. "Allowed
 // by Ann") in place of the buttons, so nobody presses them again.
-func (a *Adapter) ResolvePermission(ctx context.Context, prompt platform.Target, outcome string) error {
+func (ps *prompts) resolvePermission(ctx context.Context, prompt platform.Target, outcome string) error {
 	ts := messageTS(prompt.MessageID)
-	sections, ok := a.prompts.Take(prompt.Channel + ":" + ts)
+	sections, ok := ps.open.Take(prompt.Channel + ":" + ts)
 	if !ok {
 		sections = []string{":lock: *Permission request*"}
 	}
 	result := cut(escapeText(outcome), 1000)
 	blocks := append(sectionBlocks(sections),
 		slack.NewContextBlock("cc_perm_outcome", slack.NewTextBlockObject(slack.MarkdownType, result, false, true)))
-	err := a.update(ctx, prompt, result, slack.MsgOptionText(fallbackText(append(slices.Clone(sections), result)), false), slack.MsgOptionBlocks(blocks...))
+	err := ps.wire.update(ctx, prompt, result, slack.MsgOptionText(fallbackText(append(slices.Clone(sections), result)), false), slack.MsgOptionBlocks(blocks...))
 	if err != nil {
 		return fmt.Errorf("resolving permission prompt: %w", err)
 	}

@@ -11,8 +11,6 @@ import (
 	"github.com/cc-connect/cc-connect/platform"
 )
 
-var _ platform.QuestionAsker = (*Adapter)(nil)
-
 // A question prompt is one message: the intro, then each question's text
 // with, while it is open, an actions block of its own, then a Dismiss
 // button. Each actions block's block_id names the question and the
@@ -30,29 +28,29 @@ const (
 	optionValueLimit = 150
 )
 
-// AskQuestions posts Claude's questions with a button per option (a
+// askQuestions posts Claude's questions with a button per option (a
 // multi-select menu and a Submit button for a multi-select question) and
 // a Dismiss button.
-func (a *Adapter) AskQuestions(ctx context.Context, to platform.Target, p platform.QuestionPrompt) (platform.Target, error) {
+func (ps *prompts) askQuestions(ctx context.Context, to platform.Target, p platform.QuestionPrompt) (platform.Target, error) {
 	text, blocks, err := questionBlocks(p)
 	if err != nil {
 		return platform.Target{}, fmt.Errorf("asking questions in slack channel %s: %w", to.Channel, err)
 	}
-	ts, err := a.post(ctx, to, slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...))
+	ts, err := ps.wire.post(ctx, to, slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...))
 	if err != nil {
 		return platform.Target{}, fmt.Errorf("asking questions in slack channel %s: %w", to.Channel, err)
 	}
-	return platform.Target{Platform: a.cfg.Name, Channel: to.Channel, Thread: to.Thread, MessageID: ts}, nil
+	return platform.Target{Platform: ps.name, Channel: to.Channel, Thread: to.Thread, MessageID: ts}, nil
 }
 
-// UpdateQuestions redraws a question prompt: answered questions lose
+// updateQuestions redraws a question prompt: answered questions lose
 // their buttons, a closed prompt all of them.
-func (a *Adapter) UpdateQuestions(ctx context.Context, prompt platform.Target, p platform.QuestionPrompt) error {
+func (ps *prompts) updateQuestions(ctx context.Context, prompt platform.Target, p platform.QuestionPrompt) error {
 	text, blocks, err := questionBlocks(p)
 	if err != nil {
 		return fmt.Errorf("updating questions in slack channel %s: %w", prompt.Channel, err)
 	}
-	if err := a.update(ctx, prompt, "questions", slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...)); err != nil {
+	if err := ps.wire.update(ctx, prompt, "questions", slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...)); err != nil {
 		return fmt.Errorf("updating questions: %w", err)
 	}
 	return nil

@@ -37,7 +37,7 @@ func TestFileDownloadRetries(t *testing.T) {
 	answers <- status(429, "3")
 	answers <- status(503, "")
 	answers <- func(w http.ResponseWriter) { _, _ = io.WriteString(w, "content") }
-	rc, err := a.openFile(context.Background(), srv.URL+"/files-pri/T1-F1/x.bin", "application/octet-stream")
+	rc, err := a.files.open(context.Background(), srv.URL+"/files-pri/T1-F1/x.bin", "application/octet-stream")
 	if err != nil {
 		t.Fatalf("openFile: %v", err)
 	}
@@ -51,7 +51,7 @@ func TestFileDownloadRetries(t *testing.T) {
 	}
 
 	answers <- status(404, "")
-	if _, err := a.openFile(context.Background(), srv.URL+"/files-pri/T1-F2/y.bin", "application/octet-stream"); err == nil {
+	if _, err := a.files.open(context.Background(), srv.URL+"/files-pri/T1-F2/y.bin", "application/octet-stream"); err == nil {
 		t.Error("openFile of a missing file succeeded")
 	}
 	select {

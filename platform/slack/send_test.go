@@ -121,7 +121,7 @@ func TestRateLimitedSendWaitsAndRetries(t *testing.T) {
 func TestRateLimitWaitBoundedByContext(t *testing.T) {
 	f := fakeslack.New(t)
 	a, _, _ := newAdapter(t, testConfig(f))
-	a.sleep = backoff.Sleep // real waits: the ctx must cut them short
+	a.wire.sleep = backoff.Sleep // real waits: the ctx must cut them short
 	f.RateLimit("chat.postMessage", 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
@@ -200,7 +200,7 @@ func TestEditsCoalesceLatestWins(t *testing.T) {
 		// Wait until this edit is the pending one before sending the next,
 		// so "latest" is well defined.
 		want := fmt.Sprintf("step %d", i)
-		waitPending(t, e.a.edits, "C1:"+msg.MessageID, want)
+		waitPending(t, e.a.wire.edits, "C1:"+msg.MessageID, want)
 	}
 	// Steps 2..9 were superseded and have returned nil already.
 	for range 8 {

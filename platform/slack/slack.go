@@ -10,15 +10,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/slack-go/slack"
-	"github.com/slack-go/slack/socketmode"
 
 	"github.com/cc-connect/cc-connect/platform"
 	"github.com/cc-connect/cc-connect/platform/internal/backoff"
@@ -26,7 +26,6 @@ import (
 	"github.com/cc-connect/cc-connect/platform/internal/connstate"
 	"github.com/cc-connect/cc-connect/platform/internal/recent"
 	"github.com/cc-connect/cc-connect/platform/internal/replykit"
-	"github.com/cc-connect/cc-connect/platform/internal/retry"
 )
 
 // Type is the platform type this adapter reports in Message.Type.
@@ -99,49 +98,51 @@ var (
 	ErrUntrustedFileURL = errors.New("file URL is not on a Slack host")
 )
 
-// Adapter is one Slack app connected to one workspace.
+// Adapter is one Slack app connected to one workspace. It is what the
+// engine sees: the platform interfaces below, each a call into one of the
+// parts that do the work, so that each part can be read alone:
+//
+//   - socket (socket.go, events.go): the Socket Mode connection and its
+//     state, the event pump that hands messages and presses to the engine;
+//   - wire (wire.go): the Web API calls everything posts through (post,
+//     update, delete, reactions), with the retry and the edit pacing;
+//   - prompts (prompt.go, questions.go): permission and question prompts
+//     with buttons, and presses read back as actions;
+//   - reads (history.go): what the adapter reads of Slack (user names, a
+//     conversation's history, a reply's parts after a restart);
+//   - files (files.go): files shared with a message, and files posted;
+//   - replies (reply.go): turns' replies, through the shared reply kit.
 type Adapter struct {
-	cfg     Config
-	log     *slog.Logger
-	api     *slack.Client
-	apiBase *url.URL
-	http    *http.Client
+	cfg Config
+	log *slog.Logger
 
-	// sleep waits out rate limits and backoff; tests scale it down.
-	sleep func(ctx context.Context, d time.Duration) error
-	// drainGrace bounds how long Run, once stopped, lets a handler call in
-	// flight go on (its event may be acked already, at the ack deadline).
-	drainGrace time.Duration
-	// ackWait bounds how long a message's ack waits for the handler to
-	// accept it (Slack wants an ack within 3 s).
-	ackWait time.Duration
-
-	state *connstate.State // for !status and the metrics
-
-	mu        sync.Mutex // guards botUserID and botID
-	botUserID string
-	botID     string
-
-	users *userCache
-	edits *coalesce.Coalescer
-	// prompts remembers the text of open prompts ("channel:ts") so the
-	// resolved message can keep showing what was asked. After a restart or
-	// once full, a resolution shows the outcome under a generic title.
-	prompts *recent.Map[[]string]
-	// replies posts and edits turns' replies (reply.go).
+	wire    *wire
+	socket  *socket
+	prompts *prompts
+	reads   *reads
+	files   *files
 	replies *replykit.Kit
 }
 
 var (
-	_ platform.Adapter  = (*Adapter)(nil)
-	_ platform.Editor   = (*Adapter)(nil)
-	_ platform.Reactor  = (*Adapter)(nil)
-	_ platform.Prompter = (*Adapter)(nil)
-	_ platform.Statuser = (*Adapter)(nil)
-	_ platform.Observed = (*Adapter)(nil)
-
-	_ platform.MentionSender = (*Adapter)(nil)
-	_ platform.UserNamer     = (*Adapter)(nil)
+	_ platform.Adapter          = (*Adapter)(nil)
+	_ platform.Editor           = (*Adapter)(nil)
+	_ platform.Reactor          = (*Adapter)(nil)
+	_ platform.Prompter         = (*Adapter)(nil)
+	_ platform.QuestionAsker    = (*Adapter)(nil)
+	_ platform.Statuser         = (*Adapter)(nil)
+	_ platform.Observed         = (*Adapter)(nil)
+	_ platform.MentionSender    = (*Adapter)(nil)
+	_ platform.UserNamer        = (*Adapter)(nil)
+	_ platform.AttachmentOpener = (*Adapter)(nil)
+	_ platform.HistoryReader    = (*Adapter)(nil)
+	_ platform.Capable          = (*Adapter)(nil)
+	_ platform.ReplyEditor      = (*Adapter)(nil)
+	_ platform.Deleter          = (*Adapter)(nil)
+	_ platform.Replier          = (*Adapter)(nil)
+	_ platform.ReplyFinisher    = (*Adapter)(nil)
+	_ platform.Threader         = (*Adapter)(nil)
+	_ platform.FileSender       = (*Adapter)(nil)
 )
 
 // New validates cfg and returns an adapter. It does no I/O: Run connects.
@@ -197,26 +198,42 @@ func New(cfg Config, log *slog.Logger) (*Adapter, error) {
 		hc = &http.Client{Timeout: 60 * time.Second}
 	}
 	log = log.With("platform", cfg.Name)
-	a := &Adapter{
-		cfg:        cfg,
-		log:        log,
-		apiBase:    base,
-		http:       hc,
-		sleep:      backoff.Sleep,
-		drainGrace: defaultDrainGrace,
-		ackWait:    defaultAckWait,
-		state:      connstate.New(cfg.Name),
-		users:      newUserCache(),
-		edits:      coalesce.New(newEditPacer(cfg.EditsPerMinute, cfg.EditBurst, cfg.EditInterval)),
-		prompts:    recent.New[[]string](1024),
-	}
-	a.replies = replykit.New(cfg.Name, replyWire{a}, log)
-	a.api = slack.New(cfg.BotToken,
+	api := slack.New(cfg.BotToken,
 		slack.OptionAppLevelToken(cfg.AppToken),
 		slack.OptionAPIURL(cfg.APIURL),
 		slack.OptionHTTPClient(hc),
 		slack.OptionLog(slogOutput{log}),
 	)
+	w := &wire{
+		name:  cfg.Name,
+		log:   log,
+		api:   api,
+		sleep: backoff.Sleep,
+		edits: coalesce.New(newEditPacer(cfg.EditsPerMinute, cfg.EditBurst, cfg.EditInterval)),
+	}
+	self := &botSelf{wire: w}
+	fs := &files{name: cfg.Name, token: cfg.BotToken, apiBase: base, http: hc, wire: w, log: log}
+	ps := &prompts{name: cfg.Name, wire: w, open: recent.New[[]string](1024)}
+	a := &Adapter{
+		cfg:     cfg,
+		log:     log,
+		wire:    w,
+		prompts: ps,
+		reads:   &reads{wire: w, self: self, users: newUserCache(), log: log},
+		files:   fs,
+		socket: &socket{
+			cfg:        cfg,
+			log:        log,
+			wire:       w,
+			self:       self,
+			state:      connstate.New(cfg.Name),
+			norm:       normalizer{name: cfg.Name, self: self, files: fs},
+			buttons:    ps,
+			drainGrace: defaultDrainGrace,
+			ackWait:    defaultAckWait,
+		},
+	}
+	a.replies = replykit.New(cfg.Name, replyWire{w: w, reads: a.reads}, log)
 	return a, nil
 }
 
@@ -226,19 +243,11 @@ func (a *Adapter) Name() string { return a.cfg.Name }
 // Status reports the connection state: connecting, connected, a transient
 // disconnect with its cause, bad credentials once Slack refused a token
 // (Run has returned then), or stopped.
-func (a *Adapter) Status() platform.ConnStatus { return a.state.Get() }
-
-func (a *Adapter) setStatus(s platform.ConnState, detail string) { a.state.Set(s, detail) }
+func (a *Adapter) Status() platform.ConnStatus { return a.socket.state.Get() }
 
 // SetObserver makes the adapter report connection errors and reconnects
 // to o (the metrics).
-func (a *Adapter) SetObserver(o platform.Observer) { a.state.SetObserver(o) }
-
-func (a *Adapter) identity() (userID, botID string) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.botUserID, a.botID
-}
+func (a *Adapter) SetObserver(o platform.Observer) { a.socket.state.SetObserver(o) }
 
 // Run connects to Slack and delivers events to h until ctx is cancelled
 // (then it returns nil) or Slack rejects the tokens (then it returns the
@@ -247,261 +256,180 @@ func (a *Adapter) Run(ctx context.Context, h platform.Handler) error {
 	if h == nil {
 		return errors.New("running slack adapter: nil handler")
 	}
-	a.setStatus(platform.Connecting, "")
-	err := a.runLoop(ctx, h)
-	switch {
-	case err == nil || ctx.Err() != nil:
-		a.setStatus(platform.Stopped, "")
-		a.log.Info("Slack adapter stopped")
-		return nil
-	default:
-		a.setStatus(platform.BadCredentials, err.Error())
-		a.log.Error("Slack adapter stopped", "error", err)
+	return a.socket.run(ctx, h)
+}
+
+// Send converts Claude's Markdown to mrkdwn, posts it to the target
+// (in its thread, if any) in parts under MessageLimit, and returns the last
+// part's Target.
+func (a *Adapter) Send(ctx context.Context, to platform.Target, text string) (platform.Target, error) {
+	return a.wire.send(ctx, to, "", text)
+}
+
+// SendMentioning is Send starting with a mention of each user (<@U…>),
+// the one way a message of cc-connect's mentions anyone.
+func (a *Adapter) SendMentioning(ctx context.Context, to platform.Target, mentions []platform.Mention, text string) (platform.Target, error) {
+	var prefix strings.Builder
+	for _, m := range mentions {
+		if !slackUserIDRE.MatchString(m.UserID) {
+			return platform.Target{}, fmt.Errorf("sending to slack channel %s: %q is not a Slack user id", to.Channel, m.UserID)
+		}
+		prefix.WriteString("<@" + m.UserID + "> ")
+	}
+	return a.wire.send(ctx, to, prefix.String(), text)
+}
+
+var slackUserIDRE = regexp.MustCompile(`^[UW][A-Z0-9]{2,20}$`)
+
+// Edit replaces the text of a posted message. Edits are paced (a budget
+// for the workspace, an interval per channel); while an edit of the same
+// message waits, a newer text replaces it and the older call returns nil,
+// so the latest text always lands and the last edit is never dropped.
+// Text longer than one message is cut with an ellipsis.
+func (a *Adapter) Edit(ctx context.Context, msg platform.Target, text string) error {
+	if strings.TrimSpace(text) == "" {
+		return fmt.Errorf("editing slack message %s: %w", msg.MessageID, ErrEmptyMessage)
+	}
+	parts := splitMrkdwn(text, MessageLimit-2)
+	body := parts[0]
+	if len(parts) > 1 {
+		body += "\n…"
+	}
+	return a.wire.update(ctx, msg, body, slack.MsgOptionText(body, false))
+}
+
+// Delete removes one of the bot's messages (chat.delete); one already gone
+// is fine.
+func (a *Adapter) Delete(ctx context.Context, msg platform.Target) error {
+	if err := a.wire.delete(ctx, msg); err != nil {
 		return err
 	}
-}
-
-func (a *Adapter) runLoop(ctx context.Context, h platform.Handler) error {
-	if err := a.identify(ctx); err != nil {
-		return err
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-
-	smc := socketmode.New(a.api, socketmode.OptionLog(slogOutput{a.log}))
-	in := inbound{h: h}
-	var giveUp context.CancelFunc
-	in.ctx, giveUp = context.WithCancel(context.WithoutCancel(ctx))
-	defer giveUp()
-	pumped := make(chan struct{})
-	runErr := make(chan error, 1)
-	var wg sync.WaitGroup
-	wg.Go(func() { giveUpAfterGrace(ctx, pumped, a.drainGrace, giveUp) })
-	sig := newSocketSignals()
-	wg.Go(func() { runErr <- a.runSocket(ctx, smc, sig) })
-	err := a.pump(ctx, smc, in, runErr, sig)
-	// The pump calls the handler itself: once it returned, no call is in
-	// flight, and the goroutines are waited for.
-	close(pumped)
-	cancel()
-	wg.Wait()
-	return err
-}
-
-// defaultDrainGrace is how long a stopping adapter lets a handler call in
-// flight go on: long enough for the engine to journal a message, short
-// enough not to hold up a shutdown or a reload.
-const defaultDrainGrace = 5 * time.Second
-
-// inbound is the handler as the pump calls it. Slack never redelivers an
-// acked event, and a message's envelope is acked at the ack deadline even
-// while its handler still runs (a slow disk): so the handler's context is
-// not Run's, which would cut that call short when Run stops, but one that
-// ends a grace after it (giveUpAfterGrace).
-type inbound struct {
-	h   platform.Handler
-	ctx context.Context
-}
-
-// giveUpAfterGrace cancels the handler's context (giveUp) once Run's ctx
-// has ended and the pump has not returned within grace; it returns when
-// the pump has.
-func giveUpAfterGrace(ctx context.Context, pumped <-chan struct{}, grace time.Duration, giveUp context.CancelFunc) {
-	select {
-	case <-pumped:
-		return
-	case <-ctx.Done():
-	}
-	t := time.NewTimer(grace)
-	defer t.Stop()
-	select {
-	case <-pumped:
-	case <-t.C:
-		giveUp()
-	}
-}
-
-// identify learns the bot's own user and bot ids, retrying network trouble
-// with backoff; Slack refusing the token is final.
-func (a *Adapter) identify(ctx context.Context) error {
-	bo := &backoff.Backoff{Min: a.cfg.ReconnectMin, Max: a.cfg.ReconnectMax}
-	for {
-		var resp *slack.AuthTestResponse
-		err := a.call(ctx, "auth.test", true, func(ctx context.Context) error {
-			var err error
-			resp, err = a.api.AuthTestContext(ctx)
-			return err
-		})
-		if err == nil {
-			a.mu.Lock()
-			a.botUserID, a.botID = resp.UserID, resp.BotID
-			a.mu.Unlock()
-			a.log.Info("Slack bot identified", "bot_user", resp.UserID, "bot_id", resp.BotID, "team", resp.Team)
-			return nil
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		var apiErr slack.SlackErrorResponse
-		if errors.As(err, &apiErr) {
-			return fmt.Errorf("checking the bot token: %w", err)
-		}
-		d := bo.Next()
-		a.setStatus(platform.TransientDisconnect, err.Error())
-		a.log.Warn("Slack unreachable, retrying", "error", err, "backoff", d)
-		if err := a.sleep(ctx, d); err != nil {
-			return err
-		}
-	}
-}
-
-// socketSignals carry what the event pump learns about connection
-// attempts to runSocket, which owns the retry policy.
-type socketSignals struct {
-	failed    chan struct{} // an attempt to connect failed
-	connected chan struct{} // a connection is up
-}
-
-func newSocketSignals() socketSignals {
-	return socketSignals{failed: make(chan struct{}, 1), connected: make(chan struct{}, 1)}
-}
-
-func signal(c chan struct{}) {
-	select {
-	case c <- struct{}{}:
-	default:
-	}
-}
-
-// runSocket runs the Socket Mode client. A dropped connection is redialled
-// by the client at once; when an attempt to connect fails, runSocket stops
-// the client and waits with its own capped, jittered backoff (the client's
-// own has no jitter and waits up to five minutes), so many instances do not
-// hammer Slack in step after an outage. It returns nil when ctx ends and an
-// error when Slack refuses the app token.
-func (a *Adapter) runSocket(ctx context.Context, smc *socketmode.Client, sig socketSignals) error {
-	bo := &backoff.Backoff{Min: a.cfg.ReconnectMin, Max: a.cfg.ReconnectMax}
-	for {
-		drain(sig.failed)
-		runCtx, cancelRun := context.WithCancel(ctx)
-		errc := make(chan error, 1)
-		go func() { errc <- smc.RunContext(runCtx) }()
-		var err error
-		attemptFailed := false
-	wait:
-		for {
-			select {
-			case err = <-errc:
-				break wait
-			case <-sig.connected:
-				bo.Reset()
-			case <-sig.failed:
-				attemptFailed = true
-				cancelRun()
-			}
-		}
-		cancelRun()
-		if ctx.Err() != nil {
-			return nil
-		}
-		if !attemptFailed && isAuthError(err) {
-			return fmt.Errorf("opening socket mode connection: %w", err)
-		}
-		d := bo.Next()
-		if attemptFailed {
-			// The pump has logged the failure and set the status.
-			a.log.Info("Slack backing off before reconnecting", "backoff", d)
-		} else {
-			a.setStatus(platform.TransientDisconnect, errText(err))
-			a.log.Warn("Slack socket mode stopped, backing off", "error", errText(err), "backoff", d)
-		}
-		if a.sleep(ctx, d) != nil {
-			return nil
-		}
-	}
-}
-
-func drain(c chan struct{}) {
-	select {
-	case <-c:
-	default:
-	}
-}
-
-func isAuthError(err error) bool {
-	if err == nil {
-		return false
-	}
-	var sc slack.StatusCodeError
-	if errors.As(err, &sc) && sc.Code == http.StatusNotFound {
-		return true
-	}
-	switch err.Error() {
-	case "invalid_auth", "account_inactive", "not_authed", "token_revoked", "not_allowed_token_type":
-		return true
-	}
-	return false
-}
-
-func errText(err error) string {
-	if err == nil {
-		return "connection closed"
-	}
-	return err.Error()
-}
-
-// call runs one Web API call through the adapter's retry (retryPolicy):
-// 429s are waited out for as long as ctx allows, so no reply is ever
-// dropped; server errors (5xx) are retried a few times only for idempotent
-// calls, since a failed chat.postMessage may still have posted.
-func (a *Adapter) call(ctx context.Context, method string, idempotent bool, f func(context.Context) error) error {
-	if err := a.retryPolicy().Do(ctx, method, idempotent, f); err != nil {
-		return fmt.Errorf("%s: %w", method, err)
-	}
+	a.replies.Forget(msg)
 	return nil
 }
 
-// retryPolicy is how the adapter retries Slack's calls: a rate limit
-// after Slack's Retry-After (a second when it names none), a server error
-// three times, a second more each time. slack-go retries nothing itself
-// unless asked (OptionRetry, which the adapter does not set), so nothing
-// is retried twice.
-func (a *Adapter) retryPolicy() retry.Policy {
-	return retry.Policy{
-		Platform:  "Slack",
-		Classify:  slackVerdict,
-		Transient: 3,
-		Backoff:   func(n int) time.Duration { return time.Duration(n) * time.Second },
-		Sleep:     func(ctx context.Context, d time.Duration) error { return a.sleep(ctx, d) },
-		Log:       a.log,
-	}
+// React adds an emoji reaction; adding one that is already there is fine.
+func (a *Adapter) React(ctx context.Context, msg platform.Target, name string) error {
+	return a.wire.react(ctx, msg, name)
 }
 
-// slackVerdict reads slack-go's errors: a 429 with Retry-After comes as a
-// RateLimitedError, any other HTTP failure as a StatusCodeError (a 429
-// without the header among them); a download made without slack-go
-// fails with a retry.StatusError.
-func slackVerdict(err error) retry.Verdict {
-	var rl *slack.RateLimitedError
-	var sc slack.StatusCodeError
-	var se *retry.StatusError
-	switch {
-	case errors.As(err, &rl):
-		return retry.Verdict{Kind: retry.RateLimited, After: rl.RetryAfter}
-	case errors.As(err, &sc):
-		return retry.HTTPVerdict(sc.Code, 0)
-	case errors.As(err, &se):
-		return retry.HTTPVerdict(se.Code, se.RetryAfter)
-	}
-	return retry.Verdict{Kind: retry.Fail}
+// Unreact removes the bot's reaction; removing a missing one is fine.
+func (a *Adapter) Unreact(ctx context.Context, msg platform.Target, name string) error {
+	return a.wire.unreact(ctx, msg, name)
 }
 
-// slogOutput lets slack-go's debug logger write through slog. slack-go
-// only logs when its debug option is on, which this adapter never sets, so
-// this only catches its rare unconditional messages.
-type slogOutput struct{ log *slog.Logger }
+// Capabilities: Slack edits messages (chat.update, Tier 3: about 50 a
+// minute for the whole workspace, shared by every conversation), has
+// buttons and multi-select menus, and deletes the bot's posts. A message
+// shows 3,900 runes of mrkdwn whole; Markdown is kept well under that so
+// that escapes (& becomes &amp;) still fit.
+//
+// EditInterval gives one message at most half the workspace's budget: a
+// reply streamed alone takes 25 edits a minute, and two conversations
+// streaming at once still leave room for progress and prompts. The pacer
+// (editPacer) holds the workspace's and each channel's limit whatever the
+// engine asks.
+func (a *Adapter) Capabilities() platform.Capabilities {
+	c := platform.Abilities(a)
+	c.MessageLimit = 3000
+	c.EditRate = platform.EditRate{PerMinute: a.cfg.EditsPerMinute, Burst: a.cfg.EditBurst, Interval: a.cfg.EditInterval}
+	c.EditInterval = max(a.cfg.EditInterval, 2*time.Minute/time.Duration(a.cfg.EditsPerMinute))
+	c.MultiSelect = true
+	c.OptionLabelLimit = buttonTextLimit
+	return c
+}
 
-func (s slogOutput) Output(_ int, msg string) error {
-	s.log.Debug("slack-go: " + strings.TrimSpace(msg))
-	return nil
+// EditReply makes msgs show text as Send would post it (mrkdwn parts under
+// MessageLimit): a part a message already shows is left alone, a changed
+// one goes through chat.update (paced; a newer edit of the same message
+// replaces one that waits), and parts beyond msgs are posted in the thread.
+func (a *Adapter) EditReply(ctx context.Context, to platform.Target, msgs []platform.Target, text string) ([]platform.Target, error) {
+	return a.replies.EditReply(ctx, to, msgs, text)
+}
+
+// SendReply posts text as Send does, each part tagged with r.Key (see
+// platform.Replier). With r.Again it first reads the conversation after
+// r.After for parts of the same key; when that read fails, it posts the
+// parts r.Done does not name, as a platform without lookup would.
+func (a *Adapter) SendReply(ctx context.Context, to platform.Target, text string, r platform.Reply) (platform.ReplyResult, error) {
+	return a.replies.SendReply(ctx, to, text, r)
+}
+
+// FinishReply turns a streamed reply into the reply (platform.ReplyFinisher):
+// each message of msgs gets its part through chat.update with the reply's
+// metadata, booked ahead of the stream's own edits (editPacer.ReserveFirst:
+// only the workspace's budget can make it wait), and the parts beyond msgs
+// are posted tagged, as SendReply posts them. With r.Again the thread is read
+// first: a part found tagged is edited again where msgs has no message for
+// it, and not posted a second time.
+func (a *Adapter) FinishReply(ctx context.Context, to platform.Target, msgs []platform.Target, text string, r platform.Reply) ([]platform.Target, error) {
+	return a.replies.FinishReply(ctx, to, msgs, text, r)
+}
+
+// ThreadUnder is the thread under a posted message: in Slack its ts, the
+// thread_ts its replies carry.
+func (a *Adapter) ThreadUnder(posted platform.Target) platform.Target {
+	return platform.Target{Platform: posted.Platform, Channel: posted.Channel, Thread: posted.MessageID}
+}
+
+// AskPermission posts a Block Kit prompt with Allow / Always allow / Deny
+// buttons. Presses come back through Handler.HandleAction. The prompt's
+// whole text is shown: it is split over as many sections as it needs, and
+// a prompt too big for one message is refused rather than cut, so the
+// engine can deny it.
+func (a *Adapter) AskPermission(ctx context.Context, to platform.Target, p platform.PermissionPrompt) (platform.Target, error) {
+	return a.prompts.askPermission(ctx, to, p)
+}
+
+// ResolvePermission edits the prompt to show the outcome (e.g. "Allowed
+// by Ann") in place of the buttons, so nobody presses them again.
+func (a *Adapter) ResolvePermission(ctx context.Context, prompt platform.Target, outcome string) error {
+	return a.prompts.resolvePermission(ctx, prompt, outcome)
+}
+
+// AskQuestions posts Claude's questions with a button per option (a
+// multi-select menu and a Submit button for a multi-select question) and
+// a Dismiss button.
+func (a *Adapter) AskQuestions(ctx context.Context, to platform.Target, p platform.QuestionPrompt) (platform.Target, error) {
+	return a.prompts.askQuestions(ctx, to, p)
+}
+
+// UpdateQuestions redraws a question prompt: answered questions lose
+// their buttons, a closed prompt all of them.
+func (a *Adapter) UpdateQuestions(ctx context.Context, prompt platform.Target, p platform.QuestionPrompt) error {
+	return a.prompts.updateQuestions(ctx, prompt, p)
+}
+
+// UserName returns a user's display name (users.info, cached), or userID
+// when Slack gives none. Events name a user by id alone; the engine asks
+// for the name on the conversation's goroutine, when it needs one, so
+// that the lookup never delays an ack.
+func (a *Adapter) UserName(ctx context.Context, userID string) string {
+	return orDefault(a.reads.userName(ctx, userID), userID)
+}
+
+// History reads a conversation's earlier messages (platform.HistoryReader):
+// a thread's with conversations.replies (the parent first, as Slack
+// returns it), a DM's with conversations.history. The app needs the
+// history scope of the conversation's kind (channels:history,
+// groups:history, im:history, mpim:history); without it Slack answers
+// missing_scope, which is returned.
+func (a *Adapter) History(ctx context.Context, conv platform.Target, q platform.HistoryQuery) ([]platform.HistoryMessage, error) {
+	return a.reads.history(ctx, conv, q)
+}
+
+// OpenAttachment downloads a file again from its Ref (its URL), for a
+// message replayed after a restart; the same host check applies.
+func (a *Adapter) OpenAttachment(ctx context.Context, at platform.Attachment) (io.ReadCloser, error) {
+	return a.files.open(ctx, at.Ref, at.Mime)
+}
+
+// MaxFileSize is Slack's limit on one file.
+func (a *Adapter) MaxFileSize(platform.Target) int64 { return MaxUploadBytes }
+
+// SendFile uploads f into the conversation to names (its thread when set);
+// the app needs the files:write scope. The comment is posted first, as a
+// message of its own.
+func (a *Adapter) SendFile(ctx context.Context, to platform.Target, f platform.OutgoingFile) (platform.Target, error) {
+	return a.files.send(ctx, to, f)
 }

@@ -78,9 +78,9 @@ func startStopping(t *testing.T, h *stopHandler, grace time.Duration) (*env, con
 	t.Helper()
 	f := fakeslack.New(t)
 	a, logs, _ := newAdapter(t, testConfig(f))
-	a.drainGrace = grace
+	a.socket.drainGrace = grace
 	// The held first message is acked at the deadline: keep it short.
-	a.ackWait = 20 * time.Millisecond
+	a.socket.ackWait = 20 * time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
 	run := &runResult{done: make(chan struct{})}
 	go func() {

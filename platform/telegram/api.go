@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
@@ -29,6 +30,24 @@ var (
 	// retry can fix a wrong token.
 	ErrUnauthorized = errors.New("telegram refused the bot token (check platforms token)")
 )
+
+// api is the Bot API as the other parts call it: one method with its
+// retry (flood control waited out, transient failures retried), the
+// caller's context on every request, and the token kept out of every
+// error. It knows nothing of what the calls mean.
+type api struct {
+	token      string // secret: part of every Bot API URL
+	log        *slog.Logger
+	base       *tgbotapi.BotAPI
+	httpClient *http.Client
+
+	// Durations kept in fields so tests can shrink them.
+	requestTimeout      time.Duration
+	retryAfterUnit      time.Duration
+	backoffMin          time.Duration
+	backoffMax          time.Duration
+	maxTransientRetries int
+}
 
 // ctxDoer gives every request the library makes the caller's context, so a
 // long poll or a send stops as soon as ctx is cancelled, and strips the
@@ -80,29 +99,29 @@ func redactErr(err error, token string) error {
 // bot returns a copy of the shared BotAPI whose requests carry ctx. The
 // library has no context support; a copy per call is cheap and keeps calls
 // independent.
-func (a *Adapter) bot(ctx context.Context) *tgbotapi.BotAPI {
-	b := *a.base
-	b.Client = ctxDoer{ctx: ctx, client: a.httpClient, token: a.cfg.Token}
+func (c *api) bot(ctx context.Context) *tgbotapi.BotAPI {
+	b := *c.base
+	b.Client = ctxDoer{ctx: ctx, client: c.httpClient, token: c.token}
 	return &b
 }
 
 // call makes one Bot API request, waiting out flood control (429
 // retry_after) and retrying transient failures, so no reply is dropped.
 // Errors never contain the token.
-func (a *Adapter) call(ctx context.Context, method string, params tgbotapi.Params) (json.RawMessage, error) {
-	return a.request(ctx, method, params, a.requestTimeout, a.maxTransientRetries)
+func (c *api) call(ctx context.Context, method string, params tgbotapi.Params) (json.RawMessage, error) {
+	return c.request(ctx, method, params, c.requestTimeout, c.maxTransientRetries)
 }
 
 // request is call with an explicit per-attempt timeout and retry budget for
 // transient failures (the poll loop has its own backoff and passes 0).
-func (a *Adapter) request(ctx context.Context, method string, params tgbotapi.Params, timeout time.Duration, retries int) (json.RawMessage, error) {
+func (c *api) request(ctx context.Context, method string, params tgbotapi.Params, timeout time.Duration, retries int) (json.RawMessage, error) {
 	var result json.RawMessage
-	p := a.retryPolicy()
+	p := c.retryPolicy()
 	p.Transient = retries
 	err := p.Do(ctx, method, true, func(ctx context.Context) error {
 		rctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
-		resp, err := a.bot(rctx).MakeRequest(method, params)
+		resp, err := c.bot(rctx).MakeRequest(method, params)
 		if err != nil {
 			return err
 		}
@@ -110,7 +129,7 @@ func (a *Adapter) request(ctx context.Context, method string, params tgbotapi.Pa
 		return nil
 	})
 	if err != nil {
-		return nil, a.apiError(method, err)
+		return nil, c.apiError(method, err)
 	}
 	return result, nil
 }
@@ -120,26 +139,26 @@ func (a *Adapter) request(ctx context.Context, method string, params tgbotapi.Pa
 // control after Telegram's parameters.retry_after, in units of
 // retryAfterUnit (a second; at least one), and a server error or a failed
 // connection with backoff. The Bot API library retries nothing itself.
-func (a *Adapter) retryPolicy() retry.Policy {
+func (c *api) retryPolicy() retry.Policy {
 	return retry.Policy{
 		Platform:  "Telegram",
-		Classify:  a.verdict,
-		Transient: a.maxTransientRetries,
-		Backoff:   func(n int) time.Duration { return backoff.Delay(n, a.backoffMin, a.backoffMax) },
-		Log:       a.log,
+		Classify:  c.verdict,
+		Transient: c.maxTransientRetries,
+		Backoff:   func(n int) time.Duration { return backoff.Delay(n, c.backoffMin, c.backoffMax) },
+		Log:       c.log,
 	}
 }
 
 // verdict reads the Bot API library's errors: a refusal (ok: false) is a
 // *tgbotapi.Error with Telegram's parameters; anything else is the
 // transport or a reply that did not decode, which may pass.
-func (a *Adapter) verdict(err error) retry.Verdict {
+func (c *api) verdict(err error) retry.Verdict {
 	var apiErr *tgbotapi.Error
 	switch {
 	case !errors.As(err, &apiErr):
 		return retry.Verdict{Kind: retry.Transient}
 	case apiErr.RetryAfter > 0 || apiErr.Code == http.StatusTooManyRequests:
-		return retry.Verdict{Kind: retry.RateLimited, After: time.Duration(max(apiErr.RetryAfter, 1)) * a.retryAfterUnit}
+		return retry.Verdict{Kind: retry.RateLimited, After: time.Duration(max(apiErr.RetryAfter, 1)) * c.retryAfterUnit}
 	case apiErr.Code >= 500:
 		return retry.Verdict{Kind: retry.Transient}
 	}
@@ -148,12 +167,32 @@ func (a *Adapter) verdict(err error) retry.Verdict {
 
 // apiError is the error a failed call returns: Telegram's refusal as an
 // *APIError, anything else wrapped, the token taken out of both.
-func (a *Adapter) apiError(method string, err error) error {
+func (c *api) apiError(method string, err error) error {
 	var apiErr *tgbotapi.Error
 	if errors.As(err, &apiErr) {
-		return &APIError{Method: method, Code: apiErr.Code, Description: redact(apiErr.Message, a.cfg.Token), MigrateToChatID: apiErr.MigrateToChatID}
+		return &APIError{Method: method, Code: apiErr.Code, Description: redact(apiErr.Message, c.token), MigrateToChatID: apiErr.MigrateToChatID}
 	}
-	return fmt.Errorf("telegram %s: %w", method, redactErr(err, a.cfg.Token))
+	return fmt.Errorf("telegram %s: %w", method, redactErr(err, c.token))
+}
+
+// upload makes one multipart Bot API request, waiting out flood control as
+// call does. Nothing else is retried: the file may have been sent.
+func (c *api) upload(ctx context.Context, method string, params tgbotapi.Params, field, name string, data []byte) (json.RawMessage, error) {
+	var result json.RawMessage
+	err := c.retryPolicy().Do(ctx, method, false, func(ctx context.Context) error {
+		rctx, cancel := context.WithTimeout(ctx, c.requestTimeout)
+		defer cancel()
+		resp, err := c.bot(rctx).UploadFiles(method, params, []tgbotapi.RequestFile{{Name: field, Data: tgbotapi.FileBytes{Name: name, Bytes: data}}})
+		if err != nil {
+			return err
+		}
+		result = resp.Result
+		return nil
+	})
+	if err != nil {
+		return nil, c.apiError(method, err)
+	}
+	return result, nil
 }
 
 // APIError is a refusal from the Bot API (ok: false), without the token.

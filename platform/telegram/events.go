@@ -3,12 +3,7 @@ package telegram
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"io"
-	"net/http"
-	"os"
-	"path"
-	"path/filepath"
+	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
@@ -42,15 +37,15 @@ type rawUpdate struct {
 // platform call of its own). It returns false only when h did not take a
 // message (it is to be handed over again); an update that is not for the
 // engine, or cannot be read, is done with.
-func (a *Adapter) handUpdate(ctx context.Context, h platform.Handler, answers *sync.WaitGroup, raw json.RawMessage) bool {
+func (p *poller) handUpdate(ctx context.Context, h platform.Handler, answers *sync.WaitGroup, raw json.RawMessage) bool {
 	var ru rawUpdate
 	if err := json.Unmarshal(raw, &ru); err != nil {
-		a.log.Warn("Telegram update not understood", "error", err)
+		p.log.Warn("Telegram update not understood", "error", err)
 		return true
 	}
 	var u tgbotapi.Update
 	if err := json.Unmarshal(raw, &u); err != nil {
-		a.log.Warn("Telegram update not understood", "update_id", ru.UpdateID, "error", err)
+		p.log.Warn("Telegram update not understood", "update_id", ru.UpdateID, "error", err)
 		return true
 	}
 	switch {
@@ -59,18 +54,18 @@ func (a *Adapter) handUpdate(ctx context.Context, h platform.Handler, answers *s
 		if ru.Message != nil {
 			tf = *ru.Message
 		}
-		m, ok := a.toMessage(u.Message, tf)
+		m, ok := p.norm.toMessage(u.Message, tf)
 		if !ok {
 			return true
 		}
-		a.noteSeen(m)
-		a.log.Debug("Telegram message received", "channel", m.Target.Channel, "thread", m.Target.Thread, "user_id", m.UserID, "user_name", m.UserName, "mentioned", m.Mentioned)
+		p.seen.noteSeen(m)
+		p.log.Debug("Telegram message received", "channel", m.Target.Channel, "thread", m.Target.Thread, "user_id", m.UserID, "user_name", m.UserName, "mentioned", m.Mentioned)
 		// getUpdates's offset keeps updates from coming twice within a
 		// run; after a restart one not confirmed comes again, with the
 		// same message id, which the engine's duplicate check catches.
 		if _, err := h.HandleMessage(ctx, m); err != nil {
 			if ctx.Err() == nil {
-				a.log.Warn("Engine did not accept Telegram message", "channel", m.Target.Channel, "thread", m.Target.Thread, "error", err)
+				p.log.Warn("Engine did not accept Telegram message", "channel", m.Target.Channel, "thread", m.Target.Thread, "error", err)
 			}
 			return false
 		}
@@ -82,11 +77,15 @@ func (a *Adapter) handUpdate(ctx context.Context, h platform.Handler, answers *s
 		// Telegram shows a spinner on the button until the press is
 		// answered: at once, beside the hand-over.
 		answers.Go(func() {
-			if _, err := a.call(ctx, "answerCallbackQuery", tgbotapi.Params{"callback_query_id": u.CallbackQuery.ID}); err != nil {
-				a.log.Warn("Answering Telegram button press failed", "error", err)
+			if _, err := p.api.call(ctx, "answerCallbackQuery", tgbotapi.Params{"callback_query_id": u.CallbackQuery.ID}); err != nil {
+				p.log.Warn("Answering Telegram button press failed", "error", err)
 			}
 		})
-		a.handleCallback(ctx, h, u.CallbackQuery, tf)
+		if act, ok := p.buttons.action(u.CallbackQuery, tf); ok {
+			if err := h.HandleAction(ctx, act); err != nil && ctx.Err() == nil {
+				p.log.Warn("Engine did not accept Telegram button press", "channel", act.Target.Channel, "thread", act.Target.Thread, "error", err)
+			}
+		}
 	}
 	return true
 }
@@ -100,18 +99,28 @@ func topicOf(tf topicFields) string {
 	return ""
 }
 
+// normalizer reads Telegram's messages as the engine's: who wrote them,
+// in which chat and topic, whether they address the bot, their text and
+// files. It calls nothing.
+type normalizer struct {
+	name  string
+	log   *slog.Logger
+	self  *botSelf
+	files *files
+}
+
 // toMessage normalizes a user message; ok is false for what the engine
 // must not see (bots, the bot itself, service messages, empty messages).
-func (a *Adapter) toMessage(msg *tgbotapi.Message, tf topicFields) (platform.Message, bool) {
+func (n normalizer) toMessage(msg *tgbotapi.Message, tf topicFields) (platform.Message, bool) {
 	if msg.From == nil || msg.Chat == nil {
 		return platform.Message{}, false // channel posts and anonymous senders
 	}
 	chat := strconv.FormatInt(msg.Chat.ID, 10)
 	if msg.MigrateToChatID != 0 {
-		a.log.Warn("Telegram group became a supergroup; bind the new chat id", "channel", chat, "new_channel", msg.MigrateToChatID)
+		n.log.Warn("Telegram group became a supergroup; bind the new chat id", "channel", chat, "new_channel", msg.MigrateToChatID)
 		return platform.Message{}, false
 	}
-	self := a.botUser()
+	self := n.self.get()
 	if msg.From.IsBot || msg.From.ID == self.ID {
 		return platform.Message{}, false
 	}
@@ -119,7 +128,7 @@ func (a *Adapter) toMessage(msg *tgbotapi.Message, tf topicFields) (platform.Mes
 	if text == "" {
 		text, entities = msg.Caption, msg.CaptionEntities
 	}
-	atts := a.attachments(msg)
+	atts := n.files.attachments(msg)
 	if strings.TrimSpace(text) == "" && len(atts) == 0 {
 		return platform.Message{}, false // joins, pins, stickers and other service messages
 	}
@@ -138,7 +147,7 @@ func (a *Adapter) toMessage(msg *tgbotapi.Message, tf topicFields) (platform.Mes
 	return platform.Message{
 		ID: chat + ":" + strconv.Itoa(msg.MessageID),
 		Target: platform.Target{
-			Platform:  a.cfg.Name,
+			Platform:  n.name,
 			Channel:   chat,
 			Thread:    thread,
 			MessageID: strconv.Itoa(msg.MessageID),
@@ -250,92 +259,4 @@ func stripMention(text string, entities []tgbotapi.MessageEntity, bot string) (c
 
 func isNameChar(c byte) bool {
 	return c == '_' || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')
-}
-
-// attachments lists the files of a message; Open fetches each through
-// getFile and the file endpoint when the engine asks for it.
-func (a *Adapter) attachments(msg *tgbotapi.Message) []platform.Attachment {
-	var out []platform.Attachment
-	add := func(fileID, name, mime string, size int) {
-		sz := int64(size)
-		if size <= 0 {
-			sz = -1
-		}
-		out = append(out, platform.Attachment{
-			Name: name,
-			Size: sz,
-			Mime: mime,
-			Ref:  fileID, // not the download URL, which holds the bot token
-			Open: func(ctx context.Context) (io.ReadCloser, error) { return a.openFile(ctx, fileID) },
-		})
-	}
-	if d := msg.Document; d != nil {
-		add(d.FileID, nonEmpty(d.FileName, "document_"+d.FileUniqueID), d.MimeType, d.FileSize)
-	}
-	if len(msg.Photo) > 0 {
-		p := msg.Photo[len(msg.Photo)-1] // sizes ascend; the last is the original
-		add(p.FileID, "photo_"+p.FileUniqueID+".jpg", "image/jpeg", p.FileSize)
-	}
-	if v := msg.Video; v != nil {
-		add(v.FileID, nonEmpty(v.FileName, "video_"+v.FileUniqueID+".mp4"), v.MimeType, v.FileSize)
-	}
-	if au := msg.Audio; au != nil {
-		add(au.FileID, nonEmpty(au.FileName, "audio_"+au.FileUniqueID), au.MimeType, au.FileSize)
-	}
-	if vo := msg.Voice; vo != nil {
-		add(vo.FileID, "voice_"+vo.FileUniqueID+".ogg", nonEmpty(vo.MimeType, "audio/ogg"), vo.FileSize)
-	}
-	return out
-}
-
-var _ platform.AttachmentOpener = (*Adapter)(nil)
-
-// OpenAttachment downloads a file again from its Ref (its file_id), for a
-// message replayed after a restart.
-func (a *Adapter) OpenAttachment(ctx context.Context, at platform.Attachment) (io.ReadCloser, error) {
-	return a.openFile(ctx, at.Ref)
-}
-
-func nonEmpty(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
-}
-
-// openFile resolves fileID with getFile and streams the file. A local Bot
-// API server (--local) answers with an absolute path on its own disk, which
-// is read directly.
-func (a *Adapter) openFile(ctx context.Context, fileID string) (io.ReadCloser, error) {
-	raw, err := a.call(ctx, "getFile", tgbotapi.Params{"file_id": fileID})
-	if err != nil {
-		return nil, fmt.Errorf("resolving telegram file: %w", err)
-	}
-	var f tgbotapi.File
-	if err := json.Unmarshal(raw, &f); err != nil {
-		return nil, fmt.Errorf("resolving telegram file: decoding: %w", err)
-	}
-	if f.FilePath == "" {
-		return nil, fmt.Errorf("resolving telegram file: no file_path (file too big for the Bot API?)")
-	}
-	if filepath.IsAbs(f.FilePath) && a.apiURL != DefaultAPIURL {
-		fh, err := os.Open(f.FilePath)
-		if err == nil {
-			return fh, nil
-		}
-	}
-	u := a.apiURL + "/file/bot" + a.cfg.Token + "/" + strings.TrimLeft(path.Clean("/"+f.FilePath), "/")
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return nil, fmt.Errorf("downloading telegram file: %w", redactErr(err, a.cfg.Token))
-	}
-	resp, err := a.httpClient.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("downloading telegram file: %w", redactErr(err, a.cfg.Token))
-	}
-	if resp.StatusCode != http.StatusOK {
-		resp.Body.Close()
-		return nil, fmt.Errorf("downloading telegram file: HTTP %d", resp.StatusCode)
-	}
-	return resp.Body, nil
 }

@@ -31,38 +31,34 @@ import (
 // next poller, which gets them again from Telegram. A poller that went on
 // would publish old updates after the next one's newer ones.
 
-// SetGate makes Run poll only while this host holds g's tenure. Call it
-// before Run; without it the adapter polls always, as a host alone does.
-func (a *Adapter) SetGate(g platform.Gate) { a.gate = g }
-
 // runGated polls through one tenure after another until ctx ends.
-func (a *Adapter) runGated(ctx context.Context, h platform.Handler) error {
+func (p *poller) runGated(ctx context.Context, h platform.Handler) error {
 	for {
-		a.setStatus(platform.Standby, "another host polls")
-		t, err := a.gate.Acquire(ctx)
+		p.setStatus(platform.Standby, "another host polls")
+		t, err := p.gate.Acquire(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
-			a.setStatus(refusal(err), err.Error())
-			return fmt.Errorf("telegram %s: waiting to become the poller: %w", a.cfg.Name, err)
+			p.state.Refused(err, ErrUnauthorized)
+			return fmt.Errorf("telegram %s: waiting to become the poller: %w", p.cfg.Name, err)
 		}
-		a.setStatus(platform.Connected, "")
-		a.log.Info("Telegram polling on this host")
-		err = a.pollTenure(ctx, h, t)
+		p.setStatus(platform.Connected, "")
+		p.log.Info("Telegram polling on this host")
+		err = p.pollTenure(ctx, h, t)
 		switch {
 		case ctx.Err() != nil:
 			return nil
 		case errors.Is(err, ErrUnauthorized):
 			return err
 		}
-		a.log.Warn("Telegram polling moved off this host", "error", err)
+		p.log.Warn("Telegram polling moved off this host", "error", err)
 	}
 }
 
 // pollTenure polls while t holds, from the stored offset; it returns why
 // it stopped (nil when ctx ended).
-func (a *Adapter) pollTenure(ctx context.Context, h platform.Handler, t platform.Tenure) error {
+func (p *poller) pollTenure(ctx context.Context, h platform.Handler, t platform.Tenure) error {
 	tctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	stop := make(chan struct{})
@@ -75,7 +71,7 @@ func (a *Adapter) pollTenure(ctx context.Context, h platform.Handler, t platform
 		}
 	}()
 	var start int64
-	err := backoff.Retry(tctx, a.backoffMin, a.backoffMax, func() (bool, error) {
+	err := backoff.Retry(tctx, p.api.backoffMin, p.api.backoffMax, func() (bool, error) {
 		if err := t.Check(); err != nil {
 			return true, err
 		}
@@ -83,7 +79,7 @@ func (a *Adapter) pollTenure(ctx context.Context, h platform.Handler, t platform
 		start = off
 		return err == nil, err
 	}, func(err error, attempt int) {
-		a.log.Warn("Reading the stored Telegram offset failed, retrying", "error", err, "attempt", attempt)
+		p.log.Warn("Reading the stored Telegram offset failed, retrying", "error", err, "attempt", attempt)
 	})
 	if err != nil {
 		return ended(tctx, err)
@@ -96,7 +92,7 @@ func (a *Adapter) pollTenure(ctx context.Context, h platform.Handler, t platform
 		if int64(offset) <= saved {
 			return nil
 		}
-		sctx, scancel := context.WithTimeout(ctx, a.requestTimeout)
+		sctx, scancel := context.WithTimeout(ctx, p.api.requestTimeout)
 		err := t.SaveOffset(sctx, int64(offset))
 		scancel()
 		switch {
@@ -107,11 +103,11 @@ func (a *Adapter) pollTenure(ctx context.Context, h platform.Handler, t platform
 		case ctx.Err() == nil:
 			// Polling on is safe: the offset asked of Telegram confirms
 			// only what was published; the next poller reads more again.
-			a.log.Warn("Storing the Telegram offset failed; polling on", "error", err, "offset", offset)
+			p.log.Warn("Storing the Telegram offset failed; polling on", "error", err, "offset", offset)
 		}
 		return nil
 	}
-	err = a.poll(tctx, tenureHandler{h: h, t: t, end: cancel}, int(start), before)
+	err = p.poll(tctx, tenureHandler{h: h, t: t, end: cancel}, int(start), before)
 	return ended(tctx, err)
 }
 

@@ -23,10 +23,10 @@ func newTestAdapter(t *testing.T, f *faketelegram.Server, mod func(*Config)) *Ad
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.retryAfterUnit = time.Millisecond
-	a.backoffMin = time.Millisecond
-	a.backoffMax = 5 * time.Millisecond
-	a.requestTimeout = 10 * time.Second
+	a.api.retryAfterUnit = time.Millisecond
+	a.api.backoffMin = time.Millisecond
+	a.api.backoffMax = 5 * time.Millisecond
+	a.api.requestTimeout = 10 * time.Second
 	return a
 }
 

@@ -112,7 +112,7 @@ func TestEditReplyUnderFloodControl(t *testing.T) {
 			// Ten edits a second in a private chat: the test stays short.
 			f.SetEditLimit(100*time.Millisecond, 300*time.Millisecond)
 			a := newTestAdapter(t, f, func(c *Config) { c.EditInterval = 40 * time.Millisecond })
-			a.retryAfterUnit = 100 * time.Millisecond
+			a.api.retryAfterUnit = 100 * time.Millisecond
 			ctx := context.Background()
 			to := platform.Target{Platform: "tg-test", Channel: chat}
 			var msgs []platform.Target

@@ -144,7 +144,7 @@ func TestUpdateNotTakenIsHandedOverAgain(t *testing.T) {
 	f := faketelegram.New(t)
 	addChats(f)
 	a := newTestAdapter(t, f, nil)
-	a.retryPause = 5 * time.Millisecond
+	a.poller.retryPause = 5 * time.Millisecond
 	h := &failOnceHandler{Handler: platformtest.NewHandler(), fail: "first"}
 	private := map[string]any{"id": privateChat.ID, "type": "private"}
 	group := map[string]any{"id": groupChat.ID, "type": "group"}

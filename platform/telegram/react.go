@@ -25,39 +25,39 @@ var reactionEmoji = map[string]string{
 	"thinking_face":    "🤔",
 }
 
-// React sets the bot's reaction on a message (setMessageReaction).
-func (a *Adapter) React(ctx context.Context, msg platform.Target, name string) error {
+// react sets the bot's reaction on a message (setMessageReaction).
+func (w *wire) react(ctx context.Context, msg platform.Target, name string) error {
 	e, ok := reactionEmoji[name]
 	if !ok {
 		return fmt.Errorf("telegram react: %q has no Telegram reaction", name)
 	}
 	id := bareMessageID(msg.MessageID)
-	if err := a.setReaction(ctx, msg.Channel, id, []map[string]string{{"type": "emoji", "emoji": e}}); err != nil {
+	if err := w.setReaction(ctx, msg.Channel, id, []map[string]string{{"type": "emoji", "emoji": e}}); err != nil {
 		return fmt.Errorf("reacting %s to %s in %s: %w", name, id, msg.Channel, err)
 	}
-	a.reactions.Put(msg.Channel+":"+id, name)
+	w.reactions.Put(msg.Channel+":"+id, name)
 	return nil
 }
 
-// Unreact removes the bot's reaction if it is still name.
-func (a *Adapter) Unreact(ctx context.Context, msg platform.Target, name string) error {
+// unreact removes the bot's reaction if it is still name.
+func (w *wire) unreact(ctx context.Context, msg platform.Target, name string) error {
 	id := bareMessageID(msg.MessageID)
 	key := msg.Channel + ":" + id
-	if cur, _ := a.reactions.Get(key); cur != name {
+	if cur, _ := w.reactions.Get(key); cur != name {
 		return nil // replaced by a later reaction, or never set
 	}
-	if err := a.setReaction(ctx, msg.Channel, id, []map[string]string{}); err != nil {
+	if err := w.setReaction(ctx, msg.Channel, id, []map[string]string{}); err != nil {
 		return fmt.Errorf("removing reaction %s from %s in %s: %w", name, id, msg.Channel, err)
 	}
-	a.reactions.Put(key, "")
+	w.reactions.Put(key, "")
 	return nil
 }
 
-func (a *Adapter) setReaction(ctx context.Context, chat, id string, reaction []map[string]string) error {
+func (w *wire) setReaction(ctx context.Context, chat, id string, reaction []map[string]string) error {
 	b, err := json.Marshal(reaction)
 	if err != nil {
 		return err
 	}
-	_, err = a.call(ctx, "setMessageReaction", tgbotapi.Params{"chat_id": chat, "message_id": id, "reaction": string(b)})
+	_, err = w.api.call(ctx, "setMessageReaction", tgbotapi.Params{"chat_id": chat, "message_id": id, "reaction": string(b)})
 	return err
 }

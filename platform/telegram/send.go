@@ -5,18 +5,44 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf16"
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 
 	"github.com/cc-connect/cc-connect/platform"
+	"github.com/cc-connect/cc-connect/platform/internal/coalesce"
+	"github.com/cc-connect/cc-connect/platform/internal/recent"
 )
+
+// wire is the Bot API calls everything posts through: a message sent in
+// parts (HTML, or plain text where Telegram refuses the HTML), edits paced
+// per chat, deletions, reactions and typing, each post and edit noted in
+// what the bot has seen (History).
+type wire struct {
+	name  string
+	log   *slog.Logger
+	api   *api
+	seen  *seen
+	edits *coalesce.Coalescer
+	// reactions remembers the one reaction the bot holds on each message
+	// ("chat:message" -> name): Telegram gives a bot a single reaction per
+	// message, so a new one replaces the old, and removing a reaction that
+	// was already replaced must not clear its successor.
+	reactions *recent.Map[string]
+}
+
+// groupEditFactor: Telegram lets a bot post about one message a second in
+// a private chat and twenty a minute in a group, so edits in a group are
+// spaced three times as far apart.
+const groupEditFactor = 3
 
 // messageParams addresses a chat and, for a forum topic, the topic.
 // message_thread_id is not in the library's configs, hence raw params.
-func (a *Adapter) messageParams(to platform.Target) tgbotapi.Params {
+func (w *wire) messageParams(to platform.Target) tgbotapi.Params {
 	p := tgbotapi.Params{"chat_id": to.Channel}
 	if to.Thread != "" {
 		p["message_thread_id"] = to.Thread
@@ -34,13 +60,13 @@ func bareMessageID(id string) string {
 
 // sendMessage posts one message and returns its id. A group that became a
 // supergroup is followed once to its new chat id.
-func (a *Adapter) sendMessage(ctx context.Context, params tgbotapi.Params) (int, error) {
-	raw, err := a.call(ctx, "sendMessage", params)
+func (w *wire) sendMessage(ctx context.Context, params tgbotapi.Params) (int, error) {
+	raw, err := w.api.call(ctx, "sendMessage", params)
 	var ae *APIError
 	if errors.As(err, &ae) && ae.MigrateToChatID != 0 {
-		a.log.Warn("Telegram group became a supergroup; sending to the new chat id, update the binding", "channel", params["chat_id"], "new_channel", ae.MigrateToChatID)
+		w.log.Warn("Telegram group became a supergroup; sending to the new chat id, update the binding", "channel", params["chat_id"], "new_channel", ae.MigrateToChatID)
 		params["chat_id"] = strconv.FormatInt(ae.MigrateToChatID, 10)
-		raw, err = a.call(ctx, "sendMessage", params)
+		raw, err = w.api.call(ctx, "sendMessage", params)
 	}
 	if err != nil {
 		return 0, err
@@ -52,27 +78,8 @@ func (a *Adapter) sendMessage(ctx context.Context, params tgbotapi.Params) (int,
 	return m.MessageID, nil
 }
 
-// Send posts text (Claude Code's Markdown) as Telegram HTML, split under
-// 4,096 characters without breaking code blocks. A part whose HTML Telegram
-// refuses is sent again as plain text, so a reply is never lost to
-// formatting. It returns the last posted message.
-func (a *Adapter) Send(ctx context.Context, to platform.Target, text string) (platform.Target, error) {
-	return a.send(ctx, to, nil, text)
-}
-
-// SendMentioning is Send starting with a text mention of each user (a
-// tg://user link on their name), which notifies them, and only them.
-func (a *Adapter) SendMentioning(ctx context.Context, to platform.Target, mentions []platform.Mention, text string) (platform.Target, error) {
-	for _, m := range mentions {
-		if _, err := strconv.ParseInt(m.UserID, 10, 64); err != nil {
-			return platform.Target{}, fmt.Errorf("telegram send to %s: %q is not a Telegram user id", to.Channel, m.UserID)
-		}
-	}
-	return a.send(ctx, to, mentions, text)
-}
-
 // send posts text in parts, the first starting with the mentions.
-func (a *Adapter) send(ctx context.Context, to platform.Target, mentions []platform.Mention, text string) (platform.Target, error) {
+func (w *wire) send(ctx context.Context, to platform.Target, mentions []platform.Mention, text string) (platform.Target, error) {
 	if strings.TrimSpace(text) == "" {
 		return platform.Target{}, errors.New("telegram send: empty text")
 	}
@@ -96,7 +103,7 @@ func (a *Adapter) send(ctx context.Context, to platform.Target, mentions []platf
 		if i == 0 {
 			prefix, plainPrefix = html.String(), plain.String()
 		}
-		params := a.messageParams(to)
+		params := w.messageParams(to)
 		params["text"] = prefix + toHTML(part)
 		params["parse_mode"] = "HTML"
 		params["disable_web_page_preview"] = "true"
@@ -104,27 +111,26 @@ func (a *Adapter) send(ctx context.Context, to platform.Target, mentions []platf
 			params["reply_to_message_id"] = bareMessageID(to.MessageID)
 			params["allow_sending_without_reply"] = "true"
 		}
-		id, err := a.sendMessage(ctx, params)
+		id, err := w.sendMessage(ctx, params)
 		if isParseError(err) {
-			a.log.Warn("Telegram refused the formatting, sending plain text", "channel", to.Channel, "thread", to.Thread, "error", err)
+			w.log.Warn("Telegram refused the formatting, sending plain text", "channel", to.Channel, "thread", to.Thread, "error", err)
 			delete(params, "parse_mode")
 			params["text"] = plainPrefix + noMentions(part)
-			id, err = a.sendMessage(ctx, params)
+			id, err = w.sendMessage(ctx, params)
 		}
 		if err != nil {
 			return last, fmt.Errorf("sending part %d/%d to %s: %w", i+1, len(parts), to.Channel, err)
 		}
-		last = platform.Target{Platform: a.cfg.Name, Channel: params["chat_id"], Thread: to.Thread, MessageID: strconv.Itoa(id)}
-		a.noteSent(to, id, part)
+		last = platform.Target{Platform: w.name, Channel: params["chat_id"], Thread: to.Thread, MessageID: strconv.Itoa(id)}
+		w.seen.noteSent(to, id, part)
 	}
 	return last, nil
 }
 
-// Edit replaces the text of a posted message (progress updates). Edits in
-// one chat are spaced by EditInterval (three times that in a group); an edit overtaken by a newer one
-// while it waits is skipped, the newest is always applied. Text longer than
-// one message is cut, since an edit cannot add messages.
-func (a *Adapter) Edit(ctx context.Context, msg platform.Target, text string) error {
+// edit replaces the text of a posted message, paced per chat (editSpacing);
+// an edit overtaken by a newer one while it waits is skipped. Text longer
+// than one message is cut, since an edit cannot add messages.
+func (w *wire) edit(ctx context.Context, msg platform.Target, text string) error {
 	id := bareMessageID(msg.MessageID)
 	if id == "" {
 		return errors.New("telegram edit: no message id")
@@ -133,39 +139,85 @@ func (a *Adapter) Edit(ctx context.Context, msg platform.Target, text string) er
 		text = parts[0]
 	}
 	key := msg.Channel + ":" + id
-	return a.edits.Do(ctx, key, msg.Channel, text, func(ctx context.Context) error {
-		err := a.editMessage(ctx, msg.Channel, id, toHTML(text), "")
+	return w.edits.Do(ctx, key, msg.Channel, text, func(ctx context.Context) error {
+		err := w.editMessage(ctx, msg.Channel, id, toHTML(text), "")
 		if isParseError(err) {
-			err = a.editPlain(ctx, msg.Channel, id, text)
+			err = w.editPlain(ctx, msg.Channel, id, text)
 		}
 		if err != nil && !isNotModified(err) {
 			return fmt.Errorf("editing message %s in %s: %w", id, msg.Channel, err)
 		}
-		a.history.Edit(msg, id, text)
+		w.seen.log.Edit(msg, id, text)
 		return nil
 	})
 }
 
-func (a *Adapter) editMessage(ctx context.Context, chat, id, html, markup string) error {
+func (w *wire) editMessage(ctx context.Context, chat, id, html, markup string) error {
 	p := tgbotapi.Params{"chat_id": chat, "message_id": id, "text": html, "parse_mode": "HTML", "disable_web_page_preview": "true"}
 	if markup != "" {
 		p["reply_markup"] = markup
 	}
-	_, err := a.call(ctx, "editMessageText", p)
+	_, err := w.api.call(ctx, "editMessageText", p)
 	return err
 }
 
-func (a *Adapter) editPlain(ctx context.Context, chat, id, text string) error {
-	_, err := a.call(ctx, "editMessageText", tgbotapi.Params{"chat_id": chat, "message_id": id, "text": noMentions(text), "disable_web_page_preview": "true"})
+func (w *wire) editPlain(ctx context.Context, chat, id, text string) error {
+	_, err := w.api.call(ctx, "editMessageText", tgbotapi.Params{"chat_id": chat, "message_id": id, "text": noMentions(text), "disable_web_page_preview": "true"})
 	return err
 }
 
-// Typing shows "typing…" in the chat (or topic) for about five seconds.
-func (a *Adapter) Typing(ctx context.Context, to platform.Target) error {
-	p := a.messageParams(to)
+// typing shows "typing…" in the chat (or topic) for about five seconds.
+func (w *wire) typing(ctx context.Context, to platform.Target) error {
+	p := w.messageParams(to)
 	p["action"] = "typing"
-	if _, err := a.call(ctx, "sendChatAction", p); err != nil {
+	if _, err := w.api.call(ctx, "sendChatAction", p); err != nil {
 		return fmt.Errorf("sending typing to %s: %w", to.Channel, err)
 	}
 	return nil
+}
+
+// postPart posts one part as Send does: HTML, or plain text when Telegram
+// refuses the HTML; the first replies to to's message.
+func (w *wire) postPart(ctx context.Context, to platform.Target, part string, first bool) (platform.Target, error) {
+	params := w.messageParams(to)
+	params["text"] = toHTML(part)
+	params["parse_mode"] = "HTML"
+	params["disable_web_page_preview"] = "true"
+	if first && to.MessageID != "" {
+		params["reply_to_message_id"] = bareMessageID(to.MessageID)
+		params["allow_sending_without_reply"] = "true"
+	}
+	id, err := w.sendMessage(ctx, params)
+	if isParseError(err) {
+		delete(params, "parse_mode")
+		params["text"] = noMentions(part)
+		id, err = w.sendMessage(ctx, params)
+	}
+	if err != nil {
+		return platform.Target{}, err
+	}
+	return platform.Target{Platform: w.name, Channel: params["chat_id"], Thread: to.Thread, MessageID: strconv.Itoa(id)}, nil
+}
+
+// delete removes one of the bot's messages; one already gone is fine.
+func (w *wire) delete(ctx context.Context, msg platform.Target) error {
+	id := bareMessageID(msg.MessageID)
+	_, err := w.api.call(ctx, "deleteMessage", tgbotapi.Params{"chat_id": msg.Channel, "message_id": id})
+	var ae *APIError
+	if err != nil && !(errors.As(err, &ae) && strings.Contains(ae.Description, "message to delete not found")) {
+		return fmt.Errorf("deleting message %s in %s: %w", id, msg.Channel, err)
+	}
+	return nil
+}
+
+// editSpacing is how far apart edits in one chat go: EditInterval in a
+// private chat, groupEditFactor times that in a group or supergroup
+// (whose ids are negative).
+func editSpacing(d time.Duration) func(chat string) time.Duration {
+	return func(chat string) time.Duration {
+		if strings.HasPrefix(chat, "-") {
+			return groupEditFactor * d
+		}
+		return d
+	}
 }

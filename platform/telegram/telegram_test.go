@@ -279,7 +279,7 @@ func TestFloodControlWaitsRetryAfter(t *testing.T) {
 	f := faketelegram.New(t)
 	addChats(f)
 	a := newTestAdapter(t, f, nil)
-	a.retryAfterUnit = 20 * time.Millisecond
+	a.api.retryAfterUnit = 20 * time.Millisecond
 	f.Override("sendMessage", faketelegram.Answer{Status: 429, Body: `{"ok":false,"error_code":429,"description":"Too Many Requests: retry after 3","parameters":{"retry_after":3}}`})
 	start := time.Now()
 	got, err := a.Send(context.Background(), platform.Target{Channel: "42"}, "hello")
@@ -381,7 +381,7 @@ func TestSendFollowsGroupMigration(t *testing.T) {
 func TestTransportErrorsHideToken(t *testing.T) {
 	f := faketelegram.New(t)
 	a := newTestAdapter(t, f, nil)
-	a.maxTransientRetries = 1
+	a.api.maxTransientRetries = 1
 	f.Close()
 	_, err := a.Send(context.Background(), platform.Target{Channel: "42"}, "hi")
 	if err == nil {

@@ -6,6 +6,7 @@
 package connstate
 
 import (
+	"errors"
 	"sync"
 
 	"github.com/cc-connect/cc-connect/platform"
@@ -50,4 +51,16 @@ func (s *State) SetObserver(o platform.Observer) {
 	s.mu.Lock()
 	s.obs = o
 	s.mu.Unlock()
+}
+
+// Refused sets the state for err, an error no retry fixes, with err's
+// text: BadCredentials when the platform refused the token (errors.Is(err,
+// badToken)), Failing for anything else the admin must look at (Discord's
+// intents, the cluster's gate, an answer that does not decode).
+func (s *State) Refused(err, badToken error) {
+	state := platform.Failing
+	if errors.Is(err, badToken) {
+		state = platform.BadCredentials
+	}
+	s.Set(state, err.Error())
 }

@@ -1,6 +1,8 @@
 package connstate
 
 import (
+	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -72,5 +74,26 @@ func TestStateWithoutObserver(t *testing.T) {
 	s.Set(platform.Connected, "")
 	if len(r.events) != 0 {
 		t.Errorf("events %v after the observer was removed", r.events)
+	}
+}
+
+func TestRefused(t *testing.T) {
+	badToken := errors.New("token refused")
+	tests := []struct {
+		name string
+		err  error
+		want platform.ConnStatus
+	}{
+		{"the token", fmt.Errorf("bot x: %w", badToken), platform.ConnStatus{State: platform.BadCredentials, Detail: "bot x: token refused"}},
+		{"anything else", errors.New("intents refused"), platform.ConnStatus{State: platform.Failing, Detail: "intents refused"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := New("x")
+			s.Refused(tt.err, badToken)
+			if got := s.Get(); got != tt.want {
+				t.Errorf("Refused(%v) = %v, want %v", tt.err, got, tt.want)
+			}
+		})
 	}
 }

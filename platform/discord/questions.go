@@ -13,16 +13,8 @@ import (
 	"github.com/cc-connect/cc-connect/platform/internal/permbutton"
 )
 
-// What a running turn shows on Discord: the reply edited in place as it is
-// written (EditReply), deleted leftovers, Claude's questions as buttons and
-// select menus, and what the adapter can do (Capabilities).
-
-var (
-	_ platform.Capable       = (*Adapter)(nil)
-	_ platform.ReplyEditor   = (*Adapter)(nil)
-	_ platform.Deleter       = (*Adapter)(nil)
-	_ platform.QuestionAsker = (*Adapter)(nil)
-)
+// Claude's questions on Discord: buttons and select menus under the
+// questions' text.
 
 // Discord's limits on components: five action rows a message, five
 // buttons a row, 80 characters of label, 25 options a select menu.
@@ -33,118 +25,47 @@ const (
 	maxMenuOptions = 25
 )
 
-// Capabilities: Discord edits messages, within a bucket of about five
-// edits per five seconds for each channel (the adapter spaces every edit
-// in a channel EditInterval apart, one a second by default, and waits out
-// a 429); it has buttons and multi-select menus and deletes the bot's
-// posts. EditInterval gives a streamed reply half the channel's budget, so
-// that progress and prompts in the same channel still get through.
-func (a *Adapter) Capabilities() platform.Capabilities {
-	c := platform.Abilities(a)
-	c.MessageLimit = splitLimit - 100
-	c.EditRate = platform.EditRate{Interval: a.cfg.EditInterval}
-	c.EditInterval = 2 * a.cfg.EditInterval
-	c.MultiSelect = true
-	c.OptionLabelLimit = buttonLabelMax
-	return c
-}
-
-// EditReply makes msgs show text as Send would post it: a part a message
-// already shows is left alone, a changed one is edited (paced per
-// channel; a newer edit of the same message replaces one that waits), and
-// parts beyond msgs are posted after them.
-func (a *Adapter) EditReply(ctx context.Context, to platform.Target, msgs []platform.Target, text string) ([]platform.Target, error) {
-	return a.replies.EditReply(ctx, to, msgs, text)
-}
-
-// post sends one message.
-func (a *Adapter) post(ctx context.Context, ch string, send *discordgo.MessageSend) (*discordgo.Message, error) {
-	var m *discordgo.Message
-	err := a.rest(ctx, func(opts ...discordgo.RequestOption) error {
-		var err error
-		m, err = a.session.ChannelMessageSendComplex(ch, send, opts...)
-		return err
-	})
-	return m, err
-}
-
-// editContent edits a message's content (and its components, when comps
-// is not nil), paced with every other edit in its channel.
-func (a *Adapter) editContent(ctx context.Context, msg platform.Target, content string, comps *[]discordgo.MessageComponent) error {
-	id := bareID(msg.MessageID)
-	if id == "" {
-		return errors.New("discord edit: no message id")
-	}
-	ch := msgChannel(msg)
-	key := ch + ":" + id
-	return a.edits.Do(ctx, key, ch, key, func(ctx context.Context) error {
-		err := a.rest(ctx, func(opts ...discordgo.RequestOption) error {
-			e := &discordgo.MessageEdit{ID: id, Channel: ch, Content: &content, Components: comps, AllowedMentions: noMentions()}
-			_, err := a.session.ChannelMessageEditComplex(e, opts...)
-			return err
-		})
-		if err != nil {
-			return fmt.Errorf("editing message %s in %s: %w", id, ch, err)
-		}
-		return nil
-	})
-}
-
-// Delete removes one of the bot's messages; one already gone is fine.
-func (a *Adapter) Delete(ctx context.Context, msg platform.Target) error {
-	ch, id := msgChannel(msg), bareID(msg.MessageID)
-	err := a.rest(ctx, func(opts ...discordgo.RequestOption) error {
-		return a.session.ChannelMessageDelete(ch, id, opts...)
-	})
-	var re *discordgo.RESTError
-	if err != nil && !(errors.As(err, &re) && re.Message != nil && re.Message.Code == discordgo.ErrCodeUnknownMessage) {
-		return fmt.Errorf("deleting message %s in %s: %w", id, ch, err)
-	}
-	a.replies.Forget(msg)
-	return nil
-}
-
-// AskQuestions posts Claude's questions: the text of all of them, then an
+// askQuestions posts Claude's questions: the text of all of them, then an
 // action row per open question (a button per option, or a multi-select
 // menu whose closing answers it) and one with Dismiss. Text over one
 // message goes first as messages of its own; the components go under the
 // last part.
-func (a *Adapter) AskQuestions(ctx context.Context, to platform.Target, p platform.QuestionPrompt) (platform.Target, error) {
-	parts, comps, err := a.questionMessage(p)
+func (ps *prompts) askQuestions(ctx context.Context, to platform.Target, p platform.QuestionPrompt) (platform.Target, error) {
+	parts, comps, err := ps.questionMessage(p)
 	if err != nil {
 		return platform.Target{}, fmt.Errorf("asking questions in %s: %w", to.Channel, err)
 	}
-	ch, err := a.postChannel(ctx, to)
+	ch, err := ps.wire.postChannel(ctx, to)
 	if err != nil {
 		return platform.Target{}, err
 	}
 	for i, part := range parts[:len(parts)-1] {
-		if _, err := a.post(ctx, ch, &discordgo.MessageSend{Content: part, AllowedMentions: noMentions()}); err != nil {
+		if _, err := ps.wire.post(ctx, ch, &discordgo.MessageSend{Content: part, AllowedMentions: noMentions()}); err != nil {
 			return platform.Target{}, fmt.Errorf("asking questions in %s: part %d/%d: %w", ch, i+1, len(parts), err)
 		}
 	}
-	m, err := a.post(ctx, ch, &discordgo.MessageSend{Content: parts[len(parts)-1], Components: comps, AllowedMentions: noMentions()})
+	m, err := ps.wire.post(ctx, ch, &discordgo.MessageSend{Content: parts[len(parts)-1], Components: comps, AllowedMentions: noMentions()})
 	if err != nil {
 		return platform.Target{}, fmt.Errorf("asking questions in %s: %w", ch, err)
 	}
-	posted := platform.Target{Platform: a.cfg.Name, Channel: to.Channel, Thread: to.Thread, MessageID: m.ID}
-	a.prompts.Put(m.ID, postedPrompt{content: parts[len(parts)-1], target: posted})
+	posted := platform.Target{Platform: ps.name, Channel: to.Channel, Thread: to.Thread, MessageID: m.ID}
+	ps.open.Put(m.ID, postedPrompt{content: parts[len(parts)-1], target: posted})
 	return posted, nil
 }
 
-// UpdateQuestions redraws the prompt's message: answered questions lose
+// updateQuestions redraws the prompt's message: answered questions lose
 // their components, a closed prompt all of them. Only the message holding
 // the components is edited: when the text is over one message, it shows
 // the last part of the text as it is now.
-func (a *Adapter) UpdateQuestions(ctx context.Context, prompt platform.Target, p platform.QuestionPrompt) error {
-	parts, comps, err := a.questionMessage(p)
+func (ps *prompts) updateQuestions(ctx context.Context, prompt platform.Target, p platform.QuestionPrompt) error {
+	parts, comps, err := ps.questionMessage(p)
 	if err != nil {
 		return fmt.Errorf("updating questions in %s: %w", prompt.Channel, err)
 	}
 	if comps == nil {
 		comps = []discordgo.MessageComponent{}
 	}
-	if err := a.editContent(ctx, prompt, parts[len(parts)-1], &comps); err != nil {
+	if err := ps.wire.edit(ctx, prompt, "", parts[len(parts)-1], &comps); err != nil {
 		return fmt.Errorf("updating questions: %w", err)
 	}
 	return nil
@@ -152,11 +73,11 @@ func (a *Adapter) UpdateQuestions(ctx context.Context, prompt platform.Target, p
 
 // questionMessage renders a prompt: its content in parts, and the
 // components that go under the last.
-func (a *Adapter) questionMessage(p platform.QuestionPrompt) ([]string, []discordgo.MessageComponent, error) {
+func (ps *prompts) questionMessage(p platform.QuestionPrompt) ([]string, []discordgo.MessageComponent, error) {
 	if p.RequestID == "" {
 		return nil, nil, errors.New("the prompt has no request id")
 	}
-	ref := a.promptRefs.QuestionRef(p.RequestID)
+	ref := ps.refs.QuestionRef(p.RequestID)
 	var texts []string
 	if strings.TrimSpace(p.Intro) != "" {
 		texts = append(texts, p.Intro)
