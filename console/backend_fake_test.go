@@ -77,3 +77,10 @@ func (f *fakeBackend) Spend(who Identity) []SpendRow {
 	}
 	return []SpendRow{{Binding: "slack/C1", Day: 1.5, Month: 12}, {Binding: "slack/C1", User: "UUSER", Day: 0.25, Month: 2}}
 }
+
+func (f *fakeBackend) Audit(_ context.Context, who Identity, af AuditFilter) ([]AuditRow, error) {
+	if !f.allowed[who.UserID] {
+		return nil, nil
+	}
+	return []AuditRow{{Kind: "asked", Conversation: convKey, User: af.User, Input: "<script>x</script>"}}, nil
+}

@@ -266,3 +266,15 @@ func TestSchedulesAndSpendPages(t *testing.T) {
 		t.Errorf("the spend page:\n%s", spend)
 	}
 }
+
+func TestAuditPage(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	c := r.client(t)
+	r.signIn(t, c, "UUSER")
+	code, page := r.get(t, c, "/audit?user="+url.QueryEscape("<b>bob</b>"))
+	if code != http.StatusOK || strings.Contains(page, "<script>x") || !strings.Contains(page, "&lt;script&gt;x") ||
+		!strings.Contains(page, `value="&lt;b&gt;bob&lt;/b&gt;"`) {
+		t.Fatalf("the audit page (%d):\n%s", code, page)
+	}
+}

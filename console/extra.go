@@ -82,3 +82,39 @@ func (s *Server) spend(w http.ResponseWriter, r *http.Request, sess *session) {
 	}
 	s.page(w, http.StatusOK, "spend", pageData{Title: "Spend", Session: sess, Spend: sp.Spend(sess.who)})
 }
+
+// AuditFilter narrows the audit trail page.
+type AuditFilter struct {
+	Conversation string // a key, or its start ("slack/C1")
+	User         string // an id or a name
+	Kind         string // one kind; "" all
+}
+
+// AuditRow is one event of the trail as the page shows it.
+type AuditRow struct {
+	Time                                           time.Time
+	Kind, Conversation, User, Tool, Input, Outcome string
+}
+
+// Trail is a Backend's audit trail: the newest events of the bindings
+// that allow who, matching f.
+type Trail interface {
+	Audit(ctx context.Context, who Identity, f AuditFilter) ([]AuditRow, error)
+}
+
+func (s *Server) audit(w http.ResponseWriter, r *http.Request, sess *session) {
+	tr, ok := s.backend.(Trail)
+	if !ok {
+		s.page(w, http.StatusOK, "message", pageData{Title: "Audit trail", Session: sess, Message: "The audit trail is off here."})
+		return
+	}
+	q := r.URL.Query()
+	f := AuditFilter{Conversation: q.Get("conversation"), User: q.Get("user"), Kind: q.Get("kind")}
+	rows, err := tr.Audit(r.Context(), sess.who, f)
+	if err != nil {
+		s.log.Warn("Reading the audit trail for the console failed", "error", err)
+		http.Error(w, "Could not read the audit trail (the log has the details).", http.StatusInternalServerError)
+		return
+	}
+	s.page(w, http.StatusOK, "audit", pageData{Title: "Audit trail", Session: sess, Audit: rows, Filter: f})
+}

@@ -46,6 +46,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /schedules", s.signedIn(s.schedules))
 	mux.HandleFunc("POST /schedules", s.changing(s.pause))
 	mux.HandleFunc("GET /spend", s.signedIn(s.spend))
+	mux.HandleFunc("GET /audit", s.signedIn(s.audit))
 	return s.guard(mux)
 }
 

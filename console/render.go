@@ -35,6 +35,8 @@ type pageData struct {
 	// The schedules and spend pages.
 	Schedules []Schedule
 	Spend     []SpendRow
+	Audit     []AuditRow
+	Filter    AuditFilter
 	Now       time.Time
 }
 

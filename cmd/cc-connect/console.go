@@ -1,13 +1,17 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/netip"
+	"slices"
 
+	"github.com/cc-connect/cc-connect/activity"
+	"github.com/cc-connect/cc-connect/audit"
 	"github.com/cc-connect/cc-connect/config"
 	"github.com/cc-connect/cc-connect/console"
 	"github.com/cc-connect/cc-connect/engine"
@@ -54,6 +58,9 @@ func openConsole(cfg *config.Config, log *slog.Logger) (*webConsole, error) {
 		base = c.BaseURL()
 	}
 	b := &consoleBackend{}
+	if cfg.Audit.Enabled {
+		b.auditPath = cfg.Audit.Path
+	}
 	srv := console.New(console.Settings{BaseURL: base, SessionTTL: c.SessionTTL.D(), TrustedProxies: proxies,
 		TLSCert: c.TLSCert, TLSKey: c.TLSKey, Log: log.With("component", "console")}, b)
 	return &webConsole{srv: srv, ln: ln, backend: b, served: make(chan struct{})}, nil
@@ -85,16 +92,54 @@ func (w *webConsole) wait() {
 // consoleBackend is the engine's ConsoleView as the console's Backend,
 // with the scheduler and the spending ledger for their pages.
 type consoleBackend struct {
-	view   engine.ConsoleView
-	sched  *schedule.Scheduler // nil: no schedules
-	ledger *spend.Ledger
+	view      engine.ConsoleView
+	sched     *schedule.Scheduler // nil: no schedules
+	ledger    *spend.Ledger
+	auditPath string // "": the trail is off
 }
 
 var (
 	_ console.Backend   = (*consoleBackend)(nil)
 	_ console.Schedules = (*consoleBackend)(nil)
 	_ console.Spending  = (*consoleBackend)(nil)
+	_ console.Trail     = (*consoleBackend)(nil)
 )
+
+// auditRows is how many events the audit page shows, newest first.
+const auditRows = 200
+
+// Audit reads the audit trail's newest events of the bindings that allow
+// who (an event's binding read against the bindings in force now).
+func (b *consoleBackend) Audit(_ context.Context, who console.Identity, f console.AuditFilter) ([]console.AuditRow, error) {
+	if b.auditPath == "" {
+		return nil, nil
+	}
+	mine := map[string]bool{}
+	for _, bd := range b.view.Bindings(who.Platform, who.UserID) {
+		mine[bd.Key] = true
+	}
+	filter := audit.Filter{Conversation: f.Conversation, User: f.User}
+	if f.Kind != "" {
+		filter.Kinds = []activity.Kind{activity.Kind(f.Kind)}
+	}
+	var rows []console.AuditRow
+	_, err := audit.Read(b.auditPath, filter, func(e activity.Event) error {
+		if !mine[e.Binding] {
+			return nil
+		}
+		rows = append(rows, console.AuditRow{Time: e.Time, Kind: string(e.Kind), Conversation: e.Conversation,
+			User: cmp.Or(e.UserName, e.User), Tool: e.Tool, Input: e.Input, Outcome: cmp.Or(e.Outcome, e.Choice)})
+		if len(rows) > 2*auditRows {
+			rows = slices.Clone(rows[len(rows)-auditRows:])
+		}
+		return nil
+	})
+	if len(rows) > auditRows {
+		rows = rows[len(rows)-auditRows:]
+	}
+	slices.Reverse(rows)
+	return rows, err
+}
 
 // Schedules lists the schedules of the bindings that allow who; admins
 // of a schedule's binding may pause and resume it.
