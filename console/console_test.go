@@ -278,3 +278,24 @@ func TestAuditPage(t *testing.T) {
 		t.Fatalf("the audit page (%d):\n%s", code, page)
 	}
 }
+
+func TestQuestionsAreAnsweredInChat(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	c := r.client(t)
+	r.signIn(t, c, "UAPPROVER")
+	r.srv.Record(activity.Event{Kind: activity.Asking, Conversation: convKey, Request: "q-1", Tool: "AskUserQuestion", Input: "A or B?"})
+	_, page := r.get(t, c, "/c?k="+url.QueryEscape(convKey))
+	if strings.Contains(page, `value="allow"`) || !strings.Contains(page, "Answer this question in the chat") {
+		t.Fatalf("a question offers Allow/Deny:\n%s", page)
+	}
+	csrf := csrfRE.FindStringSubmatch(page)[1]
+	resp, err := c.PostForm(r.ts.URL+"/answer", url.Values{"csrf": {csrf}, "k": {convKey}, "request": {"q-1"}, "choice": {"allow"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || len(r.be.answers) != 0 {
+		t.Errorf("a question answered Allow from the page: %d, %q", resp.StatusCode, r.be.answers)
+	}
+}

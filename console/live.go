@@ -122,18 +122,19 @@ func (h *hub) view(key string) liveView {
 	return c
 }
 
-// pending says whether request waits in key's conversation.
-func (h *hub) pending(key, request string) bool {
+// asks is the tool of request waiting in key's conversation, "" when it
+// is not known to wait.
+func (h *hub) asks(key, request string) string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if v := h.views[key]; v != nil {
 		for _, a := range v.Asks {
 			if a.Request == request {
-				return true
+				return a.Tool
 			}
 		}
 	}
-	return false
+	return ""
 }
 
 // watch subscribes to key's events; cancel ends it.

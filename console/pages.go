@@ -239,6 +239,10 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, sess *session) {
 	case choice != "allow" && choice != "deny":
 		http.Error(w, "Bad request: choice must be allow or deny", http.StatusBadRequest)
 		return
+	case s.hub.asks(key, req) == "AskUserQuestion":
+		// A question's answer is one of its options, given in the chat.
+		http.Error(w, "Bad request: answer this question in the chat", http.StatusBadRequest)
+		return
 	}
 	if err := s.backend.Answer(r.Context(), sess.who, key, req, choice); err != nil {
 		s.fail(w, "Answering", err)
