@@ -46,6 +46,7 @@ type Config struct {
 	Platforms []Platform `toml:"platforms"`
 	Bindings  []Binding  `toml:"bindings"`
 	Metrics   Metrics    `toml:"metrics"`
+	Console   Console    `toml:"console"`
 	Audit     Audit      `toml:"audit"`
 	// Cluster makes this cc-connect one host of several serving one bot
 	// ([cluster]); nil without the table, and then no NATS code runs.
@@ -299,6 +300,7 @@ func Default() Config {
 			StallNotice:              Duration(DefaultStallNotice),
 			EnvDrop:                  slices.Clone(agentenv.DefaultEnvDrop),
 		},
+		Console:  defaultConsole(),
 		Webhooks: Webhooks{MaxBody: 1 << 20},
 		Spend:    Spend{Timezone: "Local", TurnReserveUSD: spend.DefaultReserve},
 	}
@@ -441,6 +443,7 @@ func (c *Config) String() string {
 	if c.Metrics.Addr != "" {
 		fmt.Fprintf(&b, "\n[metrics]\naddr = %s\nallow_remote = %t\n", q(c.Metrics.Addr), c.Metrics.AllowRemote)
 	}
+	c.Console.write(&b)
 	fmt.Fprintf(&b, "\n[audit]\nenabled = %t\npath = %s\nmax_size = %s\nkeep = %d\n", c.Audit.Enabled, q(c.Audit.Path), q(c.Audit.MaxSize.String()), c.Audit.Keep)
 	for _, bd := range c.Bindings {
 		fmt.Fprintf(&b, "\n[[bindings]]\nplatform = %s\nchannel = %s\nworkspace = %s\nallow_users = %s\nadmins = %s\n",

@@ -88,6 +88,7 @@ func validate(c *Config, dir string, d *decoder) (warnings []string) {
 	warnings = append(warnings, validateCluster(c, dir, d)...) // before validateBindings resolves workspaces
 	warnings = append(warnings, validateBindings(c, dir, d)...)
 	validateMetrics(c, d)
+	validateConsole(c, dir, d)
 	validateAudit(c, dir, d)
 	warnings = append(warnings, validateUnattended(c, d)...)
 	return warnings

@@ -67,6 +67,9 @@ type Options struct {
 	// admins start turns over its caps.
 	Spending          *spend.Ledger
 	SpendAdminsExempt bool
+	// ConsoleLinks issues a one-time sign-in link to the console for a
+	// person (!console); nil when the console is off.
+	ConsoleLinks func(platform, userID, userName string) (string, error)
 }
 
 // Defaults applied by New.
@@ -175,7 +178,7 @@ func New(opts Options) (*Engine, error) {
 		QueueLimit: opts.QueueLimit, ContextWindow: opts.ContextWindow, ShutdownGrace: opts.ShutdownGrace,
 		SeenWindow: opts.SeenWindow, ShellTimeout: opts.ShellTimeout, ArtifactThreshold: opts.ArtifactThreshold,
 		ArtifactQuota: opts.ArtifactQuota, AttachmentMaxBytes: opts.AttachmentMaxBytes, AllowedModes: opts.AllowedModes,
-		Spending: opts.Spending, SpendAdminsExempt: opts.SpendAdminsExempt,
+		Spending: opts.Spending, SpendAdminsExempt: opts.SpendAdminsExempt, ConsoleLinks: opts.ConsoleLinks,
 	}, conv.Deps{Host: host{e}, BG: bg, Caps: e.slots, Spares: e.spare, Log: log, Metrics: e.metrics, Activity: opts.Activity, Now: now})
 	e.ads.handler = e.inbound
 	e.notices = &notifier{chat: e.ads.get, busy: e.convs.Busy, bg: bg, log: log, metrics: e.metrics}

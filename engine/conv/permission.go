@@ -150,7 +150,7 @@ func (ps *permissions) ask(proc responder, req agentproc.PermissionRequest) {
 	ps.setWaiting(true)
 
 	ps.log.Info("Permission requested", "request_id", req.RequestID, "tool", req.ToolName, "blocked_path", req.BlockedPath)
-	ps.act.record(activity.Event{Kind: activity.Asking, Tool: req.ToolName, Input: inputSummary(req.Input)})
+	ps.act.record(activity.Event{Kind: activity.Asking, Tool: req.ToolName, Input: inputSummary(req.Input), Request: req.RequestID})
 	if ps.askSpecial(proc, p) {
 		return
 	}
@@ -339,7 +339,7 @@ func (ps *permissions) answer(proc responder, c control) {
 // answered publishes how a request ended, and who ended it.
 func (ps *permissions) answered(p *pendingPerm, outcome string) {
 	ps.act.record(activity.Event{Kind: activity.Answered, User: p.byID, UserName: p.byName, Tool: p.req.ToolName,
-		Input: p.answer, Choice: orDefault(p.choice, "cancelled"), Outcome: outcome})
+		Input: p.answer, Choice: orDefault(p.choice, "cancelled"), Outcome: outcome, Request: p.req.RequestID})
 }
 
 // expire denies every request whose deadline has passed.

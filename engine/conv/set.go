@@ -79,6 +79,9 @@ type Options struct {
 	AllowedModes             []string
 	Spending                 *spend.Ledger
 	SpendAdminsExempt        bool
+	// ConsoleLinks issues a one-time sign-in link to the console for a
+	// person (!console); nil when the console is off.
+	ConsoleLinks func(platform, userID, userName string) (string, error)
 }
 
 // Deps are what a Set shares with the engine that made it: the process

@@ -530,6 +530,7 @@ func (tr *turnRunner) attempt(it workItem) outcome {
 	}
 	t := &turn{msg: it.msg, perms: tr.newPermissions(),
 		live: newLive(tr.chat, tr.log, tr.rb.sessionID, tr.binding().Progress, tr.e.opts.StallNotice, tr.e.opts.MaxTurnTime, posted)}
+	t.live.act = tr.act
 	t.perms.ring = func(tool string) {
 		what := "Claude asks for your permission above."
 		if tool == "AskUserQuestion" {
