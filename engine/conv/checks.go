@@ -279,6 +279,10 @@ func (s *Conversation) acceptBefore(m platform.Message, next string) {
 	claim, err := s.e.Claim(s.e.bg, m)
 	switch {
 	case errors.Is(err, inbox.ErrDuplicate):
+		// Read back for another reply already (or delivered itself), and
+		// still waiting behind this one, which came in before it (two
+		// replies raced the root): the root goes first all the same.
+		s.mb.moveBefore(m.ID, next)
 		return
 	case err != nil:
 		s.log.Warn("Taking a message read back from its thread failed", "message_id", m.ID, "error", err)
