@@ -82,7 +82,11 @@ func TestDurableRedeliveryAfterRestartRunsOnce(t *testing.T) {
 // the inbox, and the next start runs them, in order, once, without a new
 // message to wake the session.
 func TestDurableQueuedSurviveShutdown(t *testing.T) {
-	h, re := newRealHarness(t, nil, func(o *Options) { o.ShutdownGrace = 50 * time.Millisecond })
+	// The grace is also how long the interrupted turn gets to end before
+	// its process is closed: a busy machine can take longer than a few
+	// milliseconds to answer the interrupt, and a turn closed without a
+	// result stays in the journal (rightly, but not what is tested here).
+	h, re := newRealHarness(t, nil, func(o *Options) { o.ShutdownGrace = 2 * time.Second })
 	h.say("alice", "T1", "long [[HANG]]")
 	pollFor(t, "the hanging turn to reach claude", func() bool { return len(readRecord(t, re.record)) == 1 })
 	h.say("alice", "T1", "second")
