@@ -80,6 +80,8 @@ type Setup struct {
 	SenderHeader *bool
 	// NotifyMention: nil = on.
 	NotifyMention *bool
+	// Checkpoints: nil = on (CheckpointsOn).
+	Checkpoints *bool
 }
 
 // Route finds the binding of a platform channel in bs: the one that names
@@ -142,3 +144,7 @@ func (b Binding) HeaderOn(dm bool) bool {
 
 // NotifyOn says whether b's conversations ring the person who asked.
 func (b Binding) NotifyOn() bool { return b.Setup.NotifyMention == nil || *b.Setup.NotifyMention }
+
+// CheckpointsOn says whether the CLI of b's conversations checkpoints the
+// files each turn changes, so that a turn can be rewound.
+func (b Binding) CheckpointsOn() bool { return b.Setup.Checkpoints == nil || *b.Setup.Checkpoints }

@@ -45,6 +45,7 @@ func (b Binding) setup() binding.Setup {
 		MaxProcessesPerWorkspace: b.MaxProcessesPerWorkspace,
 		SenderHeader:             b.SenderHeader,
 		NotifyMention:            b.NotifyMention,
+		Checkpoints:              b.Checkpoints,
 	}
 	if len(b.Env) > 0 {
 		s.Env = make(map[string]string, len(b.Env))

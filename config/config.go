@@ -230,6 +230,9 @@ type Binding struct {
 	// sender header on in channels and off in DMs, the mention on.
 	SenderHeader  *bool `toml:"sender_header"`
 	NotifyMention *bool `toml:"notify_mention"`
+	// Checkpoints: nil is on (the CLI checkpoints the files each turn
+	// changes, so that they can be rewound).
+	Checkpoints *bool `toml:"checkpoints"`
 }
 
 // Metrics configures the Prometheus endpoint ([metrics]); off unless Addr

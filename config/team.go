@@ -272,6 +272,9 @@ func (b Binding) writeTeam(w *strings.Builder) {
 	if b.NotifyMention != nil {
 		fmt.Fprintf(w, "notify_mention = %t\n", *b.NotifyMention)
 	}
+	if b.Checkpoints != nil {
+		fmt.Fprintf(w, "checkpoints = %t\n", *b.Checkpoints)
+	}
 }
 
 // decodeBindingEnv reads each binding's env from the raw tree, which keeps

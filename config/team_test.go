@@ -44,6 +44,7 @@ attachment_max_size = "1MiB"
 send_file_max_size = "50MiB"
 sender_header = false
 notify_mention = false
+checkpoints = false
 
 [[bindings]]
 platform = "slack"
@@ -74,6 +75,9 @@ allow_users = ["*"]
 	if f.AttachmentMaxSize != 1<<20 || f.SendFileMaxSize != 50<<20 || f.ArtifactQuota != cfg.Files.ArtifactQuota {
 		t.Errorf("files %+v", f)
 	}
+	if specs := cfg.BindingSpecs(); specs[0].CheckpointsOn() || !specs[1].CheckpointsOn() {
+		t.Error("checkpoints: want off where set false, on by default")
+	}
 	if q.SenderHeaderOn(false) || q.NotifyMentionOn() {
 		t.Error("the binding's switches are off, but read as on")
 	}
@@ -98,7 +102,7 @@ allow_users = ["*"]
 	for _, want := range []string{`model = "haiku"`, `permission_mode = "plan"`, `allowed_modes = ["plan"]`, `append_system_prompt = ""`,
 		`args = ["--max-turns", "60"]`, `env = { "MixedCase_Var" = "[redacted]", "Shared" = "[redacted]" }`,
 		`max_processes_per_workspace = 2`, `send_file_max_size = "50MiB"`, `sender_header = false`, `notify_mention = false`,
-		"[chat]\nnotify_after = \"2m0s\""} {
+		`checkpoints = false`, "[chat]\nnotify_after = \"2m0s\""} {
 		if !strings.Contains(out, want) {
 			t.Errorf("check output lacks %s:\n%s", want, out)
 		}

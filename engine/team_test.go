@@ -418,3 +418,41 @@ func TestReloadedChatSettingsApplyToTheNextTurn(t *testing.T) {
 		t.Errorf("notify_after after a reload without [chat]: %v, want the reloaded 0", got)
 	}
 }
+
+// TestBindingCheckpoints: the CLI of a binding's conversations gets file
+// checkpointing switched on unless the binding sets checkpoints = false; an
+// admin's own value of the variable in agent.env wins, and the engine's
+// own environment is never written to.
+func TestBindingCheckpoints(t *testing.T) {
+	t.Parallel()
+	off := false
+	tests := []struct {
+		name     string
+		setup    *bool
+		agentEnv map[string]string
+		want     string // the variable's value, "" when absent
+	}{
+		{name: "default on", want: "true"},
+		{name: "off", setup: &off, want: ""},
+		{name: "admin's value kept", agentEnv: map[string]string{agentproc.CheckpointEnv: "0"}, want: "0"},
+		{name: "off keeps the admin's value", setup: &off, agentEnv: map[string]string{agentproc.CheckpointEnv: "1"}, want: "1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			h, _ := newTeamHarness(t, func(o *Options) {
+				o.Agent.Env = tt.agentEnv
+				o.Bindings[0].Setup.Checkpoints = tt.setup
+			})
+			h.say("alice", "T1", "hi")
+			h.rec.waitSend(t, "echo:")
+			got, set := h.fa.configs[0].Env[agentproc.CheckpointEnv]
+			if got != tt.want || set != (tt.want != "") {
+				t.Errorf("%s = %q (set %v), want %q", agentproc.CheckpointEnv, got, set, tt.want)
+			}
+			if v, set := h.e.opts.Agent.Env[agentproc.CheckpointEnv]; v != tt.agentEnv[agentproc.CheckpointEnv] || set != (tt.agentEnv != nil) {
+				t.Errorf("the engine's own env now has %q", v)
+			}
+		})
+	}
+}

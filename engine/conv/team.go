@@ -74,6 +74,15 @@ func (st *settings) agentConfig(b binding.Binding, dm bool) agentproc.Config {
 		maps.Copy(env, s.Env)
 		cfg.Env = env
 	}
+	if _, set := cfg.Env[agentproc.CheckpointEnv]; b.CheckpointsOn() && !set {
+		// A copy: cfg.Env may still be Options.Agent's own map.
+		env := maps.Clone(cfg.Env)
+		if env == nil {
+			env = make(map[string]string, 1)
+		}
+		env[agentproc.CheckpointEnv] = "true"
+		cfg.Env = env
+	}
 	if st.opts.SelfReport {
 		cfg.AppendSystemPrompt = joinPrompt(cfg.AppendSystemPrompt, ctxindicator.SelfReportInstruction)
 	}

@@ -12,7 +12,10 @@
 // result_index counting from 0; the control protocol (can_use_tool
 // permission prompts with suggestions and blocked_path, interrupt with
 // control_cancel_request for a pending prompt, set_model,
-// set_permission_mode, initialize, get_context_usage, and an error answer
+// set_permission_mode, initialize, get_context_usage, rewind_files (with
+// CLAUDE_CODE_ENABLE_SDK_FILE_CHECKPOINTING=true: the files [[WRITE]]
+// wrote since the message go back; without it the CLI's refusal),
+// get_workspace_diff (always "no-repository"), and an error answer
 // for unknown subtypes); malformed input lines (exit 1); stdin EOF (finish
 // the turn, exit 1 if the last result was an error); SIGTERM (exit 143, no
 // result). Sessions persist as transcripts in the real format at
@@ -46,6 +49,9 @@
 //	              tool_use gets the CLI's "No such tool available" error.
 //	              A folded message gets command_lifecycle queued (as it
 //	              arrives), started and completed (with the reply).
+//	[[WRITE:path:text]] write text to path (relative to the working
+//	              directory) before the reply, with no tool events; with
+//	              checkpointing on, keep what the file held for rewind_files.
 //	[[BG]]        a Bash call with run_in_background: background_tasks_changed,
 //	[[BG:path]]   task_started (is_backgrounded), the tool_result and the
 //	              turn's result while the task runs. When path exists (at

@@ -76,6 +76,8 @@ func (f *fake) handleControl(id string, raw json.RawMessage) {
 		Model   string `json:"model"`
 		Mode    string `json:"mode"`
 		TaskID  string `json:"task_id"`
+		Message string `json:"user_message_id"`
+		DryRun  bool   `json:"dry_run"`
 	}
 	_ = json.Unmarshal(raw, &rq)
 	f.mu.Lock()
@@ -146,6 +148,17 @@ func (f *fake) handleControl(id string, raw json.RawMessage) {
 		close(stop)
 		ok(map[string]any{})
 		f.emitStopped(rq.TaskID)
+	case "rewind_files":
+		resp, msg := f.rewind(rq.Message, rq.DryRun)
+		if msg != "" {
+			fail(msg, "")
+			return
+		}
+		ok(resp)
+	case "get_workspace_diff":
+		// The fake keeps no git view: it answers as the real CLI does
+		// outside a repository.
+		ok(map[string]any{"diff": nil, "noDiffReason": "no-repository"})
 	case "get_context_usage":
 		window := contextWindow(f.model)
 		var api any

@@ -48,6 +48,7 @@ type fake struct {
 	lastUsage      *usage
 	cur            *turnState
 	bgStops        map[string]chan struct{} // running background tasks, closed by stop_task
+	backups        []turnBackups            // with checkpointing: what each turn's writes replaced, oldest first
 }
 
 type modelUsage struct {

@@ -90,6 +90,7 @@ func (f *fake) runTurn(m userMsg) {
 	f.exchanges++
 
 	text := m.text
+	f.writeFiles(m)
 	var res resultLine
 	switch {
 	case f.tooLong(text):
