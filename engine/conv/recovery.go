@@ -248,7 +248,7 @@ func (tr *turnRunner) recover(it workItem) {
 		if !tr.jr.settleFirst(tr.e.bg, it) {
 			return // the binding's next holder posts it (cluster.go)
 		}
-		reply, rerr := tr.e.host.Transcripts().ReplyAfter(path, it.uuid)
+		reply, rerr := tr.e.host.Transcripts().ReplyAfter(path, steeringOf(tr).replyFrom(it, path))
 		reply, _, _ = ctxindicator.StripSelfReport(reply)
 		if strings.TrimSpace(reply) != "" {
 			reply += it.replyTail // the very text that was being posted: the same parts

@@ -45,7 +45,8 @@
 //	              --disallowedTools, which init's tools list reflects) the
 //	              tool_use gets the CLI's "No such tool available" error.
 //	              A folded message gets command_lifecycle queued (as it
-//	              arrives), started and completed (with the reply).
+//	              arrives), started (and a user line of its uuid in the
+//	              transcript) and completed (with the reply).
 //	[[BG]]        a Bash call with run_in_background: background_tasks_changed,
 //	[[BG:path]]   task_started (is_backgrounded), the tool_result and the
 //	              turn's result while the task runs. When path exists (at
