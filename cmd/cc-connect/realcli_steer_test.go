@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -46,6 +47,7 @@ api_url = %q
 	f.Deliver(t, fakeslack.MsgEvent("C1", ts2, "U1", "<@UBOT> use the other file", inThread))
 	// Journaled as steered into the running turn before it is written.
 	pollUntil(t, "the follow-up journaled as steered", func() bool { return journalHas(t, r.state, `"into":`) })
+	id := steeredUUID(t, r.state)
 	if err := os.WriteFile(gate, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -61,6 +63,11 @@ api_url = %q
 		}
 		return false
 	})
+	// What recovery after a kill relies on: the CLI's transcript holds
+	// the steered message under the uuid it was written with.
+	if !transcriptHas(t, r.dir, id) {
+		t.Errorf("no transcript holds the steered message's uuid %s", id)
+	}
 	notes := 0
 	for _, rq := range api.Requests() {
 		notes += len(rq.MidTurnNotes)
@@ -101,4 +108,39 @@ func pollUntil(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// steeredUUID is the uuid of the message journaled as steered under state.
+func steeredUUID(t *testing.T, state string) string {
+	t.Helper()
+	paths, _ := filepath.Glob(filepath.Join(state, "inbox", "*.jsonl"))
+	for _, p := range paths {
+		b, _ := os.ReadFile(p)
+		for _, line := range strings.Split(string(b), "\n") {
+			var rec struct {
+				UUID string `json:"uuid"`
+				Into string `json:"into"`
+			}
+			if json.Unmarshal([]byte(line), &rec) == nil && rec.Into != "" && rec.UUID != "" {
+				return rec.UUID
+			}
+		}
+	}
+	t.Fatal("no journal entry marked as steered")
+	return ""
+}
+
+// transcriptHas reports whether a Claude Code transcript under dir holds s.
+func transcriptHas(t *testing.T, dir, s string) bool {
+	t.Helper()
+	found := false
+	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.Contains(p, "projects") && strings.HasSuffix(p, ".jsonl") {
+			if b, err := os.ReadFile(p); err == nil && strings.Contains(string(b), s) {
+				found = true
+			}
+		}
+		return nil
+	})
+	return found
 }
