@@ -197,10 +197,20 @@ func (p *Process) ownTurnLocked() *Turn {
 // is gone.
 func (t *Turn) Steer(ctx context.Context, text string) (string, error) {
 	id := uuid.NewString()
-	if err := t.p.sendUUID(ctx, id, text); err != nil {
-		return "", fmt.Errorf("steering the running turn: %w", err)
+	if err := t.SteerAs(ctx, id, text); err != nil {
+		return "", err
 	}
 	return id, nil
+}
+
+// SteerAs is Steer with the uuid chosen by the caller: one journaled
+// before the write, so that after a crash the transcript tells whether the
+// CLI had the message.
+func (t *Turn) SteerAs(ctx context.Context, id, text string) error {
+	if err := t.p.sendUUID(ctx, id, text); err != nil {
+		return fmt.Errorf("steering the running turn: %w", err)
+	}
+	return nil
 }
 
 // Own reports whether the CLI started this turn by itself.

@@ -32,6 +32,9 @@ type Binding struct {
 	// Progress is what a turn shows while it runs: ProgressQuiet,
 	// ProgressNormal ("" too) or ProgressVerbose.
 	Progress string
+	// FollowUps is what a message an allowed user sends while a turn
+	// runs does: FollowUpsQueue ("" too) or FollowUpsSteer.
+	FollowUps string
 	// Setup is this binding's own agent setup and team switches.
 	Setup Setup
 	// Host is the cluster member that serves this binding, and Standby
@@ -55,6 +58,12 @@ const (
 	ProgressQuiet   = "quiet"
 	ProgressNormal  = "normal"
 	ProgressVerbose = "verbose"
+)
+
+// What a message sent while a turn runs does.
+const (
+	FollowUpsQueue = "queue" // waits, and runs as the next turn
+	FollowUpsSteer = "steer" // goes into the running turn
 )
 
 // Setup overrides the agent setup and the files limits for one binding's

@@ -24,10 +24,11 @@ func (c *Config) BindingSpecs() []binding.Binding {
 			Worktree:       b.Worktree,
 			Caps: spend.Caps{Daily: float64(b.CapDailyUSD), Monthly: float64(b.CapMonthlyUSD),
 				UserDaily: float64(b.CapUserDailyUSD), UserMonthly: float64(b.CapUserMonthlyUSD)},
-			Progress: b.ProgressOf(),
-			Setup:    b.setup(),
-			Host:     b.Host,
-			Standby:  slices.Clone(b.Standby),
+			Progress:  b.ProgressOf(),
+			FollowUps: b.FollowUpsOf(),
+			Setup:     b.setup(),
+			Host:      b.Host,
+			Standby:   slices.Clone(b.Standby),
 		}
 	}
 	return bindings

@@ -212,6 +212,10 @@ type Binding struct {
 	// verbose ("" until validated: ProgressOf gives the default). See
 	// live.go.
 	Progress string `toml:"progress"`
+	// FollowUps is what a message sent while a turn runs does: queue
+	// (the next turn) or steer (into the running turn); "" until
+	// validated: FollowUpsOf gives the default. See live.go.
+	FollowUps string `toml:"follow_ups"`
 
 	// Overrides of [agent] and [files] for this binding's conversations
 	// (team.go: AgentFor, FilesFor); nil keeps the global value.
@@ -461,7 +465,7 @@ func (c *Config) String() string {
 			b.WriteString("allow_shell = true\n")
 		}
 		bd.writeUnattended(&b)
-		fmt.Fprintf(&b, "progress = %s\n", q(bd.ProgressOf()))
+		fmt.Fprintf(&b, "progress = %s\nfollow_ups = %s\n", q(bd.ProgressOf()), q(bd.FollowUpsOf()))
 		bd.writeTeam(&b)
 		if bd.Host != "" {
 			fmt.Fprintf(&b, "host = %s\nstandby = %s\n", q(bd.Host), list(bd.Standby))

@@ -26,10 +26,22 @@ const (
 
 var progressLevels = []string{ProgressQuiet, ProgressNormal, ProgressVerbose}
 
+// What a message sent while a turn runs does ([[bindings]] follow_ups).
+const (
+	// FollowUpsQueue: it waits, and runs as the next turn.
+	FollowUpsQueue = "queue"
+	// FollowUpsSteer: it goes into the running turn, which Claude reads
+	// at its next request.
+	FollowUpsSteer = "steer"
+)
+
+var followUpModes = []string{FollowUpsQueue, FollowUpsSteer}
+
 // Default values of the keys in this file.
 const (
 	DefaultStallNotice = 5 * time.Minute
 	DefaultProgress    = ProgressNormal
+	DefaultFollowUps   = FollowUpsQueue
 )
 
 // ProgressOf returns b's progress level, the default when the file does
@@ -39,6 +51,15 @@ func (b Binding) ProgressOf() string {
 		return DefaultProgress
 	}
 	return b.Progress
+}
+
+// FollowUpsOf returns what b does with a message sent while a turn runs,
+// the default when the file does not say.
+func (b Binding) FollowUpsOf() string {
+	if b.FollowUps == "" {
+		return DefaultFollowUps
+	}
+	return b.FollowUps
 }
 
 // validateLive checks the keys in this file.
@@ -65,6 +86,10 @@ func validateLive(c *Config, d *decoder) (warnings []string) {
 		key := fmt.Sprintf("bindings[%d].progress", i)
 		if !d.failed[key] && b.Progress != "" && !slices.Contains(progressLevels, b.Progress) {
 			d.failf(key, "%q is not one of %s", b.Progress, strings.Join(progressLevels, ", "))
+		}
+		key = fmt.Sprintf("bindings[%d].follow_ups", i)
+		if !d.failed[key] && b.FollowUps != "" && !slices.Contains(followUpModes, b.FollowUps) {
+			d.failf(key, "%q is not one of %s", b.FollowUps, strings.Join(followUpModes, ", "))
 		}
 	}
 	return warnings

@@ -20,8 +20,10 @@ func TestLiveKeys(t *testing.T) {
 		{"defaults", minimal, "", "", 5 * time.Minute, 0, "normal"},
 		{"set", minimal + "progress = \"verbose\"\n[agent]\nstall_notice = \"90s\"\nmax_turn_time = \"2h\"\n", "", "", 90 * time.Second, 2 * time.Hour, "verbose"},
 		{"quiet", minimal + "progress = \"quiet\"\n", "", "", 5 * time.Minute, 0, "quiet"},
+		{"steer", minimal + "follow_ups = \"steer\"\n", "", "", 5 * time.Minute, 0, "normal"},
 		{"stall notice off", minimal + "[agent]\nstall_notice = \"0s\"\n", "", "", 0, 0, "normal"},
 		{"unknown progress", minimal + "progress = \"loud\"\n", `bindings[0].progress: "loud" is not one of quiet, normal, verbose`, "", 0, 0, ""},
+		{"unknown follow_ups", minimal + "follow_ups = \"interrupt\"\n", `bindings[0].follow_ups: "interrupt" is not one of queue, steer`, "", 0, 0, ""},
 		{"progress in capitals", minimal + "progress = \"Verbose\"\n", `bindings[0].progress: "Verbose" is not one of`, "", 0, 0, ""},
 		{"negative stall", minimal + "[agent]\nstall_notice = \"-1m\"\n", `agent.stall_notice: must be "0s" (off) or more`, "", 0, 0, ""},
 		{"negative turn time", minimal + "[agent]\nmax_turn_time = \"-1s\"\n", `agent.max_turn_time: must be "0s" (off) or more`, "", 0, 0, ""},
@@ -54,7 +56,14 @@ func TestLiveKeys(t *testing.T) {
 			if cfg.Agent.StallNotice.D() != tt.stall || cfg.Agent.MaxTurnTime.D() != tt.maxTurn || cfg.Bindings[0].ProgressOf() != tt.progress {
 				t.Errorf("stall_notice %s, max_turn_time %s, progress %q", cfg.Agent.StallNotice, cfg.Agent.MaxTurnTime, cfg.Bindings[0].ProgressOf())
 			}
-			if s := cfg.String(); !strings.Contains(s, "progress = \""+tt.progress+"\"") || !strings.Contains(s, "stall_notice = ") {
+			wantFollow := "queue"
+			if strings.Contains(tt.text, `follow_ups = "steer"`) {
+				wantFollow = "steer"
+			}
+			if got := cfg.BindingSpecs()[0].FollowUps; got != wantFollow || cfg.Bindings[0].FollowUpsOf() != wantFollow {
+				t.Errorf("follow_ups = %q (binding %q), want %q", cfg.Bindings[0].FollowUpsOf(), got, wantFollow)
+			}
+			if s := cfg.String(); !strings.Contains(s, "progress = \""+tt.progress+"\"") || !strings.Contains(s, "stall_notice = ") || !strings.Contains(s, "follow_ups = \""+wantFollow+"\"") {
 				t.Errorf("the printed config lacks the keys:\n%s", s)
 			}
 		})

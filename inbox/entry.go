@@ -32,6 +32,10 @@ type Entry struct {
 	// the kernel) but not always a power cut (they are not fsynced):
 	// recovery asks the transcript, not them, what became of a message.
 	Started, Replying bool
+	// SteeredInto is the id of the message whose running turn this one
+	// was written into (MarkSteered): it is answered with that turn, and
+	// after a crash the transcript tells whether the CLI had it.
+	SteeredInto string
 	// Streamed are the messages that show the reply as it was streamed,
 	// and that its final text edits (MarkStreamed, or MarkReplying with
 	// them); Parts the parts of the reply known to be posted (MarkPart),

@@ -39,6 +39,7 @@ type diskRecord struct {
 	Platform string     `json:"platform,omitempty"` // seen
 	At       *time.Time `json:"at,omitempty"`       // seen
 	UUID     string     `json:"uuid,omitempty"`     // start
+	Into     string     `json:"into,omitempty"`     // start: MarkSteered
 	Msgs     []Posted   `json:"msgs,omitempty"`     // stream, reply
 	Part     *int       `json:"part,omitempty"`     // part
 	Tail     string     `json:"tail,omitempty"`     // reply

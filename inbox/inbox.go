@@ -265,6 +265,9 @@ func (in *Inbox) apply(r diskRecord) error {
 			return fmt.Errorf("start of message %q without a uuid", r.ID)
 		}
 		in.pending[i].UUID, in.pending[i].Started = r.UUID, true
+		if r.Into != "" {
+			in.pending[i].SteeredInto = r.Into
+		}
 	case opReply:
 		i := in.index(r.ID)
 		if i < 0 {
@@ -336,7 +339,7 @@ func (in *Inbox) Append(e Entry) error {
 	if e.UUID == "" {
 		e.UUID = uuid.NewString() // the start record carries it
 	}
-	e.Started, e.Replying, e.Streamed, e.Parts, e.ReplyTail, e.Settled = false, false, nil, nil, "", false
+	e.Started, e.Replying, e.Streamed, e.Parts, e.ReplyTail, e.Settled, e.SteeredInto = false, false, nil, nil, "", false, ""
 	rec, err := encode(diskRecord{Op: opAdd, Entry: toDisk(e)})
 	if err != nil {
 		return err
@@ -472,6 +475,16 @@ func (in *Inbox) MarkSeen(platform, id string, at time.Time) error {
 func (in *Inbox) MarkStarted(id string) error {
 	return in.mark(id, opStart, func(e *Entry, r *diskRecord) {
 		e.Started, r.UUID = true, e.UUID
+	})
+}
+
+// MarkSteered records that the message was written into the running turn
+// of message into (Entry.SteeredInto), with its uuid. It is a start
+// record, so that a version that does not know the mark reads it as the
+// MarkStarted it also is. Written, not fsynced, as MarkStarted.
+func (in *Inbox) MarkSteered(id, into string) error {
+	return in.mark(id, opStart, func(e *Entry, r *diskRecord) {
+		e.Started, e.SteeredInto, r.UUID, r.Into = true, into, e.UUID, into
 	})
 }
 

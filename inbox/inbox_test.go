@@ -100,6 +100,31 @@ func TestInboxSurvivesReopenInOrder(t *testing.T) {
 	}
 }
 
+// TestInboxSteeredSurvivesReopen: a message written into another's
+// running turn comes back started, with its uuid and the turn it went
+// into, after a reopen.
+func TestInboxSteeredSurvivesReopen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "inbox", "s.jsonl")
+	in := openT(t, path, Limits{})
+	for _, id := range []string{"a", "b"} {
+		if err := in.Append(entry(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := in.MarkStarted("a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := in.MarkSteered("b", "a"); err != nil {
+		t.Fatal(err)
+	}
+	want := in.Pending()[1].UUID
+	in.Close()
+	got := openT(t, path, Limits{}).Pending()
+	if len(got) != 2 || got[0].SteeredInto != "" || !got[1].Started || got[1].SteeredInto != "a" || got[1].UUID != want || want == "" {
+		t.Errorf("pending after reopen = %+v, want b started and steered into a with uuid %q", got, want)
+	}
+}
+
 // TestInboxTruncatesWhenEmpty: a journal with nothing pending keeps its
 // acknowledged records until it reaches CompactBytes (or is closed), then
 // is emptied; what comes after is kept.

@@ -20,6 +20,13 @@ import (
 // sandbox), so a background command starts at once.
 func startRealChat(t *testing.T, platformTOML, allowUsers string, env ...string) (*chatRun, *fakeapi.Server) {
 	t.Helper()
+	return startRealChatWith(t, platformTOML, allowUsers, "", env...)
+}
+
+// startRealChatWith is startRealChat with more keys for the binding
+// (bindingTOML, lines of key = value).
+func startRealChatWith(t *testing.T, platformTOML, allowUsers, bindingTOML string, env ...string) (*chatRun, *fakeapi.Server) {
+	t.Helper()
 	claude := testenv.ClaudeBinary(t)
 	api := fakeapi.Start(t)
 	dir := t.TempDir()
@@ -52,7 +59,8 @@ platform = "chat"
 channel = "*"
 workspace = "ws"
 allow_users = [%s]
-`, claude, home, filepath.Join(home, ".claude"), platformTOML, allowUsers))
+%s
+`, claude, home, filepath.Join(home, ".claude"), platformTOML, allowUsers, bindingTOML))
 	tmp := filepath.Join(dir, "tmp")
 	if err := os.Mkdir(tmp, 0o700); err != nil {
 		t.Fatal(err)

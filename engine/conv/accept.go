@@ -107,7 +107,7 @@ func (s *Conversation) acceptItem(it workItem) (platform.Result, error) {
 	if !a.waits {
 		return platform.Result{Status: platform.Queued}, nil
 	}
-	if it.kind == itemTurn && !a.late && !slices.Contains(it.checks, checkRoot) {
+	if it.kind == itemTurn && !a.late && !slices.Contains(it.checks, checkRoot) && !steeringOf(s.tr).wouldSteer(it) {
 		// (A reply that may not be the bot's is told nothing.)
 		s.notice(queued)
 	}

@@ -97,6 +97,8 @@ func init() {
 		{name: "allow", usage: "[always]", help: "answer the pending permission request", who: approvers, refused: notApprover, control: answerControl},
 		{name: "deny", who: approvers, refused: notApprover, control: answerControl},
 		{name: "skip", help: "dismiss Claude's pending questions (a reply in the thread answers them)", who: approvers, refused: notApprover, control: answerControl},
+		{name: "steer", usage: "<message>", help: "send a message into the running turn (as a turn of its own when none runs)", when: asTurn, queue: queueFollow(followSteer)},
+		{name: "queue", usage: "<message>", help: "send a message that waits for the running turn to end", when: asTurn, queue: queueFollow(followQueue)},
 		{name: "compact", usage: "[instructions]", help: "compact the conversation now (when the context figure is high)", when: asTurn, queue: queueCompact},
 		{name: "model", usage: "[name]", help: "show or set this conversation's model", run: runModel},
 		{name: "mode", usage: "[mode]", help: "show or set the permission mode (within the modes the admin allows)", run: runMode},
@@ -262,6 +264,22 @@ func queueCompact(s *Conversation, c call) (workItem, string) {
 	m := c.msg
 	m.Text = compactText(c.args)
 	return workItem{kind: itemTurn, msg: m}, ""
+}
+
+// queueFollow makes the turn of a !steer or !queue: the message after the
+// command, which goes into the running turn or waits for it as follow
+// says, whatever the binding's follow_ups.
+func queueFollow(follow string) func(s *Conversation, c call) (workItem, string) {
+	return func(s *Conversation, c call) (workItem, string) {
+		text := strings.TrimSpace(c.args)
+		if text == "" {
+			s.notice(render.FollowUsage(c.name))
+			return workItem{}, "no message"
+		}
+		m := c.msg
+		m.Text = text
+		return workItem{kind: itemTurn, msg: m, files: filesOf(m), follow: follow}, ""
+	}
 }
 
 // compactText is the turn a !compact queues: the CLI's /compact with the

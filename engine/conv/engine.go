@@ -25,6 +25,7 @@ const (
 	PointStreamed = "turn: stream posted"             // a streamed reply's message is posted and journaled
 	PointSettled  = "turn: settled, reply not posted" // a cluster's event is settled, its reply not posted
 	PointSettling = "turn: reply marked, not settled" // a cluster's event's reply is marked, the settle not sent
+	PointSteered  = "turn: message steered in"        // a follow-up is journaled and written into the running turn
 )
 
 // ErrKilled is what work stopped at a kill point returns.

@@ -308,7 +308,7 @@ func entryItem(en inbox.Entry) (workItem, bool) {
 		settled: en.Settled,
 		msg: platform.Message{ID: en.ID, Target: to, UserID: en.UserID, UserName: en.UserName, Text: en.Text, Received: en.Received, IsDM: en.DM,
 			Seq: en.Seq},
-		parts: slices.Clone(en.Parts), replyTail: en.ReplyTail, checks: en.Checks}
+		parts: slices.Clone(en.Parts), replyTail: en.ReplyTail, checks: en.Checks, steeredInto: en.SteeredInto}
 	for _, p := range en.Streamed {
 		it.streamed = append(it.streamed, platform.Target{Platform: en.Platform, Channel: p.Channel, Thread: p.Thread, MessageID: p.ID})
 	}
@@ -368,6 +368,20 @@ func (j *journal) markStarted(it workItem) error {
 	}
 	if err := in.MarkStarted(it.inboxID); err != nil {
 		return fmt.Errorf("journaling the start of the turn: %w", err)
+	}
+	return nil
+}
+
+// markSteered records, before the message is written into the running turn
+// of the entry into, that it goes there with the uuid it was accepted with
+// (steer.go).
+func (j *journal) markSteered(it workItem, into string) error {
+	in := j.file()
+	if it.inboxID == "" || in == nil {
+		return fmt.Errorf("no journal entry to mark")
+	}
+	if err := in.MarkSteered(it.inboxID, into); err != nil {
+		return fmt.Errorf("journaling the steered message: %w", err)
 	}
 	return nil
 }

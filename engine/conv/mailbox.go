@@ -85,6 +85,12 @@ type workItem struct {
 	// while no process ran (parked.go): the resumed CLI's same requests
 	// get them.
 	answered []parkedRequest
+	// follow is what it does when it comes while a turn runs, chosen
+	// for this message (!steer, !queue; steer.go); "" follows the
+	// binding. steeredInto is the journal entry of the turn it was
+	// written into (steer.go), from the journal after a restart too.
+	follow      string
+	steeredInto string
 }
 
 type ctrlKind int
@@ -281,6 +287,22 @@ func (mb *mailbox) take() (workItem, bool) {
 	}
 	if it.msg.Seq != 0 && !before(it, mb.taken) {
 		mb.taken = workItem{msg: it.msg} // the message alone: its order
+	}
+	return it, true
+}
+
+// takeIf takes the first item of the FIFO when ok holds for it.
+func (mb *mailbox) takeIf(ok func(workItem) bool) (workItem, bool) {
+	mb.mu.Lock()
+	defer mb.mu.Unlock()
+	if len(mb.items) == 0 || !ok(mb.items[0]) {
+		return workItem{}, false
+	}
+	it := mb.items[0]
+	mb.items[0] = workItem{}
+	mb.items = mb.items[1:]
+	if it.msg.Seq != 0 && !before(it, mb.taken) {
+		mb.taken = workItem{msg: it.msg}
 	}
 	return it, true
 }

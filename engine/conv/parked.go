@@ -45,6 +45,12 @@ type parkedRequest struct {
 	// Outcome is how the prompt showed it ("allowed once by bob").
 	Answer  *agentproc.PermissionDecision `json:"answer,omitempty"`
 	Outcome string                        `json:"outcome,omitempty"`
+	// Interrupted: cc-connect interrupted the CLI when it stopped
+	// (parkAtShutdown), so what the transcript holds after the request
+	// is that interruption, not a reply. Without it (a kill), the CLI
+	// may have gone on and finished: its input closed denies a pending
+	// request.
+	Interrupted bool `json:"interrupted,omitempty"`
 }
 
 // encodeParked is the record's form of the requests (a string keeps
@@ -185,6 +191,13 @@ func (ps *permissions) park() bool {
 // with the denial); the restart resumes the turn with the real answer.
 func parkAtShutdown(tr *turnRunner, t *turn, proc procs.Process) outcome {
 	tr.log.Info("Shutting down while the turn waits on an answer: the request stays open for after the restart", "session_id", tr.rb.sessionID())
+	tr.rb.update(func(r *Record) {
+		ps := decodeParked(r.Parked)
+		for i := range ps {
+			ps[i].Interrupted = true
+		}
+		r.Parked = encodeParked(ps)
+	})
 	tr.interrupt(proc)
 	t.live.stop()
 	return outcome{err: errParked, stderr: proc.StderrTail()}

@@ -212,7 +212,7 @@ func (tr *turnRunner) recover(it workItem) {
 			waiting = append(waiting, r)
 		}
 	}
-	withAnswers := false
+	withAnswers, interrupted := false, false
 	if len(waiting) > 0 {
 		if slices.ContainsFunc(waiting, func(r parkedRequest) bool { return r.Answer == nil }) {
 			tr.chat.send(fmt.Sprintf("cc-connect restarted. The request above (%s) still waits for an answer: the turn goes on once it has one.", orDefault(perm, "a permission request")))
@@ -225,6 +225,7 @@ func (tr *turnRunner) recover(it workItem) {
 			note.Reset()
 		}
 		it.answered, perm, withAnswers = waiting, "", true
+		interrupted = slices.ContainsFunc(waiting, func(r parkedRequest) bool { return r.Interrupted })
 	}
 	if perm != "" {
 		fmt.Fprintf(&note, "The permission request (%s) was cancelled by %s. ", perm, event)
@@ -245,7 +246,7 @@ func (tr *turnRunner) recover(it workItem) {
 		tr.agent.ReleaseIfIdle()
 		return
 	}
-	if what != recoverLost || withAnswers {
+	if what != recoverLost || withAnswers && interrupted {
 		tr.chat.cutStream(it.streamed, func() { tr.jr.markStreamed(it, nil) }) // a new turn answers: what was streamed is not the reply
 		it.streamed = nil
 	}
@@ -264,9 +265,12 @@ func (tr *turnRunner) recover(it workItem) {
 		fmt.Fprintf(&note, "Your message may not have reached the agent, and its session had not been saved, so it starts afresh: sending “%s” in a new session.", q)
 		tr.chat.send(note.String())
 		tr.run(it)
-	case withAnswers && (what == recoverContinue || what == recoverLost):
-		// The turn waited on a person: what the transcript holds after
-		// the request (an interruption at shutdown) is not its reply.
+	case withAnswers && (what == recoverContinue || what == recoverLost && interrupted):
+		// The turn waited on a person and was cut there (a kill, or the
+		// interrupt of a clean stop): it goes on with the answer. Had
+		// the CLI gone on without it (its input closed denies a pending
+		// request) and finished, its reply is what the thread gets
+		// (recoverLost below), as before there were answers to keep.
 		fmt.Fprintf(&note, "Resuming the turn for “%s” with the answer.", q)
 		tr.chat.send(note.String())
 		it.continuation = true
@@ -280,7 +284,7 @@ func (tr *turnRunner) recover(it workItem) {
 		if !tr.jr.settleFirst(tr.e.bg, it) {
 			return // the binding's next holder posts it (cluster.go)
 		}
-		reply, rerr := tr.e.host.Transcripts().ReplyAfter(path, it.uuid)
+		reply, rerr := tr.e.host.Transcripts().ReplyAfter(path, steeringOf(tr).replyFrom(it, path))
 		reply, _, _ = ctxindicator.StripSelfReport(reply)
 		if strings.TrimSpace(reply) != "" {
 			reply += it.replyTail // the very text that was being posted: the same parts

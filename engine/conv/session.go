@@ -199,6 +199,8 @@ func (s *Conversation) loop() {
 			continue
 		}
 		switch {
+		case it.kind == itemTurn && it.steeredInto != "":
+			takeSteered(s.tr, it) // steer.go: answered with its turn, or run now
 		case it.kind == itemTurn && it.recovered:
 			s.tr.recover(it)
 		case it.kind == itemTurn:

@@ -92,6 +92,9 @@ type outcome struct {
 	// live is what the turn showed as it went: the streamed reply that
 	// the final text replaces.
 	live *live
+	// steered are the messages written into the turn (steer.go),
+	// acknowledged with it.
+	steered []workItem
 }
 
 // turn is the state of the running turn.
@@ -109,6 +112,8 @@ type turn struct {
 	// compacted and compactErr are what a compaction reported.
 	compacted  *agentproc.CompactBoundary
 	compactErr string
+	// steered are the messages written into the turn (steer.go).
+	steered []workItem
 }
 
 // run runs one user message as a turn, with the fallbacks that keep the
@@ -315,6 +320,8 @@ func (tr *turnRunner) settle(it workItem, out outcome) (retry *workItem, durable
 	why := inbox.AckResult
 	switch {
 	case errors.Is(out.err, errHandedOver), errors.Is(out.err, ErrStopped) && tr.ho.takes(it):
+		// Steered messages stay in the journal, marked (steer.go): the
+		// next start looks each up in the transcript.
 		tr.ho.leave(it, out.err.Error())
 		tr.saveNow()
 		return nil, nil
@@ -329,6 +336,7 @@ func (tr *turnRunner) settle(it workItem, out outcome) (retry *workItem, durable
 		tr.saveNow()
 		r := it
 		r.afterCrash, r.continuation, r.started = true, false, tr.jr.wasStarted(it.inboxID)
+		steeringOf(tr).requeueSteered(out.steered) // after the retry: looked up in the transcript then
 		return &r, nil
 	case errors.Is(out.err, errStoppedWaiting):
 		why = inbox.AckCancel
@@ -336,7 +344,19 @@ func (tr *turnRunner) settle(it workItem, out outcome) (retry *workItem, durable
 	// The ack is written here, before the next item runs: a kill after
 	// the next turn's start must find this message done, not pending
 	// beside it. Its fsync and the rest wait for the tail.
-	finish := tr.jr.ackLater(it, why)
+	var fins []func()
+	if out.res != nil {
+		fins = steeringOf(tr).ackSteered(out.steered, why)
+	} else {
+		// No result: whether the CLI had them, the transcript says.
+		steeringOf(tr).requeueSteered(out.steered)
+	}
+	fins = append(fins, tr.jr.ackLater(it, why))
+	finish := func() {
+		for _, f := range fins {
+			f()
+		}
+	}
 	return nil, func() {
 		// A message of this conversation being accepted goes first (the
 		// lock is a barrier here, nothing is guarded): its fsync is what
@@ -545,7 +565,16 @@ func (tr *turnRunner) attempt(it workItem) outcome {
 	var graceC, killC <-chan time.Time
 	var closed chan struct{}
 	for {
+		var steerC <-chan struct{}
+		if t.started && !t.stopped {
+			steerC = tr.mb.work // a waiting message may go into the turn (steer.go)
+		}
 		select {
+		case <-steerC:
+			if steeringOf(tr).steerWaiting(t, at, it) {
+				t.live.stop()
+				return outcome{err: ErrKilled, steered: t.steered}
+			}
 		case ev, ok := <-events:
 			if ok {
 				tr.onEvent(t, proc, ev)
@@ -563,7 +592,7 @@ func (tr *turnRunner) attempt(it workItem) outcome {
 				<-closed
 			}
 			out := outcome{res: res, err: err, text: t.text.String(), model: t.model, stderr: proc.StderrTail(),
-				compaction: IsCompaction(it.msg.Text), compacted: t.compacted, compactErr: t.compactErr, live: t.live}
+				compaction: IsCompaction(it.msg.Text), compacted: t.compacted, compactErr: t.compactErr, live: t.live, steered: t.steered}
 			if res != nil {
 				tr.noteResult(res, t.model)
 				if res.ContextTokens > 0 {
@@ -658,6 +687,9 @@ func (tr *turnRunner) onEvent(t *turn, proc procs.Process, ev agentproc.Event) {
 	case agentproc.ModeChange:
 		tr.rb.noteMode(ev.Mode)
 	case agentproc.Init:
+		if !t.started {
+			tr.mb.wake() // messages that came before the turn started may go into it now
+		}
 		t.started = true
 		t.model = ev.Model
 		if t.stopped {
@@ -710,6 +742,8 @@ func (tr *turnRunner) onEvent(t *turn, proc procs.Process, ev agentproc.Event) {
 	case agentproc.PermissionCancel:
 		t.perms.cancel(ev.RequestID)
 		tr.rb.notePending(t.perms, t.msg.ID)
+	case agentproc.CommandState:
+		steeringOf(tr).steeredIn(t, ev) // steer.go
 	case agentproc.Malformed:
 		tr.log.Warn("Agent wrote a malformed line", "line", ev.Line, "error", ev.Err)
 	}

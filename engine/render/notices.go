@@ -44,6 +44,18 @@ func Queued(pos int) string {
 	return fmt.Sprintf("Queued (position %d): it runs after the current turn.", pos)
 }
 
+// Steered tells the sender of a message written into the running turn
+// (quoted) that Claude took it in, where the platform has no reactions.
+func Steered(quoted string) string {
+	return fmt.Sprintf("Added to the running turn: “%s”", quoted)
+}
+
+// FollowUsage tells the sender of a !steer or !queue (name) without a
+// message how it is used.
+func FollowUsage(name string) string {
+	return fmt.Sprintf("Usage: !%s <message>", name)
+}
+
 // RunsNow is Late's second sentence for a message that runs at once.
 const RunsNow = "It runs now."
 

@@ -48,7 +48,8 @@
 //	              --disallowedTools, which init's tools list reflects) the
 //	              tool_use gets the CLI's "No such tool available" error.
 //	              A folded message gets command_lifecycle queued (as it
-//	              arrives), started and completed (with the reply).
+//	              arrives), started (and a user line of its uuid in the
+//	              transcript) and completed (with the reply).
 //	[[WRITE:path:text]] write text to path (relative to the working
 //	              directory) before the reply, with no tool events; with
 //	              checkpointing on, keep what the file held for rewind_files.

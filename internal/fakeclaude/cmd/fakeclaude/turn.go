@@ -270,6 +270,9 @@ func (f *fake) turnTools(t *turnState, cmds []string) resultLine {
 	f.mu.Lock()
 	t.folding = false
 	for _, in := range t.injected {
+		// The next request carries it: the transcript has it, under
+		// its uuid, from then on.
+		f.appendTranscript(f.userTranscriptLine(in.uuid, in.text))
 		f.emitCommand(in.uuid, "started")
 		reply += "\n(also read while working: " + in.text + ")"
 	}

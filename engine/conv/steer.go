@@ -1,0 +1,220 @@
+package conv
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/cc-connect/cc-connect/agentproc"
+	"github.com/cc-connect/cc-connect/binding"
+	"github.com/cc-connect/cc-connect/engine/procs"
+	"github.com/cc-connect/cc-connect/engine/render"
+	"github.com/cc-connect/cc-connect/inbox"
+	"github.com/cc-connect/cc-connect/platform"
+)
+
+// Follow-ups steered into the running turn (a binding's follow_ups =
+// "steer", or !steer for one message): a message that waits in the FIFO
+// while a turn runs is written into that turn instead of waiting for it
+// to end; the CLI reads it at the turn's next request and the turn ends
+// with one reply for both. Exactly once: the message's journal entry is
+// marked as steered into the running turn's (with the uuid it is written
+// with) before it is written; it is acknowledged with that turn. A message
+// taken from the FIFO still marked so (its turn was cut by a kill, or the
+// write failed) is looked up in the transcript: there, it was answered
+// with its turn and is acknowledged; not there, it runs as its own turn.
+
+// What a message sent while a turn runs does, chosen for one message
+// (!steer, !queue); "" follows the binding's follow_ups.
+const (
+	followQueue = binding.FollowUpsQueue
+	followSteer = binding.FollowUpsSteer
+)
+
+// steerer is a running turn that takes messages into it (agentproc.Turn).
+type steerer interface {
+	SteerAs(ctx context.Context, id, text string) error
+}
+
+var _ steerer = (*agentproc.Turn)(nil)
+
+// steering is the turn runner's part that steers follow-ups: it holds
+// nothing of its own, only the runner's parts it uses.
+type steering struct{ tr *turnRunner }
+
+func steeringOf(tr *turnRunner) steering { return steering{tr: tr} }
+
+// steers reports whether it, waiting while a turn runs, goes into that
+// turn: a plain message of an allowed user (no files, nothing to read
+// back first, not a run, not one already sent) whose sender or binding
+// chose steering.
+func (sg steering) steers(it workItem) bool {
+	tr := sg.tr
+	if it.kind != itemTurn || it.run != nil || len(it.files) > 0 || len(it.checks) > 0 || it.started ||
+		it.recovered || it.steeredInto != "" || IsCompaction(it.msg.Text) {
+		return false
+	}
+	b := tr.binding()
+	if !b.Allowed(it.msg.UserID) {
+		return false
+	}
+	switch it.follow {
+	case followSteer:
+		return true
+	case followQueue:
+		return false
+	}
+	return b.FollowUps == followSteer
+}
+
+// wouldSteer is steers on the accept path (a turn runs, or waits on a
+// prompt), for the queue notice: a message that goes into the running
+// turn is not told it waits.
+func (sg steering) wouldSteer(it workItem) bool {
+	st, _, _ := sg.tr.mb.snapshot()
+	return st != stateIdle && sg.steers(it)
+}
+
+// steerWaiting writes the messages at the head of the FIFO that go into
+// the running turn into it, in order; running is the turn's item. killed:
+// a test's kill stopped it after one was written.
+func (sg steering) steerWaiting(t *turn, at procs.Turn, running workItem) (killed bool) {
+	tr := sg.tr
+	st, ok := at.(steerer)
+	if !ok || !t.started || t.stopped || running.inboxID == "" || running.continuation {
+		return false
+	}
+	for {
+		it, ok := tr.mb.takeIf(sg.steers)
+		if !ok {
+			return false
+		}
+		it.msg.UserName = tr.chat.userName(it.msg)
+		if err := tr.jr.markSteered(it, running.inboxID); err != nil {
+			// Unmarked, a write could not be told apart from none
+			// after a crash: it runs as its own turn instead.
+			tr.log.Warn("Journaling a steered message failed; it runs after the turn", "message_id", it.inboxID, "error", err)
+			it.follow = followQueue
+			tr.mb.push(it)
+			return false
+		}
+		it.started, it.steeredInto = true, running.inboxID
+		ctx, cancel := context.WithTimeout(tr.e.bg, controlTimeout)
+		err := st.SteerAs(ctx, it.uuid, tr.team.teamPrompt(it, it.msg.Text))
+		cancel()
+		if err != nil {
+			// The turn is ending: whether the CLI had it, the
+			// transcript says once it has (takeSteered).
+			tr.log.Info("Steering a message into the running turn failed; it is looked up after the turn", "message_id", it.inboxID, "error", err)
+			tr.mb.push(it)
+			return false
+		}
+		tr.log.Info("Message steered into the running turn", "message_id", it.inboxID, "into", running.inboxID, "uuid", it.uuid)
+		t.steered = append(t.steered, it)
+		tr.e.busy.add(-1) // it ends with the running turn, counted once
+		if tr.e.killedAt(PointSteered) {
+			return true
+		}
+	}
+}
+
+// steeredIn marks a steered message as taken into the turn when the CLI
+// says it started it: a reaction, or a short notice where the platform
+// has none.
+func (sg steering) steeredIn(t *turn, ev agentproc.CommandState) {
+	tr := sg.tr
+	if ev.State != agentproc.CommandStarted {
+		return
+	}
+	for _, it := range t.steered {
+		if it.uuid != ev.UUID {
+			continue
+		}
+		if re, ok := tr.chat.chat().(platform.Reactor); ok && it.msg.Target.MessageID != "" {
+			if err := re.React(tr.e.bg, it.msg.Target, "eyes"); err != nil {
+				tr.log.Debug("Reaction failed", "error", err)
+			}
+			return
+		}
+		tr.chat.send(render.Steered(Quote(it.msg.Text, 80)))
+		return
+	}
+}
+
+// requeueSteered puts the messages steered into a turn that did not end
+// back into the FIFO: each is looked up in the transcript when it comes
+// up (takeSteered).
+func (sg steering) requeueSteered(steered []workItem) {
+	tr := sg.tr
+	if len(steered) > 0 {
+		tr.mb.push(steered...)
+	}
+}
+
+// ackSteered acknowledges the messages steered into a turn that ended,
+// with it (before it: a kill between the two leaves the turn, whose
+// recovery answers both).
+func (sg steering) ackSteered(steered []workItem, why inbox.AckReason) []func() {
+	tr := sg.tr
+	var fins []func()
+	for _, it := range steered {
+		fins = append(fins, tr.jr.ackLater(it, why))
+	}
+	return fins
+}
+
+// takeSteered settles a message taken from the FIFO that is marked as
+// steered into a turn that has ended (a kill, a failed write): in the
+// transcript, it was answered with that turn and is acknowledged; not
+// there (or no transcript), it runs as its own turn.
+func takeSteered(tr *turnRunner, it workItem) {
+	if has, err := steeringOf(tr).inTranscript(it.uuid); err == nil && has {
+		tr.log.Info("A steered message was answered with its turn; acknowledged", "message_id", it.inboxID, "into", it.steeredInto)
+		tr.jr.ack(it, inbox.AckResult)
+		return
+	} else if err != nil {
+		tr.log.Warn("Reading the transcript for a steered message failed; it runs as its own turn", "message_id", it.inboxID, "error", err)
+	}
+	tr.log.Info("A steered message did not reach its turn; it runs as its own", "message_id", it.inboxID, "into", it.steeredInto)
+	it.started, it.steeredInto, it.recovered = false, "", false
+	tr.run(it)
+}
+
+// replyFrom is the uuid the reply to it follows in the transcript at
+// path: its own, or that of the last message steered into its turn that
+// the transcript holds (the turn's answer comes after it).
+func (sg steering) replyFrom(it workItem, path string) string {
+	tr := sg.tr
+	from := it.uuid
+	in := tr.jr.file()
+	if in == nil || it.inboxID == "" {
+		return from
+	}
+	for _, en := range in.Pending() {
+		if en.SteeredInto != it.inboxID {
+			continue
+		}
+		if has, err := tr.e.host.Transcripts().Contains(path, en.UUID); err == nil && has {
+			from = en.UUID
+		}
+	}
+	return from
+}
+
+// inTranscript reports whether the session's transcript holds uuid u.
+func (sg steering) inTranscript(u string) (bool, error) {
+	tr := sg.tr
+	rec := tr.rb.get()
+	sid := orDefault(rec.SessionID, rec.NewSessionID)
+	if sid == "" {
+		return false, nil
+	}
+	path, _, err := tr.e.host.Transcripts().Find(sid)
+	if err != nil {
+		return false, nil // none: the CLI wrote nothing of it
+	}
+	has, err := tr.e.host.Transcripts().Contains(path, u)
+	if err != nil {
+		return false, fmt.Errorf("reading transcript %s: %w", path, err)
+	}
+	return has, nil
+}

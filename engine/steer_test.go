@@ -1,0 +1,219 @@
+package engine
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/cc-connect/cc-connect/binding"
+	"github.com/cc-connect/cc-connect/engine/conv"
+	"github.com/cc-connect/cc-connect/inbox"
+	"github.com/cc-connect/cc-connect/platform"
+)
+
+// steerHarness is a real-driver harness (the fake claude) whose binding
+// has follow_ups = follow.
+func steerHarness(t *testing.T, follow string) *harness {
+	t.Helper()
+	h, _ := newRealHarness(t, nil, func(o *Options) { o.Bindings[0].FollowUps = follow })
+	return h
+}
+
+// countOf is how many of texts hold sub.
+func countOf(texts []string, sub string) int {
+	n := 0
+	for _, s := range texts {
+		if strings.Contains(s, sub) {
+			n++
+		}
+	}
+	return n
+}
+
+// TestSteerIntoRunningTurn: with follow_ups = "steer", a message sent
+// while a turn runs goes into that turn (the CLI reads it with the tool's
+// result), is marked taken in with a reaction, is not told it waits, and
+// the turn ends with one reply that answers both; each reached Claude
+// once and nothing is left in the journal.
+func TestSteerIntoRunningTurn(t *testing.T) {
+	h := steerHarness(t, binding.FollowUpsSteer)
+	h.say("alice", "T1", "[[TOOL:touch x]]")
+	ask := waitAsk(t, h)
+	m := h.message("bob", "T1", "use the other file")
+	if res := h.deliver(m); res.Status != platform.Queued {
+		t.Fatalf("the follow-up: %+v", res)
+	}
+	h.logs.WaitRecords(t, waitLimit, "Message steered into the running turn", 1)
+	h.press("alice", ask.Prompt.RequestID, platform.ChoiceAllow)
+	h.rec.waitSend(t, "also read while working: use the other file")
+	h.rec.waitFor(t, "the follow-up's reaction", func(calls []recorded) bool {
+		for _, c := range calls {
+			if c.Kind == "react" && c.To.MessageID == m.Target.MessageID && c.Text == "eyes" {
+				return true
+			}
+		}
+		return false
+	})
+	h.waitIdle()
+	if got := claudeGot(t, h); strings.Join(got, "|") != "[[TOOL:touch x]]|use the other file" {
+		t.Errorf("claude received %q, want each message once", got)
+	}
+	if n := countOf(h.rec.sends("tool said"), "tool said"); n != 1 {
+		t.Errorf("%d replies, want one for both messages", n)
+	}
+	if got := h.rec.sends("Queued (position"); len(got) != 0 {
+		t.Errorf("the steered message was told it waits: %q", got)
+	}
+	if n := h.pending(t1Key); n != 0 {
+		t.Errorf("%d messages pending after the turn", n)
+	}
+}
+
+// TestSteerAndQueueCommands: on a binding that queues, !steer sends one
+// message into the running turn, and a plain message (as !queue would on
+// a binding that steers) waits and runs as its own turn after it.
+func TestSteerAndQueueCommands(t *testing.T) {
+	for _, follow := range []string{binding.FollowUpsQueue, binding.FollowUpsSteer} {
+		t.Run(follow, func(t *testing.T) {
+			h := steerHarness(t, follow)
+			h.say("alice", "T1", "[[TOOL:touch x]]")
+			ask := waitAsk(t, h)
+			steer, later := "use the other file", "later one"
+			if follow == binding.FollowUpsQueue {
+				steer = "!steer " + steer
+			} else {
+				later = "!queue " + later
+			}
+			h.say("bob", "T1", steer)
+			h.logs.WaitRecords(t, waitLimit, "Message steered into the running turn", 1)
+			h.say("bob", "T1", later)
+			h.rec.waitSend(t, "Queued (position 1)")
+			h.press("alice", ask.Prompt.RequestID, platform.ChoiceAllow)
+			h.rec.waitSend(t, "also read while working: use the other file")
+			h.rec.waitSend(t, "echo: later one")
+			h.waitIdle()
+			if got := claudeGot(t, h); strings.Join(got, "|") != "[[TOOL:touch x]]|use the other file|later one" {
+				t.Errorf("claude received %q", got)
+			}
+			if n := h.pending(t1Key); n != 0 {
+				t.Errorf("%d messages pending", n)
+			}
+		})
+	}
+}
+
+// TestSteerWithoutRunningTurnRunsAsTurn: !steer when no turn runs is a
+// turn of its own; without a message it says how it is used.
+func TestSteerWithoutRunningTurnRunsAsTurn(t *testing.T) {
+	h := steerHarness(t, binding.FollowUpsQueue)
+	h.say("alice", "T1", "!steer hello there")
+	h.rec.waitSend(t, "echo: hello there")
+	h.say("alice", "T1", "!steer")
+	h.rec.waitSend(t, "Usage: !steer <message>")
+	h.waitIdle()
+	if got := claudeGot(t, h); strings.Join(got, "|") != "hello there" {
+		t.Errorf("claude received %q", got)
+	}
+}
+
+// TestSteeredMessageSurvivesKill: cc-connect is killed with a message
+// steered into the running turn (journaled as steered, written to the
+// CLI). After the restart it is neither lost nor answered twice: when
+// the transcript holds it, it was answered with its turn and is
+// acknowledged; when not, it runs as its own turn.
+func TestSteeredMessageSurvivesKill(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		point string
+	}{
+		// Killed right after the write: whether the CLI took it in
+		// is for the transcript to say.
+		{"after the write", conv.PointSteered},
+		// Killed after the reply that answers both was posted, before
+		// either entry was acknowledged.
+		{"after the reply", conv.PointReplied},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			kp := newKillPoint(tc.point, 1)
+			h := killedHarness(t, kp)
+			h.stop()
+			cfg := *h.cfg
+			opts := h.opts
+			opts.Bindings = []binding.Binding{opts.Bindings[0]}
+			opts.Bindings[0].FollowUps = binding.FollowUpsSteer
+			h = startHarness(t, opts, &cfg, h.logs)
+			h.say("alice", "T1", "[[TOOL:touch x]]")
+			ask := waitAsk(t, h)
+			h.say("bob", "T1", "use the other file")
+			h.logs.WaitRecords(t, waitLimit, "Message steered into the running turn", 1)
+			if tc.point == conv.PointReplied {
+				h.press("alice", ask.Prompt.RequestID, platform.ChoiceAllow)
+			}
+			kp.wait(t)
+			if n := len(h.e.convs.Lookup(t1Key).Pending()); n != 2 {
+				t.Fatalf("%d entries pending at the kill, want the turn's and the steered one", n)
+			}
+			h = h.kill(t, kp)
+			// The restarted engine recovers the turn's entry first, then
+			// settles the steered one.
+			h.logs.WaitRecords(t, waitLimit, "Recovering pending messages", 1)
+			if tc.point == conv.PointSteered {
+				// The permission request outlived the kill (parked.go):
+				// the turn goes on once it is answered.
+				h.rec.waitSend(t, "still waits for an answer")
+				h.press("alice", ask.Prompt.RequestID, platform.ChoiceAllow)
+			}
+			pollFor(t, "the journal to be settled", func() bool {
+				s := h.e.convs.Lookup(t1Key)
+				return s != nil && s.JournalOpen() && len(s.Pending()) == 0
+			})
+			h.waitIdle()
+			answers := countOf(h.rec.sends("use the other file"), "also read while working: use the other file") +
+				countOf(h.rec.sends("use the other file"), "echo: use the other file")
+			if tc.point == conv.PointSteered && answers != 1 {
+				t.Errorf("the steered message was answered %d times after the restart, want once:\n%s\n%s", answers, dump(h.rec.snapshot()), h.logs.String())
+			}
+			if got := countOf(claudeGot(t, h), "use the other file"); tc.point == conv.PointReplied && got != 1 {
+				t.Errorf("claude received the steered message %d times, want once (it was answered before the kill): %q", got, claudeGot(t, h))
+			}
+			if n := h.pending(t1Key); n != 0 {
+				t.Errorf("%d messages pending after the recovery", n)
+			}
+		})
+	}
+}
+
+// TestSteeredMessageNotInTranscriptRunsAsTurn: a restart finds a message
+// journaled as steered into a turn whose CLI never had it (the
+// transcript does not hold its uuid): after that turn is recovered, it
+// runs as a turn of its own, once.
+func TestSteeredMessageNotInTranscriptRunsAsTurn(t *testing.T) {
+	h, _ := newRealHarness(t, nil, nil)
+	h.stop()
+	stageCutTurn(t, h, conv.Record{}, "00000000-0000-4000-8000-0000000000a1", "first")
+	in, err := inbox.Open(conv.InboxPath(h.opts.StateDir, t1Key), inbox.Limits{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := h.message("bob", "T1", "use the other file")
+	m.Seq = 2
+	if err := in.Append(inbox.Entry{ID: m.ID, Platform: "fake", Channel: "C1", Thread: "T1", MessageID: m.Target.MessageID,
+		UserID: "bob", Text: m.Text, Seq: 2}); err != nil {
+		t.Fatal(err)
+	}
+	first := in.Pending()[0].ID
+	if err := in.MarkSteered(m.ID, first); err != nil {
+		t.Fatal(err)
+	}
+	in.Close()
+	h = h.restart()
+	h.rec.waitSend(t, "echo: first")
+	h.rec.waitSend(t, "echo: use the other file")
+	h.logs.WaitRecords(t, waitLimit, "A steered message did not reach its turn; it runs as its own", 1)
+	h.waitIdle()
+	if got := claudeGot(t, h); strings.Join(got, "|") != "first|use the other file" {
+		t.Errorf("claude received %q, want each once", got)
+	}
+	if n := h.pending(t1Key); n != 0 {
+		t.Errorf("%d messages pending", n)
+	}
+}
