@@ -73,6 +73,9 @@ type turnRunner struct {
 	// dm: the conversation is a direct message (the sender header is off
 	// there by default).
 	dm bool
+	// limit is the conversation's side of the login's usage window
+	// (limits.go).
+	limit *limitGate
 	// ho hands what a stopping cluster host cannot finish to the
 	// binding's next holder (handover.go).
 	ho handover
@@ -131,6 +134,12 @@ func (tr *turnRunner) run(it workItem) {
 		tr.keepUnsentNotes(notes, out.err)
 	}
 	ok := tr.finish(it, out, hadHistory)
+	if out.err == nil {
+		tr.limit.ok()
+	}
+	if out.res != nil && !errors.Is(out.err, agentproc.ErrUsageLimit) {
+		tr.e.limits.unpark(it.uuid) // it ran
+	}
 	tr.e.metrics.TurnFinished(turnOutcome(out, ok), time.Since(began))
 	tr.act.record(activity.Event{Kind: activity.Finished, User: it.msg.UserID, UserName: it.msg.UserName, Outcome: turnOutcome(out, ok)})
 	if perr == nil && !errors.Is(out.err, ErrStopped) && !errors.Is(out.err, ErrKilled) {
@@ -196,6 +205,13 @@ func (tr *turnRunner) finish(it workItem, out outcome, hadHistory bool) bool {
 		return false
 	case errors.Is(out.err, ErrStopped):
 		tr.chat.send(render.ShutdownText)
+		return false
+	case errors.Is(out.err, agentproc.ErrUsageLimit):
+		// Not a failure to post: the message waits in the journal for
+		// the window's reset and runs by itself then (settle), the thread
+		// told when (limitGate.hold). The CLI exits after a refusal.
+		tr.limit.refused(out.err)
+		tr.agent.Close()
 		return false
 	case errors.Is(out.err, errNotPassed):
 		return false // the user was told why
@@ -325,6 +341,20 @@ func (tr *turnRunner) settle(it workItem, out outcome) (retry *workItem, durable
 		r := it
 		r.afterCrash, r.continuation, r.started = true, false, tr.jr.wasStarted(it.inboxID)
 		return &r, nil
+	case errors.Is(out.err, agentproc.ErrUsageLimit) && it.inboxID != "" && !tr.e.isStopping():
+		// Parked: pending in the journal, back in the FIFO before the
+		// turns queued behind it, where the window holds it until the
+		// reset (a restart finds it pending and the window on disk).
+		tr.saveNow()
+		tr.e.limits.park(it.uuid)
+		r := it
+		r.afterCrash, r.continuation, r.recovered = false, false, false
+		tr.mb.push(r)
+		return nil, nil
+	case errors.Is(out.err, agentproc.ErrUsageLimit) && it.inboxID != "":
+		tr.saveNow()
+		tr.e.limits.park(it.uuid)
+		return nil, nil
 	case errors.Is(out.err, errStoppedWaiting):
 		why = inbox.AckCancel
 	}
@@ -681,6 +711,8 @@ func (tr *turnRunner) onEvent(t *turn, proc procs.Process, ev agentproc.Event) {
 		}
 	case agentproc.CompactBoundary:
 		t.compacted = &ev
+	case agentproc.RateLimit:
+		tr.limit.noteEvent(ev)
 	case agentproc.APIRetry:
 		t.live.showStatus(fmt.Sprintf("API error %d, retrying (%d/%d)…", ev.ErrorStatus, ev.Attempt, ev.MaxRetries))
 	case agentproc.PermissionRequest:
