@@ -10,6 +10,7 @@ import (
 
 	"github.com/cc-connect/cc-connect/engine/conv"
 	"github.com/cc-connect/cc-connect/engine/render"
+	"github.com/cc-connect/cc-connect/internal/fakeapi"
 )
 
 // limitClock stands for the reset of a usage window: the conversations'
@@ -166,5 +167,33 @@ func TestLimitWarningToldOnce(t *testing.T) {
 	h.waitIdle()
 	if got := h.rec.sends(render.LimitWarning(reset)); len(got) != 1 {
 		t.Errorf("the warning was told %d times, want once", len(got))
+	}
+}
+
+// TestRealCLILimitParkedThenRuns: the real CLI against an API that answers
+// 429 (the reset only in the headers): the turn is parked with a back-off
+// notice and no raw error, a message in another thread waits too, and
+// both run once the API accepts again and the wait ends.
+func TestRealCLILimitParkedThenRuns(t *testing.T) {
+	h, api := newRealCLIHarness(t, nil)
+	clock := newLimitClock(h)
+	api.SetMode(fakeapi.ModeRateLimited)
+	h.say("alice", "T1", "parked hello")
+	h.rec.waitSend(t, "did not say when the limit resets")
+	h.say("bob", "T2", "waiting too")
+	h.rec.waitSends(t, "did not say when the limit resets", 2)
+	if got := h.rec.sends("API Error"); len(got) != 0 {
+		t.Errorf("the refusal was posted raw: %q", got)
+	}
+	if n := len(api.Requests()); n != 1 {
+		t.Errorf("the API got %d requests inside the window, want the refused one", n)
+	}
+	api.SetMode(fakeapi.ModeNormal)
+	clock.reset()
+	h.rec.waitSend(t, "echo: parked hello")
+	h.rec.waitSend(t, "echo: waiting too")
+	h.waitIdle()
+	if n := h.pending("fake/C1/T1"); n != 0 {
+		t.Errorf("T1 still holds %d pending messages", n)
 	}
 }

@@ -348,7 +348,7 @@ func (tr *turnRunner) settle(it workItem, out outcome) (retry *workItem, durable
 		tr.saveNow()
 		tr.e.limits.park(it.uuid)
 		r := it
-		r.afterCrash, r.continuation, r.recovered = false, false, false
+		r.afterCrash, r.continuation, r.recovered, r.refused = false, false, false, true
 		tr.mb.push(r)
 		return nil, nil
 	case errors.Is(out.err, agentproc.ErrUsageLimit) && it.inboxID != "":
@@ -504,7 +504,7 @@ func (tr *turnRunner) newSessionStart() agentproc.StartOptions {
 // fresh uuid and keeps the message's, which is what the transcript holds.
 func (tr *turnRunner) send(proc procs.Process, it workItem) (procs.Turn, error) {
 	id, text := it.uuid, it.msg.Text
-	if id == "" || it.continuation {
+	if id == "" || it.continuation || it.refused {
 		id = newUUID()
 	}
 	switch {
