@@ -20,6 +20,12 @@ import (
 // sandbox), so a background command starts at once.
 func startRealChat(t *testing.T, platformTOML, allowUsers string, env ...string) (*chatRun, *fakeapi.Server) {
 	t.Helper()
+	return startRealChatAgent(t, "", platformTOML, allowUsers, env...)
+}
+
+// startRealChatAgent is startRealChat with more [agent] keys.
+func startRealChatAgent(t *testing.T, agentTOML, platformTOML, allowUsers string, env ...string) (*chatRun, *fakeapi.Server) {
+	t.Helper()
 	claude := testenv.ClaudeBinary(t)
 	api := fakeapi.Start(t)
 	dir := t.TempDir()
@@ -37,6 +43,7 @@ level = "debug"
 command = %q
 permission_mode = "bypassPermissions"
 shutdown_grace = "5s"
+%s
 [agent.env]
 HOME = %q
 CLAUDE_CONFIG_DIR = %q
@@ -52,7 +59,7 @@ platform = "chat"
 channel = "*"
 workspace = "ws"
 allow_users = [%s]
-`, claude, home, filepath.Join(home, ".claude"), platformTOML, allowUsers))
+`, claude, agentTOML, home, filepath.Join(home, ".claude"), platformTOML, allowUsers))
 	tmp := filepath.Join(dir, "tmp")
 	if err := os.Mkdir(tmp, 0o700); err != nil {
 		t.Fatal(err)

@@ -89,6 +89,7 @@ func engineOptions(cfg *config.Config, log *slog.Logger) engine.Options {
 		PermissionTimeout:        a.PermissionTimeout.D(),
 		StallNotice:              a.StallNotice.D(),
 		MaxTurnTime:              a.MaxTurnTime.D(),
+		LimitRetry:               a.LimitRetry.D(),
 		MaxProcesses:             a.MaxProcesses,
 		MaxProcessesPerWorkspace: a.MaxProcessesPerWorkspace,
 		Prewarm:                  a.Prewarm,

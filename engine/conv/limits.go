@@ -45,8 +45,10 @@ type limitWindow struct {
 // limitBook holds the windows of the logins. Safe for concurrent use.
 type limitBook struct {
 	path string
-	now  func() time.Time
-	log  *slog.Logger
+	// first is the first back-off (agent.limit_retry).
+	first time.Duration
+	now   func() time.Time
+	log   *slog.Logger
 	// after is the clock's timer (time.After; tests drive it).
 	after func(time.Duration) <-chan time.Time
 
@@ -66,7 +68,7 @@ type limitFile struct {
 }
 
 func newLimitBook(stateDir string, now func() time.Time, log *slog.Logger) *limitBook {
-	return &limitBook{path: filepath.Join(stateDir, "limits", "windows.json"), now: now, log: log, after: time.After}
+	return &limitBook{path: filepath.Join(stateDir, "limits", "windows.json"), first: limitBackoff, now: now, log: log, after: time.After}
 }
 
 // loginOf names the login of an agent config: what decides whose usage a
@@ -103,7 +105,7 @@ func (b *limitBook) refused(login string, resets time.Time) limitWindow {
 		// Refused inside a window already told (a turn that started
 		// before it was recorded): keep it.
 	default:
-		next := limitBackoff
+		next := min(b.first, limitBackoffMax)
 		if w.Backoff > 0 {
 			next = min(2*w.Backoff, limitBackoffMax)
 		}

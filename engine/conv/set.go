@@ -65,6 +65,7 @@ type Options struct {
 	IdleTimeout              time.Duration
 	PermissionTimeout        time.Duration
 	StallNotice              time.Duration
+	LimitRetry               time.Duration // limits.go; 0: limitBackoff
 	MaxTurnTime              time.Duration
 	MaxProcessesPerWorkspace int
 	QueueLimit               int
@@ -217,6 +218,9 @@ func NewSet(opts Options, d Deps) *Set {
 	s.threads = newThreadChecks(d.Now())
 	s.warmth = newWarmth(opts.StateDir, d.Log)
 	s.limits = newLimitBook(opts.StateDir, d.Now, d.Log)
+	if opts.LimitRetry > 0 {
+		s.limits.first = opts.LimitRetry
+	}
 	s.cfg = &settings{opts: opts, basePrompt: basePrompt, host: d.Host}
 	s.runs.init(opts.StateDir, d.Log, d.Host.Schedules)
 	return s
