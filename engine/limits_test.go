@@ -197,3 +197,31 @@ func TestRealCLILimitParkedThenRuns(t *testing.T) {
 		t.Errorf("T1 still holds %d pending messages", n)
 	}
 }
+
+// TestLimitScheduledRunWaits: a scheduled run due inside the window waits
+// for the reset, then runs once.
+func TestLimitScheduledRunWaits(t *testing.T) {
+	h, re := newRealHarness(t, nil, nil)
+	clock := newLimitClock(h)
+	reset := time.Now().Add(time.Hour).Truncate(time.Second)
+	file := limitFile(t, reset)
+	h.say("alice", "T1", "[[LIMIT:"+file+"]] first")
+	notice := render.LimitParked(reset, true)
+	h.rec.waitSend(t, notice)
+	if err := h.submit(testRun("schedule:nightly@2026-03-10T01:30Z", "triage the issues")); err != nil {
+		t.Fatalf("Submit: %v", err)
+	}
+	h.rec.waitSends(t, notice, 2)
+	if got := readRecord(t, re.record); len(linesWith(got, "triage the issues")) != 0 {
+		t.Errorf("the run reached claude inside the window")
+	}
+	if err := os.Remove(file); err != nil {
+		t.Fatal(err)
+	}
+	clock.reset()
+	h.rec.waitSend(t, "echo: triage the issues")
+	h.waitIdle()
+	if n := len(h.rec.sends("echo: triage the issues")); n != 1 {
+		t.Errorf("the run ran %d times, want once", n)
+	}
+}
