@@ -57,6 +57,17 @@ type Event struct {
 	Text         string    `json:"text,omitempty"`
 	Choice       string    `json:"choice,omitempty"`
 	Outcome      string    `json:"outcome,omitempty"`
+	// Request names a pending approval, question or plan (Asking,
+	// Answered): what an answer from the console refers to.
+	Request string `json:"request,omitempty"`
+	// Todos is Claude's todo list as it is now (Todos).
+	Todos []Todo `json:"todos,omitempty"`
+}
+
+// Todo is one item of Claude's todo list.
+type Todo struct {
+	Text   string `json:"text"`
+	Status string `json:"status"` // pending, in_progress or completed
 }
 
 // Live says whether an event is for watchers only, not for the audit trail.

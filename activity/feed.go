@@ -76,6 +76,13 @@ func (f *Feed) clean(e Event) Event {
 			*p = Bound(*p, MaxText)
 		}
 	}
+	if f.Redact != nil && len(e.Todos) > 0 {
+		todos := make([]Todo, len(e.Todos))
+		for i, t := range e.Todos {
+			todos[i] = Todo{Text: f.Redact(t.Text), Status: t.Status}
+		}
+		e.Todos = todos
+	}
 	return e
 }
 

@@ -21,7 +21,9 @@ import (
 //     in its own name (names.Publish), so that the owner knows who sent
 //     each event;
 //   - for each binding it serves: its durable consumer (create with the
-//     binding's filter, pull, acknowledge) and its lease key;
+//     binding's filter, pull, acknowledge), its lease key and the records
+//     of the messages answered and of where its conversations are served
+//     (answered.go);
 //   - its own heartbeat key; on a receiver the poller and shard leases
 //     and the pollers' offsets; the pause keys of the schedules of the
 //     bindings it serves;
@@ -96,7 +98,9 @@ func (s Settings) Permissions(host string) Permissions {
 			"$JS.API.CONSUMER.CREATE."+stream+"."+c+"."+n.BindingFilter(b.Binding),
 			"$JS.API.CONSUMER.MSG.NEXT."+stream+"."+c,
 			"$JS.ACK."+stream+"."+c+".>",
-			n.KVKey(names.BindingLease(b.Binding)))
+			n.KVKey(names.BindingLease(b.Binding)),
+			n.KVKey(names.AnsweredPrefix+b.Binding.Token()+".*"),
+			n.KVKey(names.ServedPrefix+b.Binding.Token()+".*"))
 	}
 	if served {
 		// Whether a parked event is still in the stream (Node.InStream).

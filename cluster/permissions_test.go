@@ -224,6 +224,19 @@ func (pc *permCluster) run(a, b, c *Node) {
 	if in, err := a.InStream(ctx, 1); err != nil || in {
 		t.Errorf("InStream of a settled event: %v, %v", in, err)
 	}
+	// The record of what was answered: written by the holder, read by
+	// every host.
+	if err := a.Answer(ctx, permSlack, names.Conversation("C1", "x"), "s-0"); err != nil {
+		t.Fatalf("recording an answered message of a's binding: %v", err)
+	}
+	for _, n := range []*Node{a, b, c} {
+		if by, err := n.Answered(ctx, permSlack, "s-0"); err != nil || by != "a" {
+			t.Errorf("%s reads the answered message as answered by %q, %v; want a", n.s.Host, by, err)
+		}
+		if done, err := n.Answered(ctx, permSlack, "s-9"); err != nil || done != "" {
+			t.Errorf("%s reads a message nobody answered as answered: %v, %v", n.s.Host, done, err)
+		}
+	}
 	for _, n := range []*Node{a, c} {
 		r, err := n.Status(ctx)
 		if err != nil || len(r.Bindings) != 2 || r.Bindings[0].Holder != "a" {
@@ -277,6 +290,8 @@ func (pc *permCluster) refusals() {
 		{"an event under another host's name", "b", n.In(permSlack, conv, "a"), ""},
 		{"an event on the subject an older cc-connect used, which names no host", "b", "t.in." + permSlack.Token() + "." + conv, ""},
 		{"another binding's lease", "b", n.KVKey(names.BindingLease(permTG)), ""},
+		{"a record that a message of another binding was answered", "c", n.KVKey(names.Answered(permSlack, "s-5")), ""},
+		{"the record of where a conversation of another binding is served", "c", n.KVKey(names.Served(permSlack, conv)), ""},
 		{"the poller's lease, on a host that does not receive", "c", n.KVKey(names.PollerLease("telegram")), ""},
 		{"the poller's offset, on a host that does not receive", "c", n.KVKey(names.Offset("telegram")), ""},
 		{"another host's heartbeat", "a", n.KVKey(names.Member("b")), ""},

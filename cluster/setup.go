@@ -240,5 +240,6 @@ func sameStream(have, want jetstream.StreamConfig) bool {
 // sameBucket says whether the bucket's stream is configured as want asks.
 func sameBucket(have jetstream.StreamConfig, want jetstream.KeyValueConfig) bool {
 	return have.MaxMsgsPerSubject == int64(want.History) && have.Storage == want.Storage && have.Replicas == want.Replicas &&
-		have.MaxMsgSize == want.MaxValueSize && have.Description == want.Description
+		have.MaxMsgSize == want.MaxValueSize && have.Description == want.Description &&
+		have.AllowMsgTTL == (want.LimitMarkerTTL > 0) && have.SubjectDeleteMarkerTTL == want.LimitMarkerTTL
 }

@@ -2,9 +2,11 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -27,7 +29,27 @@ type Report struct {
 	Hosts    []HostStatus    `json:"hosts"`
 	Bindings []BindingStatus `json:"bindings"`
 	Leases   []LeaseStatus   `json:"other_leases,omitempty"`
+	// Conversations are the latest answered ones, newest first (at most
+	// maxConversations).
+	Conversations []ConversationStatus `json:"conversations,omitempty"`
 }
+
+// ConversationStatus is where one conversation is served: the holder of
+// its binding's lease runs its next message; its context (Claude's session
+// and transcript) is on the host that last answered in it, and nowhere
+// else: Replicated is false until the cluster replicates it.
+type ConversationStatus struct {
+	Binding      string    `json:"binding"`
+	Channel      string    `json:"channel"`
+	Thread       string    `json:"thread,omitempty"`
+	ServedBy     string    `json:"served_by"` // the binding's holder now; "" when none
+	LastAnswered string    `json:"last_answered_on"`
+	At           time.Time `json:"last_answer_at"` // that host's clock
+	Replicated   bool      `json:"context_replicated"`
+}
+
+// maxConversations bounds the conversations a report lists.
+const maxConversations = 100
 
 // HostStatus is one host's health, from its heartbeat record.
 type HostStatus struct {
@@ -177,6 +199,11 @@ func buildReport(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyVa
 		}
 		r.Bindings = append(r.Bindings, bs)
 	}
+	convs, err := conversations(ctx, kv, s, r.Bindings)
+	if err != nil {
+		return Report{}, err
+	}
+	r.Conversations = convs
 	for _, l := range snap.Leases {
 		if !used[l.Key] {
 			ls := leaseStatus(l)
@@ -185,6 +212,51 @@ func buildReport(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyVa
 		}
 	}
 	return r, nil
+}
+
+// conversations reads the conversations' records (answered.go), newest
+// first, with the holder of each one's binding from bs.
+func conversations(ctx context.Context, kv jetstream.KeyValue, s Settings, bs []BindingStatus) ([]ConversationStatus, error) {
+	holder := map[string]string{}
+	for _, b := range bs {
+		if !b.Expired {
+			holder[b.Binding] = b.Holder
+		}
+	}
+	w, err := kv.WatchFiltered(ctx, []string{names.ServedPrefix + ">"}, jetstream.IgnoreDeletes())
+	if err != nil {
+		return nil, fmt.Errorf("reading the conversations' records: %w", err)
+	}
+	defer func() { _ = w.Stop() }()
+	var out []ConversationStatus
+	for {
+		var e jetstream.KeyValueEntry
+		select {
+		case e = <-w.Updates():
+		case <-ctx.Done():
+			return nil, fmt.Errorf("reading the conversations' records: %w", ctx.Err())
+		}
+		if e == nil {
+			break // the current values are all read
+		}
+		rest := strings.TrimPrefix(e.Key(), names.ServedPrefix)
+		btok, ctok, ok := strings.Cut(rest, ".")
+		b, err1 := names.ParseBinding(btok)
+		chTok, thTok, ok2 := strings.Cut(ctok, "_")
+		ch, err2 := names.Unescape(chTok)
+		th, err3 := names.Unescape(thTok)
+		var rec Served
+		if !ok || !ok2 || errors.Join(err1, err2, err3, json.Unmarshal(e.Value(), &rec)) != nil {
+			continue // not one this build writes
+		}
+		out = append(out, ConversationStatus{Binding: b.String(), Channel: ch, Thread: th, ServedBy: holder[b.String()],
+			LastAnswered: rec.Host, At: rec.At})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].At.After(out[j].At) })
+	if len(out) > maxConversations {
+		out = out[:maxConversations]
+	}
+	return out, nil
 }
 
 func (s Settings) memberOf(h string) bool {
@@ -241,6 +313,19 @@ func (r Report) Text() string {
 			bs.LeaseStatus.describe(), bs.Waiting, bs.InHand)
 	}
 	w.Flush()
+	if len(r.Conversations) > 0 {
+		b.WriteString("\nConversations (the latest answered):\n")
+		w = tabwriter.NewWriter(&b, 2, 4, 2, ' ', 0)
+		for _, c := range r.Conversations {
+			where := c.Channel
+			if c.Thread != "" {
+				where += " thread " + c.Thread
+			}
+			fmt.Fprintf(w, "  %s\t%s\tserved by %s\tlast answered on %s %s\tcontext replicated: %s\n", c.Binding, where,
+				orDash(c.ServedBy), c.LastAnswered, ago(r.At.Sub(c.At)), map[bool]string{true: "yes", false: "no"}[c.Replicated])
+		}
+		w.Flush()
+	}
 	if len(r.Leases) > 0 {
 		b.WriteString("\nOther leases:\n")
 		w = tabwriter.NewWriter(&b, 2, 4, 2, ' ', 0)

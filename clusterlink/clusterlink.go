@@ -17,6 +17,7 @@ import (
 	"github.com/cc-connect/cc-connect/cluster/kvlease"
 	"github.com/cc-connect/cc-connect/cluster/names"
 	"github.com/cc-connect/cc-connect/engine"
+	"github.com/cc-connect/cc-connect/platform"
 )
 
 // Handler is the engine's ingress as the cluster's handler for the
@@ -34,7 +35,23 @@ var (
 	_ cluster.TenureHandler = Handler{}
 	_ engine.Delivery       = delivery{}
 	_ engine.Fence          = (*kvlease.Fence)(nil)
+	_ engine.Answers        = Answers{}
 )
+
+// Answers is the cluster's record of the messages its hosts answered, as
+// the engine reads and writes it.
+type Answers struct{ Node *cluster.Node }
+
+// Answered is the host that answered message id of binding b, "" if none.
+func (a Answers) Answered(ctx context.Context, b binding.Key, id string) (string, error) {
+	return a.Node.Answered(ctx, names.Binding{Platform: b.Platform, Channel: b.Channel}, id)
+}
+
+// Answer records that this host answers message id of binding b in the
+// conversation at to.
+func (a Answers) Answer(ctx context.Context, b binding.Key, to platform.Target, id string) error {
+	return a.Node.Answer(ctx, names.Binding{Platform: b.Platform, Channel: b.Channel}, names.Conversation(to.Channel, to.Thread), id)
+}
 
 // Accept hands one event of the stream to the engine.
 func (h Handler) Accept(ctx context.Context, d *ingress.Delivery) (ingress.Result, error) {

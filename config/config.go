@@ -46,6 +46,7 @@ type Config struct {
 	Platforms []Platform `toml:"platforms"`
 	Bindings  []Binding  `toml:"bindings"`
 	Metrics   Metrics    `toml:"metrics"`
+	Console   Console    `toml:"console"`
 	Audit     Audit      `toml:"audit"`
 	// Cluster makes this cc-connect one host of several serving one bot
 	// ([cluster]); nil without the table, and then no NATS code runs.
@@ -117,6 +118,7 @@ type Agent struct {
 	AppendSystemPrompt       string            `toml:"append_system_prompt"`
 	IdleTimeout              Duration          `toml:"idle_timeout"`
 	PermissionTimeout        Duration          `toml:"permission_timeout"`
+	ApprovalReminder         Duration          `toml:"approval_reminder"`
 	ContextWindow            int64             `toml:"context_window"`
 	SelfReport               bool              `toml:"self_report"`
 	MaxProcesses             int               `toml:"max_processes"`
@@ -288,6 +290,7 @@ func Default() Config {
 			PermissionMode:           "default",
 			IdleTimeout:              Duration(30 * time.Minute),
 			PermissionTimeout:        Duration(10 * time.Minute),
+			ApprovalReminder:         Duration(30 * time.Minute),
 			ContextWindow:            200000,
 			SelfReport:               true,
 			MaxProcesses:             8,
@@ -302,6 +305,7 @@ func Default() Config {
 			LimitRetry:               Duration(DefaultLimitRetry),
 			EnvDrop:                  slices.Clone(agentenv.DefaultEnvDrop),
 		},
+		Console:  defaultConsole(),
 		Webhooks: Webhooks{MaxBody: 1 << 20},
 		Spend:    Spend{Timezone: "Local", TurnReserveUSD: spend.DefaultReserve},
 	}
@@ -403,8 +407,8 @@ func (c *Config) String() string {
 	}
 	fmt.Fprintf(&b, "env = { %s }\nenv_drop = %s\nuser = %s\nallow_root = %t\n", strings.Join(env, ", "), list(a.EnvDrop), q(a.User), a.AllowRoot)
 	fmt.Fprintf(&b, "model = %s\npermission_mode = %s\nappend_system_prompt = %s\n", q(a.Model), q(a.PermissionMode), q(a.AppendSystemPrompt))
-	fmt.Fprintf(&b, "idle_timeout = %s\npermission_timeout = %s\ncontext_window = %d\nself_report = %t\n",
-		q(a.IdleTimeout.String()), q(a.PermissionTimeout.String()), a.ContextWindow, a.SelfReport)
+	fmt.Fprintf(&b, "idle_timeout = %s\npermission_timeout = %s\napproval_reminder = %s\ncontext_window = %d\nself_report = %t\n",
+		q(a.IdleTimeout.String()), q(a.PermissionTimeout.String()), q(a.ApprovalReminder.String()), a.ContextWindow, a.SelfReport)
 	fmt.Fprintf(&b, "max_processes = %d\nmax_processes_per_workspace = %d\nqueue_limit = %d\nshutdown_grace = %s\nclose_grace = %s\n",
 		a.MaxProcesses, a.MaxProcessesPerWorkspace, a.QueueLimit, q(a.ShutdownGrace.String()), q(a.CloseGrace.String()))
 	fmt.Fprintf(&b, "prewarm = %d\n", a.Prewarm)
@@ -445,6 +449,7 @@ func (c *Config) String() string {
 	if c.Metrics.Addr != "" {
 		fmt.Fprintf(&b, "\n[metrics]\naddr = %s\nallow_remote = %t\n", q(c.Metrics.Addr), c.Metrics.AllowRemote)
 	}
+	c.Console.write(&b)
 	fmt.Fprintf(&b, "\n[audit]\nenabled = %t\npath = %s\nmax_size = %s\nkeep = %d\n", c.Audit.Enabled, q(c.Audit.Path), q(c.Audit.MaxSize.String()), c.Audit.Keep)
 	for _, bd := range c.Bindings {
 		fmt.Fprintf(&b, "\n[[bindings]]\nplatform = %s\nchannel = %s\nworkspace = %s\nallow_users = %s\nadmins = %s\n",

@@ -88,6 +88,7 @@ func validate(c *Config, dir string, d *decoder) (warnings []string) {
 	warnings = append(warnings, validateCluster(c, dir, d)...) // before validateBindings resolves workspaces
 	warnings = append(warnings, validateBindings(c, dir, d)...)
 	validateMetrics(c, d)
+	validateConsole(c, dir, d)
 	validateAudit(c, dir, d)
 	warnings = append(warnings, validateUnattended(c, d)...)
 	return warnings
@@ -140,6 +141,9 @@ func validateAgent(c *Config, d *decoder) {
 	}
 	if !bad("max_processes_per_workspace") && a.MaxProcessesPerWorkspace < 0 {
 		d.failf("agent.max_processes_per_workspace", "must be 0 (unlimited) or more, got %d", a.MaxProcessesPerWorkspace)
+	}
+	if !bad("approval_reminder") && a.ApprovalReminder < 0 {
+		d.failf("agent.approval_reminder", "must be 0 (no reminder) or more, got %s", a.ApprovalReminder)
 	}
 	if !bad("prewarm") && a.Prewarm < 0 {
 		d.failf("agent.prewarm", "must be 0 (no spare processes) or more, got %d", a.Prewarm)

@@ -159,9 +159,9 @@ func TestAnswersArePublished(t *testing.T) {
 			return slices.ContainsFunc(rs, func(r recorded) bool { return r.Kind == "ask" && strings.Contains(r.Prompt.Text, sub) })
 		})
 	}
-	asked("Step one: paint it.")
+	asked("1. Change the thing.")
 	h.say("bob", "T1", "paint it green instead")
-	h.rec.waitSends(t, "answer: ", 2)
+	h.rec.waitSend(t, "plan denied: ")
 	h.say("alice", "T1", "[[TOOL:rm -rf build]]")
 	asked("rm -rf build")
 	h.say("bob", "T1", "!deny")

@@ -28,6 +28,8 @@ import (
 //	              report the mode it goes on in (ModeChange: the answer's SetMode, else
 //	              default), as the CLI's system/status does; replies "plan approved" or
 //	              "plan denied: msg"
+//	[[ASK]]       AskUserQuestion ("Which color?": Red or Blue); replies "answer: " and
+//	              the answer's message and input
 //	[[TOOLONG]]   prompt too long (and the session stays poisoned)
 //	[[CRASH]]     the process exits mid-turn, "Not logged in · Please run /login" on stderr
 //	[[HANG]]      runs until interrupted
@@ -413,21 +415,15 @@ func (p *fakeProc) turn(ctx context.Context, text string, on func(agentproc.Even
 			return nil, &agentproc.ExitError{Code: -1, Signal: "killed"}
 		}
 	}
-	for marker, tool := range map[string]string{"[[ASK]]": "AskUserQuestion", "[[PLAN]]": "ExitPlanMode"} {
-		if !strings.Contains(text, marker) {
-			continue
-		}
-		// Claude's question or plan: the answer's input or message is the reply.
-		input := `{"plan":"Step one: paint it."}`
-		if tool == "AskUserQuestion" {
-			input = `{"questions":[{"question":"Which color?","header":"Color","multiSelect":false,` +
-				`"options":[{"label":"Red","description":"warm"},{"label":"Blue","description":"cold"}]}]}`
-		}
-		reqID := fmt.Sprintf("req-%d-%d", p.pid, p.turns)
+	if strings.Contains(text, "[[ASK]]") {
+		// Claude's question: the answers' input is the reply.
+		input := json.RawMessage(`{"questions":[{"question":"Which color?","header":"Color","multiSelect":false,` +
+			`"options":[{"label":"Red","description":"warm"},{"label":"Blue","description":"cold"}]}]}`)
+		reqID := fmt.Sprintf("ask-%d-%d", p.pid, p.turns)
 		p.mu.Lock()
 		p.pending = reqID
 		p.mu.Unlock()
-		on(agentproc.PermissionRequest{RequestID: reqID, ToolName: tool, Input: json.RawMessage(input), RequiresUserInteraction: true})
+		on(agentproc.PermissionRequest{RequestID: reqID, ToolName: "AskUserQuestion", Input: input, RequiresUserInteraction: true})
 		select {
 		case d := <-p.perm:
 			reply = "answer: " + d.Message + string(d.Input)

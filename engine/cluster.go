@@ -69,6 +69,10 @@ type ClusterOptions struct {
 	// Status, when set, is the cluster's report for !status (owner,
 	// standbys, lease age, each host's health).
 	Status func(ctx context.Context) (string, error)
+	// Answers, when set, is the record of the messages the hosts
+	// answered: what a recovery that reads a thread back must not run
+	// again (conv.Answers).
+	Answers Answers
 }
 
 // Fence and Delivery are the contracts the engine holds the cluster to
@@ -76,6 +80,7 @@ type ClusterOptions struct {
 type (
 	Fence    = conv.Fence
 	Delivery = conv.Delivery
+	Answers  = conv.Answers
 )
 
 // ClusterEvent is what the cluster's stream delivered for the binding of
@@ -110,7 +115,8 @@ var ErrUnknownEvent = errors.New("the event holds no message, button press or ru
 // binding's events to, and its tenures.
 func (e *Engine) JoinCluster(o ClusterOptions) *ClusterIngress {
 	e.cluster = &o
-	st := e.convs.JoinCluster(conv.Cluster{Clustered: o.Clustered, InStream: o.InStream, Fence: e.tenures.fence})
+	st := e.convs.JoinCluster(conv.Cluster{Clustered: o.Clustered, InStream: o.InStream, Fence: e.tenures.fence,
+		Answers: o.Answers, Host: o.Host})
 	return &ClusterIngress{e: e, st: st}
 }
 
@@ -168,6 +174,16 @@ func (c *ClusterIngress) Accept(ctx context.Context, ev ClusterEvent, d Delivery
 		if sn, ok := a.(platform.SeenNoter); ok {
 			sn.NoteSeen(m)
 		}
+	}
+	// Read back from its thread and answered by a host that served the
+	// binding before (conv/answered.go): its own delivery runs nowhere.
+	switch done, err := c.st.AnsweredElsewhere(ctx, ev.Binding, m.Target.Platform, m.ID); {
+	case err != nil:
+		return 0, err
+	case done:
+		c.e.log.Info("A message from the cluster's stream was answered by another host already; settled without running",
+			"platform", m.Target.Platform, "channel", m.Target.Channel, "message_id", m.ID)
+		return Settled, nil
 	}
 	key := conv.Key(m.Target)
 	known := c.e.convs.Has(key)

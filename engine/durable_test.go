@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"context"
+	"github.com/cc-connect/cc-connect/platform"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -29,6 +30,13 @@ const t1Key = "fake/C1/T1"
 // filled in) and text in its inbox, started as turn u.
 func stageCutTurn(t *testing.T, h *harness, rec conv.Record, u, text string) {
 	t.Helper()
+	stageCutTurnAs(t, h, h.message("alice", "T1", text), rec, u)
+}
+
+// stageCutTurnAs is stageCutTurn for the message m.
+func stageCutTurnAs(t *testing.T, h *harness, m platform.Message, rec conv.Record, u string) {
+	t.Helper()
+	text := m.Text
 	rec.Key, rec.Platform, rec.Channel, rec.Thread = t1Key, "fake", "C1", "T1"
 	rec.Workspace = h.e.routes.pool.normalize(h.ws)
 	if err := conv.NewStore(h.opts.StateDir).Save(rec); err != nil {
@@ -38,7 +46,6 @@ func stageCutTurn(t *testing.T, h *harness, rec conv.Record, u, text string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := h.message("alice", "T1", text)
 	if err := in.Append(inbox.Entry{ID: m.ID, Platform: "fake", Channel: "C1", Thread: "T1", MessageID: m.Target.MessageID,
 		UserID: "alice", Text: text, UUID: u}); err != nil {
 		t.Fatal(err)
@@ -75,7 +82,11 @@ func TestDurableRedeliveryAfterRestartRunsOnce(t *testing.T) {
 // the inbox, and the next start runs them, in order, once, without a new
 // message to wake the session.
 func TestDurableQueuedSurviveShutdown(t *testing.T) {
-	h, re := newRealHarness(t, nil, func(o *Options) { o.ShutdownGrace = 50 * time.Millisecond })
+	// The grace is also how long the interrupted turn gets to end before
+	// its process is closed: a busy machine can take longer than a few
+	// milliseconds to answer the interrupt, and a turn closed without a
+	// result stays in the journal (rightly, but not what is tested here).
+	h, re := newRealHarness(t, nil, func(o *Options) { o.ShutdownGrace = 2 * time.Second })
 	h.say("alice", "T1", "long [[HANG]]")
 	pollFor(t, "the hanging turn to reach claude", func() bool { return len(readRecord(t, re.record)) == 1 })
 	h.say("alice", "T1", "second")

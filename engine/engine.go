@@ -41,6 +41,7 @@ type Options struct {
 	StateDir                 string        // sessions state lives under StateDir/sessions (0700/0600)
 	IdleTimeout              time.Duration // reap idle processes after this (0 = never)
 	PermissionTimeout        time.Duration // deny a pending permission request after this (0 = never)
+	ApprovalReminder         time.Duration // mention the approvers once when a request waited this long (0 = never)
 	StallNotice              time.Duration // tell the thread when claude sent nothing this long (0 = never)
 	LimitRetry               time.Duration // first wait for a usage window of unknown reset (0 = 5m)
 	MaxTurnTime              time.Duration // interrupt a turn that runs longer (0 = no limit)
@@ -67,6 +68,9 @@ type Options struct {
 	// admins start turns over its caps.
 	Spending          *spend.Ledger
 	SpendAdminsExempt bool
+	// ConsoleLinks issues a one-time sign-in link to the console for a
+	// person (!console); nil when the console is off.
+	ConsoleLinks func(platform, userID, userName string) (string, error)
 }
 
 // Defaults applied by New.
@@ -170,12 +174,12 @@ func New(opts Options) (*Engine, error) {
 		StateDir: opts.StateDir, Grace: opts.ShutdownGrace, BG: bg, Log: log, Now: now, NewID: uuid.NewString, Agent: opts.Agent})
 	e.convs = conv.NewSet(conv.Options{
 		Agent: base, SelfReport: opts.SelfReport, StateDir: opts.StateDir,
-		IdleTimeout: opts.IdleTimeout, PermissionTimeout: opts.PermissionTimeout, StallNotice: opts.StallNotice, LimitRetry: opts.LimitRetry,
+		IdleTimeout: opts.IdleTimeout, PermissionTimeout: opts.PermissionTimeout, ApprovalReminder: opts.ApprovalReminder, StallNotice: opts.StallNotice, LimitRetry: opts.LimitRetry,
 		MaxTurnTime: opts.MaxTurnTime, MaxProcessesPerWorkspace: opts.MaxProcessesPerWorkspace,
 		QueueLimit: opts.QueueLimit, ContextWindow: opts.ContextWindow, ShutdownGrace: opts.ShutdownGrace,
 		SeenWindow: opts.SeenWindow, ShellTimeout: opts.ShellTimeout, ArtifactThreshold: opts.ArtifactThreshold,
 		ArtifactQuota: opts.ArtifactQuota, AttachmentMaxBytes: opts.AttachmentMaxBytes, AllowedModes: opts.AllowedModes,
-		Spending: opts.Spending, SpendAdminsExempt: opts.SpendAdminsExempt,
+		Spending: opts.Spending, SpendAdminsExempt: opts.SpendAdminsExempt, ConsoleLinks: opts.ConsoleLinks,
 	}, conv.Deps{Host: host{e}, BG: bg, Caps: e.slots, Spares: e.spare, Log: log, Metrics: e.metrics, Activity: opts.Activity, Now: now})
 	e.ads.handler = e.inbound
 	e.notices = &notifier{chat: e.ads.get, busy: e.convs.Busy, bg: bg, log: log, metrics: e.metrics}

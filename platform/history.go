@@ -87,3 +87,11 @@ type SeenNoter interface {
 type UserNamer interface {
 	UserName(ctx context.Context, userID string) string
 }
+
+// DirectMessenger is implemented by adapters that can write to a person
+// privately, outside the channel they wrote in: the console's sign-in
+// link goes this way, so that nobody else in a channel sees it. Its
+// Target is the direct message's own (a reply there stays private).
+type DirectMessenger interface {
+	SendDirect(ctx context.Context, userID, text string) (Target, error)
+}

@@ -321,11 +321,15 @@ func (m *Manager) refresh(ctx context.Context, key string) error {
 func BucketConfig(bucket string, replicas int) jetstream.KeyValueConfig {
 	return jetstream.KeyValueConfig{
 		Bucket:      bucket,
-		Description: "cc-connect cluster: leases, host heartbeats, poller offsets",
+		Description: "cc-connect cluster: leases, host heartbeats, poller offsets, answered messages",
 		History:     1,
 		Storage:     jetstream.FileStorage,
 		Replicas:    replicas,
 		// A lease or heartbeat is a few hundred bytes.
 		MaxValueSize: 64 << 10,
+		// Records that a message was answered expire on their own (a
+		// per-key TTL, which this turns on); what their expiry leaves
+		// behind goes a minute later.
+		LimitMarkerTTL: time.Minute,
 	}
 }

@@ -7,6 +7,8 @@
 package names
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -232,3 +234,23 @@ func Offset(platform string) string { return "offset." + Escape(platform) }
 
 // SchedulePause is the key of a paused schedule's pause (absent: it runs).
 func SchedulePause(schedule string) string { return "pause.schedule." + Escape(schedule) }
+
+// Answered is the key of the record that a host answered message id of
+// binding b (cluster.Node.Answer): a digest of the id, which may be longer
+// than a key's token and hold any byte.
+func Answered(b Binding, id string) string {
+	sum := sha256.Sum256([]byte(id))
+	return AnsweredPrefix + b.Token() + "." + hex.EncodeToString(sum[:16])
+}
+
+// AnsweredPrefix matches every answered record.
+const AnsweredPrefix = "answered."
+
+// Served is the key of the record of which host last answered in a
+// conversation of binding b (its token: Conversation).
+func Served(b Binding, conversation string) string {
+	return ServedPrefix + b.Token() + "." + conversation
+}
+
+// ServedPrefix matches every conversation's record.
+const ServedPrefix = "served."

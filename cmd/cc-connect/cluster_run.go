@@ -123,6 +123,7 @@ func joinCluster(ctx context.Context, cfg *config.Config, eng *engine.Engine, lo
 			return nil
 		},
 		InStream: node.InStream,
+		Answers:  clusterlink.Answers{Node: node},
 		Status: func(ctx context.Context) (string, error) {
 			r, err := node.Status(ctx)
 			if err != nil {

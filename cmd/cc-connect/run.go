@@ -87,6 +87,7 @@ func engineOptions(cfg *config.Config, log *slog.Logger) engine.Options {
 		StateDir:                 cfg.State.Dir,
 		IdleTimeout:              a.IdleTimeout.D(),
 		PermissionTimeout:        a.PermissionTimeout.D(),
+		ApprovalReminder:         a.ApprovalReminder.D(),
 		StallNotice:              a.StallNotice.D(),
 		MaxTurnTime:              a.MaxTurnTime.D(),
 		LimitRetry:               a.LimitRetry.D(),
@@ -285,8 +286,21 @@ func runCommand(ctx context.Context, path string, std stdio, flags runFlags) int
 	defer trail.Close()
 	opts.Activity = feed
 	opts.Spending = un.spend
+	// A taken console port fails the start, like the metrics'.
+	wc, err := openConsole(cfg, log)
+	if err != nil {
+		log.Error("Opening the console failed", "error", err)
+		return exitFailure
+	}
+	if wc != nil {
+		opts.ConsoleLinks = wc.links
+		feed.Subscribe(wc.srv) // the live views read the one feed
+	}
 	eng, err := engine.New(opts)
 	if err != nil {
+		if wc != nil {
+			wc.ln.Close()
+		}
 		log.Error("Creating the engine failed", "error", err)
 		return exitFailure
 	}
@@ -324,6 +338,10 @@ func runCommand(ctx context.Context, path string, std stdio, flags runFlags) int
 		return exitFailure
 	}
 	defer func() { cancel(); un.wait() }()
+	if wc != nil {
+		wc.start(ctx, eng, un.sched, un.spend, log)
+		defer func() { cancel(); wc.wait() }()
+	}
 	var atEOF atomic.Bool // the run ends because the terminal's input did
 	deps := adapterDeps{
 		Stdin:       std.In,

@@ -285,7 +285,7 @@ func slackSoakReplies(f *fakeslack.Server, m soakMsg) int {
 			continue
 		}
 		switch {
-		case strings.Contains(p.Text, "echo: "+m.text):
+		case strings.Contains(p.Text, "echo: "+m.text) || answersWithContext(p.Text, m.text):
 			n++
 		case strings.Contains(p.Text, "was cut off; resuming it"):
 			if i := strings.Index(p.Text, "“"); i >= 0 {
@@ -301,6 +301,14 @@ func slackSoakReplies(f *fakeslack.Server, m soakMsg) int {
 		}
 	}
 	return n
+}
+
+// answersWithContext reports whether text is the fake's echo of a prompt
+// that carried the thread's earlier messages before text (a reply that ran
+// as its thread's first turn: the root it follows had not run).
+func answersWithContext(reply, text string) bool {
+	const ctx = "echo: [cc-connect] Earlier messages of this thread"
+	return strings.HasPrefix(reply, ctx) && strings.Contains(reply, "[cc-connect] End of the earlier messages.\n\n"+text+"\n")
 }
 
 func slackSoakAnswered(f *fakeslack.Server, msgs []soakMsg) bool {

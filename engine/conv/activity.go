@@ -9,6 +9,7 @@ import (
 
 	"github.com/cc-connect/cc-connect/activity"
 	"github.com/cc-connect/cc-connect/binding"
+	"github.com/cc-connect/cc-connect/engine/render"
 	"github.com/cc-connect/cc-connect/platform"
 )
 
@@ -87,4 +88,17 @@ func inputSummary(raw json.RawMessage) string {
 		parts = append(parts, k+"="+v)
 	}
 	return strings.Join(parts, " ")
+}
+
+// todosOf is a checklist as the activity's todo list, for the console's
+// live view: an item in progress by its active form.
+func todosOf(items []render.TodoItem) []activity.Todo {
+	out := make([]activity.Todo, len(items))
+	for i, it := range items {
+		out[i] = activity.Todo{Text: it.Text, Status: it.Status}
+		if it.Status == "in_progress" && it.Active != "" {
+			out[i].Text = it.Active
+		}
+	}
+	return out
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/cc-connect/cc-connect/agentproc"
-	"github.com/cc-connect/cc-connect/engine/procs"
 	"github.com/cc-connect/cc-connect/engine/render"
 	"github.com/cc-connect/cc-connect/platform"
 )
@@ -29,7 +28,7 @@ const (
 
 // askSpecial serves the requests that are not plain permission requests:
 // it reports whether it took p.
-func (ps *permissions) askSpecial(proc procs.Process, p *pendingPerm) bool {
+func (ps *permissions) askSpecial(proc responder, p *pendingPerm) bool {
 	req := p.req
 	switch {
 	case req.DecisionReasonType == "mode" && ps.planMode != nil && ps.planMode():
@@ -127,7 +126,7 @@ func (ps *permissions) special(c control) *pendingPerm {
 }
 
 // answerSpecial answers a question or a plan; false when c is not for one.
-func (ps *permissions) answerSpecial(proc procs.Process, c control) bool {
+func (ps *permissions) answerSpecial(proc responder, c control) bool {
 	p := ps.special(c)
 	if p == nil || (p.qs == nil && !p.plan) {
 		if c.kind == ctrlReply {
@@ -154,7 +153,7 @@ func (ps *permissions) answerSpecial(proc procs.Process, c control) bool {
 	return true
 }
 
-func (ps *permissions) answerQuestion(proc procs.Process, p *pendingPerm, c control, who string) {
+func (ps *permissions) answerQuestion(proc responder, p *pendingPerm, c control, who string) {
 	qs := p.qs
 	switch {
 	case c.kind == ctrlReply:
@@ -192,7 +191,7 @@ func (ps *permissions) answerQuestion(proc procs.Process, p *pendingPerm, c cont
 	ps.deliver(proc, p, agentproc.PermissionDecision{Behavior: agentproc.Allow, Input: input}, render.AnsweredBy(qs.answeredBy()))
 }
 
-func (ps *permissions) answerPlan(proc procs.Process, p *pendingPerm, c control, who string) {
+func (ps *permissions) answerPlan(proc responder, p *pendingPerm, c control, who string) {
 	input := p.req.Input
 	switch {
 	case c.kind == ctrlReply:
@@ -219,7 +218,7 @@ func (ps *permissions) answerPlan(proc procs.Process, p *pendingPerm, c control,
 }
 
 // deliver sends d for p and shows outcome on its prompt.
-func (ps *permissions) deliver(proc procs.Process, p *pendingPerm, d agentproc.PermissionDecision, outcome string) {
+func (ps *permissions) deliver(proc responder, p *pendingPerm, d agentproc.PermissionDecision, outcome string) {
 	if err := respond(proc, p.req.RequestID, d); err != nil {
 		if errors.Is(err, agentproc.ErrNoPendingPermission) {
 			p.choice = ""

@@ -27,7 +27,9 @@ import (
 //     copy and under its own id (so that its own delivery, when it comes,
 //     is a duplicate), and the reply runs after it; else the reply is
 //     dropped and the thread remembered as rootless, so that chatter in it
-//     is neither journaled nor read back again.
+//     is neither journaled nor read back again. A root taken already (in
+//     a cluster: answered by the host that served the thread before,
+//     answered.go) is not accepted again: the reply alone runs.
 //   - Within one instance nothing of a conversation is missing when a
 //     message comes: the adapters hand its messages over in the order
 //     they came. After a restart the dead instance may have taken messages
@@ -37,7 +39,7 @@ import (
 //     gapWindow of its start, is journaled with the check checkGap: the
 //     latest gapLookback messages before it are read, and the people's
 //     messages posted after the thread's last one the engine has seen (its
-//     anchor: journaled, so in the seen ids) are accepted first, oldest
+//     anchor: taken already, answered.go) are accepted first, oldest
 //     first, from the platform's copy and under their own ids, so that
 //     their retries are duplicates. Without an anchor in what was read
 //     (the gap is longer, or the seen window has passed) nothing is taken:
@@ -55,8 +57,11 @@ const (
 )
 
 const (
-	// rootLookupTimeout bounds reading a thread's root.
+	// rootLookupTimeout bounds reading a thread's root, the first time;
+	// each try after a failure waits twice as long, up to
+	// rootLookupTries times as long (2 s, 4 s, 8 s).
 	rootLookupTimeout = 2 * time.Second
+	rootLookupTries   = 4
 	// gapWindow is how long after its start an engine looks for what a
 	// dead instance left unjournaled: Slack retries an event for minutes,
 	// not hours.
@@ -154,9 +159,19 @@ func (s *Conversation) acceptRoot(it workItem) bool {
 	if !ok || s.e.threads.rootless.Has(s.key) {
 		return false // read already: chatter queued before the answer
 	}
-	ctx, cancel := context.WithTimeout(s.e.bg, rootLookupTimeout)
-	defer cancel()
-	hist, err := hr.History(ctx, s.to, platform.HistoryQuery{Limit: 1})
+	// A slow platform (or a busy host) must not cost the reply: the read
+	// is tried again with a longer wait before the reply is given up.
+	var hist []platform.HistoryMessage
+	var err error
+	for wait := rootLookupTimeout; ; wait *= 2 {
+		ctx, cancel := context.WithTimeout(s.e.bg, wait)
+		hist, err = hr.History(ctx, s.to, platform.HistoryQuery{Limit: 1})
+		cancel()
+		if err == nil || wait >= rootLookupTries*rootLookupTimeout || s.e.bg.Err() != nil {
+			break
+		}
+		s.log.Info("Reading a thread's root failed; trying again", "error", err, "waited", wait)
+	}
 	if err != nil {
 		s.log.Warn("Reading a thread's root failed; a reply without a mention in it is ignored", "error", err)
 		return false
@@ -183,6 +198,12 @@ func (s *Conversation) acceptRoot(it workItem) bool {
 			"message_id", root.ID, "user_id", root.UserID)
 		return false
 	}
+	if s.taken(root.ID) {
+		// Answered by the host that served the thread before (or
+		// journaled here): the reply alone runs.
+		s.log.Info("A thread's root read back was taken already; the reply without a mention runs alone", "message_id", root.ID)
+		return true
+	}
 	// The root never reached the engine, or not yet: it goes first, so
 	// that the conversation starts where it started.
 	s.log.Info("Accepting a thread's root read back from the platform, before a reply that came first", "message_id", root.ID)
@@ -196,8 +217,7 @@ func (s *Conversation) acceptMissing(it workItem) {
 	m := it.msg
 	t := m.Target
 	hr, ok := s.chat.chat().(platform.HistoryReader)
-	seen := s.e.jrs.seenIDs()
-	if !ok || seen == nil {
+	if !ok || s.e.jrs.seenIDs() == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(s.e.bg, rootLookupTimeout)
@@ -207,7 +227,7 @@ func (s *Conversation) acceptMissing(it workItem) {
 		s.log.Warn("Reading a thread back for messages missing before a restart failed", "error", err)
 		return
 	}
-	for _, mm := range missing(hist, m, s.liveBinding(), seen) {
+	for _, mm := range missing(hist, m, s.liveBinding(), s.taken) {
 		s.log.Info("Accepting a message read back from its thread, posted before one that came first after a start",
 			"message_id", mm.ID)
 		s.acceptBefore(mm, it.inboxID)
@@ -215,9 +235,9 @@ func (s *Conversation) acceptMissing(it workItem) {
 }
 
 // missing are the people's messages of hist (newest first) posted after
-// the thread's newest one that seen holds and before m, oldest first; nil
-// without such an anchor.
-func missing(hist []platform.HistoryMessage, m platform.Message, b binding.Binding, seen *inbox.Seen) []platform.Message {
+// the thread's newest one taken already (answered.go) and before m, oldest
+// first; nil without such an anchor.
+func missing(hist []platform.HistoryMessage, m platform.Message, b binding.Binding, taken func(id string) bool) []platform.Message {
 	t := m.Target
 	var out []platform.Message
 	for i := len(hist) - 1; i >= 0; i-- {
@@ -225,9 +245,10 @@ func missing(hist []platform.HistoryMessage, m platform.Message, b binding.Bindi
 		switch {
 		case h.IsBot || h.FromSelf || h.Seq == 0 || h.Seq >= m.Seq:
 			continue
-		case seen.Has(inbox.SeenKey(t.Platform, h.ID)):
-			// The anchor: the newest message of the thread the engine
-			// took. What came after it was lost with the dead instance.
+		case taken(h.ID):
+			// The anchor: the newest message of the thread this host
+			// or another took. What came after it was lost with the
+			// dead instance.
 			slices.Reverse(out) // oldest first
 			return out
 		case h.Root:
@@ -253,10 +274,15 @@ func missing(hist []platform.HistoryMessage, m platform.Message, b binding.Bindi
 // conversation, right before the waiting message next (the journal entry
 // it was read back for). Its own delivery, when it comes, is a duplicate; one being
 // accepted right now wins, and m is then a duplicate here.
+// Callers asked whether m was taken already (answered.go).
 func (s *Conversation) acceptBefore(m platform.Message, next string) {
 	claim, err := s.e.Claim(s.e.bg, m)
 	switch {
 	case errors.Is(err, inbox.ErrDuplicate):
+		// Read back for another reply already (or delivered itself), and
+		// still waiting behind this one, which came in before it (two
+		// replies raced the root): the root goes first all the same.
+		s.mb.moveBefore(m.ID, next)
 		return
 	case err != nil:
 		s.log.Warn("Taking a message read back from its thread failed", "message_id", m.ID, "error", err)

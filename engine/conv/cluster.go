@@ -56,6 +56,9 @@ const settleTimeout = 5 * time.Second
 //     while its reply was being posted is recovered at once: nobody else
 //     has the event, so this host alone posts the reply (read back from
 //     the transcript, looked up on the platform first, posted once);
+//   - so is one whose settlement the journal does not hold but the
+//     cluster's record of answered messages names this host for (it is
+//     written only once the server confirmed the settlement: answered.go);
 //   - an entry whose reply was being posted when this host stopped, its
 //     settlement not confirmed, waits until this host serves the binding:
 //     not in the stream any more, its event was settled by this host's
@@ -77,14 +80,27 @@ func (c *Cluster) settleParked(s *Conversation) {
 	cur := c.fence(s.binding.Platform, s.binding.Channel)
 	s.jr.cl.mu.Lock()
 	var cands []workItem
+	var unconfirmed []workItem
 	for _, it := range s.jr.cl.parked {
 		switch {
 		case it.streamSeq == 0:
 		case it.settled && it.replying, cur != nil && (it.replying || it.fence != cur.Token()):
 			cands = append(cands, it)
+		case it.replying:
+			unconfirmed = append(unconfirmed, it)
 		}
 	}
 	s.jr.cl.mu.Unlock()
+	for _, it := range unconfirmed {
+		// Killed between the settlement and its mark in the journal:
+		// the record of answered messages names this host only once
+		// the server confirmed the settlement, so it is as good as the
+		// mark, and the reply need not wait for the lease.
+		if s.e.cluster.answeredHere(s.e.bg, s.binding.Key(), it.inboxID) {
+			it.settled = true
+			cands = append(cands, it)
+		}
+	}
 	for _, it := range cands {
 		if it.settled && it.replying {
 			c.recoverParked(s, it, "A message this host settled before it stopped, its reply not posted: recovering it here")
@@ -135,12 +151,13 @@ func replyingFromStream(pending []inbox.Entry) bool {
 }
 
 // replyKey names an item's reply on the platform (platform.Reply.Key):
-// the uuid it was journaled with, or for an event of a cluster's stream a
-// key every host derives alike from the platform's message id, so that a
+// the uuid it was journaled with, or for a message of a clustered
+// conversation (an event of the stream, or one read back from its thread)
+// a key every host derives alike from the platform's message id, so that a
 // host that recovers a reply after a kill finds it when another host,
-// which got the event again, posted it.
-func replyKey(it workItem) string {
-	if it.streamSeq == 0 || it.inboxID == "" {
+// which got the event again or read the message back, posted it.
+func replyKey(it workItem, clustered bool) string {
+	if it.inboxID == "" || it.streamSeq == 0 && !clustered {
 		return it.uuid
 	}
 	sum := sha256.Sum256([]byte(it.msg.Target.Platform + "\x00" + it.inboxID))
@@ -156,6 +173,8 @@ type clusterLedger struct {
 	// parked are pending in the journal and not run here until the stream
 	// delivers them again.
 	parked map[string]workItem
+	// answer records that this host answers a message (answered.go).
+	answer func(ctx context.Context, id string) error
 }
 
 func newClusterLedger() *clusterLedger {
@@ -317,19 +336,25 @@ func (j *journal) settleFirst(bg context.Context, it workItem) bool {
 	if parked {
 		return false
 	}
+	ctx, cancel := context.WithTimeout(bg, settleTimeout)
+	defer cancel()
 	if d == nil {
+		// Not of the stream (read back from the platform, or recovered
+		// after the stream settled it): recorded all the same.
+		j.answered(ctx, it)
 		return true
 	}
 	if err := d.Fence().Check(); err != nil {
 		j.park(it, err)
 		return false
 	}
-	ctx, cancel := context.WithTimeout(bg, settleTimeout)
-	defer cancel()
 	if err := d.Settle(ctx); err != nil {
 		j.park(it, err)
 		return false
 	}
+	// After the settlement: a record without it would keep the event's
+	// next delivery from running anywhere.
+	j.answered(ctx, it)
 	// Settled by this host: no host gets the event again, so after a
 	// kill this host's recovery alone posts the reply (settleParked).
 	if in := j.file(); in != nil {
@@ -427,4 +452,18 @@ func (e *Set) live(key string) *Conversation {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.sessions[key]
+}
+
+// answered records that this host answers it, before its reply is
+// posted: a host that reads its thread back does not run it again. A
+// failed record is logged and the reply still goes (the record only keeps
+// a read-back from running it twice; not answering would lose it).
+func (j *journal) answered(ctx context.Context, it workItem) {
+	if j.cl.answer == nil {
+		return
+	}
+	if err := j.cl.answer(ctx, it.inboxID); err != nil {
+		j.log.Warn("Recording a message as answered in the cluster failed; a host that reads its thread back may run it again",
+			"message_id", it.inboxID, "error", err)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/cc-connect/cc-connect/agentproc"
 	"github.com/cc-connect/cc-connect/engine/procs"
@@ -103,6 +104,7 @@ func init() {
 			who: shellAdmins, refused: shellRefused, run: runShell},
 		{name: "schedules", usage: "[pause|resume NAME]", help: "this channel's schedules and their next run; admins pause and resume them",
 			whoFor: schedulesRight, refused: schedulesRefused, run: runSchedules},
+		{name: "console", help: "get a one-time link to the console in the browser, by direct message", run: runConsole},
 		{name: "help", help: "this list", run: func(s *Conversation, _ call) { s.chat.send(helpText()) }},
 	}
 }
@@ -523,3 +525,44 @@ func spawnWork(e *Set, f func()) bool {
 	}()
 	return true
 }
+
+// runConsole sends the person a one-time sign-in link to the console by
+// direct message (never in a channel, where others would see it): in
+// the DM itself when that is where they asked, else through the
+// adapter's DirectMessenger. The link is issued only once it can be
+// delivered.
+func runConsole(s *Conversation, c call) {
+	issue := s.e.opts.ConsoleLinks
+	if issue == nil {
+		s.chat.send(render.ConsoleOff)
+		return
+	}
+	dm, canDM := s.chat.chat().(platform.DirectMessenger)
+	if !c.msg.IsDM && !canDM {
+		s.chat.send(render.ConsoleNeedsDM)
+		return
+	}
+	link, err := issue(s.to.Platform, c.msg.UserID, c.user())
+	if err != nil {
+		s.log.Warn("Issuing a console link failed", "user_id", c.msg.UserID, "error", err)
+		s.chat.send(render.ConsoleFailed)
+		return
+	}
+	text := render.ConsoleLink(link)
+	if c.msg.IsDM {
+		s.chat.send(text)
+		return
+	}
+	ctx, cancel := context.WithTimeout(s.e.bg, consoleDMTimeout)
+	defer cancel()
+	if _, err := dm.SendDirect(ctx, c.msg.UserID, text); err != nil {
+		s.log.Warn("Sending the console link by direct message failed", "user_id", c.msg.UserID, "error", err)
+		s.chat.send(render.ConsoleFailed)
+		return
+	}
+	s.log.Info("Console link sent by direct message", "user_id", c.msg.UserID)
+	s.chat.send(render.ConsoleSent(c.user()))
+}
+
+// consoleDMTimeout bounds the direct message of !console.
+const consoleDMTimeout = 30 * time.Second

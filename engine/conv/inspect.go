@@ -73,3 +73,15 @@ func (e *Set) ReapIdle() {
 		s.Reap()
 	}
 }
+
+// Activity is the state of the conversation of key in memory and the
+// length of its queue; ok is false when it has none in memory (it is
+// idle, its record on disk).
+func Activity(e *Set, key string) (state string, queued int, ok bool) {
+	s := e.live(key)
+	if s == nil {
+		return "", 0, false
+	}
+	st, n, _ := s.mb.snapshot()
+	return string(st), n, true
+}

@@ -2,6 +2,8 @@ package conv
 
 import (
 	"log/slog"
+
+	"github.com/cc-connect/cc-connect/activity"
 	"strings"
 	"time"
 
@@ -71,6 +73,10 @@ type live struct {
 	stallTimer *time.Timer
 	maxTimer   *time.Timer
 	overTime   time.Duration // set when max_turn_time stopped the turn
+
+	// act publishes what only watchers want (activity's live kinds):
+	// the reply's text as it streams and the todo list.
+	act feed
 }
 
 // newLive gives a turn its live view, at the binding's progress level.
@@ -126,6 +132,7 @@ func (l *live) delta(ev agentproc.TextDelta) {
 	}
 	l.para = false
 	l.text.WriteString(ev.Text)
+	l.act.record(activity.Event{Kind: activity.Text, Text: l.text.String()})
 	l.doing = "writing the reply"
 	if !l.stream {
 		return
@@ -218,8 +225,8 @@ func (l *live) noteTool(ev agentproc.ToolUse) {
 		line = "↳ " + summary // a subagent's
 	}
 	l.tools.start(ev.ID, line)
-	if ev.Name == "TodoWrite" {
-		l.todo.fromTodoWrite(ev.Input)
+	if ev.Name == "TodoWrite" && l.todo.fromTodoWrite(ev.Input) {
+		l.act.record(activity.Event{Kind: activity.Todos, Todos: todosOf(l.todo.shown())})
 	}
 	l.showStatus(render.Running(summary))
 }
@@ -228,6 +235,9 @@ func (l *live) noteTool(ev agentproc.ToolUse) {
 func (l *live) noteToolResult(ev agentproc.ToolResult) {
 	known := l.tools.end(ev.ToolUseID, ev.IsError)
 	changed := l.todo.fromTaskResult(ev.Structured)
+	if changed {
+		l.act.record(activity.Event{Kind: activity.Todos, Todos: todosOf(l.todo.shown())})
+	}
 	if l.level == binding.ProgressVerbose && (known || changed) {
 		l.showStatus(l.status)
 	}

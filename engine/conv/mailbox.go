@@ -85,6 +85,10 @@ type workItem struct {
 	// entry) an item read back for it goes right before.
 	checks []string
 	before string
+	// answered are the answers given to the requests the turn waited on
+	// while no process ran (parked.go): the resumed CLI's same requests
+	// get them.
+	answered []parkedRequest
 }
 
 type ctrlKind int
@@ -247,6 +251,21 @@ func (mb *mailbox) checked(id string, drop bool) bool {
 		return true
 	}
 	return false
+}
+
+// moveBefore moves the waiting item of journal entry id right before the
+// one of next, when it waits behind it; nothing else moves.
+func (mb *mailbox) moveBefore(id, next string) {
+	mb.mu.Lock()
+	defer mb.mu.Unlock()
+	i := slices.IndexFunc(mb.items, func(x workItem) bool { return x.inboxID == id })
+	j := slices.IndexFunc(mb.items, func(x workItem) bool { return x.inboxID == next })
+	if i < 0 || j < 0 || i < j {
+		return
+	}
+	it := mb.items[i]
+	mb.items = slices.Delete(mb.items, i, i+1)
+	mb.items = slices.Insert(mb.items, j, it)
 }
 
 // take returns the first item of the FIFO. A turn leaving the FIFO makes

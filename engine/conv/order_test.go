@@ -73,3 +73,34 @@ func TestMailboxLate(t *testing.T) {
 		})
 	}
 }
+
+// TestMailboxMoveBefore: a root read back for one reply, found queued
+// behind another reply that came in before it, is moved right before that
+// one, so that the thread runs from its root; a root already ahead stays.
+func TestMailboxMoveBefore(t *testing.T) {
+	item := func(id string) workItem { return workItem{kind: itemTurn, inboxID: id} }
+	order := func(mb *mailbox) string {
+		var ids []string
+		for _, it := range mb.items {
+			ids = append(ids, it.inboxID)
+		}
+		return strings.Join(ids, " ")
+	}
+	for _, tc := range []struct {
+		name, id, next string
+		want           string
+	}{
+		{"behind: moved", "root", "r0", "root r0 r1 r2"},
+		{"ahead: stays", "root", "r1", "r0 root r1 r2"},
+		{"unknown: nothing moves", "nope", "r0", "r0 root r1 r2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mb := newMailbox(10, func(int) {})
+			mb.items = []workItem{item("r0"), item("root"), item("r1"), item("r2")}
+			mb.moveBefore(tc.id, tc.next)
+			if got := order(mb); got != tc.want {
+				t.Errorf("order %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/cc-connect/cc-connect/activity"
 	"github.com/cc-connect/cc-connect/agentproc"
-	"github.com/cc-connect/cc-connect/engine/procs"
 	"github.com/cc-connect/cc-connect/engine/render"
 	"github.com/cc-connect/cc-connect/platform"
 )
@@ -50,6 +49,15 @@ type permissions struct {
 
 	pending []*pendingPerm
 	timer   *time.Timer // fires at the earliest deadline
+	// reminder is how long a request waits before the approvers are
+	// mentioned, once (0: never); remindTimer fires at the earliest
+	// reminder due, and remindRing mentions them.
+	reminder    time.Duration
+	remindTimer *time.Timer
+	remindRing  func(what string)
+	// preset are answers given while no process ran (parked.go): a request
+	// the resumed CLI makes again is answered with them.
+	preset []parkedRequest
 }
 
 // pendingPerm is a permission request waiting for an answer in the chat.
@@ -69,12 +77,21 @@ type pendingPerm struct {
 	// ExitPlanMode (asks.go).
 	qs   *questionSet
 	plan bool
+	// reminded: the approvers were mentioned about it (reminder).
+	reminded bool
+}
+
+// responder is what the desk needs of the process: its answers. While no
+// process runs (parked.go) a stand-in takes them.
+type responder interface {
+	RespondPermission(ctx context.Context, requestID string, d agentproc.PermissionDecision) error
 }
 
 // newPermissions gives a turn its permission desk.
 func (tr *turnRunner) newPermissions() *permissions {
 	e, key := tr.e, tr.key
 	return &permissions{chat: tr.chat, log: tr.log, metrics: e.metrics, timeout: e.opts.PermissionTimeout, forChat: tr.forChat,
+		reminder:  e.opts.ApprovalReminder,
 		lateReply: tr.lateReply, act: tr.act,
 		allowEdits: slices.Contains(e.cfg.modesFor(tr.binding()), "acceptEdits"),
 		planMode:   func() bool { return e.cfg.modeOf(tr.rb.get(), tr.binding()) == "plan" },
@@ -119,7 +136,10 @@ func (ps *permissions) first() string {
 // The approver sees the whole request (render.ApprovalOf): a request too big to
 // show, or whose whole command could not be posted, is denied without
 // asking.
-func (ps *permissions) ask(proc procs.Process, req agentproc.PermissionRequest) {
+func (ps *permissions) ask(proc responder, req agentproc.PermissionRequest) {
+	if ps.presetAnswer(proc, req) {
+		return
+	}
 	p := &pendingPerm{req: req, asked: time.Now()}
 	ps.metrics.PermissionRequested()
 	if ps.timeout > 0 {
@@ -130,7 +150,7 @@ func (ps *permissions) ask(proc procs.Process, req agentproc.PermissionRequest) 
 	ps.setWaiting(true)
 
 	ps.log.Info("Permission requested", "request_id", req.RequestID, "tool", req.ToolName, "blocked_path", req.BlockedPath)
-	ps.act.record(activity.Event{Kind: activity.Asking, Tool: req.ToolName, Input: inputSummary(req.Input)})
+	ps.act.record(activity.Event{Kind: activity.Asking, Tool: req.ToolName, Input: inputSummary(req.Input), Request: req.RequestID})
 	if ps.askSpecial(proc, p) {
 		return
 	}
@@ -186,6 +206,64 @@ func (ps *permissions) arm() {
 	if !first.IsZero() {
 		ps.timer = time.NewTimer(max(0, time.Until(first)))
 	}
+	ps.armReminder()
+}
+
+// armReminder points remindTimer at the earliest reminder due: a request
+// not yet reminded of, whose reminder comes before its deadline.
+func (ps *permissions) armReminder() {
+	if ps.remindTimer != nil {
+		ps.remindTimer.Stop()
+		ps.remindTimer = nil
+	}
+	if ps.reminder <= 0 || ps.remindRing == nil {
+		return
+	}
+	var first time.Time
+	for _, p := range ps.pending {
+		at := p.asked.Add(ps.reminder)
+		if p.reminded || (!p.deadline.IsZero() && !at.Before(p.deadline)) {
+			continue
+		}
+		if first.IsZero() || at.Before(first) {
+			first = at
+		}
+	}
+	if !first.IsZero() {
+		ps.remindTimer = time.NewTimer(max(0, time.Until(first)))
+	}
+}
+
+// remind mentions the approvers, once per request, of the requests that
+// waited reminder.
+func (ps *permissions) remind() {
+	now := time.Now()
+	for _, p := range ps.pending {
+		if p.reminded || p.asked.Add(ps.reminder).After(now) {
+			continue
+		}
+		p.reminded = true
+		what := "a permission request above has waited " + ps.reminder.String() + " for an answer."
+		switch {
+		case p.qs != nil:
+			what = "Claude's question above has waited " + ps.reminder.String() + " for an answer."
+		case p.plan:
+			what = "Claude's plan above has waited " + ps.reminder.String() + " for approval."
+		}
+		ps.log.Info("Reminding the approvers of a waiting request", "request_id", p.req.RequestID, "tool", p.req.ToolName)
+		ps.remindRing(what)
+	}
+	ps.armReminder()
+}
+
+// stopTimers stops the desk's timers.
+func (ps *permissions) stopTimers() {
+	for _, t := range []*time.Timer{ps.timer, ps.remindTimer} {
+		if t != nil {
+			t.Stop()
+		}
+	}
+	ps.timer, ps.remindTimer = nil, nil
 }
 
 func (ps *permissions) find(id string) *pendingPerm {
@@ -225,7 +303,7 @@ func (ps *permissions) resolve(p *pendingPerm, outcome string) {
 }
 
 // answer passes a chat answer (a button, !allow, !deny) to the CLI.
-func (ps *permissions) answer(proc procs.Process, c control) {
+func (ps *permissions) answer(proc responder, c control) {
 	if ps.answerSpecial(proc, c) {
 		return
 	}
@@ -261,11 +339,11 @@ func (ps *permissions) answer(proc procs.Process, c control) {
 // answered publishes how a request ended, and who ended it.
 func (ps *permissions) answered(p *pendingPerm, outcome string) {
 	ps.act.record(activity.Event{Kind: activity.Answered, User: p.byID, UserName: p.byName, Tool: p.req.ToolName,
-		Input: p.answer, Choice: orDefault(p.choice, "cancelled"), Outcome: outcome})
+		Input: p.answer, Choice: orDefault(p.choice, "cancelled"), Outcome: outcome, Request: p.req.RequestID})
 }
 
 // expire denies every request whose deadline has passed.
-func (ps *permissions) expire(proc procs.Process) {
+func (ps *permissions) expire(proc responder) {
 	now := time.Now()
 	for _, p := range append([]*pendingPerm(nil), ps.pending...) {
 		if p.deadline.IsZero() || p.deadline.After(now) {
@@ -301,13 +379,10 @@ func (ps *permissions) endAll(why string) {
 	for len(ps.pending) > 0 {
 		ps.resolve(ps.pending[0], "cancelled: "+why)
 	}
-	if ps.timer != nil {
-		ps.timer.Stop()
-		ps.timer = nil
-	}
+	ps.stopTimers()
 }
 
-func respond(proc procs.Process, requestID string, d agentproc.PermissionDecision) error {
+func respond(proc responder, requestID string, d agentproc.PermissionDecision) error {
 	ctx, cancel := context.WithTimeout(context.Background(), controlTimeout)
 	defer cancel()
 	return proc.RespondPermission(ctx, requestID, d)

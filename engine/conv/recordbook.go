@@ -148,9 +148,10 @@ func appendNote(notes, note string) string {
 	return notes
 }
 
-// notePending records which permission request (or question, or plan) the
-// running turn waits on, "" for none, so that a restart can tell the
-// thread it was cancelled.
-func (rb *recordBook) notePending(name string) {
-	rb.update(func(r *Record) { r.PendingPermission = name })
+// notePending records the permission requests (questions, plans) the
+// running turn waits on: the first one's name for the restart's notice,
+// and the requests themselves, so that a restart keeps them (parked.go).
+func (rb *recordBook) notePending(ps *permissions, item string) {
+	name, parked := ps.first(), ps.parked(item)
+	rb.update(func(r *Record) { r.PendingPermission, r.Parked = name, parked })
 }

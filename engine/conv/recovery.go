@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/cc-connect/cc-connect/agentproc"
@@ -192,7 +193,8 @@ func (tr *turnRunner) decide(u string) (what recovery, path string, err error) {
 // restart (or whose agent died mid-turn: it.afterCrash), posting one short
 // notice that says what happens, in terms of what cc-connect knows.
 func (tr *turnRunner) recover(it workItem) {
-	perm := tr.rb.get().PendingPermission
+	rec := tr.rb.get()
+	perm := rec.PendingPermission
 	var note strings.Builder
 	event := "the restart"
 	note.WriteString("cc-connect restarted. ")
@@ -200,6 +202,29 @@ func (tr *turnRunner) recover(it workItem) {
 		event = "the agent's exit"
 		note.Reset()
 		note.WriteString("Recovering the turn once. ")
+	}
+	// A request the turn waited on when cc-connect went is kept, not
+	// cancelled (parked.go): after an agent's exit its prompt was closed
+	// with the turn, so only a restart finds one.
+	var waiting []parkedRequest
+	for _, r := range decodeParked(rec.Parked) {
+		if r.Item == it.msg.ID && !it.afterCrash {
+			waiting = append(waiting, r)
+		}
+	}
+	withAnswers := false
+	if len(waiting) > 0 {
+		if slices.ContainsFunc(waiting, func(r parkedRequest) bool { return r.Answer == nil }) {
+			tr.chat.send(fmt.Sprintf("cc-connect restarted. The request above (%s) still waits for an answer: the turn goes on once it has one.", orDefault(perm, "a permission request")))
+			answered, ok := newParkedWait(tr, it, waiting).run()
+			if !ok {
+				tr.agent.ReleaseIfIdle()
+				return
+			}
+			waiting = answered
+			note.Reset()
+		}
+		it.answered, perm, withAnswers = waiting, "", true
 	}
 	if perm != "" {
 		fmt.Fprintf(&note, "The permission request (%s) was cancelled by %s. ", perm, event)
@@ -225,7 +250,7 @@ func (tr *turnRunner) recover(it workItem) {
 		// it has not run; the window's reset let it through to here.
 		what, it.started, it.refused = recoverSend, false, true
 	}
-	if what != recoverLost {
+	if what != recoverLost || withAnswers {
 		tr.chat.cutStream(it.streamed, func() { tr.jr.markStreamed(it, nil) }) // a new turn answers: what was streamed is not the reply
 		it.streamed = nil
 	}
@@ -243,6 +268,13 @@ func (tr *turnRunner) recover(it workItem) {
 	case what == recoverFresh:
 		fmt.Fprintf(&note, "Your message may not have reached the agent, and its session had not been saved, so it starts afresh: sending “%s” in a new session.", q)
 		tr.chat.send(note.String())
+		tr.run(it)
+	case withAnswers && (what == recoverContinue || what == recoverLost):
+		// The turn waited on a person: what the transcript holds after
+		// the request (an interruption at shutdown) is not its reply.
+		fmt.Fprintf(&note, "Resuming the turn for “%s” with the answer.", q)
+		tr.chat.send(note.String())
+		it.continuation = true
 		tr.run(it)
 	case what == recoverContinue:
 		fmt.Fprintf(&note, "The turn for “%s” was cut off; resuming it (“%s”).", q, ContinueText)

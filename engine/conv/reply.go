@@ -91,7 +91,7 @@ func (tr *turnRunner) postReply(it workItem, out outcome) {
 // names as posted skipped and, where the platform can neither tag nor find
 // its posts, each part written down as it lands (one write a part).
 func (tr *turnRunner) replyOf(it workItem, again bool) platform.Reply {
-	r := platform.Reply{Key: replyKey(it), After: it.msg.Target.MessageID, Again: again}
+	r := platform.Reply{Key: replyKey(it, tr.jr.cl != nil), After: it.msg.Target.MessageID, Again: again}
 	if done := slices.Clone(it.parts); len(done) > 0 {
 		r.Done = func(part int) bool { return slices.Contains(done, part) }
 	}

@@ -80,3 +80,21 @@ func (g gate) refuse(user, userName string, r right, attrs ...any) string {
 func (g gate) mayApprove(userID, userName, requestID string) bool {
 	return g.refuse(userID, userName, approvers, "request_id", requestID) == ""
 }
+
+// Rights is what a person may do in a binding's conversations, as the
+// gate decides it; the console asks for them at every request, so a
+// reload that takes a right away applies to its next page or button.
+type Rights struct {
+	Use     bool // on the allow list: may see the conversations and stop a turn
+	Approve bool // may answer permission requests, questions and plans
+	Admin   bool // may pause and resume schedules
+}
+
+// RightsOf is the gate's answer for user in b (the binding in force).
+func RightsOf(b binding.Binding, user string) Rights {
+	if !b.Allowed(user) {
+		return Rights{} // the engine refuses everything else from them
+	}
+	g := gate{binding: func() binding.Binding { return b }, log: slog.New(slog.DiscardHandler)}
+	return Rights{Use: true, Approve: g.allows(user, approvers), Admin: g.allows(user, admins)}
+}

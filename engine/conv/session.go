@@ -1,6 +1,7 @@
 package conv
 
 import (
+	"context"
 	"log/slog"
 	"sync/atomic"
 	"time"
@@ -103,6 +104,7 @@ func (e *Set) session(b binding.Binding, m platform.Message, a platform.Adapter)
 	}
 	if e.cluster.clustered(to.Platform) {
 		s.jr.cl = newClusterLedger()
+		s.jr.cl.answer = func(ctx context.Context, id string) error { return e.cluster.answer(ctx, b.Key(), to, id) }
 	}
 	s.rb = &recordBook{store: e.store, log: log}
 	s.agent = procs.NewSlot(procs.SlotConfig{Dir: ws, StateDir: e.opts.StateDir, Grace: e.opts.ShutdownGrace, Caps: e.slots, BG: e.bg, Log: log, Now: e.now})

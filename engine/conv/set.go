@@ -64,6 +64,7 @@ type Options struct {
 	StateDir                 string
 	IdleTimeout              time.Duration
 	PermissionTimeout        time.Duration
+	ApprovalReminder         time.Duration
 	StallNotice              time.Duration
 	LimitRetry               time.Duration // limits.go; 0: limitBackoff
 	MaxTurnTime              time.Duration
@@ -79,6 +80,9 @@ type Options struct {
 	AllowedModes             []string
 	Spending                 *spend.Ledger
 	SpendAdminsExempt        bool
+	// ConsoleLinks issues a one-time sign-in link to the console for a
+	// person (!console); nil when the console is off.
+	ConsoleLinks func(platform, userID, userName string) (string, error)
 }
 
 // Deps are what a Set shares with the engine that made it: the process
@@ -110,6 +114,11 @@ type Cluster struct {
 	// Fence is the fence of this host's tenure of a binding (as the
 	// config writes it) while it holds; nil otherwise.
 	Fence func(platform, channel string) Fence
+	// Answers is what the cluster's hosts answered; nil leaves a host
+	// with what its own journal took (answered.go). Host is this host's
+	// name in it.
+	Answers Answers
+	Host    string
 
 	bg context.Context // the Set's, for the stream's reads
 }

@@ -58,6 +58,11 @@ type Record struct {
 	// PendingPermission names the permission request the running turn
 	// waits on, so that a restart can say it was cancelled.
 	PendingPermission string `json:"pending_permission,omitempty"`
+	// Parked are the requests (permissions, questions, plans) the turn
+	// waits on, with where their prompts are and any answer given while
+	// no process ran: what a restart needs to keep them (parked.go). JSON
+	// in a string, so that Record stays comparable.
+	Parked string `json:"parked,omitempty"`
 	// HadSession: the conversation had a Claude session that was
 	// forgotten (!new, a fallback), so the next one starts fresh rather
 	// than first (thread_context_on_fresh).

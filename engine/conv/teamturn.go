@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/cc-connect/cc-connect/agentproc"
@@ -171,6 +172,33 @@ func (tm *team) ringAsker(m platform.Message, text string) {
 	if _, err := ms.SendMentioning(ctx, tm.chat.to, []platform.Mention{{UserID: m.UserID, UserName: m.UserName}}, text); err != nil {
 		tm.metrics.PlatformError(tm.chat.to.Platform)
 		tm.log.Warn("Mentioning the person who asked failed", "user_id", m.UserID, "error", err)
+	}
+}
+
+// ringApprovers mentions the binding's approvers (the asker when any
+// allowed user may approve) with text, for a request that waited long:
+// once per request (permissions.remind). Where nobody can be mentioned
+// (a direct message, a platform without mentions) the text is posted.
+func (tm *team) ringApprovers(m platform.Message, text string) {
+	var who []platform.Mention
+	for _, id := range tm.binding().Approvers {
+		if id != "*" && id != "" {
+			who = append(who, platform.Mention{UserID: id})
+		}
+	}
+	if len(who) == 0 && m.UserID != "" && !strings.Contains(m.UserID, ":") { // "schedule:<name>" is nobody to mention
+		who = []platform.Mention{{UserID: m.UserID, UserName: m.UserName}}
+	}
+	ms, ok := tm.chat.chat().(platform.MentionSender)
+	if tm.dm || m.IsDM || len(who) == 0 || !ok {
+		tm.chat.send(text)
+		return
+	}
+	ctx, cancel := context.WithTimeout(tm.bg, sendTimeout)
+	defer cancel()
+	if _, err := ms.SendMentioning(ctx, tm.chat.to, who, text); err != nil {
+		tm.metrics.PlatformError(tm.chat.to.Platform)
+		tm.log.Warn("Mentioning the approvers failed", "error", err)
 	}
 }
 

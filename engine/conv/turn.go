@@ -200,6 +200,9 @@ func (tr *turnRunner) finish(it workItem, out outcome, hadHistory bool) bool {
 		return false // the binding's next holder runs it (cluster.go, handover.go)
 	case errors.Is(out.err, ErrStopped) && tr.ho.takes(it):
 		return false // the binding's next holder runs it, and says so once
+	case errors.Is(out.err, errParked):
+		tr.chat.send(render.ParkedAtShutdown)
+		return false
 	case errors.Is(out.err, ErrStopped) && it.inboxID != "":
 		tr.chat.send(render.RestartQueuedText + Quote(it.msg.Text, 80))
 		return false
@@ -320,7 +323,9 @@ func (tr *turnRunner) fallback(it workItem, out outcome) bool {
 // costs the record the turn's figures (context, cost, last activity) until
 // the next result, and never a message. A turn left pending saves here.
 func (tr *turnRunner) settle(it workItem, out outcome) (retry *workItem, durable func()) {
-	tr.rb.change(func(r *Record) { r.PendingPermission = "" })
+	if !errors.Is(out.err, errParked) {
+		tr.rb.change(func(r *Record) { r.PendingPermission, r.Parked = "", "" })
+	}
 	tr.purse.settleTurn() // spend.go: in memory, so the next turn's caps count it
 	var exitErr *agentproc.ExitError
 	why := inbox.AckResult
@@ -329,7 +334,7 @@ func (tr *turnRunner) settle(it workItem, out outcome) (retry *workItem, durable
 		tr.ho.leave(it, out.err.Error())
 		tr.saveNow()
 		return nil, nil
-	case errors.Is(out.err, ErrStopped), errors.Is(out.err, ErrKilled):
+	case errors.Is(out.err, ErrStopped), errors.Is(out.err, ErrKilled), errors.Is(out.err, errParked):
 		tr.saveNow()
 		return nil, nil
 	case out.res == nil && out.err != nil && tr.e.isStopping():
@@ -509,7 +514,7 @@ func (tr *turnRunner) send(proc procs.Process, it workItem) (procs.Turn, error) 
 	}
 	switch {
 	case it.continuation:
-		text = ContinueText
+		text = ContinueText + answersNote(it.answered)
 	case !IsCompaction(text):
 		// Who wrote it, and what the thread said before (team.go).
 		text = tr.team.teamPrompt(it, text)
@@ -555,6 +560,7 @@ func (tr *turnRunner) attempt(it workItem) outcome {
 	}
 	t := &turn{msg: it.msg, perms: tr.newPermissions(),
 		live: newLive(tr.chat, tr.log, tr.rb.sessionID, tr.binding().Progress, tr.e.opts.StallNotice, tr.e.opts.MaxTurnTime, posted)}
+	t.live.act = tr.act
 	t.perms.ring = func(tool string) {
 		what := "Claude asks for your permission above."
 		if tool == "AskUserQuestion" {
@@ -562,6 +568,8 @@ func (tr *turnRunner) attempt(it workItem) outcome {
 		}
 		tr.team.ringAsker(it.msg, what)
 	}
+	t.perms.remindRing = func(what string) { tr.team.ringApprovers(it.msg, what) }
+	t.perms.preset = it.answered
 	events := at.Events()
 	stopping := tr.e.stopping
 	var graceC, killC <-chan time.Time
@@ -609,7 +617,10 @@ func (tr *turnRunner) attempt(it workItem) outcome {
 			}
 		case <-timerC(t.perms.timer):
 			t.perms.expire(proc)
-			tr.rb.notePending(t.perms.first())
+			tr.rb.notePending(t.perms, t.msg.ID)
+		case <-timerC(t.perms.remindTimer):
+			t.perms.remind()
+			tr.rb.notePending(t.perms, t.msg.ID)
 		case <-timerC(t.live.progress.timer):
 			tr.chat.flushProgress(&t.live.progress)
 		case <-timerC(t.live.timer):
@@ -620,9 +631,15 @@ func (tr *turnRunner) attempt(it workItem) outcome {
 			tr.overMaxTime(t, proc)
 		case <-stopping:
 			stopping = nil
+			if !tr.e.cluster.clustered(it.msg.Target.Platform) && t.perms.park() {
+				return parkAtShutdown(tr, t, proc)
+			}
 			graceC = time.After(tr.e.opts.ShutdownGrace)
 		case <-graceC:
 			graceC = nil
+			if !tr.e.cluster.clustered(it.msg.Target.Platform) && t.perms.park() {
+				return parkAtShutdown(tr, t, proc)
+			}
 			t.handedOver = tr.ho.takes(it)
 			tr.log.Warn("Shutdown grace over; interrupting the running turn", "session_id", tr.rb.sessionID(),
 				"handed_over", t.handedOver)
@@ -721,10 +738,10 @@ func (tr *turnRunner) onEvent(t *turn, proc procs.Process, ev agentproc.Event) {
 			// A prompt went up: the reply streams on below it.
 			t.live.restartStream()
 		}
-		tr.rb.notePending(t.perms.first())
+		tr.rb.notePending(t.perms, t.msg.ID)
 	case agentproc.PermissionCancel:
 		t.perms.cancel(ev.RequestID)
-		tr.rb.notePending(t.perms.first())
+		tr.rb.notePending(t.perms, t.msg.ID)
 	case agentproc.Malformed:
 		tr.log.Warn("Agent wrote a malformed line", "line", ev.Line, "error", ev.Err)
 	}
@@ -735,7 +752,7 @@ func (tr *turnRunner) control(t *turn, proc procs.Process, c control) {
 	switch c.kind {
 	case ctrlAnswer, ctrlReply:
 		t.perms.answer(proc, c)
-		tr.rb.notePending(t.perms.first())
+		tr.rb.notePending(t.perms, t.msg.ID)
 	case ctrlStop:
 		tr.stopShell(c.to)
 		t.stopped = true

@@ -9,6 +9,11 @@ import (
 // message queued, refused, waiting for a slot), and the report of a
 // !compact.
 
+// ParkedAtShutdown is the turn's notice when cc-connect stops while it
+// waits only on an answer: the prompt stays, and the turn goes on after
+// the restart with whatever was answered (engine/conv/parked.go).
+const ParkedAtShutdown = "cc-connect is restarting. The request above stays open: answer it at any time, and the turn goes on with the answer once cc-connect is back."
+
 // ShutdownText answers a message that came while cc-connect shuts down.
 const ShutdownText = "cc-connect is shutting down; this message was not processed. Please send it again later."
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -324,6 +325,37 @@ func nextCall(actions []action, done []ToolUse, tools []string) (toolCall, bool)
 		return toolCall{Name: "ToolSearch", Input: mustJSON(map[string]any{"query": "select:" + c.Name, "max_results": 5})}, true
 	}
 	return c, true
+}
+
+// RepeatPhrase in a turn's prompt makes the fake repeat the history's last
+// tool call (fakeapi.go).
+const RepeatPhrase = "make the same call again"
+
+// repeatRE finds the call a prompt asks to make again: "… make the same
+// call again … (tool NAME, input {JSON})".
+var repeatRE = regexp.MustCompile(`(?m)make the same call again[^\n(]*\(tool ([^,\s]+), input (\{.*\})\)\.?$`)
+
+// repeatCall is the call the prompt asks to make again: the one it names,
+// else the last tool call the model made in msgs.
+func repeatCall(prompt string, msgs []Message) (toolCall, bool) {
+	if m := repeatRE.FindStringSubmatch(prompt); m != nil && json.Valid([]byte(m[2])) {
+		return toolCall{Name: m[1], Input: json.RawMessage(m[2])}, true
+	}
+	return lastToolCall(msgs)
+}
+
+// lastToolCall is the last tool call the model made in msgs.
+func lastToolCall(msgs []Message) (toolCall, bool) {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role != "assistant" {
+			continue
+		}
+		if uses := msgs[i].ToolUses(); len(uses) > 0 {
+			u := uses[len(uses)-1]
+			return toolCall{Name: u.Name, Input: u.Input}, true
+		}
+	}
+	return toolCall{}, false
 }
 
 func contains(list []string, s string) bool {

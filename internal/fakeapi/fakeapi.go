@@ -49,6 +49,12 @@
 // When every tool marker has run, the reply is "tool said: <the last
 // tool_result's text>".
 //
+// A turn whose prompt says RepeatPhrase ("make the same call again", as
+// cc-connect's continuation after an answer given while no process ran
+// does) first makes the call it names ("(tool NAME, input {JSON})"), else
+// repeats the last tool call of the history, as a model following it
+// would.
+//
 // Answer markers:
 //
 //	[[THINK:text]]   a thinking block (thinking_delta, signature_delta)
@@ -420,6 +426,9 @@ func (s *Server) planLocked(req *Request) plan {
 	hasNext := false
 	if mode == ModeNormal {
 		next, hasNext = nextCall(spec.actions, req.TurnToolUses, req.Tools)
+	}
+	if mode == ModeNormal && !hasNext && len(req.TurnToolUses) == 0 && strings.Contains(req.TurnPrompt, RepeatPhrase) {
+		next, hasNext = repeatCall(req.TurnPrompt, req.Messages)
 	}
 	switch {
 	case mode == ModeTooLong || mode == ModeNormal && !followUp && inMessage("[[TOOLONG]]"):

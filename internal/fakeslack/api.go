@@ -152,6 +152,14 @@ func (s *Server) answerLocked(method, auth string, form map[string]string) (answ
 		return s.deleteLocked(form), nil
 	case "reactions.add", "reactions.remove":
 		return s.reactLocked(method == "reactions.add", form), nil
+	case "conversations.open":
+		// A direct message with one user: its channel is "D" and the
+		// user's id, the same each time, as Slack returns the same one.
+		users := form["users"]
+		if users == "" || strings.Contains(users, ",") {
+			return errAnswer("users_list_not_supplied"), nil
+		}
+		return okAnswer(map[string]any{"channel": map[string]any{"id": DMChannel(users), "is_im": true}}), nil
 	case "conversations.replies":
 		return s.repliesLocked(form), nil
 	case "conversations.history":
@@ -325,3 +333,7 @@ func (s *Server) deleteLocked(form map[string]string) answer {
 	s.changedLocked(m)
 	return okAnswer(map[string]any{"channel": ch, "ts": ts})
 }
+
+// DMChannel is the channel of the bot's direct messages with user
+// (conversations.open).
+func DMChannel(user string) string { return "D" + user }

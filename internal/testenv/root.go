@@ -34,3 +34,14 @@ func NeedGit(t testing.TB) string {
 	t.Skip("git is not installed")
 	return ""
 }
+
+// Missing skips a test that cannot run here for want of something the
+// machine lacks (a tmpfs mount, the user nobody), or fails it under CI,
+// where .ci/run checks that everything is there.
+func Missing(t testing.TB, format string, args ...any) {
+	t.Helper()
+	if InCI() {
+		t.Fatalf("under CI=true: "+format, args...)
+	}
+	t.Skipf(format, args...)
+}

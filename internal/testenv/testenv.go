@@ -120,3 +120,27 @@ func WaitFor(tb testing.TB, limit time.Duration, who, what string, changed func(
 		}
 	}
 }
+
+// Chromium returns the browser the console's tests drive: the
+// CC_CONNECT_CHROMIUM environment variable, else Debian's chromium on
+// PATH (.ci/run installs it). When none is found it skips the test, or
+// fails it under CI.
+func Chromium(t testing.TB) string {
+	t.Helper()
+	if p := os.Getenv("CC_CONNECT_CHROMIUM"); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			t.Fatalf("CC_CONNECT_CHROMIUM=%s: %v", p, err)
+		}
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if InCI() {
+		t.Fatal("chromium is missing under CI: .ci/run must install Debian's chromium")
+	}
+	t.Skip("chromium not found; apt-get install chromium, or set CC_CONNECT_CHROMIUM")
+	return ""
+}

@@ -1,0 +1,86 @@
+package console
+
+import (
+	"context"
+	"sync"
+)
+
+// fakeBackend is a Backend over a fixed set of conversations and rights,
+// for the handlers' tests (the binary's tests run the engine's).
+type fakeBackend struct {
+	mu      sync.Mutex
+	convs   []Conversation
+	allowed map[string]bool // user id → may see
+	approve map[string]bool
+	answers []string
+	stops   []string
+}
+
+func (f *fakeBackend) Conversations(who Identity) ([]Conversation, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.allowed[who.UserID] {
+		return nil, nil
+	}
+	out := make([]Conversation, len(f.convs))
+	for i, c := range f.convs {
+		c.Rights.Approve = f.approve[who.UserID]
+		out[i] = c
+	}
+	return out, nil
+}
+
+func (f *fakeBackend) Conversation(who Identity, key string) (Conversation, bool) {
+	cs, _ := f.Conversations(who)
+	for _, c := range cs {
+		if c.Key == key {
+			return c, true
+		}
+	}
+	return Conversation{}, false
+}
+
+func (f *fakeBackend) Answer(_ context.Context, who Identity, key, req, choice string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.answers = append(f.answers, who.UserID+" "+key+" "+req+" "+choice)
+	return nil
+}
+
+func (f *fakeBackend) Stop(_ context.Context, who Identity, key string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.stops = append(f.stops, who.UserID+" "+key)
+	return nil
+}
+
+func (f *fakeBackend) Schedules(_ context.Context, who Identity) ([]Schedule, error) {
+	if !f.allowed[who.UserID] {
+		return nil, nil
+	}
+	return []Schedule{{Name: "nightly<b>", Cron: "0 3 * * *", Binding: "slack/C1", Admin: f.approve[who.UserID]}}, nil
+}
+
+func (f *fakeBackend) SetPaused(_ context.Context, who Identity, name string, paused bool) error {
+	if !f.approve[who.UserID] {
+		return ErrNotAllowed
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.stops = append(f.stops, who.UserID+" pause "+name)
+	return nil
+}
+
+func (f *fakeBackend) Spend(who Identity) []SpendRow {
+	if !f.allowed[who.UserID] {
+		return nil
+	}
+	return []SpendRow{{Binding: "slack/C1", Day: 1.5, Month: 12}, {Binding: "slack/C1", User: "UUSER", Day: 0.25, Month: 2}}
+}
+
+func (f *fakeBackend) Audit(_ context.Context, who Identity, af AuditFilter) ([]AuditRow, error) {
+	if !f.allowed[who.UserID] {
+		return nil, nil
+	}
+	return []AuditRow{{Kind: "asked", Conversation: convKey, User: af.User, Input: "<script>x</script>"}}, nil
+}

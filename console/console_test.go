@@ -1,0 +1,301 @@
+package console
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cc-connect/cc-connect/activity"
+)
+
+// clock is a settable time for the links' and sessions' expiry.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
+
+type rig struct {
+	srv   *Server
+	ts    *httptest.Server
+	be    *fakeBackend
+	clock *clock
+}
+
+const convKey = "slack/C1/1.2"
+
+func newRig(t *testing.T) *rig {
+	t.Helper()
+	be := &fakeBackend{convs: []Conversation{{Key: convKey, Binding: "slack/C1", Channel: "C1", Thread: "1.2", State: "running"}},
+		allowed: map[string]bool{"UAPPROVER": true, "UUSER": true}, approve: map[string]bool{"UAPPROVER": true}}
+	ck := &clock{t: time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)}
+	r := &rig{be: be, clock: ck}
+	r.ts = httptest.NewUnstartedServer(nil)
+	r.ts.StartTLS() // Go's cookie jar sends a Secure cookie over TLS only
+	r.srv = New(Settings{BaseURL: r.ts.URL, SessionTTL: time.Hour, Now: ck.now}, be)
+	r.ts.Config.Handler = r.srv.Handler()
+	t.Cleanup(r.ts.Close)
+	return r
+}
+
+// client is a browser's cookies, trusting the test server's certificate.
+func (r *rig) client(t *testing.T) *http.Client {
+	jar, _ := cookiejar.New(nil)
+	c := *r.ts.Client()
+	c.Jar = jar
+	return &c
+}
+
+func (r *rig) signIn(t *testing.T, c *http.Client, user string) {
+	t.Helper()
+	link, err := r.srv.Issue(Identity{Platform: "slack", UserID: user})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := c.Get(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Request.URL.Path != "/" {
+		t.Fatalf("sign-in: %d at %s", resp.StatusCode, resp.Request.URL)
+	}
+}
+
+var csrfRE = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+
+func (r *rig) get(t *testing.T, c *http.Client, path string) (int, string) {
+	t.Helper()
+	resp, err := c.Get(r.ts.URL + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func TestLinkWorksOnceAndExpires(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	link, _ := r.srv.Issue(Identity{Platform: "slack", UserID: "UUSER"})
+	c := r.client(t)
+	if resp, _ := c.Get(link); resp.StatusCode != http.StatusOK {
+		t.Fatalf("first use: %d", resp.StatusCode)
+	}
+	if resp, _ := r.client(t).Get(link); resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("second use: %d, want 403", resp.StatusCode)
+	}
+	late, _ := r.srv.Issue(Identity{Platform: "slack", UserID: "UUSER"})
+	r.clock.add(LinkTTL)
+	if resp, _ := r.client(t).Get(late); resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("expired link: %d, want 403", resp.StatusCode)
+	}
+	if resp, _ := r.client(t).Get(r.ts.URL + "/signin?t=guess"); resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("made-up link: %d, want 403", resp.StatusCode)
+	}
+	// The session ends with its TTL.
+	if code, _ := r.get(t, c, "/"); code != http.StatusOK {
+		t.Fatalf("signed in: %d", code)
+	}
+	r.clock.add(time.Hour)
+	if code, _ := r.get(t, c, "/"); code != http.StatusUnauthorized {
+		t.Fatalf("after the session's TTL: %d, want 401", code)
+	}
+}
+
+func TestCookieAndHeaders(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	link, _ := r.srv.Issue(Identity{Platform: "slack", UserID: "UUSER"})
+	c := *r.ts.Client()
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	resp, err := c.Get(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	sc := resp.Header.Get("Set-Cookie")
+	for _, want := range []string{"HttpOnly", "Secure", "SameSite=Strict", "Path=/"} {
+		if !strings.Contains(sc, want) {
+			t.Errorf("cookie %q lacks %s", sc, want)
+		}
+	}
+	if strings.Contains(sc, strings.TrimPrefix(link, r.ts.URL+"/signin?t=")) {
+		t.Error("the cookie is the link's token")
+	}
+	for h, want := range map[string]string{"Content-Security-Policy": "script-src 'self'", "X-Frame-Options": "DENY",
+		"Referrer-Policy": "same-origin", "X-Content-Type-Options": "nosniff"} {
+		if got := resp.Header.Get(h); !strings.Contains(got, want) {
+			t.Errorf("%s = %q, want %q", h, got, want)
+		}
+	}
+}
+
+func TestStateChangesNeedCSRFAndRights(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	approver, user := r.client(t), r.client(t)
+	r.signIn(t, approver, "UAPPROVER")
+	r.signIn(t, user, "UUSER")
+	r.srv.Record(activity.Event{Kind: activity.Asking, Conversation: convKey, Request: "req-1", Tool: "Write", Input: "x.txt"})
+
+	_, page := r.get(t, approver, "/c?k="+url.QueryEscape(convKey))
+	if !strings.Contains(page, `value="allow"`) {
+		t.Fatalf("the approver's page has no Allow button:\n%s", page)
+	}
+	csrf := csrfRE.FindStringSubmatch(page)[1]
+	_, upage := r.get(t, user, "/c?k="+url.QueryEscape(convKey))
+	if strings.Contains(upage, `value="allow"`) {
+		t.Fatal("a non-approver's page shows the Allow button")
+	}
+	ucsrf := csrfRE.FindStringSubmatch(upage)[1]
+
+	post := func(c *http.Client, form url.Values, origin string) int {
+		req, _ := http.NewRequest("POST", r.ts.URL+"/answer", strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+		}
+		c2 := *c
+		c2.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+		resp, err := c2.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	form := func(csrf string) url.Values {
+		return url.Values{"csrf": {csrf}, "k": {convKey}, "request": {"req-1"}, "choice": {"allow"}}
+	}
+	for _, tt := range []struct {
+		name   string
+		c      *http.Client
+		form   url.Values
+		origin string
+		want   int
+	}{
+		{"no csrf", approver, form(""), "", http.StatusForbidden},
+		{"another session's csrf", approver, form(ucsrf), "", http.StatusForbidden},
+		{"another origin", approver, form(csrf), "https://evil.example", http.StatusForbidden},
+		{"non-approver forging", user, form(ucsrf), "", http.StatusForbidden},
+		{"not signed in", r.ts.Client(), form(csrf), "", http.StatusUnauthorized},
+		{"approver", approver, form(csrf), r.ts.URL, http.StatusSeeOther},
+	} {
+		if got := post(tt.c, tt.form, tt.origin); got != tt.want {
+			t.Errorf("%s: %d, want %d", tt.name, got, tt.want)
+		}
+	}
+	if len(r.be.answers) != 1 || r.be.answers[0] != "UAPPROVER "+convKey+" req-1 allow" {
+		t.Errorf("answers = %q, want the approver's one", r.be.answers)
+	}
+}
+
+func TestRevokedAtNextRequest(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	c := r.client(t)
+	r.signIn(t, c, "UUSER")
+	if code, _ := r.get(t, c, "/c?k="+url.QueryEscape(convKey)); code != http.StatusOK {
+		t.Fatalf("allowed: %d", code)
+	}
+	r.be.mu.Lock()
+	r.be.allowed["UUSER"] = false
+	r.be.mu.Unlock()
+	if code, _ := r.get(t, c, "/c?k="+url.QueryEscape(convKey)); code != http.StatusNotFound {
+		t.Fatalf("after revoking: %d, want 404", code)
+	}
+}
+
+func TestPagesEscapeChatText(t *testing.T) {
+	t.Parallel()
+	hostile := `<script>alert(1)</script><img src=x onerror=alert(2)>"'&`
+	var b bytes.Buffer
+	if err := renderPage(&b, "conversation", hostileData(hostile, hostile)); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "<script>alert") || strings.Contains(b.String(), "<img") {
+		t.Fatalf("hostile text reached the page unescaped:\n%s", b.String())
+	}
+}
+
+func hostileData(text, input string) pageData {
+	return pageData{Title: text, Session: &session{who: Identity{UserName: text}, csrf: "c"},
+		Conv: &Conversation{Key: text, Binding: text, Channel: text, Thread: text, Model: text, Rights: Rights{Approve: true}},
+		Live: &liveView{Text: text, Tools: []string{input}, Todos: []activity.Todo{{Text: text, Status: input}},
+			Asks: []Ask{{Request: input, Tool: text, Input: input}}}}
+}
+
+func TestSchedulesAndSpendPages(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	admin, user := r.client(t), r.client(t)
+	r.signIn(t, admin, "UAPPROVER")
+	r.signIn(t, user, "UUSER")
+	_, page := r.get(t, admin, "/schedules")
+	if !strings.Contains(page, "nightly&lt;b&gt;") || !strings.Contains(page, `value="pause"`) {
+		t.Fatalf("the admin's schedules page:\n%s", page)
+	}
+	_, upage := r.get(t, user, "/schedules")
+	if strings.Contains(upage, `value="pause"`) || !strings.Contains(upage, "admins only") {
+		t.Fatalf("a non-admin's schedules page offers a pause:\n%s", upage)
+	}
+	ucsrf := csrfRE.FindStringSubmatch(upage)[1]
+	c := *user
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	resp, err := c.PostForm(r.ts.URL+"/schedules", url.Values{"csrf": {ucsrf}, "name": {"nightly<b>"}, "verb": {"pause"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Errorf("a non-admin's pause: %d, want 403", resp.StatusCode)
+	}
+	if _, spend := r.get(t, user, "/spend"); !strings.Contains(spend, "$1.50") || !strings.Contains(spend, "UUSER") {
+		t.Errorf("the spend page:\n%s", spend)
+	}
+}
+
+func TestAuditPage(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	c := r.client(t)
+	r.signIn(t, c, "UUSER")
+	code, page := r.get(t, c, "/audit?user="+url.QueryEscape("<b>bob</b>"))
+	if code != http.StatusOK || strings.Contains(page, "<script>x") || !strings.Contains(page, "&lt;script&gt;x") ||
+		!strings.Contains(page, `value="&lt;b&gt;bob&lt;/b&gt;"`) {
+		t.Fatalf("the audit page (%d):\n%s", code, page)
+	}
+}
+
+func TestQuestionsAreAnsweredInChat(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	c := r.client(t)
+	r.signIn(t, c, "UAPPROVER")
+	r.srv.Record(activity.Event{Kind: activity.Asking, Conversation: convKey, Request: "q-1", Tool: "AskUserQuestion", Input: "A or B?"})
+	_, page := r.get(t, c, "/c?k="+url.QueryEscape(convKey))
+	if strings.Contains(page, `value="allow"`) || !strings.Contains(page, "Answer this question in the chat") {
+		t.Fatalf("a question offers Allow/Deny:\n%s", page)
+	}
+	csrf := csrfRE.FindStringSubmatch(page)[1]
+	resp, err := c.PostForm(r.ts.URL+"/answer", url.Values{"csrf": {csrf}, "k": {convKey}, "request": {"q-1"}, "choice": {"allow"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || len(r.be.answers) != 0 {
+		t.Errorf("a question answered Allow from the page: %d, %q", resp.StatusCode, r.be.answers)
+	}
+}

@@ -1,0 +1,159 @@
+package engine
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/cc-connect/cc-connect/engine/conv"
+	"github.com/cc-connect/cc-connect/engine/render"
+	"github.com/cc-connect/cc-connect/internal/fakeclaude"
+	"github.com/cc-connect/cc-connect/platform"
+)
+
+// TestApprovalOutlivesRestart: a permission request pending when
+// cc-connect restarts stays open. Its prompt is not closed, the old prompt's
+// button answers it after the restart, and the turn resumes in its session
+// with a continuation that tells Claude the answer; nobody is asked again.
+func TestApprovalOutlivesRestart(t *testing.T) {
+	tests := []struct {
+		name   string
+		choice platform.Choice
+		told   string // in the continuation Claude receives
+		shown  string // on the prompt
+	}{
+		{"allowed", platform.ChoiceAllow, "Bash `make build` was allowed once: make the same call again to run it (tool Bash, input {", "allowed once by alice"},
+		{"denied", platform.ChoiceDeny, "Bash `make build` was denied: Denied by alice in chat.", "denied by alice"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h, re := newRealHarness(t, nil, nil)
+			h.say("alice", "T1", "please [[TOOL:make build]]")
+			ask := waitAsk(t, h)
+			old := h
+			h = h.restart()
+			if got := old.rec.sends(render.ParkedAtShutdown); len(got) != 1 {
+				t.Errorf("notice at shutdown = %q, want %q once", got, render.ParkedAtShutdown)
+			}
+			if res := old.rec.kinds("resolve"); len(res) != 0 {
+				t.Errorf("the prompt was closed at shutdown: %+v", res)
+			}
+			h.rec.waitSend(t, "still waits for an answer")
+			if st := h.e.convs.Lookup(t1Key); st == nil || st.State() != "requires_action" {
+				t.Errorf("conversation after the restart is not waiting on the answer")
+			}
+			before := len(readRecord(t, re.record))
+			h.press("alice", ask.Prompt.RequestID, tt.choice)
+			h.rec.waitSend(t, "echo: "+conv.ContinueText)
+			h.waitIdle()
+			if res := h.rec.kinds("resolve"); len(res) != 1 || res[0].Text != tt.shown {
+				t.Errorf("resolved = %+v, want %q on the prompt", res, tt.shown)
+			}
+			if got := h.rec.sends("with the answer"); len(got) != 1 {
+				t.Errorf("resume notices = %q, want one", got)
+			}
+			got := fakeclaude.Texts(readRecord(t, re.record)[before:])
+			if len(got) != 1 || !strings.HasPrefix(got[0], conv.ContinueText) || !strings.Contains(got[0], tt.told) {
+				t.Errorf("claude received %q, want the continuation telling %q", got, tt.told)
+			}
+			if n := len(h.rec.kinds("ask")); n != 0 {
+				t.Errorf("%d prompts posted after the restart, want none (nobody is asked again)", n)
+			}
+			if n := h.pending(t1Key); n != 0 {
+				t.Errorf("inbox: %d pending, want none", n)
+			}
+			rec, _, _ := conv.NewStore(h.opts.StateDir).Load(t1Key, time.Now())
+			if rec.Parked != "" || rec.PendingPermission != "" {
+				t.Errorf("record still holds the request: %q %q", rec.Parked, rec.PendingPermission)
+			}
+		})
+	}
+}
+
+// parkedJSON is a record's form of one request waiting on a prompt, as a
+// kill -9 leaves it (engine/conv/parked.go).
+func parkedJSON(t *testing.T, item, requestID, command string, asked time.Time) string {
+	t.Helper()
+	input, _ := json.Marshal(map[string]string{"command": command})
+	b, err := json.Marshal([]map[string]any{{
+		"item": item, "asked": asked,
+		"req":    map[string]any{"RequestID": requestID, "ToolName": "Bash", "Input": json.RawMessage(input)},
+		"prompt": platform.Target{Platform: "fake", Channel: "C1", Thread: "T1", MessageID: "prompt-1"},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestApprovalOutlivesKill: a kill -9 while a request waits leaves it in
+// the record; the next start waits on it rather than cancelling it, the
+// old prompt's button answers it, and past permission_timeout (counted
+// from the first asking) the documented default applies: denied, and the
+// thread is told.
+func TestApprovalOutlivesKill(t *testing.T) {
+	t.Run("answered", func(t *testing.T) {
+		h, re := newRealHarness(t, nil, nil)
+		h.stop()
+		u := uuid.NewString()
+		sid := startedTurn(t, h, "", u, "tool [[TOOL:make build]] [[CRASH]]")
+		m := h.message("alice", "T1", "tool")
+		stageCutTurnAs(t, h, m, conv.Record{SessionID: sid, PendingPermission: "Bash `make build`",
+			Parked: parkedJSON(t, m.ID, "req-1", "make build", time.Now())}, u)
+		before := len(readRecord(t, re.record))
+		h = h.restart()
+		h.rec.waitSend(t, "still waits for an answer")
+		if got := h.rec.sends("was cancelled"); len(got) != 0 {
+			t.Errorf("notices %q: the request was cancelled", got)
+		}
+		h.press("alice", "req-1", platform.ChoiceAllow)
+		h.rec.waitSend(t, "echo: "+conv.ContinueText)
+		h.waitIdle()
+		got := fakeclaude.Texts(readRecord(t, re.record)[before:])
+		if len(got) != 1 || !strings.Contains(got[0], "Bash `make build` was allowed once") {
+			t.Errorf("claude received %q, want the continuation with the answer", got)
+		}
+	})
+	t.Run("timed out", func(t *testing.T) {
+		h, re := newRealHarness(t, nil, func(o *Options) { o.PermissionTimeout = time.Minute })
+		h.stop()
+		u := uuid.NewString()
+		sid := startedTurn(t, h, "", u, "tool [[TOOL:make build]] [[CRASH]]")
+		m := h.message("alice", "T1", "tool")
+		stageCutTurnAs(t, h, m, conv.Record{SessionID: sid, PendingPermission: "Bash `make build`",
+			Parked: parkedJSON(t, m.ID, "req-1", "make build", time.Now().Add(-2*time.Minute))}, u)
+		before := len(readRecord(t, re.record))
+		h = h.restart()
+		h.rec.waitSend(t, "echo: "+conv.ContinueText)
+		h.waitIdle()
+		if got := h.rec.sends("denied: no answer within 1m0s"); len(got) != 1 {
+			t.Errorf("timeout notices = %q, want one", got)
+		}
+		got := fakeclaude.Texts(readRecord(t, re.record)[before:])
+		if len(got) != 1 || !strings.Contains(got[0], "was denied: No answer in chat within 1m0s") {
+			t.Errorf("claude received %q, want the continuation with the timeout's denial", got)
+		}
+	})
+}
+
+// TestApprovalReminder: a request that waited approval_reminder mentions
+// the approvers once (here the platform has no mentions: the text is
+// posted), and not again.
+func TestApprovalReminder(t *testing.T) {
+	h := newHarness(t, func(o *Options, _ *harnessConfig) {
+		o.ApprovalReminder = 50 * time.Millisecond
+		o.PermissionTimeout = time.Hour
+	})
+	h.say("alice", "T1", "please [[TOOL:make build]]")
+	ask := waitAsk(t, h)
+	h.rec.waitSend(t, "has waited 50ms for an answer")
+	h.press("alice", ask.Prompt.RequestID, platform.ChoiceAllow)
+	h.rec.waitSend(t, "ran: make build")
+	h.waitIdle()
+	if got := h.rec.sends("has waited"); len(got) != 1 {
+		t.Errorf("reminders = %q, want exactly one", got)
+	}
+}
