@@ -1,6 +1,9 @@
 package agentproc
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Event is one typed event read from the agent's stdout. Concrete types
 // below; unknown stream-json types and subtypes are never surfaced.
@@ -158,6 +161,9 @@ type Result struct {
 	Model string
 	// PermissionDenials lists the tools denied during the turn.
 	PermissionDenials []string
+	// LimitResetsAt is when a rejected usage window resets, when the CLI
+	// reported one during a failed turn (rate_limit_event); see LimitError.
+	LimitResetsAt time.Time
 	// Origin is what started a turn the CLI ran by itself
 	// (OriginTaskNotification); "" for a turn of a message of ours.
 	Origin string

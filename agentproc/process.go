@@ -358,6 +358,9 @@ func resultError(r *Result) error {
 	if r.TerminalReason == "prompt_too_long" || strings.HasPrefix(r.Text, "Prompt is too long") {
 		return fmt.Errorf("turn failed: %w: %s", ErrPromptTooLong, r.Text)
 	}
+	if err := limitError(r); err != nil {
+		return err
+	}
 	for _, e := range r.Errors {
 		if strings.Contains(e, sessionNotFoundText) {
 			return fmt.Errorf("resuming session %s: %w", r.SessionID, ErrSessionNotFound)

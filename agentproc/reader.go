@@ -95,6 +95,9 @@ type wireLine struct {
 	ElapsedSeconds  float64          `json:"elapsed_time_seconds"`
 	Heartbeat       bool             `json:"heartbeat"`
 
+	// rate_limit_event
+	RateLimitInfo *wireRateLimit `json:"rate_limit_info"`
+
 	// control_request, control_response, control_cancel_request
 	RequestID string           `json:"request_id"`
 	Request   *wireCtlRequest  `json:"request"`
@@ -197,6 +200,9 @@ type decoder struct {
 	lastUsage Usage
 	lastModel string
 	sawCall   bool
+	// limitReset is the reset of a rejected usage window the CLI reported
+	// during the turn, which its 429 result does not repeat.
+	limitReset time.Time
 	// structured are the tool_use ids of the turn whose results are kept
 	// whole (structuredTools).
 	structured map[string]bool
@@ -253,6 +259,12 @@ func (d *decoder) decodeLine(line []byte) decoded {
 		return decoded{events: streamEvent(&w)}
 	case "tool_progress":
 		return decoded{events: toolProgress(&w)}
+	case "rate_limit_event":
+		rl := rateLimitEvent(&w)
+		if rl.Rejected() {
+			d.limitReset = rl.ResetsAt
+		}
+		return decoded{events: []Event{rl}}
 	case "command_lifecycle":
 		return decoded{events: []Event{CommandState{UUID: w.CommandUUID, State: w.State}}}
 	}
@@ -386,6 +398,10 @@ func (d *decoder) result(w *wireLine) *Result {
 	// The next turn starts from scratch: a turn without an API call (an
 	// unknown --resume id, an idle interrupt) must not report old figures.
 	d.lastUsage, d.lastModel, d.sawCall = Usage{}, "", false
+	if r.IsError {
+		r.LimitResetsAt = d.limitReset
+	}
+	d.limitReset = time.Time{}
 	clear(d.structured)
 	return r
 }

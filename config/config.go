@@ -136,6 +136,10 @@ type Agent struct {
 	// turn that runs longer; 0 (the default) is no limit. See live.go.
 	StallNotice Duration `toml:"stall_notice"`
 	MaxTurnTime Duration `toml:"max_turn_time"`
+	// LimitRetry is the first wait for a usage window whose reset Claude
+	// Code did not report (docs/turns.md "Usage limits"); each refusal
+	// doubles it, up to an hour.
+	LimitRetry Duration `toml:"limit_retry"`
 	// EnvDrop names the variables of cc-connect's environment the agent
 	// does not inherit: exact names or patterns (agentenv.DefaultEnvDrop).
 	EnvDrop []string `toml:"env_drop"`
@@ -305,6 +309,7 @@ func Default() Config {
 			AllowedModes:             []string{"default", "acceptEdits", "plan"},
 			ShellTimeout:             Duration(2 * time.Minute),
 			StallNotice:              Duration(DefaultStallNotice),
+			LimitRetry:               Duration(DefaultLimitRetry),
 			EnvDrop:                  slices.Clone(agentenv.DefaultEnvDrop),
 		},
 		Console:  defaultConsole(),
@@ -416,6 +421,7 @@ func (c *Config) String() string {
 	fmt.Fprintf(&b, "prewarm = %d\n", a.Prewarm)
 	fmt.Fprintf(&b, "allowed_modes = %s\nshell_timeout = %s\n", list(a.AllowedModes), q(a.ShellTimeout.String()))
 	fmt.Fprintf(&b, "stall_notice = %s\nmax_turn_time = %s\n", q(a.StallNotice.String()), q(a.MaxTurnTime.String()))
+	fmt.Fprintf(&b, "limit_retry = %s\n", q(a.LimitRetry.String()))
 	f := c.Files
 	fmt.Fprintf(&b, "\n[files]\nartifact_threshold = %s\nartifact_quota = %s\nattachment_max_size = %s\nsend_file_max_size = %s\n",
 		q(f.ArtifactThreshold.String()), q(f.ArtifactQuota.String()), q(f.AttachmentMaxSize.String()), q(f.SendFileMaxSize.String()))

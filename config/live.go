@@ -40,8 +40,10 @@ var followUpModes = []string{FollowUpsQueue, FollowUpsSteer}
 // Default values of the keys in this file.
 const (
 	DefaultStallNotice = 5 * time.Minute
-	DefaultProgress    = ProgressNormal
-	DefaultFollowUps   = FollowUpsQueue
+	// DefaultLimitRetry is agent.limit_retry's default.
+	DefaultLimitRetry = 5 * time.Minute
+	DefaultProgress   = ProgressNormal
+	DefaultFollowUps  = FollowUpsQueue
 )
 
 // ProgressOf returns b's progress level, the default when the file does
@@ -70,9 +72,12 @@ func validateLive(c *Config, d *decoder) (warnings []string) {
 	}{
 		{"agent.stall_notice", c.Agent.StallNotice},
 		{"agent.max_turn_time", c.Agent.MaxTurnTime},
+		{"agent.limit_retry", c.Agent.LimitRetry},
 	} {
 		switch {
 		case d.failed[dur.key]:
+		case dur.key == "agent.limit_retry" && dur.val.D() < time.Second:
+			d.failf(dur.key, "must be at least 1s, got %s", dur.val)
 		case dur.val < 0:
 			d.failf(dur.key, `must be "0s" (off) or more, got %s`, dur.val)
 		case dur.val.D() > maxDuration:

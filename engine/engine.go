@@ -43,6 +43,7 @@ type Options struct {
 	PermissionTimeout        time.Duration // deny a pending permission request after this (0 = never)
 	ApprovalReminder         time.Duration // mention the approvers once when a request waited this long (0 = never)
 	StallNotice              time.Duration // tell the thread when claude sent nothing this long (0 = never)
+	LimitRetry               time.Duration // first wait for a usage window of unknown reset (0 = 5m)
 	MaxTurnTime              time.Duration // interrupt a turn that runs longer (0 = no limit)
 	MaxProcesses             int           // global cap on live claude processes (0 = unlimited)
 	MaxProcessesPerWorkspace int           // per workspace cap (0 = unlimited)
@@ -173,7 +174,7 @@ func New(opts Options) (*Engine, error) {
 		StateDir: opts.StateDir, Grace: opts.ShutdownGrace, BG: bg, Log: log, Now: now, NewID: uuid.NewString, Agent: opts.Agent})
 	e.convs = conv.NewSet(conv.Options{
 		Agent: base, SelfReport: opts.SelfReport, StateDir: opts.StateDir,
-		IdleTimeout: opts.IdleTimeout, PermissionTimeout: opts.PermissionTimeout, ApprovalReminder: opts.ApprovalReminder, StallNotice: opts.StallNotice,
+		IdleTimeout: opts.IdleTimeout, PermissionTimeout: opts.PermissionTimeout, ApprovalReminder: opts.ApprovalReminder, StallNotice: opts.StallNotice, LimitRetry: opts.LimitRetry,
 		MaxTurnTime: opts.MaxTurnTime, MaxProcessesPerWorkspace: opts.MaxProcessesPerWorkspace,
 		QueueLimit: opts.QueueLimit, ContextWindow: opts.ContextWindow, ShutdownGrace: opts.ShutdownGrace,
 		SeenWindow: opts.SeenWindow, ShellTimeout: opts.ShellTimeout, ArtifactThreshold: opts.ArtifactThreshold,

@@ -20,12 +20,25 @@ import (
 // sandbox), so a background command starts at once.
 func startRealChat(t *testing.T, platformTOML, allowUsers string, env ...string) (*chatRun, *fakeapi.Server) {
 	t.Helper()
-	return startRealChatWith(t, platformTOML, allowUsers, "", env...)
+	return startRealChatFull(t, "", platformTOML, allowUsers, "", env...)
 }
 
 // startRealChatWith is startRealChat with more keys for the binding
 // (bindingTOML, lines of key = value).
 func startRealChatWith(t *testing.T, platformTOML, allowUsers, bindingTOML string, env ...string) (*chatRun, *fakeapi.Server) {
+	t.Helper()
+	return startRealChatFull(t, "", platformTOML, allowUsers, bindingTOML, env...)
+}
+
+// startRealChatAgent is startRealChat with more [agent] keys.
+func startRealChatAgent(t *testing.T, agentTOML, platformTOML, allowUsers string, env ...string) (*chatRun, *fakeapi.Server) {
+	t.Helper()
+	return startRealChatFull(t, agentTOML, platformTOML, allowUsers, "", env...)
+}
+
+// startRealChatFull is startRealChat with more [agent] keys and more keys
+// for the binding.
+func startRealChatFull(t *testing.T, agentTOML, platformTOML, allowUsers, bindingTOML string, env ...string) (*chatRun, *fakeapi.Server) {
 	t.Helper()
 	claude := testenv.ClaudeBinary(t)
 	api := fakeapi.Start(t)
@@ -44,6 +57,7 @@ level = "debug"
 command = %q
 permission_mode = "bypassPermissions"
 shutdown_grace = "5s"
+%s
 [agent.env]
 HOME = %q
 CLAUDE_CONFIG_DIR = %q
@@ -60,7 +74,7 @@ channel = "*"
 workspace = "ws"
 allow_users = [%s]
 %s
-`, claude, home, filepath.Join(home, ".claude"), platformTOML, allowUsers, bindingTOML))
+`, claude, agentTOML, home, filepath.Join(home, ".claude"), platformTOML, allowUsers, bindingTOML))
 	tmp := filepath.Join(dir, "tmp")
 	if err := os.Mkdir(tmp, 0o700); err != nil {
 		t.Fatal(err)

@@ -90,6 +90,7 @@ func engineOptions(cfg *config.Config, log *slog.Logger) engine.Options {
 		ApprovalReminder:         a.ApprovalReminder.D(),
 		StallNotice:              a.StallNotice.D(),
 		MaxTurnTime:              a.MaxTurnTime.D(),
+		LimitRetry:               a.LimitRetry.D(),
 		MaxProcesses:             a.MaxProcesses,
 		MaxProcessesPerWorkspace: a.MaxProcessesPerWorkspace,
 		Prewarm:                  a.Prewarm,

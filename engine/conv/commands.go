@@ -378,7 +378,7 @@ func runStatus(s *Conversation, c call) {
 		LastTurn: rec.LastActivity, Model: s.e.cfg.modelLine(rec, b), Mode: s.e.cfg.modeOf(rec, b),
 		CostUSD: rec.TotalCostUSD, People: speakers(rec), Platform: s.chat.platformStatus(),
 		Extra: []string{worktreeStatus(s.e.bg, s.binding.Workspace, s.e.opts.Agent, s.e.opts.StateDir, rec),
-			s.tr.purse.statusLine(c.msg.UserID), render.BackgroundRunning(background(s.agent.Live()))},
+			s.tr.purse.statusLine(c.msg.UserID), render.BackgroundRunning(background(s.agent.Live())), s.tr.limit.status()},
 		Cluster: s.e.host.ClusterStatus()}
 	if rec.ContextTokens > 0 {
 		v.Context = rec.figures().StatusLine()

@@ -54,6 +54,10 @@ type workItem struct {
 	recovered    bool
 	continuation bool
 	afterCrash   bool
+	// refused: Claude refused it for a usage limit and its session holds
+	// it under its uuid, so it is sent again under a fresh one (the CLI
+	// skips a uuid it already has).
+	refused bool
 	// fence is the cluster lease token it was journaled under (0: not from
 	// a cluster's stream); dlv, on the accept path only, the delivery the
 	// journal's cluster ledger keeps for it (cluster.go).

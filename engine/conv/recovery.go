@@ -246,6 +246,11 @@ func (tr *turnRunner) recover(it workItem) {
 		tr.agent.ReleaseIfIdle()
 		return
 	}
+	if what == recoverLost && tr.e.limits.isParked(it.uuid) {
+		// Parked for a usage limit (limits.go): the CLI refused it, so
+		// it has not run; the window's reset let it through to here.
+		what, it.started, it.refused = recoverSend, false, true
+	}
 	if what != recoverLost || withAnswers && interrupted {
 		tr.chat.cutStream(it.streamed, func() { tr.jr.markStreamed(it, nil) }) // a new turn answers: what was streamed is not the reply
 		it.streamed = nil

@@ -114,6 +114,8 @@ func (e *Set) session(b binding.Binding, m platform.Message, a platform.Adapter)
 		stopShell: func(to platform.Target) bool { return s.shell.stopFor(s.chat, to) }, binding: s.liveBinding, awaitText: s.awaitText,
 		act: s.act, tail: &tail{e: e}, ho: handover{jr: s.jr, log: log}, purse: &purse{spending: e.spend, key: key, log: log,
 			binding: func() (binding.Binding, bool) { return e.resolve(to.Platform, to.Channel) }}}
+	s.tr.limit = &limitGate{book: e.limits, send: func(text string) { s.chat.send(text) }, log: log,
+		login: func() string { return loginOf(e.cfg.agentConfig(s.liveBinding(), s.tr.dm)) }}
 	s.tr.team = &team{host: e.host, cfg: e.cfg, chat: s.chat, rb: s.rb, binding: s.liveBinding, ws: func() string { return s.tr.ws },
 		agentUser: e.opts.Agent.User, bg: e.bg, metrics: e.metrics, log: log}
 	s.tr.att = &attacher{cfg: e.cfg, chat: s.chat, rb: s.rb, binding: s.liveBinding, ws: func() string { return s.tr.ws },
@@ -248,7 +250,15 @@ func (s *Conversation) next() (workItem, bool) {
 			}
 			continue
 		}
-		if it, ok := s.mb.take(); ok {
+		// An exhausted usage window holds the next turn back
+		// (limits.go); commands and controls still run.
+		var limitC <-chan time.Time
+		var limitW limitWindow
+		if it, ok := s.mb.peek(); ok && waitsForLimit(it) {
+			limitC, limitW = s.tr.limit.hold()
+		}
+		if it, ok := s.mb.peek(); ok && (limitC == nil || !waitsForLimit(it)) {
+			it, _ = s.mb.take()
 			s.e.noteQueue()
 			return it, true
 		}
@@ -275,6 +285,8 @@ func (s *Conversation) next() (workItem, bool) {
 		select {
 		case <-s.mb.work:
 		case <-s.mb.ctrl:
+		case <-limitC:
+			s.tr.limit.reset(limitW)
 		case <-retireC:
 			if s.retire() {
 				return workItem{}, false

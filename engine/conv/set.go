@@ -66,6 +66,7 @@ type Options struct {
 	PermissionTimeout        time.Duration
 	ApprovalReminder         time.Duration
 	StallNotice              time.Duration
+	LimitRetry               time.Duration // limits.go; 0: limitBackoff
 	MaxTurnTime              time.Duration
 	MaxProcessesPerWorkspace int
 	QueueLimit               int
@@ -147,6 +148,9 @@ type TestHooks struct {
 	BusyChanged func(delta, n int)
 	// HeaderWait is the first pause between tries to post a run's header.
 	HeaderWait time.Duration
+	// LimitAfter replaces the timer a conversation waits on for a usage
+	// window's reset (limits.go): the test decides when it has come.
+	LimitAfter func(time.Duration) <-chan time.Time
 	// Born replaces when the engine started, which bounds how long after
 	// it a thread is read back for messages a dead instance took
 	// (checks.go).
@@ -173,6 +177,7 @@ type Set struct {
 	cfg        *settings
 	threads    *threadChecks // which threads were read back (checks.go)
 	warmth     *warmth       // the bindings with recent turns, across restarts (warmth.go)
+	limits     *limitBook    // the logins' exhausted usage windows, across restarts (limits.go)
 	spend      *spending
 	slots      *procs.Caps
 	spare      *procs.Spares
@@ -221,6 +226,10 @@ func NewSet(opts Options, d Deps) *Set {
 	s.jrs = &journals{stateDir: opts.StateDir, seenWindow: opts.SeenWindow, queueLimit: opts.QueueLimit, now: d.Now, log: d.Log}
 	s.threads = newThreadChecks(d.Now())
 	s.warmth = newWarmth(opts.StateDir, d.Log)
+	s.limits = newLimitBook(opts.StateDir, d.Now, d.Log)
+	if opts.LimitRetry > 0 {
+		s.limits.first = opts.LimitRetry
+	}
 	s.cfg = &settings{opts: opts, basePrompt: basePrompt, host: d.Host}
 	s.runs.init(opts.StateDir, d.Log, d.Host.Schedules)
 	return s
@@ -255,6 +264,9 @@ func (e *Set) SetTestHooks(h TestHooks) {
 	set(&e.retireAfter, h.RetireAfter)
 	set(&e.fetchTimeout, h.FetchTimeout)
 	set(&e.runs.headerWait, h.HeaderWait)
+	if h.LimitAfter != nil {
+		e.limits.after = h.LimitAfter
+	}
 	if !h.Born.IsZero() {
 		e.threads.born = h.Born
 	}

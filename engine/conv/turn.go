@@ -73,6 +73,9 @@ type turnRunner struct {
 	// dm: the conversation is a direct message (the sender header is off
 	// there by default).
 	dm bool
+	// limit is the conversation's side of the login's usage window
+	// (limits.go).
+	limit *limitGate
 	// ho hands what a stopping cluster host cannot finish to the
 	// binding's next holder (handover.go).
 	ho handover
@@ -136,6 +139,12 @@ func (tr *turnRunner) run(it workItem) {
 		tr.keepUnsentNotes(notes, out.err)
 	}
 	ok := tr.finish(it, out, hadHistory)
+	if out.err == nil {
+		tr.limit.ok()
+	}
+	if out.res != nil && !errors.Is(out.err, agentproc.ErrUsageLimit) {
+		tr.e.limits.unpark(it.uuid) // it ran
+	}
 	tr.e.metrics.TurnFinished(turnOutcome(out, ok), time.Since(began))
 	tr.act.record(activity.Event{Kind: activity.Finished, User: it.msg.UserID, UserName: it.msg.UserName, Outcome: turnOutcome(out, ok)})
 	if perr == nil && !errors.Is(out.err, ErrStopped) && !errors.Is(out.err, ErrKilled) {
@@ -204,6 +213,13 @@ func (tr *turnRunner) finish(it workItem, out outcome, hadHistory bool) bool {
 		return false
 	case errors.Is(out.err, ErrStopped):
 		tr.chat.send(render.ShutdownText)
+		return false
+	case errors.Is(out.err, agentproc.ErrUsageLimit):
+		// Not a failure to post: the message waits in the journal for
+		// the window's reset and runs by itself then (settle), the thread
+		// told when (limitGate.hold). The CLI exits after a refusal.
+		tr.limit.refused(out.err)
+		tr.agent.Close()
 		return false
 	case errors.Is(out.err, errNotPassed):
 		return false // the user was told why
@@ -338,6 +354,20 @@ func (tr *turnRunner) settle(it workItem, out outcome) (retry *workItem, durable
 		r.afterCrash, r.continuation, r.started = true, false, tr.jr.wasStarted(it.inboxID)
 		steeringOf(tr).requeueSteered(out.steered) // after the retry: looked up in the transcript then
 		return &r, nil
+	case errors.Is(out.err, agentproc.ErrUsageLimit) && it.inboxID != "" && !tr.e.isStopping():
+		// Parked: pending in the journal, back in the FIFO before the
+		// turns queued behind it, where the window holds it until the
+		// reset (a restart finds it pending and the window on disk).
+		tr.saveNow()
+		tr.e.limits.park(it.uuid)
+		r := it
+		r.afterCrash, r.continuation, r.recovered, r.refused = false, false, false, true
+		tr.mb.push(r)
+		return nil, nil
+	case errors.Is(out.err, agentproc.ErrUsageLimit) && it.inboxID != "":
+		tr.saveNow()
+		tr.e.limits.park(it.uuid)
+		return nil, nil
 	case errors.Is(out.err, errStoppedWaiting):
 		why = inbox.AckCancel
 	}
@@ -499,7 +529,7 @@ func (tr *turnRunner) newSessionStart() agentproc.StartOptions {
 // fresh uuid and keeps the message's, which is what the transcript holds.
 func (tr *turnRunner) send(proc procs.Process, it workItem) (procs.Turn, error) {
 	id, text := it.uuid, it.msg.Text
-	if id == "" || it.continuation {
+	if id == "" || it.continuation || it.refused {
 		id = newUUID()
 	}
 	switch {
@@ -730,6 +760,8 @@ func (tr *turnRunner) onEvent(t *turn, proc procs.Process, ev agentproc.Event) {
 		}
 	case agentproc.CompactBoundary:
 		t.compacted = &ev
+	case agentproc.RateLimit:
+		tr.limit.noteEvent(ev)
 	case agentproc.APIRetry:
 		t.live.showStatus(fmt.Sprintf("API error %d, retrying (%d/%d)…", ev.ErrorStatus, ev.Attempt, ev.MaxRetries))
 	case agentproc.PermissionRequest:

@@ -15,6 +15,9 @@
 //	               or the test calls ReleaseSlow
 //	[[OVERLOADED]] HTTP 529 overloaded_error
 //	[[ERR500]]     HTTP 500 api_error
+//	[[LIMIT]]      HTTP 429 rate_limit_error with the headers of a refused
+//	               usage window (retry-after, anthropic-ratelimit-*-reset,
+//	               x-should-retry: false), the reset RateLimitReset ahead
 //
 // Tool markers, each one tool_use (several in one prompt run in the order
 // typed, one per request, each after the previous tool_result came back):
@@ -92,6 +95,9 @@ const (
 	ModeErr500     Mode = "err500"
 	ModeBig        Mode = "big"
 	ModeSlow       Mode = "slow"
+	// ModeRateLimited answers 429 as [[LIMIT]] does, until the test sets
+	// another mode (the window resets).
+	ModeRateLimited Mode = "ratelimited"
 	// ModeTooLongWithHistory answers "prompt is too long" to any request
 	// that carries an earlier exchange (an assistant message), and normally
 	// to a conversation's first request: a session whose history grew too
@@ -106,6 +112,7 @@ const (
 	OutcomeTooLong    = "toolong"
 	OutcomeOverloaded = "overloaded"
 	OutcomeErr500     = "err500"
+	OutcomeRateLimit  = "rate_limit"
 	OutcomeSlow       = "slow"
 	OutcomeBadRequest = "bad_request"
 	OutcomeNotFound   = "not_found"
@@ -114,6 +121,13 @@ const (
 
 // TooLongMessage is the API error text the fake sends for [[TOOLONG]].
 const TooLongMessage = "prompt is too long: 250000 tokens > 200000 maximum"
+
+// RateLimitMessage is the API error text the fake sends with a 429.
+const RateLimitMessage = "This request would exceed your account's rate limit. Please try again later."
+
+// RateLimitReset is how far ahead of the request the fake's 429 headers put
+// the window's reset.
+const RateLimitReset = time.Hour
 
 // BigInputTokens is the input_tokens reported for [[BIG]].
 const BigInputTokens = 120000
@@ -348,6 +362,9 @@ func (s *Server) handleMessages(w http.ResponseWriter, r *http.Request) {
 	case OutcomeErr500:
 		writeError(w, http.StatusInternalServerError, "api_error", "Internal server error", reqID)
 		return
+	case OutcomeRateLimit:
+		writeRateLimit(w, time.Now(), reqID)
+		return
 	}
 	model := in.Model
 	if model == "" {
@@ -420,6 +437,8 @@ func (s *Server) planLocked(req *Request) plan {
 		p.outcome = OutcomeOverloaded
 	case mode == ModeErr500 || mode == ModeNormal && !followUp && inPrompt("[[ERR500]]"):
 		p.outcome = OutcomeErr500
+	case mode == ModeRateLimited || mode == ModeNormal && !followUp && inPrompt("[[LIMIT]]"):
+		p.outcome = OutcomeRateLimit
 	case mode == ModeSlow || mode == ModeNormal && !followUp && inPrompt("[[SLOW]]"):
 		p.outcome = OutcomeSlow
 		p.text = "slow reply "
@@ -525,4 +544,18 @@ func writeError(w http.ResponseWriter, status int, typ, msg, reqID string) {
 		w.Header().Set("request-id", reqID)
 	}
 	writeJSON(w, status, body)
+}
+
+// writeRateLimit answers as the API does when a usage window is exhausted:
+// 429 with the window's reset in the headers (the body names none).
+func writeRateLimit(w http.ResponseWriter, now time.Time, reqID string) {
+	reset := now.Add(RateLimitReset).UTC().Truncate(time.Second)
+	h := w.Header()
+	h.Set("retry-after", fmt.Sprint(int(RateLimitReset/time.Second)))
+	h.Set("x-should-retry", "false")
+	h.Set("anthropic-ratelimit-unified-status", "rejected")
+	h.Set("anthropic-ratelimit-unified-reset", fmt.Sprint(reset.Unix()))
+	h.Set("anthropic-ratelimit-requests-reset", reset.Format(time.RFC3339))
+	h.Set("anthropic-ratelimit-tokens-reset", reset.Format(time.RFC3339))
+	writeError(w, http.StatusTooManyRequests, "rate_limit_error", RateLimitMessage, reqID)
 }

@@ -229,6 +229,7 @@ func TestErrorReplies(t *testing.T) {
 		{"[[TOOLONG]]", 400, "invalid_request_error", TooLongMessage},
 		{"[[OVERLOADED]]", 529, "overloaded_error", "Overloaded"},
 		{"[[ERR500]]", 500, "api_error", "Internal server error"},
+		{"[[LIMIT]]", 429, "rate_limit_error", RateLimitMessage},
 	}
 	for _, tt := range tests {
 		t.Run(tt.marker, func(t *testing.T) {
@@ -244,6 +245,9 @@ func TestErrorReplies(t *testing.T) {
 			}
 			if resp.StatusCode != tt.status || body.Type != "error" || body.Error.Type != tt.errType || body.Error.Message != tt.message {
 				t.Errorf("got %d %+v, want %d %s %q", resp.StatusCode, body, tt.status, tt.errType, tt.message)
+			}
+			if tt.status == 429 && (resp.Header.Get("retry-after") != "3600" || resp.Header.Get("anthropic-ratelimit-unified-reset") == "") {
+				t.Errorf("429 headers %v, want retry-after and the window's reset", resp.Header)
 			}
 		})
 	}

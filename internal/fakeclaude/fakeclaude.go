@@ -96,6 +96,14 @@
 //	              as the fake's user and with its environment, and reply
 //	              "exec exit <code>:\n<stdout and stderr>" (for tests of
 //	              what the agent's tools can reach; no permission prompt).
+//	[[LIMIT:path]] while path exists, the request is refused for a usage
+//	              limit: a synthetic assistant ("error":"rate_limit", "API
+//	              Error: Request rejected (429) · …"), a result with is_error
+//	              and api_error_status 429, and exit 1. A Unix time in the
+//	              file is the window's reset, reported first in a
+//	              rate_limit_event (status rejected, resetsAt).
+//	[[LIMITWARN:unix]] a rate_limit_event allowed_warning resetting then,
+//	              before the turn's usual answer.
 //	[[ASKHOST]]   send the host a control_request of a subtype agentproc does
 //	              not handle ("elicitation") and wait for its answer; reply
 //	              "host refused: <error>" or "host answered: <response>".

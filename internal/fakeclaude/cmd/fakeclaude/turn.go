@@ -92,7 +92,14 @@ func (f *fake) runTurn(m userMsg) {
 	text := m.text
 	f.writeFiles(m)
 	var res resultLine
+	if mm := reLimitWarn.FindStringSubmatch(text); mm != nil {
+		reset, _ := strconv.ParseInt(mm[1], 10, 64)
+		f.rateLimitEvent("allowed_warning", reset)
+	}
+	reset, refused := limited(text)
 	switch {
+	case refused:
+		res = f.turnLimited(reset)
 	case f.tooLong(text):
 		res = f.turnTooLong(t)
 	case strings.Contains(text, "[[CRASH]]") && !reTool.MatchString(text):
@@ -169,6 +176,9 @@ func (f *fake) runTurn(m userMsg) {
 	}
 	res.DurationMs = time.Since(start).Milliseconds()
 	f.finish(t, res)
+	if refused {
+		f.exit() // as the CLI after a refusal
+	}
 }
 
 // tooLong says whether this turn fails with prompt-too-long: the marker, a
