@@ -55,14 +55,14 @@ type ContextHead struct {
 // PutContext stores conversation's context in binding b: its session id,
 // its workspace and its transcript, of which the first unchanged bytes
 // are the same as this host stored last time (their parts are not sent
-// again). A transcript over ContextLimit is not stored; its head says so.
-// It returns the bytes it sent.
-func (n *Node) PutContext(ctx context.Context, b names.Binding, conversation, sessionID, workspace string, transcript []byte, unchanged int64) (int, error) {
+// again). A transcript of size over ContextLimit is not stored (given as
+// nil); its head says so. It returns the bytes it sent.
+func (n *Node) PutContext(ctx context.Context, b names.Binding, conversation, sessionID, workspace string, transcript []byte, size, unchanged int64) (int, error) {
 	h := ContextHead{Format: format.Written(), Host: n.s.Host, At: time.Now().UTC(), SessionID: sessionID,
-		Workspace: workspace, Size: int64(len(transcript))}
+		Workspace: workspace, Size: size}
 	sent := 0
-	if len(transcript) > ContextLimit {
-		h.NotReplicated = fmt.Sprintf("its transcript (%d MiB) is over the %d MiB limit", (len(transcript)+1<<20-1)>>20, ContextLimit>>20)
+	if size > ContextLimit || int64(len(transcript)) != size {
+		h.NotReplicated = fmt.Sprintf("its transcript (%d MiB) is over the %d MiB limit", (size+1<<20-1)>>20, ContextLimit>>20)
 	} else {
 		sum := sha256.Sum256(transcript)
 		h.SHA256 = hex.EncodeToString(sum[:])

@@ -366,12 +366,12 @@ func checkContext(ctx context.Context, t *testing.T, a, b *Node) {
 	t.Helper()
 	conv := names.Conversation("C1", "x")
 	tr := bytes.Repeat([]byte(`{"type":"user","message":"hello"}`+"\n"), ContextPart/16)
-	sent, err := a.PutContext(ctx, permSlack, conv, "sid-1", "/ws", tr, 0)
+	sent, err := a.PutContext(ctx, permSlack, conv, "sid-1", "/ws", tr, int64(len(tr)), 0)
 	if err != nil {
 		t.Fatalf("a replicating a context of its binding: %v", err)
 	}
 	grown := append(slices.Clone(tr), []byte(`{"type":"assistant"}`+"\n")...)
-	more, err := a.PutContext(ctx, permSlack, conv, "sid-1", "/ws", grown, int64(len(tr)))
+	more, err := a.PutContext(ctx, permSlack, conv, "sid-1", "/ws", grown, int64(len(grown)), int64(len(tr)))
 	if err != nil {
 		t.Fatalf("a replicating the context's growth: %v", err)
 	}

@@ -92,7 +92,7 @@ func TestClusterFailoverAnswersOnce(t *testing.T) {
 			line = ln
 		}
 	}
-	for _, want := range []string{"chat/*", "C1 thread " + root, "served by a", "last answered on a", "context replicated: no"} {
+	for _, want := range []string{"chat/*", "C1 thread " + root, "served by a", "last answered on a", "context replicated: yes"} {
 		if !strings.Contains(line, want) {
 			t.Errorf("cluster status shows the thread as %q, without %q:\n%s", line, want, stdout)
 		}

@@ -114,6 +114,9 @@ func (e *Set) session(b binding.Binding, m platform.Message, a platform.Adapter)
 		stopShell: func(to platform.Target) bool { return s.shell.stopFor(s.chat, to) }, binding: s.liveBinding, awaitText: s.awaitText,
 		act: s.act, tail: &tail{e: e}, ho: handover{jr: s.jr, log: log}, purse: &purse{spending: e.spend, key: key, log: log,
 			binding: func() (binding.Binding, bool) { return e.resolve(to.Platform, to.Channel) }}}
+	if s.jr.cl != nil && e.cluster.Contexts != nil {
+		s.tr.rep = &replica{contexts: e.cluster.Contexts, b: b.Key(), to: to, log: log}
+	}
 	s.tr.team = &team{host: e.host, cfg: e.cfg, chat: s.chat, rb: s.rb, binding: s.liveBinding, ws: func() string { return s.tr.ws },
 		agentUser: e.opts.Agent.User, bg: e.bg, metrics: e.metrics, log: log}
 	s.tr.att = &attacher{cfg: e.cfg, chat: s.chat, rb: s.rb, binding: s.liveBinding, ws: func() string { return s.tr.ws },
