@@ -72,8 +72,10 @@ shutdown_grace = "5s"
 		t.Fatal(err)
 	}
 	<-a.p.exited
+	killed := time.Now()
 	f.WaitAck(t, f.Deliver(t, fakeslack.MsgEvent("C1", "1700000030.000100", "U1", "second reply", map[string]any{"thread_ts": root})))
 	waitEchoes(t, f, root, []string{"the root", "first reply", "second reply"})
+	t.Logf("from the kill to the standby's reply in the same session: %s (lease_ttl 3s)", time.Since(killed).Round(time.Millisecond))
 
 	took := fakeclaude.ReadRecord(t, b.record)
 	if len(took) != 1 || took[0].SessionID != sid || took[0].Text != "second reply" {
