@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,8 +12,10 @@ import (
 	"time"
 
 	"github.com/cc-connect/cc-connect/cluster/clustertest"
+	"github.com/cc-connect/cc-connect/internal/fakeapi"
 	"github.com/cc-connect/cc-connect/internal/fakeclaude"
 	"github.com/cc-connect/cc-connect/internal/fakeslack"
+	"github.com/cc-connect/cc-connect/internal/testenv"
 )
 
 // TestClusterFailoverKeepsContext: two turns in a thread on the owner,
@@ -102,4 +105,91 @@ shutdown_grace = "5s"
 	if !strings.Contains(string(out), "context replicated: yes") {
 		t.Errorf("cluster status does not show the thread's context replicated:\n%s", out)
 	}
+}
+
+// TestRealCLIClusterFailoverKeepsContext: the real CLI behind a failover
+// on a 3-node JetStream. Two turns on the owner; the owner killed; the
+// standby's turn reaches the Messages API with the earlier turns, Claude's
+// answers included: the real claude resumed the owner's session from the
+// replicated transcript.
+func TestRealCLIClusterFailoverKeepsContext(t *testing.T) {
+	t.Parallel()
+	claude := testenv.ClaudeBinary(t)
+	api := fakeapi.Start(t)
+	nc := clustertest.StartCluster(t, 3)
+	f := fakeslack.New(t)
+	f.SetSpread(35)
+	f.SetRedeliverAfter(3 * time.Second)
+	f.SetRetries(5)
+	f.SetWaitLimit(time.Minute)
+	ws := filepath.Join(t.TempDir(), "ws")
+	if err := os.Mkdir(ws, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	bindingTOML := strings.Replace(clusterBindingTOML, `workspace = "ws"`, fmt.Sprintf("workspace = %q", ws), 1)
+	member := func(name string) *clusterMember {
+		dir := t.TempDir()
+		home := filepath.Join(dir, "home")
+		if err := os.Mkdir(home, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		agent := fmt.Sprintf(`[agent]
+command = %q
+idle_timeout = "5m"
+[agent.env]
+HOME = %q
+CLAUDE_CONFIG_DIR = %q
+ANTHROPIC_BASE_URL = "${CC_CONNECT_TEST_API_URL}"
+ANTHROPIC_API_KEY = "sk-cc-connect-test-key"
+DISABLE_TELEMETRY = "1"
+CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC = "1"
+DISABLE_AUTOUPDATER = "1"
+`, claude, home, filepath.Join(home, ".claude"))
+		m := newClusterMemberWith(t, dir, name, nc.URLs(), f, agent, replicas3, bindingTOML)
+		m.env = append(m.env, "CC_CONNECT_TEST_API_URL="+api.URL())
+		return m
+	}
+	a, b, c := member("a"), member("b"), member("c")
+	a.start(t)
+	a.p.waitErr(t, "Serving the binding")
+	b.start(t)
+	c.start(t)
+	f.WaitConn(t, 3)
+
+	x, y := f.DeliverMention(t, fakeslack.MsgEvent("C1", root, "U1", "<@UBOT> the root", nil))
+	f.WaitAck(t, x)
+	f.WaitAck(t, y)
+	waitEchoes(t, f, root, []string{"the root"})
+	f.WaitAck(t, f.Deliver(t, fakeslack.MsgEvent("C1", "1700000020.000100", "U1", "first reply", map[string]any{"thread_ts": root})))
+	waitEchoes(t, f, root, []string{"the root", "first reply"})
+	f.Wait(t, "the owner replicated both turns", func() bool {
+		return strings.Count(a.p.stderr.String(), "Replicated the conversation's context") >= 2
+	})
+	if err := a.p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-a.p.exited
+	f.WaitAck(t, f.Deliver(t, fakeslack.MsgEvent("C1", "1700000030.000100", "U1", "second reply", map[string]any{"thread_ts": root})))
+	waitEchoes(t, f, root, []string{"the root", "first reply", "second reply"})
+
+	var req struct {
+		Messages []struct {
+			Role string `json:"role"`
+		} `json:"messages"`
+	}
+	last := lastRequest(t, api)
+	if err := json.Unmarshal(last.Body, &req); err != nil {
+		t.Fatal(err)
+	}
+	answers := 0
+	for _, m := range req.Messages {
+		if m.Role == "assistant" {
+			answers++
+		}
+	}
+	body := string(last.Body)
+	if answers < 2 || !strings.Contains(body, "the root") || !strings.Contains(body, "first reply") || !strings.Contains(body, "second reply") {
+		t.Errorf("the standby's request holds %d of Claude's answers (want the 2 earlier ones) and the earlier turns: %.2000s", answers, body)
+	}
+	b.p.waitErr(t, "Took over the conversation with its replicated context")
 }
