@@ -1,8 +1,9 @@
 // Package clusterlink joins the engine to the cluster: the cluster's
-// deliveries and fences as the contracts the engine holds them to
-// (engine.Delivery, engine.Fence, engine.ClusterEvent), and the engine's
-// ingress as the handler the cluster serves each binding's events to. It
-// holds no logic of either: the engine decides what an event means, the
+// deliveries, fences, record of answered messages and store of the
+// conversations' context as the contracts the engine holds them to
+// (engine.Delivery, engine.Fence, engine.Answers, engine.Contexts,
+// engine.ClusterEvent), and the engine's ingress as the handler the
+// cluster serves each binding's events to. It holds no logic of either: the engine decides what an event means, the
 // cluster how it travels; neither imports the other.
 package clusterlink
 
