@@ -385,14 +385,35 @@ func checkContext(ctx context.Context, t *testing.T, a, b *Node) {
 	if _, _, err := b.GetContext(ctx, permSlack, names.Conversation("C1", "none")); !errors.Is(err, ErrNoContext) {
 		t.Errorf("a conversation without context: %v; want ErrNoContext", err)
 	}
+	// A transcript over the limit: not stored, and status says why.
+	big := names.Conversation("C1", "big")
+	if _, err := a.PutContext(ctx, permSlack, big, "sid-2", "/ws", nil, ContextLimit+1, 0); err != nil {
+		t.Fatalf("a recording an unreplicated context: %v", err)
+	}
+	if h, got, err := b.GetContext(ctx, permSlack, big); err != nil || got != nil || !strings.Contains(h.NotReplicated, "over the 16 MiB limit") {
+		t.Errorf("b reads the context over the limit: %+v, %d bytes, %v", h, len(got), err)
+	}
 	r, err := a.Status(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
+	seen := 0
 	for _, c := range r.Conversations {
-		if c.Thread == "x" && (!c.Replicated || c.Context != "yes") {
-			t.Errorf("status of the replicated conversation: %+v", c)
+		switch c.Thread {
+		case "x":
+			seen++
+			if !c.Replicated || c.Context != "yes" {
+				t.Errorf("status of the replicated conversation: %+v", c)
+			}
+		case "big":
+			seen++
+			if c.Replicated || c.Context != "no (its transcript (17 MiB) is over the 16 MiB limit)" {
+				t.Errorf("status of the conversation over the limit: %+v", c)
+			}
 		}
+	}
+	if seen != 2 {
+		t.Errorf("status shows %d of the 2 conversations: %+v", seen, r.Conversations)
 	}
 }
 
