@@ -166,3 +166,18 @@ func FindTranscript(configDir, sessionID string, cwds ...string) (path string, s
 func validSessionID(id string) bool {
 	return id != "" && id != "." && id != ".." && !strings.ContainsAny(id, `/\`+"\x00")
 }
+
+// PlaceTranscript writes data as the transcript of sessionID started in
+// cwd, where the CLI's --resume finds it: a session taken over from
+// another host. It refuses an id that is not a session id, and a file the
+// CLI already keeps for that id (its own history wins).
+func PlaceTranscript(configDir, cwd, sessionID string, data []byte) error {
+	if !ValidSessionID(sessionID) {
+		return fmt.Errorf("placing a transcript: invalid session id %q", sessionID)
+	}
+	path := TranscriptPath(configDir, cwd, sessionID)
+	if _, err := os.Lstat(path); err == nil {
+		return fmt.Errorf("placing the transcript of session %s: %s exists", sessionID, path)
+	}
+	return workspace.WriteFileAtomic(path, data)
+}

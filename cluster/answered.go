@@ -61,11 +61,13 @@ func (n *Node) Answer(ctx context.Context, b names.Binding, conversation, id str
 }
 
 // Served is a conversation's record: the host that last answered in it,
-// and when (its clock). The conversation's context (Claude's session and
-// transcript) is on that host's disk alone: it is not replicated.
+// and when (its clock), and whether its context (Claude's session and
+// transcript) is replicated (context.go): "yes", "no (why)", or "" when
+// the host did not say (a host of a version that did not replicate).
 type Served struct {
-	Host string    `json:"host"`
-	At   time.Time `json:"at"`
+	Host    string    `json:"host"`
+	At      time.Time `json:"at"`
+	Context string    `json:"context,omitempty"`
 }
 
 // Answered is the host that recorded message id of binding b as answered

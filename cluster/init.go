@@ -68,6 +68,6 @@ func setupAs(ctx context.Context, s Settings, urls string, log *slog.Logger, opt
 	if err != nil {
 		return err
 	}
-	_, err = setup(ctx, js, s, log, &ref)
+	_, _, err = setup(ctx, js, s, log, &ref)
 	return err
 }

@@ -45,6 +45,7 @@ type Node struct {
 	closed <-chan struct{} // the connection's last callback ran
 	js     jetstream.JetStream
 	kv     jetstream.KeyValue
+	ctxKV  jetstream.KeyValue // the conversations' context (context.go)
 	leases *kvlease.Manager
 	pub    *ingress.Publisher
 	// refused are the subjects the server refused this host's user.
@@ -91,7 +92,7 @@ func Start(ctx context.Context, s Settings, o Options) (*Node, error) {
 	if n.js, err = jetstream.New(nc); err != nil {
 		return nil, fmt.Errorf("opening JetStream: %w", err)
 	}
-	if n.kv, err = setup(ctx, n.js, s, log, &n.refused); err != nil {
+	if n.kv, n.ctxKV, err = setup(ctx, n.js, s, log, &n.refused); err != nil {
 		return nil, err
 	}
 	if err := n.checkFormats(ctx); err != nil {

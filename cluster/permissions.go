@@ -74,6 +74,7 @@ func (s Settings) Permissions(host string) Permissions {
 		"$JS.API.STREAM.INFO." + stream,
 		"$JS.API.CONSUMER.INFO." + stream + ".*", // status: each binding's waiting and in-hand events
 		"$JS.API.STREAM.INFO." + kv,
+		"$JS.API.STREAM.INFO." + n.ContextStream(),
 		"$JS.API.DIRECT.GET." + kv + ".>", // reading a key
 		// Watching and listing keys: an ordered consumer of a name the
 		// client picks, filtered by key, deleted when done.
@@ -100,7 +101,11 @@ func (s Settings) Permissions(host string) Permissions {
 			"$JS.ACK."+stream+"."+c+".>",
 			n.KVKey(names.BindingLease(b.Binding)),
 			n.KVKey(names.AnsweredPrefix+b.Binding.Token()+".*"),
-			n.KVKey(names.ServedPrefix+b.Binding.Token()+".*"))
+			n.KVKey(names.ServedPrefix+b.Binding.Token()+".*"),
+			// Its conversations' context (context.go): written by the
+			// holder, read by the host that takes the binding over.
+			n.ContextKVKey(names.ContextOf(b.Binding)),
+			"$JS.API.DIRECT.GET."+n.ContextStream()+"."+n.ContextKVKey(names.ContextOf(b.Binding)))
 	}
 	if served {
 		// Whether a parked event is still in the stream (Node.InStream).
@@ -128,7 +133,7 @@ const AdminInbox = "_INBOX_cc-connect-admin"
 func (s Settings) SetupPermissions() Permissions {
 	n := s.Names
 	pub := []string{"$JS.API.INFO"}
-	for _, st := range []string{n.Stream(), n.KVStream()} {
+	for _, st := range []string{n.Stream(), n.KVStream(), n.ContextStream()} {
 		pub = append(pub, "$JS.API.STREAM.INFO."+st, "$JS.API.STREAM.CREATE."+st, "$JS.API.STREAM.UPDATE."+st)
 	}
 	return Permissions{Publish: pub, Subscribe: []string{AdminInbox + ".>"}}

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -237,6 +238,10 @@ func (pc *permCluster) run(a, b, c *Node) {
 			t.Errorf("%s reads a message nobody answered as answered: %v, %v", n.s.Host, done, err)
 		}
 	}
+	// The conversation's context: written by the holder, read by its
+	// standby (c, which neither holds nor stands by, is refused both:
+	// refusals).
+	checkContext(ctx, t, a, b)
 	for _, n := range []*Node{a, c} {
 		r, err := n.Status(ctx)
 		if err != nil || len(r.Bindings) != 2 || r.Bindings[0].Holder != "a" {
@@ -292,6 +297,11 @@ func (pc *permCluster) refusals() {
 		{"another binding's lease", "b", n.KVKey(names.BindingLease(permTG)), ""},
 		{"a record that a message of another binding was answered", "c", n.KVKey(names.Answered(permSlack, "s-5")), ""},
 		{"the record of where a conversation of another binding is served", "c", n.KVKey(names.Served(permSlack, conv)), ""},
+		{"the context of a conversation of another binding", "c", n.ContextKVKey(names.ContextHead(permSlack, conv)), ""},
+		{"reading the context of a binding it does not serve", "c",
+			"$JS.API.DIRECT.GET." + n.ContextStream() + "." + n.ContextKVKey(names.ContextHead(permSlack, conv)), ""},
+		{"listing the context bucket", "b", "$JS.API.CONSUMER.CREATE." + n.ContextStream() + ".x", ""},
+		{"deleting the context bucket", "b", "$JS.API.STREAM.DELETE." + n.ContextStream(), ""},
 		{"the poller's lease, on a host that does not receive", "c", n.KVKey(names.PollerLease("telegram")), ""},
 		{"the poller's offset, on a host that does not receive", "c", n.KVKey(names.Offset("telegram")), ""},
 		{"another host's heartbeat", "a", n.KVKey(names.Member("b")), ""},
@@ -345,6 +355,65 @@ func (pc *permCluster) refusals() {
 	r, err := ReadStatus(ctx, pc.settings("c"), nil)
 	if err != nil || len(r.Bindings) != 2 {
 		t.Fatalf("status after the refusals: %+v, %v", r, err)
+	}
+}
+
+// checkContext: the holder a replicates a transcript of more than one
+// part, then its growth (only the parts from the first that changed);
+// the standby b reads back each version whole, and status says it is
+// replicated.
+func checkContext(ctx context.Context, t *testing.T, a, b *Node) {
+	t.Helper()
+	conv := names.Conversation("C1", "x")
+	tr := bytes.Repeat([]byte(`{"type":"user","message":"hello"}`+"\n"), ContextPart/16)
+	sent, err := a.PutContext(ctx, permSlack, conv, "sid-1", "/ws", tr, int64(len(tr)), 0)
+	if err != nil {
+		t.Fatalf("a replicating a context of its binding: %v", err)
+	}
+	grown := append(slices.Clone(tr), []byte(`{"type":"assistant"}`+"\n")...)
+	more, err := a.PutContext(ctx, permSlack, conv, "sid-1", "/ws", grown, int64(len(grown)), int64(len(tr)))
+	if err != nil {
+		t.Fatalf("a replicating the context's growth: %v", err)
+	}
+	if more >= sent {
+		t.Errorf("the growth sent %d bytes, the whole %d: want only the changed part", more, sent)
+	}
+	h, got, err := b.GetContext(ctx, permSlack, conv)
+	if err != nil || h.SessionID != "sid-1" || h.Workspace != "/ws" || !bytes.Equal(got, grown) {
+		t.Fatalf("b reads the context: %+v, %d bytes (want %d), %v", h, len(got), len(grown), err)
+	}
+	if _, _, err := b.GetContext(ctx, permSlack, names.Conversation("C1", "none")); !errors.Is(err, ErrNoContext) {
+		t.Errorf("a conversation without context: %v; want ErrNoContext", err)
+	}
+	// A transcript over the limit: not stored, and status says why.
+	big := names.Conversation("C1", "big")
+	if _, err := a.PutContext(ctx, permSlack, big, "sid-2", "/ws", nil, ContextLimit+1, 0); err != nil {
+		t.Fatalf("a recording an unreplicated context: %v", err)
+	}
+	if h, got, err := b.GetContext(ctx, permSlack, big); err != nil || got != nil || !strings.Contains(h.NotReplicated, "over the 16 MiB limit") {
+		t.Errorf("b reads the context over the limit: %+v, %d bytes, %v", h, len(got), err)
+	}
+	r, err := a.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for _, c := range r.Conversations {
+		switch c.Thread {
+		case "x":
+			seen++
+			if !c.Replicated || c.Context != "yes" {
+				t.Errorf("status of the replicated conversation: %+v", c)
+			}
+		case "big":
+			seen++
+			if c.Replicated || c.Context != "no (its transcript (17 MiB) is over the 16 MiB limit)" {
+				t.Errorf("status of the conversation over the limit: %+v", c)
+			}
+		}
+	}
+	if seen != 2 {
+		t.Errorf("status shows %d of the 2 conversations: %+v", seen, r.Conversations)
 	}
 }
 

@@ -114,8 +114,7 @@ func call(ctx context.Context, ref *refusals, f func(context.Context) error) err
 // with ErrSetupRefused. A NATS cluster that is still electing its
 // JetStream leader answers with passing errors for a while: they are
 // retried until ctx ends.
-func setup(ctx context.Context, js jetstream.JetStream, s Settings, log *slog.Logger, ref *refusals) (jetstream.KeyValue, error) {
-	var kv jetstream.KeyValue
+func setup(ctx context.Context, js jetstream.JetStream, s Settings, log *slog.Logger, ref *refusals) (kv, ctxKV jetstream.KeyValue, _ error) {
 	wait := 100 * time.Millisecond
 	for {
 		err := ensureStream(ctx, js, ingress.StreamConfig(s.Names, s.Replicas), log, ref)
@@ -123,16 +122,19 @@ func setup(ctx context.Context, js jetstream.JetStream, s Settings, log *slog.Lo
 			kv, err = ensureBucket(ctx, js, kvlease.BucketConfig(s.Names.Bucket(), s.Replicas), log, ref)
 		}
 		if err == nil {
-			return kv, nil
+			ctxKV, err = ensureBucket(ctx, js, ContextBucketConfig(s.Names, s.Replicas), log, ref)
+		}
+		if err == nil {
+			return kv, ctxKV, nil
 		}
 		var refused *errRefused
 		if errors.Is(err, ErrSetupRefused) || errors.As(err, &refused) || !passing(err) {
-			return nil, fmt.Errorf("creating the cluster's stream and bucket: %w", err)
+			return nil, nil, fmt.Errorf("creating the cluster's stream and buckets: %w", err)
 		}
 		log.Info("JetStream not ready yet; retrying", "error", err)
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("creating the cluster's stream and bucket: %w (last: %w)", ctx.Err(), err)
+			return nil, nil, fmt.Errorf("creating the cluster's stream and buckets: %w (last: %w)", ctx.Err(), err)
 		case <-time.After(wait):
 		}
 		wait = min(2*wait, 2*time.Second)

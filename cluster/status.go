@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -36,8 +37,9 @@ type Report struct {
 
 // ConversationStatus is where one conversation is served: the holder of
 // its binding's lease runs its next message; its context (Claude's session
-// and transcript) is on the host that last answered in it, and nowhere
-// else: Replicated is false until the cluster replicates it.
+// and transcript) is on the host that last answered in it and, when
+// Replicated, in the context bucket too (context.go); Context says why not
+// otherwise.
 type ConversationStatus struct {
 	Binding      string    `json:"binding"`
 	Channel      string    `json:"channel"`
@@ -46,6 +48,7 @@ type ConversationStatus struct {
 	LastAnswered string    `json:"last_answered_on"`
 	At           time.Time `json:"last_answer_at"` // that host's clock
 	Replicated   bool      `json:"context_replicated"`
+	Context      string    `json:"context,omitempty"` // "yes", "no (why)"
 }
 
 // maxConversations bounds the conversations a report lists.
@@ -250,7 +253,7 @@ func conversations(ctx context.Context, kv jetstream.KeyValue, s Settings, bs []
 			continue // not one this build writes
 		}
 		out = append(out, ConversationStatus{Binding: b.String(), Channel: ch, Thread: th, ServedBy: holder[b.String()],
-			LastAnswered: rec.Host, At: rec.At})
+			LastAnswered: rec.Host, At: rec.At, Replicated: rec.Context == "yes", Context: cmp.Or(rec.Context, "no (not replicated yet)")})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].At.After(out[j].At) })
 	if len(out) > maxConversations {
@@ -322,7 +325,7 @@ func (r Report) Text() string {
 				where += " thread " + c.Thread
 			}
 			fmt.Fprintf(w, "  %s\t%s\tserved by %s\tlast answered on %s %s\tcontext replicated: %s\n", c.Binding, where,
-				orDash(c.ServedBy), c.LastAnswered, ago(r.At.Sub(c.At)), map[bool]string{true: "yes", false: "no"}[c.Replicated])
+				orDash(c.ServedBy), c.LastAnswered, ago(r.At.Sub(c.At)), cmp.Or(c.Context, "no"))
 		}
 		w.Flush()
 	}

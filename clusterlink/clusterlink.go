@@ -1,8 +1,9 @@
 // Package clusterlink joins the engine to the cluster: the cluster's
-// deliveries and fences as the contracts the engine holds them to
-// (engine.Delivery, engine.Fence, engine.ClusterEvent), and the engine's
-// ingress as the handler the cluster serves each binding's events to. It
-// holds no logic of either: the engine decides what an event means, the
+// deliveries, fences, record of answered messages and store of the
+// conversations' context as the contracts the engine holds them to
+// (engine.Delivery, engine.Fence, engine.Answers, engine.Contexts,
+// engine.ClusterEvent), and the engine's ingress as the handler the
+// cluster serves each binding's events to. It holds no logic of either: the engine decides what an event means, the
 // cluster how it travels; neither imports the other.
 package clusterlink
 
@@ -36,7 +37,30 @@ var (
 	_ engine.Delivery       = delivery{}
 	_ engine.Fence          = (*kvlease.Fence)(nil)
 	_ engine.Answers        = Answers{}
+	_ engine.Contexts       = Contexts{}
 )
+
+// Contexts is the cluster's store of the conversations' context, as the
+// engine reads and writes it.
+type Contexts struct{ Node *cluster.Node }
+
+// PutContext stores the context of the conversation at to in binding b.
+func (x Contexts) PutContext(ctx context.Context, b binding.Key, to platform.Target, c engine.Context, unchanged int64) (int, error) {
+	return x.Node.PutContext(ctx, names.Binding{Platform: b.Platform, Channel: b.Channel}, names.Conversation(to.Channel, to.Thread),
+		c.SessionID, c.Workspace, c.Transcript, c.Size, unchanged)
+}
+
+// GetContext reads the context of the conversation at to in binding b.
+func (x Contexts) GetContext(ctx context.Context, b binding.Key, to platform.Target) (engine.Context, error) {
+	h, tr, err := x.Node.GetContext(ctx, names.Binding{Platform: b.Platform, Channel: b.Channel}, names.Conversation(to.Channel, to.Thread))
+	if errors.Is(err, cluster.ErrNoContext) {
+		return engine.Context{}, engine.ErrNoContext
+	}
+	return engine.Context{SessionID: h.SessionID, Workspace: h.Workspace, Transcript: tr, Size: h.Size, NotReplicated: h.NotReplicated}, err
+}
+
+// Limit is the largest transcript the cluster stores.
+func (Contexts) Limit() int64 { return cluster.ContextLimit }
 
 // Answers is the cluster's record of the messages its hosts answered, as
 // the engine reads and writes it.

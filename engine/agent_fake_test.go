@@ -618,3 +618,8 @@ func (ft *fakeTranscripts) ReplyAfter(path, u string) (string, error) {
 	}
 	return reply, nil
 }
+
+// Place is not used by the fake agent's tests: they run on one host.
+func (ft *fakeTranscripts) Place(cwd, sessionID string, data []byte) error {
+	return fmt.Errorf("fake transcripts: placing the transcript of %s is not supported", sessionID)
+}

@@ -73,6 +73,9 @@ type ClusterOptions struct {
 	// answered: what a recovery that reads a thread back must not run
 	// again (conv.Answers).
 	Answers Answers
+	// Contexts, when set, keeps each conversation's Claude session and
+	// transcript for the host that takes it over (conv.Contexts).
+	Contexts Contexts
 }
 
 // Fence and Delivery are the contracts the engine holds the cluster to
@@ -81,7 +84,12 @@ type (
 	Fence    = conv.Fence
 	Delivery = conv.Delivery
 	Answers  = conv.Answers
+	Contexts = conv.Contexts
+	Context  = conv.Context
 )
+
+// ErrNoContext: no context of the conversation is replicated.
+var ErrNoContext = conv.ErrNoContext
 
 // ClusterEvent is what the cluster's stream delivered for the binding of
 // Binding (as the config writes it): a message, a button press or a run,
@@ -116,7 +124,7 @@ var ErrUnknownEvent = errors.New("the event holds no message, button press or ru
 func (e *Engine) JoinCluster(o ClusterOptions) *ClusterIngress {
 	e.cluster = &o
 	st := e.convs.JoinCluster(conv.Cluster{Clustered: o.Clustered, InStream: o.InStream, Fence: e.tenures.fence,
-		Answers: o.Answers, Host: o.Host})
+		Answers: o.Answers, Host: o.Host, Contexts: o.Contexts})
 	return &ClusterIngress{e: e, st: st}
 }
 
@@ -187,6 +195,12 @@ func (c *ClusterIngress) Accept(ctx context.Context, ev ClusterEvent, d Delivery
 	}
 	key := conv.Key(m.Target)
 	known := c.e.convs.Has(key)
+	restored, why := false, ""
+	if !known {
+		if b, ok := c.e.routes.resolve(m.Target.Platform, m.Target.Channel); ok {
+			restored, why = c.st.Restore(ctx, b, m.Target)
+		}
+	}
 	res, err := c.e.handleMessage(ctx, m, d)
 	if err != nil {
 		return 0, err
@@ -198,8 +212,8 @@ func (c *ClusterIngress) Accept(ctx context.Context, ev ClusterEvent, d Delivery
 		if !c.st.Holds(key, m.ID) {
 			return Settled, nil // a command that acted at once, or done already
 		}
-		if !known && c.moved(m, ev.Binding, d) {
-			c.st.Notice(key, movedText(c.e.cluster.Host, d))
+		if !known && (restored || c.moved(m, ev.Binding, d)) {
+			c.st.Notice(key, movedText(c.e.cluster.Host, d, restored, why))
 		}
 		return Journaled, nil
 	}
@@ -240,10 +254,22 @@ func (c *ClusterIngress) moved(m platform.Message, b binding.Key, d Delivery) bo
 	return continues && o.Standby != nil && o.Standby(b.Platform, b.Channel)
 }
 
-func movedText(host string, d Delivery) string {
+// movedText is the notice of a conversation that moved to this host:
+// restored with its replicated context (conv.Stream.Restore), or in a new
+// session, with the reason when a replicated context could not be used
+// (fresh).
+func movedText(host string, d Delivery, restored bool, fresh string) string {
 	why := "the host that served it stopped answering"
 	if d.Deliveries() <= 1 {
 		why = "the host that served it is not serving this channel now"
+	}
+	if restored {
+		return fmt.Sprintf("This conversation moved to host %s (%s). It continues in the same Claude session, "+
+			"with the conversation's history.", cmp.Or(host, "?"), why)
+	}
+	if fresh != "" {
+		return fmt.Sprintf("This conversation moved to host %s (%s). It continues in a new Claude session, because %s: "+
+			"what was said before is not in its context.", cmp.Or(host, "?"), why, fresh)
 	}
 	return fmt.Sprintf("This conversation moved to host %s (%s). It continues in a new Claude session: "+
 		"what was said before is not in its context.", cmp.Or(host, "?"), why)

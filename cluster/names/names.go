@@ -254,3 +254,30 @@ func Served(b Binding, conversation string) string {
 
 // ServedPrefix matches every conversation's record.
 const ServedPrefix = "served."
+
+// ContextBucket is the key-value bucket of the conversations' replicated
+// context (Claude's session id and transcript), apart from Bucket so that
+// a host may read only the context of the bindings it serves.
+func (n Names) ContextBucket() string { return n.Prefix + "-context" }
+
+// ContextStream is the stream that holds the context bucket.
+func (n Names) ContextStream() string { return "KV_" + n.ContextBucket() }
+
+// ContextKVKey is the subject a write of key in the context bucket is
+// published on.
+func (n Names) ContextKVKey(key string) string { return "$KV." + n.ContextBucket() + "." + key }
+
+// ContextHead is the key of a conversation's replicated context record
+// (its session id, its transcript's size and parts).
+func ContextHead(b Binding, conversation string) string {
+	return b.Token() + "." + conversation + ".head"
+}
+
+// ContextPart is the key of part i of a conversation's replicated
+// transcript.
+func ContextPart(b Binding, conversation string, i int) string {
+	return fmt.Sprintf("%s.%s.%d", b.Token(), conversation, i)
+}
+
+// ContextOf matches every context key of binding b.
+func ContextOf(b Binding) string { return b.Token() + ".>" }

@@ -52,6 +52,11 @@ func TestClusterFailoverAnswersOnce(t *testing.T) {
 	f.WaitAck(t, x)
 	f.WaitAck(t, y)
 	waitEchoes(t, f, root, []string{"the root"})
+	// The root's context replicated (after its reply): the standby finds
+	// it, in a's workspace, which is not b's.
+	f.Wait(t, "the owner replicated the root's turn", func() bool {
+		return strings.Contains(a.p.stderr.String(), "Replicated the conversation's context")
+	})
 
 	// The owner dies; the standby, with no conversation for the thread,
 	// reads its root back: a answered it.
@@ -92,15 +97,25 @@ func TestClusterFailoverAnswersOnce(t *testing.T) {
 			line = ln
 		}
 	}
-	for _, want := range []string{"chat/*", "C1 thread " + root, "served by a", "last answered on a", "context replicated: no"} {
+	for _, want := range []string{"chat/*", "C1 thread " + root, "served by a", "last answered on a", "context replicated: yes"} {
 		if !strings.Contains(line, want) {
 			t.Errorf("cluster status shows the thread as %q, without %q:\n%s", line, want, stdout)
 		}
 	}
+	// Each host's workspace is its own folder (the config's relative
+	// path): the replicated context cannot be used, and the thread is told
+	// why.
+	fresh := 0
 	for _, p := range f.Posts() {
 		if p.ThreadTS == root && p.BotID != "" && !strings.Contains(p.Text, "echo:") {
 			t.Logf("notice in the thread: %q", p.Text)
 		}
+		if p.ThreadTS == root && strings.Contains(p.Text, "It continues in a new Claude session, because it ran in the workspace ") {
+			fresh++
+		}
+	}
+	if fresh == 0 {
+		t.Error("the thread was not told why the standby, whose workspace is at another path, started a new session")
 	}
 }
 

@@ -73,6 +73,8 @@ func (tr *turnRunner) postReply(it workItem, out outcome) {
 	if out.live == nil || !out.live.finalReply(final, tr.replyOf(it, false)) {
 		tr.chat.sendReply(final, tr.replyOf(it, it.replying))
 	}
+	// After the post: the reply is not held up by the copy.
+	tr.rep.replicate(tr.e.bg, tr.e.host.Transcripts(), rec.SessionID, tr.ws)
 
 	if res.ContextTokens > 0 {
 		// tr.log carries session_key and workspace already; LogArgs adds

@@ -116,6 +116,9 @@ func (e *Set) session(b binding.Binding, m platform.Message, a platform.Adapter)
 			binding: func() (binding.Binding, bool) { return e.resolve(to.Platform, to.Channel) }}}
 	s.tr.limit = &limitGate{book: e.limits, send: func(text string) { s.chat.send(text) }, log: log,
 		login: func() string { return loginOf(e.cfg.agentConfig(s.liveBinding(), s.tr.dm)) }}
+	if s.jr.cl != nil && e.cluster.Contexts != nil {
+		s.tr.rep = &replica{contexts: e.cluster.Contexts, b: b.Key(), to: to, log: log}
+	}
 	s.tr.team = &team{host: e.host, cfg: e.cfg, chat: s.chat, rb: s.rb, binding: s.liveBinding, ws: func() string { return s.tr.ws },
 		agentUser: e.opts.Agent.User, bg: e.bg, metrics: e.metrics, log: log}
 	s.tr.att = &attacher{cfg: e.cfg, chat: s.chat, rb: s.rb, binding: s.liveBinding, ws: func() string { return s.tr.ws },

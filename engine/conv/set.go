@@ -119,6 +119,9 @@ type Cluster struct {
 	// name in it.
 	Answers Answers
 	Host    string
+	// Contexts keeps the conversations' context for the hosts that take
+	// them over (context.go); nil: not replicated.
+	Contexts Contexts
 
 	bg context.Context // the Set's, for the stream's reads
 }

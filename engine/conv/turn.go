@@ -79,6 +79,9 @@ type turnRunner struct {
 	// ho hands what a stopping cluster host cannot finish to the
 	// binding's next holder (handover.go).
 	ho handover
+	// rep replicates the conversation's context after each turn it
+	// answers, in a cluster that keeps it (context.go); nil otherwise.
+	rep *replica
 }
 
 // outcome is how one attempt at a turn ended.

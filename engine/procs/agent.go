@@ -64,6 +64,10 @@ type Transcripts interface {
 	End(path string) (agentproc.Interruption, error)
 	// ReplyAfter is the reply the transcript holds to the message u.
 	ReplyAfter(path, u string) (string, error)
+	// Place writes the transcript of session sessionID, started in cwd,
+	// where the CLI looks for it (a conversation taken over from another
+	// host, with the transcript that host replicated).
+	Place(cwd, sessionID string, data []byte) error
 }
 
 // waitTurn reads t's events to the end, passing each to on, and returns

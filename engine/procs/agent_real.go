@@ -72,6 +72,10 @@ func (DiskTranscripts) ReplyAfter(path, u string) (string, error) {
 	return text, err
 }
 
+func (d DiskTranscripts) Place(cwd, sessionID string, data []byte) error {
+	return agentproc.PlaceTranscript(d.configDir, cwd, sessionID, data)
+}
+
 // Controller is what !model and !mode need from a live process; the
 // real one has it. A process without it (a test fake) gets the
 // setting at its next spawn only.
