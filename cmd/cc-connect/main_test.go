@@ -296,6 +296,9 @@ max_turn_time = "2h"
 			if name == "Activity" { // set by run from the audit trail and the console it opened
 				continue
 			}
+			if name == "ConsoleLinks" { // set by run when [console] is on
+				continue
+			}
 			if name == "Host" || name == "Standby" { // a binding's cluster hosts, set only under [cluster]
 				continue
 			}

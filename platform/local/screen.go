@@ -166,10 +166,17 @@ func (a *Adapter) React(_ context.Context, _ platform.Target, name string) error
 	return nil
 }
 
-// Unreact notes the end of a turn: its "eyes" are taken off.
+// Unreact notes the end of a turn: its "eyes" are taken off. On a
+// terminal the line under the cursor is cleared even when no status line
+// shows (the reply's printing may have cleared it already), so that the
+// end of a turn always leaves the same mark: what a person, or a test
+// reading the screen, can tell the turn's end by.
 func (a *Adapter) Unreact(_ context.Context, _ platform.Target, name string) error {
 	if name == reactWorking {
-		a.update(func() { a.scr.working, a.scr.stopping = false, false })
+		a.update(func() {
+			a.scr.working, a.scr.stopping = false, false
+			a.scr.shown = a.scr.shown || a.cfg.Terminal
+		})
 	}
 	return nil
 }
