@@ -31,7 +31,8 @@ type ptyRun struct {
 	screen strings.Builder // everything shown so far
 	more   chan struct{}   // poked when the screen grows (capacity 1)
 	exited chan struct{}
-	err    error // Wait's result, once exited is closed
+	err    error  // Wait's result, once exited is closed
+	log    string // the log file cc-connect writes on a terminal
 }
 
 // startPTY runs `cc-connect run --config path` on a new pseudo-terminal
@@ -44,7 +45,8 @@ func startPTY(t *testing.T, path string, env ...string) *ptyRun {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &ptyRun{cmd: cmd, tty: tty, more: make(chan struct{}, 1), exited: make(chan struct{})}
+	r := &ptyRun{cmd: cmd, tty: tty, more: make(chan struct{}, 1), exited: make(chan struct{}),
+		log: filepath.Join(filepath.Dir(path), "state", logFileName)}
 	read := make(chan struct{})
 	go func() {
 		defer close(read)
@@ -86,6 +88,24 @@ func startPTY(t *testing.T, path string, env ...string) *ptyRun {
 		}
 	})
 	return r
+}
+
+// waitTurnProcess waits until the turn's Claude process has started (the
+// log says so once exec returned). A Ctrl-C typed earlier can reach the
+// child too: between its fork and its setpgid it is still in the
+// terminal's foreground process group, and the terminal's SIGINT goes to
+// the whole group. A person cannot type that fast; a test can.
+func (r *ptyRun) waitTurnProcess(t *testing.T) {
+	t.Helper()
+	waitFile(t, "the turn's process started", func() bool {
+		b, _ := os.ReadFile(r.log)
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.Contains(l, `msg="Agent process started"`) && strings.Contains(l, "session_key=") {
+				return true
+			}
+		}
+		return false
+	})
 }
 
 func (r *ptyRun) shown() string {
@@ -257,6 +277,7 @@ func TestTerminalCtrlCStopsTheTurn(t *testing.T) {
 	from := len(r.shown())
 	r.type_(t, "[[HANG]] wait\r")
 	r.waitFor(t, from, "Ctrl-C stops it")
+	r.waitTurnProcess(t)
 	r.type_(t, "\x03")
 	r.waitFor(t, from, "Stopped")
 	from = len(r.shown())
@@ -286,6 +307,7 @@ func TestTerminalSecondCtrlCExits(t *testing.T) {
 	r.waitFor(t, 0, "type a message and press Enter")
 	r.type_(t, "[[DEAF]] wait\r")
 	r.waitFor(t, 0, "Ctrl-C stops it")
+	r.waitTurnProcess(t)
 	r.type_(t, "\x03")
 	r.waitFor(t, 0, "Ctrl-C again exits at once")
 	r.type_(t, "\x03")
