@@ -94,8 +94,15 @@ func TestRelayAgentHelper(t *testing.T) {
 	}
 	in := bufio.NewReader(os.Stdin)
 	for {
-		if _, err := in.ReadSlice('\n'); err != nil {
+		line, err := in.ReadSlice('\n')
+		if err != nil {
 			return // stdin closed: the engine is closing the process
+		}
+		if !bytes.Contains(line, []byte(`"type":"user"`)) {
+			// A control request (the engine's set-up, a mode): a turn
+			// written for it would be one the CLI ran by itself, which
+			// the engine posts as such.
+			continue
 		}
 		if _, err := os.Stdout.Write(turn); err != nil {
 			t.Fatal(err)
