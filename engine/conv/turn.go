@@ -82,6 +82,9 @@ type turnRunner struct {
 	// rep replicates the conversation's context after each turn it
 	// answers, in a cluster that keeps it (context.go); nil otherwise.
 	rep *replica
+	// ck is what the turns changed: the summary, !diff, !revert
+	// (checkpoint.go).
+	ck *checkpoints
 }
 
 // outcome is how one attempt at a turn ended.
@@ -101,6 +104,8 @@ type outcome struct {
 	// steered are the messages written into the turn (steer.go),
 	// acknowledged with it.
 	steered []workItem
+	// uuid is the user message the CLI got (what a rewind goes back to).
+	uuid string
 }
 
 // turn is the state of the running turn.
@@ -530,7 +535,7 @@ func (tr *turnRunner) newSessionStart() agentproc.StartOptions {
 // crash the transcript tells whether the CLI had the message. A
 // continuation (recovery resuming a cut turn) sends ContinueText under a
 // fresh uuid and keeps the message's, which is what the transcript holds.
-func (tr *turnRunner) send(proc procs.Process, it workItem) (procs.Turn, error) {
+func (tr *turnRunner) send(proc procs.Process, it workItem) (procs.Turn, string, error) {
 	id, text := it.uuid, it.msg.Text
 	if id == "" || it.continuation || it.refused {
 		id = newUUID()
@@ -546,17 +551,18 @@ func (tr *turnRunner) send(proc procs.Process, it workItem) (procs.Turn, error) 
 		if err := tr.jr.markStarted(it); err != nil {
 			// Sending now could not be told apart from not sending
 			// after a crash; refuse the turn instead.
-			return nil, err
+			return nil, "", err
 		}
 	}
 	if tr.e.killedAt(PointStarted) {
-		return nil, ErrKilled
+		return nil, "", ErrKilled
 	}
 	msg := agentproc.UserMessage{UUID: id, Text: text}
 	if !it.continuation {
 		msg.Images = it.images
 	}
-	return tr.startTurn(proc, msg) // own.go
+	t, err := tr.startTurn(proc, msg) // own.go
+	return t, id, err
 }
 
 // attempt runs the message as one turn of the session's process, serving
@@ -572,7 +578,8 @@ func (tr *turnRunner) attempt(it workItem) outcome {
 		return outcome{err: err}
 	}
 	proc := tr.agent.Live()
-	at, err := tr.send(proc, it)
+	tr.ck.begin()
+	at, uuid, err := tr.send(proc, it)
 	if err != nil {
 		return outcome{err: err, stderr: proc.StderrTail()}
 	}
@@ -625,7 +632,7 @@ func (tr *turnRunner) attempt(it workItem) outcome {
 				<-closed
 			}
 			out := outcome{res: res, err: err, text: t.text.String(), model: t.model, stderr: proc.StderrTail(),
-				compaction: IsCompaction(it.msg.Text), compacted: t.compacted, compactErr: t.compactErr, live: t.live, steered: t.steered}
+				compaction: IsCompaction(it.msg.Text), compacted: t.compacted, compactErr: t.compactErr, live: t.live, steered: t.steered, uuid: uuid}
 			if res != nil {
 				tr.noteResult(res, t.model)
 				if res.ContextTokens > 0 {
@@ -717,6 +724,7 @@ func (tr *turnRunner) onEvent(t *turn, proc procs.Process, ev agentproc.Event) {
 		}
 	case agentproc.ToolResult:
 		t.live.noteToolResult(ev)
+		tr.ck.note(ev) // checkpoint.go: the turn's diff
 	case agentproc.ModeChange:
 		tr.rb.noteMode(ev.Mode)
 	case agentproc.Init:
