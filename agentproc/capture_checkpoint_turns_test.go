@@ -16,6 +16,7 @@ import (
 
 const (
 	checkpointSecond = "22222222-2222-4333-8444-555555555555"
+	checkpointThird  = "33333333-2222-4333-8444-555555555555"
 )
 
 // TestRealCLICaptureCheckpointTurns: a turn that edits a committed file and
@@ -24,7 +25,8 @@ const (
 // both files. A second turn writes a third file; a dry rewind to the second
 // turn lists only that file. After the CLI exits and is started again with
 // --resume, a dry rewind to the second turn still lists it and the rewind
-// deletes the file.
+// deletes the file; a dry rewind to a turn that changed nothing answers
+// canRewind with no files.
 func TestRealCLICaptureCheckpointTurns(t *testing.T) {
 	t.Parallel()
 	c := checkpointCapture(t, true) // turn 1 (checkpointFirst) wrote new.txt
@@ -92,9 +94,21 @@ func TestRealCLICaptureCheckpointTurns(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(c.dir, "new.txt")); err != nil {
 		t.Errorf("new.txt (the first turn's) after rewinding the second: %v", err)
 	}
+	// A turn that changes no files.
+	r.send(map[string]any{"type": "user", "uuid": checkpointThird,
+		"message": map[string]any{"role": "user", "content": "just talk"}})
+	if res := r.result(); res["is_error"] != false {
+		t.Fatalf("the third turn's result %v", res)
+	}
+	none := r.reply("ccc_3_rewind_files", map[string]any{"subtype": "rewind_files", "user_message_id": checkpointThird, "dry_run": true})
+	if got, _ := dig(none, "response", "response").(map[string]any); got["canRewind"] != true || len(toStrings(got["filesChanged"])) != 0 ||
+		got["insertions"] != float64(0) || got["deletions"] != float64(0) {
+		t.Errorf("dry rewind to a turn without changes %v, want canRewind with no files", none)
+	}
 	r.finish()
 	r.save("checkpoint_resume", "As checkpoint_turns, then the CLI started again with --resume <session>: rewind_files\n"+
-		"dry_run to turn 2 ("+checkpointSecond+"), then rewind_files.")
+		"dry_run to turn 2 ("+checkpointSecond+"), then rewind_files; then a turn without changes (uuid "+checkpointThird+")\n"+
+		"and rewind_files dry_run to it.")
 }
 
 func toStrings(v any) []string {

@@ -48,9 +48,11 @@ func (f *fake) writeFiles(m userMsg, model string) {
 		_ = os.WriteFile(path, []byte(mm[2]), 0o644)
 		f.writeEvents(model, path, before, err == nil, mm[2])
 	}
-	if len(tb.files) == 0 || os.Getenv(checkpointEnv) != "true" {
+	if os.Getenv(checkpointEnv) != "true" {
 		return
 	}
+	// Every turn is a checkpoint, one without writes too: a dry rewind to
+	// it answers no files, as the real CLI's does (captures/checkpoint_resume).
 	tb.uuid = m.uuid
 	f.mu.Lock()
 	f.backups = append(f.backups, tb)
