@@ -20,9 +20,9 @@ import (
 // file, the button and !revert for approvers only, and the refusals.
 
 // newCheckpointHarness runs the fake claude (checkpoints on: the binding's
-// default) behind a platform that takes files; bob may use the agent but
-// not approve.
-func newCheckpointHarness(t *testing.T) (*harness, *teamPlatform, realEnv) {
+// default, unless off) behind a platform that takes files; bob may use the
+// agent but not approve.
+func newCheckpointHarness(t *testing.T, off ...bool) (*harness, *teamPlatform, realEnv) {
 	t.Helper()
 	bin := fakeclaude.Build(t)
 	home := t.TempDir()
@@ -33,6 +33,10 @@ func newCheckpointHarness(t *testing.T) (*harness, *teamPlatform, realEnv) {
 		o.Agent = agentproc.Config{Command: bin, CloseGrace: 2 * time.Second,
 			Env: map[string]string{"HOME": home, "CLAUDE_CONFIG_DIR": re.configDir, "FAKECLAUDE_RECORD": re.record}}
 		o.Bindings[0].Approvers = []string{"alice"}
+		if len(off) > 0 && off[0] {
+			no := false
+			o.Bindings[0].Setup.Checkpoints = &no
+		}
 		c.adapter = func(f *fakePlatform) platform.Adapter {
 			tp.richPlatform = richPlatform{f}
 			return tp
@@ -144,5 +148,43 @@ func TestTurnRevertRefusals(t *testing.T) {
 	h.rec.waitSend(t, render.DiffNothing)
 	if got := h.rec.kinds("ask"); len(got) != 2 {
 		t.Errorf("%d summaries, want 2 (a turn without changes posts none)", len(got))
+	}
+}
+
+// TestTurnRevertWhileRunning: !revert while a turn runs is refused; the
+// stopped turn is the last one then, and it changed nothing.
+func TestTurnRevertWhileRunning(t *testing.T) {
+	h, _, _ := newCheckpointHarness(t)
+	h.say("alice", "T1", "[[WRITE:a.txt:one]]")
+	waitSummary(t, h, 1)
+	h.waitIdle()
+	h.say("alice", "T1", "wait [[HANG]]")
+	pollFor(t, "the turn to run", func() bool {
+		s := h.e.convs.Lookup(t1Key)
+		return s != nil && s.State() == "running"
+	})
+	h.say("alice", "T1", "!revert")
+	h.rec.waitSend(t, render.RevertBusy)
+	h.say("alice", "T1", "!stop")
+	h.rec.waitSend(t, "Stopped.")
+	h.waitIdle()
+	h.say("alice", "T1", "!revert")
+	h.rec.waitSend(t, render.RevertNoFiles)
+	if _, err := os.Stat(filepath.Join(h.ws, "a.txt")); err != nil {
+		t.Errorf("a.txt: %v", err)
+	}
+}
+
+// TestTurnChangesOff: with checkpoints = false a turn's writes get no
+// summary and !revert says why.
+func TestTurnChangesOff(t *testing.T) {
+	h, _, _ := newCheckpointHarness(t, true)
+	h.say("alice", "T1", "[[WRITE:a.txt:one]]")
+	h.rec.waitSend(t, "echo: ")
+	h.waitIdle()
+	h.say("alice", "T1", "!revert")
+	h.rec.waitSend(t, render.RevertOff)
+	if got := h.rec.kinds("ask"); len(got) != 0 {
+		t.Errorf("summaries %+v, want none with checkpoints off", got)
 	}
 }

@@ -55,8 +55,8 @@ func RevertChoices() []platform.PromptChoice {
 // Reverted tells the thread what a revert restored: files back to what
 // they were before the turn, putBack and takenOut lines.
 func Reverted(user string, files []string, putBack, takenOut int) string {
-	return fmt.Sprintf("↩️ %s reverted the last turn: %s back to what %s before it (%d lines put back, %d taken out).",
-		user, quoteList(files), wasWere(len(files)), putBack, takenOut)
+	return fmt.Sprintf("↩️ %s reverted the last turn: %s back to what %s before it (%s put back, %d taken out).",
+		user, quoteList(files), wasWere(len(files)), plural(putBack, "line"), takenOut)
 }
 
 // RevertedOutcome is what the summary's button turns into once pressed.
@@ -73,7 +73,6 @@ const (
 	RevertUnsupported = "Claude Code did not checkpoint this turn's files, so it cannot be reverted."
 	DiffNothing       = "The last turn changed no files."
 	DiffNotKept       = "The diff of the last turn is not kept across a restart of cc-connect; its summary above says which files it changed."
-	DiffNoFiles       = "This chat cannot take files, so here is the diff as text:\n"
 )
 
 // RevertAgain refuses a second revert of the same turn.
