@@ -215,3 +215,28 @@ func TestApprovalReminderMentionsPeopleOnly(t *testing.T) {
 		})
 	}
 }
+
+// TestLongRunMentionsNobody: a turn that ran past notify_after mentions the
+// person who asked; a scheduled run's turn has nobody to tell.
+func TestLongRunMentionsNobody(t *testing.T) {
+	t.Parallel()
+	h, tp := newTeamHarness(t, func(o *Options) {
+		o.Team.NotifyAfter = 0
+		o.Bindings[0].Approvers = []string{"bob"} // a run's prompts would mention bob
+	})
+	if err := h.submit(testRun("schedule:nightly@2026-03-10T01:30Z", "triage")); err != nil {
+		t.Fatalf("Submit: %v", err)
+	}
+	h.rec.waitSend(t, "\ntriage\n")
+	h.waitIdle()
+	h.say("alice", "T1", "hello")
+	h.rec.waitFor(t, "alice told her turn is done", func(calls []recorded) bool {
+		return slices.ContainsFunc(calls, func(c recorded) bool { return c.Kind == "mention" && strings.Contains(c.Text, "is done") })
+	})
+	h.waitIdle()
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	if len(tp.mentions) != 1 || tp.mentions[0][0].UserID != "alice" {
+		t.Errorf("mentions %v, want alice's only", tp.mentions)
+	}
+}

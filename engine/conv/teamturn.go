@@ -218,7 +218,7 @@ func (tm *team) ringApprovers(m platform.Message, text string) {
 // ringIfLong rings the asker when a turn ran at least notify_after.
 func (tm *team) ringIfLong(m platform.Message, took time.Duration, ok bool) {
 	after := tm.host.Team().NotifyAfter
-	if after < 0 || took < after {
+	if after < 0 || took < after || trigger.IsRunUser(m.UserID) { // nobody asked for a run's turn
 		return
 	}
 	word := "done"
