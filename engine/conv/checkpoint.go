@@ -100,8 +100,15 @@ func (ck *checkpoints) setLast(lt lastTurn, save bool) {
 	ck.rb.change(f) // the turn's tail saves it
 }
 
-// begin starts a turn's patches afresh.
-func (ck *checkpoints) begin() { ck.running, ck.runningCut, ck.size = nil, false, 0 }
+// begin notes the turn just sent (user message uuid, in session sid) as
+// the last one, with nothing changed yet, and starts its patches afresh. A
+// turn that fails before its reply stays the last one so: the turn before
+// it is no longer revertible alone, since a rewind to it would undo this
+// one's changes too.
+func (ck *checkpoints) begin(uuid, sid string) {
+	ck.running, ck.runningCut, ck.size = nil, false, 0
+	ck.setLast(lastTurn{UUID: uuid, SessionID: sid}, false)
+}
 
 // note keeps the patch a file tool of the running turn reported.
 func (ck *checkpoints) note(ev agentproc.ToolResult) {
@@ -128,7 +135,7 @@ func (ck *checkpoints) note(ev agentproc.ToolResult) {
 // the binding's checkpoints setting in force.
 func (ck *checkpoints) afterTurn(proc procs.Process, uuid, sessionID string, on bool) {
 	patches, cut := ck.running, ck.runningCut
-	ck.begin()
+	ck.running, ck.runningCut, ck.size = nil, false, 0
 	lt := lastTurn{UUID: uuid, SessionID: sessionID}
 	defer func() { ck.setLast(lt, false) }()
 	rw, ok := proc.(rewinder)

@@ -578,11 +578,11 @@ func (tr *turnRunner) attempt(it workItem) outcome {
 		return outcome{err: err}
 	}
 	proc := tr.agent.Live()
-	tr.ck.begin()
 	at, uuid, err := tr.send(proc, it)
 	if err != nil {
 		return outcome{err: err, stderr: proc.StderrTail()}
 	}
+	tr.ck.begin(uuid, tr.rb.sessionID()) // checkpoint.go: the last turn now, whatever becomes of it
 
 	posted := func(msgs []platform.Target) { // on the stream's goroutine (stream.go)
 		tr.jr.markStreamed(it, msgs)
