@@ -66,6 +66,10 @@ type checkpoints struct {
 	ws      func() string
 	forChat func(string) string
 
+	// touched: the running turn called a file tool, whose changes the CLI
+	// checkpoints; a turn that did not changed nothing a rewind restores
+	// (captures/checkpoint_resume), and is not asked about.
+	touched bool
 	// running are the patches of the running turn's file tools.
 	running    []agentproc.FilePatch
 	runningCut bool
@@ -106,8 +110,16 @@ func (ck *checkpoints) setLast(lt lastTurn, save bool) {
 // it is no longer revertible alone, since a rewind to it would undo this
 // one's changes too.
 func (ck *checkpoints) begin(uuid, sid string) {
-	ck.running, ck.runningCut, ck.size = nil, false, 0
+	ck.running, ck.runningCut, ck.size, ck.touched = nil, false, 0, false
 	ck.setLast(lastTurn{UUID: uuid, SessionID: sid}, false)
+}
+
+// fileTools are the tools whose changes the CLI checkpoints.
+var fileTools = map[string]bool{"Write": true, "Edit": true, "MultiEdit": true, "NotebookEdit": true}
+
+// noteTool notes a tool call of the running turn (a subagent's too).
+func (ck *checkpoints) noteTool(ev agentproc.ToolUse) {
+	ck.touched = ck.touched || fileTools[ev.Name]
 }
 
 // note keeps the patch a file tool of the running turn reported.
@@ -134,12 +146,12 @@ func (ck *checkpoints) note(ev agentproc.ToolResult) {
 // last one and, when it changed files, posts the summary of them. on is
 // the binding's checkpoints setting in force.
 func (ck *checkpoints) afterTurn(proc procs.Process, uuid, sessionID string, on bool) {
-	patches, cut := ck.running, ck.runningCut
-	ck.running, ck.runningCut, ck.size = nil, false, 0
+	patches, cut, touched := ck.running, ck.runningCut, ck.touched
+	ck.running, ck.runningCut, ck.size, ck.touched = nil, false, 0, false
 	lt := lastTurn{UUID: uuid, SessionID: sessionID}
 	defer func() { ck.setLast(lt, false) }()
 	rw, ok := proc.(rewinder)
-	if !on || !ok || uuid == "" {
+	if !on || !ok || uuid == "" || !touched {
 		return
 	}
 	ctx, cancel := context.WithTimeout(ck.bg, controlTimeout)
