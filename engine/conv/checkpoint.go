@@ -30,6 +30,17 @@ type rewinder interface {
 	RewindFiles(ctx context.Context, userMessageID string, dryRun bool) (agentproc.Rewind, error)
 }
 
+// readier is a process that says when it answers control requests
+// (*agentproc.Process): one started for a revert (after a restart, an idle
+// close) answers only once the CLI is up, which takes seconds, more on a
+// loaded host.
+type readier interface {
+	WaitReady(ctx context.Context) (*agentproc.InitInfo, error)
+}
+
+// readyTimeout bounds the wait for a process started for a revert.
+const readyTimeout = time.Minute
+
 // revertRequest starts the RequestID of a summary's Revert button; the
 // turn's user message uuid follows. It fits Telegram's callback data whole
 // (platform/internal/permbutton), so a press works after a restart too.
@@ -234,18 +245,31 @@ func (ck *checkpoints) revert(proc procs.Process, user string, now time.Time) {
 		ck.chat.send(render.RevertUnsupported)
 		return
 	}
-	ctx, cancel := context.WithTimeout(ck.bg, controlTimeout)
-	defer cancel()
+	if r, ok := proc.(readier); ok {
+		ctx, cancel := context.WithTimeout(ck.bg, readyTimeout)
+		_, err := r.WaitReady(ctx)
+		cancel()
+		if err != nil {
+			ck.log.Warn("Claude did not start to revert the last turn", "uuid", lt.UUID, "error", err)
+			ck.chat.send(render.RevertFailed(ck.forChat(err.Error())))
+			return
+		}
+	}
+	rewind := func(dry bool) (agentproc.Rewind, error) {
+		ctx, cancel := context.WithTimeout(ck.bg, controlTimeout)
+		defer cancel()
+		return rw.RewindFiles(ctx, lt.UUID, dry)
+	}
 	// What the rewind restores now: the dry run again, since files may
 	// have changed since the summary.
-	dry, err := rw.RewindFiles(ctx, lt.UUID, true)
+	dry, err := rewind(true)
 	if err == nil && !dry.CanRewind {
 		ck.log.Warn("Claude Code cannot rewind the turn", "uuid", lt.UUID, "reason", dry.Error)
 		ck.chat.send(render.RevertFailed(ck.forChat(orDefault(dry.Error, "Claude Code cannot rewind it"))))
 		return
 	}
 	if err == nil {
-		_, err = rw.RewindFiles(ctx, lt.UUID, false)
+		_, err = rewind(false)
 	}
 	if err != nil {
 		ck.log.Warn("Reverting the last turn failed", "uuid", lt.UUID, "error", err)
