@@ -35,6 +35,7 @@ const (
 	Scheduled Kind = "scheduled" // a schedule started a run
 	Webhook   Kind = "webhook"   // a webhook started a run
 	Stopped   Kind = "stopped"   // someone stopped a turn (By)
+	Reverted  Kind = "reverted"  // someone reverted a turn's file changes (By, Input: the files, Outcome)
 	Reloaded  Kind = "reloaded"  // the config was reloaded (Input: what changed)
 	Rights    Kind = "rights"    // a binding's rights changed (Input: what changed)
 	Lease     Kind = "lease"     // a cluster lease moved (Host)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cc-connect/cc-connect/activity"
 	"github.com/cc-connect/cc-connect/agentproc"
 	"github.com/cc-connect/cc-connect/engine/render"
 	"github.com/cc-connect/cc-connect/internal/fakeclaude"
@@ -22,14 +23,16 @@ import (
 // newCheckpointHarness runs the fake claude (checkpoints on: the binding's
 // default, unless off) behind a platform that takes files; bob may use the
 // agent but not approve.
-func newCheckpointHarness(t *testing.T, off ...bool) (*harness, *teamPlatform, realEnv) {
+func newCheckpointHarness(t *testing.T, off ...bool) (*harness, *teamPlatform, realEnv, *events) {
 	t.Helper()
 	bin := fakeclaude.Build(t)
 	home := t.TempDir()
 	re := realEnv{record: filepath.Join(home, "record.jsonl"), configDir: filepath.Join(home, ".claude")}
 	tp := &teamPlatform{maxFile: 1 << 20}
+	rec := &events{}
 	h := newHarness(t, func(o *Options, c *harnessConfig) {
 		c.real = true
+		o.Activity = rec
 		o.Agent = agentproc.Config{Command: bin, CloseGrace: 2 * time.Second,
 			Env: map[string]string{"HOME": home, "CLAUDE_CONFIG_DIR": re.configDir, "FAKECLAUDE_RECORD": re.record}}
 		o.Bindings[0].Approvers = []string{"alice"}
@@ -42,7 +45,7 @@ func newCheckpointHarness(t *testing.T, off ...bool) (*harness, *teamPlatform, r
 			return tp
 		}
 	})
-	return h, tp, re
+	return h, tp, re, rec
 }
 
 // waitSummary waits for the n-th turn summary posted with a Revert button.
@@ -74,7 +77,7 @@ func press(t *testing.T, h *harness, summary recorded, user string) {
 }
 
 func TestTurnChangesSummaryDiffAndRevert(t *testing.T) {
-	h, tp, re := newCheckpointHarness(t)
+	h, tp, re, act := newCheckpointHarness(t)
 	file := filepath.Join(h.ws, "new.txt")
 	h.say("alice", "T1", "[[WRITE:new.txt:a\nb\nc]]")
 	sum := waitSummary(t, h, 1)
@@ -107,6 +110,9 @@ func TestTurnChangesSummaryDiffAndRevert(t *testing.T) {
 	if got := h.rec.kinds("resolve"); len(got) != 1 || got[0].Text != render.RevertedOutcome("alice") {
 		t.Errorf("the summary's button after the revert: %+v", got)
 	}
+	if got := act.of(activity.Reverted); len(got) != 1 || got[0].User != "alice" || got[0].Input != "new.txt" || got[0].Outcome != "reverted" {
+		t.Errorf("reverted events %+v, want alice's revert of new.txt once", got)
+	}
 
 	h.say("alice", "T1", "!revert")
 	h.rec.waitSend(t, "already reverted (by alice")
@@ -122,7 +128,7 @@ func TestTurnChangesSummaryDiffAndRevert(t *testing.T) {
 }
 
 func TestTurnRevertRefusals(t *testing.T) {
-	h, _, _ := newCheckpointHarness(t)
+	h, _, _, _ := newCheckpointHarness(t)
 	h.say("alice", "T1", "!revert")
 	h.rec.waitSend(t, render.RevertNothing)
 
@@ -154,7 +160,7 @@ func TestTurnRevertRefusals(t *testing.T) {
 // TestTurnRevertWhileRunning: !revert while a turn runs is refused; the
 // stopped turn is the last one then, and it changed nothing.
 func TestTurnRevertWhileRunning(t *testing.T) {
-	h, _, _ := newCheckpointHarness(t)
+	h, _, _, _ := newCheckpointHarness(t)
 	h.say("alice", "T1", "[[WRITE:a.txt:one]]")
 	waitSummary(t, h, 1)
 	h.waitIdle()
@@ -178,7 +184,7 @@ func TestTurnRevertWhileRunning(t *testing.T) {
 // TestTurnChangesOff: with checkpoints = false a turn's writes get no
 // summary and !revert says why.
 func TestTurnChangesOff(t *testing.T) {
-	h, _, _ := newCheckpointHarness(t, true)
+	h, _, _, _ := newCheckpointHarness(t, true)
 	h.say("alice", "T1", "[[WRITE:a.txt:one]]")
 	h.rec.waitSend(t, "echo: ")
 	h.waitIdle()

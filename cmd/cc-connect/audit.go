@@ -138,8 +138,8 @@ func parseWhen(s string, now time.Time) (time.Time, error) {
 
 // auditKinds are the kinds the trail keeps, for --kind.
 var auditKinds = []activity.Kind{activity.Asked, activity.Started, activity.Finished, activity.Tool, activity.Asking,
-	activity.Answered, activity.Shell, activity.Scheduled, activity.Webhook, activity.Stopped, activity.Reloaded,
-	activity.Rights, activity.Lease, audit.Lost}
+	activity.Answered, activity.Shell, activity.Scheduled, activity.Webhook, activity.Stopped, activity.Reverted,
+	activity.Reloaded, activity.Rights, activity.Lease, audit.Lost}
 
 func parseKinds(s string) ([]activity.Kind, error) {
 	if strings.TrimSpace(s) == "" {

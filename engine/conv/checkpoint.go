@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cc-connect/cc-connect/activity"
 	"github.com/cc-connect/cc-connect/agentproc"
 	"github.com/cc-connect/cc-connect/engine/procs"
 	"github.com/cc-connect/cc-connect/engine/render"
@@ -76,6 +77,7 @@ type checkpoints struct {
 	bg      context.Context
 	ws      func() string
 	forChat func(string) string
+	act     feed // a revert, for the audit trail
 
 	// touched: the running turn called a file tool, whose changes the CLI
 	// checkpoints; a turn that did not changed nothing a rewind restores
@@ -237,12 +239,19 @@ func (lt lastTurn) refusal(arg, current string) string {
 }
 
 // revert rewinds the files of the last turn on proc, which runs its
-// session, and tells the thread what was restored.
-func (ck *checkpoints) revert(proc procs.Process, user string, now time.Time) {
+// session, for the person by (their name as the chat shows it), and tells
+// the thread what was restored.
+func (ck *checkpoints) revert(proc procs.Process, by platform.Message, now time.Time) {
+	user := orDefault(by.UserName, by.UserID)
 	lt := ck.last()
+	failed := func(why string) {
+		ck.act.record(activity.Event{Kind: activity.Reverted, User: by.UserID, UserName: by.UserName,
+			Input: strings.Join(lt.Files, ", "), Outcome: "failed: " + why})
+		ck.chat.send(render.RevertFailed(why))
+	}
 	rw, ok := proc.(rewinder)
 	if !ok {
-		ck.chat.send(render.RevertUnsupported)
+		failed("Claude Code cannot rewind files here")
 		return
 	}
 	if r, ok := proc.(readier); ok {
@@ -251,7 +260,7 @@ func (ck *checkpoints) revert(proc procs.Process, user string, now time.Time) {
 		cancel()
 		if err != nil {
 			ck.log.Warn("Claude did not start to revert the last turn", "uuid", lt.UUID, "error", err)
-			ck.chat.send(render.RevertFailed(ck.forChat(err.Error())))
+			failed(ck.forChat(err.Error()))
 			return
 		}
 	}
@@ -265,7 +274,7 @@ func (ck *checkpoints) revert(proc procs.Process, user string, now time.Time) {
 	dry, err := rewind(true)
 	if err == nil && !dry.CanRewind {
 		ck.log.Warn("Claude Code cannot rewind the turn", "uuid", lt.UUID, "reason", dry.Error)
-		ck.chat.send(render.RevertFailed(ck.forChat(orDefault(dry.Error, "Claude Code cannot rewind it"))))
+		failed(ck.forChat(orDefault(dry.Error, "Claude Code cannot rewind it")))
 		return
 	}
 	if err == nil {
@@ -273,7 +282,7 @@ func (ck *checkpoints) revert(proc procs.Process, user string, now time.Time) {
 	}
 	if err != nil {
 		ck.log.Warn("Reverting the last turn failed", "uuid", lt.UUID, "error", err)
-		ck.chat.send(render.RevertFailed(ck.forChat(controlMessage(err))))
+		failed(ck.forChat(controlMessage(err)))
 		return
 	}
 	files := ck.shown(dry.Files)
@@ -283,7 +292,9 @@ func (ck *checkpoints) revert(proc procs.Process, user string, now time.Time) {
 	lt.RevertedBy, lt.RevertedAt = user, now
 	ck.setLast(lt, true)
 	ck.rb.addShellNote(render.RevertNote(files)) // Claude hears of it with the next message
-	ck.log.Info("Reverted the last turn", "uuid", lt.UUID, "user", user, "files", len(files))
+	ck.log.Info("Reverted the last turn", "uuid", lt.UUID, "user_id", by.UserID, "files", len(files))
+	ck.act.record(activity.Event{Kind: activity.Reverted, User: by.UserID, UserName: by.UserName,
+		Input: strings.Join(files, ", "), Outcome: "reverted"})
 	if lt.Prompt.MessageID != "" {
 		ck.chat.resolvePermission(lt.Prompt, render.RevertedOutcome(user))
 	}

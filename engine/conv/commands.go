@@ -614,7 +614,9 @@ func runRevert(s *Conversation, c call) {
 		s.chat.send(render.RevertFailed(s.forChat(err.Error())))
 		return
 	}
-	s.tr.ck.revert(s.agent.Live(), c.user(), s.e.now())
+	m := c.msg
+	m.UserName = c.user()
+	s.tr.ck.revert(s.agent.Live(), m, s.e.now())
 	s.agent.MarkIdle()
 }
 

@@ -64,15 +64,14 @@ func RevertedOutcome(user string) string { return "Reverted by " + user }
 
 // Replies of !revert that refuse, and of !diff.
 const (
-	RevertNothing     = "There is no turn to revert: none has run in this conversation yet, or its session was changed since (`!new`, `!resume`)."
-	RevertNoFiles     = "The last turn changed no files: there is nothing to revert. Only the last turn can be reverted."
-	RevertBusy        = "A turn is running: revert once it has ended (only the last turn can be reverted)."
-	RevertNotLast     = "That turn is not the last one: only the last turn can be reverted, since undoing an earlier one would undo the turns after it too."
-	RevertOwnTurn     = "Claude has run a turn of its own since the last turn (after a background task): reverting would undo that too, so it is refused."
-	RevertOff         = "File checkpoints are off for this binding (`checkpoints = false`): turns cannot be reverted here."
-	RevertUnsupported = "Claude Code did not checkpoint this turn's files, so it cannot be reverted."
-	DiffNothing       = "The last turn changed no files."
-	DiffNotKept       = "The diff of the last turn is not kept across a restart of cc-connect; its summary above says which files it changed."
+	RevertNothing = "There is no turn to revert: none has run in this conversation yet, or its session was changed since (`!new`, `!resume`)."
+	RevertNoFiles = "The last turn changed no files: there is nothing to revert. Only the last turn can be reverted."
+	RevertBusy    = "A turn is running: revert once it has ended (only the last turn can be reverted)."
+	RevertNotLast = "That turn is not the last one: only the last turn can be reverted, since undoing an earlier one would undo the turns after it too."
+	RevertOwnTurn = "Claude has run a turn of its own since the last turn (after a background task): reverting would undo that too, so it is refused."
+	RevertOff     = "File checkpoints are off for this binding (`checkpoints = false`): turns cannot be reverted here."
+	DiffNothing   = "The last turn changed no files."
+	DiffNotKept   = "The diff of the last turn is not kept across a restart of cc-connect; its summary above says which files it changed."
 )
 
 // RevertAgain refuses a second revert of the same turn.
