@@ -10,6 +10,7 @@ import (
 
 	"github.com/cc-connect/cc-connect/activity"
 	"github.com/cc-connect/cc-connect/agentproc"
+	"github.com/cc-connect/cc-connect/engine/conv"
 	"github.com/cc-connect/cc-connect/engine/render"
 	"github.com/cc-connect/cc-connect/internal/fakeclaude"
 	"github.com/cc-connect/cc-connect/platform"
@@ -221,5 +222,27 @@ func TestTurnChangesPlainChat(t *testing.T) {
 	h.rec.waitSend(t, "alice reverted the last turn: `notes.md`")
 	if _, err := os.Stat(filepath.Join(h.ws, "notes.md")); !os.IsNotExist(err) {
 		t.Errorf("notes.md after the revert: %v", err)
+	}
+}
+
+// TestTurnDiffAfterRestart: the last turn's diff is kept on disk, so !diff
+// posts it after a restart of cc-connect.
+func TestTurnDiffAfterRestart(t *testing.T) {
+	h, tp, _, _ := newCheckpointHarness(t)
+	h.say("alice", "T1", "[[WRITE:kept.txt:k]]")
+	waitSummary(t, h, 1)
+	h.waitIdle()
+	h = h.restart()
+	h.say("alice", "T1", "!diff")
+	h.rec.waitFor(t, "the diff file", func([]recorded) bool { return len(tp.kinds("file")) == 1 })
+	tp.mu.Lock()
+	f := tp.files[len(tp.files)-1]
+	tp.mu.Unlock()
+	if want := "--- /dev/null\n+++ b/kept.txt\n@@ -0,0 +1,1 @@\n+k\n"; string(f.Data) != want {
+		t.Errorf("the diff after a restart %q, want %q", f.Data, want)
+	}
+	info, err := os.Stat(conv.DiffPath(h.opts.StateDir, t1Key))
+	if err != nil || info.Mode().Perm() != 0o600 {
+		t.Errorf("the kept diff: %v, %v; want a 0600 file", info, err)
 	}
 }

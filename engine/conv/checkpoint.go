@@ -2,9 +2,12 @@ package conv
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -14,6 +17,7 @@ import (
 	"github.com/cc-connect/cc-connect/engine/procs"
 	"github.com/cc-connect/cc-connect/engine/render"
 	"github.com/cc-connect/cc-connect/platform"
+	"github.com/cc-connect/cc-connect/workspace"
 )
 
 // What a turn changed (docs/turns.md, "What a turn changed"): with the
@@ -78,6 +82,9 @@ type checkpoints struct {
 	ws      func() string
 	forChat func(string) string
 	act     feed // a revert, for the audit trail
+	// diffPath keeps the last turn's diff for !diff after a restart
+	// (DiffPath).
+	diffPath string
 
 	// touched: the running turn called a file tool, whose changes the CLI
 	// checkpoints; a turn that did not changed nothing a rewind restores
@@ -87,11 +94,6 @@ type checkpoints struct {
 	running    []agentproc.FilePatch
 	runningCut bool
 	size       int
-	// patches are the last turn's, for !diff: in memory only (a restart
-	// loses them, and !diff says so).
-	patchesFor string
-	patches    []agentproc.FilePatch
-	cut        bool
 }
 
 // last is the record's note of the last turn.
@@ -183,7 +185,7 @@ func (ck *checkpoints) afterTurn(proc procs.Process, uuid, sessionID string, on 
 	// The rewind's counts are what undoing the turn would do: the lines it
 	// takes out are those the turn added.
 	lt.Files, lt.Added, lt.Removed = ck.shown(r.Files), r.Deletions, r.Inserts
-	ck.patchesFor, ck.patches, ck.cut = uuid, patches, cut
+	ck.keepDiff(uuid, patches, cut)
 	v := render.TurnChanges{Files: lt.Files, Added: lt.Added, Removed: lt.Removed, Buttons: true}
 	if posted, ok := ck.chat.askPermission(platform.PermissionPrompt{RequestID: revertRequest + uuid, Tool: "revert",
 		Text: render.ChangesSummary(v), Choices: render.RevertChoices()}); ok {
@@ -301,20 +303,53 @@ func (ck *checkpoints) revert(proc procs.Process, by platform.Message, now time.
 	ck.chat.send(render.Reverted(user, files, dry.Inserts, dry.Deletions))
 }
 
+// DiffPath is where the last turn's diff of the conversation key is kept:
+// the unified diff after a first line naming the turn.
+func DiffPath(stateDir, key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return filepath.Join(stateDir, "diffs", hex.EncodeToString(sum[:16])+".diff")
+}
+
+// diffHead is the first line of a kept diff: which turn it is of.
+func diffHead(uuid string) string { return "# cc-connect: the diff of the turn " + uuid + "\n" }
+
+// keepDiff writes the turn's diff where !diff finds it, also after a
+// restart (atomically, 0600 in a 0700 folder, never through a link).
+func (ck *checkpoints) keepDiff(uuid string, patches []agentproc.FilePatch, cut bool) {
+	text := unifiedDiff(patches, ck.shown)
+	if cut {
+		text += "\n# (cut: the turn's changes were over 2 MiB; the rest is left out)\n"
+	}
+	if err := workspace.WriteFileAtomic(ck.diffPath, []byte(diffHead(uuid)+text)); err != nil {
+		ck.log.Warn("Keeping the turn's diff failed; !diff will say it is not kept", "error", err)
+		_ = os.Remove(ck.diffPath) // an older turn's must not pass for this one's
+	}
+}
+
+// keptDiff is the kept diff of turn uuid; false when none is.
+func (ck *checkpoints) keptDiff(uuid string) (string, bool) {
+	b, err := workspace.ReadFileNoFollow(ck.diffPath)
+	if err != nil {
+		return "", false
+	}
+	return strings.CutPrefix(string(b), diffHead(uuid))
+}
+
 // diff posts the last turn's diff, as a file where the chat takes files.
 func (ck *checkpoints) diff() {
 	lt := ck.last()
-	switch {
-	case lt.UUID == "" || len(lt.Files) == 0:
+	if lt.UUID == "" || len(lt.Files) == 0 {
 		ck.chat.send(render.DiffNothing)
 		return
-	case ck.patchesFor != lt.UUID:
+	}
+	text, ok := ck.keptDiff(lt.UUID)
+	switch {
+	case !ok:
 		ck.chat.send(render.DiffNotKept)
 		return
-	}
-	text := unifiedDiff(ck.patches, ck.shown)
-	if ck.cut {
-		text += "\n# (cut: the turn's changes were over 2 MiB; the rest is left out)\n"
+	case text == "":
+		ck.chat.send(render.DiffEmpty) // a tool whose result carries no patch (NotebookEdit)
+		return
 	}
 	comment := render.DiffComment(len(lt.Files), lt.Added, lt.Removed)
 	if fs, ok := ck.chat.chat().(platform.FileSender); ok && int64(len(text)) <= fs.MaxFileSize(ck.chat.to) {

@@ -116,7 +116,8 @@ func (e *Set) session(b binding.Binding, m platform.Message, a platform.Adapter)
 			binding: func() (binding.Binding, bool) { return e.resolve(to.Platform, to.Channel) }}}
 	s.tr.limit = &limitGate{book: e.limits, send: func(text string) { s.chat.send(text) }, log: log,
 		login: func() string { return loginOf(e.cfg.agentConfig(s.liveBinding(), s.tr.dm)) }}
-	s.tr.ck = &checkpoints{rb: s.rb, chat: s.chat, log: log, bg: e.bg, ws: func() string { return s.tr.ws }, forChat: s.forChat, act: s.act}
+	s.tr.ck = &checkpoints{rb: s.rb, chat: s.chat, log: log, bg: e.bg, ws: func() string { return s.tr.ws }, forChat: s.forChat, act: s.act,
+		diffPath: DiffPath(e.opts.StateDir, key)}
 	if s.jr.cl != nil && e.cluster.Contexts != nil {
 		s.tr.rep = &replica{contexts: e.cluster.Contexts, b: b.Key(), to: to, log: log}
 	}

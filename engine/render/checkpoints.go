@@ -71,7 +71,8 @@ const (
 	RevertOwnTurn = "Claude has run a turn of its own since the last turn (after a background task): reverting would undo that too, so it is refused."
 	RevertOff     = "File checkpoints are off for this binding (`checkpoints = false`): turns cannot be reverted here."
 	DiffNothing   = "The last turn changed no files."
-	DiffNotKept   = "The diff of the last turn is not kept across a restart of cc-connect; its summary above says which files it changed."
+	DiffNotKept   = "The diff of the last turn was not kept (the log says why); its summary above says which files it changed."
+	DiffEmpty     = "Claude's tools reported no patch for the last turn's changes, so there is no diff to show; its summary above says which files it changed."
 )
 
 // RevertAgain refuses a second revert of the same turn.
