@@ -17,7 +17,8 @@ import (
 // on by default): the fake Messages API makes Claude write a file, the turn
 // ends with a summary and its Revert button, !diff uploads the diff, a
 // press by someone who may not approve is refused, and the approver's press
-// (after a restart of cc-connect, on Slack) deletes the file.
+// deletes the file (on Slack, !diff and the presses come after a restart of
+// cc-connect).
 
 // writeTurn is the prompt that makes Claude write new.txt (three lines).
 const writeTurn = "[[WRITE:new.txt:a\nb\nc]]"
@@ -51,6 +52,14 @@ api_url = %q
 	if b, err := os.ReadFile(file); err != nil || string(b) != "a\nb\nc" {
 		t.Fatalf("new.txt = %q, %v; want what Claude wrote", b, err)
 	}
+	// A restart in between: !diff and the button work from the state dir.
+	r.stop(t)
+	path := filepath.Join(r.dir, "config.toml")
+	r.p = startBinaryEnv(t, append([]string{"TMPDIR=" + filepath.Join(r.dir, "tmp"), "CC_CONNECT_TEST_API_URL=" + api.URL()}, tokens...),
+		"run", "--config", path)
+	defer r.stop(t)
+	f.WaitConn(t, 2)
+
 	inThread := map[string]any{"thread_ts": ts}
 	f.Deliver(t, fakeslack.MsgEvent("C1", "1700000301.000200", "U2", "<@UBOT> !diff", inThread))
 	var up fakeslack.Upload
@@ -66,14 +75,6 @@ api_url = %q
 	if want := "--- /dev/null\n+++ b/new.txt\n@@ -0,0 +1,3 @@\n+a\n+b\n+c\n"; string(up.Data) != want {
 		t.Errorf("the diff %q, want %q", up.Data, want)
 	}
-
-	// A restart in between: the button works from the record.
-	r.stop(t)
-	path := filepath.Join(r.dir, "config.toml")
-	r.p = startBinaryEnv(t, append([]string{"TMPDIR=" + filepath.Join(r.dir, "tmp"), "CC_CONNECT_TEST_API_URL=" + api.URL()}, tokens...),
-		"run", "--config", path)
-	defer r.stop(t)
-	f.WaitConn(t, 2)
 
 	revert := summary.Buttons()[0].ActionID
 	f.WaitAck(t, f.Press(t, summary, revert, "U2"))
