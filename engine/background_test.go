@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cc-connect/cc-connect/engine/conv"
+	"github.com/cc-connect/cc-connect/engine/render"
 )
 
 // TestRealBackgroundTaskReachesThread: with the fake claude, a background
@@ -106,5 +109,81 @@ func TestRealStopAllStopsBackground(t *testing.T) {
 	h.rec.waitSend(t, "echo: after")
 	if n := len(h.rec.sends("background task: ")); n != 0 {
 		t.Errorf("%d own-turn replies after !stop all, want none", n)
+	}
+}
+
+// TestRealOwnReplySurvivesKill: the reply of a turn the CLI ran by itself
+// (after a background task ended) is journaled before it is posted; a
+// kill -9 between the CLI's output and the post, or between the post and
+// the journal's ack, neither loses it nor doubles it where the platform
+// finds its posts again. Where it cannot, the reply comes again once,
+// headed by a line that says why.
+func TestRealOwnReplySurvivesKill(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		point    string
+		replier  bool // the platform finds its replies again (platform.Replier)
+		want     int  // the reply's posts over both runs
+		notice   bool // the restarted run says it posts it again
+		restarts int  // posts of the restarted run
+	}{
+		{"journaled, not posted", conv.PointOwnKept, false, 1, false, 1},
+		{"journaled, not posted, replier", conv.PointOwnKept, true, 1, false, 1},
+		{"posted, not acknowledged, replier", conv.PointOwnSent, true, 1, false, 0},
+		{"posted, not acknowledged, plain", conv.PointOwnSent, false, 2, true, 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			chat := newFakeChat()
+			kp := newKillPoint(tt.point, 1)
+			h, _ := newRealHarness(t, nil, nil)
+			h.stop()
+			cfg := *h.cfg
+			cfg.stopAt = kp.hook
+			if tt.replier {
+				cfg.chat = chat
+			}
+			h = startHarness(t, h.opts, &cfg, h.logs)
+			gate := filepath.Join(t.TempDir(), "gate")
+			t.Cleanup(func() { _ = os.WriteFile(gate, nil, 0o600) })
+			h.say("alice", "T1", "[[BG:"+gate+"]]")
+			h.rec.waitSend(t, "tool said: Command running in background")
+			if err := os.WriteFile(gate, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			kp.wait(t)
+			before := len(h.rec.sends("background task: "))
+			first := h.rec
+			h = h.kill(t, kp)
+			h.logs.WaitRecords(t, waitLimit, "Recovering pending messages", 1)
+			if tt.restarts > 0 {
+				h.rec.waitSend(t, "background task: ")
+			}
+			h.waitIdle()
+			after := h.rec.sends("background task: ")
+			if n := len(first.sends("background task: ")); n != before {
+				t.Errorf("the killed run posted %d own replies after its kill, want %d", n, before)
+			}
+			if before+len(after) != tt.want || len(after) != tt.restarts {
+				t.Errorf("own reply posted %d times before the kill and %d after, want %d in all, %d after",
+					before, len(after), tt.want, tt.restarts)
+			}
+			for _, s := range after {
+				if !strings.Contains(s, "⚙️ Background command") || strings.Contains(s, "cc-connect restarted") {
+					t.Errorf("the restarted run posted %q, want the own reply as it was", s)
+				}
+			}
+			if got := len(h.rec.sends(render.OwnReplyAgain)); got != map[bool]int{true: 1}[tt.notice] {
+				t.Errorf("%d notices that the reply comes again, want %v", got, tt.notice)
+			}
+			if n := h.pending("fake/C1/T1"); n != 0 {
+				t.Errorf("%d journal entries pending after the reply was posted, want none", n)
+			}
+			// The next message is answered in the same thread, once.
+			h.say("alice", "T1", "after")
+			h.rec.waitSend(t, "echo: after")
+			if n := len(h.rec.sends("background task: ")); n != len(after) {
+				t.Errorf("own reply posted again with the next message (%d)", n)
+			}
+		})
 	}
 }

@@ -54,6 +54,9 @@ const (
 	kindNew       = "new"
 	kindResume    = "resume:"
 	kindResumeArg = "resume-arg:"
+	// kindOwn is the reply of a turn the CLI ran by itself (own.go): its
+	// text is the entry's, to post, not a prompt.
+	kindOwn = "own"
 )
 
 // errSessionClosed means the session's goroutine ended (retired or shut
@@ -133,9 +136,10 @@ func (j *journal) openLocked() []workItem {
 		}
 		items = append(items, it)
 	}
-	items = inPlatformOrder(items)
-	if len(items) > 0 {
-		items[0].recovered = items[0].kind == itemTurn
+	items = ownFirst(inPlatformOrder(items))
+	// The first of the others is what recovery looks at (recovery.go).
+	if i := slices.IndexFunc(items, func(it workItem) bool { return it.kind != itemOwn }); i >= 0 {
+		items[i].recovered = items[i].kind == itemTurn
 	}
 	return items
 }
@@ -323,6 +327,8 @@ func entryItem(en inbox.Entry) (workItem, bool) {
 		it.kind, it.resumeArg = itemResume, strings.TrimPrefix(en.Kind, kindResumeArg)
 	case strings.HasPrefix(en.Kind, kindResume):
 		it.kind, it.resumeID = itemResume, strings.TrimPrefix(en.Kind, kindResume)
+	case en.Kind == kindOwn:
+		it.kind = itemOwn
 	case isRunKind(en.Kind):
 		k, run, ok := runOfKind(en.Kind)
 		if !ok {

@@ -24,6 +24,7 @@ const (
 	itemNew                    // !new: ordered after the turns before it
 	itemResume                 // !resume: ordered after the turns before it
 	itemRun                    // a run waiting for its header and thread (trigger.go)
+	itemOwn                    // the journaled reply of a turn the CLI ran by itself, to post (own.go)
 )
 
 // workItem is one entry of a session's FIFO: accepted work, journaled

@@ -216,6 +216,8 @@ func (s *Conversation) loop() {
 			s.jr.ack(it, inbox.AckResult)
 		case it.kind == itemRun:
 			s.handOff(it)
+		case it.kind == itemOwn:
+			postOwn(s.tr, it) // own.go: journaled before a restart
 		}
 		s.e.runs.runFinished(it)
 		s.e.busy.add(-1)
