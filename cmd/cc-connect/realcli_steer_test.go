@@ -36,14 +36,12 @@ api_url = %q
 	f.WaitConn(t, 1)
 	gate, running := filepath.Join(r.ws, "gate"), filepath.Join(r.ws, "running")
 	t.Cleanup(func() { _ = os.WriteFile(gate, nil, 0o600) })
-	const ts, ts1, ts2 = "1700000201.000100", "1700000201.000150", "1700000201.000200"
+	const ts, ts2 = "1700000201.000100", "1700000201.000200"
 	inThread := map[string]any{"thread_ts": ts}
-	// The thread's first reply after a start is read back against the
-	// thread's history first (a gap check), and so always waits: the
-	// follow-up is the thread's second reply.
-	f.Deliver(t, fakeslack.MsgEvent("C1", ts, "U1", "<@UBOT> hello", nil))
-	f.WaitPost(t, "the first reply", func(m fakeslack.Message) bool { return m.ThreadTS == ts && strings.Contains(m.Text, "hello") })
-	f.Deliver(t, fakeslack.MsgEvent("C1", ts1, "U1", "<@UBOT> [[TOOL:touch running; while [ ! -f gate ]; do sleep 0.05; done; echo opened]]", inThread))
+	// The thread's root starts the turn; the follow-up is the thread's
+	// first reply after the start, which is read back against the
+	// thread's history (a gap check) before it goes into the turn.
+	f.Deliver(t, fakeslack.MsgEvent("C1", ts, "U1", "<@UBOT> [[TOOL:touch running; while [ ! -f gate ]; do sleep 0.05; done; echo opened]]", nil))
 	pollUntil(t, "the command to run", func() bool { _, err := os.Stat(running); return err == nil })
 	before := len(f.Posts())
 	f.Deliver(t, fakeslack.MsgEvent("C1", ts2, "U1", "<@UBOT> use the other file", inThread))
@@ -175,11 +173,9 @@ api_url = %q
 			"message_thread_id": topic, "is_topic_message": true,
 		})
 	}
-	// The topic's first message after a start is read back against what
-	// the adapter saw first (a gap check), and so always waits: the
-	// follow-up is the topic's third message.
-	mention("hello")
-	f.WaitSent(t, "the first reply", func(m faketelegram.Message) bool { return m.ThreadID == topic && strings.Contains(m.Text, "hello") })
+	// The follow-up is the topic's second message after the start, read
+	// back against what the adapter saw (a gap check) before it goes
+	// into the turn.
 	mention("[[TOOL:touch running; while [ ! -f gate ]; do sleep 0.05; done; echo opened]]")
 	pollUntil(t, "the command to run", func() bool { _, err := os.Stat(running); return err == nil })
 	before := len(f.Sent())
