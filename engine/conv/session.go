@@ -110,7 +110,7 @@ func (e *Set) session(b binding.Binding, m platform.Message, a platform.Adapter)
 	s.agent = procs.NewSlot(procs.SlotConfig{Dir: ws, StateDir: e.opts.StateDir, Grace: e.opts.ShutdownGrace, Caps: e.slots, BG: e.bg, Log: log, Now: e.now})
 	s.chat = &relay{to: to, original: a, current: e.host.Chat, bg: e.bg, log: log, metrics: e.metrics}
 	s.tr = &turnRunner{e: e, key: key, ws: ws, log: log, jr: s.jr, mb: s.mb, rb: s.rb, agent: s.agent, chat: s.chat,
-		other: s.handleControl, lateReply: s.replyAsTurn,
+		other: s.handleControl, lateReply: s.replyAsTurn, check: s.check,
 		stopShell: func(to platform.Target) bool { return s.shell.stopFor(s.chat, to) }, binding: s.liveBinding, awaitText: s.awaitText,
 		act: s.act, tail: &tail{e: e}, ho: handover{jr: s.jr, log: log}, purse: &purse{spending: e.spend, key: key, log: log,
 			binding: func() (binding.Binding, bool) { return e.resolve(to.Platform, to.Channel) }}}

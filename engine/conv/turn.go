@@ -53,6 +53,9 @@ type turnRunner struct {
 	// lateReply takes a thread reply whose question or plan was settled
 	// before it was read: it runs as a turn (session.replyAsTurn).
 	lateReply func(control)
+	// check reads back what the waiting item needs before it runs or is
+	// steered into the running turn (session.check, checks.go).
+	check func(workItem)
 	// binding is the conversation's binding in force now
 	// (session.liveBinding): who may still have a queued message run.
 	binding func() binding.Binding
