@@ -25,6 +25,10 @@ import (
 // platform and fake agents, and a cluster.Node serving binding fake/*.
 // Events are published as an adapter of either host would.
 
+// clusterTTL is the leases' TTL, on the hosts' test clock (clusterHost),
+// and the binding consumer's ack wait, on JetStream's real one: a test in
+// which a host dies or is cut off waits that long once, for what the host
+// had in hand to be delivered again.
 const clusterTTL = 2 * time.Second
 
 var fakeAll = names.Binding{Platform: "fake", Channel: "*"}
