@@ -35,12 +35,12 @@ func testSettings(t *testing.T, host string, urls []string, replicas int, owner 
 
 func startNode(t *testing.T, s Settings) *Node {
 	t.Helper()
-	return startNodeOn(t, s, nil, nil)
+	return startNodeOn(t, s, nil)
 }
 
 // startNodeOn is startNode with the leases on clock (nil: the real one),
-// their events told to leases (when not nil).
-func startNodeOn(t *testing.T, s Settings, clock *clustertest.Clock, leases *clustertest.Leases) *Node {
+// their events told to each of logs.
+func startNodeOn(t *testing.T, s Settings, clock *clustertest.Clock, logs ...*clustertest.Leases) *Node {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
@@ -48,8 +48,10 @@ func startNodeOn(t *testing.T, s Settings, clock *clustertest.Clock, leases *clu
 	if clock != nil {
 		o.Clock = clock
 	}
-	if leases != nil {
-		o.Observe = leases.Observe
+	o.Observe = func(e kvlease.Event) {
+		for _, l := range logs {
+			l.Observe(e)
+		}
 	}
 	n, err := Start(ctx, s, o)
 	if err != nil {

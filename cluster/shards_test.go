@@ -31,7 +31,7 @@ func TestDiscordShardMovesBetweenHosts(t *testing.T) {
 	url := natstest.Single(t).ClientURL()
 	var mu sync.Mutex
 	adapters := map[string]*discord.Adapter{}
-	hosts := startHosts(t, url, []string{"a", "b", "c"}, false, func(ctx context.Context, h *host) error {
+	hosts := startHosts(t, url, []string{"a", "b", "c"}, func(ctx context.Context, h *host) error {
 		ad, err := discord.New(discord.Config{Name: "dc", Token: fakediscord.Token, APIURL: f.URL()}, slog.New(slog.DiscardHandler))
 		if err != nil {
 			return err
