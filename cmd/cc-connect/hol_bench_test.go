@@ -19,25 +19,39 @@ import (
 // chat.postMessage to channel CA (a reply being posted there never
 // returns) and the download of a file shared in channel CD. Each op is a
 // new thread in channel CB: its message written to the socket, its ack,
-// its reply. TestSlackSlowConversationHoldsUpOnlyItself asserts the same
-// case's outcome (every message answered once, CA and CD once let go).
+// its reply. held=none is the same without CA's and CD's messages,
+// nothing held: the two differ by what the hung conversations cost the
+// others. TestSlackSlowConversationHoldsUpOnlyItself asserts the case's
+// outcome (every message answered once, CA and CD once let go).
 //
 // Metrics (ms): ack-p50-ms and ack-max-ms, from the event written to the
 // socket to its ack read back; reply-p50-ms, to CB's reply posted.
 func BenchmarkSlackAckWhileAConversationHangs(b *testing.B) {
+	for _, held := range []bool{false, true} {
+		name := "held=none"
+		if held {
+			name = "held=posts+download"
+		}
+		b.Run(name, func(b *testing.B) { benchSlackAckWhileHung(b, held) })
+	}
+}
+
+func benchSlackAckWhileHung(b *testing.B, held bool) {
 	r := startSlackRun(b, fakeclaude.Build(b), fakeapi.Start(b).URL(), filepath.Join(b.TempDir(), "run"), 0)
 	f := r.slack
-	releasePosts := f.HoldWhere("chat.postMessage", func(form map[string]string) bool { return form["channel"] == "CA" })
-	defer releasePosts()
-	releaseDownload := f.HoldWhere(fakeslack.Download, nil)
-	defer releaseDownload()
+	if held {
+		releasePosts := f.HoldWhere("chat.postMessage", func(form map[string]string) bool { return form["channel"] == "CA" })
+		defer releasePosts()
+		releaseDownload := f.HoldWhere(fakeslack.Download, nil)
+		defer releaseDownload() // before the run stops, so that its conversations end
 
-	f.Deliver(b, fakeslack.MsgEvent("CA", "1700000001.000100", "U1", "a1", nil))
-	f.WaitHeld(b, "chat.postMessage", 1)
-	file := f.AddFile("F1", "big.log", "text/plain", "log lines\n")
-	f.Deliver(b, fakeslack.MsgEvent("CD", "1700000002.000100", "U1", "d1",
-		map[string]any{"subtype": "file_share", "files": []any{file.Object()}}))
-	f.WaitHeld(b, fakeslack.Download, 1)
+		f.Deliver(b, fakeslack.MsgEvent("CA", "1700000001.000100", "U1", "a1", nil))
+		f.WaitHeld(b, "chat.postMessage", 1)
+		file := f.AddFile("F1", "big.log", "text/plain", "log lines\n")
+		f.Deliver(b, fakeslack.MsgEvent("CD", "1700000002.000100", "U1", "d1",
+			map[string]any{"subtype": "file_share", "files": []any{file.Object()}}))
+		f.WaitHeld(b, fakeslack.Download, 1)
+	}
 
 	var acks, replies []time.Duration
 	i := 0
@@ -65,7 +79,4 @@ func BenchmarkSlackAckWhileAConversationHangs(b *testing.B) {
 	b.ReportMetric(p50ms(acks), "ack-p50-ms")
 	b.ReportMetric(float64(slices.Max(acks))/float64(time.Millisecond), "ack-max-ms")
 	b.ReportMetric(p50ms(replies), "reply-p50-ms")
-	// Let go before the run stops, so that its conversations end.
-	releasePosts()
-	releaseDownload()
 }
