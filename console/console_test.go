@@ -299,3 +299,31 @@ func TestQuestionsAreAnsweredInChat(t *testing.T) {
 		t.Errorf("a question answered Allow from the page: %d, %q", resp.StatusCode, r.be.answers)
 	}
 }
+
+func TestClusterPage(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	c := r.client(t)
+	r.signIn(t, c, "UUSER")
+	if code, page := r.get(t, c, "/cluster"); code != http.StatusOK || !strings.Contains(page, "runs alone") {
+		t.Fatalf("the cluster page alone (%d):\n%s", code, page)
+	}
+	hostile := `<script>alert(1)</script>`
+	v := &ClusterView{Reader: hostile, Hosts: []ClusterHost{{Name: hostile, Version: hostile, Seen: true, Up: true, Draining: true}},
+		Bindings:      []ClusterBinding{{Binding: hostile, Owner: hostile, Standby: []string{hostile}, ClusterLease: ClusterLease{Holder: hostile, Token: 4}}},
+		Leases:        []ClusterLease{{Key: hostile, Holder: hostile, Expired: true, Token: 2}},
+		Conversations: []ClusterConversation{{Key: hostile, Binding: hostile, Channel: hostile, ServedBy: hostile, LastAnswered: hostile}}}
+	var b bytes.Buffer
+	if err := renderPage(&b, "cluster", pageData{Title: "Cluster", Cluster: v}); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	if strings.Contains(page, "<script>alert") {
+		t.Fatalf("a host's name reached the page unescaped:\n%s", page)
+	}
+	for _, want := range []string{"draining: serves nothing until it restarts", "EXPIRED", "renewed just now (token 4)"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the cluster page lacks %q:\n%s", want, page)
+		}
+	}
+}
