@@ -244,7 +244,8 @@ func TestSchedulesAndSpendPages(t *testing.T) {
 	r.signIn(t, admin, "UAPPROVER")
 	r.signIn(t, user, "UUSER")
 	_, page := r.get(t, admin, "/schedules")
-	if !strings.Contains(page, "nightly&lt;b&gt;") || !strings.Contains(page, `value="pause"`) {
+	if !strings.Contains(page, "nightly&lt;b&gt;") || !strings.Contains(page, `value="pause"`) ||
+		!strings.Contains(page, "2026-01-01 03:00 UTC</time>: the run was refused: &lt;i&gt;over the cap&lt;/i&gt;") {
 		t.Fatalf("the admin's schedules page:\n%s", page)
 	}
 	_, upage := r.get(t, user, "/schedules")
@@ -262,7 +263,8 @@ func TestSchedulesAndSpendPages(t *testing.T) {
 	if resp.StatusCode != http.StatusForbidden {
 		t.Errorf("a non-admin's pause: %d, want 403", resp.StatusCode)
 	}
-	if _, spend := r.get(t, user, "/spend"); !strings.Contains(spend, "$1.50") || !strings.Contains(spend, "UUSER") {
+	if _, spend := r.get(t, user, "/spend"); !strings.Contains(spend, "$1.50") || !strings.Contains(spend, "UUSER") ||
+		!regexp.MustCompile(`2025-12-31</time></td><td>slack/C1</td><td>&lt;b&gt;UUSER&lt;/b&gt;</td><td>\$0.50</td>`).MatchString(spend) {
 		t.Errorf("the spend page:\n%s", spend)
 	}
 }

@@ -41,6 +41,7 @@ type pageData struct {
 	// The schedules and spend pages.
 	Schedules []Schedule
 	Spend     []SpendRow
+	SpendDays []SpendDay
 	Audit     []AuditRow
 	Filter    AuditFilter
 	Cluster   *ClusterView

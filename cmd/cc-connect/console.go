@@ -165,7 +165,7 @@ func (b *consoleBackend) Schedules(ctx context.Context, who console.Identity) ([
 			continue
 		}
 		out = append(out, console.Schedule{Name: st.Name, Cron: st.Cron, Binding: key, Next: st.Next, Paused: st.Paused,
-			PausedBy: st.PausedBy, LastRun: st.LastRun, Admin: r.Admin})
+			PausedBy: st.PausedBy, LastRun: st.LastRun, Admin: r.Admin, LastError: st.LastError, LastErrorAt: st.LastErrorAt})
 	}
 	return out, nil
 }
@@ -204,6 +204,22 @@ func (b *consoleBackend) Spend(who console.Identity) []console.SpendRow {
 	for _, f := range b.ledger.Figures() {
 		if mine[f.Binding] {
 			out = append(out, console.SpendRow{Binding: f.Binding, User: f.User, Day: f.Day, Month: f.Month})
+		}
+	}
+	return out
+}
+
+// SpendByDay is the spend of each day the ledger keeps, of the bindings
+// that allow who.
+func (b *consoleBackend) SpendByDay(who console.Identity) []console.SpendDay {
+	if b.ledger == nil {
+		return nil
+	}
+	mine := b.mine(who)
+	var out []console.SpendDay
+	for _, d := range b.ledger.Days() {
+		if mine[d.Binding] {
+			out = append(out, console.SpendDay{Day: d.Day, Binding: d.Binding, User: d.User, USD: d.USD})
 		}
 	}
 	return out

@@ -24,7 +24,8 @@ import (
 // signed in through the link a's bot sent her, reads on the cluster page
 // both hosts with their version, b drained once a drain of b is asked
 // for, the lease of her binding held by a, and the conversation she
-// started served by a; the binding that does not allow her is not shown.
+// started served by a, and on the spend page what her turn cost today;
+// the binding that does not allow her is not shown.
 // Plain HTTP: the page has no script the browser would run.
 func TestConsoleClusterPage(t *testing.T) {
 	t.Parallel()
@@ -122,6 +123,14 @@ app_token = "xapp-1"
 	}
 	if strings.Contains(page, "chat/C2") {
 		t.Errorf("the cluster page shows a binding that does not allow Alice:\n%s", page)
+	}
+	// The turn's cost shows under today on the spend page, for her
+	// binding only.
+	today := time.Now().Format("2006-01-02")
+	spend := consoleGet(t, base+"/spend", cookie)
+	if !regexp.MustCompile(`<time datetime="`+today+`">`+today+`</time></td><td>chat/C1</td><td>U0ALICE</td><td>\$0\.01</td>`).MatchString(spend) ||
+		strings.Contains(spend, "chat/C2") {
+		t.Errorf("the spend page lacks today's spend of Alice in chat/C1, or shows chat/C2:\n%s", spend)
 	}
 	// The conversations page names the host serving each conversation.
 	if index := consoleGet(t, base+"/", cookie); !regexp.MustCompile(`<td>a</td>\s*</tr>`).MatchString(index) {
