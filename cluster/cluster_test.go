@@ -234,7 +234,8 @@ func TestStatus(t *testing.T) {
 	url := natstest.Single(t).ClientURL()
 	l := newLedger()
 	a := startNode(t, testSettings(t, "a", []string{url}, 1, "a", "b"))
-	startNode(t, testSettings(t, "b", []string{url}, 1, "a", "b"))
+	sb := testSettings(t, "b", []string{url}, 1, "a", "b")
+	b := startNode(t, sb)
 	serveBinding(t, a, newFakeEngine("a", l))
 	publish(t, a, "x", "x-0", "x0")
 	l.waitIDs(t, []string{"x-0"})
@@ -249,7 +250,8 @@ func TestStatus(t *testing.T) {
 		}
 		return len(r.Hosts) == 3 && r.Hosts[0].Seen && r.Hosts[1].Seen
 	})
-	if !r.Hosts[0].Up || !r.Hosts[1].Up || r.Hosts[2].Seen || r.Hosts[0].Holds != 1 || !r.Hosts[0].SameConfig {
+	if !r.Hosts[0].Up || !r.Hosts[1].Up || r.Hosts[2].Seen || r.Hosts[0].Holds != 1 || !r.Hosts[0].SameConfig ||
+		r.Hosts[0].Draining || r.Hosts[1].Draining {
 		t.Errorf("hosts: %+v", r.Hosts)
 	}
 	bs := r.Bindings[0]
@@ -262,6 +264,37 @@ func TestStatus(t *testing.T) {
 			t.Errorf("status text lacks %q:\n%s", want, text)
 		}
 	}
+	// A drain of b asked for after b started: b is drained until it
+	// restarts.
+	if _, err := b.RequestDrain(ctx, "b"); err != nil {
+		t.Fatal(err)
+	}
+	r, err := a.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Hosts[0].Draining || !r.Hosts[1].Draining || r.Hosts[1].DrainAsked.IsZero() {
+		t.Errorf("after a drain of b: hosts %+v", r.Hosts)
+	}
+	if text := r.Text(); !strings.Contains(text, "DRAINED") {
+		t.Errorf("status text does not say b is drained:\n%s", text)
+	}
+	// Restarted, b serves again: the drain was its last run's.
+	b.Close()
+	startNode(t, sb)
+	waitUntil(t, "b's new run seen", func() bool {
+		r2, err := a.Status(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r2.Hosts[1].Started.Equal(r.Hosts[1].Started) {
+			return false
+		}
+		if r2.Hosts[1].Draining {
+			t.Fatalf("b restarted after its drain still shows drained: %+v", r2.Hosts[1])
+		}
+		return true
+	})
 	if _, err := ReadStatus(ctx, Settings{Host: "c", URLs: []string{url}, Names: namesOf("other")}, nil); err == nil ||
 		!strings.Contains(err.Error(), "no host of this cluster has started") {
 		t.Errorf("status of a cluster that never ran: %v", err)

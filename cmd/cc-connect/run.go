@@ -339,7 +339,7 @@ func runCommand(ctx context.Context, path string, std stdio, flags runFlags) int
 	}
 	defer func() { cancel(); un.wait() }()
 	if wc != nil {
-		wc.start(ctx, eng, un.sched, un.spend, log)
+		wc.start(ctx, eng, un.sched, un.spend, ch, log)
 		defer func() { cancel(); wc.wait() }()
 	}
 	var atEOF atomic.Bool // the run ends because the terminal's input did
