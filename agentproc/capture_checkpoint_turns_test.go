@@ -17,6 +17,7 @@ import (
 const (
 	checkpointSecond = "22222222-2222-4333-8444-555555555555"
 	checkpointThird  = "33333333-2222-4333-8444-555555555555"
+	checkpointBash   = "44444444-2222-4333-8444-555555555555"
 )
 
 // TestRealCLICaptureCheckpointTurns: a turn that edits a committed file and
@@ -25,8 +26,9 @@ const (
 // both files. A second turn writes a third file; a dry rewind to the second
 // turn lists only that file. After the CLI exits and is started again with
 // --resume, a dry rewind to the second turn still lists it and the rewind
-// deletes the file; a dry rewind to a turn that changed nothing answers
-// canRewind with no files.
+// deletes the file. A turn that changed a file through Bash only, and a
+// turn that changed nothing, both answer canRewind with no files: the CLI
+// checkpoints what its file tools change.
 func TestRealCLICaptureCheckpointTurns(t *testing.T) {
 	t.Parallel()
 	c := checkpointCapture(t, true) // turn 1 (checkpointFirst) wrote new.txt
@@ -94,6 +96,19 @@ func TestRealCLICaptureCheckpointTurns(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(c.dir, "new.txt")); err != nil {
 		t.Errorf("new.txt (the first turn's) after rewinding the second: %v", err)
 	}
+	// A turn that changes a file through Bash only.
+	r.send(map[string]any{"type": "user", "uuid": checkpointBash,
+		"message": map[string]any{"role": "user", "content": "[[TOOL:echo x > bash.txt]]"}})
+	if res := r.result(); res["is_error"] != false {
+		t.Fatalf("the Bash turn's result %v", res)
+	}
+	if _, err := os.Stat(filepath.Join(c.dir, "bash.txt")); err != nil {
+		t.Fatalf("the Bash turn did not write bash.txt: %v", err)
+	}
+	bash := r.reply("ccc_bash_rewind_files", map[string]any{"subtype": "rewind_files", "user_message_id": checkpointBash, "dry_run": true})
+	if got, _ := dig(bash, "response", "response").(map[string]any); got["canRewind"] != true || len(toStrings(got["filesChanged"])) != 0 {
+		t.Errorf("dry rewind to a Bash-only turn %v, want no files: the CLI checkpoints its file tools only", bash)
+	}
 	// A turn that changes no files.
 	r.send(map[string]any{"type": "user", "uuid": checkpointThird,
 		"message": map[string]any{"role": "user", "content": "just talk"}})
@@ -107,8 +122,8 @@ func TestRealCLICaptureCheckpointTurns(t *testing.T) {
 	}
 	r.finish()
 	r.save("checkpoint_resume", "As checkpoint_turns, then the CLI started again with --resume <session>: rewind_files\n"+
-		"dry_run to turn 2 ("+checkpointSecond+"), then rewind_files; then a turn without changes (uuid "+checkpointThird+")\n"+
-		"and rewind_files dry_run to it.")
+		"dry_run to turn 2 ("+checkpointSecond+"), then rewind_files; then a turn `[[TOOL:echo x > bash.txt]]` (uuid\n"+
+		checkpointBash+") and a turn without changes (uuid "+checkpointThird+"), each with rewind_files dry_run to it.")
 }
 
 func toStrings(v any) []string {

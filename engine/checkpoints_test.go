@@ -188,3 +188,32 @@ func TestTurnChangesOff(t *testing.T) {
 		t.Errorf("summaries %+v, want none with checkpoints off", got)
 	}
 }
+
+// TestTurnChangesPlainChat: on a chat without buttons or files (the
+// terminal's case) the summary says to type !revert, !diff posts the diff
+// as text, and !revert restores the file.
+func TestTurnChangesPlainChat(t *testing.T) {
+	bin := fakeclaude.Build(t)
+	home := t.TempDir()
+	h := newHarness(t, func(o *Options, c *harnessConfig) {
+		c.real, c.plain = true, true
+		o.Agent = agentproc.Config{Command: bin, CloseGrace: 2 * time.Second,
+			Env: map[string]string{"HOME": home, "CLAUDE_CONFIG_DIR": filepath.Join(home, ".claude")}}
+	})
+	h.say("alice", "T1", "[[WRITE:notes.md:x\ny]]")
+	sum := h.rec.waitSend(t, "This turn changed 1 file (+2 −0): `notes.md`")
+	if !strings.Contains(sum.Text, "undo it with `!revert`") || strings.Contains(sum.Text, "button") {
+		t.Errorf("summary without buttons %q", sum.Text)
+	}
+	h.waitIdle()
+	h.say("bob", "T1", "!diff")
+	d := h.rec.waitSend(t, "```diff")
+	if !strings.Contains(d.Text, "+++ b/notes.md\n@@ -0,0 +1,2 @@\n+x\n+y\n") {
+		t.Errorf("the diff as text %q", d.Text)
+	}
+	h.say("alice", "T1", "!revert")
+	h.rec.waitSend(t, "alice reverted the last turn: `notes.md`")
+	if _, err := os.Stat(filepath.Join(h.ws, "notes.md")); !os.IsNotExist(err) {
+		t.Errorf("notes.md after the revert: %v", err)
+	}
+}

@@ -30,6 +30,17 @@ type rewinder interface {
 	RewindFiles(ctx context.Context, userMessageID string, dryRun bool) (agentproc.Rewind, error)
 }
 
+// readier is a process that says when it answers control requests
+// (*agentproc.Process): one started for a revert (after a restart, an idle
+// close) answers only once the CLI is up, which takes seconds, more on a
+// loaded host.
+type readier interface {
+	WaitReady(ctx context.Context) (*agentproc.InitInfo, error)
+}
+
+// readyTimeout bounds the wait for a process started for a revert.
+const readyTimeout = time.Minute
+
 // revertRequest starts the RequestID of a summary's Revert button; the
 // turn's user message uuid follows. It fits Telegram's callback data whole
 // (platform/internal/permbutton), so a press works after a restart too.
@@ -66,6 +77,10 @@ type checkpoints struct {
 	ws      func() string
 	forChat func(string) string
 
+	// touched: the running turn called a file tool, whose changes the CLI
+	// checkpoints; a turn that did not changed nothing a rewind restores
+	// (captures/checkpoint_resume), and is not asked about.
+	touched bool
 	// running are the patches of the running turn's file tools.
 	running    []agentproc.FilePatch
 	runningCut bool
@@ -100,8 +115,23 @@ func (ck *checkpoints) setLast(lt lastTurn, save bool) {
 	ck.rb.change(f) // the turn's tail saves it
 }
 
-// begin starts a turn's patches afresh.
-func (ck *checkpoints) begin() { ck.running, ck.runningCut, ck.size = nil, false, 0 }
+// begin notes the turn just sent (user message uuid, in session sid) as
+// the last one, with nothing changed yet, and starts its patches afresh. A
+// turn that fails before its reply stays the last one so: the turn before
+// it is no longer revertible alone, since a rewind to it would undo this
+// one's changes too.
+func (ck *checkpoints) begin(uuid, sid string) {
+	ck.running, ck.runningCut, ck.size, ck.touched = nil, false, 0, false
+	ck.setLast(lastTurn{UUID: uuid, SessionID: sid}, false)
+}
+
+// fileTools are the tools whose changes the CLI checkpoints.
+var fileTools = map[string]bool{"Write": true, "Edit": true, "MultiEdit": true, "NotebookEdit": true}
+
+// noteTool notes a tool call of the running turn (a subagent's too).
+func (ck *checkpoints) noteTool(ev agentproc.ToolUse) {
+	ck.touched = ck.touched || fileTools[ev.Name]
+}
 
 // note keeps the patch a file tool of the running turn reported.
 func (ck *checkpoints) note(ev agentproc.ToolResult) {
@@ -127,12 +157,12 @@ func (ck *checkpoints) note(ev agentproc.ToolResult) {
 // last one and, when it changed files, posts the summary of them. on is
 // the binding's checkpoints setting in force.
 func (ck *checkpoints) afterTurn(proc procs.Process, uuid, sessionID string, on bool) {
-	patches, cut := ck.running, ck.runningCut
-	ck.begin()
+	patches, cut, touched := ck.running, ck.runningCut, ck.touched
+	ck.running, ck.runningCut, ck.size, ck.touched = nil, false, 0, false
 	lt := lastTurn{UUID: uuid, SessionID: sessionID}
 	defer func() { ck.setLast(lt, false) }()
 	rw, ok := proc.(rewinder)
-	if !on || !ok || uuid == "" {
+	if !on || !ok || uuid == "" || !touched {
 		return
 	}
 	ctx, cancel := context.WithTimeout(ck.bg, controlTimeout)
@@ -215,18 +245,31 @@ func (ck *checkpoints) revert(proc procs.Process, user string, now time.Time) {
 		ck.chat.send(render.RevertUnsupported)
 		return
 	}
-	ctx, cancel := context.WithTimeout(ck.bg, controlTimeout)
-	defer cancel()
+	if r, ok := proc.(readier); ok {
+		ctx, cancel := context.WithTimeout(ck.bg, readyTimeout)
+		_, err := r.WaitReady(ctx)
+		cancel()
+		if err != nil {
+			ck.log.Warn("Claude did not start to revert the last turn", "uuid", lt.UUID, "error", err)
+			ck.chat.send(render.RevertFailed(ck.forChat(err.Error())))
+			return
+		}
+	}
+	rewind := func(dry bool) (agentproc.Rewind, error) {
+		ctx, cancel := context.WithTimeout(ck.bg, controlTimeout)
+		defer cancel()
+		return rw.RewindFiles(ctx, lt.UUID, dry)
+	}
 	// What the rewind restores now: the dry run again, since files may
 	// have changed since the summary.
-	dry, err := rw.RewindFiles(ctx, lt.UUID, true)
+	dry, err := rewind(true)
 	if err == nil && !dry.CanRewind {
 		ck.log.Warn("Claude Code cannot rewind the turn", "uuid", lt.UUID, "reason", dry.Error)
 		ck.chat.send(render.RevertFailed(ck.forChat(orDefault(dry.Error, "Claude Code cannot rewind it"))))
 		return
 	}
 	if err == nil {
-		_, err = rw.RewindFiles(ctx, lt.UUID, false)
+		_, err = rewind(false)
 	}
 	if err != nil {
 		ck.log.Warn("Reverting the last turn failed", "uuid", lt.UUID, "error", err)

@@ -581,11 +581,11 @@ func (tr *turnRunner) attempt(it workItem) outcome {
 		return outcome{err: err}
 	}
 	proc := tr.agent.Live()
-	tr.ck.begin()
 	at, uuid, err := tr.send(proc, it)
 	if err != nil {
 		return outcome{err: err, stderr: proc.StderrTail()}
 	}
+	tr.ck.begin(uuid, tr.rb.sessionID()) // checkpoint.go: the last turn now, whatever becomes of it
 
 	posted := func(msgs []platform.Target) { // on the stream's goroutine (stream.go)
 		tr.jr.markStreamed(it, msgs)
@@ -765,7 +765,7 @@ func (tr *turnRunner) onEvent(t *turn, proc procs.Process, ev agentproc.Event) {
 		t.text.WriteString(ev.Text)
 	case agentproc.ToolUse:
 		t.live.noteTool(ev)
-		tr.act.record(activity.Event{Kind: activity.Tool, Tool: ev.Name, Input: inputSummary(ev.Input)})
+		tr.ck.noteTool(ev) // checkpoint.go		tr.act.record(activity.Event{Kind: activity.Tool, Tool: ev.Name, Input: inputSummary(ev.Input)})
 	case agentproc.Compaction:
 		if ev.Active {
 			t.live.showStatus("Compacting the conversation…")
