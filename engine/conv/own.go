@@ -89,8 +89,13 @@ func background(proc procs.Process) []string {
 	if o == nil {
 		return nil
 	}
+	return descriptions(o.Background())
+}
+
+// descriptions names each task as !status and the live view show it.
+func descriptions(tasks []agentproc.BackgroundTask) []string {
 	var out []string
-	for _, t := range o.Background() {
+	for _, t := range tasks {
 		out = append(out, orDefault(t.Description, t.TaskID))
 	}
 	return out

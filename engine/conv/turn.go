@@ -584,6 +584,7 @@ func (tr *turnRunner) attempt(it workItem) outcome {
 	t := &turn{msg: it.msg, perms: tr.newPermissions(),
 		live: newLive(tr.chat, tr.log, tr.rb.sessionID, tr.binding().Progress, tr.e.opts.StallNotice, tr.e.opts.MaxTurnTime, posted)}
 	t.live.act = tr.act
+	t.live.noteBackground(background(proc)) // what earlier turns left running
 	t.perms.ring = func(tool string) {
 		what := "Claude asks for your permission above."
 		if tool == "AskUserQuestion" {
@@ -779,6 +780,8 @@ func (tr *turnRunner) onEvent(t *turn, proc procs.Process, ev agentproc.Event) {
 		tr.rb.notePending(t.perms, t.msg.ID)
 	case agentproc.CommandState:
 		steeringOf(tr).steeredIn(t, ev) // steer.go
+	case agentproc.BackgroundTasks:
+		t.live.noteBackground(descriptions(ev.Tasks)) // own.go
 	case agentproc.Malformed:
 		tr.log.Warn("Agent wrote a malformed line", "line", ev.Line, "error", ev.Err)
 	}
