@@ -125,6 +125,13 @@ type turn struct {
 // run runs one user message as a turn, with the fallbacks that keep the
 // session usable, and posts the reply.
 func (tr *turnRunner) run(it workItem) {
+	if it.refused {
+		// Refused for a usage limit (limits.go): it goes again under a
+		// fresh uuid, the one its reply is keyed by and the journal's
+		// start record carries from now on, so that after a kill the
+		// transcript is asked about this sending, not the refused one.
+		it.parkedAs, it.uuid, it.refused = it.uuid, newUUID(), false
+	}
 	if !tr.admit(&it) { // trigger.go: a run's header, the caps, the worktree
 		return
 	}
@@ -532,7 +539,7 @@ func (tr *turnRunner) newSessionStart() agentproc.StartOptions {
 // fresh uuid and keeps the message's, which is what the transcript holds.
 func (tr *turnRunner) send(proc procs.Process, it workItem) (procs.Turn, error) {
 	id, text := it.uuid, it.msg.Text
-	if id == "" || it.continuation || it.refused {
+	if id == "" || it.continuation {
 		id = newUUID()
 	}
 	switch {
@@ -547,6 +554,11 @@ func (tr *turnRunner) send(proc procs.Process, it workItem) (procs.Turn, error) 
 			// Sending now could not be told apart from not sending
 			// after a crash; refuse the turn instead.
 			return nil, err
+		}
+		if it.parkedAs != "" {
+			// The journal names this sending now: the refused one is
+			// no longer what a restart must send again.
+			tr.e.limits.unpark(it.parkedAs)
 		}
 	}
 	if tr.e.killedAt(PointStarted) {
