@@ -189,7 +189,9 @@ func postOwn(tr *turnRunner, it workItem) {
 	if tr.e.killedAt(PointOwnSent) {
 		return // a test's kill: the reply is posted, the entry not acked
 	}
-	tr.jr.ack(it, inbox.AckResult)
+	// The ack is written now; its fsync goes to the tail, as a turn's
+	// does, so that a message sent on seeing this reply starts at once.
+	tr.tail.run(tr.jr.ackLater(it, inbox.AckResult))
 }
 
 // ownFirst puts the journaled replies of Claude's own turns ahead of the
