@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cc-connect/cc-connect/binding"
 	"github.com/cc-connect/cc-connect/engine/conv"
 	"github.com/cc-connect/cc-connect/engine/render"
 )
@@ -186,4 +187,52 @@ func TestRealOwnReplySurvivesKill(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRealLiveViewShowsBackground: the status message of a running turn
+// lists the background tasks running, as !status does: those an earlier
+// turn left running as the turn starts, and (verbose, where the last
+// edit is flushed at the turn's end) one its own Bash call started. Once
+// they ended, a turn shows none.
+func TestRealLiveViewShowsBackground(t *testing.T) {
+	const shown = "Background tasks running: Run in the background"
+	h, _ := newRealHarness(t, nil, func(o *Options) { o.Bindings[0].Progress = binding.ProgressVerbose })
+	gate := filepath.Join(t.TempDir(), "gate")
+	t.Cleanup(func() { _ = os.WriteFile(gate, nil, 0o600) })
+	h.say("alice", "T1", "[[BG:"+gate+"]]")
+	h.rec.waitSend(t, "tool said: Command running in background")
+	h.waitIdle()
+	if !showsInProgress(h.rec.snapshot(), shown) {
+		t.Errorf("the first turn's status message never listed the task it started:\n%s", dump(h.rec.snapshot()))
+	}
+	mark := len(h.rec.snapshot())
+	h.say("alice", "T1", "second")
+	h.rec.waitSend(t, "echo: second")
+	if calls := h.rec.snapshot()[mark:]; !showsInProgress(calls, shown) {
+		t.Errorf("a turn that started while the task ran did not list it:\n%s", dump(calls))
+	}
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h.rec.waitSend(t, "background task: ")
+	h.waitIdle()
+	mark = len(h.rec.snapshot())
+	h.say("alice", "T1", "[[TOOL:echo third]]")
+	h.rec.waitSend(t, "tool said")
+	h.waitIdle()
+	if calls := h.rec.snapshot()[mark:]; showsInProgress(calls, "Background tasks running") {
+		t.Errorf("a turn after the task ended lists background tasks:\n%s", dump(calls))
+	}
+}
+
+// showsInProgress reports whether a status message (posted or edited)
+// other than a reply shows text.
+func showsInProgress(calls []recorded, text string) bool {
+	for _, c := range calls {
+		if (c.Kind == "send" || c.Kind == "edit") && strings.Contains(c.Text, text) &&
+			!strings.Contains(c.Text, "echo: ") && !strings.Contains(c.Text, "tool said") {
+			return true
+		}
+	}
+	return false
 }

@@ -364,7 +364,8 @@ func (j *journal) failClosedText(err error) string {
 }
 
 // markStarted records, before the message is written to claude, that it
-// goes with the uuid it was accepted with (not fsynced: see
+// goes with its uuid: the one it was accepted with, or the fresh one of a
+// message sent again after a usage limit refused it (not fsynced: see
 // inbox.MarkStarted). After a crash the transcript tells whether the CLI
 // had it.
 func (j *journal) markStarted(it workItem) error {
@@ -372,7 +373,11 @@ func (j *journal) markStarted(it workItem) error {
 	if it.inboxID == "" || in == nil {
 		return nil
 	}
-	if err := in.MarkStarted(it.inboxID); err != nil {
+	mark := func() error { return in.MarkStarted(it.inboxID) }
+	if it.uuid != "" {
+		mark = func() error { return in.MarkStartedAs(it.inboxID, it.uuid) }
+	}
+	if err := mark(); err != nil {
 		return fmt.Errorf("journaling the start of the turn: %w", err)
 	}
 	return nil

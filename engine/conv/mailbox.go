@@ -57,8 +57,11 @@ type workItem struct {
 	afterCrash   bool
 	// refused: Claude refused it for a usage limit and its session holds
 	// it under its uuid, so it is sent again under a fresh one (the CLI
-	// skips a uuid it already has).
-	refused bool
+	// skips a uuid it already has); parkedAs is that first uuid once run
+	// chose the fresh one, forgotten by the usage windows once the
+	// journal carries the fresh one (send).
+	refused  bool
+	parkedAs string
 	// fence is the cluster lease token it was journaled under (0: not from
 	// a cluster's stream); dlv, on the accept path only, the delivery the
 	// journal's cluster ledger keeps for it (cluster.go).

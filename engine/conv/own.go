@@ -89,8 +89,13 @@ func background(proc procs.Process) []string {
 	if o == nil {
 		return nil
 	}
+	return descriptions(o.Background())
+}
+
+// descriptions names each task as !status and the live view show it.
+func descriptions(tasks []agentproc.BackgroundTask) []string {
 	var out []string
-	for _, t := range o.Background() {
+	for _, t := range tasks {
 		out = append(out, orDefault(t.Description, t.TaskID))
 	}
 	return out
@@ -185,7 +190,9 @@ func postOwn(tr *turnRunner, it workItem) {
 	if tr.e.killedAt(PointOwnSent) {
 		return // a test's kill: the reply is posted, the entry not acked
 	}
-	tr.jr.ack(it, inbox.AckResult)
+	// The ack is written now; its fsync goes to the tail, as a turn's
+	// does, so that a message sent on seeing this reply starts at once.
+	tr.tail.run(tr.jr.ackLater(it, inbox.AckResult))
 }
 
 // ownFirst puts the journaled replies of Claude's own turns ahead of the

@@ -133,6 +133,13 @@ type turn struct {
 // run runs one user message as a turn, with the fallbacks that keep the
 // session usable, and posts the reply.
 func (tr *turnRunner) run(it workItem) {
+	if it.refused {
+		// Refused for a usage limit (limits.go): it goes again under a
+		// fresh uuid, the one its reply is keyed by and the journal's
+		// start record carries from now on, so that after a kill the
+		// transcript is asked about this sending, not the refused one.
+		it.parkedAs, it.uuid, it.refused = it.uuid, newUUID(), false
+	}
 	if !tr.admit(&it) { // trigger.go: a run's header, the caps, the worktree
 		return
 	}
@@ -540,7 +547,7 @@ func (tr *turnRunner) newSessionStart() agentproc.StartOptions {
 // fresh uuid and keeps the message's, which is what the transcript holds.
 func (tr *turnRunner) send(proc procs.Process, it workItem) (procs.Turn, string, error) {
 	id, text := it.uuid, it.msg.Text
-	if id == "" || it.continuation || it.refused {
+	if id == "" || it.continuation {
 		id = newUUID()
 	}
 	switch {
@@ -555,6 +562,11 @@ func (tr *turnRunner) send(proc procs.Process, it workItem) (procs.Turn, string,
 			// Sending now could not be told apart from not sending
 			// after a crash; refuse the turn instead.
 			return nil, "", err
+		}
+		if it.parkedAs != "" {
+			// The journal names this sending now: the refused one is
+			// no longer what a restart must send again.
+			tr.e.limits.unpark(it.parkedAs)
 		}
 	}
 	if tr.e.killedAt(PointStarted) {
@@ -594,6 +606,7 @@ func (tr *turnRunner) attempt(it workItem) outcome {
 	t := &turn{msg: it.msg, perms: tr.newPermissions(),
 		live: newLive(tr.chat, tr.log, tr.rb.sessionID, tr.binding().Progress, tr.e.opts.StallNotice, tr.e.opts.MaxTurnTime, posted)}
 	t.live.act = tr.act
+	t.live.noteBackground(background(proc)) // what earlier turns left running
 	t.perms.ring = func(tool string) {
 		what := "Claude asks for your permission above."
 		if tool == "AskUserQuestion" {
@@ -790,6 +803,8 @@ func (tr *turnRunner) onEvent(t *turn, proc procs.Process, ev agentproc.Event) {
 		tr.rb.notePending(t.perms, t.msg.ID)
 	case agentproc.CommandState:
 		steeringOf(tr).steeredIn(t, ev) // steer.go
+	case agentproc.BackgroundTasks:
+		t.live.noteBackground(descriptions(ev.Tasks)) // own.go
 	case agentproc.Malformed:
 		tr.log.Warn("Agent wrote a malformed line", "line", ev.Line, "error", ev.Err)
 	}

@@ -60,3 +60,7 @@ func BackgroundStopped(stopped, failed []string) string {
 // cc-connect stopped, posted again where the platform cannot tell whether
 // it landed.
 const OwnReplyAgain = "cc-connect restarted while Claude's own reply below was being posted; in case it did not arrive, here it is again."
+
+// BackgroundEnded replaces a running turn's status message that showed
+// only its background tasks, once they all ended.
+const BackgroundEnded = "The background tasks ended."
