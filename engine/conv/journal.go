@@ -134,8 +134,11 @@ func (j *journal) openLocked() []workItem {
 		items = append(items, it)
 	}
 	items = inPlatformOrder(items)
-	if len(items) > 0 {
-		items[0].recovered = items[0].kind == itemTurn
+	for i := range items {
+		// The first, and any other sent before the restart: a message
+		// left out of the turn it was steered into, which the CLI ran
+		// next by itself (steer.go).
+		items[i].recovered = items[i].kind == itemTurn && (i == 0 || items[i].started && items[i].steeredInto == "")
 	}
 	return items
 }
