@@ -264,10 +264,9 @@ func (in *Inbox) apply(r diskRecord) error {
 		if r.UUID == "" {
 			return fmt.Errorf("start of message %q without a uuid", r.ID)
 		}
-		in.pending[i].UUID, in.pending[i].Started = r.UUID, true
-		if r.Into != "" {
-			in.pending[i].SteeredInto = r.Into
-		}
+		// A start record without into (MarkStarted) after one with it
+		// (MarkSteered) takes the mark away.
+		in.pending[i].UUID, in.pending[i].Started, in.pending[i].SteeredInto = r.UUID, true, r.Into
 	case opReply:
 		i := in.index(r.ID)
 		if i < 0 {
@@ -474,7 +473,9 @@ func (in *Inbox) MarkSeen(platform, id string, at time.Time) error {
 // knows; the transcript decides.
 func (in *Inbox) MarkStarted(id string) error {
 	return in.mark(id, opStart, func(e *Entry, r *diskRecord) {
-		e.Started, r.UUID = true, e.UUID
+		// A message steered into a turn that the CLI runs as a turn of
+		// its own after all is its own turn now: the mark goes.
+		e.Started, e.SteeredInto, r.UUID = true, "", e.UUID
 	})
 }
 

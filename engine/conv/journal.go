@@ -137,9 +137,12 @@ func (j *journal) openLocked() []workItem {
 		items = append(items, it)
 	}
 	items = ownFirst(inPlatformOrder(items))
-	// The first of the others is what recovery looks at (recovery.go).
-	if i := slices.IndexFunc(items, func(it workItem) bool { return it.kind != itemOwn }); i >= 0 {
-		items[i].recovered = items[i].kind == itemTurn
+	// The first of the others is what recovery looks at (recovery.go), and
+	// any other sent before the restart: a message left out of the turn it
+	// was steered into, which the CLI ran next by itself (steer.go).
+	first := slices.IndexFunc(items, func(it workItem) bool { return it.kind != itemOwn })
+	for i := range items {
+		items[i].recovered = items[i].kind == itemTurn && (i == first || items[i].started && items[i].steeredInto == "")
 	}
 	return items
 }

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/cc-connect/cc-connect/agentproc"
+	"github.com/cc-connect/cc-connect/engine/procs"
 	"github.com/cc-connect/cc-connect/platform"
 )
 
@@ -99,6 +100,10 @@ type workItem struct {
 	// written into (steer.go), from the journal after a restart too.
 	follow      string
 	steeredInto string
+	// ownBy is the process that runs it as a turn of its own: it was
+	// steered into a turn that ended before the CLI took it in, and the
+	// CLI runs it next by itself (steer.go); its turn is that one.
+	ownBy procs.Process
 }
 
 type ctrlKind int
@@ -297,6 +302,16 @@ func (mb *mailbox) take() (workItem, bool) {
 		mb.taken = workItem{msg: it.msg} // the message alone: its order
 	}
 	return it, true
+}
+
+// pushFront queues items ahead of every waiting one (what the agent
+// already has and runs next: steer.go).
+func (mb *mailbox) pushFront(items ...workItem) {
+	mb.mu.Lock()
+	mb.items = slices.Insert(mb.items, 0, items...)
+	mb.counted(len(items))
+	mb.mu.Unlock()
+	poke(mb.work)
 }
 
 // takeIf takes the first item of the FIFO when ok holds for it.

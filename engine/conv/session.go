@@ -209,6 +209,11 @@ func (s *Conversation) loop() {
 			takeSteered(s.tr, it) // steer.go: answered with its turn, or run now
 		case it.kind == itemTurn && it.recovered:
 			s.tr.recover(it)
+		case it.kind == itemTurn && it.ownBy != nil && s.agent.Live() != it.ownBy:
+			// The CLI that had it is gone: what became of it, the
+			// transcript says (steer.go).
+			it.ownBy, it.afterCrash = nil, true
+			s.tr.recover(it)
 		case it.kind == itemTurn:
 			s.tr.run(it)
 		case it.kind == itemNew, it.kind == itemResume:
