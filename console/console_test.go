@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -234,7 +235,9 @@ func hostileData(text, input string) pageData {
 	return pageData{Title: text, Session: &session{who: Identity{UserName: text}, csrf: "c"},
 		Conv: &Conversation{Key: text, Binding: text, Channel: text, Thread: text, Model: text, Rights: Rights{Approve: true}},
 		Live: &liveView{Text: text, Tools: []string{input}, Todos: []activity.Todo{{Text: text, Status: input}},
-			Asks: []Ask{{Request: input, Tool: text, Input: input}}}}
+			Asks: []Ask{{Request: input, Tool: text, Input: input}, {Request: text, Tool: "AskUserQuestion", Input: input,
+				Questions: []activity.Question{{Header: text, Text: input, Options: []string{text, input}, Multi: true}}},
+				{Request: input, Tool: "ExitPlanMode", Input: text}}}}
 }
 
 func TestSchedulesAndSpendPages(t *testing.T) {
@@ -327,5 +330,82 @@ func TestClusterPage(t *testing.T) {
 		if !strings.Contains(page, want) {
 			t.Errorf("the cluster page lacks %q:\n%s", want, page)
 		}
+	}
+}
+
+// TestQuestionsAndPlansFromThePage: an approver answers Claude's questions
+// with their options (one press per question, as the chat's buttons), or
+// dismisses them, and approves or rejects a plan; a bad form answers 400
+// and sends nothing; a non-approver sees the questions and no form.
+func TestQuestionsAndPlansFromThePage(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	approver, user := r.client(t), r.client(t)
+	r.signIn(t, approver, "UAPPROVER")
+	r.signIn(t, user, "UUSER")
+	r.srv.Record(activity.Event{Kind: activity.Asking, Conversation: convKey, Request: "q-1", Tool: "AskUserQuestion", Input: "questions=…",
+		Questions: []activity.Question{{Header: "Color", Text: "Which <b>color</b>?", Options: []string{"Red", "Blue"}},
+			{Text: "Which sizes?", Options: []string{"S", "M", "L"}, Multi: true}}})
+	r.srv.Record(activity.Event{Kind: activity.Asking, Conversation: convKey, Request: "p-1", Tool: "ExitPlanMode", Input: "plan=# Plan"})
+
+	_, page := r.get(t, approver, "/c?k="+url.QueryEscape(convKey))
+	for _, want := range []string{`<legend>Color: Which &lt;b&gt;color&lt;/b&gt;?</legend>`, `<input type="radio" name="q0" value="1"> Blue`,
+		`<input type="checkbox" name="q1" value="2"> L`, `value="dismiss"`, `value="plan_default"`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the approver's page lacks %s:\n%s", want, page)
+		}
+	}
+	csrf := csrfRE.FindStringSubmatch(page)[1]
+	post := func(c *http.Client, form url.Values) int {
+		c2 := *c
+		c2.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+		resp, err := c2.PostForm(r.ts.URL+"/answer", form)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	form := func(request, choice string, kv ...string) url.Values {
+		f := url.Values{"csrf": {csrf}, "k": {convKey}, "request": {request}, "choice": {choice}}
+		for i := 0; i < len(kv); i += 2 {
+			f.Add(kv[i], kv[i+1])
+		}
+		return f
+	}
+	for _, tt := range []struct {
+		name string
+		form url.Values
+		want int
+	}{
+		{"a question left open", form("q-1", "answer", "q0", "1"), http.StatusBadRequest},
+		{"two options of a single choice", form("q-1", "answer", "q0", "0", "q0", "1", "q1", "0"), http.StatusBadRequest},
+		{"an option it does not have", form("q-1", "answer", "q0", "2", "q1", "0"), http.StatusBadRequest},
+		{"allow on a question", form("q-1", "allow"), http.StatusBadRequest},
+		{"allow-always on a plan", form("p-1", "always"), http.StatusBadRequest},
+		{"the answers", form("q-1", "answer", "q0", "1", "q1", "0", "q1", "2"), http.StatusSeeOther},
+		{"dismissed", form("q-1", "dismiss"), http.StatusSeeOther},
+		{"the plan approved", form("p-1", "plan_default"), http.StatusSeeOther},
+		{"the plan rejected", form("p-1", "deny"), http.StatusSeeOther},
+	} {
+		if got := post(approver, tt.form); got != tt.want {
+			t.Errorf("%s: %d, want %d", tt.name, got, tt.want)
+		}
+	}
+	want := []string{"UAPPROVER " + convKey + " q-1 answer q0 [1]", "UAPPROVER " + convKey + " q-1 answer q1 [0 2]",
+		"UAPPROVER " + convKey + " q-1 dismiss", "UAPPROVER " + convKey + " p-1 plan_default", "UAPPROVER " + convKey + " p-1 deny"}
+	if !slices.Equal(r.be.answers, want) {
+		t.Errorf("presses %q, want %q", r.be.answers, want)
+	}
+
+	_, upage := r.get(t, user, "/c?k="+url.QueryEscape(convKey))
+	if !strings.Contains(upage, "Which &lt;b&gt;color&lt;/b&gt;?") || strings.Contains(upage, `name="q0"`) || strings.Contains(upage, `value="plan_default"`) {
+		t.Errorf("a non-approver's page shows no questions, or forms to answer:\n%s", upage)
+	}
+	ucsrf := csrfRE.FindStringSubmatch(upage)[1]
+	f := form("q-1", "answer", "q0", "0", "q1", "0")
+	f.Set("csrf", ucsrf)
+	if got := post(user, f); got != http.StatusForbidden {
+		t.Errorf("a non-approver's forged answer: %d, want 403", got)
 	}
 }
