@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"regexp"
 	"slices"
@@ -407,5 +408,74 @@ func TestQuestionsAndPlansFromThePage(t *testing.T) {
 	f.Set("csrf", ucsrf)
 	if got := post(user, f); got != http.StatusForbidden {
 		t.Errorf("a non-approver's forged answer: %d, want 403", got)
+	}
+}
+
+// TestTrustedProxiesOnly: behind a proxy, only the proxies' addresses are
+// served, whatever X-Forwarded-* a peer sends (the console reads none of
+// them): another peer that claims to come through a trusted proxy is
+// refused, and a forwarded host or scheme changes neither the origin a
+// POST must come from nor the links.
+func TestTrustedProxiesOnly(t *testing.T) {
+	t.Parallel()
+	be := &fakeBackend{allowed: map[string]bool{"UAPPROVER": true}, approve: map[string]bool{"UAPPROVER": true}}
+	srv := New(Settings{BaseURL: "https://cc.example.com", SessionTTL: time.Hour,
+		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.7/32"), netip.MustParsePrefix("fd00::/8")}}, be)
+	h := srv.Handler()
+	serve := func(method, target, remote string, header map[string]string, cookie *http.Cookie, body string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(method, target, strings.NewReader(body))
+		req.RemoteAddr = remote
+		for k, v := range header {
+			req.Header.Set(k, v)
+		}
+		if cookie != nil {
+			req.AddCookie(cookie)
+		}
+		if method == http.MethodPost {
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec
+	}
+	spoof := map[string]string{"X-Forwarded-For": "10.0.0.7", "X-Real-IP": "10.0.0.7", "Forwarded": "for=10.0.0.7;proto=https",
+		"X-Forwarded-Proto": "https", "X-Forwarded-Host": "cc.example.com"}
+	link, _ := srv.Issue(Identity{Platform: "slack", UserID: "UAPPROVER"})
+	path := strings.TrimPrefix(link, "https://cc.example.com")
+	for _, remote := range []string{"203.0.113.5:4444", "127.0.0.1:5555", "[::1]:5555", "10.0.0.8:80", "[fe80::1]:80"} {
+		if rec := serve(http.MethodGet, path, remote, spoof, nil, ""); rec.Code != http.StatusForbidden || rec.Header().Get("Set-Cookie") != "" {
+			t.Errorf("a sign-in from %s claiming to be forwarded by a trusted proxy: %d, cookie %q; want 403 and none",
+				remote, rec.Code, rec.Header().Get("Set-Cookie"))
+		}
+	}
+	// The link was not used up by the refused peers: the proxy redeems it.
+	rec := serve(http.MethodGet, path, "10.0.0.7:40000", nil, nil, "")
+	if rec.Code != http.StatusSeeOther {
+		t.Fatalf("a sign-in through the trusted proxy: %d, want 303", rec.Code)
+	}
+	cookie := rec.Result().Cookies()[0]
+	if rec := serve(http.MethodGet, "/", "[fd00::2]:1", nil, cookie, ""); rec.Code != http.StatusOK {
+		t.Errorf("a page through a trusted IPv6 proxy: %d", rec.Code)
+	}
+	if rec := serve(http.MethodGet, "/", "[::ffff:10.0.0.7]:1", nil, cookie, ""); rec.Code != http.StatusOK {
+		t.Errorf("a page through the trusted proxy as an IPv4-mapped address: %d", rec.Code)
+	}
+	// With the session's cookie, another peer is still refused.
+	if rec := serve(http.MethodGet, "/", "203.0.113.5:1", spoof, cookie, ""); rec.Code != http.StatusForbidden {
+		t.Errorf("a signed-in page from another peer: %d, want 403", rec.Code)
+	}
+	// A forwarded host does not make another origin the console's.
+	page := serve(http.MethodGet, "/schedules", "10.0.0.7:1", nil, cookie, "").Body.String()
+	csrf := csrfRE.FindStringSubmatch(page)[1]
+	form := url.Values{"csrf": {csrf}, "name": {"nightly<b>"}, "verb": {"pause"}}.Encode()
+	forged := map[string]string{"Origin": "https://evil.example", "X-Forwarded-Host": "evil.example", "X-Forwarded-Proto": "https"}
+	if rec := serve(http.MethodPost, "/schedules", "10.0.0.7:1", forged, cookie, form); rec.Code != http.StatusForbidden {
+		t.Errorf("a POST from another origin with a forwarded host naming it: %d, want 403", rec.Code)
+	}
+	if rec := serve(http.MethodPost, "/schedules", "10.0.0.7:1", map[string]string{"Origin": "https://cc.example.com"}, cookie, form); rec.Code != http.StatusSeeOther {
+		t.Errorf("the same POST from the console's origin: %d, want 303", rec.Code)
+	}
+	if again, _ := srv.Issue(Identity{Platform: "slack", UserID: "UAPPROVER"}); !strings.HasPrefix(again, "https://cc.example.com/signin?t=") {
+		t.Errorf("a link %q does not start with the configured url", again)
 	}
 }
