@@ -250,8 +250,13 @@ func (b *consoleBackend) Conversation(who console.Identity, key string) (console
 	return conversationOf(c), true
 }
 
-func (b *consoleBackend) Answer(ctx context.Context, who console.Identity, key, requestID, choice string) error {
-	return notAllowed(b.view.Answer(ctx, key, who.UserID, who.UserName, requestID, platform.Choice(choice)))
+func (b *consoleBackend) Answer(ctx context.Context, who console.Identity, key string, a console.Answer) error {
+	var opts platform.OptionSet
+	for _, i := range a.Options {
+		opts = opts.With(i)
+	}
+	return notAllowed(b.view.Answer(ctx, key, who.UserID, who.UserName,
+		engine.ConsoleAnswer{RequestID: a.Request, Choice: platform.Choice(a.Choice), Question: a.Question, Options: opts}))
 }
 
 func (b *consoleBackend) Stop(ctx context.Context, who console.Identity, key string) error {
