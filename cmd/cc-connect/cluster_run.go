@@ -125,6 +125,7 @@ func joinCluster(ctx context.Context, cfg *config.Config, eng *engine.Engine, lo
 		InStream: node.InStream,
 		Answers:  clusterlink.Answers{Node: node},
 		Contexts: clusterlink.Contexts{Node: node},
+		Replies:  clusterlink.Replies{Node: node},
 		Status: func(ctx context.Context) (string, error) {
 			r, err := node.Status(ctx)
 			if err != nil {

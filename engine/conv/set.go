@@ -122,6 +122,10 @@ type Cluster struct {
 	// Contexts keeps the conversations' context for the hosts that take
 	// them over (context.go); nil: not replicated.
 	Contexts Contexts
+	// Replies keeps the replies being posted for the host that takes a
+	// binding over (pendingreply.go); nil: a reply settled by a host
+	// killed before it posted it waits for that host.
+	Replies Replies
 
 	bg context.Context // the Set's, for the stream's reads
 }
