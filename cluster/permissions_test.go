@@ -17,6 +17,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/cc-connect/cc-connect/cluster/embedded"
 	"github.com/cc-connect/cc-connect/cluster/ingress"
@@ -737,4 +738,63 @@ func checkReplies(ctx context.Context, t *testing.T, a, b *Node) {
 	if got, err := rb.Replies(ctx, permSlack); err != nil || len(got) != 0 {
 		t.Fatalf("replies after the removal: %+v, %v; want none", got, err)
 	}
+}
+
+// TestStartRefusesAStreamKeptLongerThanTheRecords: a message read back
+// and answered by one host is kept from running again under its own
+// delivery only while the record of answered messages holds it
+// (AnsweredTTL); a host whose stream keeps events longer (max age 0, set
+// by hand) and who may not change it refuses to start, naming `cluster
+// init`, which sets it back.
+func TestStartRefusesAStreamKeptLongerThanTheRecords(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		maxAge time.Duration
+		ok     bool
+	}{{ingress.MaxAge, true}, {AnsweredTTL - time.Hour, true}, {AnsweredTTL, false}, {0, false}, {90 * 24 * time.Hour, false}} {
+		err := checkRetention("t-in", tc.maxAge)
+		if (err == nil) != tc.ok || err != nil && !errors.Is(err, ErrRetention) {
+			t.Errorf("max age %s: %v, want ok=%v", tc.maxAge, err, tc.ok)
+		}
+	}
+
+	pc := newPermCluster(t)
+	pc.url = configServer(t, pc.dir, pc.settings("a").ServerConfig(pc.keys["admin"]), pc.v)
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	admin := Auth{NKeySeedFile: pc.seeds["admin"]}
+	if err := Init(ctx, pc.settings("a"), admin, nil); err != nil {
+		t.Fatal(err)
+	}
+	// The admin keeps events for ever, by hand.
+	a := pc.settings("a")
+	a.Auth = admin
+	opts, _, err := natsOptions(a, slog.New(slog.DiscardHandler), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := nats.Connect(pc.url, append(opts, nats.CustomInboxPrefix(AdminInbox))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := ingress.StreamConfig(a.Names, a.Replicas)
+	cfg.MaxAge = 0
+	if _, err := js.UpdateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	pc.v.mu.Lock()
+	pc.v.lines = nil
+	pc.v.mu.Unlock()
+	if _, err := Start(ctx, pc.settings("a"), Options{}); !errors.Is(err, ErrRetention) || !strings.Contains(err.Error(), "cluster init") {
+		t.Fatalf("a host started on a stream that keeps events for ever, or failed otherwise: %v", err)
+	}
+	if err := Init(ctx, pc.settings("a"), admin, nil); err != nil {
+		t.Fatal(err)
+	}
+	pc.start(pc.settings("a"))
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/cc-connect/cc-connect/activity"
 	"github.com/cc-connect/cc-connect/binding"
@@ -71,8 +72,10 @@ type ClusterOptions struct {
 	Status func(ctx context.Context) (string, error)
 	// Answers, when set, is the record of the messages the hosts
 	// answered: what a recovery that reads a thread back must not run
-	// again (conv.Answers).
-	Answers Answers
+	// again (conv.Answers). AnsweredFor is how long it keeps a message
+	// (0: for ever).
+	Answers     Answers
+	AnsweredFor time.Duration
 	// Contexts, when set, keeps each conversation's Claude session and
 	// transcript for the host that takes it over (conv.Contexts).
 	Contexts Contexts
@@ -129,7 +132,7 @@ var ErrUnknownEvent = errors.New("the event holds no message, button press or ru
 func (e *Engine) JoinCluster(o ClusterOptions) *ClusterIngress {
 	e.cluster = &o
 	st := e.convs.JoinCluster(conv.Cluster{Clustered: o.Clustered, InStream: o.InStream, Fence: e.tenures.fence,
-		Answers: o.Answers, Host: o.Host, Contexts: o.Contexts, Replies: o.Replies})
+		Answers: o.Answers, AnsweredFor: o.AnsweredFor, Host: o.Host, Contexts: o.Contexts, Replies: o.Replies})
 	return &ClusterIngress{e: e, st: st}
 }
 

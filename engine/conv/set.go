@@ -119,6 +119,9 @@ type Cluster struct {
 	// name in it.
 	Answers Answers
 	Host    string
+	// AnsweredFor is how long the record keeps a message answered
+	// (cluster.AnsweredTTL); 0: for ever.
+	AnsweredFor time.Duration
 	// Contexts keeps the conversations' context for the hosts that take
 	// them over (context.go); nil: not replicated.
 	Contexts Contexts
