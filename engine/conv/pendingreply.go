@@ -292,6 +292,15 @@ func postPending(s *Conversation, p *pendingPost) {
 	}
 	ctx, cancel := context.WithTimeout(s.e.bg, settleTimeout)
 	defer cancel()
+	// Queued twice when a tenure's start was tried again, or posted
+	// meanwhile: only a record still there is posted.
+	switch st, err := c.Replies.Reply(ctx, s.binding.Key(), s.to); {
+	case err != nil:
+		s.log.Warn("Reading a reply another host settled failed; it is left for the binding's next tenure", "message_id", p.rec.ID, "error", err)
+		return
+	case st.Revision != p.revision:
+		return
+	}
 	if err := c.answer(ctx, s.binding.Key(), s.to, p.rec.ID); err != nil {
 		s.log.Warn("Recording a message as answered in the cluster failed; a host that reads its thread back may run it again",
 			"message_id", p.rec.ID, "error", err)
