@@ -274,6 +274,7 @@ func (in *Inbox) apply(r diskRecord) error {
 		}
 		in.pending[i].Replying, in.pending[i].ReplyTail = true, r.Tail
 		in.pending[i].Settled = in.pending[i].Settled || r.Settled
+		in.pending[i].Replicated = in.pending[i].Replicated || r.Replicated
 		if len(r.Msgs) > 0 {
 			in.pending[i].Streamed = r.Msgs
 		}
@@ -339,6 +340,7 @@ func (in *Inbox) Append(e Entry) error {
 		e.UUID = uuid.NewString() // the start record carries it
 	}
 	e.Started, e.Replying, e.Streamed, e.Parts, e.ReplyTail, e.Settled, e.SteeredInto = false, false, nil, nil, "", false, ""
+	e.Replicated = false
 	rec, err := encode(diskRecord{Op: opAdd, Entry: toDisk(e)})
 	if err != nil {
 		return err
@@ -520,10 +522,13 @@ func (in *Inbox) MarkReplying(id string, streamed []Posted, tail string) error {
 // MarkSettled records that the cluster's stream confirmed this host's
 // settlement of the message's event (Entry.Settled). It is a reply record
 // (with the same tail), so that a version that does not know the mark
-// reads it as the MarkReplying before it. Written, not fsynced.
-func (in *Inbox) MarkSettled(id string) error {
+// reads it as the MarkReplying before it. replicated says the reply was
+// written to the cluster before the settlement (Entry.Replicated).
+// Written, not fsynced.
+func (in *Inbox) MarkSettled(id string, replicated bool) error {
 	return in.mark(id, opReply, func(e *Entry, r *diskRecord) {
 		e.Replying, e.Settled, r.Tail, r.Settled = true, true, e.ReplyTail, true
+		e.Replicated, r.Replicated = e.Replicated || replicated, replicated
 	})
 }
 

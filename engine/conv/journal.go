@@ -312,7 +312,7 @@ func itemEntry(it workItem, now time.Time) inbox.Entry {
 func entryItem(en inbox.Entry) (workItem, bool) {
 	to := platform.Target{Platform: en.Platform, Channel: en.Channel, Thread: en.Thread, MessageID: en.MessageID}
 	it := workItem{kind: itemTurn, inboxID: en.ID, uuid: en.UUID, started: en.Started, replying: en.Replying, fence: en.Fence, streamSeq: en.StreamSeq,
-		settled: en.Settled,
+		settled: en.Settled, replicated: en.Replicated,
 		msg: platform.Message{ID: en.ID, Target: to, UserID: en.UserID, UserName: en.UserName, Text: en.Text, Received: en.Received, IsDM: en.DM,
 			Seq: en.Seq},
 		parts: slices.Clone(en.Parts), replyTail: en.ReplyTail, checks: en.Checks, steeredInto: en.SteeredInto}

@@ -21,11 +21,12 @@ const (
 type itemKind int
 
 const (
-	itemTurn   itemKind = iota // a user message for the agent
-	itemNew                    // !new: ordered after the turns before it
-	itemResume                 // !resume: ordered after the turns before it
-	itemRun                    // a run waiting for its header and thread (trigger.go)
-	itemOwn                    // the journaled reply of a turn the CLI ran by itself, to post (own.go)
+	itemTurn    itemKind = iota // a user message for the agent
+	itemNew                     // !new: ordered after the turns before it
+	itemResume                  // !resume: ordered after the turns before it
+	itemRun                     // a run waiting for its header and thread (trigger.go)
+	itemOwn                     // the journaled reply of a turn the CLI ran by itself, to post (own.go)
+	itemPending                 // a reply another host settled, to post (pendingreply.go)
 )
 
 // workItem is one entry of a session's FIFO: accepted work, journaled
@@ -71,7 +72,10 @@ type workItem struct {
 	// settled: this host settled its event in the stream before it
 	// stopped (inbox.Entry.Settled), so this host alone posts its reply.
 	settled bool
-	dlv     Delivery
+	// replicated: its reply was stored in the cluster before that
+	// settlement (inbox.Entry.Replicated, pendingreply.go).
+	replicated bool
+	dlv        Delivery
 	// files are the attachments the journal names for a replayed message
 	// (msg.Attachments, with their Open, for one accepted in this run), or
 	// those an earlier version stored at acceptance.
@@ -94,6 +98,8 @@ type workItem struct {
 	// while no process ran (parked.go): the resumed CLI's same requests
 	// get them.
 	answered []parkedRequest
+	// pending is the reply of an itemPending.
+	pending *pendingPost
 	// follow is what it does when it comes while a turn runs, chosen
 	// for this message (!steer, !queue; steer.go); "" follows the
 	// binding. steeredInto is the journal entry of the turn it was
