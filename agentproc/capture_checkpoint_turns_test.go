@@ -18,6 +18,7 @@ const (
 	checkpointSecond = "22222222-2222-4333-8444-555555555555"
 	checkpointThird  = "33333333-2222-4333-8444-555555555555"
 	checkpointBash   = "44444444-2222-4333-8444-555555555555"
+	checkpointOver   = "55555555-2222-4333-8444-555555555555"
 )
 
 // TestRealCLICaptureCheckpointTurns: a turn that edits a committed file and
@@ -96,6 +97,23 @@ func TestRealCLICaptureCheckpointTurns(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(c.dir, "new.txt")); err != nil {
 		t.Errorf("new.txt (the first turn's) after rewinding the second: %v", err)
 	}
+	// A Write over an existing file.
+	r.send(map[string]any{"type": "user", "uuid": checkpointOver,
+		"message": map[string]any{"role": "user", "content": "[[READ:keep.txt]][[WRITE:keep.txt:one\nthree\n]]"}})
+	if res := r.result(); res["is_error"] != false {
+		t.Fatalf("the overwriting turn's result %v", res)
+	}
+	var over map[string]any
+	for _, m := range r.lines() {
+		if u, _ := m["tool_use_result"].(map[string]any); u != nil && u["filePath"] == keep && u["type"] != "text" {
+			over = u
+		}
+	}
+	if hunks, _ := over["structuredPatch"].([]any); over["type"] != "update" || over["originalFile"] != "one\ntwo\n" || len(hunks) != 1 {
+		t.Errorf("the overwriting Write's tool_use_result %v, want update with the original and one hunk", over)
+	} else {
+		t.Logf("overwriting Write's hunk: %v", hunks[0])
+	}
 	// A turn that changes a file through Bash only.
 	r.send(map[string]any{"type": "user", "uuid": checkpointBash,
 		"message": map[string]any{"role": "user", "content": "[[TOOL:echo x > bash.txt]]"}})
@@ -122,7 +140,8 @@ func TestRealCLICaptureCheckpointTurns(t *testing.T) {
 	}
 	r.finish()
 	r.save("checkpoint_resume", "As checkpoint_turns, then the CLI started again with --resume <session>: rewind_files\n"+
-		"dry_run to turn 2 ("+checkpointSecond+"), then rewind_files; then a turn `[[TOOL:echo x > bash.txt]]` (uuid\n"+
+		"dry_run to turn 2 ("+checkpointSecond+"), then rewind_files; then a turn `[[READ:keep.txt]][[WRITE:keep.txt:one\\nthree\\n]]` (uuid "+checkpointOver+"),\n"+
+		"a turn `[[TOOL:echo x > bash.txt]]` (uuid\n"+
 		checkpointBash+") and a turn without changes (uuid "+checkpointThird+"), each with rewind_files dry_run to it.")
 }
 

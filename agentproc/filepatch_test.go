@@ -57,3 +57,31 @@ func TestFilePatchesFromCapture(t *testing.T) {
 		}
 	}
 }
+
+// TestFilePatchOfUpdate: a Write over an existing file reports type
+// "update" with a minimal hunk (captures/checkpoint_resume), read as a
+// patch of hunks, not a created file.
+func TestFilePatchOfUpdate(t *testing.T) {
+	f, err := os.Open(filepath.Join("testdata", "captures", "checkpoint_resume", "stdout.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var dec decoder
+	var got []FilePatch
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 16<<20)
+	for sc.Scan() {
+		for _, ev := range dec.decodeLine(sc.Bytes()).events {
+			if tr, ok := ev.(ToolResult); ok {
+				if p, ok := FilePatchOf(tr.Structured); ok {
+					got = append(got, p)
+				}
+			}
+		}
+	}
+	if len(got) != 1 || got[0].Path != "/work/proj/keep.txt" || got[0].Created || len(got[0].Hunks) != 1 ||
+		!slices.Equal(got[0].Hunks[0].Lines, []string{" one", "-two", "+three"}) {
+		t.Errorf("patches %+v, want the overwrite of keep.txt as one hunk", got)
+	}
+}

@@ -56,7 +56,8 @@
 //	              directory) before the reply, reported as the real CLI's
 //	              Write is on stdout (the tool_use, then the tool_result with
 //	              its tool_use_result: create with the content, or update
-//	              with one hunk replacing every line), not in the
+//	              with one hunk replacing every line, where the real CLI's
+//	              hunk is a minimal diff), not in the
 //	              transcript; with checkpointing on, keep what the file held
 //	              for rewind_files.
 //	[[BG]]        a Bash call with run_in_background: background_tasks_changed,
