@@ -122,3 +122,24 @@ func TestPlanChoices(t *testing.T) {
 		}
 	}
 }
+
+// TestRevertFitsWhole: a turn summary's Revert button carries its request
+// id ("revert:" and the turn's uuid) whole in Telegram's 64 bytes, so a
+// press after a restart, which remembers no generated reference, still
+// names its turn.
+func TestRevertFitsWhole(t *testing.T) {
+	id := "revert:6088ef75-df8e-4e17-9492-87e166cd0d56"
+	r := NewRefs(64, 8)
+	ref := r.Ref(id)
+	if ref != id {
+		t.Fatalf("Ref(%q) = %q, want the id itself", id, ref)
+	}
+	data := Data(platform.ChoiceRevert, ref)
+	c, got, ok := Decode(data)
+	if len(data) > 64 || !ok || c != platform.ChoiceRevert {
+		t.Fatalf("Decode(%q) = %q, %q, %v", data, c, got, ok)
+	}
+	if back, ok := NewRefs(64, 8).RequestID(got); !ok || back != id {
+		t.Errorf("a fresh Refs reads %q as %q, %v; want %q", got, back, ok, id)
+	}
+}
