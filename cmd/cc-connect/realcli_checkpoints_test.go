@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cc-connect/cc-connect/internal/fakediscord"
 	"github.com/cc-connect/cc-connect/internal/fakeslack"
 	"github.com/cc-connect/cc-connect/internal/faketelegram"
 	"github.com/cc-connect/cc-connect/internal/testenv"
@@ -17,8 +18,8 @@ import (
 // on by default): the fake Messages API makes Claude write a file, the turn
 // ends with a summary and its Revert button, !diff uploads the diff, a
 // press by someone who may not approve is refused, and the approver's press
-// deletes the file (on Slack, !diff and the presses come after a restart of
-// cc-connect).
+// deletes the file: on Slack (!diff and the presses after a restart of
+// cc-connect), Telegram and Discord.
 
 // writeTurn is the prompt that makes Claude write new.txt (three lines).
 const writeTurn = "[[WRITE:new.txt:a\nb\nc]]"
@@ -158,6 +159,67 @@ api_url = %q
 	say(alice, "!revert")
 	f.WaitSent(t, "what the revert restored", func(m faketelegram.Message) bool {
 		return strings.Contains(m.Text, "reverted the last turn")
+	})
+	if _, err := os.Stat(file); !os.IsNotExist(err) {
+		t.Errorf("new.txt after the revert: %v, want it gone", err)
+	}
+}
+
+// TestRealCLIRevertThroughDiscord: the same on Discord, in the thread of
+// the message: the summary's button for someone who may not approve, then
+// for an approver.
+func TestRealCLIRevertThroughDiscord(t *testing.T) {
+	t.Parallel()
+	f := fakediscord.New(t)
+	f.AddChannel(fakediscord.Channel{ID: "C1", Type: 0, GuildID: "G1", Name: "dev"})
+	r, _ := startRealChatWith(t, fmt.Sprintf(`
+[[platforms]]
+name = "chat"
+type = "discord"
+token = "${DISCORD_BOT_TOKEN}"
+api_url = %q
+thread_per_message = true
+`, f.URL()), `"7", "8"`, `approvers = ["7"]`, "DISCORD_BOT_TOKEN="+fakediscord.Token)
+	defer r.stop(t)
+	f.WaitConnected(t, 1)
+	bot := map[string]any{"id": fakediscord.BotID, "username": fakediscord.BotName, "bot": true}
+	f.Post(t, fakediscord.MessageEvent("2001", "C1", "G1", "7", "<@"+fakediscord.BotID+"> "+writeTurn, map[string]any{"mentions": []any{bot}}))
+	limit := testenv.HangLimit(t, 2*time.Minute)
+	var summary fakediscord.Message
+	f.WaitWithin(t, limit, "the turn's summary with its Revert button", func() bool {
+		for _, m := range f.Posts() {
+			if m.ChannelID == "2001" && strings.Contains(m.Content, "This turn changed 1 file (+3 −0)") && len(m.Buttons()) == 1 {
+				summary = m
+				return true
+			}
+		}
+		return false
+	})
+	file := filepath.Join(r.ws, "new.txt")
+	if _, err := os.Stat(file); err != nil {
+		t.Fatalf("new.txt: %v", err)
+	}
+	revert := summary.Buttons()[0].CustomID
+	f.Click(t, summary, revert, "8", "bob")
+	f.WaitWithin(t, limit, "the refusal of bob's press", func() bool {
+		for _, m := range f.Posts() {
+			if m.ChannelID == "2001" && strings.Contains(m.Content, "may not revert turns here") {
+				return true
+			}
+		}
+		return false
+	})
+	if _, err := os.Stat(file); err != nil {
+		t.Fatalf("new.txt after a refused press: %v", err)
+	}
+	f.Click(t, summary, revert, "7", "alice")
+	f.WaitWithin(t, limit, "what the revert restored", func() bool {
+		for _, m := range f.Posts() {
+			if m.ChannelID == "2001" && strings.Contains(m.Content, "reverted the last turn: `new.txt`") {
+				return true
+			}
+		}
+		return false
 	})
 	if _, err := os.Stat(file); !os.IsNotExist(err) {
 		t.Errorf("new.txt after the revert: %v, want it gone", err)
