@@ -798,7 +798,8 @@ func (tr *turnRunner) onEvent(t *turn, proc procs.Process, ev agentproc.Event) {
 		t.text.WriteString(ev.Text)
 	case agentproc.ToolUse:
 		t.live.noteTool(ev)
-		tr.ck.noteTool(ev) // checkpoint.go		tr.act.record(activity.Event{Kind: activity.Tool, Tool: ev.Name, Input: inputSummary(ev.Input)})
+		tr.ck.noteTool(ev) // checkpoint.go
+		tr.act.record(activity.Event{Kind: activity.Tool, Tool: ev.Name, Input: inputSummary(ev.Input)})
 	case agentproc.Compaction:
 		if ev.Active {
 			t.live.showStatus("Compacting the conversation…")
