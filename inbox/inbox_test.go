@@ -125,6 +125,36 @@ func TestInboxSteeredSurvivesReopen(t *testing.T) {
 	}
 }
 
+// TestInboxStartedAgainUnderANewUUID: a message sent again under a new
+// uuid (MarkStartedAs) carries it from then on, after a reopen too; its
+// first uuid is gone.
+func TestInboxStartedAgainUnderANewUUID(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "inbox", "s.jsonl")
+	in := openT(t, path, Limits{})
+	e := entry("a")
+	e.UUID = "uuid-first"
+	if err := in.Append(e); err != nil {
+		t.Fatal(err)
+	}
+	if err := in.MarkStarted("a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := in.MarkStartedAs("a", "uuid-again"); err != nil {
+		t.Fatal(err)
+	}
+	if got := in.Pending()[0]; got.UUID != "uuid-again" || !got.Started {
+		t.Errorf("pending = %+v, want started under uuid-again", got)
+	}
+	if err := in.MarkStartedAs("a", ""); err == nil {
+		t.Error("MarkStartedAs without a uuid succeeded")
+	}
+	in.Close()
+	got := openT(t, path, Limits{}).Pending()
+	if len(got) != 1 || got[0].UUID != "uuid-again" || !got[0].Started {
+		t.Errorf("pending after reopen = %+v, want a started under uuid-again", got)
+	}
+}
+
 // TestInboxTruncatesWhenEmpty: a journal with nothing pending keeps its
 // acknowledged records until it reaches CompactBytes (or is closed), then
 // is emptied; what comes after is kept.
@@ -427,7 +457,8 @@ func TestJournalsRefusePlantedLinks(t *testing.T) {
 func keepOne(s *Seen, key string) error { return s.keep(map[string]time.Time{key: s.now()}) }
 
 // TestReplyMarksSurviveReopen: the messages a reply streams into, the
-// messages and tail of the reply mark, its settlement, and each part recorded as posted
+// messages and tail of the reply mark, its settlement (and that its reply
+// was replicated before), and each part recorded as posted
 // come back after a reopen, the latest stream record winning; an entry
 // appended afresh carries none of them.
 func TestReplyMarksSurviveReopen(t *testing.T) {
@@ -444,7 +475,7 @@ func TestReplyMarksSurviveReopen(t *testing.T) {
 		func() error { return in.MarkStreamed("a", one) },
 		func() error { return in.MarkStreamed("a", two) },
 		func() error { return in.MarkReplying("a", two, "\n[ctx: 3%]") },
-		func() error { return in.MarkSettled("a") },
+		func() error { return in.MarkSettled("a", true) },
 		// Recovery marks the reply again before it posts: the
 		// settlement stays.
 		func() error { return in.MarkReplying("a", nil, "\n[ctx: 3%]") },
@@ -467,10 +498,10 @@ func TestReplyMarksSurviveReopen(t *testing.T) {
 		t.Fatalf("pending %v", ids(got))
 	}
 	a, b := got[0], got[1]
-	if !slices.Equal(a.Streamed, two) || !a.Replying || !a.Settled || a.ReplyTail != "\n[ctx: 3%]" || len(a.Parts) != 0 {
+	if !slices.Equal(a.Streamed, two) || !a.Replying || !a.Settled || !a.Replicated || a.ReplyTail != "\n[ctx: 3%]" || len(a.Parts) != 0 {
 		t.Errorf("a after reopen: %+v", a)
 	}
-	if !slices.Equal(b.Parts, []int{0, 2}) || b.Replying || b.Settled || len(b.Streamed) != 0 {
+	if !slices.Equal(b.Parts, []int{0, 2}) || b.Replying || b.Settled || b.Replicated || len(b.Streamed) != 0 {
 		t.Errorf("b after reopen: %+v", b)
 	}
 }

@@ -454,7 +454,7 @@ func (s *Scheduler) run(sc *Schedule, at time.Time) trigger.Run {
 		Conversation: conv,
 		Header:       "Scheduled: " + sc.Name,
 		Prompt:       sc.Prompt,
-		UserID:       "schedule:" + sc.Name,
+		UserID:       trigger.RunUser(trigger.KindSchedule, sc.Name),
 		UserName:     "schedule " + sc.Name,
 		At:           at,
 	}

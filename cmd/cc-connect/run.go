@@ -404,7 +404,8 @@ func runCommand(ctx context.Context, path string, std stdio, flags runFlags) int
 		defer std.Interrupt.set(nil)
 	}
 	// Edits of the config file (and SIGHUP) apply while it runs.
-	rl := &reloader{log: log, level: level, eng: eng, deps: deps, locks: locks, running: cfg, secrets: opts.Agent.Secrets, redact: redact}
+	rl := &reloader{log: log, level: level, eng: eng, deps: deps, locks: locks, running: cfg, secrets: opts.Agent.Secrets, redact: redact,
+		activity: feed}
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)

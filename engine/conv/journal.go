@@ -54,6 +54,9 @@ const (
 	kindNew       = "new"
 	kindResume    = "resume:"
 	kindResumeArg = "resume-arg:"
+	// kindOwn is the reply of a turn the CLI ran by itself (own.go): its
+	// text is the entry's, to post, not a prompt.
+	kindOwn = "own"
 )
 
 // errSessionClosed means the session's goroutine ended (retired or shut
@@ -133,9 +136,13 @@ func (j *journal) openLocked() []workItem {
 		}
 		items = append(items, it)
 	}
-	items = inPlatformOrder(items)
-	if len(items) > 0 {
-		items[0].recovered = items[0].kind == itemTurn
+	items = ownFirst(inPlatformOrder(items))
+	// The first of the others is what recovery looks at (recovery.go), and
+	// any other sent before the restart: a message left out of the turn it
+	// was steered into, which the CLI ran next by itself (steer.go).
+	first := slices.IndexFunc(items, func(it workItem) bool { return it.kind != itemOwn })
+	for i := range items {
+		items[i].recovered = items[i].kind == itemTurn && (i == first || items[i].started && items[i].steeredInto == "")
 	}
 	return items
 }
@@ -305,7 +312,7 @@ func itemEntry(it workItem, now time.Time) inbox.Entry {
 func entryItem(en inbox.Entry) (workItem, bool) {
 	to := platform.Target{Platform: en.Platform, Channel: en.Channel, Thread: en.Thread, MessageID: en.MessageID}
 	it := workItem{kind: itemTurn, inboxID: en.ID, uuid: en.UUID, started: en.Started, replying: en.Replying, fence: en.Fence, streamSeq: en.StreamSeq,
-		settled: en.Settled,
+		settled: en.Settled, replicated: en.Replicated,
 		msg: platform.Message{ID: en.ID, Target: to, UserID: en.UserID, UserName: en.UserName, Text: en.Text, Received: en.Received, IsDM: en.DM,
 			Seq: en.Seq},
 		parts: slices.Clone(en.Parts), replyTail: en.ReplyTail, checks: en.Checks, steeredInto: en.SteeredInto}
@@ -323,6 +330,8 @@ func entryItem(en inbox.Entry) (workItem, bool) {
 		it.kind, it.resumeArg = itemResume, strings.TrimPrefix(en.Kind, kindResumeArg)
 	case strings.HasPrefix(en.Kind, kindResume):
 		it.kind, it.resumeID = itemResume, strings.TrimPrefix(en.Kind, kindResume)
+	case en.Kind == kindOwn:
+		it.kind = itemOwn
 	case isRunKind(en.Kind):
 		k, run, ok := runOfKind(en.Kind)
 		if !ok {
@@ -358,7 +367,8 @@ func (j *journal) failClosedText(err error) string {
 }
 
 // markStarted records, before the message is written to claude, that it
-// goes with the uuid it was accepted with (not fsynced: see
+// goes with its uuid: the one it was accepted with, or the fresh one of a
+// message sent again after a usage limit refused it (not fsynced: see
 // inbox.MarkStarted). After a crash the transcript tells whether the CLI
 // had it.
 func (j *journal) markStarted(it workItem) error {
@@ -366,7 +376,11 @@ func (j *journal) markStarted(it workItem) error {
 	if it.inboxID == "" || in == nil {
 		return nil
 	}
-	if err := in.MarkStarted(it.inboxID); err != nil {
+	mark := func() error { return in.MarkStarted(it.inboxID) }
+	if it.uuid != "" {
+		mark = func() error { return in.MarkStartedAs(it.inboxID, it.uuid) }
+	}
+	if err := mark(); err != nil {
 		return fmt.Errorf("journaling the start of the turn: %w", err)
 	}
 	return nil

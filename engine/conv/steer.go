@@ -3,6 +3,7 @@ package conv
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/cc-connect/cc-connect/agentproc"
 	"github.com/cc-connect/cc-connect/binding"
@@ -44,12 +45,22 @@ type steering struct{ tr *turnRunner }
 func steeringOf(tr *turnRunner) steering { return steering{tr: tr} }
 
 // steers reports whether it, waiting while a turn runs, goes into that
-// turn: a plain message of an allowed user (no files, nothing to read
-// back first, not a run, not one already sent) whose sender or binding
-// chose steering.
+// turn now: it steers once read (below) and has nothing left to read back
+// first.
 func (sg steering) steers(it workItem) bool {
+	return len(it.checks) == 0 && sg.steersOnceRead(it)
+}
+
+// steersOnceRead reports whether it goes into the running turn once what
+// it must read back first is read: a plain message of an allowed user (no
+// files, not a run, not one already sent, not a reply whose thread's root
+// is yet to be read) whose sender or binding chose steering. A gap check
+// (checks.go) does not keep it out: the first message of a thread after a
+// start carries one, and the thread's turn may well be running (the
+// start's recovery runs it, or the thread's root started it).
+func (sg steering) steersOnceRead(it workItem) bool {
 	tr := sg.tr
-	if it.kind != itemTurn || it.run != nil || len(it.files) > 0 || len(it.checks) > 0 || it.started ||
+	if it.kind != itemTurn || it.run != nil || len(it.files) > 0 || slices.Contains(it.checks, checkRoot) || it.started ||
 		it.recovered || it.steeredInto != "" || IsCompaction(it.msg.Text) {
 		return false
 	}
@@ -71,7 +82,7 @@ func (sg steering) steers(it workItem) bool {
 // turn is not told it waits.
 func (sg steering) wouldSteer(it workItem) bool {
 	st, _, _ := sg.tr.mb.snapshot()
-	return st != stateIdle && sg.steers(it)
+	return st != stateIdle && sg.steersOnceRead(it)
 }
 
 // steerWaiting writes the messages at the head of the FIFO that go into
@@ -84,6 +95,14 @@ func (sg steering) steerWaiting(t *turn, at procs.Turn, running workItem) (kille
 		return false
 	}
 	for {
+		if it, ok := tr.mb.peek(); ok && len(it.checks) > 0 && sg.steersOnceRead(it) {
+			// Read back first, on this goroutine as when idle (the
+			// turn's events wait for it, as long as one read takes):
+			// what the read finds missing goes before it, and into the
+			// turn before it.
+			tr.check(it)
+			continue
+		}
 		it, ok := tr.mb.takeIf(sg.steers)
 		if !ok {
 			return false
@@ -129,6 +148,10 @@ func (sg steering) steeredIn(t *turn, ev agentproc.CommandState) {
 		if it.uuid != ev.UUID {
 			continue
 		}
+		if t.takenIn == nil {
+			t.takenIn = map[string]bool{}
+		}
+		t.takenIn[it.uuid] = true
 		if re, ok := tr.chat.chat().(platform.Reactor); ok && it.msg.Target.MessageID != "" {
 			if err := re.React(tr.e.bg, it.msg.Target, "eyes"); err != nil {
 				tr.log.Debug("Reaction failed", "error", err)
@@ -137,6 +160,61 @@ func (sg steering) steeredIn(t *turn, ev agentproc.CommandState) {
 		}
 		tr.chat.send(render.Steered(Quote(it.msg.Text, 80)))
 		return
+	}
+}
+
+// split sorts the messages steered into a turn that ended with a result:
+// those the CLI took into it (it said so before the result) are answered
+// by its reply; the others it had not read in time, and runs next, each
+// as a turn of its own (the CLI's queue), with no message of ours.
+func (sg steering) split(t *turn) (taken, left []workItem) {
+	for _, it := range t.steered {
+		if t.takenIn[it.uuid] {
+			taken = append(taken, it)
+		} else {
+			left = append(left, it)
+		}
+	}
+	return taken, left
+}
+
+// leave makes each message left out of its turn (split) a turn of its
+// own, which proc runs next by itself: journaled as sent under its uuid
+// (no longer steered: after a kill it is recovered as any sent message,
+// from the transcript), and queued first, to be answered by the CLI's
+// next turn (adopt).
+func (sg steering) leave(left []workItem, proc procs.Process) {
+	tr := sg.tr
+	for i := range left {
+		it := &left[i]
+		if err := tr.jr.markStarted(*it); err != nil {
+			tr.log.Warn("Journaling a steered message as its own turn failed", "message_id", it.inboxID, "error", err)
+		}
+		tr.log.Info("A steered message was not taken into its turn; the agent runs it next", "message_id", it.inboxID, "into", it.steeredInto)
+		it.steeredInto, it.started, it.ownBy = "", true, proc
+	}
+	if len(left) > 0 {
+		tr.mb.pushFront(left...)
+	}
+}
+
+// adopt is the turn proc runs by itself for it, a message steered into a
+// turn that ended without it (leave): the CLI starts it right after that
+// turn's result.
+func (sg steering) adopt(proc procs.Process, it workItem) (procs.Turn, error) {
+	// Gone, it is recovered as after an agent's exit: from the transcript.
+	gone := &agentproc.ExitError{Code: -1, StderrTail: proc.StderrTail()}
+	own := ownTurns(proc)
+	if proc != it.ownBy || own == nil {
+		return nil, gone
+	}
+	select {
+	case ot := <-own:
+		return ot, nil
+	case <-proc.Done():
+		return nil, gone
+	case <-sg.tr.e.bg.Done():
+		return nil, ErrStopped
 	}
 }
 

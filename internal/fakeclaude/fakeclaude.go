@@ -28,7 +28,9 @@
 // Markers in the prompt choose a scenario (default: reply "echo: <prompt>"):
 //
 //	[[TOOL:cmd]]  a Bash tool_use for cmd. Read-only commands (echo, pwd, ls,
-//	              cat) run without asking; others send can_use_tool and wait:
+//	              cat) and `sleep N` run without asking (`sleep N` takes N
+//	              seconds, a fraction allowed, to report its result, which an
+//	              interrupt cuts short); others send can_use_tool and wait:
 //	              allow -> tool_result "(fake) ran: <cmd>" (updatedInput's
 //	              command wins; updatedPermissions addRules skip later prompts
 //	              for that command), deny -> is_error tool_result with the
@@ -51,8 +53,12 @@
 //	              arrives), started (and a user line of its uuid in the
 //	              transcript) and completed (with the reply).
 //	[[WRITE:path:text]] write text to path (relative to the working
-//	              directory) before the reply, with no tool events; with
-//	              checkpointing on, keep what the file held for rewind_files.
+//	              directory) before the reply, reported as the real CLI's
+//	              Write is on stdout (the tool_use, then the tool_result with
+//	              its tool_use_result: create with the content, or update
+//	              with one hunk replacing every line), not in the
+//	              transcript; with checkpointing on, keep what the file held
+//	              for rewind_files.
 //	[[BG]]        a Bash call with run_in_background: background_tasks_changed,
 //	[[BG:path]]   task_started (is_backgrounded), the tool_result and the
 //	              turn's result while the task runs. When path exists (at
