@@ -6,6 +6,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cc-connect/cc-connect/binding"
+	"github.com/cc-connect/cc-connect/engine/conv"
+	"github.com/cc-connect/cc-connect/engine/render"
 )
 
 // TestRealBackgroundTaskReachesThread: with the fake claude, a background
@@ -107,4 +111,128 @@ func TestRealStopAllStopsBackground(t *testing.T) {
 	if n := len(h.rec.sends("background task: ")); n != 0 {
 		t.Errorf("%d own-turn replies after !stop all, want none", n)
 	}
+}
+
+// TestRealOwnReplySurvivesKill: the reply of a turn the CLI ran by itself
+// (after a background task ended) is journaled before it is posted; a
+// kill -9 between the CLI's output and the post, or between the post and
+// the journal's ack, neither loses it nor doubles it where the platform
+// finds its posts again. Where it cannot, the reply comes again once,
+// headed by a line that says why.
+func TestRealOwnReplySurvivesKill(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		point    string
+		replier  bool // the platform finds its replies again (platform.Replier)
+		want     int  // the reply's posts over both runs
+		notice   bool // the restarted run says it posts it again
+		restarts int  // posts of the restarted run
+	}{
+		{"journaled, not posted", conv.PointOwnKept, false, 1, false, 1},
+		{"journaled, not posted, replier", conv.PointOwnKept, true, 1, false, 1},
+		{"posted, not acknowledged, replier", conv.PointOwnSent, true, 1, false, 0},
+		{"posted, not acknowledged, plain", conv.PointOwnSent, false, 2, true, 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			chat := newFakeChat()
+			kp := newKillPoint(tt.point, 1)
+			h, _ := newRealHarness(t, nil, nil)
+			h.stop()
+			cfg := *h.cfg
+			cfg.stopAt = kp.hook
+			if tt.replier {
+				cfg.chat = chat
+			}
+			h = startHarness(t, h.opts, &cfg, h.logs)
+			gate := filepath.Join(t.TempDir(), "gate")
+			t.Cleanup(func() { _ = os.WriteFile(gate, nil, 0o600) })
+			h.say("alice", "T1", "[[BG:"+gate+"]]")
+			h.rec.waitSend(t, "tool said: Command running in background")
+			if err := os.WriteFile(gate, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			kp.wait(t)
+			before := len(h.rec.sends("background task: "))
+			first := h.rec
+			h = h.kill(t, kp)
+			h.logs.WaitRecords(t, waitLimit, "Recovering pending messages", 1)
+			if tt.restarts > 0 {
+				h.rec.waitSend(t, "background task: ")
+			}
+			h.waitIdle()
+			after := h.rec.sends("background task: ")
+			if n := len(first.sends("background task: ")); n != before {
+				t.Errorf("the killed run posted %d own replies after its kill, want %d", n, before)
+			}
+			if before+len(after) != tt.want || len(after) != tt.restarts {
+				t.Errorf("own reply posted %d times before the kill and %d after, want %d in all, %d after",
+					before, len(after), tt.want, tt.restarts)
+			}
+			for _, s := range after {
+				if !strings.Contains(s, "⚙️ Background command") || strings.Contains(s, "cc-connect restarted") {
+					t.Errorf("the restarted run posted %q, want the own reply as it was", s)
+				}
+			}
+			if got := len(h.rec.sends(render.OwnReplyAgain)); got != map[bool]int{true: 1}[tt.notice] {
+				t.Errorf("%d notices that the reply comes again, want %v", got, tt.notice)
+			}
+			if n := h.pending("fake/C1/T1"); n != 0 {
+				t.Errorf("%d journal entries pending after the reply was posted, want none", n)
+			}
+			// The next message is answered in the same thread, once.
+			h.say("alice", "T1", "after")
+			h.rec.waitSend(t, "echo: after")
+			if n := len(h.rec.sends("background task: ")); n != len(after) {
+				t.Errorf("own reply posted again with the next message (%d)", n)
+			}
+		})
+	}
+}
+
+// TestRealLiveViewShowsBackground: the status message of a running turn
+// lists the background tasks running, as !status does: those an earlier
+// turn left running as the turn starts, and (verbose, where the last
+// edit is flushed at the turn's end) one its own Bash call started. Once
+// they ended, a turn shows none.
+func TestRealLiveViewShowsBackground(t *testing.T) {
+	const shown = "Background tasks running: Run in the background"
+	h, _ := newRealHarness(t, nil, func(o *Options) { o.Bindings[0].Progress = binding.ProgressVerbose })
+	gate := filepath.Join(t.TempDir(), "gate")
+	t.Cleanup(func() { _ = os.WriteFile(gate, nil, 0o600) })
+	h.say("alice", "T1", "[[BG:"+gate+"]]")
+	h.rec.waitSend(t, "tool said: Command running in background")
+	h.waitIdle()
+	if !showsInProgress(h.rec.snapshot(), shown) {
+		t.Errorf("the first turn's status message never listed the task it started:\n%s", dump(h.rec.snapshot()))
+	}
+	mark := len(h.rec.snapshot())
+	h.say("alice", "T1", "second")
+	h.rec.waitSend(t, "echo: second")
+	if calls := h.rec.snapshot()[mark:]; !showsInProgress(calls, shown) {
+		t.Errorf("a turn that started while the task ran did not list it:\n%s", dump(calls))
+	}
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h.rec.waitSend(t, "background task: ")
+	h.waitIdle()
+	mark = len(h.rec.snapshot())
+	h.say("alice", "T1", "[[TOOL:echo third]]")
+	h.rec.waitSend(t, "tool said")
+	h.waitIdle()
+	if calls := h.rec.snapshot()[mark:]; showsInProgress(calls, "Background tasks running") {
+		t.Errorf("a turn after the task ended lists background tasks:\n%s", dump(calls))
+	}
+}
+
+// showsInProgress reports whether a status message (posted or edited)
+// other than a reply shows text.
+func showsInProgress(calls []recorded, text string) bool {
+	for _, c := range calls {
+		if (c.Kind == "send" || c.Kind == "edit") && strings.Contains(c.Text, text) &&
+			!strings.Contains(c.Text, "echo: ") && !strings.Contains(c.Text, "tool said") {
+			return true
+		}
+	}
+	return false
 }

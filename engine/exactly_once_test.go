@@ -86,7 +86,7 @@ func (h *harness) kill(t *testing.T, kp *killPoint) *harness {
 	opts := h.opts
 	opts.StateDir = snap
 	cfg := *h.cfg
-	cfg.stopAt = nil
+	cfg.stopAt, cfg.limitAfter = nil, nil
 	nh := startHarness(t, opts, &cfg, h.logs)
 	nh.ids.Store(h.ids.Load())
 	return nh

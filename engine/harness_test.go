@@ -61,6 +61,9 @@ type harnessConfig struct {
 	// chat, when set, makes the platform a Replier and a HistoryReader
 	// over it (replier_test.go), kept across restarts.
 	chat *fakeChat
+	// limitAfter, when set, is the usage windows' clock (limits_test.go),
+	// in force before the engine runs; a restart does not keep it.
+	limitAfter func(time.Duration) <-chan time.Time
 }
 
 func newHarness(t *testing.T, mutate func(*Options, *harnessConfig)) *harness {
@@ -97,7 +100,7 @@ func startHarness(t *testing.T, opts Options, cfg *harnessConfig, logs *testlog.
 	}
 	ft := &fakeTranscripts{fa: fa}
 	e.convs.SetTestHooks(conv.TestHooks{StopAt: cfg.stopAt, BeforeTail: cfg.beforeTail, TailAdded: cfg.tailAdded,
-		TailQuiet: cfg.tailQuiet, TailMaxWait: cfg.tailMaxWait, CompactBytes: cfg.compactBytes})
+		TailQuiet: cfg.tailQuiet, TailMaxWait: cfg.tailMaxWait, CompactBytes: cfg.compactBytes, LimitAfter: cfg.limitAfter})
 	if !cfg.real {
 		e.spawn = fa.spawn
 		e.tx = ft
@@ -138,7 +141,7 @@ func (h *harness) restart() *harness {
 	h.t.Helper()
 	h.stop()
 	cfg := *h.cfg
-	cfg.stopAt, cfg.beforeTail, cfg.tailAdded = nil, nil, nil
+	cfg.stopAt, cfg.beforeTail, cfg.tailAdded, cfg.limitAfter = nil, nil, nil, nil
 	nh := startHarness(h.t, h.opts, &cfg, h.logs)
 	// Platform message ids are unique: a new message after a restart must
 	// not reuse an id the persisted seen set remembers.

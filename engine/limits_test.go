@@ -225,3 +225,108 @@ func TestLimitScheduledRunWaits(t *testing.T) {
 		t.Errorf("the run ran %d times, want once", n)
 	}
 }
+
+// TestLimitParkedRunSurvivesKill: a message parked for a usage limit
+// runs once at the window's reset, neither lost nor run twice, whatever
+// a kill -9 interrupts: the wait itself, the re-run before its message
+// reached Claude, or the re-run once Claude answered and before the reply
+// was posted (the transcript holds the refusal and the answer then: the
+// journal must tell which of them is this run's).
+func TestLimitParkedRunSurvivesKill(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		point string // "" kills while the message waits for the reset
+		n     int    // the point's n-th passage
+	}{
+		{"while parked", "", 0},
+		{"as the re-run starts", conv.PointStarted, 2},
+		{"re-run answered, reply not posted", conv.PointSettling, 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h, _ := newRealHarness(t, nil, nil)
+			h.stop()
+			first := newLimitFire()
+			cfg := *h.cfg
+			cfg.limitAfter = first.after
+			var kp *killPoint
+			if tt.point != "" {
+				kp = newKillPoint(tt.point, tt.n)
+				cfg.stopAt = kp.hook
+			}
+			h = startHarness(t, h.opts, &cfg, h.logs)
+			reset := time.Now().Add(time.Hour).Truncate(time.Second)
+			file := limitFile(t, reset)
+			prompt := "[[LIMIT:" + file + "]] parked"
+			h.say("alice", "T1", prompt)
+			notice := render.LimitParked(reset, true)
+			h.rec.waitSend(t, notice)
+			if err := os.Remove(file); err != nil { // Claude would accept it now
+				t.Fatal(err)
+			}
+			second := newLimitFire()
+			if kp == nil {
+				h = h.killNow(t, second)
+				h.rec.waitSend(t, notice) // the window held across the kill
+				second.reset()
+			} else {
+				first.reset()
+				kp.wait(t)
+				h = h.killWith(t, kp, second)
+				second.reset() // the window was reopened before the kill: nothing waits
+			}
+			h.rec.waitSend(t, "echo: "+prompt)
+			h.waitIdle()
+			if n := countOf(claudeGot(t, h), prompt); n != 2 {
+				t.Errorf("claude got the parked message %d times, want twice (the refusal and one run): %q", n, claudeGot(t, h))
+			}
+			if n := len(h.rec.sends("echo: " + prompt)); n != 1 {
+				t.Errorf("the reply was posted %d times after the kill, want once", n)
+			}
+			if n := h.pending(t1Key); n != 0 {
+				t.Errorf("T1 still holds %d pending messages", n)
+			}
+		})
+	}
+}
+
+// limitFire is a usage window's reset for one engine: its waits end when
+// the test calls reset.
+type limitFire struct{ fire chan time.Time }
+
+func newLimitFire() *limitFire { return &limitFire{fire: make(chan time.Time)} }
+
+func (c *limitFire) after(time.Duration) <-chan time.Time { return c.fire }
+func (c *limitFire) reset()                               { close(c.fire) }
+
+// killNow copies the state dir as it is while the engine waits (what a
+// SIGKILL would leave) and starts another engine on the copy, its usage
+// windows on clock c.
+func (h *harness) killNow(t *testing.T, c *limitFire) *harness {
+	t.Helper()
+	snap := t.TempDir()
+	copyTree(t, h.opts.StateDir, snap)
+	h.stop()
+	return h.restartOn(t, snap, c)
+}
+
+// killWith is harness.kill with the restarted engine's usage windows on
+// clock c.
+func (h *harness) killWith(t *testing.T, kp *killPoint, c *limitFire) *harness {
+	t.Helper()
+	snap := t.TempDir()
+	copyTree(t, h.opts.StateDir, snap)
+	kp.release <- true
+	h.stop()
+	return h.restartOn(t, snap, c)
+}
+
+func (h *harness) restartOn(t *testing.T, stateDir string, c *limitFire) *harness {
+	t.Helper()
+	opts := h.opts
+	opts.StateDir = stateDir
+	cfg := *h.cfg
+	cfg.stopAt, cfg.limitAfter = nil, c.after
+	nh := startHarness(t, opts, &cfg, h.logs)
+	nh.ids.Store(h.ids.Load())
+	return nh
+}

@@ -480,6 +480,20 @@ func (in *Inbox) MarkStarted(id string) error {
 	})
 }
 
+// MarkStartedAs is MarkStarted under a new uuid, which the entry carries
+// from then on: a message sent again in a session that already holds it
+// under its first uuid (Claude refused it for a usage limit; the CLI
+// skips a uuid it has), so that after a crash the transcript is asked
+// about this sending, not the refused one.
+func (in *Inbox) MarkStartedAs(id, uuid string) error {
+	if uuid == "" {
+		return fmt.Errorf("marking %q started: no uuid", id)
+	}
+	return in.mark(id, opStart, func(e *Entry, r *diskRecord) {
+		e.Started, e.UUID, r.UUID = true, uuid, uuid
+	})
+}
+
 // MarkSteered records that the message was written into the running turn
 // of message into (Entry.SteeredInto), with its uuid. It is a start
 // record, so that a version that does not know the mark reads it as the

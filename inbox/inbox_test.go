@@ -125,6 +125,36 @@ func TestInboxSteeredSurvivesReopen(t *testing.T) {
 	}
 }
 
+// TestInboxStartedAgainUnderANewUUID: a message sent again under a new
+// uuid (MarkStartedAs) carries it from then on, after a reopen too; its
+// first uuid is gone.
+func TestInboxStartedAgainUnderANewUUID(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "inbox", "s.jsonl")
+	in := openT(t, path, Limits{})
+	e := entry("a")
+	e.UUID = "uuid-first"
+	if err := in.Append(e); err != nil {
+		t.Fatal(err)
+	}
+	if err := in.MarkStarted("a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := in.MarkStartedAs("a", "uuid-again"); err != nil {
+		t.Fatal(err)
+	}
+	if got := in.Pending()[0]; got.UUID != "uuid-again" || !got.Started {
+		t.Errorf("pending = %+v, want started under uuid-again", got)
+	}
+	if err := in.MarkStartedAs("a", ""); err == nil {
+		t.Error("MarkStartedAs without a uuid succeeded")
+	}
+	in.Close()
+	got := openT(t, path, Limits{}).Pending()
+	if len(got) != 1 || got[0].UUID != "uuid-again" || !got[0].Started {
+		t.Errorf("pending after reopen = %+v, want a started under uuid-again", got)
+	}
+}
+
 // TestInboxTruncatesWhenEmpty: a journal with nothing pending keeps its
 // acknowledged records until it reaches CompactBytes (or is closed), then
 // is emptied; what comes after is kept.

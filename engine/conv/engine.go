@@ -28,6 +28,8 @@ const (
 	PointReplicated        = "turn: reply stored, not settled"         // a cluster's event's reply is stored for the next holder, the settle not sent
 	PointSettledUnrecorded = "turn: settled, not recorded as answered" // a cluster's event is settled, not recorded as answered
 	PointSteered           = "turn: message steered in"                // a follow-up is journaled and written into the running turn
+	PointOwnKept           = "own turn: journaled, not posted"         // the reply of a turn the CLI ran by itself is on disk, not posted
+	PointOwnSent           = "own turn: posted, not acknowledged"      // that reply is posted, its entry not acked
 )
 
 // ErrKilled is what work stopped at a kill point returns.

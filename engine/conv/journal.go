@@ -54,6 +54,9 @@ const (
 	kindNew       = "new"
 	kindResume    = "resume:"
 	kindResumeArg = "resume-arg:"
+	// kindOwn is the reply of a turn the CLI ran by itself (own.go): its
+	// text is the entry's, to post, not a prompt.
+	kindOwn = "own"
 )
 
 // errSessionClosed means the session's goroutine ended (retired or shut
@@ -133,9 +136,10 @@ func (j *journal) openLocked() []workItem {
 		}
 		items = append(items, it)
 	}
-	items = inPlatformOrder(items)
-	if len(items) > 0 {
-		items[0].recovered = items[0].kind == itemTurn
+	items = ownFirst(inPlatformOrder(items))
+	// The first of the others is what recovery looks at (recovery.go).
+	if i := slices.IndexFunc(items, func(it workItem) bool { return it.kind != itemOwn }); i >= 0 {
+		items[i].recovered = items[i].kind == itemTurn
 	}
 	return items
 }
@@ -323,6 +327,8 @@ func entryItem(en inbox.Entry) (workItem, bool) {
 		it.kind, it.resumeArg = itemResume, strings.TrimPrefix(en.Kind, kindResumeArg)
 	case strings.HasPrefix(en.Kind, kindResume):
 		it.kind, it.resumeID = itemResume, strings.TrimPrefix(en.Kind, kindResume)
+	case en.Kind == kindOwn:
+		it.kind = itemOwn
 	case isRunKind(en.Kind):
 		k, run, ok := runOfKind(en.Kind)
 		if !ok {
@@ -358,7 +364,8 @@ func (j *journal) failClosedText(err error) string {
 }
 
 // markStarted records, before the message is written to claude, that it
-// goes with the uuid it was accepted with (not fsynced: see
+// goes with its uuid: the one it was accepted with, or the fresh one of a
+// message sent again after a usage limit refused it (not fsynced: see
 // inbox.MarkStarted). After a crash the transcript tells whether the CLI
 // had it.
 func (j *journal) markStarted(it workItem) error {
@@ -366,7 +373,11 @@ func (j *journal) markStarted(it workItem) error {
 	if it.inboxID == "" || in == nil {
 		return nil
 	}
-	if err := in.MarkStarted(it.inboxID); err != nil {
+	mark := func() error { return in.MarkStarted(it.inboxID) }
+	if it.uuid != "" {
+		mark = func() error { return in.MarkStartedAs(it.inboxID, it.uuid) }
+	}
+	if err := mark(); err != nil {
 		return fmt.Errorf("journaling the start of the turn: %w", err)
 	}
 	return nil

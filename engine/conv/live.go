@@ -2,6 +2,7 @@ package conv
 
 import (
 	"log/slog"
+	"slices"
 
 	"github.com/cc-connect/cc-connect/activity"
 	"strings"
@@ -64,6 +65,9 @@ type live struct {
 	status string
 	tools  toolLog
 	todo   checklist
+	// background are the background tasks running (own.go), shown
+	// under the status line.
+	background []string
 
 	// stall_notice and max_turn_time.
 	stallAfter time.Duration
@@ -250,8 +254,26 @@ func (l *live) showStatus(status string) {
 	if l.level == binding.ProgressQuiet {
 		return
 	}
-	l.chat.showProgress(&l.progress, render.ProgressText(render.Progress{Status: status,
+	l.chat.showProgress(&l.progress, render.ProgressText(render.Progress{Status: status, Background: l.background,
 		Verbose: l.level == binding.ProgressVerbose, Tools: l.tools.calls, Todo: l.todo.shown(), MessageLimit: l.caps.MessageLimit}))
+}
+
+// noteBackground shows the background tasks running now, when they
+// changed: those an earlier turn left running, as the turn starts, and
+// each start and end the CLI reports while it runs.
+func (l *live) noteBackground(tasks []string) {
+	if slices.Equal(tasks, l.background) {
+		return
+	}
+	had := len(l.background) > 0
+	l.background = tasks
+	switch {
+	case l.status != "" || len(tasks) > 0:
+		l.showStatus(l.status)
+	case had && l.progress.posted && l.level != binding.ProgressQuiet:
+		// The message showed the tasks alone: it says they ended.
+		l.chat.showProgress(&l.progress, render.BackgroundEnded)
+	}
 }
 
 // stallCheck posts the stall notice when claude has sent nothing for

@@ -24,6 +24,7 @@ const (
 	itemNew                     // !new: ordered after the turns before it
 	itemResume                  // !resume: ordered after the turns before it
 	itemRun                     // a run waiting for its header and thread (trigger.go)
+	itemOwn                     // the journaled reply of a turn the CLI ran by itself, to post (own.go)
 	itemPending                 // a reply another host settled, to post (pendingreply.go)
 )
 
@@ -57,8 +58,11 @@ type workItem struct {
 	afterCrash   bool
 	// refused: Claude refused it for a usage limit and its session holds
 	// it under its uuid, so it is sent again under a fresh one (the CLI
-	// skips a uuid it already has).
-	refused bool
+	// skips a uuid it already has); parkedAs is that first uuid once run
+	// chose the fresh one, forgotten by the usage windows once the
+	// journal carries the fresh one (send).
+	refused  bool
+	parkedAs string
 	// fence is the cluster lease token it was journaled under (0: not from
 	// a cluster's stream); dlv, on the accept path only, the delivery the
 	// journal's cluster ledger keeps for it (cluster.go).

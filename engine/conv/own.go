@@ -9,6 +9,7 @@ import (
 	"github.com/cc-connect/cc-connect/agentproc"
 	"github.com/cc-connect/cc-connect/engine/procs"
 	"github.com/cc-connect/cc-connect/engine/render"
+	"github.com/cc-connect/cc-connect/inbox"
 	"github.com/cc-connect/cc-connect/platform"
 )
 
@@ -88,16 +89,23 @@ func background(proc procs.Process) []string {
 	if o == nil {
 		return nil
 	}
+	return descriptions(o.Background())
+}
+
+// descriptions names each task as !status and the live view show it.
+func descriptions(tasks []agentproc.BackgroundTask) []string {
 	var out []string
-	for _, t := range o.Background() {
+	for _, t := range tasks {
 		out = append(out, orDefault(t.Description, t.TaskID))
 	}
 	return out
 }
 
 // runOwn relays a turn the CLI ran by itself: the tasks that ended and its
-// answer, posted as a reply of its own (keyed by the turn, so that an
-// adapter that finds its replies again never posts it twice).
+// answer, posted as a reply of its own. The reply is journaled before it
+// is posted and acknowledged once it is (keepOwn, postOwn): a kill in
+// between neither loses it nor, where the platform can find its posts,
+// doubles it.
 func (tr *turnRunner) runOwn(t *agentproc.Turn) {
 	var summaries []string
 	var answer strings.Builder
@@ -124,11 +132,86 @@ func (tr *turnRunner) runOwn(t *agentproc.Turn) {
 	}
 	if res != nil {
 		tr.noteResult(res, model)
+		tr.ck.ownTurn() // checkpoint.go: the last turn is no longer revertible alone
 		tr.saveNow()
 	}
 	tr.log.Info("Agent ran a turn by itself", "session_id", tr.rb.sessionID(), "tasks", len(summaries),
 		"origin", originOf(res), "error", err)
-	tr.chat.sendReply(render.OwnTurnReply(summaries, answer.String(), failed), platform.Reply{Key: t.UUID()})
+	it := tr.jr.keepOwn(tr.chat.to, t.UUID(), render.OwnTurnReply(summaries, answer.String(), failed))
+	if tr.e.killedAt(PointOwnKept) {
+		return // a test's kill: the reply is journaled, not posted
+	}
+	postOwn(tr, it)
+}
+
+// keepOwn journals the reply of the CLI's own turn u, to post in to (one
+// fsync), and returns it as the item postOwn posts. Claude's process dies
+// with cc-connect, so after a kill this entry is all that is left of that
+// turn's answer. A journal that cannot take it (unreadable, full) leaves
+// the item without an entry: it is posted all the same, only not kept.
+func (j *journal) keepOwn(to platform.Target, u, text string) workItem {
+	now := j.now()
+	to.MessageID = ""
+	it := workItem{kind: itemOwn, uuid: u, msg: platform.Message{ID: "own-" + u, Target: to, Text: text, Received: now}}
+	in := j.file()
+	if in == nil {
+		j.log.Warn("Claude's own reply not journaled: the journal is unreadable; a kill before it is posted loses it")
+		return it
+	}
+	en := inbox.Entry{ID: it.msg.ID, Platform: to.Platform, Channel: to.Channel, Thread: to.Thread, Text: text,
+		Received: now, Accepted: now, UUID: u, Kind: kindOwn}
+	if err := in.Append(en); err != nil {
+		j.log.Warn("Claude's own reply not journaled; a kill before it is posted loses it", "error", err)
+		return it
+	}
+	it.inboxID = en.ID
+	return it
+}
+
+// postOwn posts the journaled reply of a turn the CLI ran by itself and
+// acknowledges it: keyed by that turn, marked as being posted first, so
+// that after a kill the platforms that find their posts (or record their
+// parts) post only what did not land. One that cannot tell gets it again,
+// headed by a line that says why. The turn runner's parts are all it
+// uses: a function, as takeSteered is, not one more method of it.
+func postOwn(tr *turnRunner, it workItem) {
+	again := it.replying
+	switch {
+	case !again:
+		tr.jr.markReplying(it, nil, "")
+	case !tr.chat.canFindReplies() && (!tr.chat.recordsParts() || len(it.parts) == 0):
+		tr.log.Info("Posting again Claude's own reply that was being posted at the restart", "message_id", it.inboxID)
+		tr.chat.send(render.OwnReplyAgain)
+		again = false
+	default:
+		tr.log.Info("Completing Claude's own reply that was being posted at the restart", "message_id", it.inboxID)
+	}
+	tr.chat.sendReply(it.msg.Text, tr.replyOf(it, again))
+	if tr.e.killedAt(PointOwnSent) {
+		return // a test's kill: the reply is posted, the entry not acked
+	}
+	// The ack is written now; its fsync goes to the tail, as a turn's
+	// does, so that a message sent on seeing this reply starts at once.
+	tr.tail.run(tr.jr.ackLater(it, inbox.AckResult))
+}
+
+// ownFirst puts the journaled replies of Claude's own turns ahead of the
+// other pending items, in their order: each is an answer already written
+// (its turn ended before whatever was started or waits), only its post
+// is left.
+func ownFirst(items []workItem) []workItem {
+	out := make([]workItem, 0, len(items))
+	for _, it := range items {
+		if it.kind == itemOwn {
+			out = append(out, it)
+		}
+	}
+	for _, it := range items {
+		if it.kind != itemOwn {
+			out = append(out, it)
+		}
+	}
+	return out
 }
 
 func originOf(res *agentproc.Result) string {

@@ -55,3 +55,12 @@ func BackgroundStopped(stopped, failed []string) string {
 	}
 	return strings.Join(parts, " ")
 }
+
+// OwnReplyAgain heads a reply of Claude's own that was being posted when
+// cc-connect stopped, posted again where the platform cannot tell whether
+// it landed.
+const OwnReplyAgain = "cc-connect restarted while Claude's own reply below was being posted; in case it did not arrive, here it is again."
+
+// BackgroundEnded replaces a running turn's status message that showed
+// only its background tasks, once they all ended.
+const BackgroundEnded = "The background tasks ended."

@@ -86,15 +86,22 @@ type Progress struct {
 	Tools        []ToolCall
 	Todo         []TodoItem
 	MessageLimit int
+	// Background are the background tasks running (their descriptions),
+	// shown under the status line at every level but quiet.
+	Background []string
 }
 
-// ProgressText is the status message: the status line, and verbose, the
-// tool log and the checklist under it.
+// ProgressText is the status message: the status line, the background
+// tasks running, and verbose, the tool log and the checklist under it.
 func ProgressText(p Progress) string {
-	if !p.Verbose {
-		return p.Status
+	status := p.Status
+	if bg := BackgroundRunning(p.Background); bg != "" {
+		status = strings.TrimLeft(status+"\n"+bg, "\n")
 	}
-	parts := []string{p.Status}
+	if !p.Verbose {
+		return status
+	}
+	parts := []string{status}
 	half := max(200, p.MessageLimit/2-50)
 	if len(p.Tools) > 0 {
 		parts = append(parts, ToolLog(p.Tools, half))

@@ -70,6 +70,11 @@ func TestProgressText(t *testing.T) {
 		{"verbose", Progress{Status: "Running: Bash `make`", Verbose: true, Tools: calls, Todo: todo, MessageLimit: 4000},
 			"Running: Bash `make`\n\n🔧 **Tools**\n⏳ Bash `make`\n\n📝 **Todo**\n☐ Build"},
 		{"verbose, nothing yet", Progress{Status: "Compacting the conversation…", Verbose: true}, "Compacting the conversation…"},
+		{"normal, background", Progress{Status: "Running: Bash `make`", Background: []string{"Run the server", "b2"}},
+			"Running: Bash `make`\nBackground tasks running: Run the server; b2"},
+		{"background alone", Progress{Background: []string{"Run the server"}}, "Background tasks running: Run the server"},
+		{"verbose, background", Progress{Status: "Running: Bash `make`", Verbose: true, Tools: calls, Background: []string{"Run the server"}},
+			"Running: Bash `make`\nBackground tasks running: Run the server\n\n🔧 **Tools**\n⏳ Bash `make`"},
 	}
 	for _, tt := range tests {
 		if got := ProgressText(tt.p); got != tt.want {
