@@ -5,6 +5,8 @@ package agentproc
 // second writer would corrupt the parentUuid chain the CLI walks on resume.
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"io/fs"
 	"os"
@@ -13,6 +15,7 @@ import (
 	"strings"
 	"unicode/utf16"
 
+	"github.com/cc-connect/cc-connect/launch"
 	"github.com/cc-connect/cc-connect/workspace"
 )
 
@@ -180,4 +183,39 @@ func PlaceTranscript(configDir, cwd, sessionID string, data []byte) error {
 		return fmt.Errorf("placing the transcript of session %s: %s exists", sessionID, path)
 	}
 	return workspace.WriteFileAtomic(path, data)
+}
+
+// placeScript writes its stdin to $2 in the folder $1 (made 0700 when
+// missing), through a temporary file renamed into place, refusing a $2
+// that exists; run as the agent's user.
+const placeScript = `set -e
+umask 077
+mkdir -p -- "$1"
+if [ -e "$2" ] || [ -L "$2" ]; then echo "$2 exists" >&2; exit 3; fi
+t="$2.cc-connect-$$"
+cat > "$t"
+mv -f -- "$t" "$2"`
+
+// PlaceTranscriptFor is PlaceTranscript into the config directory of the
+// agent cfg starts. When the agent runs as another user (agent.user), the
+// file is written by a child running as that user (through the launcher):
+// the folder is the agent's, and cc-connect, root then, writes nothing in
+// a folder another user controls, where a link could redirect the write.
+func PlaceTranscriptFor(ctx context.Context, cfg Config, cwd, sessionID string, data []byte) error {
+	configDir := ConfigDirFor(cfg)
+	if !cfg.switchesUser() {
+		return PlaceTranscript(configDir, cwd, sessionID, data)
+	}
+	if !ValidSessionID(sessionID) {
+		return fmt.Errorf("placing a transcript: invalid session id %q", sessionID)
+	}
+	path := TranscriptPath(configDir, cwd, sessionID)
+	var stderr strings.Builder
+	err := launch.Run(ctx, cfg.Rule(), launch.Spec{Path: "sh", Args: []string{"-c", placeScript, "sh", filepath.Dir(path), path},
+		Dir: "/", Stdin: bytes.NewReader(data), Stderr: &stderr})
+	if err != nil {
+		return fmt.Errorf("placing the transcript of session %s as %s: %w (%s)", sessionID, cfg.User.Name, err,
+			strings.TrimSpace(stderr.String()))
+	}
+	return nil
 }

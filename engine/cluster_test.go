@@ -406,6 +406,7 @@ func TestClusterUnsettledReplyWaitsForTheLease(t *testing.T) {
 	// to recover.
 	b.kill()
 	a2.takeOver(t, b)
+	a2.h.logs.WaitRecords(t, waitLimit, "Serving a cluster binding", 2) // the first tenure, then this one
 	publish(t, a2, "u-2", "T1", "next")
 	if got := a2.waitEchoes(t, 1); strings.Join(got, "|") != "next" {
 		t.Fatalf("the owner's replies after taking the lease back = %q, want only the next message's", got)
@@ -415,7 +416,9 @@ func TestClusterUnsettledReplyWaitsForTheLease(t *testing.T) {
 // TestClusterSettledReplyPostedInOrder: a host killed after the stream
 // confirmed its settlement of an event and before it posted the reply
 // (PointSettled), or before it even recorded the message as answered
-// (PointSettledUnrecorded), had stored the reply in the cluster first.
+// (PointSettledUnrecorded), had stored the reply in the cluster first
+// (killed after storing it and before settling, PointReplicated, the
+// standby runs the event again instead).
 // The standby that takes the binding posts it before it answers the
 // conversation's next message, and records it as answered; the host
 // that comes back posts nothing, while the standby holds the lease or
@@ -426,6 +429,10 @@ func TestClusterSettledReplyPostedInOrder(t *testing.T) {
 	for point, dropped := range map[string]string{
 		conv.PointSettled:           "Its reply was posted by another host that served the binding: dropped here",
 		conv.PointSettledUnrecorded: "Its event was settled and no stored reply names it: another host answered it; dropped here",
+		// Stored, not settled: the standby leaves the stored reply (its
+		// event is still in the stream), runs the event itself and posts
+		// its own reply in its place.
+		conv.PointReplicated: "Its event was settled and no stored reply names it: another host answered it; dropped here",
 	} {
 		t.Run(point, func(t *testing.T) {
 			srv := clustertest.Single(t)
@@ -467,6 +474,7 @@ func TestClusterSettledReplyPostedInOrder(t *testing.T) {
 			}
 			b.kill()
 			a2.takeOver(t, b)
+			a2.h.logs.WaitRecords(t, waitLimit, "Serving a cluster binding", 2) // the first tenure, then this one
 			publish(t, a2, "l-3", "T1", "back home")
 			if got := a2.waitEchoes(t, 1); strings.Join(got, "|") != "back home" {
 				t.Fatalf("the owner's replies after taking the lease back = %q, want only the new message's", got)

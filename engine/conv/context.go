@@ -156,11 +156,6 @@ func (st *Stream) Restore(ctx context.Context, b binding.Binding, to platform.Ta
 	case c.Workspace != b.Workspace:
 		return false, fmt.Sprintf("it ran in the workspace %s, which this channel does not use on this host", c.Workspace)
 	}
-	if e.opts.Agent.User != nil {
-		// The transcript would be cc-connect's file, private to it, in the
-		// agent user's config: that user's CLI could not read it.
-		return false, "the agent runs as another user (agent.user), whose transcripts this host does not write"
-	}
 	if fi, err := os.Stat(c.Workspace); err != nil || !fi.IsDir() {
 		return false, fmt.Sprintf("its workspace %s does not exist on this host", c.Workspace)
 	}

@@ -43,7 +43,8 @@ import (
 
 // Replies keeps the reply each conversation's host settled and is
 // posting, read by the host that takes the binding over. The cluster
-// implements it (cluster.Node through clusterlink); a host alone has none.
+// implements it (cluster.ReplyStore through clusterlink); a host alone
+// has none.
 type Replies interface {
 	// PutReply stores rec as the reply being posted in the conversation
 	// at to of binding b, and returns its revision.

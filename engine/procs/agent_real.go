@@ -3,6 +3,7 @@ package procs
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"github.com/cc-connect/cc-connect/agentproc"
 )
@@ -36,12 +37,13 @@ func Start(ctx context.Context, cfg agentproc.Config, opts agentproc.StartOption
 // when the agent runs as another user.
 type DiskTranscripts struct {
 	configDir string
+	cfg       agentproc.Config // whose transcripts (Place writes as its user)
 }
 
 var _ Transcripts = DiskTranscripts{}
 
 func NewDiskTranscripts(cfg agentproc.Config) DiskTranscripts {
-	return DiskTranscripts{configDir: agentproc.ConfigDirFor(cfg)}
+	return DiskTranscripts{configDir: agentproc.ConfigDirFor(cfg), cfg: cfg}
 }
 
 func (d DiskTranscripts) Find(sessionID string) (string, int64, error) {
@@ -73,8 +75,14 @@ func (DiskTranscripts) ReplyAfter(path, u string) (string, error) {
 }
 
 func (d DiskTranscripts) Place(cwd, sessionID string, data []byte) error {
-	return agentproc.PlaceTranscript(d.configDir, cwd, sessionID, data)
+	ctx, cancel := context.WithTimeout(context.Background(), placeTimeout)
+	defer cancel()
+	return agentproc.PlaceTranscriptFor(ctx, d.cfg, cwd, sessionID, data)
 }
+
+// placeTimeout bounds writing a transcript taken over from another host
+// (as the agent's user, a child process).
+const placeTimeout = 30 * time.Second
 
 // Controller is what !model and !mode need from a live process; the
 // real one has it. A process without it (a test fake) gets the
