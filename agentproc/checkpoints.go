@@ -98,3 +98,51 @@ func (c *controls) WorkspaceDiff(ctx context.Context) (WorkspaceDiff, error) {
 	}
 	return d, nil
 }
+
+// FilePatch is what one call of a file tool (Write, Edit, MultiEdit)
+// reports it changed, read from its tool_use_result
+// (captures/checkpoint_turns): an Edit's
+// {"filePath","structuredPatch":[{oldStart,oldLines,newStart,newLines,lines}],…},
+// a Write that created the file {"type":"create","filePath","content",
+// "structuredPatch":[],"originalFile":null}.
+type FilePatch struct {
+	Path    string // absolute, as the tool was given it
+	Created bool   // the call created the file; Content is all of it
+	Content string
+	Hunks   []Hunk // the lines of each hunk start with ' ', '-' or '+'
+}
+
+// Hunk is one hunk of a FilePatch, as in a unified diff.
+type Hunk struct {
+	OldStart int      `json:"oldStart"`
+	OldLines int      `json:"oldLines"`
+	NewStart int      `json:"newStart"`
+	NewLines int      `json:"newLines"`
+	Lines    []string `json:"lines"`
+}
+
+// FilePatchOf reads the patch of a file tool's result (ToolResult.Structured);
+// false for anything else (another tool's, an error's, a call that
+// changed nothing).
+func FilePatchOf(structured json.RawMessage) (FilePatch, bool) {
+	if len(structured) == 0 {
+		return FilePatch{}, false
+	}
+	var r struct {
+		Type     string  `json:"type"`
+		FilePath string  `json:"filePath"`
+		Content  *string `json:"content"`
+		Hunks    []Hunk  `json:"structuredPatch"`
+	}
+	if json.Unmarshal(structured, &r) != nil || r.FilePath == "" {
+		return FilePatch{}, false
+	}
+	p := FilePatch{Path: r.FilePath, Hunks: r.Hunks}
+	if r.Type == "create" && r.Content != nil {
+		p.Created, p.Content = true, *r.Content
+	}
+	if !p.Created && len(p.Hunks) == 0 {
+		return FilePatch{}, false
+	}
+	return p, true
+}

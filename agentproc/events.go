@@ -74,8 +74,9 @@ type ToolResult struct {
 	Content   string
 	IsError   bool
 	// Structured is the line's tool_use_result, kept only for the task
-	// tools (TaskCreate, TaskUpdate, TaskList, TaskGet): their ids and
-	// statuses, which a checklist is built from. Nil for other tools.
+	// tools (TaskCreate, TaskUpdate, TaskList, TaskGet: their ids and
+	// statuses, which a checklist is built from) and the file tools
+	// (Write, Edit, MultiEdit: FilePatchOf). Nil for other tools.
 	Structured json.RawMessage
 }
 

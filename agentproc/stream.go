@@ -123,10 +123,12 @@ func toolProgress(w *wireLine) []Event {
 
 // structuredTools are the tools whose results a consumer reads as data
 // (ToolResult.Structured): the task tools, whose results carry the ids a
-// checklist is built from. Other results are not copied: a Read's can be
-// megabytes.
+// checklist is built from, and the file tools, whose results carry the
+// patch they applied (FilePatchOf, a turn's diff). Other results are not
+// copied: a Read's can be megabytes.
 var structuredTools = map[string]bool{
 	"TaskCreate": true, "TaskUpdate": true, "TaskList": true, "TaskGet": true,
+	"Write": true, "Edit": true, "MultiEdit": true,
 }
 
 // noteStructured remembers a tool_use whose result is to be kept whole.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/cc-connect/cc-connect/cluster/clustertest"
 	"github.com/cc-connect/cc-connect/cluster/embedded"
 	"github.com/cc-connect/cc-connect/cluster/internal/natstest"
 	"github.com/cc-connect/cc-connect/cluster/kvlease"
@@ -85,6 +86,12 @@ func TestThreeHostsOneBotThroughANATSNodeLoss(t *testing.T) {
 // killed before their turns end; the standby takes the lease once it
 // expires, gets those messages again and runs them, in order, before the
 // ones sent since.
+//
+// On the real clock, unlike the other take-over tests: what the dead owner
+// had in hand comes back from JetStream once the consumer's ack wait (the
+// lease TTL, on the server's clock) has run out, and this test shows the
+// lease's expiry and that redelivery agree in real time. It asserts
+// nothing a starved renewal could upset (the owner runs no turn at all).
 func TestOwnerDiesMidTurnStandbyFinishes(t *testing.T) {
 	t.Parallel()
 	url := natstest.Single(t).ClientURL()
@@ -125,17 +132,22 @@ func TestOwnerDiesMidTurnStandbyFinishes(t *testing.T) {
 // TestPartitionedOwnerStopsAndDoesNotStealBack: an owner cut off from NATS
 // stops serving once its lease can no longer be trusted, the standby takes
 // over, nothing runs twice, and when the owner is back it leaves the
-// binding where it is.
+// binding where it is. The hosts' clock moves only when the test moves it
+// (once, past the lease's expiry, while the owner is cut off): no renewal
+// starved by a busy machine can move the binding at another moment.
 func TestPartitionedOwnerStopsAndDoesNotStealBack(t *testing.T) {
 	t.Parallel()
 	url := natstest.Single(t).ClientURL()
 	proxy := natstest.NewProxy(t, strings.TrimPrefix(url, "nats://"))
 	l := newLedger()
-	a := startNode(t, testSettings(t, "a", []string{proxy.URL()}, 1, "a", "b"))
-	b := startNode(t, testSettings(t, "b", []string{url}, 1, "a", "b"))
+	clock := clustertest.NewClock()
+	la, lb := clustertest.NewLeases(), clustertest.NewLeases()
+	a := startNodeOn(t, testSettings(t, "a", []string{proxy.URL()}, 1, "a", "b"), clock, la)
+	b := startNodeOn(t, testSettings(t, "b", []string{url}, 1, "a", "b"), clock, lb)
 	ea, eb := newFakeEngine("a", l), newFakeEngine("b", l)
 	serveBinding(t, a, ea)
 	serveBinding(t, b, eb)
+	held := la.Acquired(t, names.BindingLease(slackAll))
 
 	sent := map[string][]string{}
 	var ids []string
@@ -149,6 +161,7 @@ func TestPartitionedOwnerStopsAndDoesNotStealBack(t *testing.T) {
 	send(b, 0, 3)
 	l.waitIDs(t, ids)
 	proxy.Cut()
+	lb.ExpireFor(t, clock, held)
 	select {
 	case <-ea.ended:
 	case <-time.After(waitTimeout):
@@ -158,7 +171,7 @@ func TestPartitionedOwnerStopsAndDoesNotStealBack(t *testing.T) {
 	send(b, 3, 6)
 	l.waitIDs(t, ids)
 	proxy.Heal()
-	send(b, 6, 9) // a is back and renewing nothing: b keeps the binding
+	send(b, 6, 9) // a is back, and b holds the lease: b keeps the binding
 	runs := l.waitIDs(t, ids)
 	checkOnceInOrder(t, runs, sent)
 	for _, r := range runs {
@@ -221,7 +234,8 @@ func TestStatus(t *testing.T) {
 	url := natstest.Single(t).ClientURL()
 	l := newLedger()
 	a := startNode(t, testSettings(t, "a", []string{url}, 1, "a", "b"))
-	startNode(t, testSettings(t, "b", []string{url}, 1, "a", "b"))
+	sb := testSettings(t, "b", []string{url}, 1, "a", "b")
+	b := startNode(t, sb)
 	serveBinding(t, a, newFakeEngine("a", l))
 	publish(t, a, "x", "x-0", "x0")
 	l.waitIDs(t, []string{"x-0"})
@@ -236,7 +250,8 @@ func TestStatus(t *testing.T) {
 		}
 		return len(r.Hosts) == 3 && r.Hosts[0].Seen && r.Hosts[1].Seen
 	})
-	if !r.Hosts[0].Up || !r.Hosts[1].Up || r.Hosts[2].Seen || r.Hosts[0].Holds != 1 || !r.Hosts[0].SameConfig {
+	if !r.Hosts[0].Up || !r.Hosts[1].Up || r.Hosts[2].Seen || r.Hosts[0].Holds != 1 || !r.Hosts[0].SameConfig ||
+		r.Hosts[0].Draining || r.Hosts[1].Draining {
 		t.Errorf("hosts: %+v", r.Hosts)
 	}
 	bs := r.Bindings[0]
@@ -249,6 +264,37 @@ func TestStatus(t *testing.T) {
 			t.Errorf("status text lacks %q:\n%s", want, text)
 		}
 	}
+	// A drain of b asked for after b started: b is drained until it
+	// restarts.
+	if _, err := b.RequestDrain(ctx, "b"); err != nil {
+		t.Fatal(err)
+	}
+	r, err := a.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Hosts[0].Draining || !r.Hosts[1].Draining || r.Hosts[1].DrainAsked.IsZero() {
+		t.Errorf("after a drain of b: hosts %+v", r.Hosts)
+	}
+	if text := r.Text(); !strings.Contains(text, "DRAINED") {
+		t.Errorf("status text does not say b is drained:\n%s", text)
+	}
+	// Restarted, b serves again: the drain was its last run's.
+	b.Close()
+	startNode(t, sb)
+	waitUntil(t, "b's new run seen", func() bool {
+		r2, err := a.Status(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r2.Hosts[1].Started.Equal(r.Hosts[1].Started) {
+			return false
+		}
+		if r2.Hosts[1].Draining {
+			t.Fatalf("b restarted after its drain still shows drained: %+v", r2.Hosts[1])
+		}
+		return true
+	})
 	if _, err := ReadStatus(ctx, Settings{Host: "c", URLs: []string{url}, Names: namesOf("other")}, nil); err == nil ||
 		!strings.Contains(err.Error(), "no host of this cluster has started") {
 		t.Errorf("status of a cluster that never ran: %v", err)
@@ -320,14 +366,17 @@ func TestMovedBindingIsReleasedAtStart(t *testing.T) {
 }
 
 // TestPollerMovesWithoutAGap: Telegram's one poller is elected by a lease;
-// when its host is cut off, another host takes the lease and continues
-// from the stored offset, and the cut-off poller can no longer move it.
+// when its host is cut off, another host takes the lease (once the test
+// moved the hosts' clock past its expiry) and continues from the stored
+// offset, and the cut-off poller can no longer move it.
 func TestPollerMovesWithoutAGap(t *testing.T) {
 	t.Parallel()
 	url := natstest.Single(t).ClientURL()
 	proxy := natstest.NewProxy(t, strings.TrimPrefix(url, "nats://"))
-	a := startNode(t, testSettings(t, "a", []string{proxy.URL()}, 1, "a"))
-	b := startNode(t, testSettings(t, "b", []string{url}, 1, "a"))
+	clock := clustertest.NewClock()
+	la, lb := clustertest.NewLeases(), clustertest.NewLeases()
+	a := startNodeOn(t, testSettings(t, "a", []string{proxy.URL()}, 1, "a"), clock, la)
+	b := startNodeOn(t, testSettings(t, "b", []string{url}, 1, "a"), clock, lb)
 	key := names.PollerLease("telegram")
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
@@ -340,6 +389,7 @@ func TestPollerMovesWithoutAGap(t *testing.T) {
 		t.Fatal(err)
 	}
 	proxy.Cut()
+	lb.ExpireFor(t, clock, la.Acquired(t, key))
 	fb, err := bc.Wait(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cc-connect/cc-connect/cluster/clustertest"
 	"github.com/cc-connect/cc-connect/cluster/ingress"
 	"github.com/cc-connect/cc-connect/cluster/internal/natstest"
 	"github.com/cc-connect/cc-connect/cluster/kvlease"
@@ -34,9 +35,25 @@ func testSettings(t *testing.T, host string, urls []string, replicas int, owner 
 
 func startNode(t *testing.T, s Settings) *Node {
 	t.Helper()
+	return startNodeOn(t, s, nil)
+}
+
+// startNodeOn is startNode with the leases on clock (nil: the real one),
+// their events told to each of logs.
+func startNodeOn(t *testing.T, s Settings, clock *clustertest.Clock, logs ...*clustertest.Leases) *Node {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
-	n, err := Start(ctx, s, Options{Log: slog.New(slog.DiscardHandler), Version: "test"})
+	o := Options{Log: slog.New(slog.DiscardHandler), Version: "test"}
+	if clock != nil {
+		o.Clock = clock
+	}
+	o.Observe = func(e kvlease.Event) {
+		for _, l := range logs {
+			l.Observe(e)
+		}
+	}
+	n, err := Start(ctx, s, o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
+	"github.com/cc-connect/cc-connect/cluster/clustertest"
 	"github.com/cc-connect/cc-connect/cluster/embedded"
 	"github.com/cc-connect/cc-connect/cluster/ingress"
 	"github.com/cc-connect/cc-connect/cluster/internal/natstest"
@@ -119,9 +120,16 @@ func (pc *permCluster) settings(host string) Settings {
 // start starts host's node.
 func (pc *permCluster) start(s Settings) *Node {
 	pc.t.Helper()
+	return pc.startOn(s, Options{})
+}
+
+// startOn is start with o's clock and observer.
+func (pc *permCluster) startOn(s Settings, o Options) *Node {
+	pc.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
-	n, err := Start(ctx, s, Options{Log: slog.New(pc.v), Version: "test"})
+	o.Log, o.Version = slog.New(pc.v), "test"
+	n, err := Start(ctx, s, o)
 	if err != nil {
 		pc.t.Fatal(err)
 	}
@@ -648,7 +656,8 @@ func (l *logged) has(msg string) bool {
 // TestMovedBindingUnderNewRights: a binding moved by hand (docs/cluster.md)
 // where the server already holds the old holder to its new config: the
 // old holder's release as it starts is refused at once (not waited out)
-// and logged, and the new owner takes the lease once it expires.
+// and logged, and the new owner takes the lease once it expires (on the
+// hosts' clock, which the test moves).
 func TestMovedBindingUnderNewRights(t *testing.T) {
 	t.Parallel()
 	pc := newPermCluster(t)
@@ -661,8 +670,10 @@ func TestMovedBindingUnderNewRights(t *testing.T) {
 		listen = strings.TrimPrefix(pc.url, "nats://") // the same port after a restart
 		return n
 	}
+	clock := clustertest.NewClock()
+	la, lb := clustertest.NewLeases(), clustertest.NewLeases()
 	c := startC(pc.settings("c"))
-	a := pc.start(pc.settings("a"))
+	a := pc.startOn(pc.settings("a"), Options{Clock: clock, Observe: la.Observe})
 	l := newLedger()
 	pc.serve(a, permSlack, newFakeEngine("a", l))
 	publishOn(t, a, permEvent(t, permSlack, "C1", "s-0", "s0"))
@@ -678,7 +689,7 @@ func TestMovedBindingUnderNewRights(t *testing.T) {
 		return s
 	}
 	startC(moved("c"))
-	b := pc.start(moved("b"))
+	b := pc.startOn(moved("b"), Options{Clock: clock, Observe: lb.Observe})
 	pc.serve(b, permSlack, newFakeEngine("b", l))
 	logs := &logged{}
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
@@ -691,6 +702,7 @@ func TestMovedBindingUnderNewRights(t *testing.T) {
 	if !logs.has("Releasing a lease this host no longer serves was refused by NATS; it expires instead") {
 		t.Errorf("the refused release was not logged: %q", logs.msgs)
 	}
+	lb.ExpireFor(t, clock, la.Acquired(t, names.BindingLease(permSlack)))
 	publishOn(t, b, permEvent(t, permSlack, "C1", "s-1", "s1"))
 	runs := l.waitIDs(t, []string{"s-1"})
 	if last := runs[len(runs)-1]; last.host != "b" {

@@ -11,8 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cc-connect/cc-connect/cluster/clustertest"
 	"github.com/cc-connect/cc-connect/cluster/ingress"
 	"github.com/cc-connect/cc-connect/cluster/internal/natstest"
+	"github.com/cc-connect/cc-connect/cluster/names"
 	"github.com/cc-connect/cc-connect/internal/faketelegram"
 	"github.com/cc-connect/cc-connect/platform"
 	"github.com/cc-connect/cc-connect/platform/telegram"
@@ -111,10 +113,13 @@ func waitCond(t *testing.T, what string, cond func() bool) {
 // host is one cc-connect host of the test: its node, through a proxy
 // that can cut it off from NATS, and its adapter's run.
 type host struct {
-	name  string
-	proxy *natstest.Proxy
-	node  *Node
-	run   func(ctx context.Context, h *host) error
+	name   string
+	proxy  *natstest.Proxy
+	node   *Node
+	clock  *clustertest.Clock  // the leases' clock, one for every host
+	leases *clustertest.Leases // this host's lease events
+	all    *clustertest.Leases // every host's, in one log
+	run    func(ctx context.Context, h *host) error
 
 	mu     sync.Mutex // guards cancel, done, err
 	cancel context.CancelFunc
@@ -163,16 +168,20 @@ func (h *host) stop(t *testing.T) {
 }
 
 // startHosts starts one node per name, each through its own proxy, and
-// runs run on each until the test ends (or the host is stopped).
+// runs run on each until the test ends (or the host is stopped). The
+// hosts' leases run on one clock that moves only when the test moves it,
+// past a lease's expiry once its holder is cut off.
 func startHosts(t *testing.T, url string, hostNames []string, run func(ctx context.Context, h *host) error) []*host {
 	t.Helper()
+	clock, all := clustertest.NewClock(), clustertest.NewLeases()
 	var hosts []*host
 	for _, name := range hostNames {
-		h := &host{name: name, proxy: natstest.NewProxy(t, strings.TrimPrefix(url, "nats://")), run: run}
+		h := &host{name: name, proxy: natstest.NewProxy(t, strings.TrimPrefix(url, "nats://")), clock: clock,
+			leases: clustertest.NewLeases(), all: all, run: run}
 		s := testSettings(t, name, nil, 1, "a")
 		s.URLs = []string{h.proxy.URL()}
 		s.LeaseTTL = 1500 * time.Millisecond
-		h.node = startNode(t, s)
+		h.node = startNodeOn(t, s, clock, h.leases, all)
 		h.start(t)
 		hosts = append(hosts, h)
 	}
@@ -180,6 +189,17 @@ func startHosts(t *testing.T, url string, hostNames []string, run func(ctx conte
 }
 
 var tgAll = ingress.Binding{Platform: "tg", Channel: "*"}
+
+// others are the hosts but those named.
+func others(hosts []*host, but ...*host) []*host {
+	var out []*host
+	for _, h := range hosts {
+		if !slices.Contains(but, h) {
+			out = append(out, h)
+		}
+	}
+	return out
+}
 
 func newTelegram(t *testing.T, f *faketelegram.Server) *telegram.Adapter {
 	t.Helper()
@@ -251,6 +271,8 @@ func TestTelegramPollerMovesBetweenHosts(t *testing.T) {
 	second := holder(first)
 	waitStream(t, second.node, 30)
 	second.proxy.Cut() // its renewals fail: the lease expires
+	key := names.PollerLease("tg")
+	others(hosts, first, second)[0].leases.ExpireFor(t, second.clock, second.leases.Acquired(t, key))
 	send(40, 60)
 	third := holder(first, second)
 	waitStream(t, third.node, len(want))
@@ -345,8 +367,13 @@ func TestTelegramPollerSurvivesRandomMoves(t *testing.T) {
 			h.start(t)
 		} else {
 			moves["cut"]++
+			held := h.leases.Acquired(t, names.PollerLease("tg"))
 			h.proxy.Cut()
 			cut = h
+			// Past the lease's expiry for the first of the others
+			// that plans to take it over (the other may be waiting
+			// to retry a read it tried while it was cut off).
+			h.all.ExpireFor(t, h.clock, held)
 		}
 	}
 	last := holder(cut)

@@ -10,6 +10,8 @@ import (
 
 	"github.com/cc-connect/cc-connect/cluster/ingress"
 	"github.com/cc-connect/cc-connect/cluster/internal/natstest"
+	"github.com/cc-connect/cc-connect/cluster/kvlease"
+	"github.com/cc-connect/cc-connect/cluster/names"
 	"github.com/cc-connect/cc-connect/internal/fakediscord"
 	"github.com/cc-connect/cc-connect/platform"
 	"github.com/cc-connect/cc-connect/platform/discord"
@@ -82,6 +84,18 @@ func TestDiscordShardMovesBetweenHosts(t *testing.T) {
 	post(10, 20)
 	waitStream(t, second.node, len(want))
 	second.proxy.Cut() // its renewals fail: the lease expires, it closes the gateway
+	// Time moves in two steps, as it would on the real clock: past the
+	// cut-off holder's own deadline (it closes the gateway), then to when
+	// the next host may take the lease, a fifth of a TTL later.
+	key := names.ShardLease("dc", 0)
+	held := second.leases.Acquired(t, key)
+	next := others(hosts, first, second)[0]
+	second.clock.Advance(second.node.Settings().LeaseTTL * 4 / 5)
+	second.leases.Last(t, "the cut-off holder losing the lease", func(e kvlease.Event) bool {
+		return e.Kind == kvlease.Lost && e.Key == key
+	})
+	waitCond(t, "the cut-off holder's gateway closed", func() bool { return len(connected()) == 0 })
+	next.leases.ExpireFor(t, second.clock, held)
 	third := holder(3, first, second)
 	post(20, 30)
 	waitStream(t, third.node, len(want))

@@ -69,6 +69,11 @@ type HostStatus struct {
 	ConfigHash   string        `json:"config_hash,omitempty"`
 	SameConfig   bool          `json:"same_config"`
 	Holds        int           `json:"holds"`
+	// Draining: a drain of this host (`cluster drain`) was asked for
+	// after its run started (DrainAsked, the server's clock): it hands its
+	// bindings over and serves none until it restarts.
+	Draining   bool      `json:"draining"`
+	DrainAsked time.Time `json:"drain_asked,omitzero"`
 }
 
 // BindingStatus is one binding's ownership.
@@ -181,6 +186,7 @@ func buildReport(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyVa
 			hs.Seen, hs.Up, hs.HeartbeatAge = true, m.Up(), m.Age
 			hs.Version, hs.Started, hs.ConfigHash = m.Member.Version, m.Member.Started, m.Member.ConfigHash
 			hs.SameConfig = m.Member.ConfigHash == s.ConfigHash
+			hs.Draining, hs.DrainAsked = draining(ctx, kv, m)
 		}
 		r.Hosts = append(r.Hosts, hs)
 	}
@@ -262,6 +268,20 @@ func conversations(ctx context.Context, kv jetstream.KeyValue, s Settings, bs []
 	return out, nil
 }
 
+// draining reads m's host's drain key: a drain asked for after its run
+// started (the host watches for drains from its start on; an older one
+// was served by a run before). The run's start is on the host's clock,
+// the key's write on the server's: the heartbeat, written on both at
+// once, puts the start on the server's clock.
+func draining(ctx context.Context, kv jetstream.KeyValue, m kvlease.MemberRecord) (bool, time.Time) {
+	e, err := kv.Get(ctx, names.Drain(m.Member.Host))
+	if err != nil {
+		return false, time.Time{} // none asked (or unreadable: status shows no drain)
+	}
+	started := m.Member.Started.Add(m.Written.Sub(m.Member.Heartbeat))
+	return e.Created().After(started), e.Created()
+}
+
 func (s Settings) memberOf(h string) bool {
 	for _, m := range s.Members {
 		if m == h {
@@ -298,6 +318,9 @@ func (r Report) Text() string {
 			if !h.SameConfig {
 				extra += ", READS ANOTHER CONFIG"
 			}
+		}
+		if h.Draining {
+			extra += ", DRAINED (serves nothing until it restarts)"
 		}
 		if !h.Member {
 			extra += ", not in cluster.members"

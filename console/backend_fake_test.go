@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"sync"
+	"time"
 )
 
 // fakeBackend is a Backend over a fixed set of conversations and rights,
@@ -58,7 +59,8 @@ func (f *fakeBackend) Schedules(_ context.Context, who Identity) ([]Schedule, er
 	if !f.allowed[who.UserID] {
 		return nil, nil
 	}
-	return []Schedule{{Name: "nightly<b>", Cron: "0 3 * * *", Binding: "slack/C1", Admin: f.approve[who.UserID]}}, nil
+	return []Schedule{{Name: "nightly<b>", Cron: "0 3 * * *", Binding: "slack/C1", Admin: f.approve[who.UserID],
+		LastError: "the run was refused: <i>over the cap</i>", LastErrorAt: time.Date(2026, 1, 1, 3, 0, 0, 0, time.UTC)}}, nil
 }
 
 func (f *fakeBackend) SetPaused(_ context.Context, who Identity, name string, paused bool) error {
@@ -83,4 +85,11 @@ func (f *fakeBackend) Audit(_ context.Context, who Identity, af AuditFilter) ([]
 		return nil, nil
 	}
 	return []AuditRow{{Kind: "asked", Conversation: convKey, User: af.User, Input: "<script>x</script>"}}, nil
+}
+
+func (f *fakeBackend) SpendByDay(who Identity) []SpendDay {
+	if !f.allowed[who.UserID] {
+		return nil
+	}
+	return []SpendDay{{Day: "2026-01-01", Binding: "slack/C1", USD: 3.25}, {Day: "2025-12-31", Binding: "slack/C1", User: "<b>UUSER</b>", USD: 0.5}}
 }

@@ -244,7 +244,8 @@ func TestSchedulesAndSpendPages(t *testing.T) {
 	r.signIn(t, admin, "UAPPROVER")
 	r.signIn(t, user, "UUSER")
 	_, page := r.get(t, admin, "/schedules")
-	if !strings.Contains(page, "nightly&lt;b&gt;") || !strings.Contains(page, `value="pause"`) {
+	if !strings.Contains(page, "nightly&lt;b&gt;") || !strings.Contains(page, `value="pause"`) ||
+		!strings.Contains(page, "2026-01-01 03:00 UTC</time>: the run was refused: &lt;i&gt;over the cap&lt;/i&gt;") {
 		t.Fatalf("the admin's schedules page:\n%s", page)
 	}
 	_, upage := r.get(t, user, "/schedules")
@@ -262,7 +263,8 @@ func TestSchedulesAndSpendPages(t *testing.T) {
 	if resp.StatusCode != http.StatusForbidden {
 		t.Errorf("a non-admin's pause: %d, want 403", resp.StatusCode)
 	}
-	if _, spend := r.get(t, user, "/spend"); !strings.Contains(spend, "$1.50") || !strings.Contains(spend, "UUSER") {
+	if _, spend := r.get(t, user, "/spend"); !strings.Contains(spend, "$1.50") || !strings.Contains(spend, "UUSER") ||
+		!regexp.MustCompile(`2025-12-31</time></td><td>slack/C1</td><td>&lt;b&gt;UUSER&lt;/b&gt;</td><td>\$0.50</td>`).MatchString(spend) {
 		t.Errorf("the spend page:\n%s", spend)
 	}
 }
@@ -297,5 +299,33 @@ func TestQuestionsAreAnsweredInChat(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusBadRequest || len(r.be.answers) != 0 {
 		t.Errorf("a question answered Allow from the page: %d, %q", resp.StatusCode, r.be.answers)
+	}
+}
+
+func TestClusterPage(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	c := r.client(t)
+	r.signIn(t, c, "UUSER")
+	if code, page := r.get(t, c, "/cluster"); code != http.StatusOK || !strings.Contains(page, "runs alone") {
+		t.Fatalf("the cluster page alone (%d):\n%s", code, page)
+	}
+	hostile := `<script>alert(1)</script>`
+	v := &ClusterView{Reader: hostile, Hosts: []ClusterHost{{Name: hostile, Version: hostile, Seen: true, Up: true, Draining: true}},
+		Bindings:      []ClusterBinding{{Binding: hostile, Owner: hostile, Standby: []string{hostile}, ClusterLease: ClusterLease{Holder: hostile, Token: 4}}},
+		Leases:        []ClusterLease{{Key: hostile, Holder: hostile, Expired: true, Token: 2}},
+		Conversations: []ClusterConversation{{Key: hostile, Binding: hostile, Channel: hostile, ServedBy: hostile, LastAnswered: hostile}}}
+	var b bytes.Buffer
+	if err := renderPage(&b, "cluster", pageData{Title: "Cluster", Cluster: v}); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	if strings.Contains(page, "<script>alert") {
+		t.Fatalf("a host's name reached the page unescaped:\n%s", page)
+	}
+	for _, want := range []string{"draining: serves nothing until it restarts", "EXPIRED", "renewed just now (token 4)"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the cluster page lacks %q:\n%s", want, page)
+		}
 	}
 }

@@ -19,6 +19,10 @@ type Schedule struct {
 	PausedBy string
 	LastRun  string // the id of the last run started
 	Admin    bool   // who may pause and resume it
+	// LastError is why the last run that did not start as due did not,
+	// and when; "" none.
+	LastError   string
+	LastErrorAt time.Time
 }
 
 // Schedules is a Backend's schedules: those of the bindings that allow
@@ -36,9 +40,20 @@ type SpendRow struct {
 	Day, Month float64
 }
 
-// Spending is a Backend's spend, for the bindings that allow who.
+// SpendDay is what a binding (User "") or a person in it spent on one
+// past or present day.
+type SpendDay struct {
+	Day     string // 2006-01-02 in the ledger's zone
+	Binding string
+	User    string
+	USD     float64
+}
+
+// Spending is a Backend's spend, for the bindings that allow who: today
+// and this month, and by day as far back as the ledger keeps days.
 type Spending interface {
 	Spend(who Identity) []SpendRow
+	SpendByDay(who Identity) []SpendDay
 }
 
 func (s *Server) schedules(w http.ResponseWriter, r *http.Request, sess *session) {
@@ -80,7 +95,7 @@ func (s *Server) spend(w http.ResponseWriter, r *http.Request, sess *session) {
 		s.page(w, http.StatusOK, "message", pageData{Title: "Spend", Session: sess, Message: "Spend is not recorded here."})
 		return
 	}
-	s.page(w, http.StatusOK, "spend", pageData{Title: "Spend", Session: sess, Spend: sp.Spend(sess.who)})
+	s.page(w, http.StatusOK, "spend", pageData{Title: "Spend", Session: sess, Spend: sp.Spend(sess.who), SpendDays: sp.SpendByDay(sess.who)})
 }
 
 // AuditFilter narrows the audit trail page.

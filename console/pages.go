@@ -47,6 +47,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /schedules", s.changing(s.pause))
 	mux.HandleFunc("GET /spend", s.signedIn(s.spend))
 	mux.HandleFunc("GET /audit", s.signedIn(s.audit))
+	mux.HandleFunc("GET /cluster", s.signedIn(s.cluster))
 	return s.guard(mux)
 }
 

@@ -14,7 +14,13 @@ import (
 // them: the session cookie is HttpOnly and never rendered; the CSRF token
 // is the session's own anti-forgery value, useless without the cookie.
 var pages = template.Must(template.New("").Funcs(template.FuncMap{
-	"ago":  ago,
+	"ago": ago,
+	"age": func(d time.Duration) string {
+		if d < time.Second {
+			return "just now"
+		}
+		return d.Round(time.Second).String() + " ago"
+	},
 	"cost": func(f float64) string { return fmt.Sprintf("$%.2f", f) },
 	"when": func(t time.Time) string {
 		if t.IsZero() {
@@ -35,8 +41,10 @@ type pageData struct {
 	// The schedules and spend pages.
 	Schedules []Schedule
 	Spend     []SpendRow
+	SpendDays []SpendDay
 	Audit     []AuditRow
 	Filter    AuditFilter
+	Cluster   *ClusterView
 	Now       time.Time
 }
 

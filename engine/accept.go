@@ -155,6 +155,12 @@ func (e *Engine) HandleAction(ctx context.Context, act platform.Action) error {
 	if !ok {
 		return fmt.Errorf("handling an action: no adapter named %q", act.Target.Platform)
 	}
+	if m, ok := conv.RevertPress(act); ok {
+		// A turn summary's Revert button: its presser's "!revert", through
+		// the accept path as if typed (the allow list, the command's right).
+		_, err := e.handleMessage(ctx, m, nil)
+		return err
+	}
 	reply := act.Target
 	reply.MessageID = ""
 	if text := e.convs.Answer(act); text != "" {

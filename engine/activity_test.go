@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"log/slog"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -46,6 +45,8 @@ func (r *events) of(k activity.Kind) []activity.Event {
 func TestLeaseMovesArePublished(t *testing.T) {
 	srv := clustertest.Single(t)
 	hosts := map[string]*events{"a": {}, "b": {}}
+	clock := clustertest.NewClock() // the leases', moved by the test only
+	leases := map[string]*clustertest.Leases{"a": clustertest.NewLeases(), "b": clustertest.NewLeases()}
 	serve := func(name string) func() {
 		h := newHarness(t, func(o *Options, c *harnessConfig) { o.Activity = hosts[name] })
 		h.stop() // JoinCluster must precede Run: a fresh engine on the harness's options
@@ -55,14 +56,8 @@ func TestLeaseMovesArePublished(t *testing.T) {
 			StateDir: filepath.Join(t.TempDir(), "state"), LeaseTTL: clusterTTL, Replicas: 1, Names: names.Names{Prefix: "t"},
 			Bindings: []cluster.BindingSpec{{Binding: fakeAll, Host: "a", Standby: []string{"b"}}}}
 		s.ConfigHash = s.Fingerprint()
-		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
-		defer cancel()
-		n, err := cluster.Start(ctx, s, cluster.Options{Log: slog.New(slog.DiscardHandler), Version: "test"})
-		if err != nil {
-			t.Fatal(err)
-		}
+		n := startClusterNode(t, s, clock, leases[name])
 		node = n
-		t.Cleanup(n.Close)
 		sctx, stop := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() { done <- n.ServeBinding(sctx, fakeAll, testLink{ci}) }()
@@ -87,6 +82,7 @@ func TestLeaseMovesArePublished(t *testing.T) {
 	pollFor(t, "host a publishing its lease", func() bool { return len(lease("a")) == 1 })
 	serve("b")
 	stopA()
+	leases["b"].ExpireFor(t, clock, leases["a"].Acquired(t, names.BindingLease(fakeAll)))
 	pollFor(t, "host b publishing the lease it took over", func() bool { return len(lease("b")) == 1 })
 	if got := lease("a"); !slices.Equal(got, []string{"taken", "released"}) {
 		t.Errorf("host a published %q, want taken then released", got)

@@ -15,7 +15,6 @@ import (
 	"github.com/cc-connect/cc-connect/cluster"
 	"github.com/cc-connect/cc-connect/cluster/clustertest"
 	"github.com/cc-connect/cc-connect/cluster/ingress"
-	"github.com/cc-connect/cc-connect/cluster/kvlease"
 	"github.com/cc-connect/cc-connect/cluster/names"
 	"github.com/cc-connect/cc-connect/engine/conv"
 	"github.com/cc-connect/cc-connect/platform"
@@ -26,6 +25,10 @@ import (
 // platform and fake agents, and a cluster.Node serving binding fake/*.
 // Events are published as an adapter of either host would.
 
+// clusterTTL is the leases' TTL, on the hosts' test clock (clusterHost),
+// and the binding consumer's ack wait, on JetStream's real one: a test in
+// which a host dies or is cut off waits that long once, for what the host
+// had in hand to be delivered again.
 const clusterTTL = 2 * time.Second
 
 var fakeAll = names.Binding{Platform: "fake", Channel: "*"}
@@ -35,9 +38,16 @@ type clusterHost struct {
 	h        *harness
 	node     *cluster.Node
 	settings cluster.Settings // the node's, for a restart after a kill
-	stop     context.CancelFunc
-	done     chan error
-	halted   sync.Once
+	// clock is the leases' clock, which moves only when the test moves
+	// it: a lease held is never found expired because a busy machine
+	// starved its renewal, so that a test can assert that the standby
+	// did nothing. (A standby takes a lease only once it expired on its
+	// own clock.) Hosts that are to take over from each other share one.
+	clock  *clustertest.Clock
+	leases *clustertest.Leases // the node's lease events
+	stop   context.CancelFunc
+	done   chan error
+	halted sync.Once
 }
 
 // halt stops serving the binding (the engine keeps running) and waits.
@@ -48,35 +58,23 @@ func (c *clusterHost) halt() {
 	})
 }
 
-// stillClock is a lease clock that never moves: a lease held is never
-// found expired, however long a renewal waits for a busy machine, so a
-// test whose hosts all stay up can assert that the standby did nothing.
-// (A standby takes a lease only once it expired on its own clock.)
-type stillClock struct{}
-
-var stillNow = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-
-func (stillClock) Now() time.Time { return stillNow }
-
-// At fires at once for a time not after now, never for a later one.
-func (stillClock) At(at time.Time) <-chan time.Time {
-	ch := make(chan time.Time, 1)
-	if !at.After(stillNow) {
-		ch <- stillNow
-	}
-	return ch
+// takeOver moves the hosts' clock on until c may take the binding's lease
+// from from, which must be dead or cut off (it renews nothing): c then
+// takes it.
+func (c *clusterHost) takeOver(t *testing.T, from *clusterHost) {
+	t.Helper()
+	c.leases.ExpireFor(t, c.clock, from.leases.Acquired(t, names.BindingLease(fakeAll)))
 }
 
 // startClusterHost starts host name's engine and node against url, its
-// leases on the real clock.
+// leases on a clock of its own.
 func startClusterHost(t *testing.T, name, url string, stopAt ...func(string) bool) *clusterHost {
 	t.Helper()
-	return startClusterHostOn(t, name, url, nil, stopAt...)
+	return startClusterHostOn(t, name, url, clustertest.NewClock(), stopAt...)
 }
 
-// startClusterHostOn is startClusterHost with the leases on clock (nil:
-// the real one).
-func startClusterHostOn(t *testing.T, name, url string, clock kvlease.Clock, stopAt ...func(string) bool) *clusterHost {
+// startClusterHostOn is startClusterHost with the leases on clock.
+func startClusterHostOn(t *testing.T, name, url string, clock *clustertest.Clock, stopAt ...func(string) bool) *clusterHost {
 	t.Helper()
 	return startClusterHostWithOn(t, name, url, clock, func(_ *Options, c *harnessConfig) {
 		if len(stopAt) > 0 {
@@ -89,12 +87,11 @@ func startClusterHostOn(t *testing.T, name, url string, clock kvlease.Clock, sto
 // changed by opt.
 func startClusterHostWith(t *testing.T, name, url string, opt func(*Options, *harnessConfig)) *clusterHost {
 	t.Helper()
-	return startClusterHostWithOn(t, name, url, nil, opt)
+	return startClusterHostWithOn(t, name, url, clustertest.NewClock(), opt)
 }
 
-// startClusterHostWithOn is startClusterHostWith with the leases on clock
-// (nil: the real one).
-func startClusterHostWithOn(t *testing.T, name, url string, clock kvlease.Clock, opt func(*Options, *harnessConfig)) *clusterHost {
+// startClusterHostWithOn is startClusterHostWith with the leases on clock.
+func startClusterHostWithOn(t *testing.T, name, url string, clock *clustertest.Clock, opt func(*Options, *harnessConfig)) *clusterHost {
 	t.Helper()
 	h := newHarness(t, func(o *Options, c *harnessConfig) {
 		o.Bindings[0].Progress = binding.ProgressQuiet // the reply only: one post per turn
@@ -109,18 +106,28 @@ func startClusterHostWithOn(t *testing.T, name, url string, clock kvlease.Clock,
 		LeaseTTL: clusterTTL, Replicas: 1, Names: names.Names{Prefix: "t"},
 		Bindings: []cluster.BindingSpec{{Binding: fakeAll, Host: "a", Standby: []string{"b"}}}}
 	s.ConfigHash = s.Fingerprint()
+	leases := clustertest.NewLeases()
+	node = startClusterNode(t, s, clock, leases)
+	sctx2, stop := context.WithCancel(context.Background())
+	ch := &clusterHost{name: name, h: nh, node: node, settings: s, clock: clock, leases: leases, stop: stop, done: make(chan error, 1)}
+	go func() { ch.done <- node.ServeBinding(sctx2, fakeAll, testLink{ci}) }()
+	t.Cleanup(ch.halt)
+	return ch
+}
+
+// startClusterNode starts a node on s with its leases on clock, their
+// events told to leases.
+func startClusterNode(t *testing.T, s cluster.Settings, clock *clustertest.Clock, leases *clustertest.Leases) *cluster.Node {
+	t.Helper()
 	sctx, scancel := context.WithTimeout(context.Background(), waitLimit)
 	defer scancel()
-	node, err := cluster.Start(sctx, s, cluster.Options{Log: slog.New(slog.DiscardHandler), Version: "test", Clock: clock})
+	node, err := cluster.Start(sctx, s, cluster.Options{Log: slog.New(slog.DiscardHandler), Version: "test", Clock: clock,
+		Observe: leases.Observe})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(node.Close)
-	sctx2, stop := context.WithCancel(context.Background())
-	ch := &clusterHost{name: name, h: nh, node: node, settings: s, stop: stop, done: make(chan error, 1)}
-	go func() { ch.done <- node.ServeBinding(sctx2, fakeAll, testLink{ci}) }()
-	t.Cleanup(ch.halt)
-	return ch
+	return node
 }
 
 // runClusterEngine starts an engine joined to the cluster on h's options,
@@ -155,7 +162,8 @@ func restartClusterHost(t *testing.T, c *clusterHost) *clusterHost {
 	node := c.node
 	nh, ci := runClusterEngine(t, c.name, c.h, &node)
 	ctx, stop := context.WithCancel(context.Background())
-	nc := &clusterHost{name: c.name, h: nh, node: c.node, stop: stop, done: make(chan error, 1)}
+	nc := &clusterHost{name: c.name, h: nh, node: c.node, settings: c.settings, clock: c.clock, leases: c.leases, stop: stop,
+		done: make(chan error, 1)}
 	go func() { nc.done <- c.node.ServeBinding(ctx, fakeAll, testLink{ci}) }()
 	t.Cleanup(nc.halt)
 	return nc
@@ -198,11 +206,11 @@ func (c *clusterHost) waitEchoes(t *testing.T, n int) []string {
 
 func TestClusterAnswersEachEventOnceInOrder(t *testing.T) {
 	srv := clustertest.Single(t)
-	// Both hosts stay up: on a still clock the owner's lease cannot expire
-	// under a starved renewal, so "the standby answered nothing" holds by
-	// the rules, not by the machine's speed.
-	a := startClusterHostOn(t, "a", srv.ClientURL(), stillClock{})
-	b := startClusterHostOn(t, "b", srv.ClientURL(), stillClock{})
+	// Both hosts stay up: on a clock that never moves the owner's lease
+	// cannot expire under a starved renewal, so "the standby answered
+	// nothing" holds by the rules, not by the machine's speed.
+	a := startClusterHost(t, "a", srv.ClientURL())
+	b := startClusterHost(t, "b", srv.ClientURL())
 	var want []string
 	for i := range 4 {
 		text := fmt.Sprintf("t1 message %d", i)
@@ -244,8 +252,9 @@ func waitInHand(t *testing.T, n *cluster.Node, want int) {
 func TestClusterPartitionedOwnerStopsAndStandbyFinishes(t *testing.T) {
 	srv := clustertest.Single(t)
 	proxy := clustertest.NewProxy(t, strings.TrimPrefix(srv.ClientURL(), "nats://"))
-	a := startClusterHost(t, "a", proxy.URL())
-	b := startClusterHost(t, "b", srv.ClientURL())
+	clock := clustertest.NewClock()
+	a := startClusterHostOn(t, "a", proxy.URL(), clock)
+	b := startClusterHostOn(t, "b", srv.ClientURL(), clock)
 
 	publish(t, b, "p-1", "T1", "before")
 	if got := a.waitEchoes(t, 1); got[0] != "before" {
@@ -257,8 +266,10 @@ func TestClusterPartitionedOwnerStopsAndStandbyFinishes(t *testing.T) {
 		return strings.Contains(strings.Join(fa.sessions[sess1], "|"), "[[WAIT]] cut")
 	})
 	proxy.Cut()
-	// The standby takes the lease and gets both events again once their
-	// ack wait is over; its held turn is let go.
+	// Past the lease's expiry, the standby takes the lease and gets both
+	// events again once their ack wait is over (JetStream's, on the real
+	// clock); its held turn is let go.
+	b.takeOver(t, a)
 	b.h.fa.release(t)
 	got := b.waitEchoes(t, 2)
 	if strings.Join(got, "|") != "[[WAIT]] cut|after the cut" {
@@ -350,15 +361,11 @@ func restartKilled(t *testing.T, c *clusterHost) *clusterHost {
 	t.Helper()
 	var node *cluster.Node
 	nh, ci := runClusterEngine(t, c.name, c.h, &node)
-	sctx, scancel := context.WithTimeout(context.Background(), waitLimit)
-	defer scancel()
-	node, err := cluster.Start(sctx, c.settings, cluster.Options{Log: slog.New(slog.DiscardHandler), Version: "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(node.Close)
+	leases := clustertest.NewLeases()
+	node = startClusterNode(t, c.settings, c.clock, leases)
 	ctx, stop := context.WithCancel(context.Background())
-	nc := &clusterHost{name: c.name, h: nh, node: node, settings: c.settings, stop: stop, done: make(chan error, 1)}
+	nc := &clusterHost{name: c.name, h: nh, node: node, settings: c.settings, clock: c.clock, leases: leases, stop: stop,
+		done: make(chan error, 1)}
 	go func() { nc.done <- node.ServeBinding(ctx, fakeAll, testLink{ci}) }()
 	t.Cleanup(nc.halt)
 	return nc
@@ -374,11 +381,13 @@ func restartKilled(t *testing.T, c *clusterHost) *clusterHost {
 func TestClusterUnsettledReplyWaitsForTheLease(t *testing.T) {
 	srv := clustertest.Single(t)
 	var killed atomic.Bool
-	a := startClusterHost(t, "a", srv.ClientURL(), killAt(conv.PointSettling, &killed))
-	b := startClusterHost(t, "b", srv.ClientURL())
+	clock := clustertest.NewClock()
+	a := startClusterHostOn(t, "a", srv.ClientURL(), clock, killAt(conv.PointSettling, &killed))
+	b := startClusterHostOn(t, "b", srv.ClientURL(), clock)
 	publish(t, a, "u-1", "T1", "marked then killed")
 	pollFor(t, "the reply marked, the event not settled", func() bool { return killed.Load() && a.h.e.convs.Outstanding() == 0 })
 	a.kill()
+	b.takeOver(t, a)
 	if got := b.waitEchoes(t, 1); got[0] != "marked then killed" {
 		t.Fatalf("the standby's replies = %q", got)
 	}
@@ -399,6 +408,7 @@ func TestClusterUnsettledReplyWaitsForTheLease(t *testing.T) {
 	// reply it was posting. This fake platform cannot find its posts, so
 	// it says it posts the reply again in case it did not arrive.
 	b.kill()
+	a2.takeOver(t, b)
 	a2.h.logs.WaitRecords(t, waitLimit, "A message whose reply was being posted when this host stopped is settled: recovering it here, the reply looked up before it is posted", 1)
 	if got := a2.waitEchoes(t, 1); got[0] != "marked then killed" {
 		t.Fatalf("the owner's replies after taking the lease back = %q", got)
@@ -414,11 +424,13 @@ func TestClusterUnsettledReplyWaitsForTheLease(t *testing.T) {
 func TestClusterOldTenureEntryDropped(t *testing.T) {
 	srv := clustertest.Single(t)
 	var killed atomic.Bool
-	a := startClusterHost(t, "a", srv.ClientURL(), killAt(conv.PointStarted, &killed))
-	b := startClusterHost(t, "b", srv.ClientURL())
+	clock := clustertest.NewClock()
+	a := startClusterHostOn(t, "a", srv.ClientURL(), clock, killAt(conv.PointStarted, &killed))
+	b := startClusterHostOn(t, "b", srv.ClientURL(), clock)
 	publish(t, a, "o-1", "T1", "started then killed")
 	pollFor(t, "the turn started, then killed", func() bool { return killed.Load() && a.h.e.convs.Outstanding() == 0 })
 	a.kill()
+	b.takeOver(t, a)
 	if got := b.waitEchoes(t, 1); got[0] != "started then killed" {
 		t.Fatalf("the standby's replies = %q", got)
 	}
@@ -428,6 +440,7 @@ func TestClusterOldTenureEntryDropped(t *testing.T) {
 	a2 := restartKilled(t, a)
 	<-a2.h.e.convs.Ready()
 	b.kill()
+	a2.takeOver(t, b)
 	a2.h.logs.WaitRecords(t, waitLimit, "Serving a cluster binding", 2) // the first tenure, then this one
 	publish(t, a2, "o-2", "T1", "next")
 	a2.h.logs.WaitRecords(t, waitLimit, "A message of an earlier tenure was finished by a later holder of the lease: dropped here", 1)

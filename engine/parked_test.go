@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -155,5 +157,86 @@ func TestApprovalReminder(t *testing.T) {
 	h.waitIdle()
 	if got := h.rec.sends("has waited"); len(got) != 1 {
 		t.Errorf("reminders = %q, want exactly one", got)
+	}
+}
+
+// TestApprovalReminderMentionsPeopleOnly: with no approvers configured the
+// prompt and its reminder mention the person who asked; a run (a schedule,
+// a webhook) stands for nobody, so nobody is mentioned and the reminder is
+// posted as text.
+func TestApprovalReminderMentionsPeopleOnly(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		start    func(h *harness)
+		mentions int    // of mention, each of alice
+		kind     string // how the reminder is posted
+	}{
+		{"chat user", func(h *harness) { h.say("alice", "T1", "please [[TOOL:make build]]") }, 2, "mention"},
+		{"schedule", func(h *harness) {
+			if err := h.submit(testRun("schedule:nightly@2026-03-10T01:30Z", "please [[TOOL:make build]]")); err != nil {
+				t.Fatalf("Submit: %v", err)
+			}
+		}, 0, "send"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			h, tp := newTeamHarness(t, func(o *Options) {
+				o.ApprovalReminder = 50 * time.Millisecond
+				o.PermissionTimeout = time.Hour
+			})
+			tc.start(h)
+			ask := waitAsk(t, h)
+			h.rec.waitFor(t, "the reminder", func(calls []recorded) bool {
+				return slices.ContainsFunc(calls, func(c recorded) bool { return strings.Contains(c.Text, "has waited 50ms") })
+			})
+			for _, c := range h.rec.snapshot() {
+				if strings.Contains(c.Text, "has waited 50ms") && c.Kind != tc.kind {
+					t.Errorf("reminder posted as %s, want %s", c.Kind, tc.kind)
+				}
+			}
+			tp.mu.Lock()
+			got := slices.Clone(tp.mentions)
+			tp.mu.Unlock()
+			if len(got) != tc.mentions {
+				t.Errorf("mentions %v, want %d", got, tc.mentions)
+			}
+			for _, ms := range got {
+				if len(ms) != 1 || ms[0].UserID != "alice" {
+					t.Errorf("mentioned %v, want alice only", ms)
+				}
+			}
+			if err := h.e.HandleAction(context.Background(), platform.Action{Target: ask.To, UserID: "alice", UserName: "alice",
+				RequestID: ask.Prompt.RequestID, Choice: platform.ChoiceAllow}); err != nil {
+				t.Fatalf("HandleAction: %v", err)
+			}
+			h.rec.waitSend(t, "ran: make build")
+			h.waitIdle()
+		})
+	}
+}
+
+// TestLongRunMentionsNobody: a turn that ran past notify_after mentions the
+// person who asked; a scheduled run's turn has nobody to tell.
+func TestLongRunMentionsNobody(t *testing.T) {
+	t.Parallel()
+	h, tp := newTeamHarness(t, func(o *Options) {
+		o.Team.NotifyAfter = 0
+		o.Bindings[0].Approvers = []string{"bob"} // a run's prompts would mention bob
+	})
+	if err := h.submit(testRun("schedule:nightly@2026-03-10T01:30Z", "triage")); err != nil {
+		t.Fatalf("Submit: %v", err)
+	}
+	h.rec.waitSend(t, "\ntriage\n")
+	h.waitIdle()
+	h.say("alice", "T1", "hello")
+	h.rec.waitFor(t, "alice told her turn is done", func(calls []recorded) bool {
+		return slices.ContainsFunc(calls, func(c recorded) bool { return c.Kind == "mention" && strings.Contains(c.Text, "is done") })
+	})
+	h.waitIdle()
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	if len(tp.mentions) != 1 || tp.mentions[0][0].UserID != "alice" {
+		t.Errorf("mentions %v, want alice's only", tp.mentions)
 	}
 }

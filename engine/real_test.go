@@ -31,6 +31,17 @@ type realEnv struct {
 // cache read), so replies show 25%.
 func newRealHarness(t *testing.T, env map[string]string, mutate func(*Options)) (*harness, realEnv) {
 	t.Helper()
+	return newRealHarnessCfg(t, env, func(o *Options, _ *harnessConfig) {
+		if mutate != nil {
+			mutate(o)
+		}
+	})
+}
+
+// newRealHarnessCfg is newRealHarness whose mutate sets the harness's
+// config too (its adapter, say).
+func newRealHarnessCfg(t *testing.T, env map[string]string, mutate func(*Options, *harnessConfig)) (*harness, realEnv) {
+	t.Helper()
 	bin := fakeclaude.Build(t)
 	home := t.TempDir()
 	re := realEnv{record: filepath.Join(home, "record.jsonl"), configDir: filepath.Join(home, ".claude")}
@@ -48,7 +59,7 @@ func newRealHarness(t *testing.T, env map[string]string, mutate func(*Options)) 
 		c.real = true
 		o.Agent = agentproc.Config{Command: bin, Env: agentEnv, CloseGrace: 2 * time.Second}
 		if mutate != nil {
-			mutate(o)
+			mutate(o, c)
 		}
 	})
 	return h, re

@@ -68,6 +68,55 @@ func TestSteerIntoRunningTurn(t *testing.T) {
 	}
 }
 
+// TestSteerFirstReplyAfterAStart: the first reply in a thread after a
+// start carries a gap check (the thread is read back for what a dead
+// instance may have taken and never journaled, checks.go); when the
+// thread's turn is running, the read is made then and the reply goes into
+// the turn all the same, after what the read found missing (posted before
+// it): each reaches Claude once, in the thread's order, and the thread
+// gets one reply for all.
+func TestSteerFirstReplyAfterAStart(t *testing.T) {
+	th := &threadHistory{threads: map[string][]platform.HistoryMessage{}}
+	h, _ := newRealHarnessCfg(t, nil, func(o *Options, c *harnessConfig) {
+		o.Bindings[0].FollowUps = binding.FollowUpsSteer
+		c.adapter = func(rec *fakePlatform) platform.Adapter { return historyPlatform{richPlatform{rec}, th} }
+	})
+	at := func(user string, seq uint64, text string) platform.Message {
+		m := h.message(user, "T1", text)
+		m.Seq = seq
+		return m
+	}
+	root := at("alice", 100, "[[TOOL:touch x]]")
+	root.Target.MessageID = "T1"
+	h.deliver(root)
+	ask := waitAsk(t, h)
+	// lost never reached this engine: what a dead instance took.
+	lost, reply := at("bob", 150, "the lost one"), at("bob", 200, "use the other file")
+	th.set("T1", past(root), past(lost), past(reply))
+	if res := h.deliver(reply); res.Status != platform.Queued {
+		t.Fatalf("the reply: %+v", res)
+	}
+	h.logs.WaitRecords(t, waitLimit, "Message steered into the running turn", 2)
+	h.press("alice", ask.Prompt.RequestID, platform.ChoiceAllow)
+	h.rec.waitSend(t, "also read while working: use the other file")
+	h.waitIdle()
+	if got := claudeGot(t, h); strings.Join(got, "|") != "[[TOOL:touch x]]|the lost one|use the other file" {
+		t.Errorf("claude received %q, want each once in the thread's order", got)
+	}
+	if n := countOf(h.rec.sends("tool said"), "tool said"); n != 1 {
+		t.Errorf("%d replies, want one for all", n)
+	}
+	if got := h.rec.sends("Queued (position"); len(got) != 0 {
+		t.Errorf("the reply was told it waits: %q", got)
+	}
+	if n := th.readCount(); n != 1 {
+		t.Errorf("%d thread reads, want one", n)
+	}
+	if n := h.pending(t1Key); n != 0 {
+		t.Errorf("%d messages pending after the turn", n)
+	}
+}
+
 // TestSteerAndQueueCommands: on a binding that queues, !steer sends one
 // message into the running turn, and a plain message (as !queue would on
 // a binding that steers) waits and runs as its own turn after it.

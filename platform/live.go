@@ -177,6 +177,10 @@ const (
 	ChoicePlanAcceptEdits Choice = "plan_accept_edits"
 	// ChoicePlanKeep keeps planning, with the presser's feedback.
 	ChoicePlanKeep Choice = "plan_keep"
+
+	// ChoiceRevert undoes the file changes of the turn a summary of what
+	// it changed shows (its RequestID names the turn).
+	ChoiceRevert Choice = "revert"
 )
 
 // PromptChoice is one button of a prompt with choices of its own

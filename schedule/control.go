@@ -25,6 +25,10 @@ type Status struct {
 	// run, or retried); LastRun is the id of the last run journaled.
 	Pending time.Time
 	LastRun string
+	// LastError is why the last run that did not start as due did not
+	// (refused, skipped, not submitted) on this host, and when; "" none.
+	LastError   string
+	LastErrorAt time.Time
 }
 
 // List returns every schedule's status, in config order. With a Pauses
@@ -38,7 +42,7 @@ func (s *Scheduler) List(ctx context.Context) ([]Status, error) {
 			Name: sc.Name, Cron: sc.Cron.String(), Platform: sc.Platform, Channel: sc.Channel, Thread: sc.Thread,
 			Continue: sc.Continue, Overlap: sc.Overlap, Next: sc.Cron.Next(maxTime(e.Last, now)),
 			Paused: e.Paused, PausedBy: e.PausedBy, PausedAt: e.PausedAt, Pending: inZone(e.Pending, sc.Cron.Location()),
-			LastRun: e.LastRun,
+			LastRun: e.LastRun, LastError: e.LastError, LastErrorAt: e.LastErrorAt,
 		}
 		if s.pauses != nil && !st.Paused {
 			p, err := s.sharedPause(ctx, sc.Name)
@@ -171,6 +175,9 @@ func ListText(list []Status, now time.Time) string {
 		}
 		if !st.Pending.IsZero() && !st.Paused {
 			fmt.Fprintf(&b, "; the run of %s waits for the previous one", st.Pending.Format("2006-01-02 15:04 MST"))
+		}
+		if st.LastError != "" {
+			fmt.Fprintf(&b, "; last error %s: %s", st.LastErrorAt.UTC().Format("2006-01-02 15:04 UTC"), st.LastError)
 		}
 	}
 	return b.String()

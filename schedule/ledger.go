@@ -61,6 +61,15 @@ type entry struct {
 	Paused   bool      `json:"paused,omitempty"`
 	PausedBy string    `json:"paused_by,omitempty"`
 	PausedAt time.Time `json:"paused_at,omitzero"`
+	// LastError is the last run this host's scheduler did not start as
+	// due (refused, skipped, or not submitted), and when.
+	LastError   string    `json:"last_error,omitempty"`
+	LastErrorAt time.Time `json:"last_error_at,omitzero"`
+}
+
+// failed notes on e why a run did not start as due, at now.
+func (e *entry) failed(now time.Time, format string, args ...any) {
+	e.LastError, e.LastErrorAt = fmt.Sprintf(format, args...), now
 }
 
 const ledgerVersion = 1

@@ -318,12 +318,18 @@ func (s *Scheduler) step(ctx context.Context, sc *Schedule, now time.Time, start
 		if age := now.Sub(latest); age > tolerance {
 			log.Warn("Scheduled run skipped: missed by more than catch_up", "scheduled_at", latest,
 				"missed_by", age.Round(time.Second), "catch_up", sc.CatchUp)
-			return s.settle(sc, now, log, func(e *entry) { e.Last, e.Pending = latest, time.Time{} })
+			return s.settle(sc, now, log, func(e *entry) {
+				e.Last, e.Pending = latest, time.Time{}
+				e.failed(now, "skipped the run of %s: missed by %s, more than catch_up", latest.Format(time.RFC3339), age.Round(time.Second))
+			})
 		}
 	} else if !cand.IsZero() && startup && now.Sub(cand) > tolerance {
 		log.Warn("Waiting scheduled run skipped at start-up: older than catch_up", "scheduled_at", cand,
 			"catch_up", sc.CatchUp)
-		return s.settle(sc, now, log, func(e *entry) { e.Pending = time.Time{} })
+		return s.settle(sc, now, log, func(e *entry) {
+			e.Pending = time.Time{}
+			e.failed(now, "skipped the run of %s at start-up: older than catch_up", cand.Format(time.RFC3339))
+		})
 	}
 	if cand.IsZero() {
 		return sc.Cron.Next(maxTime(e.Last, now))
@@ -332,7 +338,10 @@ func (s *Scheduler) step(ctx context.Context, sc *Schedule, now time.Time, start
 	if e.LastRun != "" && s.sub.Working(e.LastRun) {
 		if sc.Overlap == OverlapSkip {
 			log.Warn("Scheduled run skipped: the previous run still works", "scheduled_at", cand, "previous_run", e.LastRun)
-			return s.settle(sc, now, log, func(e *entry) { e.Last, e.Pending = maxTime(e.Last, cand), time.Time{} })
+			return s.settle(sc, now, log, func(e *entry) {
+				e.Last, e.Pending = maxTime(e.Last, cand), time.Time{}
+				e.failed(now, "skipped the run of %s: the previous run %s still worked (overlap = \"skip\")", cand.Format(time.RFC3339), e.LastRun)
+			})
 		}
 		if !cand.Equal(e.Pending) {
 			log.Info("Scheduled run waits for the previous run", "scheduled_at", cand, "previous_run", e.LastRun)
@@ -357,14 +366,20 @@ func (s *Scheduler) step(ctx context.Context, sc *Schedule, now time.Time, start
 		})
 	case errors.Is(err, trigger.ErrRefused):
 		log.Warn("Scheduled run refused by the engine; skipped", "run_id", run.ID, "scheduled_at", cand, "error", err)
-		return s.settle(sc, now, log, func(e *entry) { e.Last, e.Pending = maxTime(e.Last, cand), time.Time{} })
+		return s.settle(sc, now, log, func(e *entry) {
+			e.Last, e.Pending = maxTime(e.Last, cand), time.Time{}
+			e.failed(now, "the run of %s was refused: %v", cand.Format(time.RFC3339), err)
+		})
 	}
 	// Not journaled: keep it as pending (a restart retries it within
 	// catch_up) and try again after a backoff.
 	wait := s.nextBackoff(sc.Name)
 	log.Error("Submitting a scheduled run failed; retrying", "run_id", run.ID, "scheduled_at", cand,
 		"retry_in", wait, "error", err)
-	if uerr := s.ledger.update(sc.Name, func(e *entry) { e.Last, e.Pending = maxTime(e.Last, cand), cand }); uerr != nil {
+	if uerr := s.ledger.update(sc.Name, func(e *entry) {
+		e.Last, e.Pending = maxTime(e.Last, cand), cand
+		e.failed(now, "the run of %s could not be submitted (retrying in %s): %v", cand.Format(time.RFC3339), wait, err)
+	}); uerr != nil {
 		log.Error("Writing the schedule ledger failed", "error", uerr)
 	}
 	s.retryAt[sc.Name] = now.Add(wait)
@@ -439,7 +454,7 @@ func (s *Scheduler) run(sc *Schedule, at time.Time) trigger.Run {
 		Conversation: conv,
 		Header:       "Scheduled: " + sc.Name,
 		Prompt:       sc.Prompt,
-		UserID:       "schedule:" + sc.Name,
+		UserID:       trigger.RunUser(trigger.KindSchedule, sc.Name),
 		UserName:     "schedule " + sc.Name,
 		At:           at,
 	}

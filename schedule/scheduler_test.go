@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -145,6 +146,19 @@ func (h *harness) restart() {
 	h.t.Helper()
 	h.stop()
 	h.start()
+}
+
+// wantLastError checks that the one schedule lists a last error with
+// want in it, and its time.
+func (h *harness) wantLastError(want string) {
+	h.t.Helper()
+	list, err := h.sched.List(context.Background())
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if len(list) != 1 || !strings.Contains(list[0].LastError, want) || list[0].LastErrorAt.IsZero() {
+		h.t.Fatalf("last error %+v, want %q", list, want)
+	}
 }
 
 // idle waits until the scheduler waits on its timer: the pass is done.
@@ -300,6 +314,8 @@ func TestCatchUpAtStartUp(t *testing.T) {
 			if tt.want == "" {
 				h.expectNoRun()
 				h.logs.WaitRecords(t, 10*time.Second, "Scheduled run skipped: missed by more than catch_up", 1)
+				h.idle()
+				h.wantLastError("more than catch_up")
 			} else {
 				h.expectRun(tt.want)
 			}
@@ -334,6 +350,8 @@ func TestOverlapSkip(t *testing.T) {
 	h.advance(time.Hour)
 	h.expectNoRun()
 	h.logs.WaitRecord(t, 10*time.Second, "Scheduled run skipped: the previous run still works", "previous_run", first.ID)
+	h.idle()
+	h.wantLastError("skipped the run of 2025-06-01T02:00:00Z: the previous run " + first.ID + " still worked")
 	h.sub.setWorking(first.ID, false)
 	h.sched.Wake()
 	h.idle()
@@ -446,6 +464,8 @@ func TestSubmitFailureIsRetried(t *testing.T) {
 	h.advance(time.Minute)
 	h.expectNoRun()
 	h.logs.WaitRecords(t, 10*time.Second, "Submitting a scheduled run failed; retrying", 1)
+	h.idle()
+	h.wantLastError("could not be submitted (retrying in 30s): journal: no space left on device")
 	h.advance(retryMin) // fails again; the backoff doubles
 	h.logs.WaitRecords(t, 10*time.Second, "Submitting a scheduled run failed; retrying", 2)
 	h.sub.setFail(nil)
@@ -462,6 +482,9 @@ func TestRefusedRunIsSkipped(t *testing.T) {
 	h.sub.setFail(errors.Join(trigger.ErrRefused, errors.New("no binding routes slack/C1")))
 	h.advance(time.Minute)
 	h.logs.WaitRecords(t, 10*time.Second, "Scheduled run refused by the engine; skipped", 1)
+	h.idle()
+	h.wantLastError("the run of 2025-06-01T02:00:00Z was refused: ")
+	h.wantLastError("no binding routes slack/C1")
 	h.sub.setFail(nil)
 	h.advance(time.Hour)
 	h.expectNoRun()
@@ -575,12 +598,14 @@ func TestListText(t *testing.T) {
 	now := time.Date(2025, 6, 1, 20, 0, 0, 0, time.UTC)
 	text := ListText([]Status{
 		{Name: "nightly", Cron: "30 2 * * * (Europe/Paris)", Platform: "slack", Channel: "C1",
-			Next: time.Date(2025, 6, 2, 2, 30, 0, 0, paris)},
+			Next: time.Date(2025, 6, 2, 2, 30, 0, 0, paris), LastError: "the run of 2025-06-01T00:30:00Z was refused: over the daily cap",
+			LastErrorAt: now.Add(-20 * time.Hour)},
 		{Name: "weekly", Cron: "0 9 * * 1 (UTC)", Platform: "slack", Channel: "C1", Continue: true, Paused: true,
 			PausedBy: "U1", PausedAt: now.Add(-time.Hour)},
 	}, now)
 	want := "Schedules (2):\n" +
-		"• nightly: 30 2 * * * (Europe/Paris) → slack/C1, a new thread each run; next run 2025-06-02 02:30 CEST (in 4h 30m)\n" +
+		"• nightly: 30 2 * * * (Europe/Paris) → slack/C1, a new thread each run; next run 2025-06-02 02:30 CEST (in 4h 30m); " +
+		"last error 2025-06-01 00:00 UTC: the run of 2025-06-01T00:30:00Z was refused: over the daily cap\n" +
 		"• weekly: 0 9 * * 1 (UTC) → slack/C1, one conversation; paused by U1 since 2025-06-01 19:00 UTC"
 	if text != want {
 		t.Errorf("ListText:\n%s\nwant\n%s", text, want)

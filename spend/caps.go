@@ -177,6 +177,48 @@ func (l *Ledger) Figures() []Figure {
 	return out
 }
 
+// DayFigure is what a binding (User "") or a person in it spent on one
+// day (its label, 2006-01-02 in the ledger's zone).
+type DayFigure struct {
+	Day     string
+	Binding string
+	User    string
+	USD     float64
+}
+
+// Days returns the spend of each of the last KeepDays days, today
+// included, newest day first, bindings before their users. Days without
+// spend, and those before this ledger kept days, are not listed.
+func (l *Ledger) Days() []DayFigure {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	oldest := l.oldestDay(l.now())
+	var out []DayFigure
+	add := func(b, u string, w *window) {
+		for d, m := range w.Days {
+			if d >= oldest {
+				out = append(out, DayFigure{Day: d, Binding: b, User: u, USD: m.usd()})
+			}
+		}
+	}
+	for b, sc := range l.f.Bindings {
+		add(b, "", &sc.window)
+		for u, w := range sc.Users {
+			add(b, u, w)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		switch {
+		case out[i].Day != out[j].Day:
+			return out[i].Day > out[j].Day
+		case out[i].Binding != out[j].Binding:
+			return out[i].Binding < out[j].Binding
+		}
+		return out[i].User < out[j].User
+	})
+	return out
+}
+
 // StatusLine is the !status line of a conversation: what the binding and
 // the user spent, against their caps where set.
 func (l *Ledger) StatusLine(binding, user string, caps Caps) string {

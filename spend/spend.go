@@ -2,8 +2,9 @@
 // user of a binding, in daily and monthly windows of a configured time
 // zone, and says when a cap is reached. The totals live in one small JSON
 // file, rewritten atomically (0600 in 0700) after every turn, so that a
-// restart does not reset a cap. Only the current day and month are kept:
-// the file is as large as the number of bindings and users, not of turns.
+// restart does not reset a cap. Only the current month and the last
+// KeepDays days are kept: the file is as large as the number of bindings
+// and users (times KeepDays), not of turns.
 //
 // It turns Claude Code's figures into per-turn costs itself: a result's
 // total_cost_usd is cumulative for its session (carried over by --resume
@@ -92,13 +93,20 @@ type scope struct {
 }
 
 // window is the spend of the current day and month; a label that is not
-// today's (this month's) means nothing was spent in it yet.
+// today's (this month's) means nothing was spent in it yet. Days is the
+// spend of each of the last KeepDays days (the console's spend by day),
+// by day label; a day without spend has no entry.
 type window struct {
-	Day      string `json:"day,omitempty"` // 2006-01-02 in the ledger's zone
-	DayUSD   micro  `json:"day_micro_usd,omitempty"`
-	Month    string `json:"month,omitempty"` // 2006-01
-	MonthUSD micro  `json:"month_micro_usd,omitempty"`
+	Day      string           `json:"day,omitempty"` // 2006-01-02 in the ledger's zone
+	DayUSD   micro            `json:"day_micro_usd,omitempty"`
+	Month    string           `json:"month,omitempty"` // 2006-01
+	MonthUSD micro            `json:"month_micro_usd,omitempty"`
+	Days     map[string]micro `json:"days_micro_usd,omitempty"`
 }
+
+// KeepDays is how many days, today included, the spend of each day is
+// kept for.
+const KeepDays = 31
 
 type sessionTotal struct {
 	Total micro     `json:"total_micro_usd"`
@@ -273,6 +281,14 @@ func (l *Ledger) chargeLocked(t Turn) (micro, error) {
 }
 
 func (w *window) add(day, month string, cost micro) {
+	if w.Days == nil {
+		// A ledger written before days were kept knows today's spend.
+		w.Days = map[string]micro{}
+		if w.Day == day && w.DayUSD > 0 {
+			w.Days[day] = w.DayUSD
+		}
+	}
+	w.Days[day] += cost
 	if w.Day != day {
 		w.Day, w.DayUSD = day, 0
 	}
@@ -297,12 +313,18 @@ func (w *window) spent(day, month string) (d, m micro) {
 	return d, m
 }
 
-// pruneLocked drops what no longer counts: windows of past months and
-// sessions not seen for sessionMemory.
+// pruneLocked drops what no longer counts: days older than KeepDays,
+// windows of past months without such days, and sessions not seen for
+// sessionMemory.
 func (l *Ledger) pruneLocked(now time.Time, month string) {
+	oldest := l.oldestDay(now)
 	for k, sc := range l.f.Bindings {
-		maps.DeleteFunc(sc.Users, func(_ string, w *window) bool { return w.Month != month })
-		if sc.Month != month && len(sc.Users) == 0 {
+		sc.pruneDays(oldest)
+		for _, w := range sc.Users {
+			w.pruneDays(oldest)
+		}
+		maps.DeleteFunc(sc.Users, func(_ string, w *window) bool { return w.Month != month && len(w.Days) == 0 })
+		if sc.Month != month && len(sc.Users) == 0 && len(sc.Days) == 0 {
 			delete(l.f.Bindings, k)
 		}
 	}
@@ -319,6 +341,17 @@ func (l *Ledger) writeLocked() error {
 		return fmt.Errorf("writing spending ledger: %w", err)
 	}
 	return nil
+}
+
+// oldestDay is the label of the oldest of the KeepDays days kept at now.
+func (l *Ledger) oldestDay(now time.Time) string {
+	day, _ := l.labels(now.In(l.loc).AddDate(0, 0, -(KeepDays - 1)))
+	return day
+}
+
+// pruneDays drops the days before oldest (labels sort as dates).
+func (w *window) pruneDays(oldest string) {
+	maps.DeleteFunc(w.Days, func(d string, _ micro) bool { return d < oldest })
 }
 
 // labels are the day and month of t in the ledger's zone.

@@ -321,3 +321,63 @@ func TestChargeThenFlush(t *testing.T) {
 		t.Fatalf("the charge of the failed write, reopened: %+v, want $3 spent", o)
 	}
 }
+
+// TestSpendByDay: the spend of each of the last KeepDays days is kept per
+// binding and person, across a month's end and a restart, and a day older
+// than that is dropped.
+func TestSpendByDay(t *testing.T) {
+	t.Parallel()
+	c := &clock{t: time.Date(2025, 1, 30, 12, 0, 0, 0, time.UTC)}
+	path := filepath.Join(privateDir(t), "spend.json")
+	l := open(t, path, time.UTC, c)
+	record(t, l, Turn{Binding: "slack/C1", User: "U1", SessionID: "s1", TotalUSD: 1}, 1)
+	c.set(time.Date(2025, 2, 1, 9, 0, 0, 0, time.UTC)) // a new month
+	record(t, l, Turn{Binding: "slack/C1", User: "U2", SessionID: "s2", TotalUSD: 0.5}, 0.5)
+	record(t, l, Turn{Binding: "slack/C1", User: "U1", SessionID: "s1", TotalUSD: 1.25}, 0.25)
+	want := []DayFigure{
+		{Day: "2025-02-01", Binding: "slack/C1", USD: 0.75},
+		{Day: "2025-02-01", Binding: "slack/C1", User: "U1", USD: 0.25},
+		{Day: "2025-02-01", Binding: "slack/C1", User: "U2", USD: 0.5},
+		{Day: "2025-01-30", Binding: "slack/C1", USD: 1},
+		{Day: "2025-01-30", Binding: "slack/C1", User: "U1", USD: 1},
+	}
+	if got := open(t, path, time.UTC, c).Days(); !reflect.DeepEqual(got, want) {
+		t.Errorf("Days after a restart = %+v, want %+v", got, want)
+	}
+	// January 30th is the 31st day back on March 1st, gone on March 2nd.
+	c.set(time.Date(2025, 3, 1, 23, 0, 0, 0, time.UTC))
+	if got := l.Days(); len(got) != 5 {
+		t.Errorf("on the 31st day: %+v, want all five", got)
+	}
+	c.set(time.Date(2025, 3, 2, 0, 30, 0, 0, time.UTC))
+	if got := l.Days(); !reflect.DeepEqual(got, want[:3]) {
+		t.Errorf("on the 32nd day: %+v, want %+v", got, want[:3])
+	}
+	record(t, l, Turn{Binding: "slack/C2", User: "U1", SessionID: "s3", TotalUSD: 0.1}, 0.1)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(data), "2025-01-30") || !strings.Contains(string(data), "2025-02-01") {
+		t.Errorf("the file keeps days it should not, or drops one it should keep:\n%s", data)
+	}
+}
+
+// TestSpendByDayFromAnOlderLedger: a ledger written before days were kept
+// counts today's spend in today's day at the next charge.
+func TestSpendByDayFromAnOlderLedger(t *testing.T) {
+	t.Parallel()
+	c := &clock{t: time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)}
+	path := filepath.Join(privateDir(t), "spend.json")
+	old := `{"version": 1, "bindings": {"slack/C1": {"day": "2025-06-01", "day_micro_usd": 2000000, "month": "2025-06", "month_micro_usd": 2000000,
+		"users": {"U1": {"day": "2025-06-01", "day_micro_usd": 2000000, "month": "2025-06", "month_micro_usd": 2000000}}}}, "sessions": {}}`
+	if err := os.WriteFile(path, []byte(old), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l := open(t, path, time.UTC, c)
+	record(t, l, Turn{Binding: "slack/C1", User: "U1", SessionID: "s1", TotalUSD: 0.5}, 0.5)
+	want := []DayFigure{{Day: "2025-06-01", Binding: "slack/C1", USD: 2.5}, {Day: "2025-06-01", Binding: "slack/C1", User: "U1", USD: 2.5}}
+	if got := l.Days(); !reflect.DeepEqual(got, want) {
+		t.Errorf("Days = %+v, want %+v", got, want)
+	}
+}

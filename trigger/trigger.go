@@ -8,6 +8,7 @@ package trigger
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 )
 
@@ -58,6 +59,22 @@ type Run struct {
 	// At is when the run was due: the scheduled instant, or when the
 	// webhook's request arrived.
 	At time.Time
+}
+
+// RunUser is the user ID that stands for the runs of kind named name
+// ("schedule:nightly-triage"). Its ":" sets it apart from every platform's
+// user IDs, so IsRunUser can tell a run from a person.
+func RunUser(kind Kind, name string) string { return string(kind) + ":" + name }
+
+// IsRunUser reports whether id stands for a run (RunUser) rather than a
+// person: nobody to mention, nobody to ask.
+func IsRunUser(id string) bool {
+	for _, k := range []Kind{KindSchedule, KindWebhook} {
+		if strings.HasPrefix(id, string(k)+":") {
+			return true
+		}
+	}
+	return false
 }
 
 // Submitter takes runs into the engine. The engine implements it; schedule/

@@ -533,7 +533,7 @@ func (s *Server) run(h *Hook, body []byte, rendered string) trigger.Run {
 		Conversation: id,
 		Header:       "Webhook: " + h.Name,
 		Prompt:       Prompt(h, body, rendered),
-		UserID:       "webhook:" + h.Name,
+		UserID:       trigger.RunUser(trigger.KindWebhook, h.Name),
 		UserName:     "webhook " + h.Name,
 		At:           s.now(),
 	}

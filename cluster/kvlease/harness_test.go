@@ -82,7 +82,7 @@ func kind(k EventKind, key string) func(Event) bool {
 type testHost struct {
 	name   string
 	m      *Manager
-	clock  *fakeClock
+	clock  *natstest.Clock
 	log    *eventLog
 	nc     *nats.Conn
 	cancel context.CancelFunc
@@ -122,7 +122,7 @@ func startHost(t *testing.T, urls []string, name, stateID string) *testHost {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &testHost{name: name, clock: newFakeClock(), log: newEventLog(), nc: nc, done: make(chan struct{})}
+	h := &testHost{name: name, clock: natstest.NewClock(), log: newEventLog(), nc: nc, done: make(chan struct{})}
 	h.m = New(kv, Options{Host: name, StateID: stateID, TTL: testTTL, Clock: h.clock, Observe: h.log.add, Version: "test"})
 	runCtx, runCancel := context.WithCancel(context.Background())
 	h.cancel = runCancel

@@ -202,6 +202,13 @@ func (m *Manager) watch(ctx context.Context) {
 			continue
 		}
 		m.drain(ctx, w)
+		if ctx.Err() != nil {
+			// The host stops, and closes its connection next, which ends
+			// the watcher's subscription; the server drops its consumer.
+			// Stop would ask the server to delete it and, cut off from
+			// NATS, wait 5 s for an answer that cannot come.
+			return
+		}
 		_ = w.Stop()
 	}
 }

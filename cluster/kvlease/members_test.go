@@ -44,7 +44,7 @@ func TestTwoHostsWithOneNameEachLogAnError(t *testing.T) {
 	t.Parallel()
 	urls := testBucket(t)
 	type run struct {
-		clock *fakeClock
+		clock *natstest.Clock
 		log   *logWatch
 	}
 	var runs []run
@@ -60,7 +60,7 @@ func TestTwoHostsWithOneNameEachLogAnError(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := run{clock: newFakeClock(), log: &logWatch{seen: make(chan struct{})}}
+		r := run{clock: natstest.NewClock(), log: &logWatch{seen: make(chan struct{})}}
 		m := New(kv, Options{Host: "a", StateID: state, TTL: testTTL, Clock: r.clock, Version: "test",
 			Log: slog.New(slog.NewJSONHandler(r.log, nil))})
 		rctx, rcancel := context.WithCancel(context.Background())

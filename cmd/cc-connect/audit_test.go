@@ -68,11 +68,12 @@ prompt = "Say the noon word."
 // TestAuditTrailThroughTheBinary drives every kind of event the trail
 // keeps through the built binary (the real Telegram adapter against the
 // fake Bot API, the fake claude, a webhook, a schedule on the test clock, a
-// reload that changes rights), with the config's secrets (the bot token
-// and the hook's secret) typed into every text that reaches the trail: a
-// message, a tool's command, an approval, !sh, a refused !sh, the
-// webhook's payload. Then: every kind is in the file, no secret is, and
-// `cc-connect audit` reads it back with its filters.
+// reload that fails and one that changes rights), with the config's
+// secrets (the bot token and the hook's secret) typed into every text that
+// reaches the trail: a message, a tool's command, an approval, !sh, a
+// refused !sh, the webhook's payload, the failed reload's error. Then:
+// every kind is in the file, no secret is, and `cc-connect audit` reads it
+// back with its filters.
 func TestAuditTrailThroughTheBinary(t *testing.T) {
 	t.Parallel()
 	f := faketelegram.New(t)
@@ -139,7 +140,12 @@ func TestAuditTrailThroughTheBinary(t *testing.T) {
 	clock.setAndWait(t, p, day.Add(12*time.Hour+30*time.Second))
 	sent("the scheduled run's reply", "Say the noon word.")
 
-	// A reload that makes bob an admin and turns !sh off.
+	// A reload that fails, its error quoting the secrets (typed into a
+	// workspace's path); then one that makes bob an admin and turns !sh
+	// off.
+	writeConfig(t, dir, strings.Replace(auditConfig(claude, claudeDir, record, f.URL(), `"7"`),
+		`workspace = "ws"`, `workspace = "ws-`+both+`"`, 1))
+	p.waitErr(t, `msg="Config reload failed; the running config stays"`)
 	cfg := auditConfig(claude, claudeDir, record, f.URL(), `"7", "8"`)
 	cfg = strings.Replace(cfg, "allow_shell = true", "allow_shell = false", 1)
 	writeConfig(t, dir, cfg)
@@ -234,6 +240,9 @@ func TestAuditTrailThroughTheBinary(t *testing.T) {
 	},
 		"for the deploy hook, its payload redacted")
 	has(activity.Scheduled, func(e activity.Event) bool { return e.Input == "noon" && e.User == "schedule:noon" }, "for noon")
+	has(activity.Reloaded, func(e activity.Event) bool {
+		return strings.HasPrefix(e.Outcome, "failed: bindings[0].workspace: ") && strings.Contains(e.Outcome, "ws-[redacted] [redacted]")
+	}, "for the failed reload, saying what failed, its secrets redacted")
 	has(activity.Rights, func(e activity.Event) bool {
 		return e.Binding == "chat/*" && strings.Contains(e.Input, "admins: +8") && strings.Contains(e.Input, "allow_shell: true → false")
 	}, "saying bob became an admin and !sh was turned off")

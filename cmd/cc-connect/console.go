@@ -12,6 +12,7 @@ import (
 
 	"github.com/cc-connect/cc-connect/activity"
 	"github.com/cc-connect/cc-connect/audit"
+	"github.com/cc-connect/cc-connect/cluster"
 	"github.com/cc-connect/cc-connect/config"
 	"github.com/cc-connect/cc-connect/console"
 	"github.com/cc-connect/cc-connect/engine"
@@ -72,8 +73,12 @@ func (w *webConsole) links(plat, userID, userName string) (string, error) {
 }
 
 // start serves the console for eng until ctx ends; wait waits for it.
-func (w *webConsole) start(ctx context.Context, eng *engine.Engine, sched *schedule.Scheduler, ledger *spend.Ledger, log *slog.Logger) {
+// ch is this host's part in the cluster; nil alone.
+func (w *webConsole) start(ctx context.Context, eng *engine.Engine, sched *schedule.Scheduler, ledger *spend.Ledger, ch *clusterHost, log *slog.Logger) {
 	w.backend.view, w.backend.sched, w.backend.ledger = eng.Console(), sched, ledger
+	if ch != nil {
+		w.backend.cluster = ch.node.Status
+	}
 	log.Info("Serving the console", "addr", w.ln.Addr().String(), "url", w.srv.BaseURL())
 	go func() {
 		defer close(w.served)
@@ -96,6 +101,8 @@ type consoleBackend struct {
 	sched     *schedule.Scheduler // nil: no schedules
 	ledger    *spend.Ledger
 	auditPath string // "": the trail is off
+	// cluster reads what `cluster status` shows; nil alone.
+	cluster func(context.Context) (cluster.Report, error)
 }
 
 var (
@@ -114,10 +121,7 @@ func (b *consoleBackend) Audit(_ context.Context, who console.Identity, f consol
 	if b.auditPath == "" {
 		return nil, nil
 	}
-	mine := map[string]bool{}
-	for _, bd := range b.view.Bindings(who.Platform, who.UserID) {
-		mine[bd.Key] = true
-	}
+	mine := b.mine(who)
 	filter := audit.Filter{Conversation: f.Conversation, User: f.User}
 	if f.Kind != "" {
 		filter.Kinds = []activity.Kind{activity.Kind(f.Kind)}
@@ -161,7 +165,7 @@ func (b *consoleBackend) Schedules(ctx context.Context, who console.Identity) ([
 			continue
 		}
 		out = append(out, console.Schedule{Name: st.Name, Cron: st.Cron, Binding: key, Next: st.Next, Paused: st.Paused,
-			PausedBy: st.PausedBy, LastRun: st.LastRun, Admin: r.Admin})
+			PausedBy: st.PausedBy, LastRun: st.LastRun, Admin: r.Admin, LastError: st.LastError, LastErrorAt: st.LastErrorAt})
 	}
 	return out, nil
 }
@@ -195,14 +199,27 @@ func (b *consoleBackend) Spend(who console.Identity) []console.SpendRow {
 	if b.ledger == nil {
 		return nil
 	}
-	mine := map[string]bool{}
-	for _, bd := range b.view.Bindings(who.Platform, who.UserID) {
-		mine[bd.Key] = true
-	}
+	mine := b.mine(who)
 	var out []console.SpendRow
 	for _, f := range b.ledger.Figures() {
 		if mine[f.Binding] {
 			out = append(out, console.SpendRow{Binding: f.Binding, User: f.User, Day: f.Day, Month: f.Month})
+		}
+	}
+	return out
+}
+
+// SpendByDay is the spend of each day the ledger keeps, of the bindings
+// that allow who.
+func (b *consoleBackend) SpendByDay(who console.Identity) []console.SpendDay {
+	if b.ledger == nil {
+		return nil
+	}
+	mine := b.mine(who)
+	var out []console.SpendDay
+	for _, d := range b.ledger.Days() {
+		if mine[d.Binding] {
+			out = append(out, console.SpendDay{Day: d.Day, Binding: d.Binding, User: d.User, USD: d.USD})
 		}
 	}
 	return out
@@ -214,8 +231,13 @@ func (b *consoleBackend) Conversations(who console.Identity) ([]console.Conversa
 		return nil, err
 	}
 	out := make([]console.Conversation, len(cs))
+	holders := b.holders(context.Background())
 	for i, c := range cs {
 		out[i] = conversationOf(c)
+		if holders != nil {
+			// In a cluster: the host holding the binding's lease now.
+			out[i].Host = cmp.Or(holders[c.Binding], "none now")
+		}
 	}
 	return out, nil
 }

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/cc-connect/cc-connect/internal/fakeslack"
+	"github.com/cc-connect/cc-connect/internal/faketelegram"
 	"github.com/cc-connect/cc-connect/internal/testenv"
 )
 
@@ -34,14 +36,12 @@ api_url = %q
 	f.WaitConn(t, 1)
 	gate, running := filepath.Join(r.ws, "gate"), filepath.Join(r.ws, "running")
 	t.Cleanup(func() { _ = os.WriteFile(gate, nil, 0o600) })
-	const ts, ts1, ts2 = "1700000201.000100", "1700000201.000150", "1700000201.000200"
+	const ts, ts2 = "1700000201.000100", "1700000201.000200"
 	inThread := map[string]any{"thread_ts": ts}
-	// The thread's first reply after a start is read back against the
-	// thread's history first (a gap check), and so always waits: the
-	// follow-up is the thread's second reply.
-	f.Deliver(t, fakeslack.MsgEvent("C1", ts, "U1", "<@UBOT> hello", nil))
-	f.WaitPost(t, "the first reply", func(m fakeslack.Message) bool { return m.ThreadTS == ts && strings.Contains(m.Text, "hello") })
-	f.Deliver(t, fakeslack.MsgEvent("C1", ts1, "U1", "<@UBOT> [[TOOL:touch running; while [ ! -f gate ]; do sleep 0.05; done; echo opened]]", inThread))
+	// The thread's root starts the turn; the follow-up is the thread's
+	// first reply after the start, which is read back against the
+	// thread's history (a gap check) before it goes into the turn.
+	f.Deliver(t, fakeslack.MsgEvent("C1", ts, "U1", "<@UBOT> [[TOOL:touch running; while [ ! -f gate ]; do sleep 0.05; done; echo opened]]", nil))
 	pollUntil(t, "the command to run", func() bool { _, err := os.Stat(running); return err == nil })
 	before := len(f.Posts())
 	f.Deliver(t, fakeslack.MsgEvent("C1", ts2, "U1", "<@UBOT> use the other file", inThread))
@@ -143,4 +143,77 @@ func transcriptHas(t *testing.T, dir, s string) bool {
 		return nil
 	})
 	return found
+}
+
+// TestRealCLISteerThroughTelegram is TestRealCLISteerThroughSlack in a
+// Telegram forum topic: the follow-up goes into the running turn, gets
+// 👀, and the topic gets one reply that answers both.
+func TestRealCLISteerThroughTelegram(t *testing.T) {
+	t.Parallel()
+	f := faketelegram.New(t)
+	f.SetWaitLimit(min(testenv.HangLimit(t, 2*time.Minute), 3*time.Minute))
+	r, api := startRealChatWith(t, fmt.Sprintf(`
+[[platforms]]
+name = "chat"
+type = "telegram"
+token = "${TELEGRAM_BOT_TOKEN}"
+api_url = %q
+`, f.URL()), `"7"`, `follow_ups = "steer"`, "TELEGRAM_BOT_TOKEN="+faketelegram.Token)
+	defer r.stop(t)
+	f.Wait(t, "the first poll", func() bool { return len(f.Calls("getUpdates")) > 0 })
+	gate, running := filepath.Join(r.ws, "gate"), filepath.Join(r.ws, "running")
+	t.Cleanup(func() { _ = os.WriteFile(gate, nil, 0o600) })
+	alice := faketelegram.User(7, "alice", false)
+	const forumID, topic = -1001, 89
+	mention := func(text string) int {
+		return f.Send(map[string]any{
+			"chat": map[string]any{"id": forumID, "type": "supergroup", "is_forum": true, "title": "dev"},
+			"from": alice, "text": "@" + faketelegram.BotUsername + " " + text,
+			"entities":          []any{map[string]any{"type": "mention", "offset": 0, "length": 1 + len(faketelegram.BotUsername)}},
+			"message_thread_id": topic, "is_topic_message": true,
+		})
+	}
+	// The follow-up is the topic's second message after the start, read
+	// back against what the adapter saw (a gap check) before it goes
+	// into the turn.
+	mention("[[TOOL:touch running; while [ ! -f gate ]; do sleep 0.05; done; echo opened]]")
+	pollUntil(t, "the command to run", func() bool { _, err := os.Stat(running); return err == nil })
+	before := len(f.Sent())
+	follow := mention("use the other file")
+	pollUntil(t, "the follow-up journaled as steered", func() bool { return journalHas(t, r.state, `"into":`) })
+	id := steeredUUID(t, r.state)
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f.WaitSent(t, "one reply for both", func(m faketelegram.Message) bool {
+		return m.ThreadID == topic && strings.Contains(m.Text, "tool said: opened") && strings.Contains(m.Text, "and you said:") &&
+			strings.Contains(m.Text, "use the other file")
+	})
+	f.WaitMessage(t, forumID, follow, "👀 on the follow-up", func(m faketelegram.Message) bool {
+		return slices.Contains(m.Reactions, "👀")
+	})
+	if !transcriptHas(t, r.dir, id) {
+		t.Errorf("no transcript holds the steered message's uuid %s", id)
+	}
+	notes := 0
+	for _, rq := range api.Requests() {
+		notes += len(rq.MidTurnNotes)
+	}
+	if notes != 1 {
+		t.Errorf("%d mid-turn notes reached the API, want the follow-up once", notes)
+	}
+	n := 0
+	for _, m := range f.Sent() {
+		if m.ThreadID == topic && strings.Contains(m.Text, "tool said") {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d replies in the topic, want one", n)
+	}
+	for _, m := range f.Sent()[before:] {
+		if strings.Contains(m.Text, "Queued (position") {
+			t.Errorf("the follow-up was told it waits: %q", m.Text)
+		}
+	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 
+	"github.com/cc-connect/cc-connect/activity"
 	"github.com/cc-connect/cc-connect/agentcfg"
 	"github.com/cc-connect/cc-connect/agentenv"
 	"github.com/cc-connect/cc-connect/agentproc"
@@ -67,6 +68,9 @@ type reloader struct {
 	// redact hides the secrets' values in the activity feed: a reload
 	// that brings a new token adds it before anything is published.
 	redact *agentenv.Redactor
+	// activity is the feed (the audit trail reads it): a reload that
+	// fails is recorded there, as one that applies is by the engine.
+	activity activity.Sink
 }
 
 // reload loads the file again and applies what changed. why says what
@@ -218,9 +222,19 @@ func (r *reloader) reload(ctx context.Context, why string) {
 // the admins once per distinct failure.
 func (r *reloader) fail(ctx context.Context, err error) {
 	keys := problemKeys(err)
+	var failed []string
 	for _, p := range problems(err) {
 		r.log.Error("Config reload failed; the running config stays", "path", r.running.Path, "key", p.key, "error", p.text)
+		if p.key != "" {
+			failed = append(failed, p.key+": "+p.text)
+		} else {
+			failed = append(failed, p.text)
+		}
 	}
+	// Every failed attempt, also one announced before: the trail says
+	// what happened when. The feed redacts any secret the text holds.
+	activity.Or(r.activity).Record(activity.Event{Time: time.Now(), Kind: activity.Reloaded,
+		Outcome: "failed: " + strings.Join(failed, "; ")})
 	if err.Error() == r.lastBad {
 		return
 	}

@@ -7,11 +7,13 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/cc-connect/cc-connect/activity"
 	"github.com/cc-connect/cc-connect/config"
 	"github.com/cc-connect/cc-connect/engine"
 	"github.com/cc-connect/cc-connect/internal/testlog"
@@ -304,6 +306,66 @@ func TestReloadInvalidEditKeepsTheRunningConfig(t *testing.T) {
 	_, notices = ft.snapshot()
 	if len(notices) != 2 || !strings.Contains(notices[1], "bindings[1].allow_users") {
 		t.Errorf("notices %q", notices)
+	}
+}
+
+// eventLog is an activity sink that keeps what it is given.
+type eventLog struct {
+	mu  sync.Mutex // guards got
+	got []activity.Event
+}
+
+func (l *eventLog) Record(e activity.Event) {
+	l.mu.Lock()
+	l.got = append(l.got, e)
+	l.mu.Unlock()
+}
+
+func (l *eventLog) all() []activity.Event {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.got)
+}
+
+// TestReloadFailureIsRecorded: each reload that fails is one "reloaded"
+// event with the outcome "failed: " and what failed, by key, through the
+// run's feed, which redacts a secret the error quotes (here a bot token
+// pasted into a workspace path); admins are told once, the trail has
+// every attempt.
+func TestReloadFailureIsRecorded(t *testing.T) {
+	t.Parallel()
+	base := uniqueTokens(t, reloadBase)
+	r, ft, _, path := newTestReloader(t, base)
+	feed, redact := newFeed(r.running)
+	r.redact, r.activity = redact, feed
+	var events eventLog
+	feed.Subscribe(&events)
+	token := r.running.Platforms[0].Token.Reveal()
+	writeFile(t, path, strings.Replace(base, `workspace = "ws"`, `workspace = "missing-`+token+`"`, 1))
+	r.reload(context.Background(), "test")
+	r.reload(context.Background(), "again")
+
+	got := events.all()
+	if len(got) != 2 {
+		t.Fatalf("events %+v, want one per failed reload", got)
+	}
+	for _, e := range got {
+		if e.Kind != activity.Reloaded || e.Time.IsZero() ||
+			!strings.HasPrefix(e.Outcome, "failed: bindings[0].workspace: ") || !strings.Contains(e.Outcome, "does not exist") {
+			t.Errorf("event %+v, want reloaded, failed at bindings[0].workspace", e)
+		}
+		if strings.Contains(e.Outcome, token) || !strings.Contains(e.Outcome, "missing-[redacted]") {
+			t.Errorf("the token is not redacted: %q", e.Outcome)
+		}
+	}
+	if _, notices := ft.snapshot(); len(notices) != 1 {
+		t.Errorf("admins told %d times, want once", len(notices))
+	}
+	// A good file again: the engine records that reload, not the reloader.
+	writeFile(t, path, base)
+	r.reload(context.Background(), "fixed")
+	if n := len(events.all()); n != 2 {
+		t.Errorf("%d events after a good reload, want still 2", n)
 	}
 }
 

@@ -339,7 +339,7 @@ func runCommand(ctx context.Context, path string, std stdio, flags runFlags) int
 	}
 	defer func() { cancel(); un.wait() }()
 	if wc != nil {
-		wc.start(ctx, eng, un.sched, un.spend, log)
+		wc.start(ctx, eng, un.sched, un.spend, ch, log)
 		defer func() { cancel(); wc.wait() }()
 	}
 	var atEOF atomic.Bool // the run ends because the terminal's input did
@@ -404,7 +404,8 @@ func runCommand(ctx context.Context, path string, std stdio, flags runFlags) int
 		defer std.Interrupt.set(nil)
 	}
 	// Edits of the config file (and SIGHUP) apply while it runs.
-	rl := &reloader{log: log, level: level, eng: eng, deps: deps, locks: locks, running: cfg, secrets: opts.Agent.Secrets, redact: redact}
+	rl := &reloader{log: log, level: level, eng: eng, deps: deps, locks: locks, running: cfg, secrets: opts.Agent.Secrets, redact: redact,
+		activity: feed}
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)

@@ -100,6 +100,9 @@ func init() {
 		{name: "steer", usage: "<message>", help: "send a message into the running turn (as a turn of its own when none runs)", when: asTurn, queue: queueFollow(followSteer)},
 		{name: "queue", usage: "<message>", help: "send a message that waits for the running turn to end", when: asTurn, queue: queueFollow(followQueue)},
 		{name: "compact", usage: "[instructions]", help: "compact the conversation now (when the context figure is high)", when: asTurn, queue: queueCompact},
+		{name: "diff", help: "post the diff of the last turn's file changes, as a file", run: func(s *Conversation, _ call) { s.tr.ck.diff() }},
+		{name: "revert", help: "approvers: undo the file changes of the last turn (once; only the last turn)",
+			who: approvers, refused: revertRefused, run: runRevert},
 		{name: "model", usage: "[name]", help: "show or set this conversation's model", run: runModel},
 		{name: "mode", usage: "[mode]", help: "show or set the permission mode (within the modes the admin allows)", run: runMode},
 		{name: "sh", usage: "<command>", help: "admins, where enabled: run a shell command in the workspace; Claude hears of it next turn",
@@ -584,3 +587,50 @@ func runConsole(s *Conversation, c call) {
 
 // consoleDMTimeout bounds the direct message of !console.
 const consoleDMTimeout = 30 * time.Second
+
+// revertRefused is the refusal of !revert (or its button) to someone who
+// may not approve.
+func revertRefused(c call, _ string) string { return render.RevertNotApprover(c.user()) }
+
+// runRevert undoes the file changes of the last turn (checkpoint.go): not
+// while a turn runs, only the last turn (a button names its turn in the
+// arguments), once. Without a live process it starts one on the turn's
+// session, whose checkpoints the CLI kept.
+func runRevert(s *Conversation, c call) {
+	if st, _, _ := s.mb.snapshot(); st != stateIdle {
+		s.chat.send(render.RevertBusy)
+		return
+	}
+	if !s.liveBinding().CheckpointsOn() {
+		s.chat.send(render.RevertOff)
+		return
+	}
+	if why := s.tr.ck.last().refusal(strings.TrimSpace(c.args), s.rb.sessionID()); why != "" {
+		s.chat.send(why)
+		return
+	}
+	if err := s.tr.ensureProcess(); err != nil {
+		s.log.Warn("Starting Claude to revert the last turn failed", "error", err)
+		s.chat.send(render.RevertFailed(s.forChat(err.Error())))
+		return
+	}
+	s.tr.ck.revert(s.agent.Live(), c.user(), s.e.now())
+	s.agent.MarkIdle()
+}
+
+// RevertPress is the "!revert <turn>" a press of a turn summary's Revert
+// button stands for, sent by its presser into the summary's thread; false
+// for any other press. The engine accepts it as that person's message, so
+// that the allow list, the command's right (approvers) and the thread's
+// conversation apply as to a typed !revert.
+func RevertPress(act platform.Action) (platform.Message, bool) {
+	uuid, ok := strings.CutPrefix(act.RequestID, revertRequest)
+	if !ok || act.Choice != platform.ChoiceRevert {
+		return platform.Message{}, false
+	}
+	to := act.Target
+	to.MessageID = ""
+	id := "revert-press:" + orDefault(act.ID, newUUID())
+	return platform.Message{ID: id, Target: to, UserID: act.UserID, UserName: act.UserName,
+		Text: "!revert " + uuid, Mentioned: true, Received: time.Now()}, true
+}

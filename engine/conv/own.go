@@ -132,6 +132,7 @@ func (tr *turnRunner) runOwn(t *agentproc.Turn) {
 	}
 	if res != nil {
 		tr.noteResult(res, model)
+		tr.ck.ownTurn() // checkpoint.go: the last turn is no longer revertible alone
 		tr.saveNow()
 	}
 	tr.log.Info("Agent ran a turn by itself", "session_id", tr.rb.sessionID(), "tasks", len(summaries),

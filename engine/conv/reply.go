@@ -73,7 +73,9 @@ func (tr *turnRunner) postReply(it workItem, out outcome) {
 	if out.live == nil || !out.live.finalReply(final, tr.replyOf(it, false)) {
 		tr.chat.sendReply(final, tr.replyOf(it, it.replying))
 	}
-	// After the post: the reply is not held up by the copy.
+	// After the post: the reply is not held up by the copy, nor by the
+	// question of what the turn changed (checkpoint.go).
+	tr.ck.afterTurn(tr.agent.Live(), out.uuid, rec.SessionID, tr.binding().CheckpointsOn())
 	tr.rep.replicate(tr.e.bg, tr.e.host.Transcripts(), rec.SessionID, tr.ws)
 
 	if res.ContextTokens > 0 {

@@ -110,12 +110,13 @@ func (e *Set) session(b binding.Binding, m platform.Message, a platform.Adapter)
 	s.agent = procs.NewSlot(procs.SlotConfig{Dir: ws, StateDir: e.opts.StateDir, Grace: e.opts.ShutdownGrace, Caps: e.slots, BG: e.bg, Log: log, Now: e.now})
 	s.chat = &relay{to: to, original: a, current: e.host.Chat, bg: e.bg, log: log, metrics: e.metrics}
 	s.tr = &turnRunner{e: e, key: key, ws: ws, log: log, jr: s.jr, mb: s.mb, rb: s.rb, agent: s.agent, chat: s.chat,
-		other: s.handleControl, lateReply: s.replyAsTurn,
+		other: s.handleControl, lateReply: s.replyAsTurn, check: s.check,
 		stopShell: func(to platform.Target) bool { return s.shell.stopFor(s.chat, to) }, binding: s.liveBinding, awaitText: s.awaitText,
 		act: s.act, tail: &tail{e: e}, ho: handover{jr: s.jr, log: log}, purse: &purse{spending: e.spend, key: key, log: log,
 			binding: func() (binding.Binding, bool) { return e.resolve(to.Platform, to.Channel) }}}
 	s.tr.limit = &limitGate{book: e.limits, send: func(text string) { s.chat.send(text) }, log: log,
 		login: func() string { return loginOf(e.cfg.agentConfig(s.liveBinding(), s.tr.dm)) }}
+	s.tr.ck = &checkpoints{rb: s.rb, chat: s.chat, log: log, bg: e.bg, ws: func() string { return s.tr.ws }, forChat: s.forChat}
 	if s.jr.cl != nil && e.cluster.Contexts != nil {
 		s.tr.rep = &replica{contexts: e.cluster.Contexts, b: b.Key(), to: to, log: log}
 	}

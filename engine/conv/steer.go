@@ -3,6 +3,7 @@ package conv
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/cc-connect/cc-connect/agentproc"
 	"github.com/cc-connect/cc-connect/binding"
@@ -44,12 +45,22 @@ type steering struct{ tr *turnRunner }
 func steeringOf(tr *turnRunner) steering { return steering{tr: tr} }
 
 // steers reports whether it, waiting while a turn runs, goes into that
-// turn: a plain message of an allowed user (no files, nothing to read
-// back first, not a run, not one already sent) whose sender or binding
-// chose steering.
+// turn now: it steers once read (below) and has nothing left to read back
+// first.
 func (sg steering) steers(it workItem) bool {
+	return len(it.checks) == 0 && sg.steersOnceRead(it)
+}
+
+// steersOnceRead reports whether it goes into the running turn once what
+// it must read back first is read: a plain message of an allowed user (no
+// files, not a run, not one already sent, not a reply whose thread's root
+// is yet to be read) whose sender or binding chose steering. A gap check
+// (checks.go) does not keep it out: the first message of a thread after a
+// start carries one, and the thread's turn may well be running (the
+// start's recovery runs it, or the thread's root started it).
+func (sg steering) steersOnceRead(it workItem) bool {
 	tr := sg.tr
-	if it.kind != itemTurn || it.run != nil || len(it.files) > 0 || len(it.checks) > 0 || it.started ||
+	if it.kind != itemTurn || it.run != nil || len(it.files) > 0 || slices.Contains(it.checks, checkRoot) || it.started ||
 		it.recovered || it.steeredInto != "" || IsCompaction(it.msg.Text) {
 		return false
 	}
@@ -71,7 +82,7 @@ func (sg steering) steers(it workItem) bool {
 // turn is not told it waits.
 func (sg steering) wouldSteer(it workItem) bool {
 	st, _, _ := sg.tr.mb.snapshot()
-	return st != stateIdle && sg.steers(it)
+	return st != stateIdle && sg.steersOnceRead(it)
 }
 
 // steerWaiting writes the messages at the head of the FIFO that go into
@@ -84,6 +95,14 @@ func (sg steering) steerWaiting(t *turn, at procs.Turn, running workItem) (kille
 		return false
 	}
 	for {
+		if it, ok := tr.mb.peek(); ok && len(it.checks) > 0 && sg.steersOnceRead(it) {
+			// Read back first, on this goroutine as when idle (the
+			// turn's events wait for it, as long as one read takes):
+			// what the read finds missing goes before it, and into the
+			// turn before it.
+			tr.check(it)
+			continue
+		}
 		it, ok := tr.mb.takeIf(sg.steers)
 		if !ok {
 			return false

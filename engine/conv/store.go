@@ -75,6 +75,10 @@ type Record struct {
 	// "name (id)" a line, in the order they first spoke (!status). A
 	// string keeps the record comparable.
 	Speakers string `json:"speakers,omitempty"`
+	// LastTurn is the note of the last turn: its user message's uuid,
+	// what it changed, whether it was reverted (checkpoint.go). JSON in a
+	// string, so that Record stays comparable.
+	LastTurn string `json:"last_turn,omitempty"`
 }
 
 // dropInvalidIDs clears the session ids that are not canonical UUIDs (a

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/cc-connect/cc-connect/agentproc"
@@ -16,6 +15,7 @@ import (
 	"github.com/cc-connect/cc-connect/inbox"
 	"github.com/cc-connect/cc-connect/platform"
 	"github.com/cc-connect/cc-connect/sendfile"
+	"github.com/cc-connect/cc-connect/trigger"
 )
 
 // historyTimeout bounds reading a thread's earlier messages before a
@@ -163,16 +163,34 @@ func (tm *team) ringAsker(m platform.Message, text string) {
 	if tm.dm || m.IsDM || m.UserID == "" || !tm.binding().NotifyOn() {
 		return
 	}
+	who := []platform.Mention{{UserID: m.UserID, UserName: m.UserName}}
+	if trigger.IsRunUser(m.UserID) { // a schedule or a webhook asks nobody: its approvers answer
+		if who = tm.approvers(); len(who) == 0 {
+			return
+		}
+	}
 	ms, ok := tm.chat.chat().(platform.MentionSender)
 	if !ok {
 		return
 	}
 	ctx, cancel := context.WithTimeout(tm.bg, sendTimeout)
 	defer cancel()
-	if _, err := ms.SendMentioning(ctx, tm.chat.to, []platform.Mention{{UserID: m.UserID, UserName: m.UserName}}, text); err != nil {
+	if _, err := ms.SendMentioning(ctx, tm.chat.to, who, text); err != nil {
 		tm.metrics.PlatformError(tm.chat.to.Platform)
 		tm.log.Warn("Mentioning the person who asked failed", "user_id", m.UserID, "error", err)
 	}
+}
+
+// approvers are the binding's approvers by name (none when any allowed
+// user may approve).
+func (tm *team) approvers() []platform.Mention {
+	var who []platform.Mention
+	for _, id := range tm.binding().Approvers {
+		if id != "*" && id != "" {
+			who = append(who, platform.Mention{UserID: id})
+		}
+	}
+	return who
 }
 
 // ringApprovers mentions the binding's approvers (the asker when any
@@ -180,13 +198,8 @@ func (tm *team) ringAsker(m platform.Message, text string) {
 // once per request (permissions.remind). Where nobody can be mentioned
 // (a direct message, a platform without mentions) the text is posted.
 func (tm *team) ringApprovers(m platform.Message, text string) {
-	var who []platform.Mention
-	for _, id := range tm.binding().Approvers {
-		if id != "*" && id != "" {
-			who = append(who, platform.Mention{UserID: id})
-		}
-	}
-	if len(who) == 0 && m.UserID != "" && !strings.Contains(m.UserID, ":") { // "schedule:<name>" is nobody to mention
+	who := tm.approvers()
+	if len(who) == 0 && m.UserID != "" && !trigger.IsRunUser(m.UserID) {
 		who = []platform.Mention{{UserID: m.UserID, UserName: m.UserName}}
 	}
 	ms, ok := tm.chat.chat().(platform.MentionSender)
@@ -205,7 +218,7 @@ func (tm *team) ringApprovers(m platform.Message, text string) {
 // ringIfLong rings the asker when a turn ran at least notify_after.
 func (tm *team) ringIfLong(m platform.Message, took time.Duration, ok bool) {
 	after := tm.host.Team().NotifyAfter
-	if after < 0 || took < after {
+	if after < 0 || took < after || trigger.IsRunUser(m.UserID) { // nobody asked for a run's turn
 		return
 	}
 	word := "done"

@@ -53,6 +53,9 @@ type turnRunner struct {
 	// lateReply takes a thread reply whose question or plan was settled
 	// before it was read: it runs as a turn (session.replyAsTurn).
 	lateReply func(control)
+	// check reads back what the waiting item needs before it runs or is
+	// steered into the running turn (session.check, checks.go).
+	check func(workItem)
 	// binding is the conversation's binding in force now
 	// (session.liveBinding): who may still have a queued message run.
 	binding func() binding.Binding
@@ -82,6 +85,9 @@ type turnRunner struct {
 	// rep replicates the conversation's context after each turn it
 	// answers, in a cluster that keeps it (context.go); nil otherwise.
 	rep *replica
+	// ck is what the turns changed: the summary, !diff, !revert
+	// (checkpoint.go).
+	ck *checkpoints
 }
 
 // outcome is how one attempt at a turn ended.
@@ -101,6 +107,8 @@ type outcome struct {
 	// steered are the messages written into the turn (steer.go),
 	// acknowledged with it.
 	steered []workItem
+	// uuid is the user message the CLI got (what a rewind goes back to).
+	uuid string
 }
 
 // turn is the state of the running turn.
@@ -537,7 +545,7 @@ func (tr *turnRunner) newSessionStart() agentproc.StartOptions {
 // crash the transcript tells whether the CLI had the message. A
 // continuation (recovery resuming a cut turn) sends ContinueText under a
 // fresh uuid and keeps the message's, which is what the transcript holds.
-func (tr *turnRunner) send(proc procs.Process, it workItem) (procs.Turn, error) {
+func (tr *turnRunner) send(proc procs.Process, it workItem) (procs.Turn, string, error) {
 	id, text := it.uuid, it.msg.Text
 	if id == "" || it.continuation {
 		id = newUUID()
@@ -553,7 +561,7 @@ func (tr *turnRunner) send(proc procs.Process, it workItem) (procs.Turn, error) 
 		if err := tr.jr.markStarted(it); err != nil {
 			// Sending now could not be told apart from not sending
 			// after a crash; refuse the turn instead.
-			return nil, err
+			return nil, "", err
 		}
 		if it.parkedAs != "" {
 			// The journal names this sending now: the refused one is
@@ -562,13 +570,14 @@ func (tr *turnRunner) send(proc procs.Process, it workItem) (procs.Turn, error) 
 		}
 	}
 	if tr.e.killedAt(PointStarted) {
-		return nil, ErrKilled
+		return nil, "", ErrKilled
 	}
 	msg := agentproc.UserMessage{UUID: id, Text: text}
 	if !it.continuation {
 		msg.Images = it.images
 	}
-	return tr.startTurn(proc, msg) // own.go
+	t, err := tr.startTurn(proc, msg) // own.go
+	return t, id, err
 }
 
 // attempt runs the message as one turn of the session's process, serving
@@ -584,10 +593,11 @@ func (tr *turnRunner) attempt(it workItem) outcome {
 		return outcome{err: err}
 	}
 	proc := tr.agent.Live()
-	at, err := tr.send(proc, it)
+	at, uuid, err := tr.send(proc, it)
 	if err != nil {
 		return outcome{err: err, stderr: proc.StderrTail()}
 	}
+	tr.ck.begin(uuid, tr.rb.sessionID()) // checkpoint.go: the last turn now, whatever becomes of it
 
 	posted := func(msgs []platform.Target) { // on the stream's goroutine (stream.go)
 		tr.jr.markStreamed(it, msgs)
@@ -638,7 +648,7 @@ func (tr *turnRunner) attempt(it workItem) outcome {
 				<-closed
 			}
 			out := outcome{res: res, err: err, text: t.text.String(), model: t.model, stderr: proc.StderrTail(),
-				compaction: IsCompaction(it.msg.Text), compacted: t.compacted, compactErr: t.compactErr, live: t.live, steered: t.steered}
+				compaction: IsCompaction(it.msg.Text), compacted: t.compacted, compactErr: t.compactErr, live: t.live, steered: t.steered, uuid: uuid}
 			if res != nil {
 				tr.noteResult(res, t.model)
 				if res.ContextTokens > 0 {
@@ -730,6 +740,7 @@ func (tr *turnRunner) onEvent(t *turn, proc procs.Process, ev agentproc.Event) {
 		}
 	case agentproc.ToolResult:
 		t.live.noteToolResult(ev)
+		tr.ck.note(ev) // checkpoint.go: the turn's diff
 	case agentproc.ModeChange:
 		tr.rb.noteMode(ev.Mode)
 	case agentproc.Init:
@@ -767,7 +778,7 @@ func (tr *turnRunner) onEvent(t *turn, proc procs.Process, ev agentproc.Event) {
 		t.text.WriteString(ev.Text)
 	case agentproc.ToolUse:
 		t.live.noteTool(ev)
-		tr.act.record(activity.Event{Kind: activity.Tool, Tool: ev.Name, Input: inputSummary(ev.Input)})
+		tr.ck.noteTool(ev) // checkpoint.go		tr.act.record(activity.Event{Kind: activity.Tool, Tool: ev.Name, Input: inputSummary(ev.Input)})
 	case agentproc.Compaction:
 		if ev.Active {
 			t.live.showStatus("Compacting the conversation…")

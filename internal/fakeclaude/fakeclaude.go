@@ -51,8 +51,12 @@
 //	              arrives), started (and a user line of its uuid in the
 //	              transcript) and completed (with the reply).
 //	[[WRITE:path:text]] write text to path (relative to the working
-//	              directory) before the reply, with no tool events; with
-//	              checkpointing on, keep what the file held for rewind_files.
+//	              directory) before the reply, reported as the real CLI's
+//	              Write is on stdout (the tool_use, then the tool_result with
+//	              its tool_use_result: create with the content, or update
+//	              with one hunk replacing every line), not in the
+//	              transcript; with checkpointing on, keep what the file held
+//	              for rewind_files.
 //	[[BG]]        a Bash call with run_in_background: background_tasks_changed,
 //	[[BG:path]]   task_started (is_backgrounded), the tool_result and the
 //	              turn's result while the task runs. When path exists (at

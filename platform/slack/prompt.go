@@ -25,6 +25,8 @@ const (
 	actionPlanDefault     = "cc_plan_default"
 	actionPlanAcceptEdits = "cc_plan_accept_edits"
 	actionPlanKeep        = "cc_plan_keep"
+	// A turn's summary: undo what the turn changed.
+	actionRevert = "cc_turn_revert"
 )
 
 var actionChoices = map[string]platform.Choice{
@@ -34,6 +36,7 @@ var actionChoices = map[string]platform.Choice{
 	actionPlanDefault:     platform.ChoicePlanDefault,
 	actionPlanAcceptEdits: platform.ChoicePlanAcceptEdits,
 	actionPlanKeep:        platform.ChoicePlanKeep,
+	actionRevert:          platform.ChoiceRevert,
 }
 
 func choiceForAction(actionID string) (platform.Choice, bool) {

@@ -31,6 +31,8 @@ var codes = map[platform.Choice]string{
 	platform.ChoicePlanDefault:     "p",
 	platform.ChoicePlanAcceptEdits: "e",
 	platform.ChoicePlanKeep:        "k",
+	// A turn's summary (undo what it changed).
+	platform.ChoiceRevert: "r",
 }
 
 // Data returns the payload of the button that answers choice c on the

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/google/uuid"
 )
 
 // reWrite is [[WRITE:path:text]]: the turn writes text to path (relative to
@@ -31,8 +33,9 @@ type turnBackups struct {
 }
 
 // writeFiles carries out the turn's [[WRITE]] markers, keeping a backup of
-// each file first when checkpointing is on. f.mu is not held.
-func (f *fake) writeFiles(m userMsg) {
+// each file first when checkpointing is on, and reports each as the real
+// CLI's Write does on stdout (writeEvents). f.mu is not held.
+func (f *fake) writeFiles(m userMsg, model string) {
 	var tb turnBackups
 	for _, mm := range reWrite.FindAllStringSubmatch(m.text, -1) {
 		path, err := filepath.Abs(mm[1])
@@ -43,10 +46,13 @@ func (f *fake) writeFiles(m userMsg) {
 		tb.files = append(tb.files, backup{path: path, before: before, existed: err == nil})
 		_ = os.MkdirAll(filepath.Dir(path), 0o755)
 		_ = os.WriteFile(path, []byte(mm[2]), 0o644)
+		f.writeEvents(model, path, before, err == nil, mm[2])
 	}
-	if len(tb.files) == 0 || os.Getenv(checkpointEnv) != "true" {
+	if os.Getenv(checkpointEnv) != "true" {
 		return
 	}
+	// Every turn is a checkpoint, one without writes too: a dry rewind to
+	// it answers no files, as the real CLI's does (captures/checkpoint_resume).
 	tb.uuid = m.uuid
 	f.mu.Lock()
 	f.backups = append(f.backups, tb)
@@ -119,4 +125,49 @@ func lines(b []byte) int {
 		n++
 	}
 	return n
+}
+
+// writeEvents reports one [[WRITE]] on stdout (not in the transcript) as
+// the real CLI reports its Write (captures/checkpoint_turns): the
+// tool_use, then the tool_result whose tool_use_result is
+// {"type":"create","filePath","content","structuredPatch":[],"originalFile":null}
+// for a new file, or type "update" with the original and one hunk that
+// replaces every line.
+func (f *fake) writeEvents(model, path string, before []byte, existed bool, content string) {
+	id := "toolu_fakewrite_" + uuid.NewString()[:8]
+	f.out.line(map[string]any{"type": "assistant", "message": map[string]any{
+		"content": []any{map[string]any{"type": "tool_use", "id": id, "name": "Write",
+			"input": map[string]any{"file_path": path, "content": content}}},
+		"id": "msg_fakewrite", "model": model, "role": "assistant", "stop_reason": nil, "stop_sequence": nil,
+		"type": "message", "usage": usage{}, "context_management": nil},
+		"parent_tool_use_id": nil, "session_id": f.sessionID, "uuid": uuid.NewString(), "timestamp": now()})
+	result := map[string]any{"type": "create", "filePath": path, "content": content, "structuredPatch": []any{},
+		"originalFile": nil, "userModified": false}
+	text := "File created successfully at: " + path
+	if existed {
+		var hunk []string
+		old := splitLines(string(before))
+		for _, l := range old {
+			hunk = append(hunk, "-"+l)
+		}
+		for _, l := range splitLines(content) {
+			hunk = append(hunk, "+"+l)
+		}
+		result["type"], result["originalFile"] = "update", string(before)
+		result["structuredPatch"] = []any{map[string]any{"oldStart": 1, "oldLines": len(old), "newStart": 1,
+			"newLines": len(splitLines(content)), "lines": hunk}}
+		text = "The file " + path + " has been updated."
+	}
+	block := map[string]any{"tool_use_id": id, "type": "tool_result", "content": text}
+	f.out.line(map[string]any{"type": "user", "message": map[string]any{"role": "user", "content": []any{block}},
+		"parent_tool_use_id": nil, "session_id": f.sessionID, "uuid": uuid.NewString(), "timestamp": now(),
+		"tool_use_result": result})
+}
+
+// splitLines is s's lines without the newlines; none for "".
+func splitLines(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(strings.TrimSuffix(s, "\n"), "\n")
 }

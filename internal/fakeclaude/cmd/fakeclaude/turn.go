@@ -90,7 +90,7 @@ func (f *fake) runTurn(m userMsg) {
 	f.exchanges++
 
 	text := m.text
-	f.writeFiles(m)
+	f.writeFiles(m, t.model)
 	var res resultLine
 	if mm := reLimitWarn.FindStringSubmatch(text); mm != nil {
 		reset, _ := strconv.ParseInt(mm[1], 10, 64)
