@@ -62,6 +62,17 @@ type Event struct {
 	Request string `json:"request,omitempty"`
 	// Todos is Claude's todo list as it is now (Todos).
 	Todos []Todo `json:"todos,omitempty"`
+	// Questions are Claude's questions (an Asking of AskUserQuestion),
+	// for a watcher to offer their options.
+	Questions []Question `json:"questions,omitempty"`
+}
+
+// Question is one of Claude's questions: its options in order, by label.
+type Question struct {
+	Header  string   `json:"header,omitempty"`
+	Text    string   `json:"text"`
+	Options []string `json:"options"`
+	Multi   bool     `json:"multi,omitempty"`
 }
 
 // Todo is one item of Claude's todo list.

@@ -83,6 +83,22 @@ func (f *Feed) clean(e Event) Event {
 		}
 		e.Todos = todos
 	}
+	if len(e.Questions) > 0 {
+		clean := func(s string) string {
+			if f.Redact != nil {
+				s = f.Redact(s)
+			}
+			return Bound(s, MaxText)
+		}
+		qs := make([]Question, len(e.Questions))
+		for i, q := range e.Questions {
+			qs[i] = Question{Header: clean(q.Header), Text: clean(q.Text), Multi: q.Multi, Options: make([]string, len(q.Options))}
+			for j, o := range q.Options {
+				qs[i].Options[j] = clean(o)
+			}
+		}
+		e.Questions = qs
+	}
 	return e
 }
 

@@ -55,6 +55,25 @@ func TestFeedRedactsAndBounds(t *testing.T) {
 	}
 }
 
+// TestFeedCleansQuestions: a question's header, text and options are
+// redacted and bounded like the event's other texts.
+func TestFeedCleansQuestions(t *testing.T) {
+	const secret = "xoxb-CANARY"
+	f := &Feed{Redact: func(s string) string { return strings.ReplaceAll(s, secret, "[redacted]") }}
+	var a recorder
+	f.Subscribe(&a)
+	q := Question{Header: secret, Text: strings.Repeat("q", 2*MaxText) + secret, Options: []string{"use " + secret, "no"}, Multi: true}
+	f.Record(Event{Kind: Asking, Questions: []Question{q}})
+	got := a.got[0].Questions[0]
+	if strings.Contains(got.Header+got.Text+strings.Join(got.Options, " "), "CANARY") || len(got.Text) > MaxText ||
+		got.Options[0] != "use [redacted]" || got.Options[1] != "no" || !got.Multi {
+		t.Errorf("question %+v", got)
+	}
+	if q.Options[0] != "use "+secret {
+		t.Error("cleaning changed the publisher's question")
+	}
+}
+
 func TestBound(t *testing.T) {
 	for _, tc := range []struct {
 		in   string

@@ -105,7 +105,13 @@ func (s Settings) Permissions(host string) Permissions {
 			// Its conversations' context (context.go): written by the
 			// holder, read by the host that takes the binding over.
 			n.ContextKVKey(names.ContextOf(b.Binding)),
-			"$JS.API.DIRECT.GET."+n.ContextStream()+"."+n.ContextKVKey(names.ContextOf(b.Binding)))
+			"$JS.API.DIRECT.GET."+n.ContextStream()+"."+n.ContextKVKey(names.ContextOf(b.Binding)),
+			// The replies its conversations' hosts settled and were
+			// posting (replies.go), listed by the host that takes the
+			// binding: a consumer filtered to them alone.
+			"$JS.API.CONSUMER.CREATE."+n.ContextStream()+".*."+n.ContextKVKey(names.ContextReplies(b.Binding)),
+			"$JS.API.CONSUMER.DELETE."+n.ContextStream()+".*",
+			"$JS.FC."+n.ContextStream()+".>")
 	}
 	if served {
 		// Whether a parked event is still in the stream (Node.InStream).

@@ -17,6 +17,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/cc-connect/cc-connect/cluster/clustertest"
 	"github.com/cc-connect/cc-connect/cluster/embedded"
@@ -309,6 +310,10 @@ func (pc *permCluster) refusals() {
 		{"reading the context of a binding it does not serve", "c",
 			"$JS.API.DIRECT.GET." + n.ContextStream() + "." + n.ContextKVKey(names.ContextHead(permSlack, conv)), ""},
 		{"listing the context bucket", "b", "$JS.API.CONSUMER.CREATE." + n.ContextStream() + ".x", ""},
+		{"listing the context bucket through the rights to list replies", "b",
+			"$JS.API.CONSUMER.CREATE." + n.ContextStream() + ".x." + n.ContextKVKey(names.ContextOf(permSlack)), ""},
+		{"listing the replies being posted of a binding it does not serve", "c",
+			"$JS.API.CONSUMER.CREATE." + n.ContextStream() + ".x." + n.ContextKVKey(names.ContextReplies(permSlack)), ""},
 		{"deleting the context bucket", "b", "$JS.API.STREAM.DELETE." + n.ContextStream(), ""},
 		{"the poller's lease, on a host that does not receive", "c", n.KVKey(names.PollerLease("telegram")), ""},
 		{"the poller's offset, on a host that does not receive", "c", n.KVKey(names.Offset("telegram")), ""},
@@ -401,6 +406,7 @@ func checkContext(ctx context.Context, t *testing.T, a, b *Node) {
 	if h, got, err := b.GetContext(ctx, permSlack, big); err != nil || got != nil || !strings.Contains(h.NotReplicated, "over the 16 MiB limit") {
 		t.Errorf("b reads the context over the limit: %+v, %d bytes, %v", h, len(got), err)
 	}
+	checkReplies(ctx, t, a, b)
 	r, err := a.Status(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -708,4 +714,99 @@ func TestMovedBindingUnderNewRights(t *testing.T) {
 	if last := runs[len(runs)-1]; last.host != "b" {
 		t.Errorf("s-1 ran on %s, want the new owner b", last.host)
 	}
+}
+
+// checkReplies: the holder a stores the reply it is posting in a
+// conversation; its standby b lists and reads it, and removes it once
+// posted, but not a later reply of the conversation.
+func checkReplies(ctx context.Context, t *testing.T, a, b *Node) {
+	t.Helper()
+	conv := names.Conversation("C1", "r")
+	ra, rb := RepliesOf(a), RepliesOf(b)
+	rev, err := ra.PutReply(ctx, permSlack, conv, []byte(`reply 1`))
+	if err != nil {
+		t.Fatalf("a storing the reply it posts: %v", err)
+	}
+	got, err := rb.Replies(ctx, permSlack)
+	if err != nil || len(got) != 1 || got[0].Conversation != conv || string(got[0].Value) != "reply 1" || got[0].Revision != rev {
+		t.Fatalf("b lists the replies being posted: %+v, %v; want reply 1 of %s at %d", got, err, conv, rev)
+	}
+	later, err := ra.PutReply(ctx, permSlack, conv, []byte(`reply 2`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rb.RemoveReply(ctx, permSlack, conv, rev); err != nil {
+		t.Fatalf("removing a reply replaced since: %v", err)
+	}
+	if r, err := rb.Reply(ctx, permSlack, conv); err != nil || string(r.Value) != "reply 2" || r.Revision != later {
+		t.Fatalf("the later reply after removing the earlier: %+v, %v", r, err)
+	}
+	if err := rb.RemoveReply(ctx, permSlack, conv, later); err != nil {
+		t.Fatalf("removing the posted reply: %v", err)
+	}
+	if r, err := ra.Reply(ctx, permSlack, conv); err != nil || r.Value != nil {
+		t.Fatalf("a removed reply reads %+v, %v; want none", r, err)
+	}
+	if got, err := rb.Replies(ctx, permSlack); err != nil || len(got) != 0 {
+		t.Fatalf("replies after the removal: %+v, %v; want none", got, err)
+	}
+}
+
+// TestStartRefusesAStreamKeptLongerThanTheRecords: a message read back
+// and answered by one host is kept from running again under its own
+// delivery only while the record of answered messages holds it
+// (AnsweredTTL); a host whose stream keeps events longer (max age 0, set
+// by hand) and who may not change it refuses to start, naming `cluster
+// init`, which sets it back.
+func TestStartRefusesAStreamKeptLongerThanTheRecords(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		maxAge time.Duration
+		ok     bool
+	}{{ingress.MaxAge, true}, {AnsweredTTL - time.Hour, true}, {AnsweredTTL, false}, {0, false}, {90 * 24 * time.Hour, false}} {
+		err := checkRetention("t-in", tc.maxAge)
+		if (err == nil) != tc.ok || err != nil && !errors.Is(err, ErrRetention) {
+			t.Errorf("max age %s: %v, want ok=%v", tc.maxAge, err, tc.ok)
+		}
+	}
+
+	pc := newPermCluster(t)
+	pc.url = configServer(t, pc.dir, pc.settings("a").ServerConfig(pc.keys["admin"]), pc.v)
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	admin := Auth{NKeySeedFile: pc.seeds["admin"]}
+	if err := Init(ctx, pc.settings("a"), admin, nil); err != nil {
+		t.Fatal(err)
+	}
+	// The admin keeps events for ever, by hand.
+	a := pc.settings("a")
+	a.Auth = admin
+	opts, _, err := natsOptions(a, slog.New(slog.DiscardHandler), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := nats.Connect(pc.url, append(opts, nats.CustomInboxPrefix(AdminInbox))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := ingress.StreamConfig(a.Names, a.Replicas)
+	cfg.MaxAge = 0
+	if _, err := js.UpdateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	pc.v.mu.Lock()
+	pc.v.lines = nil
+	pc.v.mu.Unlock()
+	if _, err := Start(ctx, pc.settings("a"), Options{}); !errors.Is(err, ErrRetention) || !strings.Contains(err.Error(), "cluster init") {
+		t.Fatalf("a host started on a stream that keeps events for ever, or failed otherwise: %v", err)
+	}
+	if err := Init(ctx, pc.settings("a"), admin, nil); err != nil {
+		t.Fatal(err)
+	}
+	pc.start(pc.settings("a"))
 }

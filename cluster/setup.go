@@ -117,7 +117,10 @@ func call(ctx context.Context, ref *refusals, f func(context.Context) error) err
 func setup(ctx context.Context, js jetstream.JetStream, s Settings, log *slog.Logger, ref *refusals) (kv, ctxKV jetstream.KeyValue, _ error) {
 	wait := 100 * time.Millisecond
 	for {
-		err := ensureStream(ctx, js, ingress.StreamConfig(s.Names, s.Replicas), log, ref)
+		maxAge, err := ensureStream(ctx, js, ingress.StreamConfig(s.Names, s.Replicas), log, ref)
+		if err == nil {
+			err = checkRetention(s.Names.Stream(), maxAge)
+		}
 		if err == nil {
 			kv, err = ensureBucket(ctx, js, kvlease.BucketConfig(s.Names.Bucket(), s.Replicas), log, ref)
 		}
@@ -128,7 +131,7 @@ func setup(ctx context.Context, js jetstream.JetStream, s Settings, log *slog.Lo
 			return kv, ctxKV, nil
 		}
 		var refused *errRefused
-		if errors.Is(err, ErrSetupRefused) || errors.As(err, &refused) || !passing(err) {
+		if errors.Is(err, ErrSetupRefused) || errors.Is(err, ErrRetention) || errors.As(err, &refused) || !passing(err) {
 			return nil, nil, fmt.Errorf("creating the cluster's stream and buckets: %w", err)
 		}
 		log.Info("JetStream not ready yet; retrying", "error", err)
@@ -146,7 +149,10 @@ func setup(ctx context.Context, js jetstream.JetStream, s Settings, log *slog.Lo
 // an update while another host creates its consumer races inside
 // nats-server 2.15 (the race detector sees the file store's config
 // written and read at once).
-func ensureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig, log *slog.Logger, ref *refusals) error {
+//
+// It returns the stream's max age in force: cfg's, or the one the stream
+// keeps when this host may not update it.
+func ensureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig, log *slog.Logger, ref *refusals) (time.Duration, error) {
 	var st jetstream.Stream
 	err := call(ctx, ref, func(ctx context.Context) (err error) {
 		st, err = js.Stream(ctx, cfg.Name)
@@ -154,7 +160,7 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.Str
 	})
 	switch {
 	case errors.Is(err, jetstream.ErrStreamNotFound):
-		return created(cfg.Name, call(ctx, ref, func(ctx context.Context) error {
+		return cfg.MaxAge, created(cfg.Name, call(ctx, ref, func(ctx context.Context) error {
 			_, err := js.CreateStream(ctx, cfg)
 			if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
 				return nil // another host made it meanwhile; the next start compares
@@ -162,15 +168,46 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.Str
 			return err
 		}))
 	case err != nil:
-		return err
+		return 0, err
 	}
-	if sameStream(st.CachedInfo().Config, cfg) {
-		return nil
+	have := st.CachedInfo().Config
+	if sameStream(have, cfg) {
+		return have.MaxAge, nil
 	}
-	return updated(log, cfg.Name, call(ctx, ref, func(ctx context.Context) error {
+	var refused *errRefused
+	err = call(ctx, ref, func(ctx context.Context) error {
 		_, err := js.UpdateStream(ctx, cfg)
 		return err
-	}))
+	})
+	if errors.As(err, &refused) {
+		return have.MaxAge, updated(log, cfg.Name, err)
+	}
+	return cfg.MaxAge, err
+}
+
+// ErrRetention: the ingress stream keeps events as long as the record of
+// answered messages is kept, or longer (checkRetention).
+var ErrRetention = errors.New("the cluster's stream keeps events too long")
+
+// checkRetention refuses a stream that keeps an event (maxAge; 0: for
+// ever) as long as the record that a message was answered or longer. A
+// message read back from its thread and answered by one host is not run
+// again by the host that gets its own delivery from the stream only while
+// that record holds it (answered.go): the delivery must come sooner. A
+// delivery of the stream's own cannot run twice, whatever its age: an
+// event the owner settled leaves the stream (work-queue retention), and
+// one it did not settle was not answered.
+func checkRetention(stream string, maxAge time.Duration) error {
+	if maxAge > 0 && maxAge < AnsweredTTL {
+		return nil
+	}
+	keeps := "for ever (max_age 0)"
+	if maxAge > 0 {
+		keeps = "for " + maxAge.String()
+	}
+	return fmt.Errorf("%w: %s keeps events %s, and a message answered is recorded for %s only: an event waiting longer "+
+		"could run again after its record expired; run `cc-connect cluster init` to set it back to %s",
+		ErrRetention, stream, keeps, AnsweredTTL, ingress.MaxAge)
 }
 
 // ensureBucket is ensureStream for the lease bucket.

@@ -38,7 +38,40 @@ var (
 	_ engine.Fence          = (*kvlease.Fence)(nil)
 	_ engine.Answers        = Answers{}
 	_ engine.Contexts       = Contexts{}
+	_ engine.Replies        = Replies{}
 )
+
+// Replies is the cluster's store of the replies being posted, as the
+// engine reads and writes it.
+type Replies struct{ Node *cluster.Node }
+
+// PutReply stores the reply being posted in the conversation at to.
+func (x Replies) PutReply(ctx context.Context, b binding.Key, to platform.Target, rec []byte) (uint64, error) {
+	return cluster.RepliesOf(x.Node).PutReply(ctx, nb(b), names.Conversation(to.Channel, to.Thread), rec)
+}
+
+// Reply is the reply being posted in the conversation at to.
+func (x Replies) Reply(ctx context.Context, b binding.Key, to platform.Target) (engine.StoredReply, error) {
+	s, err := cluster.RepliesOf(x.Node).Reply(ctx, nb(b), names.Conversation(to.Channel, to.Thread))
+	return engine.StoredReply{Value: s.Value, Revision: s.Revision}, err
+}
+
+// Replies are the replies being posted in binding b's conversations.
+func (x Replies) Replies(ctx context.Context, b binding.Key) ([]engine.StoredReply, error) {
+	ss, err := cluster.RepliesOf(x.Node).Replies(ctx, nb(b))
+	out := make([]engine.StoredReply, 0, len(ss))
+	for _, s := range ss {
+		out = append(out, engine.StoredReply{Value: s.Value, Revision: s.Revision})
+	}
+	return out, err
+}
+
+// RemoveReply removes the posted reply of the conversation at to.
+func (x Replies) RemoveReply(ctx context.Context, b binding.Key, to platform.Target, revision uint64) error {
+	return cluster.RepliesOf(x.Node).RemoveReply(ctx, nb(b), names.Conversation(to.Channel, to.Thread), revision)
+}
+
+func nb(b binding.Key) names.Binding { return names.Binding{Platform: b.Platform, Channel: b.Channel} }
 
 // Contexts is the cluster's store of the conversations' context, as the
 // engine reads and writes it.

@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 )
@@ -41,10 +42,14 @@ func (f *fakeBackend) Conversation(who Identity, key string) (Conversation, bool
 	return Conversation{}, false
 }
 
-func (f *fakeBackend) Answer(_ context.Context, who Identity, key, req, choice string) error {
+func (f *fakeBackend) Answer(_ context.Context, who Identity, key string, a Answer) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.answers = append(f.answers, who.UserID+" "+key+" "+req+" "+choice)
+	s := who.UserID + " " + key + " " + a.Request + " " + a.Choice
+	if a.Choice == "answer" {
+		s += fmt.Sprintf(" q%d %v", a.Question, a.Options)
+	}
+	f.answers = append(f.answers, s)
 	return nil
 }
 

@@ -76,9 +76,19 @@ type Backend interface {
 	// Conversation is key's, when who may see it.
 	Conversation(who Identity, key string) (Conversation, bool)
 	// Answer answers a pending request as a press of its button would.
-	Answer(ctx context.Context, who Identity, key, requestID, choice string) error
+	Answer(ctx context.Context, who Identity, key string, a Answer) error
 	// Stop stops key's running turn as !stop sent there would.
 	Stop(ctx context.Context, who Identity, key string) error
+}
+
+// Answer is a press on the page: Choice is allow or deny (a permission
+// request), plan_default or deny (a plan), answer (Question's Options,
+// by index) or dismiss (a question).
+type Answer struct {
+	Request  string
+	Choice   string
+	Question int
+	Options  []int
 }
 
 // ErrNotAllowed is what a Backend wraps when the person may not act.

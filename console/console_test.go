@@ -6,8 +6,10 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -234,7 +236,9 @@ func hostileData(text, input string) pageData {
 	return pageData{Title: text, Session: &session{who: Identity{UserName: text}, csrf: "c"},
 		Conv: &Conversation{Key: text, Binding: text, Channel: text, Thread: text, Model: text, Rights: Rights{Approve: true}},
 		Live: &liveView{Text: text, Tools: []string{input}, Todos: []activity.Todo{{Text: text, Status: input}},
-			Asks: []Ask{{Request: input, Tool: text, Input: input}}}}
+			Asks: []Ask{{Request: input, Tool: text, Input: input}, {Request: text, Tool: "AskUserQuestion", Input: input,
+				Questions: []activity.Question{{Header: text, Text: input, Options: []string{text, input}, Multi: true}}},
+				{Request: input, Tool: "ExitPlanMode", Input: text}}}}
 }
 
 func TestSchedulesAndSpendPages(t *testing.T) {
@@ -327,5 +331,151 @@ func TestClusterPage(t *testing.T) {
 		if !strings.Contains(page, want) {
 			t.Errorf("the cluster page lacks %q:\n%s", want, page)
 		}
+	}
+}
+
+// TestQuestionsAndPlansFromThePage: an approver answers Claude's questions
+// with their options (one press per question, as the chat's buttons), or
+// dismisses them, and approves or rejects a plan; a bad form answers 400
+// and sends nothing; a non-approver sees the questions and no form.
+func TestQuestionsAndPlansFromThePage(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	approver, user := r.client(t), r.client(t)
+	r.signIn(t, approver, "UAPPROVER")
+	r.signIn(t, user, "UUSER")
+	r.srv.Record(activity.Event{Kind: activity.Asking, Conversation: convKey, Request: "q-1", Tool: "AskUserQuestion", Input: "questions=…",
+		Questions: []activity.Question{{Header: "Color", Text: "Which <b>color</b>?", Options: []string{"Red", "Blue"}},
+			{Text: "Which sizes?", Options: []string{"S", "M", "L"}, Multi: true}}})
+	r.srv.Record(activity.Event{Kind: activity.Asking, Conversation: convKey, Request: "p-1", Tool: "ExitPlanMode", Input: "plan=# Plan"})
+
+	_, page := r.get(t, approver, "/c?k="+url.QueryEscape(convKey))
+	for _, want := range []string{`<legend>Color: Which &lt;b&gt;color&lt;/b&gt;?</legend>`, `<input type="radio" name="q0" value="1"> Blue`,
+		`<input type="checkbox" name="q1" value="2"> L`, `value="dismiss"`, `value="plan_default"`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the approver's page lacks %s:\n%s", want, page)
+		}
+	}
+	csrf := csrfRE.FindStringSubmatch(page)[1]
+	post := func(c *http.Client, form url.Values) int {
+		c2 := *c
+		c2.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+		resp, err := c2.PostForm(r.ts.URL+"/answer", form)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	form := func(request, choice string, kv ...string) url.Values {
+		f := url.Values{"csrf": {csrf}, "k": {convKey}, "request": {request}, "choice": {choice}}
+		for i := 0; i < len(kv); i += 2 {
+			f.Add(kv[i], kv[i+1])
+		}
+		return f
+	}
+	for _, tt := range []struct {
+		name string
+		form url.Values
+		want int
+	}{
+		{"a question left open", form("q-1", "answer", "q0", "1"), http.StatusBadRequest},
+		{"two options of a single choice", form("q-1", "answer", "q0", "0", "q0", "1", "q1", "0"), http.StatusBadRequest},
+		{"an option it does not have", form("q-1", "answer", "q0", "2", "q1", "0"), http.StatusBadRequest},
+		{"allow on a question", form("q-1", "allow"), http.StatusBadRequest},
+		{"allow-always on a plan", form("p-1", "always"), http.StatusBadRequest},
+		{"the answers", form("q-1", "answer", "q0", "1", "q1", "0", "q1", "2"), http.StatusSeeOther},
+		{"dismissed", form("q-1", "dismiss"), http.StatusSeeOther},
+		{"the plan approved", form("p-1", "plan_default"), http.StatusSeeOther},
+		{"the plan rejected", form("p-1", "deny"), http.StatusSeeOther},
+	} {
+		if got := post(approver, tt.form); got != tt.want {
+			t.Errorf("%s: %d, want %d", tt.name, got, tt.want)
+		}
+	}
+	want := []string{"UAPPROVER " + convKey + " q-1 answer q0 [1]", "UAPPROVER " + convKey + " q-1 answer q1 [0 2]",
+		"UAPPROVER " + convKey + " q-1 dismiss", "UAPPROVER " + convKey + " p-1 plan_default", "UAPPROVER " + convKey + " p-1 deny"}
+	if !slices.Equal(r.be.answers, want) {
+		t.Errorf("presses %q, want %q", r.be.answers, want)
+	}
+
+	_, upage := r.get(t, user, "/c?k="+url.QueryEscape(convKey))
+	if !strings.Contains(upage, "Which &lt;b&gt;color&lt;/b&gt;?") || strings.Contains(upage, `name="q0"`) || strings.Contains(upage, `value="plan_default"`) {
+		t.Errorf("a non-approver's page shows no questions, or forms to answer:\n%s", upage)
+	}
+	ucsrf := csrfRE.FindStringSubmatch(upage)[1]
+	f := form("q-1", "answer", "q0", "0", "q1", "0")
+	f.Set("csrf", ucsrf)
+	if got := post(user, f); got != http.StatusForbidden {
+		t.Errorf("a non-approver's forged answer: %d, want 403", got)
+	}
+}
+
+// TestTrustedProxiesOnly: behind a proxy, only the proxies' addresses are
+// served, whatever X-Forwarded-* a peer sends (the console reads none of
+// them): another peer that claims to come through a trusted proxy is
+// refused, and a forwarded host or scheme changes neither the origin a
+// POST must come from nor the links.
+func TestTrustedProxiesOnly(t *testing.T) {
+	t.Parallel()
+	be := &fakeBackend{allowed: map[string]bool{"UAPPROVER": true}, approve: map[string]bool{"UAPPROVER": true}}
+	srv := New(Settings{BaseURL: "https://cc.example.com", SessionTTL: time.Hour,
+		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.7/32"), netip.MustParsePrefix("fd00::/8")}}, be)
+	h := srv.Handler()
+	serve := func(method, target, remote string, header map[string]string, cookie *http.Cookie, body string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(method, target, strings.NewReader(body))
+		req.RemoteAddr = remote
+		for k, v := range header {
+			req.Header.Set(k, v)
+		}
+		if cookie != nil {
+			req.AddCookie(cookie)
+		}
+		if method == http.MethodPost {
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec
+	}
+	spoof := map[string]string{"X-Forwarded-For": "10.0.0.7", "X-Real-IP": "10.0.0.7", "Forwarded": "for=10.0.0.7;proto=https",
+		"X-Forwarded-Proto": "https", "X-Forwarded-Host": "cc.example.com"}
+	link, _ := srv.Issue(Identity{Platform: "slack", UserID: "UAPPROVER"})
+	path := strings.TrimPrefix(link, "https://cc.example.com")
+	for _, remote := range []string{"203.0.113.5:4444", "127.0.0.1:5555", "[::1]:5555", "10.0.0.8:80", "[fe80::1]:80"} {
+		if rec := serve(http.MethodGet, path, remote, spoof, nil, ""); rec.Code != http.StatusForbidden || rec.Header().Get("Set-Cookie") != "" {
+			t.Errorf("a sign-in from %s claiming to be forwarded by a trusted proxy: %d, cookie %q; want 403 and none",
+				remote, rec.Code, rec.Header().Get("Set-Cookie"))
+		}
+	}
+	// The link was not used up by the refused peers: the proxy redeems it.
+	rec := serve(http.MethodGet, path, "10.0.0.7:40000", nil, nil, "")
+	if rec.Code != http.StatusSeeOther {
+		t.Fatalf("a sign-in through the trusted proxy: %d, want 303", rec.Code)
+	}
+	cookie := rec.Result().Cookies()[0]
+	if rec := serve(http.MethodGet, "/", "[fd00::2]:1", nil, cookie, ""); rec.Code != http.StatusOK {
+		t.Errorf("a page through a trusted IPv6 proxy: %d", rec.Code)
+	}
+	if rec := serve(http.MethodGet, "/", "[::ffff:10.0.0.7]:1", nil, cookie, ""); rec.Code != http.StatusOK {
+		t.Errorf("a page through the trusted proxy as an IPv4-mapped address: %d", rec.Code)
+	}
+	// With the session's cookie, another peer is still refused.
+	if rec := serve(http.MethodGet, "/", "203.0.113.5:1", spoof, cookie, ""); rec.Code != http.StatusForbidden {
+		t.Errorf("a signed-in page from another peer: %d, want 403", rec.Code)
+	}
+	// A forwarded host does not make another origin the console's.
+	page := serve(http.MethodGet, "/schedules", "10.0.0.7:1", nil, cookie, "").Body.String()
+	csrf := csrfRE.FindStringSubmatch(page)[1]
+	form := url.Values{"csrf": {csrf}, "name": {"nightly<b>"}, "verb": {"pause"}}.Encode()
+	forged := map[string]string{"Origin": "https://evil.example", "X-Forwarded-Host": "evil.example", "X-Forwarded-Proto": "https"}
+	if rec := serve(http.MethodPost, "/schedules", "10.0.0.7:1", forged, cookie, form); rec.Code != http.StatusForbidden {
+		t.Errorf("a POST from another origin with a forwarded host naming it: %d, want 403", rec.Code)
+	}
+	if rec := serve(http.MethodPost, "/schedules", "10.0.0.7:1", map[string]string{"Origin": "https://cc.example.com"}, cookie, form); rec.Code != http.StatusSeeOther {
+		t.Errorf("the same POST from the console's origin: %d, want 303", rec.Code)
+	}
+	if again, _ := srv.Issue(Identity{Platform: "slack", UserID: "UAPPROVER"}); !strings.HasPrefix(again, "https://cc.example.com/signin?t=") {
+		t.Errorf("a link %q does not start with the configured url", again)
 	}
 }

@@ -27,12 +27,20 @@ type liveView struct {
 	Outcome string // how the last turn ended
 }
 
-// Ask is a request waiting for an answer.
+// Ask is a request waiting for an answer; Questions are a question's
+// (AskUserQuestion).
 type Ask struct {
-	Request string
-	Tool    string
-	Input   string
+	Request   string
+	Tool      string
+	Input     string
+	Questions []activity.Question
 }
+
+// Plan says whether the request is a plan to approve.
+func (a Ask) Plan() bool { return a.Tool == "ExitPlanMode" }
+
+// Question says whether the request is Claude's questions.
+func (a Ask) Question() bool { return a.Tool == "AskUserQuestion" }
 
 // watcher is one browser's stream.
 type watcher struct {
@@ -91,7 +99,7 @@ func (v *liveView) apply(e activity.Event) {
 	case activity.Todos:
 		v.Todos = e.Todos
 	case activity.Asking:
-		v.Asks = append(v.Asks, Ask{Request: e.Request, Tool: e.Tool, Input: e.Input})
+		v.Asks = append(v.Asks, Ask{Request: e.Request, Tool: e.Tool, Input: e.Input, Questions: e.Questions})
 	case activity.Answered:
 		for i, a := range v.Asks {
 			if a.Request == e.Request {
@@ -122,19 +130,19 @@ func (h *hub) view(key string) liveView {
 	return c
 }
 
-// asks is the tool of request waiting in key's conversation, "" when it
-// is not known to wait.
-func (h *hub) asks(key, request string) string {
+// asks is request waiting in key's conversation; false when it is not
+// known to wait.
+func (h *hub) asks(key, request string) (Ask, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if v := h.views[key]; v != nil {
 		for _, a := range v.Asks {
 			if a.Request == request {
-				return a.Tool
+				return a, true
 			}
 		}
 	}
-	return ""
+	return Ask{}, false
 }
 
 // watch subscribes to key's events; cancel ends it.

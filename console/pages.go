@@ -11,7 +11,9 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"slices"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/cc-connect/cc-connect/activity"
@@ -232,24 +234,70 @@ func (s *Server) conversation(w http.ResponseWriter, r *http.Request, sess *sess
 func (s *Server) answer(w http.ResponseWriter, r *http.Request, sess *session) {
 	key, req, choice := r.PostForm.Get("k"), r.PostForm.Get("request"), r.PostForm.Get("choice")
 	c, ok := s.backend.Conversation(sess.who, key)
-	switch {
-	case !ok || !c.Rights.Approve:
+	if !ok || !c.Rights.Approve {
 		s.log.Warn("Console answer refused: not an approver", "user_id", sess.who.UserID, "session_key", key, "request_id", req)
 		http.Error(w, "Forbidden: you may not answer requests here", http.StatusForbidden)
 		return
-	case choice != "allow" && choice != "deny":
-		http.Error(w, "Bad request: choice must be allow or deny", http.StatusBadRequest)
-		return
-	case s.hub.asks(key, req) == "AskUserQuestion":
-		// A question's answer is one of its options, given in the chat.
-		http.Error(w, "Bad request: answer this question in the chat", http.StatusBadRequest)
+	}
+	ask, waiting := s.hub.asks(key, req)
+	presses, err := pressesOf(ask, waiting, req, choice, r.PostForm)
+	if err != nil {
+		http.Error(w, "Bad request: "+err.Error(), http.StatusBadRequest)
 		return
 	}
-	if err := s.backend.Answer(r.Context(), sess.who, key, req, choice); err != nil {
-		s.fail(w, "Answering", err)
-		return
+	for _, p := range presses {
+		if err := s.backend.Answer(r.Context(), sess.who, key, p); err != nil {
+			s.fail(w, "Answering", err)
+			return
+		}
 	}
 	http.Redirect(w, r, "/c?k="+url.QueryEscape(key), http.StatusSeeOther)
+}
+
+// pressesOf are the presses of the chat's buttons an answer from the page
+// stands for: one for a permission request, a plan or a dismissal; one
+// per question for a question set's options (form fields q0, q1…, each
+// an option's index), each as the button of that option would.
+func pressesOf(ask Ask, waiting bool, req, choice string, form url.Values) ([]Answer, error) {
+	one := []Answer{{Request: req, Choice: choice}}
+	switch {
+	case waiting && ask.Question():
+		switch {
+		case choice == "dismiss":
+			return one, nil
+		case choice != "answer":
+			return nil, errors.New("a question is answered with its options, or dismissed")
+		case len(ask.Questions) == 0:
+			return nil, errors.New("answer this question in the chat")
+		}
+		var out []Answer
+		for i, q := range ask.Questions {
+			var opts []int
+			for _, v := range form[fmt.Sprintf("q%d", i)] {
+				n, err := strconv.Atoi(v)
+				if err != nil || n < 0 || n >= len(q.Options) || slices.Contains(opts, n) {
+					return nil, fmt.Errorf("question %d: %q is not one of its options", i+1, v)
+				}
+				opts = append(opts, n)
+			}
+			switch {
+			case len(opts) == 0:
+				return nil, fmt.Errorf("question %d: choose an option", i+1)
+			case len(opts) > 1 && !q.Multi:
+				return nil, fmt.Errorf("question %d: choose one option", i+1)
+			}
+			out = append(out, Answer{Request: req, Choice: "answer", Question: i, Options: opts})
+		}
+		return out, nil
+	case waiting && ask.Plan():
+		if choice != "plan_default" && choice != "deny" {
+			return nil, errors.New("a plan is approved (plan_default) or rejected (deny)")
+		}
+		return one, nil
+	case choice != "allow" && choice != "deny":
+		return nil, errors.New("choice must be allow or deny")
+	}
+	return one, nil
 }
 
 func (s *Server) stop(w http.ResponseWriter, r *http.Request, sess *session) {

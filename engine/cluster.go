@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/cc-connect/cc-connect/activity"
 	"github.com/cc-connect/cc-connect/binding"
@@ -71,21 +72,28 @@ type ClusterOptions struct {
 	Status func(ctx context.Context) (string, error)
 	// Answers, when set, is the record of the messages the hosts
 	// answered: what a recovery that reads a thread back must not run
-	// again (conv.Answers).
-	Answers Answers
+	// again (conv.Answers). AnsweredFor is how long it keeps a message
+	// (0: for ever).
+	Answers     Answers
+	AnsweredFor time.Duration
 	// Contexts, when set, keeps each conversation's Claude session and
 	// transcript for the host that takes it over (conv.Contexts).
 	Contexts Contexts
+	// Replies, when set, keeps the reply a host settled and is posting,
+	// for the host that takes the binding over (conv.Replies).
+	Replies Replies
 }
 
 // Fence and Delivery are the contracts the engine holds the cluster to
 // (conv's, under the engine's name for the binary).
 type (
-	Fence    = conv.Fence
-	Delivery = conv.Delivery
-	Answers  = conv.Answers
-	Contexts = conv.Contexts
-	Context  = conv.Context
+	Fence       = conv.Fence
+	Delivery    = conv.Delivery
+	Answers     = conv.Answers
+	Contexts    = conv.Contexts
+	Context     = conv.Context
+	Replies     = conv.Replies
+	StoredReply = conv.StoredReply
 )
 
 // ErrNoContext: no context of the conversation is replicated.
@@ -124,7 +132,7 @@ var ErrUnknownEvent = errors.New("the event holds no message, button press or ru
 func (e *Engine) JoinCluster(o ClusterOptions) *ClusterIngress {
 	e.cluster = &o
 	st := e.convs.JoinCluster(conv.Cluster{Clustered: o.Clustered, InStream: o.InStream, Fence: e.tenures.fence,
-		Answers: o.Answers, Host: o.Host, Contexts: o.Contexts})
+		Answers: o.Answers, AnsweredFor: o.AnsweredFor, Host: o.Host, Contexts: o.Contexts, Replies: o.Replies})
 	return &ClusterIngress{e: e, st: st}
 }
 
@@ -213,7 +221,7 @@ func (c *ClusterIngress) Accept(ctx context.Context, ev ClusterEvent, d Delivery
 			return Settled, nil // a command that acted at once, or done already
 		}
 		if !known && (restored || c.moved(m, ev.Binding, d)) {
-			c.st.Notice(key, movedText(c.e.cluster.Host, d, restored, why))
+			c.st.Notice(key, movedText(c.e.cluster.Host, d.Deliveries(), restored, why))
 		}
 		return Journaled, nil
 	}
@@ -254,13 +262,15 @@ func (c *ClusterIngress) moved(m platform.Message, b binding.Key, d Delivery) bo
 	return continues && o.Standby != nil && o.Standby(b.Platform, b.Channel)
 }
 
-// movedText is the notice of a conversation that moved to this host:
+// movedText is the notice of a conversation that moved to this host (its
+// event delivered deliveries times; a reply another host settled and did
+// not post counts as delivered again):
 // restored with its replicated context (conv.Stream.Restore), or in a new
 // session, with the reason when a replicated context could not be used
 // (fresh).
-func movedText(host string, d Delivery, restored bool, fresh string) string {
+func movedText(host string, deliveries int, restored bool, fresh string) string {
 	why := "the host that served it stopped answering"
-	if d.Deliveries() <= 1 {
+	if deliveries <= 1 {
 		why = "the host that served it is not serving this channel now"
 	}
 	if restored {
@@ -337,7 +347,9 @@ func (t *tenures) fence(platform, channel string) Fence {
 // StartTenure is called when this host starts serving binding b. Its
 // conversations' parked entries are decided (settleParked): entries of an
 // earlier tenure that a later holder finished are dropped, replies this
-// host was posting are recovered once the stream no longer holds them.
+// host was posting are recovered once the stream no longer holds them;
+// then the replies other hosts settled and did not post are queued, each
+// before its conversation's next event (conv.Stream.PostPending).
 func (c *ClusterIngress) StartTenure(ctx context.Context, b binding.Key, f Fence) error {
 	e := c.e
 	select {
@@ -348,6 +360,11 @@ func (c *ClusterIngress) StartTenure(ctx context.Context, b binding.Key, f Fence
 	e.log.Info("Serving a cluster binding", "platform", b.Platform, "channel", b.Channel, "token", f.Token())
 	e.tenures.set(b, f)
 	c.st.StartTenure(b.Platform, b.Channel)
+	// What a host before this one settled and did not post goes first.
+	moved := func(restored bool, why string) string { return movedText(e.cluster.Host, 2, restored, why) }
+	if err := c.st.PostPending(ctx, b, moved); err != nil {
+		return fmt.Errorf("posting the replies other hosts settled: %w", err)
+	}
 	activity.Or(e.opts.Activity).Record(activity.Event{Time: e.now(), Kind: activity.Lease, Binding: b.Platform + "/" + b.Channel,
 		Platform: b.Platform, Host: e.cluster.Host, Outcome: "taken"})
 	return nil

@@ -100,14 +100,14 @@ func startClusterHostWithOn(t *testing.T, name, url string, clock *clustertest.C
 	// JoinCluster must precede Run: start a fresh engine on the harness's
 	// options instead of the one it runs.
 	h.stop()
-	var node *cluster.Node
-	nh, ci := runClusterEngine(t, name, h, &node)
 	s := cluster.Settings{Host: name, Members: []string{"a", "b"}, URLs: []string{url}, StateDir: filepath.Join(t.TempDir(), "state"),
 		LeaseTTL: clusterTTL, Replicas: 1, Names: names.Names{Prefix: "t"},
 		Bindings: []cluster.BindingSpec{{Binding: fakeAll, Host: "a", Standby: []string{"b"}}}}
 	s.ConfigHash = s.Fingerprint()
 	leases := clustertest.NewLeases()
-	node = startClusterNode(t, s, clock, leases)
+	// The node first: the engine's recovery may read the cluster.
+	node := startClusterNode(t, s, clock, leases)
+	nh, ci := runClusterEngine(t, name, h, &node)
 	sctx2, stop := context.WithCancel(context.Background())
 	ch := &clusterHost{name: name, h: nh, node: node, settings: s, clock: clock, leases: leases, stop: stop, done: make(chan error, 1)}
 	go func() { ch.done <- node.ServeBinding(sctx2, fakeAll, testLink{ci}) }()
@@ -146,7 +146,8 @@ func runClusterEngine(t *testing.T, name string, h *harness, node **cluster.Node
 	e.AddAdapter(richPlatform{rec})
 	ci := e.JoinCluster(ClusterOptions{Host: name, Clustered: func(p string) bool { return p == "fake" },
 		Standby:  func(p, ch string) bool { return name == "b" },
-		InStream: func(ctx context.Context, seq uint64) (bool, error) { return (*node).InStream(ctx, seq) }})
+		InStream: func(ctx context.Context, seq uint64) (bool, error) { return (*node).InStream(ctx, seq) },
+		Answers:  testStore{node}, Replies: testStore{node}})
 	nh := &harness{t: t, e: e, fa: h.fa, rec: rec, ft: h.ft, ws: h.ws, logs: h.logs, runDone: make(chan error, 1), opts: h.opts, cfg: h.cfg}
 	ctx, cancel := context.WithCancel(context.Background())
 	nh.cancel = cancel
@@ -359,10 +360,9 @@ func (c *clusterHost) kill() {
 // engine on c's state.
 func restartKilled(t *testing.T, c *clusterHost) *clusterHost {
 	t.Helper()
-	var node *cluster.Node
-	nh, ci := runClusterEngine(t, c.name, c.h, &node)
 	leases := clustertest.NewLeases()
-	node = startClusterNode(t, c.settings, c.clock, leases)
+	node := startClusterNode(t, c.settings, c.clock, leases)
+	nh, ci := runClusterEngine(t, c.name, c.h, &node)
 	ctx, stop := context.WithCancel(context.Background())
 	nc := &clusterHost{name: c.name, h: nh, node: node, settings: c.settings, clock: c.clock, leases: leases, stop: stop,
 		done: make(chan error, 1)}
@@ -372,12 +372,12 @@ func restartKilled(t *testing.T, c *clusterHost) *clusterHost {
 }
 
 // TestClusterUnsettledReplyWaitsForTheLease: a host killed after marking
-// a reply and before settling its event comes back while the standby,
-// which got the event again, ran it and posted the reply. The stream no
-// longer holds the event, but the returning host did not settle it: it
-// posts nothing while the standby holds the lease (it would post beside
-// the standby's reply), and recovers the reply only once it serves the
-// binding again, looking it up first where the platform can.
+// a reply and before storing it and settling its event comes back while
+// the standby, which got the event again, ran it and posted the reply.
+// The stream no longer holds the event and no stored reply names it: the
+// standby answered it. The returning host posts nothing, neither while
+// the standby holds the lease nor once it serves the binding again, and
+// drops the entry.
 func TestClusterUnsettledReplyWaitsForTheLease(t *testing.T) {
 	srv := clustertest.Single(t)
 	var killed atomic.Bool
@@ -396,24 +396,87 @@ func TestClusterUnsettledReplyWaitsForTheLease(t *testing.T) {
 
 	a2 := restartKilled(t, a)
 	<-a2.h.e.convs.Ready() // recovery has opened the journal
+	a2.h.logs.WaitRecords(t, waitLimit, "Its event was settled and no stored reply names it: another host answered it; dropped here", 1)
 	a2.h.waitIdle()
-	if e := a2.echoes(); len(e) != 0 {
-		t.Fatalf("the returning host posted %q while the standby holds the lease", e)
-	}
 	if n := len(a2.h.rec.snapshot()); n != 0 {
 		t.Fatalf("the returning host posted while the standby holds the lease:\n%s", dump(a2.h.rec.snapshot()))
 	}
 
-	// The standby dies: the owner takes the lease back and recovers the
-	// reply it was posting. This fake platform cannot find its posts, so
-	// it says it posts the reply again in case it did not arrive.
+	// The standby dies: the owner takes the lease back and has nothing
+	// to recover.
 	b.kill()
 	a2.takeOver(t, b)
-	a2.h.logs.WaitRecords(t, waitLimit, "A message whose reply was being posted when this host stopped is settled: recovering it here, the reply looked up before it is posted", 1)
-	if got := a2.waitEchoes(t, 1); got[0] != "marked then killed" {
-		t.Fatalf("the owner's replies after taking the lease back = %q", got)
+	publish(t, a2, "u-2", "T1", "next")
+	if got := a2.waitEchoes(t, 1); strings.Join(got, "|") != "next" {
+		t.Fatalf("the owner's replies after taking the lease back = %q, want only the next message's", got)
 	}
-	a2.h.rec.waitSend(t, "in case it did not arrive")
+}
+
+// TestClusterSettledReplyPostedInOrder: a host killed after the stream
+// confirmed its settlement of an event and before it posted the reply
+// (PointSettled), or before it even recorded the message as answered
+// (PointSettledUnrecorded), had stored the reply in the cluster first.
+// The standby that takes the binding posts it before it answers the
+// conversation's next message, and records it as answered; the host
+// that comes back posts nothing, while the standby holds the lease or
+// after it got it back: the reply is neither lost nor posted late, after
+// the newer answer. (Without the stored reply the standby answers only
+// the next message, and the returning host posted the first after it.)
+func TestClusterSettledReplyPostedInOrder(t *testing.T) {
+	for point, dropped := range map[string]string{
+		conv.PointSettled:           "Its reply was posted by another host that served the binding: dropped here",
+		conv.PointSettledUnrecorded: "Its event was settled and no stored reply names it: another host answered it; dropped here",
+	} {
+		t.Run(point, func(t *testing.T) {
+			srv := clustertest.Single(t)
+			var killed atomic.Bool
+			clock := clustertest.NewClock()
+			a := startClusterHostOn(t, "a", srv.ClientURL(), clock, killAt(point, &killed))
+			b := startClusterHostOn(t, "b", srv.ClientURL(), clock)
+			publish(t, a, "l-1", "T1", "settled then killed")
+			pollFor(t, "the event settled, the reply not posted", func() bool { return killed.Load() && a.h.e.convs.Outstanding() == 0 })
+			if e := a.echoes(); len(e) != 0 {
+				t.Fatalf("posted %q before the kill point", e)
+			}
+			a.kill()
+			b.takeOver(t, a)
+			publish(t, b, "l-2", "T1", "the next one")
+			if got := b.waitEchoes(t, 2); strings.Join(got, "|") != "settled then killed|the next one" {
+				t.Fatalf("the standby's replies = %q, want the settled one's first", got)
+			}
+			b.h.waitIdle()
+			ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+			defer cancel()
+			by, err := b.node.Answered(ctx, fakeAll, "l-1")
+			if err != nil || by == "" {
+				t.Fatalf("the settled message is recorded as answered by %q, %v", by, err)
+			}
+			if r, err := cluster.RepliesOf(b.node).Replies(ctx, fakeAll); err != nil || len(r) != 0 {
+				t.Fatalf("replies still stored after they were posted: %d, %v", len(r), err)
+			}
+			if n := len(b.h.rec.sends("moved to host b")); n != 1 {
+				t.Fatalf("the moved notice was posted %d times, want 1:\n%s", n, dump(b.h.rec.snapshot()))
+			}
+
+			a2 := restartKilled(t, a)
+			<-a2.h.e.convs.Ready()
+			a2.h.logs.WaitRecords(t, waitLimit, dropped, 1)
+			a2.h.waitIdle()
+			if n := len(a2.h.rec.snapshot()); n != 0 {
+				t.Fatalf("the returning host posted while the standby holds the lease:\n%s", dump(a2.h.rec.snapshot()))
+			}
+			b.kill()
+			a2.takeOver(t, b)
+			publish(t, a2, "l-3", "T1", "back home")
+			if got := a2.waitEchoes(t, 1); strings.Join(got, "|") != "back home" {
+				t.Fatalf("the owner's replies after taking the lease back = %q, want only the new message's", got)
+			}
+			a2.h.waitIdle()
+			if got := a2.echoes(); len(got) != 1 {
+				t.Fatalf("the owner's replies = %q, want only the new message's", got)
+			}
+		})
+	}
 }
 
 // TestClusterOldTenureEntryDropped: a message the owner journaled and

@@ -6,9 +6,11 @@ import (
 	"fmt"
 
 	"github.com/cc-connect/cc-connect/binding"
+	"github.com/cc-connect/cc-connect/cluster"
 	"github.com/cc-connect/cc-connect/cluster/ingress"
 	"github.com/cc-connect/cc-connect/cluster/kvlease"
 	"github.com/cc-connect/cc-connect/cluster/names"
+	"github.com/cc-connect/cc-connect/platform"
 )
 
 // testLink is the engine's ingress as the cluster's handler, for these
@@ -56,3 +58,44 @@ func (x testDelivery) Seq() uint64                      { return x.d.Seq }
 func (x testDelivery) Deliveries() int                  { return int(x.d.NumDelivered) }
 func (x testDelivery) Done()                            { x.d.Done() }
 func (x testDelivery) Settle(ctx context.Context) error { return x.d.Settle(ctx) }
+
+// testStore is the cluster's records of answered messages and of the
+// replies being posted, as clusterlink gives them to the binary; node is
+// set once the host's node started.
+type testStore struct{ node **cluster.Node }
+
+func testConv(to platform.Target) string { return names.Conversation(to.Channel, to.Thread) }
+
+func testBinding(b binding.Key) names.Binding {
+	return names.Binding{Platform: b.Platform, Channel: b.Channel}
+}
+
+func (s testStore) Answered(ctx context.Context, b binding.Key, id string) (string, error) {
+	return (*s.node).Answered(ctx, testBinding(b), id)
+}
+
+func (s testStore) Answer(ctx context.Context, b binding.Key, to platform.Target, id string) error {
+	return (*s.node).Answer(ctx, testBinding(b), testConv(to), id)
+}
+
+func (s testStore) PutReply(ctx context.Context, b binding.Key, to platform.Target, rec []byte) (uint64, error) {
+	return cluster.RepliesOf(*s.node).PutReply(ctx, testBinding(b), testConv(to), rec)
+}
+
+func (s testStore) Reply(ctx context.Context, b binding.Key, to platform.Target) (StoredReply, error) {
+	r, err := cluster.RepliesOf(*s.node).Reply(ctx, testBinding(b), testConv(to))
+	return StoredReply{Value: r.Value, Revision: r.Revision}, err
+}
+
+func (s testStore) Replies(ctx context.Context, b binding.Key) ([]StoredReply, error) {
+	rs, err := cluster.RepliesOf(*s.node).Replies(ctx, testBinding(b))
+	var out []StoredReply
+	for _, r := range rs {
+		out = append(out, StoredReply{Value: r.Value, Revision: r.Revision})
+	}
+	return out, err
+}
+
+func (s testStore) RemoveReply(ctx context.Context, b binding.Key, to platform.Target, rev uint64) error {
+	return cluster.RepliesOf(*s.node).RemoveReply(ctx, testBinding(b), testConv(to), rev)
+}

@@ -110,16 +110,27 @@ type ConsoleBinding struct {
 	binding.Binding
 }
 
+// ConsoleAnswer is a press on the console's page: a permission request's
+// Allow or Deny, a plan's Approve or Reject, a question's options
+// (ChoiceAnswer, Question and Options as a button of the chat's prompt
+// carries them) or its Dismiss.
+type ConsoleAnswer struct {
+	RequestID string
+	Choice    platform.Choice
+	Question  int
+	Options   platform.OptionSet
+}
+
 // Answer answers a pending permission request, question or plan of the
 // conversation of key as a press of its button would: the same gate,
 // the same journaling (HandleAction).
-func (v ConsoleView) Answer(ctx context.Context, key, userID, userName, requestID string, choice platform.Choice) error {
+func (v ConsoleView) Answer(ctx context.Context, key, userID, userName string, a ConsoleAnswer) error {
 	to, ok := targetOf(key)
 	if !ok {
 		return ErrNotAllowed
 	}
 	return v.e.HandleAction(ctx, platform.Action{ID: "console-" + nonce(), Target: to, UserID: userID, UserName: userName,
-		RequestID: requestID, Choice: choice})
+		RequestID: a.RequestID, Choice: a.Choice, Question: a.Question, Options: a.Options})
 }
 
 // Stop stops the running turn of the conversation of key as a !stop sent

@@ -78,11 +78,11 @@ func TestConsoleViewRightsAndEvents(t *testing.T) {
 		t.Error("a user the binding does not allow sees the conversation")
 	}
 	// Bob's answer goes the buttons' way, and the gate refuses it there.
-	if err := v.Answer(context.Background(), key, "bob", "bob", ask.Prompt.RequestID, platform.ChoiceAllow); err != nil {
+	if err := v.Answer(context.Background(), key, "bob", "bob", ConsoleAnswer{RequestID: ask.Prompt.RequestID, Choice: platform.ChoiceAllow}); err != nil {
 		t.Fatal(err)
 	}
 	h.rec.waitSend(t, "bob is not allowed to answer permission requests")
-	if err := v.Answer(context.Background(), key, "alice", "alice", ask.Prompt.RequestID, platform.ChoiceAllow); err != nil {
+	if err := v.Answer(context.Background(), key, "alice", "alice", ConsoleAnswer{RequestID: ask.Prompt.RequestID, Choice: platform.ChoiceAllow}); err != nil {
 		t.Fatal(err)
 	}
 	h.waitIdle()

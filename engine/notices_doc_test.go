@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cc-connect/cc-connect/cluster/ingress"
 	"github.com/cc-connect/cc-connect/engine/render"
 )
 
@@ -21,10 +20,10 @@ func TestClusterDocListsNotices(t *testing.T) {
 	doc := string(raw)
 	const v = "\x00" // what varies
 	for _, text := range []string{
-		movedText(v, testDelivery{&ingress.Delivery{NumDelivered: 2}}, false, ""),
-		movedText(v, testDelivery{&ingress.Delivery{NumDelivered: 1}}, false, ""),
-		movedText(v, testDelivery{&ingress.Delivery{NumDelivered: 2}}, true, ""),
-		movedText(v, testDelivery{&ingress.Delivery{NumDelivered: 2}}, false, v),
+		movedText(v, 2, false, ""),
+		movedText(v, 1, false, ""),
+		movedText(v, 2, true, ""),
+		movedText(v, 2, false, v),
 		render.ShutdownText,
 		render.RestartQueuedText,
 		render.Queued(0)[:len("Queued (position ")] + v + render.Queued(0)[len("Queued (position 0"):],

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -114,6 +116,92 @@ func TestSteerFirstReplyAfterAStart(t *testing.T) {
 	}
 	if n := h.pending(t1Key); n != 0 {
 		t.Errorf("%d messages pending after the turn", n)
+	}
+}
+
+// TestSteeredMessageLeftOutOfItsTurn: a message steered into a turn that
+// ends before the CLI takes it in (no tool ran: Claude was writing its
+// answer) is run by the CLI next, as a turn of its own; cc-connect answers
+// it with that turn's reply, once, and the running turn keeps its own.
+func TestSteeredMessageLeftOutOfItsTurn(t *testing.T) {
+	release := filepath.Join(t.TempDir(), "release")
+	h, _ := newRealHarness(t, map[string]string{"FAKECLAUDE_RELEASE": release}, func(o *Options) {
+		o.Bindings[0].FollowUps = binding.FollowUpsSteer
+	})
+	h.say("alice", "T1", "[[SLOW]] first")
+	h.say("bob", "T1", "use the other file")
+	h.logs.WaitRecords(t, waitLimit, "Message steered into the running turn", 1)
+	if err := os.WriteFile(release, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h.rec.waitSend(t, "echo: use the other file")
+	h.waitIdle()
+	h.logs.WaitRecords(t, waitLimit, "A steered message was not taken into its turn; the agent runs it next", 1)
+	if got := claudeGot(t, h); strings.Join(got, "|") != "[[SLOW]] first|use the other file" {
+		t.Errorf("claude received %q, want each once", got)
+	}
+	if n := countOf(h.rec.sends("[chunk 0]"), "[chunk 0]"); n != 1 {
+		t.Errorf("%d replies of the first turn, want one", n)
+	}
+	if n := countOf(h.rec.sends("echo: use the other file"), "echo: use the other file"); n != 1 {
+		t.Errorf("%d replies to the steered message, want one", n)
+	}
+	if n := h.pending(t1Key); n != 0 {
+		t.Errorf("%d messages pending", n)
+	}
+}
+
+// TestSteeredMessageLeftOutSurvivesKill: killed right after the running
+// turn's reply was posted, while the CLI answers a message left out of
+// that turn by itself: after the restart that message is answered once,
+// from the transcript (it was journaled as sent when the turn's result
+// came), and the turn's own reply is not replaced by it.
+func TestSteeredMessageLeftOutSurvivesKill(t *testing.T) {
+	kp := newKillPoint(conv.PointReplied, 1)
+	release := filepath.Join(t.TempDir(), "release")
+	h, re := newRealHarness(t, map[string]string{"FAKECLAUDE_RELEASE": release}, func(o *Options) {
+		o.Bindings[0].FollowUps = binding.FollowUpsSteer
+	})
+	h.stop()
+	cfg := *h.cfg
+	cfg.stopAt = kp.hook
+	h = startHarness(t, h.opts, &cfg, h.logs)
+	h.say("alice", "T1", "[[SLOW]] first")
+	h.say("bob", "T1", "use the other file")
+	h.logs.WaitRecords(t, waitLimit, "Message steered into the running turn", 1)
+	if err := os.WriteFile(release, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	kp.wait(t)
+	// The CLI answers the message left out by itself meanwhile.
+	pollFor(t, "the CLI's answer in the transcript", func() bool {
+		found := false
+		_ = filepath.WalkDir(re.configDir, func(p string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && strings.HasSuffix(p, ".jsonl") {
+				if b, err := os.ReadFile(p); err == nil && strings.Contains(string(b), "echo: use the other file") {
+					found = true
+				}
+			}
+			return nil
+		})
+		return found
+	})
+	h = h.kill(t, kp)
+	pollFor(t, "the journal to be settled", func() bool {
+		s := h.e.convs.Lookup(t1Key)
+		return s != nil && s.JournalOpen() && len(s.Pending()) == 0
+	})
+	h.waitIdle()
+	if n := countOf(h.rec.sends("echo: use the other file"), "echo: use the other file"); n != 1 {
+		t.Errorf("the message left out was answered %d times, want once:\n%s\n%s", n, dump(h.rec.snapshot()), h.logs.String())
+	}
+	for _, s := range h.rec.sends("[chunk 0]") {
+		if strings.Contains(s, "echo: use the other file") {
+			t.Errorf("the turn's reply holds the other message's answer: %q", s)
+		}
+	}
+	if got := countOf(claudeGot(t, h), "use the other file"); got != 1 {
+		t.Errorf("claude received the message %d times, want once: %q\n%s\n%s", got, claudeGot(t, h), dump(h.rec.snapshot()), h.logs.String())
 	}
 }
 

@@ -76,6 +76,12 @@ type Entry struct {
 	// message's event (MarkSettled, after MarkReplying): no host gets it
 	// again, so this one alone posts its reply. Written, not fsynced.
 	Settled bool
+	// Replicated is set with Settled when the reply was written to the
+	// cluster before the settlement: the binding's next holder posts it
+	// if this host does not, so a host that comes back and finds it
+	// gone there knows it was posted. Journals of versions that did not
+	// replicate the reply lack it.
+	Replicated bool
 }
 
 // Posted names one message the bot posted for an entry's reply.

@@ -44,7 +44,10 @@ type diskRecord struct {
 	Part     *int       `json:"part,omitempty"`     // part
 	Tail     string     `json:"tail,omitempty"`     // reply
 	Settled  bool       `json:"settled,omitempty"`  // reply: MarkSettled
-	Reason   AckReason  `json:"reason,omitempty"`
+	// Replicated: the reply was written to the cluster before the
+	// settlement (reply: MarkSettled).
+	Replicated bool      `json:"replicated,omitempty"`
+	Reason     AckReason `json:"reason,omitempty"`
 	// V is the format the record was written in (format.Written; absent
 	// in journals written before formats were versioned, which are
 	// format 1). Last, so that every record still starts with its op.

@@ -264,10 +264,9 @@ func (in *Inbox) apply(r diskRecord) error {
 		if r.UUID == "" {
 			return fmt.Errorf("start of message %q without a uuid", r.ID)
 		}
-		in.pending[i].UUID, in.pending[i].Started = r.UUID, true
-		if r.Into != "" {
-			in.pending[i].SteeredInto = r.Into
-		}
+		// A start record without into (MarkStarted) after one with it
+		// (MarkSteered) takes the mark away.
+		in.pending[i].UUID, in.pending[i].Started, in.pending[i].SteeredInto = r.UUID, true, r.Into
 	case opReply:
 		i := in.index(r.ID)
 		if i < 0 {
@@ -275,6 +274,7 @@ func (in *Inbox) apply(r diskRecord) error {
 		}
 		in.pending[i].Replying, in.pending[i].ReplyTail = true, r.Tail
 		in.pending[i].Settled = in.pending[i].Settled || r.Settled
+		in.pending[i].Replicated = in.pending[i].Replicated || r.Replicated
 		if len(r.Msgs) > 0 {
 			in.pending[i].Streamed = r.Msgs
 		}
@@ -340,6 +340,7 @@ func (in *Inbox) Append(e Entry) error {
 		e.UUID = uuid.NewString() // the start record carries it
 	}
 	e.Started, e.Replying, e.Streamed, e.Parts, e.ReplyTail, e.Settled, e.SteeredInto = false, false, nil, nil, "", false, ""
+	e.Replicated = false
 	rec, err := encode(diskRecord{Op: opAdd, Entry: toDisk(e)})
 	if err != nil {
 		return err
@@ -474,7 +475,9 @@ func (in *Inbox) MarkSeen(platform, id string, at time.Time) error {
 // knows; the transcript decides.
 func (in *Inbox) MarkStarted(id string) error {
 	return in.mark(id, opStart, func(e *Entry, r *diskRecord) {
-		e.Started, r.UUID = true, e.UUID
+		// A message steered into a turn that the CLI runs as a turn of
+		// its own after all is its own turn now: the mark goes.
+		e.Started, e.SteeredInto, r.UUID = true, "", e.UUID
 	})
 }
 
@@ -519,10 +522,13 @@ func (in *Inbox) MarkReplying(id string, streamed []Posted, tail string) error {
 // MarkSettled records that the cluster's stream confirmed this host's
 // settlement of the message's event (Entry.Settled). It is a reply record
 // (with the same tail), so that a version that does not know the mark
-// reads it as the MarkReplying before it. Written, not fsynced.
-func (in *Inbox) MarkSettled(id string) error {
+// reads it as the MarkReplying before it. replicated says the reply was
+// written to the cluster before the settlement (Entry.Replicated).
+// Written, not fsynced.
+func (in *Inbox) MarkSettled(id string, replicated bool) error {
 	return in.mark(id, opReply, func(e *Entry, r *diskRecord) {
 		e.Replying, e.Settled, r.Tail, r.Settled = true, true, e.ReplyTail, true
+		e.Replicated, r.Replicated = e.Replicated || replicated, replicated
 	})
 }
 

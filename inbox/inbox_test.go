@@ -457,7 +457,8 @@ func TestJournalsRefusePlantedLinks(t *testing.T) {
 func keepOne(s *Seen, key string) error { return s.keep(map[string]time.Time{key: s.now()}) }
 
 // TestReplyMarksSurviveReopen: the messages a reply streams into, the
-// messages and tail of the reply mark, its settlement, and each part recorded as posted
+// messages and tail of the reply mark, its settlement (and that its reply
+// was replicated before), and each part recorded as posted
 // come back after a reopen, the latest stream record winning; an entry
 // appended afresh carries none of them.
 func TestReplyMarksSurviveReopen(t *testing.T) {
@@ -474,7 +475,7 @@ func TestReplyMarksSurviveReopen(t *testing.T) {
 		func() error { return in.MarkStreamed("a", one) },
 		func() error { return in.MarkStreamed("a", two) },
 		func() error { return in.MarkReplying("a", two, "\n[ctx: 3%]") },
-		func() error { return in.MarkSettled("a") },
+		func() error { return in.MarkSettled("a", true) },
 		// Recovery marks the reply again before it posts: the
 		// settlement stays.
 		func() error { return in.MarkReplying("a", nil, "\n[ctx: 3%]") },
@@ -497,10 +498,10 @@ func TestReplyMarksSurviveReopen(t *testing.T) {
 		t.Fatalf("pending %v", ids(got))
 	}
 	a, b := got[0], got[1]
-	if !slices.Equal(a.Streamed, two) || !a.Replying || !a.Settled || a.ReplyTail != "\n[ctx: 3%]" || len(a.Parts) != 0 {
+	if !slices.Equal(a.Streamed, two) || !a.Replying || !a.Settled || !a.Replicated || a.ReplyTail != "\n[ctx: 3%]" || len(a.Parts) != 0 {
 		t.Errorf("a after reopen: %+v", a)
 	}
-	if !slices.Equal(b.Parts, []int{0, 2}) || b.Replying || b.Settled || len(b.Streamed) != 0 {
+	if !slices.Equal(b.Parts, []int{0, 2}) || b.Replying || b.Settled || b.Replicated || len(b.Streamed) != 0 {
 		t.Errorf("b after reopen: %+v", b)
 	}
 }

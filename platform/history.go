@@ -2,6 +2,7 @@ package platform
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -95,3 +96,9 @@ type UserNamer interface {
 type DirectMessenger interface {
 	SendDirect(ctx context.Context, userID, text string) (Target, error)
 }
+
+// ErrNoDirectChat is what SendDirect wraps when the platform refuses to
+// open a private chat with the person: on Telegram until they have
+// started the bot, on Discord when they allow no direct message from it.
+// The caller asks them to write to the bot privately first.
+var ErrNoDirectChat = errors.New("the person has no direct chat open with the bot")

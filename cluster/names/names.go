@@ -281,3 +281,14 @@ func ContextPart(b Binding, conversation string, i int) string {
 
 // ContextOf matches every context key of binding b.
 func ContextOf(b Binding) string { return b.Token() + ".>" }
+
+// ContextReply is the key of a conversation's reply that its host
+// settled and is posting (cluster.Node.PutReply): one per conversation,
+// since a conversation runs one turn at a time.
+func ContextReply(b Binding, conversation string) string {
+	return b.Token() + "." + conversation + ".reply"
+}
+
+// ContextReplies matches the replies being posted of every conversation
+// of binding b.
+func ContextReplies(b Binding) string { return b.Token() + ".*.reply" }

@@ -122,9 +122,11 @@ func joinCluster(ctx context.Context, cfg *config.Config, eng *engine.Engine, lo
 			}
 			return nil
 		},
-		InStream: node.InStream,
-		Answers:  clusterlink.Answers{Node: node},
-		Contexts: clusterlink.Contexts{Node: node},
+		InStream:    node.InStream,
+		Answers:     clusterlink.Answers{Node: node},
+		AnsweredFor: cluster.AnsweredTTL,
+		Contexts:    clusterlink.Contexts{Node: node},
+		Replies:     clusterlink.Replies{Node: node},
 		Status: func(ctx context.Context) (string, error) {
 			r, err := node.Status(ctx)
 			if err != nil {

@@ -135,19 +135,21 @@ shutdown_grace = "5s"
 	f.Wait(t, "the last reply", func() bool { return len(echoes(f, last)) > 0 })
 
 	// A host killed after it settled a message's event and before it
-	// posted the reply is the only one that has the reply (in its Claude
-	// transcript, which is not replicated): it posts it once it is back
-	// (docs/cluster.md), after what the thread's new host answered in the
-	// meantime. Those replies are counted apart, not as out of order.
-	late := map[string]bool{}
+	// posted the reply stored the reply in the cluster first: the
+	// binding's next holder posts it before the thread's next answer, and
+	// the host, back, posts it only if nobody did and it holds the binding
+	// (docs/cluster.md). A reply such a host recovered and posted after
+	// the answer to a later message of its thread is "late": counted, and
+	// out of order like any other.
+	recovered := map[string]bool{}
 	for _, h := range hosts {
 		for _, ln := range h.logsAbout("recovering it here") {
 			if m := soakRecovered.FindStringSubmatch(ln); m != nil {
-				late[fd.idOf(m[1])] = true
+				recovered[fd.idOf(m[1])] = true
 			}
 		}
 	}
-	lost, doubled, disordered := 0, 0, 0
+	lost, doubled, disordered, late := 0, 0, 0, 0
 	for thread, ids := range sent {
 		got := soakAnswers(f, thread)
 		count := map[string]int{}
@@ -170,8 +172,8 @@ shutdown_grace = "5s"
 				t.Errorf("thread %s: %s answered %d times", thread, id, n)
 			}
 		}
-		order = slices.DeleteFunc(order, func(id string) bool { return late[id] })
-		if !slices.Equal(order, soakAnsweredOf(ids, count, late)) {
+		late += soakLate(ids, order, recovered)
+		if !slices.Equal(order, soakAnsweredOf(ids, count)) {
 			disordered++
 			bad = true
 			t.Errorf("thread %s: answered in the order %q, sent %q", thread, order, ids)
@@ -193,10 +195,10 @@ shutdown_grace = "5s"
 	}
 	t.Logf("cluster soak: %d kills (owner %d, standby %d, receiver %d), %d messages in %d threads "+
 		"(%d replies without a mention, %d mentions, %d redeliveries): %d lost, %d doubled, %d threads out of order "+
-		"(%d replies posted late by their restarted host), in %s; "+
+		"(%d replies posted late by their restarted host; %d recovered by it in order; %d settled replies posted by the next holder), in %s; "+
 		"read back from Slack: %d roots run, %d roots answered already and not run, %d messages run",
 		kills, killed["owner"], killed["standby"], killed["receiver"], total, len(sent), fd.replies, fd.mentions, fd.redelivered,
-		lost, doubled, disordered, len(late), time.Since(started).Round(time.Second),
+		lost, doubled, disordered, late, len(recovered)-late, readBack("Posted a reply another host settled"), time.Since(started).Round(time.Second),
 		readBack("Accepting a thread's root read back"), readBack("A thread's root read back was taken already"),
 		readBack("Accepting a message read back"))
 }
@@ -348,15 +350,35 @@ func (fd *soakFeed) idOf(ts string) string {
 }
 
 // soakAnsweredOf are ids, in order, less those without a reply (counted
-// as lost already) and those posted late.
-func soakAnsweredOf(ids []string, count map[string]int, late map[string]bool) []string {
+// as lost already).
+func soakAnsweredOf(ids []string, count map[string]int) []string {
 	var out []string
 	for _, id := range ids {
-		if count[id] > 0 && !late[id] {
+		if count[id] > 0 {
 			out = append(out, id)
 		}
 	}
 	return out
+}
+
+// soakLate counts the replies of a thread (its messages ids, in the order
+// sent; order, the order answered) that their host recovered and posted
+// after the answer to a message sent after theirs.
+func soakLate(ids, order []string, recovered map[string]bool) int {
+	n := 0
+	for i, id := range order {
+		if !recovered[id] {
+			continue
+		}
+		sent := slices.Index(ids, id)
+		for _, before := range order[:i] {
+			if slices.Index(ids, before) > sent {
+				n++
+				break
+			}
+		}
+	}
+	return n
 }
 
 // eventsOf are the event ids of the envelopes envs.

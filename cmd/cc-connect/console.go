@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/netip"
 	"slices"
+	"time"
 
 	"github.com/cc-connect/cc-connect/activity"
 	"github.com/cc-connect/cc-connect/audit"
@@ -32,8 +33,10 @@ type webConsole struct {
 	served  chan struct{}
 }
 
-// openConsole listens for the console; nil when it is off.
-func openConsole(cfg *config.Config, log *slog.Logger) (*webConsole, error) {
+// openConsole listens for the console; nil when it is off. now is the
+// clock of its links' and sessions' expiry (the run's: a test binary's
+// moves when the test says).
+func openConsole(cfg *config.Config, now func() time.Time, log *slog.Logger) (*webConsole, error) {
 	c := cfg.Console
 	if !c.Enabled {
 		return nil, nil
@@ -63,7 +66,7 @@ func openConsole(cfg *config.Config, log *slog.Logger) (*webConsole, error) {
 		b.auditPath = cfg.Audit.Path
 	}
 	srv := console.New(console.Settings{BaseURL: base, SessionTTL: c.SessionTTL.D(), TrustedProxies: proxies,
-		TLSCert: c.TLSCert, TLSKey: c.TLSKey, Log: log.With("component", "console")}, b)
+		TLSCert: c.TLSCert, TLSKey: c.TLSKey, Log: log.With("component", "console"), Now: now}, b)
 	return &webConsole{srv: srv, ln: ln, backend: b, served: make(chan struct{})}, nil
 }
 
@@ -250,8 +253,13 @@ func (b *consoleBackend) Conversation(who console.Identity, key string) (console
 	return conversationOf(c), true
 }
 
-func (b *consoleBackend) Answer(ctx context.Context, who console.Identity, key, requestID, choice string) error {
-	return notAllowed(b.view.Answer(ctx, key, who.UserID, who.UserName, requestID, platform.Choice(choice)))
+func (b *consoleBackend) Answer(ctx context.Context, who console.Identity, key string, a console.Answer) error {
+	var opts platform.OptionSet
+	for _, i := range a.Options {
+		opts = opts.With(i)
+	}
+	return notAllowed(b.view.Answer(ctx, key, who.UserID, who.UserName,
+		engine.ConsoleAnswer{RequestID: a.Request, Choice: platform.Choice(a.Choice), Question: a.Question, Options: opts}))
 }
 
 func (b *consoleBackend) Stop(ctx context.Context, who console.Identity, key string) error {

@@ -20,7 +20,8 @@ import (
 )
 
 // TestConsoleClusterPage: host a (the binary, with the console) and host
-// b (a node in this process) on one in-process JetStream server. Alice,
+// b (a node in this process, serving nothing) on one in-process JetStream
+// server; Alice's binding is b's, with a standing by, so a holds it. Alice,
 // signed in through the link a's bot sent her, reads on the cluster page
 // both hosts with their version, b drained once a drain of b is asked
 // for, the lease of her binding held by a, and the conversation she
@@ -38,8 +39,8 @@ platform = "chat"
 channel = "C1"
 workspace = "ws"
 allow_users = ["U0ALICE"]
-host = "a"
-standby = ["b"]
+host = "b"
+standby = ["a"]
 [[bindings]]
 platform = "chat"
 channel = "C2"
@@ -114,7 +115,7 @@ app_token = "xapp-1"
 		regexp.MustCompile(`<tr data-host="a">\s*<td>a</td>\s*<td class="host-state">up, heartbeat`),
 		regexp.MustCompile(`<tr data-host="b">\s*<td>b</td>\s*<td class="host-state">up, heartbeat[^<]*</td>\s*<td>v9.9.9-b</td>\s*<td>\d+</td>\s*<td>draining`),
 		regexp.MustCompile(`<tr data-host="c">\s*<td>c</td>\s*<td class="host-state">never seen`),
-		regexp.MustCompile(`<tr data-binding="chat/C1">\s*<td>chat/C1</td><td>a</td><td>b</td>\s*<td class="holder">a</td>`),
+		regexp.MustCompile(`<tr data-binding="chat/C1">\s*<td>chat/C1</td><td>b</td><td>a</td>\s*<td class="holder">a</td>`),
 		regexp.MustCompile(`<a href="/c\?k=chat%2fC1%2f` + regexp.QuoteMeta(ts) + `">C1 / ` + regexp.QuoteMeta(ts) + `</a></td>\s*<td>chat/C1</td>\s*<td class="served-by">a</td>`),
 	} {
 		if !want.MatchString(page) {
@@ -132,7 +133,8 @@ app_token = "xapp-1"
 		strings.Contains(spend, "chat/C2") {
 		t.Errorf("the spend page lacks today's spend of Alice in chat/C1, or shows chat/C2:\n%s", spend)
 	}
-	// The conversations page names the host serving each conversation.
+	// The conversations page names the host serving each conversation:
+	// the holder, a, not the binding's owner, b.
 	if index := consoleGet(t, base+"/", cookie); !regexp.MustCompile(`<td>a</td>\s*</tr>`).MatchString(index) {
 		t.Errorf("the conversations page does not say a serves the conversation:\n%s", index)
 	}

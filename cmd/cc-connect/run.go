@@ -287,7 +287,7 @@ func runCommand(ctx context.Context, path string, std stdio, flags runFlags) int
 	opts.Activity = feed
 	opts.Spending = un.spend
 	// A taken console port fails the start, like the metrics'.
-	wc, err := openConsole(cfg, log)
+	wc, err := openConsole(cfg, clock.Now, log)
 	if err != nil {
 		log.Error("Opening the console failed", "error", err)
 		return exitFailure

@@ -65,6 +65,27 @@ func BindingName(b binding.Binding) string {
 // inputSummary is a tool's input as one line for the trail: its fields,
 // sorted, with string values as they are (so that the feed's redaction
 // finds a secret in them) and others as compact JSON. The feed bounds it.
+// questionsOf are the questions of an AskUserQuestion request as the
+// activity feed carries them (the console offers their options); nil for
+// another tool, or questions the chat cannot show as such either.
+func questionsOf(tool string, input json.RawMessage) []activity.Question {
+	if tool != "AskUserQuestion" {
+		return nil
+	}
+	qs, err := newQuestionSet(input)
+	if err != nil {
+		return nil
+	}
+	out := make([]activity.Question, len(qs.qs))
+	for i, q := range qs.qs {
+		out[i] = activity.Question{Header: q.Header, Text: q.Question, Multi: q.MultiSelect}
+		for _, o := range q.Options {
+			out[i].Options = append(out[i].Options, o.Label)
+		}
+	}
+	return out
+}
+
 func inputSummary(raw json.RawMessage) string {
 	var in map[string]any
 	if json.Unmarshal(raw, &in) != nil {

@@ -90,6 +90,14 @@ func (s *Conversation) taken(id string) bool {
 	return by != ""
 }
 
+// forgotten says whether a message posted at is older than what the
+// cluster's record of answered messages keeps (at now): whether a host
+// answered it cannot be told. False outside a cluster, and for a message
+// whose time is not known.
+func (c *Cluster) forgotten(at, now time.Time) bool {
+	return c.Answers != nil && c.AnsweredFor > 0 && !at.IsZero() && now.Sub(at) >= c.AnsweredFor
+}
+
 // answeredHere says whether the record names this host as the one that
 // answered message id of binding b: it wrote that only after the stream
 // confirmed its settlement of the event (journal.settleFirst), so no

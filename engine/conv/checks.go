@@ -198,6 +198,14 @@ func (s *Conversation) acceptRoot(it workItem) bool {
 			"message_id", root.ID, "user_id", root.UserID)
 		return false
 	}
+	if s.e.cluster.forgotten(root.Received, s.e.now()) {
+		// Older than the record of what the hosts answered: whether it
+		// was answered cannot be told any more, and a month-old message
+		// is not what the reply waits on. Taken as answered.
+		s.log.Info("A thread's root read back is older than the cluster's record of answered messages; taken as answered, the reply without a mention runs alone",
+			"message_id", root.ID, "posted", root.Received)
+		return true
+	}
 	if s.taken(root.ID) {
 		// Answered by the host that served the thread before (or
 		// journaled here): the reply alone runs.

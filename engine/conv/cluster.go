@@ -81,9 +81,12 @@ func (c *Cluster) settleParked(s *Conversation) {
 	s.jr.cl.mu.Lock()
 	var cands []workItem
 	var unconfirmed []workItem
+	var replying []workItem
 	for _, it := range s.jr.cl.parked {
 		switch {
 		case it.streamSeq == 0:
+		case it.replying && s.jr.cl.pending != nil:
+			replying = append(replying, it)
 		case it.settled && it.replying, cur != nil && (it.replying || it.fence != cur.Token()):
 			cands = append(cands, it)
 		case it.replying:
@@ -91,6 +94,15 @@ func (c *Cluster) settleParked(s *Conversation) {
 		}
 	}
 	s.jr.cl.mu.Unlock()
+	for _, it := range replying {
+		// Its reply may be stored for the binding's holder
+		// (pendingreply.go): the record decides who posts it.
+		switch take, ok := c.replyingParked(s, it, cur); {
+		case !ok:
+		case take:
+			cands = append(cands, it)
+		}
+	}
 	for _, it := range unconfirmed {
 		// Killed between the settlement and its mark in the journal:
 		// the record of answered messages names this host only once
@@ -119,9 +131,55 @@ func (c *Cluster) settleParked(s *Conversation) {
 		case it.replying:
 			c.recoverParked(s, it, "A message whose reply was being posted when this host stopped is settled: recovering it here, the reply looked up before it is posted")
 		default:
-			s.jr.drop(it, cur.Token())
+			s.jr.drop(it, cur.Token(), "A message of an earlier tenure was finished by a later holder of the lease: dropped here")
 		}
 	}
+}
+
+// replyingParked decides a parked entry whose reply was being posted
+// when this host stopped, where replies are stored in the cluster
+// (pendingreply.go); take says it goes on to the rules of settleParked
+// (ok false: decided here, or left parked).
+//   - The conversation's record still names it: its reply is still to be
+//     posted, by the binding's holder, in order. This host, holding the
+//     lease, goes on (the stream, then the transcript, decide); otherwise
+//     the entry stays parked, and the holder posts the reply
+//     (Stream.PostPending).
+//   - The record no longer names it and this host settled it having
+//     stored it: another host posted it (the record goes only once the
+//     reply is posted). Dropped here: posting it would be late, after the
+//     conversation's newer replies.
+//   - Not settled here (or settled by a version that did not store the
+//     reply): while the stream holds the event it runs again under its
+//     next delivery; once it does not, another host ran it and posted
+//     the reply, or this host's settlement landed with no record stored
+//     (a kill before the write): dropped, or, for an entry of a
+//     version that did not store replies, recovered as it did.
+func (c *Cluster) replyingParked(s *Conversation, it workItem, cur Fence) (take, ok bool) {
+	ctx, cancel := context.WithTimeout(c.bg, settleTimeout)
+	defer cancel()
+	named, _, err := s.jr.cl.pending.names(ctx, it.inboxID)
+	if err != nil {
+		s.log.Warn("Reading whether a reply is still to be posted failed; its message stays parked", "message_id", it.inboxID, "error", err)
+		return false, false
+	}
+	switch {
+	case named:
+		return cur != nil, cur != nil
+	case it.settled && it.replicated:
+		s.jr.drop(it, 0, "Its reply was posted by another host that served the binding: dropped here")
+		return false, false
+	case it.settled:
+		return true, true // settled by an earlier version: recovered as it was
+	}
+	in, err := c.InStream(ctx, it.streamSeq)
+	switch {
+	case err != nil:
+		s.log.Warn("Asking the stream about a parked message failed; it stays parked", "message_id", it.inboxID, "error", err)
+	case !in:
+		s.jr.drop(it, 0, "Its event was settled and no stored reply names it: another host answered it; dropped here")
+	}
+	return false, false
 }
 
 // recoverParked queues parked entry it again, to be recovered (recovery.go).
@@ -175,6 +233,9 @@ type clusterLedger struct {
 	parked map[string]workItem
 	// answer records that this host answers a message (answered.go).
 	answer func(ctx context.Context, id string) error
+	// pending keeps the reply being posted in the cluster
+	// (pendingreply.go); nil without a record.
+	pending *pendingReplies
 }
 
 func newClusterLedger() *clusterLedger {
@@ -259,7 +320,7 @@ func (j *journal) track(id string, d Delivery) {
 
 // drop acknowledges parked entry it in the journal without running it: a
 // later holder of the binding's lease (of tenure token) finished it.
-func (j *journal) drop(it workItem, token uint64) {
+func (j *journal) drop(it workItem, token uint64, why string) {
 	j.cl.mu.Lock()
 	_, still := j.cl.parked[it.inboxID]
 	delete(j.cl.parked, it.inboxID)
@@ -268,8 +329,7 @@ func (j *journal) drop(it workItem, token uint64) {
 	if !still || in == nil {
 		return
 	}
-	j.log.Info("A message of an earlier tenure was finished by a later holder of the lease: dropped here",
-		"message_id", it.inboxID, "fence", it.fence, "token", token)
+	j.log.Info(why, "message_id", it.inboxID, "fence", it.fence, "token", token)
 	if err := in.Ack(it.inboxID, inbox.AckElsewhere); err != nil && !errors.Is(err, inbox.ErrNotCompacted) {
 		j.log.Warn("Dropping a message of an earlier tenure from the inbox failed; it stays parked", "message_id", it.inboxID, "error", err)
 	}
@@ -323,9 +383,10 @@ func (j *journal) finished(it workItem) {
 
 // settleFirst settles it in the stream before its reply is posted, and
 // says whether the reply may go: false (it is parked) when the fence
-// failed or the server did not confirm the ack, and the next holder of
-// the lease runs it again.
-func (j *journal) settleFirst(bg context.Context, it workItem) bool {
+// failed, the reply could not be stored for the binding's next holder
+// (pendingreply.go) or the server did not confirm the ack, and the next
+// holder of the lease runs it again.
+func (j *journal) settleFirst(bg context.Context, it workItem, reply string) bool {
 	if j.cl == nil || it.inboxID == "" {
 		return true
 	}
@@ -348,17 +409,32 @@ func (j *journal) settleFirst(bg context.Context, it workItem) bool {
 		j.park(it, err)
 		return false
 	}
+	// Before the settlement: from then on no host gets the event again,
+	// and a kill before the post leaves the reply to the binding's next
+	// holder, which posts it before the conversation's next message.
+	if err := j.replicateReply(ctx, it, reply); err != nil {
+		j.park(it, err)
+		return false
+	}
+	if j.killedAt(PointReplicated) {
+		return false // a test's kill: the reply stored, the event not settled
+	}
 	if err := d.Settle(ctx); err != nil {
 		j.park(it, err)
 		return false
+	}
+	if j.killedAt(PointSettledUnrecorded) {
+		return false // a test's kill: settled, not recorded as answered
 	}
 	// After the settlement: a record without it would keep the event's
 	// next delivery from running anywhere.
 	j.answered(ctx, it)
 	// Settled by this host: no host gets the event again, so after a
-	// kill this host's recovery alone posts the reply (settleParked).
+	// kill the reply is posted by this host's recovery or, when it was
+	// stored (replicateReply), by whichever host serves the binding
+	// (settleParked, Stream.PostPending).
 	if in := j.file(); in != nil {
-		if err := in.MarkSettled(it.inboxID); err != nil {
+		if err := in.MarkSettled(it.inboxID, j.cl.pending != nil); err != nil {
 			j.log.Warn("Journaling the event's settlement failed", "message_id", it.inboxID, "error", err)
 		}
 	}

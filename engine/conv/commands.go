@@ -2,6 +2,7 @@ package conv
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"slices"
 	"strconv"
@@ -578,6 +579,10 @@ func runConsole(s *Conversation, c call) {
 	defer cancel()
 	if _, err := dm.SendDirect(ctx, c.msg.UserID, text); err != nil {
 		s.log.Warn("Sending the console link by direct message failed", "user_id", c.msg.UserID, "error", err)
+		if errors.Is(err, platform.ErrNoDirectChat) {
+			s.chat.send(render.ConsoleNoDirectChat)
+			return
+		}
 		s.chat.send(render.ConsoleFailed)
 		return
 	}

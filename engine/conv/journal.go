@@ -137,9 +137,12 @@ func (j *journal) openLocked() []workItem {
 		items = append(items, it)
 	}
 	items = ownFirst(inPlatformOrder(items))
-	// The first of the others is what recovery looks at (recovery.go).
-	if i := slices.IndexFunc(items, func(it workItem) bool { return it.kind != itemOwn }); i >= 0 {
-		items[i].recovered = items[i].kind == itemTurn
+	// The first of the others is what recovery looks at (recovery.go), and
+	// any other sent before the restart: a message left out of the turn it
+	// was steered into, which the CLI ran next by itself (steer.go).
+	first := slices.IndexFunc(items, func(it workItem) bool { return it.kind != itemOwn })
+	for i := range items {
+		items[i].recovered = items[i].kind == itemTurn && (i == first || items[i].started && items[i].steeredInto == "")
 	}
 	return items
 }
@@ -309,7 +312,7 @@ func itemEntry(it workItem, now time.Time) inbox.Entry {
 func entryItem(en inbox.Entry) (workItem, bool) {
 	to := platform.Target{Platform: en.Platform, Channel: en.Channel, Thread: en.Thread, MessageID: en.MessageID}
 	it := workItem{kind: itemTurn, inboxID: en.ID, uuid: en.UUID, started: en.Started, replying: en.Replying, fence: en.Fence, streamSeq: en.StreamSeq,
-		settled: en.Settled,
+		settled: en.Settled, replicated: en.Replicated,
 		msg: platform.Message{ID: en.ID, Target: to, UserID: en.UserID, UserName: en.UserName, Text: en.Text, Received: en.Received, IsDM: en.DM,
 			Seq: en.Seq},
 		parts: slices.Clone(en.Parts), replyTail: en.ReplyTail, checks: en.Checks, steeredInto: en.SteeredInto}

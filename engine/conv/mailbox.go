@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/cc-connect/cc-connect/agentproc"
+	"github.com/cc-connect/cc-connect/engine/procs"
 	"github.com/cc-connect/cc-connect/platform"
 )
 
@@ -20,11 +21,12 @@ const (
 type itemKind int
 
 const (
-	itemTurn   itemKind = iota // a user message for the agent
-	itemNew                    // !new: ordered after the turns before it
-	itemResume                 // !resume: ordered after the turns before it
-	itemRun                    // a run waiting for its header and thread (trigger.go)
-	itemOwn                    // the journaled reply of a turn the CLI ran by itself, to post (own.go)
+	itemTurn    itemKind = iota // a user message for the agent
+	itemNew                     // !new: ordered after the turns before it
+	itemResume                  // !resume: ordered after the turns before it
+	itemRun                     // a run waiting for its header and thread (trigger.go)
+	itemOwn                     // the journaled reply of a turn the CLI ran by itself, to post (own.go)
+	itemPending                 // a reply another host settled, to post (pendingreply.go)
 )
 
 // workItem is one entry of a session's FIFO: accepted work, journaled
@@ -70,7 +72,10 @@ type workItem struct {
 	// settled: this host settled its event in the stream before it
 	// stopped (inbox.Entry.Settled), so this host alone posts its reply.
 	settled bool
-	dlv     Delivery
+	// replicated: its reply was stored in the cluster before that
+	// settlement (inbox.Entry.Replicated, pendingreply.go).
+	replicated bool
+	dlv        Delivery
 	// files are the attachments the journal names for a replayed message
 	// (msg.Attachments, with their Open, for one accepted in this run), or
 	// those an earlier version stored at acceptance.
@@ -93,12 +98,18 @@ type workItem struct {
 	// while no process ran (parked.go): the resumed CLI's same requests
 	// get them.
 	answered []parkedRequest
+	// pending is the reply of an itemPending.
+	pending *pendingPost
 	// follow is what it does when it comes while a turn runs, chosen
 	// for this message (!steer, !queue; steer.go); "" follows the
 	// binding. steeredInto is the journal entry of the turn it was
 	// written into (steer.go), from the journal after a restart too.
 	follow      string
 	steeredInto string
+	// ownBy is the process that runs it as a turn of its own: it was
+	// steered into a turn that ended before the CLI took it in, and the
+	// CLI runs it next by itself (steer.go); its turn is that one.
+	ownBy procs.Process
 }
 
 type ctrlKind int
@@ -297,6 +308,16 @@ func (mb *mailbox) take() (workItem, bool) {
 		mb.taken = workItem{msg: it.msg} // the message alone: its order
 	}
 	return it, true
+}
+
+// pushFront queues items ahead of every waiting one (what the agent
+// already has and runs next: steer.go).
+func (mb *mailbox) pushFront(items ...workItem) {
+	mb.mu.Lock()
+	mb.items = slices.Insert(mb.items, 0, items...)
+	mb.counted(len(items))
+	mb.mu.Unlock()
+	poke(mb.work)
 }
 
 // takeIf takes the first item of the FIFO when ok holds for it.

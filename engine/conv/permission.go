@@ -150,7 +150,8 @@ func (ps *permissions) ask(proc responder, req agentproc.PermissionRequest) {
 	ps.setWaiting(true)
 
 	ps.log.Info("Permission requested", "request_id", req.RequestID, "tool", req.ToolName, "blocked_path", req.BlockedPath)
-	ps.act.record(activity.Event{Kind: activity.Asking, Tool: req.ToolName, Input: inputSummary(req.Input), Request: req.RequestID})
+	ps.act.record(activity.Event{Kind: activity.Asking, Tool: req.ToolName, Input: inputSummary(req.Input), Request: req.RequestID,
+		Questions: questionsOf(req.ToolName, req.Input)})
 	if ps.askSpecial(proc, p) {
 		return
 	}

@@ -286,13 +286,15 @@ func (tr *turnRunner) recover(it workItem) {
 		it.continuation = true
 		tr.run(it)
 	case what == recoverLost:
-		if !tr.jr.settleFirst(tr.e.bg, it) {
-			return // the binding's next holder posts it (cluster.go)
-		}
 		reply, rerr := tr.e.host.Transcripts().ReplyAfter(path, steeringOf(tr).replyFrom(it, path))
 		reply, _, _ = ctxindicator.StripSelfReport(reply)
 		if strings.TrimSpace(reply) != "" {
 			reply += it.replyTail // the very text that was being posted: the same parts
+		}
+		if !tr.jr.settleFirst(tr.e.bg, it, reply) {
+			return // the binding's next holder posts it (cluster.go)
+		}
+		if strings.TrimSpace(reply) != "" {
 			// Posting it now: a kill from here on must find it marked,
 			// or the next start would post it (and its notice) again.
 			tr.jr.markReplying(it, it.streamed, it.replyTail)
@@ -345,6 +347,7 @@ func (tr *turnRunner) recover(it workItem) {
 			tr.chat.send(note.String())
 			tr.chat.sendReply(reply, tr.replyOf(it, true))
 		}
+		tr.jr.replyPosted(it)
 		if tr.e.killedAt(PointReplied) {
 			return // a test's kill: the reply is posted, the entry not acked
 		}

@@ -23,8 +23,9 @@ import (
 func (tr *turnRunner) postReply(it workItem, out outcome) {
 	if out.compaction {
 		tr.jr.markReplying(it, nil, "")
-		if tr.settleFirst(it) {
+		if tr.settleFirst(it, "") {
 			tr.reportCompaction(out)
+			tr.jr.replyPosted(it)
 		}
 		return
 	}
@@ -67,12 +68,14 @@ func (tr *turnRunner) postReply(it workItem, out outcome) {
 	// and what it carries after Claude's text, so that recovery posts the
 	// very same text, into the same messages.
 	tr.jr.markReplying(it, streamedMsgs(out.live), strings.TrimPrefix(final, clean))
-	if !tr.settleFirst(it) {
+	if !tr.settleFirst(it, final) {
 		return
 	}
 	if out.live == nil || !out.live.finalReply(final, tr.replyOf(it, false)) {
 		tr.chat.sendReply(final, tr.replyOf(it, it.replying))
 	}
+	// Posted: nobody is to post it again (pendingreply.go).
+	tr.jr.replyPosted(it)
 	// After the post: the reply is not held up by the copy, nor by the
 	// question of what the turn changed (checkpoint.go).
 	tr.ck.afterTurn(tr.agent.Live(), out.uuid, rec.SessionID, tr.binding().CheckpointsOn())
@@ -110,8 +113,8 @@ func (tr *turnRunner) replyOf(it workItem, again bool) platform.Reply {
 // false when it was not settled: the binding's next holder runs it and
 // posts the reply, once (cluster.go), so nothing more is posted or edited
 // here.
-func (tr *turnRunner) settleFirst(it workItem) bool {
-	if tr.e.killedAt(PointSettling) || !tr.jr.settleFirst(tr.e.bg, it) {
+func (tr *turnRunner) settleFirst(it workItem, reply string) bool {
+	if tr.e.killedAt(PointSettling) || !tr.jr.settleFirst(tr.e.bg, it, reply) {
 		return false
 	}
 	return !tr.e.killedAt(PointSettled)

@@ -105,6 +105,9 @@ func (e *Set) session(b binding.Binding, m platform.Message, a platform.Adapter)
 	if e.cluster.clustered(to.Platform) {
 		s.jr.cl = newClusterLedger()
 		s.jr.cl.answer = func(ctx context.Context, id string) error { return e.cluster.answer(ctx, b.Key(), to, id) }
+		if e.cluster.Replies != nil {
+			s.jr.cl.pending = &pendingReplies{replies: e.cluster.Replies, b: b.Key(), to: to, host: e.cluster.Host}
+		}
 	}
 	s.rb = &recordBook{store: e.store, log: log}
 	s.agent = procs.NewSlot(procs.SlotConfig{Dir: ws, StateDir: e.opts.StateDir, Grace: e.opts.ShutdownGrace, Caps: e.slots, BG: e.bg, Log: log, Now: e.now})
@@ -209,6 +212,11 @@ func (s *Conversation) loop() {
 			takeSteered(s.tr, it) // steer.go: answered with its turn, or run now
 		case it.kind == itemTurn && it.recovered:
 			s.tr.recover(it)
+		case it.kind == itemTurn && it.ownBy != nil && s.agent.Live() != it.ownBy:
+			// The CLI that had it is gone: what became of it, the
+			// transcript says (steer.go).
+			it.ownBy, it.afterCrash = nil, true
+			s.tr.recover(it)
 		case it.kind == itemTurn:
 			s.tr.run(it)
 		case it.kind == itemNew, it.kind == itemResume:
@@ -218,6 +226,8 @@ func (s *Conversation) loop() {
 			s.handOff(it)
 		case it.kind == itemOwn:
 			postOwn(s.tr, it) // own.go: journaled before a restart
+		case it.kind == itemPending:
+			postPending(s, it.pending)
 		}
 		s.e.runs.runFinished(it)
 		s.e.busy.add(-1)

@@ -119,9 +119,16 @@ type Cluster struct {
 	// name in it.
 	Answers Answers
 	Host    string
+	// AnsweredFor is how long the record keeps a message answered
+	// (cluster.AnsweredTTL); 0: for ever.
+	AnsweredFor time.Duration
 	// Contexts keeps the conversations' context for the hosts that take
 	// them over (context.go); nil: not replicated.
 	Contexts Contexts
+	// Replies keeps the replies being posted for the host that takes a
+	// binding over (pendingreply.go); nil: a reply settled by a host
+	// killed before it posted it waits for that host.
+	Replies Replies
 
 	bg context.Context // the Set's, for the stream's reads
 }

@@ -148,6 +148,10 @@ func (sg steering) steeredIn(t *turn, ev agentproc.CommandState) {
 		if it.uuid != ev.UUID {
 			continue
 		}
+		if t.takenIn == nil {
+			t.takenIn = map[string]bool{}
+		}
+		t.takenIn[it.uuid] = true
 		if re, ok := tr.chat.chat().(platform.Reactor); ok && it.msg.Target.MessageID != "" {
 			if err := re.React(tr.e.bg, it.msg.Target, "eyes"); err != nil {
 				tr.log.Debug("Reaction failed", "error", err)
@@ -156,6 +160,61 @@ func (sg steering) steeredIn(t *turn, ev agentproc.CommandState) {
 		}
 		tr.chat.send(render.Steered(Quote(it.msg.Text, 80)))
 		return
+	}
+}
+
+// split sorts the messages steered into a turn that ended with a result:
+// those the CLI took into it (it said so before the result) are answered
+// by its reply; the others it had not read in time, and runs next, each
+// as a turn of its own (the CLI's queue), with no message of ours.
+func (sg steering) split(t *turn) (taken, left []workItem) {
+	for _, it := range t.steered {
+		if t.takenIn[it.uuid] {
+			taken = append(taken, it)
+		} else {
+			left = append(left, it)
+		}
+	}
+	return taken, left
+}
+
+// leave makes each message left out of its turn (split) a turn of its
+// own, which proc runs next by itself: journaled as sent under its uuid
+// (no longer steered: after a kill it is recovered as any sent message,
+// from the transcript), and queued first, to be answered by the CLI's
+// next turn (adopt).
+func (sg steering) leave(left []workItem, proc procs.Process) {
+	tr := sg.tr
+	for i := range left {
+		it := &left[i]
+		if err := tr.jr.markStarted(*it); err != nil {
+			tr.log.Warn("Journaling a steered message as its own turn failed", "message_id", it.inboxID, "error", err)
+		}
+		tr.log.Info("A steered message was not taken into its turn; the agent runs it next", "message_id", it.inboxID, "into", it.steeredInto)
+		it.steeredInto, it.started, it.ownBy = "", true, proc
+	}
+	if len(left) > 0 {
+		tr.mb.pushFront(left...)
+	}
+}
+
+// adopt is the turn proc runs by itself for it, a message steered into a
+// turn that ended without it (leave): the CLI starts it right after that
+// turn's result.
+func (sg steering) adopt(proc procs.Process, it workItem) (procs.Turn, error) {
+	// Gone, it is recovered as after an agent's exit: from the transcript.
+	gone := &agentproc.ExitError{Code: -1, StderrTail: proc.StderrTail()}
+	own := ownTurns(proc)
+	if proc != it.ownBy || own == nil {
+		return nil, gone
+	}
+	select {
+	case ot := <-own:
+		return ot, nil
+	case <-proc.Done():
+		return nil, gone
+	case <-sg.tr.e.bg.Done():
+		return nil, ErrStopped
 	}
 }
 

@@ -126,8 +126,10 @@ type turn struct {
 	// compacted and compactErr are what a compaction reported.
 	compacted  *agentproc.CompactBoundary
 	compactErr string
-	// steered are the messages written into the turn (steer.go).
+	// steered are the messages written into the turn (steer.go), and
+	// takenIn the uuids of those the CLI said it took into it.
 	steered []workItem
+	takenIn map[string]bool
 }
 
 // run runs one user message as a turn, with the fallbacks that keep the
@@ -593,7 +595,17 @@ func (tr *turnRunner) attempt(it workItem) outcome {
 		return outcome{err: err}
 	}
 	proc := tr.agent.Live()
-	at, uuid, err := tr.send(proc, it)
+	var at procs.Turn
+	var uuid string
+	var err error
+	if it.ownBy != nil {
+		// Written into the turn it was steered into, under its own uuid
+		// (steer.go): the transcript and a rewind know it by that.
+		at, err = steeringOf(tr).adopt(proc, it)
+		uuid = it.uuid
+	} else {
+		at, uuid, err = tr.send(proc, it)
+	}
 	if err != nil {
 		return outcome{err: err, stderr: proc.StderrTail()}
 	}
@@ -649,6 +661,14 @@ func (tr *turnRunner) attempt(it workItem) outcome {
 			}
 			out := outcome{res: res, err: err, text: t.text.String(), model: t.model, stderr: proc.StderrTail(),
 				compaction: IsCompaction(it.msg.Text), compacted: t.compacted, compactErr: t.compactErr, live: t.live, steered: t.steered, uuid: uuid}
+			if res != nil {
+				// Those the CLI did not take in, it runs next: queued
+				// first, journaled as sent, as soon as the result is
+				// read (steer.go).
+				var left []workItem
+				out.steered, left = steeringOf(tr).split(t)
+				steeringOf(tr).leave(left, proc)
+			}
 			if res != nil {
 				tr.noteResult(res, t.model)
 				if res.ContextTokens > 0 {
@@ -778,7 +798,8 @@ func (tr *turnRunner) onEvent(t *turn, proc procs.Process, ev agentproc.Event) {
 		t.text.WriteString(ev.Text)
 	case agentproc.ToolUse:
 		t.live.noteTool(ev)
-		tr.ck.noteTool(ev) // checkpoint.go		tr.act.record(activity.Event{Kind: activity.Tool, Tool: ev.Name, Input: inputSummary(ev.Input)})
+		tr.ck.noteTool(ev) // checkpoint.go
+		tr.act.record(activity.Event{Kind: activity.Tool, Tool: ev.Name, Input: inputSummary(ev.Input)})
 	case agentproc.Compaction:
 		if ev.Active {
 			t.live.showStatus("Compacting the conversation…")

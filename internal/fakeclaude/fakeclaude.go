@@ -28,7 +28,9 @@
 // Markers in the prompt choose a scenario (default: reply "echo: <prompt>"):
 //
 //	[[TOOL:cmd]]  a Bash tool_use for cmd. Read-only commands (echo, pwd, ls,
-//	              cat) run without asking; others send can_use_tool and wait:
+//	              cat) and `sleep N` run without asking (`sleep N` takes N
+//	              seconds, a fraction allowed, to report its result, which an
+//	              interrupt cuts short); others send can_use_tool and wait:
 //	              allow -> tool_result "(fake) ran: <cmd>" (updatedInput's
 //	              command wins; updatedPermissions addRules skip later prompts
 //	              for that command), deny -> is_error tool_result with the

@@ -97,6 +97,7 @@ type Server struct {
 	uploadLimit int
 	noHistory   map[string]bool
 	hidden      map[string]bool
+	noDMs       map[string]bool // DM channels whose user refuses the bot's posts (direct.go)
 }
 
 // Call is one REST request.
@@ -181,6 +182,7 @@ func New(tb testing.TB) *Server {
 		uploadLimit:  maxUploadBytes,
 		noHistory:    map[string]bool{},
 		hidden:       map[string]bool{},
+		noDMs:        map[string]bool{},
 	}
 	s.msgs = fakekit.NewStore[string](&s.mu, sig, (*Message).clone)
 	s.ids.Past(5000)

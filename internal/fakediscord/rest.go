@@ -102,6 +102,8 @@ func (s *Server) answer(r *http.Request, path string, body map[string]any, files
 	case path == "/gateway/bot" || path == "/gateway":
 		wsURL := "ws" + strings.TrimPrefix(s.srv.URL, "http") + "/gateway"
 		return Answer{Status: 200, Body: fmt.Sprintf(`{"url":%q,"shards":1,"session_start_limit":{"total":1000,"remaining":999,"reset_after":0,"max_concurrency":1}}`, wsURL)}, nil
+	case r.Method == "POST" && path == "/users/@me/channels":
+		return s.openDMLocked(body), nil
 	case path == "/users/@me":
 		return Answer{Status: 200, Body: fmt.Sprintf(`{"id":%q,"username":%q,"bot":true}`, BotID, BotName)}, nil
 	case r.Method == "GET" && len(parts) == 2 && parts[0] == "channels":
@@ -192,6 +194,9 @@ func componentsJSON(body map[string]any) string {
 func (s *Server) postLocked(channel string, body map[string]any, files []Attachment) (Answer, func()) {
 	if _, ok := s.channels[channel]; !ok {
 		return Answer{Status: 404, Body: unknownChannel}, nil
+	}
+	if s.noDMs[channel] {
+		return Answer{Status: 403, Body: cannotDM}, nil
 	}
 	if bad := s.checkFilesLocked(files); bad != nil {
 		return *bad, nil

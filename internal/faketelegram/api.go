@@ -24,6 +24,10 @@ const (
 // reactions are the emoji a bot may set (the Bot API's ReactionTypeEmoji).
 var reactions = strings.Fields("👍 👎 ❤ 🔥 🥰 👏 😁 🤔 🤯 😱 🤬 😢 🎉 🤩 🤮 💩 🙏 👌 🕊 🤡 🥱 🥴 😍 🐳 ❤‍🔥 🌚 🌭 💯 🤣 ⚡ 🍌 🏆 💔 🤨 😐 🍓 🍾 💋 🖕 😈 😴 😭 🤓 👻 👨‍💻 👀 🎃 🙈 😇 😨 🤝 ✍ 🤗 🫡 🎅 🎄 ☃ 💅 🤪 🗿 🆒 💘 🙉 🦄 😘 💊 🙊 😎 👾 🤷‍♂ 🤷 🤷‍♀ 😡")
 
+// cannotInitiate is Telegram's answer to a message to a person who has
+// not started the bot (written to it in private).
+const cannotInitiate = `{"ok":false,"error_code":403,"description":"Forbidden: bot can't initiate conversation with a user"}`
+
 func badRequest(desc string) Answer {
 	b, _ := json.Marshal(map[string]any{"ok": false, "error_code": 400, "description": "Bad Request: " + desc})
 	return Answer{Status: 400, Body: string(b)}
@@ -256,6 +260,11 @@ func (s *Server) sendLocked(form url.Values) Answer {
 		return Answer{Status: 400, Body: string(b)}
 	}
 	if !ok {
+		if id, err := strconv.ParseInt(form.Get("chat_id"), 10, 64); err == nil && s.users[id] {
+			// A person the bot knows from a group, whose private chat
+			// with it they never started.
+			return Answer{Status: 403, Body: cannotInitiate}
+		}
 		return badRequest("chat not found")
 	}
 	visible, mentions, bad := checkText(form.Get("text"), form.Get("parse_mode"))

@@ -72,6 +72,7 @@ type Server struct {
 	updates   []json.RawMessage // queued, not yet confirmed by an offset
 	updateIDs []int
 	chats     map[int64]Chat
+	users     map[int64]bool    // the senders of messages delivered (Send)
 	migrated  map[int64]int64   // group -> the supergroup it became
 	files     map[string]File   // file_id -> file
 	content   map[string]string // file_path -> content
@@ -157,6 +158,7 @@ func New(tb testing.TB) *Server {
 		fed:      fakekit.NewSignal("faketelegram"),
 		calls:    fakekit.NewLog[Call](sig),
 		chats:    map[int64]Chat{},
+		users:    map[int64]bool{},
 		migrated: map[int64]int64{},
 		files:    map[string]File{},
 		content:  map[string]string{},
@@ -341,6 +343,9 @@ func (s *Server) Send(msg map[string]any) int {
 	}
 	text, _ := msg["text"].(string)
 	from, _ := msg["from"].(map[string]any)
+	if from != nil {
+		s.users[int64(toInt(from["id"]))] = true
+	}
 	_, mentions, _ := Parse(text, "")
 	s.addMessageLocked(&Message{ChatID: chatID, MessageID: id, ThreadID: toInt(msg["message_thread_id"]),
 		FromBot: toInt(from["id"]) == BotID, Text: text, Raw: text, Mentions: mentions})

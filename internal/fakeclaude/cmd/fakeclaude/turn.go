@@ -390,8 +390,33 @@ func (f *fake) runTool(t *turnState, cmd string) (string, *resultLine) {
 			}
 		}
 	}
+	if d, ok := sleepFor(cmd); ok && !isError {
+		// "Runs" for its duration: a message sent meanwhile is folded
+		// into the turn without anyone answering a prompt.
+		select {
+		case <-time.After(d):
+		case <-t.interrupt:
+			f.emitToolResult(t, toolID, rejectedToolText, true)
+			end := f.aborted(t, interruptedTool, "aborted_tools")
+			return "", &end
+		}
+	}
 	f.emitToolResult(t, toolID, content, isError)
 	return content, nil
+}
+
+// sleepFor is how long a `sleep N` command (N seconds, a fraction
+// allowed, then anything) takes; false for other commands.
+func sleepFor(cmd string) (time.Duration, bool) {
+	fields := strings.Fields(cmd)
+	if len(fields) < 2 || fields[0] != "sleep" {
+		return 0, false
+	}
+	n, err := strconv.ParseFloat(fields[1], 64)
+	if err != nil || n < 0 {
+		return 0, false
+	}
+	return time.Duration(n * float64(time.Second)), true
 }
 
 // turnAskHost sends the host a control request agentproc does not handle
@@ -636,7 +661,7 @@ func blockText(b map[string]any) string {
 func autoApproved(cmd string) bool {
 	first, _, _ := strings.Cut(strings.TrimSpace(cmd), " ")
 	switch first {
-	case "echo", "pwd", "ls", "cat":
+	case "echo", "pwd", "ls", "cat", "sleep":
 		return true
 	}
 	return false
