@@ -3,6 +3,7 @@ package agentproc
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -151,6 +152,14 @@ func (o *ownTurns) BackgroundBusy() bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return len(o.tasks) > 0 || o.noted
+}
+
+// stopped drops a task stop_task ended from the running ones: the CLI's
+// own list without it follows its answer.
+func (o *ownTurns) stopped(taskID string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.tasks = slices.DeleteFunc(slices.Clone(o.tasks), func(t BackgroundTask) bool { return t.TaskID == taskID })
 }
 
 // note follows what the reader routes: the running tasks, and a task's

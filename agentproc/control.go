@@ -86,6 +86,9 @@ type controls struct {
 	log     *slog.Logger
 	session func() string // the session id, for logs
 	strays  *sync.WaitGroup
+	// stopped is told of a task stop_task ended, once the CLI confirmed
+	// it (Process: its background tasks); nil tells nobody.
+	stopped func(taskID string)
 
 	nextID atomic.Uint64
 
@@ -130,9 +133,14 @@ func (c *controls) Interrupt(ctx context.Context) error {
 
 // StopTask stops a running task, a background one too (control
 // stop_task). The CLI reports its end with task_updated and
-// task_notification.
+// task_notification, and its list of background tasks without it, after
+// its answer: the task leaves Background as the answer comes, so that
+// what runs is not misreported meanwhile.
 func (c *controls) StopTask(ctx context.Context, taskID string) error {
 	_, err := c.control(ctx, "stop_task", map[string]any{"task_id": taskID})
+	if err == nil && c.stopped != nil {
+		c.stopped(taskID)
+	}
 	return err
 }
 

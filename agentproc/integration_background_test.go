@@ -142,6 +142,9 @@ func TestRealCLIStopTask(t *testing.T) {
 	if err := p.StopTask(ctx, bg[0].TaskID); err != nil {
 		t.Fatal(err)
 	}
+	if left := p.Background(); len(left) != 0 {
+		t.Errorf("Background() = %+v once stop_task answered, want none", left)
+	}
 	var evs []agentproc.Event
 	noted := func() bool {
 		for _, ev := range evs {

@@ -168,6 +168,7 @@ func Start(ctx context.Context, cfg Config, opts StartOptions, log *slog.Logger)
 		ownTurns: newOwnTurns(),
 	}
 	p.controls = newControls(p.writeJSON, p.done, log, p.SessionID, &p.wg)
+	p.controls.stopped = p.ownTurns.stopped
 	resume := opts.ResumeID
 	if resume == "" {
 		resume = "new"

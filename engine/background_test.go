@@ -3,6 +3,7 @@ package engine
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -235,4 +236,56 @@ func showsInProgress(calls []recorded, text string) bool {
 		}
 	}
 	return false
+}
+
+// TestRealOwnReplyBetweenItsPartsAcrossKills: on each platform, a kill
+// between the parts of Claude's own answer (a long one is split) leaves
+// the thread showing it once, whole, after the restart: Slack finds the
+// parts by their key, Discord by their nonce, and on Telegram the parts
+// recorded as landed are skipped.
+func TestRealOwnReplyBetweenItsPartsAcrossKills(t *testing.T) {
+	const summary = `Background command "Run in the background" completed (exit code 0)`
+	own := "⚙️ " + summary + "\n\nbackground task: " + summary
+	for _, kind := range []string{"slack", "discord", "telegram"} {
+		t.Run(kind, func(t *testing.T) {
+			s := newStreamStore(kind)
+			h, _ := newRealHarness(t, nil, nil)
+			h.stop()
+			cfg := *h.cfg
+			cfg.adapter = s.adapter
+			h = startHarness(t, h.opts, &cfg, h.logs)
+			gate := filepath.Join(t.TempDir(), "gate")
+			t.Cleanup(func() { _ = os.WriteFile(gate, nil, 0o600) })
+			h.say("alice", "T1", "[[BG:"+gate+"]]")
+			s.waitFor(t, "the turn's reply", func() bool {
+				return strings.Contains(strings.Join(s.visible(), ""), "Command running in background")
+			})
+			h.waitIdle()
+			before := len(s.visible())
+			held, release := make(chan int, 1), make(chan struct{})
+			s.mu.Lock()
+			s.afterPart = func(part int) {
+				held <- part
+				<-release
+			}
+			s.mu.Unlock()
+			if err := os.WriteFile(gate, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-held:
+			case <-time.After(waitLimit):
+				t.Fatal("the own answer's first part was never posted")
+			}
+			h = h.killStreamHere(t, s, func() { close(release) })
+			h.logs.WaitRecords(t, waitLimit, "Completing Claude's own reply that was being posted at the restart", 1)
+			h.waitIdle()
+			if got, want := s.visible()[before:], splitStream(own); !slices.Equal(got, want) {
+				t.Errorf("after the restart the thread shows %q, want the own answer once, whole: %q", got, want)
+			}
+			if sends := h.rec.sends("here it is again"); len(sends) != 0 {
+				t.Errorf("the restart said %q, want no notice", sends)
+			}
+		})
+	}
 }
