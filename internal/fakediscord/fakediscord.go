@@ -178,7 +178,7 @@ func New(tb testing.TB) *Server {
 		files:        map[string]string{},
 		interactions: map[string]*interaction{},
 		echo:         true,
-		hbInterval:   100,
+		hbInterval:   defaultHeartbeat,
 		uploadLimit:  maxUploadBytes,
 		noHistory:    map[string]bool{},
 		hidden:       map[string]bool{},
@@ -308,6 +308,20 @@ func (s *Server) SetSilent(n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.silent = n
+}
+
+// defaultHeartbeat is the heartbeat interval HELLO asks for, in ms:
+// discordgo drops a connection whose ACKs are 5 intervals late, so on a
+// busy machine a short one makes clients reconnect (and RESUME) where a
+// test counts handshakes. Discord's own is about 41 s.
+const defaultHeartbeat = 10_000
+
+// SetHeartbeatInterval sets the heartbeat interval (ms) the next gateway
+// connections are asked for: short for a test of heartbeats.
+func (s *Server) SetHeartbeatInterval(ms int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.hbInterval = ms
 }
 
 // SetNoAck makes the next n gateway connections leave heartbeats unacked.

@@ -383,6 +383,7 @@ func TestHeartbeats(t *testing.T) {
 	// Acknowledged heartbeats keep the session; unacknowledged ones make
 	// the client drop the connection and resume.
 	f := fakediscord.New(t)
+	f.SetHeartbeatInterval(250) // the client gives up after 5 unacked: 1.25 s
 	f.SetNoAck(1)
 	a := newTestAdapter(t, f, nil)
 	runConnected(t, f, a, platformtest.NewHandler())
