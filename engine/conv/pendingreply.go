@@ -82,6 +82,12 @@ type pendingRecord struct {
 	// host), Reply its text.
 	Key   string `json:"key"`
 	Reply string `json:"reply"`
+	// Posting says the host that settled it began posting it on a
+	// platform that can neither tag nor find its posts (Telegram): a
+	// host that takes the binding over cannot tell what landed, so it
+	// leaves the reply to that host's journal (which wrote each part
+	// down as it landed) rather than post it a second time.
+	Posting bool `json:"posting,omitempty"`
 }
 
 // pendingReplyLimit bounds a stored reply's text (the context bucket
@@ -94,8 +100,9 @@ type pendingReplies struct {
 	b       binding.Key
 	to      platform.Target // the conversation
 	host    string
-	mu      sync.Mutex        // guards written
-	written map[string]uint64 // message id → the revision this host wrote
+	mu      sync.Mutex               // guards written and recs
+	written map[string]uint64        // message id → the revision this host wrote
+	recs    map[string]pendingRecord // message id → what this host wrote
 }
 
 // put stores the reply of it, about to be posted.
@@ -107,22 +114,40 @@ func (p *pendingReplies) put(ctx context.Context, it workItem, reply string) err
 		}
 		reply = reply[:cut] + "\n\n(cut: the reply was longer than the cluster keeps for a host that takes it over)"
 	}
-	rec, err := json.Marshal(pendingRecord{Format: format.Written(), Host: p.host, At: time.Now().UTC(), ID: it.inboxID,
+	return p.write(ctx, pendingRecord{Format: format.Written(), Host: p.host, At: time.Now().UTC(), ID: it.inboxID,
 		Seq: it.streamSeq, Message: it.msg.Target, User: it.msg.UserID, Text: Quote(it.msg.Text, 80), Key: replyKey(it, true), Reply: reply})
+}
+
+// write stores rec as this host's record of its message.
+func (p *pendingReplies) write(ctx context.Context, rec pendingRecord) error {
+	v, err := json.Marshal(rec)
 	if err != nil {
 		return err
 	}
-	rev, err := p.replies.PutReply(ctx, p.b, p.to, rec)
+	rev, err := p.replies.PutReply(ctx, p.b, p.to, v)
 	if err != nil {
 		return err
 	}
 	p.mu.Lock()
 	if p.written == nil {
-		p.written = map[string]uint64{}
+		p.written, p.recs = map[string]uint64{}, map[string]pendingRecord{}
 	}
-	p.written[it.inboxID] = rev
+	p.written[rec.ID], p.recs[rec.ID] = rev, rec
 	p.mu.Unlock()
 	return nil
+}
+
+// posting marks the record this host wrote for it as being posted
+// (pendingRecord.Posting); nothing when it wrote none.
+func (p *pendingReplies) posting(ctx context.Context, it workItem) error {
+	p.mu.Lock()
+	rec, ok := p.recs[it.inboxID]
+	p.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	rec.Posting = true
+	return p.write(ctx, rec)
 }
 
 // names reads whether the conversation's record names message id: its
@@ -146,6 +171,7 @@ func (p *pendingReplies) posted(ctx context.Context, it workItem) error {
 	p.mu.Lock()
 	rev, ok := p.written[it.inboxID]
 	delete(p.written, it.inboxID)
+	delete(p.recs, it.inboxID)
 	p.mu.Unlock()
 	if !ok {
 		if !it.replying {
@@ -183,6 +209,23 @@ func (j *journal) replicateReply(ctx context.Context, it workItem, reply string)
 		return fmt.Errorf("replicating the reply before settling: %w", err)
 	}
 	return nil
+}
+
+// replyPosting marks the stored reply of it as being posted, right before
+// the post, where the platform can neither tag nor find its posts: from
+// then on only this host, whose journal writes down each part as it
+// lands, may post it (pendingRecord.Posting). A failed write is logged:
+// the binding's next holder may then post it a second time.
+func (j *journal) replyPosting(it workItem) {
+	if j.cl == nil || j.cl.pending == nil || it.inboxID == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), answeredTimeout)
+	defer cancel()
+	if err := j.cl.pending.posting(ctx, it); err != nil {
+		j.log.Warn("Marking a stored reply as being posted failed; if this host dies while posting it, the binding's next holder may post it again",
+			"message_id", it.inboxID, "error", err)
+	}
 }
 
 // replyPosted removes the record of it's reply, posted now. A failure is
@@ -250,6 +293,14 @@ func (st *Stream) PostPending(ctx context.Context, b binding.Key, moved func(res
 		}
 		a, ok := st.e.host.Chat(rec.Message.Platform)
 		if !ok {
+			continue
+		}
+		if rec.Posting {
+			// Its host was posting it where nothing tells what landed:
+			// its journal does, so the reply is left to it (late, when
+			// it is back and serves the binding), never posted twice.
+			st.e.log.Info("A reply another host was posting is left to that host's journal: the platform cannot tell what of it landed",
+				"platform", rec.Message.Platform, "channel", rec.Message.Channel, "message_id", rec.ID, "settled_by", rec.Host)
 			continue
 		}
 		m := platform.Message{ID: rec.ID, Target: rec.Message, UserID: rec.User, Text: rec.Text}

@@ -117,7 +117,13 @@ func (tr *turnRunner) settleFirst(it workItem, reply string) bool {
 	if tr.e.killedAt(PointSettling) || !tr.jr.settleFirst(tr.e.bg, it, reply) {
 		return false
 	}
-	return !tr.e.killedAt(PointSettled)
+	if tr.e.killedAt(PointSettled) {
+		return false
+	}
+	if !tr.chat.canFindReplies() {
+		tr.jr.replyPosting(it) // pendingreply.go: what lands is only this host's to know
+	}
+	return true
 }
 
 // reportCompaction posts how a !compact turn went and refreshes the
