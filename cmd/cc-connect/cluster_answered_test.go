@@ -45,12 +45,12 @@ func TestClusterFailoverAnswersOnce(t *testing.T) {
 	}
 	reply := func(ts, text string) {
 		t.Helper()
-		f.WaitAck(t, f.Deliver(t, fakeslack.MsgEvent("C1", ts, "U1", text, map[string]any{"thread_ts": root})))
+		f.WaitEventAck(t, f.Deliver(t, fakeslack.MsgEvent("C1", ts, "U1", text, map[string]any{"thread_ts": root})))
 	}
 
 	x, y := f.DeliverMention(t, fakeslack.MsgEvent("C1", root, "U1", "<@UBOT> the root", nil))
-	f.WaitAck(t, x)
-	f.WaitAck(t, y)
+	f.WaitEventAck(t, x)
+	f.WaitEventAck(t, y)
 	waitEchoes(t, f, root, []string{"the root"})
 	// The root's context replicated (after its reply): the standby finds
 	// it, in a's workspace, which is not b's.

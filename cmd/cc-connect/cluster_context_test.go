@@ -55,10 +55,10 @@ shutdown_grace = "5s"
 	f.WaitConn(t, 3)
 
 	x, y := f.DeliverMention(t, fakeslack.MsgEvent("C1", root, "U1", "<@UBOT> the root", nil))
-	f.WaitAck(t, x)
-	f.WaitAck(t, y)
+	f.WaitEventAck(t, x)
+	f.WaitEventAck(t, y)
 	waitEchoes(t, f, root, []string{"the root"})
-	f.WaitAck(t, f.Deliver(t, fakeslack.MsgEvent("C1", "1700000020.000100", "U1", "first reply", map[string]any{"thread_ts": root})))
+	f.WaitEventAck(t, f.Deliver(t, fakeslack.MsgEvent("C1", "1700000020.000100", "U1", "first reply", map[string]any{"thread_ts": root})))
 	waitEchoes(t, f, root, []string{"the root", "first reply"})
 	// Replicated after each reply is posted: both copies written before
 	// the kill.
@@ -76,7 +76,7 @@ shutdown_grace = "5s"
 	}
 	<-a.p.exited
 	killed := time.Now()
-	f.WaitAck(t, f.Deliver(t, fakeslack.MsgEvent("C1", "1700000030.000100", "U1", "second reply", map[string]any{"thread_ts": root})))
+	f.WaitEventAck(t, f.Deliver(t, fakeslack.MsgEvent("C1", "1700000030.000100", "U1", "second reply", map[string]any{"thread_ts": root})))
 	waitEchoes(t, f, root, []string{"the root", "first reply", "second reply"})
 	t.Logf("from the kill to the standby's reply in the same session: %s (lease_ttl 3s)", time.Since(killed).Round(time.Millisecond))
 
@@ -157,10 +157,10 @@ DISABLE_AUTOUPDATER = "1"
 	f.WaitConn(t, 3)
 
 	x, y := f.DeliverMention(t, fakeslack.MsgEvent("C1", root, "U1", "<@UBOT> the root", nil))
-	f.WaitAck(t, x)
-	f.WaitAck(t, y)
+	f.WaitEventAck(t, x)
+	f.WaitEventAck(t, y)
 	waitEchoes(t, f, root, []string{"the root"})
-	f.WaitAck(t, f.Deliver(t, fakeslack.MsgEvent("C1", "1700000020.000100", "U1", "first reply", map[string]any{"thread_ts": root})))
+	f.WaitEventAck(t, f.Deliver(t, fakeslack.MsgEvent("C1", "1700000020.000100", "U1", "first reply", map[string]any{"thread_ts": root})))
 	waitEchoes(t, f, root, []string{"the root", "first reply"})
 	f.Wait(t, "the owner replicated both turns", func() bool {
 		return strings.Count(a.p.stderr.String(), "Replicated the conversation's context") >= 2
@@ -169,7 +169,7 @@ DISABLE_AUTOUPDATER = "1"
 		t.Fatal(err)
 	}
 	<-a.p.exited
-	f.WaitAck(t, f.Deliver(t, fakeslack.MsgEvent("C1", "1700000030.000100", "U1", "second reply", map[string]any{"thread_ts": root})))
+	f.WaitEventAck(t, f.Deliver(t, fakeslack.MsgEvent("C1", "1700000030.000100", "U1", "second reply", map[string]any{"thread_ts": root})))
 	waitEchoes(t, f, root, []string{"the root", "first reply", "second reply"})
 
 	var req struct {

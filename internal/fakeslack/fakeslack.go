@@ -434,6 +434,31 @@ func (s *Server) WaitAck(tb testing.TB, envelopeID string) {
 	s.Wait(tb, "the ack of "+envelopeID, func() bool { return s.Acked(envelopeID) })
 }
 
+// WaitEventAck waits until the event envelopeID carried is acked, under
+// that envelope or a redelivery's: an envelope sent on a connection whose
+// client was just killed (the fake had not seen it close) is never acked
+// itself, and Slack sends its event again on another connection.
+func (s *Server) WaitEventAck(tb testing.TB, envelopeID string) {
+	tb.Helper()
+	s.Wait(tb, "the ack of the event of "+envelopeID, func() bool {
+		event := ""
+		for _, d := range s.Deliveries() {
+			if d.EnvelopeID == envelopeID {
+				event = d.EventID
+			}
+		}
+		if event == "" {
+			return s.Acked(envelopeID)
+		}
+		for _, d := range s.Deliveries() {
+			if d.EventID == event && s.Acked(d.EnvelopeID) {
+				return true
+			}
+		}
+		return false
+	})
+}
+
 // Deliveries returns every envelope sent, in order.
 func (s *Server) Deliveries() []Delivery { return s.deliveries.All() }
 

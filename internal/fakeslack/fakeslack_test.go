@@ -259,6 +259,15 @@ func TestRedeliveryOfUnackedEnvelopes(t *testing.T) {
 	if n := len(s.Deliveries()); n != 4 {
 		t.Errorf("%d deliveries, want 4 (no more after three retries)", n)
 	}
+	// The ack of the last retry is the ack of the event the first
+	// envelope carried, which itself stays unacked.
+	if err := ws.WriteJSON(map[string]any{"envelope_id": got[3].EnvelopeID}); err != nil {
+		t.Fatal(err)
+	}
+	s.WaitEventAck(t, got[0].EnvelopeID)
+	if s.Acked(got[0].EnvelopeID) {
+		t.Errorf("envelope %s acked, want only its retry", got[0].EnvelopeID)
+	}
 
 	// An acked envelope is not sent again: the next frame is the next event.
 	s.SetRedeliverAfter(time.Hour)
