@@ -215,8 +215,11 @@ func (tr *turnRunner) recover(it workItem) {
 	withAnswers, interrupted := false, false
 	if len(waiting) > 0 {
 		if slices.ContainsFunc(waiting, func(r parkedRequest) bool { return r.Answer == nil }) {
+			// The wait first: once the notice is read, the old prompt's
+			// buttons answer it and the conversation shows it waiting.
+			w := newParkedWait(tr, it, waiting)
 			tr.chat.send(fmt.Sprintf("cc-connect restarted. The request above (%s) still waits for an answer: the turn goes on once it has one.", orDefault(perm, "a permission request")))
-			answered, ok := newParkedWait(tr, it, waiting).run()
+			answered, ok := w.run()
 			if !ok {
 				tr.agent.ReleaseIfIdle()
 				return
