@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -238,5 +239,65 @@ func TestLongRunMentionsNobody(t *testing.T) {
 	defer tp.mu.Unlock()
 	if len(tp.mentions) != 1 || tp.mentions[0][0].UserID != "alice" {
 		t.Errorf("mentions %v, want alice's only", tp.mentions)
+	}
+}
+
+// heldNotice holds the conversation inside its post of a text holding
+// sub (until release is closed), after saying so on posting: what the
+// conversation did before that post is all there is while it is held.
+type heldNotice struct {
+	richPlatform
+	sub     string
+	posting chan struct{}
+	release chan struct{}
+	once    sync.Once
+}
+
+func (p *heldNotice) Send(ctx context.Context, to platform.Target, text string) (platform.Target, error) {
+	if strings.Contains(text, p.sub) {
+		p.once.Do(func() {
+			close(p.posting)
+			<-p.release
+		})
+	}
+	return p.richPlatform.Send(ctx, to, text)
+}
+
+// TestApprovalPressedAsRestartNoticePosts: the notice that a request still
+// waits after a restart is posted once the request is registered: the old
+// prompt's button, pressed while that notice is being posted, answers it
+// (it used to find "no longer pending" and the turn waited for good).
+func TestApprovalPressedAsRestartNoticePosts(t *testing.T) {
+	h, _ := newRealHarness(t, nil, nil)
+	h.say("alice", "T1", "please [[TOOL:make build]]")
+	ask := waitAsk(t, h)
+	held := &heldNotice{sub: "still waits for an answer", posting: make(chan struct{}), release: make(chan struct{})}
+	h.cfg.adapter = func(rec *fakePlatform) platform.Adapter {
+		held.richPlatform = richPlatform{rec}
+		return held
+	}
+	h = h.restart()
+	select {
+	case <-held.posting:
+	case <-time.After(waitLimit):
+		close(held.release)
+		t.Fatal("timed out waiting for the restart's notice")
+	}
+	h.press("alice", ask.Prompt.RequestID, platform.ChoiceAllow)
+	close(held.release)
+	calls := h.rec.waitFor(t, "the turn going on, or the press refused", func(calls []recorded) bool {
+		for _, c := range calls {
+			if c.Kind == "send" && (strings.Contains(c.Text, "echo: "+conv.ContinueText) || c.Text == render.PermissionGone) {
+				return true
+			}
+		}
+		return false
+	})
+	if got := h.rec.sends(render.PermissionGone); len(got) != 0 {
+		t.Fatalf("the press as the notice was posted was refused: %q\n%s", got, dump(calls))
+	}
+	h.waitIdle()
+	if n := h.pending(t1Key); n != 0 {
+		t.Errorf("inbox: %d pending, want none", n)
 	}
 }
