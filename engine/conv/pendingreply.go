@@ -211,12 +211,12 @@ func (j *journal) replicateReply(ctx context.Context, it workItem, reply string)
 	return nil
 }
 
-// replyPosting marks the stored reply of it as being posted, right before
+// markPosting marks the stored reply of it as being posted, right before
 // the post, where the platform can neither tag nor find its posts: from
 // then on only this host, whose journal writes down each part as it
 // lands, may post it (pendingRecord.Posting). A failed write is logged:
 // the binding's next holder may then post it a second time.
-func (j *journal) replyPosting(it workItem) {
+func markPosting(j *journal, it workItem) {
 	if j.cl == nil || j.cl.pending == nil || it.inboxID == "" {
 		return
 	}

@@ -121,7 +121,7 @@ func (tr *turnRunner) settleFirst(it workItem, reply string) bool {
 		return false
 	}
 	if !tr.chat.canFindReplies() {
-		tr.jr.replyPosting(it) // pendingreply.go: what lands is only this host's to know
+		markPosting(tr.jr, it) // pendingreply.go: what lands is only this host's to know
 	}
 	return true
 }
