@@ -266,7 +266,7 @@ func (in *Inbox) apply(r diskRecord) error {
 		}
 		// A start record without into (MarkStarted) after one with it
 		// (MarkSteered) takes the mark away.
-		in.pending[i].UUID, in.pending[i].Started, in.pending[i].SteeredInto = r.UUID, true, r.Into
+		in.pending[i].UUID, in.pending[i].Started, in.pending[i].SteeredInto, in.pending[i].TakenIn = r.UUID, true, r.Into, r.In
 	case opReply:
 		i := in.index(r.ID)
 		if i < 0 {
@@ -338,7 +338,7 @@ func (in *Inbox) Append(e Entry) error {
 	if e.UUID == "" {
 		e.UUID = uuid.NewString() // the start record carries it
 	}
-	e.Started, e.Replying, e.Streamed, e.Parts, e.ReplyTail, e.Settled, e.SteeredInto = false, false, nil, nil, "", false, ""
+	e.Started, e.Replying, e.Streamed, e.Parts, e.ReplyTail, e.Settled, e.SteeredInto, e.TakenIn = false, false, nil, nil, "", false, "", false
 	rec, err := encode(diskRecord{Op: opAdd, Entry: toDisk(e)})
 	if err != nil {
 		return err
@@ -475,7 +475,7 @@ func (in *Inbox) MarkStarted(id string) error {
 	return in.mark(id, opStart, func(e *Entry, r *diskRecord) {
 		// A message steered into a turn that the CLI runs as a turn of
 		// its own after all is its own turn now: the mark goes.
-		e.Started, e.SteeredInto, r.UUID = true, "", e.UUID
+		e.Started, e.SteeredInto, e.TakenIn, r.UUID = true, "", false, e.UUID
 	})
 }
 
@@ -486,6 +486,15 @@ func (in *Inbox) MarkStarted(id string) error {
 func (in *Inbox) MarkSteered(id, into string) error {
 	return in.mark(id, opStart, func(e *Entry, r *diskRecord) {
 		e.Started, e.SteeredInto, r.UUID, r.Into = true, into, e.UUID, into
+	})
+}
+
+// MarkTakenIn records that the CLI took the message steered into a turn
+// into it (Entry.TakenIn). A start record like MarkSteered's, which a
+// version that does not know the mark reads as that. Written, not fsynced.
+func (in *Inbox) MarkTakenIn(id string) error {
+	return in.mark(id, opStart, func(e *Entry, r *diskRecord) {
+		e.TakenIn, r.UUID, r.Into, r.In = true, e.UUID, e.SteeredInto, true
 	})
 }
 

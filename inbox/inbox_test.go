@@ -125,6 +125,43 @@ func TestInboxSteeredSurvivesReopen(t *testing.T) {
 	}
 }
 
+// TestInboxSteeredMarksSurviveReopen: that the CLI took a steered message
+// in (MarkTakenIn) survives a reopen, and a start of its own (MarkStarted:
+// the turn ended without it) takes the steered marks away, in memory as
+// after a reopen.
+func TestInboxSteeredMarksSurviveReopen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "inbox", "s.jsonl")
+	in := openT(t, path, Limits{})
+	for _, id := range []string{"a", "b", "c"} {
+		if err := in.Append(entry(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range []string{"b", "c"} {
+		if err := in.MarkSteered(id, "a"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := in.MarkTakenIn("b"); err != nil {
+		t.Fatal(err)
+	}
+	if err := in.MarkTakenIn("c"); err != nil {
+		t.Fatal(err)
+	}
+	if err := in.MarkStarted("c"); err != nil {
+		t.Fatal(err)
+	}
+	check := func(when string, got []Entry) {
+		t.Helper()
+		if len(got) != 3 || got[1].SteeredInto != "a" || !got[1].TakenIn || got[2].SteeredInto != "" || got[2].TakenIn || !got[2].Started {
+			t.Errorf("%s: pending = %+v, want b steered into a and taken in, c started on its own", when, got)
+		}
+	}
+	check("before the reopen", in.Pending())
+	in.Close()
+	check("after the reopen", openT(t, path, Limits{}).Pending())
+}
+
 // TestInboxTruncatesWhenEmpty: a journal with nothing pending keeps its
 // acknowledged records until it reaches CompactBytes (or is closed), then
 // is emptied; what comes after is kept.

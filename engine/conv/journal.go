@@ -311,7 +311,7 @@ func entryItem(en inbox.Entry) (workItem, bool) {
 		settled: en.Settled,
 		msg: platform.Message{ID: en.ID, Target: to, UserID: en.UserID, UserName: en.UserName, Text: en.Text, Received: en.Received, IsDM: en.DM,
 			Seq: en.Seq},
-		parts: slices.Clone(en.Parts), replyTail: en.ReplyTail, checks: en.Checks, steeredInto: en.SteeredInto}
+		parts: slices.Clone(en.Parts), replyTail: en.ReplyTail, checks: en.Checks, steeredInto: en.SteeredInto, takenIn: en.TakenIn}
 	for _, p := range en.Streamed {
 		it.streamed = append(it.streamed, platform.Target{Platform: en.Platform, Channel: p.Channel, Thread: p.Thread, MessageID: p.ID})
 	}
@@ -387,6 +387,18 @@ func (j *journal) markSteered(it workItem, into string) error {
 		return fmt.Errorf("journaling the steered message: %w", err)
 	}
 	return nil
+}
+
+// markTakenIn records that the CLI took it, steered into the running
+// turn, into that turn (steer.go).
+func (j *journal) markTakenIn(it workItem) {
+	in := j.file()
+	if it.inboxID == "" || in == nil {
+		return
+	}
+	if err := in.MarkTakenIn(it.inboxID); err != nil {
+		j.log.Warn("Journaling that a steered message was taken in failed", "message_id", it.inboxID, "error", err)
+	}
 }
 
 // markReplying records that the reply to it is about to be posted, so that
