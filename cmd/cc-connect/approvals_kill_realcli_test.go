@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cc-connect/cc-connect/internal/fakeapi"
+	"github.com/cc-connect/cc-connect/internal/fakeslack"
 	"github.com/cc-connect/cc-connect/internal/faketelegram"
 	"github.com/cc-connect/cc-connect/internal/testenv"
 )
@@ -27,6 +28,145 @@ func waitParked(t *testing.T, state, sub string) {
 		}
 		return false
 	})
+}
+
+// apiToolResultHas reports whether a tool result the fake Messages API got
+// holds sub.
+func apiToolResultHas(api *fakeapi.Server, sub string) bool {
+	for _, r := range api.Requests() {
+		for _, tr := range r.ToolResults {
+			if strings.Contains(tr.Content, sub) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// TestRealCLIQuestionAndPlanOutliveKill: the real claude asks a question
+// (AskUserQuestion), or proposes a plan in plan mode (ExitPlanMode);
+// cc-connect is SIGKILLed while the prompt waits in the Slack thread. The
+// restarted binary says the request still waits, a press on the old
+// prompt's button answers it, and Claude gets that answer (the choice, the
+// approval) as the tool's result, with no second prompt posted.
+func TestRealCLIQuestionAndPlanOutliveKill(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, binding, prompt string
+		isPrompt              func(m fakeslack.Message) bool
+		button                func(m fakeslack.Message) (block, action string)
+		told                  string // in a tool result Claude gets
+		shows                 string // in the prompt's blocks
+	}{
+		{
+			name: "question", prompt: "pick one [[ASK]]",
+			isPrompt: func(m fakeslack.Message) bool {
+				return strings.Contains(m.Blocks, "Which color should the button be?") && len(m.Buttons()) > 0
+			},
+			button: func(m fakeslack.Message) (string, string) {
+				for _, b := range m.Buttons() {
+					if b.Text == "Blue" {
+						return b.BlockID, b.ActionID
+					}
+				}
+				return "", ""
+			},
+			told:  `"Which color should the button be?"="Blue"`,
+			shows: "Which color should the button be?",
+		},
+		{
+			name: "plan", binding: `permission_mode = "plan"`, prompt: "plan it [[PLAN]]",
+			isPrompt: func(m fakeslack.Message) bool {
+				return len(m.Buttons()) == 3 && strings.Contains(m.Blocks, "Write the fix.")
+			},
+			button: func(m fakeslack.Message) (string, string) {
+				for _, b := range m.Buttons() {
+					if b.ActionID == "cc_plan_accept_edits" {
+						return b.BlockID, b.ActionID
+					}
+				}
+				return "", ""
+			},
+			told:  "User has approved your plan",
+			shows: "Write the fix.",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			claude := testenv.ClaudeBinary(t)
+			api := fakeapi.Start(t)
+			f := fakeslack.New(t)
+			path, _, env := teamConfig(t, claude, fmt.Sprintf(`
+[[platforms]]
+name = "slack"
+type = "slack"
+bot_token = "${SLACK_BOT_TOKEN}"
+app_token = "${SLACK_APP_TOKEN}"
+api_url = %q
+[[bindings]]
+platform = "slack"
+channel = "C1"
+workspace = "ws"
+allow_users = ["U0ALICE"]
+%s
+`, f.APIURL(), tc.binding))
+			env = append(env, "SLACK_BOT_TOKEN="+fakeslack.BotToken, "SLACK_APP_TOKEN="+fakeslack.AppToken, "CC_CONNECT_TEST_API_URL="+api.URL())
+			state := filepath.Join(filepath.Dir(path), "state")
+			p := startBinaryEnv(t, env, "run", "--config", path)
+			f.WaitConn(t, 1)
+
+			const ts = "1700000600.000100"
+			f.DeliverMention(t, fakeslack.MsgEvent("C1", ts, "U0ALICE", "<@UBOT> "+tc.prompt, nil))
+			limit := testenv.HangLimit(t, 60*time.Second)
+			prompt := slackPostWithin(t, f, limit, "the prompt", func(m fakeslack.Message) bool { return m.ThreadTS == ts && tc.isPrompt(m) })
+			block, action := tc.button(prompt)
+			if action == "" {
+				t.Fatalf("no button to press on the prompt: %+v", prompt.Buttons())
+			}
+			waitParked(t, state, prompt.TS)
+			if !kill(t, p, 0) {
+				t.Fatalf("cc-connect exited by itself:\n%s", p.stderr.String())
+			}
+
+			last := startBinaryEnv(t, env, "run", "--config", path)
+			f.WaitConn(t, 2)
+			slackPostWithin(t, f, limit, "the notice that the request still waits", func(m fakeslack.Message) bool {
+				return m.ThreadTS == ts && strings.Contains(m.Text, "still waits for an answer")
+			})
+			f.WaitAck(t, f.PressIn(t, prompt, block, action, "U0ALICE"))
+			reply := slackPostWithin(t, f, limit, "the resumed turn's reply", func(m fakeslack.Message) bool {
+				return m.ThreadTS == ts && ctxFigure.MatchString(m.Text) || m.ThreadTS == ts && len(m.Buttons()) > 0 && m.TS != prompt.TS
+			})
+			if len(reply.Buttons()) > 0 {
+				t.Errorf("asked again after the restart: %q", reply.Text)
+			}
+			if !apiToolResultHas(api, tc.told) {
+				for _, r := range api.Requests() {
+					t.Logf("API request: last user text %q, tool results %+v", r.LastUserText, r.ToolResults)
+				}
+				for _, m := range f.Posts() {
+					t.Logf("post in %s: %q", m.ThreadTS, m.Text)
+				}
+				t.Errorf("Claude was not told %q", tc.told)
+			}
+			n := 0
+			for _, c := range f.Succeeded("chat.postMessage") {
+				// The prompt as posted (a press edits it).
+				if strings.Contains(c.Form["blocks"], tc.shows) {
+					n++
+				}
+			}
+			if n != 1 {
+				t.Errorf("%d prompts in the thread, want the first one only", n)
+			}
+			if err := last.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+			if code := last.exitCode(t); code != 0 {
+				t.Errorf("the last instance exited %d", code)
+			}
+		})
+	}
 }
 
 // TestRealCLIApprovalOutlivesKillOnTelegram is TestRealCLIApprovalOutlivesKill
