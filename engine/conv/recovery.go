@@ -215,8 +215,11 @@ func (tr *turnRunner) recover(it workItem) {
 	withAnswers, interrupted := false, false
 	if len(waiting) > 0 {
 		if slices.ContainsFunc(waiting, func(r parkedRequest) bool { return r.Answer == nil }) {
+			// Registered (and the conversation waiting) before the thread
+			// is told: a press right after the notice finds it.
+			pw := newParkedWait(tr, it, waiting)
 			tr.chat.send(fmt.Sprintf("cc-connect restarted. The request above (%s) still waits for an answer: the turn goes on once it has one.", orDefault(perm, "a permission request")))
-			answered, ok := newParkedWait(tr, it, waiting).run()
+			answered, ok := pw.run()
 			if !ok {
 				tr.agent.ReleaseIfIdle()
 				return
