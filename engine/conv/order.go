@@ -65,11 +65,11 @@ func inPlatformOrder(items []workItem) []workItem {
 			// A message steered into a turn (steer.go) goes after the
 			// turn's, even when it was journaled first (the turn's
 			// message read back after it: checks.go).
+			// Among themselves, steered messages keep the platform's
+			// order, as they were written into the turn.
 			at := len(started)
-			if it.steeredInto == "" {
-				for at > 0 && started[at-1].steeredInto != "" {
-					at--
-				}
+			for at > 0 && started[at-1].steeredInto != "" && (it.steeredInto == "" || before(it, started[at-1])) {
+				at--
 			}
 			started = slices.Insert(started, at, it)
 			continue
