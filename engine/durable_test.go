@@ -50,7 +50,7 @@ func stageCutTurnAs(t *testing.T, h *harness, m platform.Message, rec conv.Recor
 		UserID: "alice", Text: text, UUID: u}); err != nil {
 		t.Fatal(err)
 	}
-	if err := in.MarkStarted(m.ID); err != nil {
+	if err := in.MarkStarted(m.ID, ""); err != nil {
 		t.Fatal(err)
 	}
 	in.Close()

@@ -149,7 +149,7 @@ func TestRecoveryRunsInPlatformOrder(t *testing.T) {
 					t.Fatal(err)
 				}
 				if en.started {
-					if err := in.MarkStarted(m.ID); err != nil {
+					if err := in.MarkStarted(m.ID, ""); err != nil {
 						t.Fatal(err)
 					}
 				}

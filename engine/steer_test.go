@@ -320,9 +320,10 @@ func TestSteeredMessageSurvivesKill(t *testing.T) {
 }
 
 // TestSteeredMessageNotInTranscriptRunsAsTurn: a restart finds a message
-// journaled as steered into a turn whose CLI never had it (the
-// transcript does not hold its uuid): after that turn is recovered, it
-// runs as a turn of its own, once.
+// journaled as steered into a turn whose CLI never had it (not said to be
+// taken in, and the transcript does not hold its uuid): after that turn
+// is recovered, it is recovered as a message sent on its own, and so runs
+// as a turn of its own, once.
 func TestSteeredMessageNotInTranscriptRunsAsTurn(t *testing.T) {
 	h, _ := newRealHarness(t, nil, nil)
 	h.stop()
@@ -345,7 +346,7 @@ func TestSteeredMessageNotInTranscriptRunsAsTurn(t *testing.T) {
 	h = h.restart()
 	h.rec.waitSend(t, "echo: first")
 	h.rec.waitSend(t, "echo: use the other file")
-	h.logs.WaitRecords(t, waitLimit, "A steered message did not reach its turn; it runs as its own", 1)
+	h.logs.WaitRecords(t, waitLimit, "A steered message not known to be taken into its turn is recovered as sent on its own", 1)
 	h.waitIdle()
 	if got := claudeGot(t, h); strings.Join(got, "|") != "first|use the other file" {
 		t.Errorf("claude received %q, want each once", got)

@@ -36,6 +36,10 @@ type Entry struct {
 	// was written into (MarkSteered): it is answered with that turn, and
 	// after a crash the transcript tells whether the CLI had it.
 	SteeredInto string
+	// TakenIn: the CLI said it took the steered message into that turn
+	// (MarkTakenIn), so that turn's answer is its answer too. Without it,
+	// the CLI may have run it as a turn of its own after that one.
+	TakenIn bool
 	// Streamed are the messages that show the reply as it was streamed,
 	// and that its final text edits (MarkStreamed, or MarkReplying with
 	// them); Parts the parts of the reply known to be posted (MarkPart),

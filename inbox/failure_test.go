@@ -108,7 +108,7 @@ func TestInboxFailedAppendLeavesJournalAsItWas(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if err := in.MarkStarted("a"); err != nil {
+			if err := in.MarkStarted("a", ""); err != nil {
 				t.Fatal(err)
 			}
 			before, _ := os.ReadFile(path)
@@ -154,7 +154,7 @@ func TestInboxFailedSyncAfterAnotherWrite(t *testing.T) {
 	ff.set(func(f *faultyFile) {
 		f.syncFails = 1
 		f.beforeSync = func() {
-			if err := in.MarkStarted("a"); err != nil {
+			if err := in.MarkStarted("a", ""); err != nil {
 				t.Errorf("MarkStarted while the add syncs: %v", err)
 			}
 		}
@@ -199,7 +199,7 @@ func TestInboxFailedStartAndAckKeepState(t *testing.T) {
 		}
 	}
 	ff.set(func(f *faultyFile) { f.writeFails, f.partial = 1, 10 })
-	if err := in.MarkStarted("a"); !errors.Is(err, syscall.ENOSPC) {
+	if err := in.MarkStarted("a", ""); !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("MarkStarted = %v, want ENOSPC", err)
 	}
 	if in.Pending()[0].Started {

@@ -40,6 +40,7 @@ type diskRecord struct {
 	At       *time.Time `json:"at,omitempty"`       // seen
 	UUID     string     `json:"uuid,omitempty"`     // start
 	Into     string     `json:"into,omitempty"`     // start: MarkSteered
+	In       bool       `json:"in,omitempty"`       // start: MarkTakenIn
 	Msgs     []Posted   `json:"msgs,omitempty"`     // stream, reply
 	Part     *int       `json:"part,omitempty"`     // part
 	Tail     string     `json:"tail,omitempty"`     // reply

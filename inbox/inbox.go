@@ -266,7 +266,7 @@ func (in *Inbox) apply(r diskRecord) error {
 		}
 		// A start record without into (MarkStarted) after one with it
 		// (MarkSteered) takes the mark away.
-		in.pending[i].UUID, in.pending[i].Started, in.pending[i].SteeredInto = r.UUID, true, r.Into
+		in.pending[i].UUID, in.pending[i].Started, in.pending[i].SteeredInto, in.pending[i].TakenIn = r.UUID, true, r.Into, r.In
 	case opReply:
 		i := in.index(r.ID)
 		if i < 0 {
@@ -339,7 +339,7 @@ func (in *Inbox) Append(e Entry) error {
 	if e.UUID == "" {
 		e.UUID = uuid.NewString() // the start record carries it
 	}
-	e.Started, e.Replying, e.Streamed, e.Parts, e.ReplyTail, e.Settled, e.SteeredInto = false, false, nil, nil, "", false, ""
+	e.Started, e.Replying, e.Streamed, e.Parts, e.ReplyTail, e.Settled, e.SteeredInto, e.TakenIn = false, false, nil, nil, "", false, "", false
 	e.Replicated = false
 	rec, err := encode(diskRecord{Op: opAdd, Entry: toDisk(e)})
 	if err != nil {
@@ -470,28 +470,21 @@ func (in *Inbox) MarkSeen(platform, id string, at time.Time) error {
 }
 
 // MarkStarted records that the message was written to claude, with its
-// uuid (Entry.UUID). The record is written, not fsynced: it costs no wait
-// before the message reaches claude. Recovery reads it only to say what it
-// knows; the transcript decides.
-func (in *Inbox) MarkStarted(id string) error {
+// uuid: the entry's (Entry.UUID) when uuid is "", else uuid, which the
+// entry carries from then on (a message sent again in a session that
+// already holds it under its first uuid: Claude refused it for a usage
+// limit, and the CLI skips a uuid it has; after a crash the transcript is
+// asked about this sending, not the refused one). The record is written,
+// not fsynced: it costs no wait before the message reaches claude.
+// Recovery reads it only to say what it knows; the transcript decides.
+func (in *Inbox) MarkStarted(id, uuid string) error {
 	return in.mark(id, opStart, func(e *Entry, r *diskRecord) {
+		if uuid != "" {
+			e.UUID = uuid
+		}
 		// A message steered into a turn that the CLI runs as a turn of
 		// its own after all is its own turn now: the mark goes.
-		e.Started, e.SteeredInto, r.UUID = true, "", e.UUID
-	})
-}
-
-// MarkStartedAs is MarkStarted under a new uuid, which the entry carries
-// from then on: a message sent again in a session that already holds it
-// under its first uuid (Claude refused it for a usage limit; the CLI
-// skips a uuid it has), so that after a crash the transcript is asked
-// about this sending, not the refused one.
-func (in *Inbox) MarkStartedAs(id, uuid string) error {
-	if uuid == "" {
-		return fmt.Errorf("marking %q started: no uuid", id)
-	}
-	return in.mark(id, opStart, func(e *Entry, r *diskRecord) {
-		e.Started, e.UUID, r.UUID = true, uuid, uuid
+		e.Started, e.SteeredInto, e.TakenIn, r.UUID = true, "", false, e.UUID
 	})
 }
 
@@ -502,6 +495,15 @@ func (in *Inbox) MarkStartedAs(id, uuid string) error {
 func (in *Inbox) MarkSteered(id, into string) error {
 	return in.mark(id, opStart, func(e *Entry, r *diskRecord) {
 		e.Started, e.SteeredInto, r.UUID, r.Into = true, into, e.UUID, into
+	})
+}
+
+// MarkTakenIn records that the CLI took the message steered into a turn
+// into it (Entry.TakenIn). A start record like MarkSteered's, which a
+// version that does not know the mark reads as that. Written, not fsynced.
+func (in *Inbox) MarkTakenIn(id string) error {
+	return in.mark(id, opStart, func(e *Entry, r *diskRecord) {
+		e.TakenIn, r.UUID, r.Into, r.In = true, e.UUID, e.SteeredInto, true
 	})
 }
 

@@ -60,13 +60,13 @@ func TestInboxSurvivesReopenInOrder(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := in.MarkStarted("a"); err != nil {
+	if err := in.MarkStarted("a", ""); err != nil {
 		t.Fatal(err)
 	}
 	if err := in.Ack("a", AckResult); err != nil {
 		t.Fatal(err)
 	}
-	if err := in.MarkStarted("b"); err != nil {
+	if err := in.MarkStarted("b", ""); err != nil {
 		t.Fatal(err)
 	}
 	if err := in.MarkReplying("b", nil, ""); err != nil {
@@ -111,7 +111,7 @@ func TestInboxSteeredSurvivesReopen(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := in.MarkStarted("a"); err != nil {
+	if err := in.MarkStarted("a", ""); err != nil {
 		t.Fatal(err)
 	}
 	if err := in.MarkSteered("b", "a"); err != nil {
@@ -126,7 +126,7 @@ func TestInboxSteeredSurvivesReopen(t *testing.T) {
 }
 
 // TestInboxStartedAgainUnderANewUUID: a message sent again under a new
-// uuid (MarkStartedAs) carries it from then on, after a reopen too; its
+// uuid (MarkStarted with a uuid) carries it from then on, after a reopen too; its
 // first uuid is gone.
 func TestInboxStartedAgainUnderANewUUID(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "inbox", "s.jsonl")
@@ -136,23 +136,60 @@ func TestInboxStartedAgainUnderANewUUID(t *testing.T) {
 	if err := in.Append(e); err != nil {
 		t.Fatal(err)
 	}
-	if err := in.MarkStarted("a"); err != nil {
+	if err := in.MarkStarted("a", ""); err != nil {
 		t.Fatal(err)
 	}
-	if err := in.MarkStartedAs("a", "uuid-again"); err != nil {
+	if err := in.MarkStarted("a", "uuid-again"); err != nil {
 		t.Fatal(err)
 	}
 	if got := in.Pending()[0]; got.UUID != "uuid-again" || !got.Started {
 		t.Errorf("pending = %+v, want started under uuid-again", got)
 	}
-	if err := in.MarkStartedAs("a", ""); err == nil {
-		t.Error("MarkStartedAs without a uuid succeeded")
+	if err := in.MarkStarted("a", ""); err != nil { // started again, under the uuid it has now
+		t.Fatal(err)
 	}
 	in.Close()
 	got := openT(t, path, Limits{}).Pending()
 	if len(got) != 1 || got[0].UUID != "uuid-again" || !got[0].Started {
 		t.Errorf("pending after reopen = %+v, want a started under uuid-again", got)
 	}
+}
+
+// TestInboxSteeredMarksSurviveReopen: that the CLI took a steered message
+// in (MarkTakenIn) survives a reopen, and a start of its own (MarkStarted:
+// the turn ended without it) takes the steered marks away, in memory as
+// after a reopen.
+func TestInboxSteeredMarksSurviveReopen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "inbox", "s.jsonl")
+	in := openT(t, path, Limits{})
+	for _, id := range []string{"a", "b", "c"} {
+		if err := in.Append(entry(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range []string{"b", "c"} {
+		if err := in.MarkSteered(id, "a"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := in.MarkTakenIn("b"); err != nil {
+		t.Fatal(err)
+	}
+	if err := in.MarkTakenIn("c"); err != nil {
+		t.Fatal(err)
+	}
+	if err := in.MarkStarted("c", ""); err != nil {
+		t.Fatal(err)
+	}
+	check := func(when string, got []Entry) {
+		t.Helper()
+		if len(got) != 3 || got[1].SteeredInto != "a" || !got[1].TakenIn || got[2].SteeredInto != "" || got[2].TakenIn || !got[2].Started {
+			t.Errorf("%s: pending = %+v, want b steered into a and taken in, c started on its own", when, got)
+		}
+	}
+	check("before the reopen", in.Pending())
+	in.Close()
+	check("after the reopen", openT(t, path, Limits{}).Pending())
 }
 
 // TestInboxTruncatesWhenEmpty: a journal with nothing pending keeps its

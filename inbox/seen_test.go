@@ -75,7 +75,7 @@ func TestJournalOfTheLandedVersionReplays(t *testing.T) {
 	if err := in.Ack("C0123:1764504000.000100", AckResult); err != nil {
 		t.Fatal(err)
 	}
-	if err := in.MarkStarted("C0123:1764504020.000300"); err != nil {
+	if err := in.MarkStarted("C0123:1764504020.000300", ""); err != nil {
 		t.Fatal(err)
 	}
 	in.Close()

@@ -315,7 +315,7 @@ func entryItem(en inbox.Entry) (workItem, bool) {
 		settled: en.Settled, replicated: en.Replicated,
 		msg: platform.Message{ID: en.ID, Target: to, UserID: en.UserID, UserName: en.UserName, Text: en.Text, Received: en.Received, IsDM: en.DM,
 			Seq: en.Seq},
-		parts: slices.Clone(en.Parts), replyTail: en.ReplyTail, checks: en.Checks, steeredInto: en.SteeredInto}
+		parts: slices.Clone(en.Parts), replyTail: en.ReplyTail, checks: en.Checks, steeredInto: en.SteeredInto, takenIn: en.TakenIn}
 	for _, p := range en.Streamed {
 		it.streamed = append(it.streamed, platform.Target{Platform: en.Platform, Channel: p.Channel, Thread: p.Thread, MessageID: p.ID})
 	}
@@ -376,11 +376,7 @@ func (j *journal) markStarted(it workItem) error {
 	if it.inboxID == "" || in == nil {
 		return nil
 	}
-	mark := func() error { return in.MarkStarted(it.inboxID) }
-	if it.uuid != "" {
-		mark = func() error { return in.MarkStartedAs(it.inboxID, it.uuid) }
-	}
-	if err := mark(); err != nil {
+	if err := in.MarkStarted(it.inboxID, it.uuid); err != nil {
 		return fmt.Errorf("journaling the start of the turn: %w", err)
 	}
 	return nil
@@ -398,6 +394,18 @@ func (j *journal) markSteered(it workItem, into string) error {
 		return fmt.Errorf("journaling the steered message: %w", err)
 	}
 	return nil
+}
+
+// markTakenIn records that the CLI took it, steered into the running
+// turn, into that turn (steer.go).
+func (j *journal) markTakenIn(it workItem) {
+	in := j.file()
+	if it.inboxID == "" || in == nil {
+		return
+	}
+	if err := in.MarkTakenIn(it.inboxID); err != nil {
+		j.log.Warn("Journaling that a steered message was taken in failed", "message_id", it.inboxID, "error", err)
+	}
 }
 
 // markReplying records that the reply to it is about to be posted, so that
@@ -484,18 +492,18 @@ func (j *journal) ackLater(it workItem, why inbox.AckReason) (finish func()) {
 	}
 }
 
-// wasStarted reports whether the pending message id was sent to claude.
-func (j *journal) wasStarted(id string) bool {
+// pending is the journal's pending entry of message id, if it holds one.
+func (j *journal) pending(id string) (inbox.Entry, bool) {
 	in := j.file()
 	if in == nil {
-		return false
+		return inbox.Entry{}, false
 	}
 	for _, en := range in.Pending() {
 		if en.ID == id {
-			return en.Started
+			return en, true
 		}
 	}
-	return false
+	return inbox.Entry{}, false
 }
 
 // close closes the journal; what is pending stays on disk.

@@ -106,6 +106,8 @@ type workItem struct {
 	// written into (steer.go), from the journal after a restart too.
 	follow      string
 	steeredInto string
+	// takenIn: the CLI said it took it into that turn (journaled).
+	takenIn bool
 	// ownBy is the process that runs it as a turn of its own: it was
 	// steered into a turn that ended before the CLI took it in, and the
 	// CLI runs it next by itself (steer.go); its turn is that one.

@@ -53,16 +53,25 @@ func insertAt(items []workItem, it workItem) int {
 }
 
 // inPlatformOrder orders a journal's pending items for the FIFO: those
-// that were started first, in the journal's order (the first of them is
-// what recovery looks at; a second is possible only from a version that
-// did not keep this order), then the others queued one by one as the
+// that were started first, in the journal's order but the messages
+// steered into a turn after the others (the first is what recovery looks
+// at first), then the others queued one by one as the
 // mailbox queues them, so that a retry journaled after a later message
 // runs before it.
 func inPlatformOrder(items []workItem) []workItem {
 	var started, waiting []workItem
 	for _, it := range items {
 		if it.started {
-			started = append(started, it)
+			// A message steered into a turn (steer.go) goes after the
+			// turn's, even when it was journaled first (the turn's
+			// message read back after it: checks.go).
+			// Among themselves, steered messages keep the platform's
+			// order, as they were written into the turn.
+			at := len(started)
+			for at > 0 && started[at-1].steeredInto != "" && (it.steeredInto == "" || before(it, started[at-1])) {
+				at--
+			}
+			started = slices.Insert(started, at, it)
 			continue
 		}
 		waiting = slices.Insert(waiting, insertAt(waiting, it), it)

@@ -7,6 +7,12 @@ import (
 	"github.com/cc-connect/cc-connect/platform"
 )
 
+// steered marks it as steered into a turn (steer.go).
+func steered(it workItem) workItem {
+	it.steeredInto = "turn"
+	return it
+}
+
 // TestInPlatformOrder pins the queueing rule itself, channel by channel.
 func TestInPlatformOrder(t *testing.T) {
 	it := func(text string, seq uint64, channel string, started bool) workItem {
@@ -25,6 +31,10 @@ func TestInPlatformOrder(t *testing.T) {
 		{"barrier", []workItem{it("b", 2, "C", false), it("x", 0, "C", false), it("a", 1, "C", false)}, "b x a"},
 		{"another channel is no order", []workItem{it("b", 2, "C", false), it("a", 1, "D", false)}, "b a"},
 		{"equal seqs keep theirs", []workItem{it("a", 1, "C", false), it("a2", 1, "C", false)}, "a a2"},
+		// Journaled before the turn they went into (its message read
+		// back after them), and in another order than posted.
+		{"steered after their turn, in order", []workItem{steered(it("r2", 3, "C", true)), steered(it("r1", 2, "C", true)), it("m", 1, "C", true),
+			it("w", 4, "C", false)}, "m r1 r2 w"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []string

@@ -334,15 +334,16 @@ func answersNote(answered []parkedRequest) string {
 	b.WriteString("\n\nWhile cc-connect restarted, the person answered what you were waiting on:")
 	for _, r := range answered {
 		what := render.ToolSummary(r.Req.ToolName, r.Req.Input)
+		// The exact input, for a question and a plan too: the resumed
+		// CLI may not show the call (its transcript drops a call without
+		// a result), and only the same input gets the answer
+		// (permissions.presetAnswer).
 		switch {
 		case r.Req.ToolName == "AskUserQuestion" && r.Answer.Behavior == agentproc.Allow:
-			fmt.Fprintf(&b, "\n- your questions were answered: ask them again with the same AskUserQuestion call to receive the answers.")
+			fmt.Fprintf(&b, "\n- your questions were answered: make the same call again to receive the answers (tool %s, input %s).", r.Req.ToolName, compactJSON(r.Req.Input))
 		case r.Req.ToolName == "ExitPlanMode" && r.Answer.Behavior == agentproc.Allow:
-			fmt.Fprintf(&b, "\n- your plan was approved: call ExitPlanMode again with the same plan to proceed.")
+			fmt.Fprintf(&b, "\n- your plan was approved: make the same call again to proceed (tool %s, input %s).", r.Req.ToolName, compactJSON(r.Req.Input))
 		case r.Answer.Behavior == agentproc.Allow || r.Answer.Behavior == agentproc.AlwaysAllow:
-			// The exact input: the resumed CLI may not show the call
-			// (its transcript drops a call without a result), and only
-			// the same input gets the answer (permissions.presetAnswer).
 			fmt.Fprintf(&b, "\n- %s was %s: make the same call again to run it (tool %s, input %s).", what, describe(r.Answer.Behavior), r.Req.ToolName, compactJSON(r.Req.Input))
 		default:
 			fmt.Fprintf(&b, "\n- %s was denied: %s", what, r.Answer.Message)

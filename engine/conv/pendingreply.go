@@ -13,7 +13,6 @@ import (
 
 	"github.com/cc-connect/cc-connect/binding"
 	"github.com/cc-connect/cc-connect/format"
-	"github.com/cc-connect/cc-connect/inbox"
 	"github.com/cc-connect/cc-connect/platform"
 )
 
@@ -313,7 +312,7 @@ func (st *Stream) PostPending(ctx context.Context, b binding.Key, moved func(res
 		if err != nil {
 			return err
 		}
-		if s.jr.pendingHas(rec.ID) {
+		if _, ok := s.jr.pending(rec.ID); ok {
 			continue // in this host's journal too: it decides (settleParked)
 		}
 		if !known && moved != nil {
@@ -366,13 +365,4 @@ func postPending(s *Conversation, p *pendingPost) {
 		s.log.Warn("Removing the record of a posted reply failed; the binding's next holder looks it up before posting it",
 			"message_id", p.rec.ID, "error", err)
 	}
-}
-
-// pendingHas says whether the journal holds message id pending.
-func (j *journal) pendingHas(id string) bool {
-	in := j.file()
-	if in == nil {
-		return false
-	}
-	return slices.ContainsFunc(in.Pending(), func(en inbox.Entry) bool { return en.ID == id })
 }

@@ -144,14 +144,16 @@ func (sg steering) steeredIn(t *turn, ev agentproc.CommandState) {
 	if ev.State != agentproc.CommandStarted {
 		return
 	}
-	for _, it := range t.steered {
+	for i, it := range t.steered {
 		if it.uuid != ev.UUID {
 			continue
 		}
+		t.steered[i].takenIn = true
 		if t.takenIn == nil {
 			t.takenIn = map[string]bool{}
 		}
 		t.takenIn[it.uuid] = true
+		tr.jr.markTakenIn(it) // before the reaction: what a kill after it finds
 		if re, ok := tr.chat.chat().(platform.Reactor); ok && it.msg.Target.MessageID != "" {
 			if err := re.React(tr.e.bg, it.msg.Target, "eyes"); err != nil {
 				tr.log.Debug("Reaction failed", "error", err)
@@ -223,6 +225,11 @@ func (sg steering) adopt(proc procs.Process, it workItem) (procs.Turn, error) {
 // up (takeSteered).
 func (sg steering) requeueSteered(steered []workItem) {
 	tr := sg.tr
+	for i := range steered {
+		// The turn failed, cc-connect did not restart: a recovery
+		// says so (takeSteered).
+		steered[i].afterCrash = true
+	}
 	if len(steered) > 0 {
 		tr.mb.push(steered...)
 	}
@@ -245,6 +252,16 @@ func (sg steering) ackSteered(steered []workItem, why inbox.AckReason) []func() 
 // transcript, it was answered with that turn and is acknowledged; not
 // there (or no transcript), it runs as its own turn.
 func takeSteered(tr *turnRunner, it workItem) {
+	if !it.takenIn {
+		// The CLI never said it took it into the turn: it may have run
+		// it next as a turn of its own (leave), or not had it at all.
+		// Recovered as any message sent: from the transcript, after its
+		// own uuid.
+		tr.log.Info("A steered message not known to be taken into its turn is recovered as sent on its own", "message_id", it.inboxID, "into", it.steeredInto)
+		it.steeredInto, it.started, it.recovered = "", true, true
+		tr.recover(it)
+		return
+	}
 	if has, err := steeringOf(tr).inTranscript(it.uuid); err == nil && has {
 		tr.log.Info("A steered message was answered with its turn; acknowledged", "message_id", it.inboxID, "into", it.steeredInto)
 		tr.jr.ack(it, inbox.AckResult)
@@ -268,7 +285,9 @@ func (sg steering) replyFrom(it workItem, path string) string {
 		return from
 	}
 	for _, en := range in.Pending() {
-		if en.SteeredInto != it.inboxID {
+		if en.SteeredInto != it.inboxID || !en.TakenIn {
+			// Not said to be taken into it: the CLI may have run it as
+			// a turn of its own, whose answer is not this one's.
 			continue
 		}
 		if has, err := tr.e.host.Transcripts().Contains(path, en.UUID); err == nil && has {

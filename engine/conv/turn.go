@@ -371,7 +371,8 @@ func (tr *turnRunner) settle(it workItem, out outcome) (retry *workItem, durable
 	case out.res == nil && errors.As(out.err, &exitErr) && !it.afterCrash && it.inboxID != "":
 		tr.saveNow()
 		r := it
-		r.afterCrash, r.continuation, r.started = true, false, tr.jr.wasStarted(it.inboxID)
+		en, _ := tr.jr.pending(it.inboxID)
+		r.afterCrash, r.continuation, r.started = true, false, en.Started
 		steeringOf(tr).requeueSteered(out.steered) // after the retry: looked up in the transcript then
 		return &r, nil
 	case errors.Is(out.err, agentproc.ErrUsageLimit) && it.inboxID != "" && !tr.e.isStopping():

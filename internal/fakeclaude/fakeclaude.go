@@ -40,8 +40,11 @@
 //	              control_response error -> deny with "Tool permission request
 //	              failed: Error: <text>", stdin EOF -> deny "AbortError: Stream
 //	              closed". The command is never executed. [[TOOL]] alone means
-//	              `echo hi`. User lines arriving while the tool is pending are
-//	              folded into the same turn (one result; the reply names them).
+//	              `echo hi`. User lines arriving from the turn's start until its
+//	              last tool's result are folded into the same turn (one
+//	              result; the reply names them); later ones, and those of a
+//	              turn that ended before it read them (an interrupt), run next
+//	              as turns of their own, as the CLI's queue runs them.
 //	              Permission modes acceptEdits and bypassPermissions allow,
 //	              dontAsk denies, without asking. Several [[TOOL:…]] markers
 //	              run one after the other in the same turn (each asking as

@@ -271,7 +271,10 @@ func (f *fake) runStream(stdin io.Reader) {
 				f.exit()
 				return
 			}
-			f.runTurn(m)
+			for left := f.runTurn(m); len(left) > 0; {
+				next := left[0]
+				left = append(left[1:], f.runTurn(next)...)
+			}
 		case task := <-f.own:
 			f.runOwnTurn(task)
 		}

@@ -24,6 +24,7 @@ type turnState struct {
 	answer    chan permAnswer
 	folding   bool      // user lines join this turn (a tool is running); guarded by fake.mu
 	injected  []userMsg // folded user messages; guarded by fake.mu
+	foldedIn  bool      // the injected messages were read into the turn; guarded by fake.mu
 
 	usage    usage
 	apiCalls int
@@ -78,12 +79,27 @@ const (
 	freshTooLong     = "Prompt is too long · the request is ~250000 tokens (limit 200000) but this conversation is only ~2502 tokens — the rest is system prompt, tool definitions, and attachment content. A single-exchange conversation cannot be compacted; reduce attached files/tools or start with less context."
 )
 
-func (f *fake) runTurn(m userMsg) {
+// runTurn runs m as one turn and returns the messages that joined it but
+// were never read into it (it called no tool after all, or ended early):
+// they run next, as the CLI's queue runs them.
+func (f *fake) runTurn(m userMsg) (left []userMsg) {
 	t := &turnState{msg: m, interrupt: make(chan struct{}), answer: make(chan permAnswer, 1)}
 	f.mu.Lock()
 	f.cur = t
 	t.model = f.model
+	// A turn that calls a tool takes in what is written from its start
+	// on, at the request after the tool's result, as the CLI's queue
+	// does.
+	t.folding = reTool.MatchString(m.text)
 	f.mu.Unlock()
+	defer func() {
+		f.mu.Lock()
+		if !t.foldedIn {
+			left = t.injected
+		}
+		t.folding = false
+		f.mu.Unlock()
+	}()
 	start := time.Now()
 	f.emitInit(t.model)
 	f.appendTranscript(f.userTranscriptLine(m.uuid, m.text))
@@ -179,6 +195,7 @@ func (f *fake) runTurn(m userMsg) {
 	if refused {
 		f.exit() // as the CLI after a refusal
 	}
+	return nil // (the messages left, set on the way out)
 }
 
 // tooLong says whether this turn fails with prompt-too-long: the marker, a
@@ -278,7 +295,7 @@ func (f *fake) turnTools(t *turnState, cmds []string) resultLine {
 	}
 	reply := strings.Join(said, "\n")
 	f.mu.Lock()
-	t.folding = false
+	t.folding, t.foldedIn = false, true
 	for _, in := range t.injected {
 		// The next request carries it: the transcript has it, under
 		// its uuid, from then on.
