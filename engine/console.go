@@ -20,10 +20,13 @@ import (
 // reload that takes a right away applies to the next request), and the
 // chat's own paths for an answer (a button press) and a stop (!stop).
 // It is a type of its own so that the console reaches nothing else.
-type ConsoleView struct{ e *Engine }
+type ConsoleView struct {
+	e       *Engine
+	records *conv.RecordCache // the conversations page lists them at every request
+}
 
 // Console is the engine's view for the console.
-func (e *Engine) Console() ConsoleView { return ConsoleView{e} }
+func (e *Engine) Console() ConsoleView { return ConsoleView{e: e, records: &conv.RecordCache{}} }
 
 // Rights are what a person may do in a binding's conversations.
 type Rights = conv.Rights
@@ -45,7 +48,7 @@ var ErrNotAllowed = errors.New("not allowed")
 // Conversations lists the conversations on plat that user may see (their
 // binding's allow list has them), newest first.
 func (v ConsoleView) Conversations(plat, user string) ([]ConsoleConversation, error) {
-	recs, err := ReadRecords(v.e.opts.StateDir)
+	recs, err := v.records.Read(v.e.opts.StateDir)
 	if err != nil {
 		return nil, err
 	}

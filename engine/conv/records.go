@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -41,12 +42,40 @@ type RecordInfo struct {
 // moved aside as corrupt are skipped. A missing folder is no records; an
 // error is returned only when the folder cannot be listed, and a record
 // that cannot be read is returned with Err set.
-func ReadRecords(stateDir string) ([]RecordInfo, error) {
+func ReadRecords(stateDir string) ([]RecordInfo, error) { return readRecords(stateDir, nil) }
+
+// RecordCache is ReadRecords for a reader that lists often (the console's
+// conversations page): a record file read before is not read again while
+// it is the same file, of the same size and time. The engine writes a
+// record by renaming a new file over it, so a change is another file
+// (os.SameFile), whatever the clock's granularity. The zero value is
+// ready; it is safe for concurrent use and holds the files of the last
+// listing only.
+type RecordCache struct {
+	mu   sync.Mutex
+	seen map[string]cachedRecord
+}
+
+type cachedRecord struct {
+	fi   fs.FileInfo
+	info RecordInfo
+}
+
+// Read is ReadRecords through the cache.
+func (c *RecordCache) Read(stateDir string) ([]RecordInfo, error) { return readRecords(stateDir, c) }
+
+func readRecords(stateDir string, c *RecordCache) ([]RecordInfo, error) {
 	// The folder store.path writes into, whatever key.
 	dir := filepath.Dir((&Store{dir: stateDir}).Path(""))
 	entries, err := os.ReadDir(dir)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("listing session records: %w", err)
+	}
+	var seen map[string]cachedRecord
+	if c != nil {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		seen = make(map[string]cachedRecord, len(entries))
 	}
 	var out []RecordInfo
 	for _, e := range entries {
@@ -55,7 +84,28 @@ func ReadRecords(stateDir string) ([]RecordInfo, error) {
 		if !e.Type().IsRegular() || strings.HasPrefix(e.Name(), ".") || filepath.Ext(e.Name()) != ".json" {
 			continue
 		}
-		out = append(out, readRecordFile(filepath.Join(dir, e.Name())))
+		path := filepath.Join(dir, e.Name())
+		if c == nil {
+			out = append(out, readRecordFile(path))
+			continue
+		}
+		fi, err := e.Info()
+		if err != nil {
+			continue // gone since the listing
+		}
+		if old, ok := c.seen[path]; ok && os.SameFile(old.fi, fi) && old.fi.Size() == fi.Size() && old.fi.ModTime().Equal(fi.ModTime()) {
+			seen[path] = old
+			out = append(out, old.info)
+			continue
+		}
+		info := readRecordFile(path)
+		if info.Err == nil {
+			seen[path] = cachedRecord{fi: fi, info: info}
+		}
+		out = append(out, info)
+	}
+	if c != nil {
+		c.seen = seen
 	}
 	return out, nil
 }
