@@ -99,9 +99,14 @@ type pendingReplies struct {
 	b       binding.Key
 	to      platform.Target // the conversation
 	host    string
-	mu      sync.Mutex               // guards written and recs
-	written map[string]uint64        // message id → the revision this host wrote
-	recs    map[string]pendingRecord // message id → what this host wrote
+	mu      sync.Mutex              // guards written
+	written map[string]writtenReply // message id → what this host wrote
+}
+
+// writtenReply is a record this host wrote, and its revision.
+type writtenReply struct {
+	rec pendingRecord
+	rev uint64
 }
 
 // put stores the reply of it, about to be posted.
@@ -129,9 +134,9 @@ func (p *pendingReplies) write(ctx context.Context, rec pendingRecord) error {
 	}
 	p.mu.Lock()
 	if p.written == nil {
-		p.written, p.recs = map[string]uint64{}, map[string]pendingRecord{}
+		p.written = map[string]writtenReply{}
 	}
-	p.written[rec.ID], p.recs[rec.ID] = rev, rec
+	p.written[rec.ID] = writtenReply{rec: rec, rev: rev}
 	p.mu.Unlock()
 	return nil
 }
@@ -140,11 +145,12 @@ func (p *pendingReplies) write(ctx context.Context, rec pendingRecord) error {
 // (pendingRecord.Posting); nothing when it wrote none.
 func (p *pendingReplies) posting(ctx context.Context, it workItem) error {
 	p.mu.Lock()
-	rec, ok := p.recs[it.inboxID]
+	w, ok := p.written[it.inboxID]
 	p.mu.Unlock()
 	if !ok {
 		return nil
 	}
+	rec := w.rec
 	rec.Posting = true
 	return p.write(ctx, rec)
 }
@@ -168,10 +174,10 @@ func (p *pendingReplies) names(ctx context.Context, id string) (bool, uint64, er
 // still names it.
 func (p *pendingReplies) posted(ctx context.Context, it workItem) error {
 	p.mu.Lock()
-	rev, ok := p.written[it.inboxID]
+	w, ok := p.written[it.inboxID]
 	delete(p.written, it.inboxID)
-	delete(p.recs, it.inboxID)
 	p.mu.Unlock()
+	rev := w.rev
 	if !ok {
 		if !it.replying {
 			return nil // its reply was never stored
