@@ -357,7 +357,6 @@ func (c *ClusterIngress) StartTenure(ctx context.Context, b binding.Key, f Fence
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	e.log.Info("Serving a cluster binding", "platform", b.Platform, "channel", b.Channel, "token", f.Token())
 	e.tenures.set(b, f)
 	c.st.StartTenure(b.Platform, b.Channel)
 	// What a host before this one settled and did not post goes first.
@@ -367,6 +366,8 @@ func (c *ClusterIngress) StartTenure(ctx context.Context, b binding.Key, f Fence
 	}
 	activity.Or(e.opts.Activity).Record(activity.Event{Time: e.now(), Kind: activity.Lease, Binding: b.Platform + "/" + b.Channel,
 		Platform: b.Platform, Host: e.cluster.Host, Outcome: "taken"})
+	// Last: once said, the tenure is started and in the audit trail.
+	e.log.Info("Serving a cluster binding", "platform", b.Platform, "channel", b.Channel, "token", f.Token())
 	return nil
 }
 
