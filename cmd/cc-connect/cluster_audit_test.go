@@ -37,7 +37,7 @@ env = { CLAUDE_CONFIG_DIR = %q, FAKECLAUDE_RECORD = %q }
 	a.p.waitErr(t, "Serving a cluster binding")
 	b.start(t)
 	f.WaitConn(t, 2)
-	a.stop(t) // a hand-over: b need not wait for the lease to expire
+	a.stop(t)                                   // a hand-over: b need not wait for the lease to expire
 	b.p.waitErr(t, "Serving a cluster binding") // its tenure started, "taken" recorded
 	b.stop(t)
 
