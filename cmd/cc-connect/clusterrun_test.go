@@ -212,14 +212,28 @@ var tenureStart = regexp.MustCompile(`msg="Serving the binding".* token=(\d+)`)
 
 // latestTenure is the highest token of the tenures this host's current
 // run began (0: none, as far as its log was read).
-func (m *clusterMember) latestTenure() uint64 {
+func (m *clusterMember) latestTenure() uint64 { return m.p.latestTenure() }
+
+// latestTenure is the highest token of the tenures this run began.
+func (p *process) latestTenure() uint64 {
 	var latest uint64
-	for _, sub := range tenureStart.FindAllStringSubmatch(m.p.stderr.String(), -1) {
+	for _, sub := range tenureStart.FindAllStringSubmatch(p.stderr.String(), -1) {
 		if n, err := strconv.ParseUint(sub[1], 10, 64); err == nil && n > latest {
 			latest = n
 		}
 	}
 	return latest
+}
+
+// movesOf bounds how often the binding moved between the runs ps: the
+// tenures they began beyond the first (a host taking back its own lapsed
+// lease counts too). A test's kill is one; a starved renewal adds more.
+func movesOf(ps ...*process) int {
+	n := 0
+	for _, p := range ps {
+		n += len(tenureStart.FindAllString(p.stderr.String(), -1))
+	}
+	return max(0, n-1)
 }
 
 // tenures counts the tenures this host's current run began so far.
@@ -259,8 +273,10 @@ func (m *clusterMember) ranOnlyServing(t *testing.T, turns int, what string) {
 // makeHolder gives the binding back to want if a starved renewal moved it
 // to another of hosts: that holder is stopped (SIGTERM hands the binding
 // over; want, the owner or the first standby, takes it at once) and
-// started again, so that a subtest starts from the holder it is about.
-func makeHolder(t *testing.T, want *clusterMember, hosts ...*clusterMember) {
+// started again, as a process of top (the test the hosts belong to, not
+// the subtest: a process ends with the test that started it), so that a
+// subtest starts from the holder it is about.
+func makeHolder(t, top *testing.T, want *clusterMember, hosts ...*clusterMember) {
 	t.Helper()
 	h := holder(hosts...)
 	if h == nil || h == want {
@@ -270,7 +286,7 @@ func makeHolder(t *testing.T, want *clusterMember, hosts ...*clusterMember) {
 	n := want.tenures()
 	h.stop(t)
 	want.p.waitErrCount(t, "Serving the binding", n+1)
-	h.start(t)
+	h.start(top)
 	h.p.waitErr(t, "Joined the cluster")
 }
 
@@ -306,6 +322,7 @@ func TestClusterOfThreeBinaries(t *testing.T) {
 	c.start(t)
 	f.WaitConn(t, 3)
 
+	top := t // the hosts' processes are the whole test's
 	const root1, root2 = "1700000001.000100", "1700000002.000100"
 	t.Run("every message is answered once, in order, by the owner", func(t *testing.T) {
 		var want1, want2 []string
@@ -374,7 +391,7 @@ func TestClusterOfThreeBinaries(t *testing.T) {
 
 	t.Run("an owner cut off from NATS mid-turn answers nothing; the standby finishes", func(t *testing.T) {
 		const ts = "1700000004.000100"
-		makeHolder(t, a, hosts...)
+		makeHolder(t, top, a, hosts...)
 		f.DeliverMention(t, fakeslack.MsgEvent("C1", ts, "U1", "<@UBOT> [[SLOW]] cut off", nil))
 		waitFile(t, "the owner running the turn", func() bool { return a.ran(t, "cut off") == 1 })
 		for _, p := range proxies {
@@ -418,7 +435,7 @@ func TestClusterOfThreeBinaries(t *testing.T) {
 		const ts = "1700000005.000100"
 		a.setRelease(t, true)
 		b.setRelease(t, false)
-		makeHolder(t, b, hosts...)
+		makeHolder(t, top, b, hosts...)
 		f.DeliverMention(t, fakeslack.MsgEvent("C1", ts, "U1", "<@UBOT> [[SLOW]] killed", nil))
 		waitFile(t, "the standby running the turn", func() bool { return b.ran(t, "killed") == 1 })
 		if err := b.p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
