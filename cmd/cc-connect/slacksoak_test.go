@@ -290,9 +290,18 @@ func slackKillRestartOnce(t *testing.T, rng *rand.Rand, iter int, st *slackSoakS
 	}
 	// Done when every message has its reply and Slack waits for no ack;
 	// a message never answered shows as lost when the time is up.
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) && !(slackSoakAnswered(f, msgs) && f.Unacked() == 0) {
-		time.Sleep(5 * time.Millisecond)
+	deadline := time.After(30 * time.Second)
+drain:
+	for {
+		changed := f.Changed() // before the check: a change after it wakes us
+		if slackSoakAnswered(f, msgs) && f.Unacked() == 0 {
+			break
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			break drain
+		}
 	}
 	if err := last.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
