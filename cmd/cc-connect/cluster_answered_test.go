@@ -87,7 +87,7 @@ func TestClusterFailoverAnswersOnce(t *testing.T) {
 	case n > 1:
 		t.Errorf("the standby ran the thread's root %d times", n)
 	case n == 1:
-		b.ranOnlyServing(t, n, "the root, before the owner answered it")
+		b.ranOnlyServing(t, n, "the root, before the owner answered it", a)
 	}
 	if n := a.turns(t, "first reply"); n != 0 {
 		t.Errorf("the restarted owner ran the first reply, which the standby had answered, %d times", n)

@@ -68,7 +68,7 @@ shutdown_grace = "5s"
 	})
 	owned := fakeclaude.ReadRecord(t, a.record)
 	before := fakeclaude.ReadRecord(t, b.record)
-	b.ranOnlyServing(t, len(before), "the thread before the kill")
+	b.ranOnlyServing(t, len(before), "the thread before the kill", a)
 	if len(owned) == 0 || len(owned)+len(before) < 2 {
 		t.Fatalf("the turns before the kill: %+v on the owner, %+v on the standby; want both, the first on the owner", owned, before)
 	}

@@ -260,14 +260,17 @@ func holder(hosts ...*clusterMember) *clusterMember {
 // ranOnlyServing checks that host m ran turns only while serving the
 // binding: a host the test did not give the binding may have run some
 // only if a starved renewal handed it over, so it must have logged a
-// tenure (waited for, since its log is read behind its turns).
-func (m *clusterMember) ranOnlyServing(t *testing.T, turns int, what string) {
+// tenure, and prev, the holder before it, the loss of its own (both
+// waited for, since a log is read behind the turns): a host that served
+// beside the holder fails here.
+func (m *clusterMember) ranOnlyServing(t *testing.T, turns int, what string, prev *clusterMember) {
 	t.Helper()
 	if turns == 0 {
 		return
 	}
 	t.Logf("host %s ran %d turns of %s: the binding moved to it (a starved renewal)", m.name, turns, what)
 	m.p.waitErr(t, "Serving the binding")
+	prev.p.waitErr(t, "Stopped serving the binding: its lease was lost")
 }
 
 // makeHolder gives the binding back to want if a starved renewal moved it
@@ -352,7 +355,7 @@ func TestClusterOfThreeBinaries(t *testing.T) {
 		if n := c.ran(t, "thread"); n != 0 {
 			t.Errorf("c, which neither owns the binding nor stands by, ran %d turns", n)
 		}
-		b.ranOnlyServing(t, b.ran(t, "thread"), "the threads")
+		b.ranOnlyServing(t, b.ran(t, "thread"), "the threads", a)
 		// The envelopes were spread: every host received some and
 		// published them.
 		for _, h := range hosts {
@@ -384,7 +387,7 @@ func TestClusterOfThreeBinaries(t *testing.T) {
 				t.Errorf("host %s ran the redelivered message %d times", h.name, n)
 			}
 			if h != a {
-				h.ranOnlyServing(t, n, "the redelivered message")
+				h.ranOnlyServing(t, n, "the redelivered message", a)
 			}
 		}
 	})
