@@ -289,7 +289,7 @@ func (tr *turnRunner) recover(it workItem) {
 		it.continuation = true
 		tr.run(it)
 	case what == recoverLost:
-		reply, rerr := tr.e.host.Transcripts().ReplyAfter(path, steeringOf(tr).replyFrom(it, path))
+		reply, rerr := tr.e.host.Transcripts().ReplyAfter(path, it.uuid)
 		reply, _, _ = ctxindicator.StripSelfReport(reply)
 		if strings.TrimSpace(reply) != "" {
 			reply += it.replyTail // the very text that was being posted: the same parts
