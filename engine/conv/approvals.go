@@ -3,12 +3,12 @@ package conv
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/cc-connect/cc-connect/binding"
+	"github.com/cc-connect/cc-connect/engine/render"
 	"github.com/cc-connect/cc-connect/format"
 	"github.com/cc-connect/cc-connect/platform"
 )
@@ -288,8 +288,7 @@ func adoptWait(tr *turnRunner, it *workItem) bool {
 	w.share = func(all []parkedRequest) { tr.shared.write(it.msg.ID, all) }
 	ok := replayEarly(w, ad.early)
 	if ok && len(w.perms.pending) > 0 {
-		tr.chat.send(fmt.Sprintf("The request above (%s) still waits for an answer: the turn goes on here once it has one.",
-			orDefault(w.perms.first(), "a permission request")))
+		tr.chat.send(render.StillWaits(orDefault(w.perms.first(), "a permission request")))
 	}
 	var answered []parkedRequest
 	if ok {
