@@ -196,3 +196,59 @@ func TestClusterAnswerGivenBeforeTheKill(t *testing.T) {
 		t.Errorf("the answered request is still kept in the cluster: %s", v)
 	}
 }
+
+// TestClusterApprovalTimersTravel: the approvers are reminded once, not
+// once per host (the host that takes a request over knows they were), and
+// permission_timeout counts from when the prompt was first posted: a
+// request that waited past it on the host that died is denied by the next
+// holder as it takes it over (the thread told), and the message runs with
+// that denial, nobody asked again.
+func TestClusterApprovalTimersTravel(t *testing.T) {
+	t.Run("reminded once", func(t *testing.T) {
+		srv := clustertest.Single(t)
+		clock := clustertest.NewClock()
+		opt := func(o *Options, _ *harnessConfig) {
+			o.ApprovalReminder = 50 * time.Millisecond
+			o.PermissionTimeout = time.Hour
+		}
+		a := startClusterHostWithOn(t, "a", srv.ClientURL(), clock, opt)
+		b := startClusterHostWithOn(t, "b", srv.ClientURL(), clock, opt)
+		publish(t, b, "r-1", "T1", "please [[TOOL:make deploy]]")
+		id := requestAsked(t, a)
+		a.h.rec.waitSend(t, "has waited 50ms for an answer")
+		a.h.logs.WaitRecords(t, waitLimit, "Reminding the approvers of a waiting request", 1)
+		pollFor(t, "the reminder kept in the cluster", func() bool {
+			return strings.Contains(string(storedApprovals(t, b)), `"reminded":true`)
+		})
+		a.crash()
+		b.takeOver(t, a)
+		b.h.rec.waitSend(t, "still waits for an answer")
+		pressVia(t, b, platform.Action{RequestID: id, Choice: platform.ChoiceAllow})
+		b.h.rec.waitSend(t, "ran: make deploy")
+		b.h.waitIdle()
+		if got := b.h.rec.sends("has waited"); len(got) != 0 {
+			t.Errorf("the next holder reminded the approvers again: %q", got)
+		}
+	})
+	t.Run("timed out meanwhile", func(t *testing.T) {
+		srv := clustertest.Single(t)
+		clock := clustertest.NewClock()
+		// The host that asks waits an hour (it is killed long before);
+		// the one that takes over, a second, counted from the first
+		// posting, not from when it took the request over.
+		a := startClusterHostWithOn(t, "a", srv.ClientURL(), clock, func(o *Options, _ *harnessConfig) { o.PermissionTimeout = time.Hour })
+		b := startClusterHostWithOn(t, "b", srv.ClientURL(), clock, func(o *Options, _ *harnessConfig) { o.PermissionTimeout = time.Second })
+		publish(t, b, "x-1", "T1", "please [[TOOL:make deploy]]")
+		waitAsk(t, a.h)
+		a.crash()
+		// The event comes to b after its ack wait (clusterTTL, over the
+		// timeout): the request timed out while nobody served the binding.
+		b.takeOver(t, a)
+		b.h.rec.waitSend(t, "denied: no answer within 1s")
+		b.h.rec.waitSend(t, "denied: No answer in chat within 1s")
+		b.h.waitIdle()
+		if asks := b.h.rec.kinds("ask"); len(asks) != 0 {
+			t.Errorf("the next holder asked again: %+v", asks)
+		}
+	})
+}
