@@ -252,3 +252,35 @@ func TestClusterApprovalTimersTravel(t *testing.T) {
 		}
 	})
 }
+
+// TestClusterApprovalPressedBeforeTheTakeover: a press on the old prompt
+// made while no host serves the binding waits in the stream right behind
+// the message; the next holder takes it whether it reaches the
+// conversation before its turn waits on the request (held, then given to
+// the wait) or after: the tool runs once, and nothing says the request
+// is gone.
+func TestClusterApprovalPressedBeforeTheTakeover(t *testing.T) {
+	srv := clustertest.Single(t)
+	clock := clustertest.NewClock()
+	a := startClusterHostOn(t, "a", srv.ClientURL(), clock)
+	b := startClusterHostOn(t, "b", srv.ClientURL(), clock)
+	publish(t, b, "e-1", "T1", "please [[TOOL:make deploy]]")
+	ask := waitAsk(t, a.h)
+	a.crash()
+	pressVia(t, b, platform.Action{RequestID: ask.Prompt.RequestID, Choice: platform.ChoiceAllow})
+	b.takeOver(t, a)
+	b.h.rec.waitSend(t, "ran: make deploy")
+	b.h.waitIdle()
+	if n := len(b.h.rec.sends("ran: make deploy")); n != 1 {
+		t.Errorf("the next holder answered %d times:\n%s", n, dump(b.h.rec.snapshot()))
+	}
+	if asks := b.h.rec.kinds("ask"); len(asks) != 0 {
+		t.Errorf("the next holder asked again: %+v", asks)
+	}
+	t.Logf("answers held until the wait: %d", len(b.h.logs.Records("An answer came before the turn waits on the adopted request: held for it")))
+	for _, gone := range []string{"no longer pending", "No permission request is pending"} {
+		if got := b.h.rec.sends(gone); len(got) != 0 {
+			t.Errorf("the press was refused: %q", got)
+		}
+	}
+}

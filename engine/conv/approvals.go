@@ -220,7 +220,11 @@ func (a *adoptions) hold(key string, c control) bool {
 // heldForAdoption says whether control c, an answer no running turn
 // waits on, was kept for an adopted request of the conversation of key.
 func heldForAdoption(e *Set, key string, c control) bool {
-	return e.cluster.adopting.hold(key, c)
+	if !e.cluster.adopting.hold(key, c) {
+		return false
+	}
+	e.log.Info("An answer came before the turn waits on the adopted request: held for it", "session_key", key, "request_id", c.requestID)
+	return true
 }
 
 // Adopt reads, for message m of binding b given to this host again
