@@ -284,3 +284,27 @@ func TestClusterApprovalPressedBeforeTheTakeover(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterQuestionAnsweredByAReply: a question adopted by the next
+// holder is answered by a reply in the thread too (an option's number), as
+// on the host that asked it.
+func TestClusterQuestionAnsweredByAReply(t *testing.T) {
+	srv := clustertest.Single(t)
+	clock := clustertest.NewClock()
+	a := startClusterHostOn(t, "a", srv.ClientURL(), clock)
+	b := startClusterHostOn(t, "b", srv.ClientURL(), clock)
+	publish(t, b, "q-1", "T1", "pick [[ASK]]")
+	a.h.rec.waitSend(t, "Which color?")
+	a.crash()
+	b.takeOver(t, a)
+	b.h.rec.waitSend(t, "still waits for an answer")
+	publish(t, b, "q-2", "T1", "2")
+	got := b.h.rec.waitSend(t, "answer: {")
+	b.h.waitIdle()
+	if !strings.Contains(got.Text, `"Which color?":"Blue"`) {
+		t.Errorf("Claude was given %q, want Blue for the question", got.Text)
+	}
+	if n := len(b.h.rec.sends("echo: 2")); n != 0 {
+		t.Errorf("the reply ran as a turn of its own")
+	}
+}
