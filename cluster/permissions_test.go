@@ -309,6 +309,9 @@ func (pc *permCluster) refusals() {
 		{"the context of a conversation of another binding", "c", n.ContextKVKey(names.ContextHead(permSlack, conv)), ""},
 		{"reading the context of a binding it does not serve", "c",
 			"$JS.API.DIRECT.GET." + n.ContextStream() + "." + n.ContextKVKey(names.ContextHead(permSlack, conv)), ""},
+		{"the waiting requests of a conversation of another binding", "c", n.ContextKVKey(names.ContextApprovals(permSlack, conv)), ""},
+		{"reading the waiting requests of a binding it does not serve", "c",
+			"$JS.API.DIRECT.GET." + n.ContextStream() + "." + n.ContextKVKey(names.ContextApprovals(permSlack, conv)), ""},
 		{"listing the context bucket", "b", "$JS.API.CONSUMER.CREATE." + n.ContextStream() + ".x", ""},
 		{"listing the context bucket through the rights to list replies", "b",
 			"$JS.API.CONSUMER.CREATE." + n.ContextStream() + ".x." + n.ContextKVKey(names.ContextOf(permSlack)), ""},
@@ -407,6 +410,7 @@ func checkContext(ctx context.Context, t *testing.T, a, b *Node) {
 		t.Errorf("b reads the context over the limit: %+v, %d bytes, %v", h, len(got), err)
 	}
 	checkReplies(ctx, t, a, b)
+	checkApprovals(ctx, t, a, b)
 	r, err := a.Status(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -803,6 +807,28 @@ func checkReplies(ctx context.Context, t *testing.T, a, b *Node) {
 	}
 	if got, err := rb.Replies(ctx, permSlack); err != nil || len(got) != 0 {
 		t.Fatalf("replies after the removal: %+v, %v; want none", got, err)
+	}
+}
+
+// checkApprovals: the holder a keeps the requests a conversation's turn
+// waits on; its standby b reads them back and removes them once answered.
+func checkApprovals(ctx context.Context, t *testing.T, a, b *Node) {
+	t.Helper()
+	conv := names.Conversation("C1", "w")
+	if err := ApprovalsOf(a).Put(ctx, permSlack, conv, []byte(`waiting 1`)); err != nil {
+		t.Fatalf("a keeping the requests of its binding's conversation: %v", err)
+	}
+	if err := ApprovalsOf(a).Put(ctx, permSlack, conv, []byte(`waiting 2`)); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := ApprovalsOf(b).Get(ctx, permSlack, conv); err != nil || string(v) != "waiting 2" {
+		t.Fatalf("b reads the waiting requests: %q, %v; want the latest", v, err)
+	}
+	if err := ApprovalsOf(b).Remove(ctx, permSlack, conv); err != nil {
+		t.Fatalf("b removing the answered requests: %v", err)
+	}
+	if v, err := ApprovalsOf(a).Get(ctx, permSlack, conv); err != nil || v != nil {
+		t.Fatalf("removed requests read %q, %v; want none", v, err)
 	}
 }
 
