@@ -49,8 +49,9 @@ func apiToolResultHas(api *fakeapi.Server, sub string) bool {
 // cc-connect is SIGKILLed while the prompt waits in the thread, on Slack,
 // Telegram (a forum topic) and Discord (a message's thread). The restarted
 // binary says the request still waits, a press on the old prompt's button
-// answers it, and Claude gets that answer (the choice, the approval) as
-// the tool's result, with no second prompt posted.
+// (or, for the question, an answer written in the thread) answers it, and
+// Claude gets that answer (the choice, the words, the approval) as the
+// tool's result, with no second prompt posted.
 func TestRealCLIQuestionAndPlanOutliveKill(t *testing.T) {
 	t.Parallel()
 	for _, chat := range []struct {
@@ -64,12 +65,18 @@ func TestRealCLIQuestionAndPlanOutliveKill(t *testing.T) {
 		for _, tc := range []struct {
 			name, binding, prompt string
 			shows, label          string // the prompt shows; the button pressed
+			words                 string // the answer written in the thread instead
 			told                  string // in a tool result Claude gets
 		}{
 			{
 				name: "question", prompt: "pick one [[ASK]]",
 				shows: "Which color should the button be?", label: "Blue",
 				told: `"Which color should the button be?"="Blue"`,
+			},
+			{
+				name: "question answered in words", prompt: "pick one [[ASK]]",
+				shows: "Which color should the button be?", label: "Blue", words: "a soft green",
+				told: `"Which color should the button be?"="a soft green"`,
 			},
 			{
 				name: "plan", binding: `permission_mode = "plan"`, prompt: "plan it [[PLAN]]",
@@ -101,7 +108,11 @@ func TestRealCLIQuestionAndPlanOutliveKill(t *testing.T) {
 				c.waitPost(t, limit, "the notice that the request still waits", func(_, text string, _ bool) bool {
 					return strings.Contains(text, "still waits for an answer")
 				})
-				press()
+				if tc.words != "" {
+					c.reply(t, tc.words)
+				} else {
+					press()
+				}
 				// The resumed turn's reply, or a prompt asking again.
 				again := false
 				c.waitPost(t, limit, "the resumed turn's reply", func(id, text string, buttons bool) bool {
@@ -229,8 +240,11 @@ type killChat interface {
 	// start runs an instance and waits until it listens; the first call
 	// starts the first instance, the next one its successor.
 	start(t *testing.T, run func() *process) *process
-	// say sends text as the allowed user in the thread.
+	// say sends text as the allowed user, mentioning the bot: the
+	// thread's first message.
 	say(t *testing.T, text string)
+	// reply sends text as the allowed user into the thread, after it.
+	reply(t *testing.T, text string)
 	// waitPrompt waits for the bot's post in the thread showing shows
 	// with a button labelled label, and returns a press of that button
 	// on it (by the allowed user, the press acknowledged).
@@ -281,6 +295,11 @@ func (s *slackKill) start(t *testing.T, run func() *process) *process {
 func (s *slackKill) say(t *testing.T, text string) {
 	t.Helper()
 	s.f.DeliverMention(t, fakeslack.MsgEvent("C1", s.ts, "U0ALICE", "<@UBOT> "+text, nil))
+}
+
+func (s *slackKill) reply(t *testing.T, text string) {
+	t.Helper()
+	s.f.Deliver(t, fakeslack.MsgEvent("C1", "1700000600.000200", "U0ALICE", text, map[string]any{"thread_ts": s.ts}))
 }
 
 func (s *slackKill) waitPrompt(t *testing.T, limit time.Duration, shows, label string) (string, func()) {
@@ -364,6 +383,9 @@ func (g *telegramKill) say(t *testing.T, text string) {
 		"message_thread_id": killTopic, "is_topic_message": true,
 	})
 }
+
+// reply is say: in a group, the bot hears what mentions it.
+func (g *telegramKill) reply(t *testing.T, text string) { g.say(t, text) }
 
 func (g *telegramKill) waitPrompt(t *testing.T, limit time.Duration, shows, label string) (string, func()) {
 	t.Helper()
@@ -453,6 +475,11 @@ func (d *discordKill) say(t *testing.T, text string) {
 	t.Helper()
 	bot := map[string]any{"id": fakediscord.BotID, "username": fakediscord.BotName, "bot": true}
 	d.f.Post(t, fakediscord.MessageEvent(discordKillMsg, "C1", "G1", "7", "<@"+fakediscord.BotID+"> "+text, map[string]any{"mentions": []any{bot}}))
+}
+
+func (d *discordKill) reply(t *testing.T, text string) {
+	t.Helper()
+	d.f.Post(t, fakediscord.MessageEvent("2002", discordKillMsg, "G1", "7", text, nil))
 }
 
 func (d *discordKill) waitPrompt(t *testing.T, limit time.Duration, shows, label string) (string, func()) {
