@@ -18,8 +18,8 @@ import (
 // on by default): the fake Messages API makes Claude write a file, the turn
 // ends with a summary and its Revert button, !diff uploads the diff, a
 // press by someone who may not approve is refused, and the approver's press
-// deletes the file: on Slack (!diff and the presses after a restart of
-// cc-connect), Telegram and Discord.
+// deletes the file: on Slack (!diff, !status and the presses after a
+// restart of cc-connect), Telegram and Discord.
 
 // writeTurn is the prompt that makes Claude write new.txt (three lines).
 const writeTurn = "[[WRITE:new.txt:a\nb\nc]]"
@@ -77,6 +77,11 @@ api_url = %q
 		t.Errorf("the diff %q, want %q", up.Data, want)
 	}
 
+	f.Deliver(t, fakeslack.MsgEvent("C1", "1700000301.000210", "U2", "<@UBOT> !status", inThread))
+	f.WaitPost(t, "!status with the last turn's changes, revertible", func(m fakeslack.Message) bool {
+		return m.ThreadTS == ts && strings.Contains(m.Text, "Last turn changed: 1 file (+3 −0): `new.txt`\nRevert: possible")
+	})
+
 	revert := summary.Buttons()[0].ActionID
 	f.WaitAck(t, f.Press(t, summary, revert, "U2"))
 	f.WaitPost(t, "the refusal of a press by someone who may not approve", func(m fakeslack.Message) bool {
@@ -95,6 +100,10 @@ api_url = %q
 	f.Deliver(t, fakeslack.MsgEvent("C1", "1700000301.000300", "U1", "<@UBOT> !revert", inThread))
 	f.WaitPost(t, "the refusal of a second revert", func(m fakeslack.Message) bool {
 		return m.ThreadTS == ts && strings.Contains(m.Text, "cannot be reverted twice")
+	})
+	f.Deliver(t, fakeslack.MsgEvent("C1", "1700000301.000400", "U2", "<@UBOT> !status", inThread))
+	f.WaitPost(t, "!status with the last turn's changes, reverted", func(m fakeslack.Message) bool {
+		return m.ThreadTS == ts && strings.Contains(m.Text, "Last turn changed: 1 file (+3 −0): `new.txt`\nRevert: not possible. The last turn was already reverted (by ")
 	})
 }
 
