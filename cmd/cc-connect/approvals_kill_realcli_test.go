@@ -44,15 +44,16 @@ func apiToolResultHas(api *fakeapi.Server, sub string) bool {
 	return false
 }
 
-// TestRealCLIQuestionAndPlanOutliveKill: the real claude asks a question
-// (AskUserQuestion), or proposes a plan in plan mode (ExitPlanMode);
-// cc-connect is SIGKILLed while the prompt waits in the thread, on Slack,
-// Telegram (a forum topic) and Discord (a message's thread). The restarted
-// binary says the request still waits, a press on the old prompt's button
-// (or, for the question, an answer written in the thread) answers it, and
-// Claude gets that answer (the choice, the words, the approval) as the
-// tool's result, with no second prompt posted.
-func TestRealCLIQuestionAndPlanOutliveKill(t *testing.T) {
+// TestRealCLIApprovalsOutliveKill: the real claude asks to run a command,
+// asks a question (AskUserQuestion), or proposes a plan in plan mode
+// (ExitPlanMode); cc-connect is SIGKILLed while the prompt waits in the
+// thread, on Slack, Telegram (a forum topic) and Discord (a message's
+// thread). The restarted binary says the request still waits, a press on
+// the old prompt's button (or, for the question, an answer written in the
+// thread) answers it, and it takes effect: the command runs (its file
+// exists), Claude gets the answer (the choice, the words, the approval)
+// as the tool's result; and no second prompt is posted.
+func TestRealCLIApprovalsOutliveKill(t *testing.T) {
 	t.Parallel()
 	for _, chat := range []struct {
 		name string
@@ -64,23 +65,29 @@ func TestRealCLIQuestionAndPlanOutliveKill(t *testing.T) {
 	} {
 		for _, tc := range []struct {
 			name, binding, prompt string
-			shows, label          string // the prompt shows; the button pressed
-			words                 string // the answer written in the thread instead
-			told                  string // in a tool result Claude gets
+			shows                 string            // the prompt shows
+			button                func(string) bool // the button pressed, by its label
+			words                 string            // the answer written in the thread instead
+			told                  string            // in a tool result Claude gets
+			made                  string            // a file the tool allowed makes
 		}{
 			{
+				name: "permission", prompt: "make it [[TOOL:touch made.txt]]",
+				shows: "touch made.txt", button: isAllow, made: "made.txt",
+			},
+			{
 				name: "question", prompt: "pick one [[ASK]]",
-				shows: "Which color should the button be?", label: "Blue",
+				shows: "Which color should the button be?", button: labelIs("Blue"),
 				told: `"Which color should the button be?"="Blue"`,
 			},
 			{
 				name: "question answered in words", prompt: "pick one [[ASK]]",
-				shows: "Which color should the button be?", label: "Blue", words: "a soft green",
+				shows: "Which color should the button be?", button: labelIs("Blue"), words: "a soft green",
 				told: `"Which color should the button be?"="a soft green"`,
 			},
 			{
 				name: "plan", binding: `permission_mode = "plan"`, prompt: "plan it [[PLAN]]",
-				shows: "Write the fix.", label: "Approve, accept edits",
+				shows: "Write the fix.", button: labelIs("Approve, accept edits"),
 				told: "User has approved your plan",
 			},
 		} {
@@ -90,7 +97,7 @@ func TestRealCLIQuestionAndPlanOutliveKill(t *testing.T) {
 				api := fakeapi.Start(t)
 				c := chat.open(t)
 				platform, chatEnv := c.platform(tc.binding)
-				path, _, env := teamConfig(t, claude, platform)
+				path, ws, env := teamConfig(t, claude, platform)
 				env = append(append(env, chatEnv...), "CC_CONNECT_TEST_API_URL="+api.URL())
 				state := filepath.Join(filepath.Dir(path), "state")
 				run := func() *process { return startBinaryEnv(t, env, "run", "--config", path) }
@@ -98,7 +105,7 @@ func TestRealCLIQuestionAndPlanOutliveKill(t *testing.T) {
 
 				c.say(t, tc.prompt)
 				limit := testenv.HangLimit(t, 60*time.Second)
-				prompt, press := c.waitPrompt(t, limit, tc.shows, tc.label)
+				prompt, press := c.waitPrompt(t, limit, tc.shows, tc.button)
 				waitParked(t, state, `MessageID\":\"`+prompt+`\"`)
 				if !kill(t, p, 0) {
 					t.Fatalf("cc-connect exited by itself:\n%s", p.stderr.String())
@@ -125,7 +132,12 @@ func TestRealCLIQuestionAndPlanOutliveKill(t *testing.T) {
 				if n := c.postsShowing(tc.shows); n != 1 {
 					t.Errorf("%d prompts in the thread, want the first one only", n)
 				}
-				if !apiToolResultHas(api, tc.told) {
+				if tc.made != "" {
+					if _, err := os.Stat(filepath.Join(ws, tc.made)); err != nil {
+						t.Errorf("%s was not made: %v", tc.made, err)
+					}
+				}
+				if tc.told != "" && !apiToolResultHas(api, tc.told) {
 					for _, r := range api.Requests() {
 						t.Logf("API request: last user text %q, tool results %+v", r.LastUserText, r.ToolResults)
 					}
@@ -142,93 +154,8 @@ func TestRealCLIQuestionAndPlanOutliveKill(t *testing.T) {
 	}
 }
 
-// TestRealCLIApprovalOutlivesKillOnTelegram is TestRealCLIApprovalOutlivesKill
-// in a Telegram forum topic: the old prompt's Allow button, pressed after
-// the restart, lets the command run, and nobody is asked twice.
-func TestRealCLIApprovalOutlivesKillOnTelegram(t *testing.T) {
-	t.Parallel()
-	claude := testenv.ClaudeBinary(t)
-	api := fakeapi.Start(t)
-	f := faketelegram.New(t)
-	path, ws, env := teamConfig(t, claude, fmt.Sprintf(`
-[[platforms]]
-name = "tg"
-type = "telegram"
-token = "${TELEGRAM_BOT_TOKEN}"
-api_url = %q
-[[bindings]]
-platform = "tg"
-channel = "*"
-workspace = "ws"
-allow_users = ["7"]
-`, f.URL()))
-	env = append(env, "TELEGRAM_BOT_TOKEN="+faketelegram.Token, "CC_CONNECT_TEST_API_URL="+api.URL())
-	state := filepath.Join(filepath.Dir(path), "state")
-	p := startBinaryEnv(t, env, "run", "--config", path)
-	f.Wait(t, "the first poll", func() bool { return len(f.Calls("getUpdates")) > 0 })
-	limit := testenv.HangLimit(t, 60*time.Second)
-	f.SetWaitLimit(limit)
-
-	alice := faketelegram.User(7, "alice", false)
-	const forumID, topic = -1002, 90
-	f.Send(map[string]any{
-		"chat": map[string]any{"id": forumID, "type": "supergroup", "is_forum": true, "title": "dev"},
-		"from": alice, "text": "@" + faketelegram.BotUsername + " make it [[TOOL:touch made.txt]]",
-		"entities":          []any{map[string]any{"type": "mention", "offset": 0, "length": 1 + len(faketelegram.BotUsername)}},
-		"message_thread_id": topic, "is_topic_message": true,
-	})
-	isPrompt := func(m faketelegram.Message) bool {
-		for _, b := range m.Buttons() {
-			if isAllow(b.Text) {
-				return m.ThreadID == topic
-			}
-		}
-		return false
-	}
-	prompt := f.WaitSent(t, "the permission prompt", isPrompt)
-	allow := ""
-	for _, b := range prompt.Buttons() {
-		if isAllow(b.Text) {
-			allow = b.Text
-		}
-	}
-	if allow == "" {
-		t.Fatalf("no Allow button on the prompt: %+v", prompt.Buttons())
-	}
-	waitParked(t, state, `"parked":`)
-	if !kill(t, p, 0) {
-		t.Fatalf("cc-connect exited by itself:\n%s", p.stderr.String())
-	}
-	polls := len(f.Calls("getUpdates"))
-
-	last := startBinaryEnv(t, env, "run", "--config", path)
-	f.Wait(t, "the restarted instance's poll", func() bool { return len(f.Calls("getUpdates")) > polls })
-	f.WaitSent(t, "the notice that the request still waits", func(m faketelegram.Message) bool {
-		return m.ThreadID == topic && strings.Contains(m.Text, "still waits for an answer")
-	})
-	f.Press(t, prompt, allow, alice)
-	f.WaitSent(t, "the resumed turn's reply", func(m faketelegram.Message) bool {
-		return m.ThreadID == topic && strings.Contains(m.Text, "tool said:")
-	})
-	if _, err := os.Stat(filepath.Join(ws, "made.txt")); err != nil {
-		t.Fatalf("made.txt was not made: %v", err)
-	}
-	n := 0
-	for _, c := range f.Calls("sendMessage") {
-		if strings.Contains(c.Form.Get("reply_markup"), allow) {
-			n++
-		}
-	}
-	if n != 1 {
-		t.Errorf("%d prompts sent, want the first one only", n)
-	}
-	if err := last.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	if code := last.exitCode(t); code != 0 {
-		t.Errorf("the last instance exited %d", code)
-	}
-}
+// labelIs accepts the label want.
+func labelIs(want string) func(string) bool { return func(l string) bool { return l == want } }
 
 // killChat is one chat platform's side of a test that kills cc-connect
 // while a prompt waits in a thread: its fake, the thread, and how a person
@@ -246,9 +173,10 @@ type killChat interface {
 	// reply sends text as the allowed user into the thread, after it.
 	reply(t *testing.T, text string)
 	// waitPrompt waits for the bot's post in the thread showing shows
-	// with a button labelled label, and returns a press of that button
-	// on it (by the allowed user, the press acknowledged).
-	waitPrompt(t *testing.T, limit time.Duration, shows, label string) (id string, press func())
+	// with a button whose label button accepts, and returns its id and a
+	// press of that button on it (by the allowed user, the press
+	// acknowledged).
+	waitPrompt(t *testing.T, limit time.Duration, shows string, button func(label string) bool) (id string, press func())
 	// waitPost waits for a post in the thread that match accepts, given
 	// its id, text and whether it has buttons.
 	waitPost(t *testing.T, limit time.Duration, what string, match func(id, text string, buttons bool) bool)
@@ -302,7 +230,7 @@ func (s *slackKill) reply(t *testing.T, text string) {
 	s.f.Deliver(t, fakeslack.MsgEvent("C1", "1700000600.000200", "U0ALICE", text, map[string]any{"thread_ts": s.ts}))
 }
 
-func (s *slackKill) waitPrompt(t *testing.T, limit time.Duration, shows, label string) (string, func()) {
+func (s *slackKill) waitPrompt(t *testing.T, limit time.Duration, shows string, button func(string) bool) (string, func()) {
 	t.Helper()
 	var block, action string
 	m := slackPostWithin(t, s.f, limit, "the prompt", func(m fakeslack.Message) bool {
@@ -310,7 +238,7 @@ func (s *slackKill) waitPrompt(t *testing.T, limit time.Duration, shows, label s
 			return false
 		}
 		for _, b := range m.Buttons() {
-			if b.Text == label {
+			if button(b.Text) {
 				block, action = b.BlockID, b.ActionID
 				return true
 			}
@@ -387,17 +315,18 @@ func (g *telegramKill) say(t *testing.T, text string) {
 // reply is say: in a group, the bot hears what mentions it.
 func (g *telegramKill) reply(t *testing.T, text string) { g.say(t, text) }
 
-func (g *telegramKill) waitPrompt(t *testing.T, limit time.Duration, shows, label string) (string, func()) {
+func (g *telegramKill) waitPrompt(t *testing.T, limit time.Duration, shows string, button func(string) bool) (string, func()) {
 	t.Helper()
 	var m faketelegram.Message
+	label := ""
 	g.f.WaitWithin(t, limit, "the prompt", func() bool {
 		for _, s := range g.f.Sent() {
 			if s.ThreadID != killTopic || !strings.Contains(s.Text, shows) {
 				continue
 			}
 			for _, b := range s.Buttons() {
-				if b.Text == label {
-					m = s
+				if button(b.Text) {
+					m, label = s, b.Text
 					return true
 				}
 			}
@@ -482,7 +411,7 @@ func (d *discordKill) reply(t *testing.T, text string) {
 	d.f.Post(t, fakediscord.MessageEvent("2002", discordKillMsg, "G1", "7", text, nil))
 }
 
-func (d *discordKill) waitPrompt(t *testing.T, limit time.Duration, shows, label string) (string, func()) {
+func (d *discordKill) waitPrompt(t *testing.T, limit time.Duration, shows string, button func(string) bool) (string, func()) {
 	t.Helper()
 	var custom string
 	m := discordPostWithin(t, d.f, limit, "the prompt", func(m fakediscord.Message) bool {
@@ -490,7 +419,7 @@ func (d *discordKill) waitPrompt(t *testing.T, limit time.Duration, shows, label
 			return false
 		}
 		for _, b := range m.Buttons() {
-			if b.Label == label {
+			if button(b.Label) {
 				custom = b.CustomID
 				return true
 			}
