@@ -92,7 +92,7 @@ func init() {
 		// The session goroutine stops a running !sh first, then the turn.
 		{name: "stop", usage: "[all]", help: "stop the running turn (queued messages stay queued); with all, Claude's background tasks too",
 			control: func(c call) control { return control{kind: ctrlStop, args: strings.TrimSpace(c.args)} }},
-		{name: "status", help: "state, workspace, session, context use, queue, process", run: runStatus},
+		{name: "status", help: "state, workspace, session, context use, queue, process, what the last turn changed", run: runStatus},
 		{name: "sessions", help: "this workspace's Claude Code sessions, newest first", run: runSessions},
 		{name: "resume", usage: "<n|id>", help: "switch to a listed session", when: inOrder, queue: queueResume, run: runResume},
 		{name: "allow", usage: "[always]", help: "answer the pending permission request", who: approvers, refused: notApprover, control: answerControl},
