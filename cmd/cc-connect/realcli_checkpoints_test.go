@@ -108,7 +108,8 @@ api_url = %q
 }
 
 // TestRealCLIRevertThroughTelegram: the same on Telegram, with !revert
-// typed and the summary's button pressed by someone who may not approve.
+// typed and the summary's button pressed by someone who may not approve;
+// !status shows the turn's changes.
 func TestRealCLIRevertThroughTelegram(t *testing.T) {
 	t.Parallel()
 	f := faketelegram.New(t)
@@ -158,6 +159,10 @@ api_url = %q
 	if want := "--- /dev/null\n+++ b/new.txt\n@@ -0,0 +1,3 @@\n+a\n+b\n+c\n"; string(doc.Data) != want {
 		t.Errorf("the diff %q, want %q", doc.Data, want)
 	}
+	say(bob, "!status")
+	f.WaitSent(t, "!status with the last turn's changes, revertible", func(m faketelegram.Message) bool {
+		return strings.Contains(m.Text, "Last turn changed: 1 file (+3 −0): new.txt\nRevert: possible")
+	})
 	f.Press(t, summary, "Revert this turn", bob)
 	f.WaitSent(t, "the refusal of bob's press", func(m faketelegram.Message) bool {
 		return strings.Contains(m.Text, "may not revert turns here")
