@@ -149,11 +149,6 @@ func TestRealCLIApprovalsOutliveKill(t *testing.T) {
 				if code := last.exitCode(t); code != 0 {
 					t.Errorf("the last instance exited %d", code)
 				}
-				// What was streamed above the prompt was deleted as it
-				// was posted: the restart has nothing to mark cut off.
-				if strings.Contains(last.stderr.String(), "Marking a cut-off streamed reply failed") {
-					t.Errorf("the restart marked a deleted message cut off")
-				}
 			})
 		}
 	}
