@@ -151,8 +151,6 @@ bench-smoke:
 # checks that each runs exactly once, in order, through the terminal chat
 # and through the fake Slack (20 iterations of each run in `test`); -v
 # shows the counts. CC_SOAK_ITERATIONS and CC_SOAK_SEED override;
-# CC_SOAK_STEER=1 adds iterations that steer follow-ups into running turns
-# to the Slack soak (not yet 0 lost there: docs/performance.md).
 # CC_CLUSTER_SOAK_KILLS is how many random kills the cluster soak makes
 # across three hosts (`test` runs 3 chosen ones: each failover takes
 # seconds).

@@ -2,6 +2,7 @@ package agentproc
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -185,6 +186,25 @@ const maxVerifiedLine = 64 << 20
 // message sent recently is found after reading little. A uuid that is not
 // there costs one pass over the whole file.
 func ContainsUUID(path, uuid string) (bool, error) {
+	return searchLines(path, uuid, `"uuid":"`, userLineHasUUID)
+}
+
+// ContainsAbsorbed reports whether the transcript at path shows the user
+// message sent with uuid taken into a running turn. The CLI (2.1.332)
+// stores such a message not as a user line of its own but as an
+// attachment of type queued_command whose source_uuid is the uuid it was
+// sent with, right after the tool result whose follow-up request carries
+// it (captures/steer_transcript): a turn the transcript shows it in
+// answers it, or, cut off, is resumed with it in its history. It is
+// searched for as ContainsUUID searches.
+func ContainsAbsorbed(path, uuid string) (bool, error) {
+	return searchLines(path, uuid, `"source_uuid":"`, absorbedLineHasUUID)
+}
+
+// searchLines searches the transcript at path backwards for a line holding
+// key followed by uuid and a quote, and reports whether one such line
+// passes verify (the pattern could be quoted inside another line).
+func searchLines(path, uuid, key string, verify func(r io.ReaderAt, size, off int64, uuid string) (bool, error)) (bool, error) {
 	if uuid == "" || strings.ContainsAny(uuid, "\"\\\n") {
 		return false, fmt.Errorf("searching transcript %s: invalid uuid %q", path, uuid)
 	}
@@ -198,7 +218,7 @@ func ContainsUUID(path, uuid string) (bool, error) {
 		return false, fmt.Errorf("searching transcript %s for %s: %w", path, uuid, err)
 	}
 	size := fi.Size()
-	pat := []byte(`"uuid":"` + uuid + `"`)
+	pat := []byte(key + uuid + `"`)
 
 	step := int64(containsFirstStep)
 	buf := make([]byte, step+int64(len(pat)))
@@ -216,7 +236,7 @@ func ContainsUUID(path, uuid string) (bool, error) {
 			if i < 0 {
 				break
 			}
-			ok, err := userLineHasUUID(f, size, start+int64(i), uuid)
+			ok, err := verify(f, size, start+int64(i), uuid)
 			if err != nil {
 				return false, fmt.Errorf("searching transcript %s for %s: %w", path, uuid, err)
 			}
@@ -243,6 +263,27 @@ func userLineHasUUID(r io.ReaderAt, size, off int64, uuid string) (bool, error) 
 	}
 	t, ok := decodeTranscriptLine(line)
 	return ok && t.Type == "user" && t.UUID == uuid, nil
+}
+
+// absorbedLineHasUUID decodes the line holding offset off and reports
+// whether it is a queued_command attachment whose source_uuid is uuid.
+func absorbedLineHasUUID(r io.ReaderAt, size, off int64, uuid string) (bool, error) {
+	line, err := lineAround(r, size, off)
+	if err != nil || line == nil {
+		return false, err
+	}
+	var a struct {
+		Type        string `json:"type"`
+		IsSidechain bool   `json:"isSidechain"`
+		Attachment  struct {
+			Type       string `json:"type"`
+			SourceUUID string `json:"source_uuid"`
+		} `json:"attachment"`
+	}
+	if json.Unmarshal(line, &a) != nil {
+		return false, nil
+	}
+	return a.Type == "attachment" && !a.IsSidechain && a.Attachment.Type == "queued_command" && a.Attachment.SourceUUID == uuid, nil
 }
 
 // lineAround reads the whole line holding offset off, or nil when it is

@@ -309,6 +309,9 @@ func (pc *permCluster) refusals() {
 		{"the context of a conversation of another binding", "c", n.ContextKVKey(names.ContextHead(permSlack, conv)), ""},
 		{"reading the context of a binding it does not serve", "c",
 			"$JS.API.DIRECT.GET." + n.ContextStream() + "." + n.ContextKVKey(names.ContextHead(permSlack, conv)), ""},
+		{"the waiting requests of a conversation of another binding", "c", n.ContextKVKey(names.ContextApprovals(permSlack, conv)), ""},
+		{"reading the waiting requests of a binding it does not serve", "c",
+			"$JS.API.DIRECT.GET." + n.ContextStream() + "." + n.ContextKVKey(names.ContextApprovals(permSlack, conv)), ""},
 		{"listing the context bucket", "b", "$JS.API.CONSUMER.CREATE." + n.ContextStream() + ".x", ""},
 		{"listing the context bucket through the rights to list replies", "b",
 			"$JS.API.CONSUMER.CREATE." + n.ContextStream() + ".x." + n.ContextKVKey(names.ContextOf(permSlack)), ""},
@@ -407,6 +410,7 @@ func checkContext(ctx context.Context, t *testing.T, a, b *Node) {
 		t.Errorf("b reads the context over the limit: %+v, %d bytes, %v", h, len(got), err)
 	}
 	checkReplies(ctx, t, a, b)
+	checkApprovals(ctx, t, a, b)
 	r, err := a.Status(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -588,25 +592,58 @@ func TestOwnerDropsWhatItsPublisherMayNotSend(t *testing.T) {
 }
 
 // TestNonReceiverNeverPolls: a host outside cluster.receivers never
-// contends for a poller's lease: its gate waits until it is stopped, and
-// the lease stays with the receiver.
+// contends for a poller's lease, even a free one (which any contender
+// takes at once): its gate decides so and waits until it is stopped, and
+// the host never reads or writes the lease.
 func TestNonReceiverNeverPolls(t *testing.T) {
 	t.Parallel()
 	url := natstest.Single(t).ClientURL()
 	s := testSettings(t, "c", []string{url}, 1, "a")
 	s.Receivers = []string{"a"}
-	n := startNode(t, s)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*s.LeaseTTL)
+	logs, leases := &logged{}, clustertest.NewLeases()
+	decided := logs.seen("Not receiving: this host is not in cluster.receivers")
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
-	if _, err := n.PollerGate("tg").Acquire(ctx); err == nil {
-		t.Fatal("a host outside cluster.receivers holds the poller's lease")
-	}
-	r, err := n.Status(context.Background())
+	n, err := Start(ctx, s, Options{Log: slog.New(logs), Observe: leases.Observe})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(r.Leases) != 0 {
-		t.Errorf("leases written: %+v", r.Leases)
+	t.Cleanup(n.Close)
+	type result struct {
+		tenure platform.Tenure
+		err    error
+	}
+	got := make(chan result, 1)
+	go func() {
+		tn, err := n.PollerGate("tg").Acquire(ctx)
+		got <- result{tn, err}
+	}()
+	select {
+	case r := <-got:
+		t.Fatalf("the gate of a host outside cluster.receivers returned before it was stopped: %v, %v", r.tenure, r.err)
+	case <-decided:
+	case <-time.After(waitTimeout):
+		t.Fatal("the gate neither said it would not contend nor returned")
+	}
+	cancel()
+	select {
+	case r := <-got:
+		if r.err == nil {
+			t.Fatal("a host outside cluster.receivers holds the poller's lease")
+		}
+	case <-time.After(waitTimeout):
+		t.Fatal("the gate did not return once stopped")
+	}
+	key := names.PollerLease("tg")
+	if leases.Has(func(e kvlease.Event) bool { return e.Key == key }) {
+		t.Errorf("the host contended for %s", key)
+	}
+	st, err := n.Status(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Leases) != 0 {
+		t.Errorf("leases written: %+v", st.Leases)
 	}
 }
 
@@ -639,19 +676,40 @@ func TestNonReceiverPublishesOnlyForWhatItServes(t *testing.T) {
 
 // logged collects a node's log messages.
 type logged struct {
-	mu   sync.Mutex
-	msgs []string
+	mu      sync.Mutex // guards msgs, waiters
+	msgs    []string
+	waiters map[string][]chan struct{}
 }
 
 func (l *logged) Enabled(context.Context, slog.Level) bool { return true }
 func (l *logged) Handle(_ context.Context, r slog.Record) error {
 	l.mu.Lock()
 	l.msgs = append(l.msgs, r.Message)
+	for _, ch := range l.waiters[r.Message] {
+		close(ch)
+	}
+	delete(l.waiters, r.Message)
 	l.mu.Unlock()
 	return nil
 }
 func (l *logged) WithAttrs([]slog.Attr) slog.Handler { return l }
 func (l *logged) WithGroup(string) slog.Handler      { return l }
+
+// seen returns a channel closed once msg has been logged.
+func (l *logged) seen(msg string) <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ch := make(chan struct{})
+	if slices.Contains(l.msgs, msg) {
+		close(ch)
+		return ch
+	}
+	if l.waiters == nil {
+		l.waiters = map[string][]chan struct{}{}
+	}
+	l.waiters[msg] = append(l.waiters[msg], ch)
+	return ch
+}
 
 func (l *logged) has(msg string) bool {
 	l.mu.Lock()
@@ -749,6 +807,28 @@ func checkReplies(ctx context.Context, t *testing.T, a, b *Node) {
 	}
 	if got, err := rb.Replies(ctx, permSlack); err != nil || len(got) != 0 {
 		t.Fatalf("replies after the removal: %+v, %v; want none", got, err)
+	}
+}
+
+// checkApprovals: the holder a keeps the requests a conversation's turn
+// waits on; its standby b reads them back and removes them once answered.
+func checkApprovals(ctx context.Context, t *testing.T, a, b *Node) {
+	t.Helper()
+	conv := names.Conversation("C1", "w")
+	if err := ApprovalsOf(a).Put(ctx, permSlack, conv, []byte(`waiting 1`)); err != nil {
+		t.Fatalf("a keeping the requests of its binding's conversation: %v", err)
+	}
+	if err := ApprovalsOf(a).Put(ctx, permSlack, conv, []byte(`waiting 2`)); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := ApprovalsOf(b).Get(ctx, permSlack, conv); err != nil || string(v) != "waiting 2" {
+		t.Fatalf("b reads the waiting requests: %q, %v; want the latest", v, err)
+	}
+	if err := ApprovalsOf(b).Remove(ctx, permSlack, conv); err != nil {
+		t.Fatalf("b removing the answered requests: %v", err)
+	}
+	if v, err := ApprovalsOf(a).Get(ctx, permSlack, conv); err != nil || v != nil {
+		t.Fatalf("removed requests read %q, %v; want none", v, err)
 	}
 }
 

@@ -39,7 +39,27 @@ var (
 	_ engine.Answers        = Answers{}
 	_ engine.Contexts       = Contexts{}
 	_ engine.Replies        = Replies{}
+	_ engine.Approvals      = Approvals{}
 )
+
+// Approvals is the cluster's store of the requests the conversations'
+// turns wait on, as the engine reads and writes it.
+type Approvals struct{ Node *cluster.Node }
+
+// PutApprovals stores the requests of the conversation at to.
+func (x Approvals) PutApprovals(ctx context.Context, b binding.Key, to platform.Target, rec []byte) error {
+	return cluster.ApprovalsOf(x.Node).Put(ctx, nb(b), names.Conversation(to.Channel, to.Thread), rec)
+}
+
+// Approvals reads them back; nil when none are stored.
+func (x Approvals) Approvals(ctx context.Context, b binding.Key, to platform.Target) ([]byte, error) {
+	return cluster.ApprovalsOf(x.Node).Get(ctx, nb(b), names.Conversation(to.Channel, to.Thread))
+}
+
+// RemoveApprovals removes them.
+func (x Approvals) RemoveApprovals(ctx context.Context, b binding.Key, to platform.Target) error {
+	return cluster.ApprovalsOf(x.Node).Remove(ctx, nb(b), names.Conversation(to.Channel, to.Thread))
+}
 
 // Replies is the cluster's store of the replies being posted, as the
 // engine reads and writes it.

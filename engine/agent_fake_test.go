@@ -591,6 +591,9 @@ func (ft *fakeTranscripts) Contains(path, u string) (bool, error) {
 	return ok, nil
 }
 
+// Absorbed: the fake agent takes nothing into a running turn.
+func (ft *fakeTranscripts) Absorbed(path, u string) (bool, error) { return false, nil }
+
 func (ft *fakeTranscripts) End(path string) (agentproc.Interruption, error) {
 	id := strings.TrimSuffix(strings.TrimPrefix(path, "/projects/"), ".jsonl")
 	ft.fa.mu.Lock()

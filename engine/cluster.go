@@ -82,6 +82,9 @@ type ClusterOptions struct {
 	// Replies, when set, keeps the reply a host settled and is posting,
 	// for the host that takes the binding over (conv.Replies).
 	Replies Replies
+	// Approvals, when set, keeps the requests a conversation's turn
+	// waits on, for the host that takes the binding over (conv.Approvals).
+	Approvals Approvals
 }
 
 // Fence and Delivery are the contracts the engine holds the cluster to
@@ -94,6 +97,7 @@ type (
 	Context     = conv.Context
 	Replies     = conv.Replies
 	StoredReply = conv.StoredReply
+	Approvals   = conv.Approvals
 )
 
 // ErrNoContext: no context of the conversation is replicated.
@@ -132,7 +136,7 @@ var ErrUnknownEvent = errors.New("the event holds no message, button press or ru
 func (e *Engine) JoinCluster(o ClusterOptions) *ClusterIngress {
 	e.cluster = &o
 	st := e.convs.JoinCluster(conv.Cluster{Clustered: o.Clustered, InStream: o.InStream, Fence: e.tenures.fence,
-		Answers: o.Answers, AnsweredFor: o.AnsweredFor, Host: o.Host, Contexts: o.Contexts, Replies: o.Replies})
+		Answers: o.Answers, AnsweredFor: o.AnsweredFor, Host: o.Host, Contexts: o.Contexts, Replies: o.Replies, Approvals: o.Approvals})
 	return &ClusterIngress{e: e, st: st}
 }
 
@@ -204,10 +208,14 @@ func (c *ClusterIngress) Accept(ctx context.Context, ev ClusterEvent, d Delivery
 	key := conv.Key(m.Target)
 	known := c.e.convs.Has(key)
 	restored, why := false, ""
-	if !known {
-		if b, ok := c.e.routes.resolve(m.Target.Platform, m.Target.Channel); ok {
+	if b, ok := c.e.routes.resolve(m.Target.Platform, m.Target.Channel); ok {
+		if !known {
 			restored, why = c.st.Restore(ctx, b, m.Target)
 		}
+		// Given again: what its turn waited on at the host before is
+		// adopted before it is journaled, so that a press on the old
+		// prompt, right behind it in the stream, is taken (conv/approvals.go).
+		c.st.Adopt(ctx, b.Key(), m, d.Deliveries())
 	}
 	res, err := c.e.handleMessage(ctx, m, d)
 	if err != nil {

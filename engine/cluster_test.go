@@ -147,7 +147,7 @@ func runClusterEngine(t *testing.T, name string, h *harness, node **cluster.Node
 	ci := e.JoinCluster(ClusterOptions{Host: name, Clustered: func(p string) bool { return p == "fake" },
 		Standby:  func(p, ch string) bool { return name == "b" },
 		InStream: func(ctx context.Context, seq uint64) (bool, error) { return (*node).InStream(ctx, seq) },
-		Answers:  testStore{node}, Replies: testStore{node}})
+		Answers:  testStore{node}, Replies: testStore{node}, Approvals: testStore{node}})
 	nh := &harness{t: t, e: e, fa: h.fa, rec: rec, ft: h.ft, ws: h.ws, logs: h.logs, runDone: make(chan error, 1), opts: h.opts, cfg: h.cfg}
 	ctx, cancel := context.WithCancel(context.Background())
 	nh.cancel = cancel

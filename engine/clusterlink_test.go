@@ -96,6 +96,18 @@ func (s testStore) Replies(ctx context.Context, b binding.Key) ([]StoredReply, e
 	return out, err
 }
 
+func (s testStore) PutApprovals(ctx context.Context, b binding.Key, to platform.Target, rec []byte) error {
+	return cluster.ApprovalsOf(*s.node).Put(ctx, testBinding(b), testConv(to), rec)
+}
+
+func (s testStore) Approvals(ctx context.Context, b binding.Key, to platform.Target) ([]byte, error) {
+	return cluster.ApprovalsOf(*s.node).Get(ctx, testBinding(b), testConv(to))
+}
+
+func (s testStore) RemoveApprovals(ctx context.Context, b binding.Key, to platform.Target) error {
+	return cluster.ApprovalsOf(*s.node).Remove(ctx, testBinding(b), testConv(to))
+}
+
 func (s testStore) RemoveReply(ctx context.Context, b binding.Key, to platform.Target, rev uint64) error {
 	return cluster.RepliesOf(*s.node).RemoveReply(ctx, testBinding(b), testConv(to), rev)
 }

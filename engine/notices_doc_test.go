@@ -30,6 +30,7 @@ func TestClusterDocListsNotices(t *testing.T) {
 		render.Late(v, v),
 		render.NoticeNotFound,
 		render.NoticeWaiting,
+		render.StillWaits(v),
 	} {
 		for _, part := range strings.Split(text, v) {
 			part = strings.Trim(part, "“”")

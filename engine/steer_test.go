@@ -319,9 +319,83 @@ func TestSteeredMessageSurvivesKill(t *testing.T) {
 	}
 }
 
+// TestSteeredMessageTakenInBeforeItWasSaid: cc-connect is killed right
+// after it wrote a steered message, and the CLI, which outlives it, takes
+// the message into the running turn (its transcript shows it absorbed)
+// before cc-connect could read command_lifecycle started: nothing in the
+// journal says it was taken in. After the restart it is neither sent
+// again nor left unanswered: the turn it went into answers it, whether
+// that turn was cut right after it took the message in (resumed with the
+// message in its history) or finished with an answer never posted.
+func TestSteeredMessageTakenInBeforeItWasSaid(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		held bool // the CLI is killed between taking it in and saying so
+	}{
+		{"cut after taking it in", true},
+		{"answered, not posted", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			kp := newKillPoint(conv.PointSteered, 1)
+			gate := filepath.Join(t.TempDir(), "fold")
+			env := map[string]string{}
+			if tc.held {
+				env["FAKECLAUDE_FOLD_GATE"] = gate // never opened: killed there
+			}
+			h, re := newRealHarness(t, env, func(o *Options) { o.Bindings[0].FollowUps = binding.FollowUpsSteer })
+			h.stop()
+			cfg := *h.cfg
+			cfg.stopAt = kp.hook
+			h = startHarness(t, h.opts, &cfg, h.logs)
+			h.say("alice", "T1", "[[TOOL:sleep 0.2]]")
+			h.say("bob", "T1", "use the other file")
+			kp.wait(t) // written; cc-connect stands still from here
+			mark := "(also read while working: use the other file)"
+			if tc.held {
+				pollFor(t, "the CLI to take the message in", func() bool { _, err := os.Stat(gate + ".held"); return err == nil })
+			} else {
+				pollFor(t, "the turn's answer in the transcript", func() bool { return transcriptHolds(re.configDir, mark) })
+			}
+			if !transcriptHolds(re.configDir, `"source_uuid"`) {
+				t.Fatal("the transcript does not show the message taken in")
+			}
+			h = h.kill(t, kp)
+			pollFor(t, "the journal to be settled", func() bool {
+				s := h.e.convs.Lookup(t1Key)
+				return s != nil && s.JournalOpen() && len(s.Pending()) == 0
+			})
+			h.waitIdle()
+			if got := countOf(claudeGot(t, h), "use the other file"); got != 1 {
+				t.Errorf("claude received the steered message %d times, want once: %q\n%s\n%s", got, claudeGot(t, h), dump(h.rec.snapshot()), h.logs.String())
+			}
+			if n := countOf(h.rec.sends("use the other file"), mark); n != 1 {
+				t.Errorf("the thread got %d answers to the steered message, want one:\n%s", n, dump(h.rec.snapshot()))
+			}
+			if n := countOf(h.rec.sends("echo: use the other file"), "echo: use the other file"); n != 0 {
+				t.Errorf("the steered message ran again as a turn of its own:\n%s", dump(h.rec.snapshot()))
+			}
+		})
+	}
+}
+
+// transcriptHolds reports whether a transcript under the CLI's config
+// folder holds sub.
+func transcriptHolds(configDir, sub string) bool {
+	found := false
+	_ = filepath.WalkDir(configDir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".jsonl") {
+			if b, err := os.ReadFile(p); err == nil && strings.Contains(string(b), sub) {
+				found = true
+			}
+		}
+		return nil
+	})
+	return found
+}
+
 // TestSteeredMessageNotInTranscriptRunsAsTurn: a restart finds a message
 // journaled as steered into a turn whose CLI never had it (not said to be
-// taken in, and the transcript does not hold its uuid): after that turn
+// taken in, and the transcript does not show it taken in): after that turn
 // is recovered, it is recovered as a message sent on its own, and so runs
 // as a turn of its own, once.
 func TestSteeredMessageNotInTranscriptRunsAsTurn(t *testing.T) {
@@ -346,7 +420,7 @@ func TestSteeredMessageNotInTranscriptRunsAsTurn(t *testing.T) {
 	h = h.restart()
 	h.rec.waitSend(t, "echo: first")
 	h.rec.waitSend(t, "echo: use the other file")
-	h.logs.WaitRecords(t, waitLimit, "A steered message not known to be taken into its turn is recovered as sent on its own", 1)
+	h.logs.WaitRecords(t, waitLimit, "A steered message the transcript does not show taken into its turn is recovered as sent on its own", 1)
 	h.waitIdle()
 	if got := claudeGot(t, h); strings.Join(got, "|") != "first|use the other file" {
 		t.Errorf("claude received %q, want each once", got)

@@ -37,8 +37,9 @@ type Entry struct {
 	// after a crash the transcript tells whether the CLI had it.
 	SteeredInto string
 	// TakenIn: the CLI said it took the steered message into that turn
-	// (MarkTakenIn), so that turn's answer is its answer too. Without it,
-	// the CLI may have run it as a turn of its own after that one.
+	// (MarkTakenIn), and the thread was shown so. After a crash the
+	// transcript, not this, tells whether it was taken in (the CLI may
+	// have taken it in before cc-connect read that it did).
 	TakenIn bool
 	// Streamed are the messages that show the reply as it was streamed,
 	// and that its final text edits (MarkStreamed, or MarkReplying with

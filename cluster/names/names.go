@@ -292,3 +292,10 @@ func ContextReply(b Binding, conversation string) string {
 // ContextReplies matches the replies being posted of every conversation
 // of binding b.
 func ContextReplies(b Binding) string { return b.Token() + ".*.reply" }
+
+// ContextApprovals is the key of the requests a conversation's turn waits
+// on (cluster.ApprovalStore): one per conversation, since a conversation
+// runs one turn at a time.
+func ContextApprovals(b Binding, conversation string) string {
+	return b.Token() + "." + conversation + ".approvals"
+}

@@ -30,7 +30,9 @@ func TestClusterLeaseMovesInTheAuditTrail(t *testing.T) {
 command = %q
 env = { CLAUDE_CONFIG_DIR = %q, FAKECLAUDE_RECORD = %q }
 `, fakeclaude.Build(t), filepath.Join(dir, "claude-config"), filepath.Join(dir, "record.jsonl"))
-		return newClusterMemberWith(t, dir, name, []string{srv.ClientURL()}, f, agent, 1, clusterBindingTOML)
+		m := newClusterMemberWith(t, dir, name, []string{srv.ClientURL()}, f, agent, 1, clusterBindingTOML)
+		m.setLeaseTTL(t, "30s") // only the stops move the lease: a starved renewal cannot add a move
+		return m
 	}
 	a, b := member("a"), member("b")
 	a.start(t)

@@ -93,8 +93,16 @@ sender_header = false
 	f.WaitPost(t, "the owner's reply", func(m fakeslack.Message) bool {
 		return m.ThreadTS == ts && strings.Contains(m.Text, "echo: through the receiver")
 	})
-	if got := fakeclaude.Texts(fakeclaude.ReadRecord(t, record)); len(got) != 1 {
-		t.Errorf("the owner's claude was sent %q, want the one message", got)
+	// Once; or once per tenure of a, if a starved renewal let a's lease
+	// lapse mid-turn (a's turn then stops unanswered, and a, the only
+	// host that serves the binding, takes the lease back and runs it
+	// again): answered once either way.
+	got := fakeclaude.Texts(fakeclaude.ReadRecord(t, record))
+	if len(got) == 0 || len(got) > len(tenureStart.FindAllString(a.stderr.String(), -1)) {
+		t.Errorf("the owner's claude was sent %q, want the one message (once per tenure of the binding)", got)
+	}
+	if n := len(postsIn(f, ts, "echo: through the receiver")); n != 1 {
+		t.Errorf("%d answers, want 1", n)
 	}
 	if n := f.Conns(); n != 1 {
 		t.Errorf("%d Socket Mode connections, want the receiver's alone", n)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cc-connect/cc-connect/cluster"
+	"github.com/cc-connect/cc-connect/cluster/clustertest"
 	"github.com/cc-connect/cc-connect/cluster/embedded"
 	"github.com/cc-connect/cc-connect/cluster/names"
 	"github.com/cc-connect/cc-connect/config"
@@ -20,15 +21,20 @@ import (
 
 // recorder is a handler that notes which host got which message.
 type recorder struct {
-	host string
-	mu   *sync.Mutex
-	got  map[string][]string // message text -> hosts
+	host    string
+	mu      *sync.Mutex
+	got     map[string][]string // message text -> hosts
+	arrived chan<- struct{}     // told of each message, without blocking
 }
 
 func (r recorder) HandleMessage(_ context.Context, m platform.Message) (platform.Result, error) {
 	r.mu.Lock()
 	r.got[m.Text] = append(r.got[m.Text], r.host)
 	r.mu.Unlock()
+	select {
+	case r.arrived <- struct{}{}:
+	default:
+	}
 	return platform.Result{Status: platform.Queued}, nil
 }
 
@@ -37,7 +43,11 @@ func (recorder) HandleAction(context.Context, platform.Action) error { return ni
 // TestGateReceivers: with the gates of clusterPlatforms given, two hosts running the same
 // Telegram, Discord and Slack adapters have one Telegram poller and one
 // Discord gateway between them (each message reaches one host), under
-// the lease keys the status shows; Slack is left ungated.
+// the lease keys the status shows; Slack is left ungated. The hosts'
+// leases are on a test clock that stands still: a lease is neither
+// renewed nor expires, so a holder starved of CPU on a busy machine cannot
+// lose it to the other host mid-test (which, legitimately, could deliver
+// a message to both).
 func TestGateReceivers(t *testing.T) {
 	t.Parallel()
 	srv, err := embedded.Start(embedded.Options{Name: "n1", StoreDir: filepath.Join(t.TempDir(), "nats"), Listen: "127.0.0.1:0"})
@@ -54,12 +64,14 @@ func TestGateReceivers(t *testing.T) {
 
 	var mu sync.Mutex
 	got := map[string][]string{}
+	arrived := make(chan struct{}, 1)
+	clock := clustertest.NewClock()
 	var nodes []*cluster.Node
 	for _, host := range []string{"a", "b"} {
 		s := cluster.Settings{Host: host, Members: []string{"a", "b"}, URLs: []string{srv.ClientURL()},
 			StateDir: filepath.Join(t.TempDir(), "state"), LeaseTTL: 2 * time.Second, Replicas: 1, Names: names.Names{Prefix: "t"}}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		node, err := cluster.Start(ctx, s, cluster.Options{Version: "test"})
+		node, err := cluster.Start(ctx, s, cluster.Options{Version: "test", Clock: clock})
 		cancel()
 		if err != nil {
 			t.Fatal(err)
@@ -91,7 +103,7 @@ func TestGateReceivers(t *testing.T) {
 			done := make(chan struct{})
 			go func() {
 				defer close(done)
-				_ = ad.Run(runCtx, recorder{host: host, mu: &mu, got: got})
+				_ = ad.Run(runCtx, recorder{host: host, mu: &mu, got: got, arrived: arrived})
 			}()
 			t.Cleanup(func() { stop(); <-done })
 		}
@@ -102,7 +114,7 @@ func TestGateReceivers(t *testing.T) {
 		tg.Send(map[string]any{"chat": map[string]any{"id": 42, "type": "private"}, "from": faketelegram.User(7, "alice", false), "text": fmt.Sprintf("tg%d", i)})
 		dc.Post(t, fakediscord.MessageEvent(fmt.Sprint(100+i), "D1", "", "7", fmt.Sprintf("dc%d", i), nil))
 	}
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.After(30 * time.Second)
 	for {
 		mu.Lock()
 		n := len(got)
@@ -110,10 +122,13 @@ func TestGateReceivers(t *testing.T) {
 		if n == 10 {
 			break
 		}
-		if time.Now().After(deadline) {
+		select {
+		case <-arrived:
+		case <-deadline:
+			mu.Lock()
+			defer mu.Unlock()
 			t.Fatalf("%d of 10 messages arrived: %v", n, got)
 		}
-		time.Sleep(5 * time.Millisecond) // the handlers record; nothing signals
 	}
 	mu.Lock()
 	for text, hosts := range got {

@@ -127,6 +127,7 @@ func joinCluster(ctx context.Context, cfg *config.Config, eng *engine.Engine, lo
 		AnsweredFor: cluster.AnsweredTTL,
 		Contexts:    clusterlink.Contexts{Node: node},
 		Replies:     clusterlink.Replies{Node: node},
+		Approvals:   clusterlink.Approvals{Node: node},
 		Status: func(ctx context.Context) (string, error) {
 			r, err := node.Status(ctx)
 			if err != nil {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cc-connect/cc-connect/agentproc"
 	"github.com/cc-connect/cc-connect/internal/fakeslack"
 	"github.com/cc-connect/cc-connect/internal/faketelegram"
 	"github.com/cc-connect/cc-connect/internal/testenv"
@@ -63,10 +64,10 @@ api_url = %q
 		}
 		return false
 	})
-	// What recovery after a kill relies on: the CLI's transcript holds
-	// the steered message under the uuid it was written with.
-	if !transcriptHas(t, r.dir, id) {
-		t.Errorf("no transcript holds the steered message's uuid %s", id)
+	// What recovery after a kill relies on: the CLI's transcript shows
+	// the steered message taken in, under the uuid it was written with.
+	if !transcriptShowsAbsorbed(t, r.dir, id) {
+		t.Errorf("no transcript shows the steered message %s taken in", id)
 	}
 	notes := 0
 	for _, rq := range api.Requests() {
@@ -130,13 +131,14 @@ func steeredUUID(t *testing.T, state string) string {
 	return ""
 }
 
-// transcriptHas reports whether a Claude Code transcript under dir holds s.
-func transcriptHas(t *testing.T, dir, s string) bool {
+// transcriptShowsAbsorbed reports whether a Claude Code transcript under
+// dir shows the message sent with uuid id taken into a running turn.
+func transcriptShowsAbsorbed(t *testing.T, dir, id string) bool {
 	t.Helper()
 	found := false
 	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
 		if err == nil && !d.IsDir() && strings.Contains(p, "projects") && strings.HasSuffix(p, ".jsonl") {
-			if b, err := os.ReadFile(p); err == nil && strings.Contains(string(b), s) {
+			if has, err := agentproc.ContainsAbsorbed(p, id); err == nil && has {
 				found = true
 			}
 		}
@@ -192,8 +194,8 @@ api_url = %q
 	f.WaitMessage(t, forumID, follow, "👀 on the follow-up", func(m faketelegram.Message) bool {
 		return slices.Contains(m.Reactions, "👀")
 	})
-	if !transcriptHas(t, r.dir, id) {
-		t.Errorf("no transcript holds the steered message's uuid %s", id)
+	if !transcriptShowsAbsorbed(t, r.dir, id) {
+		t.Errorf("no transcript shows the steered message %s taken in", id)
 	}
 	notes := 0
 	for _, rq := range api.Requests() {

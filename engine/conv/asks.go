@@ -39,7 +39,7 @@ func (ps *permissions) askSpecial(proc responder, p *pendingPerm) bool {
 		// could name another mode's rule.
 		p.choice = "plan_mode"
 		ps.log.Info("Edit refused: plan mode is on", "request_id", req.RequestID, "tool", req.ToolName)
-		if err := respond(proc, req.RequestID, agentproc.PermissionDecision{Behavior: agentproc.Deny, Message: planModeDenial}); err != nil {
+		if err := ps.respond(proc, req, agentproc.PermissionDecision{Behavior: agentproc.Deny, Message: planModeDenial}); err != nil {
 			ps.log.Error("Refusing an edit in plan mode failed", "request_id", req.RequestID, "error", err)
 		}
 		ps.forget(p)
@@ -219,7 +219,7 @@ func (ps *permissions) answerPlan(proc responder, p *pendingPerm, c control, who
 
 // deliver sends d for p and shows outcome on its prompt.
 func (ps *permissions) deliver(proc responder, p *pendingPerm, d agentproc.PermissionDecision, outcome string) {
-	if err := respond(proc, p.req.RequestID, d); err != nil {
+	if err := ps.respond(proc, p.req, d); err != nil {
 		if errors.Is(err, agentproc.ErrNoPendingPermission) {
 			p.choice = ""
 			ps.resolve(p, "cancelled before the answer arrived")

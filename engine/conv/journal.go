@@ -396,8 +396,11 @@ func (j *journal) markSteered(it workItem, into string) error {
 	return nil
 }
 
-// markTakenIn records that the CLI took it, steered into the running
-// turn, into that turn (steer.go).
+// markTakenIn records that the CLI said it took it, steered into the
+// running turn, into that turn, and so that the thread is shown so (a
+// recovery does not show it again). Whether it was taken in, a recovery
+// asks the transcript (takeSteered): the CLI can take a message in before
+// cc-connect reads that it did.
 func (j *journal) markTakenIn(it workItem) {
 	in := j.file()
 	if it.inboxID == "" || in == nil {

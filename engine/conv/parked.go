@@ -125,7 +125,7 @@ func (ps *permissions) presetAnswer(proc responder, req agentproc.PermissionRequ
 		}
 		ps.preset = append(ps.preset[:i], ps.preset[i+1:]...)
 		ps.log.Info("Permission answered with the answer given while the agent was not running", "request_id", req.RequestID, "tool", req.ToolName, "decision", a.Answer.Behavior.String())
-		if err := respond(proc, req.RequestID, *a.Answer); err != nil {
+		if err := ps.respond(proc, req, *a.Answer); err != nil {
 			ps.log.Error("Answering the permission request failed", "request_id", req.RequestID, "error", err)
 		}
 		return true
@@ -227,6 +227,10 @@ type parkedWait struct {
 	perms    *permissions
 	si       *standIn
 	answered []parkedRequest
+	// share, when set, keeps the requests in the cluster as the record
+	// keeps them (approvals.go); stopped: a !stop ended the wait.
+	share   func(all []parkedRequest)
+	stopped bool
 }
 
 func newParkedWait(tr *turnRunner, it workItem, waiting []parkedRequest) *parkedWait {
@@ -285,6 +289,7 @@ func (w *parkedWait) control(c control) bool {
 		tr.rb.update(func(r *Record) { r.Parked, r.PendingPermission = "", "" })
 		tr.chat.sendTo(c.to, "Stopped: the turn that waited for an answer is over. The session is kept.")
 		tr.jr.ack(w.it, inbox.AckCancel)
+		w.stopped = true
 		return false
 	case ctrlFence:
 		perms.endAll("the conversation moved")
@@ -312,6 +317,9 @@ func (w *parkedWait) save() {
 	all := append(append([]parkedRequest(nil), w.answered...), decodeParked(w.perms.parked(w.it.msg.ID))...)
 	first := w.perms.first()
 	w.tr.rb.update(func(r *Record) { r.Parked, r.PendingPermission = encodeParked(all), first })
+	if w.share != nil {
+		w.share(all)
+	}
 }
 
 // outcomeOf says what an answer was, for the continuation.

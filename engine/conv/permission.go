@@ -58,6 +58,11 @@ type permissions struct {
 	// preset are answers given while no process ran (parked.go): a request
 	// the resumed CLI makes again is answered with them.
 	preset []parkedRequest
+	// share, when set, keeps the requests in the cluster for the
+	// binding's next holder (approvals.go), given the answers of this
+	// turn (given) and what still waits.
+	share func()
+	given []parkedRequest
 }
 
 // pendingPerm is a permission request waiting for an answer in the chat.
@@ -148,6 +153,9 @@ func (ps *permissions) ask(proc responder, req agentproc.PermissionRequest) {
 	ps.pending = append(ps.pending, p)
 	ps.register(req.RequestID)
 	ps.setWaiting(true)
+	if ps.share != nil {
+		ps.share() // before the prompt: a kill right after its post finds it
+	}
 
 	ps.log.Info("Permission requested", "request_id", req.RequestID, "tool", req.ToolName, "blocked_path", req.BlockedPath)
 	ps.act.record(activity.Event{Kind: activity.Asking, Tool: req.ToolName, Input: inputSummary(req.Input), Request: req.RequestID,
@@ -167,7 +175,7 @@ func (ps *permissions) ask(proc responder, req agentproc.PermissionRequest) {
 	if view.Refuse != "" {
 		ps.log.Warn("Permission request denied without asking: it cannot be shown whole", "request_id", req.RequestID, "tool", req.ToolName)
 		p.choice = "unshown"
-		if err := respond(proc, req.RequestID, agentproc.PermissionDecision{Behavior: agentproc.Deny, Message: view.Refuse}); err != nil {
+		if err := ps.respond(proc, req, agentproc.PermissionDecision{Behavior: agentproc.Deny, Message: view.Refuse}); err != nil {
 			ps.log.Error("Denying the permission request failed", "request_id", req.RequestID, "error", err)
 		}
 		ps.resolve(p, "denied: "+strings.TrimSuffix(view.Refuse, "."))
@@ -322,7 +330,7 @@ func (ps *permissions) answer(proc responder, c control) {
 	case platform.ChoiceAlwaysAllow:
 		d = agentproc.PermissionDecision{Behavior: agentproc.AlwaysAllow}
 	}
-	if err := respond(proc, p.req.RequestID, d); err != nil {
+	if err := ps.respond(proc, p.req, d); err != nil {
 		if errors.Is(err, agentproc.ErrNoPendingPermission) {
 			ps.resolve(p, "cancelled before the answer arrived")
 			return
@@ -354,7 +362,7 @@ func (ps *permissions) expire(proc responder) {
 		if p.qs != nil || p.plan {
 			msg = fmt.Sprintf("No answer in chat within %s; the user did not answer.", ps.timeout)
 		}
-		if err := respond(proc, p.req.RequestID, agentproc.PermissionDecision{Behavior: agentproc.Deny, Message: msg}); err != nil {
+		if err := ps.respond(proc, p.req, agentproc.PermissionDecision{Behavior: agentproc.Deny, Message: msg}); err != nil {
 			ps.log.Error("Denying the timed-out permission request failed", "request_id", p.req.RequestID, "error", err)
 		}
 		ps.log.Info("Permission request timed out", "request_id", p.req.RequestID, "tool", p.req.ToolName, "timeout", ps.timeout)
@@ -381,6 +389,16 @@ func (ps *permissions) endAll(why string) {
 		ps.resolve(ps.pending[0], "cancelled: "+why)
 	}
 	ps.stopTimers()
+}
+
+// respond answers req, keeping the answer for the binding's next holder
+// when the requests travel (share).
+func (ps *permissions) respond(proc responder, req agentproc.PermissionRequest, d agentproc.PermissionDecision) error {
+	err := respond(proc, req.RequestID, d)
+	if err == nil && ps.share != nil {
+		ps.given = append(ps.given, parkedRequest{Req: req, Answer: &d, Outcome: outcomeOf(d)})
+	}
+	return err
 }
 
 func respond(proc responder, requestID string, d agentproc.PermissionDecision) error {

@@ -154,4 +154,7 @@ func appendNote(notes, note string) string {
 func (rb *recordBook) notePending(ps *permissions, item string) {
 	name, parked := ps.first(), ps.parked(item)
 	rb.update(func(r *Record) { r.PendingPermission, r.Parked = name, parked })
+	if ps.share != nil {
+		ps.share() // and in the cluster, for the binding's next holder (approvals.go)
+	}
 }

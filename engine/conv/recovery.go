@@ -212,14 +212,25 @@ func (tr *turnRunner) recover(it workItem) {
 			waiting = append(waiting, r)
 		}
 	}
+	// On a cluster binding, what the turn waited on may have been kept
+	// in the cluster by a host that served it since (approvals.go).
+	adopted, early := adoptedWaiting(tr, it)
+	if len(waiting) == 0 && !it.afterCrash {
+		waiting = adopted
+	}
 	withAnswers, interrupted := false, false
 	if len(waiting) > 0 {
 		if slices.ContainsFunc(waiting, func(r parkedRequest) bool { return r.Answer == nil }) {
 			// The wait first: once the notice is read, the old prompt's
 			// buttons answer it and the conversation shows it waiting.
 			w := newParkedWait(tr, it, waiting)
-			tr.chat.send(fmt.Sprintf("cc-connect restarted. The request above (%s) still waits for an answer: the turn goes on once it has one.", orDefault(perm, "a permission request")))
-			answered, ok := w.run()
+			w.share = func(all []parkedRequest) { tr.shared.write(it.msg.ID, all) }
+			tr.chat.send(fmt.Sprintf("cc-connect restarted. The request above (%s) still waits for an answer: the turn goes on once it has one.", orDefault(orDefault(perm, w.perms.first()), "a permission request")))
+			ok := replayEarly(w, early)
+			var answered []parkedRequest
+			if ok {
+				answered, ok = w.run()
+			}
 			if !ok {
 				tr.agent.ReleaseIfIdle()
 				return
@@ -289,7 +300,7 @@ func (tr *turnRunner) recover(it workItem) {
 		it.continuation = true
 		tr.run(it)
 	case what == recoverLost:
-		reply, rerr := tr.e.host.Transcripts().ReplyAfter(path, steeringOf(tr).replyFrom(it, path))
+		reply, rerr := tr.e.host.Transcripts().ReplyAfter(path, it.uuid)
 		reply, _, _ = ctxindicator.StripSelfReport(reply)
 		if strings.TrimSpace(reply) != "" {
 			reply += it.replyTail // the very text that was being posted: the same parts

@@ -124,6 +124,10 @@ func (e *Set) session(b binding.Binding, m platform.Message, a platform.Adapter)
 	if s.jr.cl != nil && e.cluster.Contexts != nil {
 		s.tr.rep = &replica{contexts: e.cluster.Contexts, b: b.Key(), to: to, log: log}
 	}
+	if s.jr.cl != nil && e.cluster.Approvals != nil {
+		s.tr.shared = &sharedApprovals{store: e.cluster.Approvals, b: b.Key(), to: to, host: e.cluster.Host, log: log, bg: e.bg,
+			fence: func() Fence { return e.cluster.fence(b.Platform, b.Channel) }, stopping: e.isStopping}
+	}
 	s.tr.team = &team{host: e.host, cfg: e.cfg, chat: s.chat, rb: s.rb, binding: s.liveBinding, ws: func() string { return s.tr.ws },
 		agentUser: e.opts.Agent.User, bg: e.bg, metrics: e.metrics, log: log}
 	s.tr.att = &attacher{cfg: e.cfg, chat: s.chat, rb: s.rb, binding: s.liveBinding, ws: func() string { return s.tr.ws },
@@ -390,7 +394,9 @@ func (s *Conversation) handleControl(c control) {
 		}
 		cmd.run(s, call{name: c.cmd, msg: c.msg, args: c.args})
 	case ctrlAnswer:
-		s.chat.sendTo(c.to, render.NoPermissionPending)
+		if !heldForAdoption(s.e, s.key, c) { // approvals.go
+			s.chat.sendTo(c.to, render.NoPermissionPending)
+		}
 	case ctrlReply:
 		s.replyAsTurn(c)
 	case ctrlStop:

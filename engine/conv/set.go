@@ -129,8 +129,13 @@ type Cluster struct {
 	// binding over (pendingreply.go); nil: a reply settled by a host
 	// killed before it posted it waits for that host.
 	Replies Replies
+	// Approvals keeps the requests a conversation's turn waits on for
+	// the host that takes the binding over (approvals.go); nil: that
+	// host asks again.
+	Approvals Approvals
 
-	bg context.Context // the Set's, for the stream's reads
+	bg       context.Context // the Set's, for the stream's reads
+	adopting *adoptions      // the requests adopted from another host, by conversation (approvals.go)
 }
 
 // TestHooks change a Set's waits and stop it at kill points, for tests;
@@ -292,6 +297,7 @@ func (e *Set) SetTestHooks(h TestHooks) {
 // Stream is what the engine's ingress reaches them through.
 func (e *Set) JoinCluster(c Cluster) *Stream {
 	c.bg = e.bg
+	c.adopting = &adoptions{}
 	e.cluster = c
 	return &Stream{e: e}
 }

@@ -21,8 +21,9 @@ import (
 // marked as steered into the running turn's (with the uuid it is written
 // with) before it is written; it is acknowledged with that turn. A message
 // taken from the FIFO still marked so (its turn was cut by a kill, or the
-// write failed) is looked up in the transcript: there, it was answered
-// with its turn and is acknowledged; not there, it runs as its own turn.
+// write failed) is looked up in the transcript: shown taken into the turn,
+// it was answered with its turn and is acknowledged; not, it is recovered
+// as a message sent on its own (takeSteered).
 
 // What a message sent while a turn runs does, chosen for one message
 // (!steer, !queue); "" follows the binding's follow_ups.
@@ -154,15 +155,22 @@ func (sg steering) steeredIn(t *turn, ev agentproc.CommandState) {
 		}
 		t.takenIn[it.uuid] = true
 		tr.jr.markTakenIn(it) // before the reaction: what a kill after it finds
-		if re, ok := tr.chat.chat().(platform.Reactor); ok && it.msg.Target.MessageID != "" {
-			if err := re.React(tr.e.bg, it.msg.Target, "eyes"); err != nil {
-				tr.log.Debug("Reaction failed", "error", err)
-			}
-			return
-		}
-		tr.chat.send(render.Steered(Quote(it.msg.Text, 80)))
+		sg.showTakenIn(it)
 		return
 	}
+}
+
+// showTakenIn tells the thread that it went into the running turn: 👀 on
+// it, or a short notice where the platform has no reactions.
+func (sg steering) showTakenIn(it workItem) {
+	tr := sg.tr
+	if re, ok := tr.chat.chat().(platform.Reactor); ok && it.msg.Target.MessageID != "" {
+		if err := re.React(tr.e.bg, it.msg.Target, "eyes"); err != nil {
+			tr.log.Debug("Reaction failed", "error", err)
+		}
+		return
+	}
+	tr.chat.send(render.Steered(Quote(it.msg.Text, 80)))
 }
 
 // split sorts the messages steered into a turn that ended with a result:
@@ -248,57 +256,45 @@ func (sg steering) ackSteered(steered []workItem, why inbox.AckReason) []func() 
 }
 
 // takeSteered settles a message taken from the FIFO that is marked as
-// steered into a turn that has ended (a kill, a failed write): in the
-// transcript, it was answered with that turn and is acknowledged; not
-// there (or no transcript), it runs as its own turn.
+// steered into a turn that has ended (a kill, a failed write). What the
+// CLI did with it, its transcript says, whatever cc-connect journaled of
+// it (the CLI can take it in and answer it after a kill, before cc-connect
+// read that it did; and it can say it took it in before its transcript
+// holds it):
+//   - taken into the turn (a queued_command attachment with its uuid):
+//     that turn's reply answers it, or, cut off, the turn's recovery,
+//     which ran before it, resumed the turn with it in its history; it is
+//     acknowledged;
+//   - not taken in: it may have run next as a turn of its own (leave: a
+//     user line with its uuid), or not reached the CLI at all. It is
+//     recovered as any message sent: from the transcript, after its uuid,
+//     or sent again.
 func takeSteered(tr *turnRunner, it workItem) {
-	if !it.takenIn {
-		// The CLI never said it took it into the turn: it may have run
-		// it next as a turn of its own (leave), or not had it at all.
-		// Recovered as any message sent: from the transcript, after its
-		// own uuid.
-		tr.log.Info("A steered message not known to be taken into its turn is recovered as sent on its own", "message_id", it.inboxID, "into", it.steeredInto)
-		it.steeredInto, it.started, it.recovered = "", true, true
-		tr.recover(it)
-		return
+	sg := steeringOf(tr)
+	absorbed, err := sg.absorbed(it.uuid)
+	if err != nil {
+		// Recovering it as sent reads the same transcript: its error
+		// tells the thread the message could not be recovered.
+		tr.log.Warn("Reading the transcript for a steered message failed", "message_id", it.inboxID, "error", err)
 	}
-	if has, err := steeringOf(tr).inTranscript(it.uuid); err == nil && has {
-		tr.log.Info("A steered message was answered with its turn; acknowledged", "message_id", it.inboxID, "into", it.steeredInto)
+	if absorbed {
+		tr.log.Info("A steered message was taken into its turn; answered with it", "message_id", it.inboxID, "into", it.steeredInto,
+			"said_taken_in", it.takenIn)
+		if !it.takenIn {
+			sg.showTakenIn(it)
+		}
 		tr.jr.ack(it, inbox.AckResult)
 		return
-	} else if err != nil {
-		tr.log.Warn("Reading the transcript for a steered message failed; it runs as its own turn", "message_id", it.inboxID, "error", err)
 	}
-	tr.log.Info("A steered message did not reach its turn; it runs as its own", "message_id", it.inboxID, "into", it.steeredInto)
-	it.started, it.steeredInto, it.recovered = false, "", false
-	tr.run(it)
+	tr.log.Info("A steered message the transcript does not show taken into its turn is recovered as sent on its own",
+		"message_id", it.inboxID, "into", it.steeredInto, "said_taken_in", it.takenIn)
+	it.steeredInto, it.started, it.recovered = "", true, true
+	tr.recover(it)
 }
 
-// replyFrom is the uuid the reply to it follows in the transcript at
-// path: its own, or that of the last message steered into its turn that
-// the transcript holds (the turn's answer comes after it).
-func (sg steering) replyFrom(it workItem, path string) string {
-	tr := sg.tr
-	from := it.uuid
-	in := tr.jr.file()
-	if in == nil || it.inboxID == "" {
-		return from
-	}
-	for _, en := range in.Pending() {
-		if en.SteeredInto != it.inboxID || !en.TakenIn {
-			// Not said to be taken into it: the CLI may have run it as
-			// a turn of its own, whose answer is not this one's.
-			continue
-		}
-		if has, err := tr.e.host.Transcripts().Contains(path, en.UUID); err == nil && has {
-			from = en.UUID
-		}
-	}
-	return from
-}
-
-// inTranscript reports whether the session's transcript holds uuid u.
-func (sg steering) inTranscript(u string) (bool, error) {
+// absorbed reports whether the session's transcript shows the message
+// sent with uuid u taken into a running turn.
+func (sg steering) absorbed(u string) (bool, error) {
 	tr := sg.tr
 	rec := tr.rb.get()
 	sid := orDefault(rec.SessionID, rec.NewSessionID)
@@ -309,7 +305,7 @@ func (sg steering) inTranscript(u string) (bool, error) {
 	if err != nil {
 		return false, nil // none: the CLI wrote nothing of it
 	}
-	has, err := tr.e.host.Transcripts().Contains(path, u)
+	has, err := tr.e.host.Transcripts().Absorbed(path, u)
 	if err != nil {
 		return false, fmt.Errorf("reading transcript %s: %w", path, err)
 	}

@@ -88,6 +88,9 @@ type turnRunner struct {
 	// ck is what the turns changed: the summary, !diff, !revert
 	// (checkpoint.go).
 	ck *checkpoints
+	// shared keeps the requests the turn waits on in the cluster, for
+	// the binding's next holder (approvals.go); nil otherwise.
+	shared *sharedApprovals
 }
 
 // outcome is how one attempt at a turn ended.
@@ -135,6 +138,9 @@ type turn struct {
 // run runs one user message as a turn, with the fallbacks that keep the
 // session usable, and posts the reply.
 func (tr *turnRunner) run(it workItem) {
+	if !adoptWait(tr, &it) { // approvals.go: what it waited on at the binding's host before
+		return
+	}
 	if it.refused {
 		// Refused for a usage limit (limits.go): it goes again under a
 		// fresh uuid, the one its reply is keyed by and the journal's
@@ -392,6 +398,7 @@ func (tr *turnRunner) settle(it workItem, out outcome) (retry *workItem, durable
 	case errors.Is(out.err, errStoppedWaiting):
 		why = inbox.AckCancel
 	}
+	tr.shared.clear() // its durable end: what it waited on is answered (approvals.go)
 	// The ack is written here, before the next item runs: a kill after
 	// the next turn's start must find this message done, not pending
 	// beside it. Its fsync and the rest wait for the tail.
@@ -446,7 +453,9 @@ func (tr *turnRunner) ensureProcess() error {
 			tr.stopShell(c.to)
 			return errStoppedWaiting
 		case ctrlAnswer:
-			tr.chat.sendTo(c.to, render.NoPermissionPending)
+			if !heldForAdoption(tr.e, tr.key, c) {
+				tr.chat.sendTo(c.to, render.NoPermissionPending)
+			}
 		case ctrlReply:
 			tr.lateReply(c)
 		case ctrlReap:
@@ -629,6 +638,9 @@ func (tr *turnRunner) attempt(it workItem) outcome {
 	}
 	t.perms.remindRing = func(what string) { tr.team.ringApprovers(it.msg, what) }
 	t.perms.preset = it.answered
+	if tr.shared != nil {
+		t.perms.share = func() { tr.shared.write(it.msg.ID, travelling(t.perms, it.msg.ID)) }
+	}
 	events := at.Events()
 	stopping := tr.e.stopping
 	var graceC, killC <-chan time.Time
@@ -836,6 +848,9 @@ func (tr *turnRunner) onEvent(t *turn, proc procs.Process, ev agentproc.Event) {
 func (tr *turnRunner) control(t *turn, proc procs.Process, c control) {
 	switch c.kind {
 	case ctrlAnswer, ctrlReply:
+		if c.kind == ctrlAnswer && t.perms.find(c.requestID) == nil && heldForAdoption(tr.e, tr.key, c) {
+			return // for a handed-over message queued behind this turn (approvals.go)
+		}
 		t.perms.answer(proc, c)
 		tr.rb.notePending(t.perms, t.msg.ID)
 	case ctrlStop:

@@ -60,6 +60,10 @@ type Transcripts interface {
 	// Contains reports whether the transcript at path holds the user
 	// message that carried uuid u.
 	Contains(path, u string) (bool, error)
+	// Absorbed reports whether the transcript at path shows the message
+	// sent with uuid u taken into a running turn (a follow-up steered
+	// into it), where it has no user line of its own.
+	Absorbed(path, u string) (bool, error)
 	// End says how the transcript's last turn ended.
 	End(path string) (agentproc.Interruption, error)
 	// ReplyAfter is the reply the transcript holds to the message u.

@@ -65,6 +65,10 @@ func (d DiskTranscripts) List(cwd string) ([]SessionInfo, error) {
 
 func (DiskTranscripts) Contains(path, u string) (bool, error) { return agentproc.ContainsUUID(path, u) }
 
+func (DiskTranscripts) Absorbed(path, u string) (bool, error) {
+	return agentproc.ContainsAbsorbed(path, u)
+}
+
 func (DiskTranscripts) End(path string) (agentproc.Interruption, error) {
 	return agentproc.ClassifyEnd(path)
 }

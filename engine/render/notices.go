@@ -59,6 +59,13 @@ func FollowUsage(name string) string {
 // RunsNow is Late's second sentence for a message that runs at once.
 const RunsNow = "It runs now."
 
+// StillWaits is what a host that took a conversation over tells its
+// thread of the request (what) its previous host's turn waited on, which
+// it adopted (conv/approvals.go): the prompt above still answers it.
+func StillWaits(what string) string {
+	return "The request above (" + what + ") still waits for an answer: the turn goes on here once it has one."
+}
+
 // Late tells the sender of a message (text) that came after a later
 // message of the conversation had started; then is Queued's text, or
 // RunsNow.

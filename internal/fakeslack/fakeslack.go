@@ -219,6 +219,11 @@ func (s *Server) URL() string { return s.srv.URL }
 // APIURL is what a client's api_url should be: URL + "/api/".
 func (s *Server) APIURL() string { return s.srv.URL + "/api/" }
 
+// Changed returns a channel closed at the next change the fake records:
+// for a wait that must not fail the test when its time is up (a soak
+// counts what never came instead).
+func (s *Server) Changed() <-chan struct{} { return s.sig.Changed() }
+
 // Wait blocks until cond holds, failing tb after a generous limit. cond
 // runs without the fake's lock (it may call the fake's accessors) and is
 // tried again after every change the fake records.

@@ -63,6 +63,7 @@ func (f *fake) foldIntoTurn(m userMsg) bool {
 	defer f.mu.Unlock()
 	if t := f.cur; t != nil && t.folding {
 		t.injected = append(t.injected, m)
+		f.appendTranscript(enqueueLine(m))
 		f.emitCommand(m.uuid, "queued")
 		return true
 	}

@@ -273,6 +273,7 @@ func (f *fake) runStream(stdin io.Reader) {
 			}
 			for left := f.runTurn(m); len(left) > 0; {
 				next := left[0]
+				f.appendTranscript(dequeueLine())
 				left = append(left[1:], f.runTurn(next)...)
 			}
 		case task := <-f.own:

@@ -34,6 +34,9 @@ type fake struct {
 	toolSeq    int
 	msgSeq     int
 	allowRules map[string]bool
+	// unanswered are the messages the resumed session's last turn took in
+	// (queued_command attachments) with no reply written after them.
+	unanswered []string
 
 	stdinEOF chan struct{} // closed when stdin ends
 	own      chan bgTask   // background tasks that ended: the CLI's own turns (background.go)
@@ -205,6 +208,10 @@ type transcriptLine struct {
 	Message           *struct {
 		Content json.RawMessage `json:"content"`
 	} `json:"message"`
+	Attachment *struct {
+		Type   string `json:"type"`
+		Prompt string `json:"prompt"`
+	} `json:"attachment"`
 	TotalCostUSD float64                `json:"totalCostUSD"`
 	ModelUsage   map[string]*modelUsage `json:"modelUsage"`
 }
@@ -232,7 +239,12 @@ func (f *fake) loadHistory(path string) error {
 			if l.Message != nil && isPrompt(l.Message.Content) {
 				f.exchanges++
 			}
+		case "attachment":
+			if l.Attachment != nil && l.Attachment.Type == "queued_command" {
+				f.unanswered = append(f.unanswered, l.Attachment.Prompt)
+			}
 		case "assistant":
+			f.unanswered = nil // the reply after them answers them
 			f.calls++
 			f.sticky = l.IsAPIErrorMessage && l.Message != nil &&
 				strings.HasPrefix(contentText(l.Message.Content), "Prompt is too long")

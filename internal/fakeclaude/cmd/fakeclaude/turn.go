@@ -166,7 +166,7 @@ func (f *fake) runTurn(m userMsg) (left []userMsg) {
 		if strings.Contains(text, "[[MALFORMED]]") {
 			f.out.raw([]byte("fakeclaude: this stdout line is not JSON {"))
 		}
-		reply := "echo: " + text
+		reply := f.answerPending("echo: " + text)
 		if mm := reHuge.FindStringSubmatch(text); mm != nil {
 			n, _ := strconv.Atoi(mm[1])
 			reply = strings.Repeat("x", n)
@@ -294,17 +294,23 @@ func (f *fake) turnTools(t *turnState, cmds []string) resultLine {
 		return f.aborted(t, interruptedText, "aborted_streaming")
 	}
 	reply := strings.Join(said, "\n")
+	reply = f.answerPending(reply)
 	f.mu.Lock()
 	t.folding, t.foldedIn = false, true
-	for _, in := range t.injected {
-		// The next request carries it: the transcript has it, under
-		// its uuid, from then on.
-		f.appendTranscript(f.userTranscriptLine(in.uuid, in.text))
+	injected := t.injected
+	f.mu.Unlock()
+	for _, in := range injected {
+		// The next request carries it: the transcript shows it taken
+		// in (absorbedLines), under its uuid, from then on.
+		f.appendTranscript(f.absorbedLines(in)...)
+	}
+	if len(injected) > 0 {
+		f.foldGate()
+	}
+	for _, in := range injected {
 		f.emitCommand(in.uuid, "started")
 		reply += "\n(also read while working: " + in.text + ")"
 	}
-	injected := t.injected
-	f.mu.Unlock()
 	defer func() {
 		for _, in := range injected {
 			f.emitCommand(in.uuid, "completed")
