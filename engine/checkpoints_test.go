@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -244,5 +245,61 @@ func TestTurnDiffAfterRestart(t *testing.T) {
 	info, err := os.Stat(conv.DiffPath(h.opts.StateDir, t1Key))
 	if err != nil || info.Mode().Perm() != 0o600 {
 		t.Errorf("the kept diff: %v, %v; want a 0600 file", info, err)
+	}
+}
+
+// TestStatusShowsLastTurnChanges: !status shows what the session's last
+// turn changed and whether !revert would undo it now, with the reason it
+// would give when not; a turn that changed nothing, checkpoints off and a
+// new session show no changes.
+func TestStatusShowsLastTurnChanges(t *testing.T) {
+	type step struct{ user, text, wait string }
+	write := step{"alice", "[[WRITE:a.txt:one]]", "This turn changed 1 file"}
+	tests := []struct {
+		name      string
+		off       bool
+		steps     []step
+		has, lack []string
+	}{
+		{name: "no turn yet", lack: []string{"Last turn changed", "Revert:"}},
+		{name: "a turn that wrote a file", steps: []step{write},
+			has: []string{"\nLast turn changed: 1 file (+1 −0): `a.txt`\nRevert: possible (approvers: `!revert`)\n"}},
+		{name: "reverted", steps: []step{write, {"alice", "!revert", "alice reverted the last turn"}},
+			has: []string{"\nLast turn changed: 1 file (+1 −0): `a.txt`\nRevert: not possible. The last turn was already reverted (by alice, "}},
+		{name: "a later turn that changed nothing", steps: []step{write, {"alice", "just talk", "echo: just talk"}},
+			lack: []string{"Last turn changed", "Revert:"}},
+		{name: "checkpoints off", off: true, steps: []step{{"alice", "[[WRITE:a.txt:one]]", "echo: "}},
+			lack: []string{"Last turn changed", "Revert:"}},
+		{name: "a new session since", steps: []step{write, {"alice", "!new", "Started a new session"}},
+			lack: []string{"Last turn changed", "Revert:"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h, _, _, _ := newCheckpointHarness(t, tt.off)
+			for _, s := range tt.steps {
+				h.say(s.user, "T1", s.text)
+				h.rec.waitFor(t, fmt.Sprintf("a post containing %q", s.wait), func(calls []recorded) bool {
+					for _, c := range calls {
+						if strings.Contains(c.Text, s.wait) || strings.Contains(c.Prompt.Text, s.wait) {
+							return true
+						}
+					}
+					return false
+				})
+				h.waitIdle()
+			}
+			h.say("bob", "T1", "!status")
+			got := h.rec.waitSend(t, "State: ").Text
+			for _, want := range tt.has {
+				if !strings.Contains(got, want) {
+					t.Errorf("!status lacks %q:\n%s", want, got)
+				}
+			}
+			for _, no := range tt.lack {
+				if strings.Contains(got, no) {
+					t.Errorf("!status holds %q:\n%s", no, got)
+				}
+			}
+		})
 	}
 }

@@ -61,7 +61,8 @@ func TestStopDoesNotWaitForAPacedEdit(t *testing.T) {
 // the middle of a streamed reply takes the reply with it (docs/turns.md:
 // "the reply so far moves below the prompt"): the messages streamed above
 // the prompt are deleted, and the reply lands in messages posted after
-// it, where the reader who answered the prompt looks for it.
+// it, where the reader who answered the prompt looks for it. The journal
+// forgets the deleted messages as they go.
 func TestStreamedReplyMovesBelowAMidTurnPrompt(t *testing.T) {
 	s := newStreamStore("slack")
 	h := newHarness(t, func(_ *Options, c *harnessConfig) { c.adapter = s.adapter })
@@ -78,6 +79,28 @@ func TestStreamedReplyMovesBelowAMidTurnPrompt(t *testing.T) {
 	s.mu.Unlock()
 	h.fa.release(t) // the turn asks now
 	ask := waitAsk(t, h)
+	s.waitFor(t, "the messages above the prompt deleted", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for _, m := range s.msgs {
+			if above[m.id] && !m.deleted {
+				return false
+			}
+		}
+		return true
+	})
+	// The journal names them no longer: a restart while the prompt waits
+	// (a kill -9) must not try to mark deleted messages cut off.
+	pollFor(t, "the journal to forget the deleted messages", func() bool {
+		for _, en := range h.e.convs.Lookup(t1Key).Pending() {
+			for _, p := range en.Streamed {
+				if above[p.ID] {
+					return false
+				}
+			}
+		}
+		return true
+	})
 	h.press("alice", ask.Prompt.RequestID, platform.ChoiceAllow)
 	s.waitFor(t, "the reply", func() bool {
 		for _, v := range s.visible() {

@@ -18,8 +18,8 @@ import (
 // on by default): the fake Messages API makes Claude write a file, the turn
 // ends with a summary and its Revert button, !diff uploads the diff, a
 // press by someone who may not approve is refused, and the approver's press
-// deletes the file: on Slack (!diff and the presses after a restart of
-// cc-connect), Telegram and Discord.
+// deletes the file: on Slack (!diff, !status and the presses after a
+// restart of cc-connect), Telegram and Discord.
 
 // writeTurn is the prompt that makes Claude write new.txt (three lines).
 const writeTurn = "[[WRITE:new.txt:a\nb\nc]]"
@@ -77,6 +77,11 @@ api_url = %q
 		t.Errorf("the diff %q, want %q", up.Data, want)
 	}
 
+	f.Deliver(t, fakeslack.MsgEvent("C1", "1700000301.000210", "U2", "<@UBOT> !status", inThread))
+	f.WaitPost(t, "!status with the last turn's changes, revertible", func(m fakeslack.Message) bool {
+		return m.ThreadTS == ts && strings.Contains(m.Text, "Last turn changed: 1 file (+3 −0): `new.txt`\nRevert: possible")
+	})
+
 	revert := summary.Buttons()[0].ActionID
 	f.WaitAck(t, f.Press(t, summary, revert, "U2"))
 	f.WaitPost(t, "the refusal of a press by someone who may not approve", func(m fakeslack.Message) bool {
@@ -96,10 +101,15 @@ api_url = %q
 	f.WaitPost(t, "the refusal of a second revert", func(m fakeslack.Message) bool {
 		return m.ThreadTS == ts && strings.Contains(m.Text, "cannot be reverted twice")
 	})
+	f.Deliver(t, fakeslack.MsgEvent("C1", "1700000301.000400", "U2", "<@UBOT> !status", inThread))
+	f.WaitPost(t, "!status with the last turn's changes, reverted", func(m fakeslack.Message) bool {
+		return m.ThreadTS == ts && strings.Contains(m.Text, "Last turn changed: 1 file (+3 −0): `new.txt`\nRevert: not possible. The last turn was already reverted (by ")
+	})
 }
 
 // TestRealCLIRevertThroughTelegram: the same on Telegram, with !revert
-// typed and the summary's button pressed by someone who may not approve.
+// typed and the summary's button pressed by someone who may not approve;
+// !status shows the turn's changes.
 func TestRealCLIRevertThroughTelegram(t *testing.T) {
 	t.Parallel()
 	f := faketelegram.New(t)
@@ -149,6 +159,10 @@ api_url = %q
 	if want := "--- /dev/null\n+++ b/new.txt\n@@ -0,0 +1,3 @@\n+a\n+b\n+c\n"; string(doc.Data) != want {
 		t.Errorf("the diff %q, want %q", doc.Data, want)
 	}
+	say(bob, "!status")
+	f.WaitSent(t, "!status with the last turn's changes, revertible", func(m faketelegram.Message) bool {
+		return strings.Contains(m.Text, "Last turn changed: 1 file (+3 −0): new.txt\nRevert: possible")
+	})
 	f.Press(t, summary, "Revert this turn", bob)
 	f.WaitSent(t, "the refusal of bob's press", func(m faketelegram.Message) bool {
 		return strings.Contains(m.Text, "may not revert turns here")

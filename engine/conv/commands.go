@@ -92,7 +92,7 @@ func init() {
 		// The session goroutine stops a running !sh first, then the turn.
 		{name: "stop", usage: "[all]", help: "stop the running turn (queued messages stay queued); with all, Claude's background tasks too",
 			control: func(c call) control { return control{kind: ctrlStop, args: strings.TrimSpace(c.args)} }},
-		{name: "status", help: "state, workspace, session, context use, queue, process", run: runStatus},
+		{name: "status", help: "state, workspace, session, context use, queue, process, what the last turn changed", run: runStatus},
 		{name: "sessions", help: "this workspace's Claude Code sessions, newest first", run: runSessions},
 		{name: "resume", usage: "<n|id>", help: "switch to a listed session", when: inOrder, queue: queueResume, run: runResume},
 		{name: "allow", usage: "[always]", help: "answer the pending permission request", who: approvers, refused: notApprover, control: answerControl},
@@ -387,6 +387,12 @@ func runStatus(s *Conversation, c call) {
 	if rec.ContextTokens > 0 {
 		v.Context = rec.figures().StatusLine()
 	}
+	// The record's note of the last turn, as !revert reads it; one of an
+	// earlier session (!new, !resume) is not this session's.
+	if lt := s.tr.ck.last(); len(lt.Files) > 0 && lt.SessionID == rec.SessionID {
+		v.Changes = render.TurnChanges{Files: lt.Files, Added: lt.Added, Removed: lt.Removed}
+		v.Revert = revertRefusal(s, "")
+	}
 	if proc := s.agent.Live(); proc != nil {
 		v.Pid = proc.Pid()
 		v.IdleSince, _ = s.agent.IdleSince()
@@ -602,15 +608,7 @@ func revertRefused(c call, _ string) string { return render.RevertNotApprover(c.
 // arguments), once. Without a live process it starts one on the turn's
 // session, whose checkpoints the CLI kept.
 func runRevert(s *Conversation, c call) {
-	if st, _, _ := s.mb.snapshot(); st != stateIdle {
-		s.chat.send(render.RevertBusy)
-		return
-	}
-	if !s.liveBinding().CheckpointsOn() {
-		s.chat.send(render.RevertOff)
-		return
-	}
-	if why := s.tr.ck.last().refusal(strings.TrimSpace(c.args), s.rb.sessionID()); why != "" {
+	if why := revertRefusal(s, strings.TrimSpace(c.args)); why != "" {
 		s.chat.send(why)
 		return
 	}
@@ -623,6 +621,19 @@ func runRevert(s *Conversation, c call) {
 	m.UserName = c.user()
 	s.tr.ck.revert(s.agent.Live(), m, s.e.now())
 	s.agent.MarkIdle()
+}
+
+// revertRefusal is why !revert of turn arg ("" for the last) is refused
+// now, "" when it would go ahead: what !revert answers, and what !status
+// says of the last turn's changes.
+func revertRefusal(s *Conversation, arg string) string {
+	if st, _, _ := s.mb.snapshot(); st != stateIdle {
+		return render.RevertBusy
+	}
+	if !s.liveBinding().CheckpointsOn() {
+		return render.RevertOff
+	}
+	return s.tr.ck.last().refusal(arg, s.rb.sessionID())
 }
 
 // RevertPress is the "!revert <turn>" a press of a turn summary's Revert

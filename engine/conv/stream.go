@@ -16,8 +16,9 @@ import (
 // not queued.
 type stream struct {
 	chat *relay
-	// posted is told the streamed messages each time one is added (the
-	// journal records them for recovery); on the stream's goroutine.
+	// posted is told the streamed messages each time one is added, and
+	// nil once they are deleted (the journal records them for recovery);
+	// on the stream's goroutine.
 	posted  func([]platform.Target)
 	deletes bool // the platform deletes messages (moving the stream below a prompt)
 
@@ -94,9 +95,16 @@ func (s *stream) run() {
 		s.mu.Unlock()
 		switch {
 		case restart:
-			if s.deletes {
+			if s.deletes && len(msgs) > 0 {
 				for _, m := range msgs {
 					s.chat.deleteMsg(m)
+				}
+				// The journal names them no longer: a restart would
+				// otherwise try to mark deleted messages cut off. Deleted
+				// first: a kill in between leaves a failed edit, not a
+				// partial reply left unmarked.
+				if s.posted != nil {
+					s.posted(nil)
 				}
 			}
 			continue

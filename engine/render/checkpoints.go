@@ -24,25 +24,28 @@ const maxSummaryFiles = 10
 // ChangesSummary is the compact summary of what a turn changed.
 func ChangesSummary(c TurnChanges) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "📝 This turn changed %s (+%d −%d): ", plural(len(c.Files), "file"), c.Added, c.Removed)
-	shown := c.Files
-	if len(shown) > maxSummaryFiles {
-		shown = shown[:maxSummaryFiles]
-	}
-	for i, f := range shown {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString("`" + strings.ReplaceAll(f, "`", "'") + "`")
-	}
-	if more := len(c.Files) - len(shown); more > 0 {
-		fmt.Fprintf(&b, " and %d more", more)
-	}
+	b.WriteString("📝 This turn changed " + changed(c))
 	b.WriteString("\n`!diff` posts the diff")
 	if c.Buttons {
 		b.WriteString("; approvers can undo it with the button or `!revert`.")
 	} else {
 		b.WriteString("; approvers can undo it with `!revert`.")
+	}
+	return b.String()
+}
+
+// changed is the compact list of what a turn changed: "2 files (+4 −1):
+// `a`, `b`", the summary's and !status's.
+func changed(c TurnChanges) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s (+%d −%d): ", plural(len(c.Files), "file"), c.Added, c.Removed)
+	shown := c.Files
+	if len(shown) > maxSummaryFiles {
+		shown = shown[:maxSummaryFiles]
+	}
+	b.WriteString(quoteList(shown))
+	if more := len(c.Files) - len(shown); more > 0 {
+		fmt.Fprintf(&b, " and %d more", more)
 	}
 	return b.String()
 }

@@ -32,7 +32,12 @@ type Status struct {
 	Model, Mode string
 	CostUSD     float64
 	People      []string // who spoke in the session
-	Platform    string   // the platform's connection state, "" when it says none
+	// Changes is what the session's last turn changed (no Files: it
+	// changed none, or none is known). Revert is why !revert would refuse
+	// to undo it now (one of its refusals), "" when it would go ahead.
+	Changes  TurnChanges
+	Revert   string
+	Platform string // the platform's connection state, "" when it says none
 	// Extra are lines of the conversation's features (its worktree, its
 	// spend), each shown when set.
 	Extra []string
@@ -65,6 +70,14 @@ func StatusText(s Status) string {
 	}
 	if !s.LastTurn.IsZero() {
 		fmt.Fprintf(&b, "\nLast turn: %s ago", Age(s.Now.Sub(s.LastTurn)))
+	}
+	if len(s.Changes.Files) > 0 {
+		b.WriteString("\nLast turn changed: " + changed(s.Changes))
+		if s.Revert == "" {
+			b.WriteString("\nRevert: possible (approvers: `!revert`)")
+		} else {
+			b.WriteString("\nRevert: not possible. " + s.Revert)
+		}
 	}
 	fmt.Fprintf(&b, "\nModel: %s", s.Model)
 	fmt.Fprintf(&b, "\nPermission mode: %s", s.Mode)

@@ -28,6 +28,19 @@ func TestStatusText(t *testing.T) {
 			Model: "m", Mode: "default"},
 			"State: requires_action (waiting for a permission answer)\nWorkspace: /w\nSession: none yet\nContext: no figures yet\n" +
 				"Queue: 0 waiting\nProcess: alive, pid 42\nModel: m\nPermission mode: default\nCost: $0.0000"},
+		{"the last turn's changes, revertible", Status{Now: now, State: "idle", Workspace: "/w", SessionID: "s-1", LastTurn: now.Add(-time.Minute),
+			Model: "m", Mode: "default", Changes: TurnChanges{Files: []string{"a.go", "b`c.txt"}, Added: 4, Removed: 1}},
+			"State: idle\nWorkspace: /w\nSession: s-1\nContext: no figures yet\nQueue: 0 waiting\nProcess: not running\nLast turn: 1m ago\n" +
+				"Last turn changed: 2 files (+4 −1): `a.go`, `b'c.txt`\nRevert: possible (approvers: `!revert`)\n" +
+				"Model: m\nPermission mode: default\nCost: $0.0000"},
+		{"the last turn's changes, reverted", Status{Now: now, State: "idle", Workspace: "/w", SessionID: "s-1", LastTurn: now.Add(-time.Minute),
+			Model: "m", Mode: "default", Changes: TurnChanges{Files: []string{"a.go"}, Added: 1}, Revert: RevertAgain("bob", now)},
+			"State: idle\nWorkspace: /w\nSession: s-1\nContext: no figures yet\nQueue: 0 waiting\nProcess: not running\nLast turn: 1m ago\n" +
+				"Last turn changed: 1 file (+1 −0): `a.go`\nRevert: not possible. The last turn was already reverted (by bob, 2026-05-01 12:00 UTC): it cannot be reverted twice.\n" +
+				"Model: m\nPermission mode: default\nCost: $0.0000"},
+		{"a refusal without changes is not shown", Status{Now: now, State: "idle", Workspace: "/w", Model: "m", Mode: "default", Revert: RevertNoFiles},
+			"State: idle\nWorkspace: /w\nSession: none yet\nContext: no figures yet\nQueue: 0 waiting\nProcess: not running\n" +
+				"Model: m\nPermission mode: default\nCost: $0.0000"},
 		{"idle after a failed login", Status{Now: now, State: "idle", LoginFailed: true, Workspace: "/w", Model: "m", Mode: "default"},
 			"State: idle; " + LoginFailedState + "\nWorkspace: /w\nSession: none yet\nContext: no figures yet\n" +
 				"Queue: 0 waiting\nProcess: not running\nModel: m\nPermission mode: default\nCost: $0.0000"},
