@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cc-connect/cc-connect/binding"
 	"github.com/cc-connect/cc-connect/engine/conv"
 	"github.com/cc-connect/cc-connect/inbox"
 	"github.com/cc-connect/cc-connect/platform"
@@ -324,5 +325,51 @@ func TestLateNoticeLostToAKillIsToldAfterTheRestart(t *testing.T) {
 	}
 	if got := h.rec.sends("reached cc-connect after a later message"); len(got) != 1 {
 		t.Errorf("late notices after the restart = %q, want one", got)
+	}
+}
+
+// TestLateNoticeLostToAKillAfterASteerIsToldAfterTheRestart: with
+// follow-ups steered, a later message goes into the running turn (its
+// entry marked steered, so started, with no 👀 until Claude Code takes it
+// in), and an earlier one comes late; cc-connect is killed before the
+// turn's loop posted the late notice. The restart settles the turn and
+// the steered message first, then runs the late one, and says why it is
+// answered after.
+func TestLateNoticeLostToAKillAfterASteerIsToldAfterTheRestart(t *testing.T) {
+	kp := newKillPoint(conv.PointSteered, 1)
+	h := killedHarness(t, kp)
+	h.stop()
+	cfg := *h.cfg
+	opts := h.opts
+	opts.Bindings = []binding.Binding{opts.Bindings[0]}
+	opts.Bindings[0].FollowUps = binding.FollowUpsSteer
+	h = startHarness(t, opts, &cfg, h.logs)
+	h.sayAt(10, "[[TOOL:touch x]]")
+	ask := waitAsk(t, h)
+	h.sayAt(30, "later")
+	kp.wait(t) // written into the turn; the turn's loop stands here
+	if res := h.sayAt(20, "earlier"); res.Status != platform.Queued {
+		t.Fatalf("the late message: %+v, want queued", res)
+	}
+	h = h.kill(t, kp)
+	h.rec.waitSend(t, "still waits for an answer")
+	h.press("alice", ask.Prompt.RequestID, platform.ChoiceAllow)
+	h.rec.waitSend(t, "“earlier” reached cc-connect after a later message of this conversation had started")
+	h.rec.waitSend(t, "echo: earlier")
+	h.waitIdle()
+	if got := h.rec.sends("reached cc-connect after a later message"); len(got) != 1 {
+		t.Errorf("late notices after the restart = %q, want one", got)
+	}
+	later, earlier := -1, -1
+	for i, text := range h.rec.sends("") {
+		switch {
+		case strings.Contains(text, "(also read while working: later)") && later < 0:
+			later = i
+		case strings.HasPrefix(text, "echo: earlier") && earlier < 0:
+			earlier = i
+		}
+	}
+	if later < 0 || earlier < later {
+		t.Errorf("later answered at %d, earlier at %d: want the turn that took later in answered first", later, earlier)
 	}
 }
