@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cc-connect/cc-connect/binding"
 	"github.com/cc-connect/cc-connect/engine/conv"
 	"github.com/cc-connect/cc-connect/inbox"
 	"github.com/cc-connect/cc-connect/platform"
@@ -117,7 +118,8 @@ func TestLateMessageRunsNextAndIsTold(t *testing.T) {
 
 // TestRecoveryRunsInPlatformOrder: after a restart the journal's pending
 // messages run in the platform's order, not the order they were journaled
-// in; one that was started runs first (recovery looks at it), and the
+// in; one that was started runs first (recovery looks at it), the
+// messages posted before it are told they are answered after it, and the
 // order the journal keeps is the platform's after a reopen too.
 func TestRecoveryRunsInPlatformOrder(t *testing.T) {
 	type entry struct {
@@ -129,11 +131,13 @@ func TestRecoveryRunsInPlatformOrder(t *testing.T) {
 		name    string
 		journal []entry
 		want    []string
+		late    []string // told they are answered after the started one
 	}{
-		{"journaled in reverse", []entry{{30, "C", false}, {20, "B", false}, {10, "A", false}}, []string{"A", "B", "C"}},
-		{"a retry journaled last", []entry{{20, "B", false}, {30, "C", false}, {10, "A", false}}, []string{"A", "B", "C"}},
-		{"the started one first", []entry{{30, "C", true}, {20, "B", false}, {10, "A", false}}, []string{"C", "A", "B"}},
-		{"without an order, in the journal's", []entry{{0, "B", false}, {0, "A", false}}, []string{"B", "A"}},
+		{"journaled in reverse", []entry{{30, "C", false}, {20, "B", false}, {10, "A", false}}, []string{"A", "B", "C"}, nil},
+		{"a retry journaled last", []entry{{20, "B", false}, {30, "C", false}, {10, "A", false}}, []string{"A", "B", "C"}, nil},
+		{"the started one first", []entry{{30, "C", true}, {20, "B", false}, {10, "A", false}}, []string{"C", "A", "B"}, []string{"A", "B"}},
+		{"after the started one", []entry{{10, "A", true}, {20, "B", false}}, []string{"A", "B"}, nil},
+		{"without an order, in the journal's", []entry{{0, "B", false}, {0, "A", false}}, []string{"B", "A"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, nil)
@@ -161,8 +165,17 @@ func TestRecoveryRunsInPlatformOrder(t *testing.T) {
 			if got := h.fa.history(sess1); strings.Join(got, "|") != strings.Join(tc.want, "|") {
 				t.Errorf("the agent got %q, want %q", got, tc.want)
 			}
-			if got := h.rec.sends("reached cc-connect after a later message"); len(got) != 0 {
-				t.Errorf("late notices on recovery: %q", got)
+			// A message posted before the started one came late to the
+			// instance that was killed, whose notice a kill may have lost.
+			got := h.rec.sends("reached cc-connect after a later message")
+			var told []string
+			for _, text := range got {
+				if i := strings.Index(text, "”"); strings.HasPrefix(text, "“") && i > 0 {
+					told = append(told, text[len("“"):i])
+				}
+			}
+			if strings.Join(told, "|") != strings.Join(tc.late, "|") {
+				t.Errorf("late notices on recovery: %q, want for %q", got, tc.late)
 			}
 		})
 	}
@@ -280,5 +293,83 @@ func TestMissingBeforeTheFirstMessageAfterAStart(t *testing.T) {
 	}
 	if got := h.rec.sends("echo: missing"); len(got) != 0 {
 		t.Errorf("read back past the window: %q", got)
+	}
+}
+
+// TestLateNoticeLostToAKillIsToldAfterTheRestart: a message comes late (a
+// later one of its thread was taken and journaled as started) and is
+// journaled and acknowledged, and cc-connect is killed before its late
+// notice, which waits for the running turn's loop, is posted. The restart
+// runs the started one first, as it must (it may have reached Claude), and
+// then the late one; its sender is told why it is answered second, as the
+// killed instance would have told them.
+func TestLateNoticeLostToAKillIsToldAfterTheRestart(t *testing.T) {
+	kp := newKillPoint(conv.PointStarted, 2)
+	h := killedHarness(t, kp)
+	h.sayAt(10, "first")
+	h.rec.waitSend(t, "echo: first")
+	h.waitIdle()
+	h.sayAt(30, "later")
+	kp.wait(t) // its start journaled, its turn not yet written
+	if res := h.sayAt(20, "earlier"); res.Status != platform.Queued {
+		t.Fatalf("the late message: %+v, want queued", res)
+	}
+	h = h.kill(t, kp)
+	h.rec.waitSend(t, "“earlier” reached cc-connect after a later message of this conversation had started")
+	h.rec.waitSend(t, "echo: earlier")
+	h.waitIdle()
+	// (The killed engine is not dead: what it does after its kill point
+	// reaches the fake claude, not the restarted engine's chat.)
+	if got := h.rec.sends("echo: "); len(got) != 2 || !strings.HasPrefix(got[0], "echo: later") || !strings.HasPrefix(got[1], "echo: earlier") {
+		t.Errorf("the restarted engine answered %q, want later's answer, then earlier's", got)
+	}
+	if got := h.rec.sends("reached cc-connect after a later message"); len(got) != 1 {
+		t.Errorf("late notices after the restart = %q, want one", got)
+	}
+}
+
+// TestLateNoticeLostToAKillAfterASteerIsToldAfterTheRestart: with
+// follow-ups steered, a later message goes into the running turn (its
+// entry marked steered, so started, with no 👀 until Claude Code takes it
+// in), and an earlier one comes late; cc-connect is killed before the
+// turn's loop posted the late notice. The restart settles the turn and
+// the steered message first, then runs the late one, and says why it is
+// answered after.
+func TestLateNoticeLostToAKillAfterASteerIsToldAfterTheRestart(t *testing.T) {
+	kp := newKillPoint(conv.PointSteered, 1)
+	h := killedHarness(t, kp)
+	h.stop()
+	cfg := *h.cfg
+	opts := h.opts
+	opts.Bindings = []binding.Binding{opts.Bindings[0]}
+	opts.Bindings[0].FollowUps = binding.FollowUpsSteer
+	h = startHarness(t, opts, &cfg, h.logs)
+	h.sayAt(10, "[[TOOL:touch x]]")
+	ask := waitAsk(t, h)
+	h.sayAt(30, "later")
+	kp.wait(t) // written into the turn; the turn's loop stands here
+	if res := h.sayAt(20, "earlier"); res.Status != platform.Queued {
+		t.Fatalf("the late message: %+v, want queued", res)
+	}
+	h = h.kill(t, kp)
+	h.rec.waitSend(t, "still waits for an answer")
+	h.press("alice", ask.Prompt.RequestID, platform.ChoiceAllow)
+	h.rec.waitSend(t, "“earlier” reached cc-connect after a later message of this conversation had started")
+	h.rec.waitSend(t, "echo: earlier")
+	h.waitIdle()
+	if got := h.rec.sends("reached cc-connect after a later message"); len(got) != 1 {
+		t.Errorf("late notices after the restart = %q, want one", got)
+	}
+	later, earlier := -1, -1
+	for i, text := range h.rec.sends("") {
+		switch {
+		case strings.Contains(text, "(also read while working: later)") && later < 0:
+			later = i
+		case strings.HasPrefix(text, "echo: earlier") && earlier < 0:
+			earlier = i
+		}
+	}
+	if later < 0 || earlier < later {
+		t.Errorf("later answered at %d, earlier at %d: want the turn that took later in answered first", later, earlier)
 	}
 }

@@ -538,7 +538,9 @@ func (a *soakAcks) firstAck() map[string]map[string]bool {
 // had. A pending pair whose earlier message cc-connect said it had to run
 // after the later one (its late notice) was journaled between the later
 // one's start and its 👀, and counts as late: the 👀 is how the soak sees a
-// start, a few milliseconds after it.
+// start, a few milliseconds after it. (A kill after the later one's start
+// mark and before that notice was posted leaves the notice to the restart,
+// which tells it again: engine's TestLateNoticeLostToAKillIsToldAfterTheRestart.)
 func slackSoakOrder(t *testing.T, f *fakeslack.Server, msgs []soakMsg, acks *soakAcks) (pending, late int) {
 	t.Helper()
 	first := acks.firstAck()

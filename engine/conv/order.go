@@ -23,7 +23,10 @@ import "slices"
 //     one's (render.Late);
 //   - the journal keeps each message's Seq (inbox.Entry.Seq), and recovery
 //     queues what it finds by the same rule, the started messages first
-//     (inPlatformOrder): the order survives a restart.
+//     (inPlatformOrder): the order survives a restart. A waiting message
+//     posted before a started one came late, and is told so again
+//     (lateAtRecovery): the instance that died told it only once the
+//     running turn's loop took the notice, after the start mark.
 //
 // The running turn is never held back for a message that may still come.
 // A Slack event carries no sequence number, so a missing message shows
@@ -77,4 +80,24 @@ func inPlatformOrder(items []workItem) []workItem {
 		waiting = slices.Insert(waiting, insertAt(waiting, it), it)
 	}
 	return append(started, waiting...)
+}
+
+// lateAtRecovery is where, among a journal's pending items in the order
+// recovery runs them (inPlatformOrder), the waiting messages are that
+// were posted before a started one ahead of them. Each came late to the
+// instance that died, which told its sender only once the running turn's
+// loop took the notice, after the started one's start mark: a kill in
+// between lost it, so the restart tells it again. A kill after it tells
+// it twice, a line twice rather than an answer out of order unexplained.
+func lateAtRecovery(items []workItem) []int {
+	var late []int
+	for i, it := range items {
+		if it.kind != itemTurn || it.started {
+			continue
+		}
+		if slices.ContainsFunc(items[:i], func(x workItem) bool { return x.started && before(it, x) }) {
+			late = append(late, i)
+		}
+	}
+	return late
 }

@@ -156,6 +156,11 @@ func (e *Set) session(b binding.Binding, m platform.Message, a platform.Adapter)
 	if len(pending) > 0 {
 		s.mb.push(pending...)
 		e.runs.noteRecoveredRuns(pending)
+		// The late notices a kill may have lost (order.go).
+		for _, i := range lateAtRecovery(pending) {
+			log.Info("A recovered message was posted before a later one that had started; it runs after it", "message_id", pending[i].msg.ID, "position", i+1)
+			s.notice(render.Late(pending[i].msg.Text, render.Queued(i+1)))
+		}
 	}
 	e.cluster.settleParked(s)
 	if err := s.jr.openErr(); err != nil {
