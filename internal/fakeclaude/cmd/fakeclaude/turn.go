@@ -330,6 +330,9 @@ func (f *fake) runTool(t *turnState, cmd string) (string, *resultLine) {
 	msgID := f.newMsgID()
 	u := f.apiCall(strings.Contains(t.msg.text, "[[BIG]]"))
 	f.emitAssistant(t, msgID, textBlock("I'll run a command."), u)
+	// The window between the message's two blocks, where a kill of the
+	// host can fall (FAKECLAUDE_BLOCK_GATE).
+	f.holdAt("FAKECLAUDE_BLOCK_GATE")
 	f.emitAssistant(t, msgID, map[string]any{"type": "tool_use", "id": toolID, "name": "Bash", "input": input}, u)
 	if strings.Contains(t.msg.text, "[[CRASH]]") {
 		crash() // the transcript ends on a tool_use without its result
