@@ -1,6 +1,8 @@
 package agentproc_test
 
 import (
+	"bytes"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -47,6 +49,28 @@ func TestTranscriptOfSteeredMessage(t *testing.T) {
 			}
 			if end, err := agentproc.ClassifyEnd(path); err != nil || end != agentproc.InterruptionNone {
 				t.Errorf("ClassifyEnd = %q, %v; want none", end, err)
+			}
+			// Cut after the first block (text) of the message that calls
+			// the tool, the transcript shows a turn that goes on: the line
+			// carries the message's stop reason, tool_use.
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			i := bytes.Index(data, []byte(`"type":"assistant"`))
+			if i < 0 {
+				t.Fatal("no assistant line in the capture")
+			}
+			end := i + bytes.IndexByte(data[i:], '\n') + 1
+			if !bytes.Contains(data[:end], []byte(`"type":"text"`)) {
+				t.Fatal("the capture's first assistant line is not the text block")
+			}
+			cut := filepath.Join(t.TempDir(), "cut.jsonl")
+			if err := os.WriteFile(cut, data[:end], 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if end, err := agentproc.ClassifyEnd(cut); err != nil || end != agentproc.InterruptionTurn {
+				t.Errorf("ClassifyEnd of the transcript cut after the text block = %q, %v; want interrupted_turn", end, err)
 			}
 		})
 	}

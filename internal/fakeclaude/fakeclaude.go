@@ -130,6 +130,12 @@
 //	                                prompt too long
 //	FAKECLAUDE_TOOLONG_STICKY=0     a too-long failure does not poison later turns
 //	FAKECLAUDE_RELEASE=<file>       ends [[SLOW]] turns once the file exists
+//	FAKECLAUDE_BLOCK_GATE=<file>    a turn calling a tool holds between the text
+//	                                and the tool_use block of that message (both
+//	                                in the transcript with stop_reason tool_use,
+//	                                as the CLI writes them; writing <file>.held)
+//	                                until the file exists; stdin closed there
+//	                                ends the process (exit 137), as a kill would
 //	FAKECLAUDE_IGNORE_SIGTERM=1     ignore SIGTERM (to test SIGKILL escalation)
 //	FAKECLAUDE_VERSION=<v>          what --version prints (default the pinned release)
 //	FAKECLAUDE_INITIALIZE=refuse    answer initialize with an error; =ignore: never

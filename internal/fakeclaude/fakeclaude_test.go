@@ -399,3 +399,37 @@ func TestSeveralTools(t *testing.T) {
 		t.Errorf("results = %v", rs)
 	}
 }
+
+// TestToolTurnTranscriptStops: the transcript lines of a turn that calls a
+// tool carry each message's stop reason as the real CLI writes them
+// (agentproc's captures steer_transcript and steer_after_tool): tool_use on
+// both blocks of the message that calls the tool, end_turn on the reply.
+// A line of the first message saying end_turn would make a transcript cut
+// after it read as a finished turn.
+func TestToolTurnTranscriptStops(t *testing.T) {
+	w := newWorld(t)
+	const id = "aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeef"
+	r := w.exec(t, append(streamArgs, "--session-id", id), nil, user("[[TOOL:echo hi]]"))
+	if rs := results(t, r); len(rs) != 1 {
+		t.Fatalf("results = %v (stderr %q)", rs, r.stderr)
+	}
+	matches, _ := filepath.Glob(filepath.Join(w.home, ".claude", "projects", "*", id+".jsonl"))
+	if len(matches) != 1 {
+		t.Fatalf("transcript not found: %v", matches)
+	}
+	data, _ := os.ReadFile(matches[0])
+	var got []string
+	for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		m := decode(t, l)
+		if m["type"] != "assistant" {
+			continue
+		}
+		msg := m["message"].(map[string]any)
+		block := msg["content"].([]any)[0].(map[string]any)
+		got = append(got, block["type"].(string)+":"+msg["stop_reason"].(string))
+	}
+	want := []string{"text:tool_use", "tool_use:tool_use", "text:end_turn"}
+	if !slices.Equal(got, want) {
+		t.Errorf("assistant transcript lines (block:stop_reason) = %v, want %v", got, want)
+	}
+}

@@ -29,8 +29,7 @@ func (f *fake) turnBackground(t *turnState, gate string) resultLine {
 	task := bgTask{id: fmt.Sprintf("bgtask%04d", f.toolSeq), desc: "Run in the background", gate: gate}
 	msgID := f.newMsgID()
 	u := f.apiCall(false)
-	f.emitAssistant(t, msgID, textBlock("I'll run a command."), u)
-	f.emitAssistant(t, msgID, map[string]any{"type": "tool_use", "id": toolID, "name": "Bash",
+	f.emitToolCall(t, msgID, map[string]any{"type": "tool_use", "id": toolID, "name": "Bash",
 		"input": map[string]any{"command": "sleep 1", "description": task.desc, "run_in_background": true}}, u)
 	f.emitTasks(task)
 	f.out.line(map[string]any{"type": "system", "subtype": "task_started", "task_id": task.id,

@@ -62,7 +62,7 @@ func (f *fake) turnLimited(reset int64) resultLine {
 		"parent_tool_use_id": nil, "session_id": f.sessionID, "uuid": uuid.NewString(),
 		"timestamp": now(), "error": "rate_limit",
 	})
-	f.appendTranscript(f.assistantTranscriptLine(id, "<synthetic>", textBlock(limitText), usage{}, true))
+	f.appendTranscript(f.assistantTranscriptLine(id, "<synthetic>", textBlock(limitText), usage{}, "end_turn", true))
 	text := limitText
 	status := 429
 	stop := "stop_sequence"

@@ -349,12 +349,12 @@ func (f *fake) userTranscriptLine(id string, content any) map[string]any {
 	}
 }
 
-func (f *fake) assistantTranscriptLine(msgID, model string, block map[string]any, u usage, apiError bool) map[string]any {
+func (f *fake) assistantTranscriptLine(msgID, model string, block map[string]any, u usage, stop string, apiError bool) map[string]any {
 	l := map[string]any{
 		"isSidechain": false, "type": "assistant",
 		"message": map[string]any{
 			"id": msgID, "type": "message", "role": "assistant", "model": model,
-			"content": []any{block}, "stop_reason": "end_turn", "stop_sequence": nil, "usage": u,
+			"content": []any{block}, "stop_reason": stop, "stop_sequence": nil, "usage": u,
 		},
 		"requestId": "req_" + msgID, "uuid": uuid.NewString(), "timestamp": now(),
 		"userType": "external", "entrypoint": "sdk-cli", "cwd": f.cwd, "version": version, "gitBranch": "HEAD",

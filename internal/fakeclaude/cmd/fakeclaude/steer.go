@@ -50,8 +50,14 @@ func (f *fake) absorbedLines(m userMsg) []map[string]any {
 // started), while the file FAKECLAUDE_FOLD_GATE does not exist: the window
 // a kill of the host can fall in. The host gone (stdin closed), the
 // process ends there, as killed with it.
-func (f *fake) foldGate() {
-	gate := os.Getenv("FAKECLAUDE_FOLD_GATE")
+func (f *fake) foldGate() { f.holdAt("FAKECLAUDE_FOLD_GATE") }
+
+// holdAt holds the turn while the file named by the environment variable
+// env does not exist (it writes <file>.held once there, so a test knows
+// the turn reached the gate); the host gone (stdin closed), the process
+// ends there, as killed with it. Without the variable it returns at once.
+func (f *fake) holdAt(env string) {
+	gate := os.Getenv(env)
 	if gate == "" {
 		return
 	}

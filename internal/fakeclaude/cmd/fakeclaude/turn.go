@@ -122,7 +122,7 @@ func (f *fake) runTurn(m userMsg) (left []userMsg) {
 		// The reply streams to stdout but, like an unfinished message,
 		// never reaches the transcript: it ends on the prompt.
 		u := f.apiCall(false)
-		f.emitAssistantExtra(t, f.newMsgID(), textBlock("partial reply before a crash"), u, nil, false)
+		f.emitAssistantExtra(t, f.newMsgID(), textBlock("partial reply before a crash"), u, nil, "end_turn", false)
 		crash()
 	case strings.Contains(text, "[[ORPHAN]]"):
 		// A background job outlives the CLI and keeps its stdout and
@@ -134,7 +134,7 @@ func (f *fake) runTurn(m userMsg) (left []userMsg) {
 			fmt.Fprintln(os.Stderr, "fakeclaude: starting the orphan:", err)
 		}
 		u := f.apiCall(false)
-		f.emitAssistantExtra(t, f.newMsgID(), textBlock("started a background job"), u, nil, false)
+		f.emitAssistantExtra(t, f.newMsgID(), textBlock("started a background job"), u, nil, "end_turn", false)
 		crash()
 	case strings.Contains(text, "[[HANG]]") || strings.Contains(text, "[[DEAF]]"):
 		<-t.interrupt
@@ -231,7 +231,7 @@ func (f *fake) turnTooLong(t *turnState) resultLine {
 		"timestamp": now(), "error": "invalid_request", "is_api_error_message": true,
 		"api_error_status": 400, "api_error_type": "invalid_request_error",
 	})
-	f.appendTranscript(f.assistantTranscriptLine(id, "<synthetic>", textBlock(text), usage{}, true))
+	f.appendTranscript(f.assistantTranscriptLine(id, "<synthetic>", textBlock(text), usage{}, "end_turn", true))
 	f.sticky = true
 	status := 400
 	stop := "stop_sequence"
@@ -255,7 +255,7 @@ func (f *fake) turnSlow(t *turnState, limit string) resultLine {
 		case <-t.interrupt:
 			f.sync()
 			u := f.apiCall(false)
-			f.emitAssistantExtra(t, msgID, textBlock(sb.String()), u, map[string]any{"aborted": true}, true)
+			f.emitAssistantExtra(t, msgID, textBlock(sb.String()), u, map[string]any{"aborted": true}, "end_turn", true)
 			return f.aborted(t, interruptedText, "aborted_streaming")
 		case <-tick.C:
 			fmt.Fprintf(&sb, "[chunk %d] ", i)
@@ -329,8 +329,7 @@ func (f *fake) runTool(t *turnState, cmd string) (string, *resultLine) {
 	input := map[string]any{"command": cmd, "description": "Run a command"}
 	msgID := f.newMsgID()
 	u := f.apiCall(strings.Contains(t.msg.text, "[[BIG]]"))
-	f.emitAssistant(t, msgID, textBlock("I'll run a command."), u)
-	f.emitAssistant(t, msgID, map[string]any{"type": "tool_use", "id": toolID, "name": "Bash", "input": input}, u)
+	f.emitToolCall(t, msgID, map[string]any{"type": "tool_use", "id": toolID, "name": "Bash", "input": input}, u)
 	if strings.Contains(t.msg.text, "[[CRASH]]") {
 		crash() // the transcript ends on a tool_use without its result
 	}
@@ -545,11 +544,25 @@ func (f *fake) emitInit(model string) {
 
 // emitAssistant writes one assistant event (one block, stop_reason null, as
 // streamed) and its transcript line, and accounts the call once per message.
+// The message is the turn's last: its transcript line says end_turn.
 func (f *fake) emitAssistant(t *turnState, msgID string, block map[string]any, u usage) {
-	f.emitAssistantExtra(t, msgID, block, u, nil, true)
+	f.emitAssistantExtra(t, msgID, block, u, nil, "end_turn", true)
 }
 
-func (f *fake) emitAssistantExtra(t *turnState, msgID string, block map[string]any, u usage, extra map[string]any, persist bool) {
+// emitToolCall writes a message that calls a tool: its text block, then
+// the tool_use block. Each transcript line carries the message's stop
+// reason, tool_use, as the CLI writes it (captures steer_transcript and
+// steer_after_tool), so a transcript cut after the text block still shows
+// a turn that goes on, never one that ended on that text.
+func (f *fake) emitToolCall(t *turnState, msgID string, tool map[string]any, u usage) {
+	f.emitAssistantExtra(t, msgID, textBlock("I'll run a command."), u, nil, "tool_use", true)
+	// The window between the message's two blocks, where a kill of the
+	// host can fall (FAKECLAUDE_BLOCK_GATE).
+	f.holdAt("FAKECLAUDE_BLOCK_GATE")
+	f.emitAssistantExtra(t, msgID, tool, u, nil, "tool_use", true)
+}
+
+func (f *fake) emitAssistantExtra(t *turnState, msgID string, block map[string]any, u usage, extra map[string]any, stop string, persist bool) {
 	line := map[string]any{
 		"type": "assistant",
 		"message": map[string]any{
@@ -565,7 +578,7 @@ func (f *fake) emitAssistantExtra(t *turnState, msgID string, block map[string]a
 	}
 	f.out.line(line)
 	if persist {
-		f.appendTranscript(f.assistantTranscriptLine(msgID, t.model, block, u, false))
+		f.appendTranscript(f.assistantTranscriptLine(msgID, t.model, block, u, stop, false))
 	}
 	if t.firstOfMessage(msgID) {
 		// The event shows message_start's stale output_tokens (1); the
