@@ -303,6 +303,13 @@ drain:
 			break drain
 		}
 	}
+	select {
+	case <-last.exited:
+		// Nothing in the test stops it before this point: say how it
+		// ended (a signal from outside shows here as "signal: killed").
+		t.Fatalf("the last instance exited by itself before it was stopped: %v", last.err)
+	default:
+	}
 	if err := last.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
