@@ -42,7 +42,7 @@ func TestPlaceTranscriptAsTheAgentUser(t *testing.T) {
 	const sid = "5b0c3c7e-2f7a-4b7e-9a51-0d1c2e3f4a5b"
 	data := []byte(`{"type":"user","message":{"role":"user","content":"hello"}}` + "\n")
 	ctx := context.Background()
-	if err := PlaceTranscriptFor(ctx, cfg, "/srv/ws", sid, data); err != nil {
+	if err := PlaceTranscriptFor(ctx, cfg, "/srv/ws", sid, data, false); err != nil {
 		t.Fatal(err)
 	}
 	path := TranscriptPath(configDir, "/srv/ws", sid)
@@ -63,7 +63,7 @@ func TestPlaceTranscriptAsTheAgentUser(t *testing.T) {
 	if found, _, err := FindTranscript(configDir, sid, "/srv/ws"); err != nil || found != path {
 		t.Errorf("the CLI's lookup finds %q, %v; want %s", found, err, path)
 	}
-	if err := PlaceTranscriptFor(ctx, cfg, "/srv/ws", sid, []byte("other\n")); err == nil || !strings.Contains(err.Error(), "exists") {
+	if err := PlaceTranscriptFor(ctx, cfg, "/srv/ws", sid, []byte("other\n"), false); err == nil || !strings.Contains(err.Error(), "exists") {
 		t.Errorf("placing over the CLI's own transcript: %v; want a refusal", err)
 	}
 	if got, _ := os.ReadFile(path); !bytes.Equal(got, data) {

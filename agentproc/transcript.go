@@ -173,13 +173,16 @@ func validSessionID(id string) bool {
 // PlaceTranscript writes data as the transcript of sessionID started in
 // cwd, where the CLI's --resume finds it: a session taken over from
 // another host. It refuses an id that is not a session id, and a file the
-// CLI already keeps for that id (its own history wins).
-func PlaceTranscript(configDir, cwd, sessionID string, data []byte) error {
+// CLI already keeps for that id (its own history wins) unless replace:
+// another host answered in that session since this host's last turn, so
+// the replicated transcript is the newer one. A link there is refused
+// either way.
+func PlaceTranscript(configDir, cwd, sessionID string, data []byte, replace bool) error {
 	if !ValidSessionID(sessionID) {
 		return fmt.Errorf("placing a transcript: invalid session id %q", sessionID)
 	}
 	path := TranscriptPath(configDir, cwd, sessionID)
-	if _, err := os.Lstat(path); err == nil {
+	if fi, err := os.Lstat(path); err == nil && (!replace || !fi.Mode().IsRegular()) {
 		return fmt.Errorf("placing the transcript of session %s: %s exists", sessionID, path)
 	}
 	return workspace.WriteFileAtomic(path, data)
@@ -187,11 +190,12 @@ func PlaceTranscript(configDir, cwd, sessionID string, data []byte) error {
 
 // placeScript writes its stdin to $2 in the folder $1 (made 0700 when
 // missing), through a temporary file renamed into place, refusing a $2
-// that exists; run as the agent's user.
+// that exists (unless $3 is "replace" and $2 is a regular file); run as
+// the agent's user.
 const placeScript = `set -e
 umask 077
 mkdir -p -- "$1"
-if [ -e "$2" ] || [ -L "$2" ]; then echo "$2 exists" >&2; exit 3; fi
+if [ -L "$2" ] || { [ -e "$2" ] && { [ "$3" != replace ] || [ ! -f "$2" ]; }; }; then echo "$2 exists" >&2; exit 3; fi
 t="$2.cc-connect-$$"
 cat > "$t"
 mv -f -- "$t" "$2"`
@@ -201,17 +205,21 @@ mv -f -- "$t" "$2"`
 // file is written by a child running as that user (through the launcher):
 // the folder is the agent's, and cc-connect, root then, writes nothing in
 // a folder another user controls, where a link could redirect the write.
-func PlaceTranscriptFor(ctx context.Context, cfg Config, cwd, sessionID string, data []byte) error {
+func PlaceTranscriptFor(ctx context.Context, cfg Config, cwd, sessionID string, data []byte, replace bool) error {
 	configDir := ConfigDirFor(cfg)
 	if !cfg.switchesUser() {
-		return PlaceTranscript(configDir, cwd, sessionID, data)
+		return PlaceTranscript(configDir, cwd, sessionID, data, replace)
+	}
+	mode := ""
+	if replace {
+		mode = "replace"
 	}
 	if !ValidSessionID(sessionID) {
 		return fmt.Errorf("placing a transcript: invalid session id %q", sessionID)
 	}
 	path := TranscriptPath(configDir, cwd, sessionID)
 	var stderr strings.Builder
-	err := launch.Run(ctx, cfg.Rule(), launch.Spec{Path: "sh", Args: []string{"-c", placeScript, "sh", filepath.Dir(path), path},
+	err := launch.Run(ctx, cfg.Rule(), launch.Spec{Path: "sh", Args: []string{"-c", placeScript, "sh", filepath.Dir(path), path, mode},
 		Dir: "/", Stdin: bytes.NewReader(data), Stderr: &stderr})
 	if err != nil {
 		return fmt.Errorf("placing the transcript of session %s as %s: %w (%s)", sessionID, cfg.User.Name, err,

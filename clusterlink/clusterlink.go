@@ -109,7 +109,7 @@ func (x Contexts) GetContext(ctx context.Context, b binding.Key, to platform.Tar
 	if errors.Is(err, cluster.ErrNoContext) {
 		return engine.Context{}, engine.ErrNoContext
 	}
-	return engine.Context{SessionID: h.SessionID, Workspace: h.Workspace, Transcript: tr, Size: h.Size, NotReplicated: h.NotReplicated}, err
+	return engine.Context{SessionID: h.SessionID, Workspace: h.Workspace, Host: h.Host, Transcript: tr, Size: h.Size, NotReplicated: h.NotReplicated}, err
 }
 
 // Limit is the largest transcript the cluster stores.

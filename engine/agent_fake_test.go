@@ -623,6 +623,6 @@ func (ft *fakeTranscripts) ReplyAfter(path, u string) (string, error) {
 }
 
 // Place is not used by the fake agent's tests: they run on one host.
-func (ft *fakeTranscripts) Place(cwd, sessionID string, data []byte) error {
+func (ft *fakeTranscripts) Place(cwd, sessionID string, data []byte, replace bool) error {
 	return fmt.Errorf("fake transcripts: placing the transcript of %s is not supported", sessionID)
 }

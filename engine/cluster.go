@@ -209,9 +209,9 @@ func (c *ClusterIngress) Accept(ctx context.Context, ev ClusterEvent, d Delivery
 	known := c.e.convs.Has(key)
 	restored, why := false, ""
 	if b, ok := c.e.routes.resolve(m.Target.Platform, m.Target.Channel); ok {
-		if !known {
-			restored, why = c.st.Restore(ctx, b, m.Target)
-		}
+		// New here, or known from an earlier tenure and answered on
+		// another host since: the replicated context is restored.
+		restored, why = c.st.Restore(ctx, b, m.Target)
 		// Given again: what its turn waited on at the host before is
 		// adopted before it is journaled, so that a press on the old
 		// prompt, right behind it in the stream, is taken (conv/approvals.go).
@@ -228,7 +228,7 @@ func (c *ClusterIngress) Accept(ctx context.Context, ev ClusterEvent, d Delivery
 		if !c.st.Holds(key, m.ID) {
 			return Settled, nil // a command that acted at once, or done already
 		}
-		if !known && (restored || c.moved(m, ev.Binding, d)) {
+		if restored || (!known && c.moved(m, ev.Binding, d)) {
 			c.st.Notice(key, movedText(c.e.cluster.Host, d.Deliveries(), restored, why))
 		}
 		return Journaled, nil

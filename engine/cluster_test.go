@@ -45,6 +45,7 @@ type clusterHost struct {
 	// own clock.) Hosts that are to take over from each other share one.
 	clock  *clustertest.Clock
 	leases *clustertest.Leases // the node's lease events
+	ci     *ClusterIngress
 	stop   context.CancelFunc
 	done   chan error
 	halted sync.Once
@@ -109,7 +110,7 @@ func startClusterHostWithOn(t *testing.T, name, url string, clock *clustertest.C
 	node := startClusterNode(t, s, clock, leases)
 	nh, ci := runClusterEngine(t, name, h, &node)
 	sctx2, stop := context.WithCancel(context.Background())
-	ch := &clusterHost{name: name, h: nh, node: node, settings: s, clock: clock, leases: leases, stop: stop, done: make(chan error, 1)}
+	ch := &clusterHost{name: name, h: nh, node: node, settings: s, clock: clock, leases: leases, ci: ci, stop: stop, done: make(chan error, 1)}
 	go func() { ch.done <- node.ServeBinding(sctx2, fakeAll, testLink{ci}) }()
 	t.Cleanup(ch.halt)
 	return ch
@@ -138,16 +139,22 @@ func runClusterEngine(t *testing.T, name string, h *harness, node **cluster.Node
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.spawn, e.tx = h.fa.spawn, h.ft
+	if !h.cfg.real {
+		e.spawn, e.tx = h.fa.spawn, h.ft
+	}
 	e.convs.SetTestHooks(conv.TestHooks{StopAt: h.cfg.stopAt})
 	h.cfg.stopAt = nil
 	rec := newFakePlatform("fake")
 	rec.files = h.cfg.files
 	e.AddAdapter(richPlatform{rec})
-	ci := e.JoinCluster(ClusterOptions{Host: name, Clustered: func(p string) bool { return p == "fake" },
+	o := ClusterOptions{Host: name, Clustered: func(p string) bool { return p == "fake" },
 		Standby:  func(p, ch string) bool { return name == "b" },
 		InStream: func(ctx context.Context, seq uint64) (bool, error) { return (*node).InStream(ctx, seq) },
-		Answers:  testStore{node}, Replies: testStore{node}, Approvals: testStore{node}})
+		Answers:  testStore{node}, Replies: testStore{node}, Approvals: testStore{node}}
+	if h.cfg.contexts {
+		o.Contexts = testStore{node}
+	}
+	ci := e.JoinCluster(o)
 	nh := &harness{t: t, e: e, fa: h.fa, rec: rec, ft: h.ft, ws: h.ws, logs: h.logs, runDone: make(chan error, 1), opts: h.opts, cfg: h.cfg}
 	ctx, cancel := context.WithCancel(context.Background())
 	nh.cancel = cancel
@@ -163,7 +170,7 @@ func restartClusterHost(t *testing.T, c *clusterHost) *clusterHost {
 	node := c.node
 	nh, ci := runClusterEngine(t, c.name, c.h, &node)
 	ctx, stop := context.WithCancel(context.Background())
-	nc := &clusterHost{name: c.name, h: nh, node: c.node, settings: c.settings, clock: c.clock, leases: c.leases, stop: stop,
+	nc := &clusterHost{name: c.name, h: nh, node: c.node, settings: c.settings, clock: c.clock, leases: c.leases, ci: ci, stop: stop,
 		done: make(chan error, 1)}
 	go func() { nc.done <- c.node.ServeBinding(ctx, fakeAll, testLink{ci}) }()
 	t.Cleanup(nc.halt)

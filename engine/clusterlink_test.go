@@ -111,3 +111,18 @@ func (s testStore) RemoveApprovals(ctx context.Context, b binding.Key, to platfo
 func (s testStore) RemoveReply(ctx context.Context, b binding.Key, to platform.Target, rev uint64) error {
 	return cluster.RepliesOf(*s.node).RemoveReply(ctx, testBinding(b), testConv(to), rev)
 }
+
+func (s testStore) PutContext(ctx context.Context, b binding.Key, to platform.Target, c Context, unchanged int64) (int, error) {
+	return (*s.node).PutContext(ctx, testBinding(b), testConv(to), c.SessionID, c.Workspace, c.Transcript, c.Size, unchanged)
+}
+
+func (s testStore) GetContext(ctx context.Context, b binding.Key, to platform.Target) (Context, error) {
+	h, tr, err := (*s.node).GetContext(ctx, testBinding(b), testConv(to))
+	if errors.Is(err, cluster.ErrNoContext) {
+		return Context{}, ErrNoContext
+	}
+	return Context{SessionID: h.SessionID, Workspace: h.Workspace, Host: h.Host, Transcript: tr, Size: h.Size,
+		NotReplicated: h.NotReplicated}, err
+}
+
+func (testStore) Limit() int64 { return cluster.ContextLimit }

@@ -42,8 +42,11 @@ type harnessConfig struct {
 	plain   bool // a platform without optional interfaces
 	threads bool // a rich platform with threads under posted messages (platform.Threader)
 	real    bool // run the real agentproc driver (against the fake claude binary)
-	fa      *fakeAgents
-	files   *fakeFiles // what the platform's OpenAttachment serves, kept across restarts
+	// contexts: a cluster host replicates and restores its conversations'
+	// context through its node (cluster_context_test.go).
+	contexts bool
+	fa       *fakeAgents
+	files    *fakeFiles // what the platform's OpenAttachment serves, kept across restarts
 	// stopAt is the engine's kill-point hook (Engine.stopAt); a restart
 	// does not keep it.
 	stopAt func(point string) bool

@@ -70,7 +70,10 @@ func TestClusterFailoverAnswersOnce(t *testing.T) {
 
 	// a comes back (as a standby now: b keeps the lease); b dies. a knows
 	// the thread from before its kill and reads it back for what a dead
-	// instance took: b answered the first reply.
+	// instance took: b answered the first reply. b's replicated context,
+	// newer than a's record, ran in b's workspace, which is not a's: a
+	// cannot restore it and goes on in its own session, unannounced
+	// (docs/cluster.md, "Moved conversations").
 	a.start(t)
 	a.p.waitErr(t, "Joined the cluster")
 	f.WaitConn(t, 3)

@@ -1,6 +1,7 @@
 package conv
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -44,8 +45,11 @@ type Contexts interface {
 
 // Context is a conversation's replicated context.
 type Context struct {
-	SessionID  string
-	Workspace  string
+	SessionID string
+	Workspace string
+	// Host is the host that replicated it: the one that answered the
+	// conversation last.
+	Host       string
 	Transcript []byte
 	Size       int64 // the transcript's size, also when it is not stored
 	// NotReplicated says why the transcript is not stored ("" when it is).
@@ -129,22 +133,46 @@ func readUpTo(path string, limit int64) ([]byte, error) {
 	return b, nil
 }
 
-// Restore gives a conversation new to this host, at to in binding b, the
-// context another host replicated: its transcript written where this
-// host's CLI looks for it, and a record naming its session, which the
-// next turn resumes. restored says it did; otherwise why, when not "",
-// says why the replicated context could not be used (the conversation
-// then starts a new session, and the thread is told).
+// Restore gives a conversation at to in binding b the context another
+// host replicated: its transcript written where this host's CLI looks for
+// it, and a record naming its session, which the next turn resumes.
+// restored says it did; otherwise why, when not "", says why the
+// replicated context could not be used (the conversation then starts a
+// new session, and the thread is told).
+//
+// A conversation this host has a record of (it served it before) keeps
+// its own session unless another host answered it since: the replicated
+// context is another host's and holds what this host's transcript of
+// that session does not (behind). Then it is restored over this host's
+// record the same way, and its live process, which holds the older
+// context, is closed (ctrlRestored). When it cannot be (the workspace is
+// not at the same path here, say), the conversation goes on in its own
+// session, as before: why is "" then.
 func (st *Stream) Restore(ctx context.Context, b binding.Binding, to platform.Target) (restored bool, why string) {
 	e := st.e
 	if e.cluster.Contexts == nil {
 		return false, ""
 	}
 	key := Key(to)
+	known := e.Has(key)
 	log := e.log.With("platform", to.Platform, "channel", to.Channel, "thread", to.Thread, "session_key", key)
 	ctx, cancel := context.WithTimeout(ctx, contextTimeout)
 	defer cancel()
 	c, err := e.cluster.Contexts.GetContext(ctx, b.Key(), to)
+	if known {
+		if err != nil && !errors.Is(err, ErrNoContext) {
+			log.Warn("Reading the conversation's replicated context failed; it goes on in this host's own session", "error", err)
+		}
+		if err != nil || !st.behind(c) {
+			return false, ""
+		}
+		restored, why = st.restore(log, b, to, c, true)
+		if why != "" {
+			log.Warn("Another host answered the conversation since this host did, but its replicated context cannot be used here; "+
+				"it goes on in this host's own session", "answered_by", c.Host, "reason", why)
+		}
+		return restored, ""
+	}
 	switch {
 	case errors.Is(err, ErrNoContext):
 		return false, ""
@@ -156,19 +184,72 @@ func (st *Stream) Restore(ctx context.Context, b binding.Binding, to platform.Ta
 	case c.Workspace != b.Workspace:
 		return false, fmt.Sprintf("it ran in the workspace %s, which this channel does not use on this host", c.Workspace)
 	}
+	return st.restore(log, b, to, c, false)
+}
+
+// behind says whether c, the replicated context of a conversation this
+// host has a record of, is newer than this host's: another host wrote it,
+// and this host's transcript of its session does not already begin with
+// it (a host that restored it and answered since, its own copy not
+// replicated yet, is ahead of it, not behind).
+func (st *Stream) behind(c Context) bool {
+	e := st.e
+	if c.Host == "" || c.Host == e.cluster.Host {
+		return false
+	}
+	if c.NotReplicated != "" {
+		return true // restore says why it cannot be used
+	}
+	path, _, err := e.host.Transcripts().Find(c.SessionID)
+	if err != nil {
+		return true
+	}
+	own, err := readUpTo(path, max(e.cluster.Contexts.Limit(), int64(len(c.Transcript))))
+	return err != nil || !bytes.HasPrefix(own, c.Transcript)
+}
+
+// restore writes c where this host's CLI looks for it and records its
+// session for the conversation at to: over this host's own record when
+// known.
+func (st *Stream) restore(log *slog.Logger, b binding.Binding, to platform.Target, c Context, known bool) (restored bool, why string) {
+	e := st.e
+	key := Key(to)
+	switch {
+	case c.NotReplicated != "":
+		return false, "its history was not replicated: " + c.NotReplicated
+	case c.Workspace != b.Workspace:
+		return false, fmt.Sprintf("it ran in the workspace %s, which this channel does not use on this host", c.Workspace)
+	}
 	if fi, err := os.Stat(c.Workspace); err != nil || !fi.IsDir() {
 		return false, fmt.Sprintf("its workspace %s does not exist on this host", c.Workspace)
 	}
-	if err := e.host.Transcripts().Place(c.Workspace, c.SessionID, c.Transcript); err != nil {
+	if err := e.host.Transcripts().Place(c.Workspace, c.SessionID, c.Transcript, known); err != nil {
 		log.Warn("Writing the conversation's replicated transcript failed; it starts a new session", "session_id", c.SessionID, "error", err)
 		return false, "its history could not be written on this host"
 	}
-	rec := Record{Key: key, Platform: to.Platform, Channel: to.Channel, Thread: to.Thread, Workspace: c.Workspace,
-		SessionID: c.SessionID, LastActivity: e.now()}
+	if s := e.live(key); known && s != nil {
+		// Its goroutine closes the process that holds the older context
+		// and records the session, before the message it runs next.
+		if !s.mb.pushControl(control{kind: ctrlRestored, text: c.SessionID, to: s.to}) {
+			return false, "its conversation on this host is stuck"
+		}
+		log.Info("Took over the conversation with its replicated context, over this host's older record", "session_id", c.SessionID,
+			"transcript_bytes", len(c.Transcript), "answered_by", c.Host)
+		return true, ""
+	}
+	rec := Record{Key: key, Platform: to.Platform, Channel: to.Channel, Thread: to.Thread}
+	if known {
+		own, ok, err := e.store.Load(key, e.now())
+		if err == nil && ok {
+			rec = own
+		}
+	}
+	rec.Workspace, rec.SessionID, rec.NewSessionID, rec.LastActivity = c.Workspace, c.SessionID, "", e.now()
 	if err := e.store.Save(rec); err != nil {
 		log.Warn("Recording the conversation's replicated session failed; it starts a new session", "session_id", c.SessionID, "error", err)
 		return false, "its session could not be recorded on this host"
 	}
-	log.Info("Took over the conversation with its replicated context", "session_id", c.SessionID, "transcript_bytes", len(c.Transcript))
+	log.Info("Took over the conversation with its replicated context", "session_id", c.SessionID, "transcript_bytes", len(c.Transcript),
+		"answered_by", c.Host, "over_own_record", known)
 	return true, ""
 }

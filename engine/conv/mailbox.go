@@ -117,13 +117,14 @@ type workItem struct {
 type ctrlKind int
 
 const (
-	ctrlAnswer  ctrlKind = iota // a permission answer
-	ctrlStop                    // !stop
-	ctrlReap                    // close an idle process to free a slot
-	ctrlNotice                  // post text (a queue notice, a refusal)
-	ctrlCommand                 // a command that acts at once (!status, !model…)
-	ctrlReply                   // a reply in the thread to a question or a plan waiting for it (text)
-	ctrlFence                   // the binding's cluster lease was lost: stop the running turn unanswered
+	ctrlAnswer   ctrlKind = iota // a permission answer
+	ctrlStop                     // !stop
+	ctrlReap                     // close an idle process to free a slot
+	ctrlNotice                   // post text (a queue notice, a refusal)
+	ctrlCommand                  // a command that acts at once (!status, !model…)
+	ctrlReply                    // a reply in the thread to a question or a plan waiting for it (text)
+	ctrlFence                    // the binding's cluster lease was lost: stop the running turn unanswered
+	ctrlRestored                 // another host's newer replicated context was restored (text: its session): resume it
 )
 
 // control reaches a session's goroutine without queueing behind turns.

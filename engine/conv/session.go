@@ -430,7 +430,27 @@ func (s *Conversation) handleControl(c control) {
 		s.reap("slot needed by another session")
 	case ctrlFence:
 		// Nothing runs: what is queued is checked before it runs.
+	case ctrlRestored:
+		resumeRestored(s, c.text)
 	}
+}
+
+// resumeRestored makes conversation s resume session sid, whose
+// transcript another host answered in since this host's last turn and
+// which Stream.Restore wrote here: the live process holds the older
+// context, so it is closed, and the next turn resumes sid from its
+// transcript.
+func resumeRestored(s *Conversation, sid string) {
+	if st, _, _ := s.mb.snapshot(); st != stateIdle {
+		// Not while a turn runs (its process ends with it): the next
+		// process resumes sid.
+		s.log.Warn("A restored context reached a running turn; the next turn resumes it", "session_id", sid)
+	} else if _, live := s.agent.IdleSince(); live {
+		s.log.Info("Closing the agent process: another host answered the conversation since, and its context was restored",
+			"session_id", s.rb.sessionID(), "restored_session_id", sid)
+		s.agent.Close()
+	}
+	s.rb.update(func(r *Record) { r.SessionID, r.NewSessionID = sid, "" })
 }
 
 // reap closes an idle live process and keeps the session id, so the next
@@ -449,7 +469,7 @@ func (s *Conversation) reap(why string) {
 // idleLiveSince returns when the live process went idle, as a sortable
 // number, and false when there is no idle live process.
 func (s *Conversation) idleLiveSince() (int64, bool) {
-	if _, _, busy := s.mb.snapshot(); busy {
+	if st, _, _ := s.mb.snapshot(); st != stateIdle {
 		return 0, false
 	}
 	at, live := s.agent.IdleSince()

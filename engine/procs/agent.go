@@ -70,8 +70,10 @@ type Transcripts interface {
 	ReplyAfter(path, u string) (string, error)
 	// Place writes the transcript of session sessionID, started in cwd,
 	// where the CLI looks for it (a conversation taken over from another
-	// host, with the transcript that host replicated).
-	Place(cwd, sessionID string, data []byte) error
+	// host, with the transcript that host replicated). An existing one
+	// is refused unless replace (another host answered in the session
+	// since this host's last turn).
+	Place(cwd, sessionID string, data []byte, replace bool) error
 }
 
 // waitTurn reads t's events to the end, passing each to on, and returns

@@ -78,10 +78,10 @@ func (DiskTranscripts) ReplyAfter(path, u string) (string, error) {
 	return text, err
 }
 
-func (d DiskTranscripts) Place(cwd, sessionID string, data []byte) error {
+func (d DiskTranscripts) Place(cwd, sessionID string, data []byte, replace bool) error {
 	ctx, cancel := context.WithTimeout(context.Background(), placeTimeout)
 	defer cancel()
-	return agentproc.PlaceTranscriptFor(ctx, d.cfg, cwd, sessionID, data)
+	return agentproc.PlaceTranscriptFor(ctx, d.cfg, cwd, sessionID, data, replace)
 }
 
 // placeTimeout bounds writing a transcript taken over from another host

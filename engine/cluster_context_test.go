@@ -1,0 +1,119 @@
+package engine
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cc-connect/cc-connect/agentproc"
+	"github.com/cc-connect/cc-connect/cluster/clustertest"
+	"github.com/cc-connect/cc-connect/internal/fakeclaude"
+)
+
+// startContextHost starts a cluster host whose agents are fake claude
+// processes with a Claude config of its own, whose conversations'
+// context is replicated through its node, and whose binding's workspace
+// is ws (one path on every host, as on hosts that share a checkout's
+// path). It returns the host and the fake claude's record and config
+// dir.
+func startContextHost(t *testing.T, name, url, ws string, clock *clustertest.Clock) (*clusterHost, realEnv) {
+	t.Helper()
+	bin := fakeclaude.Build(t)
+	home := t.TempDir()
+	re := realEnv{record: filepath.Join(home, "record.jsonl"), configDir: filepath.Join(home, ".claude")}
+	env := map[string]string{"HOME": home, "CLAUDE_CONFIG_DIR": re.configDir, "FAKECLAUDE_RECORD": re.record}
+	c := startClusterHostWithOn(t, name, url, clock, func(o *Options, c *harnessConfig) {
+		c.real, c.contexts = true, true
+		o.Agent = agentproc.Config{Command: bin, Env: env, CloseGrace: 2 * time.Second}
+		o.Bindings[0].Workspace = ws
+	})
+	return c, re
+}
+
+// transcriptOf is the fake claude's transcript of session sid under the
+// Claude config dir, "" when there is none.
+func transcriptOf(t *testing.T, configDir, sid string) string {
+	t.Helper()
+	var out string
+	err := filepath.WalkDir(configDir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && d.Name() == sid+".jsonl" {
+			b, rerr := os.ReadFile(p)
+			if rerr != nil {
+				return rerr
+			}
+			out = string(b)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestClusterThreadMovedBackResumesTheNewerContext: host a answers the
+// first turn of a thread and dies; b takes the binding over and answers
+// the second; a comes back and takes it back. a kept its own record of
+// the conversation, which lacks the second turn: the turn it runs next
+// resumes the session b replicated, which holds the second turn, and the
+// thread is told it moved.
+func TestClusterThreadMovedBackResumesTheNewerContext(t *testing.T) {
+	srv := clustertest.Single(t)
+	clock := clustertest.NewClock()
+	ws := filepath.Join(t.TempDir(), "ws")
+	if err := os.Mkdir(ws, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	a, ra := startContextHost(t, "a", srv.ClientURL(), ws, clock)
+	b, rb := startContextHost(t, "b", srv.ClientURL(), ws, clock)
+	const replicated = "Replicated the conversation's context"
+
+	publish(t, a, "m-1", "T1", "turn one")
+	if got := a.waitEchoes(t, 1); got[0] != "turn one" {
+		t.Fatalf("a's replies = %q", got)
+	}
+	a.h.logs.WaitRecords(t, waitLimit, replicated, 1)
+
+	// a dies; b takes the binding.
+	a.kill()
+	b.takeOver(t, a)
+	publish(t, b, "m-2", "T1", "turn two")
+	if got := b.waitEchoes(t, 1); got[0] != "turn two" {
+		t.Fatalf("b's replies = %q", got)
+	}
+	b.h.logs.WaitRecords(t, waitLimit, replicated, 1)
+	onB := readRecord(t, rb.record)
+	if len(onB) != 1 || onB[0].SessionID == "" {
+		t.Fatalf("b's fake claude got %+v; want the second turn", onB)
+	}
+	sid := onB[0].SessionID
+
+	// a comes back, with its record of the conversation; b dies; a
+	// takes the binding back.
+	a2 := restartKilled(t, a)
+	<-a2.h.e.convs.Ready()
+	b.kill()
+	a2.takeOver(t, b)
+	a2.h.logs.WaitRecords(t, waitLimit, "Serving a cluster binding", 2) // the first tenure, then this one
+	publish(t, a2, "m-3", "T1", "turn three")
+	if got := a2.waitEchoes(t, 1); got[0] != "turn three" {
+		t.Fatalf("a's replies = %q", got)
+	}
+	onA := readRecord(t, ra.record)
+	if len(onA) != 2 || onA[1].Text != "turn three" {
+		t.Fatalf("a's fake claude got %+v; want the first turn, then the third", onA)
+	}
+	if onA[1].SessionID != sid {
+		t.Errorf("a ran the third turn in session %s (the first turn's: %s); want b's session %s", onA[1].SessionID, onA[0].SessionID, sid)
+	}
+	if tr := transcriptOf(t, ra.configDir, sid); !strings.Contains(tr, "turn two") || !strings.Contains(tr, "turn three") {
+		t.Errorf("a's transcript of session %s does not hold the second turn, then the third:\n%s", sid, tr)
+	}
+	moved := a2.h.rec.sends("moved to host a")
+	if len(moved) != 1 || !strings.Contains(moved[0], "It continues in the same Claude session, with the conversation's history.") {
+		t.Errorf("a told the thread %d times it moved, want once, with its history:\n%s", len(moved), dump(a2.h.rec.snapshot()))
+	}
+}
