@@ -69,4 +69,58 @@ func TestPlaceTranscriptAsTheAgentUser(t *testing.T) {
 	if got, _ := os.ReadFile(path); !bytes.Equal(got, data) {
 		t.Errorf("the transcript was replaced: %q", got)
 	}
+	// Another host answered in the session since: its newer transcript
+	// replaces this host's copy, still as the agent's user.
+	newer := append(append([]byte(nil), data...), []byte(`{"type":"user","message":{"role":"user","content":"later"}}`+"\n")...)
+	if err := PlaceTranscriptFor(ctx, cfg, "/srv/ws", sid, newer, true); err != nil {
+		t.Fatalf("replacing the transcript with a newer one: %v", err)
+	}
+	if got, _ := os.ReadFile(path); !bytes.Equal(got, newer) {
+		t.Errorf("the replaced transcript reads %q", got)
+	}
+}
+
+// TestPlaceTranscriptReplaces: a transcript that exists is replaced only
+// when asked (another host answered in the session since), and a link
+// where the transcript goes is refused either way.
+func TestPlaceTranscriptReplaces(t *testing.T) {
+	const sid = "5b0c3c7e-2f7a-4b7e-9a51-0d1c2e3f4a5b"
+	for _, tc := range []struct {
+		name    string
+		link    bool
+		replace bool
+		want    string // the file's content after, "" for a refusal
+	}{
+		{name: "kept", want: ""},
+		{name: "replaced", replace: true, want: "newer\n"},
+		{name: "a link is refused", link: true, replace: true, want: ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			configDir := t.TempDir()
+			path := TranscriptPath(configDir, "/srv/ws", sid)
+			if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			target := path
+			if tc.link {
+				target = filepath.Join(t.TempDir(), "elsewhere")
+				if err := os.Symlink(target, path); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := os.WriteFile(target, []byte("own\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			err := PlaceTranscript(configDir, "/srv/ws", sid, []byte("newer\n"), tc.replace)
+			got, _ := os.ReadFile(target)
+			switch {
+			case tc.want == "" && (err == nil || !strings.Contains(err.Error(), "exists")):
+				t.Errorf("placing over an existing transcript: %v; want a refusal", err)
+			case tc.want == "" && string(got) != "own\n":
+				t.Errorf("the existing file reads %q after a refusal", got)
+			case tc.want != "" && (err != nil || string(got) != tc.want):
+				t.Errorf("replacing: %v, the transcript reads %q; want %q", err, got, tc.want)
+			}
+		})
+	}
 }
