@@ -156,6 +156,29 @@ func (e *Engine) inbound(a platform.Adapter) platform.Handler {
 type ClusterIngress struct {
 	e  *Engine
 	st *conv.Stream
+
+	// checked is, for each conversation this host had a record of when
+	// its message came, the tenure in which its replicated context was
+	// compared with that record: within one tenure no other host answers
+	// it, so the bucket is read once per conversation and tenure, not for
+	// every message.
+	mu      sync.Mutex
+	checked map[string]uint64
+}
+
+// firstInTenure says whether the conversation at key is met for the first
+// time in the tenure token, and notes it.
+func (c *ClusterIngress) firstInTenure(key string, token uint64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.checked == nil {
+		c.checked = make(map[string]uint64)
+	}
+	if c.checked[key] == token {
+		return false
+	}
+	c.checked[key] = token
+	return true
 }
 
 // Accept journals one event of the stream (see the rules above).
@@ -211,7 +234,9 @@ func (c *ClusterIngress) Accept(ctx context.Context, ev ClusterEvent, d Delivery
 	if b, ok := c.e.routes.resolve(m.Target.Platform, m.Target.Channel); ok {
 		// New here, or known from an earlier tenure and answered on
 		// another host since: the replicated context is restored.
-		restored, why = c.st.Restore(ctx, b, m.Target)
+		if !known || c.firstInTenure(key, d.Fence().Token()) {
+			restored, why = c.st.Restore(ctx, b, m.Target)
+		}
 		// Given again: what its turn waited on at the host before is
 		// adopted before it is journaled, so that a press on the old
 		// prompt, right behind it in the stream, is taken (conv/approvals.go).
