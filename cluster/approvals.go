@@ -36,9 +36,7 @@ func ApprovalsOf(n *Node) ApprovalStore {
 // Put stores the requests of conversation of binding b, replacing those
 // before; they expire with the records of what was answered.
 func (n ApprovalStore) Put(ctx context.Context, b names.Binding, conversation string, value []byte) error {
-	_, err := n.js.Publish(ctx, n.names.ContextKVKey(names.ContextApprovals(b, conversation)), value,
-		jetstream.WithMsgTTL(AnsweredTTL))
-	if err != nil {
+	if _, err := putContextKey(ctx, n.js, n.names, names.ContextApprovals(b, conversation), value); err != nil {
 		return fmt.Errorf("keeping the waiting requests of conversation %s: %w", conversation, err)
 	}
 	return nil

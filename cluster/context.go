@@ -96,8 +96,15 @@ func (n *Node) PutContext(ctx context.Context, b names.Binding, conversation, se
 // putContextKey writes one key of the context bucket; it expires with
 // the records of what was answered.
 func (n *Node) putContextKey(ctx context.Context, key string, value []byte) error {
-	_, err := n.js.Publish(ctx, n.s.Names.ContextKVKey(key), value, jetstream.WithMsgTTL(AnsweredTTL))
+	_, err := putContextKey(ctx, n.js, n.s.Names, key, value)
 	return err
+}
+
+// putContextKey writes key of the context bucket through js: every key of
+// that bucket (a context's parts and head, a reply being posted, the
+// requests a turn waits on) expires with the records of what was answered.
+func putContextKey(ctx context.Context, js jetstream.JetStream, nm names.Names, key string, value []byte) (*jetstream.PubAck, error) {
+	return js.Publish(ctx, nm.ContextKVKey(key), value, jetstream.WithMsgTTL(AnsweredTTL))
 }
 
 // noteContext adds to the conversation's record (Served) whether its

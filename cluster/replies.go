@@ -43,8 +43,7 @@ type StoredReply struct {
 // PutReply stores the reply being posted in conversation of binding b,
 // replacing the one before, and returns its revision.
 func (n ReplyStore) PutReply(ctx context.Context, b names.Binding, conversation string, value []byte) (uint64, error) {
-	ack, err := n.js.Publish(ctx, n.names.ContextKVKey(names.ContextReply(b, conversation)), value,
-		jetstream.WithMsgTTL(AnsweredTTL))
+	ack, err := putContextKey(ctx, n.js, n.names, names.ContextReply(b, conversation), value)
 	if err != nil {
 		return 0, fmt.Errorf("replicating the reply being posted in conversation %s: %w", conversation, err)
 	}
