@@ -469,7 +469,7 @@ func (s *Conversation) reap(why string) {
 // idleLiveSince returns when the live process went idle, as a sortable
 // number, and false when there is no idle live process.
 func (s *Conversation) idleLiveSince() (int64, bool) {
-	if st, _, _ := s.mb.snapshot(); st != stateIdle {
+	if _, _, busy := s.mb.snapshot(); busy {
 		return 0, false
 	}
 	at, live := s.agent.IdleSince()
