@@ -242,12 +242,28 @@ func TestNewerFormatIsLeftForAHostThatReadsIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	info, err := st.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
+	// The event before was acknowledged without waiting for the server
+	// (Settled, not Settle), and the server applies an acknowledgement
+	// apart from answering a stream info request: wait until it did.
+	var msgs uint64
+	waitFor(t, "the event before removed from the stream", func() bool {
+		info, err := st.Info(ctx)
+		if err == nil {
+			msgs = info.State.Msgs
+		}
+		return err == nil && info.State.FirstSeq >= 2
+	})
+	if msgs != 2 {
+		t.Errorf("the stream holds %d events, want the newer one and the one after it", msgs)
 	}
-	if info.State.Msgs != 2 {
-		t.Errorf("the stream holds %d events, want the newer one and the one after it", info.State.Msgs)
+	for seq, want := range map[uint64]string{2: "from a newer build", 3: "after"} {
+		raw, err := st.GetMsg(ctx, seq)
+		if err != nil {
+			t.Fatalf("event %d (%q) is gone: %v", seq, want, err)
+		}
+		if !strings.Contains(string(raw.Data), want) {
+			t.Errorf("event %d holds %s, want %q", seq, raw.Data, want)
+		}
 	}
 }
 
