@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/json"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -116,4 +117,131 @@ func TestClusterThreadMovedBackResumesTheNewerContext(t *testing.T) {
 	if len(moved) != 1 || !strings.Contains(moved[0], "It continues in the same Claude session, with the conversation's history.") {
 		t.Errorf("a told the thread %d times it moved, want once, with its history:\n%s", len(moved), dump(a2.h.rec.snapshot()))
 	}
+}
+
+// TestClusterThreadMovedBackToAWarmProcess: host a answers the first
+// turn of a thread and keeps its claude process warm; a partition takes
+// the binding's lease from it without a restart, and b answers the
+// second turn. The partition heals, b dies and a takes the binding back:
+// its conversation is still in memory, with the process that holds only
+// the first turn. That process is closed, and the third turn runs in a
+// new process resumed from the context b replicated: its user line in
+// the transcript follows the second turn's reply, not the first's.
+func TestClusterThreadMovedBackToAWarmProcess(t *testing.T) {
+	srv := clustertest.Single(t)
+	proxy := clustertest.NewProxy(t, strings.TrimPrefix(srv.ClientURL(), "nats://"))
+	clock := clustertest.NewClock()
+	ws := filepath.Join(t.TempDir(), "ws")
+	if err := os.Mkdir(ws, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	a, ra := startContextHost(t, "a", proxy.URL(), ws, clock)
+	b, rb := startContextHost(t, "b", srv.ClientURL(), ws, clock)
+	const replicated = "Replicated the conversation's context"
+
+	publish(t, a, "w-1", "T1", "turn one")
+	if got := a.waitEchoes(t, 1); got[0] != "turn one" {
+		t.Fatalf("a's replies = %q", got)
+	}
+	a.h.logs.WaitRecords(t, waitLimit, replicated, 1)
+	a.h.waitIdle()
+	first := readRecord(t, ra.record)
+	if len(first) != 1 {
+		t.Fatalf("a's fake claude got %+v; want the first turn", first)
+	}
+
+	// a is cut off, and loses the lease without restarting: its
+	// conversation and its idle process stay.
+	proxy.Cut()
+	b.takeOver(t, a)
+	a.h.logs.WaitRecords(t, waitLimit, "Stopped serving a cluster binding; its running turns stop unanswered, for the next holder", 1)
+	publish(t, b, "w-2", "T1", "turn two")
+	if got := b.waitEchoes(t, 1); got[0] != "turn two" {
+		t.Fatalf("b's replies = %q", got)
+	}
+	b.h.logs.WaitRecords(t, waitLimit, replicated, 1)
+	onB := readRecord(t, rb.record)
+	if len(onB) != 1 || onB[0].SessionID == "" {
+		t.Fatalf("b's fake claude got %+v; want the second turn", onB)
+	}
+	sid := onB[0].SessionID
+
+	// The partition heals; b dies; a takes the binding back.
+	proxy.Heal()
+	b.kill()
+	a.takeOver(t, b)
+	a.h.logs.WaitRecords(t, waitLimit, "Serving a cluster binding", 2) // the first tenure, then this one
+	publish(t, a, "w-3", "T1", "turn three")
+	if got := a.waitEchoes(t, 2); got[1] != "turn three" {
+		t.Fatalf("a's replies = %q", got)
+	}
+	a.h.waitIdle()
+	if n := len(a.h.logs.Records("Closing the agent process: another host answered the conversation since, and its context was restored")); n != 1 {
+		t.Errorf("a closed its warm process %d times for the restored context, want once", n)
+	}
+	onA := readRecord(t, ra.record)
+	if len(onA) != 2 || onA[1].Text != "turn three" {
+		t.Fatalf("a's fake claude got %+v; want the first turn, then the third", onA)
+	}
+	if onA[1].Pid == onA[0].Pid {
+		t.Errorf("a ran the third turn in its warm process %d, which holds only the first turn", onA[0].Pid)
+	}
+	if onA[1].SessionID != sid {
+		t.Errorf("a ran the third turn in session %s; want b's session %s", onA[1].SessionID, sid)
+	}
+	// The third turn's prompt follows the second turn's reply in the
+	// transcript: the process that ran it had the second turn in its
+	// context.
+	lines := transcriptLines(t, transcriptOf(t, ra.configDir, sid))
+	two, three := -1, -1
+	for i, l := range lines {
+		switch {
+		case l.Type == "user" && strings.Contains(string(l.Content), "turn two"):
+			two = i
+		case l.Type == "user" && strings.Contains(string(l.Content), "turn three"):
+			three = i
+		}
+	}
+	if two < 0 || three < two {
+		t.Fatalf("a's transcript of session %s does not hold the second turn, then the third (at %d, %d)", sid, two, three)
+	}
+	prev := ""
+	for _, l := range lines[:three] {
+		if l.UUID != "" && l.Type != "last-prompt" {
+			prev = l.UUID
+		}
+	}
+	if lines[three].Parent != prev {
+		t.Errorf("the third turn's prompt follows %q in the transcript, want the line before it, %q (the second turn's reply): "+
+			"the process that ran it did not have the second turn in its context", lines[three].Parent, prev)
+	}
+	moved := a.h.rec.sends("moved to host a")
+	if len(moved) != 1 || !strings.Contains(moved[0], "It continues in the same Claude session, with the conversation's history.") {
+		t.Errorf("a told the thread %d times it moved, want once, with its history:\n%s", len(moved), dump(a.h.rec.snapshot()))
+	}
+}
+
+// transcriptLine is what a test reads of a fake claude's transcript line.
+type transcriptLine struct {
+	Type    string          `json:"type"`
+	UUID    string          `json:"uuid"`
+	Parent  string          `json:"parentUuid"`
+	Content json.RawMessage `json:"message"`
+}
+
+// transcriptLines decodes a transcript, one line each.
+func transcriptLines(t *testing.T, tr string) []transcriptLine {
+	t.Helper()
+	var out []transcriptLine
+	for _, s := range strings.Split(tr, "\n") {
+		if strings.TrimSpace(s) == "" {
+			continue
+		}
+		var l transcriptLine
+		if err := json.Unmarshal([]byte(s), &l); err != nil {
+			t.Fatalf("transcript line %q: %v", s, err)
+		}
+		out = append(out, l)
+	}
+	return out
 }
