@@ -394,7 +394,8 @@ func (c *ClusterIngress) StartTenure(ctx context.Context, b binding.Key, f Fence
 	c.st.StartTenure(b.Platform, b.Channel)
 	// What a host before this one settled and did not post goes first.
 	moved := func(restored bool, why string) string { return movedText(e.cluster.Host, 2, restored, why) }
-	if err := c.st.PostPending(ctx, b, moved); err != nil {
+	first := func(key string) bool { return c.firstInTenure(key, f.Token()) }
+	if err := c.st.PostPending(ctx, b, moved, first); err != nil {
 		return fmt.Errorf("posting the replies other hosts settled: %w", err)
 	}
 	activity.Or(e.opts.Activity).Record(activity.Event{Time: e.now(), Kind: activity.Lease, Binding: b.Platform + "/" + b.Channel,

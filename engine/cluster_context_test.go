@@ -1,11 +1,15 @@
 package engine
 
 import (
+	"context"
 	"encoding/json"
+	"github.com/cc-connect/cc-connect/cluster"
+	"github.com/cc-connect/cc-connect/engine/conv"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,7 +24,7 @@ import (
 // is ws (one path on every host, as on hosts that share a checkout's
 // path). It returns the host and the fake claude's record and config
 // dir.
-func startContextHost(t *testing.T, name, url, ws string, clock *clustertest.Clock) (*clusterHost, realEnv) {
+func startContextHost(t *testing.T, name, url, ws string, clock *clustertest.Clock, stopAt ...func(string) bool) (*clusterHost, realEnv) {
 	t.Helper()
 	bin := fakeclaude.Build(t)
 	home := t.TempDir()
@@ -30,6 +34,9 @@ func startContextHost(t *testing.T, name, url, ws string, clock *clustertest.Clo
 		c.real, c.contexts = true, true
 		o.Agent = agentproc.Config{Command: bin, Env: env, CloseGrace: 2 * time.Second}
 		o.Bindings[0].Workspace = ws
+		if len(stopAt) > 0 {
+			c.stopAt = stopAt[0]
+		}
 	})
 	return c, re
 }
@@ -244,4 +251,99 @@ func transcriptLines(t *testing.T, tr string) []transcriptLine {
 		out = append(out, l)
 	}
 	return out
+}
+
+// TestClusterPostPendingKnownConversation: host a answers the first turn
+// of a thread; a partition takes the binding's lease from it, and b
+// answers the second turn, then settles the third and dies before it
+// posts its reply (stored in the cluster). The partition heals and a
+// takes the binding back: a knows the conversation (it is in memory,
+// its process warm). a posts the stored reply, once, before it answers
+// the conversation's next message; the thread is told where the
+// conversation moved before anything a posts of it; and the next turn
+// runs on the context b replicated, not on a's own older one.
+func TestClusterPostPendingKnownConversation(t *testing.T) {
+	srv := clustertest.Single(t)
+	proxy := clustertest.NewProxy(t, strings.TrimPrefix(srv.ClientURL(), "nats://"))
+	clock := clustertest.NewClock()
+	ws := filepath.Join(t.TempDir(), "ws")
+	if err := os.Mkdir(ws, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	// b's second settlement (the third turn's) is its last act.
+	var settled atomic.Int32
+	var killed atomic.Bool
+	stopB := func(p string) bool {
+		if p == conv.PointSettled && settled.Add(1) == 2 {
+			killed.Store(true)
+		}
+		return killed.Load() && (p == conv.PointSettled || p == conv.PointReplied)
+	}
+	a, ra := startContextHost(t, "a", proxy.URL(), ws, clock)
+	b, rb := startContextHost(t, "b", srv.ClientURL(), ws, clock, stopB)
+	const replicated = "Replicated the conversation's context"
+
+	publish(t, a, "p-1", "T1", "turn one")
+	if got := a.waitEchoes(t, 1); got[0] != "turn one" {
+		t.Fatalf("a's replies = %q", got)
+	}
+	a.h.logs.WaitRecords(t, waitLimit, replicated, 1)
+	a.h.waitIdle()
+
+	proxy.Cut()
+	b.takeOver(t, a)
+	a.h.logs.WaitRecords(t, waitLimit, "Stopped serving a cluster binding; its running turns stop unanswered, for the next holder", 1)
+	publish(t, b, "p-2", "T1", "turn two")
+	if got := b.waitEchoes(t, 1); got[0] != "turn two" {
+		t.Fatalf("b's replies = %q", got)
+	}
+	b.h.logs.WaitRecords(t, waitLimit, replicated, 1)
+	publish(t, b, "p-3", "T1", "turn three")
+	pollFor(t, "b's third turn settled, its reply not posted", func() bool { return killed.Load() && b.h.e.convs.Outstanding() == 0 })
+	if got := b.echoes(); len(got) != 1 {
+		t.Fatalf("b posted %q; want only the second turn's reply", got)
+	}
+	sid := readRecord(t, rb.record)[0].SessionID
+
+	proxy.Heal()
+	b.kill()
+	a.takeOver(t, b)
+	a.h.logs.WaitRecords(t, waitLimit, "Serving a cluster binding", 2) // the first tenure, then this one
+	if got := a.waitEchoes(t, 2); got[1] != "turn three" {
+		t.Fatalf("a's replies = %q; want the stored reply of the third turn", got)
+	}
+	publish(t, a, "p-4", "T1", "turn four")
+	if got := a.waitEchoes(t, 3); strings.Join(got, "|") != "turn one|turn three|turn four" {
+		t.Fatalf("a's replies = %q; want the first, the stored third, then the fourth, once each", got)
+	}
+	a.h.waitIdle()
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	if r, err := cluster.RepliesOf(a.node).Replies(ctx, fakeAll); err != nil || len(r) != 0 {
+		t.Fatalf("replies still stored after they were posted: %d, %v", len(r), err)
+	}
+	// The notice first, then what a posts of the moved conversation.
+	var order []string
+	for _, r := range a.h.rec.snapshot() {
+		switch {
+		case r.Kind != "send":
+		case strings.Contains(r.Text, "moved to host a"):
+			order = append(order, "moved")
+			if !strings.Contains(r.Text, "It continues in the same Claude session, with the conversation's history.") {
+				t.Errorf("moved notice %q; want it to continue with its history", r.Text)
+			}
+		case strings.HasPrefix(r.Text, "echo: "):
+			order = append(order, strings.TrimPrefix(strings.SplitN(r.Text, "\n", 2)[0], "echo: "))
+		}
+	}
+	if strings.Join(order, "|") != "turn one|moved|turn three|turn four" {
+		t.Errorf("a posted %q; want the moved notice once, before the stored reply:\n%s", order, dump(a.h.rec.snapshot()))
+	}
+	onA := readRecord(t, ra.record)
+	if len(onA) != 2 || onA[1].Text != "turn four" || onA[1].SessionID != sid || onA[1].Pid == onA[0].Pid {
+		t.Fatalf("a's fake claude got %+v; want the first turn, then the fourth in a new process of b's session %s", onA, sid)
+	}
+	if tr := transcriptOf(t, ra.configDir, sid); !strings.Contains(tr, "turn two") || !strings.Contains(tr, "turn four") {
+		t.Errorf("a's transcript of session %s does not hold the second turn and the fourth:\n%s", sid, tr)
+	}
 }

@@ -256,8 +256,14 @@ func (j *journal) replyPosted(it workItem) {
 // this host wrote, or whose message its journal holds, is left to its
 // journal (settleParked). A conversation new to this host is restored
 // from its replicated context first, as a moved conversation's event is,
-// and told moved(restored, why) once, before the reply.
-func (st *Stream) PostPending(ctx context.Context, b binding.Key, moved func(restored bool, why string) string) error {
+// and told moved(restored, why) once, before the reply. One this host
+// knows has its replicated context compared with its record here, when
+// first(key) says the tenure has not done so yet (the ingress does it at
+// a conversation's first message of a tenure otherwise): restored when
+// another host answered it since, and told so before the reply, rather
+// than after it, at its next message.
+func (st *Stream) PostPending(ctx context.Context, b binding.Key, moved func(restored bool, why string) string,
+	first func(key string) bool) error {
 	c := &st.e.cluster
 	if c.Replies == nil || c.InStream == nil {
 		return nil
@@ -309,20 +315,25 @@ func (st *Stream) PostPending(ctx context.Context, b binding.Key, moved func(res
 			continue
 		}
 		m := platform.Message{ID: rec.ID, Target: rec.Message, UserID: rec.User, Text: rec.Text}
-		known := st.e.Has(Key(rec.Message))
+		key := Key(rec.Message)
+		known := st.e.Has(key)
+		// Noted for the tenure either way: its next message needs no
+		// second read of the bucket.
+		check := first == nil || first(key)
 		restored, why := false, ""
-		if !known {
+		if !known || check {
 			restored, why = st.Restore(ctx, bd, rec.Message)
 		}
 		s, err := st.e.session(bd, m, a)
 		if err != nil {
 			return err
 		}
-		if _, ok := s.jr.pending(rec.ID); ok {
-			continue // in this host's journal too: it decides (settleParked)
-		}
-		if !known && moved != nil {
+		_, inJournal := s.jr.pending(rec.ID)
+		if moved != nil && (restored || (!known && !inJournal)) {
 			s.notice(moved(restored, why))
+		}
+		if inJournal {
+			continue // in this host's journal too: it decides (settleParked)
 		}
 		s.log.Info("A reply another host settled and did not post: posting it before the conversation's next message",
 			"message_id", rec.ID, "settled_by", rec.Host)
