@@ -3,8 +3,6 @@ package engine
 import (
 	"context"
 	"encoding/json"
-	"github.com/cc-connect/cc-connect/cluster"
-	"github.com/cc-connect/cc-connect/engine/conv"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -14,7 +12,9 @@ import (
 	"time"
 
 	"github.com/cc-connect/cc-connect/agentproc"
+	"github.com/cc-connect/cc-connect/cluster"
 	"github.com/cc-connect/cc-connect/cluster/clustertest"
+	"github.com/cc-connect/cc-connect/engine/conv"
 	"github.com/cc-connect/cc-connect/internal/fakeclaude"
 )
 
