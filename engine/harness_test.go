@@ -11,6 +11,7 @@ import (
 
 	"github.com/cc-connect/cc-connect/binding"
 	"github.com/cc-connect/cc-connect/engine/conv"
+	"github.com/cc-connect/cc-connect/engine/procs"
 	"github.com/cc-connect/cc-connect/internal/testlog"
 	"github.com/cc-connect/cc-connect/platform"
 )
@@ -67,6 +68,9 @@ type harnessConfig struct {
 	// limitAfter, when set, is the usage windows' clock (limits_test.go),
 	// in force before the engine runs; a restart does not keep it.
 	limitAfter func(time.Duration) <-chan time.Time
+	// transcripts, when set, wraps the engine's reads of Claude's
+	// transcripts (kept across restarts).
+	transcripts func(procs.Transcripts) procs.Transcripts
 }
 
 func newHarness(t *testing.T, mutate func(*Options, *harnessConfig)) *harness {
@@ -107,6 +111,9 @@ func startHarness(t *testing.T, opts Options, cfg *harnessConfig, logs *testlog.
 	if !cfg.real {
 		e.spawn = fa.spawn
 		e.tx = ft
+	}
+	if cfg.transcripts != nil {
+		e.tx = cfg.transcripts(e.tx)
 	}
 	if cfg.files == nil {
 		cfg.files = &fakeFiles{data: map[string][]byte{}, opened: map[string]int{}}

@@ -1,13 +1,17 @@
 package engine
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
+	"github.com/cc-connect/cc-connect/agentproc"
 	"github.com/cc-connect/cc-connect/binding"
 	"github.com/cc-connect/cc-connect/engine/conv"
+	"github.com/cc-connect/cc-connect/engine/procs"
 	"github.com/cc-connect/cc-connect/inbox"
 	"github.com/cc-connect/cc-connect/platform"
 )
@@ -427,5 +431,111 @@ func TestSteeredMessageNotInTranscriptRunsAsTurn(t *testing.T) {
 	}
 	if n := h.pending(t1Key); n != 0 {
 		t.Errorf("%d messages pending", n)
+	}
+}
+
+// unreadableTranscripts are the engine's transcripts, whose reads fail
+// while broken says so: what a transcript that cannot be read gives.
+type unreadableTranscripts struct {
+	procs.Transcripts
+	broken func(read string) bool
+}
+
+var errUnreadable = errors.New("read: input/output error")
+
+func (u unreadableTranscripts) Contains(path, id string) (bool, error) {
+	if u.broken("contains") {
+		return false, errUnreadable
+	}
+	return u.Transcripts.Contains(path, id)
+}
+
+func (u unreadableTranscripts) Absorbed(path, id string) (bool, error) {
+	if u.broken("absorbed") {
+		return false, errUnreadable
+	}
+	return u.Transcripts.Absorbed(path, id)
+}
+
+func (u unreadableTranscripts) End(path string) (agentproc.Interruption, error) {
+	if u.broken("end") {
+		return agentproc.InterruptionNone, errUnreadable
+	}
+	return u.Transcripts.End(path)
+}
+
+func (u unreadableTranscripts) ReplyAfter(path, id string) (string, error) {
+	if u.broken("reply") {
+		return "", errUnreadable
+	}
+	return u.Transcripts.ReplyAfter(path, id)
+}
+
+// TestSteeredMessageOfALostTurnNamed: cc-connect is killed while a turn
+// runs with a follow-up steered into it, which the CLI took in; after the
+// restart the turn cannot be recovered: cut there, its transcript cannot
+// be read; finished there, its reply cannot be read back. The thread is
+// told once that the turn is lost, naming the turn's own message and the
+// follow-up taken into it, so that nobody takes the follow-up for
+// handled; neither is sent to Claude again, nor left pending.
+func TestSteeredMessageOfALostTurnNamed(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		held   bool                   // the CLI is killed between taking it in and saying so
+		broken func(read string) bool // what of the transcript cannot be read after the restart
+		notice string
+	}{
+		{"cut_transcript_unreadable", true, func(string) bool { return true }, "could not be recovered"},
+		{"answered_reply_unreadable", false, func(read string) bool { return read == "reply" }, "is lost"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			kp := newKillPoint(conv.PointSteered, 1)
+			gate := filepath.Join(t.TempDir(), "fold")
+			env := map[string]string{}
+			if tc.held {
+				env["FAKECLAUDE_FOLD_GATE"] = gate // never opened: killed there
+			}
+			var broken atomic.Bool
+			h, re := newRealHarness(t, env, func(o *Options) { o.Bindings[0].FollowUps = binding.FollowUpsSteer })
+			h.stop()
+			cfg := *h.cfg
+			cfg.stopAt = kp.hook
+			cfg.transcripts = func(tx procs.Transcripts) procs.Transcripts {
+				return unreadableTranscripts{Transcripts: tx, broken: func(read string) bool { return broken.Load() && tc.broken(read) }}
+			}
+			h = startHarness(t, h.opts, &cfg, h.logs)
+			h.say("alice", "T1", "[[TOOL:sleep 0.2]] check the build")
+			h.say("bob", "T1", "use the other file")
+			kp.wait(t) // written; cc-connect stands still from here
+			if tc.held {
+				pollFor(t, "the CLI to take the message in", func() bool { _, err := os.Stat(gate + ".held"); return err == nil })
+			} else {
+				pollFor(t, "the turn's answer in the transcript", func() bool {
+					return transcriptHolds(re.configDir, "(also read while working: use the other file)")
+				})
+			}
+			broken.Store(true)
+			h = h.kill(t, kp)
+			pollFor(t, "the journal to be settled", func() bool {
+				s := h.e.convs.Lookup(t1Key)
+				return s != nil && s.JournalOpen() && len(s.Pending()) == 0
+			})
+			h.waitIdle()
+			var lost []string
+			for _, r := range h.rec.snapshot() {
+				if r.Kind == "send" && (strings.Contains(r.Text, "check the build") || strings.Contains(r.Text, "use the other file")) {
+					lost = append(lost, r.Text)
+				}
+			}
+			if len(lost) != 1 || !strings.Contains(lost[0], tc.notice) || !strings.Contains(lost[0], "check the build") ||
+				!strings.Contains(lost[0], "use the other file") {
+				t.Errorf("the thread was told %d times of the lost turn, want once, naming both messages:\n%s", len(lost), dump(h.rec.snapshot()))
+			}
+			for _, text := range []string{"check the build", "use the other file"} {
+				if n := countOf(claudeGot(t, h), text); n != 1 {
+					t.Errorf("claude received %q %d times, want once (before the kill): %q", text, n, claudeGot(t, h))
+				}
+			}
+		})
 	}
 }

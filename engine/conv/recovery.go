@@ -246,6 +246,7 @@ func (tr *turnRunner) recover(it workItem) {
 		tr.rb.update(func(r *Record) { r.PendingPermission = "" })
 	}
 	q := Quote(it.msg.Text, 80)
+	sg := steeringOf(tr)
 	// The start mark is not fsynced (it survives a kill, not always a
 	// power cut), so the transcript is asked whether or not it is there.
 	what, path, err := tr.decide(it.uuid)
@@ -253,9 +254,12 @@ func (tr *turnRunner) recover(it workItem) {
 		// Resending could run the message twice and resuming could run
 		// it on a session held elsewhere; tell the user instead.
 		tr.log.Error("Recovering the interrupted turn failed", "error", err)
-		fmt.Fprintf(&note, "The turn for “%s” could not be recovered (%s). Please send it again if it is still needed.", q, tr.forChat(err.Error()))
+		lost := sg.lostWith(it)
+		fmt.Fprintf(&note, "The turn for %s could not be recovered (%s). Please send %s again if %s still needed.",
+			lostTurn(q, lost), tr.forChat(err.Error()), pick(lost, "it", "them"), pick(lost, "it is", "they are"))
 		tr.chat.send(note.String())
 		tr.chat.cutStream(it.streamed, func() { tr.jr.markStreamed(it, nil) })
+		sg.ackLost(lost)
 		tr.jr.ack(it, inbox.AckCancel)
 		tr.agent.ReleaseIfIdle()
 		return
@@ -317,9 +321,12 @@ func (tr *turnRunner) recover(it workItem) {
 		case strings.TrimSpace(reply) == "":
 			tr.log.Warn("Reply finished before the restart but never posted, and not readable", "session_id", tr.rb.sessionID(),
 				"transcript", path, "error", errString(rerr))
-			fmt.Fprintf(&note, "The agent finished the turn for “%s” before %s, but its reply was not posted and is lost. Please ask again if you still need it.", q, event)
+			lost := sg.lostWith(it)
+			fmt.Fprintf(&note, "The agent finished the turn for %s before %s, but its reply was not posted and is lost. Please ask again if you still need %s.",
+				lostTurn(q, lost), event, pick(lost, "it", "them"))
 			tr.chat.send(note.String())
 			tr.chat.cutStream(it.streamed, func() { tr.jr.markStreamed(it, nil) })
+			sg.ackLost(lost)
 		case len(it.streamed) > 0 && tr.chat.canFinish():
 			// It was streamed into messages the journal names: they are
 			// made to show the reply (again: an edit to what a message
@@ -368,6 +375,29 @@ func (tr *turnRunner) recover(it workItem) {
 		tr.jr.ack(it, inbox.AckResult)
 		tr.agent.ReleaseIfIdle()
 	}
+}
+
+// lostTurn names a turn that cannot be recovered in its notice: its own
+// message, quoted q, and the messages steered into it (lostWith), each
+// quoted, so that nobody takes a follow-up for handled.
+func lostTurn(q string, with []workItem) string {
+	if len(with) == 0 {
+		return "“" + q + "”"
+	}
+	qs := make([]string, len(with))
+	for i, it := range with {
+		qs[i] = "“" + Quote(it.msg.Text, 80) + "”"
+	}
+	return fmt.Sprintf("“%s” and the %s added to it while it ran (%s)", q, pick(with, "message", "messages"), strings.Join(qs, ", "))
+}
+
+// pick is one when the turn's own message is all a notice speaks of
+// (with is empty), else many.
+func pick(with []workItem, one, many string) string {
+	if len(with) == 0 {
+		return one
+	}
+	return many
 }
 
 // Ready is closed once Recover has reopened what a crash left.

@@ -271,6 +271,13 @@ func (sg steering) ackSteered(steered []workItem, why inbox.AckReason) []func() 
 //     or sent again.
 func takeSteered(tr *turnRunner, it workItem) {
 	sg := steeringOf(tr)
+	if _, ok := tr.jr.pending(it.inboxID); !ok {
+		// Acknowledged with its turn, which could not be recovered: the
+		// turn's notice named it (lostWith).
+		tr.log.Info("A steered message went down with its turn, which could not be recovered; the thread was told",
+			"message_id", it.inboxID, "into", it.steeredInto)
+		return
+	}
 	absorbed, err := sg.absorbed(it.uuid)
 	if err != nil {
 		// Recovering it as sent reads the same transcript: its error
@@ -310,4 +317,43 @@ func (sg steering) absorbed(u string) (bool, error) {
 		return false, fmt.Errorf("reading transcript %s: %w", path, err)
 	}
 	return has, nil
+}
+
+// lostWith are the messages steered into the turn of it that are lost
+// with it when it cannot be recovered: those the CLI took in (it said
+// so, or its transcript shows it), and those of which the transcript
+// cannot tell, since recovering them would read it again and fail the
+// same way. One the transcript shows not taken in is left to run on its
+// own (takeSteered). Each is still pending in the journal.
+func (sg steering) lostWith(it workItem) []workItem {
+	in := sg.tr.jr.file()
+	if in == nil || it.inboxID == "" {
+		return nil
+	}
+	var out []workItem
+	for _, en := range in.Pending() {
+		if en.SteeredInto != it.inboxID || en.ID == it.inboxID {
+			continue
+		}
+		s, ok := entryItem(en)
+		if !ok {
+			continue
+		}
+		if !s.takenIn {
+			if absorbed, err := sg.absorbed(s.uuid); err == nil && !absorbed {
+				continue
+			}
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// ackLost acknowledges, as cancelled, the messages lost with their turn
+// (lostWith), once the thread was told: their items, still in the FIFO,
+// then find them acknowledged (takeSteered).
+func (sg steering) ackLost(lost []workItem) {
+	for _, it := range lost {
+		sg.tr.jr.ack(it, inbox.AckCancel)
+	}
 }
