@@ -343,7 +343,12 @@ func TestClusterPostPendingKnownConversation(t *testing.T) {
 	if len(onA) != 2 || onA[1].Text != "turn four" || onA[1].SessionID != sid || onA[1].Pid == onA[0].Pid {
 		t.Fatalf("a's fake claude got %+v; want the first turn, then the fourth in a new process of b's session %s", onA, sid)
 	}
-	if tr := transcriptOf(t, ra.configDir, sid); !strings.Contains(tr, "turn two") || !strings.Contains(tr, "turn four") {
-		t.Errorf("a's transcript of session %s does not hold the second turn and the fourth:\n%s", sid, tr)
+	// The fourth turn's context holds the second turn and the third,
+	// whose reply the thread got from a: b replicated it when it settled
+	// it, before the reply it never posted.
+	tr := transcriptOf(t, ra.configDir, sid)
+	at := func(s string) int { return strings.Index(tr, `"content":"`+s+`"`) }
+	if !(at("turn two") >= 0 && at("turn two") < at("turn three") && at("turn three") < at("turn four")) {
+		t.Errorf("a's transcript of session %s does not hold the second turn, the third, then the fourth:\n%s", sid, tr)
 	}
 }

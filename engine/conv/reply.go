@@ -23,7 +23,7 @@ import (
 func (tr *turnRunner) postReply(it workItem, out outcome) {
 	if out.compaction {
 		tr.jr.markReplying(it, nil, "")
-		if tr.settleFirst(it, "") {
+		if tr.settleFirst(it, "", nil) {
 			tr.reportCompaction(out)
 			tr.jr.replyPosted(it)
 		}
@@ -68,7 +68,12 @@ func (tr *turnRunner) postReply(it workItem, out outcome) {
 	// and what it carries after Claude's text, so that recovery posts the
 	// very same text, into the same messages.
 	tr.jr.markReplying(it, streamedMsgs(out.live), strings.TrimPrefix(final, clean))
-	if !tr.settleFirst(it, final) {
+	// Once settled no host runs the event again: the context that holds
+	// its answer is replicated then, before the reply, so that a host
+	// killed before the post leaves the binding's next holder the reply
+	// (pendingreply.go) and the context it belongs to.
+	replicate := func() { tr.rep.replicate(tr.e.bg, tr.e.host.Transcripts(), rec.SessionID, tr.ws) }
+	if !tr.settleFirst(it, final, replicate) {
 		return
 	}
 	if out.live == nil || !out.live.finalReply(final, tr.replyOf(it, false)) {
@@ -79,7 +84,6 @@ func (tr *turnRunner) postReply(it workItem, out outcome) {
 	// After the post: the reply is not held up by the copy, nor by the
 	// question of what the turn changed (checkpoint.go).
 	tr.ck.afterTurn(tr.agent.Live(), out.uuid, rec.SessionID, tr.binding().CheckpointsOn())
-	tr.rep.replicate(tr.e.bg, tr.e.host.Transcripts(), rec.SessionID, tr.ws)
 
 	if res.ContextTokens > 0 {
 		// tr.log carries session_key and workspace already; LogArgs adds
@@ -112,10 +116,13 @@ func (tr *turnRunner) replyOf(it workItem, again bool) platform.Reply {
 // its reply is posted (the journal says the reply is being posted first);
 // false when it was not settled: the binding's next holder runs it and
 // posts the reply, once (cluster.go), so nothing more is posted or edited
-// here.
-func (tr *turnRunner) settleFirst(it workItem, reply string) bool {
+// here. settled, when set, runs once it is settled, before the post.
+func (tr *turnRunner) settleFirst(it workItem, reply string, settled func()) bool {
 	if tr.e.killedAt(PointSettling) || !tr.jr.settleFirst(tr.e.bg, it, reply) {
 		return false
+	}
+	if settled != nil {
+		settled()
 	}
 	if tr.e.killedAt(PointSettled) {
 		return false
