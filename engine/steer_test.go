@@ -527,8 +527,8 @@ func TestSteeredMessageOfALostTurnNamed(t *testing.T) {
 					lost = append(lost, r.Text)
 				}
 			}
-			if len(lost) != 1 || !strings.Contains(lost[0], tc.notice) || !strings.Contains(lost[0], "check the build") ||
-				!strings.Contains(lost[0], "use the other file") {
+			if len(lost) != 1 || !strings.Contains(lost[0], tc.notice) ||
+				!strings.Contains(lost[0], "check the build” and the message added to it while it ran (“use the other file”)") {
 				t.Errorf("the thread was told %d times of the lost turn, want once, naming both messages:\n%s", len(lost), dump(h.rec.snapshot()))
 			}
 			for _, text := range []string{"check the build", "use the other file"} {

@@ -256,7 +256,7 @@ func (tr *turnRunner) recover(it workItem) {
 		tr.log.Error("Recovering the interrupted turn failed", "error", err)
 		lost := sg.lostWith(it)
 		fmt.Fprintf(&note, "The turn for %s could not be recovered (%s). Please send %s again if %s still needed.",
-			lostTurn(q, lost), tr.forChat(err.Error()), pick(lost, "it", "them"), pick(lost, "it is", "they are"))
+			lostTurn(q, lost), tr.forChat(err.Error()), plural(lost, "it", "them"), plural(lost, "it is", "they are"))
 		tr.chat.send(note.String())
 		tr.chat.cutStream(it.streamed, func() { tr.jr.markStreamed(it, nil) })
 		sg.ackLost(lost)
@@ -323,7 +323,7 @@ func (tr *turnRunner) recover(it workItem) {
 				"transcript", path, "error", errString(rerr))
 			lost := sg.lostWith(it)
 			fmt.Fprintf(&note, "The agent finished the turn for %s before %s, but its reply was not posted and is lost. Please ask again if you still need %s.",
-				lostTurn(q, lost), event, pick(lost, "it", "them"))
+				lostTurn(q, lost), event, plural(lost, "it", "them"))
 			tr.chat.send(note.String())
 			tr.chat.cutStream(it.streamed, func() { tr.jr.markStreamed(it, nil) })
 			sg.ackLost(lost)
@@ -388,12 +388,16 @@ func lostTurn(q string, with []workItem) string {
 	for i, it := range with {
 		qs[i] = "“" + Quote(it.msg.Text, 80) + "”"
 	}
-	return fmt.Sprintf("“%s” and the %s added to it while it ran (%s)", q, pick(with, "message", "messages"), strings.Join(qs, ", "))
+	noun := "message"
+	if len(with) > 1 {
+		noun = "messages"
+	}
+	return fmt.Sprintf("“%s” and the %s added to it while it ran (%s)", q, noun, strings.Join(qs, ", "))
 }
 
-// pick is one when the turn's own message is all a notice speaks of
+// plural is one when the turn's own message is all a notice speaks of
 // (with is empty), else many.
-func pick(with []workItem, one, many string) string {
+func plural(with []workItem, one, many string) string {
 	if len(with) == 0 {
 		return one
 	}
