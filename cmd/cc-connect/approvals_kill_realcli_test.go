@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -183,6 +184,9 @@ type killChat interface {
 	// postsShowing counts the bot's posts sent (not edits) with buttons
 	// whose text showed shows: the prompts of a request.
 	postsShowing(shows string) int
+	// mentioning counts the bot's posts sent in the thread whose text
+	// holds sub and that notify the allowed user.
+	mentioning(sub string) int
 }
 
 // slackKill is a Slack channel's thread.
@@ -259,6 +263,16 @@ func (s *slackKill) postsShowing(shows string) int {
 	n := 0
 	for _, c := range s.f.Succeeded("chat.postMessage") {
 		if strings.Contains(c.Form["blocks"], shows) && strings.Contains(c.Form["blocks"], `"type":"actions"`) {
+			n++
+		}
+	}
+	return n
+}
+
+func (s *slackKill) mentioning(sub string) int {
+	n := 0
+	for _, c := range s.f.Succeeded("chat.postMessage") {
+		if text := c.Form["text"]; c.Form["thread_ts"] == s.ts && strings.Contains(text, sub) && strings.Contains(text, "<@U0ALICE>") {
 			n++
 		}
 	}
@@ -361,6 +375,16 @@ func (g *telegramKill) postsShowing(shows string) int {
 	return n
 }
 
+func (g *telegramKill) mentioning(sub string) int {
+	n := 0
+	for _, m := range g.f.Sent() {
+		if m.ThreadID == killTopic && m.FromBot && strings.Contains(m.Text, sub) && slices.Contains(m.Mentions, "tg://user?id=7") {
+			n++
+		}
+	}
+	return n
+}
+
 // discordKill is the thread cc-connect opens on a Discord message.
 type discordKill struct {
 	f *fakediscord.Server
@@ -448,6 +472,18 @@ func (d *discordKill) postsShowing(shows string) int {
 		if c.Method == "POST" && c.Path == "/channels/"+discordKillMsg+"/messages" && c.Status == 200 {
 			comps, _ := c.Body["components"].([]any)
 			if s, _ := c.Body["content"].(string); strings.Contains(s, shows) && len(comps) > 0 {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+func (d *discordKill) mentioning(sub string) int {
+	n := 0
+	for _, c := range d.f.Calls() {
+		if c.Method == "POST" && c.Path == "/channels/"+discordKillMsg+"/messages" && c.Status == 200 {
+			if s, _ := c.Body["content"].(string); strings.Contains(s, sub) && slices.Contains(c.Pings, "user 7") {
 				n++
 			}
 		}
