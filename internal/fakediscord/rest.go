@@ -66,9 +66,15 @@ func (s *Server) serveREST(w http.ResponseWriter, r *http.Request) {
 		bad.Write(w)
 		return
 	}
-	a, after := s.answer(r, path, body, files)
+	// The call is logged in the same locked step that makes its effect
+	// visible (a post, an edit): a test that waits for a post and then
+	// counts the calls finds the call that made it.
+	s.mu.Lock()
+	a, after := s.answerLocked(r, path, body, files)
 	call := Call{Method: r.Method, Path: path, Body: body, Files: files, Status: a.Status, Pings: messagePings(r.Method, path, body)}
-	if s.calls.Add(call) > maxUnread {
+	unread := s.calls.Add(call)
+	s.mu.Unlock()
+	if unread > maxUnread {
 		s.tb.Errorf("fakediscord: more than %d REST calls unread by Next at %s %s (a retry loop?)", maxUnread, r.Method, path)
 	}
 	a.Write(w)
@@ -77,16 +83,14 @@ func (s *Server) serveREST(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// answer decides the answer to one REST call; after, when set, runs once
-// the answer is written (the echo of a post).
-func (s *Server) answer(r *http.Request, path string, body map[string]any, files []Attachment) (Answer, func()) {
+// answerLocked decides the answer to one REST call, with s.mu held;
+// after, when set, runs once the answer is written (the echo of a post).
+func (s *Server) answerLocked(r *http.Request, path string, body map[string]any, files []Attachment) (Answer, func()) {
 	interactionCallback := strings.HasPrefix(path, "/interactions/")
 	if !interactionCallback && r.Header.Get("Authorization") != "Bot "+Token {
 		return Answer{Status: 401, Body: unauthorized}, nil
 	}
 	key := r.Method + " " + path
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if a, ok := s.overrides.Next(key); ok {
 		return a, nil
 	}
