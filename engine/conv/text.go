@@ -108,12 +108,10 @@ func redactPaths(text string) string {
 			i++
 			continue
 		}
-		j := i + 1
-		for j < len(text) && strings.IndexByte(" \t\n\"'`)]},;", text[j]) < 0 {
-			j++
-		}
-		// A path ends before a trailing colon or full stop of the prose.
-		for j > i+1 && strings.IndexByte(":.", text[j-1]) >= 0 {
+		j := pathEnd(text, i)
+		// A path ends before a trailing colon, full stop or comma of the
+		// prose.
+		for j > i+1 && strings.IndexByte(":.,;", text[j-1]) >= 0 {
 			j--
 		}
 		if !strings.Contains(text[i+1:j], "/") {
@@ -125,4 +123,35 @@ func redactPaths(text string) string {
 		i = j
 	}
 	return b.String()
+}
+
+// pathEnd is where the path that starts at text[i] ends. It ends at a
+// line break, a quote or a closing bracket, and at a comma or semicolon
+// followed by a space (prose); a comma inside a name does not end it. It
+// goes on over a space when the next word has a "/" inside it (a folder
+// named with a space: "/home/me/My Projects/app"): hiding a word of prose
+// too many is the safe side, leaving part of a host path is not.
+func pathEnd(text string, i int) int {
+	j := i + 1
+	for j < len(text) {
+		c := text[j]
+		switch {
+		case strings.IndexByte("\t\n\"'`)]}", c) >= 0:
+			return j
+		case c == ',' || c == ';':
+			if j+1 == len(text) || strings.IndexByte(" \t\n", text[j+1]) >= 0 {
+				return j
+			}
+		case c == ' ':
+			w := text[j+1:]
+			if k := strings.IndexAny(w, " \t\n\"'`)]}"); k >= 0 {
+				w = w[:k]
+			}
+			if w == "" || w[0] == '/' || !strings.Contains(w, "/") || strings.Contains(w, "://") {
+				return j
+			}
+		}
+		j++
+	}
+	return j
 }
