@@ -35,7 +35,7 @@ type Changes struct {
 func LastChanges(e *Set, key string) (Changes, bool) {
 	var st revertState
 	if s := e.live(key); s != nil {
-		st = s.revertState()
+		st = revertStateOf(s)
 	} else {
 		rec, ok := readRecord(e.store.Path(key), key)
 		if !ok {

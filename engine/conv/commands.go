@@ -392,7 +392,7 @@ func runStatus(s *Conversation, c call) {
 	// earlier session (!new, !resume) is not this session's.
 	if lt := s.tr.ck.last(); len(lt.Files) > 0 && lt.SessionID == rec.SessionID {
 		v.Changes = render.TurnChanges{Files: lt.Files, Added: lt.Added, Removed: lt.Removed}
-		v.Revert = revertRefusal(s.revertState(), "")
+		v.Revert = revertRefusal(revertStateOf(s), "")
 	}
 	if proc := s.agent.Live(); proc != nil {
 		v.Pid = proc.Pid()
@@ -609,7 +609,7 @@ func revertRefused(c call, _ string) string { return render.RevertNotApprover(c.
 // arguments), once. Without a live process it starts one on the turn's
 // session, whose checkpoints the CLI kept.
 func runRevert(s *Conversation, c call) {
-	if why := revertRefusal(s.revertState(), strings.TrimSpace(c.args)); why != "" {
+	if why := revertRefusal(revertStateOf(s), strings.TrimSpace(c.args)); why != "" {
 		// Published too, so that a press from the console shows the
 		// same reason as the thread.
 		s.act.record(activity.Event{Kind: activity.Reverted, User: c.msg.UserID, UserName: c.msg.UserName,
@@ -637,9 +637,9 @@ type revertState struct {
 	session  string
 }
 
-// revertState is the conversation's as it is now; its parts are each read
+// revertStateOf is s's revertState as it is now; its parts are each read
 // under their own lock, so any goroutine may ask.
-func (s *Conversation) revertState() revertState {
+func revertStateOf(s *Conversation) revertState {
 	st, _, _ := s.mb.snapshot()
 	return revertState{busy: st != stateIdle, on: s.liveBinding().CheckpointsOn(), last: s.tr.ck.last(), session: s.rb.sessionID()}
 }
