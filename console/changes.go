@@ -51,7 +51,7 @@ const pageDiffBytes = 256 << 10
 
 // revertWait bounds how long a press waits for its outcome: the engine
 // may start Claude on the turn's session first (up to a minute).
-var revertWait = 90 * time.Second
+const revertWait = 90 * time.Second
 
 // changesView is a turn's changes as the page shows them.
 type changesView struct {
@@ -143,7 +143,7 @@ func (s *Server) revert(w http.ResponseWriter, r *http.Request, sess *session) {
 		s.fail(w, "Reverting", err)
 		return
 	}
-	ctx, stop := context.WithTimeout(r.Context(), revertWait)
+	ctx, stop := context.WithTimeout(r.Context(), s.revertWait)
 	defer stop()
 	s.auth.setNotice(sess, key, revertOutcome(ctx, watch, id))
 	http.Redirect(w, r, "/c?k="+url.QueryEscape(key), http.StatusSeeOther)

@@ -46,6 +46,7 @@ func newRig(t *testing.T) *rig {
 	r.ts.StartTLS() // Go's cookie jar sends a Secure cookie over TLS only
 	r.srv = New(Settings{BaseURL: r.ts.URL, SessionTTL: time.Hour, Now: ck.now}, be)
 	r.ts.Config.Handler = r.srv.Handler()
+	be.record = r.srv.Record
 	t.Cleanup(r.ts.Close)
 	return r
 }
