@@ -59,5 +59,9 @@
     live.setAttribute("data-finished", d.outcome || "done");
   });
   es.addEventListener("resync", reload);
+  // A form sent leaves the page: an event now must not reload it over
+  // the answer (a Revert's outcome comes as a "reverted" event while its
+  // POST waits for it).
+  document.addEventListener("submit", function () { es.close(); });
   es.addEventListener("gone", function () { es.close(); window.location.assign("/"); });
 })();
