@@ -239,7 +239,9 @@ func hostileData(text, input string) pageData {
 		Live: &liveView{Text: text, Tools: []string{input}, Todos: []activity.Todo{{Text: text, Status: input}},
 			Asks: []Ask{{Request: input, Tool: text, Input: input}, {Request: text, Tool: "AskUserQuestion", Input: input,
 				Questions: []activity.Question{{Header: text, Text: input, Options: []string{text, input}, Multi: true}}},
-				{Request: input, Tool: "ExitPlanMode", Input: text}}}}
+				{Request: input, Tool: "ExitPlanMode", Input: text}}},
+		Changes: &changesView{TurnChanges: TurnChanges{Turn: text, Files: []string{text, input}, Diff: input, DiffKept: true}, Shown: input},
+		Notice:  text}
 }
 
 func TestSchedulesAndSpendPages(t *testing.T) {
