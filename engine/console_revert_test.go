@@ -15,7 +15,8 @@ import (
 // TestConsoleChangesAndRevert: the console reads the last turn's changes
 // as !status does (files, lines, the kept diff, the refusal !revert would
 // give), for people the binding allows; its Revert is the summary button's
-// press through HandleAction: bob's is refused by the gate in the thread,
+// press through HandleAction: bob's is refused by the gate in the thread
+// and its outcome published,
 // alice's restores the file and publishes its outcome under the id Revert
 // returned, a second press is refused with !revert's reason, published
 // too; a conversation no longer in memory reads the same from its record.
@@ -54,10 +55,14 @@ func TestConsoleChangesAndRevert(t *testing.T) {
 		return got
 	}
 
-	if _, err := v.Revert(ctx, t1Key, "bob", "bob", c.Turn); err != nil {
+	bobs, err := v.Revert(ctx, t1Key, "bob", "bob", c.Turn)
+	if err != nil {
 		t.Fatalf("bob's press: %v", err)
 	}
 	h.rec.waitSend(t, render.RevertNotApprover("bob"))
+	if e := outcome(bobs); e.Outcome != "refused: "+render.RevertNotApprover("bob") {
+		t.Errorf("the outcome of bob's press %q, want the gate's refusal", e.Outcome)
+	}
 	h.waitIdle()
 	if _, err := os.Stat(file); err != nil {
 		t.Fatalf("new.txt after bob's press: %v", err)
