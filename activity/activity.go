@@ -35,7 +35,7 @@ const (
 	Scheduled Kind = "scheduled" // a schedule started a run
 	Webhook   Kind = "webhook"   // a webhook started a run
 	Stopped   Kind = "stopped"   // someone stopped a turn (By)
-	Reverted  Kind = "reverted"  // someone reverted a turn's file changes (By, Input: the files, Outcome)
+	Reverted  Kind = "reverted"  // someone reverted a turn's file changes, or was refused (By, Input: the files, Outcome)
 	Reloaded  Kind = "reloaded"  // the config was reloaded (Input: what changed)
 	Rights    Kind = "rights"    // a binding's rights changed (Input: what changed)
 	Lease     Kind = "lease"     // a cluster lease moved (Host)
@@ -59,7 +59,9 @@ type Event struct {
 	Choice       string    `json:"choice,omitempty"`
 	Outcome      string    `json:"outcome,omitempty"`
 	// Request names a pending approval, question or plan (Asking,
-	// Answered): what an answer from the console refers to.
+	// Answered): what an answer from the console refers to. Of a
+	// Reverted, the message that asked for it (a press's, RevertPressID),
+	// so that the console can wait for the outcome of its own press.
 	Request string `json:"request,omitempty"`
 	// Todos is Claude's todo list as it is now (Todos).
 	Todos []Todo `json:"todos,omitempty"`

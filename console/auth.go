@@ -32,6 +32,9 @@ type session struct {
 	who     Identity
 	csrf    string // the token every state-changing request carries
 	expires time.Time
+	// notice is what the next page of a conversation says once (how a
+	// press from the page ended), guarded by auth.mu.
+	notice struct{ key, text string }
 }
 
 // maxPending bounds the links and sessions kept: a flood of !console
@@ -144,4 +147,23 @@ func (a *auth) sweepLocked(now time.Time) {
 // time.
 func (s *session) csrfOK(got string) bool {
 	return got != "" && subtle.ConstantTimeCompare([]byte(got), []byte(s.csrf)) == 1
+}
+
+// setNotice keeps text for s's next page of the conversation key.
+func (a *auth) setNotice(s *session, key, text string) {
+	a.mu.Lock()
+	s.notice.key, s.notice.text = key, text
+	a.mu.Unlock()
+}
+
+// takeNotice is the notice kept for s's page of key, once.
+func (a *auth) takeNotice(s *session, key string) string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if s.notice.key != key {
+		return ""
+	}
+	text := s.notice.text
+	s.notice.key, s.notice.text = "", ""
+	return text
 }

@@ -3,8 +3,11 @@ package console
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
+
+	"github.com/cc-connect/cc-connect/activity"
 )
 
 // fakeBackend is a Backend over a fixed set of conversations and rights,
@@ -16,6 +19,13 @@ type fakeBackend struct {
 	approve map[string]bool
 	answers []string
 	stops   []string
+	// changes are the conversations' last turns; reverts the presses of
+	// their Revert buttons ("user key turn"), each told to record as the
+	// engine would publish its outcome (none when silent).
+	changes map[string]TurnChanges
+	reverts []string
+	record  func(activity.Event)
+	silent  bool
 }
 
 func (f *fakeBackend) Conversations(who Identity) ([]Conversation, error) {
@@ -97,4 +107,37 @@ func (f *fakeBackend) SpendByDay(who Identity) []SpendDay {
 		return nil
 	}
 	return []SpendDay{{Day: "2026-01-01", Binding: "slack/C1", USD: 3.25}, {Day: "2025-12-31", Binding: "slack/C1", User: "<b>UUSER</b>", USD: 0.5}}
+}
+
+func (f *fakeBackend) Changes(who Identity, key string) (TurnChanges, bool) {
+	if _, ok := f.Conversation(who, key); !ok {
+		return TurnChanges{}, false
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c, ok := f.changes[key]
+	return c, ok
+}
+
+// Revert records the press and publishes its outcome as the engine does:
+// refused with the turn's refusal, else reverted (and refused after).
+func (f *fakeBackend) Revert(_ context.Context, who Identity, key, turn string) (string, error) {
+	f.mu.Lock()
+	f.reverts = append(f.reverts, who.UserID+" "+key+" "+turn)
+	id := fmt.Sprintf("revert-press:%d", len(f.reverts))
+	c := f.changes[key]
+	e := activity.Event{Kind: activity.Reverted, Conversation: key, User: who.UserID, Request: id}
+	if c.Refusal != "" {
+		e.Outcome = "refused: " + c.Refusal
+	} else {
+		e.Outcome, e.Input = "reverted", strings.Join(c.Files, ", ")
+		c.Refusal = "The last turn was already reverted (by " + who.UserID + ", 2026-01-01 12:00 UTC): it cannot be reverted twice."
+		f.changes[key] = c
+	}
+	record, silent := f.record, f.silent
+	f.mu.Unlock()
+	if !silent {
+		record(e)
+	}
+	return id, nil
 }

@@ -121,6 +121,9 @@ type Server struct {
 	auth    *auth
 	hub     *hub
 	backend Backend
+	// revertWait is how long a Revert press waits for its outcome
+	// (revertWait; tests shorten it).
+	revertWait time.Duration
 }
 
 var _ activity.Sink = (*Server)(nil)
@@ -134,7 +137,8 @@ func New(s Settings, backend Backend) *Server {
 		s.Now = time.Now
 	}
 	s.BaseURL = strings.TrimRight(s.BaseURL, "/")
-	return &Server{set: s, log: s.Log, now: s.Now, auth: newAuth(s.Now, s.SessionTTL), hub: newHub(), backend: backend}
+	return &Server{set: s, log: s.Log, now: s.Now, auth: newAuth(s.Now, s.SessionTTL), hub: newHub(), backend: backend,
+		revertWait: revertWait}
 }
 
 // Issue makes a one-time sign-in link for who (the engine's !console).

@@ -46,6 +46,7 @@ func newRig(t *testing.T) *rig {
 	r.ts.StartTLS() // Go's cookie jar sends a Secure cookie over TLS only
 	r.srv = New(Settings{BaseURL: r.ts.URL, SessionTTL: time.Hour, Now: ck.now}, be)
 	r.ts.Config.Handler = r.srv.Handler()
+	be.record = r.srv.Record
 	t.Cleanup(r.ts.Close)
 	return r
 }
@@ -238,7 +239,9 @@ func hostileData(text, input string) pageData {
 		Live: &liveView{Text: text, Tools: []string{input}, Todos: []activity.Todo{{Text: text, Status: input}},
 			Asks: []Ask{{Request: input, Tool: text, Input: input}, {Request: text, Tool: "AskUserQuestion", Input: input,
 				Questions: []activity.Question{{Header: text, Text: input, Options: []string{text, input}, Multi: true}}},
-				{Request: input, Tool: "ExitPlanMode", Input: text}}}}
+				{Request: input, Tool: "ExitPlanMode", Input: text}}},
+		Changes: &changesView{TurnChanges: TurnChanges{Turn: text, Files: []string{text, input}, Diff: input, DiffKept: true}, Shown: input},
+		Notice:  text}
 }
 
 func TestSchedulesAndSpendPages(t *testing.T) {

@@ -44,6 +44,8 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /events", s.signedIn(s.events))
 	mux.HandleFunc("POST /answer", s.changing(s.answer))
 	mux.HandleFunc("POST /stop", s.changing(s.stop))
+	mux.HandleFunc("POST /revert", s.changing(s.revert))
+	mux.HandleFunc("GET /diff", s.signedIn(s.diff))
 	mux.HandleFunc("POST /signout", s.changing(s.signOut))
 	mux.HandleFunc("GET /schedules", s.signedIn(s.schedules))
 	mux.HandleFunc("POST /schedules", s.changing(s.pause))
@@ -226,7 +228,8 @@ func (s *Server) conversation(w http.ResponseWriter, r *http.Request, sess *sess
 		return
 	}
 	v := s.hub.view(key)
-	s.page(w, http.StatusOK, "conversation", pageData{Title: "Conversation", Session: sess, Conv: &c, Live: &v})
+	s.page(w, http.StatusOK, "conversation", pageData{Title: "Conversation", Session: sess, Conv: &c, Live: &v,
+		Changes: s.changesOf(sess.who, key), Notice: s.auth.takeNotice(sess, key)})
 }
 
 // answer answers a pending request from the page, as its button in the

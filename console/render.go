@@ -38,6 +38,8 @@ type pageData struct {
 	Groups  []group
 	Conv    *Conversation
 	Live    *liveView
+	Changes *changesView // the last turn's, on the conversation page
+	Notice  string       // how the person's last press there ended
 	// The schedules and spend pages.
 	Schedules []Schedule
 	Spend     []SpendRow

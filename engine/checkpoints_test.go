@@ -112,8 +112,9 @@ func TestTurnChangesSummaryDiffAndRevert(t *testing.T) {
 	if got := h.rec.kinds("resolve"); len(got) != 1 || got[0].Text != render.RevertedOutcome("alice") {
 		t.Errorf("the summary's button after the revert: %+v", got)
 	}
-	if got := act.of(activity.Reverted); len(got) != 1 || got[0].User != "alice" || got[0].Input != "new.txt" || got[0].Outcome != "reverted" {
-		t.Errorf("reverted events %+v, want alice's revert of new.txt once", got)
+	if got := act.of(activity.Reverted); len(got) != 2 || got[0].User != "bob" || got[0].Outcome != "refused: "+render.RevertNotApprover("bob") ||
+		got[1].User != "alice" || got[1].Input != "new.txt" || got[1].Outcome != "reverted" {
+		t.Errorf("reverted events %+v, want bob's refused, then alice's revert of new.txt", got)
 	}
 
 	h.say("alice", "T1", "!revert")

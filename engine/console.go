@@ -154,6 +154,35 @@ func (v ConsoleView) Stop(ctx context.Context, key, userID, userName string) err
 	return nil
 }
 
+// Changes is what the last turn of the conversation of key changed, as
+// !status reads it (the files, the lines, the kept diff, and why !revert
+// would be refused now), if user (on its platform) may see it; false too
+// when its last turn changed no files.
+func (v ConsoleView) Changes(key, user string) (conv.Changes, bool) {
+	if _, ok := v.Conversation(key, user); !ok {
+		return conv.Changes{}, false
+	}
+	return conv.LastChanges(v.e.convs, key)
+}
+
+// Revert presses the Revert button of turn (its user message uuid) in the
+// conversation of key, as the turn summary's button in the chat would:
+// through HandleAction, which takes it as its presser's "!revert" (the
+// allow list, the approvers' right in the binding in force, the same
+// refusals, told in the thread). It returns the Request the reverted
+// event of this press carries (activity.Reverted: reverted, failed or
+// refused with the reason).
+func (v ConsoleView) Revert(ctx context.Context, key, userID, userName, turn string) (string, error) {
+	to, ok := targetOf(key)
+	if !ok || turn == "" {
+		return "", ErrNotAllowed
+	}
+	id := "console-" + nonce()
+	err := v.e.HandleAction(ctx, platform.Action{ID: id, Target: to, UserID: userID, UserName: userName,
+		RequestID: conv.RevertRequestID(turn), Choice: platform.ChoiceRevert})
+	return conv.RevertPressID(id), err
+}
+
 // targetOf reads a conversation key back into where it is.
 func targetOf(key string) (platform.Target, bool) {
 	parts := strings.SplitN(key, "/", 3)

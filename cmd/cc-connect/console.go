@@ -113,6 +113,7 @@ var (
 	_ console.Schedules = (*consoleBackend)(nil)
 	_ console.Spending  = (*consoleBackend)(nil)
 	_ console.Trail     = (*consoleBackend)(nil)
+	_ console.Turns     = (*consoleBackend)(nil)
 )
 
 // auditRows is how many events the audit page shows, newest first.
@@ -264,6 +265,28 @@ func (b *consoleBackend) Answer(ctx context.Context, who console.Identity, key s
 
 func (b *consoleBackend) Stop(ctx context.Context, who console.Identity, key string) error {
 	return notAllowed(b.view.Stop(ctx, key, who.UserID, who.UserName))
+}
+
+// Changes is what the last turn of key changed, as !status reads it.
+func (b *consoleBackend) Changes(who console.Identity, key string) (console.TurnChanges, bool) {
+	if _, ok := b.Conversation(who, key); !ok {
+		return console.TurnChanges{}, false
+	}
+	c, ok := b.view.Changes(key, who.UserID)
+	if !ok {
+		return console.TurnChanges{}, false
+	}
+	return console.TurnChanges{Turn: c.Turn, Files: c.Files, Added: c.Added, Removed: c.Removed, Refusal: c.Refusal,
+		Diff: c.Diff, DiffKept: c.DiffKept}, true
+}
+
+// Revert presses the turn's Revert button as the chat's would.
+func (b *consoleBackend) Revert(ctx context.Context, who console.Identity, key, turn string) (string, error) {
+	if _, ok := b.Conversation(who, key); !ok {
+		return "", console.ErrNotAllowed
+	}
+	id, err := b.view.Revert(ctx, key, who.UserID, who.UserName, turn)
+	return id, notAllowed(err)
 }
 
 func notAllowed(err error) error {

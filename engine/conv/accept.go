@@ -40,8 +40,13 @@ func (s *Conversation) accept(m platform.Message, d Delivery, checks []string) (
 		// Who may run it is read from the binding in force now, for a
 		// typed answer as for a button press (Set.Answer).
 		refusal = s.gate.refuse(m.UserID, m.UserName, cmd.right(args), "command", name)
-		if name == "sh" && refusal != "" {
+		switch {
+		case name == "sh" && refusal != "":
 			s.act.record(activity.Event{Kind: activity.Shell, User: m.UserID, UserName: m.UserName, Input: args, Outcome: "refused: " + refusal})
+		case name == "revert" && refusal != "":
+			// As runRevert's refusals: the console shows it to its presser.
+			s.act.record(activity.Event{Kind: activity.Reverted, User: m.UserID, UserName: m.UserName, Request: m.ID,
+				Outcome: "refused: " + cmd.refused(cl, refusal)})
 		}
 		switch {
 		case refusal != "":

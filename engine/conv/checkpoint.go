@@ -247,7 +247,7 @@ func (ck *checkpoints) revert(proc procs.Process, by platform.Message, now time.
 	user := orDefault(by.UserName, by.UserID)
 	lt := ck.last()
 	failed := func(why string) {
-		ck.act.record(activity.Event{Kind: activity.Reverted, User: by.UserID, UserName: by.UserName,
+		ck.act.record(activity.Event{Kind: activity.Reverted, User: by.UserID, UserName: by.UserName, Request: by.ID,
 			Input: strings.Join(lt.Files, ", "), Outcome: "failed: " + why})
 		ck.chat.send(render.RevertFailed(why))
 	}
@@ -295,7 +295,7 @@ func (ck *checkpoints) revert(proc procs.Process, by platform.Message, now time.
 	ck.setLast(lt, true)
 	ck.rb.addShellNote(render.RevertNote(files)) // Claude hears of it with the next message
 	ck.log.Info("Reverted the last turn", "uuid", lt.UUID, "user_id", by.UserID, "files", len(files))
-	ck.act.record(activity.Event{Kind: activity.Reverted, User: by.UserID, UserName: by.UserName,
+	ck.act.record(activity.Event{Kind: activity.Reverted, User: by.UserID, UserName: by.UserName, Request: by.ID,
 		Input: strings.Join(files, ", "), Outcome: "reverted"})
 	if lt.Prompt.MessageID != "" {
 		ck.chat.resolvePermission(lt.Prompt, render.RevertedOutcome(user))
@@ -327,13 +327,7 @@ func (ck *checkpoints) keepDiff(uuid string, patches []agentproc.FilePatch, cut 
 }
 
 // keptDiff is the kept diff of turn uuid; false when none is.
-func (ck *checkpoints) keptDiff(uuid string) (string, bool) {
-	b, err := workspace.ReadFileNoFollow(ck.diffPath)
-	if err != nil {
-		return "", false
-	}
-	return strings.CutPrefix(string(b), diffHead(uuid))
-}
+func (ck *checkpoints) keptDiff(uuid string) (string, bool) { return readDiff(ck.diffPath, uuid) }
 
 // diff posts the last turn's diff, as a file where the chat takes files.
 func (ck *checkpoints) diff() {

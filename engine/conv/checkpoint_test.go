@@ -62,3 +62,28 @@ func TestLastTurnRefusal(t *testing.T) {
 		})
 	}
 }
+
+// TestRevertRefusal: the one check of !revert, !status and the console
+// refuses while a turn runs and with checkpoints off before it reads the
+// record's note; otherwise the note decides.
+func TestRevertRefusal(t *testing.T) {
+	const sid, u = "s1", "u1"
+	changed := lastTurn{UUID: u, SessionID: sid, Files: []string{"a"}}
+	tests := []struct {
+		name string
+		st   revertState
+		want string
+	}{
+		{"revertible", revertState{on: true, last: changed, session: sid}, ""},
+		{"a turn running", revertState{busy: true, on: true, last: changed, session: sid}, render.RevertBusy},
+		{"checkpoints off", revertState{last: changed, session: sid}, render.RevertOff},
+		{"the note decides", revertState{on: true, last: changed, session: "s2"}, render.RevertNothing},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := revertRefusal(tt.st, ""); got != tt.want {
+				t.Errorf("revertRefusal = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}

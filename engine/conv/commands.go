@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cc-connect/cc-connect/activity"
 	"github.com/cc-connect/cc-connect/agentproc"
 	"github.com/cc-connect/cc-connect/engine/procs"
 	"github.com/cc-connect/cc-connect/engine/render"
@@ -391,7 +392,7 @@ func runStatus(s *Conversation, c call) {
 	// earlier session (!new, !resume) is not this session's.
 	if lt := s.tr.ck.last(); len(lt.Files) > 0 && lt.SessionID == rec.SessionID {
 		v.Changes = render.TurnChanges{Files: lt.Files, Added: lt.Added, Removed: lt.Removed}
-		v.Revert = revertRefusal(s, "")
+		v.Revert = revertRefusal(revertStateOf(s), "")
 	}
 	if proc := s.agent.Live(); proc != nil {
 		v.Pid = proc.Pid()
@@ -608,7 +609,11 @@ func revertRefused(c call, _ string) string { return render.RevertNotApprover(c.
 // arguments), once. Without a live process it starts one on the turn's
 // session, whose checkpoints the CLI kept.
 func runRevert(s *Conversation, c call) {
-	if why := revertRefusal(s, strings.TrimSpace(c.args)); why != "" {
+	if why := revertRefusal(revertStateOf(s), strings.TrimSpace(c.args)); why != "" {
+		// Published too, so that a press from the console shows the
+		// same reason as the thread.
+		s.act.record(activity.Event{Kind: activity.Reverted, User: c.msg.UserID, UserName: c.msg.UserName,
+			Request: c.msg.ID, Outcome: "refused: " + why})
 		s.chat.send(why)
 		return
 	}
@@ -623,17 +628,34 @@ func runRevert(s *Conversation, c call) {
 	s.agent.MarkIdle()
 }
 
+// revertState is what decides whether the last turn can be reverted now:
+// whether a turn runs, the binding's checkpoints in force, the record's
+// note of the last turn and the conversation's Claude session.
+type revertState struct {
+	busy, on bool
+	last     lastTurn
+	session  string
+}
+
+// revertStateOf is s's revertState as it is now; its parts are each read
+// under their own lock, so any goroutine may ask.
+func revertStateOf(s *Conversation) revertState {
+	st, _, _ := s.mb.snapshot()
+	return revertState{busy: st != stateIdle, on: s.liveBinding().CheckpointsOn(), last: s.tr.ck.last(), session: s.rb.sessionID()}
+}
+
 // revertRefusal is why !revert of turn arg ("" for the last) is refused
-// now, "" when it would go ahead: what !revert answers, and what !status
-// says of the last turn's changes.
-func revertRefusal(s *Conversation, arg string) string {
-	if st, _, _ := s.mb.snapshot(); st != stateIdle {
+// now, "" when it would go ahead: what !revert answers, what !status says
+// of the last turn's changes, and what the console shows beside its
+// Revert button (LastChanges).
+func revertRefusal(st revertState, arg string) string {
+	if st.busy {
 		return render.RevertBusy
 	}
-	if !s.liveBinding().CheckpointsOn() {
+	if !st.on {
 		return render.RevertOff
 	}
-	return s.tr.ck.last().refusal(arg, s.rb.sessionID())
+	return st.last.refusal(arg, st.session)
 }
 
 // RevertPress is the "!revert <turn>" a press of a turn summary's Revert
@@ -648,7 +670,7 @@ func RevertPress(act platform.Action) (platform.Message, bool) {
 	}
 	to := act.Target
 	to.MessageID = ""
-	id := "revert-press:" + orDefault(act.ID, newUUID())
+	id := RevertPressID(orDefault(act.ID, newUUID()))
 	return platform.Message{ID: id, Target: to, UserID: act.UserID, UserName: act.UserName,
 		Text: "!revert " + uuid, Mentioned: true, Received: time.Now()}, true
 }

@@ -1,5 +1,6 @@
 // The live view: a conversation's events over SSE. Every text goes in
-// with textContent, never as HTML. Answers and !stop are plain forms.
+// with textContent, never as HTML. Answers, !stop and Revert are plain
+// forms.
 (function () {
   "use strict";
   var live = document.getElementById("live");
@@ -48,6 +49,9 @@
   es.addEventListener("todos", function (e) { setTodos(data(e).todos); });
   es.addEventListener("asking", reload);
   es.addEventListener("answered", reload);
+  // A revert (or its refusal) changes what the page says of the last
+  // turn's changes.
+  es.addEventListener("reverted", reload);
   es.addEventListener("finished", function (e) {
     var d = data(e);
     if (d.text) { reply.textContent = d.text; }
@@ -55,5 +59,9 @@
     live.setAttribute("data-finished", d.outcome || "done");
   });
   es.addEventListener("resync", reload);
+  // A form sent leaves the page: an event now must not reload it over
+  // the answer (a Revert's outcome comes as a "reverted" event while its
+  // POST waits for it).
+  document.addEventListener("submit", function () { es.close(); });
   es.addEventListener("gone", function () { es.close(); window.location.assign("/"); });
 })();
