@@ -412,3 +412,62 @@ func TestClusterApprovalAnsweredInWordsBeforeTheTakeover(t *testing.T) {
 		})
 	}
 }
+
+// TestClusterRunApprovalStaysOnItsHost: a request made by a scheduled or
+// webhook run's turn does not travel with the binding (the run is settled
+// in the stream once journaled: no host is given it again to adopt what it
+// waits on). The thread is told so under the request, once, and nothing of
+// it is kept in the cluster; after the holder is killed the next holder
+// finds nothing pending for a press on the old prompt, and runs nothing
+// of the run.
+func TestClusterRunApprovalStaysOnItsHost(t *testing.T) {
+	srv := clustertest.Single(t)
+	clock := clustertest.NewClock()
+	a := startClusterHostOn(t, "a", srv.ClientURL(), clock)
+	b := startClusterHostOn(t, "b", srv.ClientURL(), clock)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("a's log:\n%s\nb's log:\n%s", a.h.logs.String(), b.h.logs.String())
+		}
+	})
+	ev, err := ingress.NewRun(ingress.Binding{Platform: "fake", Channel: "*"}, testRun("schedule:nightly@2026-03-10T01:30Z", "please [[TOOL:make deploy]]"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	if _, err := b.node.Publisher().Publish(ctx, ev); err != nil {
+		t.Fatalf("publishing the run: %v", err)
+	}
+	ask := waitAsk(t, a.h)
+	note := a.h.rec.waitSend(t, "comes from a scheduled or webhook run, which stays on host a")
+	if note.To.Channel != "C1" {
+		t.Errorf("the note went to %+v", note.To)
+	}
+	a.h.logs.WaitRecords(t, waitLimit, "Permission requested", 1)
+	run := platform.Target{Platform: "fake", Channel: "C1"} // the run's conversation: the channel's (no threads here)
+	if v, err := cluster.ApprovalsOf(a.node).Get(ctx, fakeAll, testConv(run)); err != nil || v != nil {
+		t.Errorf("the run's request was kept in the cluster: %s (%v)", v, err)
+	}
+	a.crash()
+	b.takeOver(t, a)
+	press, err := ingress.NewAction(ingress.Binding{Platform: "fake", Channel: "*"}, "press-run",
+		platform.Action{RequestID: ask.Prompt.RequestID, Choice: platform.ChoiceAllow, UserID: "alice", UserName: "alice",
+			Target: platform.Target{Platform: "fake", Channel: "C1", MessageID: "prompt"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.node.Publisher().Publish(ctx, press); err != nil {
+		t.Fatalf("publishing the press: %v", err)
+	}
+	b.h.rec.waitSend(t, "That permission request is no longer pending.")
+	b.h.waitIdle()
+	for _, s := range []string{"ran: make deploy", "still waits", "Scheduled: nightly"} {
+		if got := b.h.rec.sends(s); len(got) != 0 {
+			t.Errorf("the next holder took the run over: %q", got)
+		}
+	}
+	if n := len(a.h.rec.sends("stays on host a")); n != 1 {
+		t.Errorf("the note was posted %d times, want once", n)
+	}
+}
