@@ -401,13 +401,24 @@ func replayEarly(w *parkedWait, early []control) bool {
 
 // adoptedWaiting is what a recovered message's turn waits on when the
 // conversation's record holds nothing of it: what it waited on at the
-// host that served the binding after this one (Stream.Adopt), and the
-// answers that came meanwhile.
-func adoptedWaiting(tr *turnRunner, it workItem) ([]parkedRequest, []control) {
+// host that served the binding after this one (Stream.Adopt). The
+// adoption stays until adoptedEarly takes it, once the wait's desk takes
+// replies (so that none falls between the two and runs as a message).
+func adoptedWaiting(tr *turnRunner, it workItem) []parkedRequest {
+	ad := tr.e.cluster.adopting.get(tr.key, it.msg.ID)
+	if ad == nil {
+		return nil
+	}
+	return ad.waiting
+}
+
+// adoptedEarly takes the adoption of a recovered message, and returns the
+// answers that came before its turn waited.
+func adoptedEarly(tr *turnRunner, it workItem) []control {
 	ad := tr.e.cluster.adopting.take(tr.key, it.msg.ID)
 	if ad == nil {
-		return nil, nil
+		return nil
 	}
 	tr.shared.adopted(ad.waiting)
-	return ad.waiting, ad.early
+	return ad.early
 }
