@@ -74,7 +74,8 @@ func StillWaits(what string) string {
 func RunRequestStays(host string) string {
 	return "This request comes from a scheduled or webhook run, which stays on host " + host +
 		": answer it while that host serves this channel. If it stops first, the request does not move to the host " +
-		"that takes the channel over (an answer there finds nothing pending), and the run has to be started again."
+		"that takes the channel over (an answer there finds nothing pending), and the run does not go on there: " +
+		"start it again if it is still needed."
 }
 
 // Late tells the sender of a message (text) that came after a later
