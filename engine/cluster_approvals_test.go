@@ -2,7 +2,9 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -306,5 +308,166 @@ func TestClusterQuestionAnsweredByAReply(t *testing.T) {
 	}
 	if n := len(b.h.rec.sends("echo: 2")); n != 0 {
 		t.Errorf("the reply ran as a turn of its own")
+	}
+}
+
+// TestClusterApprovalAnsweredInWordsBeforeTheTakeover: !allow, !deny and a
+// reply that answers a question, sent while no host serves the binding,
+// reach the next holder's conversation right behind the message whose
+// turn waited on the request, before that turn waits on it again. They
+// are held for it and answer it as a press would (the message runs once,
+// with that answer), never run as a message or refused as answering
+// nothing; an ordinary message sent then waits behind the request and
+// runs after the message it answers. The next holder's conversation is
+// held before it takes its first work until all of them were accepted:
+// the answer is then the first thing it reads, before the message (the
+// order that lost !allow and ran the question's reply as a turn of its
+// own).
+func TestClusterApprovalAnsweredInWordsBeforeTheTakeover(t *testing.T) {
+	cases := []struct {
+		name, text string
+		shown      func(h *harness) // waits until its prompt is in the thread
+		words      []string         // sent in the thread while no host serves it
+		accepted   int              // the next holder's outstanding work once they are in
+		done       string           // the reply once answered
+		after      string           // a reply that must come after done, once
+	}{
+		// The message, the notice that the conversation moved, and each
+		// answer's control.
+		{name: "allow", text: "please [[TOOL:make deploy]]", shown: approvalCases[0].shown, words: []string{"!allow"}, accepted: 3, done: "ran: make deploy"},
+		{name: "deny", text: "please [[TOOL:make deploy]]", shown: approvalCases[0].shown, words: []string{"!deny"}, accepted: 3, done: "denied: Denied by alice in chat."},
+		{name: "question", text: "pick [[ASK]]", shown: approvalCases[1].shown, words: []string{"2"}, accepted: 3, done: `"Which color?":"Blue"`},
+		{name: "plan", text: "[[PLAN]] make a plan", shown: approvalCases[2].shown, words: []string{"!allow"}, accepted: 3, done: "plan approved"},
+		// An ordinary message first (an item and its queue notice), then
+		// the answer.
+		{name: "message then allow", text: "please [[TOOL:make deploy]]", shown: approvalCases[0].shown, words: []string{"and then this", "!allow"}, accepted: 5,
+			done: "ran: make deploy", after: "echo: and then this"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := clustertest.Single(t)
+			clock := clustertest.NewClock()
+			a := startClusterHostOn(t, "a", srv.ClientURL(), clock)
+			release := make(chan struct{}, 1)
+			var held sync.Once
+			b := startClusterHostWithOn(t, "b", srv.ClientURL(), clock, func(_ *Options, c *harnessConfig) {
+				c.looping = func(key string) {
+					if key == conv.Key(t1) {
+						held.Do(func() { <-release })
+					}
+				}
+			})
+			t.Cleanup(func() {
+				if t.Failed() {
+					t.Logf("a's log:\n%s\nb's log:\n%s", a.h.logs.String(), b.h.logs.String())
+				}
+			})
+			t.Cleanup(func() { close(release) })
+			publish(t, b, "w-1", "T1", tc.text)
+			tc.shown(a.h)
+			a.crash()
+			for i, w := range tc.words {
+				publish(t, b, fmt.Sprintf("w-%d", i+2), "T1", w)
+			}
+			b.takeOver(t, a)
+			pollFor(t, "the message and the words accepted on the next holder", func() bool {
+				return b.h.e.convs.Outstanding() >= tc.accepted
+			})
+			release <- struct{}{}
+			b.h.rec.waitSend(t, tc.done)
+			if tc.after != "" {
+				b.h.rec.waitSend(t, tc.after)
+			}
+			b.h.waitIdle()
+			if n := len(b.h.rec.sends(tc.done)); n != 1 {
+				t.Errorf("the next holder answered %d times, want once:\n%s", n, dump(b.h.rec.snapshot()))
+			}
+			if asks := b.h.rec.kinds("ask"); len(asks) != 0 {
+				t.Errorf("the next holder posted a new prompt: %+v", asks)
+			}
+			for _, w := range tc.words {
+				if w != "and then this" && len(b.h.rec.sends("echo: "+w)) != 0 {
+					t.Errorf("%q ran as a message", w)
+				}
+			}
+			for _, gone := range []string{"no longer pending", "No permission request is pending", "nothing waits"} {
+				if got := b.h.rec.sends(gone); len(got) != 0 {
+					t.Errorf("the answer was refused: %q", got)
+				}
+			}
+			if tc.after != "" {
+				var order []string
+				for _, r := range b.h.rec.snapshot() {
+					if r.Kind == "send" && (strings.Contains(r.Text, tc.done) || strings.HasPrefix(r.Text, tc.after)) {
+						order = append(order, r.Text)
+					}
+				}
+				if len(order) != 2 || !strings.Contains(order[0], tc.done) {
+					t.Errorf("the message sent meanwhile did not wait behind the request: %q", order)
+				}
+			}
+			if v := storedApprovals(t, b); v != nil {
+				t.Errorf("the answered request is still kept in the cluster: %s", v)
+			}
+		})
+	}
+}
+
+// TestClusterRunApprovalStaysOnItsHost: a request made by a scheduled or
+// webhook run's turn does not travel with the binding (the run is settled
+// in the stream once journaled: no host is given it again to adopt what it
+// waits on). The thread is told so under the request, once, and nothing of
+// it is kept in the cluster; after the holder is killed the next holder
+// finds nothing pending for a press on the old prompt, and runs nothing
+// of the run.
+func TestClusterRunApprovalStaysOnItsHost(t *testing.T) {
+	srv := clustertest.Single(t)
+	clock := clustertest.NewClock()
+	a := startClusterHostOn(t, "a", srv.ClientURL(), clock)
+	b := startClusterHostOn(t, "b", srv.ClientURL(), clock)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("a's log:\n%s\nb's log:\n%s", a.h.logs.String(), b.h.logs.String())
+		}
+	})
+	ev, err := ingress.NewRun(ingress.Binding{Platform: "fake", Channel: "*"}, testRun("schedule:nightly@2026-03-10T01:30Z", "please [[TOOL:make deploy]]"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	if _, err := b.node.Publisher().Publish(ctx, ev); err != nil {
+		t.Fatalf("publishing the run: %v", err)
+	}
+	ask := waitAsk(t, a.h)
+	note := a.h.rec.waitSend(t, "comes from a scheduled or webhook run, which stays on host a")
+	if note.To.Channel != "C1" {
+		t.Errorf("the note went to %+v", note.To)
+	}
+	a.h.logs.WaitRecords(t, waitLimit, "Permission requested", 1)
+	run := platform.Target{Platform: "fake", Channel: "C1"} // the run's conversation: the channel's (no threads here)
+	if v, err := cluster.ApprovalsOf(a.node).Get(ctx, fakeAll, testConv(run)); err != nil || v != nil {
+		t.Errorf("the run's request was kept in the cluster: %s (%v)", v, err)
+	}
+	a.crash()
+	b.takeOver(t, a)
+	press, err := ingress.NewAction(ingress.Binding{Platform: "fake", Channel: "*"}, "press-run",
+		platform.Action{RequestID: ask.Prompt.RequestID, Choice: platform.ChoiceAllow, UserID: "alice", UserName: "alice",
+			Target: platform.Target{Platform: "fake", Channel: "C1", MessageID: "prompt"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.node.Publisher().Publish(ctx, press); err != nil {
+		t.Fatalf("publishing the press: %v", err)
+	}
+	b.h.rec.waitSend(t, "That permission request is no longer pending.")
+	b.h.waitIdle()
+	for _, s := range []string{"ran: make deploy", "still waits", "Scheduled: nightly"} {
+		if got := b.h.rec.sends(s); len(got) != 0 {
+			t.Errorf("the next holder took the run over: %q", got)
+		}
+	}
+	if n := len(a.h.rec.sends("stays on host a")); n != 1 {
+		t.Errorf("the note was posted %d times, want once", n)
 	}
 }

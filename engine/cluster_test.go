@@ -142,8 +142,8 @@ func runClusterEngine(t *testing.T, name string, h *harness, node **cluster.Node
 	if !h.cfg.real {
 		e.spawn, e.tx = h.fa.spawn, h.ft
 	}
-	e.convs.SetTestHooks(conv.TestHooks{StopAt: h.cfg.stopAt})
-	h.cfg.stopAt = nil
+	e.convs.SetTestHooks(conv.TestHooks{StopAt: h.cfg.stopAt, Looping: h.cfg.looping})
+	h.cfg.stopAt, h.cfg.looping = nil, nil
 	rec := newFakePlatform("fake")
 	rec.files = h.cfg.files
 	e.AddAdapter(richPlatform{rec})

@@ -51,6 +51,10 @@ type harnessConfig struct {
 	// stopAt is the engine's kill-point hook (Engine.stopAt); a restart
 	// does not keep it.
 	stopAt func(point string) bool
+	// looping is the conversations' hook before their goroutine takes
+	// its first work (conv.TestHooks.Looping); a cluster host's restart
+	// does not keep it.
+	looping func(key string)
 	// beforeTail is Engine.beforeTail; a restart does not keep it.
 	beforeTail func()
 	// tailAdded is Engine.tailAdded; a restart does not keep it.

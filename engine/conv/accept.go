@@ -25,9 +25,12 @@ func (s *Conversation) accept(m platform.Message, d Delivery, checks []string) (
 	var c control
 	refusal := "" // the command is refused: c is the notice that says so
 	switch {
-	case !isCmd && s.awaitText.Load() && len(m.Attachments) == 0 && s.gate.allows(m.UserID, approvers):
-		// The running turn waits on a question or a plan's feedback: the
-		// reply answers it.
+	case !isCmd && (s.awaitText.Load() || s.e.cluster.adopting.awaitsText(s.key, m.ID)) && len(m.Attachments) == 0 &&
+		s.gate.allows(m.UserID, approvers):
+		// The running turn waits on a question or a plan's feedback, or
+		// the turn of a message adopted from the binding's previous host
+		// is to wait on one (approvals.go: the reply is held for it like
+		// a press): the reply answers it.
 		name, c = "reply", control{kind: ctrlReply, text: m.Text, userName: orDefault(m.UserName, m.UserID), userID: m.UserID, msg: m}
 	case !isCmd:
 		return s.acceptItem(workItem{kind: itemTurn, msg: m, files: filesOf(m), dlv: d, checks: checks})
@@ -125,8 +128,14 @@ func (s *Conversation) acceptItem(it workItem) (platform.Result, error) {
 // turn ended): the sender's words run as the conversation's next turn
 // instead of being dropped. The message's own id was remembered as a
 // command's (acceptControl), so the turn is journaled under a derived one;
-// a redelivery of the message is still a duplicate of the command.
+// a redelivery of the message is still a duplicate of the command. A
+// reply that came before the turn of a message adopted from the binding's
+// previous host waits on its question or plan is held for that wait
+// instead (approvals.go).
 func (s *Conversation) replyAsTurn(c control) {
+	if heldForAdoption(s.e, s.key, c) {
+		return // for a question or plan adopted from the previous host (approvals.go)
+	}
 	m := c.msg
 	if m.Text == "" { // not from a thread message (a test's bare control)
 		s.chat.sendTo(c.to, render.NotWaiting)

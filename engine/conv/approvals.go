@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -33,7 +34,13 @@ import (
 //     message are adopted. Their ids are registered at once, so that a
 //     press on the old prompt, which reaches the new holder through the
 //     stream right behind the message, is taken (held until the turn
-//     waits: heldForAdoption); before the message runs, the turn waits
+//     waits: heldForAdoption). So are !allow, !deny, !skip and a reply in
+//     the thread to an adopted question or plan sent meanwhile (the
+//     accept path takes such a reply as an answer, as it does while a
+//     turn waits on one): the same gate at accept, and the wait's desk
+//     applies them as the host that asked would have; an ordinary
+//     message queues behind the adopted one. Before the message runs, the
+//     turn waits
 //     on them with no process, as after a restart (parkedWait), telling
 //     the thread that the request above still waits; then the message
 //     runs, and the repeated request (the same tool and input) is
@@ -181,6 +188,19 @@ func (a *adoptions) put(key string, ad *adoption) {
 	a.m[key] = ad
 }
 
+// get returns the adoption of key's message item, or nil; it stays.
+func (a *adoptions) get(key, item string) *adoption {
+	if a == nil {
+		return nil
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if ad := a.m[key]; ad != nil && ad.item == item {
+		return ad
+	}
+	return nil
+}
+
 // take removes and returns the adoption of key's message item, or nil.
 func (a *adoptions) take(key, item string) *adoption {
 	if a == nil {
@@ -198,8 +218,13 @@ func (a *adoptions) take(key, item string) *adoption {
 
 // hold keeps an answer to an adopted request that reached key's
 // conversation before its turn waits on it; false when c answers none.
+// A press names its request; a typed answer (!allow, !deny, !skip: no
+// id) and a reply in the thread are held when a request they may answer
+// waits, and the wait gives them to its desk as it would have taken them
+// itself (replayEarly), so that they answer what they would have
+// answered on the host that asked.
 func (a *adoptions) hold(key string, c control) bool {
-	if a == nil || c.kind != ctrlAnswer || c.requestID == "" {
+	if a == nil || (c.kind != ctrlAnswer && c.kind != ctrlReply) {
 		return false
 	}
 	a.mu.Lock()
@@ -209,12 +234,40 @@ func (a *adoptions) hold(key string, c control) bool {
 		return false
 	}
 	for _, r := range ad.waiting {
-		if r.Req.RequestID == c.requestID && r.Answer == nil {
-			ad.early = append(ad.early, c)
-			return true
+		if r.Answer != nil {
+			continue
 		}
+		if c.kind == ctrlReply && !awaitsText(r) || c.kind == ctrlAnswer && c.requestID != "" && r.Req.RequestID != c.requestID {
+			continue
+		}
+		ad.early = append(ad.early, c)
+		return true
 	}
 	return false
+}
+
+// awaitsText says whether message id, a reply in key's thread, answers a
+// request of its adoption: a question or a plan waits (what the desk's
+// setAwait says of a running turn), and id is not the message whose turn
+// asked it. The accept path takes such a reply as an answer, not as a
+// message to run.
+func (a *adoptions) awaitsText(key, id string) bool {
+	if a == nil {
+		return false
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	ad := a.m[key]
+	if ad == nil || ad.item == id {
+		return false
+	}
+	return slices.ContainsFunc(ad.waiting, func(r parkedRequest) bool { return r.Answer == nil && awaitsText(r) })
+}
+
+// awaitsText says whether a reply in the thread answers r: a question or
+// a plan (permissions.setAwait).
+func awaitsText(r parkedRequest) bool {
+	return r.Req.ToolName == "AskUserQuestion" || r.Req.ToolName == "ExitPlanMode"
 }
 
 // heldForAdoption says whether control c, an answer no running turn
@@ -283,12 +336,18 @@ func (st *Stream) Adopt(ctx context.Context, b binding.Key, m platform.Message, 
 // False: the message does not run here now (stopped: done; the binding
 // moved or this host stops: left for the next holder).
 func adoptWait(tr *turnRunner, it *workItem) bool {
-	ad := tr.e.cluster.adopting.take(tr.key, it.msg.ID)
+	ad := tr.e.cluster.adopting.get(tr.key, it.msg.ID)
 	if ad == nil {
 		return true
 	}
-	tr.shared.adopted(ad.waiting)
+	// The wait's desk first, then the adoption goes: a typed answer or a
+	// reply accepted meanwhile is held by the one or taken by the other,
+	// never run as a message (accept, hold).
 	w := newParkedWait(tr, *it, ad.waiting)
+	if t := tr.e.cluster.adopting.take(tr.key, it.msg.ID); t != nil {
+		ad = t
+	}
+	tr.shared.adopted(ad.waiting)
 	w.share = func(all []parkedRequest) { tr.shared.write(it.msg.ID, all) }
 	ok := replayEarly(w, ad.early)
 	if ok && len(w.perms.pending) > 0 {
@@ -342,13 +401,24 @@ func replayEarly(w *parkedWait, early []control) bool {
 
 // adoptedWaiting is what a recovered message's turn waits on when the
 // conversation's record holds nothing of it: what it waited on at the
-// host that served the binding after this one (Stream.Adopt), and the
-// answers that came meanwhile.
-func adoptedWaiting(tr *turnRunner, it workItem) ([]parkedRequest, []control) {
+// host that served the binding after this one (Stream.Adopt). The
+// adoption stays until adoptedEarly takes it, once the wait's desk takes
+// replies (so that none falls between the two and runs as a message).
+func adoptedWaiting(tr *turnRunner, it workItem) []parkedRequest {
+	ad := tr.e.cluster.adopting.get(tr.key, it.msg.ID)
+	if ad == nil {
+		return nil
+	}
+	return ad.waiting
+}
+
+// adoptedEarly takes the adoption of a recovered message, and returns the
+// answers that came before its turn waited.
+func adoptedEarly(tr *turnRunner, it workItem) []control {
 	ad := tr.e.cluster.adopting.take(tr.key, it.msg.ID)
 	if ad == nil {
-		return nil, nil
+		return nil
 	}
 	tr.shared.adopted(ad.waiting)
-	return ad.waiting, ad.early
+	return ad.early
 }

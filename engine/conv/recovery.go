@@ -214,7 +214,7 @@ func (tr *turnRunner) recover(it workItem) {
 	}
 	// On a cluster binding, what the turn waited on may have been kept
 	// in the cluster by a host that served it since (approvals.go).
-	adopted, early := adoptedWaiting(tr, it)
+	adopted := adoptedWaiting(tr, it)
 	if len(waiting) == 0 && !it.afterCrash {
 		waiting = adopted
 	}
@@ -224,6 +224,7 @@ func (tr *turnRunner) recover(it workItem) {
 			// The wait first: once the notice is read, the old prompt's
 			// buttons answer it and the conversation shows it waiting.
 			w := newParkedWait(tr, it, waiting)
+			early := adoptedEarly(tr, it)
 			w.share = func(all []parkedRequest) { tr.shared.write(it.msg.ID, all) }
 			tr.chat.send(fmt.Sprintf("cc-connect restarted. The request above (%s) still waits for an answer: the turn goes on once it has one.", orDefault(orDefault(perm, w.perms.first()), "a permission request")))
 			ok := replayEarly(w, early)
@@ -241,6 +242,7 @@ func (tr *turnRunner) recover(it workItem) {
 		it.answered, perm, withAnswers = waiting, "", true
 		interrupted = slices.ContainsFunc(waiting, func(r parkedRequest) bool { return r.Interrupted })
 	}
+	adoptedEarly(tr, it) // what no wait took: its answers were given
 	if perm != "" {
 		fmt.Fprintf(&note, "The permission request (%s) was cancelled by %s. ", perm, event)
 		tr.rb.update(func(r *Record) { r.PendingPermission = "" })

@@ -202,6 +202,9 @@ func (s *Conversation) notice(text string) bool {
 
 func (s *Conversation) loop() {
 	defer s.e.wg.Done()
+	if h := s.e.testHookLooping; h != nil {
+		h(s.key)
+	}
 	for {
 		it, ok := s.next()
 		if !ok {

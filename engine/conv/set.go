@@ -158,6 +158,11 @@ type TestHooks struct {
 	// Queued runs on the accept path right after an item joined the FIFO
 	// and the mailbox's lock was released.
 	Queued func()
+	// Looping runs on a conversation's goroutine before it takes its
+	// first work: holding it there, a test has work arrive in the order
+	// it needs before the goroutine looks (a control before the message
+	// queued ahead of it).
+	Looping func(key string)
 	// BusyChanged runs after every change of the outstanding work's count
 	// (busy.go), with its lock released.
 	BusyChanged func(delta, n int)
@@ -222,6 +227,9 @@ type Set struct {
 	// right after an item joined the FIFO and the mailbox's lock was
 	// released.
 	testHookQueued func()
+	// testHookLooping, when set (tests only), runs on a conversation's
+	// goroutine before it takes its first work.
+	testHookLooping func(key string)
 }
 
 // NewSet makes a Set; it reads no file and starts nothing.
@@ -270,6 +278,9 @@ func (e *Set) SetTestHooks(h TestHooks) {
 	}
 	if h.Queued != nil {
 		e.testHookQueued = h.Queued
+	}
+	if h.Looping != nil {
+		e.testHookLooping = h.Looping
 	}
 	if h.CompactBytes != 0 {
 		e.jrs.compactBytes = h.CompactBytes

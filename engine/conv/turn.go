@@ -1,6 +1,7 @@
 package conv
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -629,7 +630,14 @@ func (tr *turnRunner) attempt(it workItem) outcome {
 		live: newLive(tr.chat, tr.log, tr.rb.sessionID, tr.binding().Progress, tr.e.opts.StallNotice, tr.e.opts.MaxTurnTime, posted)}
 	t.live.act = tr.act
 	t.live.noteBackground(background(proc)) // what earlier turns left running
+	runNoted := false
 	t.perms.ring = func(tool string) {
+		if tr.shared != nil && it.run != nil && !runNoted {
+			// A run's requests do not travel (approvals.go): say so
+			// where they are answered, once per turn.
+			runNoted = true
+			tr.chat.send(render.RunRequestStays(cmp.Or(tr.e.cluster.Host, "?")))
+		}
 		what := "Claude asks for your permission above."
 		if tool == "AskUserQuestion" {
 			what = "Claude asks you a question above."
@@ -638,7 +646,9 @@ func (tr *turnRunner) attempt(it workItem) outcome {
 	}
 	t.perms.remindRing = func(what string) { tr.team.ringApprovers(it.msg, what) }
 	t.perms.preset = it.answered
-	if tr.shared != nil {
+	if tr.shared != nil && it.run == nil {
+		// A run's are not kept: it is settled in the stream once
+		// journaled, so no host is given it again to adopt them.
 		t.perms.share = func() { tr.shared.write(it.msg.ID, travelling(t.perms, it.msg.ID)) }
 	}
 	events := at.Events()

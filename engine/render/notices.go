@@ -66,6 +66,18 @@ func StillWaits(what string) string {
 	return "The request above (" + what + ") still waits for an answer: the turn goes on here once it has one."
 }
 
+// RunRequestStays tells the thread, under the first request a scheduled
+// or webhook run's turn makes on a cluster binding, that it does not
+// travel with the binding as a person's does: the run was settled in the
+// cluster's stream when host journaled it, so no other host is given it
+// again to adopt what it waits on.
+func RunRequestStays(host string) string {
+	return "This request comes from a scheduled or webhook run, which stays on host " + host +
+		": answer it while that host serves this channel. If it stops first, the request does not move to the host " +
+		"that takes the channel over (an answer there finds nothing pending), and the run does not go on there: " +
+		"start it again if it is still needed."
+}
+
 // Late tells the sender of a message (text) that came after a later
 // message of the conversation had started; then is Queued's text, or
 // RunsNow.
