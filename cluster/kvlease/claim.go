@@ -141,7 +141,7 @@ func (c *Claim) run(ctx context.Context) {
 			return
 		}
 		c.set(f)
-		c.m.event(Event{Key: c.key, Kind: Acquired, Revision: f.Revision(), Holder: c.m.me.host})
+		c.m.event(Event{Key: c.key, Kind: Acquired, Revision: f.Revision(), Holder: c.m.me.host, Took: f.took})
 		how := c.hold(ctx, f)
 		c.set(nil)
 		switch how {
@@ -274,8 +274,26 @@ func (c *Claim) acquire(ctx context.Context, o observation) (*Fence, error) {
 	}
 	m.learn(c.key, rev, v)
 	f := newFence(c.key, v.tenureAt(rev), rev, sent.Add(m.o.TTL-c.margin()), m.clock)
-	m.log.Info("Lease acquired", "lease", c.key, "role", c.role.String(), "token", f.Token(), "revision", rev)
+	f.took = took(o.val, m.me)
+	m.log.Info("Lease acquired", "lease", c.key, "role", c.role.String(), "token", f.Token(), "revision", rev,
+		"took", string(f.took))
 	return f, nil
+}
+
+// took says what the key held, v as observed, when this host (me) took
+// it: the log tells a hand-over from a takeover after an expiry.
+func took(v *Value, me identity) Took {
+	switch {
+	case v == nil:
+		return TookNew
+	case v.heldBy(me):
+		return TookOwn
+	case v.free() && v.HandOver:
+		return TookHandedOver
+	case v.free():
+		return TookReleased
+	}
+	return TookExpired
 }
 
 type holdEnd int

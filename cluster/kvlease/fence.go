@@ -15,6 +15,7 @@ type Fence struct {
 	key   string
 	token uint64
 	clock Clock
+	took  Took // what the key held when taken; set before the fence is shared
 
 	mu       sync.Mutex // guards the fields below
 	rev      uint64     // the key's revision as last written by us

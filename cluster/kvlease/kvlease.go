@@ -108,7 +108,21 @@ type Event struct {
 	Revision uint64
 	Holder   string    // for Observed: who holds it now ("" free)
 	Until    time.Time // for Waiting
+	Took     Took      // for Acquired: what the key held when taken
 }
+
+// Took says what a lease key held when this host took it: whether the
+// host waited for another's lease to expire, or was handed it.
+type Took string
+
+// What a key held when it was taken.
+const (
+	TookNew        Took = "new"         // nothing: never written, or deleted
+	TookOwn        Took = "own"         // this host's own earlier tenure
+	TookHandedOver Took = "handed_over" // released on purpose for the next holder (HandOver)
+	TookReleased   Took = "released"    // released without a hand-over
+	TookExpired    Took = "expired"     // another host's, unchanged for a whole TTL
+)
 
 // Manager takes part in the elections of one host. Claims register the
 // keys it contends for; Run does the work.

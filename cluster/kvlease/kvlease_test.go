@@ -229,6 +229,11 @@ func TestHandOverIsTakenByTheStandbysInRank(t *testing.T) {
 			if fb.Check() != nil {
 				t.Fatal("b's fence does not hold")
 			}
+			// The take says it was handed over (a host's log tells a
+			// hand-over from a takeover after an expiry by it).
+			if e, _ := b.log.waitFor(t, 0, "b acquired", kind(Acquired, key)); e.Took != TookHandedOver {
+				t.Errorf("b took the handed-over lease as %q, want %q", e.Took, TookHandedOver)
+			}
 			if cc.Current() != nil {
 				t.Error("the second standby holds the lease too")
 			}
@@ -256,9 +261,12 @@ func TestStandbysRaceOneWins(t *testing.T) {
 	b.log.waitFor(t, 0, "b decided", decided)
 	c.log.waitFor(t, 0, "c decided", decided)
 	won := 0
-	for _, cl := range []*Claim{bc, cc} {
+	for i, cl := range []*Claim{bc, cc} {
 		if cl.Current() != nil {
 			won++
+			if e, _ := []*testHost{b, c}[i].log.waitFor(t, 0, "acquired", kind(Acquired, key)); e.Took != TookExpired {
+				t.Errorf("the winner took the expired lease as %q, want %q", e.Took, TookExpired)
+			}
 		}
 	}
 	if won != 1 {

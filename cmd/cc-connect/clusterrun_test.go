@@ -296,6 +296,57 @@ func makeHolder(t, top *testing.T, want *clusterMember, hosts ...*clusterMember)
 	h.p.waitErr(t, "Joined the cluster")
 }
 
+// slowTurnOn starts a [[SLOW]] turn, text, on want in a new thread: the
+// set-up of a subtest about what befalls a holder mid-turn. makeHolder
+// gives want the binding and a mention starts the turn; but a starved
+// renewal in the gap between the two can move the binding again, and the
+// turn then runs on another host (where [[SLOW]] may end at once), or on
+// want and then again on the next holder. The set-up is then made anew,
+// in a new thread and with a text of its own, until the turn runs on
+// want alone while the hosts' logs show want holding. It returns the
+// thread and the text the turn was sent with; root is the first try's
+// thread, a later try's is root's second plus 1000 per try.
+func slowTurnOn(t, top *testing.T, want *clusterMember, f *fakeslack.Server, root, text string, hosts ...*clusterMember) (ts, sent string) {
+	t.Helper()
+	sec, err := strconv.ParseInt(strings.TrimSuffix(root, ".000100"), 10, 64)
+	if err != nil || !strings.HasSuffix(root, ".000100") {
+		t.Fatalf("root %q is not <seconds>.000100", root)
+	}
+	const tries = 5
+	for try := range tries {
+		ts, sent = fmt.Sprintf("%d.000100", sec+1000*int64(try)), text
+		if try > 0 {
+			sent = fmt.Sprintf("%s (set-up #%d)", text, try+1)
+		}
+		makeHolder(t, top, want, hosts...)
+		f.DeliverMention(t, fakeslack.MsgEvent("C1", ts, "U1", "<@UBOT> [[SLOW]] "+sent, nil))
+		elsewhere := func() *clusterMember {
+			for _, h := range hosts {
+				if h != want && h.ran(t, sent) > 0 {
+					return h
+				}
+			}
+			return nil
+		}
+		waitFile(t, "the turn running on a host", func() bool { return want.ran(t, sent) > 0 || elsewhere() != nil })
+		if h := elsewhere(); h != nil {
+			t.Logf("set-up #%d: the turn ran on %s, not %s (a starved renewal moved the binding): again, in a new thread", try+1, h.name, want.name)
+			continue
+		}
+		if h := holder(hosts...); h != want {
+			name := "no live host"
+			if h != nil {
+				name = h.name
+			}
+			t.Logf("set-up #%d: %s ran the turn but the logs show %s holding the binding: again, in a new thread", try+1, want.name, name)
+			continue
+		}
+		return ts, sent
+	}
+	t.Fatalf("in %d set-ups the binding did not stay with %s long enough to start a turn there", tries, want.name)
+	return "", ""
+}
+
 func TestClusterOfThreeBinaries(t *testing.T) {
 	t.Parallel()
 	nc := clustertest.StartCluster(t, 3)
@@ -396,20 +447,18 @@ func TestClusterOfThreeBinaries(t *testing.T) {
 	})
 
 	t.Run("an owner cut off from NATS mid-turn answers nothing; the standby finishes", func(t *testing.T) {
-		const ts = "1700000004.000100"
-		makeHolder(t, top, a, hosts...)
-		f.DeliverMention(t, fakeslack.MsgEvent("C1", ts, "U1", "<@UBOT> [[SLOW]] cut off", nil))
-		waitFile(t, "the owner running the turn", func() bool { return a.ran(t, "cut off") == 1 })
+		ts, cutOff := slowTurnOn(t, top, a, f, "1700000004.000100", "cut off", hosts...)
+		reply := func(n int) string { return fmt.Sprintf("%s.000%d00", strings.TrimSuffix(ts, ".000100"), n) }
 		for _, p := range proxies {
 			p.Cut()
 			defer p.Heal()
 		}
-		f.Deliver(t, fakeslack.MsgEvent("C1", "1700000004.000200", "U1", "after the cut", map[string]any{"thread_ts": ts}))
+		f.Deliver(t, fakeslack.MsgEvent("C1", reply(2), "U1", "after the cut", map[string]any{"thread_ts": ts}))
 		waitEchoes(t, f, ts, []string{"[chunk ", "after the cut"})
 		f.WaitPost(t, "the moved notice", func(m fakeslack.Message) bool {
 			return m.ThreadTS == ts && strings.Contains(m.Text, "moved to host b")
 		})
-		if n := b.ran(t, "cut off"); n != 1 {
+		if n := b.ran(t, cutOff); n != 1 {
 			t.Errorf("the standby ran the cut turn %d times", n)
 		}
 		served := a.tenures()
@@ -418,7 +467,7 @@ func TestClusterOfThreeBinaries(t *testing.T) {
 		}
 		// Healed, a does not take the binding back (unless b, starved,
 		// let its lease lapse: then a served again, in a new tenure).
-		f.Deliver(t, fakeslack.MsgEvent("C1", "1700000004.000300", "U1", "healed", map[string]any{"thread_ts": ts}))
+		f.Deliver(t, fakeslack.MsgEvent("C1", reply(3), "U1", "healed", map[string]any{"thread_ts": ts}))
 		waitEchoes(t, f, ts, []string{"[chunk ", "after the cut", "healed"})
 		back := false
 		if n := a.ran(t, "healed") + a.ran(t, "after the cut"); n != 0 {
@@ -438,19 +487,16 @@ func TestClusterOfThreeBinaries(t *testing.T) {
 	})
 
 	t.Run("kill -9 of the holder mid-turn: the owner takes it back and finishes", func(t *testing.T) {
-		const ts = "1700000005.000100"
 		a.setRelease(t, true)
 		b.setRelease(t, false)
-		makeHolder(t, top, b, hosts...)
-		f.DeliverMention(t, fakeslack.MsgEvent("C1", ts, "U1", "<@UBOT> [[SLOW]] killed", nil))
-		waitFile(t, "the standby running the turn", func() bool { return b.ran(t, "killed") == 1 })
+		ts, killed := slowTurnOn(t, top, b, f, "1700000005.000100", "killed", hosts...)
 		if err := b.p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
 		<-b.p.exited
-		f.Deliver(t, fakeslack.MsgEvent("C1", "1700000005.000200", "U1", "after the kill", map[string]any{"thread_ts": ts}))
+		f.Deliver(t, fakeslack.MsgEvent("C1", strings.TrimSuffix(ts, ".000100")+".000200", "U1", "after the kill", map[string]any{"thread_ts": ts}))
 		waitEchoes(t, f, ts, []string{"[chunk ", "after the kill"})
-		if n := a.ran(t, "killed"); n != 1 {
+		if n := a.ran(t, killed); n != 1 {
 			t.Errorf("the owner ran the killed turn %d times", n)
 		}
 	})

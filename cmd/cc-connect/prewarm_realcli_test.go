@@ -65,10 +65,11 @@ func TestRealCLIRunSpare(t *testing.T) {
 	}
 }
 
-// waitErrCount waits until stderr holds want n times.
+// waitErrCount waits until stderr holds want n times, bounded, like
+// waitErr, by the run's deadline.
 func (p *process) waitErrCount(t *testing.T, want string, n int) {
 	t.Helper()
-	deadline := time.After(60 * time.Second)
+	deadline := time.After(testenv.HangLimit(t, 60*time.Second))
 	for strings.Count(p.stderr.String(), want) < n {
 		select {
 		case <-p.errLn:
