@@ -249,8 +249,22 @@ func TestClusterThreadMovedBackToAWarmProcess(t *testing.T) {
 // That turn is the older context's: the newer transcript is placed only
 // once it ended and its process exited, so the third turn resumes b's
 // context whole, in a new process, with no line of the older process
-// after it.
+// after it. When the transcript cannot be written then (a link where it
+// goes), the thread, told it continues with its history, is told it goes
+// on in this host's own session.
 func TestClusterThreadMovedBackOverATurnOfTheOlderProcess(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		link bool // a's transcript is a link when the newer one is placed: refused
+	}{
+		{name: "placed"},
+		{name: "not written", link: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) { movedBackOverATurnOfTheOlderProcess(t, tc.link) })
+	}
+}
+
+func movedBackOverATurnOfTheOlderProcess(t *testing.T, link bool) {
 	srv := clustertest.Single(t)
 	proxy := clustertest.NewProxy(t, strings.TrimPrefix(srv.ClientURL(), "nats://"))
 	clock := clustertest.NewClock()
@@ -321,6 +335,25 @@ func TestClusterThreadMovedBackOverATurnOfTheOlderProcess(t *testing.T) {
 		}
 		return false
 	})
+	if link {
+		// Where the newer transcript goes, a link to a copy of a's own:
+		// the older process appends through it, and placing is refused.
+		path := transcriptPath(t, ra.configDir, sid)
+		own, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		elsewhere := filepath.Join(t.TempDir(), "own.jsonl")
+		if err := os.WriteFile(elsewhere, own, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Remove(path); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(elsewhere, path); err != nil {
+			t.Fatal(err)
+		}
+	}
 	// Only now does the older process write its turn's answer.
 	if err := os.WriteFile(ownGate, nil, 0o600); err != nil {
 		t.Fatal(err)
@@ -339,6 +372,24 @@ func TestClusterThreadMovedBackOverATurnOfTheOlderProcess(t *testing.T) {
 	}
 	if onA[1].SessionID != sid {
 		t.Errorf("a ran the third turn in session %s; want b's session %s", onA[1].SessionID, sid)
+	}
+	if link {
+		// The notice that it moved with its history, then what became of it.
+		var order []string
+		for _, r := range a.h.rec.snapshot() {
+			switch {
+			case r.Kind != "send":
+			case strings.Contains(r.Text, "moved to host a"):
+				order = append(order, "moved")
+			case strings.Contains(r.Text, "history from host b could not be used here, because its history could not be written on this host: "+
+				"it continues in this host's own Claude session, which does not hold what was said on host b."):
+				order = append(order, "not used")
+			}
+		}
+		if strings.Join(order, "|") != "moved|not used" {
+			t.Errorf("a told the thread %q; want that it moved, then that b's history could not be used:\n%s", order, dump(a.h.rec.snapshot()))
+		}
+		return
 	}
 	// The transcript the third turn resumed: b's context whole, then the
 	// third turn, and nothing the older process wrote.
@@ -361,6 +412,23 @@ func TestClusterThreadMovedBackOverATurnOfTheOlderProcess(t *testing.T) {
 	if len(moved) != 1 || !strings.Contains(moved[0], "It continues in the same Claude session, with the conversation's history.") {
 		t.Errorf("a told the thread %d times it moved, want once, with its history:\n%s", len(moved), dump(a.h.rec.snapshot()))
 	}
+}
+
+// transcriptPath is where the fake claude keeps session sid's transcript
+// under the Claude config dir.
+func transcriptPath(t *testing.T, configDir, sid string) string {
+	t.Helper()
+	var out string
+	err := filepath.WalkDir(configDir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Name() == sid+".jsonl" {
+			out = p
+		}
+		return nil
+	})
+	if err != nil || out == "" {
+		t.Fatalf("no transcript of session %s under %s: %v", sid, configDir, err)
+	}
+	return out
 }
 
 // transcriptLine is what a test reads of a fake claude's transcript line.
