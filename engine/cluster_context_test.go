@@ -327,14 +327,8 @@ func movedBackOverATurnOfTheOlderProcess(t *testing.T, link bool) {
 	a.takeOver(t, b)
 	a.h.logs.WaitRecords(t, waitLimit, "Serving a cluster binding", 2) // the first tenure, then this one
 	publish(t, a, "o-3", "T1", "turn three")
-	pollFor(t, "the third turn journaled on a", func() bool {
-		for _, en := range a.h.e.convs.Lookup(key).Pending() {
-			if en.ID == "o-3" {
-				return true
-			}
-		}
-		return false
-	})
+	// Journaled, and the thread's notice that it moved queued.
+	a.accepted.wait(t, "o-3")
 	if link {
 		// Where the newer transcript goes, a link to a copy of a's own:
 		// the older process appends through it, and placing is refused.
