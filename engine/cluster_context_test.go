@@ -367,6 +367,9 @@ func movedBackOverATurnOfTheOlderProcess(t *testing.T, link bool) {
 	if onA[1].SessionID != sid {
 		t.Errorf("a ran the third turn in session %s; want b's session %s", onA[1].SessionID, sid)
 	}
+	if n := len(a.h.rec.sends("background task: ")); n != 1 {
+		t.Errorf("a posted the older process's own turn %d times, want once:\n%s", n, dump(a.h.rec.snapshot()))
+	}
 	if link {
 		// The notice that it moved with its history, then what became of it.
 		var order []string
