@@ -60,7 +60,7 @@ func TestLeaseMovesArePublished(t *testing.T) {
 		node = n
 		sctx, stop := context.WithCancel(context.Background())
 		done := make(chan error, 1)
-		go func() { done <- n.ServeBinding(sctx, fakeAll, testLink{ci}) }()
+		go func() { done <- n.ServeBinding(sctx, fakeAll, testLink{ci: ci}) }()
 		var once sync.Once
 		halt := func() { once.Do(func() { stop(); <-done }) }
 		t.Cleanup(halt)

@@ -46,9 +46,11 @@ type clusterHost struct {
 	clock  *clustertest.Clock
 	leases *clustertest.Leases // the node's lease events
 	ci     *ClusterIngress
-	stop   context.CancelFunc
-	done   chan error
-	halted sync.Once
+	// accepted are the messages its ingress returned from.
+	accepted *acceptedEvents
+	stop     context.CancelFunc
+	done     chan error
+	halted   sync.Once
 }
 
 // halt stops serving the binding (the engine keeps running) and waits.
@@ -110,8 +112,9 @@ func startClusterHostWithOn(t *testing.T, name, url string, clock *clustertest.C
 	node := startClusterNode(t, s, clock, leases)
 	nh, ci := runClusterEngine(t, name, h, &node)
 	sctx2, stop := context.WithCancel(context.Background())
-	ch := &clusterHost{name: name, h: nh, node: node, settings: s, clock: clock, leases: leases, ci: ci, stop: stop, done: make(chan error, 1)}
-	go func() { ch.done <- node.ServeBinding(sctx2, fakeAll, testLink{ci}) }()
+	ch := &clusterHost{name: name, h: nh, node: node, settings: s, clock: clock, leases: leases, ci: ci, accepted: newAcceptedEvents(),
+		stop: stop, done: make(chan error, 1)}
+	go func() { ch.done <- node.ServeBinding(sctx2, fakeAll, testLink{ci: ci, accepted: ch.accepted}) }()
 	t.Cleanup(ch.halt)
 	return ch
 }
@@ -172,7 +175,7 @@ func restartClusterHost(t *testing.T, c *clusterHost) *clusterHost {
 	ctx, stop := context.WithCancel(context.Background())
 	nc := &clusterHost{name: c.name, h: nh, node: c.node, settings: c.settings, clock: c.clock, leases: c.leases, ci: ci, stop: stop,
 		done: make(chan error, 1)}
-	go func() { nc.done <- c.node.ServeBinding(ctx, fakeAll, testLink{ci}) }()
+	go func() { nc.done <- c.node.ServeBinding(ctx, fakeAll, testLink{ci: ci}) }()
 	t.Cleanup(nc.halt)
 	return nc
 }
@@ -373,7 +376,7 @@ func restartKilled(t *testing.T, c *clusterHost) *clusterHost {
 	ctx, stop := context.WithCancel(context.Background())
 	nc := &clusterHost{name: c.name, h: nh, node: node, settings: c.settings, clock: c.clock, leases: leases, stop: stop,
 		done: make(chan error, 1)}
-	go func() { nc.done <- node.ServeBinding(ctx, fakeAll, testLink{ci}) }()
+	go func() { nc.done <- node.ServeBinding(ctx, fakeAll, testLink{ci: ci}) }()
 	t.Cleanup(nc.halt)
 	return nc
 }

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"testing"
+	"time"
 
 	"github.com/cc-connect/cc-connect/binding"
 	"github.com/cc-connect/cc-connect/cluster"
@@ -16,7 +19,53 @@ import (
 // testLink is the engine's ingress as the cluster's handler, for these
 // tests: what package clusterlink does for the binary, which imports the
 // engine and so cannot serve the engine's own tests.
-type testLink struct{ ci *ClusterIngress }
+type testLink struct {
+	ci       *ClusterIngress
+	accepted *acceptedEvents // nil: not told
+}
+
+// acceptedEvents are the messages a host's ingress returned from (their
+// event journaled, settled or refused), for a test to wait on.
+type acceptedEvents struct {
+	mu   sync.Mutex
+	ids  map[string]bool
+	wake chan struct{} // closed and renewed when one is added
+}
+
+func newAcceptedEvents() *acceptedEvents {
+	return &acceptedEvents{ids: map[string]bool{}, wake: make(chan struct{})}
+}
+
+func (a *acceptedEvents) add(id string) {
+	if a == nil {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.ids[id] = true
+	close(a.wake)
+	a.wake = make(chan struct{})
+}
+
+// wait waits until the ingress returned from message id's event.
+func (a *acceptedEvents) wait(t *testing.T, id string) {
+	t.Helper()
+	limit := time.NewTimer(waitLimit)
+	defer limit.Stop()
+	for {
+		a.mu.Lock()
+		done, wake := a.ids[id], a.wake
+		a.mu.Unlock()
+		if done {
+			return
+		}
+		select {
+		case <-wake:
+		case <-limit.C:
+			t.Fatalf("timed out waiting for the ingress to take message %s", id)
+		}
+	}
+}
 
 func (l testLink) Accept(ctx context.Context, d *ingress.Delivery) (ingress.Result, error) {
 	ev := ClusterEvent{Binding: binding.Key{Platform: d.Event.Binding.Platform, Channel: d.Event.Binding.Channel}}
@@ -32,6 +81,9 @@ func (l testLink) Accept(ctx context.Context, d *ingress.Delivery) (ingress.Resu
 		ev.Run = &r
 	}
 	out, err := l.ci.Accept(ctx, ev, testDelivery{d})
+	if ev.Message != nil {
+		l.accepted.add(ev.Message.ID)
+	}
 	switch {
 	case errors.Is(err, ErrUnknownEvent):
 		return 0, fmt.Errorf("%w: %v", ingress.ErrPoison, err)

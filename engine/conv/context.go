@@ -2,6 +2,7 @@ package conv
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -144,9 +145,12 @@ func readUpTo(path string, limit int64) ([]byte, error) {
 // its own session unless another host answered it since: the replicated
 // context is another host's and holds what this host's transcript of
 // that session does not (behind). Then it is restored over this host's
-// record the same way, and its live process, which holds the older
-// context, is closed (ctrlRestored). When it cannot be (the workspace is
-// not at the same path here, say), the conversation goes on in its own
+// record the same way; for a conversation in memory, whose process holds
+// the older context and may still write to that session's transcript,
+// restored says it will be: the conversation's goroutine places it
+// between turns, once that process has exited (placeRestored), and tells
+// the thread if it then cannot. When it cannot be (the workspace is not
+// at the same path here, say), the conversation goes on in its own
 // session, as before: why is "" then.
 func (st *Stream) Restore(ctx context.Context, b binding.Binding, to platform.Target) (restored bool, why string) {
 	e := st.e
@@ -210,7 +214,7 @@ func (st *Stream) behind(c Context) bool {
 
 // restore writes c where this host's CLI looks for it and records its
 // session for the conversation at to: over this host's own record when
-// known.
+// known; a known conversation in memory is handed c to place itself.
 func (st *Stream) restore(log *slog.Logger, b binding.Binding, to platform.Target, c Context, known bool) (restored bool, why string) {
 	e := st.e
 	key := Key(to)
@@ -223,19 +227,22 @@ func (st *Stream) restore(log *slog.Logger, b binding.Binding, to platform.Targe
 	if fi, err := os.Stat(c.Workspace); err != nil || !fi.IsDir() {
 		return false, fmt.Sprintf("its workspace %s does not exist on this host", c.Workspace)
 	}
+	if s := e.live(key); known && s != nil {
+		// Its process may still write to this session's transcript (a
+		// turn ending, one the CLI starts by itself when a background
+		// task ends): its goroutine places the transcript once no turn
+		// runs and that process has exited, then records the session,
+		// before the message it runs next (placeRestored).
+		if !s.mb.pushControl(control{kind: ctrlRestored, restore: &c, to: s.to}) {
+			return false, "its conversation on this host is stuck"
+		}
+		log.Info("Taking over the conversation with its replicated context, over this host's older record, once its process has exited",
+			"session_id", c.SessionID, "transcript_bytes", len(c.Transcript), "answered_by", c.Host)
+		return true, ""
+	}
 	if err := e.host.Transcripts().Place(c.Workspace, c.SessionID, c.Transcript, known); err != nil {
 		log.Warn("Writing the conversation's replicated transcript failed; it starts a new session", "session_id", c.SessionID, "error", err)
 		return false, "its history could not be written on this host"
-	}
-	if s := e.live(key); known && s != nil {
-		// Its goroutine closes the process that holds the older context
-		// and records the session, before the message it runs next.
-		if !s.mb.pushControl(control{kind: ctrlRestored, text: c.SessionID, to: s.to}) {
-			return false, "its conversation on this host is stuck"
-		}
-		log.Info("Took over the conversation with its replicated context, over this host's older record", "session_id", c.SessionID,
-			"transcript_bytes", len(c.Transcript), "answered_by", c.Host)
-		return true, ""
 	}
 	rec := Record{Key: key, Platform: to.Platform, Channel: to.Channel, Thread: to.Thread}
 	if known {
@@ -252,4 +259,53 @@ func (st *Stream) restore(log *slog.Logger, b binding.Binding, to platform.Targe
 	log.Info("Took over the conversation with its replicated context", "session_id", c.SessionID, "transcript_bytes", len(c.Transcript),
 		"answered_by", c.Host, "over_own_record", known)
 	return true, ""
+}
+
+// placeRestored places the context another host replicated, which
+// Stream.Restore took over for this live conversation (tr.restoring), on
+// the conversation's goroutine while no turn runs: first the process that
+// holds the older context is closed and waited for (it writes to the same
+// session's transcript), then the transcript is written over this host's
+// and the record names its session, so the next turn resumes it. The
+// thread was told the conversation continues with its history; when that
+// cannot be, it is told it goes on in this host's own session. It needs
+// only the conversation's parts: a function, not one more method.
+func placeRestored(s *Conversation) {
+	c := *s.tr.restoring
+	s.tr.restoring = nil
+	if proc := s.agent.Live(); proc != nil {
+		s.log.Info("Closing the agent process: another host answered the conversation since, and its context was restored",
+			"session_id", s.rb.sessionID(), "restored_session_id", c.SessionID)
+		s.agent.Close()
+		select {
+		case <-proc.Done():
+		default:
+			s.log.Error("The replicated context is not placed: the process holding the older context outlived its close, and may still write",
+				"session_id", c.SessionID, "pid", proc.Pid())
+			restoreFailed(s, c, "the process that held its older context on this host did not exit")
+			return
+		}
+	}
+	if err := s.e.host.Transcripts().Place(c.Workspace, c.SessionID, c.Transcript, true); err != nil {
+		s.log.Warn("Writing the conversation's replicated transcript failed; it goes on in this host's own session",
+			"session_id", c.SessionID, "error", err)
+		restoreFailed(s, c, "its history could not be written on this host")
+		return
+	}
+	s.rb.update(func(r *Record) { r.SessionID, r.NewSessionID = c.SessionID, "" })
+	if s.tr.rep != nil {
+		// What this host replicated last is not the start of this
+		// transcript: the next replication sends it whole.
+		s.tr.rep.sid = ""
+	}
+	s.log.Info("Took over the conversation with its replicated context, over this host's older record", "session_id", c.SessionID,
+		"transcript_bytes", len(c.Transcript), "answered_by", c.Host)
+}
+
+// restoreFailed tells the thread, told before that the conversation moved
+// here with its history, that it goes on without what host c.Host
+// answered: in this host's own session.
+func restoreFailed(s *Conversation, c Context, why string) {
+	s.chat.send(fmt.Sprintf("This conversation's history from host %s could not be used here, because %s: "+
+		"it continues in this host's own Claude session, which does not hold what was said on host %s.", cmp.Or(c.Host, "?"), why, cmp.Or(c.Host, "?")))
 }

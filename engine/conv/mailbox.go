@@ -124,7 +124,7 @@ const (
 	ctrlCommand                  // a command that acts at once (!status, !model…)
 	ctrlReply                    // a reply in the thread to a question or a plan waiting for it (text)
 	ctrlFence                    // the binding's cluster lease was lost: stop the running turn unanswered
-	ctrlRestored                 // another host's newer replicated context was restored (text: its session): resume it
+	ctrlRestored                 // another host's newer replicated context (restore) is to replace this host's: placed once no turn runs
 )
 
 // control reaches a session's goroutine without queueing behind turns.
@@ -141,6 +141,7 @@ type control struct {
 	msg       platform.Message
 	cmd       string // ctrlCommand: its name, and its arguments in args
 	args      string
+	restore   *Context // ctrlRestored
 }
 
 // controlLimit bounds the control lane: past it the conversation's

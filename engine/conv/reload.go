@@ -88,7 +88,7 @@ func (s *Conversation) retireIfStale() bool {
 	if !ok {
 		return false
 	}
-	if _, n, _ := s.mb.snapshot(); n > 0 {
+	if _, n, _ := s.mb.snapshot(); n > 0 || s.tr.restoring != nil {
 		return false
 	}
 	s.tr.tail.wait() // its ack goes in the journal closed below

@@ -72,7 +72,13 @@ func (tr *turnRunner) postReply(it workItem, out outcome) {
 	// its answer is replicated then, before the reply, so that a host
 	// killed before the post leaves the binding's next holder the reply
 	// (pendingreply.go) and the context it belongs to.
-	replicate := func() { tr.rep.replicate(tr.e.bg, tr.e.host.Transcripts(), rec.SessionID, tr.ws) }
+	replicate := func() {
+		// A turn of the older context, run while a newer one waits to be
+		// placed, is not replicated over the newer one.
+		if tr.restoring == nil {
+			tr.rep.replicate(tr.e.bg, tr.e.host.Transcripts(), rec.SessionID, tr.ws)
+		}
+	}
 	if !tr.settleFirst(it, final, replicate) {
 		return
 	}

@@ -265,6 +265,12 @@ func (s *Conversation) next() (workItem, bool) {
 			s.mb.counted(-1)
 			continue
 		}
+		if s.tr.restoring != nil {
+			// No turn runs here: the newer context taken over goes in
+			// before anything else runs (context.go).
+			placeRestored(s)
+			continue
+		}
 		if it, ok := s.mb.peek(); ok && len(it.checks) > 0 {
 			// Read back from the platform before it runs (checks.go);
 			// one that ran before a restart was checked then.
@@ -434,26 +440,14 @@ func (s *Conversation) handleControl(c control) {
 	case ctrlFence:
 		// Nothing runs: what is queued is checked before it runs.
 	case ctrlRestored:
-		resumeRestored(s, c.text)
+		// Placed by next once no turn runs (context.go): a running turn
+		// is the older context's, and its process still writes.
+		if st, _, _ := s.mb.snapshot(); st != stateIdle {
+			s.log.Info("A restored context reached a running turn; it is placed once the turn ends and its process has exited",
+				"session_id", s.rb.sessionID(), "restored_session_id", c.restore.SessionID)
+		}
+		s.tr.restoring = c.restore
 	}
-}
-
-// resumeRestored makes conversation s resume session sid, whose
-// transcript another host answered in since this host's last turn and
-// which Stream.Restore wrote here: the live process holds the older
-// context, so it is closed, and the next turn resumes sid from its
-// transcript.
-func resumeRestored(s *Conversation, sid string) {
-	if st, _, _ := s.mb.snapshot(); st != stateIdle {
-		// Not while a turn runs (its process ends with it): the next
-		// process resumes sid.
-		s.log.Warn("A restored context reached a running turn; the next turn resumes it", "session_id", sid)
-	} else if _, live := s.agent.IdleSince(); live {
-		s.log.Info("Closing the agent process: another host answered the conversation since, and its context was restored",
-			"session_id", s.rb.sessionID(), "restored_session_id", sid)
-		s.agent.Close()
-	}
-	s.rb.update(func(r *Record) { r.SessionID, r.NewSessionID = sid, "" })
 }
 
 // reap closes an idle live process and keeps the session id, so the next

@@ -86,6 +86,11 @@ type turnRunner struct {
 	// rep replicates the conversation's context after each turn it
 	// answers, in a cluster that keeps it (context.go); nil otherwise.
 	rep *replica
+	// restoring is another host's newer context of the conversation,
+	// taken over (Stream.Restore) and not placed yet: the conversation's
+	// goroutine places it once no turn runs and the process holding the
+	// older context has exited (placeRestored, context.go).
+	restoring *Context
 	// ck is what the turns changed: the summary, !diff, !revert
 	// (checkpoint.go).
 	ck *checkpoints

@@ -136,6 +136,11 @@
 //	                                as the CLI writes them; writing <file>.held)
 //	                                until the file exists; stdin closed there
 //	                                ends the process (exit 137), as a kill would
+//	FAKECLAUDE_OWN_GATE=<file>      the CLI's own turn after a [[BG]] task ends
+//	                                holds after its init, before its answer
+//	                                reaches the transcript (writing <file>.held),
+//	                                until the file exists; stdin closed there
+//	                                ends the process (exit 137)
 //	FAKECLAUDE_IGNORE_SIGTERM=1     ignore SIGTERM (to test SIGKILL escalation)
 //	FAKECLAUDE_VERSION=<v>          what --version prints (default the pinned release)
 //	FAKECLAUDE_INITIALIZE=refuse    answer initialize with an error; =ignore: never

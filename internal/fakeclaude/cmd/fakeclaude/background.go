@@ -98,6 +98,9 @@ func (f *fake) runOwnTurn(task bgTask) {
 	f.mu.Unlock()
 	start := time.Now()
 	f.emitInit(t.model)
+	// The turn has begun, nothing of it is in the transcript yet: a test
+	// holds it here to have it write after something the host does.
+	f.holdAt("FAKECLAUDE_OWN_GATE")
 	reply := "background task: " + summary
 	f.reply(t, reply, false)
 	res := success(reply)
