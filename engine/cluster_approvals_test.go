@@ -478,14 +478,15 @@ func TestClusterRunApprovalStaysOnItsHost(t *testing.T) {
 }
 
 // TestClusterRunApprovalWaitsForItsHostToHoldAgain: the host of a run
-// whose turn waits for an answer is killed, the standby takes the binding
-// and the host comes back as a standby. While another host holds the
-// binding the returning host leaves the run in its journal: it opens no
-// session for it, starts no claude process, posts nothing (the
+// whose turn waits for an answer is killed -9, the standby takes the
+// binding and the host comes back as a standby. While another host holds
+// the binding the returning host leaves the run in its journal: it opens
+// no session for it, starts no claude process, posts nothing (the
 // conversation goes on at the holder). Once it holds the binding again
-// the run's turn is resumed there, when the conversation's next message
-// opens it: the thread is told the request above still waits, a press on
-// the old prompt answers it, and the run finishes before that message.
+// the run's turn is resumed there, not as the tenure starts but when the
+// conversation's next message opens it: the thread is told the request
+// above still waits, a press on the old prompt answers it, and the run's
+// turn goes on with the answer before that message runs.
 func TestClusterRunApprovalWaitsForItsHostToHoldAgain(t *testing.T) {
 	srv := clustertest.Single(t)
 	clock := clustertest.NewClock()
@@ -570,6 +571,11 @@ func TestClusterRunApprovalWaitsForItsHostToHoldAgain(t *testing.T) {
 	b.kill()
 	a2.takeOver(t, b)
 	a2.h.logs.WaitRecords(t, waitLimit, "Serving a cluster binding", 2) // the first tenure, then this one
+	// The tenure's start decides only conversations in memory: the run
+	// waits in the journal for the conversation's next message.
+	if a2.h.e.convs.Lookup(key) != nil || len(a2.h.rec.snapshot()) != 0 {
+		t.Fatalf("the run's host reopened the run as its tenure started:\n%s", dump(a2.h.rec.snapshot()))
+	}
 	publish(t, a2, "m-2", "", "back home")
 	a2.h.rec.waitSend(t, "The request above (Bash `make deploy`) still waits for an answer: the turn goes on once it has one.")
 	if asks := a2.h.rec.kinds("ask"); len(asks) != 0 {
