@@ -2,7 +2,12 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -469,5 +474,173 @@ func TestClusterRunApprovalStaysOnItsHost(t *testing.T) {
 	}
 	if n := len(a.h.rec.sends("stays on host a")); n != 1 {
 		t.Errorf("the note was posted %d times, want once", n)
+	}
+}
+
+// TestClusterRunApprovalWaitsForItsHostToHoldAgain: the host of a run
+// whose turn waits for an answer is killed -9, the standby takes the
+// binding and the host comes back as a standby. While another host holds
+// the binding the returning host leaves the run in its journal: it opens
+// no session for it, starts no claude process, posts nothing (the
+// conversation goes on at the holder). Once it holds the binding again
+// the run's turn is resumed there, not as the tenure starts but when the
+// conversation's next message opens it: the thread is told the request
+// above still waits, a press on the old prompt answers it, and the run's
+// turn goes on with the answer before that message runs.
+func TestClusterRunApprovalWaitsForItsHostToHoldAgain(t *testing.T) {
+	srv := clustertest.Single(t)
+	clock := clustertest.NewClock()
+	a := startClusterHostOn(t, "a", srv.ClientURL(), clock)
+	b := startClusterHostOn(t, "b", srv.ClientURL(), clock)
+	var a2 *clusterHost
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("a's log:\n%s\nb's log:\n%s", a.h.logs.String(), b.h.logs.String())
+			if a2 != nil {
+				t.Logf("a2 log:\n%s\na2 posts:\n%s", a2.h.logs.String(), dump(a2.h.rec.snapshot()))
+			}
+		}
+	})
+	ev, err := ingress.NewRun(ingress.Binding{Platform: "fake", Channel: "*"}, testRun("schedule:nightly@2026-03-10T01:30Z", "please [[TOOL:make deploy]]"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	if _, err := b.node.Publisher().Publish(ctx, ev); err != nil {
+		t.Fatalf("publishing the run: %v", err)
+	}
+	ask := waitAsk(t, a.h)
+	a.h.rec.waitSend(t, "comes from a scheduled or webhook run, which stays on host a")
+	// The request is in the conversation's record, for a restart
+	// (recordBook.notePending, right after the prompt and the note).
+	pollFor(t, "the waiting request recorded", func() bool {
+		recs, _ := filepath.Glob(filepath.Join(a.h.opts.StateDir, "sessions", "*.json"))
+		for _, r := range recs {
+			if b, err := os.ReadFile(r); err == nil && strings.Contains(string(b), ask.Prompt.RequestID) {
+				return true
+			}
+		}
+		return false
+	})
+	// A kill -9 runs nothing of the stop path (which ends the run's turn
+	// at the lease's loss): what it leaves is the state as it is now.
+	killed := t.TempDir()
+	copyLive(t, a.h.opts.StateDir, killed)
+	a.h.fa.mu.Lock()
+	transcripts := map[string][]fakeLine{} // the CLI killed with it: the turn stays cut in its transcript
+	for id, ls := range a.h.fa.lines {
+		transcripts[id] = slices.Clone(ls)
+	}
+	a.h.fa.mu.Unlock()
+	a.crash()
+	a.h.fa.mu.Lock()
+	a.h.fa.lines = transcripts
+	a.h.fa.mu.Unlock()
+	if err := os.RemoveAll(a.h.opts.StateDir); err != nil {
+		t.Fatal(err)
+	}
+	copyTree(t, killed, a.h.opts.StateDir)
+	spawned := len(a.h.fa.spawnsSnapshot())
+	b.takeOver(t, a)
+
+	a2 = restartKilled(t, a)
+	<-a2.h.e.convs.Ready() // recovery has decided what it reopens
+	key := conv.Key(platform.Target{Platform: "fake", Channel: "C1"})
+	if a2.h.e.convs.Lookup(key) != nil {
+		t.Fatal("the returning host reopened the run's conversation while another host holds the binding")
+	}
+	a2.h.logs.WaitRecords(t, waitLimit, "Pending messages of a cluster binding wait for their redelivery", 1)
+	// The conversation goes on at the holder meanwhile.
+	publish(t, b, "m-1", "", "while away")
+	if got := b.waitEchoes(t, 1); got[0] != "while away" {
+		t.Fatalf("the holder's replies = %q", got)
+	}
+	b.h.waitIdle()
+	if a2.h.e.convs.Lookup(key) != nil {
+		t.Fatal("the returning host opened the run's conversation while another host holds the binding")
+	}
+	if n := len(a2.h.fa.spawnsSnapshot()); n != spawned {
+		t.Fatalf("the returning host started %d claude processes while another host holds the binding", n-spawned)
+	}
+	if got := a2.h.rec.snapshot(); len(got) != 0 {
+		t.Fatalf("the returning host posted while another host holds the binding:\n%s", dump(got))
+	}
+
+	// The holder dies; the run's host serves the binding again.
+	b.kill()
+	a2.takeOver(t, b)
+	a2.h.logs.WaitRecords(t, waitLimit, "Serving a cluster binding", 2) // the first tenure, then this one
+	// The tenure's start decides only conversations in memory: the run
+	// waits in the journal for the conversation's next message.
+	if a2.h.e.convs.Lookup(key) != nil || len(a2.h.rec.snapshot()) != 0 {
+		t.Fatalf("the run's host reopened the run as its tenure started:\n%s", dump(a2.h.rec.snapshot()))
+	}
+	publish(t, a2, "m-2", "", "back home")
+	a2.h.rec.waitSend(t, "The request above (Bash `make deploy`) still waits for an answer: the turn goes on once it has one.")
+	if asks := a2.h.rec.kinds("ask"); len(asks) != 0 {
+		t.Errorf("the run's host asked again: %+v", asks)
+	}
+	press, err := ingress.NewAction(ingress.Binding{Platform: "fake", Channel: "*"}, "press-run",
+		platform.Action{RequestID: ask.Prompt.RequestID, Choice: platform.ChoiceAllow, UserID: "alice", UserName: "alice",
+			Target: platform.Target{Platform: "fake", Channel: "C1", MessageID: "prompt"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a2.node.Publisher().Publish(ctx, press); err != nil {
+		t.Fatalf("publishing the press: %v", err)
+	}
+	a2.h.rec.waitSend(t, "Resuming the turn for “please [[TOOL:make deploy]]” with the answer.")
+	if got := a2.waitEchoes(t, 2); strings.Join(got, "|") != "Continue from where you left off.|back home" {
+		t.Fatalf("the run's host's replies = %q, want the run's resumed turn's, with the answer, then the next message's", got)
+	}
+	a2.h.waitIdle()
+	var order []string
+	for _, r := range a2.h.rec.snapshot() {
+		for _, s := range []string{"still waits", "Resuming the turn", "was allowed once", "echo: back home"} {
+			if r.Kind == "send" && strings.Contains(r.Text, s) {
+				order = append(order, s)
+			}
+		}
+	}
+	if got := strings.Join(order, "|"); got != "still waits|Resuming the turn|was allowed once|echo: back home" {
+		t.Errorf("the run's host posted %q, want the notice once, the run's resumed turn, then the next message's", got)
+	}
+	if got := b.echoes(); len(got) != 1 {
+		t.Errorf("the host that held the binding meanwhile ran the run: %q", got)
+	}
+}
+
+// copyLive copies the state directory from of a running engine into to
+// as a kill -9 would leave it: a file renamed away meanwhile is left out,
+// and so is a write not yet renamed into place (the atomic writes' temp
+// files, which cc-connect never reads).
+func copyLive(t *testing.T, from, to string) {
+	t.Helper()
+	err := filepath.WalkDir(from, func(path string, d fs.DirEntry, err error) error {
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return nil
+		case err != nil:
+			return err
+		case strings.Contains(d.Name(), ".tmp-"):
+			return nil
+		}
+		rel, _ := filepath.Rel(from, path)
+		dst := filepath.Join(to, rel)
+		if d.IsDir() {
+			return os.MkdirAll(dst, 0o700)
+		}
+		b, err := os.ReadFile(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(dst, b, 0o600)
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
