@@ -644,3 +644,70 @@ func copyLive(t *testing.T, from, to string) {
 		t.Fatal(err)
 	}
 }
+
+// TestClusterRunApprovalParkedAtAStop: the host of a run whose turn waits
+// for an answer stops as the binary does on SIGTERM (no more from the
+// stream, the engine stopped within its grace, then the binding handed
+// over, the process gone). A message's turn would go to the
+// binding's next holder; the run's has no stream delivery to hand over,
+// so it is parked on its host as on a single host: nobody is told to
+// send a message again (there is none for a run), the request stays open,
+// and when the host serves the binding again the conversation's next
+// message finds it waiting; a press on the old prompt answers it.
+func TestClusterRunApprovalParkedAtAStop(t *testing.T) {
+	srv := clustertest.Single(t)
+	a := startClusterHostWith(t, "a", srv.ClientURL(), func(o *Options, _ *harnessConfig) { o.ShutdownGrace = 300 * time.Millisecond })
+	var a2 *clusterHost
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("a's log:\n%s\na's posts:\n%s", a.h.logs.String(), dump(a.h.rec.snapshot()))
+			if a2 != nil {
+				t.Logf("a2 log:\n%s\na2 posts:\n%s", a2.h.logs.String(), dump(a2.h.rec.snapshot()))
+			}
+		}
+	})
+	ev, err := ingress.NewRun(ingress.Binding{Platform: "fake", Channel: "*"}, testRun("schedule:nightly@2026-03-10T01:30Z", "please [[TOOL:make deploy]]"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	if _, err := a.node.Publisher().Publish(ctx, ev); err != nil {
+		t.Fatalf("publishing the run: %v", err)
+	}
+	ask := waitAsk(t, a.h)
+	a.h.rec.waitSend(t, "comes from a scheduled or webhook run, which stays on host a")
+	a.node.Quiesce()
+	a.h.stop()
+	a.halt()
+	a.node.Close()
+	if len(a.h.logs.Records("Shutting down while the turn waits on an answer: the request stays open for after the restart")) != 1 {
+		t.Error("the stop did not keep the run's request open")
+	}
+	for _, s := range []string{"Send the message again", "Run finished", "cancelled"} {
+		if got := a.h.rec.sends(s); len(got) != 0 {
+			t.Errorf("the stop dropped the run's waiting turn: %q", got)
+		}
+	}
+
+	a2 = restartKilled(t, a)
+	a2.h.logs.WaitRecords(t, waitLimit, "Serving a cluster binding", 1) // the stop released the lease
+	publish(t, a2, "m-1", "", "back home")
+	a2.h.rec.waitSend(t, "The request above (Bash `make deploy`) still waits for an answer")
+	if asks := a2.h.rec.kinds("ask"); len(asks) != 0 {
+		t.Errorf("the run's host asked again: %+v", asks)
+	}
+	press, err := ingress.NewAction(ingress.Binding{Platform: "fake", Channel: "*"}, "press-run",
+		platform.Action{RequestID: ask.Prompt.RequestID, Choice: platform.ChoiceAllow, UserID: "alice", UserName: "alice",
+			Target: platform.Target{Platform: "fake", Channel: "C1", MessageID: "prompt"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a2.node.Publisher().Publish(ctx, press); err != nil {
+		t.Fatalf("publishing the press: %v", err)
+	}
+	a2.h.rec.waitSend(t, "Resuming the turn for “please [[TOOL:make deploy]]” with the answer.")
+	if got := a2.waitEchoes(t, 2); got[len(got)-1] != "back home" {
+		t.Fatalf("the host's replies = %q, want the run's resumed turn's, then the next message's", got)
+	}
+}

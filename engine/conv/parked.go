@@ -185,6 +185,16 @@ func (ps *permissions) park() bool {
 	return true
 }
 
+// parksAtShutdown says whether the turn of it, waiting only on people
+// when cc-connect stops, keeps its requests here for this host's restart
+// (parkAtShutdown): on one host; on a cluster binding only a scheduled or
+// webhook run's, which stays on its host (approvals.go: it has no stream
+// delivery to hand over) — a message's turn goes to the binding's next
+// holder instead.
+func parksAtShutdown(tr *turnRunner, it workItem) bool {
+	return !tr.e.cluster.clustered(it.msg.Target.Platform) || it.run != nil
+}
+
 // parkAtShutdown ends a turn whose requests were parked as cc-connect
 // stops: the CLI is interrupted, so that closing its input does not
 // answer them (stdin EOF denies a pending request, and Claude would go on

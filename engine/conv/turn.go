@@ -734,13 +734,13 @@ func (tr *turnRunner) attempt(it workItem) outcome {
 			tr.overMaxTime(t, proc)
 		case <-stopping:
 			stopping = nil
-			if !tr.e.cluster.clustered(it.msg.Target.Platform) && t.perms.park() {
+			if parksAtShutdown(tr, it) && t.perms.park() {
 				return parkAtShutdown(tr, t, proc)
 			}
 			graceC = time.After(tr.e.opts.ShutdownGrace)
 		case <-graceC:
 			graceC = nil
-			if !tr.e.cluster.clustered(it.msg.Target.Platform) && t.perms.park() {
+			if parksAtShutdown(tr, it) && t.perms.park() {
 				return parkAtShutdown(tr, t, proc)
 			}
 			t.handedOver = tr.ho.takes(it)
