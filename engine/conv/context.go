@@ -183,12 +183,8 @@ func (st *Stream) Restore(ctx context.Context, b binding.Binding, to platform.Ta
 	case err != nil:
 		log.Warn("Reading the conversation's replicated context failed; it starts a new session", "error", err)
 		return false, "its history could not be read from the cluster"
-	case c.NotReplicated != "":
-		return false, "its history was not replicated: " + c.NotReplicated
-	case c.Workspace != b.Workspace:
-		return false, fmt.Sprintf("it ran in the workspace %s, which this channel does not use on this host", c.Workspace)
 	}
-	return st.restore(log, b, to, c, false)
+	return st.restore(log, b, to, c, false) // which says why a context cannot be used
 }
 
 // behind says whether c, the replicated context of a conversation this
@@ -306,6 +302,7 @@ func placeRestored(s *Conversation) {
 // here with its history, that it goes on without what host c.Host
 // answered: in this host's own session.
 func restoreFailed(s *Conversation, c Context, why string) {
+	host := cmp.Or(c.Host, "?")
 	s.chat.send(fmt.Sprintf("This conversation's history from host %s could not be used here, because %s: "+
-		"it continues in this host's own Claude session, which does not hold what was said on host %s.", cmp.Or(c.Host, "?"), why, cmp.Or(c.Host, "?")))
+		"it continues in this host's own Claude session, which does not hold what was said on host %s.", host, why, host))
 }
